@@ -1,0 +1,41 @@
+"""The application: a route table, error mapping and the runner tick, runtime-agnostic."""
+
+from __future__ import annotations
+
+from . import runner
+from .config import Misconfigured
+from .handlers import manifest
+from .requests import Request
+from .responses import Response, error_response
+from .routing import Route, Router
+from .services import Services, log
+
+ROUTES = [
+    Route("GET", "/dee-wan/manifest.json", manifest.manifest),
+]
+
+
+class App:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.router = Router(ROUTES)
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            response = await self.router.dispatch(request, self.services)
+        except Misconfigured as exc:
+            # The variable's name only: its value may be a secret.
+            log.error("misconfigured: %s %s", exc.name, exc.reason)
+            response = error_response(
+                500, "misconfigured", f"{exc.name} is not configured correctly"
+            )
+        except Exception:
+            log.exception("unhandled error in %s %s", request.method, request.path)
+            response = error_response(500, "internal_error")
+        if request.method == "HEAD":
+            response.body = b""
+        return response.with_base_headers()
+
+    async def tick(self, now: int) -> dict[str, int]:
+        """One runner tick at `now` (epoch ms), as `scheduled()` and the local cron run it."""
+        return await runner.tick(self.services, now)

@@ -1,0 +1,215 @@
+"""Configuration: every variable and secret, validated in one place.
+
+A bad value never stops the whole Worker: each request that needs it answers
+500 `misconfigured` (see `Misconfigured`). The local runtime calls
+`Configuration.raise_for_problems()` at start-up instead. Messages name the
+variable and never carry its value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+VARIABLES = (
+    "PUBLIC_ORIGIN",
+    "ENVIRONMENT",
+    "DEE_WAN_DEV_ORIGINS",
+    "MAX_ATTEMPTS",
+    "MAX_LATENESS_MS",
+    "LEASE_MS",
+    "MAX_RETRY_AFTER_MS",
+    "MAX_ROWS_PER_TICK",
+)
+SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
+REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
+
+
+class Misconfigured(Exception):
+    """A request needed a variable whose value is missing or invalid."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class ConfigurationError(Exception):
+    """One or more variables are invalid; raised by the local runtime at start-up."""
+
+    def __init__(self, problems: Mapping[str, str]) -> None:
+        lines = [f"  {name}: {reason}" for name, reason in sorted(problems.items())]
+        super().__init__("invalid configuration:\n" + "\n".join(lines))
+        self.problems = dict(problems)
+
+
+def parse_origin(value: str, *, allow_http: bool = True) -> str:
+    """An origin is scheme://host[:port] with nothing after it."""
+    parts = urlsplit(value)
+    schemes = ("https", "http") if allow_http else ("https",)
+    if parts.scheme not in schemes or not parts.hostname:
+        raise ValueError("must be an origin such as https://scheduling.example")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not contain credentials")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or value.endswith("/"):
+        raise ValueError("must be an origin with no path, query, fragment or trailing slash")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValueError("has an invalid port") from None
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def _origin(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return parse_origin(value.strip())
+
+
+def _origin_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, tuple):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a comma-separated list of origins")
+    origins = []
+    for item in value.split(","):
+        if item.strip():
+            try:
+                origins.append(parse_origin(item.strip()))
+            except ValueError as exc:
+                raise ValueError(f"each entry {exc}") from None
+    return tuple(origins)
+
+
+def _admin_secret(value: Any) -> str:
+    if not isinstance(value, str) or len(value) < 16:
+        raise ValueError("must be at least 16 characters")
+    return value
+
+
+def _token_key(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be base64 of exactly 32 bytes")
+    try:
+        key = base64.b64decode(value.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("is not valid base64 (expected base64 of exactly 32 bytes)") from None
+    if len(key) != 32:
+        raise ValueError(f"must decode to exactly 32 bytes, got {len(key)} bytes")
+    return key
+
+
+def _environment(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty name such as production or development")
+    return value.strip().lower()
+
+
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    PUBLIC_ORIGIN: Annotated[str | None, BeforeValidator(_origin)] = None
+    ENVIRONMENT: Annotated[str, BeforeValidator(_environment)] = "production"
+    DEE_WAN_DEV_ORIGINS: Annotated[tuple[str, ...], BeforeValidator(_origin_list)] = ()
+    MAX_ATTEMPTS: PositiveInt = 5
+    MAX_LATENESS_MS: PositiveInt = 900_000
+    LEASE_MS: PositiveInt = 60_000
+    MAX_RETRY_AFTER_MS: PositiveInt = 300_000
+    MAX_ROWS_PER_TICK: Annotated[int, Field(gt=0, le=500)] = 20
+    ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
+    TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
+
+
+class Configuration:
+    """Validated settings plus the problems found, variable by variable."""
+
+    def __init__(self, settings: _Settings, problems: Mapping[str, str]) -> None:
+        self._settings = settings
+        self.problems: dict[str, str] = dict(problems)
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, Any]) -> Configuration:
+        raw = {
+            name: env[name]
+            for name in (*VARIABLES, *SECRETS)
+            if env.get(name) is not None and env.get(name) != ""
+        }
+        problems: dict[str, str] = {}
+        while True:
+            try:
+                settings = _Settings.model_validate(raw)
+                break
+            except ValidationError as exc:
+                # Drop each bad field, remember why, and validate the rest again.
+                for error in exc.errors(include_input=False, include_url=False):
+                    name = str(error["loc"][0])
+                    message = error["msg"].removeprefix("Value error, ")
+                    problems[name] = message[0].lower() + message[1:]
+                    raw.pop(name, None)
+        for name in REQUIRED:
+            if name not in raw and name not in problems:
+                problems[name] = "is not set"
+        return cls(settings, problems)
+
+    def raise_for_problems(self) -> None:
+        if self.problems:
+            raise ConfigurationError(self.problems)
+
+    def _need(self, name: str) -> Any:
+        if name in self.problems:
+            raise Misconfigured(name, self.problems[name])
+        return getattr(self._settings, name)
+
+    @property
+    def public_origin(self) -> str:
+        return str(self._need("PUBLIC_ORIGIN"))
+
+    @property
+    def environment(self) -> str:
+        return str(self._need("ENVIRONMENT"))
+
+    @property
+    def is_development(self) -> bool:
+        return "ENVIRONMENT" not in self.problems and self._settings.ENVIRONMENT == "development"
+
+    @property
+    def dev_origins(self) -> tuple[str, ...]:
+        return tuple(self._need("DEE_WAN_DEV_ORIGINS"))
+
+    @property
+    def max_attempts(self) -> int:
+        return int(self._need("MAX_ATTEMPTS"))
+
+    @property
+    def max_lateness_ms(self) -> int:
+        return int(self._need("MAX_LATENESS_MS"))
+
+    @property
+    def lease_ms(self) -> int:
+        return int(self._need("LEASE_MS"))
+
+    @property
+    def max_retry_after_ms(self) -> int:
+        return int(self._need("MAX_RETRY_AFTER_MS"))
+
+    @property
+    def max_rows_per_tick(self) -> int:
+        return int(self._need("MAX_ROWS_PER_TICK"))
+
+    @property
+    def admin_secret(self) -> str:
+        return str(self._need("ADMIN_SECRET"))
+
+    @property
+    def token_key(self) -> bytes:
+        return bytes(self._need("TOKEN_KEY"))

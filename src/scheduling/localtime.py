@@ -1,0 +1,108 @@
+"""Turn an editor's local wall time in an IANA zone into one UTC instant.
+
+The README's Time table is the contract; tests drive every row of it through
+`resolve_local_time`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from .timezones import UnknownTimezone, get_zone
+
+Fold = Literal["earlier", "later"]
+FOLDS: tuple[Fold, ...] = ("earlier", "later")
+
+_LOCAL = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+
+
+@dataclass(frozen=True)
+class ResolvedTime:
+    due_at_ms: int
+    local_time: str  # as entered, YYYY-MM-DDTHH:MM
+    timezone: str
+    fold: Fold | None  # kept only when the wall time was ambiguous
+    utc_offset_minutes: int
+
+
+@dataclass(frozen=True)
+class TimeRefusal:
+    code: str  # e.g. nonexistent_local_time, ambiguous_local_time, unknown_timezone, past_time
+    message: str
+
+
+def resolve_local_time(
+    local: str, zone: str, fold: str | None, *, now: datetime
+) -> ResolvedTime | TimeRefusal:
+    """Resolve `local` (YYYY-MM-DDTHH:MM) in `zone`; refuse gaps, unchosen overlaps and the past."""
+    if not isinstance(local, str) or not _LOCAL.fullmatch(local):
+        return TimeRefusal("invalid_local_time", "Enter a date and time as YYYY-MM-DDTHH:MM.")
+    try:
+        wall = datetime.strptime(local, "%Y-%m-%dT%H:%M")
+    except ValueError:
+        return TimeRefusal(
+            "invalid_local_time", "That date or time does not exist on the calendar."
+        )
+    if fold not in (None, "", *FOLDS):
+        return TimeRefusal("invalid_fold", "Choose the earlier or the later occurrence.")
+    try:
+        tz = get_zone(zone)
+    except UnknownTimezone:
+        return TimeRefusal("unknown_timezone", "That is not a known IANA time zone name.")
+
+    earlier = wall.replace(tzinfo=tz, fold=0)
+    later = wall.replace(tzinfo=tz, fold=1)
+    if not _exists(earlier):
+        return TimeRefusal(
+            "nonexistent_local_time",
+            f"{local} does not happen in {zone}: the clocks skip over it.",
+        )
+    chosen = earlier
+    kept_fold: Fold | None = None
+    if earlier.utcoffset() != later.utcoffset():
+        if fold not in FOLDS:
+            return TimeRefusal(
+                "ambiguous_local_time",
+                f"{local} happens twice in {zone}: choose the earlier or the later one.",
+            )
+        chosen = earlier if fold == "earlier" else later
+        kept_fold = "earlier" if fold == "earlier" else "later"
+
+    instant = chosen.astimezone(UTC)
+    if instant <= now.astimezone(UTC):
+        return TimeRefusal("past_time", f"{local} in {zone} is already in the past.")
+    offset = chosen.utcoffset() or timedelta(0)
+    return ResolvedTime(
+        due_at_ms=int(instant.timestamp() * 1000),
+        local_time=local,
+        timezone=zone,
+        fold=kept_fold,
+        utc_offset_minutes=int(offset.total_seconds() // 60),
+    )
+
+
+def _exists(aware: datetime) -> bool:
+    """A wall time in a gap does not survive the round trip through UTC."""
+    tz = aware.tzinfo
+    round_trip = aware.astimezone(UTC).astimezone(tz)
+    return round_trip.replace(tzinfo=None) == aware.replace(tzinfo=None)
+
+
+def format_utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def rfc3339(ms: int) -> str:
+    return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def local_wall(ms: int, zone: str) -> str:
+    """An instant shown in `zone`, with its abbreviation, e.g. 2026-07-01 09:00 EDT."""
+    try:
+        tz = get_zone(zone)
+    except UnknownTimezone:
+        return format_utc(ms)
+    return datetime.fromtimestamp(ms / 1000, tz).strftime("%Y-%m-%d %H:%M %Z")

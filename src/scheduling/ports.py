@@ -1,0 +1,117 @@
+"""The ports through which the core talks to the world.
+
+Each runtime (CPython, Workers) supplies one implementation of each. The core
+imports nothing else that does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Row = dict[str, Any]
+
+
+# -- database (D1-shaped) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Meta:
+    changes: int = 0
+    last_row_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Result:
+    results: list[Row] = field(default_factory=list)
+    meta: Meta = field(default_factory=Meta)
+
+
+class DatabaseError(Exception):
+    """A statement failed. `constraint` is set when a UNIQUE/CHECK/FK rule refused it."""
+
+    def __init__(self, message: str, *, constraint: bool = False) -> None:
+        super().__init__(message)
+        self.constraint = constraint
+
+
+class Statement(Protocol):
+    def bind(self, *values: Any) -> Statement: ...
+
+    async def all(self) -> Result: ...
+
+    async def first(self) -> Row | None: ...
+
+    async def run(self) -> Result: ...
+
+
+class Database(Protocol):
+    """D1's shape. `batch` runs its statements in one transaction: all or none."""
+
+    def prepare(self, sql: str) -> Statement: ...
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]: ...
+
+
+# -- crypto -----------------------------------------------------------------
+
+
+class UnreadableSecret(Exception):
+    """A sealed value does not open under the current key (key changed, or data damaged)."""
+
+
+class Crypto(Protocol):
+    async def seal(self, plaintext: str, context: str) -> str:
+        """AES-256-GCM with a fresh 96-bit IV; `context` is bound as associated data."""
+        ...
+
+    async def open(self, sealed: str, context: str) -> str:
+        """Inverse of `seal`; raises `UnreadableSecret` when it does not open."""
+        ...
+
+    async def sha256_hex(self, value: str) -> str: ...
+
+    def random_token(self) -> str:
+        """32 random bytes as 43 url-safe base64 characters."""
+        ...
+
+
+# -- outbound HTTP ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutboundRequest:
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: bytes | None = None
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class OutboundResponse:
+    status: int
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes
+
+
+class TransportError(Exception):
+    """The request failed before a response arrived (DNS, connect, reset)."""
+
+
+class TransportTimeout(TransportError):
+    """No complete response within the timeout."""
+
+
+class HttpClient(Protocol):
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        """Send once; never follow redirects. Raises TransportError/TransportTimeout."""
+        ...
+
+
+# -- clock ------------------------------------------------------------------
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int: ...

@@ -1,0 +1,65 @@
+"""Responses the core returns; each runtime turns them into its own type."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Applied to every response; pages add their CSP on top.
+BASE_HEADERS = (
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("cache-control", "no-store"),
+)
+
+PAGE_CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    def header(self, name: str) -> str | None:
+        for key, value in self.headers:
+            if key.lower() == name.lower():
+                return value
+        return None
+
+    def with_base_headers(self) -> Response:
+        present = {name.lower() for name, _ in self.headers}
+        self.headers.extend(pair for pair in BASE_HEADERS if pair[0] not in present)
+        return self
+
+
+def json_response(data: Any, status: int = 200) -> Response:
+    body = json.dumps(data, separators=(",", ":")).encode()
+    return Response(status, body, [("content-type", "application/json")])
+
+
+def error_response(status: int, code: str, message: str | None = None) -> Response:
+    payload: dict[str, Any] = {"code": code}
+    if message:
+        payload["message"] = message
+    return json_response(payload, status)
+
+
+def html_response(html: str, status: int = 200) -> Response:
+    return Response(
+        status,
+        html.encode("utf-8"),
+        [
+            ("content-type", "text/html; charset=utf-8"),
+            ("content-security-policy", PAGE_CSP),
+            ("x-frame-options", "DENY"),
+        ],
+    )
+
+
+def redirect(location: str, status: int = 303) -> Response:
+    return Response(status, b"", [("location", location)])

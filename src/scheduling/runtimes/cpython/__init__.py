@@ -1,0 +1,1 @@
+"""The CPython runtime: sqlite3 for D1, `cryptography`, httpx, an ASGI server."""

@@ -1,0 +1,88 @@
+"""The local runtime: the same App on sqlite3, `cryptography`, httpx and uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from ...app import App
+from ...config import Configuration
+from ...services import Services, log
+from .asgi import AsgiApp
+from .clock import SystemClock
+from .crypto import CpythonCrypto
+from .http_client import HttpxClient
+from .migrations import apply_migrations
+from .sqlite_d1 import SqliteDatabase
+
+
+def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> App:
+    services = Services(
+        config=Configuration.from_mapping(env),
+        db=db,
+        http=overrides.pop("http", None) or HttpxClient(),
+        clock=overrides.pop("clock", None) or SystemClock(),
+        make_crypto=CpythonCrypto,
+        **overrides,
+    )
+    return App(services)
+
+
+async def cron_loop(app: App) -> None:
+    """One tick at the start of every minute, like `* * * * *`."""
+    clock = app.services.clock
+    while True:
+        now = clock.now_ms()
+        await asyncio.sleep((60_000 - now % 60_000) / 1000)
+        try:
+            await app.tick(clock.now_ms())
+        except Exception:
+            log.exception("runner tick failed")
+
+
+async def serve(port: int, db_path: Path, env: Mapping[str, Any], *, cron: bool) -> None:
+    config = Configuration.from_mapping(env)
+    config.raise_for_problems()
+    db = SqliteDatabase(db_path)
+    applied = apply_migrations(db.connection)
+    log.info("database %s: %d migration(s) applied", db_path, len(applied))
+    app = build_app(env, db)
+
+    async def tick(when: int | None) -> Any:
+        return await app.tick(when if when is not None else app.services.clock.now_ms())
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            AsgiApp(app, tick),
+            host="127.0.0.1",
+            port=port,
+            lifespan="off",
+            # Access logs would print query strings, and launch codes travel in one.
+            access_log=False,
+            log_level="warning",
+        )
+    )
+    cron_task = asyncio.create_task(cron_loop(app)) if cron else None
+    log.info(
+        "serving %s on http://127.0.0.1:%d (cron %s)",
+        config.public_origin,
+        port,
+        "on" if cron else "off",
+    )
+    try:
+        await server.serve()
+    finally:
+        if cron_task:
+            cron_task.cancel()
+        db.close()
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )

@@ -1,0 +1,59 @@
+"""Build the App from a Worker's env, and convert requests and responses at the edge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...app import App
+from ...config import SECRETS, VARIABLES, Configuration
+from ...requests import Headers, Request
+from ...responses import Response
+from ...services import Services
+from .clock import WorkersClock
+from .crypto import WebCrypto
+from .d1 import D1Database
+from .fetch_client import WorkersFetch
+
+DB_BINDING = "PLUGIN_DB"
+
+
+def read_env(env: Any) -> dict[str, Any]:
+    values = {}
+    for name in (*VARIABLES, *SECRETS):
+        value = getattr(env, name, None)
+        if value is not None and str(value) != "undefined":
+            values[name] = value if isinstance(value, int | float) else str(value)
+    return values
+
+
+def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
+    """Identifies the configuration an App was built from (the env wrapper is new per request)."""
+    return tuple(sorted((name, repr(value)) for name, value in read_env(env).items()))
+
+
+def build_app(env: Any) -> App:
+    services = Services(
+        config=Configuration.from_mapping(read_env(env)),
+        db=D1Database(getattr(env, DB_BINDING)),
+        http=WorkersFetch(),
+        clock=WorkersClock(),
+        make_crypto=WebCrypto,
+    )
+    return App(services)
+
+
+async def to_core_request(request: Any) -> Request:
+    method = getattr(request.method, "value", request.method)
+    headers = Headers([(str(k), str(v)) for k, v in request.headers.items()])
+    body = b"" if method in ("GET", "HEAD") else await request.bytes()
+    return Request(str(method), str(request.url), headers, bytes(body))
+
+
+def to_workers_response(response: Response) -> Any:
+    from workers import Response as WorkersResponse
+
+    return WorkersResponse(
+        response.body if response.body else None,
+        status=response.status,
+        headers=list(response.headers),
+    )

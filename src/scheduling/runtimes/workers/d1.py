@@ -1,0 +1,76 @@
+"""Database port over a D1 binding, as the `workers` SDK's env wrapper hands it over.
+
+The SDK already converts D1 results to Python dicts and `None` to SQL NULL;
+this adapter turns them into the port's `Result` and D1 errors into
+`DatabaseError`, so no JS shape leaks past here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pyodide.ffi import JsException
+
+from ...ports import DatabaseError, Meta, Result, Row, Statement
+
+
+def _result(raw: Any) -> Result:
+    meta = raw.get("meta") or {}
+    rows = [dict(row) for row in raw.get("results") or []]
+    return Result(
+        rows, Meta(changes=int(meta.get("changes") or 0), last_row_id=meta.get("last_row_id"))
+    )
+
+
+def _error(exc: Exception, sql: str) -> DatabaseError:
+    message = str(exc)
+    constraint = "constraint failed" in message.lower()
+    return DatabaseError(f"{message} in: {' '.join(sql.split())[:120]}", constraint=constraint)
+
+
+class D1Statement:
+    def __init__(self, stmt: Any, sql: str) -> None:
+        self.js_statement = stmt
+        self.sql = sql
+
+    def bind(self, *values: Any) -> D1Statement:
+        return D1Statement(self.js_statement.bind(*values), self.sql)
+
+    async def all(self) -> Result:
+        try:
+            return _result(await self.js_statement.all())
+        except JsException as exc:
+            raise _error(exc, self.sql) from None
+
+    async def run(self) -> Result:
+        try:
+            return _result(await self.js_statement.run())
+        except JsException as exc:
+            raise _error(exc, self.sql) from None
+
+    async def first(self) -> Row | None:
+        try:
+            row = await self.js_statement.first()
+        except JsException as exc:
+            raise _error(exc, self.sql) from None
+        return dict(row) if row is not None else None
+
+
+class D1Database:
+    def __init__(self, binding: Any) -> None:
+        self._binding = binding
+        self.round_trips = 0
+
+    def prepare(self, sql: str) -> D1Statement:
+        return D1Statement(self._binding.prepare(sql), sql)
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        own = [stmt for stmt in statements if isinstance(stmt, D1Statement)]
+        if len(own) != len(statements):
+            raise TypeError("batch() takes statements prepared on this database")
+        try:
+            raw = await self._binding.batch([stmt.js_statement for stmt in own])
+        except JsException as exc:
+            raise _error(exc, own[0].sql if own else "") from None
+        return [_result(item) for item in raw]

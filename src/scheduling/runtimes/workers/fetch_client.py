@@ -1,0 +1,35 @@
+"""Outbound HTTP port over the runtime's `fetch`: no redirects followed, a hard timeout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, to_js
+
+from ...ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+
+
+class WorkersFetch:
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        init: dict[str, Any] = {
+            "method": request.method,
+            "headers": to_js(dict(request.headers), dict_converter=js.Object.fromEntries),
+            # A 3xx is an answer to classify, never something to follow.
+            "redirect": "manual",
+            # Aborts the whole exchange, body included.
+            "signal": js.AbortSignal.timeout(int(request.timeout_s * 1000)),
+        }
+        if request.body is not None:
+            init["body"] = request.body.decode("utf-8")
+        try:
+            response = await js.fetch(
+                request.url, to_js(init, dict_converter=js.Object.fromEntries)
+            )
+            body = (await response.arrayBuffer()).to_bytes()
+        except JsException as exc:
+            if getattr(exc, "name", "") in ("TimeoutError", "AbortError"):
+                raise TransportTimeout(exc.name) from None
+            raise TransportError(getattr(exc, "name", "fetch failed")) from None
+        headers = {str(name).lower(): str(value) for name, value in response.headers.entries()}
+        return OutboundResponse(int(response.status), headers, bytes(body))

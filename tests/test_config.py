@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from scheduling.config import Configuration, ConfigurationError, Misconfigured
+from tests.conftest import base_env
+
+
+def test_defaults_match_the_reference() -> None:
+    config = Configuration.from_mapping(base_env())
+    assert config.problems == {}
+    assert (config.max_attempts, config.max_lateness_ms, config.lease_ms) == (5, 900_000, 60_000)
+    assert config.max_retry_after_ms == 300_000
+    assert config.max_rows_per_tick == 20
+    assert config.environment == "production"
+    assert config.dev_origins == ()
+
+
+def test_numbers_arrive_as_strings_from_dev_vars() -> None:
+    config = Configuration.from_mapping(base_env(MAX_ATTEMPTS="3", LEASE_MS="1000"))
+    assert (config.max_attempts, config.lease_ms) == (3, 1000)
+
+
+@pytest.mark.parametrize("length", [0, 16, 31, 33, 64])
+def test_token_key_must_be_exactly_32_bytes(length: int) -> None:
+    key = base64.b64encode(b"k" * length).decode()
+    config = Configuration.from_mapping(base_env(TOKEN_KEY=key))
+    if length == 0:
+        assert config.problems["TOKEN_KEY"] == "is not set"
+    else:
+        assert f"got {length} bytes" in config.problems["TOKEN_KEY"]
+    with pytest.raises(Misconfigured) as raised:
+        config.token_key  # noqa: B018
+    assert raised.value.name == "TOKEN_KEY"
+    assert not key or key not in str(raised.value)
+
+
+def test_token_key_not_base64_is_named_without_its_value() -> None:
+    config = Configuration.from_mapping(base_env(TOKEN_KEY="not base64 !!"))
+    with pytest.raises(ConfigurationError) as raised:
+        config.raise_for_problems()
+    assert "TOKEN_KEY" in str(raised.value)
+    assert "not base64 !!" not in str(raised.value)
+
+
+def test_short_admin_secret_names_variable_not_value() -> None:
+    config = Configuration.from_mapping(base_env(ADMIN_SECRET="short-secret"))
+    assert "at least 16" in config.problems["ADMIN_SECRET"]
+    with pytest.raises(ConfigurationError) as raised:
+        config.raise_for_problems()
+    assert "ADMIN_SECRET" in str(raised.value)
+    assert "short-secret" not in str(raised.value)
+
+
+def test_one_bad_variable_leaves_the_others_usable() -> None:
+    config = Configuration.from_mapping(base_env(MAX_ATTEMPTS="many", TOKEN_KEY=None))
+    assert set(config.problems) == {"MAX_ATTEMPTS", "TOKEN_KEY"}
+    assert config.public_origin == "https://scheduling.example"
+    assert config.admin_secret
+    with pytest.raises(Misconfigured):
+        config.max_attempts  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["scheduling.example", "https://scheduling.example/", "https://scheduling.example/x",
+     "https://u:p@scheduling.example", "ftp://scheduling.example", "https://x.example?q=1"],
+)
+def test_public_origin_must_be_a_bare_origin(origin: str) -> None:
+    config = Configuration.from_mapping(base_env(PUBLIC_ORIGIN=origin))
+    assert "PUBLIC_ORIGIN" in config.problems
+
+
+def test_dev_origins_are_a_list_of_exact_origins() -> None:
+    config = Configuration.from_mapping(
+        base_env(DEE_WAN_DEV_ORIGINS="http://localhost:8787, http://127.0.0.1:9000")
+    )
+    assert config.dev_origins == ("http://localhost:8787", "http://127.0.0.1:9000")
+    bad = Configuration.from_mapping(base_env(DEE_WAN_DEV_ORIGINS="http://localhost:8787/path"))
+    assert "DEE_WAN_DEV_ORIGINS" in bad.problems

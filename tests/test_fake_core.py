@@ -1,0 +1,292 @@
+"""fake_core enforces protocol v1 (§4–§7): every refusal row, idempotency, pins.
+
+Each test would fail if the check it names were removed from fake_core.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from fake_core import FakeCore, FakeCoreTransport, Installation, parse_rfc3339, rfc3339
+from fake_core.testing import sample_core
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
+
+T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
+API = "https://cms.example/api/plugins/v1"
+
+
+@pytest.fixture
+def core() -> FakeCore:
+    return sample_core(T0)
+
+
+@pytest.fixture
+def ins(core: FakeCore) -> Installation:
+    return core.register_installation(models={"article"})
+
+
+@pytest.fixture
+def http(core: FakeCore) -> FakeCoreTransport:
+    return FakeCoreTransport(core)
+
+
+def body_of(response: OutboundResponse) -> dict[str, Any]:
+    data = json.loads(response.body)
+    assert isinstance(data, dict)
+    return data
+
+
+async def send(
+    http: FakeCoreTransport, method: str, path: str, *, token: str | None,
+    json_body: Any = None, raw: bytes | None = None, headers: dict[str, str] | None = None,
+) -> OutboundResponse:
+    all_headers = {"Content-Type": "application/json"}
+    if token is not None:
+        all_headers["Authorization"] = f"Bearer {token}"
+    all_headers.update(headers or {})
+    body = raw if raw is not None else (None if json_body is None else json.dumps(json_body).encode())
+    return await http.send(OutboundRequest(method, f"{API}{path}", all_headers, body))
+
+
+async def expect(response: Any, status: int, code: str) -> dict[str, Any]:
+    response = await response
+    assert (response.status, body_of(response)["code"]) == (status, code)
+    assert response.headers["content-type"] == "application/json"
+    return body_of(response)
+
+
+# -- §4 launch exchange ------------------------------------------------------
+
+
+async def exchange(http: FakeCoreTransport, token: str | None, code: Any) -> OutboundResponse:
+    return await send(http, "POST", "/launch/exchange", token=token, json_body={"code": code})
+
+
+async def test_exchange_answers_person_context_and_a_30_minute_delegation(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "content", "content_id": "cnt_fr"})
+    data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
+    delegation = data.pop("delegation")
+    assert data == {
+        "code": "launch_exchanged",
+        "installation_id": ins.id,
+        "person": {"id": "usr_editor", "name": "Ada Lovelace"},
+        "context": {"kind": "content", "content_id": "cnt_fr"},
+    }
+    assert delegation["token"].startswith("dwd_") and len(delegation["token"]) == 47
+    assert delegation["expires_at"] == "2026-07-01T09:30:00Z"
+
+
+async def test_manage_launch_context(core: FakeCore, ins: Installation, http: FakeCoreTransport) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
+    assert data["context"] == {"kind": "manage"}
+
+
+async def test_launch_url_follows_the_manifest_template(core: FakeCore, ins: Installation) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    assert launch.url == (
+        f"https://scheduling.example/installations/{ins.id}?dee_wan_launch={launch.code}"
+    )
+    assert launch.code.startswith("dwl_") and len(launch.code) == 47
+
+
+async def test_launch_code_is_single_use(core: FakeCore, ins: Installation, http: FakeCoreTransport) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
+    await expect(exchange(http, ins.token, launch.code), 404, "launch_not_found")
+
+
+@pytest.mark.parametrize(("after_ms", "status"), [(59_999, 200), (60_000, 404)])
+async def test_launch_code_expires_after_60_seconds(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport, after_ms: int, status: int
+) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    core.clock.advance(after_ms)
+    response = await exchange(http, ins.token, launch.code)
+    assert response.status == status
+
+
+async def test_launch_code_of_another_installation_is_not_found_and_not_consumed(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    other = core.register_installation()
+    launch = core.issue_launch(other.id, "usr_editor", {"kind": "manage"})
+    await expect(exchange(http, ins.token, launch.code), 404, "launch_not_found")
+    await expect(exchange(http, other.token, launch.code), 200, "launch_exchanged")
+
+
+async def test_unknown_launch_code_is_not_found(ins: Installation, http: FakeCoreTransport) -> None:
+    await expect(exchange(http, ins.token, "dwl_" + "A" * 43), 404, "launch_not_found")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"not json",
+        b"[]",
+        b"{}",
+        b'{"code": "dwl_short"}',
+        b'{"code": "dwa_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}',
+        b'{"code": 12}',
+        b'{"code": "dwl_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "x": 1}',
+    ],
+)
+async def test_malformed_exchange_is_invalid_request(
+    ins: Installation, http: FakeCoreTransport, raw: bytes
+) -> None:
+    await expect(send(http, "POST", "/launch/exchange", token=ins.token, raw=raw), 400, "invalid_request")
+
+
+async def test_exchange_needs_a_json_content_type(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    response = send(
+        http, "POST", "/launch/exchange", token=ins.token, json_body={"code": launch.code},
+        headers={"Content-Type": "text/plain"},
+    )
+    await expect(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer dwp_" + "A" * 43, "Basic abc", "Bearer", "Bearer dwp_short"],
+)
+async def test_exchange_without_a_current_token_is_unauthorized(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport, authorization: str | None
+) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    headers = {} if authorization is None else {"Authorization": authorization}
+    response = send(
+        http, "POST", "/launch/exchange", token=None, json_body={"code": launch.code},
+        headers=headers,
+    )
+    await expect(response, 401, "plugin_unauthorized")
+    assert not core.state.launches[launch.code].used
+
+
+# -- §5 content read -----------------------------------------------------------
+
+
+async def delegation_for(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport, person: str = "usr_editor"
+) -> str:
+    launch = core.issue_launch(ins.id, person, {"kind": "manage"})
+    token = body_of(await exchange(http, ins.token, launch.code))["delegation"]["token"]
+    assert isinstance(token, str)
+    return token
+
+
+async def read(
+    http: FakeCoreTransport, ins: Installation, content_id: str, delegation: str | None
+) -> OutboundResponse:
+    headers = {} if delegation is None else {"Dee-Wan-Delegation": delegation}
+    return await send(http, "GET", f"/content/{content_id}", token=ins.token, headers=headers)
+
+
+async def test_content_read_answers_the_spec_shape(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    core.state.publish_now("cnt_en", T0)
+    version = core.state.edit("cnt_en")
+    delegation = await delegation_for(core, ins, http)
+    data = await expect(read(http, ins, "cnt_fr", delegation), 200, "content")
+    assert data == {
+        "code": "content",
+        "content": {
+            "id": "cnt_fr", "primary_id": "cnt_en", "title": "Lancement", "model": "article",
+            "locale": "fr", "current_version_id": version, "published_version_id": "ver_1",
+        },
+        "workflow": {
+            "revision": 2,
+            "transitions": [{"kind": "publish", "to": "published"},
+                            {"kind": "unpublish", "to": "draft"}],
+        },
+        "site": {"timezone": "Europe/Paris"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("content_id", "person", "capabilities", "kinds"),
+    [
+        ("cnt_en", "usr_editor", None, ["publish"]),  # nothing published yet
+        ("cnt_pub", "usr_editor", None, ["unpublish"]),  # current is published
+        ("cnt_pub", "usr_viewer", None, []),  # person may do nothing
+        ("cnt_en", "usr_editor", {"content:read", "workflow:unpublish"}, []),  # not granted
+    ],
+)
+async def test_transitions_intersect_person_capabilities_and_state(
+    core: FakeCore, http: FakeCoreTransport, content_id: str, person: str,
+    capabilities: set[str] | None, kinds: list[str],
+) -> None:
+    ins = core.register_installation(
+        capabilities=capabilities or {"content:read", "workflow:publish", "workflow:unpublish"}
+    )
+    delegation = await delegation_for(core, ins, http, person)
+    data = body_of(await read(http, ins, content_id, delegation))
+    assert [t["kind"] for t in data["workflow"]["transitions"]] == kinds
+    published = core.state.groups[content_id].published_version_id
+    assert data["content"]["published_version_id"] == published
+
+
+async def test_content_read_refusals(core: FakeCore, ins: Installation, http: FakeCoreTransport) -> None:
+    delegation = await delegation_for(core, ins, http)
+    await expect(read(http, ins, "cnt_en", None), 403, "requester_unauthorized")
+    await expect(read(http, ins, "cnt_en", "dwd_" + "A" * 43), 403, "requester_unauthorized")
+    await expect(read(http, ins, "cnt_page", delegation), 403, "capability_refused")
+    await expect(read(http, ins, "cnt_nope", delegation), 404, "content_not_found")
+    blind = await delegation_for(core, ins, http, "usr_blind")
+    await expect(read(http, ins, "cnt_en", blind), 403, "requester_unauthorized")
+    bad = send(http, "GET", "/content/cnt_en", token="dwp_" + "B" * 43,
+               headers={"Dee-Wan-Delegation": delegation})
+    await expect(bad, 401, "plugin_unauthorized")
+
+
+async def test_delegation_expires_after_30_minutes(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    delegation = await delegation_for(core, ins, http)
+    core.clock.advance(30 * 60 * 1000 - 1)
+    await expect(read(http, ins, "cnt_en", delegation), 200, "content")
+    core.clock.advance(1)
+    await expect(read(http, ins, "cnt_en", delegation), 403, "requester_unauthorized")
+
+
+async def test_delegation_of_another_installation_is_refused(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    other = core.register_installation()
+    delegation = await delegation_for(core, other, http)
+    await expect(read(http, ins, "cnt_en", delegation), 403, "requester_unauthorized")
+
+
+async def test_content_read_needs_the_content_read_capability(
+    core: FakeCore, http: FakeCoreTransport
+) -> None:
+    ins = core.register_installation(capabilities={"workflow:publish"})
+    delegation = await delegation_for(core, ins, http)
+    await expect(read(http, ins, "cnt_en", delegation), 403, "capability_refused")
+
+
+# -- transport -------------------------------------------------------------------
+
+
+async def test_transport_refuses_unknown_hosts(http: FakeCoreTransport) -> None:
+    with pytest.raises(TransportError):
+        await http.send(OutboundRequest("GET", "https://evil.example/api/plugins/v1/content/x", {}))
+
+
+async def test_unknown_route_and_wrong_method(ins: Installation, http: FakeCoreTransport) -> None:
+    await expect(send(http, "GET", "/nope", token=ins.token), 404, "not_found")
+    await expect(send(http, "GET", "/transitions", token=ins.token), 405, "method_not_allowed")
+
+
+def test_wire_time_format() -> None:
+    assert rfc3339(T0 + 999) == "2026-07-01T09:00:00Z"
+    for bad in ("2026-07-01T09:00:00+00:00", "2026-07-01T09:00:00.000Z", "2026-13-01T09:00:00Z"):
+        assert parse_rfc3339(bad) is None

@@ -1,0 +1,129 @@
+"""`python -m scheduling serve …` as a newcomer runs it: a real process on a real port."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ADMIN_SECRET, TOKEN_KEY
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_vars(path: Path, **values: str) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+    return path
+
+
+def serve(tmp_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
+        env.pop(name, None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "scheduling", "serve", "--port", str(port),
+         "--db", str(tmp_path / "plugin.sqlite3"), "--vars", str(vars_file), *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stdout.read() if process.stdout else ''}")
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json", timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError("server did not start")
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    port = free_port()
+    vars_file = write_vars(
+        tmp_path / ".dev.vars", ENVIRONMENT="development", PUBLIC_ORIGIN="http://localhost:8788",
+        ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY,
+    )
+    process = serve(tmp_path, vars_file, port, "--no-cron")
+    try:
+        wait_until_up(port, process)
+        yield port, tmp_path
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_serves_manifest_with_origin_from_vars(running: tuple[int, Path]) -> None:
+    port, tmp_path = running
+    body = httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").json()
+    assert body["origin"] == "http://localhost:8788"
+    assert (tmp_path / "plugin.sqlite3").exists()
+
+
+def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path]) -> None:
+    port, _ = running
+    answer = httpx.get(f"http://127.0.0.1:{port}/__scheduled", params={"cron": "* * * * *",
+                                                                        "time": "1782900000000"})
+    assert answer.status_code == 200
+    assert answer.json()["code"] == "tick_finished"
+    assert answer.json()["report"]["due"] == 0
+
+
+def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
+    port = free_port()
+    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://s.example",
+                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    process = serve(tmp_path, vars_file, port, "--no-cron")
+    try:
+        wait_until_up(port, process)
+        assert httpx.get(f"http://127.0.0.1:{port}/__scheduled?cron=*").status_code == 404
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
+    port = free_port()
+    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://file.example",
+                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PUBLIC_ORIGIN": "https://env.example"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scheduling", "serve", "--port", str(port), "--db",
+         str(tmp_path / "db"), "--vars", str(vars_file), "--no-cron"], env=env)
+    try:
+        wait_until_up(port, process)  # type: ignore[arg-type]
+        body = httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").json()
+        assert body["origin"] == "https://env.example"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_31_byte_token_key_stops_start_up_naming_it_without_its_value(tmp_path: Path) -> None:
+    short_key = base64.b64encode(os.urandom(31)).decode()
+    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://s.example",
+                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=short_key)
+    process = serve(tmp_path, vars_file, free_port())
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "TOKEN_KEY" in output
+    assert "31 bytes" in output
+    assert short_key not in output
+    assert ADMIN_SECRET not in output

@@ -1,0 +1,99 @@
+"""The CPython adapters keep D1's and WebCrypto's contracts."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.ports import DatabaseError, UnreadableSecret
+from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+
+
+async def test_batch_is_all_or_nothing(db: SqliteDatabase) -> None:
+    insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, 1)"
+    with pytest.raises(DatabaseError) as raised:
+        await db.batch([db.prepare(insert).bind("a"), db.prepare(insert).bind("a")])
+    assert raised.value.constraint
+    assert await db.prepare("SELECT count(*) AS n FROM activation_codes").first() == {"n": 0}
+    results = await db.batch([db.prepare(insert).bind("a"), db.prepare(insert).bind("b")])
+    assert [r.meta.changes for r in results] == [1, 1]
+
+
+async def test_rows_are_dicts_and_changes_are_counted(db: SqliteDatabase) -> None:
+    insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, ?)"
+    await db.prepare(insert).bind("a", 5).run()
+    await db.prepare(insert).bind("b", 6).run()
+    result = await db.prepare("UPDATE activation_codes SET used_at = 1 WHERE expires_at > ?").bind(0).run()
+    assert result.meta.changes == 2
+    rows = (await db.prepare("SELECT code_hash, used_at FROM activation_codes ORDER BY 1").all()).results
+    assert rows == [{"code_hash": "a", "used_at": 1}, {"code_hash": "b", "used_at": 1}]
+    assert await db.prepare("SELECT 1 FROM activation_codes WHERE code_hash = ?").bind("zz").first() is None
+
+
+async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
+    with pytest.raises(DatabaseError) as raised:
+        await db.prepare(
+            "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
+            " context_kind, delegation_sealed, delegation_expires_at, created_at, expires_at)"
+            " VALUES ('h', 'ins_missing', 'c', 'p', 'n', 'manage', 's', 0, 0, 0)"
+        ).run()
+    assert raised.value.constraint
+
+
+def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    assert apply_migrations(database.connection) == ["0001_initial.sql"]
+    assert apply_migrations(database.connection) == []
+    names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
+    assert names == ["0001_initial.sql"]
+    database.close()
+
+
+async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:
+    await db.prepare(
+        "INSERT OR IGNORE INTO installations VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
+    ).run()
+    live = status in ("pending", "retrying")
+    await db.prepare(
+        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+        " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
+        " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
+        " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
+    ).bind(sid, revision, f"key-{sid}", status, 0 if live else None,
+           "lease" if status == "running" else None, 0 if status == "running" else None).run()
+
+
+async def test_database_allows_one_live_schedule_per_content_and_kind(db: SqliteDatabase) -> None:
+    await _insert_schedule(db, "s1", "pending", 1)
+    for status in ("pending", "retrying", "running"):
+        with pytest.raises(DatabaseError) as raised:
+            await _insert_schedule(db, f"s-{status}", status, 2)
+        assert raised.value.constraint
+    await _insert_schedule(db, "s2", "completed", 2)
+    await _insert_schedule(db, "s3", "superseded", 3)
+
+
+async def test_crypto_seals_with_a_fresh_iv_and_binds_the_context() -> None:
+    crypto = CpythonCrypto(bytes(32))
+    first = await crypto.seal("dwp_secret", "installation-token:ins_1")
+    second = await crypto.seal("dwp_secret", "installation-token:ins_1")
+    assert first != second
+    assert "dwp_secret" not in first
+    assert await crypto.open(first, "installation-token:ins_1") == "dwp_secret"
+    with pytest.raises(UnreadableSecret):
+        await crypto.open(first, "installation-token:ins_2")
+    with pytest.raises(UnreadableSecret):
+        await CpythonCrypto(bytes([1]) * 32).open(first, "installation-token:ins_1")
+    with pytest.raises(UnreadableSecret):
+        await crypto.open("v1.AAAA", "installation-token:ins_1")
+
+
+async def test_crypto_tokens_and_hashes() -> None:
+    crypto = CpythonCrypto(bytes(32))
+    token = crypto.random_token()
+    assert len(token) == 43 and token != crypto.random_token()
+    assert await crypto.sha256_hex("abc") == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    )
