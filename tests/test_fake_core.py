@@ -40,14 +40,22 @@ def body_of(response: OutboundResponse) -> dict[str, Any]:
 
 
 async def send(
-    http: FakeCoreTransport, method: str, path: str, *, token: str | None,
-    json_body: Any = None, raw: bytes | None = None, headers: dict[str, str] | None = None,
+    http: FakeCoreTransport,
+    method: str,
+    path: str,
+    *,
+    token: str | None,
+    json_body: Any = None,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
 ) -> OutboundResponse:
     all_headers = {"Content-Type": "application/json"}
     if token is not None:
         all_headers["Authorization"] = f"Bearer {token}"
     all_headers.update(headers or {})
-    body = raw if raw is not None else (None if json_body is None else json.dumps(json_body).encode())
+    body = (
+        raw if raw is not None else (None if json_body is None else json.dumps(json_body).encode())
+    )
     return await http.send(OutboundRequest(method, f"{API}{path}", all_headers, body))
 
 
@@ -77,11 +85,14 @@ async def test_exchange_answers_person_context_and_a_30_minute_delegation(
         "person": {"id": "usr_editor", "name": "Ada Lovelace"},
         "context": {"kind": "content", "content_id": "cnt_fr"},
     }
-    assert delegation["token"].startswith("dwd_") and len(delegation["token"]) == 47
+    assert delegation["token"].startswith("dwd_")
+    assert len(delegation["token"]) == 47
     assert delegation["expires_at"] == "2026-07-01T09:30:00Z"
 
 
-async def test_manage_launch_context(core: FakeCore, ins: Installation, http: FakeCoreTransport) -> None:
+async def test_manage_launch_context(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
     assert data["context"] == {"kind": "manage"}
@@ -92,10 +103,13 @@ async def test_launch_url_follows_the_manifest_template(core: FakeCore, ins: Ins
     assert launch.url == (
         f"https://scheduling.example/installations/{ins.id}?dee_wan_launch={launch.code}"
     )
-    assert launch.code.startswith("dwl_") and len(launch.code) == 47
+    assert launch.code.startswith("dwl_")
+    assert len(launch.code) == 47
 
 
-async def test_launch_code_is_single_use(core: FakeCore, ins: Installation, http: FakeCoreTransport) -> None:
+async def test_launch_code_is_single_use(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
     await expect(exchange(http, ins.token, launch.code), 404, "launch_not_found")
@@ -139,7 +153,9 @@ async def test_unknown_launch_code_is_not_found(ins: Installation, http: FakeCor
 async def test_malformed_exchange_is_invalid_request(
     ins: Installation, http: FakeCoreTransport, raw: bytes
 ) -> None:
-    await expect(send(http, "POST", "/launch/exchange", token=ins.token, raw=raw), 400, "invalid_request")
+    await expect(
+        send(http, "POST", "/launch/exchange", token=ins.token, raw=raw), 400, "invalid_request"
+    )
 
 
 async def test_exchange_needs_a_json_content_type(
@@ -147,7 +163,11 @@ async def test_exchange_needs_a_json_content_type(
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     response = send(
-        http, "POST", "/launch/exchange", token=ins.token, json_body={"code": launch.code},
+        http,
+        "POST",
+        "/launch/exchange",
+        token=ins.token,
+        json_body={"code": launch.code},
         headers={"Content-Type": "text/plain"},
     )
     await expect(response, 400, "invalid_request")
@@ -163,7 +183,11 @@ async def test_exchange_without_a_current_token_is_unauthorized(
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     headers = {} if authorization is None else {"Authorization": authorization}
     response = send(
-        http, "POST", "/launch/exchange", token=None, json_body={"code": launch.code},
+        http,
+        "POST",
+        "/launch/exchange",
+        token=None,
+        json_body={"code": launch.code},
         headers=headers,
     )
     await expect(response, 401, "plugin_unauthorized")
@@ -199,13 +223,20 @@ async def test_content_read_answers_the_spec_shape(
     assert data == {
         "code": "content",
         "content": {
-            "id": "cnt_fr", "primary_id": "cnt_en", "title": "Lancement", "model": "article",
-            "locale": "fr", "current_version_id": version, "published_version_id": "ver_1",
+            "id": "cnt_fr",
+            "primary_id": "cnt_en",
+            "title": "Lancement",
+            "model": "article",
+            "locale": "fr",
+            "current_version_id": version,
+            "published_version_id": "ver_1",
         },
         "workflow": {
             "revision": 2,
-            "transitions": [{"kind": "publish", "to": "published"},
-                            {"kind": "unpublish", "to": "draft"}],
+            "transitions": [
+                {"kind": "publish", "to": "published"},
+                {"kind": "unpublish", "to": "draft"},
+            ],
         },
         "site": {"timezone": "Europe/Paris"},
     }
@@ -221,8 +252,12 @@ async def test_content_read_answers_the_spec_shape(
     ],
 )
 async def test_transitions_intersect_person_capabilities_and_state(
-    core: FakeCore, http: FakeCoreTransport, content_id: str, person: str,
-    capabilities: set[str] | None, kinds: list[str],
+    core: FakeCore,
+    http: FakeCoreTransport,
+    content_id: str,
+    person: str,
+    capabilities: set[str] | None,
+    kinds: list[str],
 ) -> None:
     ins = core.register_installation(
         capabilities=capabilities or {"content:read", "workflow:publish", "workflow:unpublish"}
@@ -234,7 +269,9 @@ async def test_transitions_intersect_person_capabilities_and_state(
     assert data["content"]["published_version_id"] == published
 
 
-async def test_content_read_refusals(core: FakeCore, ins: Installation, http: FakeCoreTransport) -> None:
+async def test_content_read_refusals(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
     delegation = await delegation_for(core, ins, http)
     await expect(read(http, ins, "cnt_en", None), 403, "requester_unauthorized")
     await expect(read(http, ins, "cnt_en", "dwd_" + "A" * 43), 403, "requester_unauthorized")
@@ -242,8 +279,13 @@ async def test_content_read_refusals(core: FakeCore, ins: Installation, http: Fa
     await expect(read(http, ins, "cnt_nope", delegation), 404, "content_not_found")
     blind = await delegation_for(core, ins, http, "usr_blind")
     await expect(read(http, ins, "cnt_en", blind), 403, "requester_unauthorized")
-    bad = send(http, "GET", "/content/cnt_en", token="dwp_" + "B" * 43,
-               headers={"Dee-Wan-Delegation": delegation})
+    bad = send(
+        http,
+        "GET",
+        "/content/cnt_en",
+        token="dwp_" + "B" * 43,
+        headers={"Dee-Wan-Delegation": delegation},
+    )
     await expect(bad, 401, "plugin_unauthorized")
 
 
