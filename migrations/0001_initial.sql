@@ -14,6 +14,9 @@ CREATE TABLE installations (
 ) STRICT;
 
 -- Activation and rotation codes: SHA-256 hash only, single use, 15 minutes.
+-- `used_by` is a random marker written by the consuming request, so the write
+-- that creates or rotates an installation can check, inside the same batch,
+-- that it was this request that consumed the code.
 CREATE TABLE activation_codes (
     code_hash       TEXT    PRIMARY KEY,
     kind            TEXT    NOT NULL CHECK (kind IN ('activate', 'rotate')),
@@ -21,6 +24,7 @@ CREATE TABLE activation_codes (
     created_at      INTEGER NOT NULL,
     expires_at      INTEGER NOT NULL,
     used_at         INTEGER,
+    used_by         TEXT,
     CHECK ((kind = 'rotate') = (installation_id IS NOT NULL))
 ) STRICT;
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import runner
 from .config import Misconfigured
-from .handlers import manifest
+from .handlers import activate, activation_codes, delete_data, manifest
 from .requests import Request
 from .responses import Response, error_response
 from .routing import Route, Router
@@ -12,6 +12,9 @@ from .services import Services, log
 
 ROUTES = [
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
+    Route("POST", "/dee-wan/activate", activate.activate),
+    Route("POST", "/admin/activation-codes", activation_codes.mint),
+    Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
 ]
 
 

@@ -1,0 +1,101 @@
+"""`POST /dee-wan/activate` — Dee Wan core activates an installation or rotates its token (§3)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from .. import contexts
+from ..base_url import base_url_problem
+from ..repository import installations
+from ..requests import Request
+from ..responses import Response, error_response, json_response
+from ..services import Services, log
+from .bodies import BadBody, json_object, parse
+
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+Code = Annotated[str, StringConstraints(pattern=r"^dwa_[A-Za-z0-9_-]{43}$")]
+Token = Annotated[str, StringConstraints(pattern=r"^dwp_[A-Za-z0-9_-]{43}$")]
+
+
+class ActivationRequest(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    protocol: Literal["v1"]
+    action: Literal["activate", "rotate"]
+    code: Code
+    installation_id: Id
+    token: Token
+    site_id: Id | None = None
+    base_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
+
+
+async def activate(request: Request, services: Services) -> Response:
+    try:
+        body = parse(ActivationRequest, json_object(request))
+    except BadBody as exc:
+        return error_response(400, "invalid_request", str(exc))
+    if body.action == "activate" and (body.site_id is None or body.base_url is None):
+        return error_response(400, "invalid_request", "activate needs site_id and base_url")
+
+    db, crypto = services.db, services.crypto
+    now = services.clock.now_ms()
+    code_hash = await crypto.sha256_hex(body.code)
+    code = await installations.find_code(db, code_hash)
+    if code is None or not code.usable_for(body.action, body.installation_id, now):
+        return error_response(401, "invalid_code")
+
+    existing = await installations.get(db, body.installation_id)
+    if body.action == "activate":
+        if existing is not None:
+            return error_response(409, "installation_exists")
+    else:
+        if existing is None:
+            return error_response(404, "installation_not_found")
+        if (body.site_id is not None and body.site_id != existing.site_id) or (
+            body.base_url is not None and body.base_url != existing.base_url
+        ):
+            return error_response(409, "installation_mismatch")
+    if body.base_url is not None:
+        problem = base_url_problem(body.base_url, services.config)
+        if problem:
+            return error_response(422, "invalid_base_url", f"base_url {problem}")
+
+    sealed = await crypto.seal(body.token, contexts.installation_token(body.installation_id))
+    marker = crypto.random_token()
+    if body.action == "activate":
+        assert body.site_id is not None
+        assert body.base_url is not None
+        try:
+            done = await installations.activate(
+                db,
+                code_hash=code_hash,
+                marker=marker,
+                installation_id=body.installation_id,
+                site_id=body.site_id,
+                base_url=body.base_url,
+                token_sealed=sealed,
+                now=now,
+            )
+        except installations.AlreadyExists:
+            return error_response(409, "installation_exists")
+    else:
+        done = await installations.rotate(
+            db,
+            code_hash=code_hash,
+            marker=marker,
+            installation_id=body.installation_id,
+            token_sealed=sealed,
+            now=now,
+        )
+    if not done:  # another request consumed the code between our read and our write
+        return error_response(401, "invalid_code")
+    log.info(
+        "installation %s: %s",
+        body.installation_id,
+        "activated" if body.action == "activate" else "token rotated",
+    )
+    if body.action == "activate":
+        return json_response({"code": "activated"}, 201)
+    return json_response({"code": "rotated"}, 200)

@@ -1,0 +1,59 @@
+"""`POST /admin/activation-codes` — the operator mints a one-time activation or rotation code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..localtime import rfc3339
+from ..repository import installations
+from ..requests import Request
+from ..responses import Response, error_response, json_response
+from ..secret_shapes import is_id
+from ..services import Services, log
+from .bodies import BadBody, json_object
+from .operator import refuse_unless_operator
+
+CODE_TTL_MS = 15 * 60 * 1000
+
+
+async def mint(request: Request, services: Services) -> Response:
+    refused = refuse_unless_operator(request, services)
+    if refused:
+        return refused
+    try:
+        body = json_object(request, empty_is={})
+    except BadBody as exc:
+        return error_response(400, "invalid_request", str(exc))
+    if body and not _is_rotation_request(body):
+        return error_response(
+            400, "invalid_request", 'body must be {} or {"installation_id": "<id>"}'
+        )
+    installation_id: str | None = body.get("installation_id")
+    if installation_id and await installations.get(services.db, installation_id) is None:
+        return error_response(404, "installation_not_found")
+
+    crypto = services.crypto
+    code = "dwa_" + crypto.random_token()
+    kind = "rotate" if installation_id else "activate"
+    now = services.clock.now_ms()
+    await installations.insert_code(
+        services.db, await crypto.sha256_hex(code), kind, installation_id, now, CODE_TTL_MS
+    )
+    log.info(
+        "minted a %s code%s",
+        kind,
+        f" for installation {installation_id}" if installation_id else "",
+    )
+    return json_response(
+        {
+            "code": code,
+            "kind": kind,
+            "installation_id": installation_id,
+            "expires_at": rfc3339(now + CODE_TTL_MS),
+        },
+        201,
+    )
+
+
+def _is_rotation_request(body: dict[str, Any]) -> bool:
+    return set(body) == {"installation_id"} and is_id(body["installation_id"])

@@ -1,0 +1,329 @@
+"""Activation codes, activate/rotate (protocol §3, every row), delete-data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scheduling.app import App
+from scheduling.contexts import installation_token
+from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import FakeClock, base_env, call, make_app
+from tests.helpers import OPERATOR, activation, body, install, mint, post_activate, token
+
+
+async def count(db: SqliteDatabase, table: str, where: str = "1") -> int:
+    row = await db.prepare(f"SELECT count(*) AS n FROM {table} WHERE {where}").first()
+    return int(row["n"]) if row else 0
+
+
+# -- minting ---------------------------------------------------------------
+
+
+async def test_mint_without_a_body_gives_an_activate_code(app: App, db: SqliteDatabase) -> None:
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR)
+    assert response.status == 201
+    answer = body(response)
+    assert answer["kind"] == "activate"
+    assert answer["installation_id"] is None
+    assert answer["code"].startswith("dwa_") and len(answer["code"]) == 47
+    assert answer["expires_at"] == "2026-07-01T10:15:00Z"
+    stored = await db.prepare("SELECT * FROM activation_codes").first()
+    assert stored is not None
+    assert answer["code"] not in json.dumps(stored)
+    assert stored["code_hash"] == await CpythonCrypto(bytes(32)).sha256_hex(answer["code"])
+
+
+async def test_mint_with_empty_object_and_rotation_target(app: App) -> None:
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=b"{}")
+    assert body(response)["kind"] == "activate"
+    await install(app, "ins_1")
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR,
+                          body=b'{"installation_id": "ins_1"}')
+    assert response.status == 201
+    assert body(response)["kind"] == "rotate"
+    assert body(response)["installation_id"] == "ins_1"
+
+
+async def test_mint_rotation_for_unknown_installation_is_404(app: App) -> None:
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR,
+                          body=b'{"installation_id": "ins_nope"}')
+    assert response.status == 404
+    assert body(response)["code"] == "installation_not_found"
+
+
+@pytest.mark.parametrize("payload", [b"[]", b"nope", b'{"installation_id": 5}',
+                                     b'{"installation_id": "a/b"}', b'{"other": 1}',
+                                     b'{"installation_id": "ins_1", "x": 1}'])
+async def test_mint_refuses_other_bodies(app: App, payload: bytes) -> None:
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=payload)
+    assert response.status == 400
+    assert body(response)["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-secret-wrong-secret", "Basic abc",
+                                           "Bearer", "operator-secret-0123456789"])
+async def test_mint_needs_the_operator_bearer(app: App, db: SqliteDatabase,
+                                               authorization: str | None) -> None:
+    headers = {"authorization": authorization} if authorization else {}
+    response = await call(app, "POST", "/admin/activation-codes", headers=headers)
+    assert response.status == 401
+    assert await count(db, "activation_codes") == 0
+
+
+@pytest.mark.parametrize("secret", [None, "fifteen-chars!!"])
+async def test_admin_routes_are_misconfigured_without_a_proper_secret(
+    db: SqliteDatabase, clock: FakeClock, secret: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = make_app(db, clock, env=base_env(ADMIN_SECRET=secret))
+    for path in ("/admin/activation-codes", "/admin/installations/ins_1/delete-data"):
+        response = await call(app, "POST", path, headers={"authorization": f"Bearer {secret}"})
+        assert response.status == 500
+        assert body(response)["code"] == "misconfigured"
+    assert "ADMIN_SECRET" in caplog.text
+    if secret:
+        assert secret not in caplog.text
+    # Routes that do not need the secret keep working.
+    assert (await call(app, "GET", "/dee-wan/manifest.json")).status == 200
+
+
+# -- activate / rotate: protocol §3 ---------------------------------------
+
+
+async def test_activate_creates_the_installation_with_a_sealed_token(app: App, db: SqliteDatabase) -> None:
+    raw = token()
+    response = await post_activate(app, activation(await mint(app), token=raw))
+    assert (response.status, body(response)) == (201, {"code": "activated"})
+    row = await db.prepare("SELECT * FROM installations").first()
+    assert row is not None
+    assert (row["id"], row["site_id"], row["base_url"]) == ("ins_1", "site_1", "https://cms.example")
+    assert raw not in json.dumps(row)
+    crypto = app.services.crypto
+    assert await crypto.open(row["token_sealed"], installation_token("ins_1")) == raw
+
+
+async def test_rotate_replaces_the_token(app: App, db: SqliteDatabase) -> None:
+    await install(app)
+    new = token()
+    response = await post_activate(app, activation(await mint(app, "ins_1"), action="rotate", token=new,
+                                                   site_id=None, base_url=None))
+    assert (response.status, body(response)) == (200, {"code": "rotated"})
+    row = await db.prepare("SELECT token_sealed FROM installations").first()
+    assert row is not None
+    assert await app.services.crypto.open(row["token_sealed"], installation_token("ins_1")) == new
+
+
+async def test_rotate_with_matching_site_and_base_url(app: App) -> None:
+    await install(app)
+    response = await post_activate(app, activation(await mint(app, "ins_1"), action="rotate"))
+    assert response.status == 200
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"protocol": "v2"}, {"action": "install"}, {"code": "dwa_short"}, {"token": "dwp_short"},
+        {"token": token("dwl_")}, {"installation_id": "ins/1"}, {"installation_id": "x" * 65},
+        {"site_id": None}, {"base_url": None}, {"installation_id": None}, {"code": 5},
+    ],
+)
+async def test_malformed_body_is_400_and_consumes_nothing(
+    app: App, db: SqliteDatabase, change: dict[str, object]
+) -> None:
+    code = await mint(app)
+    response = await post_activate(app, activation(code, **change))
+    assert (response.status, body(response)["code"]) == (400, "invalid_request")
+    assert await count(db, "activation_codes", "used_at IS NULL") == 1
+    assert (await post_activate(app, activation(code))).status == 201
+
+
+@pytest.mark.parametrize("raw", [b"", b"not json", b"[1]", b'"s"'])
+async def test_non_object_bodies_are_400(app: App, raw: bytes) -> None:
+    assert (await post_activate(app, raw)).status == 400
+
+
+async def test_unknown_code_is_401(app: App) -> None:
+    response = await post_activate(app, activation(token("dwa_")))
+    assert (response.status, body(response)["code"]) == (401, "invalid_code")
+
+
+async def test_expired_code_is_401(app: App, clock: FakeClock) -> None:
+    code = await mint(app)
+    clock.advance(15 * 60 * 1000)
+    assert body(await post_activate(app, activation(code)))["code"] == "invalid_code"
+
+
+async def test_code_is_single_use(app: App) -> None:
+    code = await mint(app)
+    assert (await post_activate(app, activation(code))).status == 201
+    response = await post_activate(app, activation(code, installation_id="ins_2"))
+    assert (response.status, body(response)["code"]) == (401, "invalid_code")
+
+
+async def test_code_of_the_other_kind_is_401(app: App, db: SqliteDatabase) -> None:
+    await install(app)
+    rotate_code = await mint(app, "ins_1")
+    response = await post_activate(app, activation(rotate_code, installation_id="ins_2"))
+    assert body(response)["code"] == "invalid_code"
+    activate_code = await mint(app)
+    response = await post_activate(app, activation(activate_code, action="rotate"))
+    assert body(response)["code"] == "invalid_code"
+    assert await count(db, "activation_codes", "used_at IS NULL") == 2
+
+
+async def test_rotation_code_bound_to_another_installation_is_401(app: App) -> None:
+    await install(app, "ins_1")
+    await install(app, "ins_2")
+    code = await mint(app, "ins_1")
+    response = await post_activate(app, activation(code, action="rotate", installation_id="ins_2",
+                                                   site_id=None, base_url=None))
+    assert body(response)["code"] == "invalid_code"
+
+
+async def test_activate_existing_installation_is_409_and_keeps_the_code(app: App, db: SqliteDatabase) -> None:
+    await install(app)
+    code = await mint(app)
+    response = await post_activate(app, activation(code))
+    assert (response.status, body(response)["code"]) == (409, "installation_exists")
+    assert await count(db, "activation_codes", "used_at IS NULL") == 1
+
+
+async def test_rotate_unknown_installation_is_404(app: App, db: SqliteDatabase) -> None:
+    await install(app, "ins_1")
+    code = await mint(app, "ins_1")
+    await db.prepare("UPDATE activation_codes SET installation_id = 'ins_9' WHERE kind = 'rotate'").run()
+    response = await post_activate(app, activation(code, action="rotate", installation_id="ins_9"))
+    assert (response.status, body(response)["code"]) == (404, "installation_not_found")
+
+
+@pytest.mark.parametrize("change", [{"site_id": "site_2"}, {"base_url": "https://other.example"}])
+async def test_rotate_with_a_different_site_or_base_url_is_409(
+    app: App, db: SqliteDatabase, change: dict[str, str]
+) -> None:
+    await install(app)
+    code = await mint(app, "ins_1")
+    response = await post_activate(app, activation(code, action="rotate", **change))
+    assert (response.status, body(response)["code"]) == (409, "installation_mismatch")
+    assert await count(db, "activation_codes", "used_at IS NULL") == 1
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://cms.example", "https://user:pw@cms.example", "https://cms.example?x=1",
+     "https://cms.example#frag", "https://cms.example/", "https://cms.example/a/", "ftp://cms.example",
+     "https://", "cms.example", "https://cms.example:99999", "https://cms .example",
+     "http://localhost:8787"],
+)
+async def test_refused_base_urls_are_422_and_consume_nothing(
+    app: App, db: SqliteDatabase, url: str
+) -> None:
+    response = await post_activate(app, activation(await mint(app), base_url=url))
+    assert (response.status, body(response)["code"]) == (422, "invalid_base_url")
+    assert await count(db, "installations") == 0
+    assert await count(db, "activation_codes", "used_at IS NULL") == 1
+
+
+@pytest.mark.parametrize("url", ["https://cms.example", "https://cms.example:8443/dee-wan",
+                                 "https://CMS.example/sub/path"])
+async def test_accepted_https_base_urls(app: App, url: str) -> None:
+    assert (await post_activate(app, activation(await mint(app), base_url=url))).status == 201
+
+
+async def test_http_only_in_development_for_listed_exact_origins(db: SqliteDatabase, clock: FakeClock) -> None:
+    dev = make_app(db, clock, env=base_env(ENVIRONMENT="development",
+                                           DEE_WAN_DEV_ORIGINS="http://localhost:8787"))
+    for url, status in [("http://localhost:8788", 422), ("http://127.0.0.1:8787", 422),
+                        ("http://localhost:8787", 201)]:
+        response = await post_activate(dev, activation(await mint(dev), base_url=url))
+        assert response.status == status, url
+    prod = make_app(db, clock, env=base_env(DEE_WAN_DEV_ORIGINS="http://localhost:8787"))
+    response = await post_activate(prod, activation(await mint(prod), installation_id="ins_2",
+                                                    base_url="http://localhost:8787"))
+    assert response.status == 422
+
+
+async def test_code_taken_between_check_and_write_consumes_nothing_twice(
+    app: App, db: SqliteDatabase
+) -> None:
+    from scheduling.repository import installations
+
+    code = await mint(app)
+    code_hash = await app.services.crypto.sha256_hex(code)
+    first = await installations.activate(db, code_hash=code_hash, marker="m1", installation_id="ins_a",
+                                         site_id="s", base_url="https://a", token_sealed="x", now=1)
+    second = await installations.activate(db, code_hash=code_hash, marker="m2", installation_id="ins_b",
+                                          site_id="s", base_url="https://b", token_sealed="x", now=1)
+    assert (first, second) == (True, False)
+    assert await count(db, "installations") == 1
+
+
+# -- delete-data -------------------------------------------------------------
+
+
+async def _add_schedule(db: SqliteDatabase, installation_id: str, sid: str, status: str) -> None:
+    running = status == "running"
+    waiting = status in ("pending", "retrying")
+    await db.prepare(
+        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+        " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
+        " VALUES (?, ?, ?, 'publish', 'published', 'v', 1, 1, ?, 0, 'UTC', '2026-07-01T09:00', ?, ?, ?, ?,"
+        " 'usr_1', 'Ada', 0, 0)"
+    ).bind(sid, installation_id, f"cnt_{sid}", f"k:{sid}", status, 0 if waiting else None,
+           "lease" if running else None, 0 if running else None).run()
+    await db.prepare("INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES (?, 1, 0)").bind(sid).run()
+
+
+async def test_delete_data_removes_everything_of_one_installation(app: App, db: SqliteDatabase) -> None:
+    await install(app, "ins_1")
+    await install(app, "ins_2")
+    await mint(app, "ins_1")
+    await mint(app, "ins_2")
+    for iid in ("ins_1", "ins_2"):
+        await _add_schedule(db, iid, f"{iid}_a", "completed")
+        await _add_schedule(db, iid, f"{iid}_b", "pending")
+        await db.prepare(
+            "INSERT INTO sessions VALUES (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, 'sealed', 0, 0, 0)"
+        ).bind(f"hash_{iid}", iid).run()
+    response = await call(app, "POST", "/admin/installations/ins_1/delete-data", headers=OPERATOR)
+    assert (response.status, body(response)["code"]) == (200, "deleted")
+    for table, column in [("installations", "id"), ("schedules", "installation_id"),
+                          ("sessions", "installation_id"), ("activation_codes", "installation_id")]:
+        assert await count(db, table, f"{column} = 'ins_1'") == 0, table
+        assert await count(db, table, f"{column} = 'ins_2'") >= 1, table
+    assert await count(db, "schedule_attempts", "schedule_id LIKE 'ins_1%'") == 0
+    assert await count(db, "schedule_attempts", "schedule_id LIKE 'ins_2%'") == 2
+
+
+async def test_delete_data_refused_while_a_schedule_runs(app: App, db: SqliteDatabase) -> None:
+    await install(app)
+    await _add_schedule(db, "ins_1", "s_run", "running")
+    response = await call(app, "POST", "/admin/installations/ins_1/delete-data", headers=OPERATOR)
+    assert (response.status, body(response)["code"]) == (409, "execution_in_progress")
+    assert await count(db, "schedules") == 1
+    assert await count(db, "installations") == 1
+
+
+async def test_delete_data_batch_rechecks_running(app: App, db: SqliteDatabase) -> None:
+    from scheduling.repository import installations
+
+    await install(app)
+    await _add_schedule(db, "ins_1", "s_run", "running")
+    assert await installations.delete_all_data(db, "ins_1") is False
+    assert await count(db, "schedule_attempts") == 1
+
+
+async def test_delete_data_unknown_installation_is_404_and_needs_operator(app: App) -> None:
+    response = await call(app, "POST", "/admin/installations/ins_x/delete-data", headers=OPERATOR)
+    assert (response.status, body(response)["code"]) == (404, "installation_not_found")
+    response = await call(app, "POST", "/admin/installations/ins_x/delete-data")
+    assert response.status == 401
+
+
+async def test_misconfigured_token_key_only_fails_what_needs_it(db: SqliteDatabase, clock: FakeClock) -> None:
+    app = make_app(db, clock, env=base_env(TOKEN_KEY=None))
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR)
+    assert (response.status, body(response)["code"]) == (500, "misconfigured")
+    assert (await call(app, "GET", "/dee-wan/manifest.json")).status == 200
