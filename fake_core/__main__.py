@@ -1,0 +1,49 @@
+"""`python -m fake_core --port 8787 [--plugin-origin URL] [--seed demo] [--base-url URL]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+
+import httpx
+
+from fake_core.app import FakeCoreApp
+from fake_core.core import FakeCore
+from fake_core.demo import seed_demo
+from fake_core.server import bound_port, serve
+from fake_core.transport import httpx_caller
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m fake_core", description=__doc__)
+    parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--plugin-origin", default="http://localhost:8788")
+    parser.add_argument("--base-url", help="sent at activation (default http://localhost:<port>)")
+    parser.add_argument("--seed", choices=["demo"], help="start with a demo site")
+    return parser.parse_args(argv)
+
+
+async def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        core = FakeCore("http://localhost")
+        if args.seed == "demo":
+            seed_demo(core)
+        app = FakeCoreApp(
+            core, plugin_origin=args.plugin_origin, plugin_caller=httpx_caller(client)
+        )
+        server = await serve(app, args.host, args.port)
+        port = bound_port(server)
+        core.base_url = (args.base_url or f"http://localhost:{port}").rstrip("/")
+        print(
+            f"fake Dee Wan core on http://{args.host}:{port} (base_url {core.base_url})", flush=True
+        )
+        async with server:
+            await server.serve_forever()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
