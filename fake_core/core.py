@@ -17,7 +17,7 @@ from fake_core.faults import FaultContext, Faults
 from fake_core.record import Call, CallLog
 from fake_core.state import ALL_CAPABILITIES, CoreState, Installation
 from fake_core.transitions import transition
-from fake_core.wire import Reply, error, parse_json_object
+from fake_core.wire import Reply, error, parse_json, parse_json_object
 from scheduling.ports import TransportError, TransportTimeout
 
 API = "/api/plugins/v1"
@@ -83,7 +83,7 @@ class FakeCore:
             path,
             endpoint,
             dict(headers),
-            parse_json_object(body),
+            parse_json(body),
             body or b"",
         )
         fault = None

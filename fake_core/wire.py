@@ -100,11 +100,16 @@ def is_json_content_type(headers: Mapping[str, str]) -> bool:
     return value.split(";", 1)[0].strip().lower() == "application/json"
 
 
-def parse_json_object(body: bytes | None) -> dict[str, Any] | None:
+def parse_json(body: bytes | None) -> Any:
+    """Any JSON value, or None when absent or not JSON."""
     if not body:
         return None
     try:
-        data = json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None
+
+
+def parse_json_object(body: bytes | None) -> dict[str, Any] | None:
+    data = parse_json(body)
     return data if isinstance(data, dict) else None
