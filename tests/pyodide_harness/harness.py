@@ -1,0 +1,302 @@
+"""Start and drive the Pyodide harness (serve.mjs) and a fake core from pytest.
+
+One harness process per test session (`shared_harness()`): Pyodide starts once.
+Tests talk to the Worker over HTTP exactly as to a deployed Worker, and use the
+`/__harness/*` control routes for cron ticks, D1 assertions and crypto.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SERVE = HERE / "serve.mjs"
+SETUP = HERE / "setup.sh"
+PACKAGES = HERE / ".cache" / "packages"
+WRANGLER_EXAMPLE = ROOT / "wrangler.example.jsonc"
+
+START_TIMEOUT_S = 120.0
+
+ADMIN_SECRET = "harness-operator-secret-0123456789"
+# base64 of bytes 0..31: the same key as tests/conftest.py's TOKEN_KEY.
+TOKEN_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+
+def node_path() -> str | None:
+    return shutil.which("node")
+
+
+def ensure_installed() -> None:
+    """Run setup.sh when node deps or the package cache are missing (CI runs it beforehand)."""
+    ready = (HERE / "node_modules" / "pyodide").is_dir() and (PACKAGES / "fetched.json").is_file()
+    if ready:
+        return
+    env = {**os.environ, "PYTHON": sys.executable}
+    result = subprocess.run(  # noqa: S603
+        ["bash", str(SETUP)], cwd=HERE, env=env, capture_output=True, text=True, check=False  # noqa: S607
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{SETUP} failed:\n{result.stdout}\n{result.stderr}")
+
+
+def strip_jsonc(text: str) -> str:
+    """JSONC to JSON: drop // and /* */ comments outside strings, and trailing commas."""
+    out: list[str] = []
+    i, n, in_string = 0, len(text), False
+    while i < n:
+        char = text[i]
+        if in_string:
+            out.append(char)
+            if char == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+            out.append(char)
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end == -1 else end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end == -1 else end + 2
+            continue
+        else:
+            out.append(char)
+        i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def example_vars() -> dict[str, Any]:
+    """The `vars` of wrangler.example.jsonc, typed as wrangler would hand them to the Worker."""
+    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
+    variables = config.get("vars", {})
+    assert isinstance(variables, dict)
+    return dict(variables)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        assert isinstance(port, int)
+        return port
+
+
+def _read_first_line(stream: IO[str], timeout_s: float) -> str | None:
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    return box[0] if box else None
+
+
+class Harness:
+    """A running serve.mjs: the real Worker entry under Pyodide, with Miniflare's D1."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.origin = f"http://localhost:{self.port}"
+        self.log_path = workdir / "harness.log"
+        self.base_vars: dict[str, Any] = {
+            **example_vars(),
+            "PUBLIC_ORIGIN": self.origin,
+            "ADMIN_SECRET": ADMIN_SECRET,
+            "TOKEN_KEY": TOKEN_KEY,
+        }
+        vars_file = workdir / "vars.json"
+        vars_file.write_text(json.dumps(self.base_vars), "utf-8")
+        self._log = self.log_path.open("w", encoding="utf-8")
+        self.process = subprocess.Popen(  # noqa: S603
+            [
+                node_path() or "node",
+                str(SERVE),
+                "--port", str(self.port),
+                "--vars", str(vars_file),
+                "--persist", str(workdir / "state"),
+            ],
+            cwd=HERE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = _read_first_line(self.process.stdout, START_TIMEOUT_S)
+        if not line:
+            self.close()
+            raise RuntimeError(f"harness did not start; its log:\n{self.log_tail()}")
+        self.ready: dict[str, Any] = json.loads(line)
+        self.control = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=60)
+
+    # -- the Worker, as a browser or core would see it -----------------------
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An HTTP client for the Worker at its PUBLIC_ORIGIN (http://localhost:<port>)."""
+        kwargs.setdefault("timeout", 60)
+        return httpx.Client(base_url=self.origin, **kwargs)
+
+    # -- control routes --------------------------------------------------------
+
+    def _post(self, route: str, payload: Any = None, **params: Any) -> Any:
+        response = self.control.post(f"/__harness/{route}", json=payload, params=params)
+        if response.status_code != 200:
+            raise AssertionError(
+                f"/__harness/{route}: {response.status_code} {response.text}\n{self.log_tail()}"
+            )
+        return response.json()
+
+    def scheduled(self, time_ms: int) -> dict[str, Any]:
+        """Run the entry's scheduled() with controller.scheduledTime = time_ms; returns when done."""
+        result: dict[str, Any] = self._post("scheduled", time=time_ms)
+        return result
+
+    def sql(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """A read-only query on the Worker's D1 (through Miniflare's binding)."""
+        rows: list[dict[str, Any]] = self._post("sql", {"sql": sql, "params": list(params)})[
+            "results"
+        ]
+        return rows
+
+    def execute(self, *statements: tuple[str, list[Any]]) -> list[int]:
+        """Seed D1 for a test: statements in one batch; returns each one's changes."""
+        payload = {"statements": [{"sql": sql, "params": params} for sql, params in statements]}
+        changes: list[int] = self._post("exec", payload)["changes"]
+        return changes
+
+    def seal(self, plaintext: str, context: str, key: str = TOKEN_KEY) -> str:
+        """Seal with scheduling.runtimes.workers.crypto.WebCrypto inside Pyodide."""
+        sealed: str = self._post(
+            "crypto/seal", {"key": key, "plaintext": plaintext, "context": context}
+        )["sealed"]
+        return sealed
+
+    def open(self, sealed: str, context: str, key: str = TOKEN_KEY) -> dict[str, str]:
+        """{"plaintext": …} or {"error": "UnreadableSecret"}, from WebCrypto inside Pyodide."""
+        answer: dict[str, str] = self._post(
+            "crypto/open", {"key": key, "sealed": sealed, "context": context}
+        )
+        return answer
+
+    def sha256_hex(self, value: str, key: str = TOKEN_KEY) -> str:
+        digest: str = self._post("crypto/sha256", {"key": key, "value": value})["hex"]
+        return digest
+
+    def info(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._post("info")
+        return result
+
+    def set_vars(self, variables: dict[str, Any]) -> None:
+        """Replace the Worker's variables and secrets (the D1 binding stays)."""
+        self._post("vars", variables)
+
+    @contextlib.contextmanager
+    def vars(self, **overrides: Any) -> Iterator[dict[str, Any]]:
+        """Run with some variables changed (None removes one); restores the base set after."""
+        changed = {**self.base_vars, **overrides}
+        changed = {name: value for name, value in changed.items() if value is not None}
+        self.set_vars(changed)
+        try:
+            yield changed
+        finally:
+            self.set_vars(self.base_vars)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def log_tail(self, lines: int = 60) -> str:
+        self._log.flush()
+        text = self.log_path.read_text("utf-8", errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def close(self) -> None:
+        if getattr(self, "control", None) is not None:
+            self.control.close()
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # serve.mjs leaves when its stdin closes
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self._log.close()
+
+
+class FakeCoreProcess:
+    """`python -m fake_core` on loopback, its plugin origin set to the harness's."""
+
+    def __init__(self, plugin_origin: str, log_path: Path) -> None:
+        self.port = free_port()
+        self.base_url = f"http://localhost:{self.port}"
+        self._log = log_path.open("w", encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+        self.process = subprocess.Popen(  # noqa: S603
+            [
+                sys.executable, "-m", "fake_core",
+                "--port", str(self.port),
+                "--plugin-origin", plugin_origin,
+                "--base-url", self.base_url,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        if not _read_first_line(self.process.stdout, 30):
+            self.close()
+            raise RuntimeError(f"fake_core did not start; see {log_path}")
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    def control(self, method: str, name: str, body: Any = None, **params: Any) -> Any:
+        response = self.client.request(method, f"/__fake/{name}", json=body, params=params)
+        data = response.json()
+        if response.status_code >= 300:
+            raise AssertionError(f"/__fake/{name}: {response.status_code} {data}")
+        return data
+
+    def close(self) -> None:
+        if getattr(self, "client", None) is not None:
+            self.client.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        self._log.close()
+
+
+_shared: Harness | None = None
+
+
+def shared_harness() -> Harness:
+    """The session's one harness, started on first use and stopped at exit."""
+    global _shared  # noqa: PLW0603
+    if _shared is None:
+        ensure_installed()
+        workdir = Path(tempfile.mkdtemp(prefix="pyodide-harness-"))
+        _shared = Harness(workdir)
+        atexit.register(_shared.close)
+    return _shared

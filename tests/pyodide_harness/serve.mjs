@@ -1,0 +1,381 @@
+#!/usr/bin/env node
+// Serves the real Worker entry (src/entry.py) over HTTP, running under Pyodide
+// 314 in Node with the real `workers` SDK and Miniflare's D1. See README.md.
+//
+//   node serve.mjs --port 0 --vars vars.json --persist DIR [--host 127.0.0.1]
+//
+// Every request is turned into a JS `Request` and handed to the entry's
+// `fetch`, except the control routes under /__harness/ (see `control` below).
+// Prints one JSON line `{"ready": true, "port": N, ...}` on stdout when serving.
+
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Miniflare } from "miniflare";
+import { loadPyodide } from "pyodide";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, "..", "..");
+
+// Same as wrangler.example.jsonc: the Pyodide line it selects and the flags on at that date.
+const COMPATIBILITY_DATE = "2026-11-01";
+const DATABASE_NAME = "plugin-db";
+const DATABASE_ID = "00000000-0000-4000-8000-000000000001";
+const DB_BINDING = "PLUGIN_DB";
+const CRON = "* * * * *";
+// `_cloudflare_compat_flags` answers true for these (both enabled for python_workers
+// before COMPATIBILITY_DATE), false for anything else.
+const DEFAULT_COMPAT_FLAGS = [
+  "python_request_headers_preserve_commas",
+  "python_workflows_implicit_dependencies",
+];
+
+function parseArgs(argv) {
+  const options = {
+    port: 0,
+    host: "127.0.0.1",
+    vars: null,
+    persist: null,
+    packages: path.join(HERE, ".cache", "packages"),
+    src: path.join(ROOT, "src"),
+    migrations: path.join(ROOT, "migrations"),
+    compatFlags: DEFAULT_COMPAT_FLAGS,
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const name = argv[i];
+    const value = argv[i + 1];
+    if (value === undefined) throw new Error(`${name} needs a value`);
+    i += 1;
+    if (name === "--port") options.port = Number(value);
+    else if (name === "--host") options.host = value;
+    else if (name === "--vars") options.vars = path.resolve(value);
+    else if (name === "--persist") options.persist = path.resolve(value);
+    else if (name === "--packages") options.packages = path.resolve(value);
+    else if (name === "--src") options.src = path.resolve(value);
+    else if (name === "--migrations") options.migrations = path.resolve(value);
+    else if (name === "--compat-flags") options.compatFlags = value.split(",").filter(Boolean);
+    else throw new Error(`unknown option ${name}`);
+  }
+  if (!options.persist) throw new Error("--persist DIR is required (D1 state lives there)");
+  return options;
+}
+
+const log = (...args) => console.error("[harness]", ...args);
+
+// -- D1: migrations through wrangler, then Miniflare's binding ----------------
+
+function applyMigrations(options) {
+  // A generated wrangler config, so `wrangler d1 migrations apply --local` writes
+  // the same state that Miniflare reads (<persist>/v3/d1).
+  fs.mkdirSync(options.persist, { recursive: true });
+  const config = path.join(options.persist, "wrangler.harness.jsonc");
+  fs.writeFileSync(
+    config,
+    JSON.stringify(
+      {
+        name: "scheduling-harness",
+        main: path.join(options.src, "entry.py"),
+        compatibility_date: COMPATIBILITY_DATE,
+        compatibility_flags: ["python_workers"],
+        d1_databases: [
+          {
+            binding: DB_BINDING,
+            database_name: DATABASE_NAME,
+            database_id: DATABASE_ID,
+            migrations_dir: options.migrations,
+          },
+        ],
+      },
+      null,
+      2,
+    ),
+  );
+  const wrangler = path.join(HERE, "node_modules", "wrangler", "bin", "wrangler.js");
+  const result = spawnSync(
+    process.execPath,
+    [wrangler, "d1", "migrations", "apply", DATABASE_NAME, "--local", "--config", config,
+      "--persist-to", options.persist],
+    {
+      cwd: options.persist,
+      encoding: "utf8",
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    },
+  );
+  if (result.status !== 0) {
+    throw new Error(`wrangler d1 migrations apply failed:\n${result.stdout}\n${result.stderr}`);
+  }
+}
+
+async function startD1(options) {
+  const mf = new Miniflare({
+    modules: true,
+    script: "export default { fetch() { return new Response(null, { status: 404 }); } };",
+    compatibilityDate: "2026-04-01",
+    d1Databases: { [DB_BINDING]: DATABASE_ID },
+    d1Persist: path.join(options.persist, "v3", "d1"),
+  });
+  await mf.ready;
+  return { mf, db: await mf.getD1Database(DB_BINDING) };
+}
+
+// The SDK's env wrapper recognises a D1 binding by its constructor name, as in workerd.
+class D1Database {
+  #db;
+  constructor(db) {
+    this.#db = db;
+  }
+  prepare(sql) {
+    return this.#db.prepare(sql);
+  }
+  batch(statements) {
+    return this.#db.batch(statements);
+  }
+  exec(sql) {
+    return this.#db.exec(sql);
+  }
+  withSession(constraint) {
+    return this.#db.withSession(constraint);
+  }
+}
+
+class ScheduledController {
+  constructor(scheduledTime, cron) {
+    this.scheduledTime = scheduledTime;
+    this.cron = cron;
+  }
+  noRetry() {}
+}
+
+class ExecutionContext {
+  #pending = [];
+  constructor() {
+    this.props = {};
+  }
+  waitUntil(promise) {
+    this.#pending.push(Promise.resolve(promise));
+  }
+  passThroughOnException() {}
+  settled() {
+    return Promise.allSettled(this.#pending);
+  }
+}
+
+// -- Pyodide -----------------------------------------------------------------
+
+async function startPython(options, env, compatFlags) {
+  const output = (stream) => (line) => stream.write(`[worker] ${line}\n`);
+  const pyodide = await loadPyodide({
+    stdout: output(process.stderr),
+    stderr: output(process.stderr),
+  });
+  const wheelsDir = path.join(options.packages, "wheels");
+  if (!fs.existsSync(wheelsDir)) {
+    throw new Error(`no packages in ${options.packages}: run tests/pyodide_harness/setup.sh`);
+  }
+  for (const name of fs.readdirSync(wheelsDir).sort()) {
+    if (name.endsWith(".whl")) {
+      pyodide.unpackArchive(new Uint8Array(fs.readFileSync(path.join(wheelsDir, name))), "wheel");
+    }
+  }
+  const mount = (hostDir, at) => {
+    pyodide.FS.mkdirTree(at);
+    pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: hostDir }, at);
+  };
+  mount(options.packages, "/harness/packages"); // markupsafe from its sdist lives here
+  mount(options.src, "/worker/src");
+  mount(HERE, "/harness/glue");
+
+  // What workerd injects for the SDK.
+  pyodide.registerJsModule("_pyodide_entrypoint_helper", {
+    patchWaitUntil() {},
+    cloudflareWorkersModule: { env, waitUntil: () => {} },
+    cloudflareSocketsModule: {},
+    doAnImport: (name) => import(name),
+  });
+  const enabled = new Set(compatFlags);
+  pyodide.registerJsModule(
+    "_cloudflare_compat_flags",
+    new Proxy({}, { get: (_target, name) => enabled.has(name) }),
+  );
+
+  pyodide.runPython(`
+import sys
+sys.path[:0] = ["/worker/src", "/harness/packages", "/harness/glue"]
+sys.dont_write_bytecode = True
+`);
+  const glue = pyodide.pyimport("harness_glue");
+  return { pyodide, glue };
+}
+
+// -- HTTP --------------------------------------------------------------------
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+async function writeResponse(res, response) {
+  const headers = [];
+  for (const [name, value] of response.headers) {
+    if (name !== "set-cookie") headers.push([name, value]);
+  }
+  for (const cookie of response.headers.getSetCookie()) headers.push(["set-cookie", cookie]);
+  const body = Buffer.from(await response.arrayBuffer());
+  res.writeHead(response.status, headers.flat());
+  res.end(body);
+}
+
+function json(res, status, data) {
+  const body = JSON.stringify(data);
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(body);
+}
+
+function toJsRequest(req, body, origin) {
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+  }
+  const method = req.method ?? "GET";
+  const url = new URL(req.url ?? "/", `http://${req.headers.host ?? origin}`);
+  return new Request(url, {
+    method,
+    headers,
+    body: method === "GET" || method === "HEAD" ? undefined : body,
+    redirect: "manual",
+  });
+}
+
+const READ_ONLY = /^\s*(select|with)\b/i;
+
+async function main() {
+  const options = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const vars = options.vars ? JSON.parse(fs.readFileSync(options.vars, "utf8")) : {};
+
+  applyMigrations(options);
+  const { mf, db } = await startD1(options);
+  const env = { [DB_BINDING]: new D1Database(db), ...vars };
+  const { pyodide, glue } = await startPython(options, env, options.compatFlags);
+
+  async function invoke(handler, ...args) {
+    const ctx = new ExecutionContext();
+    try {
+      return await glue.invoke(ctx, env, handler, ...args);
+    } finally {
+      await ctx.settled();
+    }
+  }
+
+  async function control(req, res, url, body) {
+    const input = body.length ? JSON.parse(body.toString("utf8")) : {};
+    switch (url.pathname) {
+      case "/__harness/health":
+        return json(res, 200, { ok: true });
+      case "/__harness/scheduled": {
+        // Like workerd's cron trigger: scheduled(controller, env, ctx) with the controller's
+        // scheduledTime, answered when the handler (and its waitUntil promises) finished.
+        const time = Number(url.searchParams.get("time") ?? Date.now());
+        const cron = url.searchParams.get("cron") ?? CRON;
+        await invoke("scheduled", new ScheduledController(time, cron));
+        return json(res, 200, { outcome: "ok", scheduledTime: time, cron });
+      }
+      case "/__harness/sql": {
+        // Assertions only: a single read-only statement through Miniflare's binding.
+        if (!READ_ONLY.test(input.sql ?? "") || /;\s*\S/.test(input.sql)) {
+          return json(res, 400, { error: "only one SELECT/WITH statement" });
+        }
+        const result = await db.prepare(input.sql).bind(...(input.params ?? [])).all();
+        return json(res, 200, { results: result.results });
+      }
+      case "/__harness/exec": {
+        // Test set-up only (seeding rows): statements run in one D1 batch.
+        const statements = (input.statements ?? []).map(({ sql, params }) =>
+          db.prepare(sql).bind(...(params ?? [])),
+        );
+        const results = await db.batch(statements);
+        return json(res, 200, { changes: results.map((r) => r.meta.changes) });
+      }
+      case "/__harness/crypto/seal":
+        return json(res, 200, {
+          sealed: await glue.crypto_seal(input.key, input.plaintext, input.context),
+        });
+      case "/__harness/crypto/open": {
+        return json(res, 200, await glue.crypto_open(input.key, input.sealed, input.context));
+      }
+      case "/__harness/crypto/sha256":
+        return json(res, 200, { hex: await glue.crypto_sha256(input.key, input.value) });
+      case "/__harness/vars": {
+        // Replace the variables and secrets (not the D1 binding), as a redeploy with new
+        // vars would; the entry notices through its env fingerprint.
+        for (const name of Object.keys(env)) if (name !== DB_BINDING) delete env[name];
+        Object.assign(env, input);
+        return json(res, 200, { vars: Object.keys(input).sort() });
+      }
+      case "/__harness/info":
+        return json(res, 200, glue.info(env));
+      default:
+        return json(res, 404, { error: `no harness route ${url.pathname}` });
+    }
+  }
+
+  const server = http.createServer(async (req, res) => {
+    try {
+      const body = await readBody(req);
+      const url = new URL(req.url ?? "/", "http://harness");
+      if (url.pathname.startsWith("/__harness/")) {
+        await control(req, res, url, body);
+        return;
+      }
+      let response;
+      try {
+        response = await invoke("fetch", toJsRequest(req, body, options.host));
+      } catch (error) {
+        // workerd answers an uncaught exception with a bare 500; mark it so tests can tell.
+        log("fetch threw:", error?.message ?? error);
+        res.writeHead(500, { "content-type": "text/plain", "x-harness-exception": "1" });
+        res.end(`worker threw: ${error?.message ?? error}`);
+        return;
+      }
+      if (!(response instanceof Response)) {
+        throw new Error(`fetch returned ${Object.prototype.toString.call(response)}, not a Response`);
+      }
+      await writeResponse(res, response);
+    } catch (error) {
+      log("harness error:", error?.stack ?? error);
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "text/plain", "x-harness-exception": "1" });
+      }
+      res.end(`harness error: ${error?.message ?? error}`);
+    }
+  });
+
+  await new Promise((resolve) => server.listen(options.port, options.host, resolve));
+  const port = server.address().port;
+  process.stdout.write(
+    `${JSON.stringify({ ready: true, port, pid: process.pid, pyodide: pyodide.version, startup_ms: Date.now() - started })}\n`,
+  );
+
+  const stop = async () => {
+    server.close();
+    await mf.dispose();
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  // The test session closes stdin when it is done; leave with it.
+  process.stdin.on("end", stop);
+  process.stdin.resume();
+}
+
+main().catch((error) => {
+  log("failed to start:", error?.stack ?? error);
+  process.exit(1);
+});
