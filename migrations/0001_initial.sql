@@ -40,7 +40,8 @@ CREATE TABLE sessions (
     person_id           TEXT    NOT NULL,
     person_name         TEXT    NOT NULL,
     context_kind        TEXT    NOT NULL CHECK (context_kind IN ('content', 'manage')),
-    content_id          TEXT,
+    content_id          TEXT,              -- as launched (may be a translation)
+    content_primary_id  TEXT,              -- learnt from the first content read
     delegation_sealed   TEXT    NOT NULL,
     delegation_expires_at INTEGER NOT NULL,
     created_at          INTEGER NOT NULL,

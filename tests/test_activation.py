@@ -285,7 +285,7 @@ async def test_delete_data_removes_everything_of_one_installation(app: App, db: 
         await _add_schedule(db, iid, f"{iid}_a", "completed")
         await _add_schedule(db, iid, f"{iid}_b", "pending")
         await db.prepare(
-            "INSERT INTO sessions VALUES (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, 'sealed', 0, 0, 0)"
+            "INSERT INTO sessions VALUES (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
         ).bind(f"hash_{iid}", iid).run()
     response = await call(app, "POST", "/admin/installations/ins_1/delete-data", headers=OPERATOR)
     assert (response.status, body(response)["code"]) == (200, "deleted")

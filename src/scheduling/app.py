@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import runner
 from .config import Misconfigured
-from .handlers import activate, activation_codes, delete_data, manifest
+from .handlers import activate, activation_codes, delete_data, manifest, pages, schedules, static
 from .requests import Request
 from .responses import Response, error_response
 from .routing import Route, Router
@@ -15,6 +15,14 @@ ROUTES = [
     Route("POST", "/dee-wan/activate", activate.activate),
     Route("POST", "/admin/activation-codes", activation_codes.mint),
     Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
+    Route("GET", "/installations/{installation_id}", pages.installation_page),
+    Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/cancel",
+        schedules.cancel_schedule,
+    ),
+    Route("GET", "/static/app.css", static.stylesheet),
 ]
 
 

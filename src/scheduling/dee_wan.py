@@ -1,0 +1,164 @@
+"""Calls the plugin makes to Dee Wan core for the management pages (protocol §4–§5).
+
+Answers are validated against the spec's shapes; anything else is an
+`UntrustedAnswer`, never data shown to a person.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+
+from .ports import HttpClient, OutboundRequest, TransportError
+
+TIMEOUT_S = 10.0
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+Delegation = Annotated[str, StringConstraints(pattern=r"^dwd_[A-Za-z0-9_-]{43}$")]
+Instant = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")]
+
+
+class CoreError(Exception):
+    """Core refused (its code), could not be reached, or answered something we cannot trust."""
+
+    def __init__(self, code: str, status: int | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.status = status
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class Person(_Wire):
+    id: Id
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class ContentContext(_Wire):
+    kind: Literal["content"]
+    content_id: Id
+
+
+class ManageContext(_Wire):
+    kind: Literal["manage"]
+
+
+class DelegationGrant(_Wire):
+    token: Delegation
+    expires_at: Instant
+
+
+class LaunchExchange(_Wire):
+    code: Literal["launch_exchanged"]
+    installation_id: Id
+    person: Person
+    context: ContentContext | ManageContext
+    delegation: DelegationGrant
+
+
+class Content(_Wire):
+    id: Id
+    primary_id: Id
+    title: Annotated[str, StringConstraints(max_length=500)]
+    model: Annotated[str, StringConstraints(max_length=200)]
+    locale: Annotated[str, StringConstraints(max_length=50)]
+    current_version_id: Id
+    published_version_id: Id | None
+
+
+class Transition(_Wire):
+    kind: Literal["publish", "unpublish"]
+    to: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+class Workflow(_Wire):
+    revision: int
+    transitions: list[Transition]
+
+
+class Site(_Wire):
+    timezone: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+class ContentRead(_Wire):
+    code: Literal["content"]
+    content: Content
+    workflow: Workflow
+    site: Site
+
+
+EXCHANGE_ERRORS = {"invalid_request": 400, "plugin_unauthorized": 401, "launch_not_found": 404}
+CONTENT_ERRORS = {
+    "plugin_unauthorized": 401,
+    "requester_unauthorized": 403,
+    "capability_refused": 403,
+    "content_not_found": 404,
+}
+
+
+async def _call(
+    http: HttpClient, request: OutboundRequest, errors: dict[str, int]
+) -> tuple[int, Any]:
+    try:
+        response = await http.send(request)
+    except TransportError:
+        raise CoreError("dee_wan_unreachable") from None
+    try:
+        data = json.loads(response.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise CoreError("untrusted_response", response.status) from None
+    code = data.get("code") if isinstance(data, dict) else None
+    if response.status != 200:
+        if isinstance(code, str) and errors.get(code) == response.status:
+            raise CoreError(code, response.status)
+        raise CoreError("untrusted_response", response.status)
+    return response.status, data
+
+
+async def exchange_launch(http: HttpClient, base_url: str, token: str, code: str) -> LaunchExchange:
+    _, data = await _call(
+        http,
+        OutboundRequest(
+            "POST",
+            f"{base_url}/api/plugins/v1/launch/exchange",
+            {
+                "authorization": f"Bearer {token}",
+                "content-type": "application/json",
+                "accept": "application/json",
+            },
+            json.dumps({"code": code}).encode(),
+            TIMEOUT_S,
+        ),
+        EXCHANGE_ERRORS,
+    )
+    try:
+        return LaunchExchange.model_validate(data)
+    except ValidationError:
+        raise CoreError("untrusted_response", 200) from None
+
+
+async def read_content(
+    http: HttpClient, base_url: str, token: str, delegation: str, content_id: str
+) -> ContentRead:
+    _, data = await _call(
+        http,
+        OutboundRequest(
+            "GET",
+            f"{base_url}/api/plugins/v1/content/{content_id}",
+            {
+                "authorization": f"Bearer {token}",
+                "dee-wan-delegation": delegation,
+                "accept": "application/json",
+            },
+            None,
+            TIMEOUT_S,
+        ),
+        CONTENT_ERRORS,
+    )
+    try:
+        return ContentRead.model_validate(data)
+    except ValidationError:
+        raise CoreError("untrusted_response", 200) from None

@@ -1,0 +1,74 @@
+"""What a session may reach: its installation's token, its delegation, its content."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import contexts
+from ..dee_wan import ContentRead, CoreError, read_content
+from ..ports import UnreadableSecret
+from ..repository import installations, sessions
+from ..repository.installations import Installation
+from ..repository.sessions import Session
+from ..services import Services, log
+from ..web.guards import Refusal
+from ..web.wording import explain
+
+
+@dataclass(frozen=True)
+class Access:
+    session: Session
+    installation: Installation
+    token: str
+    delegation: str
+
+
+async def open_access(services: Services, session: Session) -> Access:
+    installation = await installations.get(services.db, session.installation_id)
+    if installation is None:
+        raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
+    crypto = services.crypto
+    try:
+        token = await crypto.open(
+            installation.token_sealed, contexts.installation_token(installation.id)
+        )
+    except UnreadableSecret:
+        log.warning("installation %s: token does not open under TOKEN_KEY", installation.id)
+        raise Refusal(503, "token_unreadable", explain("token_unreadable")) from None
+    try:
+        delegation = await crypto.open(
+            session.delegation_sealed, contexts.delegation(installation.id, session.id_hash)
+        )
+    except UnreadableSecret:
+        raise Refusal(
+            401, "session_expired", "Your Scheduling session can no longer be used.", relaunch=True
+        ) from None
+    return Access(session, installation, token, delegation)
+
+
+async def read_session_content(services: Services, access: Access) -> ContentRead:
+    """Read the launched content with the person's delegation; refusals become pages."""
+    assert access.session.content_id is not None
+    try:
+        read = await read_content(
+            services.http,
+            access.installation.base_url,
+            access.token,
+            access.delegation,
+            access.session.content_id,
+        )
+    except CoreError as exc:
+        status = {
+            "dee_wan_unreachable": 502,
+            "untrusted_response": 502,
+            "plugin_unauthorized": 401,
+            "content_not_found": 404,
+        }.get(exc.code, 403)
+        raise Refusal(
+            status, exc.code, explain(exc.code), relaunch=exc.code == "plugin_unauthorized"
+        ) from None
+    if access.session.content_primary_id is None:
+        await sessions.remember_primary(
+            services.db, access.session.id_hash, read.content.primary_id
+        )
+    return read

@@ -1,0 +1,143 @@
+"""Create and cancel schedules from the management pages (session + CSRF)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ..localtime import TimeRefusal, resolve_local_time
+from ..repository import schedules
+from ..repository.schedules import NewSchedule, RunningConflict
+from ..requests import Request
+from ..responses import Response, redirect
+from ..secret_shapes import is_id
+from ..services import Services, log
+from ..web.guards import Refusal, require_same_origin_post, require_session
+from ..web.pages import refusal_page
+from ..web.wording import explain
+from .access import open_access, read_session_content
+from .pages import content_page
+
+FORM_FIELDS = ("transition", "local_time", "timezone", "fold")
+# Which form field each refusal belongs to, so the page can point at it.
+ERROR_FIELD = {
+    "invalid_local_time": "local_time",
+    "nonexistent_local_time": "local_time",
+    "past_time": "local_time",
+    "ambiguous_local_time": "fold",
+    "invalid_fold": "fold",
+    "unknown_timezone": "timezone",
+    "transition_not_allowed": "transition",
+    "nothing_published": "transition",
+    "execution_in_progress": "transition",
+}
+
+
+async def create_schedule(request: Request, services: Services) -> Response:
+    installation_id = request.path_params["installation_id"]
+    try:
+        session = await require_session(request, services, installation_id)
+        require_same_origin_post(request, services, session)
+        if session.context_kind != "content":
+            raise Refusal(
+                403,
+                "manage_cannot_create",
+                "Schedules are created from a content item: use Schedule on it in Dee Wan.",
+            )
+        access = await open_access(services, session)
+        read = await read_session_content(services, access)
+    except Refusal as refusal:
+        return refusal_page(refusal)
+
+    fields = request.form()
+    form = {name: fields.get(name, "").strip() for name in FORM_FIELDS}
+    form["timezone"] = form["timezone"] or read.site.timezone
+
+    async def refuse(code: str, status: int = 422, text: str | None = None) -> Response:
+        error = {"code": code, "text": text or explain(code), "field": ERROR_FIELD.get(code, "")}
+        return await content_page(services, access, read, status=status, form=form, error=error)
+
+    kind, _, to = form["transition"].partition(":")
+    if not any(t.kind == kind and t.to == to for t in read.workflow.transitions):
+        return await refuse("transition_not_allowed")
+    version = (
+        read.content.current_version_id if kind == "publish" else read.content.published_version_id
+    )
+    if version is None:
+        return await refuse("nothing_published")
+    now = services.clock.now_ms()
+    resolved = resolve_local_time(
+        form["local_time"],
+        form["timezone"],
+        form["fold"] or None,
+        now=datetime.fromtimestamp(now / 1000, UTC),
+    )
+    if isinstance(resolved, TimeRefusal):
+        return await refuse(resolved.code, text=resolved.message)
+
+    content_id = read.content.primary_id
+    new = NewSchedule(
+        id="sch_" + services.crypto.random_token()[:22],
+        installation_id=installation_id,
+        content_id=content_id,
+        kind=kind,
+        to_state=to,
+        version_id=version,
+        workflow_revision=read.workflow.revision,
+        due_at=resolved.due_at_ms,
+        timezone=resolved.timezone,
+        local_time=resolved.local_time,
+        fold=resolved.fold,
+        requested_by=session.person_id,
+        requested_by_name=session.person_name,
+    )
+    if await schedules.running_exists(services.db, installation_id, content_id, kind):
+        return await refuse("execution_in_progress", 409)
+    try:
+        superseded = await schedules.create(services.db, new, now)
+    except RunningConflict:
+        return await refuse("execution_in_progress", 409)
+    log.info(
+        "installation %s: schedule %s created (%s %s), superseding %d",
+        installation_id,
+        new.id,
+        kind,
+        content_id,
+        len(superseded),
+    )
+    return redirect(f"/installations/{installation_id}?created={new.id}")
+
+
+async def cancel_schedule(request: Request, services: Services) -> Response:
+    installation_id = request.path_params["installation_id"]
+    schedule_id = request.path_params["schedule_id"]
+    try:
+        session = await require_session(request, services, installation_id)
+        require_same_origin_post(request, services, session)
+        schedule = (
+            await schedules.get(services.db, installation_id, schedule_id)
+            if is_id(schedule_id)
+            else None
+        )
+        if schedule is None:
+            raise Refusal(
+                404, "schedule_not_found", "There is no such schedule in this installation."
+            )
+        if session.context_kind == "content" and schedule.content_id != session.content_primary_id:
+            raise Refusal(
+                403,
+                "other_content",
+                "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
+            )
+        now = services.clock.now_ms()
+        if not await schedules.cancel(services.db, installation_id, schedule_id, now):
+            current = await schedules.get(services.db, installation_id, schedule_id)
+            code = (
+                "execution_in_progress"
+                if current and current.status == "running"
+                else "not_cancellable"
+            )
+            raise Refusal(409, code, explain(code))
+    except Refusal as refusal:
+        return refusal_page(refusal)
+    log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
+    return redirect(f"/installations/{installation_id}?cancelled={schedule_id}")

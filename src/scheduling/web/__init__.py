@@ -1,0 +1,1 @@
+"""The management pages: templates, wording and the request guards they share."""

@@ -1,0 +1,79 @@
+"""Who may use a management page: the session cookie, the CSRF token, the request's origin."""
+
+from __future__ import annotations
+
+from ..repository import sessions
+from ..repository.sessions import Session
+from ..requests import Request
+from ..secret_shapes import has_shape, same_secret
+from ..services import Services
+
+SESSION_COOKIE = "__Host-scheduling_session"
+SESSION_TTL_MS = 30 * 60 * 1000
+
+
+class Refusal(Exception):
+    """The request may not go on; `code` selects the page shown and `status` its HTTP status."""
+
+    def __init__(self, status: int, code: str, message: str, *, relaunch: bool = False) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.relaunch = relaunch
+
+
+def session_cookie(value: str, max_age_s: int) -> str:
+    return f"{SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age_s}"
+
+
+async def require_session(request: Request, services: Services, installation_id: str) -> Session:
+    raw = request.cookies.get(SESSION_COOKIE)
+    if not has_shape("session_id", raw):
+        raise Refusal(
+            401,
+            "no_session",
+            "Your Scheduling session has ended or was never started.",
+            relaunch=True,
+        )
+    assert raw is not None
+    now = services.clock.now_ms()
+    session = await sessions.find_live(services.db, await services.crypto.sha256_hex(raw), now)
+    if session is None:
+        raise Refusal(401, "session_expired", "Your Scheduling session has ended.", relaunch=True)
+    if session.installation_id != installation_id:
+        raise Refusal(
+            403,
+            "wrong_installation",
+            "This session was opened for another Dee Wan installation.",
+            relaunch=True,
+        )
+    return session
+
+
+def require_same_origin_post(request: Request, services: Services, session: Session) -> None:
+    """CSRF defence in depth: the origin, Fetch Metadata, and the per-session token.
+
+    Pages carry `Referrer-Policy: no-referrer`, under which browsers send
+    `Origin: null` even for a same-origin form post (measured in Chromium). So
+    `null` is accepted only when the browser also says `Sec-Fetch-Site:
+    same-origin`, a header no page can forge.
+    """
+    origin = request.headers.get("origin")
+    site = request.headers.get("sec-fetch-site")
+    expected = services.config.public_origin
+    if site is not None and site not in ("same-origin", "none"):
+        raise Refusal(
+            403, "cross_site_request", "This form must be sent from the Scheduling page itself."
+        )
+    if origin is not None and origin != "null" and origin != expected:
+        raise Refusal(
+            403, "cross_site_request", "This form must be sent from the Scheduling page itself."
+        )
+    if (origin is None or origin == "null") and site != "same-origin":
+        raise Refusal(
+            403, "cross_site_request", "This form must be sent from the Scheduling page itself."
+        )
+    token = request.form().get("csrf_token")
+    if not has_shape("csrf_token", token) or not same_secret(token, session.csrf_token):
+        raise Refusal(403, "csrf_failed", "This form has expired. Reload the page and try again.")

@@ -1,0 +1,58 @@
+"""Plain-language wording for statuses and codes shown to editors."""
+
+from __future__ import annotations
+
+STATUS = {
+    "pending": "Waiting for its time",
+    "retrying": "Will try again",
+    "running": "Being sent to Dee Wan now",
+    "completed": "Done",
+    "refused": "Not done",
+    "cancelled": "Cancelled",
+    "superseded": "Replaced by a newer schedule",
+}
+
+KIND = {"publish": "Publish", "unpublish": "Unpublish"}
+
+CODES = {
+    # Dee Wan's answers
+    "transition_applied": "Dee Wan applied the change.",
+    "idempotent_replay": "Dee Wan had already applied this exact change; nothing was done twice.",
+    "invalid_request": "Dee Wan rejected the request as malformed.",
+    "plugin_unauthorized": "Dee Wan no longer accepts this installation (it was uninstalled, or its token was replaced).",
+    "capability_refused": "The plugin is not allowed to do this for this content. An admin can grant it in Dee Wan.",
+    "requester_unauthorized": "The person who scheduled this is no longer allowed to do it.",
+    "content_not_found": "The content no longer exists in Dee Wan.",
+    "scheduled_target_stale": "The content changed after it was scheduled (a newer version or workflow change), so the pinned version was not used. Schedule it again.",
+    "workflow_conflict": "The content's workflow state does not allow this now.",
+    "dependent_content": "Dee Wan refused because other content depends on this.",
+    "idempotency_key_reused": "Dee Wan saw this schedule's key with a different request; nothing was applied.",
+    "transition_unavailable": "This change is not possible from the content's current state.",
+    "transition_refused": "Dee Wan refused this change.",
+    "rate_limited": "Dee Wan asked the plugin to slow down; it will try again.",
+    "server_error": "Dee Wan had a temporary problem; the plugin will try again.",
+    "network_error": "Dee Wan could not be reached; the plugin will try again.",
+    "timeout": "Dee Wan did not answer within 10 seconds; the plugin will try again.",
+    # The plugin's own results
+    "untrusted_response": "Dee Wan's answer could not be trusted, so nothing more was sent. Check the content in Dee Wan.",
+    "retry_exhausted": "The plugin gave up: too many attempts, or it was too late to send. If the last attempt failed on the network, the outcome is unknown — check the content in Dee Wan.",
+    "token_unreadable": "The installation's token can no longer be read — rotate it in Dee Wan.",
+    "execution_in_progress": "A schedule for this content is being sent right now. Try again in a minute.",
+    "not_cancellable": "Only a schedule that is waiting or will try again can be cancelled.",
+    # Form refusals
+    "invalid_local_time": "Enter a date and time as YYYY-MM-DDTHH:MM.",
+    "nonexistent_local_time": "That local time does not happen in this time zone (the clocks skip over it).",
+    "ambiguous_local_time": "That local time happens twice in this time zone: choose the earlier or the later one.",
+    "unknown_timezone": "That is not a known IANA time zone name, such as Europe/Paris.",
+    "past_time": "That time is already in the past.",
+    "invalid_fold": "Choose the earlier or the later occurrence.",
+    "transition_not_allowed": "You may not make this change to this content now.",
+    "nothing_published": "Nothing is published, so there is nothing to unpublish.",
+    "dee_wan_unreachable": "Dee Wan could not be reached. Try again in a moment.",
+}
+
+
+def explain(code: str | None) -> str:
+    if not code:
+        return ""
+    return CODES.get(code, "Dee Wan answered with a code this plugin does not know.")

@@ -1,0 +1,119 @@
+"""The plugin and a fake Dee Wan wired together in-process, plus a tiny cookie-keeping browser."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from fake_core.core import FakeCore
+from fake_core.state import Installation
+from fake_core.testing import sample_core
+from fake_core.transport import FakeCoreTransport
+from scheduling.app import App
+from scheduling.requests import Headers, Request
+from scheduling.responses import Response
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import ORIGIN, FakeClock, make_app
+from tests.helpers import mint
+
+CORE_URL = "https://cms.example"
+
+
+class World:
+    def __init__(self, db: SqliteDatabase, clock: FakeClock, **app_options: Any) -> None:
+        self.db = db
+        self.clock = clock
+        self.core: FakeCore = sample_core(clock.now_ms(), CORE_URL)
+        self.core.clock = type(self.core.clock)(clock.now_ms)  # follow the test clock
+        self.core.plugin_caller = self.plugin_caller
+        self.app: App = make_app(db, clock, http=FakeCoreTransport(self.core), **app_options)
+
+    async def plugin_caller(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        response = await self.app.handle(Request(method, url, Headers(headers), body or b""))
+        return response.status, dict(response.headers), response.body
+
+    async def install(self, **options: Any) -> Installation:
+        return await self.core.install(ORIGIN, await mint(self.app), **options)
+
+    async def browser_for(
+        self, installation: Installation, person: str = "usr_editor", content_id: str | None = "cnt_en"
+    ) -> Browser:
+        context = {"kind": "content", "content_id": content_id} if content_id else {"kind": "manage"}
+        launch = self.core.issue_launch(installation.id, person, context)
+        browser = Browser(self.app)
+        response = await browser.get(launch.url)
+        assert response.status == 303, response.body[:500]
+        return browser
+
+
+class Browser:
+    """Keeps cookies and sends what a same-origin page's form would send."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.cookies: dict[str, str] = {}
+        self.last: Response | None = None
+        self.csrf_token: str | None = None
+
+    def _headers(self, extra: dict[str, str] | None = None) -> Headers:
+        headers = dict(extra or {})
+        if self.cookies:
+            headers["cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        return Headers(headers)
+
+    async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes = b"") -> Response:
+        if url.startswith("/"):
+            url = ORIGIN + url
+        response = await self.app.handle(Request(method, url, self._headers(headers), body))
+        for name, value in response.headers:
+            if name.lower() == "set-cookie":
+                key, _, rest = value.partition("=")
+                self.cookies[key] = rest.split(";", 1)[0]
+        self.last = response
+        found = re.search(rb'name="csrf_token" value="([^"]+)"', response.body)
+        if found:
+            self.csrf_token = found.group(1).decode()
+        return response
+
+    async def get(self, url: str) -> Response:
+        return await self._send("GET", url, {"sec-fetch-site": "none"})
+
+    async def post(self, url: str, fields: dict[str, str], *, origin: str | None = "null",
+                   site: str | None = "same-origin") -> Response:
+        headers = {"content-type": "application/x-www-form-urlencoded"}
+        if origin is not None:
+            headers["origin"] = origin
+        if site is not None:
+            headers["sec-fetch-site"] = site
+        return await self._send("POST", url, headers, urlencode(fields).encode())
+
+    async def follow(self, response: Response) -> Response:
+        location = response.header("location")
+        assert location, "not a redirect"
+        return await self.get(location)
+
+    def page(self) -> str:
+        assert self.last is not None
+        return self.last.body.decode()
+
+    def csrf(self) -> str:
+        """The CSRF token of the last page that had a form."""
+        assert self.csrf_token, "no page with a form seen yet"
+        return self.csrf_token
+
+
+def schedules_on(html: str) -> list[dict[str, str]]:
+    """Each listed schedule's data attributes."""
+    items = []
+    for tag in re.findall(r"<li class=\"schedule\"[^>]*>", html):
+        attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', tag))
+        items.append(attrs)
+    return items
+
+
+def path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
