@@ -68,7 +68,9 @@ def read_pins(pyproject: Path) -> dict[str, str]:
     for requirement in requirements:
         found = _PIN.match(requirement)
         if not found:
-            raise SystemExit(f"{pyproject}: {requirement!r} is not pinned with == (the harness needs exact versions)")
+            raise SystemExit(
+                f"{pyproject}: {requirement!r} is not pinned with == (the harness needs exact versions)"
+            )
         pins[_canonical(found.group(1))] = found.group(2)
     if SDK not in pins:
         raise SystemExit(f"{pyproject}: the workers extra must pin {SDK}==<version>")
@@ -77,7 +79,7 @@ def read_pins(pyproject: Path) -> dict[str, str]:
 
 def _pip(*args: str) -> None:
     command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input", *args]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         sys.stderr.write(result.stdout + result.stderr)
         raise SystemExit(f"pip failed: {' '.join(args)}")
@@ -85,17 +87,38 @@ def _pip(*args: str) -> None:
 
 def _download_pure(specs: list[str], dest: Path) -> None:
     _pip(
-        "download", "--no-deps", "--only-binary=:all:", "--platform", "any",
-        "--python-version", PYTHON_VERSION, "--implementation", "py", "--dest", str(dest), *specs,
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--platform",
+        "any",
+        "--python-version",
+        PYTHON_VERSION,
+        "--implementation",
+        "py",
+        "--dest",
+        str(dest),
+        *specs,
     )
 
 
 def _download_native(spec: str, dest: Path) -> None:
     abi = "cp" + PYTHON_VERSION.replace(".", "")
     _pip(
-        "download", "--no-deps", "--only-binary=:all:", "--platform", PYODIDE_PLATFORM,
-        "--python-version", PYTHON_VERSION, "--implementation", "cp", "--abi", abi,
-        "--dest", str(dest), spec,
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--platform",
+        PYODIDE_PLATFORM,
+        "--python-version",
+        PYTHON_VERSION,
+        "--implementation",
+        "cp",
+        "--abi",
+        abi,
+        "--dest",
+        str(dest),
+        spec,
     )
 
 
@@ -167,7 +190,9 @@ def fetch(cache: Path, pins: dict[str, str]) -> None:
     shutil.rmtree(cache, ignore_errors=True)
     wheels = cache / "wheels"
     wheels.mkdir(parents=True)
-    pure = [f"{name}=={version}" for name, version in pins.items() if name not in SOURCE_ONLY | NATIVE]
+    pure = [
+        f"{name}=={version}" for name, version in pins.items() if name not in SOURCE_ONLY | NATIVE
+    ]
     _download_pure(pure, wheels)
     for name in sorted(NATIVE & pins.keys()):
         _download_native(f"{name}=={pins[name]}", wheels)
@@ -192,7 +217,10 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--pyproject", type=Path, default=ROOT / "pyproject.toml")
     parser.add_argument(
-        "--pin", action="append", default=[], metavar="NAME==VERSION",
+        "--pin",
+        action="append",
+        default=[],
+        metavar="NAME==VERSION",
         help="override one pin from pyproject.toml (local experiments only)",
     )
     args = parser.parse_args()

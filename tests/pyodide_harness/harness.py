@@ -48,8 +48,13 @@ def ensure_installed() -> None:
     if ready:
         return
     env = {**os.environ, "PYTHON": sys.executable}
-    result = subprocess.run(  # noqa: S603
-        ["bash", str(SETUP)], cwd=HERE, env=env, capture_output=True, text=True, check=False  # noqa: S607
+    result = subprocess.run(
+        ["bash", str(SETUP)],
+        cwd=HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,  # noqa: S607
     )
     if result.returncode != 0:
         raise RuntimeError(f"{SETUP} failed:\n{result.stdout}\n{result.stderr}")
@@ -126,13 +131,16 @@ class Harness:
         vars_file = workdir / "vars.json"
         vars_file.write_text(json.dumps(self.base_vars), "utf-8")
         self._log = self.log_path.open("w", encoding="utf-8")
-        self.process = subprocess.Popen(  # noqa: S603
+        self.process = subprocess.Popen(
             [
                 node_path() or "node",
                 str(SERVE),
-                "--port", str(self.port),
-                "--vars", str(vars_file),
-                "--persist", str(workdir / "state"),
+                "--port",
+                str(self.port),
+                "--vars",
+                str(vars_file),
+                "--persist",
+                str(workdir / "state"),
             ],
             cwd=HERE,
             stdin=subprocess.PIPE,
@@ -249,12 +257,17 @@ class FakeCoreProcess:
         self.base_url = f"http://localhost:{self.port}"
         self._log = log_path.open("w", encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-        self.process = subprocess.Popen(  # noqa: S603
+        self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "fake_core",
-                "--port", str(self.port),
-                "--plugin-origin", plugin_origin,
-                "--base-url", self.base_url,
+                sys.executable,
+                "-m",
+                "fake_core",
+                "--port",
+                str(self.port),
+                "--plugin-origin",
+                plugin_origin,
+                "--base-url",
+                self.base_url,
             ],
             cwd=ROOT,
             env=env,
@@ -293,7 +306,7 @@ _shared: Harness | None = None
 
 def shared_harness() -> Harness:
     """The session's one harness, started on first use and stopped at exit."""
-    global _shared  # noqa: PLW0603
+    global _shared
     if _shared is None:
         ensure_installed()
         workdir = Path(tempfile.mkdtemp(prefix="pyodide-harness-"))

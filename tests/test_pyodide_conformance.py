@@ -1,0 +1,442 @@
+"""Conformance scenarios through the real Worker entry, under Pyodide with Miniflare's D1.
+
+The Worker is reached over HTTP at its PUBLIC_ORIGIN (http://localhost:<port>),
+cron ticks go through the entry's `scheduled()`, and Dee Wan core is either a
+small recorder on loopback or `python -m fake_core`. Every test starts from an
+empty database.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from scheduling import contexts
+from tests.pyodide_harness.harness import (
+    ADMIN_SECRET,
+    FakeCoreProcess,
+    Harness,
+    node_path,
+    shared_harness,
+)
+
+pytestmark = pytest.mark.pyodide
+
+OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
+OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
+DUE = 1_782_910_800_000  # 2026-07-01T13:00:00Z
+TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
+
+
+@pytest.fixture(scope="session")
+def harness() -> Harness:
+    if node_path() is None:
+        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
+    return shared_harness()
+
+
+@pytest.fixture
+def worker(harness: Harness) -> Iterator[Harness]:
+    """The harness with an empty database and the base variables."""
+    harness.set_vars(harness.base_vars)
+    harness.execute(*((f"DELETE FROM {table}", []) for table in TABLES))
+    yield harness
+    harness.set_vars(harness.base_vars)
+
+
+@pytest.fixture
+def client(worker: Harness) -> Iterator[httpx.Client]:
+    with worker.client(follow_redirects=False) as http:
+        yield http
+
+
+# -- what exists for any deployment -------------------------------------------
+
+
+def test_manifest_is_built_from_public_origin(worker: Harness, client: httpx.Client) -> None:
+    response = client.get("/dee-wan/manifest.json")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["cache-control"] == "no-store"
+    manifest = response.json()
+    origin = worker.origin
+    assert manifest["origin"] == origin
+    assert manifest["activation_url"] == f"{origin}/dee-wan/activate"
+    assert {launch["url"] for launch in manifest["launches"]} == {
+        f"{origin}/installations/{{installation_id}}"
+    }
+    assert manifest["capabilities"] == ["content:read", "workflow:publish", "workflow:unpublish"]
+
+
+def test_manifest_follows_a_changed_public_origin(worker: Harness, client: httpx.Client) -> None:
+    with worker.vars(PUBLIC_ORIGIN="https://scheduling.example"):
+        assert client.get("/dee-wan/manifest.json").json()["origin"] == (
+            "https://scheduling.example"
+        )
+    assert client.get("/dee-wan/manifest.json").json()["origin"] == worker.origin
+
+
+def test_head_answers_like_get_without_a_body(client: httpx.Client) -> None:
+    response = client.head("/dee-wan/manifest.json")
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None:
+    response = client.get("/no/such/route")
+    assert (response.status_code, response.json()) == (404, {"code": "not_found"})
+    response = client.post("/dee-wan/manifest.json")
+    assert (response.status_code, response.json()) == (405, {"code": "method_not_allowed"})
+
+
+@pytest.mark.parametrize("bad_key", ["not base64 at all", "c2hvcnQ=", None])
+def test_bad_token_key_fails_only_the_routes_that_need_it(
+    worker: Harness, client: httpx.Client, bad_key: str | None
+) -> None:
+    with worker.vars(TOKEN_KEY=bad_key):
+        assert client.get("/dee-wan/manifest.json").status_code == 200
+        minted = client.post("/admin/activation-codes", headers=OPERATOR)
+        assert minted.status_code == 500
+        assert minted.json() == {
+            "code": "misconfigured",
+            "message": "TOKEN_KEY is not configured correctly",
+        }
+        activation = {
+            "protocol": "v1",
+            "action": "activate",
+            "code": "dwa_" + "A" * 43,
+            "installation_id": "ins_x",
+            "site_id": "site_x",
+            "base_url": "https://cms.example",
+            "token": "dwp_" + "B" * 43,
+        }
+        activated = client.post("/dee-wan/activate", json=activation)
+        assert (activated.status_code, activated.json()["code"]) == (500, "misconfigured")
+        # Routes that do not touch TOKEN_KEY keep working.
+        deleted = client.post("/admin/installations/ins_nobody/delete-data", headers=OPERATOR)
+        assert (deleted.status_code, deleted.json()["code"]) == (404, "installation_not_found")
+        assert worker.scheduled(DUE) == {"outcome": "ok", "scheduledTime": DUE, "cron": "* * * * *"}
+    if bad_key:
+        assert bad_key not in worker.log_tail(400)
+    # Restored: the app is rebuilt with the good key.
+    assert client.post("/admin/activation-codes", headers=OPERATOR).status_code == 201
+
+
+def test_operator_routes_need_the_admin_secret(worker: Harness, client: httpx.Client) -> None:
+    refused = client.post("/admin/activation-codes", headers={"authorization": "Bearer nope"})
+    assert refused.status_code == 401
+    assert refused.headers["www-authenticate"].startswith("Bearer")
+    with worker.vars(ADMIN_SECRET="short"):
+        response = client.post("/admin/activation-codes", headers=OPERATOR)
+        assert (response.status_code, response.json()["code"]) == (500, "misconfigured")
+        assert "ADMIN_SECRET" in response.json()["message"]
+
+
+def test_scheduled_tick_on_an_empty_database(worker: Harness) -> None:
+    assert worker.scheduled(DUE)["outcome"] == "ok"
+    assert worker.sql("SELECT count(*) AS n FROM schedules") == [{"n": 0}]
+
+
+# -- the runner against a recording core on loopback ---------------------------
+
+
+@dataclass
+class Recorder:
+    """A minimal core on 127.0.0.1: records each request, answers from a script per content id."""
+
+    answers: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    base_url: str = ""
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    record = Recorder()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            data = json.loads(body)
+            record.requests.append(
+                {
+                    "path": self.path,
+                    "headers": {name.lower(): value for name, value in self.headers.items()},
+                    "body": data,
+                }
+            )
+            status, answer = record.answers.get(data["content_id"], (500, {"code": "unset"}))
+            payload = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    record.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield record
+    server.shutdown()
+    server.server_close()
+
+
+def installation_row(
+    installation_id: str, base_url: str, token_sealed: str
+) -> tuple[str, list[Any]]:
+    return (
+        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+        " token_rotated_at) VALUES (?, ?, ?, ?, ?, ?)",
+        [installation_id, "site_1", base_url, token_sealed, DUE - 86_400_000, DUE - 86_400_000],
+    )
+
+
+def schedule_row(
+    schedule_id: str,
+    installation_id: str,
+    content_id: str,
+    *,
+    due_at: int = DUE,
+    kind: str = "publish",
+    version_id: str = "ver_2",
+    revision: int = 1,
+) -> tuple[str, list[Any]]:
+    values = {
+        "id": schedule_id,
+        "installation_id": installation_id,
+        "content_id": content_id,
+        "kind": kind,
+        "to_state": "published" if kind == "publish" else "draft",
+        "version_id": version_id,
+        "workflow_revision": 3,
+        "revision": revision,
+        "idempotency_key": f"sched:{installation_id}:{schedule_id}:r{revision}",
+        "due_at": due_at,
+        "timezone": "UTC",
+        "local_time": "2026-07-01T13:00",
+        "status": "pending",
+        "attempt_count": 0,
+        "next_attempt_at": due_at,
+        "requested_by": "usr_editor",
+        "requested_by_name": "Ada",
+        "created_at": due_at - 3_600_000,
+        "updated_at": due_at - 3_600_000,
+    }
+    columns = ", ".join(values)
+    marks = ", ".join("?" for _ in values)
+    return f"INSERT INTO schedules ({columns}) VALUES ({marks})", list(values.values())
+
+
+def test_tick_sends_due_transitions_and_settles_each_in_d1(
+    worker: Harness, recorder: Recorder
+) -> None:
+    token = "dwp_" + "t" * 43
+    sealed = worker.seal(token, contexts.installation_token("ins_rec"))
+    unreadable = worker.seal("dwp_" + "u" * 43, contexts.installation_token("ins_lost"), OTHER_KEY)
+    recorder.answers = {
+        "cnt_ok": (200, {"code": "transition_applied"}),
+        "cnt_busy": (503, {"code": "unavailable"}),
+        "cnt_stale": (409, {"code": "scheduled_target_stale"}),
+    }
+    worker.execute(
+        installation_row("ins_rec", recorder.base_url, sealed),
+        installation_row("ins_lost", recorder.base_url, unreadable),
+        schedule_row("sch_ok", "ins_rec", "cnt_ok"),
+        schedule_row("sch_busy", "ins_rec", "cnt_busy"),
+        schedule_row("sch_stale", "ins_rec", "cnt_stale", kind="unpublish", version_id="ver_1"),
+        schedule_row("sch_later", "ins_rec", "cnt_later", due_at=DUE + 3_600_000),
+        schedule_row("sch_lost", "ins_lost", "cnt_lost"),
+    )
+
+    tick = DUE + 30_000
+    worker.scheduled(tick)
+
+    sent = {request["body"]["content_id"]: request for request in recorder.requests}
+    assert sorted(sent) == ["cnt_busy", "cnt_ok", "cnt_stale"]  # not later, not unreadable
+    ok = sent["cnt_ok"]
+    assert ok["path"] == "/api/plugins/v1/transitions"
+    assert ok["headers"]["authorization"] == f"Bearer {token}"
+    assert ok["headers"]["idempotency-key"] == "sched:ins_rec:sch_ok:r1"
+    assert ok["headers"]["content-type"] == "application/json"
+    assert ok["body"] == {
+        "content_id": "cnt_ok",
+        "kind": "publish",
+        "to": "published",
+        "version_id": "ver_2",
+        "workflow_revision": 3,
+        "requested_by": "usr_editor",
+        "due_at": "2026-07-01T13:00:00Z",
+    }
+
+    rows = {
+        row["id"]: row
+        for row in worker.sql(
+            "SELECT id, status, result_code, attempt_count, next_attempt_at, lease_token"
+            " FROM schedules ORDER BY id"
+        )
+    }
+    assert rows["sch_ok"] | {} == {
+        "id": "sch_ok",
+        "status": "completed",
+        "result_code": "transition_applied",
+        "attempt_count": 1,
+        "next_attempt_at": None,
+        "lease_token": None,
+    }
+    assert rows["sch_stale"]["status"] == "refused"
+    assert rows["sch_stale"]["result_code"] == "scheduled_target_stale"
+    assert rows["sch_busy"]["status"] == "retrying"
+    assert rows["sch_busy"]["next_attempt_at"] > tick
+    assert rows["sch_later"]["status"] == "pending"
+    assert rows["sch_later"]["attempt_count"] == 0
+    assert (rows["sch_lost"]["status"], rows["sch_lost"]["result_code"]) == (
+        "refused",
+        "token_unreadable",
+    )
+    attempts = worker.sql(
+        "SELECT schedule_id, attempt, code, http_status, started_at, finished_at"
+        " FROM schedule_attempts ORDER BY schedule_id"
+    )
+    assert [(a["schedule_id"], a["attempt"], a["code"], a["http_status"]) for a in attempts] == [
+        ("sch_busy", 1, "unavailable", 503),
+        ("sch_ok", 1, "transition_applied", 200),
+        ("sch_stale", 1, "scheduled_target_stale", 409),
+    ]
+    assert all(a["started_at"] == tick and a["finished_at"] >= tick for a in attempts)
+
+    # A second tick at the same instant finds nothing due: every claim was settled.
+    recorder.requests.clear()
+    worker.scheduled(tick)
+    assert recorder.requests == []
+
+
+# -- end to end with fake_core --------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def core(harness: Harness) -> Iterator[FakeCoreProcess]:
+    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core.log")
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def dev_worker(worker: Harness, core: FakeCoreProcess) -> Iterator[Harness]:
+    """Development mode, so the Worker accepts fake core's http://localhost base URL."""
+    core.control("POST", "reset")
+    core.control("POST", "seed", {"demo": True})
+    with worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url):
+        yield worker
+
+
+def mint_code(client: httpx.Client, installation_id: str | None = None) -> str:
+    body = {} if installation_id is None else {"installation_id": installation_id}
+    response = client.post("/admin/activation-codes", headers=OPERATOR, json=body)
+    assert response.status_code == 201, response.text
+    code = response.json()["code"]
+    assert isinstance(code, str)
+    return code
+
+
+def install(core: FakeCoreProcess, client: httpx.Client) -> dict[str, Any]:
+    answer = core.control("POST", "install", {"code": mint_code(client)})
+    assert answer["code"] == "installed", answer
+    installation: dict[str, Any] = answer["installation"]
+    return installation
+
+
+def test_fake_core_installs_the_worker_and_its_token_is_sealed_in_d1(
+    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
+) -> None:
+    installation = install(core, client)
+    installation_id = installation["id"]
+    rows = dev_worker.sql("SELECT * FROM installations WHERE id = ?", installation_id)
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["site_id"], row["base_url"]) == ("site_demo", core.base_url)
+    assert row["token_sealed"].startswith("v1.")
+    assert installation["token"] not in json.dumps(row)
+    context = contexts.installation_token(installation_id)
+    assert dev_worker.open(row["token_sealed"], context) == {"plaintext": installation["token"]}
+    codes = dev_worker.sql("SELECT kind, used_at FROM activation_codes")
+    assert [(c["kind"], c["used_at"] is not None) for c in codes] == [("activate", True)]
+
+    # Rotation through core: a new token replaces the sealed one.
+    rotated = core.control(
+        "POST",
+        "rotate",
+        {"installation_id": installation_id, "code": mint_code(client, installation_id)},
+    )["installation"]
+    sealed = dev_worker.sql("SELECT token_sealed FROM installations")[0]["token_sealed"]
+    assert dev_worker.open(sealed, context) == {"plaintext": rotated["token"]}
+    assert rotated["token"] != installation["token"]
+
+
+def test_activation_refusals_consume_nothing(
+    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
+) -> None:
+    code = mint_code(client)
+    activation = {
+        "protocol": "v1",
+        "action": "activate",
+        "code": code,
+        "installation_id": "ins_direct",
+        "site_id": "site_1",
+        "base_url": "http://localhost:1",
+        "token": "dwp_" + "C" * 43,
+    }
+    refused = client.post("/dee-wan/activate", json=activation)
+    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_base_url")
+    accepted = client.post("/dee-wan/activate", json={**activation, "base_url": core.base_url})
+    assert (accepted.status_code, accepted.json()["code"]) == (201, "activated")
+    again = client.post("/dee-wan/activate", json={**activation, "installation_id": "ins_again"})
+    assert (again.status_code, again.json()["code"]) == (401, "invalid_code")
+
+
+def test_tick_runs_a_due_schedule_through_fake_core_then_delete_data(
+    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
+) -> None:
+    installation = install(core, client)
+    installation_id = installation["id"]
+    state = core.control("GET", "state")
+    group = next(g for g in state["groups"] if g["primary_id"] == "cnt_spring")
+    statement, params = schedule_row(
+        "sch_spring", installation_id, "cnt_spring", version_id=group["current_version_id"]
+    )
+    dev_worker.execute((statement, params))
+    dev_worker.execute(
+        (
+            "UPDATE schedules SET workflow_revision = ? WHERE id = ?",
+            [group["revision"], "sch_spring"],
+        )
+    )
+    core.control("DELETE", "calls")
+
+    dev_worker.scheduled(DUE + 60_000)
+
+    calls = core.control("GET", "calls", endpoint="transitions")["calls"]
+    assert [(c["status"], c["code"]) for c in calls] == [(200, "transition_applied")]
+    assert calls[0]["headers"]["idempotency-key"] == f"sched:{installation_id}:sch_spring:r1"
+    row = dev_worker.sql("SELECT status, result_code FROM schedules WHERE id = 'sch_spring'")
+    assert row == [{"status": "completed", "result_code": "transition_applied"}]
+    state = core.control("GET", "state")
+    group = next(g for g in state["groups"] if g["primary_id"] == "cnt_spring")
+    assert group["published_version_id"] == group["current_version_id"]
+
+    deleted = client.post(f"/admin/installations/{installation_id}/delete-data", headers=OPERATOR)
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json() == {"code": "deleted", "installation_id": installation_id}
+    for table in ("installations", "schedules", "schedule_attempts"):
+        assert dev_worker.sql(f"SELECT count(*) AS n FROM {table}") == [{"n": 0}]

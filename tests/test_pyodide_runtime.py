@@ -1,0 +1,153 @@
+"""The harness really runs the Workers runtime: Pyodide, the `workers` SDK, WebCrypto, D1.
+
+Also checks wrangler.example.jsonc with wrangler itself, and that its `vars`
+are the defaults the configuration model declares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scheduling.config import VARIABLES, Configuration
+from tests.pyodide_harness.harness import (
+    HERE,
+    ROOT,
+    SERVE,
+    WRANGLER_EXAMPLE,
+    Harness,
+    node_path,
+    shared_harness,
+    strip_jsonc,
+)
+
+pytestmark = pytest.mark.pyodide
+
+
+@pytest.fixture(scope="session")
+def harness() -> Harness:
+    if node_path() is None:
+        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
+    return shared_harness()
+
+
+def test_the_entry_runs_under_pyodide_314(harness: Harness) -> None:
+    info = harness.info()
+    assert info["platform"] == "emscripten"
+    assert info["implementation"] == "cpython"
+    assert info["python_version"].startswith("3.14.")
+    assert info["pyodide"] == "314.0.7"
+    assert info["entry_file"] == "/worker/src/entry.py"
+
+
+def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> None:
+    services = harness.info()["services"]
+    assert services == {
+        "db": "scheduling.runtimes.workers.d1.D1Database",
+        "http": "scheduling.runtimes.workers.fetch_client.WorkersFetch",
+        "clock": "scheduling.runtimes.workers.clock.WorkersClock",
+        "crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
+        "make_crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
+    }
+    loaded = harness.info()["runtime_modules"]
+    assert "scheduling.runtimes.workers.crypto" in loaded
+    assert not [name for name in loaded if name.startswith("scheduling.runtimes.cpython")]
+
+
+def _example() -> dict[str, object]:
+    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
+    assert isinstance(config, dict)
+    return config
+
+
+def test_wrangler_example_declares_the_worker() -> None:
+    config = _example()
+    assert config["main"] == "src/entry.py"
+    assert "python_workers" in config["compatibility_flags"]  # type: ignore[operator]
+    assert config["d1_databases"] == [
+        {
+            "binding": "PLUGIN_DB",
+            "database_name": "dee-wan-scheduling",
+            "database_id": "00000000-0000-0000-0000-000000000000",
+            "migrations_dir": "migrations",
+        }
+    ]
+    assert config["triggers"] == {"crons": ["* * * * *"]}
+    # The harness runs the same compatibility date (the Pyodide 314 line).
+    served = re.search(r'COMPATIBILITY_DATE = "([0-9-]+)"', SERVE.read_text("utf-8"))
+    assert served is not None and served.group(1) == config["compatibility_date"]
+
+
+def test_wrangler_example_vars_are_every_variable_with_its_default() -> None:
+    variables = _example()["vars"]
+    assert isinstance(variables, dict)
+    assert set(variables) == set(VARIABLES)
+    defaults = Configuration.from_mapping({})
+    for name, value in variables.items():
+        if name in ("PUBLIC_ORIGIN", "DEE_WAN_DEV_ORIGINS"):
+            continue  # no default: the operator's own origin; an empty list
+        assert getattr(defaults, name.lower()) == value, name
+    assert variables["DEE_WAN_DEV_ORIGINS"] == ""
+    text = WRANGLER_EXAMPLE.read_text("utf-8")
+    assert "wrangler secret put ADMIN_SECRET" in text
+    assert "wrangler secret put TOKEN_KEY" in text
+
+
+def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
+    if node_path() is None:
+        pytest.skip("node is not installed: wrangler needs Node 20+")
+    wrangler = HERE / "node_modules" / "wrangler" / "bin" / "wrangler.js"
+    if not wrangler.exists():
+        shared_harness()  # runs setup.sh when node_modules is missing
+    env = {**os.environ, "CI": "true", "WRANGLER_SEND_METRICS": "false", "NO_COLOR": "1"}
+    deploy = subprocess.run(
+        [
+            node_path() or "node",
+            str(wrangler),
+            "deploy",
+            "--dry-run",
+            "--config",
+            str(WRANGLER_EXAMPLE),
+            "--outdir",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = deploy.stdout + deploy.stderr
+    assert deploy.returncode == 0, output
+    assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
+    assert "env.MAX_ROWS_PER_TICK (20)" in output
+    assert (tmp_path / "out" / "entry.py").exists()
+    migrations = subprocess.run(
+        [
+            node_path() or "node",
+            str(wrangler),
+            "d1",
+            "migrations",
+            "list",
+            "dee-wan-scheduling",
+            "--local",
+            "--config",
+            str(WRANGLER_EXAMPLE),
+            "--persist-to",
+            str(tmp_path / "state"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert migrations.returncode == 0, migrations.stdout + migrations.stderr
+    assert "0001_initial.sql" in migrations.stdout
