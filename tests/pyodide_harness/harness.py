@@ -49,12 +49,12 @@ def ensure_installed() -> None:
         return
     env = {**os.environ, "PYTHON": sys.executable}
     result = subprocess.run(
-        ["bash", str(SETUP)],
+        ["bash", str(SETUP)],  # noqa: S607
         cwd=HERE,
         env=env,
         capture_output=True,
         text=True,
-        check=False,  # noqa: S607
+        check=False,
     )
     if result.returncode != 0:
         raise RuntimeError(f"{SETUP} failed:\n{result.stdout}\n{result.stderr}")
