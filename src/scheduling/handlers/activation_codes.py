@@ -40,8 +40,8 @@ async def mint(request: Request, services: Services) -> Response:
         services.db, await crypto.sha256_hex(code), kind, installation_id, now, CODE_TTL_MS
     )
     log.info(
-        "minted a %s code%s",
-        kind,
+        "minted a%s code%s",
+        "n activation" if kind == "activate" else " rotation",
         f" for installation {installation_id}" if installation_id else "",
     )
     return json_response(
