@@ -1,8 +1,10 @@
 """Protocol v1 §6: the transition command, with every check core makes.
 
-Order: request shape, capability, content, primary id, requester authority,
-idempotency (a replay must not be judged stale by its own earlier effect),
-then workflow revision, state and pin.
+Order: request shape, then idempotency — a key already applied is answered
+from memory, like any idempotent API, so a retry after a lost answer is never
+judged by the effects of its own first delivery or by permissions changed
+since — then capability, content, primary id, requester authority, workflow
+revision, state and pin.
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def transition(
     key = header(headers, "idempotency-key")
     if data is None or key is None or not _well_formed(data, headers, key, installation):
         return error(400, "invalid_request"), False
+    remembered = state.idempotency.get((installation.id, key))
+    if remembered is not None:
+        if remembered.body == data:
+            return json_reply(200, {"code": "idempotent_replay"}), False
+        return error(409, "idempotency_key_reused"), False
     kind = data["kind"]
     if CAPABILITY[kind] not in installation.capabilities:
         return error(403, "capability_refused"), False
@@ -54,11 +61,6 @@ def transition(
     if person is None or kind not in person.transitions:
         return error(403, "requester_unauthorized"), False
 
-    remembered = state.idempotency.get((installation.id, key))
-    if remembered is not None:
-        if remembered.body == data:
-            return json_reply(200, {"code": "idempotent_replay"}), False
-        return error(409, "idempotency_key_reused"), False
 
     group = state.groups[item.id]
     if data["to"] != TARGET[kind]:

@@ -64,6 +64,17 @@ async def test_same_key_same_body_is_a_replay_and_applies_nothing(
     assert core.state.groups["cnt_en"].revision == 2
 
 
+async def test_a_replay_is_answered_from_memory_even_after_the_right_was_lost(
+    core: FakeCore, ins: Installation
+) -> None:
+    headers, body = transition_command(core, ins)
+    assert await post(core, headers, body) == (200, "transition_applied")
+    core.state.persons["usr_editor"].transitions.clear()
+    assert await post(core, headers, body) == (200, "idempotent_replay")
+    fresh_headers, fresh_body = transition_command(core, ins, schedule_id="sch_2")
+    assert await post(core, fresh_headers, fresh_body) == (403, "requester_unauthorized")
+
+
 async def test_same_key_different_body_is_key_reuse(core: FakeCore, ins: Installation) -> None:
     headers, body = transition_command(core, ins)
     assert await post(core, headers, body) == (200, "transition_applied")
