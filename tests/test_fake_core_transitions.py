@@ -69,7 +69,7 @@ async def test_a_replay_is_answered_from_memory_even_after_the_right_was_lost(
 ) -> None:
     headers, body = transition_command(core, ins)
     assert await post(core, headers, body) == (200, "transition_applied")
-    core.state.persons["usr_editor"].transitions.clear()
+    core.state.persons["usr_editor"].transitions = frozenset()
     assert await post(core, headers, body) == (200, "idempotent_replay")
     fresh_headers, fresh_body = transition_command(core, ins, schedule_id="sch_2")
     assert await post(core, fresh_headers, fresh_body) == (403, "requester_unauthorized")
