@@ -8,13 +8,17 @@ empty database.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -440,3 +444,197 @@ def test_tick_runs_a_due_schedule_through_fake_core_then_delete_data(
     assert deleted.json() == {"code": "deleted", "installation_id": installation_id}
     for table in ("installations", "schedules", "schedule_attempts"):
         assert dev_worker.sql(f"SELECT count(*) AS n FROM {table}") == [{"n": 0}]
+
+
+# -- the whole journey: install, launch, schedule, tick, cancel, delete ---------------
+
+SESSION_COOKIE = "__Host-scheduling_session"
+
+
+@dataclass
+class Browser:
+    """A browser on the Worker's origin; keeps the `__Host-` cookie by hand.
+
+    http.cookiejar will not send a `Secure` cookie over http://, while browsers
+    treat http://localhost as a secure context and do.
+    """
+
+    http: httpx.Client
+    origin: str
+    cookie: str | None = None
+
+    def get(self, url: str) -> httpx.Response:
+        response = self.http.get(url, headers=self._headers())
+        self._keep(response)
+        return response
+
+    def post_form(self, path: str, fields: dict[str, str]) -> httpx.Response:
+        headers = {**self._headers(), "origin": self.origin, "sec-fetch-site": "same-origin"}
+        response = self.http.post(path, data=fields, headers=headers)
+        self._keep(response)
+        return response
+
+    def _headers(self) -> dict[str, str]:
+        return {"cookie": f"{SESSION_COOKIE}={self.cookie}"} if self.cookie else {}
+
+    def _keep(self, response: httpx.Response) -> None:
+        for header in response.headers.get_list("set-cookie"):
+            name, _, rest = header.partition("=")
+            if name == SESSION_COOKIE:
+                self.cookie = rest.split(";", 1)[0]
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([A-Za-z0-9_-]{43})"', page)
+    assert found, page[:2000]
+    return found.group(1)
+
+
+def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
+    """Open the Worker from core's launch URL; returns the page's CSRF token."""
+    issued = core.control(
+        "POST", "launch", {"installation_id": installation_id, "person_id": "usr_editor", **context}
+    )
+    url = issued["url"]
+    assert url.startswith(f"{browser.origin}/installations/{installation_id}?dee_wan_launch=dwl_")
+    exchanged = browser.get(url)
+    assert exchanged.status_code == 303, exchanged.text
+    assert exchanged.headers["location"] == f"/installations/{installation_id}"
+    cookie = exchanged.headers["set-cookie"]
+    assert cookie.startswith(f"{SESSION_COOKIE}=")
+    for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
+        assert attribute in cookie
+    assert issued["launch_code"] not in exchanged.headers["location"] + cookie
+    page = browser.get(exchanged.headers["location"])
+    assert page.status_code == 200, page.text
+    assert page.headers["content-type"].startswith("text/html")
+    return csrf_of(page.text)
+
+
+def wall_time(days_ahead: int, zone: str) -> str:
+    """Noon local time some days ahead (noon is never in a DST gap or fold)."""
+    day = datetime.now(ZoneInfo(zone)).date() + timedelta(days=days_ahead)
+    return f"{day.isoformat()}T12:00"
+
+
+def test_install_launch_schedule_tick_cancel_and_delete(
+    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
+) -> None:
+    installation_id = install(core, client)["id"]
+    browser = Browser(client, dev_worker.origin)
+
+    # Content launch: the exchange starts a session stored as hashes and ciphertext only.
+    csrf = launch(core, browser, installation_id, content_id="cnt_spring")
+    assert browser.cookie is not None
+    id_hash = hashlib.sha256(browser.cookie.encode()).hexdigest()
+    sessions = dev_worker.sql("SELECT * FROM sessions")
+    assert [(s["id_hash"], s["context_kind"], s["content_id"]) for s in sessions] == [
+        (id_hash, "content", "cnt_spring")
+    ]
+    assert browser.cookie not in json.dumps(sessions)
+    delegation = dev_worker.open(
+        sessions[0]["delegation_sealed"], contexts.delegation(installation_id, id_hash)
+    )
+    assert delegation["plaintext"].startswith("dwd_")
+    reads = core.control("GET", "calls", endpoint="content")["calls"]
+    assert [(c["status"], c["code"]) for c in reads] == [(200, "content")]
+
+    # Schedule through the form, then reschedule: the first is superseded.
+    zone = "Europe/Paris"  # the demo site's zone
+    fields = {"transition": "publish:published", "timezone": zone, "fold": ""}
+    first = browser.post_form(
+        f"/installations/{installation_id}/schedules",
+        {**fields, "csrf_token": csrf, "local_time": wall_time(3, zone)},
+    )
+    assert first.status_code == 303, first.text
+    first_id = first.headers["location"].rsplit("created=", 1)[1]
+    second = browser.post_form(
+        f"/installations/{installation_id}/schedules",
+        {**fields, "csrf_token": csrf, "local_time": wall_time(2, zone)},
+    )
+    assert second.status_code == 303, second.text
+    second_id = second.headers["location"].rsplit("created=", 1)[1]
+    page = browser.get(second.headers["location"])
+    assert f'data-confirmation="{second_id}"' in page.text
+
+    # Without the CSRF token, or from another site, nothing is created.
+    forged = browser.post_form(
+        f"/installations/{installation_id}/schedules",
+        {**fields, "csrf_token": "x" * 43, "local_time": wall_time(4, zone)},
+    )
+    assert forged.status_code == 403
+
+    # A second content launch schedules other content; a manage launch cancels it.
+    news_csrf = launch(core, browser, installation_id, content_id="cnt_news")
+    news = browser.post_form(
+        f"/installations/{installation_id}/schedules",
+        {**fields, "csrf_token": news_csrf, "local_time": wall_time(2, zone)},
+    )
+    assert news.status_code == 303, news.text
+    news_id = news.headers["location"].rsplit("created=", 1)[1]
+    manage_csrf = launch(core, browser, installation_id)
+    cancelled = browser.post_form(
+        f"/installations/{installation_id}/schedules/{news_id}/cancel", {"csrf_token": manage_csrf}
+    )
+    assert cancelled.status_code == 303, cancelled.text
+
+    rows = {
+        row["id"]: row
+        for row in dev_worker.sql(
+            "SELECT id, content_id, status, revision, due_at, idempotency_key, version_id"
+            " FROM schedules"
+        )
+    }
+    assert {key: (row["content_id"], row["status"]) for key, row in rows.items()} == {
+        first_id: ("cnt_spring", "superseded"),
+        second_id: ("cnt_spring", "pending"),
+        news_id: ("cnt_news", "cancelled"),
+    }
+    due = rows[second_id]
+    assert due["revision"] == 2
+    assert due["idempotency_key"] == f"sched:{installation_id}:{second_id}:r2"
+    expected_due = datetime.fromisoformat(wall_time(2, zone)).replace(tzinfo=ZoneInfo(zone))
+    assert due["due_at"] == int(expected_due.timestamp() * 1000)
+
+    # Nothing is sent before it is due; after, the tick sends it to core and settles it.
+    core.control("DELETE", "calls")
+    dev_worker.scheduled(due["due_at"] - 60_000)
+    assert core.control("GET", "calls", endpoint="transitions")["calls"] == []
+    dev_worker.scheduled(due["due_at"] + 30_000)
+    calls = core.control("GET", "calls", endpoint="transitions")["calls"]
+    assert [(c["status"], c["code"]) for c in calls] == [(200, "transition_applied")]
+    assert calls[0]["headers"]["idempotency-key"] == due["idempotency_key"]
+    assert calls[0]["body"]["version_id"] == due["version_id"]
+    settled = dev_worker.sql(
+        "SELECT s.status, s.result_code, a.attempt, a.code, a.http_status"
+        " FROM schedules s JOIN schedule_attempts a ON a.schedule_id = s.id"
+    )
+    assert settled == [
+        {
+            "status": "completed",
+            "result_code": "transition_applied",
+            "attempt": 1,
+            "code": "transition_applied",
+            "http_status": 200,
+        }
+    ]
+    group = next(
+        g for g in core.control("GET", "state")["groups"] if g["primary_id"] == "cnt_spring"
+    )
+    assert group["published_version_id"] == due["version_id"]
+    assert [entry["idempotency_key"] for entry in group["log"]] == [due["idempotency_key"]]
+    page = browser.get(f"/installations/{installation_id}")
+    assert page.status_code == 200
+    assert 'data-status="cancelled"' in page.text  # the manage page lists every schedule
+    assert f'id="schedule-{second_id}" data-schedule-id="{second_id}" data-status="completed"' in (
+        page.text
+    )
+
+    # The operator deletes the installation's data: every row goes, sessions too.
+    deleted = client.post(f"/admin/installations/{installation_id}/delete-data", headers=OPERATOR)
+    assert (deleted.status_code, deleted.json()["code"]) == (200, "deleted")
+    for table in ("schedule_attempts", "schedules", "sessions", "installations"):
+        assert dev_worker.sql(f"SELECT count(*) AS n FROM {table}") == [{"n": 0}], table
+    codes = dev_worker.sql("SELECT installation_id FROM activation_codes")
+    assert codes == [{"installation_id": None}]  # only the used activate code, bound to no one
+    assert browser.get(f"/installations/{installation_id}").status_code in (401, 404)
