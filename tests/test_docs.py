@@ -1,0 +1,215 @@
+"""The README's Time and Runner tables are the contract: every row is driven through the code.
+
+A row the parser does not understand fails, so the tables cannot drift from
+the behaviour silently in either direction.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from pathlib import Path
+
+import pytest
+from freezegun import freeze_time
+
+from scheduling.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
+from scheduling.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind, classify
+from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
+from scheduling.retry_policy import Limits, backoff_ms, may_send, settle
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+CODE = re.compile(r"`([^`]+)`")
+
+
+def table_under(heading: str) -> list[tuple[str, str]]:
+    """The first markdown table after `## heading`, as (left, right) cells, header dropped."""
+    text = README.read_text("utf-8")
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert len(rows) > 2, f"no table under ## {heading}"
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows[2:]]
+    return [(left, right) for left, right in cells]
+
+
+# -- Time ---------------------------------------------------------------------------------
+
+TIME_ROWS = table_under("Time")
+FROZEN_AT = "2026-01-01T00:00:00Z"
+
+
+def time_case(index: int) -> tuple[str, str, str | None, str]:
+    """(local, zone, fold, expected) for a row; `same` reuses the previous row's input."""
+    left, right = TIME_ROWS[index]
+    if left.startswith("same"):
+        local, zone, _, _ = time_case(index - 1)
+    else:
+        values = CODE.findall(left)
+        assert len(values) >= 2, f"Time row {index + 1}: input needs `local` `zone`: {left!r}"
+        local, zone = values[0], values[1]
+    fold_match = re.search(r"fold `(earlier|later)`", left)
+    fold = fold_match.group(1) if fold_match else None
+    if "fold" in left and "no fold" not in left:
+        assert fold, f"Time row {index + 1}: unreadable fold in {left!r}"
+    return local, zone, fold, right
+
+
+def test_time_table_has_every_refusal_code() -> None:
+    refusals = {CODE.findall(right)[0] for _, right in TIME_ROWS if right.startswith("refused")}
+    assert refusals == {"nonexistent_local_time", "ambiguous_local_time", "unknown_timezone",
+                        "past_time"}
+
+
+@pytest.mark.parametrize("index", range(len(TIME_ROWS)))
+def test_time_table_row(index: int) -> None:
+    local, zone, fold, expected = time_case(index)
+    with freeze_time(FROZEN_AT):
+        result = resolve_local_time(local, zone, fold, now=datetime.now(UTC))
+    if expected.startswith("refused"):
+        code = CODE.findall(expected)[0]
+        assert isinstance(result, TimeRefusal), f"row {index + 1}: expected {code}, got {result}"
+        assert result.code == code
+    else:
+        instant = CODE.findall(expected)
+        assert instant, f"Time row {index + 1}: result needs a `YYYY-MM-DD HH:MM UTC`"
+        assert isinstance(result, ResolvedTime), f"row {index + 1}: refused {result}"
+        assert format_utc(result.due_at_ms) == instant[0]
+        assert (result.local_time, result.timezone) == (local, zone)
+
+
+# -- Runner -------------------------------------------------------------------------------
+
+RUNNER_ROWS = table_under("Runner")
+NOW = 1_782_900_000_000
+LIMITS = Limits(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)
+
+
+def answer(status: int, code: str | None = None, *, raw: bytes | None = None,
+           retry_after: str | None = None) -> OutboundResponse:
+    body = raw if raw is not None else json.dumps({"code": code} if code else {}).encode()
+    headers = {"content-type": "application/json"}
+    if retry_after is not None:
+        headers["retry-after"] = retry_after
+    return OutboundResponse(status, headers, body)
+
+
+def check_plain_codes(left: str, right: str) -> None:
+    """`<status> `code` / `code`` rows: completed, or refused with no retry."""
+    status = int(left.split()[0])
+    codes = CODE.findall(left)
+    assert codes, f"Runner row {left!r} names no code"
+    for code in codes:
+        outcome = classify(answer(status, code), now_ms=NOW)
+        if right == "`completed`":
+            assert outcome.kind is OutcomeKind.COMPLETED, (status, code)
+            plan = settle(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+            assert (plan.status, plan.result_code) == ("completed", code)
+        else:
+            assert right == "`refused`, no retry", f"unexpected result {right!r}"
+            assert (outcome.kind, outcome.code) == (OutcomeKind.REFUSED, code), (status, code)
+            plan = settle(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+            assert (plan.status, plan.next_attempt_at) == ("refused", None)
+
+
+def check_untrusted(left: str, right: str) -> None:
+    assert CODE.findall(right) == ["refused", "untrusted_response"]
+    cases = {
+        "status/code mismatch": [answer(200, "invalid_request"), answer(409, "transition_applied"),
+                                 answer(403, "content_not_found"), answer(422, "workflow_conflict"),
+                                 answer(200, None)],
+        "bad JSON": [answer(200, raw=b"{"), answer(404, raw=b"<html>"), answer(200, raw=b'"ok"')],
+        "3xx": [answer(s, "transition_applied") for s in (301, 302, 303, 307, 308)],
+        "other status": [answer(s, "transition_applied") for s in (201, 204, 405, 410, 418, 501)],
+    }
+    named = [part.strip() for part in left.split(",")]
+    assert set(named) == set(cases), f"untrusted row lists {named}"
+    for name in named:
+        for response in cases[name]:
+            outcome = classify(response, now_ms=NOW)
+            assert (outcome.kind, outcome.code) == (OutcomeKind.REFUSED, "untrusted_response"), name
+
+
+def check_rate_limited(left: str, right: str) -> None:
+    assert right.startswith("`retrying` at `Retry-After`") and "seconds" in right and "HTTP date" in right
+    seconds = classify(answer(429, "slow_down", retry_after="120"), now_ms=NOW)
+    assert (seconds.kind, seconds.retry_after_ms) == (OutcomeKind.RETRY, 120_000)
+    date = format_datetime(datetime.fromtimestamp((NOW + 90_000) / 1000, UTC), usegmt=True)
+    dated = classify(answer(429, raw=b"", retry_after=date), now_ms=NOW)
+    assert (dated.kind, dated.retry_after_ms) == (OutcomeKind.RETRY, 90_000)
+    plan = settle(seconds, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+    assert (plan.status, plan.next_attempt_at) == ("retrying", NOW + 120_000)
+    missing = classify(answer(429), now_ms=NOW)
+    assert (missing.kind, missing.retry_after_ms) == (OutcomeKind.RETRY, None)
+
+
+def check_transient(left: str, right: str) -> None:
+    statuses = [int(s) for s in re.findall(r"\b5\d\d\b", left)]
+    assert statuses == [500, 502, 503, 504]
+    assert "network failure" in left and "timeout (10 s)" in left
+    assert "backoff 15 s·2^(n-1) capped 5 min, jitter 50–100 %" in right
+    failures = [answer(s, "oops") for s in statuses] + [answer(503, raw=b"<html>busy</html>"),
+                                                         TransportError("reset"), TransportTimeout("10 s")]
+    for failure in failures:
+        assert classify(failure, now_ms=NOW).kind is OutcomeKind.RETRY
+    rng = random.Random(3)
+    for attempt in range(1, 9):
+        base = min(15_000 * 2 ** (attempt - 1), 300_000)
+        delays = [backoff_ms(attempt, rng) for _ in range(200)]
+        assert base * 0.5 <= min(delays) and max(delays) <= base
+
+
+def check_exhausted(left: str, right: str) -> None:
+    assert CODE.findall(left) == ["MAX_ATTEMPTS", "due_at + MAX_LATENESS_MS", "Retry-After", "MAX_RETRY_AFTER_MS"]
+    assert right == "`refused` `retry_exhausted`, nothing more sent"
+    retry = classify(answer(503, "busy"), now_ms=NOW)
+    rng = random.Random(5)
+    # past MAX_ATTEMPTS: the fifth failure ends it; nothing more may be sent
+    assert settle(retry, attempt=5, due_at=NOW, now=NOW, limits=LIMITS, rng=rng).result_code == "retry_exhausted"
+    assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, limits=LIMITS)
+    assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, limits=LIMITS)
+    # past the lateness cap: no send, and no retry planned beyond it
+    assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, limits=LIMITS)
+    assert may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, limits=LIMITS)
+    late = settle(retry, attempt=1, due_at=NOW, now=NOW + 899_000, limits=LIMITS, rng=rng)
+    assert (late.status, late.result_code) == ("refused", "retry_exhausted")
+    # Retry-After beyond MAX_RETRY_AFTER_MS
+    long_wait = classify(answer(429, retry_after="301"), now_ms=NOW)
+    plan = settle(long_wait, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=rng)
+    assert (plan.status, plan.result_code) == ("refused", "retry_exhausted")
+
+
+def check_row(left: str, right: str) -> None:
+    if re.match(r"^\d{3} `", left):
+        check_plain_codes(left, right)
+    elif left.startswith("status/code mismatch"):
+        check_untrusted(left, right)
+    elif left == "429":
+        check_rate_limited(left, right)
+    elif left.startswith("500/502/503/504"):
+        check_transient(left, right)
+    elif left.startswith("past `MAX_ATTEMPTS`"):
+        check_exhausted(left, right)
+    else:
+        pytest.fail(f"Runner table row nobody taught this test: {left!r}")
+
+
+@pytest.mark.parametrize(("left", "right"), RUNNER_ROWS, ids=[row[0][:40] for row in RUNNER_ROWS])
+def test_runner_table_row(left: str, right: str) -> None:
+    check_row(left, right)
+
+
+def test_runner_table_names_every_code_the_classifier_knows() -> None:
+    named = {code for left, _ in RUNNER_ROWS if re.match(r"^\d{3} `", left) for code in CODE.findall(left)}
+    assert named == set(SUCCESS_CODES) | set(REFUSAL_CODES)
+
+
+def test_a_row_nobody_updated_fails() -> None:
+    with pytest.raises(AssertionError):
+        check_row("401 `plugin_unauthorized`", "`retrying`")
+    with pytest.raises(AssertionError):
+        check_row("409 `transition_applied`", "`completed`")
+    with pytest.raises(pytest.fail.Exception):
+        check_row("418 teapot", "`completed`")
