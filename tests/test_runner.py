@@ -1,0 +1,403 @@
+"""The runner against fake_core: claims, sends, classifies and settles, tick by tick."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import Any
+
+import pytest
+
+from fake_core import Fault
+from fake_core.state import Installation
+from scheduling.ports import Result, Statement
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import FakeClock, base_env
+from tests.world import World
+
+MINUTE = 60_000
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+def local(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+async def schedule(world: World, installation: Installation, content_id: str = "cnt_en",
+                   *, in_minutes: int = 5, transition: str = "publish:published") -> dict[str, Any]:
+    """Create a schedule through the page's form, due `in_minutes` from now (whole minutes, UTC)."""
+    browser = await world.browser_for(installation, content_id=content_id)
+    await browser.get(f"/installations/{installation.id}")
+    due = (world.clock.now_ms() // MINUTE + in_minutes) * MINUTE
+    response = await browser.post(f"/installations/{installation.id}/schedules", {
+        "csrf_token": browser.csrf(), "transition": transition, "local_time": local(due), "timezone": "UTC"})
+    assert response.status == 303, response.body[:400]
+    sid = (response.header("location") or "").rsplit("=", 1)[1]
+    return await row(world, sid)
+
+
+async def row(world: World, sid: str) -> dict[str, Any]:
+    found = await world.db.prepare("SELECT * FROM schedules WHERE id = ?").bind(sid).first()
+    assert found is not None
+    return found
+
+
+async def attempts(world: World, sid: str) -> list[dict[str, Any]]:
+    result = await world.db.prepare(
+        "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
+        " WHERE schedule_id = ? ORDER BY attempt").bind(sid).all()
+    return result.results
+
+
+def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
+    return [c for c in world.core.calls.of("transitions")
+            if c.header("Idempotency-Key") == schedule_row["idempotency_key"]]
+
+
+async def tick_at(world: World, ms: int) -> dict[str, int]:
+    world.clock.now = ms
+    return await world.app.tick(ms)
+
+
+# -- the happy path and what is sent ------------------------------------------------------
+
+
+async def test_due_schedule_is_sent_once_per_spec_and_completed(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    assert (await tick_at(world, s["due_at"] - 1))["due"] == 0
+    report = await tick_at(world, s["due_at"])
+    assert report["completed"] == 1
+    [call] = sends(world, s)
+    assert call.header("Authorization") == f"Bearer {installation.token}"
+    assert call.header("Idempotency-Key") == f"sched:{installation.id}:{s['id']}:r1"
+    assert call.body == {
+        "content_id": "cnt_en", "kind": "publish", "to": "published", "version_id": s["version_id"],
+        "workflow_revision": s["workflow_revision"], "requested_by": "usr_editor",
+        "due_at": datetime.fromtimestamp(s["due_at"] / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    done = await row(world, s["id"])
+    assert (done["status"], done["result_code"], done["attempt_count"]) == ("completed", "transition_applied", 1)
+    assert (done["lease_token"], done["lease_until"], done["next_attempt_at"]) == (None, None, None)
+    [attempt] = await attempts(world, s["id"])
+    assert (attempt["attempt"], attempt["code"], attempt["http_status"]) == (1, "transition_applied", 200)
+    assert attempt["finished_at"] is not None
+    assert world.core.state.group_of("cnt_en").published_version_id == s["version_id"]
+    assert (await tick_at(world, s["due_at"] + MINUTE))["due"] == 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "code"),
+    [
+        (Fault.respond(400, "invalid_request"), "refused", "invalid_request"),
+        (Fault.respond(403, "capability_refused"), "refused", "capability_refused"),
+        (Fault.respond(409, "workflow_conflict"), "refused", "workflow_conflict"),
+        (Fault.respond(409, "dependent_content"), "refused", "dependent_content"),
+        (Fault.respond(422, "transition_refused"), "refused", "transition_refused"),
+        (Fault.respond(200, "content_not_found"), "refused", "untrusted_response"),
+        (Fault.bad_json(200), "refused", "untrusted_response"),
+        (Fault.redirect(302), "refused", "untrusted_response"),
+        (Fault.respond(418, "teapot"), "refused", "untrusted_response"),
+        (Fault.respond(503, "unavailable"), "retrying", "unavailable"),
+        (Fault.html_5xx(502), "retrying", "server_error"),
+        (Fault.timeout(), "retrying", "timeout"),
+        (Fault.apply_then_drop(), "retrying", "network_error"),
+        (Fault.respond(429, "slow_down"), "retrying", "slow_down"),
+    ],
+)
+async def test_every_outcome_class(world: World, fault: Fault, status: str, code: str) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(fault, endpoint="transitions")
+    await tick_at(world, s["due_at"])
+    settled = await row(world, s["id"])
+    assert (settled["status"], settled["result_code"]) == (status, code)
+    [attempt] = await attempts(world, s["id"])
+    assert attempt["code"] == code
+    assert attempt["finished_at"] is not None
+    if status == "retrying":
+        assert settled["next_attempt_at"] > s["due_at"]
+    else:
+        assert settled["next_attempt_at"] is None
+
+
+async def test_core_refusals_from_real_checks(world: World) -> None:
+    installation = await world.install()
+    stale = await schedule(world, installation, "cnt_en")
+    world.core.state.edit("cnt_en")  # a newer version in core: the pin is stale
+    gone = await schedule(world, installation, "cnt_page")
+    del world.core.state.contents["cnt_page"]
+    await tick_at(world, stale["due_at"])
+    assert (await row(world, stale["id"]))["result_code"] == "scheduled_target_stale"
+    assert (await row(world, gone["id"]))["result_code"] == "content_not_found"
+    assert world.core.state.log == []
+
+
+async def test_retries_carry_the_same_key_and_back_off_then_complete(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(503, "busy"), endpoint="transitions", times=2)
+    now = s["due_at"]
+    await tick_at(world, now)
+    first = await row(world, s["id"])
+    assert 7_500 <= first["next_attempt_at"] - now <= 15_000  # 15 s, jitter 50–100 %
+    assert (await tick_at(world, first["next_attempt_at"] - 1))["due"] == 0
+    await tick_at(world, first["next_attempt_at"])
+    second = await row(world, s["id"])
+    assert 15_000 <= second["next_attempt_at"] - first["next_attempt_at"] <= 30_000
+    await tick_at(world, second["next_attempt_at"])
+    done = await row(world, s["id"])
+    assert (done["status"], done["attempt_count"]) == ("completed", 3)
+    calls = sends(world, s)
+    assert len(calls) == 3
+    assert len({c.header("Idempotency-Key") for c in calls}) == 1
+    assert len({c.raw_body for c in calls}) == 1
+    assert [a["code"] for a in await attempts(world, s["id"])] == ["busy", "busy", "transition_applied"]
+
+
+@pytest.mark.parametrize("form", ["seconds", "date"])
+async def test_429_waits_for_retry_after(world: World, form: str) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    now = s["due_at"]
+    value = "120" if form == "seconds" else format_datetime(
+        datetime.fromtimestamp((now + 120_000) / 1000, UTC), usegmt=True)
+    world.core.faults.push(Fault.respond(429, "slow_down", retry_after=value), endpoint="transitions")
+    await tick_at(world, now)
+    waiting = await row(world, s["id"])
+    assert waiting["status"] == "retrying"
+    assert abs(waiting["next_attempt_at"] - (now + 120_000)) <= 1_000
+    assert (await tick_at(world, now + 100_000))["due"] == 0
+    await tick_at(world, now + 121_000)
+    assert (await row(world, s["id"]))["status"] == "completed"
+
+
+async def test_retry_after_beyond_the_cap_is_exhausted(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(429, "slow_down", retry_after="301"), endpoint="transitions")
+    await tick_at(world, s["due_at"])
+    assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
+
+
+async def test_max_attempts(db: SqliteDatabase, clock: FakeClock) -> None:
+    world = World(db, clock, env=base_env(MAX_ATTEMPTS="3"))
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(500, "boom"), endpoint="transitions", times=10)
+    now = s["due_at"]
+    for _ in range(10):
+        await tick_at(world, now)
+        now += 5 * MINUTE
+    final = await row(world, s["id"])
+    assert (final["status"], final["result_code"], final["attempt_count"]) == ("refused", "retry_exhausted", 3)
+    assert len(sends(world, s)) == 3
+
+
+async def test_nothing_is_sent_past_the_lateness_cap(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    report = await tick_at(world, s["due_at"] + 900_001)  # the cron was down for 15 minutes
+    assert report["refused_unsent"] == 1
+    assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
+    assert sends(world, s) == []
+    assert await attempts(world, s["id"]) == []
+
+
+async def test_no_retry_is_planned_past_the_cap(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(503, "busy"), endpoint="transitions")
+    await tick_at(world, s["due_at"] + 895_000)  # 5 s before the cap: a 15 s backoff cannot fit
+    assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
+    assert len(sends(world, s)) == 1
+
+
+async def test_unreadable_token_refuses_without_sending(db: SqliteDatabase, clock: FakeClock) -> None:
+    world = World(db, clock)
+    installation = await world.install()
+    s = await schedule(world, installation)
+    other = World(db, clock, env=base_env(TOKEN_KEY="AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="))
+    other.core = world.core
+    await tick_at(other, s["due_at"])
+    assert ((await row(world, s["id"]))["status"], (await row(world, s["id"]))["result_code"]) == (
+        "refused", "token_unreadable")
+    assert sends(world, s) == []
+
+
+async def test_after_uninstall_core_refuses_plugin_unauthorized(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.uninstall(installation.id)
+    await tick_at(world, s["due_at"])
+    settled = await row(world, s["id"])
+    assert (settled["status"], settled["result_code"]) == ("refused", "plugin_unauthorized")
+    assert len(sends(world, s)) == 1
+
+
+# -- fairness, concurrency, crashes ----------------------------------------------------------
+
+
+async def _bulk(world: World, installation: Installation, count: int, due_at: int, prefix: str) -> None:
+    """Many due rows for one installation (each on its own content), straight into the table."""
+    for i in range(count):
+        content_id = f"{prefix}{i}"
+        world.core.state.add_content(content_id, f"Item {i}")
+        group = world.core.state.group_of(content_id)
+        await world.db.prepare(
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+            " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'publish', 'published', ?, ?, 1, ?, ?, 'UTC', '2026-07-01T10:05',"
+            " 'pending', ?, 'usr_editor', 'Ada', 0, 0)"
+        ).bind(f"sch_{content_id}", installation.id, content_id, group.current_version_id,
+               group.revision, f"sched:{installation.id}:sch_{content_id}:r1", due_at, due_at).run()
+
+
+async def test_round_robin_one_busy_installation_cannot_starve_another(world: World) -> None:
+    busy = await world.install()
+    quiet = await world.install()
+    third = await world.install()
+    due = world.clock.now_ms() + MINUTE
+    await _bulk(world, busy, 1000, due - 5_000, "busy")  # older and many
+    await _bulk(world, quiet, 1, due, "quiet")
+    await _bulk(world, third, 2, due, "third")
+    report = await tick_at(world, due)
+    assert report["claimed"] == 20
+    per_installation = Counter(c.header("Authorization") for c in world.core.calls.of("transitions"))
+    assert per_installation[f"Bearer {quiet.token}"] == 1
+    assert per_installation[f"Bearer {third.token}"] == 2
+    assert per_installation[f"Bearer {busy.token}"] == 17
+
+
+async def test_a_tick_costs_three_round_trips_whatever_the_row_count(world: World) -> None:
+    installation = await world.install()
+    due = world.clock.now_ms() + MINUTE
+    await _bulk(world, installation, 20, due, "rt")
+    trips = world.db.round_trips
+    report = await tick_at(world, due)
+    assert report["completed"] == 20
+    assert world.db.round_trips - trips == 3
+
+
+class YieldingDatabase:
+    """Hands control to the event loop before every round trip, as a remote D1 does."""
+
+    def __init__(self, inner: SqliteDatabase) -> None:
+        self.inner = inner
+
+    def prepare(self, sql: str) -> Any:
+        statement = self.inner.prepare(sql)
+
+        class Yielding:
+            def __init__(self, stmt: Any) -> None:
+                self.stmt = stmt
+
+            def bind(self, *values: Any) -> Yielding:
+                return Yielding(self.stmt.bind(*values))
+
+            async def all(self) -> Result:
+                await asyncio.sleep(0)
+                return await self.stmt.all()
+
+            async def run(self) -> Result:
+                await asyncio.sleep(0)
+                return await self.stmt.run()
+
+            async def first(self) -> Any:
+                await asyncio.sleep(0)
+                return await self.stmt.first()
+
+        return Yielding(statement)
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        await asyncio.sleep(0)
+        return await self.inner.batch([s.stmt for s in statements])  # type: ignore[attr-defined]
+
+
+async def test_two_ticks_at_once_never_send_a_row_twice(world: World) -> None:
+    installation = await world.install()
+    due = world.clock.now_ms() + MINUTE
+    await _bulk(world, installation, 15, due, "twin")
+    world.app.services.db = YieldingDatabase(world.db)  # type: ignore[assignment]
+    world.core.faults.set_latency(0.01)
+    world.clock.now = due
+    first, second = await asyncio.gather(world.app.tick(due), world.app.tick(due))
+    assert first["due"] == second["due"] == 15  # both saw every row...
+    assert first.get("claimed", 0) + second.get("claimed", 0) == 15  # ...each was claimed once
+    keys = Counter(c.header("Idempotency-Key") for c in world.core.calls.of("transitions"))
+    assert len(keys) == 15
+    assert set(keys.values()) == {1}
+    assert len(world.core.state.log) == 15
+
+
+async def test_crash_between_claim_and_settle_is_reclaimed_with_the_same_key(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    # Core applies, then the runner dies while waiting for the answer.
+    world.core.faults.push(Fault.delay(5), endpoint="transitions")
+    world.clock.now = s["due_at"]
+    tick = asyncio.create_task(world.app.tick(s["due_at"]))
+    while not world.core.calls.of("transitions"):
+        await asyncio.sleep(0.001)
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+    crashed = await row(world, s["id"])
+    assert crashed["status"] == "running"
+    [attempt] = await attempts(world, s["id"])
+    assert attempt["finished_at"] is None  # outcome unknown, visible as such
+    assert len(world.core.state.log) == 1
+    # Not reclaimed while the lease holds...
+    assert (await tick_at(world, s["due_at"] + 59_000))["due"] == 0
+    # ...reclaimed once it expired, resent with the same key, and core replays.
+    report = await tick_at(world, s["due_at"] + 60_000)
+    assert report["completed"] == 1
+    done = await row(world, s["id"])
+    assert (done["status"], done["result_code"], done["attempt_count"]) == ("completed", "idempotent_replay", 2)
+    calls = sends(world, s)
+    assert len(calls) == 2
+    assert calls[0].header("Idempotency-Key") == calls[1].header("Idempotency-Key")
+    assert calls[0].raw_body == calls[1].raw_body
+    assert len(world.core.state.log) == 1
+    assert [a["finished_at"] is None for a in await attempts(world, s["id"])] == [True, False]
+
+
+async def test_a_reclaimed_lease_past_the_cap_sends_nothing(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.delay(5), endpoint="transitions")
+    world.clock.now = s["due_at"]
+    tick = asyncio.create_task(world.app.tick(s["due_at"]))
+    while not world.core.calls.of("transitions"):
+        await asyncio.sleep(0.001)
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+    report = await tick_at(world, s["due_at"] + 900_001)
+    assert report["refused_unsent"] == 1
+    final = await row(world, s["id"])
+    assert (final["status"], final["result_code"]) == ("refused", "retry_exhausted")
+    assert len(sends(world, s)) == 1
+
+
+async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -> None:
+    installation = await world.install()
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.delay(0.05), endpoint="transitions")
+    world.clock.now = s["due_at"]
+    slow = asyncio.create_task(world.app.tick(s["due_at"]))
+    while not world.core.calls.of("transitions"):
+        await asyncio.sleep(0.001)
+    # Another runner took the row over meanwhile (as after a lease expiry).
+    await world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?").bind(s["id"]).run()
+    report = await slow
+    assert report["lost_lease"] == 1
+    assert (await row(world, s["id"]))["status"] == "running"
