@@ -287,6 +287,23 @@ async def test_a_tick_costs_three_round_trips_whatever_the_row_count(world: Worl
     assert world.db.round_trips - trips == 3
 
 
+async def tick_until_sent(world: World, at: int) -> asyncio.Task[dict[str, int]]:
+    """Start a tick and return once core has received its first command."""
+    world.clock.now = at
+    tick = asyncio.create_task(world.app.tick(at))
+    while not world.core.calls.of("transitions"):  # noqa: ASYNC110 - polling fake_core's record
+        await asyncio.sleep(0.001)
+    return tick
+
+
+async def crash_during_send(world: World, at: int) -> None:
+    """The runner dies after its claim committed and its command left: no settle happens."""
+    tick = await tick_until_sent(world, at)
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+
+
 class YieldingDatabase:
     """Hands control to the event loop before every round trip, as a remote D1 does."""
 
@@ -343,13 +360,7 @@ async def test_crash_between_claim_and_settle_is_reclaimed_with_the_same_key(wor
     s = await schedule(world, installation)
     # Core applies, then the runner dies while waiting for the answer.
     world.core.faults.push(Fault.delay(5), endpoint="transitions")
-    world.clock.now = s["due_at"]
-    tick = asyncio.create_task(world.app.tick(s["due_at"]))
-    while not world.core.calls.of("transitions"):
-        await asyncio.sleep(0.001)
-    tick.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await tick
+    await crash_during_send(world, s["due_at"])
     crashed = await row(world, s["id"])
     assert crashed["status"] == "running"
     [attempt] = await attempts(world, s["id"])
@@ -374,13 +385,7 @@ async def test_a_reclaimed_lease_past_the_cap_sends_nothing(world: World) -> Non
     installation = await world.install()
     s = await schedule(world, installation)
     world.core.faults.push(Fault.delay(5), endpoint="transitions")
-    world.clock.now = s["due_at"]
-    tick = asyncio.create_task(world.app.tick(s["due_at"]))
-    while not world.core.calls.of("transitions"):
-        await asyncio.sleep(0.001)
-    tick.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await tick
+    await crash_during_send(world, s["due_at"])
     report = await tick_at(world, s["due_at"] + 900_001)
     assert report["refused_unsent"] == 1
     final = await row(world, s["id"])
@@ -392,10 +397,7 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
     installation = await world.install()
     s = await schedule(world, installation)
     world.core.faults.push(Fault.delay(0.05), endpoint="transitions")
-    world.clock.now = s["due_at"]
-    slow = asyncio.create_task(world.app.tick(s["due_at"]))
-    while not world.core.calls.of("transitions"):
-        await asyncio.sleep(0.001)
+    slow = await tick_until_sent(world, s["due_at"])
     # Another runner took the row over meanwhile (as after a lease expiry).
     await world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?").bind(s["id"]).run()
     report = await slow
