@@ -1,18 +1,24 @@
 """The Worker entry: route fetch to the app, run one runner tick from the cron trigger."""
 
+from typing import Any
+
 from workers import WorkerEntrypoint
 
+from scheduling.app import App
 from scheduling.runtimes.workers.bridge import (
     build_app,
+    configure_logging,
     env_fingerprint,
     to_core_request,
     to_workers_response,
 )
 
-_apps = {}  # built once per isolate; rebuilt only if the variables change
+configure_logging()
+
+_apps: dict[tuple[tuple[str, str], ...], App] = {}  # one per isolate; rebuilt if the vars change
 
 
-def _app_for(env):
+def _app_for(env: Any) -> App:
     key = env_fingerprint(env)
     if key not in _apps:
         _apps.clear()
@@ -20,10 +26,10 @@ def _app_for(env):
     return _apps[key]
 
 
-class Default(WorkerEntrypoint):
-    async def fetch(self, request):
+class Default(WorkerEntrypoint):  # type: ignore[misc]
+    async def fetch(self, request: Any) -> Any:
         app = _app_for(self.env)
         return to_workers_response(await app.handle(await to_core_request(request)))
 
-    async def scheduled(self, controller, env=None, ctx=None):
+    async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
         await _app_for(self.env).tick(int(controller.scheduledTime))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Any
 
 from ...app import App
@@ -15,6 +17,21 @@ from .d1 import D1Database
 from .fetch_client import WorkersFetch
 
 DB_BINDING = "PLUGIN_DB"
+
+
+def configure_logging() -> None:
+    """Send the app's INFO lines to the Worker's logs (Python's default shows WARNING and up).
+
+    workerd forwards Python's stdout and stderr to the Worker's console; it adds
+    its own timestamps, so the format has none.
+    """
+    logger = logging.getLogger("scheduling")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 def read_env(env: Any) -> dict[str, Any]:

@@ -61,9 +61,11 @@ class WebCrypto:
 
     async def open(self, sealed: str, context: str) -> str:
         iv, data = sealing.unframe(sealed)
+        # Outside the try: a key WebCrypto will not import is a bug, not an unreadable value.
+        key = await self._aes_key()
         try:
             decrypted = await js.crypto.subtle.decrypt(
-                self._params(iv, context), await self._aes_key(), _js_bytes(data)
+                self._params(iv, context), key, _js_bytes(data)
             )
             return str(decrypted.to_bytes().decode())
         except (JsException, UnicodeDecodeError):
