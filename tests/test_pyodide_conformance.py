@@ -28,6 +28,7 @@ from tests.pyodide_harness.harness import (
     ADMIN_SECRET,
     FakeCoreProcess,
     Harness,
+    free_port,
     node_path,
     shared_harness,
 )
@@ -158,6 +159,7 @@ class Recorder:
     """A minimal core on 127.0.0.1: records each request, answers from a script per content id."""
 
     answers: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
+    redirects: dict[str, str] = field(default_factory=dict)  # content id -> Location
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
 
@@ -180,10 +182,18 @@ def recorder() -> Iterator[Recorder]:
             status, answer = record.answers.get(data["content_id"], (500, {"code": "unset"}))
             payload = json.dumps(answer).encode()
             self.send_response(status)
+            if data["content_id"] in record.redirects:
+                self.send_header("location", record.redirects[data["content_id"]])
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
+
+        def do_GET(self) -> None:  # only a followed redirect would arrive here
+            record.requests.append({"path": self.path, "headers": {}, "body": None})
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -324,6 +334,54 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     recorder.requests.clear()
     worker.scheduled(tick)
     assert recorder.requests == []
+    # The entry sends the app's INFO lines to the Worker's log, never a token.
+    log = worker.log_tail(400)
+    assert "INFO scheduling: tick 2026-07-01T13:00:30Z" in log
+    assert "WARNING scheduling: installation ins_lost: token does not open" in log
+    assert token not in log
+
+
+def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
+    worker: Harness, recorder: Recorder
+) -> None:
+    token = "dwp_" + "r" * 43
+    recorder.answers = {"cnt_moved": (302, {"code": "transition_applied"})}
+    recorder.redirects = {"cnt_moved": "/followed"}
+    unreachable = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    worker.execute(
+        installation_row(
+            "ins_moved", recorder.base_url, worker.seal(token, "installation-token:ins_moved")
+        ),
+        installation_row(
+            "ins_down", unreachable, worker.seal(token, "installation-token:ins_down")
+        ),
+        schedule_row("sch_moved", "ins_moved", "cnt_moved"),
+        schedule_row("sch_down", "ins_down", "cnt_down"),
+    )
+    worker.scheduled(DUE + 1_000)
+
+    assert [request["path"] for request in recorder.requests] == ["/api/plugins/v1/transitions"]
+    rows = {
+        row["id"]: row
+        for row in worker.sql(
+            "SELECT s.id, s.status, s.result_code, a.code, a.http_status"
+            " FROM schedules s JOIN schedule_attempts a ON a.schedule_id = s.id"
+        )
+    }
+    assert rows["sch_moved"] == {
+        "id": "sch_moved",
+        "status": "refused",
+        "result_code": "untrusted_response",
+        "code": "untrusted_response",
+        "http_status": 302,
+    }
+    assert rows["sch_down"] == {
+        "id": "sch_down",
+        "status": "retrying",
+        "result_code": "network_error",
+        "code": "network_error",
+        "http_status": None,
+    }
 
 
 # -- end to end with fake_core --------------------------------------------------

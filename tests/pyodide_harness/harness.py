@@ -209,6 +209,11 @@ class Harness:
         digest: str = self._post("crypto/sha256", {"key": key, "value": value})["hex"]
         return digest
 
+    def d1_check(self) -> dict[str, Any]:
+        """Run the D1 adapter through its cases inside Pyodide (see harness_glue.d1_check)."""
+        result: dict[str, Any] = self._post("d1-check")
+        return result
+
     def info(self) -> dict[str, Any]:
         result: dict[str, Any] = self._post("info")
         return result

@@ -319,6 +319,8 @@ async function main() {
         Object.assign(env, input);
         return json(res, 200, { vars: Object.keys(input).sort() });
       }
+      case "/__harness/d1-check":
+        return json(res, 200, JSON.parse(await glue.d1_check(env)));
       case "/__harness/info":
         return json(res, 200, glue.info(env));
       default:
