@@ -1,0 +1,248 @@
+"""Runner benchmarks, measured side by side in one run. Prints figures; asserts nothing.
+
+1. A tick of 20 due rows against a real fake_core server on loopback that
+   answers every transition after 200 ms, as a ratio to a tick of one row.
+2. D1 round trips that tick costs (and a 1-row tick, to show it does not grow).
+3. The due-row query at 10,000 and 1,000,000 schedule rows, with its query
+   plan, next to the same query with the runner's partial indexes dropped.
+
+    python bench/tick_bench.py [--big 1000000] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+import httpx
+import uvicorn
+
+from scheduling.app import App
+from scheduling.repository import schedules
+from scheduling.repository.runner_queries import DUE_SQL
+from scheduling.repository.schedules import NewSchedule
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import FakeClock, base_env, make_app
+from tests.helpers import mint
+
+NOW = 1_782_900_000_000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- 1 and 2: tick wall time and round trips --------------------------------------------------
+
+
+async def tick_figures(latency_s: float, rows: int) -> tuple[float, int]:
+    """(wall seconds, D1 round trips) of one tick with `rows` due rows."""
+    port = free_port()
+    core_url = f"http://localhost:{port}"
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fake_core",
+            "--port",
+            str(port),
+            "--plugin-origin",
+            "https://scheduling.example",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        async with httpx.AsyncClient() as control:
+            for _ in range(100):
+                try:
+                    await control.get(f"{core_url}/__fake/state")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+            db = SqliteDatabase(":memory:")
+            apply_migrations(db.connection)
+            clock = FakeClock(NOW)
+            plugin_port = free_port()
+            env = base_env(
+                PUBLIC_ORIGIN=f"http://localhost:{plugin_port}",
+                ENVIRONMENT="development",
+                DEE_WAN_DEV_ORIGINS=core_url,
+            )
+            client = HttpxClient(httpx.AsyncClient(limits=httpx.Limits(max_connections=100)))
+            app = make_app(db, clock, http=client, env=env)
+            contents = [{"id": f"cnt_{i}", "title": f"Item {i}"} for i in range(rows)]
+            await control.post(
+                f"{core_url}/__fake/seed",
+                json={"persons": [{"id": "usr_editor", "name": "Ada"}], "contents": contents},
+            )
+            installation = await install(app, plugin_port, control, core_url)
+            state = (await control.get(f"{core_url}/__fake/state")).json()
+            groups = {g["primary_id"]: g for g in state["groups"]}
+            for i in range(rows):
+                group = groups[f"cnt_{i}"]
+                await schedules.create(
+                    db,
+                    NewSchedule(
+                        id=f"sch_{i}",
+                        installation_id=installation,
+                        content_id=f"cnt_{i}",
+                        kind="publish",
+                        to_state="published",
+                        version_id=group["current_version_id"],
+                        workflow_revision=group["revision"],
+                        due_at=NOW,
+                        timezone="UTC",
+                        local_time="x",
+                        fold=None,
+                        requested_by="usr_editor",
+                        requested_by_name="Ada",
+                    ),
+                    NOW - 60_000,
+                )
+            await control.post(f"{core_url}/__fake/latency", json={"seconds": latency_s})
+            before = db.round_trips
+            started = time.perf_counter()
+            report = await app.tick(NOW)
+            wall = time.perf_counter() - started
+            assert report.get("completed") == rows, report
+            await client.aclose()
+            return wall, db.round_trips - before
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+async def install(app: App, port: int, control: httpx.AsyncClient, core_url: str) -> str:
+    """Install through the real protocol: serve the app briefly so the core can reach it."""
+    server = uvicorn.Server(
+        uvicorn.Config(AsgiApp(app), host="127.0.0.1", port=port, log_level="error", lifespan="off")
+    )
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        answer = await control.post(
+            f"{core_url}/__fake/install",
+            json={"code": await mint(app), "plugin_origin": f"http://localhost:{port}"},
+        )
+        if answer.status_code != 201:
+            raise RuntimeError(answer.text)
+        return str(answer.json()["installation"]["id"])
+    finally:
+        server.should_exit = True
+        await task
+
+
+# -- 3: the due-row query at scale -----------------------------------------------------------
+
+
+def build_table(path: Path, total: int, live: int) -> sqlite3.Connection:
+    """`total` schedules of which `live` are pending (half of those due now); the rest history."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    apply_migrations(conn)
+    conn.executemany(
+        "INSERT INTO installations VALUES (?, 's', 'https://cms.example', 'x', 0, 0)",
+        [(f"ins_{i}",) for i in range(50)],
+    )
+    live_every = max(1, total // live)
+    conn.execute("BEGIN")
+    conn.execute(
+        f"""
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {total})
+        INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
+            workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,
+            result_code, attempt_count, next_attempt_at, requested_by, requested_by_name,
+            created_at, updated_at)
+        SELECT 'sch_' || i, 'ins_' || (i % 50), 'cnt_' || i, 'publish', 'published', 'v', 1, 1,
+               'k' || i, {NOW} - 86400000 + (i % 172800) * 1000, 'UTC', 'x',
+               CASE WHEN i % {live_every} = 0 THEN 'pending' ELSE 'completed' END,
+               CASE WHEN i % {live_every} = 0 THEN NULL ELSE 'transition_applied' END, 1,
+               CASE WHEN i % {live_every} = 0 THEN
+                    CASE WHEN (i / {live_every}) % 2 = 0 THEN {NOW} - 60000 ELSE {NOW} + 3600000 END
+               END,
+               'usr', 'Ada', 0, 0
+          FROM n
+        """
+    )
+    conn.execute("COMMIT")
+    conn.execute("ANALYZE")
+    return conn
+
+
+def time_query(conn: sqlite3.Connection, runs: int = 30) -> float:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        conn.execute(DUE_SQL, (NOW, 20)).fetchall()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def plan(conn: sqlite3.Connection) -> list[str]:
+    return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + DUE_SQL, (NOW, 20))]
+
+
+def query_figures(big: int, live: int) -> None:
+    """Live rows held constant while finished history grows: the realistic shape of the table."""
+    with tempfile.TemporaryDirectory() as tmp:
+        results = {}
+        for total, live_rows in ((10_000, live), (big, live), (big, big // 100)):
+            conn = build_table(Path(tmp) / f"s{total}_{live_rows}.sqlite3", total, live_rows)
+            with_index = time_query(conn)
+            if (total, live_rows) == (big, live):
+                print("  query plan:")
+                for line in plan(conn):
+                    print(f"    {line}")
+            conn.execute("DROP INDEX schedules_waiting")
+            conn.execute("DROP INDEX schedules_leased")
+            without_index = time_query(conn, runs=5)
+            results[(total, live_rows)] = with_index
+            print(
+                f"  {total:>9,} rows, {live_rows:>6,} live: {with_index * 1000:7.3f} ms "
+                f"(without the partial indexes: {without_index * 1000:8.2f} ms)"
+            )
+            conn.close()
+        ratio = results[(big, live)] / results[(10_000, live)]
+        print(f"  {big:,} vs 10,000 rows, same live rows: {ratio:.2f}x the time")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--big", type=int, default=1_000_000)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--live", type=int, default=200, help="pending rows, held constant")
+    args = parser.parse_args()
+    random.seed(1)
+    print(
+        f"1-2. one tick against fake_core on loopback, {args.latency * 1000:.0f} ms per transition:"
+    )
+    one, one_trips = asyncio.run(tick_figures(args.latency, 1))
+    twenty, twenty_trips = asyncio.run(tick_figures(args.latency, 20))
+    print(f"  tick of  1 row : {one * 1000:7.1f} ms, {one_trips} D1 round trips")
+    print(f"  tick of 20 rows: {twenty * 1000:7.1f} ms, {twenty_trips} D1 round trips")
+    print(f"  20-row tick / 1-row tick: {twenty / one:.2f}x (sequential sends would be ~20x)")
+    print("3. the due-row query (LIMIT 20; half the live rows are due):")
+    query_figures(args.big, args.live)
+
+
+if __name__ == "__main__":
+    main()
