@@ -1,0 +1,132 @@
+"""The README's install and rotate story end to end, then a byte scan for raw secrets."""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fake_core.install import InstallError
+from scheduling.ports import OutboundRequest
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import ORIGIN, FakeClock
+from tests.helpers import mint
+from tests.world import World
+
+RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}")
+
+
+async def core_answers(world: World, token: str) -> int:
+    """What core says to a call made with `token` (a content read needs only the token to fail)."""
+    response = await world.app.services.http.send(OutboundRequest(
+        "POST", f"{world.core.base_url}/api/plugins/v1/launch/exchange",
+        {"authorization": f"Bearer {token}", "content-type": "application/json"}, b'{"code":"dwl_x"}'))
+    return response.status
+
+
+async def schedule_soon(world: World, installation_id: str, content_id: str) -> int:
+    """Create a schedule through the page, due in five minutes; returns its due instant."""
+    browser = await world.browser_for(world.core.state.installations[installation_id], content_id=content_id)
+    await browser.get(f"/installations/{installation_id}")
+    due = (world.clock.now // 60_000 + 5) * 60_000
+    local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+    response = await browser.post(f"/installations/{installation_id}/schedules", {
+        "csrf_token": browser.csrf(), "transition": "publish:published", "local_time": local,
+        "timezone": "UTC"})
+    assert response.status == 303, response.body[:300]
+    return due
+
+
+async def run_at(world: World, due: int, content_id: str) -> dict[str, object]:
+    world.clock.now = due
+    await world.app.tick(due)
+    row = await world.db.prepare("SELECT status, result_code FROM schedules WHERE content_id = ?"
+                                 " ORDER BY created_at DESC LIMIT 1").bind(content_id).first()
+    assert row is not None
+    return row
+
+
+@pytest.fixture
+def file_db(tmp_path: Path) -> SqliteDatabase:
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    apply_migrations(database.connection)
+    return database
+
+
+async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
+    file_db: SqliteDatabase, clock: FakeClock, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    world = World(file_db, clock)
+    seen: list[str] = []
+
+    # Install: the core fetches the manifest, takes the code, activates with a fresh token.
+    installation = await world.install()
+    first_token = installation.token
+    seen.append(first_token)
+    assert installation.id in world.core.state.installations
+
+    # Use it: a launch (delegation sealed into a session) and a schedule sent with the token.
+    due = await schedule_soon(world, installation.id, "cnt_en")
+    assert (await run_at(world, due, "cnt_en"))["status"] == "completed"
+
+    # Rotate: a rotation code for this installation only; the core sends a new token.
+    rotation_code = await mint(world.app, installation.id)
+    seen.append(rotation_code)
+    rotated = await world.core.rotate(installation.id, rotation_code)
+    assert rotated.token != first_token
+    seen.append(rotated.token)
+    assert await core_answers(world, first_token) == 401  # the old token is refused by core
+    due = await schedule_soon(world, installation.id, "cnt_page")
+    assert (await run_at(world, due, "cnt_page"))["status"] == "completed"  # the new one works
+    assert world.core.calls.of("transitions")[-1].header("Authorization") == f"Bearer {rotated.token}"
+
+    # A rotation code is single use and bound to its installation.
+    with pytest.raises(InstallError):
+        await world.core.rotate(installation.id, rotation_code)
+
+    # Uninstall: core revokes the token; the plugin learns it from core's answers.
+    world.core.state.add_content("cnt_late", "Later")
+    due = await schedule_soon(world, installation.id, "cnt_late")
+    open_page = await world.browser_for(installation)
+    world.core.uninstall(installation.id)
+    result = await run_at(world, due, "cnt_late")
+    assert result == {"status": "refused", "result_code": "plugin_unauthorized"}
+    page = await open_page.get(f"/installations/{installation.id}")
+    assert page.status == 401
+    assert 'data-error-code="plugin_unauthorized"' in page.body.decode()
+
+    # Every raw secret the flows used, and any value of their shapes, is absent from the
+    # database file (and its WAL) and from every log line.
+    for call in world.core.calls.calls:
+        if call.endpoint == "exchange" and isinstance(call.body, dict):
+            seen.append(str(call.body.get("code")))
+    seen.extend(world.core.state.delegations)  # every delegation token core issued
+    assert world.core.state.delegations
+    file_db.connection.execute("PRAGMA wal_checkpoint(FULL)")
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("plugin.sqlite3*"))
+    assert len(stored) > 10_000
+    assert RAW_SECRET.findall(stored) == []
+    logs = caplog.text.encode()
+    assert "activated" in caplog.text  # the log is being captured
+    assert RAW_SECRET.findall(logs) == []
+    for secret in seen:
+        assert secret.encode() not in stored
+        assert secret.encode() not in logs
+    # The sealed token really is in the file, under its own name.
+    assert b"v1." in stored
+
+
+async def test_install_refused_by_the_plugin_is_not_kept_by_core(db: SqliteDatabase, clock: FakeClock) -> None:
+    """An activation the plugin refuses (here: a used code) is not kept by core."""
+    world = World(db, clock)
+    code = await mint(world.app)
+    await world.core.install(ORIGIN, code)
+    with pytest.raises(InstallError) as refused:
+        await world.core.install(ORIGIN, code)
+    assert refused.value.code == "invalid_code"
+    assert len(world.core.state.installations) == 1
