@@ -89,6 +89,7 @@ MACROS = """{% macro schedule_list(schedules, csrf_token, installation_id, show_
 
 CONTENT = """{% extends "base.html" %}
 {% from "macros.html" import schedule_list %}
+{% block title %}{% if error %}Not scheduled: {% endif %}{{ title }}{% endblock %}
 {% block main %}
 <h1>Schedule “{{ content.title }}”</h1>
 <dl class="facts">
@@ -109,7 +110,7 @@ CONTENT = """{% extends "base.html" %}
 <section aria-labelledby="new-heading">
 <h2 id="new-heading">New schedule</h2>
 {% if error %}
-<div class="problem" role="alert" id="form-error" data-error-code="{{ error.code }}" tabindex="-1">
+<div class="problem" role="alert" id="form-error" data-error-code="{{ error.code }}" tabindex="-1" autofocus>
   <p><strong>Not scheduled.</strong> {{ error.text }}</p>
 </div>
 {% endif %}
@@ -127,7 +128,7 @@ CONTENT = """{% extends "base.html" %}
   </fieldset>
   <div class="field">
     <label for="local_time">Date and time</label>
-    <p class="hint" id="local_time-hint">Local wall time in the zone below, e.g. 2026-07-01 09:00.</p>
+    <p class="hint" id="local_time-hint">The time on the clock in the time zone below.</p>
     <input type="datetime-local" id="local_time" name="local_time" step="60" required value="{{ form.local_time }}" aria-describedby="local_time-hint{% if error and error.field == 'local_time' %} form-error{% endif %}"{% if error and error.field == "local_time" %} aria-invalid="true"{% endif %}>
   </div>
   <div class="field">
@@ -196,6 +197,8 @@ button { font: inherit; padding: .45rem 1rem; border-radius: 4px; border: 1px so
          background: var(--accent); color: #fff; cursor: pointer; }
 form.cancel button { background: #fff; color: var(--bad); border-color: var(--bad); }
 :focus-visible { outline: 3px solid #e37400; outline-offset: 2px; }
+/* Text-entry fields keep the ring while focus is on a part of them, e.g. the date picker button. */
+input[type=text]:focus, input[type=datetime-local]:focus-within { outline: 3px solid #e37400; outline-offset: 2px; }
 .problem { border-left: 4px solid var(--bad); background: #fdecec; padding: .5rem 1rem; margin: 0 0 1rem; }
 .notice { border-left: 4px solid var(--good); background: #e9f6ec; padding: .5rem 1rem; margin: 1rem 0; }
 .problem p, .notice p { margin: .25rem 0; }
