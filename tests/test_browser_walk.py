@@ -1,0 +1,522 @@
+"""A real browser walk through the management UI, with an axe-core audit of every page state.
+
+Headless Debian Chromium (driven by Playwright, never `playwright install`)
+against the real processes of `fake_core.devstack.DevStack`: the plugin
+(`python -m scheduling serve`, no cron) and the local Dee Wan
+(`python -m fake_core --seed demo`), the plugin installed. The browser starts
+on the Dee Wan home page and gets into the plugin only through its launch
+buttons. The semantics are tested in-process in test_ui.py; this proves the
+pages work in a browser, with the keyboard, and pass WCAG 2.2 AA rules.
+
+Needs /usr/bin/chromium and tests/browser/node_modules/axe-core: run
+`bash tests/browser/setup.sh`. Screenshots go to pytest's temporary
+directory (printed with `-s`), or to $BROWSER_SCREENSHOTS.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Response as PageResponse
+
+from fake_core.devstack import DevStack
+
+CHROMIUM = Path("/usr/bin/chromium")
+AXE = Path(__file__).parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+PERSON = "Ada Lovelace (editor)"  # first in the home page's person menus
+
+
+def _missing() -> str | None:
+    for needed in (CHROMIUM, AXE):
+        if not needed.exists():
+            return f"{needed} is missing: run `bash tests/browser/setup.sh`"
+    return None
+
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(_missing() is not None, reason=_missing() or ""),
+]
+
+
+# -- the stack and the browser ---------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    dev = DevStack(
+        plugin_port=free_port(),
+        core_port=free_port(),
+        state_dir=tmp_path_factory.mktemp("devstack"),
+        cron=False,
+    )
+    with dev:
+        dev.install()
+        # One more content item, so the manage page can show schedules of two contents.
+        seeded = httpx.post(
+            f"{dev.core_origin}/__fake/seed",
+            json={"contents": [{"id": "cnt_events", "title": "Autumn events"}]},
+            timeout=10,
+        )
+        seeded.raise_for_status()
+        yield dev
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh profile (no cookies) per story; en-US fixes how datetime-local takes keys."""
+    ctx = browser.new_context(locale="en-US", viewport={"width": 1100, "height": 900})
+    yield ctx
+    ctx.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Page:
+    return context.new_page()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("BROWSER_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots in {folder}")
+    return folder
+
+
+def installation_id(stack: DevStack) -> str:
+    return str(stack.installation["id"])
+
+
+# -- times: computed from the real clock, checked against zoneinfo ----------------
+
+
+def wall(local: str, zone: str, fold: int = 0) -> datetime:
+    return datetime.strptime(local, "%Y-%m-%dT%H:%M").replace(tzinfo=ZoneInfo(zone), fold=fold)
+
+
+def utc_label(local: str, zone: str, fold: int = 0) -> str:
+    return wall(local, zone, fold).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def exists(moment: datetime) -> bool:
+    back = moment.astimezone(UTC).astimezone(moment.tzinfo)
+    return back.replace(tzinfo=None) == moment.replace(tzinfo=None)
+
+
+def next_ambiguous_half_past(zone: str) -> str:
+    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more ahead."""
+    start = datetime.now(UTC).date() + timedelta(days=1)
+    for offset in range(800):
+        day = start + timedelta(days=offset)
+        for hour in range(24):
+            local = f"{day.isoformat()}T{hour:02d}:30"
+            earlier, later = wall(local, zone, 0), wall(local, zone, 1)
+            # In a fall-back hour both readings exist; in a spring-forward gap neither round-trips.
+            if earlier.utcoffset() != later.utcoffset() and exists(earlier) and exists(later):
+                return local
+    raise AssertionError(f"{zone} has no fall-back hour in the next two years")
+
+
+def next_summer_morning() -> str:
+    return f"{date.today().year + 1}-07-01T09:00"
+
+
+def minutes_ahead(zone: str, minutes: int) -> tuple[str, int]:
+    """A wall time `minutes` from now in `zone`, and its UTC instant in epoch ms."""
+    instant = (datetime.now(UTC) + timedelta(minutes=minutes)).replace(second=0, microsecond=0)
+    local = instant.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M")
+    assert wall(local, zone).astimezone(UTC) == instant, "pick a time that is not ambiguous"
+    return local, int(instant.timestamp() * 1000)
+
+
+# -- walking: launch from Dee Wan, keyboard, audits -------------------------------
+
+
+def open_home(page: Page, stack: DevStack) -> None:
+    page.goto(f"{stack.core_origin}/")
+    assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
+
+
+def launch(page: Page, stack: DevStack, content_id: str | None = None) -> PageResponse:
+    """Use Dee Wan's Schedule button on a content row (or its Scheduling button to manage)."""
+    open_home(page, stack)
+    ins = installation_id(stack)
+    if content_id is None:
+        button = page.get_by_role("button", name=f"Scheduling ({ins})")
+    else:
+        row = page.locator("tr").filter(has=page.get_by_role("cell", name=content_id, exact=True))
+        button = row.get_by_role("button", name=f"Schedule ({ins})")
+    with page.expect_navigation(url=f"{stack.plugin_origin}/installations/{ins}") as landed:
+        button.click()
+    response = landed.value
+    assert response is not None
+    assert response.status == 200
+    assert "dee_wan_launch" not in page.url
+    assert page.get_by_text(f"Opened from Dee Wan by {PERSON}").is_visible()
+    return response
+
+
+def launch_url_of(response: PageResponse) -> str:
+    """The plugin URL with the launch code, from the redirect chain that led here."""
+    request = response.request.redirected_from
+    while request is not None:
+        if "dee_wan_launch=" in request.url:
+            return request.url
+        request = request.redirected_from
+    raise AssertionError("the launch did not go through the plugin's launch URL")
+
+
+def assert_no_script_and_strict_csp(page: Page, response: PageResponse | None) -> None:
+    assert page.locator("script").count() == 0, "plugin pages carry no script"
+    assert response is not None
+    csp = response.headers.get("content-security-policy", "")
+    directives = {part.split()[0]: part.split()[1:] for part in csp.split(";") if part.strip()}
+    assert directives.get("default-src") == ["'none'"], csp
+    assert directives.get("script-src", ["'none'"]) == ["'none'"], csp
+    assert "script-src-elem" not in directives and "script-src-attr" not in directives, csp
+
+
+def run_axe(page: Page) -> list[dict[str, Any]]:
+    """axe-core's WCAG 2.0/2.1/2.2 A and AA rules on the whole document; its violations."""
+    # Evaluated over DevTools, which the page's CSP does not govern: the page keeps its policy.
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.evaluate(AXE.read_text() + "\n;0")
+    result: dict[str, Any] = page.evaluate(
+        """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
+             passes: r.passes.length,
+             violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                                 nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
+        WCAG_TAGS,
+    )
+    assert result["passes"] > 0, "axe ran no rules"
+    return list(result["violations"])
+
+
+def audit(page: Page, state: str, response: PageResponse | None, shots: Path | None = None) -> None:
+    """No script, a CSP without scripts, then zero axe-core violations."""
+    assert_no_script_and_strict_csp(page, response)
+    if shots is not None:
+        page.screenshot(path=str(shots / f"{state}.png"), full_page=True)
+    violations = run_axe(page)
+    report = "\n".join(
+        f"  {v['id']} ({v['impact']}): {v['help']}\n    " + "\n    ".join(v["nodes"])
+        for v in violations
+    )
+    assert not violations, f"axe found {len(violations)} violation(s) on {state}:\n{report}"
+
+
+def submit(page: Page, key: str = "Enter") -> PageResponse:
+    with page.expect_navigation() as navigated:
+        page.keyboard.press(key)
+    response = navigated.value
+    assert response is not None
+    return response
+
+
+def active(page: Page) -> dict[str, Any]:
+    return dict(
+        page.evaluate(
+            """() => { const e = document.activeElement; const s = getComputedStyle(e);
+                return {tag: e.tagName.toLowerCase(), id: e.id, name: e.name || "",
+                        value: e.value || "", text: (e.textContent || "").trim(),
+                        visible: e.matches(":focus-visible"), outline: s.outlineStyle,
+                        width: parseFloat(s.outlineWidth)}; }"""
+        )
+    )
+
+
+def tab(page: Page, key: str = "Tab") -> dict[str, Any]:
+    """Press a key and check the element it leaves focused shows a clear outline."""
+    page.keyboard.press(key)
+    now = active(page)
+    assert now["tag"] != "body", f"{key} left focus nowhere"
+    assert now["outline"] != "none" and now["width"] >= 2, f"focus is not visible on {now}"
+    return now
+
+
+def tab_until(page: Page, wanted: Any, limit: int = 12) -> dict[str, Any]:
+    for _ in range(limit):
+        now = tab(page)
+        if wanted(now):
+            return now
+    raise AssertionError(f"Tab never reached the wanted control (last: {active(page)})")
+
+
+def choose_radio(page: Page, value: str) -> None:
+    """With focus in a radio group, move with the arrow keys until `value` is chosen."""
+    for _ in range(6):
+        if active(page)["value"] == value:
+            return
+        tab(page, "ArrowDown")
+    raise AssertionError(f"the arrow keys never reached {value!r}")
+
+
+def datetime_keys(local: str) -> list[str]:
+    """What a person types into Chromium's en-US datetime-local: mm dd yyyy, Tab, hh mm, AM/PM."""
+    moment = datetime.strptime(local, "%Y-%m-%dT%H:%M")
+    hour = moment.hour % 12 or 12
+    return [
+        f"{moment.month:02d}", f"{moment.day:02d}", f"{moment.year}", "Tab",
+        f"{hour:02d}", f"{moment.minute:02d}", "A" if moment.hour < 12 else "P",
+    ]  # fmt: skip
+
+
+FOLD_IDS = {"": "fold-none", "earlier": "fold-earlier", "later": "fold-later"}
+
+
+def keyboard_schedule(
+    page: Page,
+    local: str,
+    zone: str,
+    *,
+    fold: str = "",
+    transition: str | None = None,
+    press: str = "Enter",
+) -> PageResponse:
+    """Fill the whole form and send it with the keyboard alone, from where the page put focus."""
+    tab_until(page, lambda e: e["name"] == "transition")
+    if transition is not None:
+        choose_radio(page, transition)
+    tab_until(page, lambda e: e["id"] == "local_time")
+    for key in datetime_keys(local):
+        if key == "Tab":
+            tab(page)
+        else:
+            page.keyboard.type(key)
+    assert page.locator("#local_time").input_value() == local
+    tab_until(page, lambda e: e["id"] == "timezone", limit=4)
+    page.keyboard.press("Control+a")
+    page.keyboard.type(zone)
+    tab_until(page, lambda e: e["name"] == "fold", limit=2)
+    choose_radio(page, fold)
+    assert active(page)["id"] == FOLD_IDS[fold]
+    button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
+    assert button["text"] == "Schedule"
+    return submit(page, press)
+
+
+def schedule_item(page: Page, schedule_id: str) -> Any:
+    return page.locator(f'li.schedule[data-schedule-id="{schedule_id}"]')
+
+
+def confirmed_id(page: Page) -> str:
+    notice = page.locator("[data-confirmation]")
+    assert notice.count() == 1, "no confirmation on the page"
+    return str(notice.get_attribute("data-confirmation"))
+
+
+# -- stories -------------------------------------------------------------------
+
+
+def test_launch_from_dee_wan_and_the_error_pages(
+    stack: DevStack, browser: Browser, page: Page, context: BrowserContext, shots: Path
+) -> None:
+    landed = launch(page, stack, "cnt_news")
+    ins = installation_id(stack)
+    assert page.url == f"{stack.plugin_origin}/installations/{ins}"
+    cookie = next(c for c in context.cookies() if c["name"].startswith("__Host-"))
+    assert cookie["secure"] and cookie["httpOnly"] and cookie["path"] == "/"
+    assert page.get_by_role("heading", level=1).inner_text() == "Schedule “Summer news”"
+    assert page.get_by_role("button", name="Schedule", exact=True).is_visible()
+    assert page.get_by_text("No schedules yet.").is_visible()
+    audit(page, "content-fresh", landed, shots)
+    # The audit is live: an image without a text alternative is reported.
+    page.evaluate("document.querySelector('main').append(document.createElement('img'))")
+    assert "image-alt" in {v["id"] for v in run_axe(page)}
+
+    # The browser enforces the policy: a script added to the page does not run.
+    with pytest.raises(PlaywrightError):
+        page.add_script_tag(content="window.injected = true")
+    assert page.evaluate("window.injected === undefined")
+
+    # A launch link works once: opening it again explains, and sets no session.
+    used = page.goto(launch_url_of(landed))
+    assert used is not None and used.status == 401
+    assert page.locator('[data-error-code="launch_not_found"]').is_visible()
+    assert "dee_wan_launch" not in page.content().split("<body", 1)[1]
+    assert "set-cookie" not in used.headers
+    audit(page, "error-launch-used", used, shots)
+
+    # Without a session (a fresh browser profile) the page asks to relaunch from Dee Wan.
+    stranger = browser.new_context(locale="en-US")
+    try:
+        other = stranger.new_page()
+        refused = other.goto(f"{stack.plugin_origin}/installations/{ins}")
+        assert refused is not None and refused.status == 401
+        assert other.locator('[data-error-code="no_session"]').is_visible()
+        assert other.get_by_text("Open Scheduling again from Dee Wan").is_visible()
+        audit(other, "error-no-session", refused, shots)
+    finally:
+        stranger.close()
+
+
+def test_keyboard_create_refusal_fix_supersede_and_cancel(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    launch(page, stack, "cnt_news")
+
+    # 1. A whole schedule made with the keyboard alone; the confirmation shows local + zone + UTC.
+    summer = next_summer_morning()
+    made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
+    assert made.status == 200 and "?created=" in page.url
+    first = confirmed_id(page)
+    abbreviation = wall(summer, "Europe/Berlin").strftime("%Z")
+    notice = page.locator("[data-confirmation]").inner_text()
+    assert f"{summer.replace('T', ' ')} {abbreviation} (Europe/Berlin)" in notice
+    assert f"which is {utc_label(summer, 'Europe/Berlin')}" in notice
+    assert schedule_item(page, first).get_attribute("data-status") == "pending"
+    audit(page, "content-confirmation", made, shots)
+
+    # 2. A wall time that happens twice, no fold chosen: refused, the input kept.
+    twice = next_ambiguous_half_past("Europe/Berlin")
+    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
+    assert refused.status == 422
+    assert page.locator('[data-error-code="ambiguous_local_time"]').is_visible()
+    assert page.title().startswith("Not scheduled: ")
+    assert active(page)["id"] == "form-error", "focus starts on the error after a refusal"
+    assert page.locator("#local_time").input_value() == twice
+    assert page.locator("#timezone").input_value() == "Europe/Berlin"
+    assert page.locator("#fold-none").is_checked()
+    assert page.locator("[data-confirmation]").count() == 0
+    audit(page, "content-refusal", refused, shots)
+
+    # 3. Fixed with the later occurrence: scheduled, and it replaces the first one.
+    fixed = keyboard_schedule(page, twice, "Europe/Berlin", fold="later")
+    assert fixed.status == 200
+    second = confirmed_id(page)
+    notice = page.locator("[data-confirmation]").inner_text()
+    later = wall(twice, "Europe/Berlin", fold=1).strftime("%Z")
+    assert f"{twice.replace('T', ' ')} {later} (Europe/Berlin)" in notice
+    assert f"which is {utc_label(twice, 'Europe/Berlin', fold=1)}" in notice
+    assert "It replaces the earlier schedule." in notice
+    assert schedule_item(page, first).get_attribute("data-status") == "superseded"
+    assert schedule_item(page, second).get_attribute("data-status") == "pending"
+    assert schedule_item(page, first).get_by_role("button").count() == 0
+    audit(page, "content-schedules-listed", fixed, shots)
+
+    # 4. Cancel the pending one with its own button.
+    with page.expect_navigation() as navigated:
+        schedule_item(page, second).get_by_role("button", name="Cancel").click()
+    cancelled = navigated.value
+    assert cancelled is not None and cancelled.status == 200
+    assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
+    assert page.get_by_role("status").filter(has_text="The schedule was cancelled.").is_visible()
+    audit(page, "content-cancelled", cancelled, shots)
+
+
+def create_by_mouse(page: Page, local: str, zone: str) -> str:
+    page.locator("#local_time").fill(local)
+    page.locator("#timezone").fill(zone)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Schedule", exact=True).click()
+    return confirmed_id(page)
+
+
+def test_manage_lists_all_contents_cannot_create_and_cancels(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    landed = launch(page, stack, "cnt_spring_fr")
+    assert page.get_by_text("schedules apply to the whole translation group").is_visible()
+    audit(page, "content-translation", landed)
+    spring = create_by_mouse(page, next_summer_morning(), "Europe/Paris")
+    launch(page, stack, "cnt_events")
+    events = create_by_mouse(page, next_summer_morning(), "America/New_York")
+
+    managed = launch(page, stack)  # Dee Wan's "Scheduling" button: the manage launch
+    assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
+    assert page.locator("form.schedule-form").count() == 0
+    assert page.locator("#local_time").count() == 0
+    assert "of content cnt_spring" in schedule_item(page, spring).inner_text()
+    assert "of content cnt_events" in schedule_item(page, events).inner_text()
+    audit(page, "manage", managed, shots)
+
+    with page.expect_navigation() as navigated:
+        schedule_item(page, events).get_by_role("button", name="Cancel").click()
+    after = navigated.value
+    assert after is not None and after.status == 200
+    assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
+    assert schedule_item(page, events).get_attribute("data-status") == "cancelled"
+    assert schedule_item(page, spring).get_attribute("data-status") == "pending"
+    assert page.get_by_role("status").filter(has_text="The schedule was cancelled.").is_visible()
+    audit(page, "manage-cancelled", after)
+
+
+def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    # A new version of published content: both publish and unpublish are offered.
+    edited = httpx.post(
+        f"{stack.core_origin}/__fake/content",
+        json={"content_id": "cnt_about", "action": "edit"},
+        timeout=10,
+    )
+    edited.raise_for_status()
+    launch(page, stack, "cnt_about")
+    choices = page.locator('input[name="transition"]')
+    assert choices.count() == 2
+    unpublish = str(choices.nth(1).get_attribute("value"))
+    assert unpublish.startswith("unpublish:")
+
+    local, due_ms = minutes_ahead("Europe/Paris", 3)
+    keyboard_schedule(page, local, "Europe/Paris", transition=unpublish)
+    made = confirmed_id(page)
+    assert schedule_item(page, made).get_attribute("data-status") == "pending"
+
+    tick = httpx.get(
+        f"{stack.plugin_origin}/__scheduled",
+        params={"cron": "* * * * *", "time": str(due_ms + 1000)},
+        timeout=30,
+    )
+    assert tick.status_code == 200, tick.text
+    assert tick.json()["code"] == "tick_finished"
+
+    reloaded = page.reload()
+    item = schedule_item(page, made)
+    assert item.get_attribute("data-status") == "completed"
+    assert item.get_attribute("data-result-code") == "transition_applied"
+    item.locator("summary").click()
+    attempts = item.locator("ol.attempts li")
+    assert attempts.count() == 1
+    assert "HTTP 200" in attempts.first.inner_text()
+    assert "transition_applied" in attempts.first.inner_text()
+    audit(page, "content-completed", reloaded, shots)
+
+    state = httpx.get(f"{stack.core_origin}/__fake/state", timeout=10).json()
+    about = next(g for g in state["groups"] if g["primary_id"] == "cnt_about")
+    assert about["published_version_id"] is None, about
+    assert urlsplit(page.url).path == f"/installations/{installation_id(stack)}"
