@@ -327,3 +327,10 @@ async def test_misconfigured_token_key_only_fails_what_needs_it(db: SqliteDataba
     response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR)
     assert (response.status, body(response)["code"]) == (500, "misconfigured")
     assert (await call(app, "GET", "/dee-wan/manifest.json")).status == 200
+
+
+async def test_expired_codes_are_removed_when_the_next_is_minted(app: App, db: SqliteDatabase, clock: FakeClock) -> None:
+    await mint(app)
+    clock.advance(15 * 60 * 1000)
+    await mint(app)
+    assert await count(db, "activation_codes") == 1

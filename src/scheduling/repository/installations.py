@@ -52,13 +52,15 @@ async def get(db: Database, installation_id: str) -> Installation | None:
 async def insert_code(
     db: Database, code_hash: str, kind: str, installation_id: str | None, now: int, ttl_ms: int
 ) -> None:
-    await (
-        db.prepare(
-            "INSERT INTO activation_codes (code_hash, kind, installation_id, created_at, expires_at)"
-            " VALUES (?, ?, ?, ?, ?)"
-        )
-        .bind(code_hash, kind, installation_id, now, now + ttl_ms)
-        .run()
+    """Store a new code's hash; expired codes go in the same batch, so none linger."""
+    await db.batch(
+        [
+            db.prepare("DELETE FROM activation_codes WHERE expires_at <= ?").bind(now),
+            db.prepare(
+                "INSERT INTO activation_codes (code_hash, kind, installation_id, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?)"
+            ).bind(code_hash, kind, installation_id, now, now + ttl_ms),
+        ]
     )
 
 
