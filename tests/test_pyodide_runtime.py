@@ -45,6 +45,16 @@ def test_the_entry_runs_under_pyodide_314(harness: Harness) -> None:
     assert info["entry_file"] == "/worker/src/entry.py"
 
 
+def test_compat_flags_are_those_on_at_the_example_date(harness: Harness) -> None:
+    if os.environ.get("PYODIDE_HARNESS_COMPAT_FLAGS") is not None:
+        pytest.skip("PYODIDE_HARNESS_COMPAT_FLAGS overrides the flags")
+    assert harness.info()["compat_flags"] == {
+        "python_request_headers_preserve_commas": True,  # on from 2026-02-17
+        "python_workflows_implicit_dependencies": True,  # on for python_workers from 2026-02-25
+        "python_no_such_flag": False,
+    }
+
+
 def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> None:
     services = harness.info()["services"]
     assert services == {

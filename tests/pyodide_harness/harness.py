@@ -137,6 +137,7 @@ class Harness:
                 str(vars_file),
                 "--persist",
                 str(workdir / "state"),
+                *self._compat_flags_option(),
             ],
             cwd=HERE,
             stdin=subprocess.PIPE,
@@ -151,6 +152,13 @@ class Harness:
             raise RuntimeError(f"harness did not start; its log:\n{self.log_tail()}")
         self.ready: dict[str, Any] = json.loads(line)
         self.control = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=60)
+
+    @staticmethod
+    def _compat_flags_option() -> list[str]:
+        """PYODIDE_HARNESS_COMPAT_FLAGS=a,b overrides the flags `_cloudflare_compat_flags` answers
+        true for ("" for none); unset, serve.mjs uses those on at the example's date."""
+        flags = os.environ.get("PYODIDE_HARNESS_COMPAT_FLAGS")
+        return [] if flags is None else ["--compat-flags", flags]
 
     # -- the Worker, as a browser or core would see it -----------------------
 

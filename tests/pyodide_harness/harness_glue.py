@@ -72,6 +72,7 @@ def _qualname(obj: Any) -> str:
 
 def info(env: JsProxy) -> Any:
     """Where the Worker runs and which adapters its App was built with (for the proof test)."""
+    import _cloudflare_compat_flags
     from workers import _EnvWrapper
 
     app = entry._app_for(_EnvWrapper(env))
@@ -100,6 +101,14 @@ def info(env: JsProxy) -> Any:
             "make_crypto": _qualname(services.make_crypto),
         },
         "runtime_modules": loaded,
+        "compat_flags": {
+            name: bool(getattr(_cloudflare_compat_flags, name))
+            for name in (
+                "python_request_headers_preserve_commas",
+                "python_workflows_implicit_dependencies",
+                "python_no_such_flag",
+            )
+        },
     }
     return to_js(result, dict_converter=_object_from_entries())
 
