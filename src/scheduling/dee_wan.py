@@ -7,7 +7,7 @@ Answers are validated against the spec's shapes; anything else is an
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
@@ -99,9 +99,13 @@ CONTENT_ERRORS = {
 }
 
 
+Answer = TypeVar("Answer", bound=_Wire)
+
+
 async def _call(
-    http: HttpClient, request: OutboundRequest, errors: dict[str, int]
-) -> tuple[int, Any]:
+    http: HttpClient, request: OutboundRequest, errors: dict[str, int], answer: type[Answer]
+) -> Answer:
+    """Send; a listed error becomes its CoreError, anything off-spec `untrusted_response`."""
     try:
         response = await http.send(request)
     except TransportError:
@@ -115,50 +119,39 @@ async def _call(
         if isinstance(code, str) and errors.get(code) == response.status:
             raise CoreError(code, response.status)
         raise CoreError("untrusted_response", response.status)
-    return response.status, data
+    try:
+        return answer.model_validate(data)
+    except ValidationError:
+        raise CoreError("untrusted_response", 200) from None
 
 
 async def exchange_launch(http: HttpClient, base_url: str, token: str, code: str) -> LaunchExchange:
-    _, data = await _call(
-        http,
-        OutboundRequest(
-            "POST",
-            f"{base_url}/api/plugins/v1/launch/exchange",
-            {
-                "authorization": f"Bearer {token}",
-                "content-type": "application/json",
-                "accept": "application/json",
-            },
-            json.dumps({"code": code}).encode(),
-            TIMEOUT_S,
-        ),
-        EXCHANGE_ERRORS,
+    request = OutboundRequest(
+        "POST",
+        f"{base_url}/api/plugins/v1/launch/exchange",
+        {
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "accept": "application/json",
+        },
+        json.dumps({"code": code}).encode(),
+        TIMEOUT_S,
     )
-    try:
-        return LaunchExchange.model_validate(data)
-    except ValidationError:
-        raise CoreError("untrusted_response", 200) from None
+    return await _call(http, request, EXCHANGE_ERRORS, LaunchExchange)
 
 
 async def read_content(
     http: HttpClient, base_url: str, token: str, delegation: str, content_id: str
 ) -> ContentRead:
-    _, data = await _call(
-        http,
-        OutboundRequest(
-            "GET",
-            f"{base_url}/api/plugins/v1/content/{content_id}",
-            {
-                "authorization": f"Bearer {token}",
-                "dee-wan-delegation": delegation,
-                "accept": "application/json",
-            },
-            None,
-            TIMEOUT_S,
-        ),
-        CONTENT_ERRORS,
+    request = OutboundRequest(
+        "GET",
+        f"{base_url}/api/plugins/v1/content/{content_id}",
+        {
+            "authorization": f"Bearer {token}",
+            "dee-wan-delegation": delegation,
+            "accept": "application/json",
+        },
+        None,
+        TIMEOUT_S,
     )
-    try:
-        return ContentRead.model_validate(data)
-    except ValidationError:
-        raise CoreError("untrusted_response", 200) from None
+    return await _call(http, request, CONTENT_ERRORS, ContentRead)
