@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -406,3 +407,50 @@ async def test_list_items_carry_data_attributes_and_plain_language(world: World)
     assert "rotate it in Dee Wan" in html
     assert re.search(r"2026-07-02 09:00 CEST", html)
     assert "2026-07-02 07:00 UTC" in html
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "fault", "status", "code"),
+    [
+        ("exchange", "bad_json", 401, "untrusted_response"),
+        ("exchange", "mismatch", 401, "untrusted_response"),
+        ("exchange", "timeout", 502, "dee_wan_unreachable"),
+        ("content", "bad_json", 502, "untrusted_response"),
+        ("content", "mismatch", 502, "untrusted_response"),
+        ("content", "timeout", 502, "dee_wan_unreachable"),
+    ],
+)
+async def test_untrusted_or_missing_answers_from_core_are_explained(
+    world: World, endpoint: str, fault: str, status: int, code: str
+) -> None:
+    from fake_core import Fault
+
+    installation = await world.install()
+    faults = {"bad_json": Fault.bad_json(200), "mismatch": Fault.respond(403, "launch_exchanged"),
+              "timeout": Fault.timeout()}
+    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"})
+    browser = Browser(world.app)
+    if endpoint == "content":
+        assert (await browser.get(launch.url)).status == 303
+    world.core.faults.push(faults[fault], endpoint=endpoint)
+    response = await browser.get(launch.url if endpoint == "exchange" else f"/installations/{installation.id}")
+    assert response.status == status
+    assert f'data-error-code="{code}"' in response.body.decode()
+    if endpoint == "exchange":
+        assert response.header("set-cookie") is None
+
+
+async def test_exchange_answer_for_another_installation_is_untrusted(world: World) -> None:
+    from fake_core import Fault
+
+    installation = await world.install()
+    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
+    forged = {"code": "launch_exchanged", "installation_id": "ins_other",
+              "person": {"id": "usr_editor", "name": "Ada"}, "context": {"kind": "manage"},
+              "delegation": {"token": "dwd_" + "a" * 43, "expires_at": "2026-07-01T10:30:00Z"}}
+    world.core.faults.push(Fault.respond(200, "launch_exchanged", body=json.dumps(forged).encode()),
+                           endpoint="exchange")
+    response = await Browser(world.app).get(launch.url)
+    assert response.status == 401
+    assert 'data-error-code="untrusted_response"' in response.body.decode()
+    assert await world.db.prepare("SELECT count(*) AS n FROM sessions").first() == {"n": 0}
