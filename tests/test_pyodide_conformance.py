@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -160,6 +161,9 @@ class Recorder:
 
     answers: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
     redirects: dict[str, str] = field(default_factory=dict)  # content id -> Location
+    stall_s: dict[str, float] = field(
+        default_factory=dict
+    )  # content id -> silence before answering
     requests: list[dict[str, Any]] = field(default_factory=list)
     base_url: str = ""
 
@@ -179,6 +183,7 @@ def recorder() -> Iterator[Recorder]:
                     "body": data,
                 }
             )
+            time.sleep(record.stall_s.get(data["content_id"], 0))
             status, answer = record.answers.get(data["content_id"], (500, {"code": "unset"}))
             payload = json.dumps(answer).encode()
             self.send_response(status)
@@ -696,3 +701,30 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     codes = dev_worker.sql("SELECT installation_id FROM activation_codes")
     assert codes == [{"installation_id": None}]  # only the used activate code, bound to no one
     assert browser.get(f"/installations/{installation_id}").status_code in (401, 404)
+
+
+def test_tick_gives_up_on_a_silent_core_after_ten_seconds(
+    worker: Harness, recorder: Recorder
+) -> None:
+    """WorkersFetch's AbortSignal.timeout fires and maps to TransportTimeout (code `timeout`)."""
+    recorder.answers = {"cnt_silent": (200, {"code": "transition_applied"})}
+    recorder.stall_s = {"cnt_silent": 12.0}
+    sealed = worker.seal("dwp_" + "s" * 43, "installation-token:ins_silent")
+    worker.execute(
+        installation_row("ins_silent", recorder.base_url, sealed),
+        schedule_row("sch_silent", "ins_silent", "cnt_silent"),
+    )
+    started = time.monotonic()
+    worker.scheduled(DUE + 1_000)
+    assert 9.5 <= time.monotonic() - started < 12.0
+    rows = worker.sql(
+        "SELECT s.status, s.result_code, a.code, a.http_status, a.finished_at - a.started_at AS took"
+        " FROM schedules s JOIN schedule_attempts a ON a.schedule_id = s.id"
+    )
+    assert len(rows) == 1
+    assert (rows[0]["status"], rows[0]["code"], rows[0]["http_status"]) == (
+        "retrying",
+        "timeout",
+        None,
+    )
+    assert rows[0]["took"] >= 10_000  # finished = the tick's instant advanced by real time
