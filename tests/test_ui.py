@@ -454,3 +454,17 @@ async def test_exchange_answer_for_another_installation_is_untrusted(world: Worl
     assert response.status == 401
     assert 'data-error-code="untrusted_response"' in response.body.decode()
     assert await world.db.prepare("SELECT count(*) AS n FROM sessions").first() == {"n": 0}
+
+
+async def test_a_launch_in_another_tab_is_explained_not_blamed_on_csrf(world: World) -> None:
+    installation = await world.install()
+    browser = await world.browser_for(installation, content_id="cnt_en")
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert 'name="opened_for" value="cnt_en"' in page
+    fields = form(browser, opened_for="cnt_en")
+    other = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_page"})
+    assert (await browser.get(other.url)).status == 303  # the second tab took the one cookie
+    response = await browser.post(f"/installations/{installation.id}/schedules", fields)
+    assert response.status == 409
+    assert 'data-error-code="session_replaced"' in response.body.decode()
+    assert await world.db.prepare("SELECT count(*) AS n FROM schedules").first() == {"n": 0}

@@ -53,12 +53,13 @@ def resolve_local_time(
     except UnknownTimezone:
         return TimeRefusal("unknown_timezone", "That is not a known IANA time zone name.")
 
+    shown = local.replace("T", " ")
     earlier = wall.replace(tzinfo=tz, fold=0)
     later = wall.replace(tzinfo=tz, fold=1)
     if not _exists(earlier):
         return TimeRefusal(
             "nonexistent_local_time",
-            f"{local} does not happen in {zone}: the clocks skip over it.",
+            f"{shown} does not happen in {zone}: the clocks skip over it.",
         )
     chosen = earlier
     kept_fold: Fold | None = None
@@ -66,14 +67,14 @@ def resolve_local_time(
         if fold not in FOLDS:
             return TimeRefusal(
                 "ambiguous_local_time",
-                f"{local} happens twice in {zone}: choose the earlier or the later one.",
+                f"{shown} happens twice in {zone}: choose the earlier or the later one.",
             )
         chosen = earlier if fold == "earlier" else later
         kept_fold = "earlier" if fold == "earlier" else "later"
 
     instant = chosen.astimezone(UTC)
     if instant <= now.astimezone(UTC):
-        return TimeRefusal("past_time", f"{local} in {zone} is already in the past.")
+        return TimeRefusal("past_time", f"{shown} in {zone} is already in the past.")
     offset = chosen.utcoffset() or timedelta(0)
     return ResolvedTime(
         due_at_ms=int(instant.timestamp() * 1000),

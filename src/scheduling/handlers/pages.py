@@ -11,7 +11,7 @@ from ..responses import Response
 from ..secret_shapes import is_id
 from ..services import Services
 from ..timezones import zone_names
-from ..web.guards import Refusal, require_session
+from ..web.guards import Refusal, opened_for, require_session
 from ..web.pages import page, refusal_page
 from ..web.view_models import schedule_view
 from ..web.wording import explain
@@ -79,7 +79,7 @@ async def content_page(
     views = [schedule_view(s) for s in rows]
     notice = None
     made = next((s for s in rows if s.id == created), None) if created else None
-    if made is not None:
+    if made is not None and made.status == "pending":
         replaced = any(
             s.kind == made.kind and s.revision == made.revision - 1 and s.status == "superseded"
             for s in rows
@@ -99,6 +99,7 @@ async def content_page(
         person_name=access.session.person_name,
         installation_id=installation_id,
         csrf_token=access.session.csrf_token,
+        opened_for=opened_for(access.session),
         content=read.content,
         site_timezone=read.site.timezone,
         zones=sorted(zone_names()),
@@ -127,6 +128,7 @@ async def manage_page(
         person_name=access.session.person_name,
         installation_id=access.installation.id,
         csrf_token=access.session.csrf_token,
+        opened_for=opened_for(access.session),
         schedules=[schedule_view(s) for s in rows],
         flash=notice,
         error={"code": error_code, "text": explain(error_code)} if error_code else None,

@@ -156,9 +156,7 @@ async def list_for(
     """Newest first, with their attempts; one round trip."""
     where = "installation_id = ?1" + (" AND content_id = ?2" if content_id else "")
     params = (installation_id, content_id) if content_id else (installation_id,)
-    chosen = (
-        f"SELECT id FROM schedules WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT {LIST_LIMIT}"
-    )
+    chosen = f"SELECT id FROM schedules WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT {LIST_LIMIT}"
     schedules_result, attempts_result = await db.batch(
         [
             db.prepare(

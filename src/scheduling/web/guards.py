@@ -51,6 +51,11 @@ async def require_session(request: Request, services: Services, installation_id:
     return session
 
 
+def opened_for(session: Session) -> str:
+    """What a page was opened for; forms carry it so a replaced session is told apart."""
+    return session.content_id or "manage"
+
+
 def require_same_origin_post(request: Request, services: Services, session: Session) -> None:
     """CSRF defence in depth: the origin, Fetch Metadata, and the per-session token.
 
@@ -74,6 +79,16 @@ def require_same_origin_post(request: Request, services: Services, session: Sess
         raise Refusal(
             403, "cross_site_request", "This form must be sent from the Scheduling page itself."
         )
-    token = request.form().get("csrf_token")
+    fields = request.form()
+    if fields.get("opened_for", opened_for(session)) != opened_for(session):
+        # The one session cookie now belongs to a launch made in another tab.
+        raise Refusal(
+            409,
+            "session_replaced",
+            "Scheduling was opened for something else in another tab or window since this "
+            "page was shown. Open it again from Dee Wan for this item.",
+            relaunch=True,
+        )
+    token = fields.get("csrf_token")
     if not has_shape("csrf_token", token) or not same_secret(token, session.csrf_token):
         raise Refusal(403, "csrf_failed", "This form has expired. Reload the page and try again.")

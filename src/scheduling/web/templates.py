@@ -42,7 +42,7 @@ ERROR = """{% extends "base.html" %}
 {% endblock %}
 """
 
-MACROS = """{% macro schedule_list(schedules, csrf_token, installation_id, show_content, label) %}
+MACROS = """{% macro schedule_list(schedules, csrf_token, opened_for, installation_id, show_content, label) %}
 {% if schedules %}
 <ul class="schedules" aria-label="{{ label }}">
 {% for s in schedules %}
@@ -58,7 +58,7 @@ MACROS = """{% macro schedule_list(schedules, csrf_token, installation_id, show_
       <dd><code>{{ s.result_code }}</code>: {{ s.result_text }}</dd>
       {% endif %}
       <dt>Requested by</dt>
-      <dd>{{ s.requested_by_name }} · revision {{ s.revision }}</dd>
+      <dd>{{ s.requested_by_name }} (schedule no. {{ s.revision }} of this change for this content)</dd>
     </dl>
     {% if s.attempts %}
     <details>
@@ -75,6 +75,7 @@ MACROS = """{% macro schedule_list(schedules, csrf_token, installation_id, show_
     {% if s.status in ("pending", "retrying") %}
     <form method="post" action="/installations/{{ installation_id }}/schedules/{{ s.id }}/cancel" class="cancel">
       <input type="hidden" name="csrf_token" value="{{ csrf_token }}">
+      <input type="hidden" name="opened_for" value="{{ opened_for }}">
       <button type="submit">Cancel<span class="visually-hidden"> {{ s.kind_label|lower }} of {{ s.version_id }} at {{ s.local_label }}</span></button>
     </form>
     {% endif %}
@@ -117,6 +118,7 @@ CONTENT = """{% extends "base.html" %}
 {% if choices %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="schedule-form" novalidate>
   <input type="hidden" name="csrf_token" value="{{ csrf_token }}">
+  <input type="hidden" name="opened_for" value="{{ opened_for }}">
   <fieldset{% if error and error.field == "transition" %} aria-describedby="form-error"{% endif %}>
     <legend>Change</legend>
     {% for c in choices %}
@@ -153,7 +155,7 @@ CONTENT = """{% extends "base.html" %}
 
 <section aria-labelledby="list-heading">
 <h2 id="list-heading">Schedules for this content</h2>
-{{ schedule_list(schedules, csrf_token, installation_id, false, "Schedules for this content") }}
+{{ schedule_list(schedules, csrf_token, opened_for, installation_id, false, "Schedules for this content") }}
 </section>
 {% endblock %}
 """
@@ -165,7 +167,7 @@ MANAGE = """{% extends "base.html" %}
 <p>Every schedule of this installation, newest first. To create one, use <strong>Schedule</strong> on a content item in Dee Wan.</p>
 {% if flash %}<div class="notice" role="status"><p>{{ flash }}</p></div>{% endif %}
 {% if error %}<div class="problem" role="alert" data-error-code="{{ error.code }}"><p>{{ error.text }}</p></div>{% endif %}
-{{ schedule_list(schedules, csrf_token, installation_id, true, "All schedules") }}
+{{ schedule_list(schedules, csrf_token, opened_for, installation_id, true, "All schedules") }}
 {% endblock %}
 """
 
