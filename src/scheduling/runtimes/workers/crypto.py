@@ -35,7 +35,7 @@ class WebCrypto:
         if self._key is None:
             self._key = await js.crypto.subtle.importKey(
                 "raw",
-                self._raw_key,  # BROKEN ON PURPOSE
+                _js_bytes(self._raw_key),
                 _js_object({"name": "AES-GCM"}),
                 False,
                 to_js(["encrypt", "decrypt"]),
