@@ -13,8 +13,8 @@ if [ -z "${PYTHON:-}" ]; then
   if [ -x "$ROOT/.venv/bin/python" ]; then PYTHON="$ROOT/.venv/bin/python"; else PYTHON=python3; fi
 fi
 if ! command -v node >/dev/null 2>&1; then
-  echo "setup.sh: node is not installed; the pyodide tests will be skipped" >&2
-  exit 1
+  echo "pyodide harness: node is not installed, nothing to set up; the pyodide tests will skip" >&2
+  exit 0
 fi
 
 cd "$HERE"
