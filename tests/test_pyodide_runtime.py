@@ -17,7 +17,6 @@ import pytest
 from scheduling.config import VARIABLES, Configuration
 from tests.pyodide_harness.harness import (
     HERE,
-    ROOT,
     SERVE,
     WRANGLER_EXAMPLE,
     Harness,
@@ -126,7 +125,7 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
             "--outdir",
             str(tmp_path / "out"),
         ],
-        cwd=ROOT,
+        cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
@@ -152,7 +151,7 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
             "--persist-to",
             str(tmp_path / "state"),
         ],
-        cwd=ROOT,
+        cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
