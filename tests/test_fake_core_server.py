@@ -185,7 +185,7 @@ async def test_seed_and_home_page_escape_and_launch(
 def test_cli_serves_the_demo_seed() -> None:
     root = Path(__file__).resolve().parent.parent
     command = [sys.executable, "-m", "fake_core", "--port", "0", "--seed", "demo"]
-    with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:  # noqa: S603
+    with subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None
             line = process.stdout.readline()
