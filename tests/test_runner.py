@@ -403,3 +403,28 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
     report = await slow
     assert report["lost_lease"] == 1
     assert (await row(world, s["id"]))["status"] == "running"
+
+
+async def test_a_zone_rule_change_never_moves_a_stored_due_at(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduling import localtime, timezones
+
+    installation = await world.install()
+    browser = await world.browser_for(installation)
+    await browser.get(f"/installations/{installation.id}")
+    response = await browser.post(f"/installations/{installation.id}/schedules", {
+        "csrf_token": browser.csrf(), "transition": "publish:published", "local_time": "2026-07-01T14:00",
+        "timezone": "Europe/Berlin"})
+    assert response.status == 303
+    stored = (await world.db.prepare("SELECT id, due_at FROM schedules").first()) or {}
+    assert stored["due_at"] == 1_782_907_200_000  # 12:00 UTC under today's rules
+
+    # Berlin's rules change after scheduling (simulated: it now behaves like Tokyo).
+    real = timezones.get_zone
+    monkeypatch.setattr(localtime, "get_zone",
+                        lambda name: real("Asia/Tokyo") if name == "Europe/Berlin" else real(name))
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert "2026-07-01 14:00" in html  # the wall time as entered
+    assert "2026-07-01 12:00 UTC" in html  # the instant, unchanged
+    assert (await tick_at(world, stored["due_at"] - 1))["due"] == 0
+    assert (await tick_at(world, stored["due_at"]))["completed"] == 1
+    assert (await row(world, stored["id"]))["due_at"] == stored["due_at"]

@@ -1,0 +1,50 @@
+"""Zones come from the pinned tzdata package only, and a stored due_at is never recomputed."""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+import zoneinfo
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scheduling import timezones
+from scheduling.localtime import ResolvedTime, resolve_local_time
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_os_zone_database_is_never_consulted(tmp_path: Path) -> None:
+    # A host whose "Europe/Berlin" is really UTC: zoneinfo believes it, the plugin must not.
+    (tmp_path / "Europe").mkdir()
+    utc = importlib.resources.files("tzdata.zoneinfo").joinpath("UTC").read_bytes()
+    (tmp_path / "Europe" / "Berlin").write_bytes(utc)
+    zoneinfo.reset_tzpath([str(tmp_path)])
+    zoneinfo.ZoneInfo.clear_cache()
+    timezones.get_zone.cache_clear()
+    summer = datetime(2026, 7, 1)
+    try:
+        assert zoneinfo.ZoneInfo("Europe/Berlin").utcoffset(summer) == timedelta(0)
+        assert timezones.get_zone("Europe/Berlin").utcoffset(summer) == timedelta(hours=2)
+    finally:
+        zoneinfo.reset_tzpath()
+        zoneinfo.ZoneInfo.clear_cache()
+        timezones.get_zone.cache_clear()
+
+
+def test_tzdata_is_the_version_pyproject_pins() -> None:
+    pinned = re.search(r'"tzdata==([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert pinned
+    from importlib.metadata import version
+
+    assert version("tzdata") == pinned.group(1)
+    assert timezones.tzdata_version()
+
+
+@pytest.mark.parametrize("name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", "", "europe/berlin"])
+def test_only_listed_zone_names_resolve(name: str) -> None:
+    result = resolve_local_time("2027-01-01T09:00", name, None, now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert not isinstance(result, ResolvedTime)
+    assert result.code == "unknown_timezone"
