@@ -1,7 +1,7 @@
 """Calls the plugin makes to Dee Wan core for the management pages (protocol §4–§5).
 
-Answers are validated against the spec's shapes; anything else is an
-`UntrustedAnswer`, never data shown to a person.
+Answers are validated against the spec's shapes; anything else is a
+`CoreError("untrusted_response")`, never data shown to a person.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Annotated, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from .ports import HttpClient, OutboundRequest, TransportError
+from .secret_shapes import DelegationTokenField, Id
 
 TIMEOUT_S = 10.0
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-Delegation = Annotated[str, StringConstraints(pattern=r"^dwd_[A-Za-z0-9_-]{43}$")]
 Instant = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")]
 
 
@@ -47,7 +46,7 @@ class ManageContext(_Wire):
 
 
 class DelegationGrant(_Wire):
-    token: Delegation
+    token: DelegationTokenField
     expires_at: Instant
 
 
@@ -71,7 +70,7 @@ class Content(_Wire):
 
 class Transition(_Wire):
     kind: Literal["publish", "unpublish"]
-    to: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    to: Id
 
 
 class Workflow(_Wire):

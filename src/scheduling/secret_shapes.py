@@ -8,17 +8,32 @@ from __future__ import annotations
 
 import hmac
 import re
+from typing import Annotated
+
+from pydantic import StringConstraints
 
 _TOKEN_BODY = r"[A-Za-z0-9_-]{43}"
-_SHAPES = {
-    "activation_code": re.compile(rf"dwa_{_TOKEN_BODY}"),
-    "installation_token": re.compile(rf"dwp_{_TOKEN_BODY}"),
-    "launch_code": re.compile(rf"dwl_{_TOKEN_BODY}"),
-    "delegation_token": re.compile(rf"dwd_{_TOKEN_BODY}"),
-    "session_id": re.compile(_TOKEN_BODY),
-    "csrf_token": re.compile(_TOKEN_BODY),
+ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+PATTERNS = {
+    "activation_code": rf"dwa_{_TOKEN_BODY}",
+    "installation_token": rf"dwp_{_TOKEN_BODY}",
+    "launch_code": rf"dwl_{_TOKEN_BODY}",
+    "delegation_token": rf"dwd_{_TOKEN_BODY}",
+    "session_id": _TOKEN_BODY,
+    "csrf_token": _TOKEN_BODY,
 }
-_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SHAPES = {kind: re.compile(pattern) for kind, pattern in PATTERNS.items()}
+_ID = re.compile(ID_PATTERN)
+
+# The same shapes as pydantic field types, for validating wire bodies.
+Id = Annotated[str, StringConstraints(pattern=f"^{ID_PATTERN}$")]
+ActivationCodeField = Annotated[str, StringConstraints(pattern=f"^{PATTERNS['activation_code']}$")]
+InstallationTokenField = Annotated[
+    str, StringConstraints(pattern=f"^{PATTERNS['installation_token']}$")
+]
+DelegationTokenField = Annotated[
+    str, StringConstraints(pattern=f"^{PATTERNS['delegation_token']}$")
+]
 
 
 def has_shape(kind: str, value: object) -> bool:

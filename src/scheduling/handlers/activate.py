@@ -11,12 +11,9 @@ from ..base_url import base_url_problem
 from ..repository import installations
 from ..requests import Request
 from ..responses import Response, error_response, json_response
+from ..secret_shapes import ActivationCodeField, Id, InstallationTokenField
 from ..services import Services, log
 from .bodies import BadBody, json_object, parse
-
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-Code = Annotated[str, StringConstraints(pattern=r"^dwa_[A-Za-z0-9_-]{43}$")]
-Token = Annotated[str, StringConstraints(pattern=r"^dwp_[A-Za-z0-9_-]{43}$")]
 
 
 class ActivationRequest(BaseModel):
@@ -24,9 +21,9 @@ class ActivationRequest(BaseModel):
 
     protocol: Literal["v1"]
     action: Literal["activate", "rotate"]
-    code: Code
+    code: ActivationCodeField
     installation_id: Id
-    token: Token
+    token: InstallationTokenField
     site_id: Id | None = None
     base_url: Annotated[str, StringConstraints(min_length=1, max_length=2048)] | None = None
 
