@@ -90,8 +90,6 @@ async def create_schedule(request: Request, services: Services) -> Response:
         requested_by=session.person_id,
         requested_by_name=session.person_name,
     )
-    if await schedules.running_exists(services.db, installation_id, content_id, kind):
-        return await refuse("execution_in_progress", 409)
     try:
         superseded = await schedules.create(services.db, new, now)
     except RunningConflict:
@@ -102,7 +100,7 @@ async def create_schedule(request: Request, services: Services) -> Response:
         new.id,
         kind,
         content_id,
-        len(superseded),
+        superseded,
     )
     return redirect(f"/installations/{installation_id}?created={new.id}")
 

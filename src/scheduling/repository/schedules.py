@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 from ..ports import Database, DatabaseError, Row
 
-LIVE = ("pending", "retrying", "running")
 LIST_LIMIT = 200
 
 
@@ -99,21 +98,14 @@ async def running_exists(db: Database, installation_id: str, content_id: str, ki
     return row is not None
 
 
-async def create(db: Database, new: NewSchedule, now: int) -> list[str]:
+async def create(db: Database, new: NewSchedule, now: int) -> int:
     """Supersede the live pending/retrying schedule and insert `new`, in one batch.
 
-    Returns the ids superseded. Raises RunningConflict when one is running.
+    Returns how many were superseded (0 or 1). Raises RunningConflict when one
+    is running: the one-live unique index refuses the insert and the batch rolls back.
     """
-    live = (
-        await db.prepare(
-            "SELECT id FROM schedules WHERE installation_id = ? AND content_id = ? AND kind = ?"
-            " AND status IN ('pending', 'retrying')"
-        )
-        .bind(new.installation_id, new.content_id, new.kind)
-        .all()
-    )
     try:
-        await db.batch(
+        superseded, _ = await db.batch(
             [
                 db.prepare(_SUPERSEDE).bind(now, new.installation_id, new.content_id, new.kind),
                 db.prepare(_INSERT).bind(
@@ -140,7 +132,7 @@ async def create(db: Database, new: NewSchedule, now: int) -> list[str]:
         ):
             raise RunningConflict from None
         raise
-    return [row["id"] for row in live.results]
+    return superseded.meta.changes
 
 
 _COLUMNS = (
