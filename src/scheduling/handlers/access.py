@@ -23,20 +23,24 @@ class Access:
     delegation: str
 
 
-async def open_access(services: Services, session: Session) -> Access:
-    installation = await installations.get(services.db, session.installation_id)
-    if installation is None:
-        raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
-    crypto = services.crypto
+async def open_token(services: Services, installation: Installation) -> str:
+    """The installation's raw token, or a `token_unreadable` refusal (TOKEN_KEY changed)."""
     try:
-        token = await crypto.open(
+        return await services.crypto.open(
             installation.token_sealed, contexts.installation_token(installation.id)
         )
     except UnreadableSecret:
         log.warning("installation %s: token does not open under TOKEN_KEY", installation.id)
         raise Refusal(503, "token_unreadable", explain("token_unreadable")) from None
+
+
+async def open_access(services: Services, session: Session) -> Access:
+    installation = await installations.get(services.db, session.installation_id)
+    if installation is None:
+        raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
+    token = await open_token(services, installation)
     try:
-        delegation = await crypto.open(
+        delegation = await services.crypto.open(
             session.delegation_sealed, contexts.delegation(installation.id, session.id_hash)
         )
     except UnreadableSecret:

@@ -18,11 +18,9 @@ async def delete_data(request: Request, services: Services) -> Response:
     db = services.db
     if not is_id(installation_id) or await installations.get(db, installation_id) is None:
         return error_response(404, "installation_not_found")
-    if await installations.has_running_schedule(db, installation_id):
-        return error_response(
-            409, "execution_in_progress", "a schedule is running; try again shortly"
-        )
-    if not await installations.delete_all_data(db, installation_id):
+    # The batch re-checks "none running" itself; the read first only spares a write.
+    running = await installations.has_running_schedule(db, installation_id)
+    if running or not await installations.delete_all_data(db, installation_id):
         if await installations.get(db, installation_id) is None:
             return error_response(404, "installation_not_found")
         return error_response(

@@ -10,15 +10,15 @@ from datetime import datetime
 
 from .. import contexts
 from ..dee_wan import CoreError, exchange_launch
-from ..ports import UnreadableSecret
 from ..repository import installations, sessions
 from ..requests import Request
 from ..responses import Response, redirect
 from ..secret_shapes import has_shape, is_id
 from ..services import Services, log
-from ..web.guards import SESSION_TTL_MS, session_cookie
-from ..web.pages import error_page
+from ..web.guards import SESSION_TTL_MS, Refusal, session_cookie
+from ..web.pages import error_page, refusal_page
 from ..web.wording import explain
+from .access import open_token
 
 
 async def launch(request: Request, services: Services, code: str) -> Response:
@@ -41,14 +41,9 @@ async def launch(request: Request, services: Services, code: str) -> Response:
             "Scheduling is not installed for this Dee Wan site (or its data was deleted).",
         )
     try:
-        token = await crypto.open(
-            installation.token_sealed, contexts.installation_token(installation_id)
-        )
-    except UnreadableSecret:
-        log.warning("installation %s: token does not open under TOKEN_KEY", installation_id)
-        return error_page(
-            503, "token_unreadable", "Scheduling cannot reach Dee Wan", explain("token_unreadable")
-        )
+        token = await open_token(services, installation)
+    except Refusal as refusal:
+        return refusal_page(refusal)
     try:
         grant = await exchange_launch(services.http, installation.base_url, token, code)
     except CoreError as exc:

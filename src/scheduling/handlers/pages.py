@@ -14,7 +14,6 @@ from ..timezones import zone_names
 from ..web.guards import Refusal, opened_for, require_session
 from ..web.pages import page, refusal_page
 from ..web.view_models import schedule_view
-from ..web.wording import explain
 from .access import Access, open_access, read_session_content
 from .launch import launch
 
@@ -112,18 +111,10 @@ async def content_page(
     )
 
 
-async def manage_page(
-    services: Services,
-    access: Access,
-    *,
-    status: int = 200,
-    notice: str | None = None,
-    error_code: str | None = None,
-) -> Response:
+async def manage_page(services: Services, access: Access, *, notice: str | None = None) -> Response:
     rows = await schedules.list_for(services.db, access.installation.id)
     return page(
         "manage.html",
-        status,
         title="All schedules",
         person_name=access.session.person_name,
         installation_id=access.installation.id,
@@ -131,5 +122,4 @@ async def manage_page(
         opened_for=opened_for(access.session),
         schedules=[schedule_view(s) for s in rows],
         flash=notice,
-        error={"code": error_code, "text": explain(error_code)} if error_code else None,
     )

@@ -66,16 +66,10 @@ def require_same_origin_post(request: Request, services: Services, session: Sess
     """
     origin = request.headers.get("origin")
     site = request.headers.get("sec-fetch-site")
-    expected = services.config.public_origin
-    if site is not None and site not in ("same-origin", "none"):
-        raise Refusal(
-            403, "cross_site_request", "This form must be sent from the Scheduling page itself."
-        )
-    if origin is not None and origin != "null" and origin != expected:
-        raise Refusal(
-            403, "cross_site_request", "This form must be sent from the Scheduling page itself."
-        )
-    if (origin is None or origin == "null") and site != "same-origin":
+    origin_ok = origin == services.config.public_origin or (
+        origin in (None, "null") and site == "same-origin"
+    )
+    if not origin_ok or site not in (None, "same-origin", "none"):
         raise Refusal(
             403, "cross_site_request", "This form must be sent from the Scheduling page itself."
         )

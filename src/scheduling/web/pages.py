@@ -40,6 +40,7 @@ def refusal_page(refusal: Refusal) -> Response:
         403: "Not allowed",
         404: "Not found",
         409: "Not possible right now",
+        503: "Scheduling cannot reach Dee Wan",
     }
     return error_page(
         refusal.status,

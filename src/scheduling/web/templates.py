@@ -166,7 +166,6 @@ MANAGE = """{% extends "base.html" %}
 <h1>All schedules</h1>
 <p>Every schedule of this installation, newest first. To create one, use <strong>Schedule</strong> on a content item in Dee Wan.</p>
 {% if flash %}<div class="notice" role="status"><p>{{ flash }}</p></div>{% endif %}
-{% if error %}<div class="problem" role="alert" data-error-code="{{ error.code }}"><p>{{ error.text }}</p></div>{% endif %}
 {{ schedule_list(schedules, csrf_token, opened_for, installation_id, true, "All schedules") }}
 {% endblock %}
 """
