@@ -468,3 +468,22 @@ async def test_a_launch_in_another_tab_is_explained_not_blamed_on_csrf(world: Wo
     assert response.status == 409
     assert 'data-error-code="session_replaced"' in response.body.decode()
     assert await world.db.prepare("SELECT count(*) AS n FROM schedules").first() == {"n": 0}
+
+
+async def test_after_a_create_the_form_offers_the_zone_just_used(world: World) -> None:
+    installation = await world.install()
+    browser = await world.browser_for(installation)
+    await browser.get(f"/installations/{installation.id}")
+    response = await create(browser, installation.id, timezone="America/New_York")
+    html = (await browser.follow(response)).body.decode()
+    assert 'id="timezone" name="timezone"' in html
+    assert re.search(r'name="timezone"[^>]*value="America/New_York"', html)
+
+
+async def test_a_stale_csrf_token_asks_to_reload(world: World) -> None:
+    installation = await world.install()
+    browser = await world.browser_for(installation)
+    await browser.get(f"/installations/{installation.id}")
+    response = await create(browser, installation.id, csrf_token="y" * 43)
+    assert response.status == 403
+    assert "<title>Please reload the page" in response.body.decode()

@@ -88,7 +88,8 @@ async def content_page(
     defaults = {
         "transition": next((c["value"] for c in choices if not c["disabled"]), ""),
         "local_time": "",
-        "timezone": read.site.timezone,
+        # After a create, offer the zone just used rather than the site's again.
+        "timezone": made.timezone if made is not None else read.site.timezone,
         "fold": "",
     }
     return page(

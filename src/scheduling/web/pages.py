@@ -45,7 +45,9 @@ def refusal_page(refusal: Refusal) -> Response:
     return error_page(
         refusal.status,
         refusal.code,
-        titles.get(refusal.status, "Something went wrong"),
+        "Please reload the page"
+        if refusal.code == "csrf_failed"
+        else titles.get(refusal.status, "Something went wrong"),
         refusal.message,
         relaunch=refusal.relaunch,
     )
