@@ -114,49 +114,32 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
     if not wrangler.exists():
         shared_harness()  # runs setup.sh when node_modules is missing
     env = {**os.environ, "CI": "true", "WRANGLER_SEND_METRICS": "false", "NO_COLOR": "1"}
-    deploy = subprocess.run(
-        [
-            node_path() or "node",
-            str(wrangler),
-            "deploy",
-            "--dry-run",
-            "--config",
-            str(WRANGLER_EXAMPLE),
-            "--outdir",
-            str(tmp_path / "out"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+    def run_wrangler(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [node_path() or "node", str(wrangler), *args, "--config", str(WRANGLER_EXAMPLE)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    deploy = run_wrangler("deploy", "--dry-run", "--outdir", str(tmp_path / "out"))
     output = deploy.stdout + deploy.stderr
     assert deploy.returncode == 0, output
     assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
     assert "env.MAX_ROWS_PER_TICK (20)" in output
     assert (tmp_path / "out" / "entry.py").exists()
-    migrations = subprocess.run(
-        [
-            node_path() or "node",
-            str(wrangler),
-            "d1",
-            "migrations",
-            "list",
-            "dee-wan-scheduling",
-            "--local",
-            "--config",
-            str(WRANGLER_EXAMPLE),
-            "--persist-to",
-            str(tmp_path / "state"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    migrations = run_wrangler(
+        "d1",
+        "migrations",
+        "list",
+        "dee-wan-scheduling",
+        "--local",
+        "--persist-to",
+        str(tmp_path / "state"),
     )
     assert migrations.returncode == 0, migrations.stdout + migrations.stderr
     assert "0001_initial.sql" in migrations.stdout
