@@ -1,10 +1,15 @@
-"""`python -m fake_core --port 8787 [--plugin-origin URL] [--seed demo] [--base-url URL]`."""
+"""`python -m fake_core --port 8787 [--plugin-origin URL] [--seed demo] [--base-url URL]`.
+
+With FAKE_CORE_PLUGIN_ADMIN_SECRET set (the plugin's operator bearer secret), the
+home page also offers one-click "Rotate token" and "Mint a code and install".
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import os
 
 import httpx
 
@@ -32,7 +37,10 @@ async def main(argv: list[str] | None = None) -> None:
         if args.seed == "demo":
             seed_demo(core)
         app = FakeCoreApp(
-            core, plugin_origin=args.plugin_origin, plugin_caller=httpx_caller(client)
+            core,
+            plugin_origin=args.plugin_origin,
+            plugin_caller=httpx_caller(client),
+            plugin_admin_secret=os.environ.get("FAKE_CORE_PLUGIN_ADMIN_SECRET") or None,
         )
         server = await serve(app, args.host, args.port)
         port = bound_port(server)

@@ -19,17 +19,33 @@ class FakeCoreApp:
         plugin_origin: str = "http://localhost:8788",
         plugin_caller: PluginCaller | None = None,
         stall_s: float = 60.0,
+        plugin_admin_secret: str | None = None,
+        admin_caller: PluginCaller | None = None,
     ) -> None:
+        """`plugin_admin_secret`: the plugin's operator bearer secret. With it the home
+        page mints codes at `{plugin_origin}/admin/activation-codes` (through
+        `admin_caller`, by default the core's plugin caller) for one-click rotate and
+        install. It is sent only there, and never shown.
+        """
         self.core = core
         self.plugin_origin = plugin_origin.rstrip("/")
         self.stall_s = stall_s  # how long a `timeout` fault holds the socket at most
+        self.plugin_admin_secret = plugin_admin_secret or None
+        self.admin_caller = admin_caller
         self.notice: str | None = None
         if plugin_caller is not None:
             core.plugin_caller = plugin_caller
 
     def take_notice(self) -> str | None:
-        notice, self.notice = self.notice, None
+        notice, self.notice = self.scrub(self.notice), None
         return notice
+
+    def scrub(self, text: str | None) -> str | None:
+        """Text with the operator secret blanked out, should anything ever echo it."""
+        secret = self.plugin_admin_secret
+        if text is None or secret is None:
+            return text
+        return text.replace(secret, "[secret]")
 
     async def dispatch(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes
