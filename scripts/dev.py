@@ -1,44 +1,89 @@
-"""Start the plugin and a local Dee Wan, install the plugin, and say where to click."""
+"""Start the plugin and a local Dee Wan, install the plugin, and say where to click.
+
+Ctrl-C (SIGINT) or SIGTERM stops both processes and exits with status 0.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[1] / "src")]
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
-from fake_core.devstack import DevStack  # noqa: E402
+from fake_core.devstack import DevStack, DevStackError, PortInUse  # noqa: E402
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--plugin-port", type=int, default=8788)
-    parser.add_argument("--core-port", type=int, default=8787)
-    args = parser.parse_args()
-    stack = DevStack(plugin_port=args.plugin_port, core_port=args.core_port)
-    with stack:
-        installation = stack.install()
-        print(
-            f"""
-Scheduling plugin  {stack.plugin_origin}   (installation {installation["id"]})
-Local Dee Wan      {stack.core_origin}/    <- open this, then use "Schedule" on a content item
+class Stop(Exception):
+    """Ctrl-C or SIGTERM: stop both processes and exit cleanly."""
 
-The plugin ticks every minute; to run a tick now:
-  curl "{stack.plugin_origin}/__scheduled?cron=*+*+*+*+*"
-Operator secret and token key: {stack.state_dir / ".dev.vars"}
+
+def _stop_once(signum: int, frame: FrameType | None) -> None:
+    # Later signals are ignored: stopping is already under way and must not be cut short.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Stop
+
+
+def banner(stack: DevStack, installation: dict[str, Any]) -> str:
+    made = "made now with fresh secrets" if stack.vars_created else "kept as it was"
+    return f"""
+Open {stack.core_origin}/ and press "Schedule ({installation["id"]})" on a content item.
+
+  plugin     {stack.plugin_origin}, ticks at the start of every minute
+  tick now   curl "{stack.plugin_origin}/__scheduled?cron=*+*+*+*+*"
+  secrets    {stack.vars_path} ({made})
+  database   {stack.db_path}
 Ctrl-C stops both.
-""",
-            flush=True,
-        )
-        try:
-            while all(p.poll() is None for p in stack.processes):
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
-    return 0
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/dev", description=__doc__)
+    parser.add_argument("--plugin-port", type=int, default=8788, help="the plugin's (8788)")
+    parser.add_argument("--core-port", type=int, default=8787, help="the local Dee Wan's (8787)")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="keep the SQLite file and .dev.vars in DIR "
+        "(default: .wrangler/dev/ and the repo root's .dev.vars)",
+    )
+    args = parser.parse_args(argv)
+    stack = DevStack(
+        plugin_port=args.plugin_port,
+        core_port=args.core_port,
+        state_dir=args.state_dir.resolve() if args.state_dir else None,
+    )
+    signal.signal(signal.SIGINT, _stop_once)
+    signal.signal(signal.SIGTERM, _stop_once)
+    try:
+        stack.start()
+        print(banner(stack, stack.install()), flush=True)
+        while not (ended := stack.exited()):
+            time.sleep(0.5)
+        print(f"scripts/dev: {ended}; stopping.", file=sys.stderr)
+        return 1
+    except Stop:
+        return 0
+    except DevStackError as exc:
+        print(f"scripts/dev: {exc}", file=sys.stderr)
+        if isinstance(exc, PortInUse):
+            print("Choose other ports with --plugin-port and --core-port.", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stack.stop()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Stop:  # a signal in the instant between two handlers
+        sys.exit(0)
