@@ -55,3 +55,10 @@ async def install(app: App, installation_id: str = "ins_1", base_url: str = "htt
     )
     assert response.status == 201, response.body
     return raw_token
+
+
+async def runner_status(app: App, secret: str = ADMIN_SECRET) -> Any:
+    """`GET /admin/status` as the operator; the parsed JSON."""
+    response = await call(app, "GET", "/admin/status", headers={"authorization": f"Bearer {secret}"})
+    assert response.status == 200, response.body[:300]
+    return body(response)

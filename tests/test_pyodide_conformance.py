@@ -259,7 +259,7 @@ def schedule_row(
 
 
 def test_tick_sends_due_transitions_and_settles_each_in_d1(
-    worker: Harness, recorder: Recorder
+    worker: Harness, recorder: Recorder, client: httpx.Client
 ) -> None:
     token = "dwp_" + "t" * 43
     sealed = worker.seal(token, contexts.installation_token("ins_rec"))
@@ -281,6 +281,23 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
 
     tick = DUE + 30_000
     worker.scheduled(tick)
+    # Recorded in D1 with the settles. The route's clock is today's, months after this
+    # July tick, so the row still pending and the one retrying are overdue: stalled.
+    status = client.get("/admin/status", headers=OPERATOR).json()
+    assert status["last_tick"]["at"] == "2026-07-01T13:00:30Z"
+    assert (status["last_tick"]["due"], status["last_tick"]["claimed"]) == (4, 3)
+    assert status["last_tick"]["outcomes"] == {
+        "completed": 1,
+        "lost_claim": 0,
+        "refused": 1,
+        "refused_unsent": 1,
+        "retrying": 1,
+    }
+    assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
+    # Finished in July, so outside the last 24 hours of today's clock.
+    assert set(status["finished_last_24h"].values()) == {0}
+    assert (status["due_backlog"], status["stalled"]) == (2, True)
+    assert status["oldest_overdue"]["schedule_id"] == "sch_busy"
 
     sent = {request["body"]["content_id"]: request for request in recorder.requests}
     assert sorted(sent) == ["cnt_busy", "cnt_ok", "cnt_stale"]  # not later, not unreadable
@@ -341,7 +358,16 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     assert recorder.requests == []
     # The entry sends the app's INFO lines to the Worker's log, never a token.
     log = worker.log_tail(400)
-    assert "INFO scheduling: tick 2026-07-01T13:00:30Z" in log
+    # Each tick is one bare JSON line (the harness prefixes what the Worker prints).
+    ticks = [
+        json.loads(line.removeprefix("[worker] "))
+        for line in log.splitlines()
+        if line.startswith('[worker] {"event":"runner_tick"')
+    ]
+    assert [(t["at"], t["due"], t["claimed"]) for t in ticks[-2:]] == [
+        ("2026-07-01T13:00:30Z", 4, 3),
+        ("2026-07-01T13:00:30Z", 0, 0),
+    ]
     assert "WARNING scheduling: installation ins_lost: token does not open" in log
     assert token not in log
 

@@ -16,54 +16,13 @@ from fake_core.state import Installation
 from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import FakeClock, base_env
-from tests.world import World
-
-MINUTE = 60_000
+from tests.helpers import runner_status
+from tests.world import MINUTE, World, attempts, row, schedule, sends, tick_at
 
 
 @pytest.fixture
 def world(db: SqliteDatabase, clock: FakeClock) -> World:
     return World(db, clock)
-
-
-def local(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
-
-
-async def schedule(world: World, installation: Installation, content_id: str = "cnt_en",
-                   *, in_minutes: int = 5, transition: str = "publish:published") -> dict[str, Any]:
-    """Create a schedule through the page's form, due `in_minutes` from now (whole minutes, UTC)."""
-    browser = await world.browser_for(installation, content_id=content_id)
-    await browser.get(f"/installations/{installation.id}")
-    due = (world.clock.now_ms() // MINUTE + in_minutes) * MINUTE
-    response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), "transition": transition, "local_time": local(due), "timezone": "UTC"})
-    assert response.status == 303, response.body[:400]
-    sid = (response.header("location") or "").rsplit("=", 1)[1]
-    return await row(world, sid)
-
-
-async def row(world: World, sid: str) -> dict[str, Any]:
-    found = await world.db.prepare("SELECT * FROM schedules WHERE id = ?").bind(sid).first()
-    assert found is not None
-    return found
-
-
-async def attempts(world: World, sid: str) -> list[dict[str, Any]]:
-    result = await world.db.prepare(
-        "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
-        " WHERE schedule_id = ? ORDER BY attempt").bind(sid).all()
-    return result.results
-
-
-def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
-    return [c for c in world.core.calls.of("transitions")
-            if c.header("Idempotency-Key") == schedule_row["idempotency_key"]]
-
-
-async def tick_at(world: World, ms: int) -> dict[str, int]:
-    world.clock.now = ms
-    return await world.app.tick(ms)
 
 
 # -- the happy path and what is sent ------------------------------------------------------
@@ -402,6 +361,7 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
     await world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?").bind(s["id"]).run()
     report = await slow
     assert report["lost_lease"] == 1
+    assert (await runner_status(world.app))["last_tick"]["outcomes"]["lost_lease"] == 1
     assert (await row(world, s["id"]))["status"] == "running"
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from scheduling.ports import DatabaseError, UnreadableSecret
+from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
+from scheduling.repository.runner_queries import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 
 
@@ -42,11 +46,16 @@ async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
 
 
 def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A database made before 0002 existed: only the new file is applied on upgrade.
+    first = tmp_path / "first"
+    first.mkdir()
+    shutil.copy(MIGRATIONS_DIR / "0001_initial.sql", first)
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
-    assert apply_migrations(database.connection) == ["0001_initial.sql"]
+    assert apply_migrations(database.connection, first) == ["0001_initial.sql"]
+    assert apply_migrations(database.connection) == ["0002_runner_status.sql"]
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
-    assert names == ["0001_initial.sql"]
+    assert names == ["0001_initial.sql", "0002_runner_status.sql"]
     database.close()
 
 
@@ -97,3 +106,20 @@ async def test_crypto_tokens_and_hashes() -> None:
     assert await crypto.sha256_hex("abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     )
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
+    ids=["runner due rows", "status backlog", "status counts"],
+)
+def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, params: tuple[int, ...]) -> None:
+    # A fresh, never-analysed database, as a new D1 is: the planner must still pick them.
+    database = SqliteDatabase(":memory:")
+    apply_migrations(database.connection)
+    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
+    reads = [step for step in steps if step.startswith(("SCAN schedules", "SEARCH schedules"))]
+    assert reads, steps
+    partial = ("schedules_waiting", "schedules_leased", "schedules_finished")
+    assert all(any(f"INDEX {name}" in step for name in partial) for step in reads), steps
+    database.close()

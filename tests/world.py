@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -18,6 +19,7 @@ from tests.conftest import ORIGIN, FakeClock, make_app
 from tests.helpers import mint
 
 CORE_URL = "https://cms.example"
+MINUTE = 60_000
 
 
 class World:
@@ -117,3 +119,46 @@ def schedules_on(html: str) -> list[dict[str, str]]:
 def path_of(url: str) -> str:
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+# -- schedules made through the page's form, and ticks at chosen instants ----------
+
+
+def local(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+async def schedule(world: World, installation: Installation, content_id: str = "cnt_en",
+                   *, in_minutes: int = 5, transition: str = "publish:published") -> dict[str, Any]:
+    """Create a schedule through the page's form, due `in_minutes` from now (whole minutes, UTC)."""
+    browser = await world.browser_for(installation, content_id=content_id)
+    await browser.get(f"/installations/{installation.id}")
+    due = (world.clock.now_ms() // MINUTE + in_minutes) * MINUTE
+    response = await browser.post(f"/installations/{installation.id}/schedules", {
+        "csrf_token": browser.csrf(), "transition": transition, "local_time": local(due), "timezone": "UTC"})
+    assert response.status == 303, response.body[:400]
+    sid = (response.header("location") or "").rsplit("=", 1)[1]
+    return await row(world, sid)
+
+
+async def row(world: World, sid: str) -> dict[str, Any]:
+    found = await world.db.prepare("SELECT * FROM schedules WHERE id = ?").bind(sid).first()
+    assert found is not None
+    return found
+
+
+async def attempts(world: World, sid: str) -> list[dict[str, Any]]:
+    result = await world.db.prepare(
+        "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
+        " WHERE schedule_id = ? ORDER BY attempt").bind(sid).all()
+    return result.results
+
+
+def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
+    return [c for c in world.core.calls.of("transitions")
+            if c.header("Idempotency-Key") == schedule_row["idempotency_key"]]
+
+
+async def tick_at(world: World, ms: int) -> dict[str, int]:
+    world.clock.now = ms
+    return await world.app.tick(ms)

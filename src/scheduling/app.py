@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from . import runner
 from .config import Misconfigured
-from .handlers import activate, activation_codes, delete_data, manifest, pages, schedules, static
+from .events import emit
+from .handlers import (
+    activate,
+    activation_codes,
+    delete_data,
+    manifest,
+    pages,
+    schedules,
+    static,
+    status,
+)
+from .localtime import rfc3339
 from .requests import Request
 from .responses import Response, error_response
 from .routing import Route, Router
@@ -15,6 +26,7 @@ ROUTES = [
     Route("POST", "/dee-wan/activate", activate.activate),
     Route("POST", "/admin/activation-codes", activation_codes.mint),
     Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
+    Route("GET", "/admin/status", status.runner_status),
     Route("GET", "/installations/{installation_id}", pages.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
     Route(
@@ -49,4 +61,9 @@ class App:
 
     async def tick(self, now: int) -> dict[str, int]:
         """One runner tick at `now` (epoch ms), as `scheduled()` and the local cron run it."""
-        return await runner.tick(self.services, now)
+        try:
+            return await runner.tick(self.services, now)
+        except Exception as exc:
+            # The type only: a message could quote a row. /admin/status shows the missing ticks.
+            emit("runner_tick_failed", at=rfc3339(now), error=type(exc).__name__)
+            raise

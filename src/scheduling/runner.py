@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import contexts
+from .events import emit
 from .localtime import rfc3339
 from .outcomes import Outcome, classify
 from .ports import (
@@ -19,6 +20,7 @@ from .ports import (
     UnreadableSecret,
 )
 from .repository import runner_queries as q
+from .repository import ticks
 from .retry_policy import RETRY_EXHAUSTED, Limits, may_send, settle
 from .services import Services, log
 
@@ -38,14 +40,15 @@ class Claim:
 
 
 async def tick(services: Services, now: int) -> dict[str, int]:
-    """Run one tick at instant `now` (epoch ms); returns counts for the log."""
+    """Run one tick at instant `now` (epoch ms); returns its counts, as recorded and logged."""
     config = services.config
     limits = Limits.from_config(config)
     db = services.db
+    started = services.clock.now_ms()
     rows = await q.due_rows(db, now, config.max_rows_per_tick)
-    report: Counter[str] = Counter(due=len(rows))
+    report: Counter[str] = Counter(due=len(rows), claimed=0)
     if not rows:
-        return dict(report)
+        return await _finish(services, now, started, report, [])
 
     claims, statements, unsent = await _prepare(services, rows, now, limits)
     changes = await q.run_batch(db, statements)
@@ -56,11 +59,11 @@ async def tick(services: Services, now: int) -> dict[str, int]:
         lost_claim=len(claims) - len(won),
     )
 
-    started = services.clock.now_ms()
+    sending = services.clock.now_ms()
 
     def elapsed_now() -> int:
         # `now` may be a chosen instant (tests, /__scheduled?time=); advance it by real time spent.
-        return now + max(0, services.clock.now_ms() - started)
+        return now + max(0, services.clock.now_ms() - sending)
 
     outcomes = await asyncio.gather(*(_send(services, claim, elapsed_now) for claim in won))
     finished = elapsed_now()
@@ -92,9 +95,26 @@ async def tick(services: Services, now: int) -> dict[str, int]:
             )
         )
         report[plan.status] += 1
-    settled = await q.run_batch(db, settles)
-    report["lost_lease"] = sum(1 for changed in settled[1::2] if not changed)
-    log.info("tick %s: %s", rfc3339(now), dict(report))
+    return await _finish(services, now, started, report, settles)
+
+
+async def _finish(
+    services: Services,
+    now: int,
+    started: int,
+    report: Counter[str],
+    settles: list[Statement],
+) -> dict[str, int]:
+    """Settle, and record the tick in the same batch; log it as one JSON line."""
+    db = services.db
+    duration = max(0, services.clock.now_ms() - started)
+    changes = await q.run_batch(db, [*settles, ticks.record(db, now, duration, report)])
+    lost = sum(1 for changed in changes[1 : len(settles) : 2] if not changed)
+    if lost:
+        # Rare (a lease expired mid-tick): one more write keeps the record exact.
+        report["lost_lease"] = lost
+        await q.run_batch(db, [ticks.record(db, now, duration, report)])
+    emit("runner_tick", at=rfc3339(now), duration_ms=duration, **report)
     return dict(report)
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
+from ... import events
 from ...app import App
 from ...config import Configuration
 from ...services import Services, log
@@ -86,3 +88,6 @@ def configure_logging() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    events.configure(sys.stderr)
+    # httpx logs every request line at INFO; the app logs what matters itself.
+    logging.getLogger("httpx").setLevel(logging.WARNING)

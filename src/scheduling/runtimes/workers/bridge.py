@@ -6,6 +6,7 @@ import logging
 import sys
 from typing import Any
 
+from ... import events
 from ...app import App
 from ...config import SECRETS, VARIABLES, Configuration
 from ...requests import Headers, Request
@@ -32,6 +33,7 @@ def configure_logging() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    events.configure(sys.stderr)
 
 
 def read_env(env: Any) -> dict[str, Any]:

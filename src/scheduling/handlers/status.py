@@ -1,0 +1,32 @@
+"""`GET /admin/status` — the operator sees whether the runner is alive, in one D1 round trip."""
+
+from __future__ import annotations
+
+from ..repository import backlog, ticks
+from ..requests import Request
+from ..responses import Response, json_response
+from ..runner_health import FINISHED_WINDOW_MS, status_json
+from ..services import Services
+from .operator import refuse_unless_operator
+
+
+async def runner_status(request: Request, services: Services) -> Response:
+    refused = refuse_unless_operator(request, services)
+    if refused:
+        return refused
+    db, now = services.db, services.clock.now_ms()
+    last, waiting, counts = await db.batch(
+        [
+            ticks.read_last(db),
+            backlog.read_backlog(db, now),
+            backlog.read_counts(db, now - FINISHED_WINDOW_MS),
+        ]
+    )
+    return json_response(
+        status_json(
+            now,
+            ticks.last_from(last.results),
+            backlog.backlog_from(waiting.results),
+            backlog.counts_from(counts.results),
+        )
+    )
