@@ -5,6 +5,8 @@
 2. D1 round trips that tick costs (and a 1-row tick, to show it does not grow).
 3. The due-row query at 10,000 and 1,000,000 schedule rows, with its query
    plan, next to the same query with the runner's partial indexes dropped.
+4. `GET /admin/status`'s queries (due backlog, counts by status) on the same
+   tables, next to the same queries without `schedules_finished`.
 
     python bench/tick_bench.py [--big 1000000] [--latency 0.2]
 """
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +34,7 @@ import uvicorn
 
 from scheduling.app import App
 from scheduling.repository import schedules
+from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
 from scheduling.repository.runner_queries import DUE_SQL
 from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.asgi import AsgiApp
@@ -189,10 +193,22 @@ def build_table(path: Path, total: int, live: int) -> sqlite3.Connection:
 
 
 def time_query(conn: sqlite3.Connection, runs: int = 30) -> float:
+    return median_time(lambda: conn.execute(DUE_SQL, (NOW, 20)).fetchall(), runs)
+
+
+def time_status(conn: sqlite3.Connection, runs: int = 30) -> float:
+    def status() -> None:
+        conn.execute(BACKLOG_SQL, (NOW,)).fetchall()
+        conn.execute(COUNTS_SQL, (NOW - 86_400_000,)).fetchall()
+
+    return median_time(status, runs)
+
+
+def median_time(work: Callable[[], object], runs: int) -> float:
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
-        conn.execute(DUE_SQL, (NOW, 20)).fetchall()
+        work()
         samples.append(time.perf_counter() - started)
     return statistics.median(samples)
 
@@ -205,13 +221,20 @@ def query_figures(big: int, live: int) -> None:
     """Live rows held constant while finished history grows: the realistic shape of the table."""
     with tempfile.TemporaryDirectory() as tmp:
         results = {}
+        status_times: dict[tuple[int, int], tuple[float, float]] = {}
         for total, live_rows in ((10_000, live), (big, live), (big, big // 100)):
             conn = build_table(Path(tmp) / f"s{total}_{live_rows}.sqlite3", total, live_rows)
             with_index = time_query(conn)
+            status_times[(total, live_rows)] = (time_status(conn), 0.0)
             if (total, live_rows) == (big, live):
                 print("  query plan:")
                 for line in plan(conn):
                     print(f"    {line}")
+            conn.execute("DROP INDEX schedules_finished")
+            status_times[(total, live_rows)] = (
+                status_times[(total, live_rows)][0],
+                time_status(conn, runs=5),
+            )
             conn.execute("DROP INDEX schedules_waiting")
             conn.execute("DROP INDEX schedules_leased")
             without_index = time_query(conn, runs=5)
@@ -223,6 +246,12 @@ def query_figures(big: int, live: int) -> None:
             conn.close()
         ratio = results[(big, live)] / results[(10_000, live)]
         print(f"  {big:,} vs 10,000 rows, same live rows: {ratio:.2f}x the time")
+        print("4. /admin/status's queries (due backlog + counts by status), same tables:")
+        for (total, live_rows), (indexed, plain) in status_times.items():
+            print(
+                f"  {total:>9,} rows, {live_rows:>6,} live: {indexed * 1000:7.2f} ms "
+                f"(without schedules_finished: {plain * 1000:8.2f} ms)"
+            )
 
 
 def main() -> None:
