@@ -19,7 +19,10 @@ from freezegun import freeze_time
 from scheduling.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
 from scheduling.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind, classify
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
+from scheduling.repository.backlog import Backlog
+from scheduling.repository.ticks import LastTick
 from scheduling.retry_policy import Limits, backoff_ms, may_send, settle
+from scheduling.runner_health import status_json
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 CODE = re.compile(r"`([^`]+)`")
@@ -213,3 +216,20 @@ def test_a_row_nobody_updated_fails() -> None:
         check_row("409 `transition_applied`", "`completed`")
     with pytest.raises(pytest.fail.Exception):
         check_row("418 teapot", "`completed`")
+
+
+# -- Operator status ----------------------------------------------------------------------
+
+
+def test_the_status_example_has_the_shape_the_route_answers() -> None:
+    text = README.read_text("utf-8")
+    section = text.split("\n## Operator status\n", 1)[1].split("\n## ", 1)[0]
+    example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    last = LastTick(at=1_000, duration_ms=5, report={"due": 1, "claimed": 1, "completed": 1})
+    overdue = Backlog(1, "sch_1", "ins_1", 0)
+    answer = status_json(200_000, last, overdue, {})
+    assert example.keys() == answer.keys()
+    assert example["last_tick"].keys() == answer["last_tick"].keys()
+    assert example["schedules"].keys() == answer["schedules"].keys()
+    assert example["finished_last_24h"].keys() == answer["finished_last_24h"].keys()
+    assert example["stalled_after_ms"] == answer["stalled_after_ms"]

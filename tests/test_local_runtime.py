@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import socket
 import subprocess
@@ -126,4 +127,28 @@ def test_a_31_byte_token_key_stops_start_up_naming_it_without_its_value(tmp_path
     assert "TOKEN_KEY" in output
     assert "31 bytes" in output
     assert short_key not in output
+    assert ADMIN_SECRET not in output
+
+
+def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path: Path) -> None:
+    port = free_port()
+    vars_file = write_vars(tmp_path / "vars", ENVIRONMENT="development",
+                           PUBLIC_ORIGIN="http://localhost:8788",
+                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    process = serve(tmp_path, vars_file, port, "--no-cron")
+    try:
+        wait_until_up(port, process)
+        base = f"http://127.0.0.1:{port}"
+        operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+        assert httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"] is None
+        httpx.get(f"{base}/__scheduled", params={"cron": "* * * * *", "time": "1782900000000"})
+        status = httpx.get(f"{base}/admin/status", headers=operator).json()
+        assert status["last_tick"]["at"] == "2026-07-01T10:00:00Z"
+        assert (status["stalled"], status["due_backlog"]) == (False, 0)
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=10)
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert lines == [{"event": "runner_tick", "at": "2026-07-01T10:00:00Z",
+                      "duration_ms": lines[0]["duration_ms"], "due": 0, "claimed": 0}]
     assert ADMIN_SECRET not in output
