@@ -330,6 +330,17 @@ def keyboard_schedule(
     return submit(page, press)
 
 
+def run_tick(plugin_origin: str, at_ms: int) -> None:
+    """One runner tick at `at_ms`, through the plugin's development trigger."""
+    tick = httpx.get(
+        f"{plugin_origin}/__scheduled",
+        params={"cron": "* * * * *", "time": str(at_ms)},
+        timeout=30,
+    )
+    assert tick.status_code == 200, tick.text
+    assert tick.json()["code"] == "tick_finished"
+
+
 def schedule_item(page: Page, schedule_id: str) -> Any:
     return page.locator(f'li.schedule[data-schedule-id="{schedule_id}"]')
 
@@ -497,13 +508,7 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     made = confirmed_id(page)
     assert schedule_item(page, made).get_attribute("data-status") == "pending"
 
-    tick = httpx.get(
-        f"{stack.plugin_origin}/__scheduled",
-        params={"cron": "* * * * *", "time": str(due_ms + 1000)},
-        timeout=30,
-    )
-    assert tick.status_code == 200, tick.text
-    assert tick.json()["code"] == "tick_finished"
+    run_tick(stack.plugin_origin, due_ms + 1000)
 
     reloaded = page.reload()
     item = schedule_item(page, made)

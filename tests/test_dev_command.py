@@ -34,6 +34,7 @@ from tests.test_browser_walk import (
     confirmed_id,
     free_port,
     minutes_ahead,
+    run_tick,
     schedule_item,
 )
 
@@ -204,13 +205,7 @@ def test_dev_prints_the_url_a_schedule_made_there_is_applied_and_ctrl_c_stops_it
             assert schedule_item(page, made_id).get_attribute("data-status") == "pending"
 
             # The next minute's tick, run now at that instant.
-            tick = httpx.get(
-                f"{dev.plugin_origin}/__scheduled",
-                params={"cron": "* * * * *", "time": str(due_ms + 1000)},
-                timeout=30,
-            )
-            assert tick.status_code == 200, tick.text
-            assert tick.json()["code"] == "tick_finished"
+            run_tick(dev.plugin_origin, due_ms + 1000)
 
             page.goto(url)
             after, _ = content_row(page, "cnt_news")
