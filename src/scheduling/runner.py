@@ -59,11 +59,9 @@ async def tick(services: Services, now: int) -> dict[str, int]:
         lost_claim=len(claims) - len(won),
     )
 
-    sending = services.clock.now_ms()
-
     def elapsed_now() -> int:
         # `now` may be a chosen instant (tests, /__scheduled?time=); advance it by real time spent.
-        return now + max(0, services.clock.now_ms() - sending)
+        return now + max(0, services.clock.now_ms() - started)
 
     outcomes = await asyncio.gather(*(_send(services, claim, elapsed_now) for claim in won))
     finished = elapsed_now()
