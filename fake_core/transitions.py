@@ -61,7 +61,6 @@ def transition(
     if person is None or kind not in person.transitions:
         return error(403, "requester_unauthorized"), False
 
-
     group = state.groups[item.id]
     if data["to"] != TARGET[kind]:
         return error(422, "transition_unavailable"), False
