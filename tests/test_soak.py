@@ -17,6 +17,7 @@ from scheduling.repository import schedules
 from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import FakeClock, base_env
+from tests.helpers import runner_status
 from tests.world import World
 
 INSTALLATIONS = 20
@@ -118,6 +119,13 @@ async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clo
     # Crashed attempts stay visible as "outcome unknown".
     unknown = [a for a in attempt_rows if a["finished_at"] is None]
     assert crashes > 0 and unknown
+
+    # The operator's view agrees: nothing waiting, nothing stalled, every row counted once.
+    status = await runner_status(world.app)
+    assert (status["due_backlog"], status["stalled"]) == (0, False)
+    assert set(status["schedules"].values()) == {0}
+    assert {k: v for k, v in status["finished_last_24h"].items() if v} == dict(
+        Counter(r["status"] for r in rows.values()))
 
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows.values():
