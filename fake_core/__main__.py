@@ -40,7 +40,7 @@ async def main(argv: list[str] | None = None) -> None:
             core,
             plugin_origin=args.plugin_origin,
             plugin_caller=httpx_caller(client),
-            plugin_admin_secret=os.environ.get("FAKE_CORE_PLUGIN_ADMIN_SECRET") or None,
+            plugin_admin_secret=os.environ.get("FAKE_CORE_PLUGIN_ADMIN_SECRET"),
         )
         server = await serve(app, args.host, args.port)
         port = bound_port(server)

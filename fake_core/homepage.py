@@ -248,7 +248,6 @@ async def action(app: FakeCoreApp, name: str, body: bytes) -> Reply:
         app.notice = f"Refused: {exc.args[0] if exc.args else exc}."
     except UNREACHABLE as exc:  # the plugin is not reachable
         app.notice = f"Could not reach the plugin ({type(exc).__name__}: {exc})."
-    app.notice = app.scrub(app.notice)
     return _see_other("/")
 
 
