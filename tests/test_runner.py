@@ -17,7 +17,17 @@ from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import FakeClock, base_env
 from tests.helpers import runner_status
-from tests.world import MINUTE, World, attempts, row, schedule, sends, tick_at
+from tests.world import (
+    MINUTE,
+    World,
+    attempts,
+    crash_during_send,
+    row,
+    schedule,
+    sends,
+    tick_at,
+    tick_until_sent,
+)
 
 
 @pytest.fixture
@@ -244,23 +254,6 @@ async def test_a_tick_costs_three_round_trips_whatever_the_row_count(world: Worl
     report = await tick_at(world, due)
     assert report["completed"] == 20
     assert world.db.round_trips - trips == 3
-
-
-async def tick_until_sent(world: World, at: int) -> asyncio.Task[dict[str, int]]:
-    """Start a tick and return once core has received its first command."""
-    world.clock.now = at
-    tick = asyncio.create_task(world.app.tick(at))
-    while not world.core.calls.of("transitions"):  # noqa: ASYNC110 - polling fake_core's record
-        await asyncio.sleep(0.001)
-    return tick
-
-
-async def crash_during_send(world: World, at: int) -> None:
-    """The runner dies after its claim committed and its command left: no settle happens."""
-    tick = await tick_until_sent(world, at)
-    tick.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await tick
 
 
 class YieldingDatabase:

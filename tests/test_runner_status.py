@@ -14,8 +14,7 @@ from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import ADMIN_SECRET, FakeClock, call
 from tests.helpers import body, runner_status
-from tests.test_runner import crash_during_send
-from tests.world import MINUTE, World, schedule, tick_at
+from tests.world import MINUTE, World, crash_during_send, schedule, tick_at
 
 STALL = 3 * MINUTE
 

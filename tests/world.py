@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+import pytest
 
 from fake_core.core import FakeCore
 from fake_core.state import Installation
@@ -162,3 +165,20 @@ def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
 async def tick_at(world: World, ms: int) -> dict[str, int]:
     world.clock.now = ms
     return await world.app.tick(ms)
+
+
+async def tick_until_sent(world: World, at: int) -> asyncio.Task[dict[str, int]]:
+    """Start a tick and return once core has received its first command."""
+    world.clock.now = at
+    tick = asyncio.create_task(world.app.tick(at))
+    while not world.core.calls.of("transitions"):  # noqa: ASYNC110 - polling fake_core's record
+        await asyncio.sleep(0.001)
+    return tick
+
+
+async def crash_during_send(world: World, at: int) -> None:
+    """The runner dies after its claim committed and its command left: no settle happens."""
+    tick = await tick_until_sent(world, at)
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
