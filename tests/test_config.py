@@ -19,8 +19,8 @@ def test_defaults_match_the_reference() -> None:
 
 
 def test_numbers_arrive_as_strings_from_dev_vars() -> None:
-    config = Configuration.from_mapping(base_env(MAX_ATTEMPTS="3", LEASE_MS="1000"))
-    assert (config.max_attempts, config.lease_ms) == (3, 1000)
+    config = Configuration.from_mapping(base_env(MAX_ATTEMPTS="3", LEASE_MS="70000"))
+    assert (config.max_attempts, config.lease_ms) == (3, 70_000)
 
 
 @pytest.mark.parametrize("length", [0, 16, 31, 33, 64])
@@ -80,3 +80,25 @@ def test_dev_origins_are_a_list_of_exact_origins() -> None:
     assert config.dev_origins == ("http://localhost:8787", "http://127.0.0.1:9000")
     bad = Configuration.from_mapping(base_env(DEE_WAN_DEV_ORIGINS="http://localhost:8787/path"))
     assert "DEE_WAN_DEV_ORIGINS" in bad.problems
+
+
+def test_send_concurrency_and_tick_budget_defaults() -> None:
+    config = Configuration.from_mapping(base_env())
+    assert (config.send_concurrency, config.tick_budget_ms) == (6, 45_000)
+
+
+def test_a_lease_must_outlive_its_batch() -> None:
+    # 20 rows in waves of 2 take up to 10 x 10 s: a 60 s lease could expire mid-batch.
+    config = Configuration.from_mapping(base_env(SEND_CONCURRENCY="2"))
+    assert "LEASE_MS" in config.problems
+    assert "MAX_ROWS_PER_TICK=20" in config.problems["LEASE_MS"]
+    assert "SEND_CONCURRENCY=2" in config.problems["LEASE_MS"]
+    with pytest.raises(Misconfigured):
+        config.lease_ms  # noqa: B018
+    fine = Configuration.from_mapping(base_env(SEND_CONCURRENCY="2", LEASE_MS="105000", TICK_BUDGET_MS="90000"))
+    assert fine.problems == {}
+
+
+def test_the_tick_budget_must_end_before_the_lease() -> None:
+    config = Configuration.from_mapping(base_env(TICK_BUDGET_MS="60000"))
+    assert config.problems["TICK_BUDGET_MS"] == "must be less than LEASE_MS (60000)"

@@ -63,7 +63,7 @@ async def crashing_tick(world: World, now: int) -> None:
 
 @pytest.mark.soak
 async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clock: FakeClock) -> None:
-    world = World(db, clock, env=base_env(MAX_ROWS_PER_TICK="100", MAX_ATTEMPTS=str(MAX_ATTEMPTS),
+    world = World(db, clock, env=base_env(MAX_ROWS_PER_TICK="100", SEND_CONCURRENCY="50", MAX_ATTEMPTS=str(MAX_ATTEMPTS),
                                           MAX_LATENESS_MS=str(MAX_LATENESS_MS)))
     rng = random.Random(20261130)
     created = await seed(world, rng)

@@ -25,6 +25,8 @@ VARIABLES = (
     "LEASE_MS",
     "MAX_RETRY_AFTER_MS",
     "MAX_ROWS_PER_TICK",
+    "SEND_CONCURRENCY",
+    "TICK_BUDGET_MS",
 )
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
@@ -114,6 +116,11 @@ def _environment(value: Any) -> str:
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
+# One request to Dee Wan may take this long once it has a connection (protocol client's timeout).
+REQUEST_TIMEOUT_MS = 10_000
+# Room for the claim and settle round trips around a batch's sends.
+LEASE_MARGIN_MS = 5_000
+
 
 class _Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -126,8 +133,35 @@ class _Settings(BaseModel):
     LEASE_MS: PositiveInt = 60_000
     MAX_RETRY_AFTER_MS: PositiveInt = 300_000
     MAX_ROWS_PER_TICK: Annotated[int, Field(gt=0, le=500)] = 20
+    SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
+    TICK_BUDGET_MS: PositiveInt = 45_000
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
+
+
+def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
+    """The longest a batch can take: its sends in waves of `send_concurrency`, each up to the timeout."""
+    waves = -(-rows_per_batch // send_concurrency)
+    return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
+
+
+def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[str, str]:
+    """Settings that are each valid but break the lease contract together."""
+    names = ("LEASE_MS", "MAX_ROWS_PER_TICK", "SEND_CONCURRENCY", "TICK_BUDGET_MS")
+    if any(name in problems for name in names):
+        return {}
+    found: dict[str, str] = {}
+    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, settings.SEND_CONCURRENCY)
+    lease_ms = settings.LEASE_MS
+    if lease_ms < needed:
+        found["LEASE_MS"] = (
+            f"must be at least {needed} for MAX_ROWS_PER_TICK={settings.MAX_ROWS_PER_TICK} and "
+            f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
+            f"(ceil(rows / concurrency) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
+        )
+    if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
+        found["TICK_BUDGET_MS"] = f"must be less than LEASE_MS ({settings.LEASE_MS})"
+    return found
 
 
 class Configuration:
@@ -159,6 +193,7 @@ class Configuration:
         for name in REQUIRED:
             if name not in raw and name not in problems:
                 problems[name] = "is not set"
+        problems.update(_timing_problems(settings, problems))
         return cls(settings, problems)
 
     def raise_for_problems(self) -> None:
@@ -205,6 +240,14 @@ class Configuration:
     @property
     def max_rows_per_tick(self) -> int:
         return int(self._need("MAX_ROWS_PER_TICK"))
+
+    @property
+    def send_concurrency(self) -> int:
+        return int(self._need("SEND_CONCURRENCY"))
+
+    @property
+    def tick_budget_ms(self) -> int:
+        return int(self._need("TICK_BUDGET_MS"))
 
     @property
     def admin_secret(self) -> str:
