@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduling import safe_json
+from scheduling.safe_json import UnsafeJson
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def test_deep_nesting_is_refused_before_parsing() -> None:
+    with pytest.raises(UnsafeJson, match="deeper"):
+        safe_json.loads(b"[" * 20_000 + b"]" * 20_000, max_bytes=1 << 20)
+    with pytest.raises(UnsafeJson, match="deeper"):
+        safe_json.loads(b'{"a":' * 33 + b"1" + b"}" * 33, max_bytes=1 << 20)
+
+
+def test_brackets_inside_strings_do_not_count() -> None:
+    text = '{"code": "' + "[" * 1000 + '\\"{"}'
+    assert safe_json.loads(text.encode(), max_bytes=1 << 20) == {"code": "[" * 1000 + '"{'}
+
+
+def test_size_utf8_and_syntax() -> None:
+    with pytest.raises(UnsafeJson, match="larger"):
+        safe_json.loads(b"1" * 11, max_bytes=10)
+    with pytest.raises(UnsafeJson, match="UTF-8"):
+        safe_json.loads(b'"\xff"', max_bytes=10)
+    with pytest.raises(UnsafeJson, match="not JSON"):
+        safe_json.loads(b"{", max_bytes=10)
+
+
+def test_nesting_at_the_limit_is_accepted() -> None:
+    assert safe_json.loads(b"[" * 32 + b"]" * 32, max_bytes=100) is not None
+
+
+@settings(max_examples=200, derandomize=True)
+@given(JSON_VALUES)
+def test_accepts_what_json_accepts_within_limits(value: object) -> None:
+    import json
+
+    data = json.dumps(value).encode()
+    assert safe_json.loads(data, max_bytes=1 << 20) == value
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.binary(max_size=200))
+def test_any_bytes_parse_or_raise_unsafe_json(data: bytes) -> None:
+    try:
+        safe_json.loads(data, max_bytes=100)
+    except UnsafeJson:
+        pass
