@@ -239,21 +239,24 @@ async def test_round_robin_one_busy_installation_cannot_starve_another(world: Wo
     await _bulk(world, quiet, 1, due, "quiet")
     await _bulk(world, third, 2, due, "third")
     report = await tick_at(world, due)
-    assert report["claimed"] == 20
-    per_installation = Counter(c.header("Authorization") for c in world.core.calls.of("transitions"))
+    assert (report["claimed"], report["batches"]) == (1003, 51)  # the tick drains its backlog
+    first_batch = world.core.calls.of("transitions")[:20]
+    per_installation = Counter(c.header("Authorization") for c in first_batch)
     assert per_installation[f"Bearer {quiet.token}"] == 1
     assert per_installation[f"Bearer {third.token}"] == 2
     assert per_installation[f"Bearer {busy.token}"] == 17
 
 
-async def test_a_tick_costs_three_round_trips_whatever_the_row_count(world: World) -> None:
+async def test_a_batch_costs_three_round_trips_and_nine_statements(world: World) -> None:
     installation = await world.install()
     due = world.clock.now_ms() + MINUTE
     await _bulk(world, installation, 20, due, "rt")
     trips = world.db.round_trips
     report = await tick_at(world, due)
     assert report["completed"] == 20
-    assert world.db.round_trips - trips == 3
+    # due; claim + open attempts; settle (2 chunks) + finish attempts (2) + record + next due
+    assert world.db.round_trips - trips == report["d1_round_trips"] == 3
+    assert report["d1_statements"] == 9
 
 
 class YieldingDatabase:
@@ -354,7 +357,7 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
     await world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?").bind(s["id"]).run()
     report = await slow
     assert report["lost_lease"] == 1
-    assert (await runner_status(world.app))["last_tick"]["outcomes"]["lost_lease"] == 1
+    assert (await runner_status(world.app))["last_tick"]["lost_lease"] == 1
     assert (await row(world, s["id"]))["status"] == "running"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from scheduling.ports import DatabaseError, UnreadableSecret
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
-from scheduling.repository.runner_queries import DUE_SQL
+from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
