@@ -17,6 +17,40 @@ from ..ports import Database, Result, Row, Statement
 # D1 allows 100 bound parameters per statement.
 MAX_BOUND_PARAMETERS = 100
 
+
+@dataclass(frozen=True)
+class _Shape:
+    """A multi-row statement: `fixed` parameters, then `width` per row of its VALUES."""
+
+    fixed: int
+    width: int
+
+    def rows_per_statement(self) -> int:
+        return (MAX_BOUND_PARAMETERS - self.fixed) // self.width
+
+    def statements(self, rows: int) -> int:
+        return -(-rows // self.rows_per_statement())
+
+
+CLAIM = _Shape(fixed=3, width=4)
+REFUSE_UNSENT = _Shape(fixed=1, width=5)
+SETTLE = _Shape(fixed=2, width=5)
+FINISH_ATTEMPTS = _Shape(fixed=0, width=6)
+DROP_ATTEMPTS = _Shape(fixed=0, width=2)
+
+
+def batch_cost(rows: int) -> int:
+    """The most D1 statements a batch of `rows` can cost after its due query was read.
+
+    Its claim round trip (refusals, claims, opening attempts), and its settle
+    round trip (the tick's record, settles, finished or dropped attempts, the
+    next due query).
+    """
+    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
+    settle = 1 + SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
+    return claim + settle + DROP_ATTEMPTS.statements(rows) + 1
+
+
 DUE_SQL = """
 WITH due AS (
     SELECT id, next_attempt_at AS ready_at FROM schedules
@@ -184,12 +218,15 @@ class RunnerStore:
         statements: list[Statement] = []
         if refusals:
             statements += self._values(
-                REFUSE_UNSENT_SQL, (now,), [(*row.observed(), code) for row, code in refusals]
+                REFUSE_UNSENT_SQL,
+                REFUSE_UNSENT,
+                (now,),
+                [(*row.observed(), code) for row, code in refusals],
             )
         refusal_count = len(statements)
         if rows:
             fixed = (lease_token, now + lease_ms, now)
-            statements += self._values(CLAIM_SQL, fixed, [row.observed() for row in rows])
+            statements += self._values(CLAIM_SQL, CLAIM, fixed, [row.observed() for row in rows])
         claim_end = len(statements)
         if rows:
             statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*fixed))
@@ -227,6 +264,7 @@ class RunnerStore:
         if settles:
             statements += self._values(
                 SETTLE_SQL,
+                SETTLE,
                 (lease_token, now),
                 [
                     (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
@@ -239,6 +277,7 @@ class RunnerStore:
         if sent:
             statements += self._values(
                 FINISH_ATTEMPTS_SQL,
+                FINISH_ATTEMPTS,
                 (),
                 [
                     (
@@ -254,7 +293,7 @@ class RunnerStore:
             )
         if unsent:
             statements += self._values(
-                DROP_ATTEMPTS_SQL, (), [(s.schedule_id, s.attempt) for s in unsent]
+                DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), [(s.schedule_id, s.attempt) for s in unsent]
             )
         if next_due is not None:
             statements.append(self._due(*next_due))
@@ -272,13 +311,17 @@ class RunnerStore:
         return self.db.prepare(DUE_SQL).bind(now, limit)
 
     def _values(
-        self, template: str, fixed: tuple[object, ...], rows: Sequence[tuple[object, ...]]
+        self,
+        template: str,
+        shape: _Shape,
+        fixed: tuple[object, ...],
+        rows: Sequence[tuple[object, ...]],
     ) -> list[Statement]:
         """`template` once per chunk of `rows`, each statement under D1's parameter limit."""
-        width = len(rows[0])
-        per_statement = (MAX_BOUND_PARAMETERS - len(fixed)) // width
+        width = shape.width
+        assert len(fixed) == shape.fixed and all(len(row) == width for row in rows)
         statements = []
-        for chunk in _chunks(rows, per_statement):
+        for chunk in _chunks(rows, shape.rows_per_statement()):
             first = len(fixed) + 1
             values = ", ".join(
                 "(" + ", ".join(f"?{first + i * width + j}" for j in range(width)) + ")"
