@@ -200,3 +200,42 @@ async def d1_check(env: JsProxy) -> str:
     ).run()
     seen["cleaned"] = cleaned.meta.changes
     return json.dumps(seen)  # JSON keeps None as null (to_js would make it undefined)
+
+
+async def send_all(payload: str) -> str:
+    """Send every request at once through `WorkersFetch`, in list order; report each outcome.
+
+    `payload` is {"requests": [{"url", "method", "headers", "body", "timeout_s"}]}. Answers
+    {"outcomes": [{"status", "body", "elapsed_ms"} or {"error", "detail", "elapsed_ms"}]}, where
+    "error" is the TransportError class name (TransportTimeout for a timeout).
+    """
+    import asyncio
+    import time
+
+    from scheduling.ports import OutboundRequest, TransportError
+    from scheduling.runtimes.workers.fetch_client import WorkersFetch
+
+    client = WorkersFetch()
+
+    async def send(spec: dict[str, Any]) -> dict[str, Any]:
+        body = spec.get("body")
+        request = OutboundRequest(
+            method=spec.get("method", "GET"),
+            url=spec["url"],
+            headers=spec.get("headers", {}),
+            body=None if body is None else body.encode(),
+            timeout_s=spec.get("timeout_s", 10.0),
+        )
+        started = time.monotonic()
+        outcome: dict[str, Any]
+        try:
+            response = await client.send(request)
+            outcome = {"status": response.status, "body": response.body.decode(errors="replace")}
+        except TransportError as exc:
+            outcome = {"error": type(exc).__name__, "detail": str(exc)}
+        outcome["elapsed_ms"] = round((time.monotonic() - started) * 1000)
+        return outcome
+
+    # Each task calls js.fetch in its first step, so fetches start in list order.
+    outcomes = await asyncio.gather(*(send(spec) for spec in json.loads(payload)["requests"]))
+    return json.dumps({"outcomes": outcomes})
