@@ -257,6 +257,19 @@ class Harness:
         outcomes: list[dict[str, Any]] = self._post("send", payload)["outcomes"]
         return outcomes
 
+    def d1(self, op: str, *statements: tuple[str, Sequence[Any]]) -> dict[str, Any]:
+        """One Database-port call (all/first/run/batch) through the Workers D1 adapter.
+
+        See harness_glue.d1 for the answer's shape; tests/pyodide_harness/remote_d1.py wraps
+        this route as a `scheduling.ports.Database`.
+        """
+        payload = {
+            "op": op,
+            "statements": [{"sql": sql, "params": list(params)} for sql, params in statements],
+        }
+        answer: dict[str, Any] = self._post("d1", payload)
+        return answer
+
     def set_vars(self, variables: dict[str, Any]) -> None:
         """Replace the Worker's variables and secrets (the D1 binding stays)."""
         self._post("vars", variables)

@@ -444,6 +444,11 @@ async function main() {
       }
       case "/__harness/d1-check":
         return json(res, 200, JSON.parse(await glue.d1_check(env)));
+      case "/__harness/d1": {
+        // One call of the Database port (scheduling.runtimes.workers.d1) on the live binding.
+        // The body goes to Python as text, so params are Python values, as the Worker binds them.
+        return jsonText(res, 200, await asInvocation(() => glue.d1(env, body.toString("utf8"))));
+      }
       case "/__harness/send": {
         // WorkersFetch().send for every request at once, from one invocation.
         return jsonText(res, 200, await asInvocation(() => glue.send_all(body.toString("utf8"))));
