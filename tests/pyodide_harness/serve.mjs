@@ -276,9 +276,12 @@ function limitedFetch(realFetch, maxConnections, stats) {
 
 async function startPython(options, env, compatFlags, fetchStats) {
   const output = (stream) => (line) => stream.write(`[worker] ${line}\n`);
-  // Python's `import js` sees globalThis with `fetch` limited as in workerd.
-  const jsglobals = Object.create(globalThis);
-  jsglobals.fetch = limitedFetch(globalThis.fetch, options.maxConnections, fetchStats);
+  // Python's `import js` sees globalThis with `fetch` limited as in workerd. Other names read
+  // with globalThis as the receiver: Node's `crypto` getter refuses any other `this`.
+  const fetch = limitedFetch(globalThis.fetch, options.maxConnections, fetchStats);
+  const jsglobals = new Proxy(globalThis, {
+    get: (target, name) => (name === "fetch" ? fetch : Reflect.get(target, name, target)),
+  });
   const pyodide = await loadPyodide({
     jsglobals,
     stdout: output(process.stderr),
