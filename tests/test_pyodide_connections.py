@@ -101,7 +101,7 @@ def test_a_seventh_fetch_waits_for_a_slot(harness: Harness, server: SlowServer) 
     assert server.most == 6
     # The seventh reached the server only once one of the first six had its answer.
     first_six = [server.arrivals[f"/r{i}"] for i in range(6)]
-    assert server.arrivals["/r6"] - max(first_six) >= DELAY_S * 0.8
+    assert server.arrivals["/r6"] - min(first_six) >= DELAY_S * 0.95
     assert outcomes[6]["elapsed_ms"] >= 2 * DELAY_S * 1000 * 0.8
     stats = harness.fetch_stats()
     assert stats["max_waiting_for_headers"] == 6
@@ -124,7 +124,7 @@ def test_a_queued_fetch_times_out_without_reaching_the_server(
     assert outcomes[6]["error"] == "TransportTimeout"
     # Rejected with AbortSignal.timeout's reason, a DOMException named TimeoutError, as fetch does.
     assert outcomes[6]["detail"] == "TimeoutError"
-    assert 250 <= outcomes[6]["elapsed_ms"] < 900  # timed out while queued, not after a slot
+    assert 250 <= outcomes[6]["elapsed_ms"] < 1000  # before any slot came free
     assert "/late" not in server.arrivals
     assert server.most == 6
     stats = harness.fetch_stats()
