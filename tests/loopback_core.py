@@ -39,6 +39,12 @@ class LoopbackCore:
             self.in_flight -= 1
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default backlog of 5 drops a burst of connections (a 1 s SYN retry).
+    request_queue_size = 64
+
+
 @contextmanager
 def loopback_core(delay_s: float) -> Iterator[LoopbackCore]:
     core = LoopbackCore(delay_s)
@@ -49,22 +55,23 @@ def loopback_core(delay_s: float) -> Iterator[LoopbackCore]:
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length", "0")))
             core._enter(self.headers.get("idempotency-key", ""))
+            time.sleep(core.delay_s)
+            # Before the answer leaves: the client may reuse its slot once it has the headers.
+            core._leave()
+            payload = json.dumps({"code": "transition_applied"}).encode()
             try:
-                time.sleep(core.delay_s)
-                payload = json.dumps({"code": "transition_applied"}).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
-            finally:
-                core._leave()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client timed out and left
 
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), Handler)
     core.base_url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

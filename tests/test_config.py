@@ -102,3 +102,12 @@ def test_a_lease_must_outlive_its_batch() -> None:
 def test_the_tick_budget_must_end_before_the_lease() -> None:
     config = Configuration.from_mapping(base_env(TICK_BUDGET_MS="60000"))
     assert config.problems["TICK_BUDGET_MS"] == "must be less than LEASE_MS (60000)"
+
+
+def test_per_tick_budgets_must_fit_one_batch() -> None:
+    config = Configuration.from_mapping(base_env())
+    assert (config.max_d1_queries_per_tick, config.max_sends_per_tick) == (1_000, 1_000)
+    tight = Configuration.from_mapping(base_env(MAX_D1_QUERIES_PER_TICK="12", MAX_SENDS_PER_TICK="19"))
+    assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith("must be at least 13 for MAX_ROWS_PER_TICK=20")
+    assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_TICK (20)"
+    assert Configuration.from_mapping(base_env(MAX_D1_QUERIES_PER_TICK="50", MAX_SENDS_PER_TICK="50")).problems == {}

@@ -11,10 +11,10 @@ from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, base_env, make_app
-from tests.helpers import install
+from tests.conftest import START_MS, FakeClock, base_env, make_app
+from tests.helpers import install, runner_status
 from tests.loopback_core import loopback_core
-from tests.world import World, bulk_due, insert_due
+from tests.world import MINUTE, World, bulk_due, insert_due, tick_at
 
 SECOND = 1_000
 
@@ -130,3 +130,31 @@ async def test_twenty_rows_against_a_four_second_core_complete_in_one_tick_six_a
     assert core.max_in_flight == 6
     attempts = await db.prepare("SELECT code FROM schedule_attempts").all()
     assert [a["code"] for a in attempts.results] == ["transition_applied"] * 20  # no timeout
+
+
+async def test_on_workers_free_a_tick_stays_within_50_queries_and_50_subrequests(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(db, clock, env=base_env(MAX_D1_QUERIES_PER_TICK="50", MAX_SENDS_PER_TICK="50"))
+    installation = await world.install()
+    due = clock.now_ms() + MINUTE
+    await bulk_due(world, installation, 100, due, "free")
+    trips = db.round_trips
+    report = await tick_at(world, due)
+    assert (report["batches"], report["sends"], report["completed"]) == (2, 40, 40)
+    assert report["d1_statements"] <= 50 and report["sends"] <= 50
+    assert db.round_trips - trips == report["d1_round_trips"]
+    # What is left stays due, visibly: the next tick takes it.
+    assert (await runner_status(world.app))["due_backlog"] == 60
+    assert (await tick_at(world, due + MINUTE))["sends"] == 40
+
+
+async def test_the_query_budget_alone_stops_the_drain_before_d1_would_refuse(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(db, clock, env=base_env(MAX_D1_QUERIES_PER_TICK="50"))
+    due = clock.now_ms() + MINUTE
+    await bulk_due(world, await world.install(), 200, due, "q")
+    report = await tick_at(world, due)
+    assert report["batches"] == 5 and report["d1_statements"] <= 50
+    assert report["completed"] == 100

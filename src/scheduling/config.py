@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from .dee_wan import REQUEST_TIMEOUT_MS
+from .repository.runner_store import batch_cost
 
 VARIABLES = (
     "PUBLIC_ORIGIN",
@@ -29,6 +30,8 @@ VARIABLES = (
     "MAX_ROWS_PER_TICK",
     "SEND_CONCURRENCY",
     "TICK_BUDGET_MS",
+    "MAX_D1_QUERIES_PER_TICK",
+    "MAX_SENDS_PER_TICK",
 )
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
@@ -135,6 +138,10 @@ class _Settings(BaseModel):
     MAX_ROWS_PER_TICK: Annotated[int, Field(gt=0, le=500)] = 20
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
     TICK_BUDGET_MS: PositiveInt = 45_000
+    # Workers Paid allows 1,000 D1 queries per invocation (Free: 50).
+    MAX_D1_QUERIES_PER_TICK: PositiveInt = 1_000
+    # Subrequests per invocation: 50 on Workers Free; more on Paid (see the README).
+    MAX_SENDS_PER_TICK: PositiveInt = 1_000
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
@@ -147,7 +154,14 @@ def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
 
 def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[str, str]:
     """Settings that are each valid but break the lease contract together."""
-    names = ("LEASE_MS", "MAX_ROWS_PER_TICK", "SEND_CONCURRENCY", "TICK_BUDGET_MS")
+    names = (
+        "LEASE_MS",
+        "MAX_ROWS_PER_TICK",
+        "SEND_CONCURRENCY",
+        "TICK_BUDGET_MS",
+        "MAX_D1_QUERIES_PER_TICK",
+        "MAX_SENDS_PER_TICK",
+    )
     if any(name in problems for name in names):
         return {}
     found: dict[str, str] = {}
@@ -161,7 +175,21 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
         )
     if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
         found["TICK_BUDGET_MS"] = f"must be less than LEASE_MS ({settings.LEASE_MS})"
+    rows = settings.MAX_ROWS_PER_TICK
+    one_batch = minimum_queries_per_tick(rows)
+    if one_batch > settings.MAX_D1_QUERIES_PER_TICK:
+        found["MAX_D1_QUERIES_PER_TICK"] = (
+            f"must be at least {one_batch} for MAX_ROWS_PER_TICK={rows}: "
+            "one batch must fit in a tick"
+        )
+    if rows > settings.MAX_SENDS_PER_TICK:
+        found["MAX_SENDS_PER_TICK"] = f"must be at least MAX_ROWS_PER_TICK ({rows})"
     return found
+
+
+def minimum_queries_per_tick(rows_per_batch: int) -> int:
+    """The first due query, one batch at its most expensive, and one correcting record."""
+    return 1 + batch_cost(rows_per_batch) + 1
 
 
 class Configuration:
@@ -248,6 +276,14 @@ class Configuration:
     @property
     def tick_budget_ms(self) -> int:
         return int(self._need("TICK_BUDGET_MS"))
+
+    @property
+    def max_d1_queries_per_tick(self) -> int:
+        return int(self._need("MAX_D1_QUERIES_PER_TICK"))
+
+    @property
+    def max_sends_per_tick(self) -> int:
+        return int(self._need("MAX_SENDS_PER_TICK"))
 
     @property
     def admin_secret(self) -> str:

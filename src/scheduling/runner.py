@@ -14,7 +14,7 @@ from .localtime import rfc3339
 from .outcomes import Outcome
 from .ports import Statement, UnreadableSecret
 from .repository import ticks
-from .repository.runner_store import Claimed, DueRow, RunnerStore, Settle
+from .repository.runner_store import Claimed, DueRow, RunnerStore, Settle, batch_cost
 from .retry_policy import (
     REFUSED_LATE,
     RETRY_EXHAUSTED,
@@ -60,6 +60,8 @@ class _Tick:
         self.batch_size = config.max_rows_per_tick
         self.concurrency = config.send_concurrency
         self.budget_ms = config.tick_budget_ms
+        self.max_queries = config.max_d1_queries_per_tick
+        self.max_sends = config.max_sends_per_tick
         self.store = RunnerStore(services.db)
         self.report = TickReport()
         self._tokens: dict[str, str | None] = {}
@@ -98,8 +100,7 @@ class _Tick:
         )
         settles = [self._settle(attempt) for attempt in attempts]
         at = self.clock()
-        progress = bool(claims or refused)
-        more = progress and self.elapsed_ms() < self.budget_ms
+        more = bool(claims or refused) and self._room_for_another_batch()
         settled = await self.store.settle(
             lease_token,
             settles,
@@ -113,6 +114,19 @@ class _Tick:
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
         return settled.due, len(settled.lost)
+
+    def _room_for_another_batch(self) -> bool:
+        """Time, D1 queries and subrequests left for one more batch at its most expensive.
+
+        Rows left over stay due for the next tick (the operator sees them as backlog).
+        """
+        # This batch's settle, the next one, and one correcting record.
+        queries = self.store.statements + 2 * batch_cost(self.batch_size) + 1
+        return (
+            self.elapsed_ms() < self.budget_ms
+            and queries <= self.max_queries
+            and self.report.sends + self.batch_size <= self.max_sends
+        )
 
     async def _claim(self, rows: list[DueRow], lease_token: str) -> tuple[list[Claim], list[str]]:
         """Decide each row before any send: refuse it unsent, or claim it."""

@@ -35,7 +35,10 @@ class D1Statement:
         self.sql = sql
 
     def bind(self, *values: Any) -> D1Statement:
-        return D1Statement(self.js_statement.bind(*values), self.sql)
+        try:
+            return D1Statement(self.js_statement.bind(*values), self.sql)
+        except JsException as exc:  # e.g. D1_TYPE_ERROR for a value D1 cannot bind
+            raise _error(exc, self.sql) from None
 
     async def all(self) -> Result:
         try:
