@@ -29,11 +29,13 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 CODE = re.compile(r"`([^`]+)`")
 
 
-def table_under(heading: str) -> list[tuple[str, str]]:
-    """The first markdown table after `## heading`, as (left, right) cells, header dropped."""
+def table_under(heading: str, first_column: str) -> list[tuple[str, str]]:
+    """The markdown table under `## heading` whose header starts with `first_column`,
+    as (left, right) cells, header dropped."""
     text = README.read_text("utf-8")
     section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")]
+    tables = [block.splitlines() for block in re.findall(r"(?m)(?:^\|.*\n?)+", section)]
+    [rows] = [t for t in tables if t[0].strip("|").split("|")[0].strip() == first_column]
     assert len(rows) > 2, f"no table under ## {heading}"
     cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows[2:]]
     return [(left, right) for left, right in cells]
@@ -41,7 +43,7 @@ def table_under(heading: str) -> list[tuple[str, str]]:
 
 # -- Time ---------------------------------------------------------------------------------
 
-TIME_ROWS = table_under("Time")
+TIME_ROWS = table_under("Time", "Input")
 FROZEN_AT = "2026-01-01T00:00:00Z"
 
 
@@ -86,7 +88,7 @@ def test_time_table_row(index: int) -> None:
 
 # -- Runner -------------------------------------------------------------------------------
 
-RUNNER_ROWS = table_under("Runner")
+RUNNER_ROWS = table_under("Runner", "Dee Wan answer")
 NOW = 1_782_900_000_000
 LIMITS = Limits(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)
 
