@@ -288,7 +288,7 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     assert (status["last_tick"]["due"], status["last_tick"]["claimed"]) == (4, 3)
     assert status["last_tick"]["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
     assert (status["last_tick"]["refused_unsent"], status["last_tick"]["lost_claim"]) == (1, 0)
-    assert status["last_tick"]["d1"] == {"statements": 8, "round_trips": 3}
+    assert status["last_tick"]["d1"] == {"statements": 8, "round_trips": 5}
     assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
     # Finished in July, so outside the last 24 hours of today's clock.
     assert set(status["finished_last_24h"].values()) == {0}

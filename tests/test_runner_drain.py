@@ -103,15 +103,17 @@ async def test_the_tick_drains_in_batches_until_its_budget_is_spent(db: SqliteDa
         await bulk_due(world, await world.install(), 25, due, name)
     report = await world.app.tick(due)
 
-    # A batch is 20 rows in four waves of one second; the fourth would start after 10 s.
-    assert (report["batches"], report["claimed"], report["completed"]) == (3, 60, 60)
+    # Six sends a second, batches rolling: the fourth batch is claimed at 9 s, when the
+    # third's last claim takes a slot; after it, 13 s have passed.
+    assert (report["batches"], report["claimed"], report["completed"]) == (4, 80, 80)
     assert core.max_in_flight == 6
     left = await db.prepare("SELECT count(*) AS n FROM schedules WHERE status = 'pending'").first()
-    assert left == {"n": 40}
-    # Each batch's lease starts at its own claim, not at the tick's start.
-    assert all(lease_until - started >= 60 * SECOND - 4_500 for started, lease_until in core.leases)
-    # due; per batch: claim + open attempts; record + settle (2) + finish (2) + next due (not after the last)
-    assert (report["d1_round_trips"], report["d1_statements"]) == (7, 1 + 3 * 2 + 6 + 6 + 5)
+    assert left == {"n": 20}
+    # Each batch's lease starts at its own claim (a lease from the tick's start would
+    # have 47 s left when the last batch's last request leaves).
+    assert all(lease_until - started >= 54 * SECOND for started, lease_until in core.leases)
+    # due; per batch: claim + open attempts, the next due (not after the last), settle (2) + finish (2); record
+    assert (report["d1_round_trips"], report["d1_statements"]) == (13, 1 + 4 * 2 + 3 + 4 * 4 + 1)
 
 
 async def test_twenty_rows_against_a_four_second_core_complete_in_one_tick_six_at_a_time(

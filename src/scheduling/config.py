@@ -147,8 +147,9 @@ class _Settings(BaseModel):
 
 
 def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
-    """The longest a batch can take: its sends in waves of `send_concurrency`, each up to the timeout."""
-    waves = -(-rows_per_batch // send_concurrency)
+    """The longest a batch can hold its rows: claimed while the batch before sends its last
+    wave, then its own sends in waves of `send_concurrency`, each up to the timeout."""
+    waves = -(-rows_per_batch // send_concurrency) + 1
     return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
 
 
@@ -171,7 +172,7 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
         found["LEASE_MS"] = (
             f"must be at least {needed} for MAX_ROWS_PER_TICK={settings.MAX_ROWS_PER_TICK} and "
             f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
-            f"(ceil(rows / concurrency) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
+            f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
     if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
         found["TICK_BUDGET_MS"] = f"must be less than LEASE_MS ({settings.LEASE_MS})"
@@ -188,8 +189,8 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
 
 
 def minimum_queries_per_tick(rows_per_batch: int) -> int:
-    """The first due query, one batch at its most expensive, and one correcting record."""
-    return 1 + batch_cost(rows_per_batch) + 1
+    """One batch at its most expensive, and the tick's record."""
+    return batch_cost(rows_per_batch) + 1
 
 
 class Configuration:

@@ -1,14 +1,13 @@
 """One runner tick: claim due schedules batch by batch, send each within a connection slot,
-settle each under its lease, until nothing is due or the tick's budget is spent.
+settle each batch under its lease, until nothing is due or the tick's budget is spent.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
 from dataclasses import dataclass
 
 from . import contexts, dee_wan
-from .concurrency import gather_limited
 from .events import emit
 from .localtime import rfc3339
 from .outcomes import Outcome
@@ -78,50 +77,75 @@ class _Tick:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
-        rows = await self.store.due(self.now, self.batch_size)
-        lost_last = 0
-        while rows:
-            rows, lost_last = await self._batch(rows)
-        if self.report.batches == 0 or lost_last:
-            # Nothing was settled (an empty tick), or the last settle's record missed its lost leases.
-            await self.store.write([], record=self._record)
+        """Batches roll: the next is claimed once every claim of the current one holds a slot,
+        so its sends take over the slots as the last wave frees them."""
+        slots = asyncio.Semaphore(self.concurrency)
+        in_flight: list[asyncio.Task[None]] = []
+        try:
+            rows = await self.store.due(self.now, self.batch_size)
+            while rows:
+                self.report.batches += 1
+                self.report.due += len(rows)
+                lease_token = self.services.crypto.random_token()
+                claims, refused = await self._claim(rows, lease_token)
+                if not claims and not refused:
+                    break  # another runner changed every row first: leave the rest to it
+                if claims:
+                    admitted = asyncio.Event()
+                    in_flight.append(
+                        asyncio.create_task(self._send_batch(claims, lease_token, slots, admitted))
+                    )
+                    await admitted.wait()
+                if not self._room_for_another_batch(sum(not task.done() for task in in_flight)):
+                    break
+                rows = await self.store.due(self.clock(), self.batch_size)
+        finally:
+            failures = [
+                outcome
+                for outcome in await asyncio.gather(*in_flight, return_exceptions=True)
+                if isinstance(outcome, BaseException)
+            ]
+        if failures:
+            raise failures[0]
+        await self.store.write([], record=self._record)
         emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
         return self.report
 
-    async def _batch(self, rows: list[DueRow]) -> tuple[list[DueRow], int]:
-        """Claim, send and settle one batch; returns the next batch's rows (if the budget allows)."""
-        report = self.report
-        report.batches += 1
-        report.due += len(rows)
-        lease_token = self.services.crypto.random_token()
-        claims, refused = await self._claim(rows, lease_token)
-        attempts = await gather_limited(
-            self.concurrency, [functools.partial(self._attempt, claim) for claim in claims]
-        )
+    async def _send_batch(
+        self,
+        claims: list[Claim],
+        lease_token: str,
+        slots: asyncio.Semaphore,
+        admitted: asyncio.Event,
+    ) -> None:
+        """Send every claim within a slot, then settle them all under the batch's lease."""
+        waiting = len(claims)
+
+        async def in_slot(claim: Claim) -> Attempt:
+            nonlocal waiting
+            async with slots:
+                waiting -= 1
+                if waiting == 0:
+                    admitted.set()
+                return await self._attempt(claim)
+
+        attempts = await asyncio.gather(*(in_slot(claim) for claim in claims))
         settles = [self._settle(attempt) for attempt in attempts]
-        at = self.clock()
-        more = bool(claims or refused) and self._room_for_another_batch()
-        settled = await self.store.settle(
-            lease_token,
-            settles,
-            at,
-            record=self._record,
-            next_due=(at, self.batch_size) if more else None,
-        )
-        report.lost_lease += len(settled.lost)
-        for schedule_id in settled.lost:
+        lost = await self.store.settle(lease_token, settles, self.clock())
+        self.report.lost_lease += len(lost)
+        for schedule_id in lost:
             log.warning(
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
-        return settled.due, len(settled.lost)
 
-    def _room_for_another_batch(self) -> bool:
+    def _room_for_another_batch(self, unsettled_batches: int) -> bool:
         """Time, D1 queries and subrequests left for one more batch at its most expensive.
 
         Rows left over stay due for the next tick (the operator sees them as backlog).
         """
-        # This batch's settle, the next one, and one correcting record.
-        queries = self.store.statements + 2 * batch_cost(self.batch_size) + 1
+        # Settles not yet sent (counted in full), the next batch, and the tick's record.
+        unsettled = unsettled_batches * batch_cost(self.batch_size)
+        queries = self.store.statements + unsettled + batch_cost(self.batch_size) + 1
         return (
             self.elapsed_ms() < self.budget_ms
             and queries <= self.max_queries

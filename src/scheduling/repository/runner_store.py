@@ -40,15 +40,12 @@ DROP_ATTEMPTS = _Shape(fixed=0, width=2)
 
 
 def batch_cost(rows: int) -> int:
-    """The most D1 statements a batch of `rows` can cost after its due query was read.
-
-    Its claim round trip (refusals, claims, opening attempts), and its settle
-    round trip (the tick's record, settles, finished or dropped attempts, the
-    next due query).
-    """
+    """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
+    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
+    dropped attempts)."""
     claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
-    settle = 1 + SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
-    return claim + settle + DROP_ATTEMPTS.statements(rows) + 1
+    settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
+    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
 
 
 DUE_SQL = """
@@ -176,12 +173,6 @@ class Settle:
     http_status: int | None = None
 
 
-@dataclass(frozen=True)
-class Settled:
-    lost: list[str]  # schedules whose lease was no longer ours: nothing of theirs changed
-    due: list[DueRow]  # the next due rows, when asked for
-
-
 class RunnerStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -241,36 +232,25 @@ class RunnerStore:
         ]
         return won, refused
 
-    async def settle(
-        self,
-        lease_token: str,
-        settles: Sequence[Settle],
-        now: int,
-        *,
-        record: Callable[[], Statement] | None = None,
-        next_due: tuple[int, int] | None = None,
-    ) -> Settled:
-        """End claims made under `lease_token`, then (optionally) read the next due rows.
+    async def settle(self, lease_token: str, settles: Sequence[Settle], now: int) -> list[str]:
+        """End claims made under `lease_token`; returns the schedules whose lease was lost.
 
         A settle applies only while the row is still running under this claim's
         lease token; once the lease expired another runner may have reclaimed it,
-        and then nothing of the row changes (the schedule is reported `lost`).
-        Sent claims finish their attempt row; unsent ones drop it and give the
-        attempt back. `record` builds a statement that joins the same round trip
-        (the tick's record), after this round trip was counted.
-        `next_due=(now, limit)` appends the `due` query after the writes.
+        and then nothing of the row changes. Sent claims finish their attempt
+        row; unsent ones drop it and give the attempt back.
         """
-        statements: list[Statement] = []
-        if settles:
-            statements += self._values(
-                SETTLE_SQL,
-                SETTLE,
-                (lease_token, now),
-                [
-                    (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
-                    for s in settles
-                ],
-            )
+        if not settles:
+            return []
+        statements = self._values(
+            SETTLE_SQL,
+            SETTLE,
+            (lease_token, now),
+            [
+                (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
+                for s in settles
+            ],
+        )
         settle_count = len(statements)
         sent = [s for s in settles if s.sent]
         unsent = [s for s in settles if not s.sent]
@@ -295,12 +275,9 @@ class RunnerStore:
             statements += self._values(
                 DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), [(s.schedule_id, s.attempt) for s in unsent]
             )
-        if next_due is not None:
-            statements.append(self._due(*next_due))
-        results = await self._round_trip(statements, record)
+        results = await self._round_trip(statements)
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
-        due = [DueRow.from_row(row) for row in results[-1].results] if next_due else []
-        return Settled([s.schedule_id for s in settles if s.schedule_id not in applied], due)
+        return [s.schedule_id for s in settles if s.schedule_id not in applied]
 
     async def write(
         self, statements: Sequence[Statement], record: Callable[[], Statement] | None = None
