@@ -16,8 +16,8 @@ from .handlers import (
     status,
 )
 from .localtime import rfc3339
-from .refusals import Refusal
-from .requests import Request
+from .refusals import Refusal, invalid_request
+from .requests import MAX_BODY_BYTES, Request
 from .responses import Response, error_response
 from .routing import Route, Router
 from .services import Services, log
@@ -70,7 +70,7 @@ class App:
 
     async def handle(self, request: Request) -> Response:
         try:
-            response = await self.router.dispatch(request, self.services)
+            response = await self._dispatch(request)
         except Refusal as refusal:
             response = render_refusal(request, refusal)
         except Misconfigured as exc:
@@ -89,6 +89,11 @@ class App:
         if request.method == "HEAD":
             response.body = b""
         return response.with_base_headers()
+
+    async def _dispatch(self, request: Request) -> Response:
+        if len(request.body) > MAX_BODY_BYTES:
+            raise invalid_request(f"The body is larger than {MAX_BODY_BYTES} bytes.")
+        return await self.router.dispatch(request, self.services)
 
     async def tick(self, now: int) -> dict[str, int]:
         """One runner tick at `now` (epoch ms), as `scheduled()` and the local cron run it."""

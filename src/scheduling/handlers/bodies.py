@@ -8,18 +8,19 @@ from pydantic import BaseModel, ValidationError
 
 from ..refusals import invalid_request
 from ..requests import Request
+from ..safe_json import UnsafeJson
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
 def json_object(request: Request, *, empty_is: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The body as a JSON object; anything else is 400 `invalid_request`."""
+    """The body as a JSON object; too large, too deep or not JSON is 400 `invalid_request`."""
     if not request.body.strip() and empty_is is not None:
         return dict(empty_is)
     try:
         data = request.json()
-    except ValueError:
-        raise invalid_request("body is not JSON") from None
+    except UnsafeJson as exc:
+        raise invalid_request(f"body is {exc}") from None
     if not isinstance(data, dict):
         raise invalid_request("body must be a JSON object")
     return data
