@@ -63,6 +63,12 @@ def render_refusal(request: Request, refusal: Refusal) -> Response:
     return response
 
 
+def _finish(request: Request, response: Response) -> Response:
+    if request.method == "HEAD":
+        response.body = b""
+    return response.with_base_headers()
+
+
 class App:
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -86,9 +92,11 @@ class App:
                 request,
                 Refusal(500, "internal_error", "Something went wrong in Scheduling."),
             )
-        if request.method == "HEAD":
-            response.body = b""
-        return response.with_base_headers()
+        return _finish(request, response)
+
+    def render(self, request: Request, refusal: Refusal) -> Response:
+        """A refusal decided outside the route table (by a runtime's adapter), rendered the same way."""
+        return _finish(request, render_refusal(request, refusal))
 
     async def _dispatch(self, request: Request) -> Response:
         if len(request.body) > MAX_BODY_BYTES:
