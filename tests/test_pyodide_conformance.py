@@ -105,6 +105,20 @@ def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None
     assert response.headers["allow"] == "GET, HEAD"
 
 
+def test_refusals_at_the_edge_of_the_worker(client: httpx.Client) -> None:
+    """Issue 12 through the real entry: %2F is no separator, browsers get the 404 page,
+    bodies are bounded and deep JSON is refused, each with its code."""
+    assert client.get("/dee-wan%2Fmanifest.json").status_code == 404
+    page = client.get("/installations/ins_1/nothing")
+    assert page.status_code == 404
+    assert page.headers["content-type"].startswith("text/html")
+    assert 'data-error-code="not_found"' in page.text
+    for body in (b"{" + b" " * 70_000 + b"}", b"[" * 20_000 + b"]" * 20_000):
+        refused = client.post("/dee-wan/activate", content=body,
+                              headers={"content-type": "application/json"})
+        assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
+
+
 @pytest.mark.parametrize("bad_key", ["not base64 at all", "c2hvcnQ=", None])
 def test_bad_token_key_fails_only_the_routes_that_need_it(
     worker: Harness, client: httpx.Client, bad_key: str | None
