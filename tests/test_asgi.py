@@ -201,6 +201,19 @@ async def test_scheduled_time_is_ascii_digits_within_a_year(
     assert ticks.at == []
 
 
+async def test_a_failed_development_tick_is_a_500_with_its_code(
+    db: SqliteDatabase, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def failing(when: int | None) -> dict[str, int]:
+        raise RuntimeError("database is locked")
+
+    async with client_for(AsgiApp(dev_app(db, clock), failing)) as client:
+        answer = await client.get("/__scheduled")
+    assert (answer.status_code, answer.json()["code"]) == (500, "internal_error")
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == ["development tick failed"]
+
+
 async def test_scheduled_is_not_found_outside_development(app: App) -> None:
     ticks = Ticks()
     async with client_for(AsgiApp(app, ticks)) as client:

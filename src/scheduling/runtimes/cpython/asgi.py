@@ -19,6 +19,7 @@ from ...config import Misconfigured
 from ...refusals import Refusal, invalid_request
 from ...requests import MAX_BODY_BYTES, Headers, Request
 from ...responses import Response, json_response
+from ...services import log
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -93,7 +94,13 @@ class AsgiApp:
             when = _tick_time(request, self.app.services.clock.now_ms())
         except Refusal as refusal:
             return self.app.render(request, refusal)
-        report = await self._tick(when)
+        try:
+            report = await self._tick(when)
+        except Exception:
+            # The tick has written its `runner_tick_failed` line; the traceback is for the developer.
+            log.exception("development tick failed")
+            failed = Refusal(500, "internal_error", "The tick failed; see the terminal.")
+            return self.app.render(request, failed)
         return json_response({"code": "tick_finished", "report": report}).with_base_headers()
 
 
