@@ -35,7 +35,7 @@ import uvicorn
 from scheduling.app import App
 from scheduling.repository import schedules
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
-from scheduling.repository.runner_queries import DUE_SQL
+from scheduling.repository.runner_store import DUE_SQL
 from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.http_client import HttpxClient

@@ -41,7 +41,11 @@ class FakeCoreTransport:
             )
         except TimeoutError as exc:  # a delay longer than the client's patience
             raise TransportTimeout(f"no answer within {request.timeout_s}s") from exc
-        return OutboundResponse(status, {k.lower(): v for k, v in headers.items()}, body)
+        # As the port promises: never more of the body than the caller will read.
+        limit = request.max_body_bytes
+        return OutboundResponse(
+            status, {k.lower(): v for k, v in headers.items()}, body[:limit], len(body) > limit
+        )
 
 
 def httpx_caller(client: httpx.AsyncClient) -> PluginCaller:

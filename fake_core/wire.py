@@ -40,7 +40,7 @@ class Reply:
         """The `code` of a JSON object body, if there is one."""
         try:
             data = json.loads(self.body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a faked hostile body
             return None
         code = data.get("code") if isinstance(data, dict) else None
         return code if isinstance(code, str) else None
@@ -106,7 +106,7 @@ def parse_json(body: bytes | None) -> Any:
         return None
     try:
         return json.loads(body.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
 
 

@@ -11,7 +11,13 @@ import pytest
 
 from scheduling.app import App
 from scheduling.config import Configuration
-from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse, TransportError
+from scheduling.ports import (
+    Database,
+    HttpClient,
+    OutboundRequest,
+    OutboundResponse,
+    TransportError,
+)
 from scheduling.requests import Headers, Request
 from scheduling.responses import Response
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
@@ -64,6 +70,27 @@ def db() -> Iterator[SqliteDatabase]:
     apply_migrations(database.connection)
     yield database
     database.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("d1", marks=pytest.mark.pyodide)])
+def any_db(request: pytest.FixtureRequest) -> Iterator[Database]:
+    """A migrated database: in-memory SQLite, then Miniflare's D1 through the Workers adapter.
+
+    The D1 one is the shared Pyodide harness's, which lives for the whole session:
+    use unique ids and remove the rows (or tables) a test creates.
+    """
+    if request.param == "sqlite":
+        database = SqliteDatabase(":memory:")
+        apply_migrations(database.connection)
+        yield database
+        database.close()
+        return
+    from tests.pyodide_harness.harness import node_path, shared_harness
+    from tests.pyodide_harness.remote_d1 import RemoteD1Database
+
+    if node_path() is None:
+        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
+    yield RemoteD1Database(shared_harness().control_url)
 
 
 @pytest.fixture

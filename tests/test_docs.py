@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
+from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, classify
 from scheduling.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
-from scheduling.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind, classify
+from scheduling.outcomes import OutcomeKind
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.ticks import LastTick
-from scheduling.retry_policy import Limits, backoff_ms, may_send, settle
+from scheduling.retry_policy import Limits, after_attempt, backoff_ms, may_send
 from scheduling.runner_health import status_json
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -108,12 +109,12 @@ def check_plain_codes(left: str, right: str) -> None:
         outcome = classify(answer(status, code), now_ms=NOW)
         if right == "`completed`":
             assert outcome.kind is OutcomeKind.COMPLETED, (status, code)
-            plan = settle(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+            plan = after_attempt(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
             assert (plan.status, plan.result_code) == ("completed", code)
         else:
             assert right == "`refused`, no retry", f"unexpected result {right!r}"
             assert (outcome.kind, outcome.code) == (OutcomeKind.REFUSED, code), (status, code)
-            plan = settle(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+            plan = after_attempt(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
             assert (plan.status, plan.next_attempt_at) == ("refused", None)
 
 
@@ -142,7 +143,7 @@ def check_rate_limited(left: str, right: str) -> None:
     date = format_datetime(datetime.fromtimestamp((NOW + 90_000) / 1000, UTC), usegmt=True)
     dated = classify(answer(429, raw=b"", retry_after=date), now_ms=NOW)
     assert (dated.kind, dated.retry_after_ms) == (OutcomeKind.RETRY, 90_000)
-    plan = settle(seconds, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+    plan = after_attempt(seconds, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
     assert (plan.status, plan.next_attempt_at) == ("retrying", NOW + 120_000)
     missing = classify(answer(429), now_ms=NOW)
     assert (missing.kind, missing.retry_after_ms) == (OutcomeKind.RETRY, None)
@@ -170,17 +171,17 @@ def check_exhausted(left: str, right: str) -> None:
     retry = classify(answer(503, "busy"), now_ms=NOW)
     rng = random.Random(5)
     # past MAX_ATTEMPTS: the fifth failure ends it; nothing more may be sent
-    assert settle(retry, attempt=5, due_at=NOW, now=NOW, limits=LIMITS, rng=rng).result_code == "retry_exhausted"
+    assert after_attempt(retry, attempt=5, due_at=NOW, now=NOW, limits=LIMITS, rng=rng).result_code == "retry_exhausted"
     assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, limits=LIMITS)
     assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, limits=LIMITS)
     # past the lateness cap: no send, and no retry planned beyond it
     assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, limits=LIMITS)
     assert may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, limits=LIMITS)
-    late = settle(retry, attempt=1, due_at=NOW, now=NOW + 899_000, limits=LIMITS, rng=rng)
+    late = after_attempt(retry, attempt=1, due_at=NOW, now=NOW + 899_000, limits=LIMITS, rng=rng)
     assert (late.status, late.result_code) == ("refused", "retry_exhausted")
     # Retry-After beyond MAX_RETRY_AFTER_MS
     long_wait = classify(answer(429, retry_after="301"), now_ms=NOW)
-    plan = settle(long_wait, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=rng)
+    plan = after_attempt(long_wait, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=rng)
     assert (plan.status, plan.result_code) == ("refused", "retry_exhausted")
 
 

@@ -301,13 +301,9 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     status = client.get("/admin/status", headers=OPERATOR).json()
     assert status["last_tick"]["at"] == "2026-07-01T13:00:30Z"
     assert (status["last_tick"]["due"], status["last_tick"]["claimed"]) == (4, 3)
-    assert status["last_tick"]["outcomes"] == {
-        "completed": 1,
-        "lost_claim": 0,
-        "refused": 1,
-        "refused_unsent": 1,
-        "retrying": 1,
-    }
+    assert status["last_tick"]["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
+    assert (status["last_tick"]["refused_unsent"], status["last_tick"]["lost_claim"]) == (1, 0)
+    assert status["last_tick"]["d1"] == {"statements": 8, "round_trips": 3}
     assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
     # Finished in July, so outside the last 24 hours of today's clock.
     assert set(status["finished_last_24h"].values()) == {0}
@@ -365,7 +361,8 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
         ("sch_ok", 1, "transition_applied", 200),
         ("sch_stale", 1, "scheduled_target_stale", 409),
     ]
-    assert all(a["started_at"] == tick and a["finished_at"] >= tick for a in attempts)
+    # started_at is when the request left: the tick instant advanced by real time.
+    assert all(tick <= a["started_at"] <= a["finished_at"] for a in attempts)
 
     # A second tick at the same instant finds nothing due: every claim was settled.
     recorder.requests.clear()

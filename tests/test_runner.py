@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
-from fake_core.state import Installation
 from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import FakeClock, base_env
@@ -21,6 +20,7 @@ from tests.world import (
     MINUTE,
     World,
     attempts,
+    bulk_due,
     crash_during_send,
     row,
     schedule,
@@ -214,46 +214,33 @@ async def test_after_uninstall_core_refuses_plugin_unauthorized(world: World) ->
 # -- fairness, concurrency, crashes ----------------------------------------------------------
 
 
-async def _bulk(world: World, installation: Installation, count: int, due_at: int, prefix: str) -> None:
-    """Many due rows for one installation (each on its own content), straight into the table."""
-    for i in range(count):
-        content_id = f"{prefix}{i}"
-        world.core.state.add_content(content_id, f"Item {i}")
-        group = world.core.state.group_of(content_id)
-        await world.db.prepare(
-            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-            " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
-            " VALUES (?, ?, ?, 'publish', 'published', ?, ?, 1, ?, ?, 'UTC', '2026-07-01T10:05',"
-            " 'pending', ?, 'usr_editor', 'Ada', 0, 0)"
-        ).bind(f"sch_{content_id}", installation.id, content_id, group.current_version_id,
-               group.revision, f"sched:{installation.id}:sch_{content_id}:r1", due_at, due_at).run()
-
-
 async def test_round_robin_one_busy_installation_cannot_starve_another(world: World) -> None:
     busy = await world.install()
     quiet = await world.install()
     third = await world.install()
     due = world.clock.now_ms() + MINUTE
-    await _bulk(world, busy, 1000, due - 5_000, "busy")  # older and many
-    await _bulk(world, quiet, 1, due, "quiet")
-    await _bulk(world, third, 2, due, "third")
+    await bulk_due(world, busy, 1000, due - 5_000, "busy")  # older and many
+    await bulk_due(world, quiet, 1, due, "quiet")
+    await bulk_due(world, third, 2, due, "third")
     report = await tick_at(world, due)
-    assert report["claimed"] == 20
-    per_installation = Counter(c.header("Authorization") for c in world.core.calls.of("transitions"))
+    assert (report["claimed"], report["batches"]) == (1003, 51)  # the tick drains its backlog
+    first_batch = world.core.calls.of("transitions")[:20]
+    per_installation = Counter(c.header("Authorization") for c in first_batch)
     assert per_installation[f"Bearer {quiet.token}"] == 1
     assert per_installation[f"Bearer {third.token}"] == 2
     assert per_installation[f"Bearer {busy.token}"] == 17
 
 
-async def test_a_tick_costs_three_round_trips_whatever_the_row_count(world: World) -> None:
+async def test_a_batch_costs_three_round_trips_and_nine_statements(world: World) -> None:
     installation = await world.install()
     due = world.clock.now_ms() + MINUTE
-    await _bulk(world, installation, 20, due, "rt")
+    await bulk_due(world, installation, 20, due, "rt")
     trips = world.db.round_trips
     report = await tick_at(world, due)
     assert report["completed"] == 20
-    assert world.db.round_trips - trips == 3
+    # due; claim + open attempts; settle (2 chunks) + finish attempts (2) + record + next due
+    assert world.db.round_trips - trips == report["d1_round_trips"] == 3
+    assert report["d1_statements"] == 9
 
 
 class YieldingDatabase:
@@ -294,7 +281,7 @@ class YieldingDatabase:
 async def test_two_ticks_at_once_never_send_a_row_twice(world: World) -> None:
     installation = await world.install()
     due = world.clock.now_ms() + MINUTE
-    await _bulk(world, installation, 15, due, "twin")
+    await bulk_due(world, installation, 15, due, "twin")
     world.app.services.db = YieldingDatabase(world.db)  # type: ignore[assignment]
     world.core.faults.set_latency(0.01)
     world.clock.now = due
@@ -354,7 +341,7 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
     await world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?").bind(s["id"]).run()
     report = await slow
     assert report["lost_lease"] == 1
-    assert (await runner_status(world.app))["last_tick"]["outcomes"]["lost_lease"] == 1
+    assert (await runner_status(world.app))["last_tick"]["lost_lease"] == 1
     assert (await row(world, s["id"]))["status"] == "running"
 
 

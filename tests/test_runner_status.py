@@ -12,6 +12,7 @@ from fake_core import Fault
 from fake_core.transport import FakeCoreTransport
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.tick_report import TickReport
 from tests.conftest import ADMIN_SECRET, FakeClock, call
 from tests.helpers import body, runner_status
 from tests.world import MINUTE, World, crash_during_send, schedule, tick_at
@@ -98,12 +99,9 @@ async def test_a_retrying_and_a_refused_outcome_are_counted(world: World) -> Non
     world.core.state.edit("cnt_page")  # the pin is stale now
     await tick_at(world, max(retried["due_at"], refused["due_at"]))
     status = await runner_status(world.app)
-    assert status["last_tick"]["outcomes"] == {
-        "lost_claim": 0,
-        "refused_unsent": 0,
-        "retrying": 1,
-        "refused": 1,
-    }
+    last = status["last_tick"]
+    assert last["outcomes"] == {"completed": 0, "retrying": 1, "refused": 1}
+    assert (last["batches"], last["sends"], last["lost_claim"], last["refused_unsent"]) == (1, 2, 0, 0)
     assert (status["schedules"]["retrying"], status["finished_last_24h"]["refused"]) == (1, 1)
     assert status["due_backlog"] == 0  # the retry waits for its backoff
 
@@ -191,8 +189,9 @@ async def test_each_tick_logs_one_json_line_without_secrets(
         "event": "runner_tick",
         "at": "2026-07-01T10:04:00Z",
         "duration_ms": 0,
-        "due": 0,
-        "claimed": 0,
+        **{name: 0 for name in TickReport().as_record()},
+        "d1_statements": 2,  # the due query and the tick's record
+        "d1_round_trips": 2,
     }
     assert busy["at"] == "2026-07-01T10:05:00Z"
     assert (busy["due"], busy["claimed"], busy["completed"]) == (1, 1, 1)

@@ -7,8 +7,9 @@ import shutil
 import pytest
 
 from scheduling.ports import DatabaseError, UnreadableSecret
+from scheduling.repository import runner_store
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
-from scheduling.repository.runner_queries import DUE_SQL
+from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -122,4 +123,27 @@ def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, param
     assert reads, steps
     partial = ("schedules_waiting", "schedules_leased", "schedules_finished")
     assert all(any(f"INDEX {name}" in step for name in partial) for step in reads), steps
+    database.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "width", "fixed"),
+    [(runner_store.CLAIM_SQL, 4, 3), (runner_store.REFUSE_UNSENT_SQL, 5, 1),
+     (runner_store.SETTLE_SQL, 5, 2), (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
+     (runner_store.DROP_ATTEMPTS_SQL, 2, 0), (runner_store.OPEN_ATTEMPTS_SQL, 0, 3)],
+    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
+)
+def test_batch_statements_find_each_row_by_key_never_by_scan(sql: str, width: int, fixed: int) -> None:
+    database = SqliteDatabase(":memory:")
+    apply_migrations(database.connection)
+    rows = 20
+    values = ", ".join("(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
+                       for i in range(rows))
+    params = [0] * (fixed + rows * width)
+    steps = [row[3] for row in database.connection.execute(
+        "EXPLAIN QUERY PLAN " + sql.format(values=values), params)]
+    table_reads = [s for s in steps if s.startswith(("SCAN", "SEARCH")) and "CONSTANT ROW" not in s
+                   and not s.startswith(("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent"))]
+    assert table_reads, steps
+    assert all(step.startswith("SEARCH") for step in table_reads), steps
     database.close()

@@ -162,6 +162,29 @@ def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
             if c.header("Idempotency-Key") == schedule_row["idempotency_key"]]
 
 
+async def bulk_due(world: World, installation: Installation, count: int, due_at: int, prefix: str) -> None:
+    """Many due rows for one installation (each on its own content in fake_core), straight into the table."""
+    for i in range(count):
+        content_id = f"{prefix}{i}"
+        world.core.state.add_content(content_id, f"Item {i}")
+        group = world.core.state.group_of(content_id)
+        await insert_due(world.db, installation.id, content_id, due_at,
+                         version_id=group.current_version_id, workflow_revision=group.revision)
+
+
+async def insert_due(db: Any, installation_id: str, content_id: str, due_at: int, *,
+                     version_id: str = "ver_1", workflow_revision: int = 1) -> None:
+    """One pending publish due at `due_at`, straight into the table."""
+    await db.prepare(
+        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+        " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
+        " VALUES (?, ?, ?, 'publish', 'published', ?, ?, 1, ?, ?, 'UTC', '2026-07-01T10:05',"
+        " 'pending', ?, 'usr_editor', 'Ada', 0, 0)"
+    ).bind(f"sch_{content_id}", installation_id, content_id, version_id, workflow_revision,
+           f"sched:{installation_id}:sch_{content_id}:r1", due_at, due_at).run()
+
+
 async def tick_at(world: World, ms: int) -> dict[str, int]:
     world.clock.now = ms
     return await world.app.tick(ms)

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from .dee_wan import REQUEST_TIMEOUT_MS
+
 VARIABLES = (
     "PUBLIC_ORIGIN",
     "ENVIRONMENT",
@@ -116,8 +118,6 @@ def _environment(value: Any) -> str:
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
-# One request to Dee Wan may take this long once it has a connection (protocol client's timeout).
-REQUEST_TIMEOUT_MS = 10_000
 # Room for the claim and settle round trips around a batch's sends.
 LEASE_MARGIN_MS = 5_000
 

@@ -87,6 +87,8 @@ class OutboundRequest:
     headers: Mapping[str, str]
     body: bytes | None = None
     timeout_s: float = 10.0
+    # Read at most this much of the answer's body; a longer one comes back `truncated`.
+    max_body_bytes: int = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ class OutboundResponse:
     status: int
     headers: Mapping[str, str]  # lower-case names
     body: bytes
+    truncated: bool = False  # the body was longer than the request's `max_body_bytes`
 
 
 class TransportError(Exception):
@@ -106,7 +109,12 @@ class TransportTimeout(TransportError):
 
 class HttpClient(Protocol):
     async def send(self, request: OutboundRequest) -> OutboundResponse:
-        """Send once; never follow redirects. Raises TransportError/TransportTimeout."""
+        """Send once; never follow redirects; stop reading the body past `max_body_bytes`.
+
+        `timeout_s` bounds the whole exchange, body included, from this call on.
+        Every failure is a `TransportError` (a `TransportTimeout` for the timeout);
+        nothing else escapes.
+        """
         ...
 
 

@@ -1,4 +1,4 @@
-"""What happens to a schedule after an attempt, and whether it may be attempted at all.
+"""Whether a schedule may be attempted, and what happens to it after an attempt.
 
 The caps are absolute: nothing is sent past `due_at + MAX_LATENESS_MS` or past
 `MAX_ATTEMPTS`, and no retry is planned for a time that would break either.
@@ -41,9 +41,19 @@ class Settlement:
     next_attempt_at: int | None = None
 
 
+REFUSED_LATE = Settlement("refused", RETRY_EXHAUSTED)
+
+
+def too_late(*, due_at: int, now: int, limits: Limits) -> bool:
+    """Past the lateness cap: checked before a claim and again right before the request leaves."""
+    return now > due_at + limits.max_lateness_ms
+
+
 def may_send(*, attempts_so_far: int, due_at: int, now: int, limits: Limits) -> bool:
     """Before a claim: is one more send allowed?"""
-    return attempts_so_far < limits.max_attempts and now <= due_at + limits.max_lateness_ms
+    return attempts_so_far < limits.max_attempts and not too_late(
+        due_at=due_at, now=now, limits=limits
+    )
 
 
 def backoff_ms(attempt: int, rng: random.Random) -> int:
@@ -52,9 +62,10 @@ def backoff_ms(attempt: int, rng: random.Random) -> int:
     return int(base * rng.uniform(0.5, 1.0))
 
 
-def settle(
+def after_attempt(
     outcome: Outcome, *, attempt: int, due_at: int, now: int, limits: Limits, rng: random.Random
 ) -> Settlement:
+    """Where the schedule goes after attempt number `attempt` ended at `now` with `outcome`."""
     if outcome.kind is OutcomeKind.COMPLETED:
         return Settlement("completed", outcome.code)
     if outcome.kind is OutcomeKind.REFUSED:
@@ -67,6 +78,6 @@ def settle(
         next_at = now + outcome.retry_after_ms
     else:
         next_at = now + backoff_ms(attempt, rng)
-    if next_at > due_at + limits.max_lateness_ms:
+    if too_late(due_at=due_at, now=next_at, limits=limits):
         return Settlement("refused", RETRY_EXHAUSTED)
     return Settlement("retrying", outcome.code, next_at)

@@ -1,196 +1,213 @@
-"""One runner tick: claim due schedules, send them concurrently, settle each under its lease."""
+"""One runner tick: claim due schedules batch by batch, send each within a connection slot,
+settle each under its lease, until nothing is due or the tick's budget is spent.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections import Counter
-from collections.abc import Callable
+import functools
 from dataclasses import dataclass
 
-from . import contexts
+from . import contexts, dee_wan
+from .concurrency import gather_limited
 from .events import emit
 from .localtime import rfc3339
-from .outcomes import Outcome, classify
-from .ports import (
-    OutboundRequest,
-    OutboundResponse,
-    Statement,
-    TransportError,
-    UnreadableSecret,
-)
-from .repository import runner_queries as q
+from .outcomes import Outcome
+from .ports import Statement, UnreadableSecret
 from .repository import ticks
-from .retry_policy import RETRY_EXHAUSTED, Limits, may_send, settle
+from .repository.runner_store import Claimed, DueRow, RunnerStore, Settle
+from .retry_policy import (
+    REFUSED_LATE,
+    RETRY_EXHAUSTED,
+    Limits,
+    Settlement,
+    after_attempt,
+    may_send,
+    too_late,
+)
 from .services import Services, log
+from .tick_report import TickReport
 
-SEND_TIMEOUT_S = 10.0
 TOKEN_UNREADABLE = "token_unreadable"
 
 
 @dataclass(frozen=True)
 class Claim:
-    row: q.DueRow
-    lease_token: str
+    row: DueRow
+    attempt: int
     token: str  # opened installation token; lives only for this tick
 
-    @property
-    def attempt(self) -> int:
-        return self.row.attempt_count + 1
+
+@dataclass(frozen=True)
+class Attempt:
+    claim: Claim
+    started_at: int
+    outcome: Outcome | None  # None: past the lateness cap when its slot came, nothing sent
+    finished_at: int
 
 
 async def tick(services: Services, now: int) -> dict[str, int]:
     """Run one tick at instant `now` (epoch ms); returns its counts, as recorded and logged."""
-    config = services.config
-    limits = Limits.from_config(config)
-    db = services.db
-    started = services.clock.now_ms()
-    rows = await q.due_rows(db, now, config.max_rows_per_tick)
-    report: Counter[str] = Counter(due=len(rows), claimed=0)
-    if not rows:
-        return await _finish(services, now, started, report, [])
+    return (await _Tick(services, now).run()).as_record()
 
-    claims, statements, unsent = await _prepare(services, rows, now, limits)
-    changes = await q.run_batch(db, statements)
-    won = _won_claims(claims, changes, len(unsent))
-    report.update(
-        refused_unsent=sum(changes[: len(unsent)]),
-        claimed=len(won),
-        lost_claim=len(claims) - len(won),
-    )
 
-    def elapsed_now() -> int:
-        # `now` may be a chosen instant (tests, /__scheduled?time=); advance it by real time spent.
-        return now + max(0, services.clock.now_ms() - started)
+class _Tick:
+    def __init__(self, services: Services, now: int) -> None:
+        config = services.config
+        self.services = services
+        self.now = now
+        self.started = services.clock.now_ms()
+        self.limits = Limits.from_config(config)
+        self.batch_size = config.max_rows_per_tick
+        self.concurrency = config.send_concurrency
+        self.budget_ms = config.tick_budget_ms
+        self.store = RunnerStore(services.db)
+        self.report = TickReport()
+        self._tokens: dict[str, str | None] = {}
 
-    outcomes = await asyncio.gather(*(_send(services, claim, elapsed_now) for claim in won))
-    finished = elapsed_now()
+    def clock(self) -> int:
+        """The tick's instant advanced by the real time spent since it started.
 
-    settles = []
-    for claim, outcome in zip(won, outcomes, strict=True):
-        plan = settle(
+        `now` may be a chosen instant (tests, /__scheduled?time=) or a late cron
+        delivery's `scheduledTime`; every decision within the tick reads this.
+        """
+        return self.now + max(0, self.services.clock.now_ms() - self.started)
+
+    def elapsed_ms(self) -> int:
+        return self.clock() - self.now
+
+    async def run(self) -> TickReport:
+        rows = await self.store.due(self.now, self.batch_size)
+        lost_last = 0
+        while rows:
+            rows, lost_last = await self._batch(rows)
+        if self.report.batches == 0 or lost_last:
+            # Nothing was settled (an empty tick), or the last settle's record missed its lost leases.
+            await self.store.write([], record=self._record)
+        emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
+        return self.report
+
+    async def _batch(self, rows: list[DueRow]) -> tuple[list[DueRow], int]:
+        """Claim, send and settle one batch; returns the next batch's rows (if the budget allows)."""
+        report = self.report
+        report.batches += 1
+        report.due += len(rows)
+        lease_token = self.services.crypto.random_token()
+        claims, refused = await self._claim(rows, lease_token)
+        attempts = await gather_limited(
+            self.concurrency, [functools.partial(self._attempt, claim) for claim in claims]
+        )
+        settles = [self._settle(attempt) for attempt in attempts]
+        at = self.clock()
+        progress = bool(claims or refused)
+        more = progress and self.elapsed_ms() < self.budget_ms
+        settled = await self.store.settle(
+            lease_token,
+            settles,
+            at,
+            record=self._record,
+            next_due=(at, self.batch_size) if more else None,
+        )
+        report.lost_lease += len(settled.lost)
+        for schedule_id in settled.lost:
+            log.warning(
+                "schedule %s: lease lost before settle; left to its new runner", schedule_id
+            )
+        return settled.due, len(settled.lost)
+
+    async def _claim(self, rows: list[DueRow], lease_token: str) -> tuple[list[Claim], list[str]]:
+        """Decide each row before any send: refuse it unsent, or claim it."""
+        at = self.clock()
+        refusals: list[tuple[DueRow, str]] = []
+        wanted: list[DueRow] = []
+        for row in rows:
+            if not may_send(
+                attempts_so_far=row.attempt_count, due_at=row.due_at, now=at, limits=self.limits
+            ):
+                refusals.append((row, RETRY_EXHAUSTED))
+            elif await self._token(row) is None:
+                refusals.append((row, TOKEN_UNREADABLE))
+            else:
+                wanted.append(row)
+        won, refused = await self.store.claim(
+            wanted, refusals, lease_token, at, self.limits.lease_ms
+        )
+        self.report.refused_unsent += len(refused)
+        self.report.claimed += len(won)
+        self.report.lost_claim += len(wanted) - len(won)
+        return [self._claimed(c) for c in won], refused
+
+    def _claimed(self, claimed: Claimed) -> Claim:
+        token = self._tokens[claimed.row.installation_id]
+        assert token is not None
+        return Claim(claimed.row, claimed.attempt, token)
+
+    async def _token(self, row: DueRow) -> str | None:
+        """The installation's token, opened once per tick; None when TOKEN_KEY cannot open it."""
+        if row.installation_id not in self._tokens:
+            try:
+                self._tokens[row.installation_id] = await self.services.crypto.open(
+                    row.token_sealed, contexts.installation_token(row.installation_id)
+                )
+            except UnreadableSecret:
+                log.warning(
+                    "installation %s: token does not open under TOKEN_KEY", row.installation_id
+                )
+                self._tokens[row.installation_id] = None
+        return self._tokens[row.installation_id]
+
+    async def _attempt(self, claim: Claim) -> Attempt:
+        """Runs once the claim holds a connection slot: the cap is checked at the last moment."""
+        started = self.clock()
+        if too_late(due_at=claim.row.due_at, now=started, limits=self.limits):
+            return Attempt(claim, started, None, started)
+        self.report.sent(started - claim.row.due_at)
+        outcome = await dee_wan.send_transition(
+            self.services.http, claim.row, claim.token, self.clock
+        )
+        return Attempt(claim, started, outcome, self.clock())
+
+    def _settle(self, attempt: Attempt) -> Settle:
+        claim, outcome = attempt.claim, attempt.outcome
+        if outcome is None:
+            self.report.refused_unsent_late += 1
+            return _settle_row(claim, REFUSED_LATE)
+        plan = after_attempt(
             outcome,
             attempt=claim.attempt,
             due_at=claim.row.due_at,
-            now=finished,
-            limits=limits,
-            rng=services.rng,
+            now=attempt.finished_at,
+            limits=self.limits,
+            rng=self.services.rng,
         )
-        settles.append(
-            q.finish_attempt(
-                db, claim.row.id, claim.attempt, outcome.code, outcome.http_status, finished
-            )
-        )
-        settles.append(
-            q.settle(
-                db,
-                claim.row.id,
-                claim.lease_token,
-                plan.status,
-                plan.result_code,
-                plan.next_attempt_at,
-                finished,
-            )
-        )
-        report[plan.status] += 1
-    return await _finish(services, now, started, report, settles)
+        self.report.ended(plan.status)
+        return _settle_row(claim, plan, attempt, outcome)
+
+    def _counts(self) -> dict[str, int]:
+        self.report.d1_statements = self.store.statements
+        self.report.d1_round_trips = self.store.round_trips
+        return self.report.as_record()
+
+    def _record(self) -> Statement:
+        """The tick's record, built last so it counts the round trip that carries it."""
+        return ticks.record(self.store.db, self.now, self.elapsed_ms(), self._counts())
 
 
-async def _finish(
-    services: Services,
-    now: int,
-    started: int,
-    report: Counter[str],
-    settles: list[Statement],
-) -> dict[str, int]:
-    """Settle, and record the tick in the same batch; log it as one JSON line."""
-    db = services.db
-    duration = max(0, services.clock.now_ms() - started)
-    changes = await q.run_batch(db, [*settles, ticks.record(db, now, duration, report)])
-    lost = sum(1 for changed in changes[1 : len(settles) : 2] if not changed)
-    if lost:
-        # Rare (a lease expired mid-tick): one more write keeps the record exact.
-        report["lost_lease"] = lost
-        await q.run_batch(db, [ticks.record(db, now, duration, report)])
-    emit("runner_tick", at=rfc3339(now), duration_ms=duration, **report)
-    return dict(report)
-
-
-async def _prepare(
-    services: Services, rows: list[q.DueRow], now: int, limits: Limits
-) -> tuple[list[Claim], list[Statement], list[q.DueRow]]:
-    """Decide each row before any send: refuse it unsent, or claim it."""
-    db = services.db
-    tokens: dict[str, str | None] = {}
-    unsent: list[tuple[q.DueRow, str]] = []
-    claims: list[Claim] = []
-    for row in rows:
-        if not may_send(
-            attempts_so_far=row.attempt_count, due_at=row.due_at, now=now, limits=limits
-        ):
-            unsent.append((row, RETRY_EXHAUSTED))
-            continue
-        if row.installation_id not in tokens:
-            tokens[row.installation_id] = await _open_token(services, row)
-        token = tokens[row.installation_id]
-        if token is None:
-            unsent.append((row, TOKEN_UNREADABLE))
-            continue
-        claims.append(Claim(row, services.crypto.random_token(), token))
-    statements = [q.refuse_unsent(db, row, code, now) for row, code in unsent]
-    for claim in claims:
-        statements.extend(q.claim(db, claim.row, claim.lease_token, now, limits.lease_ms))
-    return claims, statements, [row for row, _ in unsent]
-
-
-def _won_claims(claims: list[Claim], changes: list[int], offset: int) -> list[Claim]:
-    # Each claim is two statements; the first (the compare-and-set) tells who won.
-    return [claim for i, claim in enumerate(claims) if changes[offset + 2 * i] == 1]
-
-
-async def _open_token(services: Services, row: q.DueRow) -> str | None:
-    try:
-        return await services.crypto.open(
-            row.token_sealed, contexts.installation_token(row.installation_id)
-        )
-    except UnreadableSecret:
-        log.warning("installation %s: token does not open under TOKEN_KEY", row.installation_id)
-        return None
-
-
-def transition_request(row: q.DueRow, token: str) -> OutboundRequest:
-    """Protocol §6. The body depends only on the stored schedule, so every retry is identical."""
-    body = {
-        "content_id": row.content_id,
-        "kind": row.kind,
-        "to": row.to_state,
-        "version_id": row.version_id,
-        "workflow_revision": row.workflow_revision,
-        "requested_by": row.requested_by,
-        "due_at": rfc3339(row.due_at),
-    }
-    return OutboundRequest(
-        "POST",
-        f"{row.base_url}/api/plugins/v1/transitions",
-        {
-            "authorization": f"Bearer {token}",
-            "idempotency-key": row.idempotency_key,
-            "content-type": "application/json",
-            "accept": "application/json",
-        },
-        json.dumps(body, separators=(",", ":")).encode(),
-        SEND_TIMEOUT_S,
+def _settle_row(
+    claim: Claim,
+    plan: Settlement,
+    attempt: Attempt | None = None,
+    outcome: Outcome | None = None,
+) -> Settle:
+    """`attempt` and `outcome` are given when a request left; without them nothing was sent."""
+    return Settle(
+        schedule_id=claim.row.id,
+        attempt=claim.attempt,
+        status=plan.status,
+        result_code=plan.result_code,
+        next_attempt_at=plan.next_attempt_at,
+        sent=outcome is not None,
+        started_at=attempt.started_at if attempt else None,
+        finished_at=attempt.finished_at if attempt else None,
+        attempt_code=outcome.code if outcome else None,
+        http_status=outcome.http_status if outcome else None,
     )
-
-
-async def _send(services: Services, claim: Claim, clock: Callable[[], int]) -> Outcome:
-    answer: OutboundResponse | TransportError
-    try:
-        answer = await services.http.send(transition_request(claim.row, claim.token))
-    except TransportError as exc:
-        answer = exc
-    except Exception as exc:
-        # Settle every claim exactly once, even when an adapter misbehaves.
-        log.exception("schedule %s: send failed unexpectedly", claim.row.id)
-        answer = TransportError(type(exc).__name__)
-    return classify(answer, now_ms=clock())

@@ -7,6 +7,7 @@ from typing import Any
 from .localtime import rfc3339
 from .repository.backlog import Backlog
 from .repository.ticks import LastTick
+from .tick_report import TickReport
 
 # Three missed minutes: one late cron firing is normal, three in a row is not.
 STALL_AFTER_MS = 3 * 60_000
@@ -37,14 +38,26 @@ def status_json(
 
 
 def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
-    report = dict(last.report)
+    report = TickReport.from_record(last.report)
     return {
         "at": rfc3339(last.at),
         "age_ms": max(0, now - last.at),
         "duration_ms": last.duration_ms,
-        "due": report.pop("due", 0),
-        "claimed": report.pop("claimed", 0),
-        "outcomes": report,
+        "due": report.due,
+        "claimed": report.claimed,
+        "batches": report.batches,
+        "sends": report.sends,
+        "outcomes": {
+            "completed": report.completed,
+            "refused": report.refused,
+            "retrying": report.retrying,
+        },
+        "refused_unsent": report.refused_unsent,
+        "refused_unsent_late": report.refused_unsent_late,
+        "lost_claim": report.lost_claim,
+        "lost_lease": report.lost_lease,
+        "lateness_ms": {"p50": report.lateness_p50_ms, "max": report.lateness_max_ms},
+        "d1": {"statements": report.d1_statements, "round_trips": report.d1_round_trips},
     }
 
 

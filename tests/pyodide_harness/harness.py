@@ -18,11 +18,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
+
+from scheduling.ports import OutboundRequest
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -31,6 +33,8 @@ SETUP = HERE / "setup.sh"
 WRANGLER_EXAMPLE = ROOT / "wrangler.example.jsonc"
 
 START_TIMEOUT_S = 120.0
+# workerd's cap: fetches of one invocation waiting for response headers at once.
+MAX_CONNECTIONS = 6
 
 ADMIN_SECRET = "harness-operator-secret-0123456789"
 # base64 of bytes 0..31: the same key as tests/conftest.py's TOKEN_KEY.
@@ -113,10 +117,12 @@ def _read_first_line(stream: IO[str], timeout_s: float) -> str | None:
 class Harness:
     """A running serve.mjs: the real Worker entry under Pyodide, with Miniflare's D1."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, max_connections: int = MAX_CONNECTIONS) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.origin = f"http://localhost:{self.port}"
+        self.control_url = f"http://127.0.0.1:{self.port}"
+        self.max_connections = max_connections
         self.log_path = workdir / "harness.log"
         self.base_vars: dict[str, Any] = {
             **example_vars(),
@@ -137,6 +143,8 @@ class Harness:
                 str(vars_file),
                 "--persist",
                 str(workdir / "state"),
+                "--max-connections",
+                str(max_connections),
                 *self._compat_flags_option(),
             ],
             cwd=HERE,
@@ -151,7 +159,7 @@ class Harness:
             self.close()
             raise RuntimeError(f"harness did not start; its log:\n{self.log_tail()}")
         self.ready: dict[str, Any] = json.loads(line)
-        self.control = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=60)
+        self.control = httpx.Client(base_url=self.control_url, timeout=60)
 
     @staticmethod
     def _compat_flags_option() -> list[str]:
@@ -221,6 +229,46 @@ class Harness:
     def info(self) -> dict[str, Any]:
         result: dict[str, Any] = self._post("info")
         return result
+
+    def fetch_stats(self, *, reset: bool = False) -> dict[str, int]:
+        """The Worker's outbound fetch counters (see serve.mjs `newFetchStats`), as they were
+        before `reset` zeroes the totals and maxima."""
+        stats: dict[str, int] = self._post("fetch-stats", {"reset": reset})
+        return stats
+
+    def send_all(self, requests: Sequence[OutboundRequest]) -> list[dict[str, Any]]:
+        """Send every request at once from one invocation, through WorkersFetch inside Pyodide.
+
+        Each outcome is {"status", "body", "elapsed_ms"} or {"error": "TransportTimeout" |
+        "TransportError", "detail", "elapsed_ms"}, in the order of `requests`.
+        """
+        payload = {
+            "requests": [
+                {
+                    "method": request.method,
+                    "url": request.url,
+                    "headers": dict(request.headers),
+                    "body": None if request.body is None else request.body.decode(),
+                    "timeout_s": request.timeout_s,
+                }
+                for request in requests
+            ]
+        }
+        outcomes: list[dict[str, Any]] = self._post("send", payload)["outcomes"]
+        return outcomes
+
+    def d1(self, op: str, *statements: tuple[str, Sequence[Any]]) -> dict[str, Any]:
+        """One Database-port call (all/first/run/batch) through the Workers D1 adapter.
+
+        See harness_glue.d1 for the answer's shape; tests/pyodide_harness/remote_d1.py wraps
+        this route as a `scheduling.ports.Database`.
+        """
+        payload = {
+            "op": op,
+            "statements": [{"sql": sql, "params": list(params)} for sql, params in statements],
+        }
+        answer: dict[str, Any] = self._post("d1", payload)
+        return answer
 
     def set_vars(self, variables: dict[str, Any]) -> None:
         """Replace the Worker's variables and secrets (the D1 binding stays)."""

@@ -200,3 +200,92 @@ async def d1_check(env: JsProxy) -> str:
     ).run()
     seen["cleaned"] = cleaned.meta.changes
     return json.dumps(seen)  # JSON keeps None as null (to_js would make it undefined)
+
+
+async def d1(env: JsProxy, payload: str) -> str:
+    """One call of the Database port, as the Worker makes it: `D1Database` over the env binding.
+
+    `payload` is {"op": "all"|"first"|"run"|"batch", "statements": [{"sql", "params"}]};
+    all/first/run take exactly one statement. Answers (as JSON text) {"results": [result, …]}
+    (one per statement), {"row": row-or-null} for first, or {"error": {"type", "message",
+    "constraint"}} when preparing, binding or running raised; a result is
+    {"results": rows, "meta": {"changes", "last_row_id"}}.
+    """
+    from workers import _EnvWrapper
+
+    from scheduling.ports import DatabaseError, Result
+    from scheduling.runtimes.workers.bridge import DB_BINDING
+    from scheduling.runtimes.workers.d1 import D1Database
+
+    def result(value: Result) -> dict[str, Any]:
+        meta = {"changes": value.meta.changes, "last_row_id": value.meta.last_row_id}
+        return {"results": value.results, "meta": meta}
+
+    request = json.loads(payload)
+    op = request["op"]
+    if op not in ("all", "first", "run", "batch"):
+        raise ValueError(f"unknown op {op!r}")
+    if op != "batch" and len(request["statements"]) != 1:
+        raise ValueError(f"{op} takes exactly one statement, not {len(request['statements'])}")
+    db = D1Database(getattr(_EnvWrapper(env), DB_BINDING))
+    answer: dict[str, Any]
+    try:
+        statements = [
+            db.prepare(item["sql"]).bind(*item.get("params", [])) for item in request["statements"]
+        ]
+        if op == "batch":
+            answer = {"results": [result(item) for item in await db.batch(statements)]}
+        elif op == "first":
+            answer = {"row": await statements[0].first()}
+        elif op == "all":
+            answer = {"results": [result(await statements[0].all())]}
+        else:
+            answer = {"results": [result(await statements[0].run())]}
+    except Exception as exc:
+        # A DatabaseError is the port's; anything else (e.g. a JsException from bind() for an
+        # int Pyodide turns into a BigInt) is what the Worker itself would see raised.
+        constraint = isinstance(exc, DatabaseError) and exc.constraint
+        message = str(exc).splitlines()[0] if str(exc) else ""  # a JsException adds its JS stack
+        answer = {
+            "error": {"type": type(exc).__name__, "message": message, "constraint": constraint}
+        }
+    return json.dumps(answer)
+
+
+async def send_all(payload: str) -> str:
+    """Send every request at once through `WorkersFetch`, in list order; report each outcome.
+
+    `payload` is {"requests": [{"url", "method", "headers", "body", "timeout_s"}]}. Answers
+    {"outcomes": [{"status", "body", "elapsed_ms"} or {"error", "detail", "elapsed_ms"}]}, where
+    "error" is the TransportError class name (TransportTimeout for a timeout).
+    """
+    import asyncio
+    import time
+
+    from scheduling.ports import OutboundRequest, TransportError
+    from scheduling.runtimes.workers.fetch_client import WorkersFetch
+
+    client = WorkersFetch()
+
+    async def send(spec: dict[str, Any]) -> dict[str, Any]:
+        body = spec.get("body")
+        request = OutboundRequest(
+            method=spec.get("method", "GET"),
+            url=spec["url"],
+            headers=spec.get("headers", {}),
+            body=None if body is None else body.encode(),
+            timeout_s=spec.get("timeout_s", 10.0),
+        )
+        started = time.monotonic()
+        outcome: dict[str, Any]
+        try:
+            response = await client.send(request)
+            outcome = {"status": response.status, "body": response.body.decode(errors="replace")}
+        except TransportError as exc:
+            outcome = {"error": type(exc).__name__, "detail": str(exc)}
+        outcome["elapsed_ms"] = round((time.monotonic() - started) * 1000)
+        return outcome
+
+    # Each task calls js.fetch in its first step, so fetches start in list order.
+    outcomes = await asyncio.gather(*(send(spec) for spec in json.loads(payload)["requests"]))
+    return json.dumps({"outcomes": outcomes})

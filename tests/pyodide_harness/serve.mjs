@@ -3,11 +3,13 @@
 // 314 in Node with the real `workers` SDK and Miniflare's D1. See README.md.
 //
 //   node serve.mjs --port 0 --vars vars.json --persist DIR [--host 127.0.0.1]
+//                  [--max-connections 6]
 //
 // Every request is turned into a JS `Request` and handed to the entry's
 // `fetch`, except the control routes under /__harness/ (see `control` below).
 // Prints one JSON line `{"ready": true, "port": N, ...}` on stdout when serving.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
@@ -26,6 +28,8 @@ const DATABASE_NAME = "plugin-db";
 const DATABASE_ID = "00000000-0000-4000-8000-000000000001";
 const DB_BINDING = "PLUGIN_DB";
 const CRON = "* * * * *";
+// workerd: fetches of one invocation waiting for response headers at once; the rest queue.
+const MAX_CONNECTIONS = 6;
 // `_cloudflare_compat_flags` answers true for these (both enabled for python_workers
 // before COMPATIBILITY_DATE), false for anything else.
 const DEFAULT_COMPAT_FLAGS = [
@@ -43,6 +47,7 @@ function parseArgs(argv) {
     src: path.join(ROOT, "src"),
     migrations: path.join(ROOT, "migrations"),
     compatFlags: DEFAULT_COMPAT_FLAGS,
+    maxConnections: MAX_CONNECTIONS,
   };
   for (let i = 0; i < argv.length; i += 1) {
     const name = argv[i];
@@ -57,9 +62,13 @@ function parseArgs(argv) {
     else if (name === "--src") options.src = path.resolve(value);
     else if (name === "--migrations") options.migrations = path.resolve(value);
     else if (name === "--compat-flags") options.compatFlags = value.split(",").filter(Boolean);
+    else if (name === "--max-connections") options.maxConnections = Number(value);
     else throw new Error(`unknown option ${name}`);
   }
   if (!options.persist) throw new Error("--persist DIR is required (D1 state lives there)");
+  if (!Number.isInteger(options.maxConnections) || options.maxConnections < 1) {
+    throw new Error("--max-connections needs a whole number of at least 1");
+  }
   return options;
 }
 
@@ -163,11 +172,118 @@ class ExecutionContext {
   }
 }
 
+// -- Outbound fetch: workerd's connection cap per invocation ------------------
+//
+// In production one invocation has at most `max` fetches waiting for response
+// headers; a further fetch waits in a queue until one of them has its headers.
+// Its AbortSignal keeps running meanwhile, so a timeout can expire before the
+// request is even sent. Local workerd does not enforce this; the harness does,
+// so that tests see what production does. Only the fetch that Pyodide's `js`
+// module exposes is wrapped: Miniflare and the control routes use Node's own.
+
+// The invocation (a ConnectionSlots) that the running code belongs to.
+const invocations = new AsyncLocalStorage();
+
+function newFetchStats(maxConnections) {
+  return {
+    max_connections: maxConnections,
+    waiting_for_headers: 0, // now, over all invocations
+    queued: 0, // now, over all invocations
+    max_waiting_for_headers: 0, // the most one invocation ever had at once
+    queued_total: 0, // fetches that found every slot taken
+    started_total: 0, // fetches handed to the real fetch
+    aborted_while_queued_total: 0, // their signal aborted before a slot came free
+  };
+}
+
+class ConnectionSlots {
+  #max;
+  #stats;
+  #waiting = 0;
+  #queue = [];
+
+  constructor(max, stats) {
+    this.#max = max;
+    this.#stats = stats;
+  }
+
+  // Resolves once this fetch may start; rejects with the signal's reason if it aborts first.
+  acquire(signal) {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#waiting < this.#max) {
+      this.#take();
+      return Promise.resolve();
+    }
+    this.#stats.queued_total += 1;
+    this.#stats.queued += 1;
+    return new Promise((resolve, reject) => {
+      const entry = {
+        grant: () => {
+          signal?.removeEventListener("abort", onAbort);
+          this.#stats.queued -= 1;
+          this.#take();
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        this.#queue.splice(this.#queue.indexOf(entry), 1);
+        this.#stats.queued -= 1;
+        this.#stats.aborted_while_queued_total += 1;
+        reject(signal.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#queue.push(entry);
+    });
+  }
+
+  release() {
+    this.#waiting -= 1;
+    this.#stats.waiting_for_headers -= 1;
+    this.#queue.shift()?.grant();
+  }
+
+  #take() {
+    this.#waiting += 1;
+    this.#stats.waiting_for_headers += 1;
+    this.#stats.max_waiting_for_headers = Math.max(
+      this.#stats.max_waiting_for_headers,
+      this.#waiting,
+    );
+  }
+}
+
+function signalOf(input, init) {
+  if (init && init.signal != null) return init.signal;
+  return input instanceof Request ? input.signal : undefined;
+}
+
+// `fetch` as an invocation in workerd sees it: a slot first, released when headers arrive.
+function limitedFetch(realFetch, maxConnections, stats) {
+  const outside = new ConnectionSlots(maxConnections, stats); // code outside any invocation
+  return async function fetch(input, init) {
+    const slots = invocations.getStore() ?? outside;
+    await slots.acquire(signalOf(input, init));
+    stats.started_total += 1;
+    try {
+      return await realFetch(input, init);
+    } finally {
+      slots.release();
+    }
+  };
+}
+
 // -- Pyodide -----------------------------------------------------------------
 
-async function startPython(options, env, compatFlags) {
+async function startPython(options, env, compatFlags, fetchStats) {
   const output = (stream) => (line) => stream.write(`[worker] ${line}\n`);
+  // Python's `import js` sees globalThis with `fetch` limited as in workerd. Other names read
+  // with globalThis as the receiver: Node's `crypto` getter refuses any other `this`.
+  const fetch = limitedFetch(globalThis.fetch, options.maxConnections, fetchStats);
+  const jsglobals = new Proxy(globalThis, {
+    get: (target, name) => (name === "fetch" ? fetch : Reflect.get(target, name, target)),
+  });
   const pyodide = await loadPyodide({
+    jsglobals,
     stdout: output(process.stderr),
     stderr: output(process.stderr),
   });
@@ -233,7 +349,11 @@ async function writeResponse(res, response) {
 }
 
 function json(res, status, data) {
-  const body = JSON.stringify(data);
+  jsonText(res, status, JSON.stringify(data));
+}
+
+// JSON made by Python, passed on as is: JS numbers would round integers above 2**53.
+function jsonText(res, status, body) {
   res.writeHead(status, { "content-type": "application/json" });
   res.end(body);
 }
@@ -263,12 +383,18 @@ async function main() {
   applyMigrations(options);
   const { mf, db } = await startD1(options);
   const env = { [DB_BINDING]: new D1Database(db), ...vars };
-  const { pyodide, glue } = await startPython(options, env, options.compatFlags);
+  const fetchStats = newFetchStats(options.maxConnections);
+  const { pyodide, glue } = await startPython(options, env, options.compatFlags, fetchStats);
+
+  // One invocation: its own connection slots, for everything it starts (waitUntil included).
+  function asInvocation(run) {
+    return invocations.run(new ConnectionSlots(options.maxConnections, fetchStats), run);
+  }
 
   async function invoke(handler, ...args) {
     const ctx = new ExecutionContext();
     try {
-      return await glue.invoke(ctx, env, handler, ...args);
+      return await asInvocation(() => glue.invoke(ctx, env, handler, ...args));
     } finally {
       await ctx.settled();
     }
@@ -321,6 +447,27 @@ async function main() {
       }
       case "/__harness/d1-check":
         return json(res, 200, JSON.parse(await glue.d1_check(env)));
+      case "/__harness/d1": {
+        // One call of the Database port (scheduling.runtimes.workers.d1) on the live binding.
+        // The body goes to Python as text, so params are Python values, as the Worker binds them.
+        return jsonText(res, 200, await asInvocation(() => glue.d1(env, body.toString("utf8"))));
+      }
+      case "/__harness/send": {
+        // WorkersFetch().send for every request at once, from one invocation.
+        return jsonText(res, 200, await asInvocation(() => glue.send_all(body.toString("utf8"))));
+      }
+      case "/__harness/fetch-stats": {
+        // The counters as they were; `{"reset": true}` then zeroes the totals and maxima.
+        const answer = { ...fetchStats };
+        if (input.reset) {
+          const fresh = newFetchStats(options.maxConnections);
+          for (const name of ["max_waiting_for_headers", "queued_total", "started_total",
+            "aborted_while_queued_total"]) {
+            fetchStats[name] = fresh[name];
+          }
+        }
+        return json(res, 200, answer);
+      }
       case "/__harness/info":
         return json(res, 200, glue.info(env));
       default:
@@ -362,7 +509,14 @@ async function main() {
   await new Promise((resolve) => server.listen(options.port, options.host, resolve));
   const port = server.address().port;
   process.stdout.write(
-    `${JSON.stringify({ ready: true, port, pid: process.pid, pyodide: pyodide.version, startup_ms: Date.now() - started })}\n`,
+    `${JSON.stringify({
+      ready: true,
+      port,
+      pid: process.pid,
+      pyodide: pyodide.version,
+      max_connections: options.maxConnections,
+      startup_ms: Date.now() - started,
+    })}\n`,
   );
 
   const stop = async () => {

@@ -17,7 +17,8 @@ class WorkersFetch:
             "headers": to_js(dict(request.headers), dict_converter=js.Object.fromEntries),
             # A 3xx is an answer to classify, never something to follow.
             "redirect": "manual",
-            # Aborts the whole exchange, body included.
+            # Aborts the whole exchange, body included. The caller admits the request to
+            # one of the invocation's connections first, so this never times a queue.
             "signal": js.AbortSignal.timeout(int(request.timeout_s * 1000)),
         }
         if request.body is not None:
@@ -26,10 +27,28 @@ class WorkersFetch:
             response = await js.fetch(
                 request.url, to_js(init, dict_converter=js.Object.fromEntries)
             )
-            body = (await response.arrayBuffer()).to_bytes()
+            body, truncated = await _read_body(response, request.max_body_bytes)
         except JsException as exc:
             if getattr(exc, "name", "") in ("TimeoutError", "AbortError"):
                 raise TransportTimeout(exc.name) from None
             raise TransportError(getattr(exc, "name", "fetch failed")) from None
+        except Exception as exc:
+            raise TransportError(type(exc).__name__) from None
         headers = {str(name).lower(): str(value) for name, value in response.headers.entries()}
-        return OutboundResponse(int(response.status), headers, bytes(body))
+        return OutboundResponse(int(response.status), headers, body, truncated)
+
+
+async def _read_body(response: Any, limit: int) -> tuple[bytes, bool]:
+    """Read chunk by chunk and stop past `limit`, so a huge answer is never held whole."""
+    if response.body is None:
+        return b"", False
+    reader = response.body.getReader()
+    body = bytearray()
+    while True:
+        chunk = await reader.read()
+        if chunk.done:
+            return bytes(body), False
+        body += chunk.value.to_bytes()
+        if len(body) > limit:
+            await reader.cancel()
+            return bytes(body[:limit]), True

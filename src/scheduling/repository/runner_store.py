@@ -1,0 +1,349 @@
+"""The runner's store: the lease contract, stated as the docstrings of its operations.
+
+Work grows with batches, not rows: each operation is one D1 round trip of a
+few multi-row statements (`UPDATE … FROM (VALUES …)`), chunked under D1's
+bound-parameter limit, and who won a claim or a settle is read from
+`RETURNING`, never decoded from positions. `statements` and `round_trips`
+count what this store sent, for the tick's report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from ..ports import Database, Result, Row, Statement
+
+# D1 allows 100 bound parameters per statement.
+MAX_BOUND_PARAMETERS = 100
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A multi-row statement: `fixed` parameters, then `width` per row of its VALUES."""
+
+    fixed: int
+    width: int
+
+    def rows_per_statement(self) -> int:
+        return (MAX_BOUND_PARAMETERS - self.fixed) // self.width
+
+    def statements(self, rows: int) -> int:
+        return -(-rows // self.rows_per_statement())
+
+
+CLAIM = _Shape(fixed=3, width=4)
+REFUSE_UNSENT = _Shape(fixed=1, width=5)
+SETTLE = _Shape(fixed=2, width=5)
+FINISH_ATTEMPTS = _Shape(fixed=0, width=6)
+DROP_ATTEMPTS = _Shape(fixed=0, width=2)
+
+
+def batch_cost(rows: int) -> int:
+    """The most D1 statements a batch of `rows` can cost after its due query was read.
+
+    Its claim round trip (refusals, claims, opening attempts), and its settle
+    round trip (the tick's record, settles, finished or dropped attempts, the
+    next due query).
+    """
+    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
+    settle = 1 + SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
+    return claim + settle + DROP_ATTEMPTS.statements(rows) + 1
+
+
+DUE_SQL = """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT id, lease_until AS ready_at FROM schedules
+     WHERE status = 'running' AND lease_until <= ?1
+),
+ranked AS (
+    SELECT due.id, due.ready_at,
+           ROW_NUMBER() OVER (PARTITION BY s.installation_id
+                              ORDER BY due.ready_at, due.id) AS turn
+      FROM due JOIN schedules s ON s.id = due.id
+)
+SELECT s.id, s.installation_id, s.content_id, s.kind, s.to_state, s.version_id,
+       s.workflow_revision, s.idempotency_key, s.due_at, s.status, s.attempt_count,
+       s.lease_token, s.requested_by, i.base_url, i.token_sealed
+  FROM ranked
+  JOIN schedules s ON s.id = ranked.id
+  JOIN installations i ON i.id = s.installation_id
+ WHERE ranked.turn <= ?2
+ ORDER BY ranked.turn, ranked.ready_at, ranked.id
+ LIMIT ?2
+"""
+# Round-robin: every installation's first due row, then every second, and so on.
+
+# What the runner observed of a row, matched as a whole (a NULL lease token as '').
+_SEEN = """
+ WHERE schedules.id = seen.column1 AND schedules.status = seen.column2
+   AND coalesce(schedules.lease_token, '') = seen.column3
+   AND schedules.attempt_count = seen.column4"""
+
+CLAIM_SQL = (
+    """UPDATE schedules
+   SET status = 'running', lease_token = ?1, lease_until = ?2,
+       attempt_count = attempt_count + 1, next_attempt_at = NULL, updated_at = ?3
+  FROM (VALUES {values}) AS seen"""
+    + _SEEN
+    + "\nRETURNING id, attempt_count"
+)
+
+OPEN_ATTEMPTS_SQL = """INSERT INTO schedule_attempts (schedule_id, attempt, started_at)
+SELECT id, attempt_count, ?3 FROM schedules
+ WHERE status = 'running' AND lease_until = ?2 AND lease_token = ?1"""
+
+REFUSE_UNSENT_SQL = (
+    """UPDATE schedules
+   SET status = 'refused', result_code = seen.column5, next_attempt_at = NULL,
+       lease_token = NULL, lease_until = NULL, updated_at = ?1
+  FROM (VALUES {values}) AS seen"""
+    + _SEEN
+    + "\nRETURNING id"
+)
+
+SETTLE_SQL = """UPDATE schedules
+   SET status = done.column2, result_code = done.column3, next_attempt_at = done.column4,
+       attempt_count = attempt_count - done.column5,
+       lease_token = NULL, lease_until = NULL, updated_at = ?2
+  FROM (VALUES {values}) AS done
+ WHERE schedules.id = done.column1 AND schedules.status = 'running'
+   AND schedules.lease_token = ?1
+RETURNING id"""
+
+FINISH_ATTEMPTS_SQL = """UPDATE schedule_attempts
+   SET started_at = sent.column3, finished_at = sent.column4, code = sent.column5,
+       http_status = sent.column6
+  FROM (VALUES {values}) AS sent
+ WHERE schedule_attempts.schedule_id = sent.column1 AND schedule_attempts.attempt = sent.column2
+   AND schedule_attempts.finished_at IS NULL"""
+
+DROP_ATTEMPTS_SQL = """DELETE FROM schedule_attempts
+ WHERE finished_at IS NULL AND rowid IN (
+    SELECT a.rowid FROM (VALUES {values}) AS unsent
+      JOIN schedule_attempts a
+        ON a.schedule_id = unsent.column1 AND a.attempt = unsent.column2)"""
+
+
+@dataclass(frozen=True)
+class DueRow:
+    id: str
+    installation_id: str
+    content_id: str
+    kind: str
+    to_state: str
+    version_id: str
+    workflow_revision: int
+    idempotency_key: str
+    due_at: int
+    status: str
+    attempt_count: int
+    lease_token: str | None
+    requested_by: str
+    base_url: str
+    token_sealed: str
+
+    @classmethod
+    def from_row(cls, row: Row) -> DueRow:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+    def observed(self) -> tuple[object, ...]:
+        return (self.id, self.status, self.lease_token or "", self.attempt_count)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    row: DueRow
+    attempt: int  # this claim's attempt number (attempt_count after the claim)
+
+
+@dataclass(frozen=True)
+class Settle:
+    """How one claim ends. `sent=False`: no request left, so no attempt is counted."""
+
+    schedule_id: str
+    attempt: int
+    status: str
+    result_code: str
+    next_attempt_at: int | None
+    sent: bool
+    started_at: int | None = None
+    finished_at: int | None = None
+    attempt_code: str | None = None  # what the attempt row records (the outcome's code)
+    http_status: int | None = None
+
+
+@dataclass(frozen=True)
+class Settled:
+    lost: list[str]  # schedules whose lease was no longer ours: nothing of theirs changed
+    due: list[DueRow]  # the next due rows, when asked for
+
+
+class RunnerStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.statements = 0
+        self.round_trips = 0
+
+    async def due(self, now: int, limit: int) -> list[DueRow]:
+        """Up to `limit` due rows, round-robin across installations, oldest first in each.
+
+        A row is due when it is pending or retrying with `next_attempt_at <= now`,
+        or running with `lease_until <= now` (its runner died mid-claim).
+        """
+        [result] = await self._round_trip([self._due(now, limit)])
+        return [DueRow.from_row(row) for row in result.results]
+
+    async def claim(
+        self,
+        rows: Sequence[DueRow],
+        refusals: Sequence[tuple[DueRow, str]],
+        lease_token: str,
+        now: int,
+        lease_ms: int,
+    ) -> tuple[list[Claimed], list[str]]:
+        """Claim `rows` and refuse `refusals` unsent, each on what was observed of it.
+
+        A claim is a compare-and-set on the row's status, lease token and attempt
+        count as `due` returned them: it sets running, `lease_token`,
+        `lease_until = now + lease_ms`, `attempt_count + 1`, and opens the
+        attempt's row. Of two runners claiming the same observed row, one wins.
+        A refusal (caps reached, token unreadable) ends the row on the same
+        compare-and-set, without a claim. Returns the claims won and the ids refused.
+        """
+        observed = {row.id: row for row in rows}
+        statements: list[Statement] = []
+        if refusals:
+            statements += self._values(
+                REFUSE_UNSENT_SQL,
+                REFUSE_UNSENT,
+                (now,),
+                [(*row.observed(), code) for row, code in refusals],
+            )
+        refusal_count = len(statements)
+        if rows:
+            fixed = (lease_token, now + lease_ms, now)
+            statements += self._values(CLAIM_SQL, CLAIM, fixed, [row.observed() for row in rows])
+        claim_end = len(statements)
+        if rows:
+            statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*fixed))
+        if not statements:
+            return [], []
+        results = await self._round_trip(statements)
+        refused = [str(r["id"]) for result in results[:refusal_count] for r in result.results]
+        won = [
+            Claimed(observed[str(r["id"])], int(r["attempt_count"]))
+            for result in results[refusal_count:claim_end]
+            for r in result.results
+        ]
+        return won, refused
+
+    async def settle(
+        self,
+        lease_token: str,
+        settles: Sequence[Settle],
+        now: int,
+        *,
+        record: Callable[[], Statement] | None = None,
+        next_due: tuple[int, int] | None = None,
+    ) -> Settled:
+        """End claims made under `lease_token`, then (optionally) read the next due rows.
+
+        A settle applies only while the row is still running under this claim's
+        lease token; once the lease expired another runner may have reclaimed it,
+        and then nothing of the row changes (the schedule is reported `lost`).
+        Sent claims finish their attempt row; unsent ones drop it and give the
+        attempt back. `record` builds a statement that joins the same round trip
+        (the tick's record), after this round trip was counted.
+        `next_due=(now, limit)` appends the `due` query after the writes.
+        """
+        statements: list[Statement] = []
+        if settles:
+            statements += self._values(
+                SETTLE_SQL,
+                SETTLE,
+                (lease_token, now),
+                [
+                    (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
+                    for s in settles
+                ],
+            )
+        settle_count = len(statements)
+        sent = [s for s in settles if s.sent]
+        unsent = [s for s in settles if not s.sent]
+        if sent:
+            statements += self._values(
+                FINISH_ATTEMPTS_SQL,
+                FINISH_ATTEMPTS,
+                (),
+                [
+                    (
+                        s.schedule_id,
+                        s.attempt,
+                        s.started_at,
+                        s.finished_at,
+                        s.attempt_code,
+                        s.http_status,
+                    )
+                    for s in sent
+                ],
+            )
+        if unsent:
+            statements += self._values(
+                DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), [(s.schedule_id, s.attempt) for s in unsent]
+            )
+        if next_due is not None:
+            statements.append(self._due(*next_due))
+        results = await self._round_trip(statements, record)
+        applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
+        due = [DueRow.from_row(row) for row in results[-1].results] if next_due else []
+        return Settled([s.schedule_id for s in settles if s.schedule_id not in applied], due)
+
+    async def write(
+        self, statements: Sequence[Statement], record: Callable[[], Statement] | None = None
+    ) -> None:
+        await self._round_trip(statements, record)
+
+    def _due(self, now: int, limit: int) -> Statement:
+        return self.db.prepare(DUE_SQL).bind(now, limit)
+
+    def _values(
+        self,
+        template: str,
+        shape: _Shape,
+        fixed: tuple[object, ...],
+        rows: Sequence[tuple[object, ...]],
+    ) -> list[Statement]:
+        """`template` once per chunk of `rows`, each statement under D1's parameter limit."""
+        width = shape.width
+        assert len(fixed) == shape.fixed and all(len(row) == width for row in rows)
+        statements = []
+        for chunk in _chunks(rows, shape.rows_per_statement()):
+            first = len(fixed) + 1
+            values = ", ".join(
+                "(" + ", ".join(f"?{first + i * width + j}" for j in range(width)) + ")"
+                for i in range(len(chunk))
+            )
+            params = [value for row in chunk for value in row]
+            statements.append(self.db.prepare(template.format(values=values)).bind(*fixed, *params))
+        return statements
+
+    async def _round_trip(
+        self, statements: Sequence[Statement], first: Callable[[], Statement] | None = None
+    ) -> list[Result]:
+        """One D1 batch. `first` is built after this round trip was counted and runs first."""
+        self.statements += len(statements) + (1 if first else 0)
+        self.round_trips += 1
+        if first is None:
+            return await self.db.batch(statements)
+        return (await self.db.batch([first(), *statements]))[1:]
+
+
+def _chunks(
+    rows: Sequence[tuple[object, ...]], size: int
+) -> Iterator[Sequence[tuple[object, ...]]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]

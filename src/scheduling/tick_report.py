@@ -1,0 +1,51 @@
+"""What one runner tick did, counted exactly: logged as one JSON line and kept for /admin/status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+
+
+@dataclass
+class TickReport:
+    due: int = 0  # rows the due queries returned (a row retried within the tick counts again)
+    claimed: int = 0
+    batches: int = 0
+    sends: int = 0  # requests that left for Dee Wan
+    completed: int = 0
+    refused: int = 0
+    retrying: int = 0
+    refused_unsent: int = 0  # before a claim: caps already reached, or token unreadable
+    refused_unsent_late: int = 0  # claimed, but past the lateness cap when its slot came
+    lost_claim: int = 0  # another runner changed the row between our read and our claim
+    lost_lease: int = 0  # our lease had expired at settle: the row was left as it was
+    lateness_p50_ms: int = 0  # due_at → the moment a request left, over this tick's sends
+    lateness_max_ms: int = 0
+    d1_statements: int = 0
+    d1_round_trips: int = 0
+    _lateness: list[int] = field(default_factory=list, init=False, repr=False)
+
+    def sent(self, lateness_ms: int) -> None:
+        self.sends += 1
+        self._lateness.append(max(0, lateness_ms))
+        ordered = sorted(self._lateness)
+        self.lateness_p50_ms = ordered[(len(ordered) - 1) // 2]
+        self.lateness_max_ms = ordered[-1]
+
+    def ended(self, status: str) -> None:
+        """A claim settled as `completed`, `refused` or `retrying`."""
+        if status == "completed":
+            self.completed += 1
+        elif status == "retrying":
+            self.retrying += 1
+        else:
+            self.refused += 1
+
+    def as_record(self) -> dict[str, int]:
+        return {name: value for name, value in asdict(self).items() if not name.startswith("_")}
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, object]) -> TickReport:
+        """Read a stored record; fields it lacks (an older plugin wrote it) count zero."""
+        known = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        return cls(**{k: int(v) for k, v in record.items() if k in known and isinstance(v, int)})

@@ -1,0 +1,75 @@
+"""A minimal Dee Wan core on 127.0.0.1 that answers transitions after a delay.
+
+It counts the requests it is working on at once, so a test can show what the
+plugin really does to a core: how many requests are in flight together, and
+when each arrived. Used against the CPython runtime and the Pyodide harness.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class LoopbackCore:
+    delay_s: float = 0.0
+    base_url: str = ""
+    arrivals: list[float] = field(default_factory=list)  # time.time() of each request
+    keys: list[str] = field(default_factory=list)  # Idempotency-Key of each request
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _enter(self, key: str) -> None:
+        with self._lock:
+            self.arrivals.append(time.time())
+            self.keys.append(key)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+
+@contextmanager
+def loopback_core(delay_s: float) -> Iterator[LoopbackCore]:
+    core = LoopbackCore(delay_s)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            core._enter(self.headers.get("idempotency-key", ""))
+            try:
+                time.sleep(core.delay_s)
+                payload = json.dumps({"code": "transition_applied"}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            finally:
+                core._leave()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    core.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield core
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,110 @@
+"""A `scheduling.ports.Database` in CPython whose every call runs on the harness's D1.
+
+Each `all`/`first`/`run`/`batch` is one `POST /__harness/d1`: inside Pyodide, the
+Worker's own adapter (`scheduling.runtimes.workers.d1.D1Database`, over the env
+binding as the `workers` SDK wraps it) runs the statement on Miniflare's D1. So
+store code can be tested on `SqliteDatabase` and on real D1 semantics with the
+same test (see the `any_db` fixture in tests/conftest.py).
+
+Values cross as JSON, so `bind` takes None, bool, int, float and str. Inside the
+Worker, Pyodide turns an int with |value| <= 2**53 - 2 into a JS number (exact);
+from 2**53 - 1 (`Number.MAX_SAFE_INTEGER`) on it becomes a BigInt, which D1
+refuses at bind time with `D1_TYPE_ERROR` — a `JsException`, not a
+`DatabaseError`, in the Worker; here a `WorkerRaised`. D1 answers numbers as
+JS numbers: an INTEGER above 2**53 reads back rounded, and a REAL with no
+fraction (2.0) reads back as the int 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from scheduling.ports import DatabaseError, Meta, Result, Row, Statement
+
+JSON_PARAM_TYPES = (type(None), bool, int, float, str)
+
+
+class WorkerRaised(Exception):
+    """The Worker's adapter raised something other than `DatabaseError` (e.g. a JsException).
+
+    The real Worker would see that exception escape the Database port.
+    """
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+
+
+class RemoteD1Statement:
+    def __init__(self, db: RemoteD1Database, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self._db = db
+        self.sql = sql
+        self.params = params
+
+    def bind(self, *values: Any) -> RemoteD1Statement:
+        for value in values:
+            if not isinstance(value, JSON_PARAM_TYPES):
+                raise TypeError(f"RemoteD1 binds None, bool, int, float or str, not {type(value)}")
+        return RemoteD1Statement(self._db, self.sql, values)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sql": self.sql, "params": list(self.params)}
+
+    async def all(self) -> Result:
+        return (await self._db.call("all", [self]))[0]
+
+    async def run(self) -> Result:
+        return (await self._db.call("run", [self]))[0]
+
+    async def first(self) -> Row | None:
+        answer = await self._db.request("first", [self])
+        row: Row | None = answer["row"]
+        return row
+
+
+class RemoteD1Database:
+    """The harness's D1 behind `control_url` (`Harness.control_url`), as a Database port."""
+
+    def __init__(self, control_url: str, *, timeout_s: float = 60.0) -> None:
+        self.control_url = control_url
+        self.timeout_s = timeout_s
+        self.round_trips = 0
+
+    def prepare(self, sql: str) -> RemoteD1Statement:
+        return RemoteD1Statement(self, sql)
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        own = [stmt for stmt in statements if isinstance(stmt, RemoteD1Statement)]
+        if len(own) != len(statements) or any(stmt._db is not self for stmt in own):
+            raise TypeError("batch() takes statements prepared on this database")
+        return await self.call("batch", own)
+
+    async def call(self, op: str, statements: Sequence[RemoteD1Statement]) -> list[Result]:
+        answer = await self.request(op, statements)
+        return [
+            Result(
+                item["results"],
+                Meta(changes=item["meta"]["changes"], last_row_id=item["meta"]["last_row_id"]),
+            )
+            for item in answer["results"]
+        ]
+
+    async def request(self, op: str, statements: Sequence[RemoteD1Statement]) -> dict[str, Any]:
+        """One round trip; raises DatabaseError or WorkerRaised as the Worker's adapter did."""
+        self.round_trips += 1
+        payload = {"op": op, "statements": [stmt.to_json() for stmt in statements]}
+        # A client per call: tests run each on its own event loop.
+        async with httpx.AsyncClient(base_url=self.control_url, timeout=self.timeout_s) as client:
+            response = await client.post("/__harness/d1", json=payload)
+        if response.status_code != 200:
+            raise RuntimeError(f"/__harness/d1: {response.status_code} {response.text}")
+        answer: dict[str, Any] = response.json()
+        error = answer.get("error")
+        if error is None:
+            return answer
+        if error["type"] == "DatabaseError":
+            raise DatabaseError(error["message"], constraint=error["constraint"])
+        raise WorkerRaised(error["type"], error["message"])

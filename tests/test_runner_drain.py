@@ -1,0 +1,132 @@
+"""The runner under the platform's limits: connection slots, the lateness cap when a request
+leaves, draining a backlog in batches within the tick's budget."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from fake_core.transport import FakeCoreTransport
+from scheduling.ports import OutboundRequest, OutboundResponse
+from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import START_MS, base_env, make_app
+from tests.helpers import install
+from tests.loopback_core import loopback_core
+from tests.world import World, bulk_due, insert_due
+
+SECOND = 1_000
+
+
+class ScaledClock:
+    """Test time running `factor` times faster than real time, from `start_ms`."""
+
+    def __init__(self, start_ms: int, factor: float) -> None:
+        self.start_ms, self.factor = start_ms, factor
+        self.started = time.monotonic()
+
+    def now_ms(self) -> int:
+        return self.start_ms + int((time.monotonic() - self.started) * 1000 * self.factor)
+
+
+class SlowCore(FakeCoreTransport):
+    """fake_core answering after `seconds` of scaled time; notes when each request left."""
+
+    def __init__(self, world: World, seconds: float, clock: ScaledClock) -> None:
+        super().__init__(world.core)
+        self.world, self.seconds, self.clock = world, seconds, clock
+        self.started: list[int] = []
+        self.leases: list[tuple[int, int]] = []  # (request start, the row's lease_until then)
+        self.in_flight = self.max_in_flight = 0
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        now = self.clock.now_ms()
+        self.started.append(now)
+        key = request.headers["idempotency-key"]
+        lease = (
+            await self.world.db.prepare(
+                "SELECT lease_until FROM schedules WHERE idempotency_key = ?"
+            )
+            .bind(key)
+            .first()
+        )
+        assert lease is not None
+        self.leases.append((now, lease["lease_until"]))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.seconds / self.clock.factor)
+            return await super().send(request)
+        finally:
+            self.in_flight -= 1
+
+
+def scaled_world(
+    db: SqliteDatabase, start_ms: int, core_seconds: float, **env: str
+) -> tuple[World, SlowCore]:
+    clock = ScaledClock(start_ms, factor=10)
+    world = World(db, clock, env=base_env(**env))  # type: ignore[arg-type]
+    slow = SlowCore(world, core_seconds, clock)
+    world.app.services.http = slow
+    return world, slow
+
+
+async def test_sends_leave_only_before_the_lateness_cap_the_rest_are_refused_unsent(
+    db: SqliteDatabase,
+) -> None:
+    due = START_MS
+    world, core = scaled_world(db, due + 50 * SECOND, 4.0, MAX_LATENESS_MS="60000")
+    await bulk_due(world, await world.install(), 30, due, "late")
+    report = await world.app.tick(due + 50 * SECOND)  # a cron delivery 50 s late
+
+    # Waves of six leave at +50 s, +54 s, +58 s; the fourth wave's slot comes at +62 s.
+    assert all(started <= due + 60 * SECOND for started in core.started)
+    assert (report["sends"], report["completed"]) == (18, 18)
+    assert report["refused_unsent_late"] == 2  # claimed, past the cap when their slot came
+    assert report["refused_unsent"] == 10  # the second batch, past the cap at its claim
+    unsent = await db.prepare(
+        "SELECT status, result_code, attempt_count FROM schedules WHERE status != 'completed'"
+    ).all()
+    assert {(r["status"], r["result_code"], r["attempt_count"]) for r in unsent.results} == {
+        ("refused", "retry_exhausted", 0)
+    }
+    attempts = await db.prepare("SELECT count(*) AS n FROM schedule_attempts").first()
+    assert attempts == {"n": 18}  # one per request that left, none for the unsent
+    assert report["lateness_max_ms"] <= 60 * SECOND
+
+
+async def test_the_tick_drains_in_batches_until_its_budget_is_spent(db: SqliteDatabase) -> None:
+    due = START_MS
+    world, core = scaled_world(db, due, 1.0, TICK_BUDGET_MS="10000")
+    for name in ("a", "b", "c", "d"):
+        await bulk_due(world, await world.install(), 25, due, name)
+    report = await world.app.tick(due)
+
+    # A batch is 20 rows in four waves of one second; the fourth would start after 10 s.
+    assert (report["batches"], report["claimed"], report["completed"]) == (3, 60, 60)
+    assert core.max_in_flight == 6
+    left = await db.prepare("SELECT count(*) AS n FROM schedules WHERE status = 'pending'").first()
+    assert left == {"n": 40}
+    # Each batch's lease starts at its own claim, not at the tick's start.
+    assert all(lease_until - started >= 60 * SECOND - 4_500 for started, lease_until in core.leases)
+    # due; per batch: claim + open attempts; record + settle (2) + finish (2) + next due (not after the last)
+    assert (report["d1_round_trips"], report["d1_statements"]) == (7, 1 + 3 * 2 + 6 + 6 + 5)
+
+
+async def test_twenty_rows_against_a_four_second_core_complete_in_one_tick_six_at_a_time(
+    db: SqliteDatabase,
+) -> None:
+    """Real HTTP, real time: the CPython runtime keeps to six connections like workerd."""
+    with loopback_core(delay_s=4.0) as core:
+        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
+        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)  # type: ignore[arg-type]
+        await install(app, "ins_slow", base_url=core.base_url)
+        now = SystemClock().now_ms()
+        for i in range(20):
+            await insert_due(db, "ins_slow", f"cnt_{i}", now - SECOND)
+        report = await app.tick(now)
+    assert (report["completed"], report["sends"], report["batches"]) == (20, 20, 1)
+    assert core.max_in_flight == 6
+    attempts = await db.prepare("SELECT code FROM schedule_attempts").all()
+    assert [a["code"] for a in attempts.results] == ["transition_applied"] * 20  # no timeout
