@@ -283,7 +283,7 @@ def test_every_accepted_base_url_means_the_same_host_to_httpx() -> None:
     label = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9-]{0,10}[a-zA-Z0-9])?", fullmatch=True)
     noise = st.text(st.sampled_from("aZ09-._~:%[]@/\\?#\x7f\u200b\u3000é "), max_size=6)
 
-    @settings(derandomize=True, max_examples=300, deadline=None)
+    @settings(derandomize=True, max_examples=300, deadline=None, database=None)
     @given(st.lists(label | noise, min_size=1, max_size=4), st.none() | st.text("0123456789:+", max_size=6),
            st.sampled_from(["", "/dee-wan", "/a%20b", "/x/"]) | noise.map(lambda text: "/" + text))
     def check(labels: list[str], port: str | None, path: str) -> None:
