@@ -214,7 +214,17 @@ async def test_rotate_with_a_different_site_or_base_url_is_409(
     ["http://cms.example", "https://user:pw@cms.example", "https://cms.example?x=1",
      "https://cms.example#frag", "https://cms.example/", "https://cms.example/a/", "ftp://cms.example",
      "https://", "cms.example", "https://cms.example:99999", "https://cms .example",
-     "http://localhost:8787"],
+     "http://localhost:8787",
+     # No HTTP client can use these (issue 12): control, invisible and wide characters,
+     # an empty or zero port, an empty label, labels that are not IDNA.
+     "https://cms.example\x7f", "https://ex\u200bample.com", "https://cms.example\u3000",
+     "https://bücher.example", "https://cms.example:", "https://cms.example:0",
+     "https://cms.example:+443", "https://a..b", "https://cms.example.", "https://-cms.example",
+     "https://xn--zz.example", "https://ab--c.example", "https://cms.example/a%zz",
+     # Addresses of the plugin's own network (SSRF): IP literals in any spelling, localhost.
+     "https://169.254.169.254/latest/meta-data", "https://[::1]:22", "https://10.0.0.7",
+     "https://[fe80::1%25eth0]", "https://2130706433", "https://0x7f.1", "https://127.1",
+     "https://localhost", "https://cms.localhost:8443"],
 )
 async def test_refused_base_urls_are_422_and_consume_nothing(
     app: App, db: SqliteDatabase, url: str
@@ -226,7 +236,8 @@ async def test_refused_base_urls_are_422_and_consume_nothing(
 
 
 @pytest.mark.parametrize("url", ["https://cms.example", "https://cms.example:8443/dee-wan",
-                                 "https://CMS.example/sub/path"])
+                                 "https://CMS.example/sub/path", "https://xn--bcher-kva.example",
+                                 "https://cms.example:65535/a%20b", "https://intranet"])
 async def test_accepted_https_base_urls(app: App, url: str) -> None:
     assert (await post_activate(app, activation(await mint(app), base_url=url))).status == 201
 
@@ -242,6 +253,50 @@ async def test_http_only_in_development_for_listed_exact_origins(db: SqliteDatab
     response = await post_activate(prod, activation(await mint(prod), installation_id="ins_2",
                                                     base_url="http://localhost:8787"))
     assert response.status == 422
+
+
+async def test_ip_literals_only_as_exact_development_origins(db: SqliteDatabase, clock: FakeClock) -> None:
+    origins = "http://127.0.0.1:9000,https://10.0.0.7:8443,https://[::1]:8443"
+    dev = make_app(db, clock, env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=origins))
+    prod = make_app(db, clock, env=base_env(DEE_WAN_DEV_ORIGINS=origins))
+    cases = [("http://127.0.0.1:9000", 201), ("https://10.0.0.7:8443/core", 201),
+             ("https://[::1]:8443", 201), ("https://10.0.0.7", 422), ("http://127.0.0.1:9001", 422)]
+    for index, (url, status) in enumerate(cases):
+        response = await post_activate(dev, activation(await mint(dev), installation_id=f"ins_d{index}",
+                                                       base_url=url))
+        assert response.status == status, url
+        response = await post_activate(prod, activation(await mint(prod), installation_id=f"ins_p{index}",
+                                                        base_url=url))
+        assert response.status == 422, url
+
+
+def test_every_accepted_base_url_means_the_same_host_to_httpx() -> None:
+    """What activation accepts, the CPython client reads with the same host and port."""
+    import httpx
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from scheduling.base_url import base_url_problem
+    from scheduling.config import Configuration
+
+    config = Configuration.from_mapping(base_env())
+    label = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9-]{0,10}[a-zA-Z0-9])?", fullmatch=True)
+    noise = st.text(st.sampled_from("aZ09-._~:%[]@/\\?#\x7f\u200b\u3000é "), max_size=6)
+
+    @settings(derandomize=True, max_examples=300, deadline=None, database=None)
+    @given(st.lists(label | noise, min_size=1, max_size=4), st.none() | st.text("0123456789:+", max_size=6),
+           st.sampled_from(["", "/dee-wan", "/a%20b", "/x/"]) | noise.map(lambda text: "/" + text))
+    def check(labels: list[str], given_port: str | None, path: str) -> None:
+        url = "https://" + ".".join(labels) + (f":{given_port}" if given_port is not None else "") + path
+        if base_url_problem(url, config) is not None:
+            return
+        # Read plainly: the authority runs to the first "/", the port follows the ":".
+        host, _, port = url.removeprefix("https://").split("/", 1)[0].partition(":")
+        parsed = httpx.URL(url + "/api/plugins/v1/launch/exchange")
+        assert parsed.host == host.lower()
+        assert (parsed.port or 443) == (int(port) if port else 443)
+
+    check()
 
 
 async def test_code_taken_between_check_and_write_consumes_nothing_twice(

@@ -78,13 +78,41 @@ def test_serves_manifest_with_origin_from_vars(running: tuple[int, Path]) -> Non
     assert (tmp_path / "plugin.sqlite3").exists()
 
 
+def this_minute_ms() -> int:
+    """A tick instant `/__scheduled` accepts (it refuses any more than a year from now)."""
+    return int(time.time()) // 60 * 60_000
+
+
+def rfc3339(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms // 1000))
+
+
 def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path]) -> None:
     port, _ = running
     answer = httpx.get(f"http://127.0.0.1:{port}/__scheduled", params={"cron": "* * * * *",
-                                                                        "time": "1782900000000"})
+                                                                        "time": str(this_minute_ms())})
     assert answer.status_code == 200
     assert answer.json()["code"] == "tick_finished"
     assert answer.json()["report"]["due"] == 0
+
+
+def raw_get(port: int, target: bytes, host: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_routes_on_the_path_sent_never_on_host(running: tuple[int, Path]) -> None:
+    port, _ = running
+    answer = raw_get(port, b"/dee-wan/manifest.json", b"x/admin/status#")
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert b'"manifest_version":1' in answer and b"runner_status" not in answer
+    assert raw_get(port, b"/dee-wan%2Fmanifest.json", b"localhost").startswith(b"HTTP/1.1 404 ")
+    refused = httpx.put(f"http://127.0.0.1:{port}/__scheduled")
+    assert (refused.status_code, refused.headers["allow"]) == (405, "GET, POST")
 
 
 def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
@@ -141,9 +169,10 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
         base = f"http://127.0.0.1:{port}"
         operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
         assert httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"] is None
-        httpx.get(f"{base}/__scheduled", params={"cron": "* * * * *", "time": "1782900000000"})
+        at = this_minute_ms()
+        httpx.get(f"{base}/__scheduled", params={"cron": "* * * * *", "time": str(at)})
         status = httpx.get(f"{base}/admin/status", headers=operator).json()
-        assert status["last_tick"]["at"] == "2026-07-01T10:00:00Z"
+        assert status["last_tick"]["at"] == rfc3339(at)
         assert (status["stalled"], status["due_backlog"]) == (False, 0)
     finally:
         process.terminate()
@@ -151,5 +180,5 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     [line] = lines
     assert (line["event"], line["at"], line["due"], line["claimed"], line["sends"]) == (
-        "runner_tick", "2026-07-01T10:00:00Z", 0, 0, 0)
+        "runner_tick", rfc3339(at), 0, 0, 0)
     assert ADMIN_SECRET not in output

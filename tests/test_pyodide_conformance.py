@@ -99,9 +99,24 @@ def test_head_answers_like_get_without_a_body(client: httpx.Client) -> None:
 
 def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None:
     response = client.get("/no/such/route")
-    assert (response.status_code, response.json()) == (404, {"code": "not_found"})
+    assert (response.status_code, response.json()["code"]) == (404, "not_found")
     response = client.post("/dee-wan/manifest.json")
-    assert (response.status_code, response.json()) == (405, {"code": "method_not_allowed"})
+    assert (response.status_code, response.json()["code"]) == (405, "method_not_allowed")
+    assert response.headers["allow"] == "GET, HEAD"
+
+
+def test_refusals_at_the_edge_of_the_worker(client: httpx.Client) -> None:
+    """Issue 12 through the real entry: %2F is no separator, browsers get the 404 page,
+    bodies are bounded and deep JSON is refused, each with its code."""
+    assert client.get("/dee-wan%2Fmanifest.json").status_code == 404
+    page = client.get("/installations/ins_1/nothing")
+    assert page.status_code == 404
+    assert page.headers["content-type"].startswith("text/html")
+    assert 'data-error-code="not_found"' in page.text
+    for body in (b"{" + b" " * 70_000 + b"}", b"[" * 20_000 + b"]" * 20_000):
+        refused = client.post("/dee-wan/activate", content=body,
+                              headers={"content-type": "application/json"})
+        assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
 
 
 @pytest.mark.parametrize("bad_key", ["not base64 at all", "c2hvcnQ=", None])

@@ -1,4 +1,4 @@
-"""The application: a route table, error mapping and the runner tick, runtime-agnostic."""
+"""The application: a route table, the one place refusals are rendered, and the runner tick."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from .handlers import (
     status,
 )
 from .localtime import rfc3339
-from .requests import Request
+from .refusals import Refusal, invalid_request
+from .requests import MAX_BODY_BYTES, Request
 from .responses import Response, error_response
 from .routing import Route, Router
 from .services import Services, log
+from .web.pages import refusal_page
 
 ROUTES = [
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
@@ -37,6 +39,35 @@ ROUTES = [
     Route("GET", "/static/app.css", static.stylesheet),
 ]
 
+# Dee Wan core and the operator read JSON; people read pages.
+_MACHINE_PREFIXES = ("/dee-wan/", "/admin/")
+_PAGE_PREFIXES = ("/installations/", "/static/")
+
+
+def wants_page(request: Request) -> bool:
+    """Whether a refusal is shown as a page: on the browser routes, or when a browser asks."""
+    path = request.path
+    if path.startswith(_MACHINE_PREFIXES):
+        return False
+    if path.startswith(_PAGE_PREFIXES):
+        return True
+    return "text/html" in request.headers.get("accept", "")
+
+
+def render_refusal(request: Request, refusal: Refusal) -> Response:
+    if wants_page(request):
+        response = refusal_page(refusal)
+    else:
+        response = error_response(refusal.status, refusal.code, refusal.message)
+    response.headers.extend(refusal.headers)
+    return response
+
+
+def _finish(request: Request, response: Response) -> Response:
+    if request.method == "HEAD":
+        response.body = b""
+    return response.with_base_headers()
+
 
 class App:
     def __init__(self, services: Services) -> None:
@@ -45,19 +76,32 @@ class App:
 
     async def handle(self, request: Request) -> Response:
         try:
-            response = await self.router.dispatch(request, self.services)
+            response = await self._dispatch(request)
+        except Refusal as refusal:
+            response = render_refusal(request, refusal)
         except Misconfigured as exc:
             # The variable's name only: its value may be a secret.
             log.error("misconfigured: %s %s", exc.name, exc.reason)
-            response = error_response(
-                500, "misconfigured", f"{exc.name} is not configured correctly"
+            response = render_refusal(
+                request,
+                Refusal(500, "misconfigured", f"{exc.name} is not configured correctly"),
             )
         except Exception:
             log.exception("unhandled error in %s %s", request.method, request.path)
-            response = error_response(500, "internal_error")
-        if request.method == "HEAD":
-            response.body = b""
-        return response.with_base_headers()
+            response = render_refusal(
+                request,
+                Refusal(500, "internal_error", "Something went wrong in Scheduling."),
+            )
+        return _finish(request, response)
+
+    def render(self, request: Request, refusal: Refusal) -> Response:
+        """A refusal decided outside the route table (by a runtime's adapter), rendered the same way."""
+        return _finish(request, render_refusal(request, refusal))
+
+    async def _dispatch(self, request: Request) -> Response:
+        if len(request.body) > MAX_BODY_BYTES:
+            raise invalid_request(f"The body is larger than {MAX_BODY_BYTES} bytes.")
+        return await self.router.dispatch(request, self.services)
 
     async def tick(self, now: int) -> dict[str, int]:
         """One runner tick at `now` (epoch ms), as `scheduled()` and the local cron run it."""

@@ -16,7 +16,12 @@ from .timezones import UnknownTimezone, get_zone
 Fold = Literal["earlier", "later"]
 FOLDS: tuple[Fold, ...] = ("earlier", "later")
 
-_LOCAL = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+# ASCII digits only: `\d` would also take full-width or Arabic-Indic digits.
+_LOCAL = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}")
+# Years a schedule may name. The bounds keep every zone's arithmetic inside
+# `datetime`'s range (year 1 or 9999 overflows there) and the instant a
+# positive epoch millisecond count.
+FIRST_YEAR, LAST_YEAR = 1970, 2199
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ def resolve_local_time(
     """Resolve `local` (YYYY-MM-DDTHH:MM) in `zone`; refuse gaps, unchosen overlaps and the past."""
     if not isinstance(local, str) or not _LOCAL.fullmatch(local):
         return TimeRefusal("invalid_local_time", "Enter a date and time as YYYY-MM-DDTHH:MM.")
+    if not FIRST_YEAR <= int(local[:4]) <= LAST_YEAR:
+        return TimeRefusal("invalid_local_time", f"Enter a year from {FIRST_YEAR} to {LAST_YEAR}.")
     try:
         wall = datetime.strptime(local, "%Y-%m-%dT%H:%M")
     except ValueError:

@@ -7,8 +7,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .refusals import Refusal
 from .requests import Request
-from .responses import Response, error_response
+from .responses import Response
 
 Handler = Callable[[Request, Any], Awaitable[Response]]
 
@@ -30,30 +31,37 @@ class Route:
         parts.append(re.escape(self.pattern[pos:]))
         return re.compile("^" + "".join(parts) + "$")
 
+    def methods(self) -> tuple[str, ...]:
+        """A GET route answers HEAD too, without a body."""
+        return (self.method, "HEAD") if self.method == "GET" else (self.method,)
+
 
 class Router:
     def __init__(self, routes: Sequence[Route]) -> None:
         self._routes = [(route, route.compile()) for route in routes]
 
-    def match(self, request: Request) -> tuple[Handler | None, dict[str, str], bool]:
-        """(handler, params, path_matched). path_matched without a handler means 405."""
-        path_matched = False
+    def match(self, request: Request) -> tuple[Handler | None, dict[str, str], tuple[str, ...]]:
+        """(handler, params, allowed methods). No handler with some methods allowed means 405."""
+        allowed: list[str] = []
         for route, regex in self._routes:
             found = regex.match(request.path)
             if not found:
                 continue
-            path_matched = True
-            if route.method == request.method or (
-                route.method == "GET" and request.method == "HEAD"
-            ):
-                return route.handler, found.groupdict(), True
-        return None, {}, path_matched
+            if request.method in route.methods():
+                return route.handler, found.groupdict(), route.methods()
+            allowed.extend(m for m in route.methods() if m not in allowed)
+        return None, {}, tuple(allowed)
 
     async def dispatch(self, request: Request, services: Any) -> Response:
-        handler, params, path_matched = self.match(request)
+        handler, params, allowed = self.match(request)
         if handler is None:
-            if path_matched:
-                return error_response(405, "method_not_allowed")
-            return error_response(404, "not_found")
+            if allowed:
+                raise Refusal(
+                    405,
+                    "method_not_allowed",
+                    f"This address takes {' or '.join(allowed)} only.",
+                    headers=[("allow", ", ".join(allowed))],
+                )
+            raise Refusal(404, "not_found", "There is nothing at this address.")
         request.path_params = params
         return await handler(request, services)

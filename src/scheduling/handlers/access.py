@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from .. import contexts
 from ..dee_wan import ContentRead, CoreError, read_content
 from ..ports import UnreadableSecret
+from ..refusals import Refusal
 from ..repository import installations, sessions
 from ..repository.installations import Installation
 from ..repository.sessions import Session
 from ..services import Services, log
-from ..web.guards import Refusal
 from ..web.wording import explain
 
 

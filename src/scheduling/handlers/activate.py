@@ -8,12 +8,13 @@ from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from .. import contexts
 from ..base_url import base_url_problem
+from ..refusals import Refusal, invalid_request
 from ..repository import installations
 from ..requests import Request
-from ..responses import Response, error_response, json_response
+from ..responses import Response, json_response
 from ..secret_shapes import ActivationCodeField, Id, InstallationTokenField
 from ..services import Services, log
-from .bodies import BadBody, json_object, parse
+from .bodies import json_object, parse
 
 
 class ActivationRequest(BaseModel):
@@ -29,35 +30,34 @@ class ActivationRequest(BaseModel):
 
 
 async def activate(request: Request, services: Services) -> Response:
-    try:
-        body = parse(ActivationRequest, json_object(request))
-    except BadBody as exc:
-        return error_response(400, "invalid_request", str(exc))
+    body = parse(ActivationRequest, json_object(request))
     if body.action == "activate" and (body.site_id is None or body.base_url is None):
-        return error_response(400, "invalid_request", "activate needs site_id and base_url")
+        raise invalid_request("activate needs site_id and base_url")
 
     db, crypto = services.db, services.crypto
     now = services.clock.now_ms()
     code_hash = await crypto.sha256_hex(body.code)
     code = await installations.find_code(db, code_hash)
     if code is None or not code.usable_for(body.action, body.installation_id, now):
-        return error_response(401, "invalid_code")
+        raise _invalid_code()
 
     existing = await installations.get(db, body.installation_id)
     if body.action == "activate":
         if existing is not None:
-            return error_response(409, "installation_exists")
+            raise _installation_exists()
     else:
         if existing is None:
-            return error_response(404, "installation_not_found")
+            raise Refusal(404, "installation_not_found", "There is no such installation.")
         if (body.site_id is not None and body.site_id != existing.site_id) or (
             body.base_url is not None and body.base_url != existing.base_url
         ):
-            return error_response(409, "installation_mismatch")
+            raise Refusal(
+                409, "installation_mismatch", "site_id or base_url differs from the stored one"
+            )
     if body.base_url is not None:
         problem = base_url_problem(body.base_url, services.config)
         if problem:
-            return error_response(422, "invalid_base_url", f"base_url {problem}")
+            raise Refusal(422, "invalid_base_url", f"base_url {problem}")
 
     sealed = await crypto.seal(body.token, contexts.installation_token(body.installation_id))
     marker = crypto.random_token()
@@ -76,7 +76,7 @@ async def activate(request: Request, services: Services) -> Response:
                 now=now,
             )
         except installations.AlreadyExists:
-            return error_response(409, "installation_exists")
+            raise _installation_exists() from None
     else:
         done = await installations.rotate(
             db,
@@ -87,7 +87,7 @@ async def activate(request: Request, services: Services) -> Response:
             now=now,
         )
     if not done:  # another request consumed the code between our read and our write
-        return error_response(401, "invalid_code")
+        raise _invalid_code()
     log.info(
         "installation %s: %s",
         body.installation_id,
@@ -96,3 +96,13 @@ async def activate(request: Request, services: Services) -> Response:
     if body.action == "activate":
         return json_response({"code": "activated"}, 201)
     return json_response({"code": "rotated"}, 200)
+
+
+def _invalid_code() -> Refusal:
+    return Refusal(
+        401, "invalid_code", "The code is unknown, expired, already used or for something else."
+    )
+
+
+def _installation_exists() -> Refusal:
+    return Refusal(409, "installation_exists", "This installation is already activated.")

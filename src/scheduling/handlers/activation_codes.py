@@ -5,32 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 from ..localtime import rfc3339
+from ..refusals import Refusal, invalid_request
 from ..repository import installations
 from ..requests import Request
-from ..responses import Response, error_response, json_response
+from ..responses import Response, json_response
 from ..secret_shapes import is_id
 from ..services import Services, log
-from .bodies import BadBody, json_object
-from .operator import refuse_unless_operator
+from .bodies import json_object
+from .operator import require_operator
 
 CODE_TTL_MS = 15 * 60 * 1000
 
 
 async def mint(request: Request, services: Services) -> Response:
-    refused = refuse_unless_operator(request, services)
-    if refused:
-        return refused
-    try:
-        body = json_object(request, empty_is={})
-    except BadBody as exc:
-        return error_response(400, "invalid_request", str(exc))
+    require_operator(request, services)
+    body = json_object(request, empty_is={})
     if body and not _is_rotation_request(body):
-        return error_response(
-            400, "invalid_request", 'body must be {} or {"installation_id": "<id>"}'
-        )
+        raise invalid_request('body must be {} or {"installation_id": "<id>"}')
     installation_id: str | None = body.get("installation_id")
     if installation_id and await installations.get(services.db, installation_id) is None:
-        return error_response(404, "installation_not_found")
+        raise Refusal(404, "installation_not_found", "There is no such installation.")
 
     crypto = services.crypto
     code = "dwa_" + crypto.random_token()

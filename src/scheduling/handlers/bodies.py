@@ -6,24 +6,23 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ..refusals import invalid_request
 from ..requests import Request
+from ..safe_json import UnsafeJson
 
 Model = TypeVar("Model", bound=BaseModel)
 
 
-class BadBody(Exception):
-    pass
-
-
 def json_object(request: Request, *, empty_is: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The body as a JSON object; too large, too deep or not JSON is 400 `invalid_request`."""
     if not request.body.strip() and empty_is is not None:
         return dict(empty_is)
     try:
         data = request.json()
-    except ValueError:
-        raise BadBody("body is not JSON") from None
+    except UnsafeJson as exc:
+        raise invalid_request(f"body is {exc}") from None
     if not isinstance(data, dict):
-        raise BadBody("body must be a JSON object")
+        raise invalid_request("body must be a JSON object")
     return data
 
 
@@ -32,4 +31,4 @@ def parse(model: type[Model], data: dict[str, Any]) -> Model:
         return model.model_validate(data)
     except ValidationError:
         # Field errors would echo input back; the shape is in the protocol spec.
-        raise BadBody("body does not have the expected shape") from None
+        raise invalid_request("body does not have the expected shape") from None

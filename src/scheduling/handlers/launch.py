@@ -10,40 +10,39 @@ from datetime import datetime
 
 from .. import contexts
 from ..dee_wan import CoreError, exchange_launch
+from ..refusals import Refusal
 from ..repository import installations, sessions
 from ..requests import Request
 from ..responses import Response, redirect
 from ..secret_shapes import has_shape, is_id
 from ..services import Services, log
-from ..web.guards import SESSION_TTL_MS, Refusal, session_cookie
-from ..web.pages import error_page, refusal_page
+from ..web.guards import SESSION_TTL_MS, session_cookie
 from ..web.wording import explain
 from .access import open_token
+
+NOT_OPENED = "Could not open Scheduling"
 
 
 async def launch(request: Request, services: Services, code: str) -> Response:
     installation_id = request.path_params["installation_id"]
     if not is_id(installation_id) or not has_shape("launch_code", code):
-        return error_page(
+        raise Refusal(
             400,
             "invalid_launch",
-            "This link is not a valid launch",
             "The launch link is incomplete or damaged.",
+            title="This link is not a valid launch",
             relaunch=True,
         )
     db, crypto = services.db, services.crypto
     installation = await installations.get(db, installation_id)
     if installation is None:
-        return error_page(
+        raise Refusal(
             404,
             "installation_not_found",
-            "Unknown installation",
             "Scheduling is not installed for this Dee Wan site (or its data was deleted).",
+            title="Unknown installation",
         )
-    try:
-        token = await open_token(services, installation)
-    except Refusal as refusal:
-        return refusal_page(refusal)
+    token = await open_token(services, installation)
     try:
         grant = await exchange_launch(services.http, installation.base_url, token, code)
     except CoreError as exc:
@@ -53,20 +52,20 @@ async def launch(request: Request, services: Services, code: str) -> Response:
             "plugin_unauthorized": explain("plugin_unauthorized"),
             "dee_wan_unreachable": explain("dee_wan_unreachable"),
         }.get(exc.code, "Dee Wan did not confirm this launch.")
-        return error_page(
+        raise Refusal(
             401 if exc.code != "dee_wan_unreachable" else 502,
             exc.code,
-            "Could not open Scheduling",
             message,
+            title=NOT_OPENED,
             relaunch=True,
-        )
+        ) from None
     if grant.installation_id != installation_id:
         log.warning("installation %s: launch answer named another installation", installation_id)
-        return error_page(
+        raise Refusal(
             401,
             "untrusted_response",
-            "Could not open Scheduling",
             "Dee Wan's answer did not match this installation.",
+            title=NOT_OPENED,
             relaunch=True,
         )
 
@@ -77,11 +76,11 @@ async def launch(request: Request, services: Services, code: str) -> Response:
     )
     expires_at = min(now + SESSION_TTL_MS, delegation_expires)
     if expires_at <= now:
-        return error_page(
+        raise Refusal(
             401,
             "delegation_expired",
-            "Could not open Scheduling",
             "Dee Wan's permission for this launch has already expired.",
+            title=NOT_OPENED,
             relaunch=True,
         )
     session_id = crypto.random_token()

@@ -11,8 +11,8 @@ from ..responses import Response
 from ..secret_shapes import is_id
 from ..services import Services
 from ..timezones import zone_names
-from ..web.guards import Refusal, opened_for, require_session
-from ..web.pages import page, refusal_page
+from ..web.guards import opened_for, require_session
+from ..web.pages import page
 from ..web.view_models import schedule_view
 from .access import Access, open_access, read_session_content
 from .launch import launch
@@ -20,17 +20,16 @@ from .launch import launch
 
 async def installation_page(request: Request, services: Services) -> Response:
     code = request.query.get("dee_wan_launch")
-    if code is not None:
+    # A HEAD (a link checker, a preview) must not use up the one-time code:
+    # it is answered as the page itself, for whatever session it carries.
+    if code is not None and request.method != "HEAD":
         return await launch(request, services, code)
     installation_id = request.path_params["installation_id"]
-    try:
-        session = await require_session(request, services, installation_id)
-        access = await open_access(services, session)
-        if session.context_kind == "manage":
-            return await manage_page(services, access, notice=_notice(request))
-        read = await read_session_content(services, access)
-    except Refusal as refusal:
-        return refusal_page(refusal)
+    session = await require_session(request, services, installation_id)
+    access = await open_access(services, session)
+    if session.context_kind == "manage":
+        return await manage_page(services, access, notice=_notice(request))
+    read = await read_session_content(services, access)
     return await content_page(
         services,
         access,

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from ..localtime import TimeRefusal, resolve_local_time
+from ..refusals import Refusal
 from ..repository import schedules
 from ..repository.schedules import NewSchedule, RunningConflict
 from ..requests import Request
 from ..responses import Response, redirect
 from ..secret_shapes import is_id
 from ..services import Services, log
-from ..web.guards import Refusal, require_same_origin_post, require_session
-from ..web.pages import refusal_page
+from ..web.guards import require_same_origin_post, require_session
 from ..web.wording import explain
 from .access import open_access, read_session_content
 from .pages import content_page
@@ -34,19 +34,16 @@ ERROR_FIELD = {
 
 async def create_schedule(request: Request, services: Services) -> Response:
     installation_id = request.path_params["installation_id"]
-    try:
-        session = await require_session(request, services, installation_id)
-        require_same_origin_post(request, services, session)
-        if session.context_kind != "content":
-            raise Refusal(
-                403,
-                "manage_cannot_create",
-                "Schedules are created from a content item: use Schedule on it in Dee Wan.",
-            )
-        access = await open_access(services, session)
-        read = await read_session_content(services, access)
-    except Refusal as refusal:
-        return refusal_page(refusal)
+    session = await require_session(request, services, installation_id)
+    require_same_origin_post(request, services, session)
+    if session.context_kind != "content":
+        raise Refusal(
+            403,
+            "manage_cannot_create",
+            "Schedules are created from a content item: use Schedule on it in Dee Wan.",
+        )
+    access = await open_access(services, session)
+    read = await read_session_content(services, access)
 
     fields = request.form()
     form = {name: fields.get(name, "").strip() for name in FORM_FIELDS}
@@ -108,34 +105,29 @@ async def create_schedule(request: Request, services: Services) -> Response:
 async def cancel_schedule(request: Request, services: Services) -> Response:
     installation_id = request.path_params["installation_id"]
     schedule_id = request.path_params["schedule_id"]
-    try:
-        session = await require_session(request, services, installation_id)
-        require_same_origin_post(request, services, session)
-        schedule = (
-            await schedules.get(services.db, installation_id, schedule_id)
-            if is_id(schedule_id)
-            else None
+    session = await require_session(request, services, installation_id)
+    require_same_origin_post(request, services, session)
+    schedule = (
+        await schedules.get(services.db, installation_id, schedule_id)
+        if is_id(schedule_id)
+        else None
+    )
+    if schedule is None:
+        raise Refusal(404, "schedule_not_found", "There is no such schedule in this installation.")
+    if session.context_kind == "content" and schedule.content_id != session.content_primary_id:
+        raise Refusal(
+            403,
+            "other_content",
+            "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
         )
-        if schedule is None:
-            raise Refusal(
-                404, "schedule_not_found", "There is no such schedule in this installation."
-            )
-        if session.context_kind == "content" and schedule.content_id != session.content_primary_id:
-            raise Refusal(
-                403,
-                "other_content",
-                "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
-            )
-        now = services.clock.now_ms()
-        if not await schedules.cancel(services.db, installation_id, schedule_id, now):
-            current = await schedules.get(services.db, installation_id, schedule_id)
-            code = (
-                "execution_in_progress"
-                if current and current.status == "running"
-                else "not_cancellable"
-            )
-            raise Refusal(409, code, explain(code))
-    except Refusal as refusal:
-        return refusal_page(refusal)
+    now = services.clock.now_ms()
+    if not await schedules.cancel(services.db, installation_id, schedule_id, now):
+        current = await schedules.get(services.db, installation_id, schedule_id)
+        code = (
+            "execution_in_progress"
+            if current and current.status == "running"
+            else "not_cancellable"
+        )
+        raise Refusal(409, code, explain(code))
     log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
     return redirect(f"/installations/{installation_id}?cancelled={schedule_id}")

@@ -7,13 +7,11 @@ from ..requests import Request
 from ..responses import Response, json_response
 from ..runner_health import FINISHED_WINDOW_MS, status_json
 from ..services import Services
-from .operator import refuse_unless_operator
+from .operator import require_operator
 
 
 async def runner_status(request: Request, services: Services) -> Response:
-    refused = refuse_unless_operator(request, services)
-    if refused:
-        return refused
+    require_operator(request, services)
     db, now = services.db, services.clock.now_ms()
     last, waiting, counts = await db.batch(
         [

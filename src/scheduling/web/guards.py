@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..refusals import Refusal
 from ..repository import sessions
 from ..repository.sessions import Session
 from ..requests import Request
@@ -10,17 +11,6 @@ from ..services import Services
 
 SESSION_COOKIE = "__Host-scheduling_session"
 SESSION_TTL_MS = 30 * 60 * 1000
-
-
-class Refusal(Exception):
-    """The request may not go on; `code` selects the page shown and `status` its HTTP status."""
-
-    def __init__(self, status: int, code: str, message: str, *, relaunch: bool = False) -> None:
-        super().__init__(code)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.relaunch = relaunch
 
 
 def session_cookie(value: str, max_age_s: int) -> str:

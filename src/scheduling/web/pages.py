@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..refusals import Refusal
 from ..responses import Response, html_response
-from .guards import Refusal
 from .templates import render
 
 
@@ -34,20 +34,25 @@ def error_page(
     )
 
 
+_TITLES = {
+    400: "This request cannot be used",
+    401: "Please open Scheduling from Dee Wan",
+    403: "Not allowed",
+    404: "Not found",
+    405: "Not possible here",
+    409: "Not possible right now",
+    503: "Scheduling cannot reach Dee Wan",
+}
+
+
 def refusal_page(refusal: Refusal) -> Response:
-    titles = {
-        401: "Please open Scheduling from Dee Wan",
-        403: "Not allowed",
-        404: "Not found",
-        409: "Not possible right now",
-        503: "Scheduling cannot reach Dee Wan",
-    }
+    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code."""
+    if refusal.title:
+        title = refusal.title
+    elif refusal.code == "csrf_failed":
+        title = "Please reload the page"
+    else:
+        title = _TITLES.get(refusal.status, "Something went wrong")
     return error_page(
-        refusal.status,
-        refusal.code,
-        "Please reload the page"
-        if refusal.code == "csrf_failed"
-        else titles.get(refusal.status, "Something went wrong"),
-        refusal.message,
-        relaunch=refusal.relaunch,
+        refusal.status, refusal.code, title, refusal.message, relaunch=refusal.relaunch
     )

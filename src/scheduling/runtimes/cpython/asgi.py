@@ -1,26 +1,50 @@
-"""Serve the core App over ASGI, plus the development-only `/__scheduled` trigger."""
+"""Serve the core App over ASGI, plus the development-only `/__scheduled` trigger.
+
+The request the core sees is built from the path the client sent (`raw_path`,
+still percent-encoded) under PUBLIC_ORIGIN, never from the `Host` header: a
+Host of `x/admin/status#` must not change which route answers. `%2F` stays
+encoded, so it is not a separator, as in the Worker.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote_from_bytes
 
 from ...app import App
-from ...requests import Headers, Request
-from ...responses import Response, error_response, json_response
+from ...config import Misconfigured
+from ...refusals import Refusal, invalid_request
+from ...requests import MAX_BODY_BYTES, Headers, Request
+from ...responses import Response, json_response
+from ...services import log
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Tick = Callable[[int | None], Awaitable[Any]]
 
-MAX_BODY = 64 * 1024
+# A client has this long to send its whole body once the headers are in.
+BODY_TIMEOUT_S = 10.0
+# `/__scheduled?time=` may move a tick this far from now, no further: a far-future
+# tick would refuse every pending schedule as too late.
+MAX_TICK_SHIFT_MS = 366 * 24 * 60 * 60 * 1000
+_EPOCH_MS = re.compile(r"[0-9]{1,15}")
+# Characters a path or query may carry as they are; anything else is percent-encoded,
+# so `#`, `?` in a path, spaces and raw bytes cannot change how the URL is read.
+_PATH_SAFE = "/%!$&'()*+,;=:@-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
 
 
 class AsgiApp:
-    def __init__(self, app: App, tick: Tick | None = None) -> None:
+    def __init__(
+        self, app: App, tick: Tick | None = None, *, body_timeout_s: float = BODY_TIMEOUT_S
+    ) -> None:
         self.app = app
         self._tick = tick
+        self._body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -28,14 +52,24 @@ class AsgiApp:
             return
         if scope["type"] != "http":
             return
-        body, too_large = await _read_body(receive)
-        request = _to_request(scope, body)
-        if too_large:
-            response = error_response(413, "body_too_large").with_base_headers()
-        elif request.path == "/__scheduled":
-            response = await self._scheduled(request)
+        request = _to_request(scope, self._origin())
+        try:
+            read = await asyncio.wait_for(_read_body(receive), self._body_timeout_s)
+        except TimeoutError:
+            refusal = Refusal(408, "request_timeout", "The request body took too long to arrive.")
+            response = self.app.render(request, refusal)
+            complete = False
         else:
-            response = await self.app.handle(request)
+            if read is None:  # the client left before its body arrived: nobody to answer
+                return
+            request.body, complete = read
+            if request.path == "/__scheduled":
+                response = await self._scheduled(request)
+            else:
+                response = await self.app.handle(request)
+        if not complete:
+            # The rest of the body was never read: the connection cannot carry another request.
+            response.headers.append(("connection", "close"))
         await send(
             {
                 "type": "http.response.start",
@@ -45,38 +79,79 @@ class AsgiApp:
         )
         await send({"type": "http.response.body", "body": response.body})
 
+    def _origin(self) -> str:
+        try:
+            return self.app.services.config.public_origin
+        except Misconfigured:
+            # `serve` refuses to start without it; the origin is never read to route anyway.
+            return "http://localhost"
+
     async def _scheduled(self, request: Request) -> Response:
         """Like `wrangler dev --test-scheduled`: one tick, answered when it has finished."""
         if self._tick is None or not self.app.services.config.is_development:
-            return error_response(404, "not_found").with_base_headers()
-        when = request.query.get("time")
-        if when is not None and not when.isdigit():
-            return error_response(400, "invalid_request", "time must be epoch milliseconds")
-        report = await self._tick(int(when) if when else None)
+            return self.app.render(request, Refusal(404, "not_found", "There is nothing here."))
+        try:
+            when = _tick_time(request, self.app.services.clock.now_ms())
+        except Refusal as refusal:
+            return self.app.render(request, refusal)
+        try:
+            report = await self._tick(when)
+        except Exception:
+            # The tick has written its `runner_tick_failed` line; the traceback is for the developer.
+            log.exception("development tick failed")
+            failed = Refusal(500, "internal_error", "The tick failed; see the terminal.")
+            return self.app.render(request, failed)
         return json_response({"code": "tick_finished", "report": report}).with_base_headers()
 
 
-def _to_request(scope: Scope, body: bytes) -> Request:
+def _tick_time(request: Request, now_ms: int) -> int | None:
+    """The instant `/__scheduled` asks for (None: now), or a refusal.
+
+    Any web page the developer opens could aim a request at localhost, so a
+    cross-site or same-site fetch is refused, as on the management pages.
+    """
+    if request.method not in ("GET", "POST"):
+        raise Refusal(
+            405, "method_not_allowed", "Use GET or POST.", headers=[("allow", "GET, POST")]
+        )
+    if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+        raise Refusal(403, "cross_site_request", "Run the tick from a terminal, not a web page.")
+    when = request.query.get("time")
+    if when is None:
+        return None
+    if not _EPOCH_MS.fullmatch(when) or abs(int(when) - now_ms) > MAX_TICK_SHIFT_MS:
+        raise invalid_request("time must be epoch milliseconds within a year of now")
+    return int(when)
+
+
+def _to_request(scope: Scope, origin: str) -> Request:
     headers = Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]])
-    host = headers.get("host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
-    query = scope.get("query_string", b"").decode("latin-1")
-    url = f"{scope.get('scheme', 'http')}://{host}{scope['path']}" + (f"?{query}" if query else "")
-    return Request(scope["method"], url, headers, body)
+    raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
+    if not raw_path.startswith(b"/"):  # absolute-form or `*`: no route of ours
+        raw_path = b"/" + raw_path
+    url = origin + quote_from_bytes(raw_path, safe=_PATH_SAFE)
+    query = scope.get("query_string", b"")
+    if query:
+        url += "?" + quote_from_bytes(query, safe=_QUERY_SAFE)
+    return Request(scope["method"], url, headers)
 
 
-async def _read_body(receive: Receive) -> tuple[bytes, bool]:
-    chunks, size = [], 0
+async def _read_body(receive: Receive) -> tuple[bytes, bool] | None:
+    """(body, read to the end), or None if the client left. Stops one byte past the cap,
+    so the app refuses that body without holding the rest of it."""
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None
         chunk = message.get("body", b"")
+        chunks.append(chunk)
         size += len(chunk)
-        if size <= MAX_BODY:
-            chunks.append(chunk)
+        if size > MAX_BODY_BYTES:
+            return b"".join(chunks)[: MAX_BODY_BYTES + 1], not message.get("more_body")
         if not message.get("more_body"):
-            break
-    return b"".join(chunks), size > MAX_BODY
+            return b"".join(chunks), True
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -20,7 +20,11 @@ from .clock import SystemClock
 from .crypto import CpythonCrypto
 from .http_client import HttpxClient
 from .migrations import apply_migrations
+from .slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
 from .sqlite_d1 import SqliteDatabase
+
+# A request line and headers larger than this are refused by h11 with a 400.
+MAX_HEAD_BYTES = 16 * 1024
 
 
 def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> App:
@@ -47,6 +51,24 @@ async def cron_loop(app: App) -> None:
             log.exception("runner tick failed")
 
 
+def server_config(
+    asgi: AsgiApp, port: int, *, header_timeout_s: float = HEADER_TIMEOUT_S
+) -> uvicorn.Config:
+    """uvicorn on 127.0.0.1, with deadlines for slow clients (the body's is in `asgi`)."""
+    return uvicorn.Config(
+        asgi,
+        host="127.0.0.1",
+        port=port,
+        http=timed_h11_protocol(header_timeout_s),
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        timeout_keep_alive=5,
+        lifespan="off",
+        # Access logs would print query strings, and launch codes travel in one.
+        access_log=False,
+        log_level="warning",
+    )
+
+
 async def serve(port: int, db_path: Path, env: Mapping[str, Any], *, cron: bool) -> None:
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
@@ -58,17 +80,7 @@ async def serve(port: int, db_path: Path, env: Mapping[str, Any], *, cron: bool)
     async def tick(when: int | None) -> Any:
         return await app.tick(when if when is not None else app.services.clock.now_ms())
 
-    server = uvicorn.Server(
-        uvicorn.Config(
-            AsgiApp(app, tick),
-            host="127.0.0.1",
-            port=port,
-            lifespan="off",
-            # Access logs would print query strings, and launch codes travel in one.
-            access_log=False,
-            log_level="warning",
-        )
-    )
+    server = uvicorn.Server(server_config(AsgiApp(app, tick), port))
     cron_task = asyncio.create_task(cron_loop(app)) if cron else None
     log.info(
         "serving %s on http://127.0.0.1:%d (cron %s)",

@@ -1,0 +1,293 @@
+"""The local runtime's edge (issue 12): routing on the path sent, bodies, cookies, `/__scheduled`,
+and deadlines for slow clients, through the ASGI adapter and a real uvicorn socket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from scheduling.app import App
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.server import server_config
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
+from tests.world import World
+
+OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
+
+
+class Ticks:
+    def __init__(self) -> None:
+        self.at: list[int | None] = []
+
+    async def __call__(self, when: int | None) -> dict[str, int]:
+        self.at.append(when)
+        return {"due": 0, "claimed": 0}
+
+
+def client_for(asgi: AsgiApp) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1:8788")
+
+
+def dev_app(db: SqliteDatabase, clock: FakeClock) -> App:
+    return make_app(db, clock, env=base_env(ENVIRONMENT="development"))
+
+
+# -- routing on the path the request carries --------------------------------------------
+
+
+async def test_the_host_header_does_not_choose_the_route(app: App) -> None:
+    async with client_for(AsgiApp(app)) as client:
+        response = await client.get("/dee-wan/manifest.json", headers={"host": "x/admin/status#"})
+    assert response.status_code == 200
+    assert response.json()["origin"] == ORIGIN
+    assert "runner_status" not in response.text
+
+
+@pytest.mark.parametrize("path", ["/dee-wan%2Fmanifest.json", "/dee-wan%2fmanifest.json",
+                                  "/admin%2Fstatus", "/installations/ins_1/schedules%2Fsch_1%2Fcancel"])
+async def test_an_encoded_slash_is_not_a_separator(app: App, path: str) -> None:
+    async with client_for(AsgiApp(app)) as client:
+        response = await client.get(path, headers=OPERATOR)
+    assert response.status_code == 404
+
+
+async def test_a_hash_or_raw_bytes_in_the_path_stay_in_the_path(app: App) -> None:
+    asgi = AsgiApp(app)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    for raw in (b"/admin/status#/dee-wan/manifest.json", b"/dee-wan/manifest.json\xff",
+                b"http://evil.example/dee-wan/manifest.json"):
+        scope = {"type": "http", "method": "GET", "path": raw.decode("latin-1"), "raw_path": raw,
+                 "query_string": b"", "headers": [(b"host", b"evil.example")]}
+        await asgi(scope, receive, send)
+        assert sent[-2]["status"] == 404, raw
+
+
+async def test_405_names_the_allowed_methods(app: App) -> None:
+    async with client_for(AsgiApp(app)) as client:
+        response = await client.put("/dee-wan/activate")
+        assert response.status_code == 405
+        assert response.headers["allow"] == "POST"
+        assert response.json()["code"] == "method_not_allowed"
+        response = await client.delete("/installations/ins_1")
+        assert (response.status_code, response.headers["allow"]) == (405, "GET, HEAD")
+        assert 'data-error-code="method_not_allowed"' in response.text
+
+
+# -- bodies and cookies ------------------------------------------------------------------
+
+
+async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(app: App, db: SqliteDatabase) -> None:
+    asgi = AsgiApp(app)
+    chunks = [b"{" + b" " * 65_535, b" " * 10, b"}"]
+    received: list[bytes] = []
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        chunk = chunks.pop(0)
+        received.append(chunk)
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/dee-wan/activate", "raw_path": b"/dee-wan/activate",
+             "query_string": b"", "headers": [(b"content-type", b"application/json")]}
+    await asgi(scope, receive, send)
+    assert sent[0]["status"] == 400
+    assert json.loads(sent[1]["body"])["code"] == "invalid_request"
+    assert (b"connection", b"close") in sent[0]["headers"]
+    assert len(received) == 2  # the last chunk was never asked for
+
+
+async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
+    asgi = AsgiApp(app, body_timeout_s=0.05)
+    sent: list[dict[str, Any]] = []
+    first = True
+
+    async def receive() -> dict[str, Any]:
+        nonlocal first
+        if first:
+            first = False
+            return {"type": "http.request", "body": b'{"protocol"', "more_body": True}
+        await asyncio.sleep(10)
+        raise AssertionError("not reached")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/dee-wan/activate", "raw_path": b"/dee-wan/activate",
+             "query_string": b"", "headers": []}
+    await asyncio.wait_for(asgi(scope, receive, send), 2)
+    assert sent[0]["status"] == 408
+    assert json.loads(sent[1]["body"])["code"] == "request_timeout"
+    assert (b"connection", b"close") in sent[0]["headers"]
+    assert (b"x-content-type-options", b"nosniff") in sent[0]["headers"]
+
+
+async def test_two_cookie_lines_keep_the_session(db: SqliteDatabase, clock: FakeClock) -> None:
+    world = World(db, clock)
+    installation = await world.install()
+    browser = await world.browser_for(installation)
+    session = browser.cookies["__Host-scheduling_session"]
+    async with client_for(AsgiApp(world.app)) as client:
+        response = await client.get(f"/installations/{installation.id}", headers=[
+            ("cookie", "theme=dark"), ("cookie", f"__Host-scheduling_session={session}"),
+            ("cookie", "other=1")])
+    assert response.status_code == 200, response.text[:300]
+    assert "Spring launch" in response.text
+
+
+# -- /__scheduled (development only) -----------------------------------------------------
+
+
+async def test_scheduled_runs_one_tick_on_get_or_post(db: SqliteDatabase, clock: FakeClock) -> None:
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        assert (await client.get("/__scheduled", params={"cron": "* * * * *"})).status_code == 200
+        answer = await client.post("/__scheduled", params={"time": str(START_MS + 60_000)},
+                                   headers={"sec-fetch-site": "same-origin"})
+        assert answer.status_code == 200
+        assert answer.json()["code"] == "tick_finished"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["cache-control"] == "no-store"
+    assert ticks.at == [None, START_MS + 60_000]
+
+
+@pytest.mark.parametrize("method", ["PUT", "DELETE", "HEAD", "OPTIONS"])
+async def test_scheduled_takes_get_and_post_only(db: SqliteDatabase, clock: FakeClock, method: str) -> None:
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.request(method, "/__scheduled")
+    assert (answer.status_code, answer.headers["allow"]) == (405, "GET, POST")
+    assert answer.headers["referrer-policy"] == "no-referrer"
+    assert ticks.at == []
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+async def test_scheduled_refuses_other_sites(db: SqliteDatabase, clock: FakeClock, site: str) -> None:
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.get("/__scheduled", headers={"sec-fetch-site": site})
+    assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert ticks.at == []
+
+
+@pytest.mark.parametrize("when", ["²", "١٧٨٢٩٠٠٠٠٠٠٠٠", "-1", "1e12", "", " 1782900000000",
+                                  "17829000000000000000", str(START_MS + 367 * 86_400_000),
+                                  str(START_MS - 367 * 86_400_000)])
+async def test_scheduled_time_is_ascii_digits_within_a_year(
+    db: SqliteDatabase, clock: FakeClock, when: str
+) -> None:
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.get("/__scheduled", params={"time": when})
+    assert (answer.status_code, answer.json()["code"]) == (400, "invalid_request")
+    assert answer.headers["cache-control"] == "no-store"
+    assert ticks.at == []
+
+
+async def test_a_failed_development_tick_is_a_500_with_its_code(
+    db: SqliteDatabase, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def failing(when: int | None) -> dict[str, int]:
+        raise RuntimeError("database is locked")
+
+    async with client_for(AsgiApp(dev_app(db, clock), failing)) as client:
+        answer = await client.get("/__scheduled")
+    assert (answer.status_code, answer.json()["code"]) == (500, "internal_error")
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == ["development tick failed"]
+
+
+async def test_scheduled_is_not_found_outside_development(app: App) -> None:
+    ticks = Ticks()
+    async with client_for(AsgiApp(app, ticks)) as client:
+        answer = await client.get("/__scheduled")
+    assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
+    assert ticks.at == []
+
+
+# -- deadlines for slow clients, on a real socket ---------------------------------------
+
+
+@pytest.fixture
+async def slow_server(app: App) -> AsyncIterator[int]:
+    config = server_config(AsgiApp(app, body_timeout_s=0.5), 0, header_timeout_s=0.5)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield int(port)
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+    """Everything the server sent before it closed the connection."""
+    return await asyncio.wait_for(reader.read(), seconds)
+
+
+async def test_slow_headers_are_cut_off_and_do_not_hold_the_server(slow_server: int) -> None:
+    port = slow_server
+    loris = [await asyncio.open_connection("127.0.0.1", port) for _ in range(4)]
+    for _, writer in loris:
+        writer.write(b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n")
+        await writer.drain()
+
+    async def trickle(writer: asyncio.StreamWriter) -> None:
+        for _ in range(30):
+            await asyncio.sleep(0.05)
+            writer.write(b"X-Slow: 1\r\n")
+            await writer.drain()
+
+    trickles = [asyncio.create_task(trickle(writer)) for _, writer in loris]
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        assert (await client.get("/dee-wan/manifest.json")).status_code == 200
+    for reader, _ in loris:
+        assert await closed_within(reader, 3) == b""  # closed without an answer
+    for task in trickles:
+        task.cancel()
+    await asyncio.gather(*trickles, return_exceptions=True)
+
+
+async def test_a_slow_body_gets_408_and_the_connection_closes(slow_server: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
+    writer.write(b"POST /dee-wan/activate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 100\r\n\r\n{\"pro")
+    await writer.drain()
+    answer = await closed_within(reader, 3)
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert b'"code":"request_timeout"' in answer
+    writer.close()
+
+
+async def test_an_idle_connection_is_closed_and_keep_alive_heads_have_a_deadline_too(
+    slow_server: int,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
+    assert await closed_within(reader, 3) == b""
+    writer.close()
+    reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
+    writer.write(b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n\r\nGET /dee-wan/manifest.json HTTP/1.1\r\n")
+    await writer.drain()
+    answer = await closed_within(reader, 3)
+    assert answer.count(b"HTTP/1.1 200 ") == 1  # the first answered, the unfinished second cut off
+    writer.close()

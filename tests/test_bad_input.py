@@ -1,0 +1,247 @@
+"""Issue 12's reproductions through the public surface: each bad input gets a clear 4xx with a
+code, and nothing is stored or consumed. (Base URLs are in test_activation.py; the local
+runtime's Host, %2F, slow clients and /__scheduled in test_asgi.py.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from scheduling.app import App
+from scheduling.requests import Headers
+from scheduling.responses import Response
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import ORIGIN, FakeClock, call
+from tests.helpers import OPERATOR, activation, body, mint, post_activate
+from tests.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
+from tests.world import Browser, World
+
+DEEP_ARRAY = b"[" * 20_000 + b"]" * 20_000
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+async def count(db: SqliteDatabase, table: str) -> int:
+    row = await db.prepare(f"SELECT count(*) AS n FROM {table}").first()
+    return int(row["n"]) if row else 0
+
+
+async def stored(db: SqliteDatabase) -> dict[str, int]:
+    tables = ("installations", "activation_codes", "sessions", "schedules", "schedule_attempts")
+    return {table: await count(db, table) for table in tables}
+
+
+def code_of(response: Response) -> str:
+    """The refusal's code, from the JSON body or the error page."""
+    if (response.header("content-type") or "").startswith("application/json"):
+        return str(body(response)["code"])
+    text = response.body.decode()
+    marker = 'data-error-code="'
+    assert marker in text, text[:300]
+    return text.split(marker, 1)[1].split('"', 1)[0]
+
+
+# -- bodies ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", [DEEP_ARRAY, b'{"a":' * 40 + b"1" + b"}" * 40,
+                                     b'{"protocol": "v1", "x": ' + b"[" * 33 + b"]" * 33 + b"}"])
+async def test_deep_json_is_refused_on_activate_without_a_500(app: App, db: SqliteDatabase,
+                                                             payload: bytes) -> None:
+    code = await mint(app)
+    response = await post_activate(app, payload)
+    assert (response.status, body(response)["code"]) == (400, "invalid_request")
+    assert "nested deeper" in body(response)["message"]
+    assert await count(db, "installations") == 0
+    # The code minted before is still unused.
+    assert (await post_activate(app, activation(code))).status == 201
+
+
+async def test_deep_json_is_refused_on_mint(app: App, db: SqliteDatabase) -> None:
+    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=DEEP_ARRAY)
+    assert (response.status, body(response)["code"]) == (400, "invalid_request")
+    assert await count(db, "activation_codes") == 0
+
+
+async def test_a_body_over_64_kib_is_refused(app: App, db: SqliteDatabase) -> None:
+    padded = json.dumps(activation(await mint(app))).encode()
+    padded = padded[:-1] + b" " * (64 * 1024 - len(padded) + 1) + b"}"
+    assert len(padded) == 64 * 1024 + 1
+    response = await post_activate(app, padded)
+    assert (response.status, body(response)["code"]) == (400, "invalid_request")
+    assert "larger than 65536 bytes" in body(response)["message"]
+    assert await count(db, "installations") == 0
+    assert (await post_activate(app, padded[:-2] + b"}")).status == 201  # 64 KiB exactly is fine
+
+
+# -- the schedule form -------------------------------------------------------------------
+
+
+def form(browser: Browser, **fields: str) -> dict[str, str]:
+    values = {"csrf_token": browser.csrf(), "opened_for": "cnt_en", "transition": "publish:published",
+              "timezone": "Europe/Paris", "local_time": "2026-07-02T09:00"}
+    values.update(fields)
+    return values
+
+
+async def content_browser(world: World) -> tuple[Browser, str]:
+    installation = await world.install()
+    browser = await world.browser_for(installation)
+    await browser.get(f"/installations/{installation.id}")
+    return browser, installation.id
+
+
+async def test_a_form_with_more_than_50_fields_is_400_and_stores_nothing(world: World) -> None:
+    browser, installation_id = await content_browser(world)
+    fields = form(browser, **{f"extra{n}": "x" for n in range(45)})
+    assert len(fields) == 50
+    before = await stored(world.db)
+    response = await browser.post(f"/installations/{installation_id}/schedules",
+                                  {**fields, "extra45": "x"})
+    assert response.status == 400
+    assert code_of(response) == "invalid_request"
+    assert "more than 50 fields" in response.body.decode()
+    assert await stored(world.db) == before
+    ok = await browser.post(f"/installations/{installation_id}/schedules", fields)
+    assert ok.status == 303
+
+
+@pytest.mark.parametrize(
+    ("local_time", "zone"),
+    [("0001-01-01T00:00", "Asia/Tokyo"), ("9999-12-31T23:59", "America/New_York"),
+     ("2200-01-01T00:00", "UTC"), ("1969-12-31T23:59", "UTC"),
+     ("２０２６-07-02T09:00", "UTC"), ("٢٠٢٦-٠٧-٠٢T٠٩:٠٠", "Europe/Paris"), ("2026-07-02T09:00²", "UTC")],
+)
+async def test_local_times_out_of_range_or_not_ascii_are_422(world: World, local_time: str, zone: str) -> None:
+    browser, installation_id = await content_browser(world)
+    before = await stored(world.db)
+    response = await browser.post(f"/installations/{installation_id}/schedules",
+                                  form(browser, local_time=local_time, timezone=zone))
+    assert response.status == 422
+    assert code_of(response) == "invalid_local_time"
+    assert await stored(world.db) == before
+
+
+async def test_the_last_accepted_year_is_2199(world: World) -> None:
+    browser, installation_id = await content_browser(world)
+    response = await browser.post(f"/installations/{installation_id}/schedules",
+                                  form(browser, local_time="2199-12-31T23:59", timezone="Pacific/Kiritimati"))
+    assert response.status == 303
+
+
+# -- launch, routes, errors --------------------------------------------------------------
+
+
+async def test_head_on_a_launch_url_consumes_nothing(world: World) -> None:
+    installation = await world.install()
+    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"})
+    browser = Browser(world.app)
+    head = await browser._send("HEAD", launch.url, {})
+    assert (head.status, head.body) == (401, b"")  # as the page answers without a session
+    assert head.header("set-cookie") is None
+    assert world.core.calls.of("exchange") == []
+    assert await count(world.db, "sessions") == 0
+    assert (await browser.get(launch.url)).status == 303  # the code still works
+    again = await browser._send("HEAD", launch.url, {})
+    assert (again.status, again.body) == (200, b"")  # now with the session, still no exchange
+    assert len(world.core.calls.of("exchange")) == 1
+
+
+@pytest.mark.parametrize(("path", "accept", "page"), [
+    ("/installations/ins_1/nothing", None, True),
+    ("/installations", "text/html", True),
+    ("/favicon.ico", "text/html,application/xhtml+xml", True),
+    ("/favicon.ico", None, False),
+    ("/admin/nothing", "text/html", False),
+    ("/dee-wan/nothing", "text/html", False),
+])
+async def test_not_found_is_a_page_for_browsers_and_json_for_clients(
+    app: App, path: str, accept: str | None, page: bool
+) -> None:
+    response = await call(app, "GET", path, headers={"accept": accept} if accept else {})
+    assert response.status == 404
+    assert code_of(response) == "not_found"
+    is_page = (response.header("content-type") or "").startswith("text/html")
+    assert is_page == page
+    if page:
+        assert "<title>Not found · Scheduling</title>" in response.body.decode()
+        assert response.header("content-security-policy")
+
+
+async def test_anything_not_a_refusal_is_a_500_logged_once(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from scheduling.repository import schedules
+
+    browser, installation_id = await content_browser(world)
+
+    async def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(schedules, "list_for", broken)
+    with caplog.at_level(logging.ERROR, logger="scheduling"):
+        response = await browser.get(f"/installations/{installation_id}")
+    assert response.status == 500
+    assert code_of(response) == "internal_error"
+    assert "a bug" not in response.body.decode()
+    assert [r.getMessage() for r in caplog.records if r.exc_info] == [
+        f"unhandled error in GET /installations/{installation_id}"]
+
+
+def test_repeated_cookie_lines_join_with_semicolons() -> None:
+    from scheduling.requests import Request
+
+    headers = Headers([("Cookie", "a=1"), ("cookie", "__Host-scheduling_session=s"), ("X-A", "1"), ("x-a", "2")])
+    request = Request("GET", f"{ORIGIN}/", headers)
+    assert request.cookies == {"a": "1", "__Host-scheduling_session": "s"}
+    assert headers["x-a"] == "1, 2"
+
+
+# -- Dee Wan's answers (checked in dee_wan.py): untrusted, and nothing stored --------------
+
+
+async def scripted(world: World) -> ScriptedCore:
+    script = ScriptedCore(world.app.services.http)
+    world.app.services.http = script
+    return script
+
+
+@pytest.mark.parametrize("case", ["deep", "2027-02-30T00:00:00Z", "0000-01-01T00:00:00Z",
+                                  "２０２７-01-01T00:00:00Z", "over_1_mib"])
+async def test_untrusted_exchange_answers_start_no_session(world: World, case: str) -> None:
+    installation = await world.install()
+    script = await scripted(world)
+    good = exchange_answer(installation.id)
+    if case == "deep":
+        script.exchange = answer(DEEP_ARRAY)
+    elif case == "over_1_mib":
+        script.exchange = answer(json.dumps(good).encode() + b" " * (1 << 20))
+    else:  # an `expires_at` of the right shape that is no instant
+        script.exchange = answer(exchange_answer(
+            installation.id, delegation={**good["delegation"], "expires_at": case}))
+    response = await Browser(world.app).get(f"/installations/{installation.id}?dee_wan_launch=dwl_{'l' * 43}")
+    assert (response.status, code_of(response)) == (401, "untrusted_response")
+    assert response.header("set-cookie") is None
+    assert await count(world.db, "sessions") == 0
+
+
+@pytest.mark.parametrize("case", ["deep", "revision_beyond_sqlite"])
+async def test_untrusted_content_answers_store_nothing(world: World, case: str) -> None:
+    browser, installation_id = await content_browser(world)
+    script = await scripted(world)
+    script.content = {
+        "deep": answer(b'{"code": "content", "content": ' + DEEP_ARRAY + b"}"),
+        "revision_beyond_sqlite": answer(content_answer(workflow={
+            "revision": 10**30, "transitions": [{"kind": "publish", "to": "published"}]})),
+    }[case]
+    before = await stored(world.db)
+    response = await browser.post(f"/installations/{installation_id}/schedules", form(browser))
+    assert (response.status, code_of(response)) == (502, "untrusted_response")
+    assert await stored(world.db) == before
+
