@@ -124,7 +124,7 @@ class Browser:
 def schedules_on(html: str) -> list[dict[str, str]]:
     """Each listed schedule's data attributes."""
     items = []
-    for tag in re.findall(r"<li class=\"schedule\"[^>]*>", html):
+    for tag in re.findall(r"<li class=\"schedule[^\"]*\"[^>]*>", html):
         attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', tag))
         items.append(attrs)
     return items
