@@ -123,7 +123,7 @@ async def content_page(
         fold_choices=occurrence_labels(*fold_choices) if fold_choices else None,
         focus_fold=bool(error and error["code"] == "ambiguous_local_time" and fold_choices),
         flash="The schedule was cancelled." if cancelled and is_id(cancelled) else None,
-        stale_count=sum(1 for v in views if v["stale"]),
+        stale=[v for v in views if v["stale"]],
         schedules=views,
         card_page={
             "installation_id": installation_id,

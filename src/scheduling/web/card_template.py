@@ -18,12 +18,21 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
 
 {% macro schedule_card(s, page, level=3) %}
   <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %} data-content-id="{{ s.content_id }}">
+    <div class="card-head">
     <h{{ level }}>{{ s.kind_label }} version <code>{{ s.version_id }}</code>{% if page.show_content %} of {% if s.title is not none %}“{{ s.title }}” (<code>{{ s.content_id }}</code>){% else %}content <code>{{ s.content_id }}</code>{% endif %}{% endif %}</h{{ level }}>
+    {% if s.cancellable %}
+    <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/cancel" class="cancel">
+      {{ session_fields(page.csrf_token, page.opened_for) }}
+      {% for name, value in page.back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
+      <button type="submit">Cancel<span class="visually-hidden"> {{ s.kind_label|lower }} of {{ s.version_id }} at {{ s.local_label }}</span></button>
+    </form>
+    {% endif %}
+    </div>
     <dl>
       <dt>When</dt>
-      <dd>{{ s.local_label }} <span class="tz">({{ s.timezone }})</span> · <span class="utc">{{ s.utc_label }}</span>{% if s.viewer_label %} · <span class="viewer">{{ s.viewer_label }} in {{ page.viewer_zone }}</span>{% endif %}</dd>
+      <dd>{% if s.viewer_label %}<span class="viewer">{{ s.viewer_label }} in {{ page.viewer_zone }}</span>, entered as {% endif %}{% if s.timezone == "UTC" %}<span class="utc">{{ s.utc_label }}</span>{% else %}{{ s.local_label }} <span class="tz">({{ s.timezone }})</span> · <span class="utc">{{ s.utc_label }}</span>{% endif %}</dd>
       <dt>Status</dt>
-      <dd><span class="status status-{{ s.status }}">{{ s.cancelled_label or s.status_label }}</span>{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}</dd>
+      <dd><span class="status status-{{ s.status }}">{{ s.status_label }}</span>{% if s.cancelled_label %} {{ s.cancelled_label }}{% endif %}{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}</dd>
       {% if s.result_code %}
       <dt>Result</dt>
       <dd><code>{{ s.result_code }}</code>: {{ s.result_text }}</dd>
@@ -59,13 +68,6 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       {% endfor %}
       </ol>
     </details>
-    {% endif %}
-    {% if s.cancellable %}
-    <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/cancel" class="cancel">
-      {{ session_fields(page.csrf_token, page.opened_for) }}
-      {% for name, value in page.back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
-      <button type="submit">Cancel<span class="visually-hidden"> {{ s.kind_label|lower }} of {{ s.version_id }} at {{ s.local_label }}</span></button>
-    </form>
     {% endif %}
   </li>
 {% endmacro %}

@@ -20,7 +20,7 @@ CONTENT = """{% extends "base.html" %}
 </dl>
 
 {% if flash %}<div class="notice" role="status"><p>{{ flash }}</p></div>{% endif %}
-{% if stale_count %}<div class="warning" role="status" data-stale-count="{{ stale_count }}"><p>{% if stale_count == 1 %}One waiting schedule pins{% else %}{{ stale_count }} waiting schedules pin{% endif %} what Dee Wan no longer reports: see <a href="#list-heading">Schedules for this content</a>.</p></div>{% endif %}
+{% if stale %}<div class="warning" role="status" data-stale-count="{{ stale|length }}"><p>{% if stale|length == 1 %}One waiting schedule pins{% else %}{{ stale|length }} waiting schedules pin{% endif %} what Dee Wan no longer reports, so it would be refused: <a href="#schedule-{{ stale[0].id }}">see {% if stale|length == 1 %}it{% else %}them{% endif %} below</a>.</p></div>{% endif %}
 {% if notice %}
 <div class="notice" role="status" data-confirmation="{{ notice.id }}">
   <p>Scheduled: {{ notice.kind_label|lower }} the pinned version <code>{{ notice.version_id }}</code> at {{ notice.local_label }} ({{ notice.timezone }}), which is {{ notice.utc_label }}.{% if notice.superseded %} It replaces the earlier schedule.{% endif %}</p>

@@ -54,5 +54,15 @@ h4 { font-size: 1.05rem; margin: 0 0 .5rem; }
 .pager { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; margin: 1.5rem 0; }
 .pager a { padding: .3rem 0; }
 .pager a[rel=next] { margin-left: auto; }
+a { color: var(--accent); }
+.card-head { display: flex; flex-wrap: wrap; justify-content: space-between; align-items: flex-start;
+             gap: .5rem 1rem; margin: 0 0 .5rem; }
+.card-head h3, .card-head h4 { margin: 0; }
+/* On a phone, each fact's name goes above its value instead of squeezing it into a column. */
+@media (max-width: 30rem) {
+  main { padding: 1rem; }
+  .schedule dl { grid-template-columns: 1fr; gap: 0; }
+  .schedule dd { margin: 0 0 .4rem; }
+}
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 """

@@ -125,7 +125,8 @@ def _wall(schedule: Schedule) -> str:
 def _cancelled(schedule: Schedule) -> str | None:
     if schedule.status != "cancelled" or schedule.cancelled_at is None:
         return None
-    return f"Cancelled by {schedule.cancelled_by_name} at {time_labels.both(schedule.cancelled_at, schedule.timezone, seconds=True)}"
+    when = time_labels.both(schedule.cancelled_at, schedule.timezone, seconds=True)
+    return f"by {schedule.cancelled_by_name} at {when}"
 
 
 def _next_try(schedule: Schedule, moment: Moment) -> dict[str, str | None]:
