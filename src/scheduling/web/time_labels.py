@@ -40,19 +40,6 @@ def wall(ms: int, zone: str) -> str:
     return f"{_in(ms, zone):%Y-%m-%d %H:%M %Z}"
 
 
-def wall_seconds(ms: int, zone: str) -> str:
-    """`2026-07-01 10:00:20 CEST`: attempts seconds apart must not look simultaneous."""
-    return f"{_in(ms, zone):%Y-%m-%d %H:%M:%S %Z}"
-
-
-def utc(ms: int) -> str:
-    return f"{_utc(ms):%Y-%m-%d %H:%M} UTC"
-
-
-def utc_seconds(ms: int) -> str:
-    return f"{_utc(ms):%Y-%m-%d %H:%M:%S} UTC"
-
-
 def now_in(zone: str, now_ms: int) -> str | None:
     """`2026-11-30 16:20 CET`, or None when `zone` is not a known IANA name."""
     return wall(now_ms, zone) if known_zone(zone) else None
@@ -63,7 +50,7 @@ def deadline(due_at: int, max_lateness_ms: int) -> str:
     last = due_at + max_lateness_ms
     if _utc(last).date() == _utc(due_at).date():
         return f"{_utc(last):%H:%M} UTC"
-    return utc(last)
+    return f"{_utc(last):%Y-%m-%d %H:%M} UTC"
 
 
 def planned_try(next_attempt_at: int, now_ms: int) -> int:
@@ -83,7 +70,9 @@ def suggested_local_time(zone: str, now_ms: int) -> str:
     except UnknownTimezone:
         return ""
     ahead = _utc(now_ms + SUGGESTION_LEAD_MS).astimezone(tz).replace(tzinfo=None)
-    hour = ahead.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    hour = ahead.replace(minute=0, second=0, microsecond=0)
+    if hour < ahead:
+        hour += timedelta(hours=1)
     for _ in range(4):
         first, second = hour.replace(tzinfo=tz, fold=0), hour.replace(tzinfo=tz, fold=1)
         round_trip = first.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
