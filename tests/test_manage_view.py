@@ -276,3 +276,22 @@ async def test_a_stale_pin_is_flagged_on_the_manage_view_too(world: World) -> No
     flagged = [item["schedule-id"] for item in schedules_on(html) if item.get("pin-stale") == "true"]
     assert flagged == [made[content(39)]]
     assert "repin_of" not in html  # a manage launch cannot create
+
+
+async def test_a_hanging_dee_wan_costs_the_page_its_title_budget_only(
+    db: SqliteDatabase, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduling.handlers import manage
+
+    world = World(db, clock, env=base_env(SEND_CONCURRENCY="1"))
+    installation = await world.install()
+    await seed(world, installation, count=8)
+    browser = await manager(world, installation)
+    monkeypatch.setattr(manage, "TITLES_BUDGET_S", 0.2)
+    world.core.faults.set_latency(0.08, "content")  # one read at a time: three fit in the budget
+    response = await browser.get(f"/installations/{installation.id}")
+    assert response.status == 200
+    html = response.body.decode()
+    titled = html.count("of “Item ")
+    assert 1 <= titled < 8
+    assert html.count("of content <code>cnt_m") == 8 - titled

@@ -7,6 +7,7 @@ snapshots. A read that fails leaves the content's id alone on its card.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from typing import Any
 from urllib.parse import urlencode
@@ -34,6 +35,8 @@ LABELS = {
     "finished": "Finished",
 }
 MAX_PAGE = 100_000
+# A slow Dee Wan costs the page this long at most; titles not read by then show their ids.
+TITLES_BUDGET_S = 4.0
 _QUERY_NAMES = ("show", "page", "zone")
 
 
@@ -60,26 +63,35 @@ def back_query(fields: dict[str, str]) -> str:
 async def read_titles(
     services: Services, access: Access, content_ids: set[str]
 ) -> dict[str, ContentRead | None]:
-    """Each content's read with the manage delegation; None where Dee Wan did not answer it."""
+    """Each content's read with the manage delegation; None where Dee Wan did not answer it
+    (in time: all the reads share one budget, so a hanging Dee Wan cannot hold the page)."""
     ids = sorted(content_ids)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TITLES_BUDGET_S
 
     async def read_one(content_id: str) -> ContentRead | None:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            return None
         try:
-            return await read_content(
-                services.http,
-                access.installation.base_url,
-                access.token,
-                access.delegation,
-                content_id,
+            return await asyncio.wait_for(
+                read_content(
+                    services.http,
+                    access.installation.base_url,
+                    access.token,
+                    access.delegation,
+                    content_id,
+                ),
+                remaining,
             )
         except CoreError as exc:
-            log.info(
-                "installation %s: title of %s not read: %s",
-                access.installation.id,
-                content_id,
-                exc.code,
-            )
-            return None
+            reason = exc.code
+        except TimeoutError:
+            reason = "over the page's budget"
+        log.info(
+            "installation %s: title of %s not read: %s", access.installation.id, content_id, reason
+        )
+        return None
 
     reads = await gather_limited(
         services.config.send_concurrency, [functools.partial(read_one, cid) for cid in ids]
