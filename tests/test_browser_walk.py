@@ -16,6 +16,7 @@ directory (printed with `-s`), or to $BROWSER_SCREENSHOTS.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -44,6 +45,9 @@ CHROMIUM_ARGS = [
 ]
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 PERSON = "Ada Lovelace (editor)"  # first in the home page's person menus
+VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
+BULK = 56  # contents with one schedule each, so the manage view has more than one page
+PHONE = {"width": 390, "height": 844}
 
 
 def _missing() -> str | None:
@@ -78,10 +82,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     )
     with dev:
         dev.install()
-        # One more content item, so the manage page can show schedules of two contents.
+        # More content: the manage page shows schedules of several, and pages through many.
+        bulk = [{"id": f"cnt_bulk_{i:02d}", "title": f"Bulk item {i:02d}"} for i in range(BULK)]
         seeded = httpx.post(
             f"{dev.core_origin}/__fake/seed",
-            json={"contents": [{"id": "cnt_events", "title": "Autumn events"}]},
+            json={"contents": [{"id": "cnt_events", "title": "Autumn events"},
+                               {"id": "cnt_repin", "title": "Winter sale"}, *bulk]},
             timeout=10,
         )
         seeded.raise_for_status()
@@ -172,22 +178,27 @@ def open_home(page: Page, stack: DevStack) -> None:
     assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
 
 
-def launch(page: Page, stack: DevStack, content_id: str | None = None) -> PageResponse:
+def launch(
+    page: Page, stack: DevStack, content_id: str | None = None, person: str = PERSON
+) -> PageResponse:
     """Use Dee Wan's Schedule button on a content row (or its Scheduling button to manage)."""
     open_home(page, stack)
     ins = installation_id(stack)
     if content_id is None:
-        button = page.get_by_role("button", name=f"Scheduling ({ins})")
+        label, where = f"Scheduling ({ins})", page.locator("form")
     else:
         row = page.locator("tr").filter(has=page.get_by_role("cell", name=content_id, exact=True))
-        button = row.get_by_role("button", name=f"Schedule ({ins})")
+        label, where = f"Schedule ({ins})", row.locator("form")
+    form = where.filter(has=page.get_by_role("button", name=label))
+    form.get_by_role("combobox", name="as person").select_option(label=person)
+    button = form.get_by_role("button", name=label)
     with page.expect_navigation(url=f"{stack.plugin_origin}/installations/{ins}") as landed:
         button.click()
     response = landed.value
     assert response is not None
     assert response.status == 200
     assert "dee_wan_launch" not in page.url
-    assert page.get_by_text(f"Opened from Dee Wan by {PERSON}").is_visible()
+    assert page.get_by_text(f"Opened from Dee Wan by {person}").is_visible()
     return response
 
 
@@ -238,6 +249,21 @@ def audit(page: Page, state: str, response: PageResponse | None, shots: Path | N
         for v in violations
     )
     assert not violations, f"axe found {len(violations)} violation(s) on {state}:\n{report}"
+
+
+def audit_wide_and_narrow(page: Page, state: str, response: PageResponse | None, shots: Path) -> None:
+    """Audit at desktop width, then at 390 px (a phone): no sideways scrolling there either."""
+    audit(page, state, response, shots)
+    page.screenshot(path=str(shots / f"{state}-top.png"))  # what the first screenful shows
+    desktop = page.viewport_size
+    page.set_viewport_size(PHONE)
+    try:
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{state} scrolls sideways by {overflow}px at 390 px"
+        audit(page, f"{state}-390", response, shots)
+        page.screenshot(path=str(shots / f"{state}-390-top.png"))
+    finally:
+        page.set_viewport_size(desktop or {"width": 1100, "height": 900})
 
 
 def submit(page: Page, key: str = "Enter") -> PageResponse:
@@ -413,21 +439,35 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert schedule_item(page, first).get_attribute("data-status") == "pending"
     audit(page, "content-confirmation", made, shots)
 
-    # 2. A wall time that happens twice, no fold chosen: refused, the input kept.
+    # 2. A wall time that happens twice, no fold chosen: refused, the input kept, both
+    #    instants named, and focus on the choice.
     twice = next_ambiguous_half_past("Europe/Berlin")
     refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
     assert refused.status == 422
-    assert page.locator('[data-error-code="ambiguous_local_time"]').is_visible()
+    error = page.locator('[data-error-code="ambiguous_local_time"]')
+    assert error.is_visible()
+    earlier_label, later_label = (
+        f"{wall(twice, 'Europe/Berlin', fold):%H:%M %Z} = {wall(twice, 'Europe/Berlin', fold).astimezone(UTC):%H:%M} UTC"
+        for fold in (0, 1)
+    )
+    assert f"{earlier_label}, or {later_label}" in error.inner_text()
     assert page.title().startswith("Not scheduled: ")
-    assert active(page)["id"] == "form-error", "focus starts on the error after a refusal"
+    focused = active(page)
+    assert focused["id"] == "fold-earlier", "focus moves to the choice after an ambiguous time"
+    assert focused["outline"] != "none" and focused["width"] >= 2, focused
+    assert page.get_by_label(f"The later one: {later_label}").count() == 1
     assert page.locator("#local_time").input_value() == twice
     assert page.locator("#timezone").input_value() == "Europe/Berlin"
     assert page.locator("#fold-none").is_checked()
     assert page.locator("[data-confirmation]").count() == 0
     audit(page, "content-refusal", refused, shots)
 
-    # 3. Fixed with the later occurrence: scheduled, and it replaces the first one.
-    fixed = keyboard_schedule(page, twice, "Europe/Berlin", fold="later")
+    # 3. Fixed with the keyboard from there: the arrow key picks the later one, Tab, Enter.
+    assert tab(page, "ArrowDown")["id"] == "fold-later"
+    assert page.locator("#fold-later").is_checked()
+    button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
+    assert button["text"] == "Schedule"
+    fixed = submit(page)
     assert fixed.status == 200
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
@@ -472,8 +512,9 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert page.locator("form.schedule-form").count() == 0
     assert page.locator("#local_time").count() == 0
-    assert "of content cnt_spring" in schedule_item(page, spring).inner_text()
-    assert "of content cnt_events" in schedule_item(page, events).inner_text()
+    # Titles are read live from Dee Wan, next to the ids.
+    assert "of “Spring launch” (cnt_spring)" in schedule_item(page, spring).inner_text()
+    assert "of “Autumn events” (cnt_events)" in schedule_item(page, events).inner_text()
     audit(page, "manage", managed, shots)
 
     with page.expect_navigation() as navigated:
@@ -525,3 +566,157 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     about = next(g for g in state["groups"] if g["primary_id"] == "cnt_about")
     assert about["published_version_id"] is None, about
     assert urlsplit(page.url).path == f"/installations/{installation_id(stack)}"
+
+
+def core_action(stack: DevStack, content_id: str, action: str) -> None:
+    """A person acting in Dee Wan itself: a new version, a publish, and so on."""
+    done = httpx.post(
+        f"{stack.core_origin}/__fake/content",
+        json={"content_id": content_id, "action": action},
+        timeout=10,
+    )
+    done.raise_for_status()
+
+
+def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    landed = launch(page, stack, "cnt_repin")
+    audit_wide_and_narrow(page, "content-page", landed, shots)
+    local = next_summer_morning()
+    first = create_by_mouse(page, local, "Europe/Paris")
+    pinned = schedule_item(page, first).locator("h3 code").inner_text()
+    assert page.locator("[data-deadline]").inner_text().startswith(
+        "If Dee Wan cannot be reached, nothing is sent after "
+    )
+
+    core_action(stack, "cnt_repin", "edit")  # a colleague saves a new version in Dee Wan
+    reloaded = page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}")
+    current = page.locator("dl.facts code").first.inner_text()
+    assert current != pinned
+    item = schedule_item(page, first)
+    assert item.get_attribute("data-pin-stale") == "true"
+    assert f"It will be refused: it pins {pinned}; the current version is {current} now." in (
+        item.inner_text()
+    )
+    assert page.locator("[data-stale-count]").is_visible()
+    audit_wide_and_narrow(page, "content-stale-warning", reloaded, shots)
+
+    with page.expect_navigation() as navigated:
+        item.get_by_role("button", name=f"Pin {current} instead, same time").click()
+    repinned = navigated.value
+    assert repinned is not None and repinned.status == 200
+    second = confirmed_id(page)
+    notice = page.locator("[data-confirmation]").inner_text()
+    assert f"the pinned version {current} at {local.replace('T', ' ')}" in notice
+    assert "It replaces the earlier schedule." in notice
+    assert schedule_item(page, first).get_attribute("data-status") == "superseded"
+    assert schedule_item(page, second).get_attribute("data-pin-stale") is None
+    audit(page, "content-repinned", repinned, shots)
+
+
+def test_a_viewer_sees_the_schedules_without_cancel(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    launch(page, stack, "cnt_events")
+    made = create_by_mouse(page, f"{date.today().year + 1}-08-01T10:00", "Europe/Paris")
+
+    landed = launch(page, stack, "cnt_events", person=VIEWER)
+    assert page.get_by_text("You may not publish or unpublish this content now").is_visible()
+    item = schedule_item(page, made)
+    assert item.get_attribute("data-status") == "pending"
+    assert item.get_by_role("button", name="Cancel").count() == 0
+    assert page.locator("form.cancel").count() == 0
+    audit(page, "content-viewer", landed, shots)
+
+    # From the manage launch the same person may cancel any schedule; the card names them.
+    launch(page, stack, person=VIEWER)
+    page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=upcoming")
+    with page.expect_navigation() as navigated:
+        schedule_item(page, made).get_by_role("button", name="Cancel").click()
+    after = navigated.value
+    assert after is not None and after.status == 200
+    assert "show=upcoming" in page.url
+    page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished")
+    assert f"Cancelled by {VIEWER} at " in schedule_item(page, made).inner_text()
+
+
+def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) -> None:
+    """A schedule made the way the page's form makes one, without a browser (to seed many)."""
+    ins = installation_id(stack)
+    issued = httpx.post(
+        f"{stack.core_origin}/__fake/launch",
+        json={"installation_id": ins, "person_id": "usr_editor", "content_id": content_id},
+        timeout=10,
+    ).json()
+    with httpx.Client(base_url=stack.plugin_origin, timeout=30) as http:
+        exchanged = http.get(issued["url"])
+        assert exchanged.status_code == 303, exchanged.text
+        # The __Host- cookie is Secure: httpx keeps it from http://localhost, so by hand.
+        cookie = exchanged.headers["set-cookie"].split(";", 1)[0]
+        shown = http.get(f"/installations/{ins}", headers={"cookie": cookie}).text
+        hidden = dict(re.findall(r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown))
+        made = http.post(
+            f"/installations/{ins}/schedules",
+            data={**hidden, "transition": "publish:published", "local_time": local, "timezone": zone},
+            headers={"cookie": cookie, "origin": stack.plugin_origin, "sec-fetch-site": "same-origin"},
+        )
+        assert made.status_code == 303, made.text
+
+
+def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Path) -> None:
+    start = datetime.now(UTC).date() + timedelta(days=3)
+    for i in range(BULK):
+        day = start + timedelta(days=i // 8)
+        schedule_over_http(stack, f"cnt_bulk_{i:02d}", f"{day.isoformat()}T{8 + i % 8:02d}:15", "UTC")
+
+    managed = launch(page, stack)
+    items = page.locator("li.schedule")
+    assert items.count() == 50
+    counts = {
+        str(f.get_attribute("data-filter")): int(str(f.get_attribute("data-count")))
+        for f in page.locator("nav.filters a").all()
+    }
+    assert counts["all"] > 50 and counts["all"] == sum(v for k, v in counts.items() if k != "all")
+    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
+    assert page.locator('a[rel="prev"]').count() == 0
+    assert page.locator("h3.day").count() >= 2
+    assert page.get_by_text("of “Bulk item 00” (cnt_bulk_00)").is_visible()
+    audit_wide_and_narrow(page, "manage-agenda", managed, shots)
+    page.locator("section[data-group=upcoming]").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "manage-agenda-view.png"))
+
+    # The agenda in another zone: days and times follow it.
+    page.locator("#agenda-zone").fill("Asia/Tokyo")
+    with page.expect_navigation() as navigated:
+        page.locator("#agenda-zone").press("Enter")
+    tokyo = navigated.value
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
+    first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"]')
+    assert "in Asia/Tokyo" in first_bulk.inner_text()
+    audit(page, "manage-agenda-tokyo", tokyo, shots)
+
+    # Paging: the next page, then back.
+    with page.expect_navigation() as navigated:
+        page.locator('a[rel="next"]').click()
+    second = navigated.value
+    assert second is not None and second.status == 200
+    assert page.locator("li.schedule").count() == counts["all"] - 50
+    assert page.locator('a[rel="next"]').count() == 0
+    assert "page 2 of 2" in page.locator(".page-info").inner_text()
+    audit(page, "manage-page-2", second, shots)
+    with page.expect_navigation():
+        page.locator('a[rel="prev"]').click()
+    assert "page 1 of 2" in page.locator(".page-info").inner_text()
+
+    # A filter narrows to one group, with its count.
+    with page.expect_navigation() as navigated:
+        page.locator('nav.filters a[data-filter="finished"]').click()
+    finished = navigated.value
+    shown = page.locator("li.schedule")
+    assert shown.count() == counts["finished"]
+    assert {shown.nth(i).get_attribute("data-status") for i in range(shown.count())} <= {
+        "completed", "cancelled", "superseded"
+    }
+    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "finished"
+    audit_wide_and_narrow(page, "manage-finished", finished, shots)

@@ -29,22 +29,46 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 CODE = re.compile(r"`([^`]+)`")
 
 
-def table_under(heading: str, first_column: str) -> list[tuple[str, str]]:
-    """The markdown table under `## heading` whose header starts with `first_column`,
-    as (left, right) cells, header dropped."""
+def table_lines(heading: str, first_column: str) -> list[str]:
+    """The lines of the markdown table under `## heading` whose header's first cell starts
+    with `first_column`, header included."""
     text = README.read_text("utf-8")
     section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
     tables = [block.splitlines() for block in re.findall(r"(?m)(?:^\|.*\n?)+", section)]
-    [rows] = [t for t in tables if t[0].strip("|").split("|")[0].strip() == first_column]
+    [rows] = [t for t in tables if t[0].strip("|").split("|")[0].strip().startswith(first_column)]
     assert len(rows) > 2, f"no table under ## {heading}"
-    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows[2:]]
+    return rows
+
+
+def table_under(heading: str, first_column: str) -> list[tuple[str, str]]:
+    """That table as (left, right) cells, header dropped."""
+    rows = table_lines(heading, first_column)[2:]
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
     return [(left, right) for left, right in cells]
 
 
 # -- Time ---------------------------------------------------------------------------------
 
 TIME_ROWS = table_under("Time", "Input")
-FROZEN_AT = "2026-01-01T00:00:00Z"
+
+
+def stated_now() -> str:
+    """The instant the Time table's heading says its rows are read at: `now: `…Z``."""
+    found = re.search(r"now: `(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)`", table_lines("Time", "Input")[0])
+    assert found, "the Time table's heading must state the now its rows are read at"
+    return found.group(1)
+
+
+FROZEN_AT = stated_now()
+
+
+def test_the_time_table_states_its_now_and_its_rows_depend_on_it() -> None:
+    # Read a year later, the future rows would be refused as past: the stated now matters.
+    later = datetime.fromisoformat(FROZEN_AT.replace("Z", "+00:00")).replace(year=2027)
+    local, zone, fold, expected = time_case(0)
+    assert not expected.startswith("refused")
+    refused = resolve_local_time(local, zone, fold, now=later)
+    assert isinstance(refused, TimeRefusal) and refused.code == "past_time"
 
 
 def time_case(index: int) -> tuple[str, str, str | None, str]:

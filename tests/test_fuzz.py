@@ -267,10 +267,14 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
     @settings(FUZZ, max_examples=EXAMPLES["form"])
     @given(transitions, local_times, zones, folds,
            weighted((4, st.just({})),
-                    (1, st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=10), max_size=50))))
-    def one(transition: str, local_time: str, zone: str, fold: str, extra: dict[str, str]) -> None:
+                    (1, st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=10), max_size=50))),
+           weighted((6, st.just(True)), (1, st.just(False))))
+    def one(transition: str, local_time: str, zone: str, fold: str, extra: dict[str, str],
+            with_versions: bool) -> None:
+        # The versions the page showed (as the form sends them), or none: a 400.
+        shown = dict(browser.pins) if with_versions else {}
         fields = {**extra, "csrf_token": browser.csrf(), "opened_for": "cnt_en", "transition": transition,
-                  "local_time": local_time, "timezone": zone, "fold": fold}
+                  "local_time": local_time, "timezone": zone, "fold": fold, **shown}
         before = stage.snapshot()
         response = stage.run(browser.post(path, fields))
         check_answer("POST", response)
@@ -375,7 +379,7 @@ def test_arbitrary_content_answers(stage: Stage) -> None:
         check_answer("GET", page, allow_dee_wan_5xx=True)
         before = stage.snapshot()
         fields = {"csrf_token": browser.csrf(), "opened_for": "cnt_en", "transition": transition,
-                  "local_time": "2026-07-02T09:00", "timezone": "UTC", "fold": ""}
+                  "local_time": "2026-07-02T09:00", "timezone": "UTC", "fold": "", **browser.pins}
         created = stage.run(browser.post(f"{stage.page_path}/schedules", fields))
         check_answer("POST", created, allow_dee_wan_5xx=True)
         if created.status != 303:

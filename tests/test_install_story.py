@@ -35,7 +35,7 @@ async def schedule_soon(world: World, installation_id: str, content_id: str) -> 
     due = (world.clock.now // 60_000 + 5) * 60_000
     local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
     response = await browser.post(f"/installations/{installation_id}/schedules", {
-        "csrf_token": browser.csrf(), "transition": "publish:published", "local_time": local,
+        "csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published", "local_time": local,
         "timezone": "UTC"})
     assert response.status == 303, response.body[:300]
     return due

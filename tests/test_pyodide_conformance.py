@@ -563,6 +563,7 @@ class Browser:
     http: httpx.Client
     origin: str
     cookie: str | None = None
+    shown: dict[str, str] = field(default_factory=dict)  # the versions the last page's form carries
 
     def get(self, url: str) -> httpx.Response:
         response = self.http.get(url, headers=self._headers())
@@ -609,6 +610,7 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     page = browser.get(exchanged.headers["location"])
     assert page.status_code == 200, page.text
     assert page.headers["content-type"].startswith("text/html")
+    browser.shown = dict(re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text))
     return csrf_of(page.text)
 
 
@@ -642,7 +644,7 @@ def test_install_launch_schedule_tick_cancel_and_delete(
 
     # Schedule through the form, then reschedule: the first is superseded.
     zone = "Europe/Paris"  # the demo site's zone
-    fields = {"transition": "publish:published", "timezone": zone, "fold": ""}
+    fields = {"transition": "publish:published", "timezone": zone, "fold": "", **browser.shown}
     first = browser.post_form(
         f"/installations/{installation_id}/schedules",
         {**fields, "csrf_token": csrf, "local_time": wall_time(3, zone)},
@@ -669,7 +671,7 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     news_csrf = launch(core, browser, installation_id, content_id="cnt_news")
     news = browser.post_form(
         f"/installations/{installation_id}/schedules",
-        {**fields, "csrf_token": news_csrf, "local_time": wall_time(2, zone)},
+        {**fields, **browser.shown, "csrf_token": news_csrf, "local_time": wall_time(2, zone)},
     )
     assert news.status_code == 303, news.text
     news_id = news.headers["location"].rsplit("created=", 1)[1]

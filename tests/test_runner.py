@@ -353,7 +353,7 @@ async def test_a_zone_rule_change_never_moves_a_stored_due_at(world: World, monk
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
     response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), "transition": "publish:published", "local_time": "2026-07-01T14:00",
+        "csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published", "local_time": "2026-07-01T14:00",
         "timezone": "Europe/Berlin"})
     assert response.status == 303
     stored = (await world.db.prepare("SELECT id, due_at FROM schedules").first()) or {}

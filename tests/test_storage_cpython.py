@@ -47,17 +47,32 @@ async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
 
 
 def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # A database made before 0002 existed: only the new file is applied on upgrade.
+    # A database made before 0002 existed: only the new files are applied on upgrade.
     first = tmp_path / "first"
     first.mkdir()
     shutil.copy(MIGRATIONS_DIR / "0001_initial.sql", first)
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
     assert apply_migrations(database.connection, first) == ["0001_initial.sql"]
-    assert apply_migrations(database.connection) == ["0002_runner_status.sql"]
+    later = ["0002_runner_status.sql", "0003_cancellation.sql"]
+    assert apply_migrations(database.connection) == later
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
-    assert names == ["0001_initial.sql", "0002_runner_status.sql"]
+    assert names == ["0001_initial.sql", *later]
     database.close()
+
+
+async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -> None:
+    await _insert_schedule(db, "s1", "pending", 1)
+    with pytest.raises(DatabaseError) as raised:
+        await db.prepare("UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
+                         " cancelled_at = 5 WHERE id = 's1'").run()
+    assert raised.value.constraint
+    with pytest.raises(DatabaseError):
+        await db.prepare("UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
+                         " cancelled_by = 'usr_1', cancelled_at = 5 WHERE id = 's1'").run()
+    await db.prepare("UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
+                     " cancelled_by = 'usr_1', cancelled_by_name = 'Ada', cancelled_at = 5"
+                     " WHERE id = 's1'").run()
 
 
 async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:

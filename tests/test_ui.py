@@ -18,7 +18,7 @@ def world(db: SqliteDatabase, clock: FakeClock) -> World:
 
 
 def form(browser: Browser, **fields: str) -> dict[str, str]:
-    values = {"csrf_token": browser.csrf(), "transition": "publish:published", "timezone": "Europe/Paris",
+    values = {"csrf_token": browser.csrf(), **browser.pins, "transition": "publish:published", "timezone": "Europe/Paris",
               "local_time": "2026-07-02T09:00"}
     values.update(fields)
     return values
@@ -229,6 +229,7 @@ async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     assert "nothing to schedule" in html
     viewer.csrf_token = (await world.db.prepare(
         "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'").first() or {})["csrf_token"]
+    viewer.pins = browser.shown()  # what the editor's page showed: the same content
     response = await create(viewer, installation.id)
     assert response.status == 422
 

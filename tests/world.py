@@ -62,6 +62,7 @@ class Browser:
         self.cookies: dict[str, str] = {}
         self.last: Response | None = None
         self.csrf_token: str | None = None
+        self.pins: dict[str, str] = {}
 
     def _headers(self, extra: dict[str, str] | None = None) -> Headers:
         headers = dict(extra or {})
@@ -81,6 +82,11 @@ class Browser:
         found = re.search(rb'name="csrf_token" value="([^"]+)"', response.body)
         if found:
             self.csrf_token = found.group(1).decode()
+        pins: dict[str, str] = {}
+        for name, value in re.findall(rb'name="((?:published_)?version_id)" value="([^"]*)"', response.body):
+            pins.setdefault(name.decode(), value.decode())  # the create form's, before any re-pin form
+        if pins:
+            self.pins = pins
         return response
 
     async def get(self, url: str) -> Response:
@@ -104,6 +110,11 @@ class Browser:
         assert self.last is not None
         return self.last.body.decode()
 
+    def shown(self) -> dict[str, str]:
+        """The versions the last content page showed, as its create form sends them."""
+        assert self.pins, "no content page with a create form seen yet"
+        return dict(self.pins)
+
     def csrf(self) -> str:
         """The CSRF token of the last page that had a form."""
         assert self.csrf_token, "no page with a form seen yet"
@@ -113,7 +124,7 @@ class Browser:
 def schedules_on(html: str) -> list[dict[str, str]]:
     """Each listed schedule's data attributes."""
     items = []
-    for tag in re.findall(r"<li class=\"schedule\"[^>]*>", html):
+    for tag in re.findall(r"<li class=\"schedule[^\"]*\"[^>]*>", html):
         attrs = dict(re.findall(r'data-([a-z-]+)="([^"]*)"', tag))
         items.append(attrs)
     return items
@@ -138,7 +149,8 @@ async def schedule(world: World, installation: Installation, content_id: str = "
     await browser.get(f"/installations/{installation.id}")
     due = (world.clock.now_ms() // MINUTE + in_minutes) * MINUTE
     response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), "transition": transition, "local_time": local(due), "timezone": "UTC"})
+        "csrf_token": browser.csrf(), **browser.shown(), "transition": transition, "local_time": local(due),
+        "timezone": "UTC"})
     assert response.status == 303, response.body[:400]
     sid = (response.header("location") or "").rsplit("=", 1)[1]
     return await row(world, sid)

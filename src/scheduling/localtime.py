@@ -72,9 +72,11 @@ def resolve_local_time(
     kept_fold: Fold | None = None
     if earlier.utcoffset() != later.utcoffset():
         if fold not in FOLDS:
+            first, second = occurrence_labels(earlier, later)
             return TimeRefusal(
                 "ambiguous_local_time",
-                f"{shown} happens twice in {zone}: choose the earlier or the later one.",
+                f"{shown} happens twice in {zone}: {first}, or {second}. "
+                "Choose the earlier or the later one.",
             )
         chosen = earlier if fold == "earlier" else later
         kept_fold = "earlier" if fold == "earlier" else "later"
@@ -90,6 +92,24 @@ def resolve_local_time(
         fold=kept_fold,
         utc_offset_minutes=int(offset.total_seconds() // 60),
     )
+
+
+def occurrences(local: str, zone: str) -> tuple[datetime, datetime] | None:
+    """Both readings of a wall time that happens twice in `zone`; None for any other input."""
+    try:
+        wall = datetime.strptime(local, "%Y-%m-%dT%H:%M")
+        tz = get_zone(zone)
+    except (ValueError, TypeError, UnknownTimezone):
+        return None
+    earlier, later = wall.replace(tzinfo=tz, fold=0), wall.replace(tzinfo=tz, fold=1)
+    if earlier.utcoffset() == later.utcoffset() or not _exists(earlier):
+        return None
+    return earlier, later
+
+
+def occurrence_labels(*readings: datetime) -> list[str]:
+    """Each reading as `02:30 CEST = 00:30 UTC`, so the two instants can be told apart."""
+    return [f"{r:%H:%M %Z} = {r.astimezone(UTC):%H:%M} UTC" for r in readings]
 
 
 def _exists(aware: datetime) -> bool:

@@ -5,17 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..dee_wan import ContentRead
+from ..localtime import FOLDS, occurrence_labels, occurrences
 from ..repository import schedules
 from ..requests import Request
 from ..responses import Response
 from ..secret_shapes import is_id
 from ..services import Services
 from ..timezones import zone_names
+from ..web import time_labels
 from ..web.guards import opened_for, require_session
 from ..web.pages import page
-from ..web.view_models import schedule_view
+from ..web.view_models import Moment, cards, schedule_view
 from .access import Access, open_access, read_session_content
 from .launch import launch
+from .manage import manage_view
 
 
 async def installation_page(request: Request, services: Services) -> Response:
@@ -28,7 +31,7 @@ async def installation_page(request: Request, services: Services) -> Response:
     session = await require_session(request, services, installation_id)
     access = await open_access(services, session)
     if session.context_kind == "manage":
-        return await manage_page(services, access, notice=_notice(request))
+        return await manage_view(request, services, access)
     read = await read_session_content(services, access)
     return await content_page(
         services,
@@ -36,11 +39,8 @@ async def installation_page(request: Request, services: Services) -> Response:
         read,
         created=request.query.get("created"),
         cancelled=request.query.get("cancelled"),
+        fold_ignored=request.query.get("fold_ignored"),
     )
-
-
-def _notice(request: Request) -> str | None:
-    return "The schedule was cancelled." if is_id(request.query.get("cancelled")) else None
 
 
 def transition_choices(read: ContentRead) -> list[dict[str, Any]]:
@@ -71,10 +71,13 @@ async def content_page(
     error: dict[str, str] | None = None,
     created: str | None = None,
     cancelled: str | None = None,
+    fold_ignored: str | None = None,
 ) -> Response:
     installation_id = access.installation.id
     rows = await schedules.list_for(services.db, installation_id, read.content.primary_id)
-    views = [schedule_view(s) for s in rows]
+    now_ms = services.clock.now_ms()
+    moment = Moment(now_ms, services.config.max_lateness_ms)
+    views = cards(rows, moment, context_kind="content", reads={read.content.primary_id: read})
     notice = None
     made = next((s for s in rows if s.id == created), None) if created else None
     if made is not None and made.status == "pending":
@@ -82,15 +85,21 @@ async def content_page(
             s.kind == made.kind and s.revision == made.revision - 1 and s.status == "superseded"
             for s in rows
         )
-        notice = {**schedule_view(made), "superseded": replaced}
+        notice = {**schedule_view(made, moment), "superseded": replaced}
     choices = transition_choices(read)
+    # After a create, offer the zone just used rather than the site's again.
+    zone = made.timezone if made is not None else read.site.timezone
     defaults = {
         "transition": next((c["value"] for c in choices if not c["disabled"]), ""),
-        "local_time": "",
-        # After a create, offer the zone just used rather than the site's again.
-        "timezone": made.timezone if made is not None else read.site.timezone,
+        "local_time": time_labels.suggested_local_time(zone, now_ms),
+        "timezone": zone,
         "fold": "",
     }
+    shown = {**defaults, **(form or {})}
+    now_zone = (
+        shown["timezone"] if time_labels.known_zone(shown["timezone"]) else read.site.timezone
+    )
+    fold_choices = occurrences(shown["local_time"], shown["timezone"])
     return page(
         "content.html",
         status,
@@ -103,23 +112,26 @@ async def content_page(
         site_timezone=read.site.timezone,
         zones=sorted(zone_names()),
         choices=choices,
-        form={**defaults, **(form or {})},
+        form=shown,
         error=error,
         notice=notice,
+        fold_ignored=fold_ignored if notice and fold_ignored in FOLDS else None,
+        now_zone=now_zone,
+        now_label=time_labels.now_in(now_zone, now_ms),
+        chosen_now=time_labels.now_in(shown["timezone"], now_ms) if error else None,
+        fold_choices=occurrence_labels(*fold_choices) if fold_choices else None,
+        focus_fold=bool(error and error["code"] == "ambiguous_local_time" and fold_choices),
         flash="The schedule was cancelled." if cancelled and is_id(cancelled) else None,
+        stale=[v for v in views if v["stale"]],
         schedules=views,
-    )
-
-
-async def manage_page(services: Services, access: Access, *, notice: str | None = None) -> Response:
-    rows = await schedules.list_for(services.db, access.installation.id)
-    return page(
-        "manage.html",
-        title="All schedules",
-        person_name=access.session.person_name,
-        installation_id=access.installation.id,
-        csrf_token=access.session.csrf_token,
-        opened_for=opened_for(access.session),
-        schedules=[schedule_view(s) for s in rows],
-        flash=notice,
+        card_page={
+            "installation_id": installation_id,
+            "csrf_token": access.session.csrf_token,
+            "opened_for": opened_for(access.session),
+            "context_kind": "content",
+            "content": read.content,
+            "show_content": False,
+            "viewer_zone": None,
+            "back": [],
+        },
     )

@@ -15,7 +15,10 @@ from ..services import Services, log
 from ..web.guards import require_same_origin_post, require_session
 from ..web.wording import explain
 from .access import open_access, read_session_content
+from .cancel_rules import require_cancel_right
+from .manage import back_query
 from .pages import content_page
+from .pinning import changed_since_shown, repin_form, shown_versions
 
 FORM_FIELDS = ("transition", "local_time", "timezone", "fold")
 # Which form field each refusal belongs to, so the page can point at it.
@@ -29,6 +32,7 @@ ERROR_FIELD = {
     "transition_not_allowed": "transition",
     "nothing_published": "transition",
     "execution_in_progress": "transition",
+    "content_changed": "transition",
 }
 
 
@@ -42,11 +46,13 @@ async def create_schedule(request: Request, services: Services) -> Response:
             "manage_cannot_create",
             "Schedules are created from a content item: use Schedule on it in Dee Wan.",
         )
+    fields = request.form()
+    shown = shown_versions(fields)
     access = await open_access(services, session)
     read = await read_session_content(services, access)
+    repinned = await repin_form(services, installation_id, read, fields)
 
-    fields = request.form()
-    form = {name: fields.get(name, "").strip() for name in FORM_FIELDS}
+    form = repinned or {name: fields.get(name, "").strip() for name in FORM_FIELDS}
     form["timezone"] = form["timezone"] or read.site.timezone
 
     async def refuse(code: str, status: int = 422, text: str | None = None) -> Response:
@@ -54,6 +60,9 @@ async def create_schedule(request: Request, services: Services) -> Response:
         return await content_page(services, access, read, status=status, form=form, error=error)
 
     kind, _, to = form["transition"].partition(":")
+    changed = changed_since_shown(kind, shown, read)
+    if changed is not None:
+        return await refuse("content_changed", 409, text=changed)
     if not any(t.kind == kind and t.to == to for t in read.workflow.transitions):
         return await refuse("transition_not_allowed")
     version = (
@@ -99,7 +108,9 @@ async def create_schedule(request: Request, services: Services) -> Response:
         content_id,
         superseded,
     )
-    return redirect(f"/installations/{installation_id}?created={new.id}")
+    # A fold for a time that happens once is not needed: the receipt says it was ignored.
+    ignored = f"&fold_ignored={form['fold']}" if form["fold"] and resolved.fold is None else ""
+    return redirect(f"/installations/{installation_id}?created={new.id}{ignored}")
 
 
 async def cancel_schedule(request: Request, services: Services) -> Response:
@@ -120,8 +131,17 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
             "other_content",
             "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
         )
+    await require_cancel_right(services, session, schedule)
     now = services.clock.now_ms()
-    if not await schedules.cancel(services.db, installation_id, schedule_id, now):
+    cancelled = await schedules.cancel(
+        services.db,
+        installation_id,
+        schedule_id,
+        now,
+        person_id=session.person_id,
+        person_name=session.person_name,
+    )
+    if not cancelled:
         current = await schedules.get(services.db, installation_id, schedule_id)
         code = (
             "execution_in_progress"
@@ -130,4 +150,5 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
         )
         raise Refusal(409, code, explain(code))
     log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
-    return redirect(f"/installations/{installation_id}?cancelled={schedule_id}")
+    back = back_query(request.form()) if session.context_kind == "manage" else ""
+    return redirect(f"/installations/{installation_id}?cancelled={schedule_id}{back}")

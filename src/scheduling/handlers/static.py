@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..requests import Request
 from ..responses import Response
 from ..services import Services
-from ..web.templates import STYLES
+from ..web.styles import STYLES
 
 _CSS = STYLES.encode()
 

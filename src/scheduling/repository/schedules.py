@@ -57,6 +57,9 @@ class Schedule:
     requested_by: str
     requested_by_name: str
     created_at: int
+    updated_at: int
+    cancelled_by_name: str | None = None
+    cancelled_at: int | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @classmethod
@@ -135,11 +138,13 @@ async def create(db: Database, new: NewSchedule, now: int) -> int:
     return superseded.meta.changes
 
 
-_COLUMNS = (
+SCHEDULE_COLUMNS = (
     "id, installation_id, content_id, kind, to_state, version_id, workflow_revision, revision,"
     " idempotency_key, due_at, timezone, local_time, fold, status, result_code, attempt_count,"
-    " next_attempt_at, requested_by, requested_by_name, created_at"
+    " next_attempt_at, requested_by, requested_by_name, created_at, updated_at, cancelled_by_name,"
+    " cancelled_at"
 )
+ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_status"
 
 
 async def list_for(
@@ -152,18 +157,23 @@ async def list_for(
     schedules_result, attempts_result = await db.batch(
         [
             db.prepare(
-                f"SELECT {_COLUMNS} FROM schedules WHERE {where}"
+                f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE {where}"
                 f" ORDER BY created_at DESC, rowid DESC LIMIT {LIST_LIMIT}"
             ).bind(*params),
             db.prepare(
-                "SELECT schedule_id, attempt, started_at, finished_at, code, http_status"
-                f" FROM schedule_attempts WHERE schedule_id IN ({chosen}) ORDER BY attempt"
+                f"SELECT {ATTEMPT_COLUMNS} FROM schedule_attempts"
+                f" WHERE schedule_id IN ({chosen}) ORDER BY attempt"
             ).bind(*params),
         ]
     )
-    schedules = [Schedule.from_row(row) for row in schedules_result.results]
+    return with_attempts(schedules_result.results, attempts_result.results)
+
+
+def with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Schedule]:
+    """Schedules in row order, each with its attempts (rows of `ATTEMPT_COLUMNS`)."""
+    schedules = [Schedule.from_row(row) for row in schedule_rows]
     by_id = {s.id: s for s in schedules}
-    for row in attempts_result.results:
+    for row in attempt_rows:
         by_id[row["schedule_id"]].attempts.append(
             Attempt(
                 row["attempt"],
@@ -178,21 +188,32 @@ async def list_for(
 
 async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule | None:
     row = (
-        await db.prepare(f"SELECT {_COLUMNS} FROM schedules WHERE id = ? AND installation_id = ?")
+        await db.prepare(
+            f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = ? AND installation_id = ?"
+        )
         .bind(schedule_id, installation_id)
         .first()
     )
     return Schedule.from_row(row) if row else None
 
 
-async def cancel(db: Database, installation_id: str, schedule_id: str, now: int) -> bool:
-    """pending/retrying → cancelled. False when the row is in any other state (or absent)."""
+async def cancel(
+    db: Database,
+    installation_id: str,
+    schedule_id: str,
+    now: int,
+    *,
+    person_id: str,
+    person_name: str,
+) -> bool:
+    """pending/retrying → cancelled, by whom and when. False when the row is in any other state (or absent)."""
     result = (
         await db.prepare(
-            "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL, updated_at = ?"
-            " WHERE id = ? AND installation_id = ? AND status IN ('pending', 'retrying')"
+            "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL, updated_at = ?1,"
+            " cancelled_by = ?2, cancelled_by_name = ?3, cancelled_at = ?1"
+            " WHERE id = ?4 AND installation_id = ?5 AND status IN ('pending', 'retrying')"
         )
-        .bind(now, schedule_id, installation_id)
+        .bind(now, person_id, person_name, schedule_id, installation_id)
         .run()
     )
     return result.meta.changes == 1

@@ -49,6 +49,8 @@ CODES = {
     "transition_not_allowed": "You may not make this change to this content now.",
     "nothing_published": "Nothing is published, so there is nothing to unpublish.",
     "dee_wan_unreachable": "Dee Wan could not be reached. Try again in a moment.",
+    "content_changed": "The content changed since this page was shown, so nothing was scheduled. Check the version below and press Schedule again.",
+    "cancel_not_allowed": "You may not cancel this schedule: Dee Wan does not let you make this change to this content now.",
 }
 
 
@@ -56,3 +58,14 @@ def explain(code: str | None) -> str:
     if not code:
         return ""
     return CODES.get(code, "Dee Wan answered with a code this plugin does not know.")
+
+
+def explain_answer(code: str | None, http_status: int | None) -> str:
+    """What an answer meant, judged by its status first: a 5xx the runner retried is a
+    temporary problem whatever its code, and a 429 a request to slow down."""
+    told = f"HTTP {http_status}" + (f", code {code}" if code else "")
+    if http_status is not None and 500 <= http_status <= 599 and code != "untrusted_response":
+        return f"Dee Wan had a temporary problem ({told}); the plugin will try again."
+    if http_status == 429:
+        return f"Dee Wan asked the plugin to slow down ({told}); it will try again."
+    return explain(code)

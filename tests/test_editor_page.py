@@ -1,0 +1,275 @@
+"""The editor's content page: pin what you saw, stale pins and re-pin, who may cancel.
+
+Everything goes through the public surface: the form as a page sends it, the
+status codes, and the `data-*` attributes and words of the pages.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fake_core.state import Installation
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import FakeClock
+from tests.world import Browser, World, schedules_on
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+FIELDS = {"transition": "publish:published", "local_time": "2026-07-02T09:00", "timezone": "Europe/Paris"}
+
+
+async def open_page(world: World, installation: Installation, content_id: str = "cnt_en",
+                    person: str = "usr_editor") -> Browser:
+    browser = await world.browser_for(installation, person=person, content_id=content_id)
+    await browser.get(f"/installations/{installation.id}")
+    return browser
+
+
+async def post_create(browser: Browser, installation: Installation, **fields: str):  # type: ignore[no-untyped-def]
+    sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
+    return await browser.post(f"/installations/{installation.id}/schedules", sent)
+
+
+async def rows(world: World) -> list[dict[str, object]]:
+    return (await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()).results
+
+
+def text(html: str) -> str:
+    """What a person reads: tags dropped, white space collapsed."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+
+
+def card(html: str, schedule_id: str) -> str:
+    found = re.search(rf'<li class="schedule[^"]*" id="schedule-{schedule_id}".*?</li>', html, re.S)
+    assert found, f"no card for {schedule_id}"
+    return found.group(0)
+
+
+# -- pin what you saw -------------------------------------------------------------------
+
+
+async def test_the_form_carries_the_versions_it_shows(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation, "cnt_pub")
+    group = world.core.state.group_of("cnt_pub")
+    assert browser.shown() == {"version_id": group.current_version_id,
+                               "published_version_id": group.published_version_id}
+    draft = await open_page(world, installation, "cnt_en")
+    assert draft.shown() == {"version_id": world.core.state.group_of("cnt_en").current_version_id,
+                             "published_version_id": ""}
+
+
+async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_stored(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    seen = browser.shown()["version_id"]
+    newer = world.core.state.edit("cnt_en")  # a colleague saves while the editor reads
+    response = await post_create(browser, installation, fold="")
+    assert response.status == 409
+    html = response.body.decode()
+    assert 'data-error-code="content_changed"' in html
+    assert f"you saw the current version {seen}, and the current version is {newer} now" in html
+    assert await rows(world) == []
+    # The page again, with the new version and the entered time kept.
+    assert browser.shown()["version_id"] == newer
+    assert f"Publish version {newer}" in html
+    assert 'value="2026-07-02T09:00"' in html and 'value="Europe/Paris"' in html
+    again = await post_create(browser, installation)
+    assert again.status == 303
+    assert [r["version_id"] for r in await rows(world)] == [newer]
+
+
+async def test_unpublish_checks_the_published_version_it_showed(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation, "cnt_pub")
+    state = world.core.state
+    state.edit("cnt_pub")
+    state.publish_now("cnt_pub", world.clock.now_ms())  # another version went out meanwhile
+    response = await post_create(browser, installation, transition="unpublish:draft")
+    assert response.status == 409
+    assert 'data-error-code="content_changed"' in response.body.decode()
+    assert await rows(world) == []
+
+
+async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    revision = world.core.state.bump_revision("cnt_en")
+    assert (await post_create(browser, installation)).status == 303
+    assert (await rows(world))[0]["workflow_revision"] == revision  # pinned as read at submit
+
+
+@pytest.mark.parametrize("versions", [{}, {"version_id": ""}, {"version_id": "not an id"},
+                                      {"version_id": "ver_1", "published_version_id": "a b"}])
+async def test_a_form_without_the_shown_version_is_400_invalid_request(
+    world: World, versions: dict[str, str]
+) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    reads_before = len(world.core.calls.of("content"))
+    response = await browser.post(f"/installations/{installation.id}/schedules",
+                                  {"csrf_token": browser.csrf(), **FIELDS, **versions})
+    assert response.status == 400
+    assert 'data-error-code="invalid_request"' in response.body.decode()
+    assert await rows(world) == []
+    assert len(world.core.calls.of("content")) == reads_before  # refused before asking Dee Wan
+
+
+# -- stale pins and re-pin ------------------------------------------------------------------
+
+
+async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await post_create(browser, installation)).status == 303
+    sid = str((await rows(world))[0]["id"])
+    pinned = str((await rows(world))[0]["version_id"])
+    fresh = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert "pin-stale" not in schedules_on(fresh)[0]
+    assert "data-stale-count" not in fresh
+    newer = world.core.state.edit("cnt_en")
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert schedules_on(html)[0]["pin-stale"] == "true"
+    assert f"It will be refused: it pins {pinned}; the current version is {newer} now." in card(html, sid)
+    assert 'data-stale-count="1"' in html
+    assert f'name="repin_of" value="{sid}"' in card(html, sid)
+
+
+async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world: World) -> None:
+    installation = await world.install()
+    pub = await open_page(world, installation, "cnt_pub")
+    assert (await post_create(pub, installation, transition="unpublish:draft")).status == 303
+    en = await open_page(world, installation, "cnt_en")
+    assert (await post_create(en, installation)).status == 303
+    by_content = {r["content_id"]: r for r in await rows(world)}
+    state = world.core.state
+    state.unpublish_now("cnt_pub", world.clock.now_ms())
+    html = (await pub.get(f"/installations/{installation.id}")).body.decode()
+    unpublish = card(html, str(by_content["cnt_pub"]["id"]))
+    assert 'data-pin-stale="true"' in unpublish
+    assert f"it pins {by_content['cnt_pub']['version_id']}; nothing is published now." in unpublish
+    # Unpublish is no longer offered, so it cannot be pinned again from here.
+    assert "repin_of" not in unpublish and "cannot be pinned again" in unpublish
+
+    state.bump_revision("cnt_en")
+    html = (await en.get(f"/installations/{installation.id}")).body.decode()
+    publish = card(html, str(by_content["cnt_en"]["id"]))
+    revision = by_content["cnt_en"]["workflow_revision"]
+    assert f"it was made at workflow revision {revision}; the content is at revision" in publish
+    assert "repin_of" in publish
+
+
+async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    made = await post_create(browser, installation, local_time="2026-10-25T02:30",
+                             timezone="Europe/Berlin", fold="later")
+    assert made.status == 303
+    old = (await rows(world))[0]
+    newer = world.core.state.edit("cnt_en")
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert f"Pin {newer} instead, same time" in card(html, str(old["id"]))
+    response = await browser.post(f"/installations/{installation.id}/schedules", {
+        "csrf_token": browser.csrf(), **browser.shown(), "repin_of": str(old["id"])})
+    assert response.status == 303
+    first, second = await rows(world)
+    assert (first["id"], first["status"]) == (old["id"], "superseded")
+    assert (second["version_id"], second["status"], second["revision"]) == (newer, "pending", 2)
+    kept = ("local_time", "timezone", "fold", "due_at", "kind", "to_state")
+    assert {k: second[k] for k in kept} == {k: old[k] for k in kept}
+    receipt = (await browser.follow(response)).body.decode()
+    assert "It replaces the earlier schedule." in receipt
+    assert "pin-stale" not in schedules_on(receipt)[0]
+
+
+async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await post_create(browser, installation)).status == 303
+    sid = str((await rows(world))[0]["id"])
+    world.core.state.edit("cnt_en")
+    await browser.get(f"/installations/{installation.id}")
+    shown = browser.shown()
+
+    async def repin(of: str, versions: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        return await browser.post(f"/installations/{installation.id}/schedules", {
+            "csrf_token": browser.csrf(), **(versions or shown), "repin_of": of})
+
+    world.core.state.edit("cnt_en")  # moved again after this page was shown
+    changed = await repin(sid)
+    assert changed.status == 409
+    assert 'data-error-code="content_changed"' in changed.body.decode()
+    assert (await repin("sch_nope")).status == 404
+    other = await open_page(world, installation, "cnt_page")
+    assert (await post_create(other, installation)).status == 303
+    other_id = next(str(r["id"]) for r in await rows(world) if r["content_id"] == "cnt_page")
+    await browser.get(f"/installations/{installation.id}")
+    assert (await repin(other_id, browser.shown())).status == 403
+    cancel = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
+                                {"csrf_token": browser.csrf()})
+    assert cancel.status == 303
+    ended = await repin(sid, browser.shown())
+    assert ended.status == 409
+    assert 'data-error-code="not_repinnable"' in ended.body.decode()
+    assert [r["status"] for r in await rows(world) if r["content_id"] == "cnt_en"] == ["cancelled"]
+
+
+# -- who may cancel -------------------------------------------------------------------------
+
+
+async def test_a_viewer_sees_no_cancel_and_a_posted_cancel_is_403(world: World) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await post_create(editor, installation)).status == 303
+    sid = str((await rows(world))[0]["id"])
+    viewer = await open_page(world, installation, person="usr_viewer")
+    html = viewer.page()
+    assert "You may not publish or unpublish this content now" in html
+    assert schedules_on(html)[0]["status"] == "pending"
+    assert "/cancel" not in card(html, sid)
+    viewer.csrf_token = (await world.db.prepare(
+        "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'").first() or {})["csrf_token"]
+    response = await viewer.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
+                                 {"csrf_token": viewer.csrf()})
+    assert response.status == 403
+    assert 'data-error-code="cancel_not_allowed"' in response.body.decode()
+    assert (await rows(world))[0]["status"] == "pending"
+
+
+async def test_cancel_records_who_and_when_and_the_card_says_so(world: World, clock: FakeClock) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await post_create(editor, installation)).status == 303
+    sid = str((await rows(world))[0]["id"])
+    # A manage launch cancels any schedule, whoever opened it.
+    manager = await world.browser_for(installation, person="usr_viewer", content_id=None)
+    await manager.get(f"/installations/{installation.id}")
+    clock.advance(5_000)
+    response = await manager.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
+                                  {"csrf_token": manager.csrf()})
+    assert response.status == 303
+    row = (await rows(world))[0]
+    assert (row["status"], row["cancelled_by"], row["cancelled_by_name"], row["cancelled_at"]) == (
+        "cancelled", "usr_viewer", "Vic Viewer", clock.now_ms())
+    html = (await editor.get(f"/installations/{installation.id}")).body.decode()
+    assert "Cancelled by Vic Viewer at 2026-07-01 12:00:05 CEST (10:00:05 UTC)" in text(card(html, sid))
+
+
+async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await post_create(editor, installation)).status == 303
+    sid = str((await rows(world))[0]["id"])
+    html = (await editor.get(f"/installations/{installation.id}")).body.decode()
+    assert f"/schedules/{sid}/cancel" in card(html, sid)
+    response = await editor.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
+                                 {"csrf_token": editor.csrf()})
+    assert response.status == 303
+    html = (await editor.follow(response)).body.decode()
+    assert "Cancelled by Ada Lovelace at 2026-07-01 12:00:00 CEST" in text(card(html, sid))

@@ -1,0 +1,195 @@
+"""Time entry that does the arithmetic, receipts that say until when, and attempt history.
+
+The test clock starts at 2026-07-01 10:00:00 UTC (12:00 CEST in Paris, the
+sample site's zone).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fake_core import Fault
+from fake_core.state import Installation
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.conftest import START_MS, FakeClock, base_env
+from tests.world import Browser, World, row, schedules_on, tick_at
+
+MINUTE = 60_000
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+async def open_page(world: World, installation: Installation) -> Browser:
+    browser = await world.browser_for(installation)
+    await browser.get(f"/installations/{installation.id}")
+    return browser
+
+
+async def post(browser: Browser, installation: Installation, **fields: str):  # type: ignore[no-untyped-def]
+    sent = {"csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published",
+            "local_time": "2026-07-02T09:00", "timezone": "Europe/Paris", **fields}
+    return await browser.post(f"/installations/{installation.id}/schedules", sent)
+
+
+def flat(html: str) -> str:
+    return re.sub(r"\s+", " ", html)
+
+
+def error_box(html: str) -> str:
+    found = re.search(r'<div class="problem".*?</div>', html, re.S)
+    assert found, "no error on the page"
+    return found.group(0)
+
+
+# -- the form ---------------------------------------------------------------------------
+
+
+async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: World) -> None:
+    installation = await world.install()
+    html = (await open_page(world, installation)).page()
+    assert re.search(r'data-now-zone="Europe/Paris">Now in Europe/Paris: 2026-07-01 12:00 CEST<', html)
+    assert 'aria-describedby="local_time-hint now-hint"' in html
+    # The next whole hour at least half an hour ahead, in the form's zone.
+    assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-01T13:00"', html)
+    # The zone field suggests IANA names.
+    assert 'list="zones"' in html and '<datalist id="zones">' in html
+    assert '<option value="America/New_York">' in html and '<option value="Europe/Paris">' in html
+
+
+async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    response = await post(browser, installation, local_time="2026-07-01T05:00", timezone="America/New_York")
+    assert response.status == 422
+    html = response.body.decode()
+    assert "past_time" in html
+    assert "Now in America/New_York: 2026-07-01 06:00 EDT." in error_box(html)
+    assert 'data-now-zone="America/New_York"' in html
+    unknown = await post(browser, installation, timezone="Mars/Base")
+    text = unknown.body.decode()
+    assert "data-now-chosen" not in text  # no clock for a zone that does not exist
+    assert 'data-now-zone="Europe/Paris"' in text  # the site's zone instead
+
+
+async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    response = await post(browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin")
+    assert response.status == 422
+    html = response.body.decode()
+    assert "02:30 CEST = 00:30 UTC, or 02:30 CET = 01:30 UTC" in error_box(html)
+    assert re.findall(r"<[^>]* autofocus[^>]*>", html) == [
+        '<input type="radio" name="fold" id="fold-earlier" value="earlier" autofocus>'
+    ]
+    assert '<label for="fold-earlier">The earlier one: 02:30 CEST = 00:30 UTC</label>' in html
+    assert '<label for="fold-later">The later one: 02:30 CET = 01:30 UTC</label>' in html
+    other = await post(browser, installation, local_time="2026-03-29T02:30", timezone="Europe/Berlin")
+    assert re.findall(r'<[^>]* autofocus[^>]*>', other.body.decode())[0].startswith('<div class="problem"')
+
+
+async def test_a_fold_for_a_time_that_happens_once_is_ignored_with_a_note(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    response = await post(browser, installation, fold="later")
+    assert response.status == 303
+    assert (response.header("location") or "").endswith("&fold_ignored=later")
+    stored = await world.db.prepare("SELECT fold FROM schedules").first()
+    assert stored == {"fold": None}
+    html = (await browser.follow(response)).body.decode()
+    assert 'data-fold-ignored="later"' in html
+    assert "happens only once in Europe/Paris" in html
+    plain = await browser.get(f"/installations/{installation.id}?fold_ignored=later")
+    assert "data-fold-ignored" not in plain.body.decode()  # only beside a receipt
+
+
+# -- the receipt -------------------------------------------------------------------------
+
+
+async def test_the_receipt_says_pin_local_time_utc_and_the_deadline(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    pinned = browser.shown()["version_id"]
+    html = (await browser.follow(await post(browser, installation))).body.decode()
+    receipt = re.search(r'<div class="notice" role="status" data-confirmation=.*?</div>', html, re.S)
+    assert receipt
+    text = receipt.group(0)
+    assert f"the pinned version <code>{pinned}</code>" in text
+    assert "at 2026-07-02 09:00 CEST (Europe/Paris), which is 2026-07-02 07:00 UTC." in text
+    assert "If Dee Wan cannot be reached, nothing is sent after 07:15 UTC." in text
+
+
+@pytest.mark.parametrize(
+    ("lateness", "local", "deadline"),
+    [("3600000", "2026-07-02T09:00", "08:00 UTC"),
+     ("900000", "2026-07-03T01:50", "2026-07-03 00:05 UTC")],  # 23:50 UTC: the deadline is the next day
+)
+async def test_the_deadline_follows_max_lateness(
+    db: SqliteDatabase, clock: FakeClock, lateness: str, local: str, deadline: str
+) -> None:
+    world = World(db, clock, env=base_env(MAX_LATENESS_MS=lateness))
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    html = (await browser.follow(await post(browser, installation, local_time=local))).body.decode()
+    assert f"nothing is sent after {deadline}." in html
+
+
+# -- attempt history -----------------------------------------------------------------------
+
+
+async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    due = START_MS + 5 * MINUTE  # 12:05 CEST
+    assert (await post(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    sid = str((await world.db.prepare("SELECT id FROM schedules").first() or {})["id"])
+
+    world.core.faults.push(Fault.respond(503, "overloaded"))
+    await tick_at(world, due)
+    retrying = await row(world, sid)
+    assert retrying["status"] == "retrying"
+    html = flat((await browser.get(f"/installations/{installation.id}")).body.decode())
+    expected = ("Started 2026-07-01 12:05:00 CEST (10:05:00 UTC): HTTP 503, <code>overloaded</code>."
+                " Dee Wan had a temporary problem (HTTP 503, code overloaded); the plugin will try again.")
+    assert expected in html
+    assert "a code this plugin does not know" not in html
+    # The backoff planned a time within the minute; the cron tick that sends it is 12:06.
+    assert due < retrying["next_attempt_at"] < due + MINUTE
+    assert "next try 2026-07-01 12:06 CEST (10:06 UTC)" in html
+
+    # A second attempt twenty seconds into the minute is told apart from the first.
+    world.core.faults.push(Fault.timeout())
+    await tick_at(world, due + MINUTE + 20_000)
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert "Started 2026-07-01 12:06:20 CEST (10:06:20 UTC):" in html
+    assert "<code>timeout</code>. Dee Wan did not answer within 10 seconds" in html
+
+    # When no tick has run since the planned instant, the next try is the next tick, not the past.
+    planned = (await row(world, sid))["next_attempt_at"]
+    world.clock.now = planned + 2 * MINUTE + 30_000
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    upcoming = (world.clock.now // MINUTE + 1) * MINUTE
+    minute = f"{(upcoming // MINUTE) % 60:02d}"
+    assert re.search(rf"next try 2026-07-01 12:{minute} CEST \(10:{minute} UTC\)", html)
+
+    # Past the lateness cap there is no next try to promise.
+    world.clock.now = due + 15 * MINUTE + 1
+    item = schedules_on((await browser.get(f"/installations/{installation.id}")).body.decode())[0]
+    assert item["status"] == "retrying"
+    assert "No more tries: the next run comes after 10:20 UTC" in browser.page()
+    assert "next try 2026" not in browser.page()
+
+
+async def test_a_5xx_that_was_not_retried_is_not_called_temporary(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await post(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    world.core.faults.push(Fault.respond(501, "not_implemented"))
+    await tick_at(world, START_MS + 5 * MINUTE)
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert schedules_on(html)[0]["result-code"] == "untrusted_response"
+    assert "temporary problem" not in html
