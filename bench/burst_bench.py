@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
-from scheduling import contexts
+from scheduling.domain import associated_data
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
@@ -58,7 +58,7 @@ def installation_rows(base_url: str, seal: Callable[[str, str], str]) -> list[tu
     rows = []
     for i in range(INSTALLATIONS):
         installation_id = f"ins_{i}"
-        sealed = seal("dwp_" + "A" * 43, contexts.installation_token(installation_id))
+        sealed = seal("dwp_" + "A" * 43, associated_data.installation_token(installation_id))
         rows.append((
             "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
             " token_rotated_at) VALUES (?, 'site', ?, ?, 0, 0)",
@@ -111,7 +111,7 @@ async def run_cpython(rows: int, latency_s: float) -> Burst:
         app = make_app(db, SystemClock(), http=HttpxClient(), env=env)  # type: ignore[arg-type]
         sealed = {}
         for i in range(INSTALLATIONS):
-            context = contexts.installation_token(f"ins_{i}")
+            context = associated_data.installation_token(f"ins_{i}")
             sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
         statements = installation_rows(core.base_url, lambda _plain, context: sealed[context])
         statements += list(schedule_rows(rows))

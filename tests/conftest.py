@@ -11,15 +11,9 @@ import pytest
 
 from scheduling.app import App
 from scheduling.config import Configuration
-from scheduling.ports import (
-    Database,
-    HttpClient,
-    OutboundRequest,
-    OutboundResponse,
-    TransportError,
-)
-from scheduling.requests import Headers, Request
-from scheduling.responses import Response
+from scheduling.http.requests import Headers, Request
+from scheduling.http.responses import Response
+from scheduling.ports import Database, HttpClient, OutboundRequest, OutboundResponse, TransportError
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase

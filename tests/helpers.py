@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 from scheduling.app import App
-from scheduling.responses import Response
+from scheduling.http.responses import Response
 from tests.conftest import ADMIN_SECRET, call
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}", "content-type": "application/json"}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from scheduling.app import App
-from scheduling.contexts import installation_token
+from scheduling.domain.associated_data import installation_token
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import FakeClock, base_env, call, make_app
@@ -276,8 +276,8 @@ def test_every_accepted_base_url_means_the_same_host_to_httpx() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from scheduling.base_url import base_url_problem
     from scheduling.config import Configuration
+    from scheduling.domain.base_url import base_url_problem
 
     config = Configuration.from_mapping(base_env())
     label = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9-]{0,10}[a-zA-Z0-9])?", fullmatch=True)

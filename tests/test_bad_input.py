@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from scheduling.app import App
-from scheduling.requests import Headers
-from scheduling.responses import Response
+from scheduling.http.requests import Headers
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import ORIGIN, FakeClock, call
 from tests.helpers import OPERATOR, activation, body, mint, post_activate
@@ -196,7 +196,7 @@ async def test_anything_not_a_refusal_is_a_500_logged_once(
 
 
 def test_repeated_cookie_lines_join_with_semicolons() -> None:
-    from scheduling.requests import Request
+    from scheduling.http.requests import Request
 
     headers = Headers([("Cookie", "a=1"), ("cookie", "__Host-scheduling_session=s"), ("X-A", "1"), ("x-a", "2")])
     request = Request("GET", f"{ORIGIN}/", headers)

@@ -17,13 +17,13 @@ import pytest
 from freezegun import freeze_time
 
 from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, classify
-from scheduling.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
-from scheduling.outcomes import OutcomeKind
+from scheduling.domain.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
+from scheduling.domain.outcomes import OutcomeKind
+from scheduling.domain.retry_policy import Limits, after_attempt, backoff_ms, may_send
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.ticks import LastTick
-from scheduling.retry_policy import Limits, after_attempt, backoff_ms, may_send
-from scheduling.runner_health import status_json
+from scheduling.runner.health import status_json
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 CODE = re.compile(r"`([^`]+)`")

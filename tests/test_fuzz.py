@@ -28,12 +28,12 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from scheduling.app import ROUTES
+from scheduling.domain.timezones import zone_names
+from scheduling.http.requests import Headers, Request
+from scheduling.http.responses import BASE_HEADERS, Response
 from scheduling.ports import OutboundResponse
-from scheduling.requests import Headers, Request
-from scheduling.responses import BASE_HEADERS, Response
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from scheduling.timezones import zone_names
 from tests.conftest import ADMIN_SECRET, ORIGIN, FakeClock
 from tests.helpers import mint
 from tests.scripted_core import ScriptedCore, content_answer, exchange_answer

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from scheduling import contexts
+from scheduling.domain import associated_data
 from tests.pyodide_harness.harness import (
     ADMIN_SECRET,
     FakeCoreProcess,
@@ -277,8 +277,8 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     worker: Harness, recorder: Recorder, client: httpx.Client
 ) -> None:
     token = "dwp_" + "t" * 43
-    sealed = worker.seal(token, contexts.installation_token("ins_rec"))
-    unreadable = worker.seal("dwp_" + "u" * 43, contexts.installation_token("ins_lost"), OTHER_KEY)
+    sealed = worker.seal(token, associated_data.installation_token("ins_rec"))
+    unreadable = worker.seal("dwp_" + "u" * 43, associated_data.installation_token("ins_lost"), OTHER_KEY)
     recorder.answers = {
         "cnt_ok": (200, {"code": "transition_applied"}),
         "cnt_busy": (503, {"code": "unavailable"}),
@@ -473,7 +473,7 @@ def test_fake_core_installs_the_worker_and_its_token_is_sealed_in_d1(
     assert (row["site_id"], row["base_url"]) == ("site_demo", core.base_url)
     assert row["token_sealed"].startswith("v1.")
     assert installation["token"] not in json.dumps(row)
-    context = contexts.installation_token(installation_id)
+    context = associated_data.installation_token(installation_id)
     assert dev_worker.open(row["token_sealed"], context) == {"plaintext": installation["token"]}
     codes = dev_worker.sql("SELECT kind, used_at FROM activation_codes")
     assert [(c["kind"], c["used_at"] is not None) for c in codes] == [("activate", True)]
@@ -636,7 +636,7 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     ]
     assert browser.cookie not in json.dumps(sessions)
     delegation = dev_worker.open(
-        sessions[0]["delegation_sealed"], contexts.delegation(installation_id, id_hash)
+        sessions[0]["delegation_sealed"], associated_data.delegation(installation_id, id_hash)
     )
     assert delegation["plaintext"].startswith("dwd_")
     reads = core.control("GET", "calls", endpoint="content")["calls"]

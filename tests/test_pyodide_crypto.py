@@ -12,7 +12,7 @@ import hashlib
 
 import pytest
 
-from scheduling import sealing
+from scheduling.domain import sealing
 from scheduling.ports import UnreadableSecret
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from tests.pyodide_harness.harness import TOKEN_KEY, Harness, node_path, shared_harness

@@ -347,7 +347,7 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
 
 
 async def test_a_zone_rule_change_never_moves_a_stored_due_at(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduling import localtime, timezones
+    from scheduling.domain import localtime, timezones
 
     installation = await world.install()
     browser = await world.browser_for(installation)

@@ -11,8 +11,8 @@ import pytest
 from fake_core import Fault
 from fake_core.transport import FakeCoreTransport
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
+from scheduling.runner.report import TickReport
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from scheduling.tick_report import TickReport
 from tests.conftest import ADMIN_SECRET, FakeClock, call
 from tests.helpers import body, runner_status
 from tests.world import MINUTE, World, crash_during_send, schedule, tick_at

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduling.web import time_labels
+from scheduling.http.pages import time_labels
 
 
 def ms(text: str) -> int:

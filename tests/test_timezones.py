@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduling import timezones
-from scheduling.localtime import ResolvedTime, resolve_local_time
+from scheduling.domain import timezones
+from scheduling.domain.localtime import ResolvedTime, resolve_local_time
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,8 +15,8 @@ from fake_core.state import Installation
 from fake_core.testing import sample_core
 from fake_core.transport import FakeCoreTransport
 from scheduling.app import App
-from scheduling.requests import Headers, Request
-from scheduling.responses import Response
+from scheduling.http.requests import Headers, Request
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.conftest import ORIGIN, FakeClock, make_app
 from tests.helpers import mint

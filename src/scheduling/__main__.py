@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from .config import ConfigurationError
+from scheduling.config import ConfigurationError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,9 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     # Imported here so `--help` works before the CPython extra is installed.
-    from .runtimes.cpython.dev_vars import load_vars
-    from .runtimes.cpython.server import configure_logging
-    from .runtimes.cpython.server import serve as run_server
+    from scheduling.runtimes.cpython.dev_vars import load_vars
+    from scheduling.runtimes.cpython.server import configure_logging
+    from scheduling.runtimes.cpython.server import serve as run_server
 
     configure_logging()
     try:

@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from . import runner
-from .config import Misconfigured
-from .events import emit
-from .handlers import (
+from scheduling.config import Misconfigured
+from scheduling.domain.localtime import rfc3339
+from scheduling.events import emit
+from scheduling.http.handlers import (
     activate,
     activation_codes,
     delete_data,
+    installation,
     manifest,
-    pages,
     schedules,
     static,
     status,
 )
-from .localtime import rfc3339
-from .refusals import Refusal, invalid_request
-from .requests import MAX_BODY_BYTES, Request
-from .responses import Response, error_response
-from .routing import Route, Router
-from .services import Services, log
-from .web.pages import refusal_page
+from scheduling.http.pages.render import refusal_page
+from scheduling.http.refusals import Refusal, invalid_request
+from scheduling.http.requests import MAX_BODY_BYTES, Request
+from scheduling.http.responses import Response, error_response
+from scheduling.http.routing import Route, Router
+from scheduling.runner.tick import tick as run_tick
+from scheduling.services import Services, log
 
 ROUTES = [
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
@@ -29,7 +29,7 @@ ROUTES = [
     Route("POST", "/admin/activation-codes", activation_codes.mint),
     Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
     Route("GET", "/admin/status", status.runner_status),
-    Route("GET", "/installations/{installation_id}", pages.installation_page),
+    Route("GET", "/installations/{installation_id}", installation.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
     Route(
         "POST",
@@ -106,7 +106,7 @@ class App:
     async def tick(self, now: int) -> dict[str, int]:
         """One runner tick at `now` (epoch ms), as `scheduled()` and the local cron run it."""
         try:
-            return await runner.tick(self.services, now)
+            return await run_tick(self.services, now)
         except Exception as exc:
             # The type only: a message could quote a row. /admin/status shows the missing ticks.
             emit("runner_tick_failed", at=rfc3339(now), error=type(exc).__name__)

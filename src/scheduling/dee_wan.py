@@ -26,17 +26,17 @@ from pydantic import (
     ValidationError,
 )
 
-from . import safe_json
-from .localtime import rfc3339
-from .outcomes import UNTRUSTED, Outcome, OutcomeKind
-from .ports import (
+from scheduling.domain.localtime import rfc3339
+from scheduling.domain.outcomes import UNTRUSTED, Outcome, OutcomeKind
+from scheduling.domain.secret_shapes import DelegationTokenField, Id
+from scheduling.http import safe_json
+from scheduling.ports import (
     HttpClient,
     OutboundRequest,
     OutboundResponse,
     TransportError,
     TransportTimeout,
 )
-from .secret_shapes import DelegationTokenField, Id
 
 log = logging.getLogger("scheduling")
 

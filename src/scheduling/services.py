@@ -7,8 +7,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .config import Configuration
-from .ports import Clock, Crypto, Database, HttpClient
+from scheduling.config import Configuration
+from scheduling.ports import Clock, Crypto, Database, HttpClient
 
 log = logging.getLogger("scheduling")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ports import Database, Row, Statement
+from scheduling.ports import Database, Row, Statement
 
 BACKLOG_SQL = """
 WITH due AS (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ports import Database, DatabaseError, Row, Statement
+from scheduling.ports import Database, DatabaseError, Row, Statement
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ports import Database
-from .schedules import ATTEMPT_COLUMNS, SCHEDULE_COLUMNS, Schedule, with_attempts
+from scheduling.ports import Database
+from scheduling.repository.schedules import (
+    ATTEMPT_COLUMNS,
+    SCHEDULE_COLUMNS,
+    Schedule,
+    with_attempts,
+)
 
 PAGE_SIZE = 50
 

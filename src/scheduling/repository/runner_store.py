@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..ports import Database, Result, Row, Statement
+from scheduling.ports import Database, Result, Row, Statement
 
 # D1 allows 100 bound parameters per statement.
 MAX_BOUND_PARAMETERS = 100

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ports import Database, DatabaseError, Row
+from scheduling.ports import Database, DatabaseError, Row
 
 LIST_LIMIT = 200
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ports import Database, Row
+from scheduling.ports import Database, Row
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..ports import Database, Row, Statement
+from scheduling.ports import Database, Row, Statement
 
 
 @dataclass(frozen=True)

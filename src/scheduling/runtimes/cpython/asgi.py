@@ -14,12 +14,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote_from_bytes
 
-from ...app import App
-from ...config import Misconfigured
-from ...refusals import Refusal, invalid_request
-from ...requests import MAX_BODY_BYTES, Headers, Request
-from ...responses import Response, json_response
-from ...services import log
+from scheduling.app import App
+from scheduling.config import Misconfigured
+from scheduling.http.refusals import Refusal, invalid_request
+from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
+from scheduling.http.responses import Response, json_response
+from scheduling.services import log
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

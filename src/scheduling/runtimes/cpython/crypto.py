@@ -9,8 +9,8 @@ import secrets
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from ... import sealing
-from ...ports import UnreadableSecret
+from scheduling.domain import sealing
+from scheduling.ports import UnreadableSecret
 
 
 class CpythonCrypto:

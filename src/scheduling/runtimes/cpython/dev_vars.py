@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from ...config import SECRETS, VARIABLES
+from scheduling.config import SECRETS, VARIABLES
 
 
 def parse_dev_vars(text: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 
-from ...ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
 
 
 class HttpxClient:

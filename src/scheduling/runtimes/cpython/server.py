@@ -11,17 +11,17 @@ from typing import Any
 
 import uvicorn
 
-from ... import events
-from ...app import App
-from ...config import Configuration
-from ...services import Services, log
-from .asgi import AsgiApp
-from .clock import SystemClock
-from .crypto import CpythonCrypto
-from .http_client import HttpxClient
-from .migrations import apply_migrations
-from .slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
-from .sqlite_d1 import SqliteDatabase
+from scheduling import events
+from scheduling.app import App
+from scheduling.config import Configuration
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.services import Services, log
 
 # A request line and headers larger than this are refused by h11 with a 400.
 MAX_HEAD_BYTES = 16 * 1024

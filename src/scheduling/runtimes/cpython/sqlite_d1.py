@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ...ports import DatabaseError, Meta, Result, Row, Statement
+from scheduling.ports import DatabaseError, Meta, Result, Row, Statement
 
 
 class SqliteStatement:

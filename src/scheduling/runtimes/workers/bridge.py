@@ -6,16 +6,16 @@ import logging
 import sys
 from typing import Any
 
-from ... import events
-from ...app import App
-from ...config import SECRETS, VARIABLES, Configuration
-from ...requests import MAX_BODY_BYTES, Headers, Request
-from ...responses import Response
-from ...services import Services
-from .clock import WorkersClock
-from .crypto import WebCrypto
-from .d1 import D1Database
-from .fetch_client import WorkersFetch
+from scheduling import events
+from scheduling.app import App
+from scheduling.config import SECRETS, VARIABLES, Configuration
+from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
+from scheduling.http.responses import Response
+from scheduling.runtimes.workers.clock import WorkersClock
+from scheduling.runtimes.workers.crypto import WebCrypto
+from scheduling.runtimes.workers.d1 import D1Database
+from scheduling.runtimes.workers.fetch_client import WorkersFetch
+from scheduling.services import Services
 
 DB_BINDING = "PLUGIN_DB"
 

@@ -7,8 +7,8 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, to_js
 
-from ... import sealing
-from ...ports import UnreadableSecret
+from scheduling.domain import sealing
+from scheduling.ports import UnreadableSecret
 
 
 def _js_bytes(data: bytes) -> Any:

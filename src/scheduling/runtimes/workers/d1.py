@@ -12,7 +12,7 @@ from typing import Any
 
 from pyodide.ffi import JsException
 
-from ...ports import DatabaseError, Meta, Result, Row, Statement
+from scheduling.ports import DatabaseError, Meta, Result, Row, Statement
 
 
 def _result(raw: Any) -> Result:

@@ -7,7 +7,7 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, to_js
 
-from ...ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
 
 
 class WorkersFetch:

@@ -1,0 +1,92 @@
+"""Which Dee Wan base URLs an installation may have (protocol §3).
+
+The base URL is where every later call goes, so it must be one that every
+HTTP client (httpx, Workers' fetch) reads the same way, and it must not point
+the plugin at an address of its own network:
+
+- `https://host[:port][/path]`, printable ASCII only, with no credentials,
+  query, fragment, backslash or trailing `/`;
+- a host of dot-separated labels of letters, digits and inner hyphens (an
+  internationalised name in its `xn--` form, which must decode), at most
+  253 characters, no empty label;
+- a port, when given, of 1 to 65535;
+- no IP literal (v4 in any spelling a browser accepts, or [v6]) and no
+  `localhost`.
+
+In development (`ENVIRONMENT=development`) an exact origin listed in
+`DEE_WAN_DEV_ORIGINS` is accepted as it is, `http://` and loopback included.
+"""
+
+from __future__ import annotations
+
+import re
+from encodings import idna
+
+from scheduling.config import Configuration
+
+MAX_HOST_LENGTH = 253
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_PORT = re.compile(r"[0-9]{1,5}")
+_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
+
+
+def base_url_problem(url: str, config: Configuration) -> str | None:
+    """None when acceptable; otherwise why not, in a few words."""
+    if not all("\x21" <= ch <= "\x7e" for ch in url):
+        return "must be printable ASCII with no whitespace"
+    if any(ch in "\\?#@" for ch in url):
+        return "must not contain credentials, a query, a fragment or a backslash"
+    scheme, sep, rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep or scheme not in ("https", "http"):
+        return "must start with https://"
+    authority, _, path = rest.partition("/")
+    if url.endswith("/"):
+        return "must not end with /"
+    if _PERCENT.search(path):
+        return "has a % that is not followed by two hex digits"
+    host, colon, port = authority.partition(":")
+    if host.startswith("["):
+        host, _, after = authority.partition("]")
+        host += "]"
+        colon, port = after[:1], after[1:]
+        if after and colon != ":":
+            return "is not a valid URL"
+    if colon and (not _PORT.fullmatch(port) or not 1 <= int(port) <= 65535):
+        return "must have a port from 1 to 65535 when it names one"
+    origin = f"{scheme}://{authority}".lower()
+    if config.is_development and origin in config.dev_origins:
+        return None
+    if scheme == "http":
+        return "http:// is accepted only in development for origins in DEE_WAN_DEV_ORIGINS"
+    return host_problem(host.lower())
+
+
+def host_problem(host: str) -> str | None:
+    """None for a DNS name a client can use; why not otherwise."""
+    if not host:
+        return "must have a host"
+    if host.startswith("[") or _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
+        return "must name a host, not an IP address"
+    if len(host) > MAX_HOST_LENGTH:
+        return f"must have a host of at most {MAX_HOST_LENGTH} characters"
+    labels = host.split(".")
+    if not all(_LABEL.fullmatch(label) and _valid_idna(label) for label in labels):
+        return "must have a host of letters, digits and hyphens between dots"
+    if labels[-1] == "localhost":
+        return "must not name localhost"
+    return None
+
+
+def _valid_idna(label: str) -> bool:
+    """An `xn--` label must be the IDNA form of a name; `ab--` labels are reserved."""
+    if label[2:4] != "--":
+        return True
+    if not label.startswith("xn--"):
+        return False
+    try:
+        name = label[4:].encode("ascii").decode("punycode")
+        return idna.ToASCII(name) == label.encode("ascii")
+    except UnicodeError:
+        return False

@@ -1,0 +1,78 @@
+"""Who may use a management page: the session cookie, the CSRF token, the request's origin."""
+
+from __future__ import annotations
+
+from scheduling.domain.secret_shapes import has_shape, same_secret
+from scheduling.http.refusals import Refusal
+from scheduling.http.requests import Request
+from scheduling.repository import sessions
+from scheduling.repository.sessions import Session
+from scheduling.services import Services
+
+SESSION_COOKIE = "__Host-scheduling_session"
+SESSION_TTL_MS = 30 * 60 * 1000
+
+
+def session_cookie(value: str, max_age_s: int) -> str:
+    return f"{SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age_s}"
+
+
+async def require_session(request: Request, services: Services, installation_id: str) -> Session:
+    raw = request.cookies.get(SESSION_COOKIE)
+    if not has_shape("session_id", raw):
+        raise Refusal(
+            401,
+            "no_session",
+            "Your Scheduling session has ended or was never started.",
+            relaunch=True,
+        )
+    assert raw is not None
+    now = services.clock.now_ms()
+    session = await sessions.find_live(services.db, await services.crypto.sha256_hex(raw), now)
+    if session is None:
+        raise Refusal(401, "session_expired", "Your Scheduling session has ended.", relaunch=True)
+    if session.installation_id != installation_id:
+        raise Refusal(
+            403,
+            "wrong_installation",
+            "This session was opened for another Dee Wan installation.",
+            relaunch=True,
+        )
+    return session
+
+
+def opened_for(session: Session) -> str:
+    """What a page was opened for; forms carry it so a replaced session is told apart."""
+    return session.content_id or "manage"
+
+
+def require_same_origin_post(request: Request, services: Services, session: Session) -> None:
+    """CSRF defence in depth: the origin, Fetch Metadata, and the per-session token.
+
+    Pages carry `Referrer-Policy: no-referrer`, under which browsers send
+    `Origin: null` even for a same-origin form post (measured in Chromium). So
+    `null` is accepted only when the browser also says `Sec-Fetch-Site:
+    same-origin`, a header no page can forge.
+    """
+    origin = request.headers.get("origin")
+    site = request.headers.get("sec-fetch-site")
+    origin_ok = origin == services.config.public_origin or (
+        origin in (None, "null") and site == "same-origin"
+    )
+    if not origin_ok or site not in (None, "same-origin", "none"):
+        raise Refusal(
+            403, "cross_site_request", "This form must be sent from the Scheduling page itself."
+        )
+    fields = request.form()
+    if fields.get("opened_for", opened_for(session)) != opened_for(session):
+        # The one session cookie now belongs to a launch made in another tab.
+        raise Refusal(
+            409,
+            "session_replaced",
+            "Scheduling was opened for something else in another tab or window since this "
+            "page was shown. Open it again from Dee Wan for this item.",
+            relaunch=True,
+        )
+    token = fields.get("csrf_token")
+    if not has_shape("csrf_token", token) or not same_secret(token, session.csrf_token):
+        raise Refusal(403, "csrf_failed", "This form has expired. Reload the page and try again.")

@@ -1,0 +1,71 @@
+"""Page templates, kept in Python so they ship inside the Worker bundle with the code.
+
+One jinja2 Environment, autoescaping everything. No script anywhere: every
+page works with forms and links alone.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jinja2
+
+from scheduling.http.pages.card_template import CARDS, PIN_FIELDS
+from scheduling.http.pages.content_template import CONTENT
+from scheduling.http.pages.manage_template import MANAGE
+
+BASE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{% block title %}{{ title }}{% endblock %} · Scheduling</title>
+<link rel="stylesheet" href="/static/app.css">
+</head>
+<body>
+<a class="skip" href="#main">Skip to main content</a>
+<header class="top">
+  <p class="brand">Scheduling <span>for Dee Wan</span></p>
+  {% if person_name %}<p class="who">Opened from Dee Wan by {{ person_name }}</p>{% endif %}
+</header>
+<main id="main" tabindex="-1">
+{% block main %}{% endblock %}
+</main>
+</body>
+</html>
+"""
+
+ERROR = """{% extends "base.html" %}
+{% block main %}
+<h1>{{ title }}</h1>
+<div class="problem" role="alert" data-error-code="{{ code }}">
+  <p>{{ message }}</p>
+</div>
+{% if relaunch %}<p>Open Scheduling again from Dee Wan: use <strong>Schedule</strong> on a content item, or <strong>Scheduling</strong> in the plugin menu.</p>{% endif %}
+{% endblock %}
+"""
+
+_SOURCES = {
+    "base.html": BASE,
+    "error.html": ERROR,
+    "pin_fields.html": PIN_FIELDS,
+    "cards.html": CARDS,
+    "content.html": CONTENT,
+    "manage.html": MANAGE,
+}
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.DictLoader(_SOURCES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(name: str, **context: Any) -> str:
+    return environment().get_template(name).render(**context)

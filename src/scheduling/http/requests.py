@@ -1,0 +1,93 @@
+"""The incoming request as the core sees it, whichever runtime received it.
+
+Every byte here comes from a stranger, so each reader is bounded and refuses
+with 400 `invalid_request` rather than raising something else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from scheduling.http import safe_json
+from scheduling.http.refusals import invalid_request
+
+# The largest body any route takes. An activation body is under 1 KiB and a
+# schedule form under 200 bytes; 64 KiB leaves room and bounds the parsing.
+MAX_BODY_BYTES = 64 * 1024
+# The schedule form has six fields; more than this is not a form of ours.
+MAX_FORM_FIELDS = 50
+
+
+class Headers(Mapping[str, str]):
+    """Case-insensitive, read-only; repeated headers are joined with ', '.
+
+    Repeated `Cookie` lines are joined with '; ' instead (RFC 9113 §8.2.3): a
+    browser over HTTP/2 may send one line per cookie, and ', ' would glue the
+    session cookie to its neighbour's value.
+    """
+
+    def __init__(self, items: Mapping[str, str] | list[tuple[str, str]] | None = None) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else (items or [])
+        store: dict[str, str] = {}
+        for name, value in pairs:
+            key = name.lower()
+            joiner = "; " if key == "cookie" else ", "
+            store[key] = f"{store[key]}{joiner}{value}" if key in store else value
+        self._store = store
+
+    def __getitem__(self, name: str) -> str:
+        return self._store[name.lower()]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._store)
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+
+@dataclass
+class Request:
+    method: str
+    url: str
+    headers: Headers = field(default_factory=Headers)
+    body: bytes = b""
+    path_params: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """The path as it was sent, still percent-encoded: `%2F` is not a separator."""
+        return urlsplit(self.url).path or "/"
+
+    @property
+    def query(self) -> dict[str, str]:
+        """First value of each query parameter."""
+        parsed = parse_qs(urlsplit(self.url).query, keep_blank_values=True)
+        return {name: values[0] for name, values in parsed.items()}
+
+    @property
+    def cookies(self) -> dict[str, str]:
+        jar: dict[str, str] = {}
+        for part in self.headers.get("cookie", "").split(";"):
+            name, sep, value = part.strip().partition("=")
+            if sep and name not in jar:
+                jar[name] = value
+        return jar
+
+    def form(self) -> dict[str, str]:
+        """application/x-www-form-urlencoded fields; first value wins."""
+        try:
+            text = self.body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise invalid_request("The form is not UTF-8.") from None
+        try:
+            parsed = parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+        except ValueError:
+            raise invalid_request(f"The form has more than {MAX_FORM_FIELDS} fields.") from None
+        return {name: values[0] for name, values in parsed.items()}
+
+    def json(self) -> Any:
+        """The body as JSON, bounded in size and depth; raises `safe_json.UnsafeJson` (a ValueError)."""
+        return safe_json.loads(self.body, max_bytes=MAX_BODY_BYTES)

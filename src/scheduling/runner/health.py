@@ -1,0 +1,72 @@
+"""Is the runner alive? The operator's view of the last tick and the work waiting for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduling.domain.localtime import rfc3339
+from scheduling.repository.backlog import Backlog
+from scheduling.repository.ticks import LastTick
+from scheduling.runner.report import TickReport
+
+# Three missed minutes: one late cron firing is normal, three in a row is not.
+STALL_AFTER_MS = 3 * 60_000
+FINISHED_WINDOW_MS = 24 * 60 * 60_000
+LIVE = ("pending", "retrying", "running")
+FINISHED = ("completed", "refused", "cancelled", "superseded")
+
+
+def is_stalled(now: int, last: LastTick | None, backlog: Backlog) -> bool:
+    """Work is due and no tick has run for over STALL_AFTER_MS."""
+    return backlog.size > 0 and (last is None or now - last.at > STALL_AFTER_MS)
+
+
+def status_json(
+    now: int, last: LastTick | None, backlog: Backlog, counts: dict[str, int]
+) -> dict[str, Any]:
+    return {
+        "code": "runner_status",
+        "now": rfc3339(now),
+        "stalled": is_stalled(now, last, backlog),
+        "stalled_after_ms": STALL_AFTER_MS,
+        "last_tick": None if last is None else _tick_json(now, last),
+        "due_backlog": backlog.size,
+        "oldest_overdue": _oldest_json(now, backlog),
+        "schedules": {status: counts.get(status, 0) for status in LIVE},
+        "finished_last_24h": {status: counts.get(status, 0) for status in FINISHED},
+    }
+
+
+def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
+    report = TickReport.from_record(last.report)
+    return {
+        "at": rfc3339(last.at),
+        "age_ms": max(0, now - last.at),
+        "duration_ms": last.duration_ms,
+        "due": report.due,
+        "claimed": report.claimed,
+        "batches": report.batches,
+        "sends": report.sends,
+        "outcomes": {
+            "completed": report.completed,
+            "refused": report.refused,
+            "retrying": report.retrying,
+        },
+        "refused_unsent": report.refused_unsent,
+        "refused_unsent_late": report.refused_unsent_late,
+        "lost_claim": report.lost_claim,
+        "lost_lease": report.lost_lease,
+        "lateness_ms": {"p50": report.lateness_p50_ms, "max": report.lateness_max_ms},
+        "d1": {"statements": report.d1_statements, "round_trips": report.d1_round_trips},
+    }
+
+
+def _oldest_json(now: int, backlog: Backlog) -> dict[str, Any] | None:
+    if backlog.oldest_id is None or backlog.oldest_due_at is None:
+        return None
+    return {
+        "schedule_id": backlog.oldest_id,
+        "installation_id": backlog.oldest_installation_id,
+        "due_at": rfc3339(backlog.oldest_due_at),
+        "age_ms": max(0, now - backlog.oldest_due_at),
+    }
