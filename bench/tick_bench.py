@@ -56,8 +56,8 @@ def free_port() -> int:
 # -- 1 and 2: tick wall time and round trips --------------------------------------------------
 
 
-async def tick_figures(latency_s: float, rows: int) -> tuple[float, int]:
-    """(wall seconds, D1 round trips) of one tick with `rows` due rows."""
+async def tick_figures(latency_s: float, rows: int) -> tuple[float, int, int]:
+    """(wall seconds, D1 round trips, D1 statements) of one tick with `rows` due rows."""
     port = free_port()
     core_url = f"http://localhost:{port}"
     server = subprocess.Popen(
@@ -129,7 +129,8 @@ async def tick_figures(latency_s: float, rows: int) -> tuple[float, int]:
             wall = time.perf_counter() - started
             assert report.get("completed") == rows, report
             await client.aclose()
-            return wall, db.round_trips - before
+            assert report["d1_round_trips"] == db.round_trips - before, report
+            return wall, db.round_trips - before, report["d1_statements"]
     finally:
         server.terminate()
         server.wait(10)
@@ -264,11 +265,20 @@ def main() -> None:
     print(
         f"1-2. one tick against fake_core on loopback, {args.latency * 1000:.0f} ms per transition:"
     )
-    one, one_trips = asyncio.run(tick_figures(args.latency, 1))
-    twenty, twenty_trips = asyncio.run(tick_figures(args.latency, 20))
-    print(f"  tick of  1 row : {one * 1000:7.1f} ms, {one_trips} D1 round trips")
-    print(f"  tick of 20 rows: {twenty * 1000:7.1f} ms, {twenty_trips} D1 round trips")
-    print(f"  20-row tick / 1-row tick: {twenty / one:.2f}x (sequential sends would be ~20x)")
+    one, one_trips, one_statements = asyncio.run(tick_figures(args.latency, 1))
+    twenty, twenty_trips, twenty_statements = asyncio.run(tick_figures(args.latency, 20))
+    print(
+        f"  tick of  1 row : {one * 1000:7.1f} ms, {one_trips} D1 round trips, {one_statements} statements"
+    )
+    print(
+        f"  tick of 20 rows: {twenty * 1000:7.1f} ms, {twenty_trips} D1 round trips, "
+        f"{twenty_statements} statements"
+    )
+    waves = -(-20 // 6)
+    print(
+        f"  20-row tick / 1-row tick: {twenty / one:.2f}x (six connections: {waves} waves, "
+        f"so {waves}x at best; sequential sends would be ~20x)"
+    )
     print("3. the due-row query (LIMIT 20; half the live rows are due):")
     query_figures(args.big, args.live)
 
