@@ -25,10 +25,9 @@ import pytest
 from fake_core import FakeCore, Fault, Installation, parse_rfc3339
 from fake_core.app import FakeCoreApp
 from fake_core.home import LOG_LIMIT
-from fake_core.testing import encode, sample_core, transition_command
+from fake_core.testing import ORIGIN, encode, manifest, sample_core, transition_command
 from fake_core.wire import Reply
 from scheduling.ports import TransportError
-from tests.test_fake_core_install import ORIGIN, manifest
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
 HOST = "127.0.0.1:8787"
