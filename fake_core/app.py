@@ -11,6 +11,7 @@ from fake_core.context import Context
 from fake_core.core import FakeCore
 from fake_core.install import PluginCaller
 from fake_core.routing import Request, Route, find
+from fake_core.saved_state import StateFile
 from fake_core.templates import environment
 from fake_core.wire import Reply
 
@@ -40,11 +41,14 @@ class FakeCoreApp:
         stall_s: float = 60.0,
         plugin_admin_secret: str | None = None,
         admin_caller: PluginCaller | None = None,
+        state_file: StateFile | None = None,
     ) -> None:
         """`plugin_admin_secret`: the plugin's operator bearer secret. With it the home
         page mints codes at `{plugin_origin}/admin/activation-codes` (through
         `admin_caller`, by default the core's plugin caller) for one-click rotate and
         install. It is sent only there, and never shown.
+
+        `state_file`: where the core's state is saved after each request that changed it.
         """
         if plugin_caller is not None:
             core.plugin_caller = plugin_caller
@@ -56,6 +60,7 @@ class FakeCoreApp:
             admin_caller=admin_caller,
         )
         self.stall_s = stall_s  # how long a `timeout` fault holds the socket at most
+        self.state_file = state_file
 
     @property
     def core(self) -> FakeCore:
@@ -69,4 +74,8 @@ class FakeCoreApp:
         found = find(ROUTES, method, split.path)
         if isinstance(found, Reply):
             return found
-        return await found(self.context, request)
+        reply = await found(self.context, request)
+        if self.state_file is not None:
+            # Before the socket layer acts: a dropped or held answer was processed all the same.
+            self.state_file.save(self.core.state)
+        return reply

@@ -101,6 +101,7 @@ async def install(
         models=None if models is None else frozenset(models),
         launch_urls=check_manifest(manifest, origin),
         manifest=manifest,
+        base_url=base_url,
     )
     await _send(state, caller, base_url, installation, "activate", code, installation.token, 201)
     state.installations[installation.id] = installation
