@@ -1,5 +1,6 @@
 """Start the plugin and a local Dee Wan, install the plugin, and say where to click.
 
+Run from the repository root as `python -m scripts.dev` (what `scripts/dev` does).
 Ctrl-C (SIGINT) or SIGTERM stops both processes and exits with status 0.
 """
 
@@ -13,10 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-from fake_core.devstack import DevStack, DevStackError, PortInUse  # noqa: E402
+from scripts.devstack import DevStack, DevStackError, PortInUse
 
 
 class Stop(Exception):
