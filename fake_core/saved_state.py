@@ -64,8 +64,10 @@ def state_to_json(state: CoreState) -> dict[str, Any]:
     }
 
 
-def state_from_json(data: dict[str, Any]) -> CoreState:
+def state_from_json(data: Any) -> CoreState:
     """Raises KeyError, TypeError or ValueError for a body this module did not write."""
+    if not isinstance(data, dict):
+        raise TypeError("not a JSON object")
     if data.get("format") != FORMAT:
         raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
     state = CoreState()
