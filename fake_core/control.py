@@ -1,77 +1,64 @@
 """The control API under /__fake/: JSON endpoints that drive the fake core.
 
 Meant for tests and tools run against `python -m fake_core`; it is not part
-of protocol v1 and listens on 127.0.0.1 only.
+of protocol v1 and listens on 127.0.0.1 only. Its routes are the `ROUTES`
+table at the end; each endpoint gets the body as a JSON object and the query.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fake_core import snapshot
 from fake_core.clock import parse_rfc3339, rfc3339
+from fake_core.context import Context
+from fake_core.core import FakeCore
 from fake_core.demo import seed_demo
 from fake_core.faults import ENDPOINTS, Fault, RandomFaults
 from fake_core.install import InstallError
+from fake_core.routing import Endpoint, Request, Route
 from fake_core.wire import Reply, json_reply
 
-if TYPE_CHECKING:
-    from fake_core.app import FakeCoreApp
-
-Handler = Callable[["FakeCoreApp", dict[str, Any], dict[str, str]], Awaitable[Reply]]
-_ROUTES: dict[tuple[str, str], Handler] = {}
+Handler = Callable[[Context, dict[str, Any], dict[str, str]], Awaitable[Reply]]
 
 
-def route(method: str, name: str) -> Callable[[Handler], Handler]:
-    def register(handler: Handler) -> Handler:
-        _ROUTES[(method, name)] = handler
-        return handler
+def _json_endpoint(handler: Handler) -> Endpoint:
+    """A bad body, or a bad value in it, is 400 `invalid_request` with a message."""
 
-    return register
+    async def endpoint(ctx: Context, request: Request) -> Reply:
+        try:
+            data = json.loads(request.body) if request.body else {}
+            if not isinstance(data, dict):
+                raise ValueError("body must be a JSON object")
+            return await handler(ctx, data, request.query)
+        except (ValueError, KeyError, TypeError) as exc:
+            return json_reply(400, {"code": "invalid_request", "message": str(exc)})
 
-
-async def handle(
-    app: FakeCoreApp, method: str, name: str, query: dict[str, str], body: bytes
-) -> Reply:
-    handler = _ROUTES.get((method, name))
-    if handler is None:
-        known = any(key[1] == name for key in _ROUTES)
-        return json_reply(405 if known else 404, {"code": "not_found"})
-    try:
-        data = json.loads(body) if body else {}
-        if not isinstance(data, dict):
-            raise ValueError("body must be a JSON object")
-        return await handler(app, data, query)
-    except (ValueError, KeyError, TypeError) as exc:
-        return json_reply(400, {"code": "invalid_request", "message": str(exc)})
+    return endpoint
 
 
-@route("POST", "reset")
-async def _reset(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    app.core.reset()
+async def _reset(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    ctx.core.reset()
     return json_reply(200, {"code": "reset"})
 
 
-@route("POST", "seed")
-async def _seed(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
+async def _seed(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
     if data.get("demo"):
-        seed_demo(app.core)
-    snapshot.seed(app.core, data)
-    return json_reply(200, {"code": "seeded", "state": snapshot.state_json(app.core)})
+        seed_demo(ctx.core)
+    snapshot.seed(ctx.core, data)
+    return json_reply(200, {"code": "seeded", "state": snapshot.state_json(ctx.core)})
 
 
-@route("GET", "state")
-async def _state(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    return json_reply(200, {"code": "state", **snapshot.state_json(app.core)})
+async def _state(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    return json_reply(200, {"code": "state", **snapshot.state_json(ctx.core)})
 
 
-@route("POST", "install")
-async def _install(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    origin = data.get("plugin_origin") or app.plugin_origin
+async def _install(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    origin = data.get("plugin_origin") or ctx.plugin_origin
     try:
-        installation = await app.core.install(
+        installation = await ctx.core.install(
             str(origin),
             str(data["code"]),
             models=data.get("models"),
@@ -84,12 +71,11 @@ async def _install(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]
     )
 
 
-@route("POST", "rotate")
-async def _rotate(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    if data.get("installation_id") not in app.core.state.installations:
+async def _rotate(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    if data.get("installation_id") not in ctx.core.state.installations:
         return json_reply(404, {"code": "installation_not_found"})
     try:
-        installation = await app.core.rotate(data["installation_id"], str(data["code"]))
+        installation = await ctx.core.rotate(data["installation_id"], str(data["code"]))
     except InstallError as exc:
         return _install_failed(exc)
     return json_reply(
@@ -97,46 +83,43 @@ async def _rotate(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str])
     )
 
 
-@route("POST", "uninstall")
-async def _uninstall(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    if data.get("installation_id") not in app.core.state.installations:
+async def _uninstall(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    if data.get("installation_id") not in ctx.core.state.installations:
         return json_reply(404, {"code": "installation_not_found"})
-    app.core.uninstall(data["installation_id"])
+    ctx.core.uninstall(data["installation_id"])
     return json_reply(200, {"code": "uninstalled"})
 
 
-@route("POST", "launch")
-async def _launch(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
+async def _launch(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
     context = data.get("context")
     if context is None:
         content_id = data.get("content_id")
         context = (
             {"kind": "content", "content_id": content_id} if content_id else {"kind": "manage"}
         )
-    launch = app.core.issue_launch(data["installation_id"], data["person_id"], context)
+    launch = ctx.core.issue_launch(data["installation_id"], data["person_id"], context)
     return json_reply(200, {"code": "launch", "url": launch.url, "launch_code": launch.code})
 
 
-@route("POST", "content")
-async def _content(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
+async def _content(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
     """A human acting in core: edit (new version), publish, unpublish, bump_revision."""
-    state, content_id, action = app.core.state, data["content_id"], data["action"]
-    if action == "edit":
-        state.edit(content_id)
-    elif action == "publish":
-        state.publish_now(content_id, app.core.now_ms())
-    elif action == "unpublish":
-        state.unpublish_now(content_id, app.core.now_ms())
-    elif action == "bump_revision":
-        state.bump_revision(content_id)
-    else:
-        raise ValueError("action must be edit, publish, unpublish or bump_revision")
-    return json_reply(200, {"code": "content_changed", "state": snapshot.state_json(app.core)})
+    act = _HUMAN_ACTIONS.get(data["action"])
+    if act is None:
+        raise ValueError(f"action must be one of {', '.join(_HUMAN_ACTIONS)}")
+    act(ctx.core, data["content_id"])
+    return json_reply(200, {"code": "content_changed", "state": snapshot.state_json(ctx.core)})
 
 
-@route("GET", "faults")
-async def _faults(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    faults = app.core.faults
+_HUMAN_ACTIONS: dict[str, Callable[[FakeCore, str], object]] = {
+    "edit": lambda core, content_id: core.state.edit(content_id),
+    "publish": lambda core, content_id: core.state.publish_now(content_id, core.now_ms()),
+    "unpublish": lambda core, content_id: core.state.unpublish_now(content_id, core.now_ms()),
+    "bump_revision": lambda core, content_id: core.state.bump_revision(content_id),
+}
+
+
+async def _faults(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    faults = ctx.core.faults
     return json_reply(
         200,
         {
@@ -148,9 +131,8 @@ async def _faults(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str])
     )
 
 
-@route("POST", "faults")
-async def _push_faults(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    faults = app.core.faults
+async def _push_faults(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    faults = ctx.core.faults
     entries = data.get("faults", [])
     if not isinstance(entries, list):
         raise ValueError("faults must be a list")
@@ -175,27 +157,24 @@ async def _push_faults(app: FakeCoreApp, data: dict[str, Any], query: dict[str, 
                 endpoints=spec.get("endpoints", ["transitions"]),
             )
         )
-    return await _faults(app, {}, query)
+    return await _faults(ctx, {}, query)
 
 
-@route("DELETE", "faults")
-async def _clear_faults(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    app.core.faults.clear()
-    return await _faults(app, {}, query)
+async def _clear_faults(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    ctx.core.faults.clear()
+    return await _faults(ctx, {}, query)
 
 
-@route("POST", "latency")
-async def _latency(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
+async def _latency(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
     endpoint = data.get("endpoint", "transitions")
     if endpoint not in ENDPOINTS:
         raise ValueError(f"endpoint must be one of {ENDPOINTS}")
-    app.core.faults.set_latency(float(data["seconds"]), endpoint)
-    return await _faults(app, {}, query)
+    ctx.core.faults.set_latency(float(data["seconds"]), endpoint)
+    return await _faults(ctx, {}, query)
 
 
-@route("POST", "clock")
-async def _clock(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    clock = app.core.clock
+async def _clock(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    clock = ctx.core.clock
     if "advance_ms" in data:
         clock.advance(int(data["advance_ms"]))
     elif "set_ms" in data:
@@ -207,25 +186,23 @@ async def _clock(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) 
         clock.set(at)
     elif data.get("reset"):
         clock.reset()
-    now = app.core.now_ms()
+    now = ctx.core.now_ms()
     return json_reply(200, {"code": "clock", "now_ms": now, "now": rfc3339(now)})
 
 
-@route("GET", "calls")
-async def _calls(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
+async def _calls(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
     since = int(query.get("since", "0"))
     endpoint = query.get("endpoint")
     calls = [
         call.to_json()
-        for call in app.core.calls.calls
+        for call in ctx.core.calls.calls
         if call.seq > since and (endpoint is None or call.endpoint == endpoint)
     ]
     return json_reply(200, {"code": "calls", "calls": calls})
 
 
-@route("DELETE", "calls")
-async def _clear_calls(app: FakeCoreApp, data: dict[str, Any], query: dict[str, str]) -> Reply:
-    app.core.calls.clear()
+async def _clear_calls(ctx: Context, data: dict[str, Any], query: dict[str, str]) -> Reply:
+    ctx.core.calls.clear()
     return json_reply(200, {"code": "calls", "calls": []})
 
 
@@ -239,3 +216,25 @@ def _install_failed(exc: InstallError) -> Reply:
             "plugin_code": exc.code,
         },
     )
+
+
+ROUTES = tuple(
+    Route(method, f"/__fake/{name}", _json_endpoint(handler))
+    for method, name, handler in (
+        ("POST", "reset", _reset),
+        ("POST", "seed", _seed),
+        ("GET", "state", _state),
+        ("POST", "install", _install),
+        ("POST", "rotate", _rotate),
+        ("POST", "uninstall", _uninstall),
+        ("POST", "launch", _launch),
+        ("POST", "content", _content),
+        ("GET", "faults", _faults),
+        ("POST", "faults", _push_faults),
+        ("DELETE", "faults", _clear_faults),
+        ("POST", "latency", _latency),
+        ("POST", "clock", _clock),
+        ("GET", "calls", _calls),
+        ("DELETE", "calls", _clear_calls),
+    )
+)

@@ -164,14 +164,20 @@ class FakeCore:
         capabilities: Iterable[str] | None = None,
     ) -> Installation:
         return await flow.install(
-            self, self._caller(), plugin_origin, code, models=models, capabilities=capabilities
+            self.state,
+            self._caller(),
+            self.base_url,
+            plugin_origin,
+            code,
+            models=models,
+            capabilities=capabilities,
         )
 
     async def rotate(self, installation_id: str, code: str) -> Installation:
-        return await flow.rotate(self, self._caller(), installation_id, code)
+        return await flow.rotate(self.state, self._caller(), self.base_url, installation_id, code)
 
     def uninstall(self, installation_id: str) -> Installation:
-        return flow.uninstall(self, installation_id)
+        return flow.uninstall(self.state, installation_id)
 
     def register_installation(
         self,
@@ -180,9 +186,9 @@ class FakeCore:
         models: Iterable[str] | None = None,
         capabilities: Iterable[str] = ALL_CAPABILITIES,
     ) -> Installation:
-        return flow.register(self, plugin_origin, models=models, capabilities=capabilities)
+        return flow.register(self.state, plugin_origin, models=models, capabilities=capabilities)
 
     def issue_launch(
         self, installation_id: str, person_id: str, context: dict[str, str]
     ) -> flow.Launch:
-        return flow.issue_launch(self, installation_id, person_id, context)
+        return flow.issue_launch(self.state, self.now_ms(), installation_id, person_id, context)

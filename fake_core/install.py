@@ -3,6 +3,8 @@
 Core calls the plugin through a `PluginCaller`, so tests can route to the
 plugin app in-process and the server can use httpx. An installation is kept
 (or a token replaced) only when the plugin confirms with the exact answer.
+Each step works on the `CoreState` and the base URL it is given; `FakeCore`
+wires them in.
 """
 
 from __future__ import annotations
@@ -10,13 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fake_core.state import ALL_CAPABILITIES, Installation, LaunchCode
+from fake_core.state import ALL_CAPABILITIES, CoreState, Installation, LaunchCode
 from fake_core.wire import new_secret, parse_json_object
-
-if TYPE_CHECKING:
-    from fake_core.core import FakeCore
 
 # (method, url, headers, body) -> (status, headers, body)
 PluginCaller = Callable[
@@ -79,8 +78,9 @@ def check_manifest(manifest: dict[str, Any], origin: str) -> dict[str, str]:
 
 
 async def install(
-    core: FakeCore,
+    state: CoreState,
     caller: PluginCaller,
+    base_url: str,
     plugin_origin: str,
     code: str,
     *,
@@ -94,39 +94,40 @@ async def install(
     if not granted <= offered:
         raise InstallError("capability_not_offered")
     installation = Installation(
-        id=core.state.new_installation_id(),
+        id=state.new_installation_id(),
         plugin_origin=origin,
         token=new_secret("dwp_"),
         capabilities=granted,
         models=None if models is None else frozenset(models),
         launch_urls=check_manifest(manifest, origin),
         manifest=manifest,
+        base_url=base_url,
     )
-    await _send(core, caller, installation, "activate", code, installation.token, 201)
-    core.state.installations[installation.id] = installation
+    await _send(state, caller, base_url, installation, "activate", code, installation.token, 201)
+    state.installations[installation.id] = installation
     return installation
 
 
 async def rotate(
-    core: FakeCore, caller: PluginCaller, installation_id: str, code: str
+    state: CoreState, caller: PluginCaller, base_url: str, installation_id: str, code: str
 ) -> Installation:
-    installation = core.state.installations[installation_id]
+    installation = state.installations[installation_id]
     if installation.revoked or installation.manifest is None:
         raise InstallError("not_rotatable")
     new_token = new_secret("dwp_")
-    await _send(core, caller, installation, "rotate", code, new_token, 200)
+    await _send(state, caller, base_url, installation, "rotate", code, new_token, 200)
     installation.token = new_token  # the old token stops working here
     return installation
 
 
-def uninstall(core: FakeCore, installation_id: str) -> Installation:
-    installation = core.state.installations[installation_id]
+def uninstall(state: CoreState, installation_id: str) -> Installation:
+    installation = state.installations[installation_id]
     installation.revoked = True
     return installation
 
 
 def register(
-    core: FakeCore,
+    state: CoreState,
     plugin_origin: str = "https://scheduling.example",
     *,
     models: Iterable[str] | None = None,
@@ -136,35 +137,35 @@ def register(
     origin = plugin_origin.rstrip("/")
     template = f"{origin}/installations/{{installation_id}}"
     installation = Installation(
-        core.state.new_installation_id(),
+        state.new_installation_id(),
         origin,
         new_secret("dwp_"),
         frozenset(capabilities),
         None if models is None else frozenset(models),
         launch_urls=dict.fromkeys(("content", "manage"), template),
     )
-    core.state.installations[installation.id] = installation
+    state.installations[installation.id] = installation
     return installation
 
 
 def issue_launch(
-    core: FakeCore, installation_id: str, person_id: str, context: dict[str, str]
+    state: CoreState, now_ms: int, installation_id: str, person_id: str, context: dict[str, str]
 ) -> Launch:
-    installation = core.state.installations.get(installation_id)
+    installation = state.installations.get(installation_id)
     if installation is None or installation.revoked:
         raise KeyError(f"no active installation {installation_id}")
-    if person_id not in core.state.persons:
+    if person_id not in state.persons:
         raise KeyError(f"no person {person_id}")
     kind = context.get("kind")
     if kind == "content":
-        known = context.get("content_id") in core.state.contents
+        known = context.get("content_id") in state.contents
         if set(context) != {"kind", "content_id"} or not known:
             raise ValueError("content context needs a known content_id")
     elif context != {"kind": "manage"}:
         raise ValueError("context must be content or manage")
     code = new_secret("dwl_")
-    core.state.launches[code] = LaunchCode(
-        code, installation_id, person_id, dict(context), core.now_ms() + LAUNCH_MS
+    state.launches[code] = LaunchCode(
+        code, installation_id, person_id, dict(context), now_ms + LAUNCH_MS
     )
     url = installation.launch_urls[str(kind)].replace("{installation_id}", installation_id)
     url += ("&" if "?" in url else "?") + f"dee_wan_launch={code}"
@@ -172,8 +173,9 @@ def issue_launch(
 
 
 async def _send(
-    core: FakeCore,
+    state: CoreState,
     caller: PluginCaller,
+    base_url: str,
     installation: Installation,
     action: str,
     code: str,
@@ -187,8 +189,8 @@ async def _send(
             "action": action,
             "code": code,
             "installation_id": installation.id,
-            "site_id": core.state.site.id,
-            "base_url": core.base_url,
+            "site_id": state.site.id,
+            "base_url": base_url,
             "token": token,
         }
     ).encode()

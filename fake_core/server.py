@@ -59,13 +59,14 @@ async def _connection(
                 return
             conn.start_next_cycle()
     except h11.RemoteProtocolError:
-        with contextlib.suppress(Exception):
+        # h11 refuses to answer when the request was beyond reply; the client may be gone.
+        with contextlib.suppress(h11.LocalProtocolError, ConnectionError):
             await _write(conn, writer, error(400, "bad_http"))
     except (ConnectionError, asyncio.IncompleteReadError):
-        pass
+        pass  # the client went away: there is no one to answer
     finally:
         writer.close()
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError):  # closing a socket the peer already reset
             await writer.wait_closed()
 
 

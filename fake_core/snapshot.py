@@ -18,6 +18,7 @@ def installation_json(installation: Installation) -> dict[str, Any]:
         "capabilities": sorted(installation.capabilities),
         "models": None if installation.models is None else sorted(installation.models),
         "launch_urls": installation.launch_urls,
+        "base_url": installation.base_url,
     }
 
 

@@ -76,6 +76,7 @@ class Installation:
     revoked: bool = False
     launch_urls: dict[str, str] = field(default_factory=dict)  # kind -> url template
     manifest: dict[str, Any] | None = None
+    base_url: str | None = None  # what core sent at activation; None: registered without a plugin
 
     def may_act_on(self, model: str) -> bool:
         return self.models is None or model in self.models
@@ -118,7 +119,8 @@ class CoreState:
         self.delegations: dict[str, Delegation] = {}
         self.idempotency: dict[tuple[str, str], Remembered] = {}
         self.log: list[AppliedTransition] = []  # all groups, in order applied
-        self._version_counter = 0
+        # Versions are numbered across the site, so no two groups share one.
+        self.version_counter = 0
 
     # -- seeding -------------------------------------------------------------
 
@@ -205,5 +207,5 @@ class CoreState:
         return new_id("ins_")
 
     def _next_version(self) -> str:
-        self._version_counter += 1
-        return f"ver_{self._version_counter}"
+        self.version_counter += 1
+        return f"ver_{self.version_counter}"

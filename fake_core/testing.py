@@ -1,4 +1,8 @@
-"""Helpers for tests that drive the fake core in-process (no pytest dependency)."""
+"""Helpers for tests that drive the fake core in-process (no pytest dependency).
+
+`sample_core` and `transition_command` for protocol tests; `FakePlugin` (with
+`manifest`, `ORIGIN`, `CODE`) for tests of the install flow without the plugin.
+"""
 
 from __future__ import annotations
 
@@ -68,3 +72,83 @@ def transition_command(
 
 def encode(body: Any) -> bytes:
     return json.dumps(body).encode()
+
+
+# -- a plugin for the install flow (core -> plugin) ------------------------------
+
+ORIGIN = "https://scheduling.example"
+CODE = "dwa_" + "c" * 43
+
+
+def manifest(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "manifest_version": 1,
+        "protocol": "v1",
+        "id": "com.example.scheduling",
+        "name": "Scheduling",
+        "version": "0.1.0",
+        "origin": ORIGIN,
+        "activation_url": f"{ORIGIN}/dee-wan/activate",
+        "launches": [
+            {
+                "kind": "content",
+                "action": "schedule",
+                "label": "Schedule",
+                "url": f"{ORIGIN}/installations/{{installation_id}}",
+            },
+            {
+                "kind": "manage",
+                "label": "Scheduling",
+                "url": f"{ORIGIN}/installations/{{installation_id}}",
+            },
+        ],
+        "capabilities": ["content:read", "workflow:publish", "workflow:unpublish"],
+    }
+    data.update(overrides)
+    return data
+
+
+class FakePlugin:
+    """A plugin at ORIGIN: serves `manifest` and checks every activate/rotate body as the
+    plugin would (its fields, the code CODE, the core's `base_url`). It answers from
+    `answers` first, then accepts.
+    """
+
+    def __init__(self, manifest: dict[str, Any], answers: list[tuple[int, str]] | None = None):
+        self.manifest = manifest
+        self.base_url = "https://cms.example"  # the core's, as sent in the activate body
+        self.answers = answers or []
+        self.received: list[dict[str, Any]] = []
+
+    async def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        json_headers = {"content-type": "application/json"}
+        if (method, url) == ("GET", f"{ORIGIN}/dee-wan/manifest.json"):
+            return 200, json_headers, json.dumps(self.manifest).encode()
+        assert (method, url) == ("POST", f"{ORIGIN}/dee-wan/activate")
+        assert headers["content-type"] == "application/json"
+        data = json.loads(body or b"")
+        self.received.append(data)
+        assert set(data) == {
+            "protocol",
+            "action",
+            "code",
+            "installation_id",
+            "site_id",
+            "base_url",
+            "token",
+        }
+        assert data["protocol"] == "v1"
+        assert data["code"] == CODE
+        assert data["installation_id"].startswith("ins_")
+        assert data["base_url"] == self.base_url
+        assert data["token"].startswith("dwp_")
+        assert len(data["token"]) == 47
+        if self.answers:
+            status, code = self.answers.pop(0)
+        elif data["action"] == "activate":
+            status, code = 201, "activated"
+        else:
+            status, code = 200, "rotated"
+        return status, json_headers, json.dumps({"code": code}).encode()

@@ -1,5 +1,6 @@
 """Start the plugin and a local Dee Wan, install the plugin, and say where to click.
 
+Run from the repository root as `python -m scripts.dev` (what `scripts/dev` does).
 Ctrl-C (SIGINT) or SIGTERM stops both processes and exits with status 0.
 """
 
@@ -13,10 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-from fake_core.devstack import DevStack, DevStackError, PortInUse  # noqa: E402
+from scripts.devstack import DevStack, DevStackError, PortInUse
 
 
 class Stop(Exception):
@@ -32,14 +30,22 @@ def _stop_once(signum: int, frame: FrameType | None) -> None:
 
 def banner(stack: DevStack, installation: dict[str, Any]) -> str:
     made = "made now with fresh secrets" if stack.vars_created else "kept as it was"
+    if stack.reused:
+        how = "the last run's, with its schedules"
+    elif stack.replaced:
+        how = f"installed now (the plugin's database no longer held {stack.replaced})"
+    else:
+        how = "installed now"
     return f"""
 Open {stack.core_origin}/ and press "Schedule ({installation["id"]})" on a content item.
 
   plugin     {stack.plugin_origin}, ticks at the start of every minute
   tick now   curl "{stack.plugin_origin}/__scheduled?cron=*+*+*+*+*"
+  installed  {installation["id"]}, {how}
   secrets    {stack.vars_path} ({made})
   database   {stack.db_path}
-Ctrl-C stops both.
+  Dee Wan    {stack.core_state_path} (the local Dee Wan's content and installations)
+Ctrl-C stops both; the next run carries on with the same state.
 """
 
 
@@ -51,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         "--state-dir",
         type=Path,
         metavar="DIR",
-        help="keep the SQLite file and .dev.vars in DIR "
+        help="keep the plugin's SQLite file, the local Dee Wan's state and .dev.vars in DIR "
         "(default: .wrangler/dev/ and the repo root's .dev.vars)",
     )
     args = parser.parse_args(argv)

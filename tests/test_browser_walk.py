@@ -1,7 +1,7 @@
 """A real browser walk through the management UI, with an axe-core audit of every page state.
 
 Headless Debian Chromium (driven by Playwright, never `playwright install`)
-against the real processes of `fake_core.devstack.DevStack`: the plugin
+against the real processes of `scripts.devstack.DevStack`: the plugin
 (`python -m scheduling serve`, no cron) and the local Dee Wan
 (`python -m fake_core --seed demo`), the plugin installed. The browser starts
 on the Dee Wan home page and gets into the plugin only through its launch
@@ -31,7 +31,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Response as PageResponse
 
-from fake_core.devstack import DevStack
+from scripts.devstack import DevStack
 
 CHROMIUM = Path("/usr/bin/chromium")
 AXE = Path(__file__).parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"

@@ -2,7 +2,8 @@
 
 Each test runs the command from the repo in its own process group with free
 ports and `--state-dir` in a temporary folder, reads what it prints, and ends
-it the way a terminal's Ctrl-C does: SIGINT to the whole group.
+it the way a terminal's Ctrl-C does: SIGINT to the whole group. A second run
+on the same ports and state dir carries on where the first stopped.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -47,11 +49,14 @@ ZONE = "America/New_York"
 class DevCommand:
     """`bash scripts/dev --plugin-port P --core-port C --state-dir DIR`, its output read as it comes."""
 
-    def __init__(self, state_dir: Path, core_port: int | None = None) -> None:
-        self.plugin_port, self.core_port = free_port(), core_port or free_port()
+    def __init__(
+        self, state_dir: Path, core_port: int | None = None, plugin_port: int | None = None
+    ) -> None:
+        self.plugin_port, self.core_port = plugin_port or free_port(), core_port or free_port()
         while self.core_port == self.plugin_port:
             self.plugin_port = free_port()
         self.plugin_origin = f"http://localhost:{self.plugin_port}"
+        self.core_origin = f"http://localhost:{self.core_port}"
         # Whatever the person running the tests has set must not reach the plugin.
         env = {k: v for k, v in os.environ.items() if k not in (*VARIABLES, *SECRETS)}
         self.process = subprocess.Popen(
@@ -121,8 +126,10 @@ def run_dev() -> Iterator[type[DevCommand]]:
     started: list[DevCommand] = []
 
     class Tracked(DevCommand):
-        def __init__(self, state_dir: Path, core_port: int | None = None) -> None:
-            super().__init__(state_dir, core_port)
+        def __init__(
+            self, state_dir: Path, core_port: int | None = None, plugin_port: int | None = None
+        ) -> None:
+            super().__init__(state_dir, core_port, plugin_port)
             started.append(self)
 
     yield Tracked
@@ -254,3 +261,153 @@ def test_a_port_in_use_is_said_plainly(run_dev: type[DevCommand], tmp_path: Path
     assert f"port {dev.core_port} is already in use" in dev.output
     assert "Traceback" not in dev.output, dev.output
     assert refuses(dev.plugin_port), "nothing may be left running"
+
+
+# -- a second run carries on ------------------------------------------------------------
+
+SCHEDULE_CARD = re.compile(r'data-schedule-id="([^"]+)" data-status="([^"]+)"')
+
+
+class Editor:
+    """Ada, launched from the local Dee Wan into the plugin, using its forms without a browser."""
+
+    def __init__(self, dev: DevCommand, installation_id: str, content_id: str) -> None:
+        self.dev, self.installation_id = dev, installation_id
+        issued = httpx.post(
+            f"{dev.core_origin}/__fake/launch",
+            json={
+                "installation_id": installation_id,
+                "person_id": "usr_editor",
+                "content_id": content_id,
+            },
+            timeout=10,
+        )
+        assert issued.status_code == 200, issued.text
+        self.http = httpx.Client(base_url=dev.plugin_origin, timeout=30)
+        exchanged = self.http.get(issued.json()["url"])
+        assert exchanged.status_code == 303, exchanged.text
+        # The __Host- cookie is Secure: httpx keeps it from http://localhost, so by hand.
+        self.cookie = exchanged.headers["set-cookie"].split(";", 1)[0]
+
+    def page(self, path: str | None = None) -> str:
+        shown = self.http.get(
+            path or f"/installations/{self.installation_id}", headers={"cookie": self.cookie}
+        )
+        assert shown.status_code == 200, shown.text
+        return shown.text
+
+    def schedules(self) -> dict[str, str]:
+        """The schedules the content page shows: id -> status."""
+        return dict(SCHEDULE_CARD.findall(self.page()))
+
+    def schedule_publish(self, local: str, zone: str) -> str:
+        """Fill in and send the page's form; the id the confirmation names."""
+        hidden = dict(
+            re.findall(
+                r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"',
+                self.page(),
+            )
+        )
+        form = {**hidden, "transition": "publish:published", "local_time": local, "timezone": zone}
+        made = self.http.post(
+            f"/installations/{self.installation_id}/schedules",
+            data=form,
+            headers={
+                "cookie": self.cookie,
+                "origin": self.dev.plugin_origin,
+                "sec-fetch-site": "same-origin",
+            },
+        )
+        assert made.status_code == 303, made.text
+        confirmed = re.search(r'data-confirmation="([^"]+)"', self.page(made.headers["location"]))
+        assert confirmed is not None, "no confirmation after the form was sent"
+        return confirmed.group(1)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def core_state(dev: DevCommand) -> dict[str, Any]:
+    state: dict[str, Any] = httpx.get(f"{dev.core_origin}/__fake/state", timeout=10).json()
+    return state
+
+
+def group(state: dict[str, Any], primary_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(g for g in state["groups"] if g["primary_id"] == primary_id)
+    return found
+
+
+def tick_at(dev: DevCommand, at_ms: int) -> None:
+    tick = httpx.get(
+        f"{dev.plugin_origin}/__scheduled",
+        params={"cron": "* * * * *", "time": str(at_ms)},
+        timeout=30,
+    )
+    assert (tick.status_code, tick.json()["code"]) == (200, "tick_finished"), tick.text
+
+
+def utc_minutes_ahead(minutes: int) -> tuple[str, int]:
+    """A UTC wall time `minutes` from now (whole minute), and its instant in epoch ms."""
+    instant = (datetime.now(UTC) + timedelta(minutes=minutes)).replace(second=0, microsecond=0)
+    return instant.strftime("%Y-%m-%dT%H:%M"), int(instant.timestamp() * 1000)
+
+
+def test_a_second_run_shows_the_first_runs_schedule_and_it_still_works(
+    run_dev: type[DevCommand], tmp_path: Path
+) -> None:
+    first = run_dev(tmp_path)
+    first.printed_url()
+    [installation] = [i["id"] for i in core_state(first)["installations"]]
+    # Made in the local Dee Wan: a new version, which the schedule then pins.
+    edited = httpx.post(
+        f"{first.core_origin}/__fake/content",
+        json={"content_id": "cnt_news", "action": "edit"},
+        timeout=10,
+    )
+    assert edited.status_code == 200, edited.text
+    version = group(core_state(first), "cnt_news")["current_version_id"]
+    # Far enough ahead that no cron tick of either run sends it on its own.
+    local, due_ms = utc_minutes_ahead(10)
+    editor = Editor(first, installation, "cnt_news")
+    made = editor.schedule_publish(local, "UTC")
+    assert editor.schedules() == {made: "pending"}
+    editor.close()
+    assert_stops_cleanly(first)
+
+    second = run_dev(tmp_path, core_port=first.core_port, plugin_port=first.plugin_port)
+    assert second.printed_url() == f"{second.core_origin}/"
+    assert f"installed  {installation}, the last run's" in second.stdout, second.output
+    state = core_state(second)
+    assert [(i["id"], i["revoked"]) for i in state["installations"]] == [(installation, False)]
+    assert group(state, "cnt_news")["current_version_id"] == version
+    editor = Editor(second, installation, "cnt_news")
+    assert editor.schedules() == {made: "pending"}, "the first run's schedule is on the page"
+
+    tick_at(second, due_ms + 1_000)
+    assert editor.schedules() == {made: "completed"}, second.output
+    editor.close()
+    news = group(core_state(second), "cnt_news")
+    assert news["published_version_id"] == version
+    assert [(e["kind"], e["installation_id"]) for e in news["log"]] == [("publish", installation)]
+    assert_stops_cleanly(second)
+
+
+def test_a_second_run_installs_anew_when_the_plugin_lost_its_database(
+    run_dev: type[DevCommand], tmp_path: Path
+) -> None:
+    first = run_dev(tmp_path)
+    first.printed_url()
+    [lost] = [i["id"] for i in core_state(first)["installations"]]
+    assert_stops_cleanly(first)
+    for database in tmp_path.glob("plugin.sqlite3*"):
+        database.unlink()
+
+    second = run_dev(tmp_path, core_port=first.core_port, plugin_port=first.plugin_port)
+    second.printed_url()
+    assert f"(the plugin's database no longer held {lost})" in second.stdout, second.output
+    installations = {i["id"]: i["revoked"] for i in core_state(second)["installations"]}
+    assert installations.pop(lost) is True, "the lost installation is uninstalled"
+    [(fresh, revoked)] = installations.items()
+    assert not revoked
+    assert f'press "Schedule ({fresh})"' in second.stdout
+    assert_stops_cleanly(second)

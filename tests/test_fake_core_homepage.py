@@ -24,11 +24,10 @@ import pytest
 
 from fake_core import FakeCore, Fault, Installation, parse_rfc3339
 from fake_core.app import FakeCoreApp
-from fake_core.homepage import LOG_LIMIT
-from fake_core.testing import encode, sample_core, transition_command
+from fake_core.home import LOG_LIMIT
+from fake_core.testing import ORIGIN, encode, manifest, sample_core, transition_command
 from fake_core.wire import Reply
 from scheduling.ports import TransportError
-from tests.test_fake_core_install import ORIGIN, manifest
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
 HOST = "127.0.0.1:8787"
@@ -468,7 +467,7 @@ async def test_the_log_escapes_what_it_shows(app: FakeCoreApp, core: FakeCore) -
     )
     page = await home(app)
     assert "<img" not in page and "<script" not in page
-    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
+    assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page  # markupsafe quotes
     assert "&lt;script&gt;x&lt;/script&gt;" in page
     newest, oldest = log_rows(page)
     assert (newest[2], newest[3], newest[5]) == (

@@ -16,8 +16,7 @@ import pytest
 from fake_core import FakeCore, parse_rfc3339
 from fake_core.app import FakeCoreApp
 from fake_core.server import bound_port, serve
-from fake_core.testing import sample_core, transition_command
-from tests.test_fake_core_install import CODE, ORIGIN, FakePlugin, manifest
+from fake_core.testing import CODE, ORIGIN, FakePlugin, manifest, sample_core, transition_command
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
 

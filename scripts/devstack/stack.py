@@ -1,22 +1,16 @@
-"""A local Dee Wan next to the plugin: two real processes on loopback, the plugin installed.
+"""Two real processes on loopback: the plugin and a local Dee Wan, the plugin installed.
 
-Used by `scripts/dev` (a person clicking around) and by the browser tests.
-The plugin runs with `python -m scheduling serve` on SQLite; this fake core
-runs with `python -m fake_core --seed demo`.
-
-The plugin's secrets live in a `.dev.vars` file (the one `wrangler dev` reads):
-the repo root's by default, or `<state_dir>/.dev.vars`. It is made once, with
-fresh random secrets, when it is missing, and never rewritten. The variables
-that depend on the ports are given to the plugin through its environment,
-which wins over the file.
+The plugin runs with `python -m scheduling serve` on SQLite; the local Dee
+Wan with `python -m fake_core --seed demo --state <state dir>/fake_core.json`.
+Both keep their state in the state dir, so the next start carries on where
+this one stopped (see `installation`). The plugin's secrets are in
+`.dev.vars` (see `vars_file`).
 """
 
 from __future__ import annotations
 
-import base64
 import errno
 import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -27,31 +21,21 @@ from typing import Any
 
 import httpx
 
-from scheduling.runtimes.cpython.dev_vars import load_vars
+from scripts.devstack.errors import DevStackError, PortInUse
+from scripts.devstack.installation import Origins, connect
+from scripts.devstack.vars_file import ensure_vars, read_admin_secret
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = ROOT / ".wrangler" / "dev"
 DEFAULT_VARS = ROOT / ".dev.vars"
-HOW_TO_FIX = {
-    "ADMIN_SECRET": "16 characters or more",
-    "TOKEN_KEY": "base64 of 32 random bytes, e.g. `openssl rand -base64 32`",
-}
-
-
-class DevStackError(Exception):
-    """The stack cannot start. The message is for a person and never carries a secret."""
-
-
-class PortInUse(DevStackError):
-    """A port the stack needs cannot be bound."""
 
 
 @dataclass
 class DevStack:
     plugin_port: int = 8788
     core_port: int = 8787
-    # None: the SQLite file under .wrangler/dev/ and the repo root's .dev.vars.
-    # A folder: both in it.
+    # None: the plugin's database and the local Dee Wan's state under .wrangler/dev/, and
+    # the repo root's .dev.vars. A folder: all three in it.
     state_dir: Path | None = None
     cron: bool = True
     quiet: bool = False
@@ -59,6 +43,8 @@ class DevStack:
     vars_created: bool = False
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     installation: dict[str, Any] = field(default_factory=dict)
+    reused: bool = False  # the installation is the last run's
+    replaced: str | None = None  # the last run's, which the plugin no longer held
 
     @property
     def plugin_origin(self) -> str:
@@ -73,44 +59,12 @@ class DevStack:
         return (self.state_dir or DEFAULT_STATE_DIR) / "plugin.sqlite3"
 
     @property
+    def core_state_path(self) -> Path:
+        return (self.state_dir or DEFAULT_STATE_DIR) / "fake_core.json"
+
+    @property
     def vars_path(self) -> Path:
         return self.state_dir / ".dev.vars" if self.state_dir else DEFAULT_VARS
-
-    def ensure_vars(self) -> bool:
-        """Write `.dev.vars` with fresh secrets (mode 0600) if it is missing. True if written."""
-        path = self.vars_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lines = {
-            "ENVIRONMENT": "development",
-            "PUBLIC_ORIGIN": self.plugin_origin,
-            "DEE_WAN_DEV_ORIGINS": self.core_origin,
-            "ADMIN_SECRET": secrets.token_urlsafe(32),
-            "TOKEN_KEY": base64.b64encode(os.urandom(32)).decode(),
-        }
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write("".join(f"{k}={v}\n" for k, v in lines.items()))
-        return True
-
-    def read_admin_secret(self) -> str:
-        """ADMIN_SECRET as the plugin will see it (the environment wins over the file)."""
-        path = self.vars_path
-        try:
-            values = load_vars(path, os.environ)
-        except OSError as exc:
-            raise DevStackError(f"cannot read {path}: {exc.strerror}") from None
-        except ValueError as exc:  # "line N: expected KEY=VALUE", never a value
-            raise DevStackError(f"{path}: {exc}") from None
-        for name, fix in HOW_TO_FIX.items():
-            if not values.get(name):
-                raise DevStackError(
-                    f"{name} is missing from {path}: add it ({fix}), "
-                    "or delete the file to have a new one made with fresh secrets"
-                )
-        return values["ADMIN_SECRET"]
 
     def start(self) -> DevStack:
         try:
@@ -127,8 +81,8 @@ class DevStack:
             )
         _check_free(self.core_port, "the local Dee Wan")
         _check_free(self.plugin_port, "the plugin")
-        self.vars_created = self.ensure_vars()
-        self.admin_secret = self.read_admin_secret()
+        self.vars_created = ensure_vars(self.vars_path, self.plugin_origin, self.core_origin)
+        self.admin_secret = read_admin_secret(self.vars_path)
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
 
         output = subprocess.DEVNULL if self.quiet else None
@@ -146,39 +100,23 @@ class DevStack:
         if not self.cron:
             plugin.append("--no-cron")
         core = [sys.executable, "-m", "fake_core", "--port", str(self.core_port),
-                "--plugin-origin", self.plugin_origin, "--seed", "demo"]  # fmt: skip
+                "--plugin-origin", self.plugin_origin, "--seed", "demo",
+                "--state", str(self.core_state_path)]  # fmt: skip
         for command, command_env in ((plugin, plugin_env), (core, core_env)):
             self.processes.append(
-                subprocess.Popen(command, cwd=ROOT, env=command_env, stdout=output, stderr=output)
+                # This interpreter with fixed arguments: nothing untrusted reaches the command.
+                subprocess.Popen(command, cwd=ROOT, env=command_env, stdout=output, stderr=output)  # noqa: S603
             )
         self._wait(f"{self.plugin_origin}/dee-wan/manifest.json")
         self._wait(f"{self.core_origin}/__fake/state")
 
     def install(self) -> dict[str, Any]:
-        """Mint an activation code as the operator and hand it to the local Dee Wan."""
-        try:
-            minted = httpx.post(
-                f"{self.plugin_origin}/admin/activation-codes",
-                headers={"authorization": f"Bearer {self.admin_secret}"},
-                timeout=10,
-            )
-            if minted.status_code != 201:
-                raise DevStackError(
-                    f"the plugin refused to mint an activation code: {_answer(minted)} "
-                    f"(is ADMIN_SECRET in {self.vars_path} right?)"
-                )
-            answer = httpx.post(
-                f"{self.core_origin}/__fake/install",
-                json={"code": minted.json()["code"]},
-                timeout=10,
-            )
-        except httpx.HTTPError as exc:
-            raise DevStackError(f"installing the plugin failed: {exc}") from None
-        if answer.status_code != 201:
-            raise DevStackError(
-                f"the local Dee Wan could not install the plugin: {_answer(answer)}"
-            )
-        self.installation = answer.json()["installation"]
+        """The last run's installation when both sides still hold it, else a new one."""
+        vars_hint = str(self.vars_path)
+        origins = Origins(self.plugin_origin, self.core_origin, self.admin_secret, vars_hint)
+        connected = connect(origins)
+        self.installation = connected.installation
+        self.reused, self.replaced = connected.reused, connected.replaced
         return self.installation
 
     def stop(self) -> None:
@@ -232,15 +170,3 @@ def _check_free(port: int, who: str) -> None:
                 else f"cannot be used ({exc.strerror})"
             )
             raise PortInUse(f"port {port} {reason}, so {who} cannot start there") from None
-
-
-def _answer(response: httpx.Response) -> str:
-    """`HTTP 401 plugin_unauthorized`, plus the fake core's reason when it gives one."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    words = [f"HTTP {response.status_code}"]
-    if isinstance(body, dict):
-        words += [str(body[k]) for k in ("code", "reason") if body.get(k)]
-    return " ".join(words)
