@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-STATUS = {
-    "pending": "Waiting for its time",
-    "retrying": "Will try again",
-    "running": "Being sent to Dee Wan now",
-    "completed": "Done",
-    "refused": "Not done",
-    "cancelled": "Cancelled",
-    "superseded": "Replaced by a newer schedule",
+from scheduling.domain.statuses import Status
+
+STATUS: dict[Status, str] = {
+    Status.PENDING: "Waiting for its time",
+    Status.RETRYING: "Will try again",
+    Status.RUNNING: "Being sent to Dee Wan now",
+    Status.COMPLETED: "Done",
+    Status.REFUSED: "Not done",
+    Status.CANCELLED: "Cancelled",
+    Status.SUPERSEDED: "Replaced by a newer schedule",
 }
 
 KIND = {"publish": "Publish", "unpublish": "Unpublish"}
