@@ -63,7 +63,6 @@ class D1Statement:
 class D1Database:
     def __init__(self, binding: Any) -> None:
         self._binding = binding
-        self.round_trips = 0
 
     def prepare(self, sql: str) -> D1Statement:
         return D1Statement(self._binding.prepare(sql), sql)
