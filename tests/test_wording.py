@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, UNTRUSTED
+from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.retry_policy import RETRY_EXHAUSTED
 from scheduling.http.pages.wording import CODES, explain, explain_answer
-from scheduling.runner.tick import TOKEN_UNREADABLE
 
 UNKNOWN = explain("no_such_code")
 
