@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scheduling.config import Configuration
+from scheduling.runtimes.cpython.server import banner, origin_port_warning
 from tests.conftest import ADMIN_SECRET, TOKEN_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -328,3 +330,36 @@ def test_stopping_awaits_the_cron_task_and_closes_what_it_opened(tmp_path: Path)
     assert process.wait(10) == 0, said
     assert said.rstrip().endswith("INFO scheduling: stopped"), said
     assert "Traceback" not in said and "destroyed but it is pending" not in said
+
+
+@pytest.mark.parametrize(
+    ("origin", "port", "warned"),
+    [
+        ("http://localhost:8788", 8788, False),
+        ("http://localhost:8788", 9000, True),
+        ("http://127.0.0.1:9000", 9000, False),
+        ("http://[::1]:8788", 9000, True),
+        ("http://localhost", 80, False),
+        ("https://localhost", 8788, True),
+        ("https://scheduling.example", 8788, False),  # reached through a proxy
+    ],
+)
+def test_only_a_loopback_origin_on_another_port_is_warned_about(
+    origin: str, port: int, warned: bool
+) -> None:
+    assert (origin_port_warning(origin, port) is not None) is warned
+
+
+def test_the_status_command_reads_the_secret_where_the_server_did() -> None:
+    config = Configuration.from_mapping(
+        {"PUBLIC_ORIGIN": "https://s.example", "ADMIN_SECRET": ADMIN_SECRET, "TOKEN_KEY": TOKEN_KEY}
+    )
+    from_file = banner(
+        config, 8788, cron=True, vars_path=Path("my vars"), secret_in_environment=False
+    )
+    assert "Bearer $(sed -n 's/^ADMIN_SECRET=//p' 'my vars')" in from_file[1]
+    from_env = banner(
+        config, 8788, cron=True, vars_path=Path("my vars"), secret_in_environment=True
+    )
+    assert 'Bearer $ADMIN_SECRET" http://127.0.0.1:8788/admin/status' in from_env[1]
+    assert not any("__scheduled" in line for line in from_env)  # not in production
