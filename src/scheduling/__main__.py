@@ -11,7 +11,7 @@ from pathlib import Path
 from scheduling.config import ConfigurationError
 
 EXAMPLE = """example, from the repository root:
-  .venv/bin/python -m scheduling serve --port 8788 --db .wrangler/dev/plugin.sqlite3 --vars .dev.vars
+  .venv/bin/python -m scheduling serve --port 8788 --db plugin.sqlite3 --vars .dev.vars
 (`bash scripts/dev` runs it for you, with a local Dee Wan.)"""
 
 
