@@ -141,6 +141,28 @@ async def test_a_constraint_error_rolls_the_whole_batch_back(any_db: Database, t
     assert rows == [{"label": "a", "n": 1}]
 
 
+async def test_a_failed_batch_says_where_it_failed(any_db: Database, table: str) -> None:
+    await any_db.prepare(f"INSERT INTO {table} (label, n) VALUES ('a', 1)").run()
+    first = f"INSERT INTO {table} (label, n) VALUES ('b', 2)"
+    failing = f"INSERT INTO {table} (label, n) VALUES ('a', 3)"
+    with pytest.raises(DatabaseError) as raised:
+        await any_db.batch(
+            [
+                any_db.prepare(first),
+                any_db.prepare(f"UPDATE {table} SET n = 100"),
+                any_db.prepare(failing),
+            ]
+        )
+    if isinstance(any_db, RemoteD1Database):
+        # D1 answers SQLite's message alone, without the failing statement's index.
+        assert f"in a batch of 3 statements, starting: {first}" in str(raised.value)
+    else:
+        assert f"in: {failing}" in str(raised.value)
+    with pytest.raises(DatabaseError) as alone:
+        await any_db.batch([any_db.prepare(failing)])
+    assert f"in: {failing}" in str(alone.value)
+
+
 async def test_a_syntax_error_is_a_database_error_but_no_constraint(any_db: Database) -> None:
     with pytest.raises(DatabaseError) as raised:
         await any_db.prepare("SELEC 1").all()

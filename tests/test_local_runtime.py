@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scheduling.config import Configuration
+from scheduling.runtimes.cpython.server import banner, origin_port_warning
 from tests.conftest import ADMIN_SECRET, TOKEN_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,3 +186,180 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
     assert (line["event"], line["at"], line["due"], line["claimed"], line["sends"]) == (
         "runner_tick", rfc3339(at), 0, 0, 0)
     assert ADMIN_SECRET not in output
+
+
+# -- the `serve` command as a newcomer meets it --------------------------------------------
+
+
+def run_module(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "scheduling", *args],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def good_vars(tmp_path: Path, origin: str = "http://localhost:8788") -> Path:
+    return write_vars(
+        tmp_path / ".dev.vars",
+        ENVIRONMENT="development",
+        PUBLIC_ORIGIN=origin,
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
+
+
+class Output:
+    """A process's output lines, read on a thread: wait for one line, then read them all."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self.ended = False
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            with self._changed:
+                self.lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def wait_for(self, needle: str, timeout_s: float = 20) -> str:
+        """Everything up to now, once a line contains `needle`."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self.ended or any(needle in line for line in self.lines), timeout_s
+            )
+            text = "".join(self.lines)
+        assert needle in text, f"no line with {needle!r} in:\n{text}"
+        return text
+
+    def all(self, timeout_s: float = 20) -> str:
+        """Everything, once the output has ended."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: self.ended, timeout_s)
+            return "".join(self.lines)
+
+
+def test_the_module_alone_prints_its_usage_and_exits_2(tmp_path: Path) -> None:
+    result = run_module(tmp_path)
+    assert result.returncode == 2
+    assert "serve" in result.stderr and "usage: python -m scheduling" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_db_in_a_missing_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    vars_file = good_vars(tmp_path)
+    missing = tmp_path / "no-such-folder" / "plugin.sqlite3"
+    result = run_module(tmp_path, "serve", "--db", str(missing), "--vars", str(vars_file))
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line == (
+        f"scheduling: --db {missing}: the folder {missing.parent} does not exist; create it first"
+    )
+    assert not missing.parent.exists()
+
+
+def test_a_taken_port_is_one_line_and_nothing_says_serving(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_module(
+            tmp_path, "serve", "--port", str(port), "--db", "plugin.sqlite3",
+            "--vars", str(good_vars(tmp_path)),
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert f"scheduling: cannot listen on 127.0.0.1:{port}: " in result.stderr
+    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_serving_is_said_once_the_port_listens_with_the_status_command(tmp_path: Path) -> None:
+    port = free_port()
+    vars_file = good_vars(tmp_path)  # PUBLIC_ORIGIN names port 8788, not this one
+    process = serve(tmp_path, vars_file, port, "--no-cron")
+    output = Output(process)
+    try:
+        output.wait_for("serving ")
+        # No retry: once "serving" is said, the port answers.
+        assert httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").status_code == 200
+    finally:
+        process.terminate()
+        said = output.all()
+    assert f"serving http://localhost:8788 on http://127.0.0.1:{port} (cron off)" in said
+    status = (
+        f"curl -H \"Authorization: Bearer $(sed -n 's/^ADMIN_SECRET=//p' {vars_file})\""
+        f" http://127.0.0.1:{port}/admin/status"
+    )
+    assert status in said
+    assert f"PUBLIC_ORIGIN is http://localhost:8788 but this server listens on port {port}" in said
+    assert ADMIN_SECRET not in said
+
+
+def test_a_public_origin_on_the_served_port_is_not_warned_about(tmp_path: Path) -> None:
+    port = free_port()
+    process = serve(tmp_path, good_vars(tmp_path, f"http://localhost:{port}"), port, "--no-cron")
+    try:
+        wait_until_up(port, process)
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=10)
+    assert "serving" in output and "PUBLIC_ORIGIN is" not in output
+
+
+def test_stopping_awaits_the_cron_task_and_closes_what_it_opened(tmp_path: Path) -> None:
+    port = free_port()
+    process = serve(tmp_path, good_vars(tmp_path, f"http://localhost:{port}"), port)
+    output = Output(process)
+    try:
+        output.wait_for("(cron on)")
+    finally:
+        process.send_signal(signal.SIGINT)
+        said = output.all()
+    assert process.wait(10) == 0, said
+    assert said.rstrip().endswith("INFO scheduling: stopped"), said
+    assert "Traceback" not in said and "destroyed but it is pending" not in said
+
+
+@pytest.mark.parametrize(
+    ("origin", "port", "warned"),
+    [
+        ("http://localhost:8788", 8788, False),
+        ("http://localhost:8788", 9000, True),
+        ("http://127.0.0.1:9000", 9000, False),
+        ("http://[::1]:8788", 9000, True),
+        ("http://localhost", 80, False),
+        ("https://localhost", 8788, True),
+        ("https://scheduling.example", 8788, False),  # reached through a proxy
+    ],
+)
+def test_only_a_loopback_origin_on_another_port_is_warned_about(
+    origin: str, port: int, warned: bool
+) -> None:
+    assert (origin_port_warning(origin, port) is not None) is warned
+
+
+def test_the_status_command_reads_the_secret_where_the_server_did() -> None:
+    config = Configuration.from_mapping(
+        {"PUBLIC_ORIGIN": "https://s.example", "ADMIN_SECRET": ADMIN_SECRET, "TOKEN_KEY": TOKEN_KEY}
+    )
+    from_file = banner(
+        config, 8788, cron=True, vars_path=Path("my vars"), secret_in_environment=False
+    )
+    assert "Bearer $(sed -n 's/^ADMIN_SECRET=//p' 'my vars')" in from_file[1]
+    from_env = banner(
+        config, 8788, cron=True, vars_path=Path("my vars"), secret_in_environment=True
+    )
+    assert 'Bearer $ADMIN_SECRET" http://127.0.0.1:8788/admin/status' in from_env[1]
+    assert not any("__scheduled" in line for line in from_env)  # not in production

@@ -170,3 +170,30 @@ def test_d1_adapter_maps_miniflare_d1_results_and_errors(harness: Harness) -> No
     assert seen["after_failed_batch"] == ["harness-check:a", "harness-check:c"]
     assert seen["foreign_statement"] == "batch() takes statements prepared on this database"
     assert seen["cleaned"] == 2
+
+
+def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
+    harness: Harness, tmp_path: Path
+) -> None:
+    # A harness of its own (the shared one's binding could not be put back). JSON cannot
+    # remove a name from the env, so the binding becomes null; tests/test_workers_bindings.py
+    # covers a name the env lacks. `harness` makes sure the set-up ran.
+    unbound = Harness(tmp_path)
+    try:
+        unbound.set_vars({**unbound.base_vars, "PLUGIN_DB": None})
+        with unbound.client() as client:
+            assert client.get("/dee-wan/manifest.json").status_code == 200
+            operator = {"authorization": f"Bearer {unbound.base_vars['ADMIN_SECRET']}"}
+            status = client.get("/admin/status", headers=operator)
+        assert status.status_code == 500
+        assert status.json() == {
+            "code": "misconfigured",
+            "message": "PLUGIN_DB is not configured correctly",
+        }
+        tick = unbound.control.post("/__harness/scheduled", params={"time": 1_782_900_000_000})
+        assert tick.status_code == 500  # scheduled() raised, as workerd would log it
+        log = unbound.log_tail(200)
+        assert "misconfigured: PLUGIN_DB is not bound" in log
+        assert '"event":"runner_tick_failed"' in log and '"error":"Misconfigured"' in log
+    finally:
+        unbound.close()

@@ -201,6 +201,25 @@ async def test_unreadable_token_refuses_without_sending(db: SqliteDatabase, cloc
     assert sends(world, s) == []
 
 
+async def test_a_tick_opens_each_installation_token_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = await world.install(), await world.install()
+    due = world.clock.now + MINUTE
+    await bulk_due(world, first, 3, due, "a")
+    await bulk_due(world, second, 2, due, "b")
+    crypto = world.app.services.crypto
+    real_open, contexts = crypto.open, []
+
+    async def counting_open(sealed: str, context: str) -> str:
+        contexts.append(context)
+        return await real_open(sealed, context)
+
+    monkeypatch.setattr(crypto, "open", counting_open)
+    assert (await tick_at(world, due))["completed"] == 5
+    assert sorted(contexts) == sorted(f"installation-token:{i.id}" for i in (first, second))
+
+
 async def test_after_uninstall_core_refuses_plugin_unauthorized(world: World) -> None:
     installation = await world.install()
     s = await schedule(world, installation)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 
+from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import DatabaseError, UnreadableSecret
 from scheduling.repository import runner_store
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
@@ -143,8 +145,8 @@ def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, param
 
 @pytest.mark.parametrize(
     ("sql", "width", "fixed"),
-    [(runner_store.CLAIM_SQL, 4, 3), (runner_store.REFUSE_UNSENT_SQL, 5, 1),
-     (runner_store.SETTLE_SQL, 5, 2), (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
+    [(runner_store.CLAIM_SQL, 4, 4), (runner_store.REFUSE_UNSENT_SQL, 5, 2),
+     (runner_store.SETTLE_SQL, 5, 3), (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
      (runner_store.DROP_ATTEMPTS_SQL, 2, 0), (runner_store.OPEN_ATTEMPTS_SQL, 0, 3)],
     ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
 )
@@ -162,3 +164,42 @@ def test_batch_statements_find_each_row_by_key_never_by_scan(sql: str, width: in
     assert table_reads, steps
     assert all(step.startswith("SEARCH") for step in table_reads), steps
     database.close()
+
+
+def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
+    """Every `status IN ('a', 'b')` and `status = 'a'` written as literal text in `sql`."""
+    groups = [tuple(re.findall(r"'([a-z]+)'", listed))
+              for listed in re.findall(r"status IN \(([^)?]*)\)", sql)]
+    return groups + [(one,) for one in re.findall(r"status = '([a-z]+)'", sql)]
+
+
+@pytest.mark.parametrize(
+    ("sql", "groups"),
+    [(DUE_SQL, [WAITING, (Status.RUNNING,)]),
+     (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
+     (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
+     (runner_store.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)])],
+    ids=["runner due rows", "status backlog", "status counts", "open attempts"],
+)
+def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
+    sql: str, groups: list[tuple[Status, ...]]
+) -> None:
+    # These statements keep their statuses as literal text so that the planner matches
+    # the partial indexes; the text must still say exactly what `statuses` says.
+    assert _status_groups_in(sql) == groups
+
+
+def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
+    schema = "".join(path.read_text("utf-8") for path in sorted(MIGRATIONS_DIR.glob("*.sql")))
+    indexes = re.findall(r"CREATE (?:UNIQUE )?INDEX (\w+) ON schedules \([^)]*\)\s+WHERE ([^;]*);",
+                         schema)
+    where = {name: _status_groups_in(condition) for name, condition in indexes}
+    assert where == {
+        "schedules_one_live": [LIVE],
+        "schedules_waiting": [WAITING],
+        "schedules_leased": [(Status.RUNNING,)],
+        "schedules_finished": [FINISHED],
+    }
+    [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
+    assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
+    assert sql_list(WAITING) == "('pending', 'retrying')"

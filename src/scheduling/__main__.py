@@ -4,37 +4,86 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 
 from scheduling.config import ConfigurationError
 
+EXAMPLE = """example, from the repository root:
+  .venv/bin/python -m scheduling serve --port 8788 --db plugin.sqlite3 --vars .dev.vars
+(`bash scripts/dev` runs it for you, with a local Dee Wan.)"""
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scheduling")
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the plugin locally on SQLite")
-    serve.add_argument("--port", type=int, default=8788)
-    serve.add_argument("--db", type=Path, required=True, help="SQLite file (created if missing)")
+
+def _port(value: str) -> int:
+    if not value.isascii() or not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
+    return int(value)
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m scheduling",
+        description="The Scheduling plugin's local runtime (CPython, SQLite).",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the plugin locally on SQLite",
+        description="Serve the plugin on 127.0.0.1:PORT with a SQLite database.",
+        epilog=EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--port", type=_port, default=8788, help="port on 127.0.0.1 (8788; 0 picks a free one)"
+    )
+    serve.add_argument(
+        "--db",
+        type=Path,
+        required=True,
+        help="SQLite file, created if missing (its folder must exist)",
+    )
     serve.add_argument("--vars", type=Path, required=True, help=".dev.vars-style KEY=VALUE file")
     serve.add_argument("--no-cron", action="store_true", help="do not tick every minute")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = parser()
+    args = cli.parse_args(argv)
+    if args.command is None:
+        cli.print_help(sys.stderr)
+        return 2
 
     # Imported here so `--help` works before the CPython extra is installed.
     from scheduling.runtimes.cpython.dev_vars import load_vars
-    from scheduling.runtimes.cpython.server import configure_logging
+    from scheduling.runtimes.cpython.server import StartupError, configure_logging
     from scheduling.runtimes.cpython.server import serve as run_server
 
     configure_logging()
     try:
         env = load_vars(args.vars)
     except (OSError, ValueError) as exc:
-        print(f"cannot read {args.vars}: {exc}", file=sys.stderr)
+        print(f"scheduling: cannot read {args.vars}: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(run_server(args.port, args.db, env, cron=not args.no_cron))
+        asyncio.run(
+            run_server(
+                args.port,
+                args.db,
+                env,
+                cron=not args.no_cron,
+                vars_path=args.vars,
+                secret_in_environment="ADMIN_SECRET" in os.environ,
+            )
+        )
     except ConfigurationError as exc:
         print(f"scheduling: refusing to start, {exc}", file=sys.stderr)
+        return 2
+    except StartupError as exc:
+        print(f"scheduling: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         pass

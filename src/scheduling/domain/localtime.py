@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Literal
 
 from scheduling.domain.timezones import UnknownTimezone, get_zone
@@ -30,7 +30,6 @@ class ResolvedTime:
     local_time: str  # as entered, YYYY-MM-DDTHH:MM
     timezone: str
     fold: Fold | None  # kept only when the wall time was ambiguous
-    utc_offset_minutes: int
 
 
 @dataclass(frozen=True)
@@ -84,13 +83,11 @@ def resolve_local_time(
     instant = chosen.astimezone(UTC)
     if instant <= now.astimezone(UTC):
         return TimeRefusal("past_time", f"{shown} in {zone} is already in the past.")
-    offset = chosen.utcoffset() or timedelta(0)
     return ResolvedTime(
         due_at_ms=int(instant.timestamp() * 1000),
         local_time=local,
         timezone=zone,
         fold=kept_fold,
-        utc_offset_minutes=int(offset.total_seconds() // 60),
     )
 
 

@@ -8,9 +8,8 @@ load, so it can say so days before the due minute instead of after it.
 from __future__ import annotations
 
 from scheduling.dee_wan import Content, ContentRead
+from scheduling.domain.statuses import WAITING
 from scheduling.repository.schedules import Schedule
-
-WAITING = ("pending", "retrying")
 
 
 def pin_of(kind: str, content: Content) -> str | None:

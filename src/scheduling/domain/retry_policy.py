@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from scheduling.config import Configuration
 from scheduling.domain.outcomes import Outcome, OutcomeKind
+from scheduling.domain.statuses import Status
 
 BACKOFF_BASE_MS = 15_000
 BACKOFF_CAP_MS = 300_000
@@ -36,12 +37,12 @@ class Limits:
 
 @dataclass(frozen=True)
 class Settlement:
-    status: str  # completed | refused | retrying
+    status: Status  # completed, refused or retrying
     result_code: str
     next_attempt_at: int | None = None
 
 
-REFUSED_LATE = Settlement("refused", RETRY_EXHAUSTED)
+REFUSED_LATE = Settlement(Status.REFUSED, RETRY_EXHAUSTED)
 
 
 def too_late(*, due_at: int, now: int, limits: Limits) -> bool:
@@ -67,17 +68,17 @@ def after_attempt(
 ) -> Settlement:
     """Where the schedule goes after attempt number `attempt` ended at `now` with `outcome`."""
     if outcome.kind is OutcomeKind.COMPLETED:
-        return Settlement("completed", outcome.code)
+        return Settlement(Status.COMPLETED, outcome.code)
     if outcome.kind is OutcomeKind.REFUSED:
-        return Settlement("refused", outcome.code)
+        return Settlement(Status.REFUSED, outcome.code)
     if attempt >= limits.max_attempts:
-        return Settlement("refused", RETRY_EXHAUSTED)
+        return Settlement(Status.REFUSED, RETRY_EXHAUSTED)
     if outcome.retry_after_ms is not None:
         if outcome.retry_after_ms > limits.max_retry_after_ms:
-            return Settlement("refused", RETRY_EXHAUSTED)
+            return Settlement(Status.REFUSED, RETRY_EXHAUSTED)
         next_at = now + outcome.retry_after_ms
     else:
         next_at = now + backoff_ms(attempt, rng)
     if too_late(due_at=due_at, now=next_at, limits=limits):
-        return Settlement("refused", RETRY_EXHAUSTED)
-    return Settlement("retrying", outcome.code, next_at)
+        return Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+    return Settlement(Status.RETRYING, outcome.code, next_at)

@@ -8,6 +8,7 @@ overview and may cancel any schedule (the README's schedule semantics).
 from __future__ import annotations
 
 from scheduling.dee_wan import ContentRead
+from scheduling.domain.statuses import WAITING
 from scheduling.repository.schedules import Schedule
 
 
@@ -17,7 +18,7 @@ def offers(read: ContentRead, kind: str, to: str) -> bool:
 
 def may_cancel(context_kind: str, read: ContentRead | None, schedule: Schedule) -> bool:
     """Cancel needs a waiting schedule and, from a content launch, that change offered now."""
-    if schedule.status not in ("pending", "retrying"):
+    if schedule.status not in WAITING:
         return False
     if context_kind == "manage":
         return True

@@ -2,7 +2,9 @@
 
 "Due" means what the runner's query means (runner_store.DUE_SQL): pending or
 retrying with `next_attempt_at <= now`, or running with an expired lease. Both
-halves read the runner's partial indexes, so the cost follows live rows.
+halves read the runner's partial indexes, so the cost follows live rows. The
+statuses are literal text, as the indexes' `WHERE` must be matched word for
+word; tests/test_storage_cpython.py checks them against `statuses`.
 """
 
 from __future__ import annotations

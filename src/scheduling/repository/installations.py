@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduling.domain.statuses import Status
 from scheduling.ports import Database, DatabaseError, Row, Statement
 
 
@@ -139,9 +140,7 @@ async def rotate(
     return results[1].meta.changes == 1
 
 
-_NONE_RUNNING = (
-    "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 AND status = 'running')"
-)
+_NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 AND status = ?2)"
 
 
 async def delete_all_data(db: Database, installation_id: str) -> bool:
@@ -160,7 +159,10 @@ async def delete_all_data(db: Database, installation_id: str) -> bool:
         "DELETE FROM installations WHERE id = ?1",
     ]
     results = await db.batch(
-        [db.prepare(f"{sql} AND {_NONE_RUNNING}").bind(installation_id) for sql in statements]
+        [
+            db.prepare(f"{sql} AND {_NONE_RUNNING}").bind(installation_id, Status.RUNNING)
+            for sql in statements
+        ]
     )
     return results[-1].meta.changes == 1
 
@@ -168,9 +170,9 @@ async def delete_all_data(db: Database, installation_id: str) -> bool:
 async def has_running_schedule(db: Database, installation_id: str) -> bool:
     row = (
         await db.prepare(
-            "SELECT 1 AS running FROM schedules WHERE installation_id = ? AND status = 'running' LIMIT 1"
+            "SELECT 1 AS running FROM schedules WHERE installation_id = ? AND status = ? LIMIT 1"
         )
-        .bind(installation_id)
+        .bind(installation_id, Status.RUNNING)
         .first()
     )
     return row is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduling.domain.statuses import Status, sql_list
 from scheduling.ports import Database
 from scheduling.repository.schedules import (
     ATTEMPT_COLUMNS,
@@ -20,20 +21,19 @@ from scheduling.repository.schedules import (
 PAGE_SIZE = 50
 
 # The view's groups; their order is the default listing's order.
-GROUPS: dict[str, tuple[str, ...]] = {
-    "attention": ("retrying", "refused"),
-    "upcoming": ("pending", "running"),
-    "finished": ("completed", "cancelled", "superseded"),
+GROUPS: dict[str, tuple[Status, ...]] = {
+    "attention": (Status.RETRYING, Status.REFUSED),
+    "upcoming": (Status.PENDING, Status.RUNNING),
+    "finished": (Status.COMPLETED, Status.CANCELLED, Status.SUPERSEDED),
 }
 
+# SQL text built from the constants above, never from request text.
 _RANK = (
-    "CASE status WHEN 'retrying' THEN 0 WHEN 'refused' THEN 1"
-    " WHEN 'pending' THEN 2 WHEN 'running' THEN 2 ELSE 3 END"
+    f"CASE status WHEN '{Status.RETRYING}' THEN 0 WHEN '{Status.REFUSED}' THEN 1"
+    f" WHEN '{Status.PENDING}' THEN 2 WHEN '{Status.RUNNING}' THEN 2 ELSE 3 END"
 )
-_ORDER = (
-    f"{_RANK}, CASE WHEN status IN ('retrying', 'pending', 'running') THEN due_at"
-    " ELSE -updated_at END, id"
-)
+_BY_DUE_TIME = sql_list((Status.RETRYING, Status.PENDING, Status.RUNNING))
+_ORDER = f"{_RANK}, CASE WHEN status IN {_BY_DUE_TIME} THEN due_at ELSE -updated_at END, id"
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class ManagePage:
     counts: dict[str, int]  # status -> rows of the installation, all groups
 
 
-def group_of(status: str) -> str:
+def group_of(status: Status) -> str:
     return next(name for name, statuses in GROUPS.items() if status in statuses)
 
 
@@ -56,7 +56,7 @@ async def manage_page(
     """
     where = "installation_id = ?1"
     if group is not None:
-        where += " AND status IN (" + ", ".join(f"'{s}'" for s in GROUPS[group]) + ")"
+        where += f" AND status IN {sql_list(GROUPS[group])}"
     # One row more than a page says whether a next page exists.
     chosen = f"FROM schedules WHERE {where} ORDER BY {_ORDER} LIMIT {PAGE_SIZE + 1} OFFSET ?2"
     offset = (page_number - 1) * PAGE_SIZE

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from scheduling.domain.statuses import Status
 from scheduling.ports import Database, Result, Row, Statement
 
 # D1 allows 100 bound parameters per statement.
@@ -32,9 +33,9 @@ class _Shape:
         return -(-rows // self.rows_per_statement())
 
 
-CLAIM = _Shape(fixed=3, width=4)
-REFUSE_UNSENT = _Shape(fixed=1, width=5)
-SETTLE = _Shape(fixed=2, width=5)
+CLAIM = _Shape(fixed=4, width=4)
+REFUSE_UNSENT = _Shape(fixed=2, width=5)
+SETTLE = _Shape(fixed=3, width=5)
 FINISH_ATTEMPTS = _Shape(fixed=0, width=6)
 DROP_ATTEMPTS = _Shape(fixed=0, width=2)
 
@@ -48,6 +49,9 @@ def batch_cost(rows: int) -> int:
     return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
 
 
+# The two halves must match the partial indexes `schedules_waiting` and
+# `schedules_leased` word for word, so their statuses are literal text here
+# (tests/test_storage_cpython.py checks them against `statuses.WAITING`).
 DUE_SQL = """
 WITH due AS (
     SELECT id, next_attempt_at AS ready_at FROM schedules
@@ -82,20 +86,22 @@ _SEEN = """
 
 CLAIM_SQL = (
     """UPDATE schedules
-   SET status = 'running', lease_token = ?1, lease_until = ?2,
+   SET status = ?4, lease_token = ?1, lease_until = ?2,
        attempt_count = attempt_count + 1, next_attempt_at = NULL, updated_at = ?3
   FROM (VALUES {values}) AS seen"""
     + _SEEN
     + "\nRETURNING id, attempt_count"
 )
 
+# Literal 'running': with a parameter the planner would scan instead of reading
+# `schedules_leased`.
 OPEN_ATTEMPTS_SQL = """INSERT INTO schedule_attempts (schedule_id, attempt, started_at)
 SELECT id, attempt_count, ?3 FROM schedules
  WHERE status = 'running' AND lease_until = ?2 AND lease_token = ?1"""
 
 REFUSE_UNSENT_SQL = (
     """UPDATE schedules
-   SET status = 'refused', result_code = seen.column5, next_attempt_at = NULL,
+   SET status = ?2, result_code = seen.column5, next_attempt_at = NULL,
        lease_token = NULL, lease_until = NULL, updated_at = ?1
   FROM (VALUES {values}) AS seen"""
     + _SEEN
@@ -107,7 +113,7 @@ SETTLE_SQL = """UPDATE schedules
        attempt_count = attempt_count - done.column5,
        lease_token = NULL, lease_until = NULL, updated_at = ?2
   FROM (VALUES {values}) AS done
- WHERE schedules.id = done.column1 AND schedules.status = 'running'
+ WHERE schedules.id = done.column1 AND schedules.status = ?3
    AND schedules.lease_token = ?1
 RETURNING id"""
 
@@ -136,7 +142,7 @@ class DueRow:
     workflow_revision: int
     idempotency_key: str
     due_at: int
-    status: str
+    status: Status
     attempt_count: int
     lease_token: str | None
     requested_by: str
@@ -145,7 +151,8 @@ class DueRow:
 
     @classmethod
     def from_row(cls, row: Row) -> DueRow:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        return cls(**{**values, "status": Status(values["status"])})
 
     def observed(self) -> tuple[object, ...]:
         return (self.id, self.status, self.lease_token or "", self.attempt_count)
@@ -163,7 +170,7 @@ class Settle:
 
     schedule_id: str
     attempt: int
-    status: str
+    status: Status
     result_code: str
     next_attempt_at: int | None
     sent: bool
@@ -211,16 +218,18 @@ class RunnerStore:
             statements += self._values(
                 REFUSE_UNSENT_SQL,
                 REFUSE_UNSENT,
-                (now,),
+                (now, Status.REFUSED),
                 [(*row.observed(), code) for row, code in refusals],
             )
         refusal_count = len(statements)
         if rows:
-            fixed = (lease_token, now + lease_ms, now)
-            statements += self._values(CLAIM_SQL, CLAIM, fixed, [row.observed() for row in rows])
+            lease = (lease_token, now + lease_ms, now)
+            statements += self._values(
+                CLAIM_SQL, CLAIM, (*lease, Status.RUNNING), [row.observed() for row in rows]
+            )
         claim_end = len(statements)
         if rows:
-            statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*fixed))
+            statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*lease))
         if not statements:
             return [], []
         results = await self._round_trip(statements)
@@ -245,7 +254,7 @@ class RunnerStore:
         statements = self._values(
             SETTLE_SQL,
             SETTLE,
-            (lease_token, now),
+            (lease_token, now, Status.RUNNING),
             [
                 (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
                 for s in settles

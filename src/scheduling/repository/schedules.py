@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scheduling.domain.statuses import WAITING, Status
 from scheduling.ports import Database, DatabaseError, Row
 
 LIST_LIMIT = 200
@@ -50,7 +51,7 @@ class Schedule:
     timezone: str
     local_time: str
     fold: str | None
-    status: str
+    status: Status
     result_code: str | None
     attempt_count: int
     next_attempt_at: int | None
@@ -65,7 +66,8 @@ class Schedule:
     @classmethod
     def from_row(cls, row: Row) -> Schedule:
         names = [n for n in cls.__dataclass_fields__ if n != "attempts"]
-        return cls(**{name: row[name] for name in names})
+        values = {name: row[name] for name in names}
+        return cls(**{**values, "status": Status(values["status"])})
 
 
 class RunningConflict(Exception):
@@ -73,8 +75,8 @@ class RunningConflict(Exception):
 
 
 _SUPERSEDE = (
-    "UPDATE schedules SET status = 'superseded', next_attempt_at = NULL, updated_at = ?"
-    " WHERE installation_id = ? AND content_id = ? AND kind = ? AND status IN ('pending', 'retrying')"
+    "UPDATE schedules SET status = ?5, next_attempt_at = NULL, updated_at = ?1"
+    " WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4 AND status IN (?6, ?7)"
 )
 # The revision and the idempotency key are computed inside the insert, so two
 # racing creates cannot both take the same revision: the unique indexes refuse one.
@@ -83,7 +85,7 @@ INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_
     workflow_revision, revision, idempotency_key, due_at, timezone, local_time, fold, status,
     attempt_count, next_attempt_at, requested_by, requested_by_name, created_at, updated_at)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, r.next, 'sched:' || ?2 || ':' || ?1 || ':r' || r.next,
-       ?8, ?9, ?10, ?11, 'pending', 0, ?8, ?12, ?13, ?14, ?14
+       ?8, ?9, ?10, ?11, ?15, 0, ?8, ?12, ?13, ?14, ?14
   FROM (SELECT COALESCE(MAX(revision), 0) + 1 AS next FROM schedules
          WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4) AS r
 """
@@ -93,9 +95,9 @@ async def running_exists(db: Database, installation_id: str, content_id: str, ki
     row = (
         await db.prepare(
             "SELECT 1 AS running FROM schedules WHERE installation_id = ? AND content_id = ?"
-            " AND kind = ? AND status = 'running'"
+            " AND kind = ? AND status = ?"
         )
-        .bind(installation_id, content_id, kind)
+        .bind(installation_id, content_id, kind, Status.RUNNING)
         .first()
     )
     return row is not None
@@ -110,7 +112,9 @@ async def create(db: Database, new: NewSchedule, now: int) -> int:
     try:
         superseded, _ = await db.batch(
             [
-                db.prepare(_SUPERSEDE).bind(now, new.installation_id, new.content_id, new.kind),
+                db.prepare(_SUPERSEDE).bind(
+                    now, new.installation_id, new.content_id, new.kind, Status.SUPERSEDED, *WAITING
+                ),
                 db.prepare(_INSERT).bind(
                     new.id,
                     new.installation_id,
@@ -126,6 +130,7 @@ async def create(db: Database, new: NewSchedule, now: int) -> int:
                     new.requested_by,
                     new.requested_by_name,
                     now,
+                    Status.PENDING,
                 ),
             ]
         )
@@ -209,11 +214,11 @@ async def cancel(
     """pending/retrying → cancelled, by whom and when. False when the row is in any other state (or absent)."""
     result = (
         await db.prepare(
-            "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL, updated_at = ?1,"
+            "UPDATE schedules SET status = ?6, next_attempt_at = NULL, updated_at = ?1,"
             " cancelled_by = ?2, cancelled_by_name = ?3, cancelled_at = ?1"
-            " WHERE id = ?4 AND installation_id = ?5 AND status IN ('pending', 'retrying')"
+            " WHERE id = ?4 AND installation_id = ?5 AND status IN (?7, ?8)"
         )
-        .bind(now, person_id, person_name, schedule_id, installation_id)
+        .bind(now, person_id, person_name, schedule_id, installation_id, Status.CANCELLED, *WAITING)
         .run()
     )
     return result.meta.changes == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduling.domain.localtime import rfc3339
+from scheduling.domain.statuses import FINISHED, LIVE
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.ticks import LastTick
 from scheduling.runner.report import TickReport
@@ -12,8 +13,6 @@ from scheduling.runner.report import TickReport
 # Three missed minutes: one late cron firing is normal, three in a row is not.
 STALL_AFTER_MS = 3 * 60_000
 FINISHED_WINDOW_MS = 24 * 60 * 60_000
-LIVE = ("pending", "retrying", "running")
-FINISHED = ("completed", "refused", "cancelled", "superseded")
 
 
 def is_stalled(now: int, last: LastTick | None, backlog: Backlog) -> bool:
@@ -47,11 +46,7 @@ def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
         "claimed": report.claimed,
         "batches": report.batches,
         "sends": report.sends,
-        "outcomes": {
-            "completed": report.completed,
-            "refused": report.refused,
-            "retrying": report.retrying,
-        },
+        "outcomes": report.outcomes(),
         "refused_unsent": report.refused_unsent,
         "refused_unsent_late": report.refused_unsent_late,
         "lost_claim": report.lost_claim,

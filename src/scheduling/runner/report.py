@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from scheduling.domain.statuses import Status
+
 
 @dataclass
 class TickReport:
@@ -32,14 +34,22 @@ class TickReport:
         self.lateness_p50_ms = ordered[(len(ordered) - 1) // 2]
         self.lateness_max_ms = ordered[-1]
 
-    def ended(self, status: str) -> None:
-        """A claim settled as `completed`, `refused` or `retrying`."""
-        if status == "completed":
+    def ended(self, status: Status) -> None:
+        """A sent claim settled as `completed`, `refused` or `retrying`."""
+        if status == Status.COMPLETED:
             self.completed += 1
-        elif status == "retrying":
+        elif status == Status.RETRYING:
             self.retrying += 1
         else:
             self.refused += 1
+
+    def outcomes(self) -> dict[Status, int]:
+        """How sent claims ended, by the status each settled in."""
+        return {
+            Status.COMPLETED: self.completed,
+            Status.REFUSED: self.refused,
+            Status.RETRYING: self.retrying,
+        }
 
     def as_record(self) -> dict[str, int]:
         return {name: value for name, value in asdict(self).items() if not name.startswith("_")}

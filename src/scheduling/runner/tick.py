@@ -8,7 +8,8 @@ import asyncio
 from dataclasses import dataclass
 
 from scheduling import dee_wan
-from scheduling.domain import associated_data
+from scheduling.domain import installation_token
+from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.outcomes import Outcome
 from scheduling.domain.retry_policy import (
@@ -21,13 +22,11 @@ from scheduling.domain.retry_policy import (
     too_late,
 )
 from scheduling.events import emit
-from scheduling.ports import Statement, UnreadableSecret
+from scheduling.ports import Statement
 from scheduling.repository import ticks
 from scheduling.repository.runner_store import Claimed, DueRow, RunnerStore, Settle, batch_cost
 from scheduling.runner.report import TickReport
 from scheduling.services import Services, log
-
-TOKEN_UNREADABLE = "token_unreadable"
 
 
 @dataclass(frozen=True)
@@ -183,15 +182,9 @@ class _Tick:
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once per tick; None when TOKEN_KEY cannot open it."""
         if row.installation_id not in self._tokens:
-            try:
-                self._tokens[row.installation_id] = await self.services.crypto.open(
-                    row.token_sealed, associated_data.installation_token(row.installation_id)
-                )
-            except UnreadableSecret:
-                log.warning(
-                    "installation %s: token does not open under TOKEN_KEY", row.installation_id
-                )
-                self._tokens[row.installation_id] = None
+            self._tokens[row.installation_id] = await installation_token.open_token(
+                self.services.crypto, row.installation_id, row.token_sealed
+            )
         return self._tokens[row.installation_id]
 
     async def _attempt(self, claim: Claim) -> Attempt:

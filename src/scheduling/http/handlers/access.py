@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.dee_wan import ContentRead, CoreError, read_content
-from scheduling.domain import associated_data
+from scheduling.domain import associated_data, installation_token
+from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.http.pages.wording import explain
 from scheduling.http.refusals import Refusal
 from scheduling.ports import UnreadableSecret
 from scheduling.repository import installations, sessions
 from scheduling.repository.installations import Installation
 from scheduling.repository.sessions import Session
-from scheduling.services import Services, log
+from scheduling.services import Services
 
 
 @dataclass(frozen=True)
@@ -24,14 +25,13 @@ class Access:
 
 
 async def open_token(services: Services, installation: Installation) -> str:
-    """The installation's raw token, or a `token_unreadable` refusal (TOKEN_KEY changed)."""
-    try:
-        return await services.crypto.open(
-            installation.token_sealed, associated_data.installation_token(installation.id)
-        )
-    except UnreadableSecret:
-        log.warning("installation %s: token does not open under TOKEN_KEY", installation.id)
-        raise Refusal(503, "token_unreadable", explain("token_unreadable")) from None
+    """The installation's raw token, or a 503 `token_unreadable` refusal (TOKEN_KEY changed)."""
+    token = await installation_token.open_token(
+        services.crypto, installation.id, installation.token_sealed
+    )
+    if token is None:
+        raise Refusal(503, TOKEN_UNREADABLE, explain(TOKEN_UNREADABLE))
+    return token
 
 
 async def open_access(services: Services, session: Session) -> Access:

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
-from scheduling.domain import associated_data
 from scheduling.domain.base_url import base_url_problem
+from scheduling.domain.installation_token import seal_token
 from scheduling.domain.secret_shapes import ActivationCodeField, Id, InstallationTokenField
 from scheduling.http.handlers.bodies import json_object, parse
 from scheduling.http.refusals import Refusal, invalid_request
@@ -59,7 +59,7 @@ async def activate(request: Request, services: Services) -> Response:
         if problem:
             raise Refusal(422, "invalid_base_url", f"base_url {problem}")
 
-    sealed = await crypto.seal(body.token, associated_data.installation_token(body.installation_id))
+    sealed = await seal_token(crypto, body.installation_id, body.token)
     marker = crypto.random_token()
     if body.action == "activate":
         assert body.site_id is not None

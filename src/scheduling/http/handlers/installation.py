@@ -7,6 +7,7 @@ from typing import Any
 from scheduling.dee_wan import ContentRead
 from scheduling.domain.localtime import FOLDS, occurrence_labels, occurrences
 from scheduling.domain.secret_shapes import is_id
+from scheduling.domain.statuses import Status
 from scheduling.domain.timezones import zone_names
 from scheduling.http.guards import opened_for, require_session
 from scheduling.http.handlers.access import Access, open_access, read_session_content
@@ -80,9 +81,11 @@ async def content_page(
     views = cards(rows, moment, context_kind="content", reads={read.content.primary_id: read})
     notice = None
     made = next((s for s in rows if s.id == created), None) if created else None
-    if made is not None and made.status == "pending":
+    if made is not None and made.status == Status.PENDING:
         replaced = any(
-            s.kind == made.kind and s.revision == made.revision - 1 and s.status == "superseded"
+            s.kind == made.kind
+            and s.revision == made.revision - 1
+            and s.status == Status.SUPERSEDED
             for s in rows
         )
         notice = {**schedule_view(made, moment), "superseded": replaced}

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.dee_wan import ContentRead
-from scheduling.domain.pins import WAITING, describe_pin, pin_of
+from scheduling.domain.pins import describe_pin, pin_of
 from scheduling.domain.secret_shapes import is_id
+from scheduling.domain.statuses import WAITING, Status
 from scheduling.http.pages.wording import explain
 from scheduling.http.refusals import Refusal
 from scheduling.repository import schedules
@@ -75,7 +76,7 @@ async def repin_form(
             "other_content",
             "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
         )
-    if old.status == "running":
+    if old.status == Status.RUNNING:
         raise Refusal(409, "execution_in_progress", explain("execution_in_progress"))
     if old.status not in WAITING:
         raise Refusal(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from scheduling.domain.localtime import TimeRefusal, resolve_local_time
 from scheduling.domain.secret_shapes import is_id
+from scheduling.domain.statuses import Status
 from scheduling.http.guards import require_same_origin_post, require_session
 from scheduling.http.handlers.access import open_access, read_session_content
 from scheduling.http.handlers.cancel_rules import require_cancel_right
@@ -145,7 +146,7 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
         current = await schedules.get(services.db, installation_id, schedule_id)
         code = (
             "execution_in_progress"
-            if current and current.status == "running"
+            if current and current.status == Status.RUNNING
             else "not_cancellable"
         )
         raise Refusal(409, code, explain(code))

@@ -10,6 +10,7 @@ from scheduling.dee_wan import ContentRead
 from scheduling.domain.localtime import format_utc, local_wall
 from scheduling.domain.pins import pin_of, stale_reason
 from scheduling.domain.rights import may_cancel, offers
+from scheduling.domain.statuses import Status
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.wording import KIND, STATUS, explain_answer
 from scheduling.repository.schedules import Schedule
@@ -38,7 +39,7 @@ def schedule_view(schedule: Schedule, moment: Moment) -> dict[str, Any]:
         "utc_label": format_utc(schedule.due_at),
         "deadline_label": time_labels.deadline(schedule.due_at, moment.max_lateness_ms),
         "status": schedule.status,
-        "status_label": STATUS.get(schedule.status, schedule.status),
+        "status_label": STATUS[schedule.status],
         "result_code": schedule.result_code,
         "result_text": explain_answer(schedule.result_code, answered),
         "requested_by_name": schedule.requested_by_name,
@@ -123,7 +124,7 @@ def _wall(schedule: Schedule) -> str:
 
 
 def _cancelled(schedule: Schedule) -> str | None:
-    if schedule.status != "cancelled" or schedule.cancelled_at is None:
+    if schedule.status != Status.CANCELLED or schedule.cancelled_at is None:
         return None
     when = time_labels.both(schedule.cancelled_at, schedule.timezone, seconds=True)
     return f"by {schedule.cancelled_by_name} at {when}"
@@ -131,7 +132,7 @@ def _cancelled(schedule: Schedule) -> str | None:
 
 def _next_try(schedule: Schedule, moment: Moment) -> dict[str, str | None]:
     """The tick that will really send a retrying schedule, or why none will."""
-    if schedule.status != "retrying" or schedule.next_attempt_at is None:
+    if schedule.status != Status.RETRYING or schedule.next_attempt_at is None:
         return {"next_label": None, "next_note": None}
     planned = time_labels.planned_try(schedule.next_attempt_at, moment.now_ms)
     if planned > schedule.due_at + moment.max_lateness_ms:

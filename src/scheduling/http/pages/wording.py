@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-STATUS = {
-    "pending": "Waiting for its time",
-    "retrying": "Will try again",
-    "running": "Being sent to Dee Wan now",
-    "completed": "Done",
-    "refused": "Not done",
-    "cancelled": "Cancelled",
-    "superseded": "Replaced by a newer schedule",
+from scheduling.domain.statuses import Status
+
+STATUS: dict[Status, str] = {
+    Status.PENDING: "Waiting for its time",
+    Status.RETRYING: "Will try again",
+    Status.RUNNING: "Being sent to Dee Wan now",
+    Status.COMPLETED: "Done",
+    Status.REFUSED: "Not done",
+    Status.CANCELLED: "Cancelled",
+    Status.SUPERSEDED: "Replaced by a newer schedule",
 }
 
 KIND = {"publish": "Publish", "unpublish": "Unpublish"}
@@ -29,8 +31,7 @@ CODES = {
     "idempotency_key_reused": "Dee Wan saw this schedule's key with a different request; nothing was applied.",
     "transition_unavailable": "This change is not possible from the content's current state.",
     "transition_refused": "Dee Wan refused this change.",
-    "rate_limited": "Dee Wan asked the plugin to slow down; it will try again.",
-    "server_error": "Dee Wan had a temporary problem; the plugin will try again.",
+    # A 429 or a 5xx the runner retries is worded by its status (`explain_answer`).
     "network_error": "Dee Wan could not be reached; the plugin will try again.",
     "timeout": "Dee Wan did not answer within 10 seconds; the plugin will try again.",
     # The plugin's own results
@@ -39,22 +40,16 @@ CODES = {
     "token_unreadable": "The installation's token can no longer be read — rotate it in Dee Wan.",
     "execution_in_progress": "A schedule for this content is being sent right now. Try again in a minute.",
     "not_cancellable": "Only a schedule that is waiting or will try again can be cancelled.",
-    # Form refusals
-    "invalid_local_time": "Enter a date and time as YYYY-MM-DDTHH:MM.",
-    "nonexistent_local_time": "That local time does not happen in this time zone (the clocks skip over it).",
-    "ambiguous_local_time": "That local time happens twice in this time zone: choose the earlier or the later one.",
-    "unknown_timezone": "That is not a known IANA time zone name, such as Europe/Paris.",
-    "past_time": "That time is already in the past.",
-    "invalid_fold": "Choose the earlier or the later occurrence.",
+    # Form refusals (a refused time and a changed pin say why in their own words)
     "transition_not_allowed": "You may not make this change to this content now.",
     "nothing_published": "Nothing is published, so there is nothing to unpublish.",
     "dee_wan_unreachable": "Dee Wan could not be reached. Try again in a moment.",
-    "content_changed": "The content changed since this page was shown, so nothing was scheduled. Check the version below and press Schedule again.",
     "cancel_not_allowed": "You may not cancel this schedule: Dee Wan does not let you make this change to this content now.",
 }
 
 
 def explain(code: str | None) -> str:
+    """What a code means to an editor; a code this plugin never wrote (an older row) is named so."""
     if not code:
         return ""
     return CODES.get(code, "Dee Wan answered with a code this plugin does not know.")

@@ -11,13 +11,12 @@ from scheduling.app import App
 from scheduling.config import SECRETS, VARIABLES, Configuration
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response
+from scheduling.runtimes.workers.bindings import DB_BINDING, UnboundDatabase, d1_binding
 from scheduling.runtimes.workers.clock import WorkersClock
 from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
 from scheduling.services import Services
-
-DB_BINDING = "PLUGIN_DB"
 
 
 def configure_logging() -> None:
@@ -51,9 +50,12 @@ def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
 
 
 def build_app(env: Any) -> App:
+    """The App over this env. Nothing here raises for a missing or bad setting: each is
+    reported by name (500 `misconfigured`) by the requests that need it."""
+    binding = d1_binding(env)
     services = Services(
         config=Configuration.from_mapping(read_env(env)),
-        db=D1Database(getattr(env, DB_BINDING)),
+        db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
         http=WorkersFetch(),
         clock=WorkersClock(),
         make_crypto=WebCrypto,

@@ -23,10 +23,28 @@ def _result(raw: Any) -> Result:
     )
 
 
-def _error(exc: Exception, sql: str) -> DatabaseError:
+def _shown(sql: str) -> str:
+    return " ".join(sql.split())[:120]
+
+
+def _error(exc: Exception, where: str) -> DatabaseError:
     message = str(exc)
     constraint = "constraint failed" in message.lower()
-    return DatabaseError(f"{message} in: {' '.join(sql.split())[:120]}", constraint=constraint)
+    return DatabaseError(f"{message} {where}", constraint=constraint)
+
+
+def _in(sql: str) -> str:
+    return f"in: {_shown(sql)}"
+
+
+def _in_batch(statements: Sequence[D1Statement]) -> str:
+    """Where a batch failed. D1's error is SQLite's message alone: it does not say which
+    statement failed (Miniflare's D1 and workerd's client alike), so name the batch."""
+    if not statements:
+        return "in an empty batch"
+    if len(statements) == 1:
+        return _in(statements[0].sql)
+    return f"in a batch of {len(statements)} statements, starting: {_shown(statements[0].sql)}"
 
 
 class D1Statement:
@@ -38,32 +56,31 @@ class D1Statement:
         try:
             return D1Statement(self.js_statement.bind(*values), self.sql)
         except JsException as exc:  # e.g. D1_TYPE_ERROR for a value D1 cannot bind
-            raise _error(exc, self.sql) from None
+            raise _error(exc, _in(self.sql)) from None
 
     async def all(self) -> Result:
         try:
             return _result(await self.js_statement.all())
         except JsException as exc:
-            raise _error(exc, self.sql) from None
+            raise _error(exc, _in(self.sql)) from None
 
     async def run(self) -> Result:
         try:
             return _result(await self.js_statement.run())
         except JsException as exc:
-            raise _error(exc, self.sql) from None
+            raise _error(exc, _in(self.sql)) from None
 
     async def first(self) -> Row | None:
         try:
             row = await self.js_statement.first()
         except JsException as exc:
-            raise _error(exc, self.sql) from None
+            raise _error(exc, _in(self.sql)) from None
         return dict(row) if row is not None else None
 
 
 class D1Database:
     def __init__(self, binding: Any) -> None:
         self._binding = binding
-        self.round_trips = 0
 
     def prepare(self, sql: str) -> D1Statement:
         return D1Statement(self._binding.prepare(sql), sql)
@@ -75,5 +92,5 @@ class D1Database:
         try:
             raw = await self._binding.batch([stmt.js_statement for stmt in own])
         except JsException as exc:
-            raise _error(exc, own[0].sql if own else "") from None
+            raise _error(exc, _in_batch(own)) from None
         return [_result(item) for item in raw]

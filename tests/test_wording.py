@@ -1,0 +1,49 @@
+"""The words an editor reads for each code the plugin can store or answer with."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, UNTRUSTED
+from scheduling.domain.installation_token import TOKEN_UNREADABLE
+from scheduling.domain.retry_policy import RETRY_EXHAUSTED
+from scheduling.http.pages.wording import CODES, explain, explain_answer
+
+UNKNOWN = explain("no_such_code")
+
+# What the runner stores as a result or an attempt's code, besides a 429's or a 5xx's own.
+STORED = {
+    *SUCCESS_CODES,
+    *REFUSAL_CODES,
+    UNTRUSTED,
+    RETRY_EXHAUSTED,
+    TOKEN_UNREADABLE,
+    "timeout",
+    "network_error",
+}
+
+
+@pytest.mark.parametrize("code", sorted(STORED))
+def test_every_code_the_runner_stores_has_its_own_words(code: str) -> None:
+    assert code in CODES
+    assert explain_answer(code, None) == CODES[code] != UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("status", "code"), [(503, None), (500, "server_busy"), (429, "slow_down")]
+)
+def test_an_answer_the_runner_retries_is_worded_by_its_status(
+    status: int, code: str | None
+) -> None:
+    text = explain_answer(code, status)
+    assert f"HTTP {status}" in text and "try again" in text
+    assert text != UNKNOWN
+
+
+def test_a_5xx_that_was_not_trusted_is_not_called_temporary() -> None:
+    assert explain_answer(UNTRUSTED, 501) == CODES[UNTRUSTED]
+
+
+def test_no_code_has_no_words_and_an_unknown_one_says_so() -> None:
+    assert explain(None) == explain("") == ""
+    assert "does not know" in UNKNOWN

@@ -1,0 +1,95 @@
+"""A Worker deployed without its D1 binding answers 500 `misconfigured` naming it, where needed.
+
+`bindings.py` imports no Workers module, so this runs under CPython; the Pyodide
+test (tests/test_pyodide_runtime.py) runs the real entry with the binding gone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from scheduling.app import App
+from scheduling.config import Configuration, Misconfigured
+from scheduling.http.requests import Headers, Request
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
+from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.workers.bindings import DB_BINDING, UnboundDatabase, d1_binding
+from scheduling.services import Services
+
+ADMIN_SECRET = "operator-secret-0123456789"
+ORIGIN = "https://scheduling.example"
+
+
+class FakeD1:
+    def prepare(self, sql: str) -> Any:
+        raise AssertionError("not used")
+
+    async def batch(self, statements: Any) -> Any:
+        raise AssertionError("not used")
+
+
+class NoNetwork:
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        raise TransportError("no network in this test")
+
+
+class Clock:
+    def now_ms(self) -> int:
+        return 1_782_900_000_000
+
+
+@pytest.mark.parametrize(
+    "env",
+    [SimpleNamespace(), SimpleNamespace(PLUGIN_DB=None), SimpleNamespace(PLUGIN_DB="a string")],
+    ids=["absent", "null", "not D1"],
+)
+def test_an_env_without_a_d1_binding_has_none(env: object) -> None:
+    assert d1_binding(env) is None
+
+
+def test_a_d1_binding_is_taken_as_it_is() -> None:
+    binding = FakeD1()
+    assert d1_binding(SimpleNamespace(PLUGIN_DB=binding)) is binding
+    assert DB_BINDING == "PLUGIN_DB"
+
+
+def unbound_app() -> App:
+    env = {"PUBLIC_ORIGIN": ORIGIN, "ADMIN_SECRET": ADMIN_SECRET, "TOKEN_KEY": "A" * 43 + "="}
+    return App(
+        Services(
+            config=Configuration.from_mapping(env),
+            db=UnboundDatabase(),
+            http=NoNetwork(),
+            clock=Clock(),
+            make_crypto=CpythonCrypto,
+            rng=random.Random(0),
+        )
+    )
+
+
+async def test_what_needs_the_database_answers_misconfigured_naming_the_binding(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = unbound_app()
+    manifest = await app.handle(Request("GET", f"{ORIGIN}/dee-wan/manifest.json", Headers({})))
+    assert manifest.status == 200
+    operator = Headers({"authorization": f"Bearer {ADMIN_SECRET}"})
+    with caplog.at_level(logging.ERROR, logger="scheduling"):
+        status = await app.handle(Request("GET", f"{ORIGIN}/admin/status", operator))
+    assert status.status == 500
+    assert json.loads(status.body) == {
+        "code": "misconfigured",
+        "message": "PLUGIN_DB is not configured correctly",
+    }
+    assert "misconfigured: PLUGIN_DB is not bound" in caplog.text
+
+
+async def test_a_tick_without_the_binding_fails_naming_it() -> None:
+    with pytest.raises(Misconfigured, match="PLUGIN_DB"):
+        await unbound_app().tick(Clock().now_ms())
