@@ -54,16 +54,20 @@ class Burst:
     statuses: dict[str, int] = field(default_factory=dict)
 
 
-def installation_rows(base_url: str, seal: Callable[[str, str], str]) -> list[tuple[str, list[Any]]]:
+def installation_rows(
+    base_url: str, seal: Callable[[str, str], str]
+) -> list[tuple[str, list[Any]]]:
     rows = []
     for i in range(INSTALLATIONS):
         installation_id = f"ins_{i}"
         sealed = seal("dwp_" + "A" * 43, associated_data.installation_token(installation_id))
-        rows.append((
-            "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
-            " token_rotated_at) VALUES (?, 'site', ?, ?, 0, 0)",
-            [installation_id, base_url, sealed],
-        ))
+        rows.append(
+            (
+                "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+                " token_rotated_at) VALUES (?, 'site', ?, ?, 0, 0)",
+                [installation_id, base_url, sealed],
+            )
+        )
     return rows
 
 
@@ -81,7 +85,14 @@ def schedule_rows(count: int) -> Iterable[tuple[str, list[Any]]]:
         params: list[Any] = []
         for i in chunk:
             installation = f"ins_{i % INSTALLATIONS}"
-            params += [f"sch_{i}", installation, f"cnt_{i}", f"sched:{installation}:sch_{i}:r1", T, T]
+            params += [
+                f"sch_{i}",
+                installation,
+                f"cnt_{i}",
+                f"sched:{installation}:sch_{i}:r1",
+                T,
+                T,
+            ]
         yield (
             "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
             " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
@@ -135,11 +146,16 @@ def run_pyodide(rows: int, latency_s: float) -> Burst:
 
     burst = Burst("Pyodide", rows, latency_s)
     worker = shared_harness()
-    with loopback_core(latency_s) as core, worker.vars(
-        ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url
+    with (
+        loopback_core(latency_s) as core,
+        worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
     ):
-        worker.execute(("DELETE FROM schedule_attempts", []), ("DELETE FROM schedules", []),
-                       ("DELETE FROM sessions", []), ("DELETE FROM installations", []))
+        worker.execute(
+            ("DELETE FROM schedule_attempts", []),
+            ("DELETE FROM schedules", []),
+            ("DELETE FROM sessions", []),
+            ("DELETE FROM installations", []),
+        )
         worker.execute(*installation_rows(core.base_url, worker.seal))
         batch: list[tuple[str, list[Any]]] = []
         for statement in schedule_rows(rows):
@@ -178,16 +194,24 @@ def show(burst: Burst) -> None:
     seconds = sum(s for _, s in busy)
     limit = SEND_CONCURRENCY / burst.latency_s
     statements = [t.get("d1_statements", 0) for t, _ in busy]
-    print(f"  {burst.runtime:8} {burst.rows:>6,} due at T: sent {sent:,} "
-          f"({in_time:,} within 2 min of due), ticks used {len(busy)}")
-    print(f"           lateness due→request: p50 {percentile(burst.lateness_ms, 0.5) / 1000:.1f} s, "
-          f"p99 {percentile(burst.lateness_ms, 0.99) / 1000:.1f} s, "
-          f"max {max(burst.lateness_ms, default=0) / 1000:.1f} s")
-    print(f"           D1 statements per busy tick: max {max(statements, default=0)}, "
-          f"total {sum(statements):,} ({sum(statements) / max(1, sends):.2f} per send)")
+    print(
+        f"  {burst.runtime:8} {burst.rows:>6,} due at T: sent {sent:,} "
+        f"({in_time:,} within 2 min of due), ticks used {len(busy)}"
+    )
+    print(
+        f"           lateness due→request: p50 {percentile(burst.lateness_ms, 0.5) / 1000:.1f} s, "
+        f"p99 {percentile(burst.lateness_ms, 0.99) / 1000:.1f} s, "
+        f"max {max(burst.lateness_ms, default=0) / 1000:.1f} s"
+    )
+    print(
+        f"           D1 statements per busy tick: max {max(statements, default=0)}, "
+        f"total {sum(statements):,} ({sum(statements) / max(1, sends):.2f} per send)"
+    )
     rate = sends / seconds if seconds else 0.0
-    print(f"           send rate {rate:.1f}/s in busy ticks = {rate / limit:.2f}x the limit "
-          f"({SEND_CONCURRENCY} connections / {burst.latency_s * 1000:.0f} ms = {limit:.0f}/s)")
+    print(
+        f"           send rate {rate:.1f}/s in busy ticks = {rate / limit:.2f}x the limit "
+        f"({SEND_CONCURRENCY} connections / {burst.latency_s * 1000:.0f} ms = {limit:.0f}/s)"
+    )
     print(f"           end state: {dict(sorted(burst.statuses.items()))}")
 
 
@@ -197,9 +221,11 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide"])
     args = parser.parse_args()
-    print(f"Burst: N schedules due at one round hour over {INSTALLATIONS} installations, "
-          f"core answering in {args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_TICK=20, "
-          f"SEND_CONCURRENCY={SEND_CONCURRENCY}, TICK_BUDGET_MS=45000, MAX_LATENESS_MS=900000")
+    print(
+        f"Burst: N schedules due at one round hour over {INSTALLATIONS} installations, "
+        f"core answering in {args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_TICK=20, "
+        f"SEND_CONCURRENCY={SEND_CONCURRENCY}, TICK_BUDGET_MS=45000, MAX_LATENESS_MS=900000"
+    )
     for rows in args.rows:
         if "cpython" in args.runtime:
             show(asyncio.run(run_cpython(rows, args.latency)))

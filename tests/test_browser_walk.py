@@ -86,8 +86,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         bulk = [{"id": f"cnt_bulk_{i:02d}", "title": f"Bulk item {i:02d}"} for i in range(BULK)]
         seeded = httpx.post(
             f"{dev.core_origin}/__fake/seed",
-            json={"contents": [{"id": "cnt_events", "title": "Autumn events"},
-                               {"id": "cnt_repin", "title": "Winter sale"}, *bulk]},
+            json={
+                "contents": [
+                    {"id": "cnt_events", "title": "Autumn events"},
+                    {"id": "cnt_repin", "title": "Winter sale"},
+                    *bulk,
+                ]
+            },
             timeout=10,
         )
         seeded.raise_for_status()
@@ -251,7 +256,9 @@ def audit(page: Page, state: str, response: PageResponse | None, shots: Path | N
     assert not violations, f"axe found {len(violations)} violation(s) on {state}:\n{report}"
 
 
-def audit_wide_and_narrow(page: Page, state: str, response: PageResponse | None, shots: Path) -> None:
+def audit_wide_and_narrow(
+    page: Page, state: str, response: PageResponse | None, shots: Path
+) -> None:
     """Audit at desktop width, then at 390 px (a phone): no sideways scrolling there either."""
     audit(page, state, response, shots)
     page.screenshot(path=str(shots / f"{state}-top.png"))  # what the first screenful shows
@@ -586,8 +593,10 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     local = next_summer_morning()
     first = create_by_mouse(page, local, "Europe/Paris")
     pinned = schedule_item(page, first).locator("h3 code").inner_text()
-    assert page.locator("[data-deadline]").inner_text().startswith(
-        "If Dee Wan cannot be reached, nothing is sent after "
+    assert (
+        page.locator("[data-deadline]")
+        .inner_text()
+        .startswith("If Dee Wan cannot be reached, nothing is sent after ")
     )
 
     core_action(stack, "cnt_repin", "edit")  # a colleague saves a new version in Dee Wan
@@ -655,11 +664,24 @@ def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) 
         # The __Host- cookie is Secure: httpx keeps it from http://localhost, so by hand.
         cookie = exchanged.headers["set-cookie"].split(";", 1)[0]
         shown = http.get(f"/installations/{ins}", headers={"cookie": cookie}).text
-        hidden = dict(re.findall(r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown))
+        hidden = dict(
+            re.findall(
+                r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown
+            )
+        )
         made = http.post(
             f"/installations/{ins}/schedules",
-            data={**hidden, "transition": "publish:published", "local_time": local, "timezone": zone},
-            headers={"cookie": cookie, "origin": stack.plugin_origin, "sec-fetch-site": "same-origin"},
+            data={
+                **hidden,
+                "transition": "publish:published",
+                "local_time": local,
+                "timezone": zone,
+            },
+            headers={
+                "cookie": cookie,
+                "origin": stack.plugin_origin,
+                "sec-fetch-site": "same-origin",
+            },
         )
         assert made.status_code == 303, made.text
 
@@ -668,7 +690,9 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     start = datetime.now(UTC).date() + timedelta(days=3)
     for i in range(BULK):
         day = start + timedelta(days=i // 8)
-        schedule_over_http(stack, f"cnt_bulk_{i:02d}", f"{day.isoformat()}T{8 + i % 8:02d}:15", "UTC")
+        schedule_over_http(
+            stack, f"cnt_bulk_{i:02d}", f"{day.isoformat()}T{8 + i % 8:02d}:15", "UTC"
+        )
 
     managed = launch(page, stack)
     items = page.locator("li.schedule")
@@ -716,7 +740,12 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     shown = page.locator("li.schedule")
     assert shown.count() == counts["finished"]
     assert {shown.nth(i).get_attribute("data-status") for i in range(shown.count())} <= {
-        "completed", "cancelled", "superseded"
+        "completed",
+        "cancelled",
+        "superseded",
     }
-    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "finished"
+    assert (
+        page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter")
+        == "finished"
+    )
     audit_wide_and_narrow(page, "manage-finished", finished, shots)

@@ -21,11 +21,16 @@ def world(db: SqliteDatabase, clock: FakeClock) -> World:
     return World(db, clock)
 
 
-FIELDS = {"transition": "publish:published", "local_time": "2026-07-02T09:00", "timezone": "Europe/Paris"}
+FIELDS = {
+    "transition": "publish:published",
+    "local_time": "2026-07-02T09:00",
+    "timezone": "Europe/Paris",
+}
 
 
-async def open_page(world: World, installation: Installation, content_id: str = "cnt_en",
-                    person: str = "usr_editor") -> Browser:
+async def open_page(
+    world: World, installation: Installation, content_id: str = "cnt_en", person: str = "usr_editor"
+) -> Browser:
     browser = await world.browser_for(installation, person=person, content_id=content_id)
     await browser.get(f"/installations/{installation.id}")
     return browser
@@ -37,7 +42,9 @@ async def post_create(browser: Browser, installation: Installation, **fields: st
 
 
 async def rows(world: World) -> list[dict[str, object]]:
-    return (await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()).results
+    return (
+        await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()
+    ).results
 
 
 def text(html: str) -> str:
@@ -58,14 +65,20 @@ async def test_the_form_carries_the_versions_it_shows(world: World) -> None:
     installation = await world.install()
     browser = await open_page(world, installation, "cnt_pub")
     group = world.core.state.group_of("cnt_pub")
-    assert browser.shown() == {"version_id": group.current_version_id,
-                               "published_version_id": group.published_version_id}
+    assert browser.shown() == {
+        "version_id": group.current_version_id,
+        "published_version_id": group.published_version_id,
+    }
     draft = await open_page(world, installation, "cnt_en")
-    assert draft.shown() == {"version_id": world.core.state.group_of("cnt_en").current_version_id,
-                             "published_version_id": ""}
+    assert draft.shown() == {
+        "version_id": world.core.state.group_of("cnt_en").current_version_id,
+        "published_version_id": "",
+    }
 
 
-async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_stored(world: World) -> None:
+async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_stored(
+    world: World,
+) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
     seen = browser.shown()["version_id"]
@@ -105,16 +118,25 @@ async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> No
     assert (await rows(world))[0]["workflow_revision"] == revision  # pinned as read at submit
 
 
-@pytest.mark.parametrize("versions", [{}, {"version_id": ""}, {"version_id": "not an id"},
-                                      {"version_id": "ver_1", "published_version_id": "a b"}])
+@pytest.mark.parametrize(
+    "versions",
+    [
+        {},
+        {"version_id": ""},
+        {"version_id": "not an id"},
+        {"version_id": "ver_1", "published_version_id": "a b"},
+    ],
+)
 async def test_a_form_without_the_shown_version_is_400_invalid_request(
     world: World, versions: dict[str, str]
 ) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
     reads_before = len(world.core.calls.of("content"))
-    response = await browser.post(f"/installations/{installation.id}/schedules",
-                                  {"csrf_token": browser.csrf(), **FIELDS, **versions})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {"csrf_token": browser.csrf(), **FIELDS, **versions},
+    )
     assert response.status == 400
     assert 'data-error-code="invalid_request"' in response.body.decode()
     assert await rows(world) == []
@@ -136,7 +158,9 @@ async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(wor
     newer = world.core.state.edit("cnt_en")
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert schedules_on(html)[0]["pin-stale"] == "true"
-    assert f"It will be refused: it pins {pinned}; the current version is {newer} now." in card(html, sid)
+    assert f"It will be refused: it pins {pinned}; the current version is {newer} now." in card(
+        html, sid
+    )
     assert 'data-stale-count="1"' in html
     assert f'name="repin_of" value="{sid}"' in card(html, sid)
 
@@ -168,15 +192,18 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
 async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: World) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
-    made = await post_create(browser, installation, local_time="2026-10-25T02:30",
-                             timezone="Europe/Berlin", fold="later")
+    made = await post_create(
+        browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin", fold="later"
+    )
     assert made.status == 303
     old = (await rows(world))[0]
     newer = world.core.state.edit("cnt_en")
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert f"Pin {newer} instead, same time" in card(html, str(old["id"]))
-    response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), **browser.shown(), "repin_of": str(old["id"])})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {"csrf_token": browser.csrf(), **browser.shown(), "repin_of": str(old["id"])},
+    )
     assert response.status == 303
     first, second = await rows(world)
     assert (first["id"], first["status"]) == (old["id"], "superseded")
@@ -198,8 +225,10 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     shown = browser.shown()
 
     async def repin(of: str, versions: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-        return await browser.post(f"/installations/{installation.id}/schedules", {
-            "csrf_token": browser.csrf(), **(versions or shown), "repin_of": of})
+        return await browser.post(
+            f"/installations/{installation.id}/schedules",
+            {"csrf_token": browser.csrf(), **(versions or shown), "repin_of": of},
+        )
 
     world.core.state.edit("cnt_en")  # moved again after this page was shown
     changed = await repin(sid)
@@ -211,8 +240,9 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     other_id = next(str(r["id"]) for r in await rows(world) if r["content_id"] == "cnt_page")
     await browser.get(f"/installations/{installation.id}")
     assert (await repin(other_id, browser.shown())).status == 403
-    cancel = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                {"csrf_token": browser.csrf()})
+    cancel = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": browser.csrf()}
+    )
     assert cancel.status == 303
     ended = await repin(sid, browser.shown())
     assert ended.status == 409
@@ -233,16 +263,23 @@ async def test_a_viewer_sees_no_cancel_and_a_posted_cancel_is_403(world: World) 
     assert "You may not publish or unpublish this content now" in html
     assert schedules_on(html)[0]["status"] == "pending"
     assert "/cancel" not in card(html, sid)
-    viewer.csrf_token = (await world.db.prepare(
-        "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'").first() or {})["csrf_token"]
-    response = await viewer.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                 {"csrf_token": viewer.csrf()})
+    viewer.csrf_token = (
+        await world.db.prepare(
+            "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'"
+        ).first()
+        or {}
+    )["csrf_token"]
+    response = await viewer.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": viewer.csrf()}
+    )
     assert response.status == 403
     assert 'data-error-code="cancel_not_allowed"' in response.body.decode()
     assert (await rows(world))[0]["status"] == "pending"
 
 
-async def test_cancel_records_who_and_when_and_the_card_says_so(world: World, clock: FakeClock) -> None:
+async def test_cancel_records_who_and_when_and_the_card_says_so(
+    world: World, clock: FakeClock
+) -> None:
     installation = await world.install()
     editor = await open_page(world, installation)
     assert (await post_create(editor, installation)).status == 303
@@ -251,14 +288,21 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(world: World, cl
     manager = await world.browser_for(installation, person="usr_viewer", content_id=None)
     await manager.get(f"/installations/{installation.id}")
     clock.advance(5_000)
-    response = await manager.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                  {"csrf_token": manager.csrf()})
+    response = await manager.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": manager.csrf()}
+    )
     assert response.status == 303
     row = (await rows(world))[0]
     assert (row["status"], row["cancelled_by"], row["cancelled_by_name"], row["cancelled_at"]) == (
-        "cancelled", "usr_viewer", "Vic Viewer", clock.now_ms())
+        "cancelled",
+        "usr_viewer",
+        "Vic Viewer",
+        clock.now_ms(),
+    )
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
-    assert "Cancelled by Vic Viewer at 2026-07-01 12:00:05 CEST (10:00:05 UTC)" in text(card(html, sid))
+    assert "Cancelled by Vic Viewer at 2026-07-01 12:00:05 CEST (10:00:05 UTC)" in text(
+        card(html, sid)
+    )
 
 
 async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> None:
@@ -268,8 +312,9 @@ async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> 
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)
-    response = await editor.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                 {"csrf_token": editor.csrf()})
+    response = await editor.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": editor.csrf()}
+    )
     assert response.status == 303
     html = (await editor.follow(response)).body.decode()
     assert "Cancelled by Ada Lovelace at 2026-07-01 12:00:00 CEST" in text(card(html, sid))

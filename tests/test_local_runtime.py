@@ -36,9 +36,23 @@ def serve(tmp_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess
     for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
         env.pop(name, None)
     return subprocess.Popen(
-        [sys.executable, "-m", "scheduling", "serve", "--port", str(port),
-         "--db", str(tmp_path / "plugin.sqlite3"), "--vars", str(vars_file), *extra],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "scheduling",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "plugin.sqlite3"),
+            "--vars",
+            str(vars_file),
+            *extra,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -46,7 +60,9 @@ def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"server exited: {process.stdout.read() if process.stdout else ''}")
+            raise AssertionError(
+                f"server exited: {process.stdout.read() if process.stdout else ''}"
+            )
         try:
             httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json", timeout=1)
             return
@@ -59,8 +75,11 @@ def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
 def running(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port = free_port()
     vars_file = write_vars(
-        tmp_path / ".dev.vars", ENVIRONMENT="development", PUBLIC_ORIGIN="http://localhost:8788",
-        ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY,
+        tmp_path / ".dev.vars",
+        ENVIRONMENT="development",
+        PUBLIC_ORIGIN="http://localhost:8788",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
     )
     process = serve(tmp_path, vars_file, port, "--no-cron")
     try:
@@ -89,8 +108,10 @@ def rfc3339(ms: int) -> str:
 
 def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path]) -> None:
     port, _ = running
-    answer = httpx.get(f"http://127.0.0.1:{port}/__scheduled", params={"cron": "* * * * *",
-                                                                        "time": str(this_minute_ms())})
+    answer = httpx.get(
+        f"http://127.0.0.1:{port}/__scheduled",
+        params={"cron": "* * * * *", "time": str(this_minute_ms())},
+    )
     assert answer.status_code == 200
     assert answer.json()["code"] == "tick_finished"
     assert answer.json()["report"]["due"] == 0
@@ -98,7 +119,9 @@ def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path
 
 def raw_get(port: int, target: bytes, host: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
+        )
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)
@@ -117,8 +140,12 @@ def test_routes_on_the_path_sent_never_on_host(running: tuple[int, Path]) -> Non
 
 def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
     port = free_port()
-    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://s.example",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        PUBLIC_ORIGIN="https://s.example",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
     process = serve(tmp_path, vars_file, port, "--no-cron")
     try:
         wait_until_up(port, process)
@@ -130,12 +157,29 @@ def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
 
 def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
     port = free_port()
-    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://file.example",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        PUBLIC_ORIGIN="https://file.example",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PUBLIC_ORIGIN": "https://env.example"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "scheduling", "serve", "--port", str(port), "--db",
-         str(tmp_path / "db"), "--vars", str(vars_file), "--no-cron"], env=env)
+        [
+            sys.executable,
+            "-m",
+            "scheduling",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "db"),
+            "--vars",
+            str(vars_file),
+            "--no-cron",
+        ],
+        env=env,
+    )
     try:
         wait_until_up(port, process)  # type: ignore[arg-type]
         body = httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").json()
@@ -147,8 +191,12 @@ def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
 
 def test_a_31_byte_token_key_stops_start_up_naming_it_without_its_value(tmp_path: Path) -> None:
     short_key = base64.b64encode(os.urandom(31)).decode()
-    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://s.example",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=short_key)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        PUBLIC_ORIGIN="https://s.example",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=short_key,
+    )
     process = serve(tmp_path, vars_file, free_port())
     output, _ = process.communicate(timeout=30)
     assert process.returncode == 2
@@ -160,9 +208,13 @@ def test_a_31_byte_token_key_stops_start_up_naming_it_without_its_value(tmp_path
 
 def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path: Path) -> None:
     port = free_port()
-    vars_file = write_vars(tmp_path / "vars", ENVIRONMENT="development",
-                           PUBLIC_ORIGIN="http://localhost:8788",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        ENVIRONMENT="development",
+        PUBLIC_ORIGIN="http://localhost:8788",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
     process = serve(tmp_path, vars_file, port, "--no-cron")
     try:
         wait_until_up(port, process)
@@ -180,5 +232,10 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     [line] = lines
     assert (line["event"], line["at"], line["due"], line["claimed"], line["sends"]) == (
-        "runner_tick", rfc3339(at), 0, 0, 0)
+        "runner_tick",
+        rfc3339(at),
+        0,
+        0,
+        0,
+    )
     assert ADMIN_SECRET not in output

@@ -19,10 +19,17 @@ async def test_manifest_is_protocol_section_2_with_urls_from_public_origin(app: 
         "origin": "https://scheduling.example",
         "activation_url": "https://scheduling.example/dee-wan/activate",
         "launches": [
-            {"kind": "content", "action": "schedule", "label": "Schedule",
-             "url": "https://scheduling.example/installations/{installation_id}"},
-            {"kind": "manage", "label": "Scheduling",
-             "url": "https://scheduling.example/installations/{installation_id}"},
+            {
+                "kind": "content",
+                "action": "schedule",
+                "label": "Schedule",
+                "url": "https://scheduling.example/installations/{installation_id}",
+            },
+            {
+                "kind": "manage",
+                "label": "Scheduling",
+                "url": "https://scheduling.example/installations/{installation_id}",
+            },
         ],
         "capabilities": ["content:read", "workflow:publish", "workflow:unpublish"],
     }

@@ -114,8 +114,9 @@ def test_refusals_at_the_edge_of_the_worker(client: httpx.Client) -> None:
     assert page.headers["content-type"].startswith("text/html")
     assert 'data-error-code="not_found"' in page.text
     for body in (b"{" + b" " * 70_000 + b"}", b"[" * 20_000 + b"]" * 20_000):
-        refused = client.post("/dee-wan/activate", content=body,
-                              headers={"content-type": "application/json"})
+        refused = client.post(
+            "/dee-wan/activate", content=body, headers={"content-type": "application/json"}
+        )
         assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
 
 
@@ -278,7 +279,9 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
 ) -> None:
     token = "dwp_" + "t" * 43
     sealed = worker.seal(token, associated_data.installation_token("ins_rec"))
-    unreadable = worker.seal("dwp_" + "u" * 43, associated_data.installation_token("ins_lost"), OTHER_KEY)
+    unreadable = worker.seal(
+        "dwp_" + "u" * 43, associated_data.installation_token("ins_lost"), OTHER_KEY
+    )
     recorder.answers = {
         "cnt_ok": (200, {"code": "transition_applied"}),
         "cnt_busy": (503, {"code": "unavailable"}),
@@ -610,7 +613,9 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     page = browser.get(exchanged.headers["location"])
     assert page.status_code == 200, page.text
     assert page.headers["content-type"].startswith("text/html")
-    browser.shown = dict(re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text))
+    browser.shown = dict(
+        re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
+    )
     return csrf_of(page.text)
 
 

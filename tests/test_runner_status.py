@@ -101,7 +101,12 @@ async def test_a_retrying_and_a_refused_outcome_are_counted(world: World) -> Non
     status = await runner_status(world.app)
     last = status["last_tick"]
     assert last["outcomes"] == {"completed": 0, "retrying": 1, "refused": 1}
-    assert (last["batches"], last["sends"], last["lost_claim"], last["refused_unsent"]) == (1, 2, 0, 0)
+    assert (last["batches"], last["sends"], last["lost_claim"], last["refused_unsent"]) == (
+        1,
+        2,
+        0,
+        0,
+    )
     assert (status["schedules"]["retrying"], status["finished_last_24h"]["refused"]) == (1, 1)
     assert status["due_backlog"] == 0  # the retry waits for its backoff
 

@@ -40,10 +40,19 @@ async def seed(world: World, rng: random.Random) -> dict[str, NewSchedule]:
             group = world.core.state.group_of(content_id)
             due = start + rng.randrange(1, SPREAD_MINUTES) * MINUTE + rng.randrange(0, 59) * 1000
             new = NewSchedule(
-                id=f"sch_{i}_{j}", installation_id=installation.id, content_id=content_id,
-                kind="publish", to_state="published", version_id=group.current_version_id,
-                workflow_revision=group.revision, due_at=due, timezone="UTC", local_time="x",
-                fold=None, requested_by="usr_editor", requested_by_name="Ada",
+                id=f"sch_{i}_{j}",
+                installation_id=installation.id,
+                content_id=content_id,
+                kind="publish",
+                to_state="published",
+                version_id=group.current_version_id,
+                workflow_revision=group.revision,
+                due_at=due,
+                timezone="UTC",
+                local_time="x",
+                fold=None,
+                requested_by="usr_editor",
+                requested_by_name="Ada",
             )
             await schedules.create(world.db, new, start)
             created[new.id] = new
@@ -62,9 +71,19 @@ async def crashing_tick(world: World, now: int) -> None:
 
 
 @pytest.mark.soak
-async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clock: FakeClock) -> None:
-    world = World(db, clock, env=base_env(MAX_ROWS_PER_TICK="100", SEND_CONCURRENCY="50", MAX_ATTEMPTS=str(MAX_ATTEMPTS),
-                                          MAX_LATENESS_MS=str(MAX_LATENESS_MS)))
+async def test_soak_no_double_apply_no_loss_no_late_send(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(
+        db,
+        clock,
+        env=base_env(
+            MAX_ROWS_PER_TICK="100",
+            SEND_CONCURRENCY="50",
+            MAX_ATTEMPTS=str(MAX_ATTEMPTS),
+            MAX_LATENESS_MS=str(MAX_LATENESS_MS),
+        ),
+    )
     rng = random.Random(20261130)
     created = await seed(world, rng)
     assert len(created) >= 2000
@@ -125,11 +144,17 @@ async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clo
     assert (status["due_backlog"], status["stalled"]) == (0, False)
     assert set(status["schedules"].values()) == {0}
     assert {k: v for k, v in status["finished_last_24h"].items() if v} == dict(
-        Counter(r["status"] for r in rows.values()))
+        Counter(r["status"] for r in rows.values())
+    )
 
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows.values():
         outcomes[r["status"]][r["result_code"]] += 1
-    print(f"\nsoak: {len(rows)} schedules, {ticks} ticks ({crashes} crashed), {len(calls)} sends, "
-          f"{len(unknown)} unknown outcomes; {dict(outcomes)}")
-    assert outcomes["completed"]["transition_applied"] + outcomes["completed"]["idempotent_replay"] > 1500
+    print(
+        f"\nsoak: {len(rows)} schedules, {ticks} ticks ({crashes} crashed), {len(calls)} sends, "
+        f"{len(unknown)} unknown outcomes; {dict(outcomes)}"
+    )
+    assert (
+        outcomes["completed"]["transition_applied"] + outcomes["completed"]["idempotent_replay"]
+        > 1500
+    )

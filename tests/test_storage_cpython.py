@@ -29,11 +29,20 @@ async def test_rows_are_dicts_and_changes_are_counted(db: SqliteDatabase) -> Non
     insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, ?)"
     await db.prepare(insert).bind("a", 5).run()
     await db.prepare(insert).bind("b", 6).run()
-    result = await db.prepare("UPDATE activation_codes SET used_at = 1 WHERE expires_at > ?").bind(0).run()
+    result = (
+        await db.prepare("UPDATE activation_codes SET used_at = 1 WHERE expires_at > ?")
+        .bind(0)
+        .run()
+    )
     assert result.meta.changes == 2
-    rows = (await db.prepare("SELECT code_hash, used_at FROM activation_codes ORDER BY 1").all()).results
+    rows = (
+        await db.prepare("SELECT code_hash, used_at FROM activation_codes ORDER BY 1").all()
+    ).results
     assert rows == [{"code_hash": "a", "used_at": 1}, {"code_hash": "b", "used_at": 1}]
-    assert await db.prepare("SELECT 1 FROM activation_codes WHERE code_hash = ?").bind("zz").first() is None
+    assert (
+        await db.prepare("SELECT 1 FROM activation_codes WHERE code_hash = ?").bind("zz").first()
+        is None
+    )
 
 
 async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
@@ -64,15 +73,21 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:
 async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -> None:
     await _insert_schedule(db, "s1", "pending", 1)
     with pytest.raises(DatabaseError) as raised:
-        await db.prepare("UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
-                         " cancelled_at = 5 WHERE id = 's1'").run()
+        await db.prepare(
+            "UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
+            " cancelled_at = 5 WHERE id = 's1'"
+        ).run()
     assert raised.value.constraint
     with pytest.raises(DatabaseError):
-        await db.prepare("UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
-                         " cancelled_by = 'usr_1', cancelled_at = 5 WHERE id = 's1'").run()
-    await db.prepare("UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
-                     " cancelled_by = 'usr_1', cancelled_by_name = 'Ada', cancelled_at = 5"
-                     " WHERE id = 's1'").run()
+        await db.prepare(
+            "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
+            " cancelled_by = 'usr_1', cancelled_at = 5 WHERE id = 's1'"
+        ).run()
+    await db.prepare(
+        "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
+        " cancelled_by = 'usr_1', cancelled_by_name = 'Ada', cancelled_at = 5"
+        " WHERE id = 's1'"
+    ).run()
 
 
 async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:
@@ -80,14 +95,25 @@ async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: 
         "INSERT OR IGNORE INTO installations VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
     ).run()
     live = status in ("pending", "retrying")
-    await db.prepare(
-        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-        " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
-        " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
-        " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
-    ).bind(sid, revision, f"key-{sid}", status, 0 if live else None,
-           "lease" if status == "running" else None, 0 if status == "running" else None).run()
+    await (
+        db.prepare(
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
+            " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
+            " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
+        )
+        .bind(
+            sid,
+            revision,
+            f"key-{sid}",
+            status,
+            0 if live else None,
+            "lease" if status == "running" else None,
+            0 if status == "running" else None,
+        )
+        .run()
+    )
 
 
 async def test_database_allows_one_live_schedule_per_content_and_kind(db: SqliteDatabase) -> None:
@@ -129,7 +155,9 @@ async def test_crypto_tokens_and_hashes() -> None:
     [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
     ids=["runner due rows", "status backlog", "status counts"],
 )
-def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, params: tuple[int, ...]) -> None:
+def test_runner_and_status_queries_read_only_the_partial_indexes(
+    sql: str, params: tuple[int, ...]
+) -> None:
     # A fresh, never-analysed database, as a new D1 is: the planner must still pick them.
     database = SqliteDatabase(":memory:")
     apply_migrations(database.connection)
@@ -143,22 +171,40 @@ def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, param
 
 @pytest.mark.parametrize(
     ("sql", "width", "fixed"),
-    [(runner_store.CLAIM_SQL, 4, 3), (runner_store.REFUSE_UNSENT_SQL, 5, 1),
-     (runner_store.SETTLE_SQL, 5, 2), (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
-     (runner_store.DROP_ATTEMPTS_SQL, 2, 0), (runner_store.OPEN_ATTEMPTS_SQL, 0, 3)],
+    [
+        (runner_store.CLAIM_SQL, 4, 3),
+        (runner_store.REFUSE_UNSENT_SQL, 5, 1),
+        (runner_store.SETTLE_SQL, 5, 2),
+        (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
+        (runner_store.DROP_ATTEMPTS_SQL, 2, 0),
+        (runner_store.OPEN_ATTEMPTS_SQL, 0, 3),
+    ],
     ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
 )
-def test_batch_statements_find_each_row_by_key_never_by_scan(sql: str, width: int, fixed: int) -> None:
+def test_batch_statements_find_each_row_by_key_never_by_scan(
+    sql: str, width: int, fixed: int
+) -> None:
     database = SqliteDatabase(":memory:")
     apply_migrations(database.connection)
     rows = 20
-    values = ", ".join("(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
-                       for i in range(rows))
+    values = ", ".join(
+        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
+        for i in range(rows)
+    )
     params = [0] * (fixed + rows * width)
-    steps = [row[3] for row in database.connection.execute(
-        "EXPLAIN QUERY PLAN " + sql.format(values=values), params)]
-    table_reads = [s for s in steps if s.startswith(("SCAN", "SEARCH")) and "CONSTANT ROW" not in s
-                   and not s.startswith(("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent"))]
+    steps = [
+        row[3]
+        for row in database.connection.execute(
+            "EXPLAIN QUERY PLAN " + sql.format(values=values), params
+        )
+    ]
+    table_reads = [
+        s
+        for s in steps
+        if s.startswith(("SCAN", "SEARCH"))
+        and "CONSTANT ROW" not in s
+        and not s.startswith(("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent"))
+    ]
     assert table_reads, steps
     assert all(step.startswith("SEARCH") for step in table_reads), steps
     database.close()
