@@ -8,7 +8,9 @@ how many within 2 minutes of due, ticks used, D1 statements per tick, and the
 send rate as a ratio to the platform's limit (SEND_CONCURRENCY ÷ latency).
 Asserts nothing.
 
-    python bench/burst_bench.py [--rows 1000 10000] [--latency 0.2] [--runtime cpython pyodide]
+    python -m bench.burst_bench [--rows 1000 10000] [--latency 0.2] [--runtime cpython pyodide]
+
+Run from the repo root with the venv's Python (it imports `tests` for the app's test wiring).
 """
 
 from __future__ import annotations
@@ -17,15 +19,10 @@ import argparse
 import asyncio
 import base64
 import json
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from scheduling.domain import associated_data
 from scheduling.runtimes.cpython.clock import SystemClock

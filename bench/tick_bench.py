@@ -8,7 +8,9 @@
 4. `GET /admin/status`'s queries (due backlog, counts by status) on the same
    tables, next to the same queries without `schedules_finished`.
 
-    python bench/tick_bench.py [--big 1000000] [--latency 0.2]
+    python -m bench.tick_bench [--big 1000000] [--latency 0.2]
+
+Run from the repo root with the venv's Python (it imports `tests` for the app's test wiring).
 """
 
 from __future__ import annotations
@@ -25,9 +27,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 import httpx
 import uvicorn
@@ -70,7 +69,6 @@ async def tick_figures(latency_s: float, rows: int) -> tuple[float, int]:
             "--plugin-origin",
             "https://scheduling.example",
         ],
-        cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

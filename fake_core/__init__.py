@@ -5,15 +5,6 @@ See fake_core/README.md. The public surface is re-exported here.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-# `python -m fake_core` from a checkout: the plugin's ports live in ../src, which
-# pytest (pythonpath) and an installed package already provide.
-if importlib.util.find_spec("scheduling") is None:  # pragma: no cover
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-
 from fake_core.clock import AdjustableClock, http_date, parse_rfc3339, rfc3339
 from fake_core.core import API, FakeCore
 from fake_core.faults import SOAK_FAULTS, Fault, FaultContext, Faults, RandomFaults

@@ -13,10 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
-from fake_core.devstack import DevStack, DevStackError, PortInUse  # noqa: E402
+from fake_core.devstack import DevStack, DevStackError, PortInUse
 
 
 class Stop(Exception):
