@@ -83,7 +83,7 @@ def test_wrangler_example_declares_the_worker() -> None:
             "binding": "PLUGIN_DB",
             "database_name": "dee-wan-scheduling",
             "database_id": "00000000-0000-0000-0000-000000000000",
-            "migrations_dir": "migrations",
+            "migrations_dir": "src/scheduling/migrations",
         }
     ]
     assert config["triggers"] == {"crons": ["* * * * *"]}

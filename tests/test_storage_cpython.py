@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,11 @@ from scheduling.repository import runner_store
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, apply_migrations
+from scheduling.runtimes.cpython.migrations import (
+    MIGRATIONS_DIR,
+    MigrationsMissing,
+    apply_migrations,
+)
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 
 
@@ -68,6 +73,40 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
     assert names == ["0001_initial.sql", *later]
     database.close()
+
+
+@pytest.mark.parametrize("made", ["nothing", "an empty folder", "a folder without .sql files"])
+def test_missing_migrations_are_a_loud_error_never_none_applied(tmp_path: Path, made: str) -> None:
+    directory = tmp_path / "migrations"
+    if made != "nothing":
+        directory.mkdir()
+    if made == "a folder without .sql files":
+        (directory / "README.md").write_text("not a migration")
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    with pytest.raises(MigrationsMissing, match="no migrations in"):
+        apply_migrations(database.connection, directory)
+    tables = database.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert tables.fetchall() == []  # nothing touched, not even the bookkeeping table
+    database.close()
+
+
+def test_the_migrations_are_the_packages_and_wrangler_reads_the_same_folder() -> None:
+    import scheduling.runtimes.cpython.migrations as module
+
+    package = Path(module.__file__).resolve().parents[2]  # scheduling/
+    assert package.name == "scheduling"
+    assert package / "migrations" == MIGRATIONS_DIR
+    config = (Path(__file__).resolve().parents[1] / "wrangler.example.jsonc").read_text("utf-8")
+    assert '"migrations_dir": "src/scheduling/migrations"' in config
+    # One copy: no .sql file anywhere else in the project's own folders.
+    root = Path(__file__).resolve().parents[1]
+    elsewhere = [
+        path
+        for folder in ("src", "fake_core", "tests", "bench", "scripts", "migrations")
+        for path in (root / folder).rglob("*.sql")
+        if path.parent != MIGRATIONS_DIR and "node_modules" not in path.parts
+    ]
+    assert elsewhere == []
 
 
 async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -> None:
