@@ -30,8 +30,8 @@ from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import TOKEN_KEY, base_env, make_app
-from tests.loopback_core import loopback_core
+from tests.support.app import TOKEN_KEY, base_env, make_app
+from tests.support.loopback_core import loopback_core
 
 T = 1_782_900_000_000  # 2026-07-01T10:00:00Z, the round hour
 MINUTE = 60_000

@@ -40,8 +40,8 @@ from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env, make_app
-from tests.helpers import mint
+from tests.support.activation import mint
+from tests.support.app import FakeClock, base_env, make_app
 
 NOW = 1_782_900_000_000
 

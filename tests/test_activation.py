@@ -10,8 +10,8 @@ from scheduling.app import App
 from scheduling.domain.associated_data import installation_token
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env, call, make_app
-from tests.helpers import OPERATOR, activation, body, install, mint, post_activate, token
+from tests.support.activation import activation, install, mint, post_activate, token
+from tests.support.app import OPERATOR, FakeClock, base_env, body, call, make_app
 
 
 async def count(db: SqliteDatabase, table: str, where: str = "1") -> int:

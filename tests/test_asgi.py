@@ -16,8 +16,8 @@ from scheduling.app import App
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
-from tests.world import World
+from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
+from tests.support.world import World
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 

@@ -14,10 +14,10 @@ from scheduling.app import App
 from scheduling.http.requests import Headers
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock, call
-from tests.helpers import OPERATOR, activation, body, mint, post_activate
-from tests.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
-from tests.world import Browser, World
+from tests.support.activation import activation, mint, post_activate
+from tests.support.app import OPERATOR, ORIGIN, FakeClock, body, call
+from tests.support.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
+from tests.support.world import Browser, World
 
 DEEP_ARRAY = b"[" * 20_000 + b"]" * 20_000
 

@@ -5,7 +5,7 @@ import base64
 import pytest
 
 from scheduling.config import Configuration, ConfigurationError, Misconfigured
-from tests.conftest import base_env
+from tests.support.app import base_env
 
 
 def test_defaults_match_the_reference() -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from fake_core.state import Installation
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock
-from tests.world import Browser, World, schedules_on
+from tests.support.app import FakeClock
+from tests.support.world import Browser, World, schedules_on
 
 
 @pytest.fixture

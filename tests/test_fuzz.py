@@ -34,10 +34,10 @@ from scheduling.http.responses import BASE_HEADERS, Response
 from scheduling.ports import OutboundResponse
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ADMIN_SECRET, ORIGIN, FakeClock
-from tests.helpers import mint
-from tests.scripted_core import ScriptedCore, content_answer, exchange_answer
-from tests.world import Browser, World, schedule
+from tests.support.activation import mint
+from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock
+from tests.support.scripted_core import ScriptedCore, content_answer, exchange_answer
+from tests.support.world import Browser, World, schedule
 
 # Examples per suite: 4,000 cases, about 18 s on a two-core CI machine.
 EXAMPLES = {"requests": 1600, "form": 800, "exchange": 800, "content": 800}

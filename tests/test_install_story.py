@@ -13,9 +13,9 @@ from fake_core.install import InstallError
 from scheduling.ports import OutboundRequest
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock
-from tests.helpers import mint
-from tests.world import World
+from tests.support.activation import mint
+from tests.support.app import ORIGIN, FakeClock
+from tests.support.world import World
 
 RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}")
 

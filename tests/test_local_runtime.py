@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_SECRET, TOKEN_KEY
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 

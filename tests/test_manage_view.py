@@ -14,8 +14,8 @@ from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, FakeClock, base_env
-from tests.world import Browser, World, local, path_of, schedules_on
+from tests.support.app import START_MS, FakeClock, base_env
+from tests.support.world import Browser, World, local, path_of, schedules_on
 
 HALF_HOUR = 30 * 60_000
 FIRST_DUE = START_MS + 14 * 3_600_000  # 2026-07-02 00:00 UTC

@@ -33,12 +33,12 @@ from tests.pyodide_harness.harness import (
     node_path,
     shared_harness,
 )
+from tests.support.d1_rows import DUE, installation_row, schedule_row
 
 pytestmark = pytest.mark.pyodide
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
-DUE = 1_782_910_800_000  # 2026-07-01T13:00:00Z
 TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
 
 
@@ -226,52 +226,6 @@ def recorder() -> Iterator[Recorder]:
     yield record
     server.shutdown()
     server.server_close()
-
-
-def installation_row(
-    installation_id: str, base_url: str, token_sealed: str
-) -> tuple[str, list[Any]]:
-    return (
-        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
-        " token_rotated_at) VALUES (?, ?, ?, ?, ?, ?)",
-        [installation_id, "site_1", base_url, token_sealed, DUE - 86_400_000, DUE - 86_400_000],
-    )
-
-
-def schedule_row(
-    schedule_id: str,
-    installation_id: str,
-    content_id: str,
-    *,
-    due_at: int = DUE,
-    kind: str = "publish",
-    version_id: str = "ver_2",
-    revision: int = 1,
-) -> tuple[str, list[Any]]:
-    values = {
-        "id": schedule_id,
-        "installation_id": installation_id,
-        "content_id": content_id,
-        "kind": kind,
-        "to_state": "published" if kind == "publish" else "draft",
-        "version_id": version_id,
-        "workflow_revision": 3,
-        "revision": revision,
-        "idempotency_key": f"sched:{installation_id}:{schedule_id}:r{revision}",
-        "due_at": due_at,
-        "timezone": "UTC",
-        "local_time": "2026-07-01T13:00",
-        "status": "pending",
-        "attempt_count": 0,
-        "next_attempt_at": due_at,
-        "requested_by": "usr_editor",
-        "requested_by_name": "Ada",
-        "created_at": due_at - 3_600_000,
-        "updated_at": due_at - 3_600_000,
-    }
-    columns = ", ".join(values)
-    marks = ", ".join("?" for _ in values)
-    return f"INSERT INTO schedules ({columns}) VALUES ({marks})", list(values.values())
 
 
 def test_tick_sends_due_transitions_and_settles_each_in_d1(

@@ -14,9 +14,8 @@ import pytest
 from fake_core import Fault
 from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env
-from tests.helpers import runner_status
-from tests.world import (
+from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.world import (
     MINUTE,
     World,
     attempts,

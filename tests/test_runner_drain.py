@@ -11,10 +11,10 @@ from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, FakeClock, base_env, make_app
-from tests.helpers import install, runner_status
-from tests.loopback_core import loopback_core
-from tests.world import MINUTE, World, bulk_due, insert_due, tick_at
+from tests.support.activation import install
+from tests.support.app import START_MS, FakeClock, base_env, make_app, runner_status
+from tests.support.loopback_core import loopback_core
+from tests.support.world import MINUTE, World, bulk_due, insert_due, tick_at
 
 SECOND = 1_000
 

@@ -17,8 +17,8 @@ from fake_core import Fault
 from scheduling import dee_wan
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock
-from tests.world import World, attempts, row, schedule, sends, tick_at
+from tests.support.app import FakeClock
+from tests.support.world import World, attempts, row, schedule, sends, tick_at
 
 HOSTILE_CONTENT = "cnt_en"
 HONEST_CONTENT = "cnt_page"

@@ -13,9 +13,8 @@ from fake_core.transport import FakeCoreTransport
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runner.report import TickReport
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ADMIN_SECRET, FakeClock, call
-from tests.helpers import body, runner_status
-from tests.world import MINUTE, World, crash_during_send, schedule, tick_at
+from tests.support.app import ADMIN_SECRET, FakeClock, body, call, runner_status
+from tests.support.world import MINUTE, World, crash_during_send, schedule, tick_at
 
 STALL = 3 * MINUTE
 

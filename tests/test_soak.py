@@ -16,9 +16,8 @@ from fake_core import RandomFaults
 from scheduling.repository import schedules
 from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env
-from tests.helpers import runner_status
-from tests.world import World
+from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.world import World
 
 INSTALLATIONS = 20
 PER_INSTALLATION = 100

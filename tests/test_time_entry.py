@@ -13,8 +13,8 @@ import pytest
 from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, FakeClock, base_env
-from tests.world import Browser, World, row, schedules_on, tick_at
+from tests.support.app import START_MS, FakeClock, base_env
+from tests.support.world import Browser, World, row, schedules_on, tick_at
 
 MINUTE = 60_000
 

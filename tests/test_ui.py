@@ -8,8 +8,8 @@ import re
 import pytest
 
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock
-from tests.world import Browser, World, schedules_on
+from tests.support.app import ORIGIN, FakeClock
+from tests.support.world import Browser, World, schedules_on
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ async def test_launch_for_another_installation_is_refused(world: World) -> None:
 
 
 async def test_unreadable_token_is_explained(world: World, clock: FakeClock) -> None:
-    from tests.conftest import base_env, make_app
+    from tests.support.app import base_env, make_app
 
     installation = await world.install()
     other_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="

@@ -37,7 +37,7 @@ START_TIMEOUT_S = 120.0
 MAX_CONNECTIONS = 6
 
 ADMIN_SECRET = "harness-operator-secret-0123456789"
-# base64 of bytes 0..31: the same key as tests/conftest.py's TOKEN_KEY.
+# base64 of bytes 0..31: the same key as tests/support/app.py's TOKEN_KEY.
 TOKEN_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 

@@ -18,8 +18,8 @@ from scheduling.app import App
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock, make_app
-from tests.helpers import mint
+from tests.support.activation import mint
+from tests.support.app import ORIGIN, FakeClock, make_app
 
 CORE_URL = "https://cms.example"
 MINUTE = 60_000

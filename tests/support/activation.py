@@ -1,4 +1,4 @@
-"""Small helpers for driving the app in tests."""
+"""Activation codes and `/dee-wan/activate` calls, as the operator and Dee Wan make them."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from typing import Any
 
 from scheduling.app import App
 from scheduling.http.responses import Response
-from tests.conftest import ADMIN_SECRET, call
-
-OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}", "content-type": "application/json"}
-
-
-def body(response: Response) -> Any:
-    return json.loads(response.body)
+from tests.support.app import OPERATOR, body, call
 
 
 def token(prefix: str = "dwp_") -> str:
@@ -66,12 +60,3 @@ async def install(
     )
     assert response.status == 201, response.body
     return raw_token
-
-
-async def runner_status(app: App, secret: str = ADMIN_SECRET) -> Any:
-    """`GET /admin/status` as the operator; the parsed JSON."""
-    response = await call(
-        app, "GET", "/admin/status", headers={"authorization": f"Bearer {secret}"}
-    )
-    assert response.status == 200, response.body[:300]
-    return body(response)
