@@ -17,8 +17,6 @@ import pytest
 
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -32,7 +30,7 @@ def write_vars(path: Path, **values: str) -> Path:
 
 
 def serve(tmp_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = dict(os.environ)
     for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
         env.pop(name, None)
     return subprocess.Popen(
@@ -163,7 +161,7 @@ def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
         ADMIN_SECRET=ADMIN_SECRET,
         TOKEN_KEY=TOKEN_KEY,
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PUBLIC_ORIGIN": "https://env.example"}
+    env = {**os.environ, "PUBLIC_ORIGIN": "https://env.example"}
     process = subprocess.Popen(
         [
             sys.executable,
@@ -179,9 +177,10 @@ def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
             "--no-cron",
         ],
         env=env,
+        text=True,
     )
     try:
-        wait_until_up(port, process)  # type: ignore[arg-type]
+        wait_until_up(port, process)
         body = httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").json()
         assert body["origin"] == "https://env.example"
     finally:

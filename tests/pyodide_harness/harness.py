@@ -313,7 +313,6 @@ class FakeCoreProcess:
         self.port = free_port()
         self.base_url = f"http://localhost:{self.port}"
         self._log = log_path.open("w", encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -326,8 +325,6 @@ class FakeCoreProcess:
                 "--base-url",
                 self.base_url,
             ],
-            cwd=ROOT,
-            env=env,
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,
