@@ -116,7 +116,7 @@ async def run_cpython(rows: int, latency_s: float) -> Burst:
         apply_migrations(db.connection)
         crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
         env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)  # type: ignore[arg-type]
+        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         sealed = {}
         for i in range(INSTALLATIONS):
             context = associated_data.installation_token(f"ins_{i}")

@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 
 from scheduling.app import App
-from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.asgi import AsgiApp, Message
 from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
@@ -69,12 +69,12 @@ async def test_an_encoded_slash_is_not_a_separator(app: App, path: str) -> None:
 
 async def test_a_hash_or_raw_bytes_in_the_path_stay_in_the_path(app: App) -> None:
     asgi = AsgiApp(app)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     for raw in (
@@ -114,14 +114,14 @@ async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(
     asgi = AsgiApp(app)
     chunks = [b"{" + b" " * 65_535, b" " * 10, b"}"]
     received: list[bytes] = []
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         chunk = chunks.pop(0)
         received.append(chunk)
         return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     scope = {
@@ -141,7 +141,7 @@ async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(
 
 async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
     asgi = AsgiApp(app, body_timeout_s=0.05)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
     first = True
 
     async def receive() -> dict[str, Any]:
@@ -152,7 +152,7 @@ async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
         await asyncio.sleep(10)
         raise AssertionError("not reached")
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     scope = {

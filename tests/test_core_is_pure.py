@@ -28,7 +28,7 @@ def _core_modules() -> list[Path]:
 
 
 def _imports(path: Path) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)

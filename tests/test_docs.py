@@ -34,7 +34,8 @@ def table_lines(heading: str, first_column: str) -> list[str]:
     with `first_column`, header included."""
     text = README.read_text("utf-8")
     section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    tables = [block.splitlines() for block in re.findall(r"(?m)(?:^\|.*\n?)+", section)]
+    blocks: list[str] = re.findall(r"(?m)(?:^\|.*\n?)+", section)
+    tables = [block.splitlines() for block in blocks]
     [rows] = [t for t in tables if t[0].strip("|").split("|")[0].strip().startswith(first_column)]
     assert len(rows) > 2, f"no table under ## {heading}"
     return rows
@@ -207,7 +208,8 @@ def check_transient(left: str, right: str) -> None:
     assert statuses == [500, 502, 503, 504]
     assert "network failure" in left and "timeout (10 s)" in left
     assert "backoff 15 s·2^(n-1) capped 5 min, jitter 50–100 %" in right
-    failures = [answer(s, "oops") for s in statuses] + [
+    failures: list[OutboundResponse | TransportError] = [answer(s, "oops") for s in statuses]
+    failures += [
         answer(503, raw=b"<html>busy</html>"),
         TransportError("reset"),
         TransportTimeout("10 s"),

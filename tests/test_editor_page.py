@@ -11,6 +11,7 @@ import re
 import pytest
 
 from fake_core.state import Installation
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.world import Browser, World, schedules_on
@@ -36,7 +37,7 @@ async def open_page(
     return browser
 
 
-async def post_create(browser: Browser, installation: Installation, **fields: str):  # type: ignore[no-untyped-def]
+async def post_create(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
     return await browser.post(f"/installations/{installation.id}/schedules", sent)
 
@@ -224,7 +225,7 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     await browser.get(f"/installations/{installation.id}")
     shown = browser.shown()
 
-    async def repin(of: str, versions: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    async def repin(of: str, versions: dict[str, str] | None = None) -> Response:
         return await browser.post(
             f"/installations/{installation.id}/schedules",
             {"csrf_token": browser.csrf(), **(versions or shown), "repin_of": of},

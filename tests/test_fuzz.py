@@ -460,11 +460,11 @@ def mutated(template: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
-        data = json.loads(json.dumps(template))
+        data: dict[str, Any] = json.loads(json.dumps(template))
         for spot in draw(
             weighted((1, st.just([])), (3, st.lists(st.sampled_from(spots), max_size=2)))
         ):
-            parent = data
+            parent: Any = data
             for key in spot[:-1]:
                 parent = parent.get(key) if isinstance(parent, dict) else None
             if not isinstance(parent, dict):

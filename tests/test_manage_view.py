@@ -12,7 +12,7 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.ports import OutboundRequest, OutboundResponse
+from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env
 from tests.support.world import Browser, World, local, path_of, schedules_on
@@ -239,7 +239,7 @@ async def test_a_failed_title_read_shows_the_id_alone(world: World) -> None:
 class CountingClient:
     """Wraps the outbound port and remembers the most calls in flight at once."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: HttpClient) -> None:
         self.inner, self.open, self.most = inner, 0, 0
 
     async def send(self, request: OutboundRequest) -> OutboundResponse:

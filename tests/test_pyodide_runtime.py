@@ -77,7 +77,8 @@ def _example() -> dict[str, object]:
 def test_wrangler_example_declares_the_worker() -> None:
     config = _example()
     assert config["main"] == "src/entry.py"
-    assert "python_workers" in config["compatibility_flags"]  # type: ignore[operator]
+    flags = config["compatibility_flags"]
+    assert isinstance(flags, list) and "python_workers" in flags
     assert config["d1_databases"] == [
         {
             "binding": "PLUGIN_DB",

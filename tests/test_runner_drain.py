@@ -19,15 +19,16 @@ from tests.support.world import MINUTE, World, bulk_due, insert_due, tick_at
 SECOND = 1_000
 
 
-class ScaledClock:
-    """Test time running `factor` times faster than real time, from `start_ms`."""
+class ScaledClock(FakeClock):
+    """Test time running `factor` times faster than real time, from `start_ms` (`now`)."""
 
     def __init__(self, start_ms: int, factor: float) -> None:
-        self.start_ms, self.factor = start_ms, factor
+        super().__init__(start_ms)
+        self.factor = factor
         self.started = time.monotonic()
 
     def now_ms(self) -> int:
-        return self.start_ms + int((time.monotonic() - self.started) * 1000 * self.factor)
+        return self.now + int((time.monotonic() - self.started) * 1000 * self.factor)
 
 
 class SlowCore(FakeCoreTransport):
@@ -66,7 +67,7 @@ def scaled_world(
     db: SqliteDatabase, start_ms: int, core_seconds: float, **env: str
 ) -> tuple[World, SlowCore]:
     clock = ScaledClock(start_ms, factor=10)
-    world = World(db, clock, env=base_env(**env))  # type: ignore[arg-type]
+    world = World(db, clock, env=base_env(**env))
     slow = SlowCore(world, core_seconds, clock)
     world.app.services.http = slow
     return world, slow
@@ -122,7 +123,7 @@ async def test_twenty_rows_against_a_four_second_core_complete_in_one_tick_six_a
     """Real HTTP, real time: the CPython runtime keeps to six connections like workerd."""
     with loopback_core(delay_s=4.0) as core:
         env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)  # type: ignore[arg-type]
+        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         await install(app, "ins_slow", base_url=core.base_url)
         now = SystemClock().now_ms()
         for i in range(20):

@@ -60,7 +60,7 @@ async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
     assert raised.value.constraint
 
 
-def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) -> None:
     # A database made before 0002 existed: only the new files are applied on upgrade.
     first = tmp_path / "first"
     first.mkdir()

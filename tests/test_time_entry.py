@@ -12,6 +12,7 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env
 from tests.support.world import Browser, World, row, schedules_on, tick_at
@@ -30,7 +31,7 @@ async def open_page(world: World, installation: Installation) -> Browser:
     return browser
 
 
-async def post(browser: Browser, installation: Installation, **fields: str):  # type: ignore[no-untyped-def]
+async def post(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {
         "csrf_token": browser.csrf(),
         **browser.shown(),

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ORIGIN, FakeClock
 from tests.support.world import Browser, World, schedules_on
@@ -29,7 +30,7 @@ def form(browser: Browser, **fields: str) -> dict[str, str]:
     return values
 
 
-async def create(browser: Browser, installation_id: str, **fields: str):  # type: ignore[no-untyped-def]
+async def create(browser: Browser, installation_id: str, **fields: str) -> Response:
     return await browser.post(
         f"/installations/{installation_id}/schedules", form(browser, **fields)
     )
