@@ -93,7 +93,8 @@ def schedule_rows(count: int) -> Iterable[tuple[str, list[Any]]]:
         yield (
             "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
             " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-            f" next_attempt_at, requested_by, requested_by_name, created_at, updated_at) VALUES {values}",
+            " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
+            f" VALUES {values}",
             params,
         )
 
@@ -102,7 +103,10 @@ LATENESS_SQL = (
     "SELECT a.started_at - s.due_at AS late FROM schedule_attempts a"
     " JOIN schedules s ON s.id = a.schedule_id WHERE a.attempt = 1"
 )
-STATUS_SQL = "SELECT status || ':' || coalesce(result_code, '') AS k, count(*) AS n FROM schedules GROUP BY k"
+STATUS_SQL = (
+    "SELECT status || ':' || coalesce(result_code, '') AS k, count(*) AS n"
+    " FROM schedules GROUP BY k"
+)
 LIVE_SQL = "SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'retrying', 'running')"
 
 

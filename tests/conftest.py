@@ -51,7 +51,7 @@ def app(db: SqliteDatabase, clock: FakeClock) -> App:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """In CI (SCHEDULING_REQUIRE_ALL=1) a skipped test fails the run: nothing may quietly not run."""
+    """In CI (SCHEDULING_REQUIRE_ALL=1) a skipped test fails the run: nothing quietly not run."""
     if not os.environ.get("SCHEDULING_REQUIRE_ALL"):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

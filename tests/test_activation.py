@@ -28,7 +28,8 @@ async def test_mint_without_a_body_gives_an_activate_code(app: App, db: SqliteDa
     answer = body(response)
     assert answer["kind"] == "activate"
     assert answer["installation_id"] is None
-    assert answer["code"].startswith("dwa_") and len(answer["code"]) == 47
+    assert answer["code"].startswith("dwa_")
+    assert len(answer["code"]) == 47
     assert answer["expires_at"] == "2026-07-01T10:15:00Z"
     stored = await db.prepare("SELECT * FROM activation_codes").first()
     assert stored is not None
@@ -444,9 +445,10 @@ async def _add_schedule(db: SqliteDatabase, installation_id: str, sid: str, stat
         db.prepare(
             "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
             " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
-            " VALUES (?, ?, ?, 'publish', 'published', 'v', 1, 1, ?, 0, 'UTC', '2026-07-01T09:00', ?, ?, ?, ?,"
-            " 'usr_1', 'Ada', 0, 0)"
+            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name,"
+            " created_at, updated_at)"
+            " VALUES (?, ?, ?, 'publish', 'published', 'v', 1, 1, ?, 0, 'UTC', '2026-07-01T09:00',"
+            " ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
         )
         .bind(
             sid,
@@ -481,7 +483,8 @@ async def test_delete_data_removes_everything_of_one_installation(
         await _add_schedule(db, iid, f"{iid}_b", "pending")
         await (
             db.prepare(
-                "INSERT INTO sessions VALUES (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
+                "INSERT INTO sessions VALUES"
+                " (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
             )
             .bind(f"hash_{iid}", iid)
             .run()

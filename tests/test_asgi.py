@@ -344,7 +344,8 @@ async def test_an_idle_connection_is_closed_and_keep_alive_heads_have_a_deadline
     writer.close()
     reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
     writer.write(
-        b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n\r\nGET /dee-wan/manifest.json HTTP/1.1\r\n"
+        b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /dee-wan/manifest.json HTTP/1.1\r\n"
     )
     await writer.drain()
     answer = await closed_within(reader, 3)

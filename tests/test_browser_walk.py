@@ -148,7 +148,8 @@ def exists(moment: datetime) -> bool:
 
 
 def next_ambiguous_half_past(zone: str) -> str:
-    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more ahead."""
+    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more
+    ahead."""
     start = datetime.now(UTC).date() + timedelta(days=1)
     for offset in range(800):
         day = start + timedelta(days=offset)
@@ -214,7 +215,8 @@ def assert_no_script_and_strict_csp(page: Page, response: PageResponse | None) -
     directives = {part.split()[0]: part.split()[1:] for part in csp.split(";") if part.strip()}
     assert directives.get("default-src") == ["'none'"], csp
     assert directives.get("script-src", ["'none'"]) == ["'none'"], csp
-    assert "script-src-elem" not in directives and "script-src-attr" not in directives, csp
+    assert "script-src-elem" not in directives, csp
+    assert "script-src-attr" not in directives, csp
 
 
 def run_axe(page: Page) -> list[dict[str, Any]]:
@@ -225,8 +227,9 @@ def run_axe(page: Page) -> list[dict[str, Any]]:
     result: dict[str, Any] = page.evaluate(
         """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
              passes: r.passes.length,
-             violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-                                                 nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
+             violations: r.violations.map(v => ({
+               id: v.id, impact: v.impact, help: v.help,
+               nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
         WCAG_TAGS,
     )
     assert result["passes"] > 0, "axe ran no rules"
@@ -288,7 +291,8 @@ def tab(page: Page, key: str = "Tab") -> dict[str, Any]:
     page.keyboard.press(key)
     now = active(page)
     assert now["tag"] != "body", f"{key} left focus nowhere"
-    assert now["outline"] != "none" and now["width"] >= 2, f"focus is not visible on {now}"
+    assert now["outline"] != "none", f"focus is not visible on {now}"
+    assert now["width"] >= 2, f"focus is not visible on {now}"
     return now
 
 
@@ -363,7 +367,9 @@ def test_launch_from_dee_wan_and_the_error_pages(
     ins = installation_id(stack)
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"
     cookie = next(c for c in context.cookies() if c["name"].startswith("__Host-"))
-    assert cookie["secure"] and cookie["httpOnly"] and cookie["path"] == "/"
+    assert cookie["secure"]
+    assert cookie["httpOnly"]
+    assert cookie["path"] == "/"
     assert page.get_by_role("heading", level=1).inner_text() == "Schedule “Summer news”"
     assert page.get_by_role("button", name="Schedule", exact=True).is_visible()
     assert page.get_by_text("No schedules yet.").is_visible()
@@ -379,7 +385,8 @@ def test_launch_from_dee_wan_and_the_error_pages(
 
     # A launch link works once: opening it again explains, and sets no session.
     used = page.goto(launch_url_of(landed))
-    assert used is not None and used.status == 401
+    assert used is not None
+    assert used.status == 401
     assert page.locator('[data-error-code="launch_not_found"]').is_visible()
     assert "dee_wan_launch" not in page.content().split("<body", 1)[1]
     assert "set-cookie" not in used.headers
@@ -390,7 +397,8 @@ def test_launch_from_dee_wan_and_the_error_pages(
     try:
         other = stranger.new_page()
         refused = other.goto(f"{stack.plugin_origin}/installations/{ins}")
-        assert refused is not None and refused.status == 401
+        assert refused is not None
+        assert refused.status == 401
         assert other.locator('[data-error-code="no_session"]').is_visible()
         assert other.get_by_text("Open Scheduling again from Dee Wan").is_visible()
         audit(other, "error-no-session", refused, shots)
@@ -406,7 +414,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     # 1. A whole schedule made with the keyboard alone; the confirmation shows local + zone + UTC.
     summer = next_summer_morning()
     made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
-    assert made.status == 200 and "?created=" in page.url
+    assert made.status == 200
+    assert "?created=" in page.url
     first = confirmed_id(page)
     abbreviation = wall(summer, "Europe/Berlin").strftime("%Z")
     notice = page.locator("[data-confirmation]").inner_text()
@@ -423,14 +432,15 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     error = page.locator('[data-error-code="ambiguous_local_time"]')
     assert error.is_visible()
     earlier_label, later_label = (
-        f"{wall(twice, 'Europe/Berlin', fold):%H:%M %Z} = {wall(twice, 'Europe/Berlin', fold).astimezone(UTC):%H:%M} UTC"
-        for fold in (0, 1)
+        f"{moment:%H:%M %Z} = {moment.astimezone(UTC):%H:%M} UTC"
+        for moment in (wall(twice, "Europe/Berlin", fold) for fold in (0, 1))
     )
     assert f"{earlier_label}, or {later_label}" in error.inner_text()
     assert page.title().startswith("Not scheduled: ")
     focused = active(page)
     assert focused["id"] == "fold-earlier", "focus moves to the choice after an ambiguous time"
-    assert focused["outline"] != "none" and focused["width"] >= 2, focused
+    assert focused["outline"] != "none", focused
+    assert focused["width"] >= 2, focused
     assert page.get_by_label(f"The later one: {later_label}").count() == 1
     assert page.locator("#local_time").input_value() == twice
     assert page.locator("#timezone").input_value() == "Europe/Berlin"
@@ -460,7 +470,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     with page.expect_navigation() as navigated:
         schedule_item(page, second).get_by_role("button", name="Cancel").click()
     cancelled = navigated.value
-    assert cancelled is not None and cancelled.status == 200
+    assert cancelled is not None
+    assert cancelled.status == 200
     assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
     assert page.get_by_role("status").filter(has_text="The schedule was cancelled.").is_visible()
     audit(page, "content-cancelled", cancelled, shots)
@@ -496,7 +507,8 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     with page.expect_navigation() as navigated:
         schedule_item(page, events).get_by_role("button", name="Cancel").click()
     after = navigated.value
-    assert after is not None and after.status == 200
+    assert after is not None
+    assert after.status == 200
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert schedule_item(page, events).get_attribute("data-status") == "cancelled"
     assert schedule_item(page, spring).get_attribute("data-status") == "pending"
@@ -583,7 +595,8 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     with page.expect_navigation() as navigated:
         item.get_by_role("button", name=f"Pin {current} instead, same time").click()
     repinned = navigated.value
-    assert repinned is not None and repinned.status == 200
+    assert repinned is not None
+    assert repinned.status == 200
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
     assert f"the pinned version {current} at {local.replace('T', ' ')}" in notice
@@ -613,7 +626,8 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     with page.expect_navigation() as navigated:
         schedule_item(page, made).get_by_role("button", name="Cancel").click()
     after = navigated.value
-    assert after is not None and after.status == 200
+    assert after is not None
+    assert after.status == 200
     assert "show=upcoming" in page.url
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished")
     assert f"Cancelled by {VIEWER} at " in schedule_item(page, made).inner_text()
@@ -670,7 +684,8 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
         str(f.get_attribute("data-filter")): int(str(f.get_attribute("data-count")))
         for f in page.locator("nav.filters a").all()
     }
-    assert counts["all"] > 50 and counts["all"] == sum(v for k, v in counts.items() if k != "all")
+    assert counts["all"] > 50
+    assert counts["all"] == sum(v for k, v in counts.items() if k != "all")
     assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
     assert page.locator('a[rel="prev"]').count() == 0
     assert page.locator("h3.day").count() >= 2
@@ -693,7 +708,8 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     with page.expect_navigation() as navigated:
         page.locator('a[rel="next"]').click()
     second = navigated.value
-    assert second is not None and second.status == 200
+    assert second is not None
+    assert second.status == 200
     assert page.locator("li.schedule").count() == counts["all"] - 50
     assert page.locator('a[rel="next"]').count() == 0
     assert "page 2 of 2" in page.locator(".page-info").inner_text()

@@ -71,7 +71,8 @@ def test_the_time_table_states_its_now_and_its_rows_depend_on_it() -> None:
     local, zone, fold, expected = time_case(0)
     assert not expected.startswith("refused")
     refused = resolve_local_time(local, zone, fold, now=later)
-    assert isinstance(refused, TimeRefusal) and refused.code == "past_time"
+    assert isinstance(refused, TimeRefusal)
+    assert refused.code == "past_time"
 
 
 def time_case(index: int) -> tuple[str, str, str | None, str]:
@@ -185,11 +186,9 @@ def check_untrusted(left: str, right: str) -> None:
 
 
 def check_rate_limited(left: str, right: str) -> None:
-    assert (
-        right.startswith("`retrying` at `Retry-After`")
-        and "seconds" in right
-        and "HTTP date" in right
-    )
+    assert right.startswith("`retrying` at `Retry-After`")
+    assert "seconds" in right
+    assert "HTTP date" in right
     seconds = classify(answer(429, "slow_down", retry_after="120"), now_ms=NOW)
     assert (seconds.kind, seconds.retry_after_ms) == (OutcomeKind.RETRY, 120_000)
     date = format_datetime(datetime.fromtimestamp((NOW + 90_000) / 1000, UTC), usegmt=True)
@@ -206,7 +205,8 @@ def check_rate_limited(left: str, right: str) -> None:
 def check_transient(left: str, right: str) -> None:
     statuses = [int(s) for s in re.findall(r"\b5\d\d\b", left)]
     assert statuses == [500, 502, 503, 504]
-    assert "network failure" in left and "timeout (10 s)" in left
+    assert "network failure" in left
+    assert "timeout (10 s)" in left
     assert "backoff 15 s·2^(n-1) capped 5 min, jitter 50–100 %" in right
     failures: list[OutboundResponse | TransportError] = [answer(s, "oops") for s in statuses]
     failures += [
@@ -220,7 +220,8 @@ def check_transient(left: str, right: str) -> None:
     for attempt in range(1, 9):
         base = min(15_000 * 2 ** (attempt - 1), 300_000)
         delays = [backoff_ms(attempt, rng) for _ in range(200)]
-        assert base * 0.5 <= min(delays) and max(delays) <= base
+        assert base * 0.5 <= min(delays)
+        assert max(delays) <= base
 
 
 def check_exhausted(left: str, right: str) -> None:

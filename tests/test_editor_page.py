@@ -93,7 +93,8 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     # The page again, with the new version and the entered time kept.
     assert browser.shown()["version_id"] == newer
     assert f"Publish version {newer}" in html
-    assert 'value="2026-07-02T09:00"' in html and 'value="Europe/Paris"' in html
+    assert 'value="2026-07-02T09:00"' in html
+    assert 'value="Europe/Paris"' in html
     again = await post_create(browser, installation)
     assert again.status == 303
     assert [r["version_id"] for r in await rows(world)] == [newer]
@@ -180,7 +181,8 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
     assert 'data-pin-stale="true"' in unpublish
     assert f"it pins {by_content['cnt_pub']['version_id']}; nothing is published now." in unpublish
     # Unpublish is no longer offered, so it cannot be pinned again from here.
-    assert "repin_of" not in unpublish and "cannot be pinned again" in unpublish
+    assert "repin_of" not in unpublish
+    assert "cannot be pinned again" in unpublish
 
     state.bump_revision("cnt_en")
     html = (await en.get(f"/installations/{installation.id}")).body.decode()

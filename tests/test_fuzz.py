@@ -131,7 +131,8 @@ def refusal_code(response: Response) -> str:
     content_type = response.header("content-type") or ""
     if content_type.startswith("application/json"):
         code = json.loads(response.body)["code"]
-        assert isinstance(code, str) and code
+        assert isinstance(code, str)
+        assert code
         return code
     assert content_type.startswith("text/html"), content_type
     found = re.search(rb'data-error-code="([a-z_]+)"', response.body)
@@ -430,7 +431,8 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
             ).first()
         )
         assert made is not None
-        assert made["local_time"] == local_time.strip() and made["local_time"].isascii()
+        assert made["local_time"] == local_time.strip()
+        assert made["local_time"].isascii()
         assert stage.world.clock.now_ms() < made["due_at"] < 7_258_204_800_000  # before 2200 UTC
 
     one()

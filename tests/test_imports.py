@@ -74,8 +74,10 @@ def test_no_module_imports_a_test_file_or_conftest() -> None:
 
 
 def test_the_check_sees_what_it_must() -> None:
-    assert is_test_file("tests.conftest") and is_test_file("tests.test_runner")
-    assert not is_test_file("tests.support.app") and not is_test_file("pytest")
+    assert is_test_file("tests.conftest")
+    assert is_test_file("tests.test_runner")
+    assert not is_test_file("tests.support.app")
+    assert not is_test_file("pytest")
     assert module_name(ROOT / "tests" / "support" / "app.py") == "tests.support.app"
     for source, expected in [
         ("from tests.conftest import base_env", "tests.conftest"),

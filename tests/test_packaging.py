@@ -24,7 +24,8 @@ import json, sqlite3, sys
 from scheduling.runtimes.cpython import migrations
 connection = sqlite3.connect(":memory:", isolation_level=None)
 applied = migrations.apply_migrations(connection)
-tables = sorted(r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+tables = sorted(row[0] for row in found)
 print(json.dumps({"applied": applied, "dir": str(migrations.MIGRATIONS_DIR),
                   "module": migrations.__file__, "prefix": sys.prefix, "tables": tables}))
 """
@@ -78,7 +79,8 @@ def test_the_wheel_carries_both_packages_and_the_migrations(wheel: Path) -> None
             assert f"{package}/{module.relative_to(folder).as_posix()}" in names, module
     shipped = sorted(n for n in names if n.startswith("scheduling/migrations/"))
     expected = sorted(f"scheduling/migrations/{p.name}" for p in SOURCE_MIGRATIONS.glob("*.sql"))
-    assert expected and shipped == expected
+    assert expected
+    assert shipped == expected
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/"))]
 
 

@@ -717,7 +717,8 @@ def test_tick_gives_up_on_a_silent_core_after_ten_seconds(
     worker.scheduled(DUE + 1_000)
     assert 9.5 <= time.monotonic() - started < 12.0
     rows = worker.sql(
-        "SELECT s.status, s.result_code, a.code, a.http_status, a.finished_at - a.started_at AS took"
+        "SELECT s.status, s.result_code, a.code, a.http_status,"
+        " a.finished_at - a.started_at AS took"
         " FROM schedules s JOIN schedule_attempts a ON a.schedule_id = s.id"
     )
     assert len(rows) == 1

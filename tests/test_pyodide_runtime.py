@@ -78,7 +78,8 @@ def test_wrangler_example_declares_the_worker() -> None:
     config = _example()
     assert config["main"] == "src/entry.py"
     flags = config["compatibility_flags"]
-    assert isinstance(flags, list) and "python_workers" in flags
+    assert isinstance(flags, list)
+    assert "python_workers" in flags
     assert config["d1_databases"] == [
         {
             "binding": "PLUGIN_DB",
@@ -90,7 +91,8 @@ def test_wrangler_example_declares_the_worker() -> None:
     assert config["triggers"] == {"crons": ["* * * * *"]}
     # The harness runs the same compatibility date (the Pyodide 314 line).
     served = re.search(r'COMPATIBILITY_DATE = "([0-9-]+)"', SERVE.read_text("utf-8"))
-    assert served is not None and served.group(1) == config["compatibility_date"]
+    assert served is not None
+    assert served.group(1) == config["compatibility_date"]
 
 
 def test_wrangler_example_vars_are_every_variable_with_its_default() -> None:

@@ -113,7 +113,8 @@ async def test_the_tick_drains_in_batches_until_its_budget_is_spent(db: SqliteDa
     # Each batch's lease starts at its own claim (a lease from the tick's start would
     # have 47 s left when the last batch's last request leaves).
     assert all(lease_until - started >= 54 * SECOND for started, lease_until in core.leases)
-    # due; per batch: claim + open attempts, the next due (not after the last), settle (2) + finish (2); record
+    # due; per batch: claim + open attempts, the next due (not after the last),
+    # settle (2) + finish (2); record
     assert (report["d1_round_trips"], report["d1_statements"]) == (13, 1 + 4 * 2 + 3 + 4 * 4 + 1)
 
 
@@ -145,7 +146,8 @@ async def test_on_workers_free_a_tick_stays_within_50_queries_and_50_subrequests
     trips = db.round_trips
     report = await tick_at(world, due)
     assert (report["batches"], report["sends"], report["completed"]) == (2, 40, 40)
-    assert report["d1_statements"] <= 50 and report["sends"] <= 50
+    assert report["d1_statements"] <= 50
+    assert report["sends"] <= 50
     assert db.round_trips - trips == report["d1_round_trips"]
     # What is left stays due, visibly: the next tick takes it.
     assert (await runner_status(world.app))["due_backlog"] == 60
@@ -159,5 +161,6 @@ async def test_the_query_budget_alone_stops_the_drain_before_d1_would_refuse(
     due = clock.now_ms() + MINUTE
     await bulk_due(world, await world.install(), 200, due, "q")
     report = await tick_at(world, due)
-    assert report["batches"] == 5 and report["d1_statements"] <= 50
+    assert report["batches"] == 5
+    assert report["d1_statements"] <= 50
     assert report["completed"] == 100

@@ -43,12 +43,12 @@ class Setup:
         running = status == "running"
         await (
             self.db.prepare(
-                "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-                " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-                " attempt_count, next_attempt_at, lease_token, lease_until, requested_by,"
-                " requested_by_name, created_at, updated_at)"
-                " VALUES (?, ?, ?, 'publish', 'published', 'ver_1', 1, 1, ?, ?, 'UTC', 'x', ?, ?, ?, ?, ?,"
-                " 'usr', 'Ada', 0, 0)"
+                "INSERT INTO schedules (id, installation_id, content_id, kind, to_state,"
+                " version_id, workflow_revision, revision, idempotency_key, due_at, timezone,"
+                " local_time, status, attempt_count, next_attempt_at, lease_token, lease_until,"
+                " requested_by, requested_by_name, created_at, updated_at)"
+                " VALUES (?, ?, ?, 'publish', 'published', 'ver_1', 1, 1, ?, ?, 'UTC', 'x',"
+                " ?, ?, ?, ?, ?, 'usr', 'Ada', 0, 0)"
             )
             .bind(
                 schedule_id,
@@ -120,7 +120,8 @@ async def test_due_is_pending_or_retrying_whose_time_came_and_running_whose_leas
     leased = await setup.schedule(0, 4, status="running", lease_until=NOW + 1, attempts=1)
     due = await setup.store.due(NOW, 20)
     assert set(ids(due)) == {ready, crashed}
-    assert later not in ids(due) and leased not in ids(due)
+    assert later not in ids(due)
+    assert leased not in ids(due)
 
 
 async def test_due_takes_installations_round_robin_oldest_first_within_each(setup: Setup) -> None:

@@ -21,7 +21,10 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 
 
 async def test_batch_is_all_or_nothing(db: SqliteDatabase) -> None:
-    insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, 1)"
+    insert = (
+        "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at)"
+        " VALUES (?, 'activate', 0, 1)"
+    )
     with pytest.raises(DatabaseError) as raised:
         await db.batch([db.prepare(insert).bind("a"), db.prepare(insert).bind("a")])
     assert raised.value.constraint
@@ -31,7 +34,10 @@ async def test_batch_is_all_or_nothing(db: SqliteDatabase) -> None:
 
 
 async def test_rows_are_dicts_and_changes_are_counted(db: SqliteDatabase) -> None:
-    insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, ?)"
+    insert = (
+        "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at)"
+        " VALUES (?, 'activate', 0, ?)"
+    )
     await db.prepare(insert).bind("a", 5).run()
     await db.prepare(insert).bind("b", 6).run()
     result = (
@@ -131,14 +137,16 @@ async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -
 
 async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:
     await db.prepare(
-        "INSERT OR IGNORE INTO installations VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
+        "INSERT OR IGNORE INTO installations"
+        " VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
     ).run()
     live = status in ("pending", "retrying")
     await (
         db.prepare(
             "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
             " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
+            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name,"
+            " created_at, updated_at)"
             " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
             " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
         )
@@ -183,7 +191,8 @@ async def test_crypto_seals_with_a_fresh_iv_and_binds_the_context() -> None:
 async def test_crypto_tokens_and_hashes() -> None:
     crypto = CpythonCrypto(bytes(32))
     token = crypto.random_token()
-    assert len(token) == 43 and token != crypto.random_token()
+    assert len(token) == 43
+    assert token != crypto.random_token()
     assert await crypto.sha256_hex("abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     )

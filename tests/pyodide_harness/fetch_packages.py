@@ -70,7 +70,8 @@ def read_pins(pyproject: Path) -> dict[str, str]:
         found = _PIN.match(requirement)
         if not found:
             raise SystemExit(
-                f"{pyproject}: {requirement!r} is not pinned with == (the harness needs exact versions)"
+                f"{pyproject}: {requirement!r} is not pinned with =="
+                " (the harness needs exact versions)"
             )
         pins[_canonical(found.group(1))] = found.group(2)
     if SDK not in pins:

@@ -186,7 +186,7 @@ class Harness:
         return response.json()
 
     def scheduled(self, time_ms: int) -> dict[str, Any]:
-        """Run the entry's scheduled() with controller.scheduledTime = time_ms; returns when done."""
+        """Run the entry's scheduled() at controller.scheduledTime = time_ms; returns when done."""
         result: dict[str, Any] = self._post("scheduled", time=time_ms)
         return result
 

@@ -215,7 +215,8 @@ def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
 async def bulk_due(
     world: World, installation: Installation, count: int, due_at: int, prefix: str
 ) -> None:
-    """Many due rows for one installation (each on its own content in fake_core), straight into the table."""
+    """Many due rows for one installation (each on its own content in fake_core), straight
+    into the table."""
     for i in range(count):
         content_id = f"{prefix}{i}"
         world.core.state.add_content(content_id, f"Item {i}")

@@ -99,7 +99,8 @@ class AsgiApp:
         try:
             report = await self._tick(when)
         except Exception:
-            # The tick has written its `runner_tick_failed` line; the traceback is for the developer.
+            # The tick has written its `runner_tick_failed` line; the traceback is for the
+            # developer.
             log.exception("development tick failed")
             failed = Refusal(500, "internal_error", "The tick failed; see the terminal.")
             return self.app.render(request, failed)
