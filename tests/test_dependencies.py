@@ -80,7 +80,11 @@ def test_the_lock_pins_every_declared_requirement_inside_its_range() -> None:
 def test_the_installed_versions_are_the_locked_ones() -> None:
     pins = locked()
     for name in (canonicalize_name(r.name) for r in declared()):
-        assert importlib.metadata.version(name) == pins[name], name
+        installed = importlib.metadata.version(name)
+        assert installed == pins[name], (
+            f"{name} {installed} is installed, the lock says {pins[name]}: "
+            "bash scripts/test reinstalls the venv from the lock"
+        )
 
 
 def test_every_imported_package_is_declared() -> None:
