@@ -8,7 +8,9 @@ how many within 2 minutes of due, ticks used, D1 statements per tick, and the
 send rate as a ratio to the platform's limit (SEND_CONCURRENCY ÷ latency).
 Asserts nothing.
 
-    python bench/burst_bench.py [--rows 1000 10000] [--latency 0.2] [--runtime cpython pyodide]
+    python -m bench.burst_bench [--rows 1000 10000] [--latency 0.2] [--runtime cpython pyodide]
+
+Run from the repo root with the venv's Python (it imports `tests` for the app's test wiring).
 """
 
 from __future__ import annotations
@@ -17,15 +19,10 @@ import argparse
 import asyncio
 import base64
 import json
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from scheduling.domain import associated_data
 from scheduling.runtimes.cpython.clock import SystemClock
@@ -33,8 +30,8 @@ from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import TOKEN_KEY, base_env, make_app
-from tests.loopback_core import loopback_core
+from tests.support.app import TOKEN_KEY, base_env, make_app
+from tests.support.loopback_core import loopback_core
 
 T = 1_782_900_000_000  # 2026-07-01T10:00:00Z, the round hour
 MINUTE = 60_000
@@ -96,7 +93,8 @@ def schedule_rows(count: int) -> Iterable[tuple[str, list[Any]]]:
         yield (
             "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
             " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-            f" next_attempt_at, requested_by, requested_by_name, created_at, updated_at) VALUES {values}",
+            " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
+            f" VALUES {values}",
             params,
         )
 
@@ -105,7 +103,10 @@ LATENESS_SQL = (
     "SELECT a.started_at - s.due_at AS late FROM schedule_attempts a"
     " JOIN schedules s ON s.id = a.schedule_id WHERE a.attempt = 1"
 )
-STATUS_SQL = "SELECT status || ':' || coalesce(result_code, '') AS k, count(*) AS n FROM schedules GROUP BY k"
+STATUS_SQL = (
+    "SELECT status || ':' || coalesce(result_code, '') AS k, count(*) AS n"
+    " FROM schedules GROUP BY k"
+)
 LIVE_SQL = "SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'retrying', 'running')"
 
 
@@ -119,7 +120,7 @@ async def run_cpython(rows: int, latency_s: float) -> Burst:
         apply_migrations(db.connection)
         crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
         env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)  # type: ignore[arg-type]
+        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         sealed = {}
         for i in range(INSTALLATIONS):
             context = associated_data.installation_token(f"ins_{i}")

@@ -8,7 +8,9 @@
 4. `GET /admin/status`'s queries (due backlog, counts by status) on the same
    tables, next to the same queries without `schedules_finished`.
 
-    python bench/tick_bench.py [--big 1000000] [--latency 0.2]
+    python -m bench.tick_bench [--big 1000000] [--latency 0.2]
+
+Run from the repo root with the venv's Python (it imports `tests` for the app's test wiring).
 """
 
 from __future__ import annotations
@@ -26,9 +28,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-
 import httpx
 import uvicorn
 
@@ -41,8 +40,8 @@ from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env, make_app
-from tests.helpers import mint
+from tests.support.activation import mint
+from tests.support.app import FakeClock, base_env, make_app
 
 NOW = 1_782_900_000_000
 
@@ -70,7 +69,6 @@ async def tick_figures(latency_s: float, rows: int) -> tuple[float, int, int]:
             "--plugin-origin",
             "https://scheduling.example",
         ],
-        cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -268,7 +266,8 @@ def main() -> None:
     one, one_trips, one_statements = asyncio.run(tick_figures(args.latency, 1))
     twenty, twenty_trips, twenty_statements = asyncio.run(tick_figures(args.latency, 20))
     print(
-        f"  tick of  1 row : {one * 1000:7.1f} ms, {one_trips} D1 round trips, {one_statements} statements"
+        f"  tick of  1 row : {one * 1000:7.1f} ms, {one_trips} D1 round trips, "
+        f"{one_statements} statements"
     )
     print(
         f"  tick of 20 rows: {twenty * 1000:7.1f} ms, {twenty_trips} D1 round trips, "

@@ -1,4 +1,5 @@
-"""`python -m fake_core --port 8787 [--plugin-origin URL] [--seed demo] [--base-url URL] [--state FILE]`.
+"""`python -m fake_core --port 8787 [--plugin-origin URL] [--seed demo] [--base-url URL]
+[--state FILE]`.
 
 With FAKE_CORE_PLUGIN_ADMIN_SECRET set (the plugin's operator bearer secret), the
 home page also offers one-click "Rotate token" and "Mint a code and install".

@@ -8,11 +8,14 @@ ensure_venv() {
     step "creating .venv with $($python --version)"
     "$python" -m venv .venv
   fi
-  local stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+  # Exactly the versions in requirements/lock.txt (made by scripts/lock): pip and setuptools
+  # first, then the project (editable, built by the locked setuptools) with its extras.
+  local stamp=.venv/.installed-$(cat pyproject.toml requirements/lock.txt | sha256sum | cut -c1-16)
   if [ ! -f "$stamp" ]; then
-    step "installing Python dependencies"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[cpython,test]"
+    step "installing Python dependencies (requirements/lock.txt)"
+    local pip=(.venv/bin/python -m pip install --quiet --constraint requirements/lock.txt)
+    "${pip[@]}" --upgrade pip setuptools
+    "${pip[@]}" --no-build-isolation -e ".[cpython,test]"
     rm -f .venv/.installed-* && touch "$stamp"
   fi
 }

@@ -10,8 +10,8 @@ from scheduling.app import App
 from scheduling.domain.associated_data import installation_token
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env, call, make_app
-from tests.helpers import OPERATOR, activation, body, install, mint, post_activate, token
+from tests.support.activation import activation, install, mint, post_activate, token
+from tests.support.app import OPERATOR, FakeClock, base_env, body, call, make_app
 
 
 async def count(db: SqliteDatabase, table: str, where: str = "1") -> int:
@@ -28,7 +28,8 @@ async def test_mint_without_a_body_gives_an_activate_code(app: App, db: SqliteDa
     answer = body(response)
     assert answer["kind"] == "activate"
     assert answer["installation_id"] is None
-    assert answer["code"].startswith("dwa_") and len(answer["code"]) == 47
+    assert answer["code"].startswith("dwa_")
+    assert len(answer["code"]) == 47
     assert answer["expires_at"] == "2026-07-01T10:15:00Z"
     stored = await db.prepare("SELECT * FROM activation_codes").first()
     assert stored is not None
@@ -40,33 +41,54 @@ async def test_mint_with_empty_object_and_rotation_target(app: App) -> None:
     response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=b"{}")
     assert body(response)["kind"] == "activate"
     await install(app, "ins_1")
-    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR,
-                          body=b'{"installation_id": "ins_1"}')
+    response = await call(
+        app,
+        "POST",
+        "/admin/activation-codes",
+        headers=OPERATOR,
+        body=b'{"installation_id": "ins_1"}',
+    )
     assert response.status == 201
     assert body(response)["kind"] == "rotate"
     assert body(response)["installation_id"] == "ins_1"
 
 
 async def test_mint_rotation_for_unknown_installation_is_404(app: App) -> None:
-    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR,
-                          body=b'{"installation_id": "ins_nope"}')
+    response = await call(
+        app,
+        "POST",
+        "/admin/activation-codes",
+        headers=OPERATOR,
+        body=b'{"installation_id": "ins_nope"}',
+    )
     assert response.status == 404
     assert body(response)["code"] == "installation_not_found"
 
 
-@pytest.mark.parametrize("payload", [b"[]", b"nope", b'{"installation_id": 5}',
-                                     b'{"installation_id": "a/b"}', b'{"other": 1}',
-                                     b'{"installation_id": "ins_1", "x": 1}'])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[]",
+        b"nope",
+        b'{"installation_id": 5}',
+        b'{"installation_id": "a/b"}',
+        b'{"other": 1}',
+        b'{"installation_id": "ins_1", "x": 1}',
+    ],
+)
 async def test_mint_refuses_other_bodies(app: App, payload: bytes) -> None:
     response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=payload)
     assert response.status == 400
     assert body(response)["code"] == "invalid_request"
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer wrong-secret-wrong-secret", "Basic abc",
-                                           "Bearer", "operator-secret-0123456789"])
-async def test_mint_needs_the_operator_bearer(app: App, db: SqliteDatabase,
-                                               authorization: str | None) -> None:
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer wrong-secret-wrong-secret", "Basic abc", "Bearer", "operator-secret-0123456789"],
+)
+async def test_mint_needs_the_operator_bearer(
+    app: App, db: SqliteDatabase, authorization: str | None
+) -> None:
     headers = {"authorization": authorization} if authorization else {}
     response = await call(app, "POST", "/admin/activation-codes", headers=headers)
     assert response.status == 401
@@ -92,13 +114,19 @@ async def test_admin_routes_are_misconfigured_without_a_proper_secret(
 # -- activate / rotate: protocol §3 ---------------------------------------
 
 
-async def test_activate_creates_the_installation_with_a_sealed_token(app: App, db: SqliteDatabase) -> None:
+async def test_activate_creates_the_installation_with_a_sealed_token(
+    app: App, db: SqliteDatabase
+) -> None:
     raw = token()
     response = await post_activate(app, activation(await mint(app), token=raw))
     assert (response.status, body(response)) == (201, {"code": "activated"})
     row = await db.prepare("SELECT * FROM installations").first()
     assert row is not None
-    assert (row["id"], row["site_id"], row["base_url"]) == ("ins_1", "site_1", "https://cms.example")
+    assert (row["id"], row["site_id"], row["base_url"]) == (
+        "ins_1",
+        "site_1",
+        "https://cms.example",
+    )
     assert raw not in json.dumps(row)
     crypto = app.services.crypto
     assert await crypto.open(row["token_sealed"], installation_token("ins_1")) == raw
@@ -107,8 +135,12 @@ async def test_activate_creates_the_installation_with_a_sealed_token(app: App, d
 async def test_rotate_replaces_the_token(app: App, db: SqliteDatabase) -> None:
     await install(app)
     new = token()
-    response = await post_activate(app, activation(await mint(app, "ins_1"), action="rotate", token=new,
-                                                   site_id=None, base_url=None))
+    response = await post_activate(
+        app,
+        activation(
+            await mint(app, "ins_1"), action="rotate", token=new, site_id=None, base_url=None
+        ),
+    )
     assert (response.status, body(response)) == (200, {"code": "rotated"})
     row = await db.prepare("SELECT token_sealed FROM installations").first()
     assert row is not None
@@ -124,9 +156,17 @@ async def test_rotate_with_matching_site_and_base_url(app: App) -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"protocol": "v2"}, {"action": "install"}, {"code": "dwa_short"}, {"token": "dwp_short"},
-        {"token": token("dwl_")}, {"installation_id": "ins/1"}, {"installation_id": "x" * 65},
-        {"site_id": None}, {"base_url": None}, {"installation_id": None}, {"code": 5},
+        {"protocol": "v2"},
+        {"action": "install"},
+        {"code": "dwa_short"},
+        {"token": "dwp_short"},
+        {"token": token("dwl_")},
+        {"installation_id": "ins/1"},
+        {"installation_id": "x" * 65},
+        {"site_id": None},
+        {"base_url": None},
+        {"installation_id": None},
+        {"code": 5},
     ],
 )
 async def test_malformed_body_is_400_and_consumes_nothing(
@@ -177,12 +217,15 @@ async def test_rotation_code_bound_to_another_installation_is_401(app: App) -> N
     await install(app, "ins_1")
     await install(app, "ins_2")
     code = await mint(app, "ins_1")
-    response = await post_activate(app, activation(code, action="rotate", installation_id="ins_2",
-                                                   site_id=None, base_url=None))
+    response = await post_activate(
+        app, activation(code, action="rotate", installation_id="ins_2", site_id=None, base_url=None)
+    )
     assert body(response)["code"] == "invalid_code"
 
 
-async def test_activate_existing_installation_is_409_and_keeps_the_code(app: App, db: SqliteDatabase) -> None:
+async def test_activate_existing_installation_is_409_and_keeps_the_code(
+    app: App, db: SqliteDatabase
+) -> None:
     await install(app)
     code = await mint(app)
     response = await post_activate(app, activation(code))
@@ -193,7 +236,9 @@ async def test_activate_existing_installation_is_409_and_keeps_the_code(app: App
 async def test_rotate_unknown_installation_is_404(app: App, db: SqliteDatabase) -> None:
     await install(app, "ins_1")
     code = await mint(app, "ins_1")
-    await db.prepare("UPDATE activation_codes SET installation_id = 'ins_9' WHERE kind = 'rotate'").run()
+    await db.prepare(
+        "UPDATE activation_codes SET installation_id = 'ins_9' WHERE kind = 'rotate'"
+    ).run()
     response = await post_activate(app, activation(code, action="rotate", installation_id="ins_9"))
     assert (response.status, body(response)["code"]) == (404, "installation_not_found")
 
@@ -211,20 +256,45 @@ async def test_rotate_with_a_different_site_or_base_url_is_409(
 
 @pytest.mark.parametrize(
     "url",
-    ["http://cms.example", "https://user:pw@cms.example", "https://cms.example?x=1",
-     "https://cms.example#frag", "https://cms.example/", "https://cms.example/a/", "ftp://cms.example",
-     "https://", "cms.example", "https://cms.example:99999", "https://cms .example",
-     "http://localhost:8787",
-     # No HTTP client can use these (issue 12): control, invisible and wide characters,
-     # an empty or zero port, an empty label, labels that are not IDNA.
-     "https://cms.example\x7f", "https://ex\u200bample.com", "https://cms.example\u3000",
-     "https://bücher.example", "https://cms.example:", "https://cms.example:0",
-     "https://cms.example:+443", "https://a..b", "https://cms.example.", "https://-cms.example",
-     "https://xn--zz.example", "https://ab--c.example", "https://cms.example/a%zz",
-     # Addresses of the plugin's own network (SSRF): IP literals in any spelling, localhost.
-     "https://169.254.169.254/latest/meta-data", "https://[::1]:22", "https://10.0.0.7",
-     "https://[fe80::1%25eth0]", "https://2130706433", "https://0x7f.1", "https://127.1",
-     "https://localhost", "https://cms.localhost:8443"],
+    [
+        "http://cms.example",
+        "https://user:pw@cms.example",
+        "https://cms.example?x=1",
+        "https://cms.example#frag",
+        "https://cms.example/",
+        "https://cms.example/a/",
+        "ftp://cms.example",
+        "https://",
+        "cms.example",
+        "https://cms.example:99999",
+        "https://cms .example",
+        "http://localhost:8787",
+        # No HTTP client can use these (issue 12): control, invisible and wide characters,
+        # an empty or zero port, an empty label, labels that are not IDNA.
+        "https://cms.example\x7f",
+        "https://ex\u200bample.com",
+        "https://cms.example\u3000",
+        "https://bücher.example",
+        "https://cms.example:",
+        "https://cms.example:0",
+        "https://cms.example:+443",
+        "https://a..b",
+        "https://cms.example.",
+        "https://-cms.example",
+        "https://xn--zz.example",
+        "https://ab--c.example",
+        "https://cms.example/a%zz",
+        # Addresses of the plugin's own network (SSRF): IP literals in any spelling, localhost.
+        "https://169.254.169.254/latest/meta-data",
+        "https://[::1]:22",
+        "https://10.0.0.7",
+        "https://[fe80::1%25eth0]",
+        "https://2130706433",
+        "https://0x7f.1",
+        "https://127.1",
+        "https://localhost",
+        "https://cms.localhost:8443",
+    ],
 )
 async def test_refused_base_urls_are_422_and_consume_nothing(
     app: App, db: SqliteDatabase, url: str
@@ -235,38 +305,65 @@ async def test_refused_base_urls_are_422_and_consume_nothing(
     assert await count(db, "activation_codes", "used_at IS NULL") == 1
 
 
-@pytest.mark.parametrize("url", ["https://cms.example", "https://cms.example:8443/dee-wan",
-                                 "https://CMS.example/sub/path", "https://xn--bcher-kva.example",
-                                 "https://cms.example:65535/a%20b", "https://intranet"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://cms.example",
+        "https://cms.example:8443/dee-wan",
+        "https://CMS.example/sub/path",
+        "https://xn--bcher-kva.example",
+        "https://cms.example:65535/a%20b",
+        "https://intranet",
+    ],
+)
 async def test_accepted_https_base_urls(app: App, url: str) -> None:
     assert (await post_activate(app, activation(await mint(app), base_url=url))).status == 201
 
 
-async def test_http_only_in_development_for_listed_exact_origins(db: SqliteDatabase, clock: FakeClock) -> None:
-    dev = make_app(db, clock, env=base_env(ENVIRONMENT="development",
-                                           DEE_WAN_DEV_ORIGINS="http://localhost:8787"))
-    for url, status in [("http://localhost:8788", 422), ("http://127.0.0.1:8787", 422),
-                        ("http://localhost:8787", 201)]:
+async def test_http_only_in_development_for_listed_exact_origins(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    dev = make_app(
+        db,
+        clock,
+        env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="http://localhost:8787"),
+    )
+    for url, status in [
+        ("http://localhost:8788", 422),
+        ("http://127.0.0.1:8787", 422),
+        ("http://localhost:8787", 201),
+    ]:
         response = await post_activate(dev, activation(await mint(dev), base_url=url))
         assert response.status == status, url
     prod = make_app(db, clock, env=base_env(DEE_WAN_DEV_ORIGINS="http://localhost:8787"))
-    response = await post_activate(prod, activation(await mint(prod), installation_id="ins_2",
-                                                    base_url="http://localhost:8787"))
+    response = await post_activate(
+        prod,
+        activation(await mint(prod), installation_id="ins_2", base_url="http://localhost:8787"),
+    )
     assert response.status == 422
 
 
-async def test_ip_literals_only_as_exact_development_origins(db: SqliteDatabase, clock: FakeClock) -> None:
+async def test_ip_literals_only_as_exact_development_origins(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
     origins = "http://127.0.0.1:9000,https://10.0.0.7:8443,https://[::1]:8443"
     dev = make_app(db, clock, env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=origins))
     prod = make_app(db, clock, env=base_env(DEE_WAN_DEV_ORIGINS=origins))
-    cases = [("http://127.0.0.1:9000", 201), ("https://10.0.0.7:8443/core", 201),
-             ("https://[::1]:8443", 201), ("https://10.0.0.7", 422), ("http://127.0.0.1:9001", 422)]
+    cases = [
+        ("http://127.0.0.1:9000", 201),
+        ("https://10.0.0.7:8443/core", 201),
+        ("https://[::1]:8443", 201),
+        ("https://10.0.0.7", 422),
+        ("http://127.0.0.1:9001", 422),
+    ]
     for index, (url, status) in enumerate(cases):
-        response = await post_activate(dev, activation(await mint(dev), installation_id=f"ins_d{index}",
-                                                       base_url=url))
+        response = await post_activate(
+            dev, activation(await mint(dev), installation_id=f"ins_d{index}", base_url=url)
+        )
         assert response.status == status, url
-        response = await post_activate(prod, activation(await mint(prod), installation_id=f"ins_p{index}",
-                                                        base_url=url))
+        response = await post_activate(
+            prod, activation(await mint(prod), installation_id=f"ins_p{index}", base_url=url)
+        )
         assert response.status == 422, url
 
 
@@ -284,10 +381,18 @@ def test_every_accepted_base_url_means_the_same_host_to_httpx() -> None:
     noise = st.text(st.sampled_from("aZ09-._~:%[]@/\\?#\x7f\u200b\u3000é "), max_size=6)
 
     @settings(derandomize=True, max_examples=300, deadline=None, database=None)
-    @given(st.lists(label | noise, min_size=1, max_size=4), st.none() | st.text("0123456789:+", max_size=6),
-           st.sampled_from(["", "/dee-wan", "/a%20b", "/x/"]) | noise.map(lambda text: "/" + text))
+    @given(
+        st.lists(label | noise, min_size=1, max_size=4),
+        st.none() | st.text("0123456789:+", max_size=6),
+        st.sampled_from(["", "/dee-wan", "/a%20b", "/x/"]) | noise.map(lambda text: "/" + text),
+    )
     def check(labels: list[str], given_port: str | None, path: str) -> None:
-        url = "https://" + ".".join(labels) + (f":{given_port}" if given_port is not None else "") + path
+        url = (
+            "https://"
+            + ".".join(labels)
+            + (f":{given_port}" if given_port is not None else "")
+            + path
+        )
         if base_url_problem(url, config) is not None:
             return
         # Read plainly: the authority runs to the first "/", the port follows the ":".
@@ -306,10 +411,26 @@ async def test_code_taken_between_check_and_write_consumes_nothing_twice(
 
     code = await mint(app)
     code_hash = await app.services.crypto.sha256_hex(code)
-    first = await installations.activate(db, code_hash=code_hash, marker="m1", installation_id="ins_a",
-                                         site_id="s", base_url="https://a", token_sealed="x", now=1)
-    second = await installations.activate(db, code_hash=code_hash, marker="m2", installation_id="ins_b",
-                                          site_id="s", base_url="https://b", token_sealed="x", now=1)
+    first = await installations.activate(
+        db,
+        code_hash=code_hash,
+        marker="m1",
+        installation_id="ins_a",
+        site_id="s",
+        base_url="https://a",
+        token_sealed="x",
+        now=1,
+    )
+    second = await installations.activate(
+        db,
+        code_hash=code_hash,
+        marker="m2",
+        installation_id="ins_b",
+        site_id="s",
+        base_url="https://b",
+        token_sealed="x",
+        now=1,
+    )
     assert (first, second) == (True, False)
     assert await count(db, "installations") == 1
 
@@ -320,18 +441,39 @@ async def test_code_taken_between_check_and_write_consumes_nothing_twice(
 async def _add_schedule(db: SqliteDatabase, installation_id: str, sid: str, status: str) -> None:
     running = status == "running"
     waiting = status in ("pending", "retrying")
-    await db.prepare(
-        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-        " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
-        " VALUES (?, ?, ?, 'publish', 'published', 'v', 1, 1, ?, 0, 'UTC', '2026-07-01T09:00', ?, ?, ?, ?,"
-        " 'usr_1', 'Ada', 0, 0)"
-    ).bind(sid, installation_id, f"cnt_{sid}", f"k:{sid}", status, 0 if waiting else None,
-           "lease" if running else None, 0 if running else None).run()
-    await db.prepare("INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES (?, 1, 0)").bind(sid).run()
+    await (
+        db.prepare(
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name,"
+            " created_at, updated_at)"
+            " VALUES (?, ?, ?, 'publish', 'published', 'v', 1, 1, ?, 0, 'UTC', '2026-07-01T09:00',"
+            " ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
+        )
+        .bind(
+            sid,
+            installation_id,
+            f"cnt_{sid}",
+            f"k:{sid}",
+            status,
+            0 if waiting else None,
+            "lease" if running else None,
+            0 if running else None,
+        )
+        .run()
+    )
+    await (
+        db.prepare(
+            "INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES (?, 1, 0)"
+        )
+        .bind(sid)
+        .run()
+    )
 
 
-async def test_delete_data_removes_everything_of_one_installation(app: App, db: SqliteDatabase) -> None:
+async def test_delete_data_removes_everything_of_one_installation(
+    app: App, db: SqliteDatabase
+) -> None:
     await install(app, "ins_1")
     await install(app, "ins_2")
     await mint(app, "ins_1")
@@ -339,13 +481,22 @@ async def test_delete_data_removes_everything_of_one_installation(app: App, db: 
     for iid in ("ins_1", "ins_2"):
         await _add_schedule(db, iid, f"{iid}_a", "completed")
         await _add_schedule(db, iid, f"{iid}_b", "pending")
-        await db.prepare(
-            "INSERT INTO sessions VALUES (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
-        ).bind(f"hash_{iid}", iid).run()
+        await (
+            db.prepare(
+                "INSERT INTO sessions VALUES"
+                " (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
+            )
+            .bind(f"hash_{iid}", iid)
+            .run()
+        )
     response = await call(app, "POST", "/admin/installations/ins_1/delete-data", headers=OPERATOR)
     assert (response.status, body(response)["code"]) == (200, "deleted")
-    for table, column in [("installations", "id"), ("schedules", "installation_id"),
-                          ("sessions", "installation_id"), ("activation_codes", "installation_id")]:
+    for table, column in [
+        ("installations", "id"),
+        ("schedules", "installation_id"),
+        ("sessions", "installation_id"),
+        ("activation_codes", "installation_id"),
+    ]:
         assert await count(db, table, f"{column} = 'ins_1'") == 0, table
         assert await count(db, table, f"{column} = 'ins_2'") >= 1, table
     assert await count(db, "schedule_attempts", "schedule_id LIKE 'ins_1%'") == 0
@@ -377,14 +528,18 @@ async def test_delete_data_unknown_installation_is_404_and_needs_operator(app: A
     assert response.status == 401
 
 
-async def test_misconfigured_token_key_only_fails_what_needs_it(db: SqliteDatabase, clock: FakeClock) -> None:
+async def test_misconfigured_token_key_only_fails_what_needs_it(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
     app = make_app(db, clock, env=base_env(TOKEN_KEY=None))
     response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR)
     assert (response.status, body(response)["code"]) == (500, "misconfigured")
     assert (await call(app, "GET", "/dee-wan/manifest.json")).status == 200
 
 
-async def test_expired_codes_are_removed_when_the_next_is_minted(app: App, db: SqliteDatabase, clock: FakeClock) -> None:
+async def test_expired_codes_are_removed_when_the_next_is_minted(
+    app: App, db: SqliteDatabase, clock: FakeClock
+) -> None:
     await mint(app)
     clock.advance(15 * 60 * 1000)
     await mint(app)

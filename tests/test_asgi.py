@@ -13,11 +13,11 @@ import pytest
 import uvicorn
 
 from scheduling.app import App
-from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.asgi import AsgiApp, Message
 from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
-from tests.world import World
+from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
+from tests.support.world import World
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 
@@ -32,7 +32,9 @@ class Ticks:
 
 
 def client_for(asgi: AsgiApp) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1:8788")
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=asgi), base_url="http://127.0.0.1:8788"
+    )
 
 
 def dev_app(db: SqliteDatabase, clock: FakeClock) -> App:
@@ -50,8 +52,15 @@ async def test_the_host_header_does_not_choose_the_route(app: App) -> None:
     assert "runner_status" not in response.text
 
 
-@pytest.mark.parametrize("path", ["/dee-wan%2Fmanifest.json", "/dee-wan%2fmanifest.json",
-                                  "/admin%2Fstatus", "/installations/ins_1/schedules%2Fsch_1%2Fcancel"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/dee-wan%2Fmanifest.json",
+        "/dee-wan%2fmanifest.json",
+        "/admin%2Fstatus",
+        "/installations/ins_1/schedules%2Fsch_1%2Fcancel",
+    ],
+)
 async def test_an_encoded_slash_is_not_a_separator(app: App, path: str) -> None:
     async with client_for(AsgiApp(app)) as client:
         response = await client.get(path, headers=OPERATOR)
@@ -60,18 +69,27 @@ async def test_an_encoded_slash_is_not_a_separator(app: App, path: str) -> None:
 
 async def test_a_hash_or_raw_bytes_in_the_path_stay_in_the_path(app: App) -> None:
     asgi = AsgiApp(app)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
-    for raw in (b"/admin/status#/dee-wan/manifest.json", b"/dee-wan/manifest.json\xff",
-                b"http://evil.example/dee-wan/manifest.json"):
-        scope = {"type": "http", "method": "GET", "path": raw.decode("latin-1"), "raw_path": raw,
-                 "query_string": b"", "headers": [(b"host", b"evil.example")]}
+    for raw in (
+        b"/admin/status#/dee-wan/manifest.json",
+        b"/dee-wan/manifest.json\xff",
+        b"http://evil.example/dee-wan/manifest.json",
+    ):
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": raw.decode("latin-1"),
+            "raw_path": raw,
+            "query_string": b"",
+            "headers": [(b"host", b"evil.example")],
+        }
         await asgi(scope, receive, send)
         assert sent[-2]["status"] == 404, raw
 
@@ -90,22 +108,30 @@ async def test_405_names_the_allowed_methods(app: App) -> None:
 # -- bodies and cookies ------------------------------------------------------------------
 
 
-async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(app: App, db: SqliteDatabase) -> None:
+async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(
+    app: App, db: SqliteDatabase
+) -> None:
     asgi = AsgiApp(app)
     chunks = [b"{" + b" " * 65_535, b" " * 10, b"}"]
     received: list[bytes] = []
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         chunk = chunks.pop(0)
         received.append(chunk)
         return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/dee-wan/activate", "raw_path": b"/dee-wan/activate",
-             "query_string": b"", "headers": [(b"content-type", b"application/json")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/dee-wan/activate",
+        "raw_path": b"/dee-wan/activate",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+    }
     await asgi(scope, receive, send)
     assert sent[0]["status"] == 400
     assert json.loads(sent[1]["body"])["code"] == "invalid_request"
@@ -115,7 +141,7 @@ async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(app: App, 
 
 async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
     asgi = AsgiApp(app, body_timeout_s=0.05)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
     first = True
 
     async def receive() -> dict[str, Any]:
@@ -126,11 +152,17 @@ async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
         await asyncio.sleep(10)
         raise AssertionError("not reached")
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/dee-wan/activate", "raw_path": b"/dee-wan/activate",
-             "query_string": b"", "headers": []}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/dee-wan/activate",
+        "raw_path": b"/dee-wan/activate",
+        "query_string": b"",
+        "headers": [],
+    }
     await asyncio.wait_for(asgi(scope, receive, send), 2)
     assert sent[0]["status"] == 408
     assert json.loads(sent[1]["body"])["code"] == "request_timeout"
@@ -144,9 +176,14 @@ async def test_two_cookie_lines_keep_the_session(db: SqliteDatabase, clock: Fake
     browser = await world.browser_for(installation)
     session = browser.cookies["__Host-scheduling_session"]
     async with client_for(AsgiApp(world.app)) as client:
-        response = await client.get(f"/installations/{installation.id}", headers=[
-            ("cookie", "theme=dark"), ("cookie", f"__Host-scheduling_session={session}"),
-            ("cookie", "other=1")])
+        response = await client.get(
+            f"/installations/{installation.id}",
+            headers=[
+                ("cookie", "theme=dark"),
+                ("cookie", f"__Host-scheduling_session={session}"),
+                ("cookie", "other=1"),
+            ],
+        )
     assert response.status_code == 200, response.text[:300]
     assert "Spring launch" in response.text
 
@@ -158,8 +195,11 @@ async def test_scheduled_runs_one_tick_on_get_or_post(db: SqliteDatabase, clock:
     ticks = Ticks()
     async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
         assert (await client.get("/__scheduled", params={"cron": "* * * * *"})).status_code == 200
-        answer = await client.post("/__scheduled", params={"time": str(START_MS + 60_000)},
-                                   headers={"sec-fetch-site": "same-origin"})
+        answer = await client.post(
+            "/__scheduled",
+            params={"time": str(START_MS + 60_000)},
+            headers={"sec-fetch-site": "same-origin"},
+        )
         assert answer.status_code == 200
         assert answer.json()["code"] == "tick_finished"
         assert answer.headers["x-content-type-options"] == "nosniff"
@@ -168,7 +208,9 @@ async def test_scheduled_runs_one_tick_on_get_or_post(db: SqliteDatabase, clock:
 
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "HEAD", "OPTIONS"])
-async def test_scheduled_takes_get_and_post_only(db: SqliteDatabase, clock: FakeClock, method: str) -> None:
+async def test_scheduled_takes_get_and_post_only(
+    db: SqliteDatabase, clock: FakeClock, method: str
+) -> None:
     ticks = Ticks()
     async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
         answer = await client.request(method, "/__scheduled")
@@ -178,7 +220,9 @@ async def test_scheduled_takes_get_and_post_only(db: SqliteDatabase, clock: Fake
 
 
 @pytest.mark.parametrize("site", ["cross-site", "same-site"])
-async def test_scheduled_refuses_other_sites(db: SqliteDatabase, clock: FakeClock, site: str) -> None:
+async def test_scheduled_refuses_other_sites(
+    db: SqliteDatabase, clock: FakeClock, site: str
+) -> None:
     ticks = Ticks()
     async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
         answer = await client.get("/__scheduled", headers={"sec-fetch-site": site})
@@ -187,9 +231,20 @@ async def test_scheduled_refuses_other_sites(db: SqliteDatabase, clock: FakeCloc
     assert ticks.at == []
 
 
-@pytest.mark.parametrize("when", ["²", "١٧٨٢٩٠٠٠٠٠٠٠٠", "-1", "1e12", "", " 1782900000000",
-                                  "17829000000000000000", str(START_MS + 367 * 86_400_000),
-                                  str(START_MS - 367 * 86_400_000)])
+@pytest.mark.parametrize(
+    "when",
+    [
+        "²",
+        "١٧٨٢٩٠٠٠٠٠٠٠٠",
+        "-1",
+        "1e12",
+        "",
+        " 1782900000000",
+        "17829000000000000000",
+        str(START_MS + 367 * 86_400_000),
+        str(START_MS - 367 * 86_400_000),
+    ],
+)
 async def test_scheduled_time_is_ascii_digits_within_a_year(
     db: SqliteDatabase, clock: FakeClock, when: str
 ) -> None:
@@ -270,8 +325,10 @@ async def test_slow_headers_are_cut_off_and_do_not_hold_the_server(slow_server: 
 
 async def test_a_slow_body_gets_408_and_the_connection_closes(slow_server: int) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
-    writer.write(b"POST /dee-wan/activate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: 100\r\n\r\n{\"pro")
+    writer.write(
+        b"POST /dee-wan/activate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"pro'
+    )
     await writer.drain()
     answer = await closed_within(reader, 3)
     assert answer.startswith(b"HTTP/1.1 408 ")
@@ -286,7 +343,10 @@ async def test_an_idle_connection_is_closed_and_keep_alive_heads_have_a_deadline
     assert await closed_within(reader, 3) == b""
     writer.close()
     reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
-    writer.write(b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n\r\nGET /dee-wan/manifest.json HTTP/1.1\r\n")
+    writer.write(
+        b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /dee-wan/manifest.json HTTP/1.1\r\n"
+    )
     await writer.drain()
     answer = await closed_within(reader, 3)
     assert answer.count(b"HTTP/1.1 200 ") == 1  # the first answered, the unfinished second cut off

@@ -14,10 +14,10 @@ from scheduling.app import App
 from scheduling.http.requests import Headers
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock, call
-from tests.helpers import OPERATOR, activation, body, mint, post_activate
-from tests.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
-from tests.world import Browser, World
+from tests.support.activation import activation, mint, post_activate
+from tests.support.app import OPERATOR, ORIGIN, FakeClock, body, call
+from tests.support.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
+from tests.support.world import Browser, World
 
 DEEP_ARRAY = b"[" * 20_000 + b"]" * 20_000
 
@@ -50,10 +50,17 @@ def code_of(response: Response) -> str:
 # -- bodies ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("payload", [DEEP_ARRAY, b'{"a":' * 40 + b"1" + b"}" * 40,
-                                     b'{"protocol": "v1", "x": ' + b"[" * 33 + b"]" * 33 + b"}"])
-async def test_deep_json_is_refused_on_activate_without_a_500(app: App, db: SqliteDatabase,
-                                                             payload: bytes) -> None:
+@pytest.mark.parametrize(
+    "payload",
+    [
+        DEEP_ARRAY,
+        b'{"a":' * 40 + b"1" + b"}" * 40,
+        b'{"protocol": "v1", "x": ' + b"[" * 33 + b"]" * 33 + b"}",
+    ],
+)
+async def test_deep_json_is_refused_on_activate_without_a_500(
+    app: App, db: SqliteDatabase, payload: bytes
+) -> None:
     code = await mint(app)
     response = await post_activate(app, payload)
     assert (response.status, body(response)["code"]) == (400, "invalid_request")
@@ -84,8 +91,14 @@ async def test_a_body_over_64_kib_is_refused(app: App, db: SqliteDatabase) -> No
 
 
 def form(browser: Browser, **fields: str) -> dict[str, str]:
-    values = {"csrf_token": browser.csrf(), "opened_for": "cnt_en", "transition": "publish:published",
-              "timezone": "Europe/Paris", "local_time": "2026-07-02T09:00", **browser.shown()}
+    values = {
+        "csrf_token": browser.csrf(),
+        "opened_for": "cnt_en",
+        "transition": "publish:published",
+        "timezone": "Europe/Paris",
+        "local_time": "2026-07-02T09:00",
+        **browser.shown(),
+    }
     values.update(fields)
     return values
 
@@ -103,8 +116,9 @@ async def test_a_form_with_more_than_50_fields_is_400_and_stores_nothing(world: 
     fields.update({f"extra{n}": "x" for n in range(50 - len(fields))})
     assert len(fields) == 50
     before = await stored(world.db)
-    response = await browser.post(f"/installations/{installation_id}/schedules",
-                                  {**fields, "extra45": "x"})
+    response = await browser.post(
+        f"/installations/{installation_id}/schedules", {**fields, "extra45": "x"}
+    )
     assert response.status == 400
     assert code_of(response) == "invalid_request"
     assert "more than 50 fields" in response.body.decode()
@@ -115,15 +129,25 @@ async def test_a_form_with_more_than_50_fields_is_400_and_stores_nothing(world: 
 
 @pytest.mark.parametrize(
     ("local_time", "zone"),
-    [("0001-01-01T00:00", "Asia/Tokyo"), ("9999-12-31T23:59", "America/New_York"),
-     ("2200-01-01T00:00", "UTC"), ("1969-12-31T23:59", "UTC"),
-     ("２０２６-07-02T09:00", "UTC"), ("٢٠٢٦-٠٧-٠٢T٠٩:٠٠", "Europe/Paris"), ("2026-07-02T09:00²", "UTC")],
+    [
+        ("0001-01-01T00:00", "Asia/Tokyo"),
+        ("9999-12-31T23:59", "America/New_York"),
+        ("2200-01-01T00:00", "UTC"),
+        ("1969-12-31T23:59", "UTC"),
+        ("２０２６-07-02T09:00", "UTC"),
+        ("٢٠٢٦-٠٧-٠٢T٠٩:٠٠", "Europe/Paris"),
+        ("2026-07-02T09:00²", "UTC"),
+    ],
 )
-async def test_local_times_out_of_range_or_not_ascii_are_422(world: World, local_time: str, zone: str) -> None:
+async def test_local_times_out_of_range_or_not_ascii_are_422(
+    world: World, local_time: str, zone: str
+) -> None:
     browser, installation_id = await content_browser(world)
     before = await stored(world.db)
-    response = await browser.post(f"/installations/{installation_id}/schedules",
-                                  form(browser, local_time=local_time, timezone=zone))
+    response = await browser.post(
+        f"/installations/{installation_id}/schedules",
+        form(browser, local_time=local_time, timezone=zone),
+    )
     assert response.status == 422
     assert code_of(response) == "invalid_local_time"
     assert await stored(world.db) == before
@@ -131,8 +155,10 @@ async def test_local_times_out_of_range_or_not_ascii_are_422(world: World, local
 
 async def test_the_last_accepted_year_is_2199(world: World) -> None:
     browser, installation_id = await content_browser(world)
-    response = await browser.post(f"/installations/{installation_id}/schedules",
-                                  form(browser, local_time="2199-12-31T23:59", timezone="Pacific/Kiritimati"))
+    response = await browser.post(
+        f"/installations/{installation_id}/schedules",
+        form(browser, local_time="2199-12-31T23:59", timezone="Pacific/Kiritimati"),
+    )
     assert response.status == 303
 
 
@@ -141,7 +167,9 @@ async def test_the_last_accepted_year_is_2199(world: World) -> None:
 
 async def test_head_on_a_launch_url_consumes_nothing(world: World) -> None:
     installation = await world.install()
-    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"})
+    launch = world.core.issue_launch(
+        installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"}
+    )
     browser = Browser(world.app)
     head = await browser._send("HEAD", launch.url, {})
     assert (head.status, head.body) == (401, b"")  # as the page answers without a session
@@ -154,14 +182,17 @@ async def test_head_on_a_launch_url_consumes_nothing(world: World) -> None:
     assert len(world.core.calls.of("exchange")) == 1
 
 
-@pytest.mark.parametrize(("path", "accept", "page"), [
-    ("/installations/ins_1/nothing", None, True),
-    ("/installations", "text/html", True),
-    ("/favicon.ico", "text/html,application/xhtml+xml", True),
-    ("/favicon.ico", None, False),
-    ("/admin/nothing", "text/html", False),
-    ("/dee-wan/nothing", "text/html", False),
-])
+@pytest.mark.parametrize(
+    ("path", "accept", "page"),
+    [
+        ("/installations/ins_1/nothing", None, True),
+        ("/installations", "text/html", True),
+        ("/favicon.ico", "text/html,application/xhtml+xml", True),
+        ("/favicon.ico", None, False),
+        ("/admin/nothing", "text/html", False),
+        ("/dee-wan/nothing", "text/html", False),
+    ],
+)
 async def test_not_found_is_a_page_for_browsers_and_json_for_clients(
     app: App, path: str, accept: str | None, page: bool
 ) -> None:
@@ -192,13 +223,16 @@ async def test_anything_not_a_refusal_is_a_500_logged_once(
     assert code_of(response) == "internal_error"
     assert "a bug" not in response.body.decode()
     assert [r.getMessage() for r in caplog.records if r.exc_info] == [
-        f"unhandled error in GET /installations/{installation_id}"]
+        f"unhandled error in GET /installations/{installation_id}"
+    ]
 
 
 def test_repeated_cookie_lines_join_with_semicolons() -> None:
     from scheduling.http.requests import Request
 
-    headers = Headers([("Cookie", "a=1"), ("cookie", "__Host-scheduling_session=s"), ("X-A", "1"), ("x-a", "2")])
+    headers = Headers(
+        [("Cookie", "a=1"), ("cookie", "__Host-scheduling_session=s"), ("X-A", "1"), ("x-a", "2")]
+    )
     request = Request("GET", f"{ORIGIN}/", headers)
     assert request.cookies == {"a": "1", "__Host-scheduling_session": "s"}
     assert headers["x-a"] == "1, 2"
@@ -213,8 +247,16 @@ async def scripted(world: World) -> ScriptedCore:
     return script
 
 
-@pytest.mark.parametrize("case", ["deep", "2027-02-30T00:00:00Z", "0000-01-01T00:00:00Z",
-                                  "２０２７-01-01T00:00:00Z", "over_1_mib"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "deep",
+        "2027-02-30T00:00:00Z",
+        "0000-01-01T00:00:00Z",
+        "２０２７-01-01T00:00:00Z",
+        "over_1_mib",
+    ],
+)
 async def test_untrusted_exchange_answers_start_no_session(world: World, case: str) -> None:
     installation = await world.install()
     script = await scripted(world)
@@ -224,9 +266,12 @@ async def test_untrusted_exchange_answers_start_no_session(world: World, case: s
     elif case == "over_1_mib":
         script.exchange = answer(json.dumps(good).encode() + b" " * (1 << 20))
     else:  # an `expires_at` of the right shape that is no instant
-        script.exchange = answer(exchange_answer(
-            installation.id, delegation={**good["delegation"], "expires_at": case}))
-    response = await Browser(world.app).get(f"/installations/{installation.id}?dee_wan_launch=dwl_{'l' * 43}")
+        script.exchange = answer(
+            exchange_answer(installation.id, delegation={**good["delegation"], "expires_at": case})
+        )
+    response = await Browser(world.app).get(
+        f"/installations/{installation.id}?dee_wan_launch=dwl_{'l' * 43}"
+    )
     assert (response.status, code_of(response)) == (401, "untrusted_response")
     assert response.header("set-cookie") is None
     assert await count(world.db, "sessions") == 0
@@ -238,11 +283,16 @@ async def test_untrusted_content_answers_store_nothing(world: World, case: str) 
     script = await scripted(world)
     script.content = {
         "deep": answer(b'{"code": "content", "content": ' + DEEP_ARRAY + b"}"),
-        "revision_beyond_sqlite": answer(content_answer(workflow={
-            "revision": 10**30, "transitions": [{"kind": "publish", "to": "published"}]})),
+        "revision_beyond_sqlite": answer(
+            content_answer(
+                workflow={
+                    "revision": 10**30,
+                    "transitions": [{"kind": "publish", "to": "published"}],
+                }
+            )
+        ),
     }[case]
     before = await stored(world.db)
     response = await browser.post(f"/installations/{installation_id}/schedules", form(browser))
     assert (response.status, code_of(response)) == (502, "untrusted_response")
     assert await stored(world.db) == before
-

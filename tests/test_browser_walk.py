@@ -17,59 +17,46 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
+from tests.support.browser import (
+    AXE,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PERSON,
+    confirmed_id,
+    free_port,
+    minutes_ahead,
+    missing_pieces,
+    run_tick,
+    schedule_item,
+    wall,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
-AXE = Path(__file__).parent / "browser" / "node_modules" / "axe-core" / "axe.min.js"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
-PERSON = "Ada Lovelace (editor)"  # first in the home page's person menus
 VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
 BULK = 56  # contents with one schedule each, so the manage view has more than one page
-PHONE = {"width": 390, "height": 844}
-
-
-def _missing() -> str | None:
-    for needed in (CHROMIUM, AXE):
-        if not needed.exists():
-            return f"{needed} is missing: run `bash tests/browser/setup.sh`"
-    return None
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(_missing() is not None, reason=_missing() or ""),
+    pytest.mark.skipif(missing_pieces() is not None, reason=missing_pieces() or ""),
 ]
 
 
 # -- the stack and the browser ---------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +73,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         bulk = [{"id": f"cnt_bulk_{i:02d}", "title": f"Bulk item {i:02d}"} for i in range(BULK)]
         seeded = httpx.post(
             f"{dev.core_origin}/__fake/seed",
-            json={"contents": [{"id": "cnt_events", "title": "Autumn events"},
-                               {"id": "cnt_repin", "title": "Winter sale"}, *bulk]},
+            json={
+                "contents": [
+                    {"id": "cnt_events", "title": "Autumn events"},
+                    {"id": "cnt_repin", "title": "Winter sale"},
+                    *bulk,
+                ]
+            },
             timeout=10,
         )
         seeded.raise_for_status()
@@ -131,10 +123,6 @@ def installation_id(stack: DevStack) -> str:
 # -- times: computed from the real clock, checked against zoneinfo ----------------
 
 
-def wall(local: str, zone: str, fold: int = 0) -> datetime:
-    return datetime.strptime(local, "%Y-%m-%dT%H:%M").replace(tzinfo=ZoneInfo(zone), fold=fold)
-
-
 def utc_label(local: str, zone: str, fold: int = 0) -> str:
     return wall(local, zone, fold).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -145,7 +133,8 @@ def exists(moment: datetime) -> bool:
 
 
 def next_ambiguous_half_past(zone: str) -> str:
-    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more ahead."""
+    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more
+    ahead."""
     start = datetime.now(UTC).date() + timedelta(days=1)
     for offset in range(800):
         day = start + timedelta(days=offset)
@@ -160,14 +149,6 @@ def next_ambiguous_half_past(zone: str) -> str:
 
 def next_summer_morning() -> str:
     return f"{date.today().year + 1}-07-01T09:00"
-
-
-def minutes_ahead(zone: str, minutes: int) -> tuple[str, int]:
-    """A wall time `minutes` from now in `zone`, and its UTC instant in epoch ms."""
-    instant = (datetime.now(UTC) + timedelta(minutes=minutes)).replace(second=0, microsecond=0)
-    local = instant.astimezone(ZoneInfo(zone)).strftime("%Y-%m-%dT%H:%M")
-    assert wall(local, zone).astimezone(UTC) == instant, "pick a time that is not ambiguous"
-    return local, int(instant.timestamp() * 1000)
 
 
 # -- walking: launch from Dee Wan, keyboard, audits -------------------------------
@@ -219,7 +200,8 @@ def assert_no_script_and_strict_csp(page: Page, response: PageResponse | None) -
     directives = {part.split()[0]: part.split()[1:] for part in csp.split(";") if part.strip()}
     assert directives.get("default-src") == ["'none'"], csp
     assert directives.get("script-src", ["'none'"]) == ["'none'"], csp
-    assert "script-src-elem" not in directives and "script-src-attr" not in directives, csp
+    assert "script-src-elem" not in directives, csp
+    assert "script-src-attr" not in directives, csp
 
 
 def run_axe(page: Page) -> list[dict[str, Any]]:
@@ -230,8 +212,9 @@ def run_axe(page: Page) -> list[dict[str, Any]]:
     result: dict[str, Any] = page.evaluate(
         """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
              passes: r.passes.length,
-             violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-                                                 nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
+             violations: r.violations.map(v => ({
+               id: v.id, impact: v.impact, help: v.help,
+               nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
         WCAG_TAGS,
     )
     assert result["passes"] > 0, "axe ran no rules"
@@ -251,7 +234,9 @@ def audit(page: Page, state: str, response: PageResponse | None, shots: Path | N
     assert not violations, f"axe found {len(violations)} violation(s) on {state}:\n{report}"
 
 
-def audit_wide_and_narrow(page: Page, state: str, response: PageResponse | None, shots: Path) -> None:
+def audit_wide_and_narrow(
+    page: Page, state: str, response: PageResponse | None, shots: Path
+) -> None:
     """Audit at desktop width, then at 390 px (a phone): no sideways scrolling there either."""
     audit(page, state, response, shots)
     page.screenshot(path=str(shots / f"{state}-top.png"))  # what the first screenful shows
@@ -291,7 +276,8 @@ def tab(page: Page, key: str = "Tab") -> dict[str, Any]:
     page.keyboard.press(key)
     now = active(page)
     assert now["tag"] != "body", f"{key} left focus nowhere"
-    assert now["outline"] != "none" and now["width"] >= 2, f"focus is not visible on {now}"
+    assert now["outline"] != "none", f"focus is not visible on {now}"
+    assert now["width"] >= 2, f"focus is not visible on {now}"
     return now
 
 
@@ -356,27 +342,6 @@ def keyboard_schedule(
     return submit(page, press)
 
 
-def run_tick(plugin_origin: str, at_ms: int) -> None:
-    """One runner tick at `at_ms`, through the plugin's development trigger."""
-    tick = httpx.get(
-        f"{plugin_origin}/__scheduled",
-        params={"cron": "* * * * *", "time": str(at_ms)},
-        timeout=30,
-    )
-    assert tick.status_code == 200, tick.text
-    assert tick.json()["code"] == "tick_finished"
-
-
-def schedule_item(page: Page, schedule_id: str) -> Any:
-    return page.locator(f'li.schedule[data-schedule-id="{schedule_id}"]')
-
-
-def confirmed_id(page: Page) -> str:
-    notice = page.locator("[data-confirmation]")
-    assert notice.count() == 1, "no confirmation on the page"
-    return str(notice.get_attribute("data-confirmation"))
-
-
 # -- stories -------------------------------------------------------------------
 
 
@@ -387,7 +352,9 @@ def test_launch_from_dee_wan_and_the_error_pages(
     ins = installation_id(stack)
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"
     cookie = next(c for c in context.cookies() if c["name"].startswith("__Host-"))
-    assert cookie["secure"] and cookie["httpOnly"] and cookie["path"] == "/"
+    assert cookie["secure"]
+    assert cookie["httpOnly"]
+    assert cookie["path"] == "/"
     assert page.get_by_role("heading", level=1).inner_text() == "Schedule “Summer news”"
     assert page.get_by_role("button", name="Schedule", exact=True).is_visible()
     assert page.get_by_text("No schedules yet.").is_visible()
@@ -403,7 +370,8 @@ def test_launch_from_dee_wan_and_the_error_pages(
 
     # A launch link works once: opening it again explains, and sets no session.
     used = page.goto(launch_url_of(landed))
-    assert used is not None and used.status == 401
+    assert used is not None
+    assert used.status == 401
     assert page.locator('[data-error-code="launch_not_found"]').is_visible()
     assert "dee_wan_launch" not in page.content().split("<body", 1)[1]
     assert "set-cookie" not in used.headers
@@ -414,7 +382,8 @@ def test_launch_from_dee_wan_and_the_error_pages(
     try:
         other = stranger.new_page()
         refused = other.goto(f"{stack.plugin_origin}/installations/{ins}")
-        assert refused is not None and refused.status == 401
+        assert refused is not None
+        assert refused.status == 401
         assert other.locator('[data-error-code="no_session"]').is_visible()
         assert other.get_by_text("Open Scheduling again from Dee Wan").is_visible()
         audit(other, "error-no-session", refused, shots)
@@ -430,7 +399,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     # 1. A whole schedule made with the keyboard alone; the confirmation shows local + zone + UTC.
     summer = next_summer_morning()
     made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
-    assert made.status == 200 and "?created=" in page.url
+    assert made.status == 200
+    assert "?created=" in page.url
     first = confirmed_id(page)
     abbreviation = wall(summer, "Europe/Berlin").strftime("%Z")
     notice = page.locator("[data-confirmation]").inner_text()
@@ -447,14 +417,15 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     error = page.locator('[data-error-code="ambiguous_local_time"]')
     assert error.is_visible()
     earlier_label, later_label = (
-        f"{wall(twice, 'Europe/Berlin', fold):%H:%M %Z} = {wall(twice, 'Europe/Berlin', fold).astimezone(UTC):%H:%M} UTC"
-        for fold in (0, 1)
+        f"{moment:%H:%M %Z} = {moment.astimezone(UTC):%H:%M} UTC"
+        for moment in (wall(twice, "Europe/Berlin", fold) for fold in (0, 1))
     )
     assert f"{earlier_label}, or {later_label}" in error.inner_text()
     assert page.title().startswith("Not scheduled: ")
     focused = active(page)
     assert focused["id"] == "fold-earlier", "focus moves to the choice after an ambiguous time"
-    assert focused["outline"] != "none" and focused["width"] >= 2, focused
+    assert focused["outline"] != "none", focused
+    assert focused["width"] >= 2, focused
     assert page.get_by_label(f"The later one: {later_label}").count() == 1
     assert page.locator("#local_time").input_value() == twice
     assert page.locator("#timezone").input_value() == "Europe/Berlin"
@@ -484,7 +455,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     with page.expect_navigation() as navigated:
         schedule_item(page, second).get_by_role("button", name="Cancel").click()
     cancelled = navigated.value
-    assert cancelled is not None and cancelled.status == 200
+    assert cancelled is not None
+    assert cancelled.status == 200
     assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
     assert page.get_by_role("status").filter(has_text="The schedule was cancelled.").is_visible()
     audit(page, "content-cancelled", cancelled, shots)
@@ -520,7 +492,8 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     with page.expect_navigation() as navigated:
         schedule_item(page, events).get_by_role("button", name="Cancel").click()
     after = navigated.value
-    assert after is not None and after.status == 200
+    assert after is not None
+    assert after.status == 200
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert schedule_item(page, events).get_attribute("data-status") == "cancelled"
     assert schedule_item(page, spring).get_attribute("data-status") == "pending"
@@ -586,8 +559,10 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     local = next_summer_morning()
     first = create_by_mouse(page, local, "Europe/Paris")
     pinned = schedule_item(page, first).locator("h3 code").inner_text()
-    assert page.locator("[data-deadline]").inner_text().startswith(
-        "If Dee Wan cannot be reached, nothing is sent after "
+    assert (
+        page.locator("[data-deadline]")
+        .inner_text()
+        .startswith("If Dee Wan cannot be reached, nothing is sent after ")
     )
 
     core_action(stack, "cnt_repin", "edit")  # a colleague saves a new version in Dee Wan
@@ -605,7 +580,8 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     with page.expect_navigation() as navigated:
         item.get_by_role("button", name=f"Pin {current} instead, same time").click()
     repinned = navigated.value
-    assert repinned is not None and repinned.status == 200
+    assert repinned is not None
+    assert repinned.status == 200
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
     assert f"the pinned version {current} at {local.replace('T', ' ')}" in notice
@@ -635,7 +611,8 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     with page.expect_navigation() as navigated:
         schedule_item(page, made).get_by_role("button", name="Cancel").click()
     after = navigated.value
-    assert after is not None and after.status == 200
+    assert after is not None
+    assert after.status == 200
     assert "show=upcoming" in page.url
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished")
     assert f"Cancelled by {VIEWER} at " in schedule_item(page, made).inner_text()
@@ -655,11 +632,24 @@ def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) 
         # The __Host- cookie is Secure: httpx keeps it from http://localhost, so by hand.
         cookie = exchanged.headers["set-cookie"].split(";", 1)[0]
         shown = http.get(f"/installations/{ins}", headers={"cookie": cookie}).text
-        hidden = dict(re.findall(r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown))
+        hidden = dict(
+            re.findall(
+                r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown
+            )
+        )
         made = http.post(
             f"/installations/{ins}/schedules",
-            data={**hidden, "transition": "publish:published", "local_time": local, "timezone": zone},
-            headers={"cookie": cookie, "origin": stack.plugin_origin, "sec-fetch-site": "same-origin"},
+            data={
+                **hidden,
+                "transition": "publish:published",
+                "local_time": local,
+                "timezone": zone,
+            },
+            headers={
+                "cookie": cookie,
+                "origin": stack.plugin_origin,
+                "sec-fetch-site": "same-origin",
+            },
         )
         assert made.status_code == 303, made.text
 
@@ -668,7 +658,9 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     start = datetime.now(UTC).date() + timedelta(days=3)
     for i in range(BULK):
         day = start + timedelta(days=i // 8)
-        schedule_over_http(stack, f"cnt_bulk_{i:02d}", f"{day.isoformat()}T{8 + i % 8:02d}:15", "UTC")
+        schedule_over_http(
+            stack, f"cnt_bulk_{i:02d}", f"{day.isoformat()}T{8 + i % 8:02d}:15", "UTC"
+        )
 
     managed = launch(page, stack)
     items = page.locator("li.schedule")
@@ -677,7 +669,8 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
         str(f.get_attribute("data-filter")): int(str(f.get_attribute("data-count")))
         for f in page.locator("nav.filters a").all()
     }
-    assert counts["all"] > 50 and counts["all"] == sum(v for k, v in counts.items() if k != "all")
+    assert counts["all"] > 50
+    assert counts["all"] == sum(v for k, v in counts.items() if k != "all")
     assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
     assert page.locator('a[rel="prev"]').count() == 0
     assert page.locator("h3.day").count() >= 2
@@ -700,7 +693,8 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     with page.expect_navigation() as navigated:
         page.locator('a[rel="next"]').click()
     second = navigated.value
-    assert second is not None and second.status == 200
+    assert second is not None
+    assert second.status == 200
     assert page.locator("li.schedule").count() == counts["all"] - 50
     assert page.locator('a[rel="next"]').count() == 0
     assert "page 2 of 2" in page.locator(".page-info").inner_text()
@@ -716,7 +710,12 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     shown = page.locator("li.schedule")
     assert shown.count() == counts["finished"]
     assert {shown.nth(i).get_attribute("data-status") for i in range(shown.count())} <= {
-        "completed", "cancelled", "superseded"
+        "completed",
+        "cancelled",
+        "superseded",
     }
-    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "finished"
+    assert (
+        page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter")
+        == "finished"
+    )
     audit_wide_and_narrow(page, "manage-finished", finished, shots)

@@ -5,7 +5,7 @@ import base64
 import pytest
 
 from scheduling.config import Configuration, ConfigurationError, Misconfigured
-from tests.conftest import base_env
+from tests.support.app import base_env
 
 
 def test_defaults_match_the_reference() -> None:
@@ -65,8 +65,14 @@ def test_one_bad_variable_leaves_the_others_usable() -> None:
 
 @pytest.mark.parametrize(
     "origin",
-    ["scheduling.example", "https://scheduling.example/", "https://scheduling.example/x",
-     "https://u:p@scheduling.example", "ftp://scheduling.example", "https://x.example?q=1"],
+    [
+        "scheduling.example",
+        "https://scheduling.example/",
+        "https://scheduling.example/x",
+        "https://u:p@scheduling.example",
+        "ftp://scheduling.example",
+        "https://x.example?q=1",
+    ],
 )
 def test_public_origin_must_be_a_bare_origin(origin: str) -> None:
     config = Configuration.from_mapping(base_env(PUBLIC_ORIGIN=origin))
@@ -95,7 +101,9 @@ def test_a_lease_must_outlive_its_batch() -> None:
     assert "SEND_CONCURRENCY=2" in config.problems["LEASE_MS"]
     with pytest.raises(Misconfigured):
         config.lease_ms  # noqa: B018
-    fine = Configuration.from_mapping(base_env(SEND_CONCURRENCY="2", LEASE_MS="115000", TICK_BUDGET_MS="90000"))
+    fine = Configuration.from_mapping(
+        base_env(SEND_CONCURRENCY="2", LEASE_MS="115000", TICK_BUDGET_MS="90000")
+    )
     assert fine.problems == {}
 
 
@@ -107,7 +115,16 @@ def test_the_tick_budget_must_end_before_the_lease() -> None:
 def test_per_tick_budgets_must_fit_one_batch() -> None:
     config = Configuration.from_mapping(base_env())
     assert (config.max_d1_queries_per_tick, config.max_sends_per_tick) == (1_000, 1_000)
-    tight = Configuration.from_mapping(base_env(MAX_D1_QUERIES_PER_TICK="10", MAX_SENDS_PER_TICK="19"))
-    assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith("must be at least 11 for MAX_ROWS_PER_TICK=20")
+    tight = Configuration.from_mapping(
+        base_env(MAX_D1_QUERIES_PER_TICK="10", MAX_SENDS_PER_TICK="19")
+    )
+    assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith(
+        "must be at least 11 for MAX_ROWS_PER_TICK=20"
+    )
     assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_TICK (20)"
-    assert Configuration.from_mapping(base_env(MAX_D1_QUERIES_PER_TICK="50", MAX_SENDS_PER_TICK="50")).problems == {}
+    assert (
+        Configuration.from_mapping(
+            base_env(MAX_D1_QUERIES_PER_TICK="50", MAX_SENDS_PER_TICK="50")
+        ).problems
+        == {}
+    )

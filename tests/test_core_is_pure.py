@@ -6,8 +6,21 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1] / "src" / "scheduling"
-FORBIDDEN = {"js", "pyodide", "workers", "sqlite3", "httpx", "aiohttp", "requests", "urllib3",
-             "http.client", "uvicorn", "cryptography", "socket", "asyncio.streams"}
+FORBIDDEN = {
+    "js",
+    "pyodide",
+    "workers",
+    "sqlite3",
+    "httpx",
+    "aiohttp",
+    "requests",
+    "urllib3",
+    "http.client",
+    "uvicorn",
+    "cryptography",
+    "socket",
+    "asyncio.streams",
+}
 
 
 def _core_modules() -> list[Path]:
@@ -15,7 +28,7 @@ def _core_modules() -> list[Path]:
 
 
 def _imports(path: Path) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -31,8 +44,9 @@ def test_core_has_modules_to_check() -> None:
 def test_core_imports_no_runtime() -> None:
     offenders = {}
     for path in _core_modules():
-        bad = {name for name in _imports(path)
-               if name in FORBIDDEN or name.split(".")[0] in FORBIDDEN}
+        bad = {
+            name for name in _imports(path) if name in FORBIDDEN or name.split(".")[0] in FORBIDDEN
+        }
         if bad:
             offenders[str(path.relative_to(CORE))] = sorted(bad)
     assert offenders == {}

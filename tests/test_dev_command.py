@@ -1,4 +1,4 @@
-"""`bash scripts/dev` as a person runs it: the real command, the printed URL, a real browser, Ctrl-C.
+"""`bash scripts/dev` as a person runs it: the real command, the printed URL, a browser, Ctrl-C.
 
 Each test runs the command from the repo in its own process group with free
 ports and `--state-dir` in a temporary folder, reads what it prints, and ends
@@ -28,14 +28,14 @@ from playwright.sync_api import Locator, Page, sync_playwright
 
 from scheduling.config import SECRETS, VARIABLES
 from scheduling.runtimes.cpython.dev_vars import parse_dev_vars
-from tests.test_browser_walk import (
+from tests.support.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     PERSON,
-    _missing,
     confirmed_id,
     free_port,
     minutes_ahead,
+    missing_pieces,
     run_tick,
     schedule_item,
 )
@@ -47,7 +47,7 @@ ZONE = "America/New_York"
 
 
 class DevCommand:
-    """`bash scripts/dev --plugin-port P --core-port C --state-dir DIR`, its output read as it comes."""
+    """`bash scripts/dev --plugin-port P --core-port C --state-dir DIR`, output read as it comes."""
 
     def __init__(
         self, state_dir: Path, core_port: int | None = None, plugin_port: int | None = None
@@ -165,7 +165,7 @@ def content_row(page: Page, content_id: str) -> tuple[dict[str, str], Locator]:
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+@pytest.mark.skipif(missing_pieces() is not None, reason=missing_pieces() or "")
 def test_dev_prints_the_url_a_schedule_made_there_is_applied_and_ctrl_c_stops_it(
     run_dev: type[DevCommand], tmp_path: Path
 ) -> None:
@@ -242,7 +242,8 @@ def test_an_existing_dev_vars_is_kept_byte_for_byte(
     dev.printed_url()  # printed only after the plugin was installed with ADMIN_SECRET from the file
     manifest = httpx.get(f"{dev.plugin_origin}/dee-wan/manifest.json", timeout=10)
     assert manifest.status_code == 200
-    assert dev.plugin_origin in manifest.text and "localhost:1/" not in manifest.text
+    assert dev.plugin_origin in manifest.text
+    assert "localhost:1/" not in manifest.text
     assert_stops_cleanly(dev)
     assert existing.read_bytes() == before
     assert existing.stat().st_mode & 0o777 == 0o640

@@ -14,7 +14,6 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
-from freezegun import freeze_time
 
 from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, classify
 from scheduling.domain.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
@@ -34,7 +33,8 @@ def table_lines(heading: str, first_column: str) -> list[str]:
     with `first_column`, header included."""
     text = README.read_text("utf-8")
     section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    tables = [block.splitlines() for block in re.findall(r"(?m)(?:^\|.*\n?)+", section)]
+    blocks: list[str] = re.findall(r"(?m)(?:^\|.*\n?)+", section)
+    tables = [block.splitlines() for block in blocks]
     [rows] = [t for t in tables if t[0].strip("|").split("|")[0].strip().startswith(first_column)]
     assert len(rows) > 2, f"no table under ## {heading}"
     return rows
@@ -54,21 +54,24 @@ TIME_ROWS = table_under("Time", "Input")
 
 def stated_now() -> str:
     """The instant the Time table's heading says its rows are read at: `now: `…Z``."""
-    found = re.search(r"now: `(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)`", table_lines("Time", "Input")[0])
+    found = re.search(
+        r"now: `(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)`", table_lines("Time", "Input")[0]
+    )
     assert found, "the Time table's heading must state the now its rows are read at"
     return found.group(1)
 
 
-FROZEN_AT = stated_now()
+STATED_NOW = datetime.fromisoformat(stated_now().replace("Z", "+00:00"))
 
 
 def test_the_time_table_states_its_now_and_its_rows_depend_on_it() -> None:
     # Read a year later, the future rows would be refused as past: the stated now matters.
-    later = datetime.fromisoformat(FROZEN_AT.replace("Z", "+00:00")).replace(year=2027)
+    later = STATED_NOW.replace(year=2027)
     local, zone, fold, expected = time_case(0)
     assert not expected.startswith("refused")
     refused = resolve_local_time(local, zone, fold, now=later)
-    assert isinstance(refused, TimeRefusal) and refused.code == "past_time"
+    assert isinstance(refused, TimeRefusal)
+    assert refused.code == "past_time"
 
 
 def time_case(index: int) -> tuple[str, str, str | None, str]:
@@ -89,15 +92,18 @@ def time_case(index: int) -> tuple[str, str, str | None, str]:
 
 def test_time_table_has_every_refusal_code() -> None:
     refusals = {CODE.findall(right)[0] for _, right in TIME_ROWS if right.startswith("refused")}
-    assert refusals == {"nonexistent_local_time", "ambiguous_local_time", "unknown_timezone",
-                        "past_time"}
+    assert refusals == {
+        "nonexistent_local_time",
+        "ambiguous_local_time",
+        "unknown_timezone",
+        "past_time",
+    }
 
 
 @pytest.mark.parametrize("index", range(len(TIME_ROWS)))
 def test_time_table_row(index: int) -> None:
     local, zone, fold, expected = time_case(index)
-    with freeze_time(FROZEN_AT):
-        result = resolve_local_time(local, zone, fold, now=datetime.now(UTC))
+    result = resolve_local_time(local, zone, fold, now=STATED_NOW)
     if expected.startswith("refused"):
         code = CODE.findall(expected)[0]
         assert isinstance(result, TimeRefusal), f"row {index + 1}: expected {code}, got {result}"
@@ -114,11 +120,18 @@ def test_time_table_row(index: int) -> None:
 
 RUNNER_ROWS = table_under("Runner", "Dee Wan answer")
 NOW = 1_782_900_000_000
-LIMITS = Limits(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)
+LIMITS = Limits(
+    max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000
+)
 
 
-def answer(status: int, code: str | None = None, *, raw: bytes | None = None,
-           retry_after: str | None = None) -> OutboundResponse:
+def answer(
+    status: int,
+    code: str | None = None,
+    *,
+    raw: bytes | None = None,
+    retry_after: str | None = None,
+) -> OutboundResponse:
     body = raw if raw is not None else json.dumps({"code": code} if code else {}).encode()
     headers = {"content-type": "application/json"}
     if retry_after is not None:
@@ -135,21 +148,29 @@ def check_plain_codes(left: str, right: str) -> None:
         outcome = classify(answer(status, code), now_ms=NOW)
         if right == "`completed`":
             assert outcome.kind is OutcomeKind.COMPLETED, (status, code)
-            plan = after_attempt(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+            plan = after_attempt(
+                outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1)
+            )
             assert (plan.status, plan.result_code) == ("completed", code)
         else:
             assert right == "`refused`, no retry", f"unexpected result {right!r}"
             assert (outcome.kind, outcome.code) == (OutcomeKind.REFUSED, code), (status, code)
-            plan = after_attempt(outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+            plan = after_attempt(
+                outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1)
+            )
             assert (plan.status, plan.next_attempt_at) == ("refused", None)
 
 
 def check_untrusted(left: str, right: str) -> None:
     assert CODE.findall(right) == ["refused", "untrusted_response"]
     cases = {
-        "status/code mismatch": [answer(200, "invalid_request"), answer(409, "transition_applied"),
-                                 answer(403, "content_not_found"), answer(422, "workflow_conflict"),
-                                 answer(200, None)],
+        "status/code mismatch": [
+            answer(200, "invalid_request"),
+            answer(409, "transition_applied"),
+            answer(403, "content_not_found"),
+            answer(422, "workflow_conflict"),
+            answer(200, None),
+        ],
         "bad JSON": [answer(200, raw=b"{"), answer(404, raw=b"<html>"), answer(200, raw=b'"ok"')],
         "3xx": [answer(s, "transition_applied") for s in (301, 302, 303, 307, 308)],
         "other status": [answer(s, "transition_applied") for s in (201, 204, 405, 410, 418, 501)],
@@ -163,13 +184,17 @@ def check_untrusted(left: str, right: str) -> None:
 
 
 def check_rate_limited(left: str, right: str) -> None:
-    assert right.startswith("`retrying` at `Retry-After`") and "seconds" in right and "HTTP date" in right
+    assert right.startswith("`retrying` at `Retry-After`")
+    assert "seconds" in right
+    assert "HTTP date" in right
     seconds = classify(answer(429, "slow_down", retry_after="120"), now_ms=NOW)
     assert (seconds.kind, seconds.retry_after_ms) == (OutcomeKind.RETRY, 120_000)
     date = format_datetime(datetime.fromtimestamp((NOW + 90_000) / 1000, UTC), usegmt=True)
     dated = classify(answer(429, raw=b"", retry_after=date), now_ms=NOW)
     assert (dated.kind, dated.retry_after_ms) == (OutcomeKind.RETRY, 90_000)
-    plan = after_attempt(seconds, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1))
+    plan = after_attempt(
+        seconds, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1)
+    )
     assert (plan.status, plan.next_attempt_at) == ("retrying", NOW + 120_000)
     missing = classify(answer(429), now_ms=NOW)
     assert (missing.kind, missing.retry_after_ms) == (OutcomeKind.RETRY, None)
@@ -178,26 +203,40 @@ def check_rate_limited(left: str, right: str) -> None:
 def check_transient(left: str, right: str) -> None:
     statuses = [int(s) for s in re.findall(r"\b5\d\d\b", left)]
     assert statuses == [500, 502, 503, 504]
-    assert "network failure" in left and "timeout (10 s)" in left
+    assert "network failure" in left
+    assert "timeout (10 s)" in left
     assert "backoff 15 s·2^(n-1) capped 5 min, jitter 50–100 %" in right
-    failures = [answer(s, "oops") for s in statuses] + [answer(503, raw=b"<html>busy</html>"),
-                                                         TransportError("reset"), TransportTimeout("10 s")]
+    failures: list[OutboundResponse | TransportError] = [answer(s, "oops") for s in statuses]
+    failures += [
+        answer(503, raw=b"<html>busy</html>"),
+        TransportError("reset"),
+        TransportTimeout("10 s"),
+    ]
     for failure in failures:
         assert classify(failure, now_ms=NOW).kind is OutcomeKind.RETRY
     rng = random.Random(3)
     for attempt in range(1, 9):
         base = min(15_000 * 2 ** (attempt - 1), 300_000)
         delays = [backoff_ms(attempt, rng) for _ in range(200)]
-        assert base * 0.5 <= min(delays) and max(delays) <= base
+        assert base * 0.5 <= min(delays)
+        assert max(delays) <= base
 
 
 def check_exhausted(left: str, right: str) -> None:
-    assert CODE.findall(left) == ["MAX_ATTEMPTS", "due_at + MAX_LATENESS_MS", "Retry-After", "MAX_RETRY_AFTER_MS"]
+    assert CODE.findall(left) == [
+        "MAX_ATTEMPTS",
+        "due_at + MAX_LATENESS_MS",
+        "Retry-After",
+        "MAX_RETRY_AFTER_MS",
+    ]
     assert right == "`refused` `retry_exhausted`, nothing more sent"
     retry = classify(answer(503, "busy"), now_ms=NOW)
     rng = random.Random(5)
     # past MAX_ATTEMPTS: the fifth failure ends it; nothing more may be sent
-    assert after_attempt(retry, attempt=5, due_at=NOW, now=NOW, limits=LIMITS, rng=rng).result_code == "retry_exhausted"
+    assert (
+        after_attempt(retry, attempt=5, due_at=NOW, now=NOW, limits=LIMITS, rng=rng).result_code
+        == "retry_exhausted"
+    )
     assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, limits=LIMITS)
     assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, limits=LIMITS)
     # past the lateness cap: no send, and no retry planned beyond it
@@ -232,7 +271,12 @@ def test_runner_table_row(left: str, right: str) -> None:
 
 
 def test_runner_table_names_every_code_the_classifier_knows() -> None:
-    named = {code for left, _ in RUNNER_ROWS if re.match(r"^\d{3} `", left) for code in CODE.findall(left)}
+    named = {
+        code
+        for left, _ in RUNNER_ROWS
+        if re.match(r"^\d{3} `", left)
+        for code in CODE.findall(left)
+    }
     assert named == set(SUCCESS_CODES) | set(REFUSAL_CODES)
 
 

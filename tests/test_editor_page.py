@@ -11,9 +11,10 @@ import re
 import pytest
 
 from fake_core.state import Installation
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock
-from tests.world import Browser, World, schedules_on
+from tests.support.app import FakeClock
+from tests.support.world import Browser, World, schedules_on
 
 
 @pytest.fixture
@@ -21,23 +22,30 @@ def world(db: SqliteDatabase, clock: FakeClock) -> World:
     return World(db, clock)
 
 
-FIELDS = {"transition": "publish:published", "local_time": "2026-07-02T09:00", "timezone": "Europe/Paris"}
+FIELDS = {
+    "transition": "publish:published",
+    "local_time": "2026-07-02T09:00",
+    "timezone": "Europe/Paris",
+}
 
 
-async def open_page(world: World, installation: Installation, content_id: str = "cnt_en",
-                    person: str = "usr_editor") -> Browser:
+async def open_page(
+    world: World, installation: Installation, content_id: str = "cnt_en", person: str = "usr_editor"
+) -> Browser:
     browser = await world.browser_for(installation, person=person, content_id=content_id)
     await browser.get(f"/installations/{installation.id}")
     return browser
 
 
-async def post_create(browser: Browser, installation: Installation, **fields: str):  # type: ignore[no-untyped-def]
+async def post_create(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
     return await browser.post(f"/installations/{installation.id}/schedules", sent)
 
 
 async def rows(world: World) -> list[dict[str, object]]:
-    return (await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()).results
+    return (
+        await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()
+    ).results
 
 
 def text(html: str) -> str:
@@ -58,14 +66,20 @@ async def test_the_form_carries_the_versions_it_shows(world: World) -> None:
     installation = await world.install()
     browser = await open_page(world, installation, "cnt_pub")
     group = world.core.state.group_of("cnt_pub")
-    assert browser.shown() == {"version_id": group.current_version_id,
-                               "published_version_id": group.published_version_id}
+    assert browser.shown() == {
+        "version_id": group.current_version_id,
+        "published_version_id": group.published_version_id,
+    }
     draft = await open_page(world, installation, "cnt_en")
-    assert draft.shown() == {"version_id": world.core.state.group_of("cnt_en").current_version_id,
-                             "published_version_id": ""}
+    assert draft.shown() == {
+        "version_id": world.core.state.group_of("cnt_en").current_version_id,
+        "published_version_id": "",
+    }
 
 
-async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_stored(world: World) -> None:
+async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_stored(
+    world: World,
+) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
     seen = browser.shown()["version_id"]
@@ -79,7 +93,8 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     # The page again, with the new version and the entered time kept.
     assert browser.shown()["version_id"] == newer
     assert f"Publish version {newer}" in html
-    assert 'value="2026-07-02T09:00"' in html and 'value="Europe/Paris"' in html
+    assert 'value="2026-07-02T09:00"' in html
+    assert 'value="Europe/Paris"' in html
     again = await post_create(browser, installation)
     assert again.status == 303
     assert [r["version_id"] for r in await rows(world)] == [newer]
@@ -105,16 +120,25 @@ async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> No
     assert (await rows(world))[0]["workflow_revision"] == revision  # pinned as read at submit
 
 
-@pytest.mark.parametrize("versions", [{}, {"version_id": ""}, {"version_id": "not an id"},
-                                      {"version_id": "ver_1", "published_version_id": "a b"}])
+@pytest.mark.parametrize(
+    "versions",
+    [
+        {},
+        {"version_id": ""},
+        {"version_id": "not an id"},
+        {"version_id": "ver_1", "published_version_id": "a b"},
+    ],
+)
 async def test_a_form_without_the_shown_version_is_400_invalid_request(
     world: World, versions: dict[str, str]
 ) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
     reads_before = len(world.core.calls.of("content"))
-    response = await browser.post(f"/installations/{installation.id}/schedules",
-                                  {"csrf_token": browser.csrf(), **FIELDS, **versions})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {"csrf_token": browser.csrf(), **FIELDS, **versions},
+    )
     assert response.status == 400
     assert 'data-error-code="invalid_request"' in response.body.decode()
     assert await rows(world) == []
@@ -136,7 +160,9 @@ async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(wor
     newer = world.core.state.edit("cnt_en")
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert schedules_on(html)[0]["pin-stale"] == "true"
-    assert f"It will be refused: it pins {pinned}; the current version is {newer} now." in card(html, sid)
+    assert f"It will be refused: it pins {pinned}; the current version is {newer} now." in card(
+        html, sid
+    )
     assert 'data-stale-count="1"' in html
     assert f'name="repin_of" value="{sid}"' in card(html, sid)
 
@@ -155,7 +181,8 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
     assert 'data-pin-stale="true"' in unpublish
     assert f"it pins {by_content['cnt_pub']['version_id']}; nothing is published now." in unpublish
     # Unpublish is no longer offered, so it cannot be pinned again from here.
-    assert "repin_of" not in unpublish and "cannot be pinned again" in unpublish
+    assert "repin_of" not in unpublish
+    assert "cannot be pinned again" in unpublish
 
     state.bump_revision("cnt_en")
     html = (await en.get(f"/installations/{installation.id}")).body.decode()
@@ -168,15 +195,18 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
 async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: World) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
-    made = await post_create(browser, installation, local_time="2026-10-25T02:30",
-                             timezone="Europe/Berlin", fold="later")
+    made = await post_create(
+        browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin", fold="later"
+    )
     assert made.status == 303
     old = (await rows(world))[0]
     newer = world.core.state.edit("cnt_en")
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert f"Pin {newer} instead, same time" in card(html, str(old["id"]))
-    response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), **browser.shown(), "repin_of": str(old["id"])})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {"csrf_token": browser.csrf(), **browser.shown(), "repin_of": str(old["id"])},
+    )
     assert response.status == 303
     first, second = await rows(world)
     assert (first["id"], first["status"]) == (old["id"], "superseded")
@@ -197,9 +227,11 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     await browser.get(f"/installations/{installation.id}")
     shown = browser.shown()
 
-    async def repin(of: str, versions: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-        return await browser.post(f"/installations/{installation.id}/schedules", {
-            "csrf_token": browser.csrf(), **(versions or shown), "repin_of": of})
+    async def repin(of: str, versions: dict[str, str] | None = None) -> Response:
+        return await browser.post(
+            f"/installations/{installation.id}/schedules",
+            {"csrf_token": browser.csrf(), **(versions or shown), "repin_of": of},
+        )
 
     world.core.state.edit("cnt_en")  # moved again after this page was shown
     changed = await repin(sid)
@@ -211,8 +243,9 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     other_id = next(str(r["id"]) for r in await rows(world) if r["content_id"] == "cnt_page")
     await browser.get(f"/installations/{installation.id}")
     assert (await repin(other_id, browser.shown())).status == 403
-    cancel = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                {"csrf_token": browser.csrf()})
+    cancel = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": browser.csrf()}
+    )
     assert cancel.status == 303
     ended = await repin(sid, browser.shown())
     assert ended.status == 409
@@ -233,16 +266,23 @@ async def test_a_viewer_sees_no_cancel_and_a_posted_cancel_is_403(world: World) 
     assert "You may not publish or unpublish this content now" in html
     assert schedules_on(html)[0]["status"] == "pending"
     assert "/cancel" not in card(html, sid)
-    viewer.csrf_token = (await world.db.prepare(
-        "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'").first() or {})["csrf_token"]
-    response = await viewer.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                 {"csrf_token": viewer.csrf()})
+    viewer.csrf_token = (
+        await world.db.prepare(
+            "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'"
+        ).first()
+        or {}
+    )["csrf_token"]
+    response = await viewer.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": viewer.csrf()}
+    )
     assert response.status == 403
     assert 'data-error-code="cancel_not_allowed"' in response.body.decode()
     assert (await rows(world))[0]["status"] == "pending"
 
 
-async def test_cancel_records_who_and_when_and_the_card_says_so(world: World, clock: FakeClock) -> None:
+async def test_cancel_records_who_and_when_and_the_card_says_so(
+    world: World, clock: FakeClock
+) -> None:
     installation = await world.install()
     editor = await open_page(world, installation)
     assert (await post_create(editor, installation)).status == 303
@@ -251,14 +291,21 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(world: World, cl
     manager = await world.browser_for(installation, person="usr_viewer", content_id=None)
     await manager.get(f"/installations/{installation.id}")
     clock.advance(5_000)
-    response = await manager.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                  {"csrf_token": manager.csrf()})
+    response = await manager.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": manager.csrf()}
+    )
     assert response.status == 303
     row = (await rows(world))[0]
     assert (row["status"], row["cancelled_by"], row["cancelled_by_name"], row["cancelled_at"]) == (
-        "cancelled", "usr_viewer", "Vic Viewer", clock.now_ms())
+        "cancelled",
+        "usr_viewer",
+        "Vic Viewer",
+        clock.now_ms(),
+    )
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
-    assert "Cancelled by Vic Viewer at 2026-07-01 12:00:05 CEST (10:00:05 UTC)" in text(card(html, sid))
+    assert "Cancelled by Vic Viewer at 2026-07-01 12:00:05 CEST (10:00:05 UTC)" in text(
+        card(html, sid)
+    )
 
 
 async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> None:
@@ -268,8 +315,9 @@ async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> 
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)
-    response = await editor.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                 {"csrf_token": editor.csrf()})
+    response = await editor.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": editor.csrf()}
+    )
     assert response.status == 303
     html = (await editor.follow(response)).body.decode()
     assert "Cancelled by Ada Lovelace at 2026-07-01 12:00:00 CEST" in text(card(html, sid))

@@ -196,7 +196,8 @@ async def test_rotate_for_an_unknown_installation_is_a_plain_notice(
 ) -> None:
     assert (await act(app, "rotate", form))[0] == expected
     assert (await act(app, "rotate-now", form))[0] == expected
-    assert plugin.mints == [] and plugin.activations == []
+    assert plugin.mints == []
+    assert plugin.activations == []
 
 
 async def test_rotate_an_installation_core_registered_without_a_plugin(
@@ -228,7 +229,9 @@ async def test_one_click_rotate_mints_with_the_operator_secret_then_rotates(
     rotation = plugin.activations[-1]
     assert (rotation["action"], rotation["installation_id"]) == ("rotate", installation.id)
     assert installation.token == rotation["token"] != old
-    assert SECRET not in notice and SECRET not in page and SECRET not in caplog.text
+    assert SECRET not in notice
+    assert SECRET not in page
+    assert SECRET not in caplog.text
 
 
 async def test_mint_and_install_in_one_click(
@@ -267,7 +270,8 @@ async def test_mint_and_install_in_one_click(
         ),
         (
             (404, b'{"code":"installation_not_found"}'),
-            f"The plugin at {ORIGIN} did not mint a code (status 404, code installation_not_found).",
+            f"The plugin at {ORIGIN} did not mint a code"
+            " (status 404, code installation_not_found).",
         ),
         (
             (500, json.dumps({"code": SECRET}).encode()),  # an echo is blanked out
@@ -307,7 +311,8 @@ async def test_a_wrong_secret_is_refused_by_the_plugin_and_not_shown(
     app = FakeCoreApp(core, plugin_origin=ORIGIN, plugin_caller=plugin, plugin_admin_secret=wrong)
     notice, page = await act(app, "mint-install", {})
     assert "refused the operator secret (status 401, code unauthorized)" in notice
-    assert wrong not in page and wrong not in notice
+    assert wrong not in page
+    assert wrong not in notice
     assert plugin.mints[0][0]["authorization"] == f"Bearer {wrong}"
 
 
@@ -318,7 +323,8 @@ async def test_without_the_secret_there_is_no_one_click(
     installation = await installed(app, plugin)
     page = await home(app)
     assert "Rotate with code" in page
-    assert "Rotate token" not in page and "Mint a code and install" not in page
+    assert "Rotate token" not in page
+    assert "Mint a code and install" not in page
     notice, _ = await act(app, "rotate-now", {"installation_id": installation.id})
     assert "FAKE_CORE_PLUGIN_ADMIN_SECRET" in notice
     assert plugin.mints == []
@@ -368,7 +374,8 @@ async def test_every_ui_post_is_same_origin_only(app: FakeCoreApp, plugin: Plugi
         reply = await post(app, action, form, origin="https://evil.example")
         assert (reply.status, reply.code) == (403, "cross_origin_form")
     assert installation.token == old
-    assert plugin.mints == [] and code in plugin.codes
+    assert plugin.mints == []
+    assert code in plugin.codes
     assert len(app.core.state.installations) == 1
 
 
@@ -466,7 +473,8 @@ async def test_the_log_escapes_what_it_shows(app: FakeCoreApp, core: FakeCore) -
         "invalid_request",
     )
     page = await home(app)
-    assert "<img" not in page and "<script" not in page
+    assert "<img" not in page
+    assert "<script" not in page
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page  # markupsafe quotes
     assert "&lt;script&gt;x&lt;/script&gt;" in page
     newest, oldest = log_rows(page)

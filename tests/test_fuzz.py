@@ -34,17 +34,21 @@ from scheduling.http.responses import BASE_HEADERS, Response
 from scheduling.ports import OutboundResponse
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ADMIN_SECRET, ORIGIN, FakeClock
-from tests.helpers import mint
-from tests.scripted_core import ScriptedCore, content_answer, exchange_answer
-from tests.world import Browser, World, schedule
+from tests.support.activation import mint
+from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock
+from tests.support.scripted_core import ScriptedCore, content_answer, exchange_answer
+from tests.support.world import Browser, World, schedule
 
 # Examples per suite: 4,000 cases, about 18 s on a two-core CI machine.
 EXAMPLES = {"requests": 1600, "form": 800, "exchange": 800, "content": 800}
 # Statuses the plugin may answer when Dee Wan is unreachable or untrusted (documented).
 DEE_WAN_5XX = {502, 503, 504}
-FUZZ = settings(derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 SESSION_COOKIE = "__Host-scheduling_session"
 
 T = TypeVar("T")
@@ -68,8 +72,9 @@ class Stage:
         self.spare = self.run(self.world.install())
         self.codes = [self.run(mint(self.world.app)) for _ in range(3)]
         self.codes.append(self.run(mint(self.world.app, self.installation.id)))
-        self.schedule_ids = [self.run(schedule(self.world, self.installation, in_minutes=m))["id"]
-                             for m in (30, 60)]
+        self.schedule_ids = [
+            self.run(schedule(self.world, self.installation, in_minutes=m))["id"] for m in (30, 60)
+        ]
         self.run(self.browser.get(self.page_path))  # the CSRF token of this session again
 
     @property
@@ -85,9 +90,15 @@ class Stage:
     def snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every row of every table: a refusal must leave this as it was."""
         connection = self.db.connection
-        tables = [row[0] for row in connection.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
-        return {t: connection.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables}
+        tables = [
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        return {
+            t: connection.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables
+        }
 
     def close(self) -> None:
         self.loop.close()
@@ -101,7 +112,9 @@ def stage() -> Iterator[Stage]:
     made.close()
 
 
-def check_answer(request_method: str, response: Response, *, allow_dee_wan_5xx: bool = False) -> None:
+def check_answer(
+    request_method: str, response: Response, *, allow_dee_wan_5xx: bool = False
+) -> None:
     """The properties every answer has."""
     event(f"{response.status} {_code_or_blank(response)}")
     allowed_5xx = DEE_WAN_5XX if allow_dee_wan_5xx else set()
@@ -118,7 +131,8 @@ def refusal_code(response: Response) -> str:
     content_type = response.header("content-type") or ""
     if content_type.startswith("application/json"):
         code = json.loads(response.body)["code"]
-        assert isinstance(code, str) and code
+        assert isinstance(code, str)
+        assert code
         return code
     assert content_type.startswith("text/html"), content_type
     found = re.search(rb'data-error-code="([a-z_]+)"', response.body)
@@ -142,20 +156,40 @@ segment = st.one_of(
     st.sampled_from(["%2F", "%2f", "..", ".", "%00", "ins_1", "sch_1", "dee-wan", "admin"]),
 )
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.integers()
-    | st.floats(allow_nan=False) | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=12,
 )
-base_urls = st.sampled_from([
-    "https://cms.example", "https://cms.example\x7f", "https://ex\u200bample.com", "https://cms.example:",
-    "https://cms.example:0", "https://a..b", "https://169.254.169.254/x", "https://[::1]:22", "http://cms.example",
-]) | st.text(max_size=30).map("https://".__add__)
+base_urls = st.sampled_from(
+    [
+        "https://cms.example",
+        "https://cms.example\x7f",
+        "https://ex\u200bample.com",
+        "https://cms.example:",
+        "https://cms.example:0",
+        "https://a..b",
+        "https://169.254.169.254/x",
+        "https://[::1]:22",
+        "http://cms.example",
+    ]
+) | st.text(max_size=30).map("https://".__add__)
 
 
 def secret_like(prefix: str) -> st.SearchStrategy[str]:
     return weighted(
-        (2, st.text(string.ascii_letters + string.digits + "-_", min_size=43, max_size=43).map(prefix.__add__)),
+        (
+            2,
+            st.text(string.ascii_letters + string.digits + "-_", min_size=43, max_size=43).map(
+                prefix.__add__
+            ),
+        ),
         (1, st.text(max_size=60)),
     )
 
@@ -165,18 +199,34 @@ def paths(draw: st.DrawFn, stage: Stage) -> tuple[str, str]:
     """(method, path with query): mostly a route's own method and pattern, sometimes anything."""
     routes = [(route.method, route.pattern) for route in ROUTES]
     method, pattern = draw(st.sampled_from(routes))
-    method = draw(weighted((6, st.just(method)), (1, st.just("HEAD")), (2, st.sampled_from(
-        ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]) | st.text(string.ascii_uppercase, min_size=1, max_size=8))))
+    method = draw(
+        weighted(
+            (6, st.just(method)),
+            (1, st.just("HEAD")),
+            (
+                2,
+                st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"])
+                | st.text(string.ascii_uppercase, min_size=1, max_size=8),
+            ),
+        )
+    )
     # The stage's own installation is never deleted (it would end every later case early).
     own = [stage.spare.id] if "delete-data" in pattern else [stage.installation.id]
     ids = weighted((4, st.sampled_from([*own, *stage.schedule_ids, "sch_nope"])), (1, segment))
-    path = draw(weighted(
-        (4, st.just(pattern).map(lambda p: re.sub(r"\{\w+\}", lambda _: draw(ids) or "x", p))),
-        (1, st.lists(segment, max_size=5).map(lambda parts: "/" + "/".join(parts))),
-    ))
-    query = draw(st.dictionaries(
-        st.sampled_from(["dee_wan_launch", "created", "cancelled", "time", "cron"]) | st.text(max_size=8),
-        secret_like("dwl_") | st.sampled_from(stage.schedule_ids) | st.text(max_size=20), max_size=3))
+    path = draw(
+        weighted(
+            (4, st.just(pattern).map(lambda p: re.sub(r"\{\w+\}", lambda _: draw(ids) or "x", p))),
+            (1, st.lists(segment, max_size=5).map(lambda parts: "/" + "/".join(parts))),
+        )
+    )
+    query = draw(
+        st.dictionaries(
+            st.sampled_from(["dee_wan_launch", "created", "cancelled", "time", "cron"])
+            | st.text(max_size=8),
+            secret_like("dwl_") | st.sampled_from(stage.schedule_ids) | st.text(max_size=20),
+            max_size=3,
+        )
+    )
     return method, path + ("?" + urlencode(query) if query else "")
 
 
@@ -184,46 +234,91 @@ def paths(draw: st.DrawFn, stage: Stage) -> tuple[str, str]:
 def headers(draw: st.DrawFn, stage: Stage) -> Headers:
     session = stage.browser.cookies[SESSION_COOKIE]
     options = {
-        "authorization": weighted((3, st.just(f"Bearer {ADMIN_SECRET}")), (1, st.sampled_from(["Bearer", "Basic x"])),
-                                  (1, latin1_text.map("Bearer ".__add__)), (1, latin1_text)),
-        "cookie": weighted((3, st.just(f"{SESSION_COOKIE}={session}")),
-                           (1, st.just(f"{SESSION_COOKIE}=x; {SESSION_COOKIE}={session}")), (1, latin1_text)),
-        "content-type": st.sampled_from(["application/json", "application/x-www-form-urlencoded"]) | latin1_text,
-        "origin": weighted((3, st.sampled_from([ORIGIN, "null"])), (1, st.just("https://evil.example")),
-                           (1, latin1_text)),
-        "sec-fetch-site": weighted((3, st.just("same-origin")), (1, st.sampled_from(["same-site", "cross-site", "none"])),
-                                   (1, latin1_text)),
+        "authorization": weighted(
+            (3, st.just(f"Bearer {ADMIN_SECRET}")),
+            (1, st.sampled_from(["Bearer", "Basic x"])),
+            (1, latin1_text.map("Bearer ".__add__)),
+            (1, latin1_text),
+        ),
+        "cookie": weighted(
+            (3, st.just(f"{SESSION_COOKIE}={session}")),
+            (1, st.just(f"{SESSION_COOKIE}=x; {SESSION_COOKIE}={session}")),
+            (1, latin1_text),
+        ),
+        "content-type": st.sampled_from(["application/json", "application/x-www-form-urlencoded"])
+        | latin1_text,
+        "origin": weighted(
+            (3, st.sampled_from([ORIGIN, "null"])),
+            (1, st.just("https://evil.example")),
+            (1, latin1_text),
+        ),
+        "sec-fetch-site": weighted(
+            (3, st.just("same-origin")),
+            (1, st.sampled_from(["same-site", "cross-site", "none"])),
+            (1, latin1_text),
+        ),
         "accept": st.sampled_from(["text/html", "*/*", "application/json"]) | latin1_text,
     }
-    pairs = [(name, draw(strategy)) for name, strategy in options.items() if draw(st.integers(0, 2))]
-    pairs += draw(st.lists(st.tuples(st.text(string.ascii_letters + "-", min_size=1, max_size=12), latin1_text),
-                           max_size=3))
+    pairs = [
+        (name, draw(strategy)) for name, strategy in options.items() if draw(st.integers(0, 2))
+    ]
+    pairs += draw(
+        st.lists(
+            st.tuples(st.text(string.ascii_letters + "-", min_size=1, max_size=12), latin1_text),
+            max_size=3,
+        )
+    )
     return Headers(pairs)
 
 
 @st.composite
 def bodies(draw: st.DrawFn, stage: Stage) -> bytes:
-    kind = draw(st.sampled_from(["empty", "bytes", "json", "form", "form", "deep", "activation", "activation"]))
+    kind = draw(
+        st.sampled_from(
+            ["empty", "bytes", "json", "form", "form", "deep", "activation", "activation"]
+        )
+    )
     if kind == "empty":
         return b""
     if kind == "bytes":
         return draw(st.binary(max_size=300))
     if kind == "json":
-        return json.dumps(draw(json_values | st.fixed_dictionaries(
-            {"installation_id": st.sampled_from([stage.installation.id, "ins_none"]) | json_values}))).encode()
+        return json.dumps(
+            draw(
+                json_values
+                | st.fixed_dictionaries(
+                    {
+                        "installation_id": st.sampled_from([stage.installation.id, "ins_none"])
+                        | json_values
+                    }
+                )
+            )
+        ).encode()
     if kind == "deep":
         depth = draw(st.integers(30, 5000))
         return draw(st.sampled_from([b"[", b'{"a":'])) * depth
     if kind == "activation":
-        fields = {"protocol": "v1", "action": draw(st.sampled_from(["activate", "activate", "rotate", "x"])),
-                  "code": draw(st.sampled_from(stage.codes) | secret_like("dwa_")),
-                  "installation_id": draw(st.sampled_from([stage.installation.id, "ins_new"]) | st.text(max_size=70)),
-                  "site_id": "site_1", "base_url": draw(base_urls), "token": draw(secret_like("dwp_"))}
+        fields = {
+            "protocol": "v1",
+            "action": draw(st.sampled_from(["activate", "activate", "rotate", "x"])),
+            "code": draw(st.sampled_from(stage.codes) | secret_like("dwa_")),
+            "installation_id": draw(
+                st.sampled_from([stage.installation.id, "ins_new"]) | st.text(max_size=70)
+            ),
+            "site_id": "site_1",
+            "base_url": draw(base_urls),
+            "token": draw(secret_like("dwp_")),
+        }
         dropped = draw(st.lists(st.sampled_from(sorted(fields)), unique=True, max_size=2))
         return json.dumps({k: v for k, v in fields.items() if k not in dropped}).encode()
-    fields = draw(st.dictionaries(st.sampled_from(
-        ["opened_for", "transition", "local_time", "timezone", "fold"]) | st.text(max_size=8),
-        st.text(max_size=30), max_size=8))
+    fields = draw(
+        st.dictionaries(
+            st.sampled_from(["opened_for", "transition", "local_time", "timezone", "fold"])
+            | st.text(max_size=8),
+            st.text(max_size=30),
+            max_size=8,
+        )
+    )
     if draw(st.integers(0, 3)):
         fields["csrf_token"] = stage.browser.csrf()
     return urlencode(fields).encode()
@@ -247,17 +342,41 @@ def test_arbitrary_requests_on_every_route(stage: Stage) -> None:
 
 digits = st.text("0123456789", min_size=1, max_size=4)
 local_times = weighted(
-    (6, st.datetimes(datetime(2026, 7, 1), datetime(2199, 12, 31)).map(lambda d: d.strftime("%Y-%m-%dT%H:%M"))),
-    (1, st.tuples(digits, digits, digits, digits, digits).map(lambda p: "{}-{}-{}T{}:{}".format(*p))),
+    (
+        6,
+        st.datetimes(datetime(2026, 7, 1), datetime(2199, 12, 31)).map(
+            lambda d: d.strftime("%Y-%m-%dT%H:%M")
+        ),
+    ),
+    (
+        1,
+        st.tuples(digits, digits, digits, digits, digits).map(
+            lambda p: "{}-{}-{}T{}:{}".format(*p)
+        ),
+    ),
     (1, st.text(st.characters(categories=["Nd"]) | st.sampled_from("-T:"), max_size=16)),
-    (1, st.sampled_from(["0001-01-01T00:00", "9999-12-31T23:59", "2026-03-29T02:30", "2026-10-25T02:30"])),
+    (
+        1,
+        st.sampled_from(
+            ["0001-01-01T00:00", "9999-12-31T23:59", "2026-03-29T02:30", "2026-10-25T02:30"]
+        ),
+    ),
     (1, st.text(max_size=20)),
 )
-zones = weighted((6, st.sampled_from(sorted(zone_names()))), (1, st.sampled_from(["", "UTC", "Mars/Base", "../etc"])),
-                 (1, st.text(max_size=30)))
-folds = weighted((6, st.just("")), (2, st.sampled_from(["earlier", "later"])), (1, st.text(max_size=10)))
-transitions = weighted((5, st.just("publish:published")), (1, st.just("unpublish:draft")),
-                       (1, st.sampled_from(["publish:draft", "", "publish"])), (1, st.text(max_size=20)))
+zones = weighted(
+    (6, st.sampled_from(sorted(zone_names()))),
+    (1, st.sampled_from(["", "UTC", "Mars/Base", "../etc"])),
+    (1, st.text(max_size=30)),
+)
+folds = weighted(
+    (6, st.just("")), (2, st.sampled_from(["earlier", "later"])), (1, st.text(max_size=10))
+)
+transitions = weighted(
+    (5, st.just("publish:published")),
+    (1, st.just("unpublish:draft")),
+    (1, st.sampled_from(["publish:draft", "", "publish"])),
+    (1, st.text(max_size=20)),
+)
 
 
 def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
@@ -265,16 +384,40 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
     path = f"{stage.page_path}/schedules"
 
     @settings(FUZZ, max_examples=EXAMPLES["form"])
-    @given(transitions, local_times, zones, folds,
-           weighted((4, st.just({})),
-                    (1, st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=10), max_size=50))),
-           weighted((6, st.just(True)), (1, st.just(False))))
-    def one(transition: str, local_time: str, zone: str, fold: str, extra: dict[str, str],
-            with_versions: bool) -> None:
+    @given(
+        transitions,
+        local_times,
+        zones,
+        folds,
+        weighted(
+            (4, st.just({})),
+            (
+                1,
+                st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=10), max_size=50),
+            ),
+        ),
+        weighted((6, st.just(True)), (1, st.just(False))),
+    )
+    def one(
+        transition: str,
+        local_time: str,
+        zone: str,
+        fold: str,
+        extra: dict[str, str],
+        with_versions: bool,
+    ) -> None:
         # The versions the page showed (as the form sends them), or none: a 400.
         shown = dict(browser.pins) if with_versions else {}
-        fields = {**extra, "csrf_token": browser.csrf(), "opened_for": "cnt_en", "transition": transition,
-                  "local_time": local_time, "timezone": zone, "fold": fold, **shown}
+        fields = {
+            **extra,
+            "csrf_token": browser.csrf(),
+            "opened_for": "cnt_en",
+            "transition": transition,
+            "local_time": local_time,
+            "timezone": zone,
+            "fold": fold,
+            **shown,
+        }
         before = stage.snapshot()
         response = stage.run(browser.post(path, fields))
         check_answer("POST", response)
@@ -282,10 +425,14 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
             assert response.status in (400, 409, 422), response.status
             assert stage.snapshot() == before
             return
-        made = stage.run(stage.db.prepare(
-            "SELECT local_time, due_at FROM schedules ORDER BY created_at DESC, rowid DESC").first())
+        made = stage.run(
+            stage.db.prepare(
+                "SELECT local_time, due_at FROM schedules ORDER BY created_at DESC, rowid DESC"
+            ).first()
+        )
         assert made is not None
-        assert made["local_time"] == local_time.strip() and made["local_time"].isascii()
+        assert made["local_time"] == local_time.strip()
+        assert made["local_time"].isascii()
         assert stage.world.clock.now_ms() < made["due_at"] < 7_258_204_800_000  # before 2200 UTC
 
     one()
@@ -296,12 +443,13 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
 
 # Instants, and strings of an instant's shape that are none (2027-02-30, year 0, other digits).
 instants = st.datetimes(datetime(1970, 1, 1), datetime(9999, 12, 31)).map(
-    lambda d: d.replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")) | st.from_regex(
-    r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
+    lambda d: d.replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+) | st.from_regex(r"\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
 
 
 def mutated(template: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
     """The template with a few of its fields replaced, removed or of another type."""
+
     def leaves(value: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         if isinstance(value, dict):
             found = [path] if path else []
@@ -314,9 +462,11 @@ def mutated(template: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
 
     @st.composite
     def build(draw: st.DrawFn) -> dict[str, Any]:
-        data = json.loads(json.dumps(template))
-        for spot in draw(weighted((1, st.just([])), (3, st.lists(st.sampled_from(spots), max_size=2)))):
-            parent = data
+        data: dict[str, Any] = json.loads(json.dumps(template))
+        for spot in draw(
+            weighted((1, st.just([])), (3, st.lists(st.sampled_from(spots), max_size=2)))
+        ):
+            parent: Any = data
             for key in spot[:-1]:
                 parent = parent.get(key) if isinstance(parent, dict) else None
             if not isinstance(parent, dict):
@@ -331,19 +481,41 @@ def mutated(template: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def answers(template: dict[str, Any]) -> st.SearchStrategy[OutboundResponse]:
-    statuses = weighted((6, st.just(200)), (2, st.sampled_from([201, 204, 302, 400, 401, 403, 404, 409, 429, 500])),
-                        (1, st.integers(100, 599)))
+    statuses = weighted(
+        (6, st.just(200)),
+        (2, st.sampled_from([201, 204, 302, 400, 401, 403, 404, 409, 429, 500])),
+        (1, st.integers(100, 599)),
+    )
     response_headers = st.dictionaries(
-        st.sampled_from(["content-type", "retry-after", "location", "content-length"]), latin1_text, max_size=3)
+        st.sampled_from(["content-type", "retry-after", "location", "content-length"]),
+        latin1_text,
+        max_size=3,
+    )
     body = weighted(
         (6, mutated(template).map(lambda data: json.dumps(data).encode())),
         (1, json_values.map(lambda data: json.dumps(data).encode())),
-        (1, st.sampled_from(["invalid_request", "plugin_unauthorized", "launch_not_found", "content_not_found",
-                             "requester_unauthorized", "capability_refused", "nope"]).map(
-            lambda code: json.dumps({"code": code}).encode())),
+        (
+            1,
+            st.sampled_from(
+                [
+                    "invalid_request",
+                    "plugin_unauthorized",
+                    "launch_not_found",
+                    "content_not_found",
+                    "requester_unauthorized",
+                    "capability_refused",
+                    "nope",
+                ]
+            ).map(lambda code: json.dumps({"code": code}).encode()),
+        ),
         (1, st.binary(max_size=200)),
         # Too deep, or the right answer past the 1 MiB limit.
-        (1, st.sampled_from([b"[" * 20_000 + b"]" * 20_000, json.dumps(template).encode() + b" " * (1 << 20)])),
+        (
+            1,
+            st.sampled_from(
+                [b"[" * 20_000 + b"]" * 20_000, json.dumps(template).encode() + b" " * (1 << 20)]
+            ),
+        ),
     )
     return st.builds(OutboundResponse, statuses, response_headers, body)
 
@@ -357,7 +529,9 @@ def test_arbitrary_exchange_answers(stage: Stage) -> None:
     def one(answer: OutboundResponse, code: str) -> None:
         stage.script.exchange = answer
         before = stage.snapshot()
-        response = stage.run(Browser(stage.world.app).get(f"{stage.page_path}?{urlencode({'dee_wan_launch': code})}"))
+        response = stage.run(
+            Browser(stage.world.app).get(f"{stage.page_path}?{urlencode({'dee_wan_launch': code})}")
+        )
         check_answer("GET", response, allow_dee_wan_5xx=True)
         if response.status == 303:
             assert (response.header("set-cookie") or "").startswith(SESSION_COOKIE)
@@ -378,8 +552,15 @@ def test_arbitrary_content_answers(stage: Stage) -> None:
         page = stage.run(browser.get(stage.page_path))
         check_answer("GET", page, allow_dee_wan_5xx=True)
         before = stage.snapshot()
-        fields = {"csrf_token": browser.csrf(), "opened_for": "cnt_en", "transition": transition,
-                  "local_time": "2026-07-02T09:00", "timezone": "UTC", "fold": "", **browser.pins}
+        fields = {
+            "csrf_token": browser.csrf(),
+            "opened_for": "cnt_en",
+            "transition": transition,
+            "local_time": "2026-07-02T09:00",
+            "timezone": "UTC",
+            "fold": "",
+            **browser.pins,
+        }
         created = stage.run(browser.post(f"{stage.page_path}/schedules", fields))
         check_answer("POST", created, allow_dee_wan_5xx=True)
         if created.status != 303:

@@ -13,30 +13,44 @@ from fake_core.install import InstallError
 from scheduling.ports import OutboundRequest
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock
-from tests.helpers import mint
-from tests.world import World
+from tests.support.activation import mint
+from tests.support.app import ORIGIN, FakeClock
+from tests.support.world import World
 
 RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}")
 
 
 async def core_answers(world: World, token: str) -> int:
     """What core says to a call made with `token` (a content read needs only the token to fail)."""
-    response = await world.app.services.http.send(OutboundRequest(
-        "POST", f"{world.core.base_url}/api/plugins/v1/launch/exchange",
-        {"authorization": f"Bearer {token}", "content-type": "application/json"}, b'{"code":"dwl_x"}'))
+    response = await world.app.services.http.send(
+        OutboundRequest(
+            "POST",
+            f"{world.core.base_url}/api/plugins/v1/launch/exchange",
+            {"authorization": f"Bearer {token}", "content-type": "application/json"},
+            b'{"code":"dwl_x"}',
+        )
+    )
     return response.status
 
 
 async def schedule_soon(world: World, installation_id: str, content_id: str) -> int:
     """Create a schedule through the page, due in five minutes; returns its due instant."""
-    browser = await world.browser_for(world.core.state.installations[installation_id], content_id=content_id)
+    browser = await world.browser_for(
+        world.core.state.installations[installation_id], content_id=content_id
+    )
     await browser.get(f"/installations/{installation_id}")
     due = (world.clock.now // 60_000 + 5) * 60_000
     local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
-    response = await browser.post(f"/installations/{installation_id}/schedules", {
-        "csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published", "local_time": local,
-        "timezone": "UTC"})
+    response = await browser.post(
+        f"/installations/{installation_id}/schedules",
+        {
+            "csrf_token": browser.csrf(),
+            **browser.shown(),
+            "transition": "publish:published",
+            "local_time": local,
+            "timezone": "UTC",
+        },
+    )
     assert response.status == 303, response.body[:300]
     return due
 
@@ -44,8 +58,14 @@ async def schedule_soon(world: World, installation_id: str, content_id: str) -> 
 async def run_at(world: World, due: int, content_id: str) -> dict[str, object]:
     world.clock.now = due
     await world.app.tick(due)
-    row = await world.db.prepare("SELECT status, result_code FROM schedules WHERE content_id = ?"
-                                 " ORDER BY created_at DESC LIMIT 1").bind(content_id).first()
+    row = (
+        await world.db.prepare(
+            "SELECT status, result_code FROM schedules WHERE content_id = ?"
+            " ORDER BY created_at DESC LIMIT 1"
+        )
+        .bind(content_id)
+        .first()
+    )
     assert row is not None
     return row
 
@@ -83,7 +103,9 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     assert await core_answers(world, first_token) == 401  # the old token is refused by core
     due = await schedule_soon(world, installation.id, "cnt_page")
     assert (await run_at(world, due, "cnt_page"))["status"] == "completed"  # the new one works
-    assert world.core.calls.of("transitions")[-1].header("Authorization") == f"Bearer {rotated.token}"
+    assert (
+        world.core.calls.of("transitions")[-1].header("Authorization") == f"Bearer {rotated.token}"
+    )
 
     # A rotation code is single use and bound to its installation.
     with pytest.raises(InstallError):
@@ -121,7 +143,9 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     assert b"v1." in stored
 
 
-async def test_install_refused_by_the_plugin_is_not_kept_by_core(db: SqliteDatabase, clock: FakeClock) -> None:
+async def test_install_refused_by_the_plugin_is_not_kept_by_core(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
     """An activation the plugin refuses (here: a used code) is not kept by core."""
     world = World(db, clock)
     code = await mint(world.app)

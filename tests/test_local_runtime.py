@@ -19,9 +19,7 @@ import pytest
 
 from scheduling.config import Configuration
 from scheduling.runtimes.cpython.server import banner, origin_port_warning
-from tests.conftest import ADMIN_SECRET, TOKEN_KEY
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 
 
 def free_port() -> int:
@@ -36,13 +34,27 @@ def write_vars(path: Path, **values: str) -> Path:
 
 
 def serve(tmp_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = dict(os.environ)
     for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
         env.pop(name, None)
     return subprocess.Popen(
-        [sys.executable, "-m", "scheduling", "serve", "--port", str(port),
-         "--db", str(tmp_path / "plugin.sqlite3"), "--vars", str(vars_file), *extra],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "scheduling",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "plugin.sqlite3"),
+            "--vars",
+            str(vars_file),
+            *extra,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -50,7 +62,9 @@ def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"server exited: {process.stdout.read() if process.stdout else ''}")
+            raise AssertionError(
+                f"server exited: {process.stdout.read() if process.stdout else ''}"
+            )
         try:
             httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json", timeout=1)
             return
@@ -63,8 +77,11 @@ def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
 def running(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     port = free_port()
     vars_file = write_vars(
-        tmp_path / ".dev.vars", ENVIRONMENT="development", PUBLIC_ORIGIN="http://localhost:8788",
-        ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY,
+        tmp_path / ".dev.vars",
+        ENVIRONMENT="development",
+        PUBLIC_ORIGIN="http://localhost:8788",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
     )
     process = serve(tmp_path, vars_file, port, "--no-cron")
     try:
@@ -93,8 +110,10 @@ def rfc3339(ms: int) -> str:
 
 def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path]) -> None:
     port, _ = running
-    answer = httpx.get(f"http://127.0.0.1:{port}/__scheduled", params={"cron": "* * * * *",
-                                                                        "time": str(this_minute_ms())})
+    answer = httpx.get(
+        f"http://127.0.0.1:{port}/__scheduled",
+        params={"cron": "* * * * *", "time": str(this_minute_ms())},
+    )
     assert answer.status_code == 200
     assert answer.json()["code"] == "tick_finished"
     assert answer.json()["report"]["due"] == 0
@@ -102,7 +121,9 @@ def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path
 
 def raw_get(port: int, target: bytes, host: bytes) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
+        )
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)
@@ -113,7 +134,8 @@ def test_routes_on_the_path_sent_never_on_host(running: tuple[int, Path]) -> Non
     port, _ = running
     answer = raw_get(port, b"/dee-wan/manifest.json", b"x/admin/status#")
     assert answer.startswith(b"HTTP/1.1 200 ")
-    assert b'"manifest_version":1' in answer and b"runner_status" not in answer
+    assert b'"manifest_version":1' in answer
+    assert b"runner_status" not in answer
     assert raw_get(port, b"/dee-wan%2Fmanifest.json", b"localhost").startswith(b"HTTP/1.1 404 ")
     refused = httpx.put(f"http://127.0.0.1:{port}/__scheduled")
     assert (refused.status_code, refused.headers["allow"]) == (405, "GET, POST")
@@ -121,8 +143,12 @@ def test_routes_on_the_path_sent_never_on_host(running: tuple[int, Path]) -> Non
 
 def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
     port = free_port()
-    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://s.example",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        PUBLIC_ORIGIN="https://s.example",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
     process = serve(tmp_path, vars_file, port, "--no-cron")
     try:
         wait_until_up(port, process)
@@ -134,14 +160,32 @@ def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
 
 def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
     port = free_port()
-    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://file.example",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PUBLIC_ORIGIN": "https://env.example"}
+    vars_file = write_vars(
+        tmp_path / "vars",
+        PUBLIC_ORIGIN="https://file.example",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
+    env = {**os.environ, "PUBLIC_ORIGIN": "https://env.example"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "scheduling", "serve", "--port", str(port), "--db",
-         str(tmp_path / "db"), "--vars", str(vars_file), "--no-cron"], env=env)
+        [
+            sys.executable,
+            "-m",
+            "scheduling",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            str(tmp_path / "db"),
+            "--vars",
+            str(vars_file),
+            "--no-cron",
+        ],
+        env=env,
+        text=True,
+    )
     try:
-        wait_until_up(port, process)  # type: ignore[arg-type]
+        wait_until_up(port, process)
         body = httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").json()
         assert body["origin"] == "https://env.example"
     finally:
@@ -151,8 +195,12 @@ def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
 
 def test_a_31_byte_token_key_stops_start_up_naming_it_without_its_value(tmp_path: Path) -> None:
     short_key = base64.b64encode(os.urandom(31)).decode()
-    vars_file = write_vars(tmp_path / "vars", PUBLIC_ORIGIN="https://s.example",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=short_key)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        PUBLIC_ORIGIN="https://s.example",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=short_key,
+    )
     process = serve(tmp_path, vars_file, free_port())
     output, _ = process.communicate(timeout=30)
     assert process.returncode == 2
@@ -164,9 +212,13 @@ def test_a_31_byte_token_key_stops_start_up_naming_it_without_its_value(tmp_path
 
 def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path: Path) -> None:
     port = free_port()
-    vars_file = write_vars(tmp_path / "vars", ENVIRONMENT="development",
-                           PUBLIC_ORIGIN="http://localhost:8788",
-                           ADMIN_SECRET=ADMIN_SECRET, TOKEN_KEY=TOKEN_KEY)
+    vars_file = write_vars(
+        tmp_path / "vars",
+        ENVIRONMENT="development",
+        PUBLIC_ORIGIN="http://localhost:8788",
+        ADMIN_SECRET=ADMIN_SECRET,
+        TOKEN_KEY=TOKEN_KEY,
+    )
     process = serve(tmp_path, vars_file, port, "--no-cron")
     try:
         wait_until_up(port, process)
@@ -184,7 +236,12 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     [line] = lines
     assert (line["event"], line["at"], line["due"], line["claimed"], line["sends"]) == (
-        "runner_tick", rfc3339(at), 0, 0, 0)
+        "runner_tick",
+        rfc3339(at),
+        0,
+        0,
+        0,
+    )
     assert ADMIN_SECRET not in output
 
 
@@ -192,7 +249,7 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
 
 
 def run_module(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = dict(os.environ)  # the installed package, not the checkout's src/
     for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
         env.pop(name, None)
     return subprocess.run(
@@ -255,7 +312,8 @@ class Output:
 def test_the_module_alone_prints_its_usage_and_exits_2(tmp_path: Path) -> None:
     result = run_module(tmp_path)
     assert result.returncode == 2
-    assert "serve" in result.stderr and "usage: python -m scheduling" in result.stderr
+    assert "serve" in result.stderr
+    assert "usage: python -m scheduling" in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -282,7 +340,8 @@ def test_a_taken_port_is_one_line_and_nothing_says_serving(tmp_path: Path) -> No
         )  # fmt: skip
     assert result.returncode == 2
     assert f"scheduling: cannot listen on 127.0.0.1:{port}: " in result.stderr
-    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+    assert "serving" not in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_serving_is_said_once_the_port_listens_with_the_status_command(tmp_path: Path) -> None:
@@ -315,7 +374,8 @@ def test_a_public_origin_on_the_served_port_is_not_warned_about(tmp_path: Path) 
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=10)
-    assert "serving" in output and "PUBLIC_ORIGIN is" not in output
+    assert "serving" in output
+    assert "PUBLIC_ORIGIN is" not in output
 
 
 def test_stopping_awaits_the_cron_task_and_closes_what_it_opened(tmp_path: Path) -> None:
@@ -329,7 +389,8 @@ def test_stopping_awaits_the_cron_task_and_closes_what_it_opened(tmp_path: Path)
         said = output.all()
     assert process.wait(10) == 0, said
     assert said.rstrip().endswith("INFO scheduling: stopped"), said
-    assert "Traceback" not in said and "destroyed but it is pending" not in said
+    assert "Traceback" not in said
+    assert "destroyed but it is pending" not in said
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.ports import OutboundRequest, OutboundResponse
+from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, FakeClock, base_env
-from tests.world import Browser, World, local, path_of, schedules_on
+from tests.support.app import START_MS, FakeClock, base_env
+from tests.support.world import Browser, World, local, path_of, schedules_on
 
 HALF_HOUR = 30 * 60_000
 FIRST_DUE = START_MS + 14 * 3_600_000  # 2026-07-02 00:00 UTC
@@ -34,27 +34,44 @@ def content(i: int) -> str:
 
 
 async def seed(world: World, installation: Installation, count: int = COUNT) -> dict[str, str]:
-    """`count` contents, each with a publish schedule made through its page; content -> schedule id."""
+    """`count` contents, each with a publish schedule made through its page:
+    content -> schedule id."""
     made = {}
     for i in range(count):
         world.core.state.add_content(content(i), f"Item {i}")
         browser = await world.browser_for(installation, content_id=content(i))
         await browser.get(f"/installations/{installation.id}")
-        response = await browser.post(f"/installations/{installation.id}/schedules", {
-            "csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published",
-            "local_time": local(FIRST_DUE + i * HALF_HOUR), "timezone": "UTC"})
+        response = await browser.post(
+            f"/installations/{installation.id}/schedules",
+            {
+                "csrf_token": browser.csrf(),
+                **browser.shown(),
+                "transition": "publish:published",
+                "local_time": local(FIRST_DUE + i * HALF_HOUR),
+                "timezone": "UTC",
+            },
+        )
         assert response.status == 303, response.body[:300]
         made[content(i)] = (response.header("location") or "").rsplit("=", 1)[1]
     db = world.db
     for numbers, sql in (
         (RETRYING, "status = 'retrying', result_code = 'server_error', attempt_count = 1"),
-        (REFUSED, "status = 'refused', result_code = 'scheduled_target_stale', next_attempt_at = NULL"),
-        (COMPLETED, "status = 'completed', result_code = 'transition_applied', next_attempt_at = NULL"),
+        (
+            REFUSED,
+            "status = 'refused', result_code = 'scheduled_target_stale', next_attempt_at = NULL",
+        ),
+        (
+            COMPLETED,
+            "status = 'completed', result_code = 'transition_applied', next_attempt_at = NULL",
+        ),
         (CANCELLED, "status = 'cancelled', next_attempt_at = NULL"),
     ):
         for i in (n for n in numbers if n < count):
-            await db.prepare(f"UPDATE schedules SET {sql}, updated_at = ? WHERE id = ?").bind(
-                START_MS + i, made[content(i)]).run()
+            await (
+                db.prepare(f"UPDATE schedules SET {sql}, updated_at = ? WHERE id = ?")
+                .bind(START_MS + i, made[content(i)])
+                .run()
+            )
     return made
 
 
@@ -112,10 +129,10 @@ async def test_needs_attention_first_then_the_agenda_then_finished(world: World)
     assert numbers[:3] == list(RETRYING)  # retrying, by due time
     assert numbers[3:8] == sorted(REFUSED, reverse=True)  # refused, the latest first
     upcoming = [n for n in numbers[8:] if n >= 38]
-    assert numbers[8:8 + len(upcoming)] == upcoming == sorted(upcoming)  # by due time
-    finished = numbers[8 + len(upcoming):]
+    assert numbers[8 : 8 + len(upcoming)] == upcoming == sorted(upcoming)  # by due time
+    finished = numbers[8 + len(upcoming) :]
     assert sorted(finished) == [*COMPLETED, *CANCELLED]
-    assert [item["status"] for item in order[-len(finished):]].count("pending") == 0
+    assert [item["status"] for item in order[-len(finished) :]].count("pending") == 0
 
 
 async def test_the_agenda_groups_upcoming_by_day_in_the_chosen_zone(world: World) -> None:
@@ -123,20 +140,35 @@ async def test_the_agenda_groups_upcoming_by_day_in_the_chosen_zone(world: World
     await seed(world, installation)
     browser = await manager(world, installation)
     for zone in ("UTC", "America/Los_Angeles", "Asia/Tokyo"):
-        html = (await browser.get(f"/installations/{installation.id}?show=upcoming&zone={zone}")).body.decode()
+        html = (
+            await browser.get(f"/installations/{installation.id}?show=upcoming&zone={zone}")
+        ).body.decode()
         assert f'data-zone="{zone}"' in html
-        days = re.findall(r'<h3 class="day" id="day-([\d-]+)" data-day="[\d-]+">([^<]+)</h3>(.*?)</ul>', html, re.S)
+        days = re.findall(
+            r'<h3 class="day" id="day-([\d-]+)" data-day="[\d-]+">([^<]+)</h3>(.*?)</ul>',
+            html,
+            re.S,
+        )
         assert days, zone
         for key, label, cards in days:
             assert datetime.strptime(key, "%Y-%m-%d").strftime("%A") in label
             for sid in re.findall(r'data-schedule-id="([^"]+)"', cards):
-                due = (await world.db.prepare("SELECT due_at FROM schedules WHERE id = ?").bind(sid).first() or {})
-                moment = datetime.fromtimestamp(due["due_at"] / 1000, UTC).astimezone(ZoneInfo(zone))
+                due = (
+                    await world.db.prepare("SELECT due_at FROM schedules WHERE id = ?")
+                    .bind(sid)
+                    .first()
+                    or {}
+                )
+                moment = datetime.fromtimestamp(due["due_at"] / 1000, UTC).astimezone(
+                    ZoneInfo(zone)
+                )
                 assert moment.strftime("%Y-%m-%d") == key, (zone, sid)
     # The first upcoming one is due at 19:00 UTC on 2 July: already 3 July in Tokyo.
     first_day = {}
     for zone in ("UTC", "Asia/Tokyo"):
-        html = (await browser.get(f"/installations/{installation.id}?show=upcoming&zone={zone}")).body.decode()
+        html = (
+            await browser.get(f"/installations/{installation.id}?show=upcoming&zone={zone}")
+        ).body.decode()
         first_day[zone] = re.findall(r'data-day="[\d-]+">([^<]+)<', html)[0]
     assert first_day == {"UTC": "Thursday 2 July 2026", "Asia/Tokyo": "Friday 3 July 2026"}
 
@@ -156,7 +188,10 @@ async def test_filters_with_counts_narrow_to_one_group(world: World) -> None:
         "finished": str(by_status["completed"] + by_status["cancelled"] + by_status["superseded"]),
     }
     assert re.search(r'data-filter="all" data-count="\d+" aria-current="page"', html)
-    for name, wanted in (("attention", {"retrying", "refused"}), ("finished", {"completed", "cancelled"})):
+    for name, wanted in (
+        ("attention", {"retrying", "refused"}),
+        ("finished", {"completed", "cancelled"}),
+    ):
         href = re.search(rf'href="([^"]+)" data-filter="{name}"', html)
         assert href
         shown = (await browser.get(href.group(1).replace("&amp;", "&"))).body.decode()
@@ -165,7 +200,9 @@ async def test_filters_with_counts_narrow_to_one_group(world: World) -> None:
         assert len(schedules_on(shown)) == int(counts[name])
 
 
-async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(world: World) -> None:
+async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(
+    world: World,
+) -> None:
     installation = await world.install()
     await seed(world, installation, count=12)
     world.core.state.contents[content(5)].title = "Renamed in Dee Wan"
@@ -174,18 +211,23 @@ async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     reads = world.core.calls.calls[before:]
     assert sorted(c.path.rsplit("/", 1)[1] for c in reads) == [content(i) for i in range(12)]
-    people = {world.core.state.delegations[c.header("Dee-Wan-Delegation") or ""].person_id for c in reads}
+    people = {
+        world.core.state.delegations[c.header("Dee-Wan-Delegation") or ""].person_id for c in reads
+    }
     assert people == {"usr_viewer"}
     assert f"of “Item 3” (<code>{content(3)}</code>)" in html
     assert f"of “Renamed in Dee Wan” (<code>{content(5)}</code>)" in html
     dump = "\n".join(world.db.connection.iterdump())
-    assert "Item 3" not in dump and "Renamed in Dee Wan" not in dump
+    assert "Item 3" not in dump
+    assert "Renamed in Dee Wan" not in dump
 
 
 async def test_a_failed_title_read_shows_the_id_alone(world: World) -> None:
     installation = await world.install()
     await seed(world, installation, count=4)
-    world.core.faults.push(Fault.respond(404, "content_not_found"), endpoint="content", content_id=content(2))
+    world.core.faults.push(
+        Fault.respond(404, "content_not_found"), endpoint="content", content_id=content(2)
+    )
     world.core.faults.push(Fault.timeout(), endpoint="content", content_id=content(3))
     browser = await manager(world, installation)
     response = await browser.get(f"/installations/{installation.id}")
@@ -199,7 +241,7 @@ async def test_a_failed_title_read_shows_the_id_alone(world: World) -> None:
 class CountingClient:
     """Wraps the outbound port and remembers the most calls in flight at once."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: HttpClient) -> None:
         self.inner, self.open, self.most = inner, 0, 0
 
     async def send(self, request: OutboundRequest) -> OutboundResponse:
@@ -233,14 +275,17 @@ async def test_an_unknown_zone_is_said_and_the_site_zone_used(world: World) -> N
     html = (await browser.get(f"/installations/{installation.id}?zone=Mars/Base")).body.decode()
     assert 'data-error-code="unknown_timezone"' in html
     assert "Mars/Base is not a known IANA time zone name; showing Europe/Paris." in html
-    assert 'data-zone="Europe/Paris"' in html and 'value="Mars/Base"' in html
+    assert 'data-zone="Europe/Paris"' in html
+    assert 'value="Mars/Base"' in html
 
 
 async def test_cancel_from_a_page_returns_to_that_page_and_filter(world: World) -> None:
     installation = await world.install()
     made = await seed(world, installation, count=90)  # 52 upcoming: two pages
     browser = await manager(world, installation)
-    html = (await browser.get(f"/installations/{installation.id}?show=upcoming&zone=Asia/Tokyo")).body.decode()
+    html = (
+        await browser.get(f"/installations/{installation.id}?show=upcoming&zone=Asia/Tokyo")
+    ).body.decode()
     page_two = link(html, "next")
     assert page_two is not None
     html = (await browser.get(page_two)).body.decode()
@@ -248,13 +293,17 @@ async def test_cancel_from_a_page_returns_to_that_page_and_filter(world: World) 
     form = html.split(f"schedules/{sid}/cancel", 1)[1].split("</form>", 1)[0]
     fields = dict(re.findall(r'name="(page|show|zone)" value="([^"]+)"', form))
     assert fields == {"page": "2", "show": "upcoming", "zone": "Asia/Tokyo"}
-    response = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                  {"csrf_token": browser.csrf(), **fields})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel",
+        {"csrf_token": browser.csrf(), **fields},
+    )
     assert response.status == 303
     assert path_of(response.header("location") or "") == (
-        f"/installations/{installation.id}?cancelled={sid}&show=upcoming&page=2&zone=Asia%2FTokyo")
+        f"/installations/{installation.id}?cancelled={sid}&show=upcoming&page=2&zone=Asia%2FTokyo"
+    )
     after = (await browser.follow(response)).body.decode()
-    assert "The schedule was cancelled." in after and 'data-page="2"' in after
+    assert "The schedule was cancelled." in after
+    assert 'data-page="2"' in after
     assert sid in made.values()
 
 
@@ -264,7 +313,8 @@ async def test_a_page_past_the_end_links_back(world: World) -> None:
     browser = await manager(world, installation)
     html = (await browser.get(f"/installations/{installation.id}?page=9")).body.decode()
     assert schedules_on(html) == []
-    assert "There is no page 9" in html and "go to page 1" in html
+    assert "There is no page 9" in html
+    assert "go to page 1" in html
 
 
 async def test_a_stale_pin_is_flagged_on_the_manage_view_too(world: World) -> None:
@@ -273,7 +323,9 @@ async def test_a_stale_pin_is_flagged_on_the_manage_view_too(world: World) -> No
     world.core.state.edit(content(39))
     browser = await manager(world, installation)
     html = (await browser.get(f"/installations/{installation.id}?show=upcoming")).body.decode()
-    flagged = [item["schedule-id"] for item in schedules_on(html) if item.get("pin-stale") == "true"]
+    flagged = [
+        item["schedule-id"] for item in schedules_on(html) if item.get("pin-stale") == "true"
+    ]
     assert flagged == [made[content(39)]]
     assert "repin_of" not in html  # a manage launch cannot create
 

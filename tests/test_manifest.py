@@ -2,8 +2,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scheduling.app import App
-from tests.conftest import FakeClock, base_env, call, make_app
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import FakeClock, base_env, call, make_app
 
 
 async def test_manifest_is_protocol_section_2_with_urls_from_public_origin(app: App) -> None:
@@ -19,16 +22,23 @@ async def test_manifest_is_protocol_section_2_with_urls_from_public_origin(app: 
         "origin": "https://scheduling.example",
         "activation_url": "https://scheduling.example/dee-wan/activate",
         "launches": [
-            {"kind": "content", "action": "schedule", "label": "Schedule",
-             "url": "https://scheduling.example/installations/{installation_id}"},
-            {"kind": "manage", "label": "Scheduling",
-             "url": "https://scheduling.example/installations/{installation_id}"},
+            {
+                "kind": "content",
+                "action": "schedule",
+                "label": "Schedule",
+                "url": "https://scheduling.example/installations/{installation_id}",
+            },
+            {
+                "kind": "manage",
+                "label": "Scheduling",
+                "url": "https://scheduling.example/installations/{installation_id}",
+            },
         ],
         "capabilities": ["content:read", "workflow:publish", "workflow:unpublish"],
     }
 
 
-async def test_manifest_follows_another_origin(db, clock: FakeClock) -> None:  # type: ignore[no-untyped-def]
+async def test_manifest_follows_another_origin(db: SqliteDatabase, clock: FakeClock) -> None:
     app = make_app(db, clock, env=base_env(PUBLIC_ORIGIN="http://localhost:8788"))
     body = json.loads((await call(app, "GET", "/dee-wan/manifest.json")).body)
     assert body["origin"] == "http://localhost:8788"
@@ -56,7 +66,9 @@ async def test_head_has_no_body(app: App) -> None:
     assert response.body == b""
 
 
-async def test_missing_public_origin_answers_misconfigured(db, clock: FakeClock, caplog) -> None:  # type: ignore[no-untyped-def]
+async def test_missing_public_origin_answers_misconfigured(
+    db: SqliteDatabase, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     app = make_app(db, clock, env=base_env(PUBLIC_ORIGIN=None))
     response = await call(app, "GET", "/dee-wan/manifest.json")
     assert response.status == 500

@@ -33,12 +33,12 @@ from tests.pyodide_harness.harness import (
     node_path,
     shared_harness,
 )
+from tests.support.d1_rows import DUE, installation_row, schedule_row
 
 pytestmark = pytest.mark.pyodide
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
-DUE = 1_782_910_800_000  # 2026-07-01T13:00:00Z
 TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
 
 
@@ -114,8 +114,9 @@ def test_refusals_at_the_edge_of_the_worker(client: httpx.Client) -> None:
     assert page.headers["content-type"].startswith("text/html")
     assert 'data-error-code="not_found"' in page.text
     for body in (b"{" + b" " * 70_000 + b"}", b"[" * 20_000 + b"]" * 20_000):
-        refused = client.post("/dee-wan/activate", content=body,
-                              headers={"content-type": "application/json"})
+        refused = client.post(
+            "/dee-wan/activate", content=body, headers={"content-type": "application/json"}
+        )
         assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
 
 
@@ -227,58 +228,14 @@ def recorder() -> Iterator[Recorder]:
     server.server_close()
 
 
-def installation_row(
-    installation_id: str, base_url: str, token_sealed: str
-) -> tuple[str, list[Any]]:
-    return (
-        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
-        " token_rotated_at) VALUES (?, ?, ?, ?, ?, ?)",
-        [installation_id, "site_1", base_url, token_sealed, DUE - 86_400_000, DUE - 86_400_000],
-    )
-
-
-def schedule_row(
-    schedule_id: str,
-    installation_id: str,
-    content_id: str,
-    *,
-    due_at: int = DUE,
-    kind: str = "publish",
-    version_id: str = "ver_2",
-    revision: int = 1,
-) -> tuple[str, list[Any]]:
-    values = {
-        "id": schedule_id,
-        "installation_id": installation_id,
-        "content_id": content_id,
-        "kind": kind,
-        "to_state": "published" if kind == "publish" else "draft",
-        "version_id": version_id,
-        "workflow_revision": 3,
-        "revision": revision,
-        "idempotency_key": f"sched:{installation_id}:{schedule_id}:r{revision}",
-        "due_at": due_at,
-        "timezone": "UTC",
-        "local_time": "2026-07-01T13:00",
-        "status": "pending",
-        "attempt_count": 0,
-        "next_attempt_at": due_at,
-        "requested_by": "usr_editor",
-        "requested_by_name": "Ada",
-        "created_at": due_at - 3_600_000,
-        "updated_at": due_at - 3_600_000,
-    }
-    columns = ", ".join(values)
-    marks = ", ".join("?" for _ in values)
-    return f"INSERT INTO schedules ({columns}) VALUES ({marks})", list(values.values())
-
-
 def test_tick_sends_due_transitions_and_settles_each_in_d1(
     worker: Harness, recorder: Recorder, client: httpx.Client
 ) -> None:
     token = "dwp_" + "t" * 43
     sealed = worker.seal(token, associated_data.installation_token("ins_rec"))
-    unreadable = worker.seal("dwp_" + "u" * 43, associated_data.installation_token("ins_lost"), OTHER_KEY)
+    unreadable = worker.seal(
+        "dwp_" + "u" * 43, associated_data.installation_token("ins_lost"), OTHER_KEY
+    )
     recorder.answers = {
         "cnt_ok": (200, {"code": "transition_applied"}),
         "cnt_busy": (503, {"code": "unavailable"}),
@@ -610,7 +567,9 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     page = browser.get(exchanged.headers["location"])
     assert page.status_code == 200, page.text
     assert page.headers["content-type"].startswith("text/html")
-    browser.shown = dict(re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text))
+    browser.shown = dict(
+        re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
+    )
     return csrf_of(page.text)
 
 
@@ -758,7 +717,8 @@ def test_tick_gives_up_on_a_silent_core_after_ten_seconds(
     worker.scheduled(DUE + 1_000)
     assert 9.5 <= time.monotonic() - started < 12.0
     rows = worker.sql(
-        "SELECT s.status, s.result_code, a.code, a.http_status, a.finished_at - a.started_at AS took"
+        "SELECT s.status, s.result_code, a.code, a.http_status,"
+        " a.finished_at - a.started_at AS took"
         " FROM schedules s JOIN schedule_attempts a ON a.schedule_id = s.id"
     )
     assert len(rows) == 1

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.loopback_core import LoopbackCore, loopback_core
 from tests.pyodide_harness.harness import Harness, node_path, shared_harness
-from tests.test_pyodide_conformance import installation_row, schedule_row
+from tests.support.d1_rows import installation_row, schedule_row
+from tests.support.loopback_core import LoopbackCore, loopback_core
 
 pytestmark = pytest.mark.pyodide
 

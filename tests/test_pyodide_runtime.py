@@ -77,19 +77,22 @@ def _example() -> dict[str, object]:
 def test_wrangler_example_declares_the_worker() -> None:
     config = _example()
     assert config["main"] == "src/entry.py"
-    assert "python_workers" in config["compatibility_flags"]  # type: ignore[operator]
+    flags = config["compatibility_flags"]
+    assert isinstance(flags, list)
+    assert "python_workers" in flags
     assert config["d1_databases"] == [
         {
             "binding": "PLUGIN_DB",
             "database_name": "dee-wan-scheduling",
             "database_id": "00000000-0000-0000-0000-000000000000",
-            "migrations_dir": "migrations",
+            "migrations_dir": "src/scheduling/migrations",
         }
     ]
     assert config["triggers"] == {"crons": ["* * * * *"]}
     # The harness runs the same compatibility date (the Pyodide 314 line).
     served = re.search(r'COMPATIBILITY_DATE = "([0-9-]+)"', SERVE.read_text("utf-8"))
-    assert served is not None and served.group(1) == config["compatibility_date"]
+    assert served is not None
+    assert served.group(1) == config["compatibility_date"]
 
 
 def test_wrangler_example_vars_are_every_variable_with_its_default() -> None:
@@ -194,6 +197,7 @@ def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
         assert tick.status_code == 500  # scheduled() raised, as workerd would log it
         log = unbound.log_tail(200)
         assert "misconfigured: PLUGIN_DB is not bound" in log
-        assert '"event":"runner_tick_failed"' in log and '"error":"Misconfigured"' in log
+        assert '"event":"runner_tick_failed"' in log
+        assert '"error":"Misconfigured"' in log
     finally:
         unbound.close()

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
-from scheduling.ports import Result, Statement
+from scheduling.ports import Result, Row, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env
-from tests.helpers import runner_status
-from tests.world import (
+from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.world import (
     MINUTE,
     World,
     attempts,
@@ -48,15 +47,27 @@ async def test_due_schedule_is_sent_once_per_spec_and_completed(world: World) ->
     assert call.header("Authorization") == f"Bearer {installation.token}"
     assert call.header("Idempotency-Key") == f"sched:{installation.id}:{s['id']}:r1"
     assert call.body == {
-        "content_id": "cnt_en", "kind": "publish", "to": "published", "version_id": s["version_id"],
-        "workflow_revision": s["workflow_revision"], "requested_by": "usr_editor",
+        "content_id": "cnt_en",
+        "kind": "publish",
+        "to": "published",
+        "version_id": s["version_id"],
+        "workflow_revision": s["workflow_revision"],
+        "requested_by": "usr_editor",
         "due_at": datetime.fromtimestamp(s["due_at"] / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     done = await row(world, s["id"])
-    assert (done["status"], done["result_code"], done["attempt_count"]) == ("completed", "transition_applied", 1)
+    assert (done["status"], done["result_code"], done["attempt_count"]) == (
+        "completed",
+        "transition_applied",
+        1,
+    )
     assert (done["lease_token"], done["lease_until"], done["next_attempt_at"]) == (None, None, None)
     [attempt] = await attempts(world, s["id"])
-    assert (attempt["attempt"], attempt["code"], attempt["http_status"]) == (1, "transition_applied", 200)
+    assert (attempt["attempt"], attempt["code"], attempt["http_status"]) == (
+        1,
+        "transition_applied",
+        200,
+    )
     assert attempt["finished_at"] is not None
     assert world.core.state.group_of("cnt_en").published_version_id == s["version_id"]
     assert (await tick_at(world, s["due_at"] + MINUTE))["due"] == 0
@@ -128,7 +139,11 @@ async def test_retries_carry_the_same_key_and_back_off_then_complete(world: Worl
     assert len(calls) == 3
     assert len({c.header("Idempotency-Key") for c in calls}) == 1
     assert len({c.raw_body for c in calls}) == 1
-    assert [a["code"] for a in await attempts(world, s["id"])] == ["busy", "busy", "transition_applied"]
+    assert [a["code"] for a in await attempts(world, s["id"])] == [
+        "busy",
+        "busy",
+        "transition_applied",
+    ]
 
 
 @pytest.mark.parametrize("form", ["seconds", "date"])
@@ -136,9 +151,14 @@ async def test_429_waits_for_retry_after(world: World, form: str) -> None:
     installation = await world.install()
     s = await schedule(world, installation)
     now = s["due_at"]
-    value = "120" if form == "seconds" else format_datetime(
-        datetime.fromtimestamp((now + 120_000) / 1000, UTC), usegmt=True)
-    world.core.faults.push(Fault.respond(429, "slow_down", retry_after=value), endpoint="transitions")
+    value = (
+        "120"
+        if form == "seconds"
+        else format_datetime(datetime.fromtimestamp((now + 120_000) / 1000, UTC), usegmt=True)
+    )
+    world.core.faults.push(
+        Fault.respond(429, "slow_down", retry_after=value), endpoint="transitions"
+    )
     await tick_at(world, now)
     waiting = await row(world, s["id"])
     assert waiting["status"] == "retrying"
@@ -151,7 +171,9 @@ async def test_429_waits_for_retry_after(world: World, form: str) -> None:
 async def test_retry_after_beyond_the_cap_is_exhausted(world: World) -> None:
     installation = await world.install()
     s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(429, "slow_down", retry_after="301"), endpoint="transitions")
+    world.core.faults.push(
+        Fault.respond(429, "slow_down", retry_after="301"), endpoint="transitions"
+    )
     await tick_at(world, s["due_at"])
     assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
 
@@ -166,7 +188,11 @@ async def test_max_attempts(db: SqliteDatabase, clock: FakeClock) -> None:
         await tick_at(world, now)
         now += 5 * MINUTE
     final = await row(world, s["id"])
-    assert (final["status"], final["result_code"], final["attempt_count"]) == ("refused", "retry_exhausted", 3)
+    assert (final["status"], final["result_code"], final["attempt_count"]) == (
+        "refused",
+        "retry_exhausted",
+        3,
+    )
     assert len(sends(world, s)) == 3
 
 
@@ -189,7 +215,9 @@ async def test_no_retry_is_planned_past_the_cap(world: World) -> None:
     assert len(sends(world, s)) == 1
 
 
-async def test_unreadable_token_refuses_without_sending(db: SqliteDatabase, clock: FakeClock) -> None:
+async def test_unreadable_token_refuses_without_sending(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
     world = World(db, clock)
     installation = await world.install()
     s = await schedule(world, installation)
@@ -197,7 +225,9 @@ async def test_unreadable_token_refuses_without_sending(db: SqliteDatabase, cloc
     other.core = world.core
     await tick_at(other, s["due_at"])
     assert ((await row(world, s["id"]))["status"], (await row(world, s["id"]))["result_code"]) == (
-        "refused", "token_unreadable")
+        "refused",
+        "token_unreadable",
+    )
     assert sends(world, s) == []
 
 
@@ -263,46 +293,49 @@ async def test_a_twenty_row_tick_costs_nine_statements(world: World) -> None:
     assert report["d1_statements"] == 9
 
 
+class YieldingStatement:
+    """A statement that hands control to the event loop before it runs, as a remote D1 does."""
+
+    def __init__(self, inner: Statement) -> None:
+        self.inner = inner
+
+    def bind(self, *values: Any) -> YieldingStatement:
+        return YieldingStatement(self.inner.bind(*values))
+
+    async def all(self) -> Result:
+        await asyncio.sleep(0)
+        return await self.inner.all()
+
+    async def run(self) -> Result:
+        await asyncio.sleep(0)
+        return await self.inner.run()
+
+    async def first(self) -> Row | None:
+        await asyncio.sleep(0)
+        return await self.inner.first()
+
+
 class YieldingDatabase:
     """Hands control to the event loop before every round trip, as a remote D1 does."""
 
     def __init__(self, inner: SqliteDatabase) -> None:
         self.inner = inner
 
-    def prepare(self, sql: str) -> Any:
-        statement = self.inner.prepare(sql)
-
-        class Yielding:
-            def __init__(self, stmt: Any) -> None:
-                self.stmt = stmt
-
-            def bind(self, *values: Any) -> Yielding:
-                return Yielding(self.stmt.bind(*values))
-
-            async def all(self) -> Result:
-                await asyncio.sleep(0)
-                return await self.stmt.all()
-
-            async def run(self) -> Result:
-                await asyncio.sleep(0)
-                return await self.stmt.run()
-
-            async def first(self) -> Any:
-                await asyncio.sleep(0)
-                return await self.stmt.first()
-
-        return Yielding(statement)
+    def prepare(self, sql: str) -> YieldingStatement:
+        return YieldingStatement(self.inner.prepare(sql))
 
     async def batch(self, statements: Sequence[Statement]) -> list[Result]:
         await asyncio.sleep(0)
-        return await self.inner.batch([s.stmt for s in statements])  # type: ignore[attr-defined]
+        return await self.inner.batch(
+            [s.inner if isinstance(s, YieldingStatement) else s for s in statements]
+        )
 
 
 async def test_two_ticks_at_once_never_send_a_row_twice(world: World) -> None:
     installation = await world.install()
     due = world.clock.now_ms() + MINUTE
     await bulk_due(world, installation, 15, due, "twin")
-    world.app.services.db = YieldingDatabase(world.db)  # type: ignore[assignment]
+    world.app.services.db = YieldingDatabase(world.db)
     world.core.faults.set_latency(0.01)
     world.clock.now = due
     first, second = await asyncio.gather(world.app.tick(due), world.app.tick(due))
@@ -331,7 +364,11 @@ async def test_crash_between_claim_and_settle_is_reclaimed_with_the_same_key(wor
     report = await tick_at(world, s["due_at"] + 60_000)
     assert report["completed"] == 1
     done = await row(world, s["id"])
-    assert (done["status"], done["result_code"], done["attempt_count"]) == ("completed", "idempotent_replay", 2)
+    assert (done["status"], done["result_code"], done["attempt_count"]) == (
+        "completed",
+        "idempotent_replay",
+        2,
+    )
     calls = sends(world, s)
     assert len(calls) == 2
     assert calls[0].header("Idempotency-Key") == calls[1].header("Idempotency-Key")
@@ -358,30 +395,46 @@ async def test_a_settle_after_the_lease_was_lost_changes_nothing(world: World) -
     world.core.faults.push(Fault.delay(0.05), endpoint="transitions")
     slow = await tick_until_sent(world, s["due_at"])
     # Another runner took the row over meanwhile (as after a lease expiry).
-    await world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?").bind(s["id"]).run()
+    await (
+        world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?")
+        .bind(s["id"])
+        .run()
+    )
     report = await slow
     assert report["lost_lease"] == 1
     assert (await runner_status(world.app))["last_tick"]["lost_lease"] == 1
     assert (await row(world, s["id"]))["status"] == "running"
 
 
-async def test_a_zone_rule_change_never_moves_a_stored_due_at(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_zone_rule_change_never_moves_a_stored_due_at(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from scheduling.domain import localtime, timezones
 
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published", "local_time": "2026-07-01T14:00",
-        "timezone": "Europe/Berlin"})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {
+            "csrf_token": browser.csrf(),
+            **browser.shown(),
+            "transition": "publish:published",
+            "local_time": "2026-07-01T14:00",
+            "timezone": "Europe/Berlin",
+        },
+    )
     assert response.status == 303
     stored = (await world.db.prepare("SELECT id, due_at FROM schedules").first()) or {}
     assert stored["due_at"] == 1_782_907_200_000  # 12:00 UTC under today's rules
 
     # Berlin's rules change after scheduling (simulated: it now behaves like Tokyo).
     real = timezones.get_zone
-    monkeypatch.setattr(localtime, "get_zone",
-                        lambda name: real("Asia/Tokyo") if name == "Europe/Berlin" else real(name))
+    monkeypatch.setattr(
+        localtime,
+        "get_zone",
+        lambda name: real("Asia/Tokyo") if name == "Europe/Berlin" else real(name),
+    )
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert "2026-07-01 14:00" in html  # the wall time as entered
     assert "2026-07-01 12:00 UTC" in html  # the instant, unchanged

@@ -11,23 +11,24 @@ from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, FakeClock, base_env, make_app
-from tests.helpers import install, runner_status
-from tests.loopback_core import loopback_core
-from tests.world import MINUTE, World, bulk_due, insert_due, tick_at
+from tests.support.activation import install
+from tests.support.app import START_MS, FakeClock, base_env, make_app, runner_status
+from tests.support.loopback_core import loopback_core
+from tests.support.world import MINUTE, World, bulk_due, insert_due, tick_at
 
 SECOND = 1_000
 
 
-class ScaledClock:
-    """Test time running `factor` times faster than real time, from `start_ms`."""
+class ScaledClock(FakeClock):
+    """Test time running `factor` times faster than real time, from `start_ms` (`now`)."""
 
     def __init__(self, start_ms: int, factor: float) -> None:
-        self.start_ms, self.factor = start_ms, factor
+        super().__init__(start_ms)
+        self.factor = factor
         self.started = time.monotonic()
 
     def now_ms(self) -> int:
-        return self.start_ms + int((time.monotonic() - self.started) * 1000 * self.factor)
+        return self.now + int((time.monotonic() - self.started) * 1000 * self.factor)
 
 
 class SlowCore(FakeCoreTransport):
@@ -66,7 +67,7 @@ def scaled_world(
     db: SqliteDatabase, start_ms: int, core_seconds: float, **env: str
 ) -> tuple[World, SlowCore]:
     clock = ScaledClock(start_ms, factor=10)
-    world = World(db, clock, env=base_env(**env))  # type: ignore[arg-type]
+    world = World(db, clock, env=base_env(**env))
     slow = SlowCore(world, core_seconds, clock)
     world.app.services.http = slow
     return world, slow
@@ -112,7 +113,8 @@ async def test_the_tick_drains_in_batches_until_its_budget_is_spent(db: SqliteDa
     # Each batch's lease starts at its own claim (a lease from the tick's start would
     # have 47 s left when the last batch's last request leaves).
     assert all(lease_until - started >= 54 * SECOND for started, lease_until in core.leases)
-    # due; per batch: claim + open attempts, the next due (not after the last), settle (2) + finish (2); record
+    # due; per batch: claim + open attempts, the next due (not after the last),
+    # settle (2) + finish (2); record
     assert (report["d1_round_trips"], report["d1_statements"]) == (13, 1 + 4 * 2 + 3 + 4 * 4 + 1)
 
 
@@ -122,7 +124,7 @@ async def test_twenty_rows_against_a_four_second_core_complete_in_one_tick_six_a
     """Real HTTP, real time: the CPython runtime keeps to six connections like workerd."""
     with loopback_core(delay_s=4.0) as core:
         env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)  # type: ignore[arg-type]
+        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         await install(app, "ins_slow", base_url=core.base_url)
         now = SystemClock().now_ms()
         for i in range(20):
@@ -144,7 +146,8 @@ async def test_on_workers_free_a_tick_stays_within_50_queries_and_50_subrequests
     trips = db.round_trips
     report = await tick_at(world, due)
     assert (report["batches"], report["sends"], report["completed"]) == (2, 40, 40)
-    assert report["d1_statements"] <= 50 and report["sends"] <= 50
+    assert report["d1_statements"] <= 50
+    assert report["sends"] <= 50
     assert db.round_trips - trips == report["d1_round_trips"]
     # What is left stays due, visibly: the next tick takes it.
     assert (await runner_status(world.app))["due_backlog"] == 60
@@ -158,5 +161,6 @@ async def test_the_query_budget_alone_stops_the_drain_before_d1_would_refuse(
     due = clock.now_ms() + MINUTE
     await bulk_due(world, await world.install(), 200, due, "q")
     report = await tick_at(world, due)
-    assert report["batches"] == 5 and report["d1_statements"] <= 50
+    assert report["batches"] == 5
+    assert report["d1_statements"] <= 50
     assert report["completed"] == 100

@@ -13,9 +13,8 @@ from fake_core.transport import FakeCoreTransport
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runner.report import TickReport
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ADMIN_SECRET, FakeClock, call
-from tests.helpers import body, runner_status
-from tests.world import MINUTE, World, crash_during_send, schedule, tick_at
+from tests.support.app import ADMIN_SECRET, FakeClock, body, call, runner_status
+from tests.support.world import MINUTE, World, crash_during_send, schedule, tick_at
 
 STALL = 3 * MINUTE
 
@@ -101,7 +100,12 @@ async def test_a_retrying_and_a_refused_outcome_are_counted(world: World) -> Non
     status = await runner_status(world.app)
     last = status["last_tick"]
     assert last["outcomes"] == {"completed": 0, "retrying": 1, "refused": 1}
-    assert (last["batches"], last["sends"], last["lost_claim"], last["refused_unsent"]) == (1, 2, 0, 0)
+    assert (last["batches"], last["sends"], last["lost_claim"], last["refused_unsent"]) == (
+        1,
+        2,
+        0,
+        0,
+    )
     assert (status["schedules"]["retrying"], status["finished_last_24h"]["refused"]) == (1, 1)
     assert status["due_backlog"] == 0  # the retry waits for its backoff
 

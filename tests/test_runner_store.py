@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from scheduling.domain.statuses import Status
 from scheduling.ports import Database
 from scheduling.repository.runner_store import DueRow, RunnerStore, Settle
 
@@ -43,12 +44,12 @@ class Setup:
         running = status == "running"
         await (
             self.db.prepare(
-                "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-                " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-                " attempt_count, next_attempt_at, lease_token, lease_until, requested_by,"
-                " requested_by_name, created_at, updated_at)"
-                " VALUES (?, ?, ?, 'publish', 'published', 'ver_1', 1, 1, ?, ?, 'UTC', 'x', ?, ?, ?, ?, ?,"
-                " 'usr', 'Ada', 0, 0)"
+                "INSERT INTO schedules (id, installation_id, content_id, kind, to_state,"
+                " version_id, workflow_revision, revision, idempotency_key, due_at, timezone,"
+                " local_time, status, attempt_count, next_attempt_at, lease_token, lease_until,"
+                " requested_by, requested_by_name, created_at, updated_at)"
+                " VALUES (?, ?, ?, 'publish', 'published', 'ver_1', 1, 1, ?, ?, 'UTC', 'x',"
+                " ?, ?, ?, ?, ?, 'usr', 'Ada', 0, 0)"
             )
             .bind(
                 schedule_id,
@@ -120,7 +121,8 @@ async def test_due_is_pending_or_retrying_whose_time_came_and_running_whose_leas
     leased = await setup.schedule(0, 4, status="running", lease_until=NOW + 1, attempts=1)
     due = await setup.store.due(NOW, 20)
     assert set(ids(due)) == {ready, crashed}
-    assert later not in ids(due) and leased not in ids(due)
+    assert later not in ids(due)
+    assert leased not in ids(due)
 
 
 async def test_due_takes_installations_round_robin_oldest_first_within_each(setup: Setup) -> None:
@@ -204,7 +206,7 @@ async def test_a_settle_applies_only_under_its_own_lease(setup: Setup) -> None:
         Settle(
             c.row.id,
             c.attempt,
-            "completed",
+            Status.COMPLETED,
             "transition_applied",
             None,
             True,
@@ -235,12 +237,12 @@ async def test_an_unsent_settle_drops_the_attempt_and_gives_it_back(setup: Setup
     [claim], _ = await setup.store.claim(await setup.store.due(NOW, 20), [], "lease", NOW, LEASE_MS)
     await setup.store.settle(
         "lease",
-        [Settle(schedule_id, claim.attempt, "refused", "retry_exhausted", None, False)],
+        [Settle(schedule_id, claim.attempt, Status.REFUSED, "retry_exhausted", None, False)],
         NOW + 1,
     )
     row = await setup.row(schedule_id)
     assert (row["status"], row["result_code"], row["attempt_count"]) == (
-        "refused",
+        Status.REFUSED,
         "retry_exhausted",
         0,
     )
@@ -259,7 +261,7 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
         Settle(
             c.row.id,
             c.attempt,
-            "retrying",
+            Status.RETRYING,
             "timeout",
             NOW + 30_000,
             True,

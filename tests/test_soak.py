@@ -16,9 +16,8 @@ from fake_core import RandomFaults
 from scheduling.repository import schedules
 from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import FakeClock, base_env
-from tests.helpers import runner_status
-from tests.world import World
+from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.world import World
 
 INSTALLATIONS = 20
 PER_INSTALLATION = 100
@@ -40,10 +39,19 @@ async def seed(world: World, rng: random.Random) -> dict[str, NewSchedule]:
             group = world.core.state.group_of(content_id)
             due = start + rng.randrange(1, SPREAD_MINUTES) * MINUTE + rng.randrange(0, 59) * 1000
             new = NewSchedule(
-                id=f"sch_{i}_{j}", installation_id=installation.id, content_id=content_id,
-                kind="publish", to_state="published", version_id=group.current_version_id,
-                workflow_revision=group.revision, due_at=due, timezone="UTC", local_time="x",
-                fold=None, requested_by="usr_editor", requested_by_name="Ada",
+                id=f"sch_{i}_{j}",
+                installation_id=installation.id,
+                content_id=content_id,
+                kind="publish",
+                to_state="published",
+                version_id=group.current_version_id,
+                workflow_revision=group.revision,
+                due_at=due,
+                timezone="UTC",
+                local_time="x",
+                fold=None,
+                requested_by="usr_editor",
+                requested_by_name="Ada",
             )
             await schedules.create(world.db, new, start)
             created[new.id] = new
@@ -62,9 +70,19 @@ async def crashing_tick(world: World, now: int) -> None:
 
 
 @pytest.mark.soak
-async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clock: FakeClock) -> None:
-    world = World(db, clock, env=base_env(MAX_ROWS_PER_TICK="100", SEND_CONCURRENCY="50", MAX_ATTEMPTS=str(MAX_ATTEMPTS),
-                                          MAX_LATENESS_MS=str(MAX_LATENESS_MS)))
+async def test_soak_no_double_apply_no_loss_no_late_send(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(
+        db,
+        clock,
+        env=base_env(
+            MAX_ROWS_PER_TICK="100",
+            SEND_CONCURRENCY="50",
+            MAX_ATTEMPTS=str(MAX_ATTEMPTS),
+            MAX_LATENESS_MS=str(MAX_LATENESS_MS),
+        ),
+    )
     rng = random.Random(20261130)
     created = await seed(world, rng)
     assert len(created) >= 2000
@@ -97,7 +115,8 @@ async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clo
 
     # No transition applied twice, and every completed one was applied exactly once.
     applied = Counter(entry.idempotency_key for entry in world.core.state.log)
-    assert applied and max(applied.values()) == 1
+    assert applied
+    assert max(applied.values()) == 1
     for key, sid in key_to_id.items():
         if rows[sid]["status"] == "completed":
             assert applied[key] == 1, sid
@@ -118,18 +137,25 @@ async def test_soak_no_double_apply_no_loss_no_late_send(db: SqliteDatabase, clo
 
     # Crashed attempts stay visible as "outcome unknown".
     unknown = [a for a in attempt_rows if a["finished_at"] is None]
-    assert crashes > 0 and unknown
+    assert crashes > 0
+    assert unknown
 
     # The operator's view agrees: nothing waiting, nothing stalled, every row counted once.
     status = await runner_status(world.app)
     assert (status["due_backlog"], status["stalled"]) == (0, False)
     assert set(status["schedules"].values()) == {0}
     assert {k: v for k, v in status["finished_last_24h"].items() if v} == dict(
-        Counter(r["status"] for r in rows.values()))
+        Counter(r["status"] for r in rows.values())
+    )
 
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows.values():
         outcomes[r["status"]][r["result_code"]] += 1
-    print(f"\nsoak: {len(rows)} schedules, {ticks} ticks ({crashes} crashed), {len(calls)} sends, "
-          f"{len(unknown)} unknown outcomes; {dict(outcomes)}")
-    assert outcomes["completed"]["transition_applied"] + outcomes["completed"]["idempotent_replay"] > 1500
+    print(
+        f"\nsoak: {len(rows)} schedules, {ticks} ticks ({crashes} crashed), {len(calls)} sends, "
+        f"{len(unknown)} unknown outcomes; {dict(outcomes)}"
+    )
+    assert (
+        outcomes["completed"]["transition_applied"] + outcomes["completed"]["idempotent_replay"]
+        > 1500
+    )

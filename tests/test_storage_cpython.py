@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,12 +14,19 @@ from scheduling.repository import runner_store
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, apply_migrations
+from scheduling.runtimes.cpython.migrations import (
+    MIGRATIONS_DIR,
+    MigrationsMissing,
+    apply_migrations,
+)
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 
 
 async def test_batch_is_all_or_nothing(db: SqliteDatabase) -> None:
-    insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, 1)"
+    insert = (
+        "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at)"
+        " VALUES (?, 'activate', 0, 1)"
+    )
     with pytest.raises(DatabaseError) as raised:
         await db.batch([db.prepare(insert).bind("a"), db.prepare(insert).bind("a")])
     assert raised.value.constraint
@@ -28,14 +36,26 @@ async def test_batch_is_all_or_nothing(db: SqliteDatabase) -> None:
 
 
 async def test_rows_are_dicts_and_changes_are_counted(db: SqliteDatabase) -> None:
-    insert = "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at) VALUES (?, 'activate', 0, ?)"
+    insert = (
+        "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at)"
+        " VALUES (?, 'activate', 0, ?)"
+    )
     await db.prepare(insert).bind("a", 5).run()
     await db.prepare(insert).bind("b", 6).run()
-    result = await db.prepare("UPDATE activation_codes SET used_at = 1 WHERE expires_at > ?").bind(0).run()
+    result = (
+        await db.prepare("UPDATE activation_codes SET used_at = 1 WHERE expires_at > ?")
+        .bind(0)
+        .run()
+    )
     assert result.meta.changes == 2
-    rows = (await db.prepare("SELECT code_hash, used_at FROM activation_codes ORDER BY 1").all()).results
+    rows = (
+        await db.prepare("SELECT code_hash, used_at FROM activation_codes ORDER BY 1").all()
+    ).results
     assert rows == [{"code_hash": "a", "used_at": 1}, {"code_hash": "b", "used_at": 1}]
-    assert await db.prepare("SELECT 1 FROM activation_codes WHERE code_hash = ?").bind("zz").first() is None
+    assert (
+        await db.prepare("SELECT 1 FROM activation_codes WHERE code_hash = ?").bind("zz").first()
+        is None
+    )
 
 
 async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
@@ -48,7 +68,7 @@ async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
     assert raised.value.constraint
 
 
-def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) -> None:
     # A database made before 0002 existed: only the new files are applied on upgrade.
     first = tmp_path / "first"
     first.mkdir()
@@ -63,33 +83,86 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path) -> None:
     database.close()
 
 
+@pytest.mark.parametrize("made", ["nothing", "an empty folder", "a folder without .sql files"])
+def test_missing_migrations_are_a_loud_error_never_none_applied(tmp_path: Path, made: str) -> None:
+    directory = tmp_path / "migrations"
+    if made != "nothing":
+        directory.mkdir()
+    if made == "a folder without .sql files":
+        (directory / "README.md").write_text("not a migration")
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    with pytest.raises(MigrationsMissing, match="no migrations in"):
+        apply_migrations(database.connection, directory)
+    tables = database.connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    assert tables.fetchall() == []  # nothing touched, not even the bookkeeping table
+    database.close()
+
+
+def test_the_migrations_are_the_packages_and_wrangler_reads_the_same_folder() -> None:
+    import scheduling.runtimes.cpython.migrations as module
+
+    package = Path(module.__file__).resolve().parents[2]  # scheduling/
+    assert package.name == "scheduling"
+    assert package / "migrations" == MIGRATIONS_DIR
+    config = (Path(__file__).resolve().parents[1] / "wrangler.example.jsonc").read_text("utf-8")
+    assert '"migrations_dir": "src/scheduling/migrations"' in config
+    # One copy: no .sql file anywhere else in the project's own folders.
+    root = Path(__file__).resolve().parents[1]
+    elsewhere = [
+        path
+        for folder in ("src", "fake_core", "tests", "bench", "scripts", "migrations")
+        for path in (root / folder).rglob("*.sql")
+        if path.parent != MIGRATIONS_DIR and "node_modules" not in path.parts
+    ]
+    assert elsewhere == []
+
+
 async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -> None:
     await _insert_schedule(db, "s1", "pending", 1)
     with pytest.raises(DatabaseError) as raised:
-        await db.prepare("UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
-                         " cancelled_at = 5 WHERE id = 's1'").run()
+        await db.prepare(
+            "UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
+            " cancelled_at = 5 WHERE id = 's1'"
+        ).run()
     assert raised.value.constraint
     with pytest.raises(DatabaseError):
-        await db.prepare("UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
-                         " cancelled_by = 'usr_1', cancelled_at = 5 WHERE id = 's1'").run()
-    await db.prepare("UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
-                     " cancelled_by = 'usr_1', cancelled_by_name = 'Ada', cancelled_at = 5"
-                     " WHERE id = 's1'").run()
+        await db.prepare(
+            "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
+            " cancelled_by = 'usr_1', cancelled_at = 5 WHERE id = 's1'"
+        ).run()
+    await db.prepare(
+        "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
+        " cancelled_by = 'usr_1', cancelled_by_name = 'Ada', cancelled_at = 5"
+        " WHERE id = 's1'"
+    ).run()
 
 
 async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:
     await db.prepare(
-        "INSERT OR IGNORE INTO installations VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
+        "INSERT OR IGNORE INTO installations"
+        " VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
     ).run()
     live = status in ("pending", "retrying")
-    await db.prepare(
-        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-        " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name, created_at, updated_at)"
-        " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
-        " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
-    ).bind(sid, revision, f"key-{sid}", status, 0 if live else None,
-           "lease" if status == "running" else None, 0 if status == "running" else None).run()
+    await (
+        db.prepare(
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name,"
+            " created_at, updated_at)"
+            " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
+            " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
+        )
+        .bind(
+            sid,
+            revision,
+            f"key-{sid}",
+            status,
+            0 if live else None,
+            "lease" if status == "running" else None,
+            0 if status == "running" else None,
+        )
+        .run()
+    )
 
 
 async def test_database_allows_one_live_schedule_per_content_and_kind(db: SqliteDatabase) -> None:
@@ -120,7 +193,8 @@ async def test_crypto_seals_with_a_fresh_iv_and_binds_the_context() -> None:
 async def test_crypto_tokens_and_hashes() -> None:
     crypto = CpythonCrypto(bytes(32))
     token = crypto.random_token()
-    assert len(token) == 43 and token != crypto.random_token()
+    assert len(token) == 43
+    assert token != crypto.random_token()
     assert await crypto.sha256_hex("abc") == (
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     )
@@ -131,7 +205,9 @@ async def test_crypto_tokens_and_hashes() -> None:
     [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
     ids=["runner due rows", "status backlog", "status counts"],
 )
-def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, params: tuple[int, ...]) -> None:
+def test_runner_and_status_queries_read_only_the_partial_indexes(
+    sql: str, params: tuple[int, ...]
+) -> None:
     # A fresh, never-analysed database, as a new D1 is: the planner must still pick them.
     database = SqliteDatabase(":memory:")
     apply_migrations(database.connection)
@@ -145,22 +221,40 @@ def test_runner_and_status_queries_read_only_the_partial_indexes(sql: str, param
 
 @pytest.mark.parametrize(
     ("sql", "width", "fixed"),
-    [(runner_store.CLAIM_SQL, 4, 4), (runner_store.REFUSE_UNSENT_SQL, 5, 2),
-     (runner_store.SETTLE_SQL, 5, 3), (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
-     (runner_store.DROP_ATTEMPTS_SQL, 2, 0), (runner_store.OPEN_ATTEMPTS_SQL, 0, 3)],
+    [
+        (runner_store.CLAIM_SQL, 4, 4),
+        (runner_store.REFUSE_UNSENT_SQL, 5, 2),
+        (runner_store.SETTLE_SQL, 5, 3),
+        (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
+        (runner_store.DROP_ATTEMPTS_SQL, 2, 0),
+        (runner_store.OPEN_ATTEMPTS_SQL, 0, 3),
+    ],
     ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
 )
-def test_batch_statements_find_each_row_by_key_never_by_scan(sql: str, width: int, fixed: int) -> None:
+def test_batch_statements_find_each_row_by_key_never_by_scan(
+    sql: str, width: int, fixed: int
+) -> None:
     database = SqliteDatabase(":memory:")
     apply_migrations(database.connection)
     rows = 20
-    values = ", ".join("(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
-                       for i in range(rows))
+    values = ", ".join(
+        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
+        for i in range(rows)
+    )
     params = [0] * (fixed + rows * width)
-    steps = [row[3] for row in database.connection.execute(
-        "EXPLAIN QUERY PLAN " + sql.format(values=values), params)]
-    table_reads = [s for s in steps if s.startswith(("SCAN", "SEARCH")) and "CONSTANT ROW" not in s
-                   and not s.startswith(("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent"))]
+    steps = [
+        row[3]
+        for row in database.connection.execute(
+            "EXPLAIN QUERY PLAN " + sql.format(values=values), params
+        )
+    ]
+    table_reads = [
+        s
+        for s in steps
+        if s.startswith(("SCAN", "SEARCH"))
+        and "CONSTANT ROW" not in s
+        and not s.startswith(("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent"))
+    ]
     assert table_reads, steps
     assert all(step.startswith("SEARCH") for step in table_reads), steps
     database.close()
@@ -168,17 +262,21 @@ def test_batch_statements_find_each_row_by_key_never_by_scan(sql: str, width: in
 
 def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
     """Every `status IN ('a', 'b')` and `status = 'a'` written as literal text in `sql`."""
-    groups = [tuple(re.findall(r"'([a-z]+)'", listed))
-              for listed in re.findall(r"status IN \(([^)?]*)\)", sql)]
+    groups = [
+        tuple(re.findall(r"'([a-z]+)'", listed))
+        for listed in re.findall(r"status IN \(([^)?]*)\)", sql)
+    ]
     return groups + [(one,) for one in re.findall(r"status = '([a-z]+)'", sql)]
 
 
 @pytest.mark.parametrize(
     ("sql", "groups"),
-    [(DUE_SQL, [WAITING, (Status.RUNNING,)]),
-     (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
-     (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
-     (runner_store.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)])],
+    [
+        (DUE_SQL, [WAITING, (Status.RUNNING,)]),
+        (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
+        (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
+        (runner_store.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
+    ],
     ids=["runner due rows", "status backlog", "status counts", "open attempts"],
 )
 def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
@@ -191,8 +289,9 @@ def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
 
 def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
     schema = "".join(path.read_text("utf-8") for path in sorted(MIGRATIONS_DIR.glob("*.sql")))
-    indexes = re.findall(r"CREATE (?:UNIQUE )?INDEX (\w+) ON schedules \([^)]*\)\s+WHERE ([^;]*);",
-                         schema)
+    indexes = re.findall(
+        r"CREATE (?:UNIQUE )?INDEX (\w+) ON schedules \([^)]*\)\s+WHERE ([^;]*);", schema
+    )
     where = {name: _status_groups_in(condition) for name, condition in indexes}
     assert where == {
         "schedules_one_live": [LIVE],

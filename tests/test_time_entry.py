@@ -12,9 +12,10 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import START_MS, FakeClock, base_env
-from tests.world import Browser, World, row, schedules_on, tick_at
+from tests.support.app import START_MS, FakeClock, base_env
+from tests.support.world import Browser, World, row, schedules_on, tick_at
 
 MINUTE = 60_000
 
@@ -30,9 +31,15 @@ async def open_page(world: World, installation: Installation) -> Browser:
     return browser
 
 
-async def post(browser: Browser, installation: Installation, **fields: str):  # type: ignore[no-untyped-def]
-    sent = {"csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published",
-            "local_time": "2026-07-02T09:00", "timezone": "Europe/Paris", **fields}
+async def post(browser: Browser, installation: Installation, **fields: str) -> Response:
+    sent = {
+        "csrf_token": browser.csrf(),
+        **browser.shown(),
+        "transition": "publish:published",
+        "local_time": "2026-07-02T09:00",
+        "timezone": "Europe/Paris",
+        **fields,
+    }
     return await browser.post(f"/installations/{installation.id}/schedules", sent)
 
 
@@ -52,19 +59,25 @@ def error_box(html: str) -> str:
 async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: World) -> None:
     installation = await world.install()
     html = (await open_page(world, installation)).page()
-    assert re.search(r'data-now-zone="Europe/Paris">Now in Europe/Paris: 2026-07-01 12:00 CEST<', html)
+    assert re.search(
+        r'data-now-zone="Europe/Paris">Now in Europe/Paris: 2026-07-01 12:00 CEST<', html
+    )
     assert 'aria-describedby="local_time-hint now-hint"' in html
     # The next whole hour at least half an hour ahead, in the form's zone.
     assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-01T13:00"', html)
     # The zone field suggests IANA names.
-    assert 'list="zones"' in html and '<datalist id="zones">' in html
-    assert '<option value="America/New_York">' in html and '<option value="Europe/Paris">' in html
+    assert 'list="zones"' in html
+    assert '<datalist id="zones">' in html
+    assert '<option value="America/New_York">' in html
+    assert '<option value="Europe/Paris">' in html
 
 
 async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
-    response = await post(browser, installation, local_time="2026-07-01T05:00", timezone="America/New_York")
+    response = await post(
+        browser, installation, local_time="2026-07-01T05:00", timezone="America/New_York"
+    )
     assert response.status == 422
     html = response.body.decode()
     assert "past_time" in html
@@ -79,7 +92,9 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
 async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(world: World) -> None:
     installation = await world.install()
     browser = await open_page(world, installation)
-    response = await post(browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin")
+    response = await post(
+        browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin"
+    )
     assert response.status == 422
     html = response.body.decode()
     assert "02:30 CEST = 00:30 UTC, or 02:30 CET = 01:30 UTC" in error_box(html)
@@ -88,8 +103,12 @@ async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(worl
     ]
     assert '<label for="fold-earlier">The earlier one: 02:30 CEST = 00:30 UTC</label>' in html
     assert '<label for="fold-later">The later one: 02:30 CET = 01:30 UTC</label>' in html
-    other = await post(browser, installation, local_time="2026-03-29T02:30", timezone="Europe/Berlin")
-    assert re.findall(r'<[^>]* autofocus[^>]*>', other.body.decode())[0].startswith('<div class="problem"')
+    other = await post(
+        browser, installation, local_time="2026-03-29T02:30", timezone="Europe/Berlin"
+    )
+    assert re.findall(r"<[^>]* autofocus[^>]*>", other.body.decode())[0].startswith(
+        '<div class="problem"'
+    )
 
 
 async def test_a_fold_for_a_time_that_happens_once_is_ignored_with_a_note(world: World) -> None:
@@ -115,7 +134,9 @@ async def test_the_receipt_says_pin_local_time_utc_and_the_deadline(world: World
     browser = await open_page(world, installation)
     pinned = browser.shown()["version_id"]
     html = (await browser.follow(await post(browser, installation))).body.decode()
-    receipt = re.search(r'<div class="notice" role="status" data-confirmation=.*?</div>', html, re.S)
+    receipt = re.search(
+        r'<div class="notice" role="status" data-confirmation=.*?</div>', html, re.S
+    )
     assert receipt
     text = receipt.group(0)
     assert f"the pinned version <code>{pinned}</code>" in text
@@ -125,8 +146,10 @@ async def test_the_receipt_says_pin_local_time_utc_and_the_deadline(world: World
 
 @pytest.mark.parametrize(
     ("lateness", "local", "deadline"),
-    [("3600000", "2026-07-02T09:00", "08:00 UTC"),
-     ("900000", "2026-07-03T01:50", "2026-07-03 00:05 UTC")],  # 23:50 UTC: the deadline is the next day
+    [
+        ("3600000", "2026-07-02T09:00", "08:00 UTC"),
+        ("900000", "2026-07-03T01:50", "2026-07-03 00:05 UTC"),
+    ],  # 23:50 UTC: the deadline is the next day
 )
 async def test_the_deadline_follows_max_lateness(
     db: SqliteDatabase, clock: FakeClock, lateness: str, local: str, deadline: str
@@ -153,8 +176,10 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
     retrying = await row(world, sid)
     assert retrying["status"] == "retrying"
     html = flat((await browser.get(f"/installations/{installation.id}")).body.decode())
-    expected = ("Started 2026-07-01 12:05:00 CEST (10:05:00 UTC): HTTP 503, <code>overloaded</code>."
-                " Dee Wan had a temporary problem (HTTP 503, code overloaded); the plugin will try again.")
+    expected = (
+        "Started 2026-07-01 12:05:00 CEST (10:05:00 UTC): HTTP 503, <code>overloaded</code>."
+        " Dee Wan had a temporary problem (HTTP 503, code overloaded); the plugin will try again."
+    )
     assert expected in html
     assert "a code this plugin does not know" not in html
     # The backoff planned a time within the minute; the cron tick that sends it is 12:06.

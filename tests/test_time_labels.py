@@ -26,7 +26,9 @@ def ms(text: str) -> int:
         ("2026-07-01T10:00:00", "Mars/Base", ""),
     ],
 )
-def test_the_suggested_time_exists_happens_once_and_is_ahead(now: str, zone: str, suggested: str) -> None:
+def test_the_suggested_time_exists_happens_once_and_is_ahead(
+    now: str, zone: str, suggested: str
+) -> None:
     assert time_labels.suggested_local_time(zone, ms(now)) == suggested
 
 

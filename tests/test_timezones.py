@@ -43,8 +43,12 @@ def test_tzdata_is_the_version_pyproject_pins() -> None:
     assert timezones.tzdata_version()
 
 
-@pytest.mark.parametrize("name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", "", "europe/berlin"])
+@pytest.mark.parametrize(
+    "name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", "", "europe/berlin"]
+)
 def test_only_listed_zone_names_resolve(name: str) -> None:
-    result = resolve_local_time("2027-01-01T09:00", name, None, now=datetime(2026, 1, 1, tzinfo=UTC))
+    result = resolve_local_time(
+        "2027-01-01T09:00", name, None, now=datetime(2026, 1, 1, tzinfo=UTC)
+    )
     assert not isinstance(result, ResolvedTime)
     assert result.code == "unknown_timezone"

@@ -1,4 +1,5 @@
-"""The management pages end to end against fake_core: launch, page, create, supersede, cancel, manage."""
+"""The management pages end to end against fake_core: launch, page, create, supersede, cancel,
+manage."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import re
 
 import pytest
 
+from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock
-from tests.world import Browser, World, schedules_on
+from tests.support.app import ORIGIN, FakeClock
+from tests.support.world import Browser, World, schedules_on
 
 
 @pytest.fixture
@@ -18,14 +20,21 @@ def world(db: SqliteDatabase, clock: FakeClock) -> World:
 
 
 def form(browser: Browser, **fields: str) -> dict[str, str]:
-    values = {"csrf_token": browser.csrf(), **browser.pins, "transition": "publish:published", "timezone": "Europe/Paris",
-              "local_time": "2026-07-02T09:00"}
+    values = {
+        "csrf_token": browser.csrf(),
+        **browser.pins,
+        "transition": "publish:published",
+        "timezone": "Europe/Paris",
+        "local_time": "2026-07-02T09:00",
+    }
     values.update(fields)
     return values
 
 
-async def create(browser: Browser, installation_id: str, **fields: str):  # type: ignore[no-untyped-def]
-    return await browser.post(f"/installations/{installation_id}/schedules", form(browser, **fields))
+async def create(browser: Browser, installation_id: str, **fields: str) -> Response:
+    return await browser.post(
+        f"/installations/{installation_id}/schedules", form(browser, **fields)
+    )
 
 
 # -- launch ----------------------------------------------------------------
@@ -33,7 +42,9 @@ async def create(browser: Browser, installation_id: str, **fields: str):  # type
 
 async def test_launch_sets_a_host_cookie_and_redirects_without_the_code(world: World) -> None:
     installation = await world.install()
-    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"})
+    launch = world.core.issue_launch(
+        installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"}
+    )
     browser = Browser(world.app)
     response = await browser.get(launch.url)
     assert response.status == 303
@@ -59,7 +70,7 @@ async def test_a_launch_code_works_once(world: World) -> None:
     again = await Browser(world.app).get(launch.url)
     assert again.status == 401
     assert launch.code not in again.body.decode()
-    assert "data-error-code=\"launch_not_found\"" in again.body.decode()
+    assert 'data-error-code="launch_not_found"' in again.body.decode()
     assert again.header("set-cookie") is None
 
 
@@ -67,13 +78,17 @@ async def test_a_launch_code_works_once(world: World) -> None:
 async def test_malformed_launch_codes_are_refused_before_any_call(world: World, code: str) -> None:
     installation = await world.install()
     calls_before = len(world.core.calls.calls)
-    response = await Browser(world.app).get(f"/installations/{installation.id}?dee_wan_launch={code}")
+    response = await Browser(world.app).get(
+        f"/installations/{installation.id}?dee_wan_launch={code}"
+    )
     assert response.status == 400
     assert code not in response.body.decode()
     assert len(world.core.calls.calls) == calls_before
 
 
-async def test_expired_launch_code_gives_an_error_page_and_no_session(world: World, clock: FakeClock) -> None:
+async def test_expired_launch_code_gives_an_error_page_and_no_session(
+    world: World, clock: FakeClock
+) -> None:
     installation = await world.install()
     launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
     clock.advance(61_000)
@@ -87,13 +102,15 @@ async def test_launch_for_another_installation_is_refused(world: World) -> None:
     first = await world.install()
     second = await world.install()
     launch = world.core.issue_launch(first.id, "usr_editor", {"kind": "manage"})
-    response = await Browser(world.app).get(f"/installations/{second.id}?dee_wan_launch={launch.code}")
+    response = await Browser(world.app).get(
+        f"/installations/{second.id}?dee_wan_launch={launch.code}"
+    )
     assert response.status == 401
     assert response.header("set-cookie") is None
 
 
 async def test_unreadable_token_is_explained(world: World, clock: FakeClock) -> None:
-    from tests.conftest import base_env, make_app
+    from tests.support.app import base_env, make_app
 
     installation = await world.install()
     other_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
@@ -121,13 +138,16 @@ async def test_content_page_shows_content_pins_form_and_headers(world: World) ->
     assert 'value="Europe/Paris"' in html
     csp = page.header("content-security-policy") or ""
     assert "frame-ancestors 'none'" in csp
-    assert "script-src" not in csp and "default-src 'none'" in csp
+    assert "script-src" not in csp
+    assert "default-src 'none'" in csp
     assert page.header("cache-control") == "no-store"
     assert page.header("x-content-type-options") == "nosniff"
     assert "<script" not in html
 
 
-async def test_no_expired_or_foreign_session_asks_to_relaunch(world: World, clock: FakeClock) -> None:
+async def test_no_expired_or_foreign_session_asks_to_relaunch(
+    world: World, clock: FakeClock
+) -> None:
     first = await world.install()
     second = await world.install()
     assert (await Browser(world.app).get(f"/installations/{first.id}")).status == 401
@@ -152,11 +172,27 @@ async def test_title_with_markup_is_escaped(world: World) -> None:
 
 
 TIME_CASES = [
-    ({"local_time": "2026-07-01T09:00", "timezone": "America/New_York"}, 303, "2026-07-01 13:00 UTC"),
-    ({"local_time": "2026-03-29T02:30", "timezone": "Europe/Berlin"}, 422, "nonexistent_local_time"),
+    (
+        {"local_time": "2026-07-01T09:00", "timezone": "America/New_York"},
+        303,
+        "2026-07-01 13:00 UTC",
+    ),
+    (
+        {"local_time": "2026-03-29T02:30", "timezone": "Europe/Berlin"},
+        422,
+        "nonexistent_local_time",
+    ),
     ({"local_time": "2026-10-25T02:30", "timezone": "Europe/Berlin"}, 422, "ambiguous_local_time"),
-    ({"local_time": "2026-10-25T02:30", "timezone": "Europe/Berlin", "fold": "earlier"}, 303, "2026-10-25 00:30 UTC"),
-    ({"local_time": "2026-10-25T02:30", "timezone": "Europe/Berlin", "fold": "later"}, 303, "2026-10-25 01:30 UTC"),
+    (
+        {"local_time": "2026-10-25T02:30", "timezone": "Europe/Berlin", "fold": "earlier"},
+        303,
+        "2026-10-25 00:30 UTC",
+    ),
+    (
+        {"local_time": "2026-10-25T02:30", "timezone": "Europe/Berlin", "fold": "later"},
+        303,
+        "2026-10-25 01:30 UTC",
+    ),
     ({"local_time": "2026-07-01T09:00", "timezone": "Mars/Base"}, 422, "unknown_timezone"),
     ({"local_time": "2025-12-31T23:59", "timezone": "UTC"}, 422, "past_time"),
     ({"local_time": "tomorrow", "timezone": "UTC"}, 422, "invalid_local_time"),
@@ -164,7 +200,9 @@ TIME_CASES = [
 
 
 @pytest.mark.parametrize(("fields", "status", "expected"), TIME_CASES)
-async def test_time_table_through_the_form(world: World, fields: dict[str, str], status: int, expected: str) -> None:
+async def test_time_table_through_the_form(
+    world: World, fields: dict[str, str], status: int, expected: str
+) -> None:
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
@@ -181,7 +219,7 @@ async def test_time_table_through_the_form(world: World, fields: dict[str, str],
         html = response.body.decode()
         assert f'data-error-code="{expected}"' in html
         assert f'value="{fields["local_time"]}"' in html  # the input is kept
-        assert 'aria-invalid="true"' in html or "aria-describedby=\"form-error\"" in html
+        assert 'aria-invalid="true"' in html or 'aria-describedby="form-error"' in html
         assert await world.db.prepare("SELECT count(*) AS n FROM schedules").first() == {"n": 0}
 
 
@@ -189,7 +227,9 @@ async def test_created_schedule_stores_pins_revision_and_key(world: World) -> No
     installation = await world.install()
     browser = await world.browser_for(installation, content_id="cnt_fr")  # a translation
     await browser.get(f"/installations/{installation.id}")
-    response = await create(browser, installation.id, local_time="2026-07-01T09:00", timezone="America/New_York")
+    response = await create(
+        browser, installation.id, local_time="2026-07-01T09:00", timezone="America/New_York"
+    )
     assert response.status == 303
     row = await world.db.prepare("SELECT * FROM schedules").first()
     assert row is not None
@@ -199,7 +239,11 @@ async def test_created_schedule_stores_pins_revision_and_key(world: World) -> No
     assert row["workflow_revision"] == group.revision
     assert row["revision"] == 1
     assert row["idempotency_key"] == f"sched:{installation.id}:{row['id']}:r1"
-    assert (row["timezone"], row["local_time"], row["fold"]) == ("America/New_York", "2026-07-01T09:00", None)
+    assert (row["timezone"], row["local_time"], row["fold"]) == (
+        "America/New_York",
+        "2026-07-01T09:00",
+        None,
+    )
     assert row["due_at"] == 1_782_910_800_000
     assert (row["status"], row["requested_by"]) == ("pending", "usr_editor")
 
@@ -213,7 +257,11 @@ async def test_unpublish_pins_the_published_version(world: World) -> None:
     response = await create(browser, installation.id, transition="unpublish:draft")
     assert response.status == 303
     row = await world.db.prepare("SELECT kind, to_state, version_id FROM schedules").first()
-    assert row == {"kind": "unpublish", "to_state": "draft", "version_id": group.published_version_id}
+    assert row == {
+        "kind": "unpublish",
+        "to_state": "draft",
+        "version_id": group.published_version_id,
+    }
 
 
 async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
@@ -227,14 +275,20 @@ async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     viewer = await world.browser_for(installation, person="usr_viewer")
     html = (await viewer.get(f"/installations/{installation.id}")).body.decode()
     assert "nothing to schedule" in html
-    viewer.csrf_token = (await world.db.prepare(
-        "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'").first() or {})["csrf_token"]
+    viewer.csrf_token = (
+        await world.db.prepare(
+            "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'"
+        ).first()
+        or {}
+    )["csrf_token"]
     viewer.pins = browser.shown()  # what the editor's page showed: the same content
     response = await create(viewer, installation.id)
     assert response.status == 422
 
 
-async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(world: World) -> None:
+async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
+    world: World,
+) -> None:
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
@@ -243,7 +297,11 @@ async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
     assert (first.status, second.status) == (303, 303)
     html = (await browser.follow(second)).body.decode()
     assert "replaces the earlier schedule" in html
-    rows = (await world.db.prepare("SELECT status, revision, idempotency_key FROM schedules ORDER BY revision").all()).results
+    rows = (
+        await world.db.prepare(
+            "SELECT status, revision, idempotency_key FROM schedules ORDER BY revision"
+        ).all()
+    ).results
     assert [(r["status"], r["revision"]) for r in rows] == [("superseded", 1), ("pending", 2)]
     assert rows[1]["idempotency_key"].endswith(":r2")
     listed = schedules_on(html)
@@ -255,8 +313,10 @@ async def test_a_running_schedule_blocks_a_new_one(world: World) -> None:
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
     await create(browser, installation.id)
-    await world.db.prepare("UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-                           " lease_token = 'l', lease_until = 1").run()
+    await world.db.prepare(
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+        " lease_token = 'l', lease_until = 1"
+    ).run()
     response = await create(browser, installation.id, local_time="2026-07-05T09:00")
     assert response.status == 409
     assert 'data-error-code="execution_in_progress"' in response.body.decode()
@@ -273,8 +333,12 @@ async def test_manage_session_cannot_create(world: World) -> None:
     browser = await world.browser_for(installation, content_id=None)
     page = await browser.get(f"/installations/{installation.id}")
     assert 'name="local_time"' not in page.body.decode()
-    browser.csrf_token = (await world.db.prepare(
-        "SELECT csrf_token FROM sessions WHERE context_kind = 'manage'").first() or {})["csrf_token"]
+    browser.csrf_token = (
+        await world.db.prepare(
+            "SELECT csrf_token FROM sessions WHERE context_kind = 'manage'"
+        ).first()
+        or {}
+    )["csrf_token"]
     response = await create(browser, installation.id)
     assert response.status == 403
     assert 'data-error-code="manage_cannot_create"' in response.body.decode()
@@ -308,7 +372,9 @@ async def test_posts_need_our_origin_and_the_session_csrf_token(
     fields = form(browser)
     if not token_ok:
         fields["csrf_token"] = "x" * 43
-    response = await browser.post(f"/installations/{installation.id}/schedules", fields, origin=origin, site=site)
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules", fields, origin=origin, site=site
+    )
     assert (response.status == 303) is allowed, (response.status, response.body[:200])
     if not allowed:
         assert response.status == 403
@@ -324,17 +390,19 @@ async def test_cancel_pending_and_retrying_only(world: World) -> None:
     await create(browser, installation.id)
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     page = await browser.get(f"/installations/{installation.id}")
-    assert f'/schedules/{sid}/cancel' in page.body.decode()
+    assert f"/schedules/{sid}/cancel" in page.body.decode()
     calls_before = len(world.core.calls.calls)
-    response = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                  {"csrf_token": browser.csrf()})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": browser.csrf()}
+    )
     assert response.status == 303
     html = (await browser.follow(response)).body.decode()
     assert schedules_on(html)[0]["status"] == "cancelled"
     # Cancelling calls nothing but the content read of the page shown afterwards.
     assert all(c.endpoint == "content" for c in world.core.calls.calls[calls_before:])
-    again = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                               {"csrf_token": browser.csrf()})
+    again = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": browser.csrf()}
+    )
     assert again.status == 409
     assert 'data-error-code="not_cancellable"' in again.body.decode()
 
@@ -346,18 +414,26 @@ async def test_cancel_running_is_409_and_other_installation_404(world: World) ->
     await browser.get(f"/installations/{installation.id}")
     await create(browser, installation.id)
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
-    await world.db.prepare("UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-                           " lease_token = 'l', lease_until = 1").run()
-    response = await browser.post(f"/installations/{installation.id}/schedules/{sid}/cancel",
-                                  {"csrf_token": browser.csrf()})
+    await world.db.prepare(
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+        " lease_token = 'l', lease_until = 1"
+    ).run()
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": browser.csrf()}
+    )
     assert response.status == 409
     assert 'data-error-code="execution_in_progress"' in response.body.decode()
     other_browser = await world.browser_for(other, content_id=None)
     await other_browser.get(f"/installations/{other.id}")
-    other_browser.csrf_token = (await world.db.prepare(
-        "SELECT csrf_token FROM sessions WHERE installation_id = ?").bind(other.id).first() or {})["csrf_token"]
-    response = await other_browser.post(f"/installations/{other.id}/schedules/{sid}/cancel",
-                                        {"csrf_token": other_browser.csrf()})
+    other_browser.csrf_token = (
+        await world.db.prepare("SELECT csrf_token FROM sessions WHERE installation_id = ?")
+        .bind(other.id)
+        .first()
+        or {}
+    )["csrf_token"]
+    response = await other_browser.post(
+        f"/installations/{other.id}/schedules/{sid}/cancel", {"csrf_token": other_browser.csrf()}
+    )
     assert response.status == 404
 
 
@@ -371,7 +447,8 @@ async def test_manage_launch_lists_and_cancels_across_contents(world: World) -> 
     html = (await manager.get(f"/installations/{installation.id}")).body.decode()
     listed = schedules_on(html)
     assert len(listed) == 2
-    assert "cnt_en" in html and "cnt_pub" in html
+    assert "cnt_en" in html
+    assert "cnt_pub" in html
     for item in listed:
         response = await manager.post(
             f"/installations/{installation.id}/schedules/{item['schedule-id']}/cancel",
@@ -379,7 +456,9 @@ async def test_manage_launch_lists_and_cancels_across_contents(world: World) -> 
         )
         assert response.status == 303
         await manager.follow(response)
-    statuses = {r["status"] for r in (await world.db.prepare("SELECT status FROM schedules").all()).results}
+    statuses = {
+        r["status"] for r in (await world.db.prepare("SELECT status FROM schedules").all()).results
+    }
     assert statuses == {"cancelled"}
 
 
@@ -391,7 +470,9 @@ async def test_content_session_cannot_cancel_other_contents_schedule(world: Worl
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     en = await world.browser_for(installation, content_id="cnt_en")
     await en.get(f"/installations/{installation.id}")
-    response = await en.post(f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": en.csrf()})
+    response = await en.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": en.csrf()}
+    )
     assert response.status == 403
 
 
@@ -400,8 +481,10 @@ async def test_list_items_carry_data_attributes_and_plain_language(world: World)
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
     await create(browser, installation.id)
-    await world.db.prepare("UPDATE schedules SET status = 'refused', result_code = 'token_unreadable',"
-                           " next_attempt_at = NULL").run()
+    await world.db.prepare(
+        "UPDATE schedules SET status = 'refused', result_code = 'token_unreadable',"
+        " next_attempt_at = NULL"
+    ).run()
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     item = schedules_on(html)[0]
     assert (item["status"], item["result-code"]) == ("refused", "token_unreadable")
@@ -427,14 +510,21 @@ async def test_untrusted_or_missing_answers_from_core_are_explained(
     from fake_core import Fault
 
     installation = await world.install()
-    faults = {"bad_json": Fault.bad_json(200), "mismatch": Fault.respond(403, "launch_exchanged"),
-              "timeout": Fault.timeout()}
-    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"})
+    faults = {
+        "bad_json": Fault.bad_json(200),
+        "mismatch": Fault.respond(403, "launch_exchanged"),
+        "timeout": Fault.timeout(),
+    }
+    launch = world.core.issue_launch(
+        installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"}
+    )
     browser = Browser(world.app)
     if endpoint == "content":
         assert (await browser.get(launch.url)).status == 303
     world.core.faults.push(faults[fault], endpoint=endpoint)
-    response = await browser.get(launch.url if endpoint == "exchange" else f"/installations/{installation.id}")
+    response = await browser.get(
+        launch.url if endpoint == "exchange" else f"/installations/{installation.id}"
+    )
     assert response.status == status
     assert f'data-error-code="{code}"' in response.body.decode()
     if endpoint == "exchange":
@@ -446,11 +536,17 @@ async def test_exchange_answer_for_another_installation_is_untrusted(world: Worl
 
     installation = await world.install()
     launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
-    forged = {"code": "launch_exchanged", "installation_id": "ins_other",
-              "person": {"id": "usr_editor", "name": "Ada"}, "context": {"kind": "manage"},
-              "delegation": {"token": "dwd_" + "a" * 43, "expires_at": "2026-07-01T10:30:00Z"}}
-    world.core.faults.push(Fault.respond(200, "launch_exchanged", body=json.dumps(forged).encode()),
-                           endpoint="exchange")
+    forged = {
+        "code": "launch_exchanged",
+        "installation_id": "ins_other",
+        "person": {"id": "usr_editor", "name": "Ada"},
+        "context": {"kind": "manage"},
+        "delegation": {"token": "dwd_" + "a" * 43, "expires_at": "2026-07-01T10:30:00Z"},
+    }
+    world.core.faults.push(
+        Fault.respond(200, "launch_exchanged", body=json.dumps(forged).encode()),
+        endpoint="exchange",
+    )
     response = await Browser(world.app).get(launch.url)
     assert response.status == 401
     assert 'data-error-code="untrusted_response"' in response.body.decode()
@@ -463,7 +559,9 @@ async def test_a_launch_in_another_tab_is_explained_not_blamed_on_csrf(world: Wo
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert 'name="opened_for" value="cnt_en"' in page
     fields = form(browser, opened_for="cnt_en")
-    other = world.core.issue_launch(installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_page"})
+    other = world.core.issue_launch(
+        installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_page"}
+    )
     assert (await browser.get(other.url)).status == 303  # the second tab took the one cookie
     response = await browser.post(f"/installations/{installation.id}/schedules", fields)
     assert response.status == 409

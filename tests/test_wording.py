@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, UNTRUSTED
+from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
+from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.retry_policy import RETRY_EXHAUSTED
 from scheduling.http.pages.wording import CODES, explain, explain_answer
 
@@ -36,7 +37,8 @@ def test_an_answer_the_runner_retries_is_worded_by_its_status(
     status: int, code: str | None
 ) -> None:
     text = explain_answer(code, status)
-    assert f"HTTP {status}" in text and "try again" in text
+    assert f"HTTP {status}" in text
+    assert "try again" in text
     assert text != UNKNOWN
 
 

@@ -32,9 +32,10 @@ from pathlib import Path
 try:
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
-except ImportError:  # pip always carries a copy
-    from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef]
-    from pip._vendor.packaging.utils import canonicalize_name  # type: ignore[no-redef]
+except ImportError:  # run by a Python without the venv: pip always carries a copy
+    # The same library vendored: mypy sees two distinct types for one name.
+    from pip._vendor.packaging.requirements import Requirement  # type: ignore[assignment]
+    from pip._vendor.packaging.utils import canonicalize_name  # type: ignore[assignment]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -69,7 +70,8 @@ def read_pins(pyproject: Path) -> dict[str, str]:
         found = _PIN.match(requirement)
         if not found:
             raise SystemExit(
-                f"{pyproject}: {requirement!r} is not pinned with == (the harness needs exact versions)"
+                f"{pyproject}: {requirement!r} is not pinned with =="
+                " (the harness needs exact versions)"
             )
         pins[_canonical(found.group(1))] = found.group(2)
     if SDK not in pins:

@@ -37,7 +37,7 @@ START_TIMEOUT_S = 120.0
 MAX_CONNECTIONS = 6
 
 ADMIN_SECRET = "harness-operator-secret-0123456789"
-# base64 of bytes 0..31: the same key as tests/conftest.py's TOKEN_KEY.
+# base64 of bytes 0..31: the same key as tests/support/app.py's TOKEN_KEY.
 TOKEN_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 
@@ -186,7 +186,7 @@ class Harness:
         return response.json()
 
     def scheduled(self, time_ms: int) -> dict[str, Any]:
-        """Run the entry's scheduled() with controller.scheduledTime = time_ms; returns when done."""
+        """Run the entry's scheduled() at controller.scheduledTime = time_ms; returns when done."""
         result: dict[str, Any] = self._post("scheduled", time=time_ms)
         return result
 
@@ -313,7 +313,6 @@ class FakeCoreProcess:
         self.port = free_port()
         self.base_url = f"http://localhost:{self.port}"
         self._log = log_path.open("w", encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -326,8 +325,6 @@ class FakeCoreProcess:
                 "--base-url",
                 self.base_url,
             ],
-            cwd=ROOT,
-            env=env,
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,

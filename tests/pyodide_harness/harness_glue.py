@@ -122,7 +122,7 @@ async def d1_check(env: JsProxy) -> str:
     from workers import _EnvWrapper
 
     from scheduling.ports import DatabaseError
-    from scheduling.runtimes.workers.bridge import DB_BINDING
+    from scheduling.runtimes.workers.bindings import DB_BINDING
     from scheduling.runtimes.workers.d1 import D1Database
 
     db = D1Database(getattr(_EnvWrapper(env), DB_BINDING))
@@ -214,7 +214,7 @@ async def d1(env: JsProxy, payload: str) -> str:
     from workers import _EnvWrapper
 
     from scheduling.ports import DatabaseError, Result
-    from scheduling.runtimes.workers.bridge import DB_BINDING
+    from scheduling.runtimes.workers.bindings import DB_BINDING
     from scheduling.runtimes.workers.d1 import D1Database
 
     def result(value: Result) -> dict[str, Any]:

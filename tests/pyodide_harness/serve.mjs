@@ -45,7 +45,7 @@ function parseArgs(argv) {
     persist: null,
     packages: path.join(HERE, ".cache", "packages"),
     src: path.join(ROOT, "src"),
-    migrations: path.join(ROOT, "migrations"),
+    migrations: path.join(ROOT, "src", "scheduling", "migrations"),
     compatFlags: DEFAULT_COMPAT_FLAGS,
     maxConnections: MAX_CONNECTIONS,
   };

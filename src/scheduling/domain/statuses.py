@@ -39,5 +39,5 @@ FINISHED: tuple[Status, ...] = (
 
 
 def sql_list(statuses: Iterable[Status]) -> str:
-    """`('pending', 'retrying')`: a group as SQL text, for a statement built from these constants."""
+    """`('pending', 'retrying')`: a group as SQL text, for statements built from constants."""
     return "(" + ", ".join(f"'{status.value}'" for status in statuses) + ")"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import quote_from_bytes
 
@@ -21,9 +21,11 @@ from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response, json_response
 from scheduling.services import log
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+# The ASGI spec's types (as servers and httpx's ASGITransport declare them).
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 Tick = Callable[[int | None], Awaitable[Any]]
 
 # A client has this long to send its whole body once the headers are in.
@@ -97,7 +99,8 @@ class AsgiApp:
         try:
             report = await self._tick(when)
         except Exception:
-            # The tick has written its `runner_tick_failed` line; the traceback is for the developer.
+            # The tick has written its `runner_tick_failed` line; the traceback is for the
+            # developer.
             log.exception("development tick failed")
             failed = Refusal(500, "internal_error", "The tick failed; see the terminal.")
             return self.app.render(request, failed)

@@ -1,4 +1,8 @@
-"""Apply `migrations/*.sql` the way `wrangler d1 migrations apply` does.
+"""Apply the package's `migrations/*.sql` the way `wrangler d1 migrations apply` does.
+
+The files live in `scheduling/migrations/`, the one copy: wrangler reads them
+there (`migrations_dir` in wrangler.example.jsonc) and they ship in the wheel as
+package data, so an installed package applies them as a checkout does.
 
 Applied files are recorded in `d1_migrations` (wrangler's table and columns),
 so applying twice is a no-op and a database migrated by either tool is
@@ -10,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[4] / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"  # scheduling/migrations
 
 _TABLE = """
 CREATE TABLE IF NOT EXISTS d1_migrations(
@@ -21,12 +25,27 @@ CREATE TABLE IF NOT EXISTS d1_migrations(
 """
 
 
+class MigrationsMissing(RuntimeError):
+    """No migration files where they must be: applying none would only fail later."""
+
+
 def apply_migrations(conn: sqlite3.Connection, directory: Path = MIGRATIONS_DIR) -> list[str]:
-    """Apply pending migrations in name order; returns the names applied now."""
+    """Apply pending migrations in name order; returns the names applied now.
+
+    A missing directory, or one without a single `.sql` file, raises
+    `MigrationsMissing`: a database without its tables fails later with "no such
+    table", far from the cause.
+    """
+    files = sorted(directory.glob("*.sql")) if directory.is_dir() else []
+    if not files:
+        raise MigrationsMissing(
+            f"no migrations in {directory}: the package was installed without its"
+            " migrations/*.sql (package data)"
+        )
     conn.execute(_TABLE)
     done = {row[0] for row in conn.execute("SELECT name FROM d1_migrations")}
     applied = []
-    for path in sorted(directory.glob("*.sql")):
+    for path in files:
         if path.name in done:
             continue
         conn.execute("BEGIN IMMEDIATE")

@@ -18,8 +18,8 @@ from scheduling.app import App
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.conftest import ORIGIN, FakeClock, make_app
-from tests.helpers import mint
+from tests.support.activation import mint
+from tests.support.app import ORIGIN, FakeClock, make_app
 
 CORE_URL = "https://cms.example"
 MINUTE = 60_000
@@ -44,9 +44,14 @@ class World:
         return await self.core.install(ORIGIN, await mint(self.app), **options)
 
     async def browser_for(
-        self, installation: Installation, person: str = "usr_editor", content_id: str | None = "cnt_en"
+        self,
+        installation: Installation,
+        person: str = "usr_editor",
+        content_id: str | None = "cnt_en",
     ) -> Browser:
-        context = {"kind": "content", "content_id": content_id} if content_id else {"kind": "manage"}
+        context = (
+            {"kind": "content", "content_id": content_id} if content_id else {"kind": "manage"}
+        )
         launch = self.core.issue_launch(installation.id, person, context)
         browser = Browser(self.app)
         response = await browser.get(launch.url)
@@ -70,7 +75,9 @@ class Browser:
             headers["cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         return Headers(headers)
 
-    async def _send(self, method: str, url: str, headers: dict[str, str], body: bytes = b"") -> Response:
+    async def _send(
+        self, method: str, url: str, headers: dict[str, str], body: bytes = b""
+    ) -> Response:
         if url.startswith("/"):
             url = ORIGIN + url
         response = await self.app.handle(Request(method, url, self._headers(headers), body))
@@ -83,8 +90,12 @@ class Browser:
         if found:
             self.csrf_token = found.group(1).decode()
         pins: dict[str, str] = {}
-        for name, value in re.findall(rb'name="((?:published_)?version_id)" value="([^"]*)"', response.body):
-            pins.setdefault(name.decode(), value.decode())  # the create form's, before any re-pin form
+        for name, value in re.findall(
+            rb'name="((?:published_)?version_id)" value="([^"]*)"', response.body
+        ):
+            pins.setdefault(
+                name.decode(), value.decode()
+            )  # the create form's, before any re-pin form
         if pins:
             self.pins = pins
         return response
@@ -92,8 +103,14 @@ class Browser:
     async def get(self, url: str) -> Response:
         return await self._send("GET", url, {"sec-fetch-site": "none"})
 
-    async def post(self, url: str, fields: dict[str, str], *, origin: str | None = "null",
-                   site: str | None = "same-origin") -> Response:
+    async def post(
+        self,
+        url: str,
+        fields: dict[str, str],
+        *,
+        origin: str | None = "null",
+        site: str | None = "same-origin",
+    ) -> Response:
         headers = {"content-type": "application/x-www-form-urlencoded"}
         if origin is not None:
             headers["origin"] = origin
@@ -142,15 +159,28 @@ def local(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
 
 
-async def schedule(world: World, installation: Installation, content_id: str = "cnt_en",
-                   *, in_minutes: int = 5, transition: str = "publish:published") -> dict[str, Any]:
+async def schedule(
+    world: World,
+    installation: Installation,
+    content_id: str = "cnt_en",
+    *,
+    in_minutes: int = 5,
+    transition: str = "publish:published",
+) -> dict[str, Any]:
     """Create a schedule through the page's form, due `in_minutes` from now (whole minutes, UTC)."""
     browser = await world.browser_for(installation, content_id=content_id)
     await browser.get(f"/installations/{installation.id}")
     due = (world.clock.now_ms() // MINUTE + in_minutes) * MINUTE
-    response = await browser.post(f"/installations/{installation.id}/schedules", {
-        "csrf_token": browser.csrf(), **browser.shown(), "transition": transition, "local_time": local(due),
-        "timezone": "UTC"})
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {
+            "csrf_token": browser.csrf(),
+            **browser.shown(),
+            "transition": transition,
+            "local_time": local(due),
+            "timezone": "UTC",
+        },
+    )
     assert response.status == 303, response.body[:400]
     sid = (response.header("location") or "").rsplit("=", 1)[1]
     return await row(world, sid)
@@ -163,38 +193,74 @@ async def row(world: World, sid: str) -> dict[str, Any]:
 
 
 async def attempts(world: World, sid: str) -> list[dict[str, Any]]:
-    result = await world.db.prepare(
-        "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
-        " WHERE schedule_id = ? ORDER BY attempt").bind(sid).all()
+    result = (
+        await world.db.prepare(
+            "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
+            " WHERE schedule_id = ? ORDER BY attempt"
+        )
+        .bind(sid)
+        .all()
+    )
     return result.results
 
 
 def sends(world: World, schedule_row: dict[str, Any]) -> list[Any]:
-    return [c for c in world.core.calls.of("transitions")
-            if c.header("Idempotency-Key") == schedule_row["idempotency_key"]]
+    return [
+        c
+        for c in world.core.calls.of("transitions")
+        if c.header("Idempotency-Key") == schedule_row["idempotency_key"]
+    ]
 
 
-async def bulk_due(world: World, installation: Installation, count: int, due_at: int, prefix: str) -> None:
-    """Many due rows for one installation (each on its own content in fake_core), straight into the table."""
+async def bulk_due(
+    world: World, installation: Installation, count: int, due_at: int, prefix: str
+) -> None:
+    """Many due rows for one installation (each on its own content in fake_core), straight
+    into the table."""
     for i in range(count):
         content_id = f"{prefix}{i}"
         world.core.state.add_content(content_id, f"Item {i}")
         group = world.core.state.group_of(content_id)
-        await insert_due(world.db, installation.id, content_id, due_at,
-                         version_id=group.current_version_id, workflow_revision=group.revision)
+        await insert_due(
+            world.db,
+            installation.id,
+            content_id,
+            due_at,
+            version_id=group.current_version_id,
+            workflow_revision=group.revision,
+        )
 
 
-async def insert_due(db: Any, installation_id: str, content_id: str, due_at: int, *,
-                     version_id: str = "ver_1", workflow_revision: int = 1) -> None:
+async def insert_due(
+    db: Any,
+    installation_id: str,
+    content_id: str,
+    due_at: int,
+    *,
+    version_id: str = "ver_1",
+    workflow_revision: int = 1,
+) -> None:
     """One pending publish due at `due_at`, straight into the table."""
-    await db.prepare(
-        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-        " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
-        " VALUES (?, ?, ?, 'publish', 'published', ?, ?, 1, ?, ?, 'UTC', '2026-07-01T10:05',"
-        " 'pending', ?, 'usr_editor', 'Ada', 0, 0)"
-    ).bind(f"sch_{content_id}", installation_id, content_id, version_id, workflow_revision,
-           f"sched:{installation_id}:sch_{content_id}:r1", due_at, due_at).run()
+    await (
+        db.prepare(
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+            " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'publish', 'published', ?, ?, 1, ?, ?, 'UTC', '2026-07-01T10:05',"
+            " 'pending', ?, 'usr_editor', 'Ada', 0, 0)"
+        )
+        .bind(
+            f"sch_{content_id}",
+            installation_id,
+            content_id,
+            version_id,
+            workflow_revision,
+            f"sched:{installation_id}:sch_{content_id}:r1",
+            due_at,
+            due_at,
+        )
+        .run()
+    )
 
 
 async def tick_at(world: World, ms: int) -> dict[str, int]:

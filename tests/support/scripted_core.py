@@ -49,11 +49,22 @@ def content_answer(**changes: Any) -> dict[str, Any]:
     """A content read answer as protocol §5 shapes it."""
     data: dict[str, Any] = {
         "code": "content",
-        "content": {"id": "cnt_en", "primary_id": "cnt_en", "title": "Spring launch",
-                    "model": "article", "locale": "en", "current_version_id": "ver_2",
-                    "published_version_id": "ver_1"},
-        "workflow": {"revision": 7, "transitions": [{"kind": "publish", "to": "published"},
-                                                    {"kind": "unpublish", "to": "draft"}]},
+        "content": {
+            "id": "cnt_en",
+            "primary_id": "cnt_en",
+            "title": "Spring launch",
+            "model": "article",
+            "locale": "en",
+            "current_version_id": "ver_2",
+            "published_version_id": "ver_1",
+        },
+        "workflow": {
+            "revision": 7,
+            "transitions": [
+                {"kind": "publish", "to": "published"},
+                {"kind": "unpublish", "to": "draft"},
+            ],
+        },
         "site": {"timezone": "Europe/Paris"},
     }
     data.update(changes)

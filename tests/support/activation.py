@@ -1,4 +1,4 @@
-"""Small helpers for driving the app in tests."""
+"""Activation codes and `/dee-wan/activate` calls, as the operator and Dee Wan make them."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from typing import Any
 
 from scheduling.app import App
 from scheduling.http.responses import Response
-from tests.conftest import ADMIN_SECRET, call
-
-OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}", "content-type": "application/json"}
-
-
-def body(response: Response) -> Any:
-    return json.loads(response.body)
+from tests.support.app import OPERATOR, body, call
 
 
 def token(prefix: str = "dwp_") -> str:
@@ -22,7 +16,11 @@ def token(prefix: str = "dwp_") -> str:
 
 
 async def mint(app: App, installation_id: str | None = None) -> str:
-    payload = b"" if installation_id is None else json.dumps({"installation_id": installation_id}).encode()
+    payload = (
+        b""
+        if installation_id is None
+        else json.dumps({"installation_id": installation_id}).encode()
+    )
     response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=payload)
     assert response.status == 201, response.body
     return str(body(response)["code"])
@@ -44,21 +42,21 @@ def activation(code: str, /, **overrides: Any) -> dict[str, Any]:
 
 async def post_activate(app: App, payload: dict[str, Any] | bytes) -> Response:
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return await call(app, "POST", "/dee-wan/activate", headers={"content-type": "application/json"}, body=raw)
+    return await call(
+        app, "POST", "/dee-wan/activate", headers={"content-type": "application/json"}, body=raw
+    )
 
 
-async def install(app: App, installation_id: str = "ins_1", base_url: str = "https://cms.example") -> str:
+async def install(
+    app: App, installation_id: str = "ins_1", base_url: str = "https://cms.example"
+) -> str:
     """Activate an installation; returns its raw token."""
     raw_token = token()
     response = await post_activate(
-        app, activation(await mint(app), installation_id=installation_id, base_url=base_url, token=raw_token)
+        app,
+        activation(
+            await mint(app), installation_id=installation_id, base_url=base_url, token=raw_token
+        ),
     )
     assert response.status == 201, response.body
     return raw_token
-
-
-async def runner_status(app: App, secret: str = ADMIN_SECRET) -> Any:
-    """`GET /admin/status` as the operator; the parsed JSON."""
-    response = await call(app, "GET", "/admin/status", headers={"authorization": f"Bearer {secret}"})
-    assert response.status == 200, response.body[:300]
-    return body(response)

@@ -1,0 +1,110 @@
+"""The CPython runtime of the app on an in-memory SQLite D1, as the tests drive it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from typing import Any
+
+from scheduling.app import App
+from scheduling.config import Configuration
+from scheduling.http.requests import Headers, Request
+from scheduling.http.responses import Response
+from scheduling.ports import Clock, HttpClient, OutboundRequest, OutboundResponse, TransportError
+from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.services import Services
+
+ORIGIN = "https://scheduling.example"
+ADMIN_SECRET = "operator-secret-0123456789"
+TOKEN_KEY = base64.b64encode(bytes(range(32))).decode()
+START_MS = 1_782_900_000_000  # 2026-07-01T10:00:00Z
+OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}", "content-type": "application/json"}
+
+
+def base_env(**overrides: Any) -> dict[str, Any]:
+    """The production env the tests run with; an override of None removes that variable."""
+    env: dict[str, Any] = {
+        "PUBLIC_ORIGIN": ORIGIN,
+        "ENVIRONMENT": "production",
+        "ADMIN_SECRET": ADMIN_SECRET,
+        "TOKEN_KEY": TOKEN_KEY,
+    }
+    env.update(overrides)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+class FakeClock:
+    def __init__(self, now_ms: int = START_MS) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+class NoNetwork:
+    """The default outbound port in tests: any call is a test failure waiting to be seen."""
+
+    def __init__(self) -> None:
+        self.sent: list[OutboundRequest] = []
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        self.sent.append(request)
+        raise TransportError("no network in this test")
+
+
+def memory_db() -> SqliteDatabase:
+    """A fresh in-memory SQLite D1 with every migration applied."""
+    database = SqliteDatabase(":memory:")
+    apply_migrations(database.connection)
+    return database
+
+
+def make_app(
+    db: SqliteDatabase,
+    clock: Clock,
+    *,
+    http: HttpClient | None = None,
+    env: dict[str, Any] | None = None,
+    seed: int = 7,
+) -> App:
+    services = Services(
+        config=Configuration.from_mapping(env if env is not None else base_env()),
+        db=db,
+        http=http or NoNetwork(),
+        clock=clock,
+        make_crypto=CpythonCrypto,
+        rng=random.Random(seed),
+    )
+    return App(services)
+
+
+async def call(
+    app: App,
+    method: str,
+    path: str,
+    *,
+    headers: dict[str, str] | None = None,
+    body: bytes = b"",
+    origin: str = ORIGIN,
+) -> Response:
+    request = Request(method, f"{origin}{path}", Headers(headers or {}), body)
+    return await app.handle(request)
+
+
+def body(response: Response) -> Any:
+    return json.loads(response.body)
+
+
+async def runner_status(app: App, secret: str = ADMIN_SECRET) -> Any:
+    """`GET /admin/status` as the operator; the parsed JSON."""
+    response = await call(
+        app, "GET", "/admin/status", headers={"authorization": f"Bearer {secret}"}
+    )
+    assert response.status == 200, response.body[:300]
+    return body(response)

@@ -1,0 +1,53 @@
+"""Rows written straight into the Worker's D1 (through the Pyodide harness), for runner tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DUE = 1_782_910_800_000  # 2026-07-01T13:00:00Z
+
+
+def installation_row(
+    installation_id: str, base_url: str, token_sealed: str
+) -> tuple[str, list[Any]]:
+    return (
+        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+        " token_rotated_at) VALUES (?, ?, ?, ?, ?, ?)",
+        [installation_id, "site_1", base_url, token_sealed, DUE - 86_400_000, DUE - 86_400_000],
+    )
+
+
+def schedule_row(
+    schedule_id: str,
+    installation_id: str,
+    content_id: str,
+    *,
+    due_at: int = DUE,
+    kind: str = "publish",
+    version_id: str = "ver_2",
+    revision: int = 1,
+) -> tuple[str, list[Any]]:
+    values = {
+        "id": schedule_id,
+        "installation_id": installation_id,
+        "content_id": content_id,
+        "kind": kind,
+        "to_state": "published" if kind == "publish" else "draft",
+        "version_id": version_id,
+        "workflow_revision": 3,
+        "revision": revision,
+        "idempotency_key": f"sched:{installation_id}:{schedule_id}:r{revision}",
+        "due_at": due_at,
+        "timezone": "UTC",
+        "local_time": "2026-07-01T13:00",
+        "status": "pending",
+        "attempt_count": 0,
+        "next_attempt_at": due_at,
+        "requested_by": "usr_editor",
+        "requested_by_name": "Ada",
+        "created_at": due_at - 3_600_000,
+        "updated_at": due_at - 3_600_000,
+    }
+    columns = ", ".join(values)
+    marks = ", ".join("?" for _ in values)
+    return f"INSERT INTO schedules ({columns}) VALUES ({marks})", list(values.values())

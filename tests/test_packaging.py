@@ -1,0 +1,111 @@
+"""The built wheel is the product: a non-editable install carries both packages and applies
+the D1 migrations from its own files, with no checkout on the path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_MIGRATIONS = ROOT / "src" / "scheduling" / "migrations"
+# What the build reads: the project table, the readme it names, the two package roots.
+BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "fake_core")
+
+APPLY_FROM_THE_INSTALL = """
+import json, sqlite3, sys
+from scheduling.runtimes.cpython import migrations
+connection = sqlite3.connect(":memory:", isolation_level=None)
+applied = migrations.apply_migrations(connection)
+found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+tables = sorted(row[0] for row in found)
+print(json.dumps({"applied": applied, "dir": str(migrations.MIGRATIONS_DIR),
+                  "module": migrations.__file__, "prefix": sys.prefix, "tables": tables}))
+"""
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    done = subprocess.run(
+        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"{args}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the build inputs (the checkout stays clean)."""
+    source = tmp_path_factory.mktemp("source")
+    for name in BUILD_INPUTS:
+        if (ROOT / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+            shutil.copytree(ROOT / name, source / name, ignore=ignore)
+        else:
+            shutil.copy(ROOT / name, source / name)
+    out = tmp_path_factory.mktemp("dist")
+    # No build isolation: the venv's setuptools (pinned in the lock file) builds it, offline.
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--wheel-dir",
+        str(out),
+        str(source),
+        cwd=source,
+    )
+    [built] = out.glob("dee_wan_scheduling-*.whl")
+    return built
+
+
+def test_the_wheel_carries_both_packages_and_the_migrations(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for package, folder in (
+        ("scheduling", ROOT / "src" / "scheduling"),
+        ("fake_core", ROOT / "fake_core"),
+    ):
+        for module in folder.rglob("*.py"):
+            assert f"{package}/{module.relative_to(folder).as_posix()}" in names, module
+    shipped = sorted(n for n in names if n.startswith("scheduling/migrations/"))
+    expected = sorted(f"scheduling/migrations/{p.name}" for p in SOURCE_MIGRATIONS.glob("*.sql"))
+    assert expected
+    assert shipped == expected
+    assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/"))]
+
+
+def test_a_non_editable_install_applies_the_migrations_it_carries(
+    wheel: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(target)
+    python = target / "bin" / "python"
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-index",
+        str(wheel),
+        cwd=tmp_path,
+    )
+    # Run from an empty folder: only the install is importable, not this checkout.
+    seen = json.loads(run(str(python), "-c", APPLY_FROM_THE_INSTALL, cwd=tmp_path).stdout)
+    assert Path(seen["module"]).is_relative_to(Path(seen["prefix"]))
+    assert Path(seen["dir"]).is_relative_to(Path(seen["prefix"]))
+    assert seen["applied"] == sorted(p.name for p in SOURCE_MIGRATIONS.glob("*.sql"))
+    assert {"schedules", "installations", "d1_migrations"} <= set(seen["tables"])
