@@ -33,10 +33,17 @@ def write_vars(path: Path, **values: str) -> Path:
     return path
 
 
-def serve(tmp_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+def clean_env(**overrides: str) -> dict[str, str]:
+    """This process's environment without the plugin's variables, then `overrides`."""
     env = dict(os.environ)
     for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
         env.pop(name, None)
+    return {**env, **overrides}
+
+
+def serve(
+    tmp_path: Path, vars_file: Path, port: int, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -51,7 +58,7 @@ def serve(tmp_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess
             str(vars_file),
             *extra,
         ],
-        env=env,
+        env=clean_env() if env is None else env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -166,24 +173,8 @@ def test_environment_overrides_the_vars_file(tmp_path: Path) -> None:
         ADMIN_SECRET=ADMIN_SECRET,
         TOKEN_KEY=TOKEN_KEY,
     )
-    env = {**os.environ, "PUBLIC_ORIGIN": "https://env.example"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scheduling",
-            "serve",
-            "--port",
-            str(port),
-            "--db",
-            str(tmp_path / "db"),
-            "--vars",
-            str(vars_file),
-            "--no-cron",
-        ],
-        env=env,
-        text=True,
-    )
+    env = clean_env(PUBLIC_ORIGIN="https://env.example")
+    process = serve(tmp_path, vars_file, port, "--no-cron", env=env)
     try:
         wait_until_up(port, process)
         body = httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").json()
@@ -249,12 +240,9 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
 
 
 def run_module(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)  # the installed package, not the checkout's src/
-    for name in ("PUBLIC_ORIGIN", "TOKEN_KEY", "ADMIN_SECRET", "ENVIRONMENT"):
-        env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "scheduling", *args],
-        env=env,
+        env=clean_env(),
         cwd=tmp_path,
         capture_output=True,
         text=True,
