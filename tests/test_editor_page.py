@@ -14,7 +14,7 @@ from fake_core.state import Installation
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
-from tests.support.world import Browser, World, schedules_on
+from tests.support.world import Browser, World, schedules_on, session_csrf
 
 
 @pytest.fixture
@@ -266,12 +266,7 @@ async def test_a_viewer_sees_no_cancel_and_a_posted_cancel_is_403(world: World) 
     assert "You may not publish or unpublish this content now" in html
     assert schedules_on(html)[0]["status"] == "pending"
     assert "/cancel" not in card(html, sid)
-    viewer.csrf_token = (
-        await world.db.prepare(
-            "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'"
-        ).first()
-        or {}
-    )["csrf_token"]
+    viewer.csrf_token = await session_csrf(world, "usr_viewer")
     response = await viewer.post(
         f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": viewer.csrf()}
     )

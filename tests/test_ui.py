@@ -11,7 +11,7 @@ import pytest
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ORIGIN, FakeClock
-from tests.support.world import Browser, World, schedules_on
+from tests.support.world import Browser, World, schedules_on, session_csrf
 
 
 @pytest.fixture
@@ -275,12 +275,7 @@ async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     viewer = await world.browser_for(installation, person="usr_viewer")
     html = (await viewer.get(f"/installations/{installation.id}")).body.decode()
     assert "nothing to schedule" in html
-    viewer.csrf_token = (
-        await world.db.prepare(
-            "SELECT csrf_token FROM sessions WHERE person_id = 'usr_viewer'"
-        ).first()
-        or {}
-    )["csrf_token"]
+    viewer.csrf_token = await session_csrf(world, "usr_viewer")
     viewer.pins = browser.shown()  # what the editor's page showed: the same content
     response = await create(viewer, installation.id)
     assert response.status == 422

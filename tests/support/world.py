@@ -192,6 +192,17 @@ async def row(world: World, sid: str) -> dict[str, Any]:
     return found
 
 
+async def session_csrf(world: World, person_id: str) -> str:
+    """The CSRF token of `person_id`'s session, for posting where the page offers no form."""
+    found = (
+        await world.db.prepare("SELECT csrf_token FROM sessions WHERE person_id = ?")
+        .bind(person_id)
+        .first()
+    )
+    assert found is not None, f"no session for {person_id}"
+    return str(found["csrf_token"])
+
+
 async def attempts(world: World, sid: str) -> list[dict[str, Any]]:
     result = (
         await world.db.prepare(
