@@ -12,42 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from scheduling.domain.retry_policy import Settlement
+from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
+from scheduling.limits import (
+    CLAIM,
+    DROP_ATTEMPTS,
+    FINISH_ATTEMPTS,
+    REFUSE_UNSENT,
+    SETTLE,
+    StatementShape,
+)
 from scheduling.ports import Database, Result, Row, Statement
-
-# D1 allows 100 bound parameters per statement.
-MAX_BOUND_PARAMETERS = 100
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """A multi-row statement: `fixed` parameters, then `width` per row of its VALUES."""
-
-    fixed: int
-    width: int
-
-    def rows_per_statement(self) -> int:
-        return (MAX_BOUND_PARAMETERS - self.fixed) // self.width
-
-    def statements(self, rows: int) -> int:
-        return -(-rows // self.rows_per_statement())
-
-
-CLAIM = _Shape(fixed=4, width=4)
-REFUSE_UNSENT = _Shape(fixed=2, width=5)
-SETTLE = _Shape(fixed=3, width=5)
-FINISH_ATTEMPTS = _Shape(fixed=0, width=6)
-DROP_ATTEMPTS = _Shape(fixed=0, width=2)
-
-
-def batch_cost(rows: int) -> int:
-    """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
-    dropped attempts)."""
-    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
-    settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
-    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
-
 
 # The two halves must match the partial indexes `schedules_waiting` and
 # `schedules_leased` word for word, so their statuses are literal text here
@@ -159,25 +135,21 @@ class DueRow:
 
 
 @dataclass(frozen=True)
-class Claimed:
+class Claim:
+    """A due row this runner claimed, under its batch's lease token."""
+
     row: DueRow
     attempt: int  # this claim's attempt number (attempt_count after the claim)
 
 
 @dataclass(frozen=True)
-class Settle:
-    """How one claim ends. `sent=False`: no request left, so no attempt is counted."""
+class SettledClaim:
+    """How one claim ends: where its schedule goes, and the attempt when a request left
+    (None: nothing was sent, so no attempt is counted)."""
 
-    schedule_id: str
-    attempt: int
-    status: Status
-    result_code: str
-    next_attempt_at: int | None
-    sent: bool
-    started_at: int | None = None
-    finished_at: int | None = None
-    attempt_code: str | None = None  # what the attempt row records (the outcome's code)
-    http_status: int | None = None
+    claim: Claim
+    settlement: Settlement
+    attempt: Attempt | None
 
 
 class RunnerStore:
@@ -202,7 +174,7 @@ class RunnerStore:
         lease_token: str,
         now: int,
         lease_ms: int,
-    ) -> tuple[list[Claimed], list[str]]:
+    ) -> tuple[list[Claim], list[str]]:
         """Claim `rows` and refuse `refusals` unsent, each on what was observed of it.
 
         A claim is a compare-and-set on the row's status, lease token and attempt
@@ -235,13 +207,15 @@ class RunnerStore:
         results = await self._round_trip(statements)
         refused = [str(r["id"]) for result in results[:refusal_count] for r in result.results]
         won = [
-            Claimed(observed[str(r["id"])], int(r["attempt_count"]))
+            Claim(observed[str(r["id"])], int(r["attempt_count"]))
             for result in results[refusal_count:claim_end]
             for r in result.results
         ]
         return won, refused
 
-    async def settle(self, lease_token: str, settles: Sequence[Settle], now: int) -> list[str]:
+    async def settle(
+        self, lease_token: str, settled: Sequence[SettledClaim], now: int
+    ) -> list[str]:
         """End claims made under `lease_token`; returns the schedules whose lease was lost.
 
         A settle applies only while the row is still running under this claim's
@@ -249,49 +223,46 @@ class RunnerStore:
         and then nothing of the row changes. Sent claims finish their attempt
         row; unsent ones drop it and give the attempt back.
         """
-        if not settles:
+        if not settled:
             return []
         statements = self._values(
             SETTLE_SQL,
             SETTLE,
             (lease_token, now, Status.RUNNING),
             [
-                (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
-                for s in settles
+                (
+                    s.claim.row.id,
+                    s.settlement.status,
+                    s.settlement.result_code,
+                    s.settlement.next_attempt_at,
+                    0 if s.attempt else 1,
+                )
+                for s in settled
             ],
         )
         settle_count = len(statements)
-        sent = [s for s in settles if s.sent]
-        unsent = [s for s in settles if not s.sent]
+        sent = [(s.claim.row.id, s.attempt) for s in settled if s.attempt]
+        unsent = [(s.claim.row.id, s.claim.attempt) for s in settled if not s.attempt]
         if sent:
             statements += self._values(
                 FINISH_ATTEMPTS_SQL,
                 FINISH_ATTEMPTS,
                 (),
                 [
-                    (
-                        s.schedule_id,
-                        s.attempt,
-                        s.started_at,
-                        s.finished_at,
-                        s.attempt_code,
-                        s.http_status,
-                    )
-                    for s in sent
+                    (sid, a.number, a.started_at, a.finished_at, a.code, a.http_status)
+                    for sid, a in sent
                 ],
             )
         if unsent:
-            statements += self._values(
-                DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), [(s.schedule_id, s.attempt) for s in unsent]
-            )
+            statements += self._values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
         results = await self._round_trip(statements)
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
-        return [s.schedule_id for s in settles if s.schedule_id not in applied]
+        return [s.claim.row.id for s in settled if s.claim.row.id not in applied]
 
-    async def write(
-        self, statements: Sequence[Statement], record: Callable[[], Statement] | None = None
-    ) -> None:
-        await self._round_trip(statements, record)
+    async def record(self, build: Callable[[], Statement]) -> None:
+        """One round trip carrying a statement (the tick's record) that `build` makes once
+        the trip is counted, so the record counts the trip that carries it."""
+        await self._round_trip([], build)
 
     def _due(self, now: int, limit: int) -> Statement:
         return self.db.prepare(DUE_SQL).bind(now, limit)
@@ -299,7 +270,7 @@ class RunnerStore:
     def _values(
         self,
         template: str,
-        shape: _Shape,
+        shape: StatementShape,
         fixed: tuple[object, ...],
         rows: Sequence[tuple[object, ...]],
     ) -> list[Statement]:

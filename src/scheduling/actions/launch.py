@@ -1,0 +1,117 @@
+"""A launch: trade Dee Wan's one-time launch code for a session (protocol §4).
+
+The code never appears in a page, a log line or the redirect: any failure is
+a refusal that explains what to do, with no session started.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduling.actions.access import open_token
+from scheduling.actions.core_errors import NOT_OPENED, launch_refusal
+from scheduling.dee_wan import CoreError, exchange_launch
+from scheduling.domain import associated_data
+from scheduling.domain.launch_grant import LaunchExchange
+from scheduling.domain.refusals import Refusal
+from scheduling.domain.secret_shapes import has_shape, is_id
+from scheduling.domain.wire import instant_ms
+from scheduling.repository import installations, sessions
+from scheduling.services import Services, log
+
+SESSION_TTL_MS = 30 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A session started: the cookie's value (a secret: never logged) and how long it lasts."""
+
+    installation_id: str
+    session_id: str
+    max_age_s: int
+
+
+async def launch(services: Services, installation_id: str, code: str) -> Launched:
+    if not is_id(installation_id) or not has_shape("launch_code", code):
+        raise Refusal(
+            400,
+            "invalid_launch",
+            "The launch link is incomplete or damaged.",
+            title="This link is not a valid launch",
+            relaunch=True,
+        )
+    grant = await _exchange(services, installation_id, code)
+    now = services.clock.now_ms()
+    delegation_expires = instant_ms(grant.delegation.expires_at)
+    expires_at = min(now + SESSION_TTL_MS, delegation_expires)
+    if expires_at <= now:
+        raise Refusal(
+            401,
+            "delegation_expired",
+            "Dee Wan's permission for this launch has already expired.",
+            title=NOT_OPENED,
+            relaunch=True,
+        )
+    session_id = await _start_session(services, grant, delegation_expires, now, expires_at)
+    log.info(
+        "installation %s: %s session started for %s",
+        installation_id,
+        grant.context.kind,
+        grant.person.id,
+    )
+    return Launched(installation_id, session_id, (expires_at - now) // 1000)
+
+
+async def _exchange(services: Services, installation_id: str, code: str) -> LaunchExchange:
+    """Dee Wan's grant for `code`, checked to be for this installation."""
+    installation = await installations.get(services.db, installation_id)
+    if installation is None:
+        raise Refusal(
+            404,
+            "installation_not_found",
+            "Scheduling is not installed for this Dee Wan site (or its data was deleted).",
+            title="Unknown installation",
+        )
+    token = await open_token(services, installation)
+    try:
+        grant = await exchange_launch(services.http, installation.base_url, token, code)
+    except CoreError as error:
+        log.info("installation %s: launch exchange failed: %s", installation_id, error.code)
+        raise launch_refusal(error) from None
+    if grant.installation_id != installation_id:
+        log.warning("installation %s: launch answer named another installation", installation_id)
+        raise Refusal(
+            401,
+            "untrusted_response",
+            "Dee Wan's answer did not match this installation.",
+            title=NOT_OPENED,
+            relaunch=True,
+        )
+    return grant
+
+
+async def _start_session(
+    services: Services, grant: LaunchExchange, delegation_expires: int, now: int, expires_at: int
+) -> str:
+    """Store the session (its id hashed, the delegation sealed to it); returns its id."""
+    crypto = services.crypto
+    session_id = crypto.random_token()
+    id_hash = await crypto.sha256_hex(session_id)
+    installation_id = grant.installation_id
+    await sessions.create(
+        services.db,
+        id_hash=id_hash,
+        installation_id=installation_id,
+        csrf_token=crypto.random_token(),
+        person_id=grant.person.id,
+        person_name=grant.person.name,
+        context_kind=grant.context.kind,
+        content_id=grant.context.content_id if grant.context.kind == "content" else None,
+        delegation_sealed=await crypto.seal(
+            grant.delegation.token, associated_data.delegation(installation_id, id_hash)
+        ),
+        delegation_expires_at=delegation_expires,
+        now=now,
+        expires_at=expires_at,
+    )
+    return session_id
