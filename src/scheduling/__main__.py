@@ -1,4 +1,5 @@
-"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]`."""
+"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]`, and
+`python -m scheduling contract` (prints the plugin contract core checks)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from scheduling.config import ConfigurationError
+# The file ships beside this module; reading it needs none of the runtime's dependencies.
+CONTRACT = Path(__file__).with_name("plugin-contract.json")
 
 EXAMPLE = """example, from the repository root:
   .venv/bin/python -m scheduling serve --port 8788 --db plugin.sqlite3 --vars .dev.vars
@@ -47,6 +49,12 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--vars", type=Path, required=True, help=".dev.vars-style KEY=VALUE file")
     serve.add_argument("--no-cron", action="store_true", help="do not tick every minute")
+    commands.add_parser(
+        "contract",
+        help="print the plugin contract (plugin-contract.json) core's contract test checks",
+        description="Print plugin-contract.json: versions, manifest id, capabilities, secret "
+        "shapes and the Runner table, as core's plugin-contract test reads them.",
+    )
     return parser
 
 
@@ -56,8 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         cli.print_help(sys.stderr)
         return 2
+    if args.command == "contract":
+        sys.stdout.write(CONTRACT.read_text("utf-8"))
+        return 0
 
-    # Imported here so `--help` works before the CPython extra is installed.
+    # Imported here so `--help` and `contract` work before the CPython extra is installed.
+    from scheduling.config import ConfigurationError
     from scheduling.runtimes.cpython.dev_vars import load_vars
     from scheduling.runtimes.cpython.server import StartupError, configure_logging
     from scheduling.runtimes.cpython.server import serve as run_server
