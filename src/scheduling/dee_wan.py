@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -31,6 +31,7 @@ from scheduling.domain.outcomes import (
     Outcome,
     OutcomeKind,
 )
+from scheduling.domain.schedule import Command
 from scheduling.domain.wire import WireModel
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
@@ -135,56 +136,33 @@ async def read_content(
 # -- §6 the transition command and its outcome ---------------------------------------------
 
 
-class ScheduledTransition(Protocol):
-    """What a transition command is built from: a stored schedule and its installation."""
-
-    @property
-    def base_url(self) -> str: ...
-    @property
-    def idempotency_key(self) -> str: ...
-    @property
-    def content_id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def to_state(self) -> str: ...
-    @property
-    def version_id(self) -> str: ...
-    @property
-    def workflow_revision(self) -> int: ...
-    @property
-    def requested_by(self) -> str: ...
-    @property
-    def due_at(self) -> int: ...
-
-
-def transition_request(schedule: ScheduledTransition, token: str) -> OutboundRequest:
+def transition_request(base_url: str, command: Command, token: str) -> OutboundRequest:
     """§6. The body depends only on the stored schedule, so every retry is identical."""
     body = {
-        "content_id": schedule.content_id,
-        "kind": schedule.kind,
-        "to": schedule.to_state,
-        "version_id": schedule.version_id,
-        "workflow_revision": schedule.workflow_revision,
-        "requested_by": schedule.requested_by,
-        "due_at": rfc3339(schedule.due_at),
+        "content_id": command.content_id,
+        "kind": command.kind,
+        "to": command.to_state,
+        "version_id": command.version_id,
+        "workflow_revision": command.workflow_revision,
+        "requested_by": command.requested_by,
+        "due_at": rfc3339(command.due_at),
     }
     return _request(
         "POST",
-        f"{schedule.base_url}/api/plugins/v1/transitions",
-        {"authorization": f"Bearer {token}", "idempotency-key": schedule.idempotency_key},
+        f"{base_url}/api/plugins/v1/transitions",
+        {"authorization": f"Bearer {token}", "idempotency-key": command.idempotency_key},
         body,
         max_body_bytes=TRANSITION_ANSWER_LIMIT_BYTES,
     )
 
 
 async def send_transition(
-    http: HttpClient, schedule: ScheduledTransition, token: str, clock: Callable[[], int]
+    http: HttpClient, base_url: str, command: Command, token: str, clock: Callable[[], int]
 ) -> Outcome:
     """Send one command and classify the answer. Never raises: one claim, one outcome."""
     answer: OutboundResponse | TransportError
     try:
-        answer = await http.send(transition_request(schedule, token))
+        answer = await http.send(transition_request(base_url, command, token))
     except TransportError as exc:
         answer = exc
     except Exception as exc:

@@ -32,6 +32,20 @@ class NewSchedule:
 
 
 @dataclass(frozen=True)
+class Command:
+    """What a stored schedule sends Dee Wan (protocol §6): the same on every retry."""
+
+    idempotency_key: str
+    content_id: str  # primary id
+    kind: str
+    to_state: str
+    version_id: str  # the pin
+    workflow_revision: int
+    requested_by: str
+    due_at: int
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One send of a schedule's command: started, and finished with Dee Wan's answer (or not:
     a start without a finish belongs to a runner that died)."""

@@ -10,10 +10,10 @@ count what this store sent, for the tick's report.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from scheduling.domain.retry_policy import Settlement
-from scheduling.domain.schedule import Attempt
+from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status
 from scheduling.limits import (
     CLAIM,
@@ -109,29 +109,41 @@ DROP_ATTEMPTS_SQL = """DELETE FROM schedule_attempts
 
 @dataclass(frozen=True)
 class DueRow:
+    """A due schedule as the runner sees it: what it observed (for the compare-and-set),
+    its command, and its installation's base URL and sealed token."""
+
     id: str
     installation_id: str
-    content_id: str
-    kind: str
-    to_state: str
-    version_id: str
-    workflow_revision: int
-    idempotency_key: str
-    due_at: int
     status: Status
     attempt_count: int
     lease_token: str | None
-    requested_by: str
     base_url: str
     token_sealed: str
+    command: Command
+
+    @property
+    def due_at(self) -> int:
+        return self.command.due_at
 
     @classmethod
     def from_row(cls, row: Row) -> DueRow:
-        values = {name: row[name] for name in cls.__dataclass_fields__}
-        return cls(**{**values, "status": Status(values["status"])})
+        command = Command(**{name: row[name] for name in _COMMAND_FIELDS})
+        return cls(
+            id=row["id"],
+            installation_id=row["installation_id"],
+            status=Status(row["status"]),
+            attempt_count=row["attempt_count"],
+            lease_token=row["lease_token"],
+            base_url=row["base_url"],
+            token_sealed=row["token_sealed"],
+            command=command,
+        )
 
     def observed(self) -> tuple[object, ...]:
         return (self.id, self.status, self.lease_token or "", self.attempt_count)
+
+
+_COMMAND_FIELDS = tuple(field.name for field in fields(Command))
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,9 @@ class BatchRunner:
         token = self._tokens[row.installation_id]
         assert token is not None  # claimed only when it opened
         self.report.sent(started - row.due_at)
-        outcome = await dee_wan.send_transition(self.services.http, row, token, self.clock)
+        outcome = await dee_wan.send_transition(
+            self.services.http, row.base_url, row.command, token, self.clock
+        )
         finished = self.clock()
         settlement = after_attempt(
             outcome,
