@@ -21,7 +21,6 @@ from scheduling.services import Services
 class ContentView:
     access: Access
     read: ContentRead
-    rights: Rights
     page: SchedulePage
     page_number: int
     schedules: tuple[Listed, ...]
@@ -50,15 +49,13 @@ async def content_view(
     page = await schedules.list_for(
         services.db, access.installation.id, read.content.primary_id, page_number
     )
-    rights = Rights.read(read)
     made = next((s for s in page.schedules if s.id == created), None) if created else None
     return ContentView(
         access=access,
         read=read,
-        rights=rights,
         page=page,
         page_number=page_number,
-        schedules=listed(page.schedules, rights, {read.content.primary_id: read}),
+        schedules=listed(page.schedules, Rights.read(read), {read.content.primary_id: read}),
         made=made,
         replaced=made is not None and _replaced(made, page.schedules),
         now_ms=services.clock.now_ms(),
