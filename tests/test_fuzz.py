@@ -178,6 +178,10 @@ base_urls = st.sampled_from(
         "https://169.254.169.254/x",
         "https://[::1]:22",
         "http://cms.example",
+        "https://intranet",
+        "https://vm:41853",
+        "https://cms.local",
+        "https://nas.home.arpa",
     ]
 ) | st.text(max_size=30).map("https://".__add__)
 
