@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 
 from fake_core.state import Installation
 from scheduling.launch_throttle import (
@@ -27,6 +28,7 @@ from scheduling.launch_throttle import (
 )
 from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.workers.bindings import (
     LAUNCH_LIMITER_BINDING,
@@ -215,6 +217,34 @@ async def test_the_local_runtime_counts_by_peer_address_never_by_a_header(world:
         assert exchange_calls(world) == MOST_CALLS
     async with client_at(BOB) as bob:
         assert (await bob.get(real_link(world, installation))).status_code == 303
+
+
+async def test_the_local_server_trusts_no_forwarding_header(world: World) -> None:
+    """uvicorn would take X-Forwarded-For from a loopback peer (every peer of a server on
+    127.0.0.1) as the client; the local server must not, or each guess could be a new client."""
+    installation = await world.install()
+    server = uvicorn.Server(server_config(AsgiApp(world.app), 0))
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            statuses = []
+            for index in range(20):
+                spoofed = {
+                    "x-forwarded-for": f"192.0.2.{index}",
+                    "x-forwarded-proto": "https",
+                    "forwarded": f"for=192.0.2.{index}",
+                    "x-real-ip": f"192.0.2.{index}",
+                }
+                answer = await http.get(guess(installation), headers=spoofed)
+                statuses.append(answer.status_code)
+    finally:
+        server.should_exit = True
+        await task
+    assert statuses == [401] * MOST_CALLS + [429] * (20 - MOST_CALLS)
+    assert exchange_calls(world) == MOST_CALLS
 
 
 # -- the Workers binding, as the adapter sees it --------------------------------------------
