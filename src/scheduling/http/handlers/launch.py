@@ -17,6 +17,7 @@ from scheduling.http.pages.wording import explain
 from scheduling.http.refusals import Refusal
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
+from scheduling.launch_throttle import WINDOW_MS, Crowded, LaunchThrottle
 from scheduling.repository import installations, sessions
 from scheduling.services import Services, log
 
@@ -33,7 +34,44 @@ async def launch(request: Request, services: Services, code: str) -> Response:
             title="This link is not a valid launch",
             relaunch=True,
         )
-    db, crypto = services.db, services.crypto
+    # Held back for failed exchanges: answered without a call to Dee Wan (launch_throttle.py).
+    throttle, client = services.launch_throttle, request.client
+    _refuse_if_held(throttle, installation_id, client)
+    try:
+        with throttle.exchanging(installation_id, client):
+            return await _launch(services, installation_id, client, code)
+    except Crowded:
+        raise _too_many_launches(
+            "Too many launches from your address at once.", "Wait a second", 1
+        ) from None
+
+
+def _refuse_if_held(throttle: LaunchThrottle, installation_id: str, client: str | None) -> None:
+    wait_s = throttle.retry_after_s(installation_id, client)
+    if wait_s is not None:
+        raise _too_many_launches(
+            "Too many launch links failed from your address in the last minute, so Scheduling "
+            "stopped checking them for a while.",
+            f"Wait {wait_s} second{'s' if wait_s != 1 else ''}",
+            wait_s,
+        )
+
+
+def _too_many_launches(why: str, wait: str, wait_s: int) -> Refusal:
+    return Refusal(
+        429,
+        "too_many_launches",
+        f"{why} {wait}, then try again.",
+        title="Too many attempts",
+        relaunch=True,
+        headers=[("retry-after", str(wait_s))],
+    )
+
+
+async def _launch(
+    services: Services, installation_id: str, client: str | None, code: str
+) -> Response:
+    db = services.db
     installation = await installations.get(db, installation_id)
     if installation is None:
         raise Refusal(
@@ -44,7 +82,26 @@ async def launch(request: Request, services: Services, code: str) -> Response:
         )
     token = await open_token(services, installation)
     try:
-        grant = await exchange_launch(services.http, installation.base_url, token, code)
+        return await _exchange(services, installation_id, installation.base_url, token, code)
+    except Refusal:
+        # Dee Wan was called and no session started: one more failure for this client.
+        if await services.launch_throttle.failed(installation_id, client):
+            log.warning(
+                "installation %s: a client's launches are held back for %d s "
+                "after too many failed exchanges",
+                installation_id,
+                WINDOW_MS // 1000,
+            )
+        raise
+
+
+async def _exchange(
+    services: Services, installation_id: str, base_url: str, token: str, code: str
+) -> Response:
+    """Exchange the code and start the session; a Refusal when no session starts."""
+    db, crypto = services.db, services.crypto
+    try:
+        grant = await exchange_launch(services.http, base_url, token, code)
     except CoreError as exc:
         log.info("installation %s: launch exchange failed: %s", installation_id, exc.code)
         message = {
