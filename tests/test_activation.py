@@ -294,6 +294,29 @@ async def test_rotate_with_a_different_site_or_base_url_is_409(
         "https://127.1",
         "https://localhost",
         "https://cms.localhost:8443",
+        # Names that resolve only inside a network (issue 17): one label (found through the
+        # resolver's search domains, or /etc/hosts), special-use and private-use suffixes
+        # (RFC 6761, 6762, 8375, 9476, ICANN's .internal) and names networks use in-house,
+        # and a last label of digits (which a browser reads as an IPv4 address).
+        "https://intranet",
+        "https://vm:41853",
+        "https://xn--bcher-kva",
+        "https://cms.local",
+        "https://nas.home.arpa",
+        "https://1.0.0.10.in-addr.arpa",
+        "https://cms.internal",
+        "https://wiki.intranet",
+        "https://printer.lan",
+        "https://cms.home",
+        "https://cms.corp",
+        "https://cms.private",
+        "https://cms.localdomain",
+        "https://cms.test",
+        "https://cms.invalid",
+        "https://cms.alt",
+        "https://cms.onion",
+        "https://CMS.Internal:8443/dee-wan",
+        "https://cms.123",
     ],
 )
 async def test_refused_base_urls_are_422_and_consume_nothing(
@@ -313,7 +336,14 @@ async def test_refused_base_urls_are_422_and_consume_nothing(
         "https://CMS.example/sub/path",
         "https://xn--bcher-kva.example",
         "https://cms.example:65535/a%20b",
-        "https://intranet",
+        "https://dee-wan.example.com",
+        # A special-use word is refused as the last label only.
+        "https://local.cms.example.org",
+        "https://internal.example.net:8443",
+        "https://test.example.com",
+        "https://cms.localhost.example.com",
+        "https://cms.co.uk",
+        "https://cms.123.example",
     ],
 )
 async def test_accepted_https_base_urls(app: App, url: str) -> None:
@@ -341,6 +371,42 @@ async def test_http_only_in_development_for_listed_exact_origins(
         activation(await mint(prod), installation_id="ins_2", base_url="http://localhost:8787"),
     )
     assert response.status == 422
+
+
+async def test_internal_names_only_as_exact_development_origins(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """A single label or an internal suffix is accepted only as a listed development origin."""
+    origins = "https://vm:41853,https://cms.internal,http://intranet:8080"
+    dev = make_app(db, clock, env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=origins))
+    prod = make_app(db, clock, env=base_env(DEE_WAN_DEV_ORIGINS=origins))
+    cases = [
+        ("https://vm:41853", 201),
+        ("https://cms.internal/core", 201),
+        ("http://intranet:8080", 201),
+        ("https://vm:41854", 422),
+        ("https://intranet", 422),
+    ]
+    for index, (url, status) in enumerate(cases):
+        response = await post_activate(
+            dev, activation(await mint(dev), installation_id=f"ins_d{index}", base_url=url)
+        )
+        assert response.status == status, url
+        response = await post_activate(
+            prod, activation(await mint(prod), installation_id=f"ins_p{index}", base_url=url)
+        )
+        assert (response.status, body(response)["code"]) == (422, "invalid_base_url"), url
+
+
+async def test_refused_base_url_says_why(app: App) -> None:
+    cases = {
+        "https://vm:41853": "single label",
+        "https://cms.home.arpa": "home.arpa",
+        "https://cms.local": ".local",
+    }
+    for url, said in cases.items():
+        response = await post_activate(app, activation(await mint(app), base_url=url))
+        assert said in body(response)["message"], (url, body(response))
 
 
 async def test_ip_literals_only_as_exact_development_origins(

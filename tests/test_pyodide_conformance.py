@@ -459,8 +459,10 @@ def test_activation_refusals_consume_nothing(
         "base_url": "http://localhost:1",
         "token": "dwp_" + "C" * 43,
     }
-    refused = client.post("/dee-wan/activate", json=activation)
-    assert (refused.status_code, refused.json()["code"]) == (422, "invalid_base_url")
+    # Loopback, one label, an internal suffix: none of them is a listed development origin.
+    for base_url in ("http://localhost:1", "https://vm:41853", "https://cms.internal"):
+        refused = client.post("/dee-wan/activate", json={**activation, "base_url": base_url})
+        assert (refused.status_code, refused.json()["code"]) == (422, "invalid_base_url")
     accepted = client.post("/dee-wan/activate", json={**activation, "base_url": core.base_url})
     assert (accepted.status_code, accepted.json()["code"]) == (201, "activated")
     again = client.post("/dee-wan/activate", json={**activation, "installation_id": "ins_again"})

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from scheduling.config import VARIABLES, Configuration
+from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
+from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING
 from tests.pyodide_harness.harness import (
     HERE,
     SERVE,
@@ -62,7 +64,12 @@ def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> No
         "clock": "scheduling.runtimes.workers.clock.WorkersClock",
         "crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
         "make_crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
+        # No LAUNCH_LIMITER binding: failed launches are counted in the isolate.
+        "rate_limiter": "scheduling.launch_throttle.MemoryRateLimiter",
     }
+    with harness.launch_limiter(10):
+        bound = harness.info()["services"]["rate_limiter"]
+    assert bound == "scheduling.runtimes.workers.bindings.BindingRateLimiter"
     loaded = harness.info()["runtime_modules"]
     assert "scheduling.runtimes.workers.crypto" in loaded
     assert not [name for name in loaded if name.startswith("scheduling.runtimes.cpython")]
@@ -89,6 +96,15 @@ def test_wrangler_example_declares_the_worker() -> None:
         }
     ]
     assert config["triggers"] == {"crons": ["* * * * *"]}
+    # The binding counts failed launches as the in-memory limiter does; the plugin holds a
+    # client back for its own window, so the binding's period must be the same.
+    assert config["ratelimits"] == [
+        {
+            "name": LAUNCH_LIMITER_BINDING,
+            "namespace_id": "1001",
+            "simple": {"limit": LAUNCH_FAILURES_PER_MINUTE, "period": WINDOW_MS // 1000},
+        }
+    ]
     # The harness runs the same compatibility date (the Pyodide 314 line).
     served = re.search(r'COMPATIBILITY_DATE = "([0-9-]+)"', SERVE.read_text("utf-8"))
     assert served is not None
@@ -133,6 +149,7 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
     output = deploy.stdout + deploy.stderr
     assert deploy.returncode == 0, output
     assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
+    assert "env.LAUNCH_LIMITER" in output
     assert "env.MAX_ROWS_PER_TICK (20)" in output
     assert (tmp_path / "out" / "entry.py").exists()
     migrations = run_wrangler(

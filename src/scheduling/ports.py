@@ -123,3 +123,17 @@ class HttpClient(Protocol):
 
 class Clock(Protocol):
     def now_ms(self) -> int: ...
+
+
+# -- rate limiting ----------------------------------------------------------
+
+
+class RateLimiter(Protocol):
+    async def limit(self, key: str) -> bool:
+        """Count one event for `key`; True while the key is within its limit.
+
+        The shape of Workers' Rate Limiting binding (`limit({key})` answers `success`):
+        every call within the limit counts, and a call past it answers False until the
+        key's window has passed. There is no way to ask without counting.
+        """
+        ...

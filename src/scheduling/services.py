@@ -8,7 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduling.config import Configuration
-from scheduling.ports import Clock, Crypto, Database, HttpClient
+from scheduling.launch_throttle import (
+    LAUNCH_FAILURES_PER_MINUTE,
+    WINDOW_MS,
+    LaunchThrottle,
+    MemoryRateLimiter,
+)
+from scheduling.ports import Clock, Crypto, Database, HttpClient, RateLimiter
 
 log = logging.getLogger("scheduling")
 
@@ -22,7 +28,10 @@ class Services:
     make_crypto: Callable[[bytes], Crypto]
     # Jitter source for retry backoff; tests pass a seeded Random.
     rng: random.Random = field(default_factory=random.Random)
+    # Counts failed launch exchanges (Workers' binding); None: counted in memory here.
+    rate_limiter: RateLimiter | None = None
     _crypto: Crypto | None = field(default=None, init=False, repr=False)
+    _launch_throttle: LaunchThrottle | None = field(default=None, init=False, repr=False)
 
     @property
     def crypto(self) -> Crypto:
@@ -30,3 +39,13 @@ class Services:
         if self._crypto is None:
             self._crypto = self.make_crypto(self.config.token_key)
         return self._crypto
+
+    @property
+    def launch_throttle(self) -> LaunchThrottle:
+        """One per App, so what it remembers lasts as long as the process or the isolate."""
+        if self._launch_throttle is None:
+            limiter = self.rate_limiter or MemoryRateLimiter(
+                LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, self.clock
+            )
+            self._launch_throttle = LaunchThrottle(limiter, self.clock)
+        return self._launch_throttle

@@ -270,6 +270,22 @@ class Harness:
         answer: dict[str, Any] = self._post("d1", payload)
         return answer
 
+    def rate_limiter(self, **change: Any) -> dict[str, Any]:
+        """The Worker's LAUNCH_LIMITER stand-in (serve.mjs `Ratelimit`): `limit=N[, period=60]`
+        binds a fresh one, `limit=None` removes it, `reset=True` ends its window; no
+        argument only reads. Answers {"bound": bool, "calls": [{"key", "success"}]}."""
+        answer: dict[str, Any] = self._post("ratelimit", change)
+        return answer
+
+    @contextlib.contextmanager
+    def launch_limiter(self, limit: int, period: int = 60) -> Iterator[None]:
+        """Run with a Rate Limiting binding of `limit` per window bound as LAUNCH_LIMITER."""
+        self.rate_limiter(limit=limit, period=period)
+        try:
+            yield
+        finally:
+            self.rate_limiter(limit=None)
+
     def set_vars(self, variables: dict[str, Any]) -> None:
         """Replace the Worker's variables and secrets (the D1 binding stays)."""
         self._post("vars", variables)

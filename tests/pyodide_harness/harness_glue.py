@@ -99,6 +99,7 @@ def info(env: JsProxy) -> Any:
             "clock": _qualname(services.clock),
             "crypto": crypto,
             "make_crypto": _qualname(services.make_crypto),
+            "rate_limiter": _qualname(services.rate_limiter),
         },
         "runtime_modules": loaded,
         "compat_flags": {

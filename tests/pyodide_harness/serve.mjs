@@ -27,6 +27,8 @@ const COMPATIBILITY_DATE = "2026-11-01";
 const DATABASE_NAME = "plugin-db";
 const DATABASE_ID = "00000000-0000-4000-8000-000000000001";
 const DB_BINDING = "PLUGIN_DB";
+// The optional Rate Limiting binding (wrangler `ratelimits`); present only when a test asks.
+const LIMITER_BINDING = "LAUNCH_LIMITER";
 const CRON = "* * * * *";
 // workerd: fetches of one invocation waiting for response headers at once; the rest queue.
 const MAX_CONNECTIONS = 6;
@@ -147,6 +149,37 @@ class D1Database {
   }
   withSession(constraint) {
     return this.#db.withSession(constraint);
+  }
+}
+
+// A stand-in for Workers' Rate Limiting binding, named as workerd's class is so that the
+// SDK's env wrapper converts `limit({key})`'s argument and answer as it does in production.
+// Counting as Miniflare's does: a key's first `limit` calls in a window answer
+// {success: true} and count, later ones {success: false}. Its window ends only when the
+// test says so (`/__harness/ratelimit` `{"reset": true}`), so tests do not race a clock.
+class Ratelimit {
+  #limit;
+  #counts = new Map();
+  constructor(limit, period) {
+    if (!Number.isInteger(limit) || limit < 1) throw new Error("limit must be a whole number >= 1");
+    if (![10, 60].includes(period)) throw new Error("period must be 10 or 60");
+    this.#limit = limit;
+    this.period = period;
+    this.calls = [];
+  }
+  async limit(options) {
+    const keys = Object.keys(options ?? {});
+    if (typeof options?.key !== "string" || keys.some((k) => !["key", "limit", "period"].includes(k))) {
+      throw new Error(`bad rate limit options: ${JSON.stringify(options)}`);
+    }
+    const count = this.#counts.get(options.key) ?? 0;
+    const success = count < this.#limit;
+    if (success) this.#counts.set(options.key, count + 1);
+    this.calls.push({ key: options.key, success });
+    return { success };
+  }
+  endWindow() {
+    this.#counts.clear();
   }
 }
 
@@ -363,6 +396,11 @@ function toJsRequest(req, body, origin) {
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
   }
+  // Cloudflare's edge always sets CF-Connecting-IP. The harness sets it to the peer's
+  // address unless the test sent one: the test then plays the edge for another client.
+  if (!headers.has("cf-connecting-ip") && req.socket.remoteAddress) {
+    headers.set("cf-connecting-ip", req.socket.remoteAddress);
+  }
   const method = req.method ?? "GET";
   const url = new URL(req.url ?? "/", `http://${req.headers.host ?? origin}`);
   return new Request(url, {
@@ -441,9 +479,22 @@ async function main() {
       case "/__harness/vars": {
         // Replace the variables and secrets (not the D1 binding), as a redeploy with new
         // vars would; the entry notices through its env fingerprint.
-        for (const name of Object.keys(env)) if (name !== DB_BINDING) delete env[name];
+        for (const name of Object.keys(env)) {
+          if (name !== DB_BINDING && name !== LIMITER_BINDING) delete env[name];
+        }
         Object.assign(env, input);
         return json(res, 200, { vars: Object.keys(input).sort() });
+      }
+      case "/__harness/ratelimit": {
+        // `{"limit": N, "period": 60}` binds a fresh LAUNCH_LIMITER, `{"limit": null}` removes
+        // it, `{"reset": true}` ends its window; `{}` only reads. Answers its calls so far.
+        if (input.limit === null) delete env[LIMITER_BINDING];
+        else if (input.limit !== undefined) {
+          env[LIMITER_BINDING] = new Ratelimit(input.limit, input.period ?? 60);
+        }
+        const limiter = env[LIMITER_BINDING];
+        if (input.reset) limiter?.endWindow();
+        return json(res, 200, { bound: limiter !== undefined, calls: limiter?.calls ?? [] });
       }
       case "/__harness/d1-check":
         return json(res, 200, JSON.parse(await glue.d1_check(env)));

@@ -62,8 +62,9 @@ class World:
 class Browser:
     """Keeps cookies and sends what a same-origin page's form would send."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, client: str | None = None) -> None:
         self.app = app
+        self.client = client  # the peer address the runtime's adapter would report
         self.cookies: dict[str, str] = {}
         self.last: Response | None = None
         self.csrf_token: str | None = None
@@ -80,7 +81,9 @@ class Browser:
     ) -> Response:
         if url.startswith("/"):
             url = ORIGIN + url
-        response = await self.app.handle(Request(method, url, self._headers(headers), body))
+        response = await self.app.handle(
+            Request(method, url, self._headers(headers), body, client=self.client)
+        )
         for name, value in response.headers:
             if name.lower() == "set-cookie":
                 key, _, rest = value.partition("=")

@@ -1,7 +1,9 @@
 """A launch: trade Dee Wan's one-time launch code for a session (protocol §4).
 
 The code never appears in a page, a log line or the redirect: any failure is
-a refusal that explains what to do, with no session started.
+a refusal that explains what to do, with no session started. Exchanges that
+start no session are counted per client and installation, and a client past
+the limit is refused without a call to Dee Wan (`launch_throttle.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import has_shape, is_id
 from scheduling.domain.wire import instant_ms
+from scheduling.launch_throttle import WINDOW_MS, Crowded, LaunchThrottle
 from scheduling.repository import installations, sessions
+from scheduling.repository.installations import Installation
 from scheduling.services import Services, log
 
 SESSION_TTL_MS = 30 * 60 * 1000
@@ -31,7 +35,10 @@ class Launched:
     max_age_s: int
 
 
-async def launch(services: Services, installation_id: str, code: str) -> Launched:
+async def launch(
+    services: Services, installation_id: str, code: str, client: str | None
+) -> Launched:
+    """`client` is who asks, as the runtime knows it (None when it cannot tell)."""
     if not is_id(installation_id) or not has_shape("launch_code", code):
         raise Refusal(
             400,
@@ -40,7 +47,71 @@ async def launch(services: Services, installation_id: str, code: str) -> Launche
             title="This link is not a valid launch",
             relaunch=True,
         )
-    grant = await _exchange(services, installation_id, code)
+    # Held back for failed exchanges: answered without a call to Dee Wan.
+    throttle = services.launch_throttle
+    _refuse_if_held(throttle, installation_id, client)
+    try:
+        with throttle.exchanging(installation_id, client):
+            return await _launch(services, installation_id, code, client)
+    except Crowded:
+        raise _too_many_launches(
+            "Too many launches from your address at once.", "Wait a second", 1
+        ) from None
+
+
+def _refuse_if_held(throttle: LaunchThrottle, installation_id: str, client: str | None) -> None:
+    wait_s = throttle.retry_after_s(installation_id, client)
+    if wait_s is not None:
+        raise _too_many_launches(
+            "Too many launch links failed from your address in the last minute, so Scheduling "
+            "stopped checking them for a while.",
+            f"Wait {wait_s} second{'s' if wait_s != 1 else ''}",
+            wait_s,
+        )
+
+
+def _too_many_launches(why: str, wait: str, wait_s: int) -> Refusal:
+    return Refusal(
+        429,
+        "too_many_launches",
+        f"{why} {wait}, then try again.",
+        title="Too many attempts",
+        relaunch=True,
+        headers=[("retry-after", str(wait_s))],
+    )
+
+
+async def _launch(
+    services: Services, installation_id: str, code: str, client: str | None
+) -> Launched:
+    installation = await installations.get(services.db, installation_id)
+    if installation is None:
+        raise Refusal(
+            404,
+            "installation_not_found",
+            "Scheduling is not installed for this Dee Wan site (or its data was deleted).",
+            title="Unknown installation",
+        )
+    token = await open_token(services, installation)
+    try:
+        return await _exchange(services, installation, token, code)
+    except Refusal:
+        # Dee Wan was called and no session started: one more failure for this client.
+        if await services.launch_throttle.failed(installation_id, client):
+            log.warning(
+                "installation %s: a client's launches are held back for %d s "
+                "after too many failed exchanges",
+                installation_id,
+                WINDOW_MS // 1000,
+            )
+        raise
+
+
+async def _exchange(
+    services: Services, installation: Installation, token: str, code: str
+) -> Launched:
+    """Exchange the code and start the session; a Refusal when no session starts."""
+    grant = await _grant(services, installation, token, code)
     now = services.clock.now_ms()
     delegation_expires = instant_ms(grant.delegation.expires_at)
     expires_at = min(now + SESSION_TTL_MS, delegation_expires)
@@ -55,31 +126,24 @@ async def launch(services: Services, installation_id: str, code: str) -> Launche
     session_id = await _start_session(services, grant, delegation_expires, now, expires_at)
     log.info(
         "installation %s: %s session started for %s",
-        installation_id,
+        installation.id,
         grant.context.kind,
         grant.person.id,
     )
-    return Launched(installation_id, session_id, (expires_at - now) // 1000)
+    return Launched(installation.id, session_id, (expires_at - now) // 1000)
 
 
-async def _exchange(services: Services, installation_id: str, code: str) -> LaunchExchange:
+async def _grant(
+    services: Services, installation: Installation, token: str, code: str
+) -> LaunchExchange:
     """Dee Wan's grant for `code`, checked to be for this installation."""
-    installation = await installations.get(services.db, installation_id)
-    if installation is None:
-        raise Refusal(
-            404,
-            "installation_not_found",
-            "Scheduling is not installed for this Dee Wan site (or its data was deleted).",
-            title="Unknown installation",
-        )
-    token = await open_token(services, installation)
     try:
         grant = await exchange_launch(services.http, installation.base_url, token, code)
     except CoreError as error:
-        log.info("installation %s: launch exchange failed: %s", installation_id, error.code)
+        log.info("installation %s: launch exchange failed: %s", installation.id, error.code)
         raise launch_refusal(error) from None
-    if grant.installation_id != installation_id:
-        log.warning("installation %s: launch answer named another installation", installation_id)
+    if grant.installation_id != installation.id:
+        log.warning("installation %s: launch answer named another installation", installation.id)
         raise Refusal(
             401,
             "untrusted_response",

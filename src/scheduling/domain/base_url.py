@@ -10,8 +10,9 @@ the plugin at an address of its own network:
   internationalised name in its `xn--` form, which must decode), at most
   253 characters, no empty label;
 - a port, when given, of 1 to 65535;
-- no IP literal (v4 in any spelling a browser accepts, or [v6]) and no
-  `localhost`.
+- no IP literal (v4 in any spelling a browser accepts, or [v6]);
+- a name the public DNS can answer (`host_problem`): at least two labels, and
+  no suffix that only a local resolver, `/etc/hosts` or mDNS answers.
 
 In development (`ENVIRONMENT=development`) an exact origin listed in
 `DEE_WAN_DEV_ORIGINS` is accepted as it is, `http://` and loopback included.
@@ -72,8 +73,40 @@ def base_url_problem(url: str, config: Environment) -> str | None:
     return host_problem(host.lower())
 
 
+# Suffixes that the public DNS never answers for, so a name under one reaches whatever a
+# local resolver, `/etc/hosts` or mDNS says: loopback, a router, a machine of the network.
+# Special-use names (RFC 6761 `localhost`, `test`, `invalid`; RFC 6762 `local`; RFC 8375
+# `home.arpa`, and the rest of `arpa`; RFC 7686 `onion`; RFC 9476 `alt`), ICANN's private-use
+# `internal` (2024), and names networks use in-house that ICANN will not delegate because
+# they collide (SAC 045/062: `home`, `corp`, `lan`, `intranet`, `private`, `localdomain`).
+# RFC 6761's `example` stays: its names are for documentation, applications are asked not to
+# treat them specially (§6.5), and no common local tooling answers for them.
+INTERNAL_SUFFIXES = (
+    "localhost",
+    "local",
+    "arpa",
+    "internal",
+    "intranet",
+    "lan",
+    "home",
+    "corp",
+    "private",
+    "localdomain",
+    "test",
+    "invalid",
+    "onion",
+    "alt",
+)
+
+
 def host_problem(host: str) -> str | None:
-    """None for a DNS name a client can use; why not otherwise."""
+    """None when `host` names a machine on the public internet; otherwise why not.
+
+    The one rule for any host the plugin is told to call (a Dee Wan base URL; webhook
+    endpoints later): a DNS name of at least two labels, not an IP literal, not under a
+    suffix only a local network answers for. Case does not matter.
+    """
+    host = host.lower()
     if not host:
         return "must have a host"
     if host.startswith("[") or _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
@@ -85,6 +118,14 @@ def host_problem(host: str) -> str | None:
         return "must have a host of letters, digits and hyphens between dots"
     if labels[-1] == "localhost":
         return "must not name localhost"
+    if len(labels) == 1:
+        return (
+            "must be a full domain name with a dot: a single label such as "
+            f"{host!r} is looked up in the local network"
+        )
+    if labels[-1] in INTERNAL_SUFFIXES:
+        suffix = "home.arpa" if labels[-2:] == ["home", "arpa"] else labels[-1]
+        return f"must be a public name: .{suffix} names are answered only inside a network"
     return None
 
 

@@ -55,6 +55,10 @@ class Request:
     headers: Headers = field(default_factory=Headers)
     body: bytes = b""
     path_params: dict[str, str] = field(default_factory=dict)
+    # Who sent it, as the runtime's adapter knows it: the peer's address locally,
+    # `CF-Connecting-IP` on Workers (set by Cloudflare's edge). Never read from a header
+    # by the core. None when the runtime cannot tell.
+    client: str | None = None
 
     @property
     def path(self) -> str:

@@ -38,7 +38,8 @@ async def installation_page(request: Request, services: Services) -> Response:
 
 async def _launch(request: Request, services: Services, code: str) -> Response:
     """Exchange the launch code, set the session cookie, 303 to the page without the code."""
-    launched = await launch(services, request.path_params["installation_id"], code)
+    installation_id = request.path_params["installation_id"]
+    launched = await launch(services, installation_id, code, request.client)
     response = redirect(f"/installations/{launched.installation_id}")
     response.headers.append(("set-cookie", session_cookie(launched.session_id, launched.max_age_s)))
     return response

@@ -3,7 +3,8 @@
 The request the core sees is built from the path the client sent (`raw_path`,
 still percent-encoded) under PUBLIC_ORIGIN, never from the `Host` header: a
 Host of `x/admin/status#` must not change which route answers. `%2F` stays
-encoded, so it is not a separator, as in the Worker.
+encoded, so it is not a separator, as in the Worker. Its `client` is the
+peer's address, never `X-Forwarded-For` or the like.
 """
 
 from __future__ import annotations
@@ -136,7 +137,9 @@ def _to_request(scope: Scope, origin: str) -> Request:
     query = scope.get("query_string", b"")
     if query:
         url += "?" + quote_from_bytes(query, safe=_QUERY_SAFE)
-    return Request(scope["method"], url, headers)
+    # The peer's address, never a header: nothing in front of this server is trusted to set one.
+    peer = scope.get("client")
+    return Request(scope["method"], url, headers, client=str(peer[0]) if peer else None)
 
 
 async def _read_body(receive: Receive) -> tuple[bytes, bool] | None:

@@ -75,6 +75,10 @@ def server_config(
         lifespan="off",
         # Access logs would print query strings, and launch codes travel in one.
         access_log=False,
+        # The client is the peer address. uvicorn would otherwise believe X-Forwarded-For
+        # from a loopback peer, and every peer of 127.0.0.1 is one: each failed launch
+        # could then claim to come from a new client.
+        proxy_headers=False,
         log_level="warning",
     )
 

@@ -1,5 +1,10 @@
-"""The Worker's D1 binding, read from its env. A Worker deployed without it still starts:
-what needs the database answers 500 `misconfigured` naming the binding, like a missing variable.
+"""The Worker's bindings, read from its env.
+
+D1 (`PLUGIN_DB`): a Worker deployed without it still starts; what needs the database
+answers 500 `misconfigured` naming the binding, like a missing variable.
+
+Rate Limiting (`LAUNCH_LIMITER`, optional): counts failed launch exchanges across the
+isolates of a Cloudflare location. Without it each isolate counts on its own.
 
 Imports no `js`, `pyodide` or `workers`, so it is tested under CPython too.
 """
@@ -10,9 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduling.config import Misconfigured
-from scheduling.ports import Result, Statement
+from scheduling.ports import RateLimiter, Result, Statement
+from scheduling.services import log
 
 DB_BINDING = "PLUGIN_DB"
+LAUNCH_LIMITER_BINDING = "LAUNCH_LIMITER"
 
 
 def d1_binding(env: Any, name: str = DB_BINDING) -> Any | None:
@@ -46,3 +53,47 @@ class UnboundDatabase:
 
     async def batch(self, statements: Sequence[Statement]) -> list[Result]:
         raise self._unbound()
+
+
+def rate_limit_binding(env: Any, name: str = LAUNCH_LIMITER_BINDING) -> Any | None:
+    """The Rate Limiting binding named `name`, or None when the env has none (or something
+    without a `limit` method, such as a variable of that name)."""
+    try:
+        binding = getattr(env, name)
+    except AttributeError:
+        return None
+    return binding if callable(getattr(binding, "limit", None)) else None
+
+
+class BindingRateLimiter:
+    """The `RateLimiter` port over Workers' Rate Limiting binding.
+
+    `await binding.limit({"key": key})` answers `{"success": bool}`; the SDK's env wrapper
+    converts the dict both ways. If the binding fails or answers something else, the
+    isolate's own count (`fallback`) decides, so guessers are still held back.
+    """
+
+    def __init__(
+        self, binding: Any, fallback: RateLimiter, name: str = LAUNCH_LIMITER_BINDING
+    ) -> None:
+        self._binding = binding
+        self._fallback = fallback
+        self._name = name
+
+    async def limit(self, key: str) -> bool:
+        try:
+            answer = await self._binding.limit({"key": key})
+            success = (
+                answer.get("success")
+                if isinstance(answer, dict)
+                else getattr(answer, "success", None)
+            )
+        except Exception as exc:  # any failure of the binding: count here instead
+            problem = f"failed ({type(exc).__name__})"
+        else:
+            if isinstance(success, bool):
+                return success
+            problem = "answered without a boolean success"
+        # The key names a client: it stays out of the log.
+        log.warning("%s %s; counting in this isolate instead", self._name, problem)
+        return await self._fallback.limit(key)

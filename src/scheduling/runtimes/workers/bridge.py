@@ -11,7 +11,15 @@ from scheduling.app import App
 from scheduling.config import SECRETS, VARIABLES, Configuration
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response
-from scheduling.runtimes.workers.bindings import DB_BINDING, UnboundDatabase, d1_binding
+from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
+from scheduling.runtimes.workers.bindings import (
+    DB_BINDING,
+    LAUNCH_LIMITER_BINDING,
+    BindingRateLimiter,
+    UnboundDatabase,
+    d1_binding,
+    rate_limit_binding,
+)
 from scheduling.runtimes.workers.clock import WorkersClock
 from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
@@ -45,20 +53,33 @@ def read_env(env: Any) -> dict[str, Any]:
 
 
 def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
-    """Identifies the configuration an App was built from (the env wrapper is new per request)."""
-    return tuple(sorted((name, repr(value)) for name, value in read_env(env).items()))
+    """Identifies the configuration an App was built from (the env wrapper is new per request):
+    its variables, and whether the optional rate limiting binding is there."""
+    limiter = "bound" if rate_limit_binding(env) is not None else "unbound"
+    variables = sorted((name, repr(value)) for name, value in read_env(env).items())
+    return (*variables, (LAUNCH_LIMITER_BINDING, limiter))
 
 
 def build_app(env: Any) -> App:
     """The App over this env. Nothing here raises for a missing or bad setting: each is
     reported by name (500 `misconfigured`) by the requests that need it."""
     binding = d1_binding(env)
+    clock = WorkersClock()
+    # Failed launches: counted by the binding across the location's isolates when there is
+    # one, else in this isolate (also the binding's stand-in should it fail).
+    in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
+    limiter_binding = rate_limit_binding(env)
     services = Services(
         config=Configuration.from_mapping(read_env(env)),
         db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
         http=WorkersFetch(),
-        clock=WorkersClock(),
+        clock=clock,
         make_crypto=WebCrypto,
+        rate_limiter=(
+            BindingRateLimiter(limiter_binding, in_isolate)
+            if limiter_binding is not None
+            else in_isolate
+        ),
     )
     return App(services)
 
@@ -75,7 +96,10 @@ async def to_core_request(request: Any) -> Request:
         body = bytes(MAX_BODY_BYTES + 1)
     else:
         body = bytes(await request.bytes())
-    return Request(str(method), str(request.url), headers, body)
+    # Cloudflare's edge sets CF-Connecting-IP to the connecting client's address, replacing
+    # any a client sent; it is the only client identity a Worker has.
+    client = headers.get("cf-connecting-ip") or None
+    return Request(str(method), str(request.url), headers, body, client=client)
 
 
 def _declared_length(headers: Headers) -> int:

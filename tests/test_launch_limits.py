@@ -1,0 +1,316 @@
+"""Anonymous launch guesses (issue 17): failed launch exchanges are limited per client and
+installation, past the limit a launch is 429 with `Retry-After` and Dee Wan is not called, and
+a person with a real link still gets in.
+
+Through the public surface: `GET /installations/:id?dee_wan_launch=…` on the in-process app
+(the request's `client` is what a runtime's adapter reports), the local runtime's ASGI adapter
+(the peer address, never a header), and the Workers adapter's binding over a stand-in object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import secrets
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from fake_core.state import Installation
+from scheduling.launch_throttle import (
+    LAUNCH_FAILURES_PER_MINUTE,
+    MAX_IN_FLIGHT,
+    WINDOW_MS,
+    MemoryRateLimiter,
+)
+from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.server import server_config
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.workers.bindings import (
+    LAUNCH_LIMITER_BINDING,
+    BindingRateLimiter,
+    rate_limit_binding,
+)
+from tests.support.app import FakeClock
+from tests.support.world import Browser, World
+
+ALICE = "203.0.113.7"
+BOB = "198.51.100.23"
+# The failure that finds the client over its limit is the last call that reaches Dee Wan.
+MOST_CALLS = LAUNCH_FAILURES_PER_MINUTE + 1
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+def guess(installation: Installation) -> str:
+    """A launch URL with a well-formed, random, never-issued code."""
+    return f"/installations/{installation.id}?dee_wan_launch=dwl_{secrets.token_urlsafe(32)}"
+
+
+def real_link(world: World, installation: Installation) -> str:
+    url = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"}).url
+    return url.removeprefix("https://scheduling.example")
+
+
+def exchange_calls(world: World) -> int:
+    return sum(1 for call in world.core.calls.calls if call.endpoint == "exchange")
+
+
+def error_code(body: bytes) -> str:
+    found = re.search(rb'data-error-code="([a-z_]+)"', body)
+    assert found, body[:300]
+    return found.group(1).decode()
+
+
+async def burst(world: World, installation: Installation, client: str, count: int) -> list[Any]:
+    browser = Browser(world.app, client)
+    return [await browser.get(guess(installation)) for _ in range(count)]
+
+
+async def test_300_guesses_reach_dee_wan_at_most_eleven_times_the_rest_429(world: World) -> None:
+    installation = await world.install()
+    answers = await burst(world, installation, ALICE, 300)
+
+    assert exchange_calls(world) == MOST_CALLS
+    statuses = [(a.status, error_code(a.body)) for a in answers]
+    assert statuses[:MOST_CALLS] == [(401, "launch_not_found")] * MOST_CALLS
+    assert statuses[MOST_CALLS:] == [(429, "too_many_launches")] * (300 - MOST_CALLS)
+    refused = answers[-1]
+    assert refused.header("retry-after") == "60"
+    assert refused.header("set-cookie") is None
+    page = refused.body.decode()
+    assert "Too many launch links failed" in page
+    assert "dwl_" not in page
+    assert await world.db.prepare("SELECT count(*) AS n FROM sessions").first() == {"n": 0}
+
+
+class SlowCore:
+    """Dee Wan taking a moment to answer, so that many launches are in flight at once."""
+
+    def __init__(self, inner: HttpClient) -> None:
+        self.inner = inner
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        await asyncio.sleep(0.005)
+        return await self.inner.send(request)
+
+
+async def test_guesses_sent_at_once_reach_dee_wan_at_most_twelve_times(world: World) -> None:
+    """A failure is known only when Dee Wan answers: in-flight exchanges are capped too."""
+    world.app.services.http = SlowCore(world.app.services.http)
+    installation = await world.install()
+    alice = Browser(world.app, ALICE)
+    answers = list(await asyncio.gather(*(alice.get(guess(installation)) for _ in range(300))))
+    for _ in range(60):  # and in waves of five
+        answers += await asyncio.gather(*(alice.get(guess(installation)) for _ in range(5)))
+
+    calls = exchange_calls(world)
+    assert MOST_CALLS <= calls <= LAUNCH_FAILURES_PER_MINUTE + MAX_IN_FLIGHT
+    assert sorted(a.status for a in answers) == [401] * calls + [429] * (600 - calls)
+    assert {error_code(a.body) for a in answers if a.status == 429} == {"too_many_launches"}
+    assert [a.header("retry-after") for a in answers[:MAX_IN_FLIGHT]] == [None] * MAX_IN_FLIGHT
+    assert {a.header("retry-after") for a in answers[MAX_IN_FLIGHT:300]} == {"1"}  # at once
+    assert answers[-1].header("retry-after") == "60"  # held back
+    # A person's double click: both launches are exchanged.
+    bob = Browser(world.app, BOB)
+    links = [real_link(world, installation) for _ in range(MAX_IN_FLIGHT)]
+    opened = await asyncio.gather(*(bob.get(link) for link in links))
+    assert [a.status for a in opened] == [303] * MAX_IN_FLIGHT
+
+
+async def test_retry_after_counts_down_and_the_same_client_gets_in_after_the_window(
+    world: World,
+) -> None:
+    installation = await world.install()
+    await burst(world, installation, ALICE, MOST_CALLS)
+    alice = Browser(world.app, ALICE)
+
+    world.clock.advance(WINDOW_MS - 1_500)
+    held = await alice.get(real_link(world, installation))
+    assert (held.status, held.header("retry-after")) == (429, "2")
+    world.clock.advance(1_500)
+    calls = exchange_calls(world)
+    assert (await alice.get(real_link(world, installation))).status == 303
+    assert exchange_calls(world) == calls + 1
+
+
+async def test_a_held_launch_consumes_nothing_and_another_client_gets_in(world: World) -> None:
+    installation = await world.install()
+    await burst(world, installation, ALICE, 300)
+    link = real_link(world, installation)
+    calls = exchange_calls(world)
+
+    held = await Browser(world.app, ALICE).get(link)
+    assert held.status == 429
+    assert exchange_calls(world) == calls  # Dee Wan was not asked: the code is still unused
+
+    bob = Browser(world.app, BOB)
+    assert (await bob.get(link)).status == 303
+    assert (await bob.get(f"/installations/{installation.id}")).status == 200
+
+
+async def test_only_failed_exchanges_count(world: World) -> None:
+    installation = await world.install()
+    alice = Browser(world.app, ALICE)
+    # Many real launches in a minute (a person opening Scheduling again and again).
+    for _ in range(3 * LAUNCH_FAILURES_PER_MINUTE):
+        assert (await alice.get(real_link(world, installation))).status == 303
+    # Refused before any call: a malformed code, an unknown installation.
+    for _ in range(3 * LAUNCH_FAILURES_PER_MINUTE):
+        assert (
+            await alice.get(f"/installations/{installation.id}?dee_wan_launch=dwl_x")
+        ).status == 400
+        assert (
+            await alice.get(f"/installations/ins_nope?dee_wan_launch=dwl_{'a' * 43}")
+        ).status == 404
+    # As many failures as the limit allows, then a real link still opens.
+    for answer in await burst(world, installation, ALICE, LAUNCH_FAILURES_PER_MINUTE):
+        assert answer.status == 401
+    assert (await alice.get(real_link(world, installation))).status == 303
+
+
+async def test_each_installation_counts_apart(world: World) -> None:
+    first = await world.install()
+    second = await world.install()
+    await burst(world, first, ALICE, MOST_CALLS)
+    alice = Browser(world.app, ALICE)
+    assert (await alice.get(real_link(world, first))).status == 429
+    assert (await alice.get(real_link(world, second))).status == 303
+
+
+async def test_an_ipv6_client_is_its_64_bit_prefix(world: World) -> None:
+    """One host gets a /64 to itself: each of its addresses is the same client."""
+    installation = await world.install()
+    for index in range(MOST_CALLS):
+        await Browser(world.app, f"2001:db8:1:2::{index + 1:x}").get(guess(installation))
+    same_prefix = Browser(world.app, "2001:db8:1:2:ffff::9")
+    assert (await same_prefix.get(real_link(world, installation))).status == 429
+    other_prefix = Browser(world.app, "2001:db8:1:3::1")
+    assert (await other_prefix.get(real_link(world, installation))).status == 303
+
+
+async def test_the_local_runtime_counts_by_peer_address_never_by_a_header(world: World) -> None:
+    installation = await world.install()
+    asgi = AsgiApp(world.app)
+
+    def client_at(address: str) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=asgi, client=(address, 50_000))
+        return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788")
+
+    async with client_at(ALICE) as alice:
+        statuses = []
+        for index in range(30):
+            spoofed = {
+                "cf-connecting-ip": f"192.0.2.{index}",
+                "x-forwarded-for": f"192.0.2.{index}",
+                "x-real-ip": f"192.0.2.{index}",
+            }
+            statuses.append((await alice.get(guess(installation), headers=spoofed)).status_code)
+        assert statuses == [401] * MOST_CALLS + [429] * (30 - MOST_CALLS)
+        assert exchange_calls(world) == MOST_CALLS
+    async with client_at(BOB) as bob:
+        assert (await bob.get(real_link(world, installation))).status_code == 303
+
+
+async def test_the_local_server_trusts_no_forwarding_header(world: World) -> None:
+    """uvicorn would take X-Forwarded-For from a loopback peer (every peer of a server on
+    127.0.0.1) as the client; the local server must not, or each guess could be a new client."""
+    installation = await world.install()
+    server = uvicorn.Server(server_config(AsgiApp(world.app), 0))
+    task = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            statuses = []
+            for index in range(20):
+                spoofed = {
+                    "x-forwarded-for": f"192.0.2.{index}",
+                    "x-forwarded-proto": "https",
+                    "forwarded": f"for=192.0.2.{index}",
+                    "x-real-ip": f"192.0.2.{index}",
+                }
+                answer = await http.get(guess(installation), headers=spoofed)
+                statuses.append(answer.status_code)
+    finally:
+        server.should_exit = True
+        await task
+    assert statuses == [401] * MOST_CALLS + [429] * (20 - MOST_CALLS)
+    assert exchange_calls(world) == MOST_CALLS
+
+
+# -- the Workers binding, as the adapter sees it --------------------------------------------
+
+
+class Ratelimit:
+    """The shape of Workers' Rate Limiting binding: `limit({"key"})` answers `{"success"}`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit_value = limit
+        self.counts: dict[str, int] = {}
+        self.keys: list[str] = []
+
+    async def limit(self, options: dict[str, str]) -> dict[str, bool]:
+        key = options["key"]
+        self.keys.append(key)
+        if self.counts.get(key, 0) >= self.limit_value:
+            return {"success": False}
+        self.counts[key] = self.counts.get(key, 0) + 1
+        return {"success": True}
+
+
+class Env:
+    pass
+
+
+def test_the_binding_is_found_by_name_and_shape() -> None:
+    env = Env()
+    assert rate_limit_binding(env) is None
+    setattr(env, LAUNCH_LIMITER_BINDING, "not a binding")
+    assert rate_limit_binding(env) is None
+    binding = Ratelimit(3)
+    setattr(env, LAUNCH_LIMITER_BINDING, binding)
+    assert rate_limit_binding(env) is binding
+
+
+async def test_with_a_binding_its_limit_counts_and_its_keys_name_no_one(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    binding = Ratelimit(3)
+    world = World(db, clock)
+    fallback = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
+    world.app.services.rate_limiter = BindingRateLimiter(binding, fallback)
+    installation = await world.install()
+    answers = await burst(world, installation, ALICE, 50)
+    assert [a.status for a in answers] == [401] * 4 + [429] * 46
+    assert exchange_calls(world) == 4
+    # Only failures reach the binding; its key names the installation and the client.
+    assert binding.keys == [f"launch:{installation.id}:{ALICE}"] * 4
+    assert (await Browser(world.app, BOB).get(real_link(world, installation))).status == 303
+    assert len(binding.keys) == 4
+
+
+async def test_a_failing_binding_falls_back_to_the_isolates_own_count(
+    db: SqliteDatabase, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        async def limit(self, options: dict[str, str]) -> dict[str, bool]:
+            raise RuntimeError("binding unavailable")
+
+    world = World(db, clock)
+    fallback = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
+    world.app.services.rate_limiter = BindingRateLimiter(Broken(), fallback)
+    installation = await world.install()
+    with caplog.at_level(logging.WARNING, logger="scheduling"):
+        answers = await burst(world, installation, ALICE, 20)
+    assert [a.status for a in answers] == [401] * MOST_CALLS + [429] * (20 - MOST_CALLS)
+    assert "LAUNCH_LIMITER" in caplog.text
+    assert ALICE not in caplog.text
