@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,8 +20,14 @@ import httpx
 import pytest
 
 from scheduling.config import Configuration
+from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.server import banner, origin_port_warning
-from tests.support.app import ADMIN_SECRET, TOKEN_KEY
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.activation import install
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
+from tests.support.loopback_core import loopback_core
+from tests.support.world import insert_due
 
 
 def free_port() -> int:
@@ -106,9 +114,10 @@ def test_serves_manifest_with_origin_from_vars(running: tuple[int, Path]) -> Non
     assert (tmp_path / "plugin.sqlite3").exists()
 
 
-def this_minute_ms() -> int:
-    """A tick instant `/__scheduled` accepts (it refuses any more than a year from now)."""
-    return int(time.time()) // 60 * 60_000
+def next_minute_ms() -> int:
+    """A tick instant ahead of the wall clock that `/__scheduled` accepts (a few minutes at
+    most): the tick runs at exactly that instant."""
+    return (int(time.time()) // 60 + 1) * 60_000
 
 
 def rfc3339(ms: int) -> str:
@@ -119,18 +128,19 @@ def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path
     port, _ = running
     answer = httpx.get(
         f"http://127.0.0.1:{port}/__scheduled",
-        params={"cron": "* * * * *", "time": str(this_minute_ms())},
+        params={"cron": "* * * * *", "time": str(next_minute_ms())},
     )
     assert answer.status_code == 200
     assert answer.json()["code"] == "tick_finished"
     assert answer.json()["report"]["due"] == 0
 
 
-def raw_get(port: int, target: bytes, host: bytes) -> bytes:
+def raw_get(port: int, target: bytes, host: bytes, headers: bytes = b"") -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(
-            b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
-        )
+            b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\n" + headers
+            + b"Connection: close\r\n\r\n"
+        )  # fmt: skip
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)
@@ -216,17 +226,17 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
         base = f"http://127.0.0.1:{port}"
         operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
         assert httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"] is None
-        at = this_minute_ms()
+        at = next_minute_ms()
         httpx.get(f"{base}/__scheduled", params={"cron": "* * * * *", "time": str(at)})
         status = httpx.get(f"{base}/admin/status", headers=operator).json()
-        assert status["last_tick"]["at"] == rfc3339(at)
+        assert (status["last_tick"]["at"], status["last_tick"]["cron_delay_ms"]) == (rfc3339(at), 0)
         assert (status["stalled"], status["due_backlog"]) == (False, 0)
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=10)
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     [line] = lines
-    assert (line["event"], line["at"], line["due"], line["claimed"], line["sends"]) == (
+    assert (line["event"], line["at"], line["cron_delay_ms"], line["due"], line["sends"]) == (
         "runner_tick",
         rfc3339(at),
         0,
@@ -234,6 +244,62 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
         0,
     )
     assert ADMIN_SECRET not in output
+
+
+def test_a_tick_delivered_75_s_late_sends_nothing_past_a_60_s_cap(tmp_path: Path) -> None:
+    """The real process: `/__scheduled?time=T` stands for the cron invocation of minute T, and
+    it arrives 75 s after T. The row due at T is refused unsent; one due 45 s after T is sent."""
+    port = free_port()
+    db_path = tmp_path / "plugin.sqlite3"
+    with loopback_core(delay_s=0) as core:
+        env = {
+            "ENVIRONMENT": "development",
+            "PUBLIC_ORIGIN": f"http://localhost:{port}",
+            "DEE_WAN_DEV_ORIGINS": core.base_url,
+            "MAX_LATENESS_MS": "60000",
+            "ADMIN_SECRET": ADMIN_SECRET,
+            "TOKEN_KEY": TOKEN_KEY,
+        }
+        prepared = SqliteDatabase(db_path)
+        apply_migrations(prepared.connection)
+        asyncio.run(install(make_app(prepared, SystemClock(), env=env), "ins_late", core.base_url))
+        prepared.close()
+        process = serve(tmp_path, write_vars(tmp_path / "vars", **env), port, "--no-cron")
+        try:
+            wait_until_up(port, process)
+            minute = int(time.time() * 1000) - 75_000
+            due = SqliteDatabase(db_path)
+            asyncio.run(insert_due(due, "ins_late", "cnt_late", minute))
+            asyncio.run(insert_due(due, "ins_late", "cnt_in_time", minute + 45_000))
+            due.close()
+            base = f"http://127.0.0.1:{port}"
+            answer = httpx.get(
+                f"{base}/__scheduled", params={"cron": "* * * * *", "time": str(minute)}
+            )
+            after = int(time.time() * 1000)
+            assert answer.status_code == 200, answer.text
+            operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+            last = httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"]
+        finally:
+            process.terminate()
+            output, _ = process.communicate(timeout=10)
+        assert core.keys == ["sched:ins_late:sch_cnt_in_time:r1"]
+    assert 75_000 <= last["cron_delay_ms"] <= after - minute
+    assert (last["refused_unsent"], last["sends"]) == (1, 1)
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute(
+            "SELECT content_id, status, result_code, attempt_count FROM schedules ORDER BY 1"
+        ).fetchall()
+    assert rows == [
+        ("cnt_in_time", "completed", "transition_applied", 1),
+        ("cnt_late", "refused", "retry_exhausted", 0),
+    ]
+    [line] = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert (line["event"], line["cron_delay_ms"], line["at"]) == (
+        "runner_tick",
+        last["cron_delay_ms"],
+        last["at"],
+    )
 
 
 # -- the `serve` command as a newcomer meets it --------------------------------------------

@@ -40,6 +40,18 @@ _PATH_SAFE = "/%!$&'()*+,;=:@-._~"
 _QUERY_SAFE = _PATH_SAFE + "?"
 
 
+def app_tick(app: App) -> Tick:
+    """What `/__scheduled` runs: the tick of a cron invocation whose `scheduledTime` is the
+    `time` asked for (now, without it)."""
+
+    async def tick(scheduled_time: int | None) -> dict[str, int]:
+        if scheduled_time is None:
+            scheduled_time = app.services.clock.now_ms()
+        return await app.tick(scheduled_time)
+
+    return tick
+
+
 class AsgiApp:
     def __init__(
         self, app: App, tick: Tick | None = None, *, body_timeout_s: float = BODY_TIMEOUT_S

@@ -22,7 +22,7 @@ import uvicorn
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import Configuration
-from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
@@ -50,13 +50,14 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
 
 
 async def cron_loop(app: App) -> None:
-    """One tick at the start of every minute, like `* * * * *`."""
+    """One tick at the start of every minute, like `* * * * *`: each invocation carries the
+    minute it stands for, so a late wake-up is measured as Workers' late deliveries are."""
     clock = app.services.clock
     while True:
-        now = clock.now_ms()
-        await asyncio.sleep((60_000 - now % 60_000) / 1000)
+        minute = (clock.now_ms() // 60_000 + 1) * 60_000
+        await asyncio.sleep(max(0, minute - clock.now_ms()) / 1000)
         try:
-            await app.tick(clock.now_ms())
+            await app.tick(minute)
         except Exception:
             log.exception("runner tick failed")
 
@@ -190,10 +191,7 @@ async def serve(
     http = HttpxClient()
     app = build_app(env, db, http=http)
 
-    async def tick(when: int | None) -> Any:
-        return await app.tick(when if when is not None else app.services.clock.now_ms())
-
-    server = _Server(server_config(AsgiApp(app, tick), port))
+    server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
     lines = banner(
         config, port, cron=cron, vars_path=vars_path, secret_in_environment=secret_in_environment
     )
