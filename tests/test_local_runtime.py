@@ -158,6 +158,21 @@ def test_routes_on_the_path_sent_never_on_host(running: tuple[int, Path]) -> Non
     assert (refused.status_code, refused.headers["allow"]) == (405, "GET, POST")
 
 
+def test_a_rebound_name_cannot_run_a_tick_on_the_real_server(running: tuple[int, Path]) -> None:
+    """DNS rebinding: a page on rebind.example, whose name now resolves to 127.0.0.1, sends a
+    same-origin request; only the Host it carries tells it apart from the developer's own."""
+    port, _ = running
+    target = b"/__scheduled?cron=*+*+*+*+*"
+    rebound = raw_get(port, target, b"rebind.example:%d" % port, b"Sec-Fetch-Site: same-origin\r\n")
+    assert rebound.startswith(b"HTTP/1.1 403 "), rebound
+    assert b'"code":"host_not_allowed"' in rebound.replace(b" ", b"")
+    operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+    status = httpx.get(f"http://127.0.0.1:{port}/admin/status", headers=operator).json()
+    assert status["last_tick"] is None  # no tick ran
+    for host in (b"localhost:%d" % port, b"[::1]:%d" % port, b"localhost:8788"):
+        assert raw_get(port, target, host).startswith(b"HTTP/1.1 200 "), host  # 8788: PUBLIC_ORIGIN
+
+
 def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
     port = free_port()
     vars_file = write_vars(
