@@ -350,6 +350,18 @@ async def test_scheduled_is_not_found_outside_development(app: App) -> None:
     assert ticks.at == []
 
 
+async def test_scheduled_with_a_bad_lateness_cap_is_misconfigured_naming_it(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    ticks = Ticks()
+    app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="soon"))
+    async with client_for(AsgiApp(app, ticks)) as client:
+        answer = await client.get("/__scheduled", params={"time": START_MS})
+    assert (answer.status_code, answer.json()["code"]) == (500, "misconfigured")
+    assert "MAX_LATENESS_MS" in answer.json()["message"]
+    assert ticks.at == []
+
+
 # -- deadlines for slow clients, on a real socket ---------------------------------------
 
 

@@ -119,8 +119,8 @@ class AsgiApp:
             return self.app.render(request, refusal)
         except Misconfigured as exc:
             # `serve` refuses to start with a bad value; said here by its name only.
-            refusal = Refusal(500, "misconfigured", f"{exc.name} is not configured correctly")
-            return self.app.render(request, refusal)
+            misconfigured = Refusal(500, "misconfigured", f"{exc.name} is not configured correctly")
+            return self.app.render(request, misconfigured)
         try:
             report = await self._tick(when)
         except Exception:
