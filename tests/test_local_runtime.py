@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
@@ -50,7 +51,12 @@ def clean_env(**overrides: str) -> dict[str, str]:
 
 
 def serve(
-    tmp_path: Path, vars_file: Path, port: int, *extra: str, env: dict[str, str] | None = None
+    tmp_path: Path,
+    vars_file: Path,
+    port: int,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    umask: int = -1,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
@@ -70,6 +76,7 @@ def serve(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        umask=umask,
     )
 
 
@@ -315,6 +322,36 @@ def test_a_tick_delivered_75_s_late_sends_nothing_past_a_60_s_cap(tmp_path: Path
         last["cron_delay_ms"],
         last["at"],
     )
+
+
+def file_modes(db_path: Path) -> dict[str, str]:
+    return {
+        suffix: oct(stat.S_IMODE(Path(f"{db_path}{suffix}").stat().st_mode))
+        for suffix in ("", "-wal", "-shm")
+    }
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_the_database_and_its_wal_and_shm_are_the_owners_only(
+    tmp_path: Path, existing: bool
+) -> None:
+    """They hold CSRF tokens, names and sealed tokens: 0600 under a umask of 022, whether
+    `serve` creates the database or finds one left readable by others."""
+    port = free_port()
+    db_path = tmp_path / "plugin.sqlite3"
+    if existing:
+        db_path.touch(mode=0o644)  # an empty file is a new SQLite database
+        db_path.chmod(0o644)
+    process = serve(tmp_path, good_vars(tmp_path), port, "--no-cron", umask=0o022)
+    try:
+        wait_until_up(port, process)
+        tick = httpx.get(f"http://127.0.0.1:{port}/__scheduled?cron=*")  # a write, in the WAL
+        assert tick.status_code == 200, tick.text
+        modes = file_modes(db_path)  # -wal and -shm exist while the database is open
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert modes == {"": "0o600", "-wal": "0o600", "-shm": "0o600"}
 
 
 # -- the `serve` command as a newcomer meets it --------------------------------------------

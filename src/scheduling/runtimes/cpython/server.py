@@ -10,6 +10,7 @@ import shlex
 import signal
 import socket
 import sqlite3
+import stat
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -90,6 +91,7 @@ def open_database(path: Path) -> SqliteDatabase:
         raise StartupError(f"--db {path}: the folder {path.parent} does not exist; create it first")
     if path.is_dir():
         raise StartupError(f"--db {path}: is a folder; name a file in it")
+    _make_private(path)
     try:
         db = SqliteDatabase(path)
     except sqlite3.Error as exc:
@@ -101,6 +103,25 @@ def open_database(path: Path) -> SqliteDatabase:
         raise StartupError(f"--db {path}: cannot apply the migrations ({exc})") from None
     log.info("database %s: %d migration(s) applied", path, len(applied))
     return db
+
+
+def _make_private(path: Path) -> None:
+    """A database left readable by others (made before the plugin created them 0600) is made
+    owner-only, with its -wal and -shm: they hold CSRF tokens, names and sealed tokens."""
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = stat.S_IMODE(file.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            try:
+                file.chmod(mode & 0o700)
+            except OSError as exc:
+                raise StartupError(
+                    f"--db {path}: {file} is readable by others and cannot be made"
+                    f" owner-only ({exc.strerror})"
+                ) from None
+            log.warning("%s was readable by others; it is now owner-only", file)
 
 
 def listen(port: int) -> socket.socket:
