@@ -7,13 +7,12 @@ import contextlib
 import ipaddress
 import logging
 import shlex
-import signal
 import socket
 import sqlite3
 import stat
 import sys
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +29,7 @@ from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.stop_signals import StopSignals
 from scheduling.services import Services, log
 
 # A request line and headers larger than this are refused by h11 with a 400.
@@ -193,64 +193,100 @@ async def serve(
     env: Mapping[str, Any],
     *,
     cron: bool,
+    stop: StopSignals,
     vars_path: Path | None = None,
     secret_in_environment: bool = False,
 ) -> None:
-    """Serve until SIGINT or SIGTERM; then stop the cron task and close what was opened.
+    """Serve until `stop` hears SIGINT or SIGTERM; then stop the cron task and close what was
+    opened. A signal heard during start-up stops it before its next stage.
 
     Raises ConfigurationError or StartupError, before anything is served, when it cannot start.
     """
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
-    db = open_database(db_path)
-    try:
-        sock = listen(port)
-    except StartupError:
-        db.close()
-        raise
-    port = sock.getsockname()[1]
-    http = HttpxClient()
-    app = build_app(env, db, http=http)
+    if not stop.heard:
+        db = open_database(db_path)
+        try:
+            if not stop.heard:
+                banner_lines = partial(
+                    banner,
+                    config,
+                    cron=cron,
+                    vars_path=vars_path,
+                    secret_in_environment=secret_in_environment,
+                )
+                await _listen_and_serve(port, db, env, stop, cron=cron, banner_lines=banner_lines)
+        finally:
+            db.close()
+    log.info("stopped")
 
-    server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
-    lines = banner(
-        config, port, cron=cron, vars_path=vars_path, secret_in_environment=secret_in_environment
-    )
-    for line in lines:
-        log.info("%s", line)
-    warning = origin_port_warning(config.public_origin, port)
-    if warning:
-        log.warning("%s", warning)
-    cron_task = asyncio.create_task(cron_loop(app)) if cron else None
+
+async def _listen_and_serve(
+    port: int,
+    db: SqliteDatabase,
+    env: Mapping[str, Any],
+    stop: StopSignals,
+    *,
+    cron: bool,
+    banner_lines: Callable[[int], list[str]],
+) -> None:
+    sock = listen(port)
     try:
-        await server.serve(sockets=[sock])
+        if stop.heard:
+            return
+        port = sock.getsockname()[1]
+        http = HttpxClient()
+        app = build_app(env, db, http=http)
+        server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
+        stop.on_stop(server.stop)  # at once, if a signal came since the last look
+        for line in banner_lines(port):
+            log.info("%s", line)
+        warning = origin_port_warning(app.services.config.public_origin, port)
+        if warning:
+            log.warning("%s", warning)
+        cron_task = asyncio.create_task(cron_loop(app)) if cron else None
+        try:
+            await server.serve(sockets=[sock])
+            await server.end_requests()
+        finally:
+            if cron_task is not None:
+                # A tick under way stops at its next wait; sends already out are settled.
+                cron_task.cancel()
+                await asyncio.gather(cron_task, return_exceptions=True)
+            await http.aclose()
     finally:
-        if cron_task is not None:
-            # A tick under way stops at its next wait; sends already out are settled.
-            cron_task.cancel()
-            await asyncio.gather(cron_task, return_exceptions=True)
-        await http.aclose()
-        db.close()
-        log.info("stopped")
+        sock.close()
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, except that it does not raise the stop signal again once stopped
-    (uvicorn does, for an embedding program): `serve` still has its cron task to stop and
-    its HTTP client and database to close, and the process then exits with status 0."""
+    """uvicorn's server without its own signal handling: `serve` hears SIGINT and SIGTERM
+    from its first line (`StopSignals`) and tells the server to stop. (uvicorn would also
+    raise the signal again once stopped, and `serve` still has to close what it opened.)"""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
+        yield
+
+    def stop(self, times: int) -> None:
+        """Stop serving: checked after start-up and every 0.1 s. A second signal stops waiting
+        for open connections and running requests."""
+        self.should_exit = True
+        if times > 1:
+            self.force_exit = True
+
+    async def end_requests(self) -> None:
+        """After a forced stop, end what is still under way before the database closes: close
+        the connections (a request waiting for its body ends as a disconnect, unanswered),
+        then cancel what still runs."""
+        running = set(self.server_state.tasks)
+        if not running:
             return
-        stops = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in stops}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        for connection in list(self.server_state.connections):
+            connection.transport.close()
+        _, left = await asyncio.wait(running, timeout=1)
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
 
 
 def configure_logging() -> None:
