@@ -9,6 +9,7 @@ on the same ports and state dir carries on where the first stopped.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import shutil
@@ -18,6 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -262,6 +264,86 @@ def test_a_port_in_use_is_said_plainly(run_dev: type[DevCommand], tmp_path: Path
     assert f"port {dev.core_port} is already in use" in dev.output
     assert "Traceback" not in dev.output, dev.output
     assert refuses(dev.plugin_port), "nothing may be left running"
+
+
+def processes_naming(marker: str) -> list[str]:
+    """The command lines of running processes that name `marker` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in command and state != "Z":
+            found.append(command)
+    return found
+
+
+def handles_sigterm(pid: int) -> bool:
+    """Whether `pid` has a SIGTERM handler (SigCgt): bash and Python install none, scripts/dev
+    does, first thing."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def stop_early(state_dir: Path, when: str, how: str) -> tuple[int | None, bool, str, list[str]]:
+    """Start scripts/dev, stop it `when` (seconds after spawn, or once it printed its URL):
+    `term`, SIGTERM to it alone, as a process manager does; `ctrl-c`, SIGINT to its group.
+    (exit status, its handlers were in place, output, processes left naming the state dir)."""
+    dev = DevCommand(state_dir)
+    try:
+        if when == "url":
+            dev.printed_url()
+        else:
+            time.sleep(float(when))
+        in_place = handles_sigterm(dev.process.pid)
+        if how == "term":
+            dev.process.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(dev.process.pid, signal.SIGINT)
+        try:
+            status: int | None = dev.process.wait(60)
+        except subprocess.TimeoutExpired:
+            status = None
+        left = processes_naming(str(state_dir))
+        dev.join_readers()
+        return status, in_place, dev.output, left
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # anything left in its group ends here
+            os.killpg(dev.process.pid, signal.SIGKILL)
+        dev.kill()
+
+
+def test_a_signal_at_any_point_of_start_up_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Twelve starts ended early, three at a time: by SIGTERM to scripts/dev alone (it must
+    stop both children itself) or by Ctrl-C to its group, from its first instants to after
+    the URL is printed. Once its handlers are in place it exits 0, and no process it started
+    outlives it."""
+    runs = [
+        (tmp_path / f"run{i}", when, how)
+        for i, (when, how) in enumerate(
+            (when, how)
+            for when in ("0.1", "0.3", "0.5", "0.8", "1.2", "url")
+            for how in ("term", "ctrl-c")
+        )
+    ]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda run: (run, stop_early(*run)), runs))
+    for (_, when, how), (status, in_place, output, left) in results:
+        assert status is not None, f"still running after {how} at {when}:\n{output}"
+        assert left == [], f"left running after {how} at {when}: {left}"
+        if in_place:
+            assert status == 0, f"{how} at {when}: status {status}\n{output}"
+            if how == "term":  # (Ctrl-C also reaches the children, maybe before their handlers)
+                assert "Traceback" not in output, output
+    assert sum(in_place for _, (_, in_place, _, _) in results) >= 4
 
 
 # -- a second run carries on ------------------------------------------------------------

@@ -9,12 +9,15 @@ this one stopped (see `installation`). The plugin's secrets are in
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,9 @@ class DevStack:
     quiet: bool = False
     admin_secret: str = field(default="", repr=False)
     vars_created: bool = False
+    # Wraps each spawn: `scripts/dev` holds a stop signal back until the new process is on
+    # `processes`, so `stop` ends it with the rest.
+    spawning: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     installation: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # the installation is the last run's
@@ -103,10 +109,12 @@ class DevStack:
                 "--plugin-origin", self.plugin_origin, "--seed", "demo",
                 "--state", str(self.core_state_path)]  # fmt: skip
         for command, command_env in ((plugin, plugin_env), (core, core_env)):
-            self.processes.append(
+            with self.spawning():
                 # This interpreter with fixed arguments: nothing untrusted reaches the command.
-                subprocess.Popen(command, cwd=ROOT, env=command_env, stdout=output, stderr=output)  # noqa: S603
-            )
+                process = subprocess.Popen(  # noqa: S603
+                    command, cwd=ROOT, env=command_env, stdout=output, stderr=output
+                )
+                self.processes.append(process)
         self._wait(f"{self.plugin_origin}/dee-wan/manifest.json")
         self._wait(f"{self.core_origin}/__fake/state")
 

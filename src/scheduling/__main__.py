@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
-
-from scheduling.config import ConfigurationError
 
 EXAMPLE = """example, from the repository root:
   .venv/bin/python -m scheduling serve --port 8788 --db plugin.sqlite3 --vars .dev.vars
@@ -57,7 +54,16 @@ def main(argv: list[str] | None = None) -> int:
         cli.print_help(sys.stderr)
         return 2
 
+    # Before anything slow: from here on a SIGINT or SIGTERM asks the server to stop, at
+    # whatever point of start-up it comes (StopSignals).
+    from scheduling.runtimes.cpython.stop_signals import StopSignals
+
+    stop = StopSignals.install()
+
     # Imported here so `--help` works before the CPython extra is installed.
+    import asyncio
+
+    from scheduling.config import ConfigurationError
     from scheduling.runtimes.cpython.dev_vars import load_vars
     from scheduling.runtimes.cpython.server import StartupError, configure_logging
     from scheduling.runtimes.cpython.server import serve as run_server
@@ -75,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.db,
                 env,
                 cron=not args.no_cron,
+                stop=stop,
                 vars_path=args.vars,
                 secret_in_environment="ADMIN_SECRET" in os.environ,
             )
@@ -85,8 +92,6 @@ def main(argv: list[str] | None = None) -> int:
     except StartupError as exc:
         print(f"scheduling: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
