@@ -195,7 +195,8 @@ def test_cli_serves_the_demo_seed() -> None:
             translations = [c for c in state["contents"] if c["id"] != c["primary_id"]]
             assert [c["locale"] for c in translations] == ["fr"]
             assert any(g["published_version_id"] for g in state["groups"])
-            assert {p["id"] for p in state["persons"]} == {"usr_editor", "usr_viewer"}
+            roles = {p["id"]: p["role"] for p in state["persons"]}
+            assert roles == {"usr_editor": "editor", "usr_viewer": "viewer", "usr_admin": "admin"}
         finally:
             process.terminate()
             process.wait(timeout=5)
@@ -209,3 +210,39 @@ def test_server_reply_is_json_even_for_unknown_paths() -> None:
         return reply.status, json.loads(reply.body)["code"]
 
     assert asyncio.run(run()) == (404, "not_found")
+
+
+async def test_control_api_roles_decide_who_may_open_manage(
+    server: tuple[FakeCore, httpx.AsyncClient],
+) -> None:
+    core, client = server
+    installation = await installed(core, client)
+    status, data = await control(
+        client,
+        "POST",
+        "seed",
+        {"persons": [{"id": "usr_boss", "name": "Boss", "transitions": [], "role": "admin"}]},
+    )
+    assert status == 200
+    assert {p["id"]: p["role"] for p in data["state"]["persons"]}["usr_boss"] == "admin"
+    manage = {"installation_id": installation["id"]}
+    status, data = await control(client, "POST", "launch", {**manage, "person_id": "usr_boss"})
+    assert (status, data["code"]) == (200, "launch")
+    status, data = await control(client, "POST", "launch", {**manage, "person_id": "usr_viewer"})
+    assert (status, data["code"]) == (400, "invalid_request")
+    assert data["message"] == "only a site admin is offered the Manage launch, not usr_viewer"
+
+    # Seeding a person again replaces them: a demoted admin's open launch is not found.
+    status, data = await control(client, "POST", "launch", {**manage, "person_id": "usr_boss"})
+    demoted = {"id": "usr_boss", "name": "Boss", "transitions": [], "role": "editor"}
+    assert (await control(client, "POST", "seed", {"persons": [demoted]}))[0] == 200
+    auth = {"Authorization": f"Bearer {installation['token']}"}
+    response = await client.post(
+        "/api/plugins/v1/launch/exchange", headers=auth, json={"code": data["launch_code"]}
+    )
+    assert (response.status_code, response.json()["code"]) == (404, "launch_not_found")
+
+    status, data = await control(
+        client, "POST", "seed", {"persons": [{"id": "usr_x", "name": "X", "role": "owner"}]}
+    )
+    assert (status, data["code"]) == (400, "invalid_request")
