@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -246,3 +248,22 @@ async def test_control_api_roles_decide_who_may_open_manage(
         client, "POST", "seed", {"persons": [{"id": "usr_x", "name": "X", "role": "owner"}]}
     )
     assert (status, data["code"]) == (400, "invalid_request")
+
+
+def test_ctrl_c_with_a_connection_kept_open_stops_without_a_traceback() -> None:
+    """A plugin's HTTP client keeps its connection open between calls; Ctrl-C then cancels
+    the connection's task, which Python 3.11 used to log as an "Exception in callback"."""
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "fake_core", "--port", "0"]
+    with subprocess.Popen(
+        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        port = int(process.stdout.readline().split("127.0.0.1:")[1].split()[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as kept:
+            kept.sendall(b"GET /__fake/state HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert kept.recv(65536).startswith(b"HTTP/1.1 200 ")  # answered; left open
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=10)
+    assert process.returncode == 0
+    assert "Traceback" not in err, err
