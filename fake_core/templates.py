@@ -57,7 +57,9 @@ A rotation code (dwa_…) is minted by the plugin's operator for that installati
 {% if not active %}
 <p>No active installation.</p>
 {% elif not admins %}
-<p>Nobody on this site is a site admin, so no one is offered Manage.</p>
+<p>Nobody on this site is a site admin, so no one is offered Manage. Add one with
+<code>POST /__fake/seed</code> and <code>{"persons": [{"id": "usr_admin", "name": "…", "role": "admin"}]}</code>
+(a state saved before persons had roles has none).</p>
 {% else %}
 <p>{% for id in active %}{{ action_form("/ui/launch", "Scheduling (" ~ id ~ ")", {"installation_id": id}, admins) }}{% endfor %}</p>
 {% endif %}
