@@ -68,18 +68,21 @@ class StopSignals:
 def banner(stack: DevStack, installation: dict[str, Any]) -> str:
     made = "made now with fresh secrets" if stack.vars_created else "kept as it was"
     if stack.reused:
-        how = "the last run's, with its schedules"
+        how = "the last run's, with its schedules and its token"
+        if stack.rotated:
+            how = f"the last run's, with its schedules; token rotated: {stack.rotated}"
     elif stack.replaced:
         how = f"installed now (the plugin's database no longer held {stack.replaced})"
     else:
         how = "installed now"
+    retired = "".join(f"  retired    {line}\n" for line in stack.retired)
     return f"""
 Open {stack.core_origin}/ and press "Schedule ({installation["id"]})" on a content item.
 
   plugin     {stack.plugin_origin}, ticks at the start of every minute
-  tick now   curl "{stack.plugin_origin}/__scheduled?cron=*+*+*+*+*"
+  tick now   "Run the tick now" on that page, or curl "{stack.tick_url}"
   installed  {installation["id"]}, {how}
-  secrets    {stack.vars_path} ({made})
+{retired}  secrets    {stack.vars_path} ({made})
   database   {stack.db_path}
   Dee Wan    {stack.core_state_path} (the local Dee Wan's content and installations)
 Ctrl-C stops both; the next run carries on with the same state.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -415,6 +416,15 @@ def core_state(dev: DevCommand) -> dict[str, Any]:
     return state
 
 
+def token_hashes(dev: DevCommand) -> dict[str, str]:
+    """Each active installation's token as the local Dee Wan holds it, hashed (never shown)."""
+    return {
+        i["id"]: hashlib.sha256(i["token"].encode()).hexdigest()
+        for i in core_state(dev)["installations"]
+        if not i["revoked"]
+    }
+
+
 def group(state: dict[str, Any], primary_id: str) -> dict[str, Any]:
     found: dict[str, Any] = next(g for g in state["groups"] if g["primary_id"] == primary_id)
     return found
@@ -449,6 +459,7 @@ def test_a_second_run_shows_the_first_runs_schedule_and_it_still_works(
     )
     assert edited.status_code == 200, edited.text
     version = group(core_state(first), "cnt_news")["current_version_id"]
+    token = token_hashes(first)
     # Far enough ahead that no cron tick of either run sends it on its own.
     local, due_ms = utc_minutes_ahead(10)
     editor = Editor(first, installation, "cnt_news")
@@ -459,7 +470,12 @@ def test_a_second_run_shows_the_first_runs_schedule_and_it_still_works(
 
     second = run_dev(tmp_path, core_port=first.core_port, plugin_port=first.plugin_port)
     assert second.printed_url() == f"{second.core_origin}/"
-    assert f"installed  {installation}, the last run's" in second.stdout, second.output
+    assert (
+        f"installed  {installation}, the last run's, with its schedules and its token"
+        in second.stdout
+    ), second.output
+    assert token_hashes(second) == token, "a restart keeps the token"
+    assert "rotation code" not in second.output, "nor does it mint a code to rotate it"
     state = core_state(second)
     assert [(i["id"], i["revoked"]) for i in state["installations"]] == [(installation, False)]
     assert group(state, "cnt_news")["current_version_id"] == version
@@ -494,3 +510,80 @@ def test_a_second_run_installs_anew_when_the_plugin_lost_its_database(
     assert not revoked
     assert f'press "Schedule ({fresh})"' in second.stdout
     assert_stops_cleanly(second)
+
+
+def test_a_run_on_another_plugin_port_retires_the_installation_no_one_serves(
+    run_dev: type[DevCommand], tmp_path: Path
+) -> None:
+    first = run_dev(tmp_path)
+    first.printed_url()
+    [old] = [i["id"] for i in core_state(first)["installations"]]
+    local, due_ms = utc_minutes_ahead(10)
+    editor = Editor(first, old, "cnt_news")
+    made = editor.schedule_publish(local, "UTC")
+    tick_at(first, due_ms + 1_000)
+    assert editor.schedules() == {made: "completed"}
+    editor.close()
+    assert_stops_cleanly(first)
+
+    # `scripts/dev --plugin-port <another>` on the same state.
+    second = run_dev(tmp_path, core_port=first.core_port)
+    second.printed_url()
+    assert (
+        f"retired    {old} was for the plugin at {first.plugin_origin}, which this run does "
+        "not serve: uninstalled (its waiting schedules will be refused)"
+    ) in second.stdout, second.output
+    installations = {i["id"]: i for i in core_state(second)["installations"]}
+    assert installations.pop(old)["revoked"] is True
+    [(fresh, installation)] = installations.items()
+    assert (installation["plugin_origin"], installation["revoked"]) == (
+        second.plugin_origin,
+        False,
+    )
+    assert f'press "Schedule ({fresh})"' in second.stdout
+
+    # The home page offers only the buttons that work, and its log kept the last run's send.
+    page = httpx.get(f"{second.core_origin}/", timeout=10).text
+    assert f"({old})" not in page.split('<h2 id="transitions">', 1)[0]
+    assert f"Schedule ({fresh})" in page
+    log = page.split('<h2 id="transitions">', 1)[1]
+    assert "200 transition_applied" in log
+    assert f">{old}</td>" in log
+    editor = Editor(second, fresh, "cnt_news")  # the launch reaches the plugin on its new port
+    assert editor.schedules() == {}
+    editor.close()
+    assert_stops_cleanly(second)
+
+
+def test_a_token_the_plugin_can_no_longer_read_is_rotated_and_its_schedule_still_sends(
+    run_dev: type[DevCommand], tmp_path: Path
+) -> None:
+    first = run_dev(tmp_path)
+    first.printed_url()
+    [installation] = token_hashes(first)
+    token = token_hashes(first)[installation]
+    local, due_ms = utc_minutes_ahead(10)
+    editor = Editor(first, installation, "cnt_news")
+    made = editor.schedule_publish(local, "UTC")
+    editor.close()
+    assert_stops_cleanly(first)
+    # The developer gives the plugin another TOKEN_KEY: the sealed token cannot be opened.
+    dev_vars = tmp_path / ".dev.vars"
+    new_key = base64.b64encode(os.urandom(32)).decode()
+    dev_vars.write_text(re.sub(r"(?m)^TOKEN_KEY=.*$", f"TOKEN_KEY={new_key}", dev_vars.read_text()))
+
+    second = run_dev(tmp_path, core_port=first.core_port, plugin_port=first.plugin_port)
+    second.printed_url()
+    assert (
+        f"installed  {installation}, the last run's, with its schedules; token rotated: the "
+        "plugin could not use the token it held (HTTP 503 token_unreadable)"
+    ) in second.stdout, second.output
+    assert set(token_hashes(second)) == {installation}
+    assert token_hashes(second)[installation] != token
+    tick_at(second, due_ms + 1_000)
+    editor = Editor(second, installation, "cnt_news")
+    assert editor.schedules() == {made: "completed"}, second.output
+    editor.close()
+    assert_stops_cleanly(second)
+    printed = new_key in second.output
+    assert not printed, "TOKEN_KEY was printed"

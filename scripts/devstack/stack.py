@@ -51,6 +51,8 @@ class DevStack:
     installation: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # the installation is the last run's
     replaced: str | None = None  # the last run's, which the plugin no longer held
+    retired: tuple[str, ...] = ()  # installations for other ports, uninstalled, in words
+    rotated: str | None = None  # why the token was rotated, when it had to be
 
     @property
     def plugin_origin(self) -> str:
@@ -59,6 +61,11 @@ class DevStack:
     @property
     def core_origin(self) -> str:
         return f"http://localhost:{self.core_port}"
+
+    @property
+    def tick_url(self) -> str:
+        """The plugin's development trigger for one tick now (`wrangler dev --test-scheduled`)."""
+        return f"{self.plugin_origin}/__scheduled?cron=*+*+*+*+*"
 
     @property
     def db_path(self) -> Path:
@@ -99,7 +106,8 @@ class DevStack:
             "PUBLIC_ORIGIN": self.plugin_origin,
             "DEE_WAN_DEV_ORIGINS": self.core_origin,
         }
-        # The core's home page can then mint rotation codes for its rotate buttons.
+        # The core's home page can then mint rotation codes for its rotate buttons. Its
+        # "Run the tick now" calls the plugin's development trigger (--plugin-tick-url).
         core_env = {**env, "FAKE_CORE_PLUGIN_ADMIN_SECRET": self.admin_secret}
         plugin = [sys.executable, "-m", "scheduling", "serve", "--port", str(self.plugin_port),
                   "--db", str(self.db_path), "--vars", str(self.vars_path)]  # fmt: skip
@@ -107,7 +115,8 @@ class DevStack:
             plugin.append("--no-cron")
         core = [sys.executable, "-m", "fake_core", "--port", str(self.core_port),
                 "--plugin-origin", self.plugin_origin, "--seed", "demo",
-                "--state", str(self.core_state_path)]  # fmt: skip
+                "--state", str(self.core_state_path),
+                "--plugin-tick-url", self.tick_url]  # fmt: skip
         for command, command_env in ((plugin, plugin_env), (core, core_env)):
             with self.spawning():
                 # This interpreter with fixed arguments: nothing untrusted reaches the command.
@@ -125,6 +134,7 @@ class DevStack:
         connected = connect(origins)
         self.installation = connected.installation
         self.reused, self.replaced = connected.reused, connected.replaced
+        self.retired, self.rotated = connected.retired, connected.rotated
         return self.installation
 
     def stop(self) -> None:

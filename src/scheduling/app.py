@@ -9,6 +9,7 @@ from scheduling.http.handlers import (
     activate,
     activation_codes,
     delete_data,
+    home,
     installation,
     manifest,
     schedules,
@@ -25,6 +26,7 @@ from scheduling.runner.tick import tick as run_tick
 from scheduling.services import Services, log
 
 ROUTES = [
+    Route("GET", "/", home.home),
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
     Route("POST", "/dee-wan/activate", activate.activate),
     Route("POST", "/admin/activation-codes", activation_codes.mint),
