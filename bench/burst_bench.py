@@ -33,8 +33,12 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import TOKEN_KEY, base_env, make_app
 from tests.support.loopback_core import loopback_core
 
-T = 1_782_900_000_000  # 2026-07-01T10:00:00Z, the round hour
 MINUTE = 60_000
+HOUR = 3_600_000
+# The round hour two to three hours ahead of the real clock. A tick chosen ahead of the wall
+# clock runs at exactly that instant; one chosen behind it would run now, as a late delivery.
+T = (int(time.time() * 1000) // HOUR + 3) * HOUR
+T_LOCAL = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(T // 1000))
 INSTALLATIONS = 10
 SEND_CONCURRENCY = 6
 MAX_TICKS = 40
@@ -75,7 +79,7 @@ def schedule_rows(count: int) -> Iterable[tuple[str, list[Any]]]:
     for start in range(0, count, per_statement):
         chunk = range(start, min(count, start + per_statement))
         values = ", ".join(
-            "(?, ?, ?, 'publish', 'published', 'ver_1', 1, 1, ?, ?, 'UTC', '2026-07-01T10:00',"
+            f"(?, ?, ?, 'publish', 'published', 'ver_1', 1, 1, ?, ?, 'UTC', '{T_LOCAL}',"
             " 'pending', ?, 'usr_editor', 'Ada', 0, 0)"
             for _ in chunk
         )

@@ -1,5 +1,5 @@
 """`python -m fake_core --port 8787 [--plugin-origin URL] [--seed demo] [--base-url URL]
-[--state FILE]`.
+[--state FILE] [--plugin-tick-url URL]`.
 
 With FAKE_CORE_PLUGIN_ADMIN_SECRET set (the plugin's operator bearer secret), the
 home page also offers one-click "Rotate token" and "Mint a code and install".
@@ -23,6 +23,8 @@ from fake_core.saved_state import StateFile, StateFileError
 from fake_core.server import bound_port, serve
 from fake_core.transport import httpx_caller
 
+TICK_TIMEOUT_S = 70.0
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m fake_core", description=__doc__)
@@ -38,6 +40,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="keep the site, its content and installations in FILE: loaded at start when it "
         "exists (then --seed is not applied), saved after each change",
     )
+    parser.add_argument(
+        "--plugin-tick-url",
+        metavar="URL",
+        help="the plugin's development tick trigger, e.g. "
+        "http://localhost:8788/__scheduled?cron=*+*+*+*+* ; the home page then has "
+        "'Run the tick now'",
+    )
     return parser.parse_args(argv)
 
 
@@ -50,13 +59,19 @@ async def main(argv: list[str] | None = None) -> None:
         core.state = saved
     elif args.seed == "demo":
         seed_demo(core)
-    async with httpx.AsyncClient(timeout=10.0) as client:
+    async with (
+        httpx.AsyncClient(timeout=10.0) as client,
+        # A tick answers when it has finished: its budget (45 s) and its last sends.
+        httpx.AsyncClient(timeout=TICK_TIMEOUT_S) as tick_client,
+    ):
         app = FakeCoreApp(
             core,
             plugin_origin=args.plugin_origin,
             plugin_caller=httpx_caller(client),
             plugin_admin_secret=os.environ.get("FAKE_CORE_PLUGIN_ADMIN_SECRET"),
             state_file=state_file,
+            plugin_tick_url=args.plugin_tick_url,
+            tick_caller=httpx_caller(tick_client),
         )
         server = await serve(app, args.host, args.port)
         port = bound_port(server)

@@ -42,6 +42,8 @@ class FakeCoreApp:
         plugin_admin_secret: str | None = None,
         admin_caller: PluginCaller | None = None,
         state_file: StateFile | None = None,
+        plugin_tick_url: str | None = None,
+        tick_caller: PluginCaller | None = None,
     ) -> None:
         """`plugin_admin_secret`: the plugin's operator bearer secret. With it the home
         page mints codes at `{plugin_origin}/admin/activation-codes` (through
@@ -49,6 +51,10 @@ class FakeCoreApp:
         install. It is sent only there, and never shown.
 
         `state_file`: where the core's state is saved after each request that changed it.
+
+        `plugin_tick_url`: the plugin's development tick trigger; with it the home page
+        has "Run the tick now", which posts there through `tick_caller` (by default the
+        core's plugin caller).
         """
         if plugin_caller is not None:
             core.plugin_caller = plugin_caller
@@ -58,6 +64,8 @@ class FakeCoreApp:
             plugin_origin=plugin_origin.rstrip("/"),
             plugin_admin_secret=plugin_admin_secret or None,
             admin_caller=admin_caller,
+            plugin_tick_url=plugin_tick_url,
+            tick_caller=tick_caller,
         )
         self.stall_s = stall_s  # how long a `timeout` fault holds the socket at most
         self.state_file = state_file

@@ -22,6 +22,9 @@ class Context:
     # The plugin's operator bearer secret: sent only to `plugin_origin`, never shown.
     plugin_admin_secret: str | None = field(default=None, repr=False)
     admin_caller: PluginCaller | None = None  # for minting codes; None: the core's caller
+    # The plugin's development tick trigger (`…/__scheduled?cron=…`): "Run the tick now".
+    plugin_tick_url: str | None = None
+    tick_caller: PluginCaller | None = None  # None: the core's caller
     notice: str | None = None  # what the last form post did, shown once on the home page
 
     def take_notice(self) -> str | None:

@@ -14,8 +14,9 @@ from fake_core import install as flow
 from fake_core.clock import AdjustableClock, real_ms
 from fake_core.endpoints import authenticate, exchange, read_content
 from fake_core.faults import FaultContext, Faults
+from fake_core.received import answer, entry_for
 from fake_core.record import Call, CallLog
-from fake_core.state import ALL_CAPABILITIES, CoreState, Installation
+from fake_core.state import ALL_CAPABILITIES, CoreState, Installation, ReceivedTransition
 from fake_core.transitions import transition
 from fake_core.wire import Reply, error, parse_json, parse_json_object
 from scheduling.ports import TransportError, TransportTimeout
@@ -57,7 +58,7 @@ class FakeCore:
         self, method: str, path: str, headers: Mapping[str, str], body: bytes | None
     ) -> tuple[int, dict[str, str], bytes]:
         """As a client sees it: raises TransportTimeout/TransportError for those faults."""
-        reply, call = self.receive(method, path, headers, body)
+        reply, call, entry = self._receive(method, path, headers, body)
         if reply.action == "stall":
             raise TransportTimeout("fake core: no answer (timeout fault)")
         if reply.action == "drop":
@@ -67,6 +68,8 @@ class FakeCore:
                 await asyncio.sleep(reply.delay_s)
             except asyncio.CancelledError:
                 call.outcome = "client_gave_up"
+                if entry is not None:
+                    entry.answer = answer(call)
                 raise
         return reply.status, dict(reply.headers), reply.body
 
@@ -74,6 +77,13 @@ class FakeCore:
         self, method: str, path: str, headers: Mapping[str, str], body: bytes | None
     ) -> tuple[Reply, Call]:
         """Process one call (faults included) and record it; the socket layer acts on it."""
+        reply, call, _ = self._receive(method, path, headers, body)
+        return reply, call
+
+    def _receive(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes | None
+    ) -> tuple[Reply, Call, ReceivedTransition | None]:
+        """`receive`, plus the entry a transition command left in the home page's log."""
         path = path.split("?", 1)[0]
         endpoint, content_id = self._classify(method, path, body)
         call = Call(
@@ -104,7 +114,11 @@ class FakeCore:
         if reply.action == "respond":
             call.status, call.code = reply.status, reply.code
         self.calls.add(call)
-        return reply, call
+        entry = None
+        if endpoint == "transitions":
+            entry = entry_for(self.state, call)
+            self.state.receive(entry)
+        return reply, call, entry
 
     def _classify(self, method: str, path: str, body: bytes | None) -> tuple[str, str | None]:
         """Which endpoint, and the content id a scripted fault may target."""

@@ -70,8 +70,12 @@ def exchange(
         or launch.installation_id != installation.id
     ):
         return error(404, "launch_not_found")
-    launch.used = True  # single use, even if the answer never arrives
     person = state.persons[launch.person_id]
+    if launch.context.get("kind") == "manage" and not person.is_admin:
+        # No longer a site admin since the launch was issued: Dee Wan would not have
+        # offered it now, and §4 has one answer for a launch that cannot be used.
+        return error(404, "launch_not_found")
+    launch.used = True  # single use, even if the answer never arrives
     delegation = new_secret("dwd_")
     expires_at_ms = (now_ms // 1000) * 1000 + DELEGATION_MS  # whole seconds on the wire
     state.delegations[delegation] = Delegation(

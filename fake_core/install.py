@@ -155,7 +155,8 @@ def issue_launch(
     installation = state.installations.get(installation_id)
     if installation is None or installation.revoked:
         raise KeyError(f"no active installation {installation_id}")
-    if person_id not in state.persons:
+    person = state.persons.get(person_id)
+    if person is None:
         raise KeyError(f"no person {person_id}")
     kind = context.get("kind")
     if kind == "content":
@@ -164,6 +165,9 @@ def issue_launch(
             raise ValueError("content context needs a known content_id")
     elif context != {"kind": "manage"}:
         raise ValueError("context must be content or manage")
+    elif not person.is_admin:
+        # Dee Wan offers the Manage launch to site admins only; the plugin relies on it.
+        raise ValueError(f"only a site admin is offered the Manage launch, not {person_id}")
     code = new_secret("dwl_")
     state.launches[code] = LaunchCode(
         code, installation_id, person_id, dict(context), now_ms + LAUNCH_MS

@@ -1,10 +1,15 @@
 """The core's state in a JSON file, so a restarted fake core keeps what was made in it.
 
 `python -m fake_core --state FILE` loads FILE at start when it exists and
-saves it after every request that changed something: the site, persons,
-content and versions, installations and their tokens, launch codes,
-delegations and the idempotency memory. The call record, queued faults and
-the clock offset are test knobs and start afresh.
+saves it after every request that changed something: the site, persons and
+their roles, content and versions, installations and their tokens, launch
+codes, delegations, the idempotency memory and the log of the last
+`RECEIVED_LIMIT` transition commands received. The call record, queued
+faults and the clock offset are test knobs and start afresh.
+
+A file of format 1 (before persons had roles and the log was kept) still
+loads: a person who may take no transition is a viewer, anyone else an
+editor; nobody is a site admin until one is seeded.
 
 The file holds installation tokens: it is written with mode 0600, and whole
 (a new file renamed over the old), so a crash never leaves half of it.
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_core.state import (
+    ROLES,
     AppliedTransition,
     ContentItem,
     CoreState,
@@ -27,11 +33,13 @@ from fake_core.state import (
     Installation,
     LaunchCode,
     Person,
+    ReceivedTransition,
     Remembered,
     Site,
 )
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 
 
 class StateFileError(Exception):
@@ -61,6 +69,7 @@ def state_to_json(state: CoreState) -> dict[str, Any]:
             for (installation_id, key), remembered in state.idempotency.items()
         ],
         "version_counter": state.version_counter,
+        "received": [asdict(entry) for entry in state.received],
     }
 
 
@@ -68,12 +77,18 @@ def state_from_json(data: Any) -> CoreState:
     """Raises KeyError, TypeError or ValueError for a body this module did not write."""
     if not isinstance(data, dict):
         raise TypeError("not a JSON object")
-    if data.get("format") != FORMAT:
-        raise ValueError(f"format {data.get('format')!r}, expected {FORMAT}")
+    version = data.get("format")
+    if version not in READABLE_FORMATS:
+        raise ValueError(f"format {version!r}, expected {FORMAT}")
     state = CoreState()
     state.site = Site(**data["site"])
     for p in data["persons"]:
-        state.persons[p["id"]] = Person(**{**p, "transitions": frozenset(p["transitions"])})
+        person = Person(**{**p, "transitions": frozenset(p["transitions"])})
+        if version == 1:
+            person.role = "editor" if person.transitions else "viewer"
+        if person.role not in ROLES:
+            raise ValueError(f"person {person.id} has role {person.role!r}")
+        state.persons[person.id] = person
     for item in data["contents"]:
         state.contents[item["id"]] = ContentItem(**item)
     for g in data["groups"]:
@@ -96,6 +111,8 @@ def state_from_json(data: Any) -> CoreState:
             r["body"], r["applied_at_ms"]
         )
     state.version_counter = int(data["version_counter"])
+    for entry in data["received"] if version > 1 else []:
+        state.receive(ReceivedTransition(**entry))
     return state
 
 

@@ -20,7 +20,13 @@ MAX_BODY = 1 << 20
 
 async def serve(app: FakeCoreApp, host: str = "127.0.0.1", port: int = 0) -> asyncio.Server:
     async def on_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _connection(app, reader, writer)
+        try:
+            await _connection(app, reader, writer)
+        except asyncio.CancelledError:
+            # The server is stopping (Ctrl-C) while a client keeps its connection open: the
+            # connection ends with it. Python 3.11's stream callback would log a cancelled
+            # task as an "Exception in callback" traceback; ending normally says nothing.
+            return
 
     return await asyncio.start_server(on_connection, host, port)
 

@@ -34,6 +34,7 @@ def state_json(core: FakeCore) -> dict[str, Any]:
                 "name": p.name,
                 "transitions": sorted(p.transitions),
                 "can_read": p.can_read,
+                "role": p.role,
             }
             for p in state.persons.values()
         ],
@@ -69,6 +70,7 @@ def seed(core: FakeCore, data: dict[str, Any]) -> None:
             _text(person["name"]),
             frozenset(transitions),
             can_read=bool(person.get("can_read", True)),
+            role=_text(person.get("role", "editor")),
         )
     for content in _list(data.get("contents", [])):
         if content.get("primary_id"):

@@ -1,7 +1,9 @@
-"""The fake core's world: site, persons, content groups, installations.
+"""The fake core's world: site, persons, content groups, installations, what it received.
 
 Plain dataclasses, no database. Publish/unpublish act on a translation group
-(primary + translations) and bump its workflow revision, as core does.
+(primary + translations) and bump its workflow revision, as core does. A
+person's role decides whether Dee Wan offers them the Manage launch (site
+admins only); their transitions decide what a content read offers them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ KINDS: tuple[Kind, ...] = ("publish", "unpublish")
 TARGET = {"publish": "published", "unpublish": "draft"}  # the `to` of each kind
 CAPABILITY = {"publish": "workflow:publish", "unpublish": "workflow:unpublish"}
 ALL_CAPABILITIES = frozenset({"content:read", "workflow:publish", "workflow:unpublish"})
+ROLES = ("admin", "editor", "viewer")
+RECEIVED_LIMIT = 200  # transition commands remembered for the home page, newest kept
 
 
 @dataclass
@@ -30,6 +34,11 @@ class Person:
     name: str
     transitions: frozenset[str] = frozenset(KINDS)  # which kinds they may take
     can_read: bool = True
+    role: str = "editor"  # one of ROLES; only a site admin is offered the Manage launch
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
 
 
 @dataclass
@@ -101,6 +110,23 @@ class Delegation:
 
 
 @dataclass
+class ReceivedTransition:
+    """One transition command as the home page lists it: what was asked, what core answered.
+
+    Kept in the state (and the saved file), so the log survives a restart. Values
+    taken from the body are shown as text, cut short: the body is the plugin's.
+    """
+
+    at_ms: int
+    content_id: str
+    kind: str
+    version_id: str
+    answer: str  # e.g. "200 transition_applied", or why there was none
+    applied: bool
+    installation_id: str | None  # whose token it carried, else whose key it named
+
+
+@dataclass
 class Remembered:
     """An applied idempotency key and the body it was applied with."""
 
@@ -119,6 +145,8 @@ class CoreState:
         self.delegations: dict[str, Delegation] = {}
         self.idempotency: dict[tuple[str, str], Remembered] = {}
         self.log: list[AppliedTransition] = []  # all groups, in order applied
+        # The last RECEIVED_LIMIT transition commands, oldest first (the home page's log).
+        self.received: list[ReceivedTransition] = []
         # Versions are numbered across the site, so no two groups share one.
         self.version_counter = 0
 
@@ -131,8 +159,11 @@ class CoreState:
         transitions: set[str] | frozenset[str] = frozenset(KINDS),
         *,
         can_read: bool = True,
+        role: str = "editor",
     ) -> Person:
-        person = Person(person_id, name, frozenset(transitions), can_read)
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}")
+        person = Person(person_id, name, frozenset(transitions), can_read, role)
         self.persons[person_id] = person
         return person
 
@@ -202,6 +233,10 @@ class CoreState:
         group.log.append(entry)
         self.log.append(entry)
         return entry
+
+    def receive(self, entry: ReceivedTransition) -> None:
+        self.received.append(entry)
+        del self.received[:-RECEIVED_LIMIT]
 
     def new_installation_id(self) -> str:
         return new_id("ins_")

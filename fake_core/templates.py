@@ -20,18 +20,21 @@ FORMS = """{% macro action_form(target, label, fields={}, persons=[]) -%}
 
 HOME = """{% from "forms.html" import action_form %}
 <!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Local Dee Wan (fake core)</title><link rel="stylesheet" href="/style.css"></head><body><main>
 <h1>Local Dee Wan</h1>
 <p>Site {{ site.id }}, time zone {{ site.timezone }}.
 Core base URL {{ base_url }}.</p>
+<nav aria-label="On this page"><a href="#installations">Installations</a> · <a href="#manage">Manage</a> ·
+<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a></nav>
 {% if notice %}<p class="notice" role="status">{{ notice }}</p>{% endif %}
-<h2>Installations</h2>
+<h2 id="installations">Installations</h2>
 <p>Rotating gives the installation a new token; the old one stops working at once.
 A rotation code (dwa_…) is minted by the plugin's operator for that installation.</p>
-<table><tr><th>id</th><th>plugin</th><th>status</th><th>capabilities</th><th>models</th>
-<th>actions</th></tr>
+<table class="stack"><thead><tr><th scope="col">id</th><th scope="col">plugin</th><th scope="col">status</th><th scope="col">capabilities</th><th scope="col">models</th>
+<th scope="col">actions</th></tr></thead><tbody>
 {% for i in installations %}
-<tr><td>{{ i.id }}</td><td>{{ i.plugin_origin }}</td><td>{{ i.status }}</td><td>{{ i.capabilities }}</td><td>{{ i.models }}</td><td>
+<tr><td data-label="id">{{ i.id }}</td><td data-label="plugin">{{ i.plugin_origin }}</td><td data-label="status">{{ i.status }}</td><td data-label="capabilities">{{ i.capabilities }}</td><td data-label="models">{{ i.models }}</td><td data-label="actions">
 {%- if i.active %}
 {{- action_form("/ui/uninstall", "Uninstall", {"installation_id": i.id}) }}
 {%- if i.one_click %}{{ action_form("/ui/rotate-now", "Rotate token", {"installation_id": i.id}) }}{% endif -%}
@@ -41,7 +44,7 @@ A rotation code (dwa_…) is minted by the plugin's operator for that installati
 {%- endif -%}
 </td></tr>
 {% endfor %}
-</table>
+</tbody></table>
 <form method="post" action="/ui/install">
 <label>Plugin origin <input name="plugin_origin" value="{{ plugin_origin }}"></label>
 <label>Activation code <input name="code" required autocomplete="off"></label>
@@ -49,37 +52,62 @@ A rotation code (dwa_…) is minted by the plugin's operator for that installati
 {% if one_click %}
 <p>Or, as the operator of the plugin at {{ plugin_origin }}: {{ action_form("/ui/mint-install", "Mint a code and install") }}</p>
 {% endif %}
-<h2>Manage</h2>
-<p>{% for id in active %}{{ action_form("/ui/launch", "Scheduling (" ~ id ~ ")", {"installation_id": id}, persons) }}{% else %}No active installation.{% endfor %}</p>
-<h2>Content</h2>
+<h2 id="manage">Manage</h2>
+<p>Dee Wan offers the Manage launch to site admins only.</p>
+{% if not active %}
+<p>No active installation.</p>
+{% elif not admins %}
+<p>Nobody on this site is a site admin, so no one is offered Manage. Add one with
+<code>POST /__fake/seed</code> and <code>{"persons": [{"id": "usr_admin", "name": "…", "role": "admin"}]}</code>
+(a state saved before persons had roles has none).</p>
+{% else %}
+<p>{% for id in active %}{{ action_form("/ui/launch", "Scheduling (" ~ id ~ ")", {"installation_id": id}, admins) }}{% endfor %}</p>
+{% endif %}
+<h2 id="content">Content</h2>
 <p>{{ stale_note }}</p>
-<table><tr><th>id</th><th>title</th><th>model</th><th>locale</th><th>primary</th>
-<th>current</th><th>published</th><th>revision</th><th>actions</th></tr>
+<table class="stack content"><thead><tr><th scope="col">id</th><th scope="col">title</th><th scope="col">model</th><th scope="col">locale</th><th scope="col">primary</th>
+<th scope="col">current</th><th scope="col">published</th><th scope="col">revision</th><th scope="col">actions</th></tr></thead><tbody>
 {% for c in contents %}
-<tr><td>{{ c.id }}</td><td>{{ c.title }}</td><td>{{ c.model }}</td><td>{{ c.locale }}</td><td>{{ c.primary_id }}</td><td>{{ c.current }}</td><td>{{ c.published }}</td><td>{{ c.revision }}</td><td>
+<tr><td data-label="id">{{ c.id }}</td><td data-label="title">{{ c.title }}</td><td data-label="model">{{ c.model }}</td><td data-label="locale">{{ c.locale }}</td><td data-label="primary">{{ c.primary_id }}</td><td data-label="current">{{ c.current }}</td><td data-label="published">{{ c.published }}</td><td data-label="revision">{{ c.revision }}</td><td data-label="actions">
 {%- for id in active %}{{ action_form("/ui/launch", "Schedule (" ~ id ~ ")", {"installation_id": id, "content_id": c.id}, persons) }}{% endfor -%}
 {{ action_form("/ui/edit", "New version", {"content_id": c.id}) }}</td></tr>
 {% endfor %}
-</table>
-<h2>Transitions received</h2>
+</tbody></table>
+<h2 id="transitions">Transitions received</h2>
+{% if tick %}
+<p>The plugin's cron runs a tick at the start of every minute; a tick sends what is due.
+{{ action_form("/ui/tick", "Run the tick now") }}</p>
+{% endif %}
 {% if not log %}
 <p>No transition command received yet.</p>
 {% else %}
-<p>Every transition command the plugin sent, newest first{% if log_total > log|length %} (the last {{ log|length }} of {{ log_total }}){% endif %}. Times are UTC.</p>
-<table class="log"><tr><th scope="col">time (UTC)</th><th scope="col">content</th><th scope="col">title</th><th scope="col">kind</th><th scope="col">pinned version</th><th scope="col">answer</th><th scope="col">applied</th><th scope="col">installation</th></tr>
+<p>Every transition command the plugin sent, newest first{% if log_total > log|length %} (the last {{ log|length }} of {{ log_total }} kept){% endif %}. Times are UTC.</p>
+<table class="stack log"><thead><tr>{% for heading in log_headings %}<th scope="col">{{ heading }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in log %}
-<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
+<tr>{% for cell in row %}<td data-label="{{ log_headings[loop.index0] }}">{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}
-</table>
+</tbody></table>
 {% endif %}
 </main></body></html>
 """
 
-STYLE = b"""body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}
+# Wide: tables. Narrow (a phone): each row becomes a card, each cell labelled by its heading.
+STYLE = b"""body{font-family:system-ui,sans-serif;margin:2rem;max-width:80rem}
+nav{margin:.5rem 0 1rem}.content td form{white-space:nowrap}
 table{border-collapse:collapse;margin-bottom:1.5rem}td,th{border:1px solid #ccc;padding:.3rem .5rem}
-form{display:inline-block;margin:.15rem .3rem .15rem 0}label{margin-right:.3rem}
-button,select,input{min-height:26px;min-width:26px}
+form{display:inline-block;margin:.15rem .3rem .15rem 0}label,form select{margin-right:.3rem}
+button,select,input{min-height:26px;min-width:26px;max-width:100%}
 .notice{background:#ffd;padding:.5rem;border:1px solid #cc9}.log td:first-child{white-space:nowrap}
+@media (max-width:48rem){
+body{margin:1rem}
+table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:auto}
+table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip-path:inset(50%)}
+table.stack tr{border:1px solid #ccc;margin-bottom:.75rem;padding:.25rem 0}
+table.stack td{border:0;padding:.15rem .5rem;overflow-wrap:anywhere}
+.content td form{white-space:normal}
+table.stack td::before{content:attr(data-label) ": ";font-weight:bold}
+.log td:first-child{white-space:normal}
+}
 """
 
 

@@ -16,16 +16,17 @@ from fake_core.state import Installation
 def sample_core(now_ms: int, base_url: str = "https://cms.example") -> FakeCore:
     """A core frozen at `now_ms` (move it with `core.clock.advance`), with:
 
-    - usr_editor (publish + unpublish), usr_viewer (may read, no transitions),
-      usr_blind (may publish but not read);
+    - usr_editor (publish + unpublish, and a site admin, so the Manage launch is
+      theirs too), usr_viewer (may read, no transitions), usr_blind (may publish
+      but not read);
     - cnt_en (article, en, draft) with its translation cnt_fr,
       cnt_pub (article, published), cnt_page (page, draft).
     """
     core = FakeCore(base_url, clock=lambda: now_ms)
     state = core.state
     state.site.timezone = "Europe/Paris"
-    state.add_person("usr_editor", "Ada Lovelace", {"publish", "unpublish"})
-    state.add_person("usr_viewer", "Vic Viewer", set())
+    state.add_person("usr_editor", "Ada Lovelace", {"publish", "unpublish"}, role="admin")
+    state.add_person("usr_viewer", "Vic Viewer", set(), role="viewer")
     state.add_person("usr_blind", "Bea Blind", {"publish"}, can_read=False)
     state.add_content("cnt_en", "Spring launch", model="article", locale="en")
     state.add_translation("cnt_en", "cnt_fr", "Lancement", locale="fr")

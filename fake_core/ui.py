@@ -1,7 +1,8 @@
 """The home page's forms: POST /ui/<action>, same origin only, then 303 back with a notice.
 
 Each action says in plain words what it did; what it could not do becomes
-the notice too. A launch answers 303 to the plugin's launch URL instead.
+the notice too. A launch for Manage is issued to a site admin only, as Dee Wan
+does. A launch answers 303 to the plugin's launch URL instead.
 The routes are the `ROUTES` table at the end.
 """
 
@@ -13,6 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 from fake_core.context import Context
 from fake_core.install import InstallError
 from fake_core.operator_codes import UNREACHABLE, CodeNotMinted, mint_code
+from fake_core.plugin_tick import TickNotRun, run_tick
 from fake_core.routing import Endpoint, Request, Route
 from fake_core.wire import Reply, error, header
 
@@ -33,7 +35,7 @@ def _form_endpoint(name: str, act: Action) -> Endpoint:
             if isinstance(result, Reply):
                 return result
             ctx.notice = result
-        except (Refusal, CodeNotMinted) as exc:
+        except (Refusal, CodeNotMinted, TickNotRun) as exc:
             ctx.notice = str(exc)
         except InstallError as exc:
             ctx.notice = _install_failed(name, exc)
@@ -116,6 +118,10 @@ async def _edit(ctx: Context, form: Form) -> str | Reply:
     )
 
 
+async def _tick(ctx: Context, form: Form) -> str | Reply:
+    return await run_tick(ctx)
+
+
 def _install_failed(name: str, exc: InstallError) -> str:
     what = "Rotation" if name.startswith("rotate") else "Install"
     reason = exc.reason
@@ -172,5 +178,6 @@ ROUTES = tuple(
         ("rotate-now", _rotate_now),
         ("uninstall", _uninstall),
         ("edit", _edit),
+        ("tick", _tick),
     )
 )

@@ -1,48 +1,88 @@
 """Start the plugin and a local Dee Wan, install the plugin, and say where to click.
 
 Run from the repository root as `python -m scripts.dev` (what `scripts/dev` does).
-Ctrl-C (SIGINT) or SIGTERM stops both processes and exits with status 0.
+Ctrl-C (SIGINT) or SIGTERM stops both processes and exits with status 0, at any
+moment once this module runs: its handlers are in place before the slow imports.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scripts.devstack import DevStack, DevStackError, PortInUse
+if TYPE_CHECKING:
+    from scripts.devstack import DevStack
 
 
 class Stop(Exception):
     """Ctrl-C or SIGTERM: stop both processes and exit cleanly."""
 
 
-def _stop_once(signum: int, frame: FrameType | None) -> None:
-    # Later signals are ignored: stopping is already under way and must not be cut short.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Stop
+class StopSignals:
+    """The first SIGINT or SIGTERM raises Stop; later ones are ignored, so stopping is never
+    cut short. While a process is being spawned the signal waits until that process is on
+    the stack's list: raised inside `Popen`, it would leave the new process running alone."""
+
+    def __init__(self) -> None:
+        self._spawning = False
+        self._pending = False
+
+    def install(self) -> StopSignals:
+        signal.signal(signal.SIGINT, self._handle)
+        signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self._spawning:
+            self._pending = True
+        else:
+            self.stop()
+
+    def stop(self) -> None:
+        self.ignore()
+        raise Stop
+
+    @staticmethod
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    @contextlib.contextmanager
+    def spawning(self) -> Iterator[None]:
+        self._spawning = True
+        try:
+            yield
+        finally:
+            self._spawning = False
+        if self._pending:
+            self.stop()
 
 
 def banner(stack: DevStack, installation: dict[str, Any]) -> str:
     made = "made now with fresh secrets" if stack.vars_created else "kept as it was"
     if stack.reused:
-        how = "the last run's, with its schedules"
+        how = "the last run's, with its schedules and its token"
+        if stack.rotated:
+            how = f"the last run's, with its schedules; token rotated: {stack.rotated}"
     elif stack.replaced:
         how = f"installed now (the plugin's database no longer held {stack.replaced})"
     else:
         how = "installed now"
+    retired = "".join(f"  retired    {line}\n" for line in stack.retired)
     return f"""
 Open {stack.core_origin}/ and press "Schedule ({installation["id"]})" on a content item.
 
   plugin     {stack.plugin_origin}, ticks at the start of every minute
-  tick now   curl "{stack.plugin_origin}/__scheduled?cron=*+*+*+*+*"
+  tick now   "Run the tick now" on that page, or curl "{stack.tick_url}"
   installed  {installation["id"]}, {how}
-  secrets    {stack.vars_path} ({made})
+{retired}  secrets    {stack.vars_path} ({made})
   database   {stack.db_path}
   Dee Wan    {stack.core_state_path} (the local Dee Wan's content and installations)
 Ctrl-C stops both; the next run carries on with the same state.
@@ -50,6 +90,12 @@ Ctrl-C stops both; the next run carries on with the same state.
 
 
 def main(argv: list[str] | None = None) -> int:
+    signals = StopSignals().install()
+    try:
+        # Here, after the handlers: a Ctrl-C during these imports is a clean stop too.
+        from scripts.devstack import DevStack, DevStackError, PortInUse
+    except Stop:
+        return 0
     parser = argparse.ArgumentParser(prog="scripts/dev", description=__doc__)
     parser.add_argument("--plugin-port", type=int, default=8788, help="the plugin's (8788)")
     parser.add_argument("--core-port", type=int, default=8787, help="the local Dee Wan's (8787)")
@@ -65,9 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         plugin_port=args.plugin_port,
         core_port=args.core_port,
         state_dir=args.state_dir.resolve() if args.state_dir else None,
+        spawning=signals.spawning,
     )
-    signal.signal(signal.SIGINT, _stop_once)
-    signal.signal(signal.SIGTERM, _stop_once)
     try:
         stack.start()
         print(banner(stack, stack.install()), flush=True)
@@ -83,8 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             print("Choose other ports with --plugin-port and --core-port.", file=sys.stderr)
         return 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signals.ignore()
         stack.stop()
 
 

@@ -231,6 +231,9 @@ async def test_scheduled_refuses_other_sites(
     assert ticks.at == []
 
 
+DAY = 86_400_000
+
+
 @pytest.mark.parametrize(
     "when",
     [
@@ -241,19 +244,89 @@ async def test_scheduled_refuses_other_sites(
         "",
         " 1782900000000",
         "17829000000000000000",
-        str(START_MS + 367 * 86_400_000),
-        str(START_MS - 367 * 86_400_000),
+        str(START_MS + 15 * 60_000 + 1),  # more than 15 minutes ahead
+        str(START_MS + 300 * DAY),  # the rebinding probe's tick, 300 days ahead
+        str(START_MS - DAY - 1),  # more than a day behind
     ],
 )
-async def test_scheduled_time_is_ascii_digits_within_a_year(
+async def test_scheduled_time_is_ascii_digits_from_a_day_behind_to_15_minutes_ahead(
     db: SqliteDatabase, clock: FakeClock, when: str
 ) -> None:
     ticks = Ticks()
     async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
         answer = await client.get("/__scheduled", params={"time": when})
-    assert (answer.status_code, answer.json()["code"]) == (400, "invalid_request")
-    assert answer.headers["cache-control"] == "no-store"
+        assert (answer.status_code, answer.json()["code"]) == (400, "invalid_request")
+        assert answer.headers["cache-control"] == "no-store"
+        for edge in (START_MS + 15 * 60_000, START_MS - DAY):
+            assert (await client.get("/__scheduled", params={"time": edge})).status_code == 200
+    assert ticks.at == [START_MS + 15 * 60_000, START_MS - DAY]
+
+
+async def test_scheduled_time_never_moves_a_tick_past_the_lateness_cap(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """A tick moved ahead may send early, but never ends a schedule not yet due as too late."""
+    ticks = Ticks()
+    app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="60000"))
+    async with client_for(AsgiApp(app, ticks)) as client:
+        refused = await client.get("/__scheduled", params={"time": START_MS + 60_001})
+        accepted = await client.get("/__scheduled", params={"time": START_MS + 60_000})
+    assert (refused.status_code, accepted.status_code) == (400, 200)
+    assert "60 s after now" in refused.json()["message"]
+    assert ticks.at == [START_MS + 60_000]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "rebind.example:8788",  # a name the attacker's DNS points at 127.0.0.1
+        "rebind.example",
+        "localhost:9999",  # another port than the one served
+        "127.0.0.1:80",
+        "localhost",
+        "localhost.:8788",
+        "127.0.0.1.nip.io:8788",
+        "scheduling.example:8788",  # PUBLIC_ORIGIN's host on another port
+        "evil.scheduling.example",
+        "",
+    ],
+)
+async def test_scheduled_refuses_a_host_it_is_not_known_by(
+    db: SqliteDatabase, clock: FakeClock, host: str
+) -> None:
+    """DNS rebinding: a page on rebind.example, once that name resolves to 127.0.0.1, is
+    same-origin with the server. Only its Host gives it away."""
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.get(
+            "/__scheduled",
+            params={"cron": "* * * * *"},
+            headers={"host": host, "sec-fetch-site": "same-origin"},
+        )
+    assert (answer.status_code, answer.json()["code"]) == (403, "host_not_allowed")
+    assert answer.headers["x-content-type-options"] == "nosniff"
     assert ticks.at == []
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost:8788",
+        "127.0.0.1:8788",
+        "[::1]:8788",
+        "LOCALHOST:8788",
+        "scheduling.example",  # PUBLIC_ORIGIN (https://scheduling.example), through a proxy
+        "scheduling.example:443",
+    ],
+)
+async def test_scheduled_accepts_loopback_on_the_served_port_and_the_public_origin(
+    db: SqliteDatabase, clock: FakeClock, host: str
+) -> None:
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.get("/__scheduled", headers={"host": host})
+    assert answer.status_code == 200, answer.text
+    assert ticks.at == [None]
 
 
 async def test_a_failed_development_tick_is_a_500_with_its_code(
@@ -274,6 +347,18 @@ async def test_scheduled_is_not_found_outside_development(app: App) -> None:
     async with client_for(AsgiApp(app, ticks)) as client:
         answer = await client.get("/__scheduled")
     assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
+    assert ticks.at == []
+
+
+async def test_scheduled_with_a_bad_lateness_cap_is_misconfigured_naming_it(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    ticks = Ticks()
+    app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="soon"))
+    async with client_for(AsgiApp(app, ticks)) as client:
+        answer = await client.get("/__scheduled", params={"time": START_MS})
+    assert (answer.status_code, answer.json()["code"]) == (500, "misconfigured")
+    assert "MAX_LATENESS_MS" in answer.json()["message"]
     assert ticks.at == []
 
 

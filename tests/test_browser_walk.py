@@ -46,6 +46,7 @@ from tests.support.browser import (
 
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
+ADMIN = "Margaret Hamilton (admin)"  # the demo's site admin: Dee Wan offers Manage to her alone
 BULK = 56  # contents with one schedule each, so the manage view has more than one page
 PHONE: ViewportSize = {"width": 390, "height": 844}
 
@@ -160,11 +161,14 @@ def open_home(page: Page, stack: DevStack) -> None:
 
 
 def launch(
-    page: Page, stack: DevStack, content_id: str | None = None, person: str = PERSON
+    page: Page, stack: DevStack, content_id: str | None = None, person: str | None = None
 ) -> PageResponse:
-    """Use Dee Wan's Schedule button on a content row (or its Scheduling button to manage)."""
+    """Use Dee Wan's Schedule button on a content row (or, as a site admin, its Scheduling
+    button to manage)."""
     open_home(page, stack)
     ins = installation_id(stack)
+    if person is None:
+        person = PERSON if content_id is not None else ADMIN
     if content_id is None:
         label, where = f"Scheduling ({ins})", page.locator("form")
     else:
@@ -605,8 +609,16 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     assert page.locator("form.cancel").count() == 0
     audit(page, "content-viewer", landed, shots)
 
-    # From the manage launch the same person may cancel any schedule; the card names them.
-    launch(page, stack, person=VIEWER)
+    # Dee Wan offers her no Manage launch: that is for site admins.
+    open_home(page, stack)
+    manage = page.locator("form").filter(
+        has=page.get_by_role("button", name=f"Scheduling ({installation_id(stack)})")
+    )
+    offered = manage.get_by_role("combobox", name="as person").locator("option").all_inner_texts()
+    assert offered == [ADMIN]
+
+    # From the manage launch a site admin may cancel any schedule; the card names her.
+    launch(page, stack)
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=upcoming")
     with page.expect_navigation() as navigated:
         schedule_item(page, made).get_by_role("button", name="Cancel").click()
@@ -615,7 +627,7 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     assert after.status == 200
     assert "show=upcoming" in page.url
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished")
-    assert f"Cancelled by {VIEWER} at " in schedule_item(page, made).inner_text()
+    assert f"Cancelled by {ADMIN} at " in schedule_item(page, made).inner_text()
 
 
 def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) -> None:

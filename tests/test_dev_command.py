@@ -9,6 +9,8 @@ on the same ports and state dir carries on where the first stopped.
 from __future__ import annotations
 
 import base64
+import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -18,6 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -264,6 +267,86 @@ def test_a_port_in_use_is_said_plainly(run_dev: type[DevCommand], tmp_path: Path
     assert refuses(dev.plugin_port), "nothing may be left running"
 
 
+def processes_naming(marker: str) -> list[str]:
+    """The command lines of running processes that name `marker` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in command and state != "Z":
+            found.append(command)
+    return found
+
+
+def handles_sigterm(pid: int) -> bool:
+    """Whether `pid` has a SIGTERM handler (SigCgt): bash and Python install none, scripts/dev
+    does, first thing."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def stop_early(state_dir: Path, when: str, how: str) -> tuple[int | None, bool, str, list[str]]:
+    """Start scripts/dev, stop it `when` (seconds after spawn, or once it printed its URL):
+    `term`, SIGTERM to it alone, as a process manager does; `ctrl-c`, SIGINT to its group.
+    (exit status, its handlers were in place, output, processes left naming the state dir)."""
+    dev = DevCommand(state_dir)
+    try:
+        if when == "url":
+            dev.printed_url()
+        else:
+            time.sleep(float(when))
+        in_place = handles_sigterm(dev.process.pid)
+        if how == "term":
+            dev.process.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(dev.process.pid, signal.SIGINT)
+        try:
+            status: int | None = dev.process.wait(60)
+        except subprocess.TimeoutExpired:
+            status = None
+        left = processes_naming(str(state_dir))
+        dev.join_readers()
+        return status, in_place, dev.output, left
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # anything left in its group ends here
+            os.killpg(dev.process.pid, signal.SIGKILL)
+        dev.kill()
+
+
+def test_a_signal_at_any_point_of_start_up_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Twelve starts ended early, three at a time: by SIGTERM to scripts/dev alone (it must
+    stop both children itself) or by Ctrl-C to its group, from its first instants to after
+    the URL is printed. Once its handlers are in place it exits 0, and no process it started
+    outlives it."""
+    runs = [
+        (tmp_path / f"run{i}", when, how)
+        for i, (when, how) in enumerate(
+            (when, how)
+            for when in ("0.1", "0.3", "0.5", "0.8", "1.2", "url")
+            for how in ("term", "ctrl-c")
+        )
+    ]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(lambda run: (run, stop_early(*run)), runs))
+    for (_, when, how), (status, in_place, output, left) in results:
+        assert status is not None, f"still running after {how} at {when}:\n{output}"
+        assert left == [], f"left running after {how} at {when}: {left}"
+        if in_place:
+            assert status == 0, f"{how} at {when}: status {status}\n{output}"
+            if how == "term":  # (Ctrl-C also reaches the children, maybe before their handlers)
+                assert "Traceback" not in output, output
+    assert sum(in_place for _, (_, in_place, _, _) in results) >= 4
+
+
 # -- a second run carries on ------------------------------------------------------------
 
 SCHEDULE_CARD = re.compile(r'data-schedule-id="([^"]+)" data-status="([^"]+)"')
@@ -333,6 +416,15 @@ def core_state(dev: DevCommand) -> dict[str, Any]:
     return state
 
 
+def token_hashes(dev: DevCommand) -> dict[str, str]:
+    """Each active installation's token as the local Dee Wan holds it, hashed (never shown)."""
+    return {
+        i["id"]: hashlib.sha256(i["token"].encode()).hexdigest()
+        for i in core_state(dev)["installations"]
+        if not i["revoked"]
+    }
+
+
 def group(state: dict[str, Any], primary_id: str) -> dict[str, Any]:
     found: dict[str, Any] = next(g for g in state["groups"] if g["primary_id"] == primary_id)
     return found
@@ -367,6 +459,7 @@ def test_a_second_run_shows_the_first_runs_schedule_and_it_still_works(
     )
     assert edited.status_code == 200, edited.text
     version = group(core_state(first), "cnt_news")["current_version_id"]
+    token = token_hashes(first)
     # Far enough ahead that no cron tick of either run sends it on its own.
     local, due_ms = utc_minutes_ahead(10)
     editor = Editor(first, installation, "cnt_news")
@@ -377,7 +470,12 @@ def test_a_second_run_shows_the_first_runs_schedule_and_it_still_works(
 
     second = run_dev(tmp_path, core_port=first.core_port, plugin_port=first.plugin_port)
     assert second.printed_url() == f"{second.core_origin}/"
-    assert f"installed  {installation}, the last run's" in second.stdout, second.output
+    assert (
+        f"installed  {installation}, the last run's, with its schedules and its token"
+        in second.stdout
+    ), second.output
+    assert token_hashes(second) == token, "a restart keeps the token"
+    assert "rotation code" not in second.output, "nor does it mint a code to rotate it"
     state = core_state(second)
     assert [(i["id"], i["revoked"]) for i in state["installations"]] == [(installation, False)]
     assert group(state, "cnt_news")["current_version_id"] == version
@@ -412,3 +510,80 @@ def test_a_second_run_installs_anew_when_the_plugin_lost_its_database(
     assert not revoked
     assert f'press "Schedule ({fresh})"' in second.stdout
     assert_stops_cleanly(second)
+
+
+def test_a_run_on_another_plugin_port_retires_the_installation_no_one_serves(
+    run_dev: type[DevCommand], tmp_path: Path
+) -> None:
+    first = run_dev(tmp_path)
+    first.printed_url()
+    [old] = [i["id"] for i in core_state(first)["installations"]]
+    local, due_ms = utc_minutes_ahead(10)
+    editor = Editor(first, old, "cnt_news")
+    made = editor.schedule_publish(local, "UTC")
+    tick_at(first, due_ms + 1_000)
+    assert editor.schedules() == {made: "completed"}
+    editor.close()
+    assert_stops_cleanly(first)
+
+    # `scripts/dev --plugin-port <another>` on the same state.
+    second = run_dev(tmp_path, core_port=first.core_port)
+    second.printed_url()
+    assert (
+        f"retired    {old} was for the plugin at {first.plugin_origin}, which this run does "
+        "not serve: uninstalled (its waiting schedules will be refused)"
+    ) in second.stdout, second.output
+    installations = {i["id"]: i for i in core_state(second)["installations"]}
+    assert installations.pop(old)["revoked"] is True
+    [(fresh, installation)] = installations.items()
+    assert (installation["plugin_origin"], installation["revoked"]) == (
+        second.plugin_origin,
+        False,
+    )
+    assert f'press "Schedule ({fresh})"' in second.stdout
+
+    # The home page offers only the buttons that work, and its log kept the last run's send.
+    page = httpx.get(f"{second.core_origin}/", timeout=10).text
+    assert f"({old})" not in page.split('<h2 id="transitions">', 1)[0]
+    assert f"Schedule ({fresh})" in page
+    log = page.split('<h2 id="transitions">', 1)[1]
+    assert "200 transition_applied" in log
+    assert f">{old}</td>" in log
+    editor = Editor(second, fresh, "cnt_news")  # the launch reaches the plugin on its new port
+    assert editor.schedules() == {}
+    editor.close()
+    assert_stops_cleanly(second)
+
+
+def test_a_token_the_plugin_can_no_longer_read_is_rotated_and_its_schedule_still_sends(
+    run_dev: type[DevCommand], tmp_path: Path
+) -> None:
+    first = run_dev(tmp_path)
+    first.printed_url()
+    [installation] = token_hashes(first)
+    token = token_hashes(first)[installation]
+    local, due_ms = utc_minutes_ahead(10)
+    editor = Editor(first, installation, "cnt_news")
+    made = editor.schedule_publish(local, "UTC")
+    editor.close()
+    assert_stops_cleanly(first)
+    # The developer gives the plugin another TOKEN_KEY: the sealed token cannot be opened.
+    dev_vars = tmp_path / ".dev.vars"
+    new_key = base64.b64encode(os.urandom(32)).decode()
+    dev_vars.write_text(re.sub(r"(?m)^TOKEN_KEY=.*$", f"TOKEN_KEY={new_key}", dev_vars.read_text()))
+
+    second = run_dev(tmp_path, core_port=first.core_port, plugin_port=first.plugin_port)
+    second.printed_url()
+    assert (
+        f"installed  {installation}, the last run's, with its schedules; token rotated: the "
+        "plugin could not use the token it held (HTTP 503 token_unreadable)"
+    ) in second.stdout, second.output
+    assert set(token_hashes(second)) == {installation}
+    assert token_hashes(second)[installation] != token
+    tick_at(second, due_ms + 1_000)
+    editor = Editor(second, installation, "cnt_news")
+    assert editor.schedules() == {made: "completed"}, second.output
+    editor.close()
+    assert_stops_cleanly(second)
+    printed = new_key in second.output
+    assert not printed, "TOKEN_KEY was printed"

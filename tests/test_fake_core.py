@@ -200,7 +200,7 @@ async def test_exchange_without_a_current_token_is_unauthorized(
 async def delegation_for(
     core: FakeCore, ins: Installation, http: FakeCoreTransport, person: str = "usr_editor"
 ) -> str:
-    launch = core.issue_launch(ins.id, person, {"kind": "manage"})
+    launch = core.issue_launch(ins.id, person, {"kind": "content", "content_id": "cnt_en"})
     token = body_of(await exchange(http, ins.token, launch.code))["delegation"]["token"]
     assert isinstance(token, str)
     return token
@@ -332,3 +332,31 @@ def test_wire_time_format() -> None:
     assert rfc3339(T0 + 999) == "2026-07-01T09:00:00Z"
     for bad in ("2026-07-01T09:00:00+00:00", "2026-07-01T09:00:00.000Z", "2026-13-01T09:00:00Z"):
         assert parse_rfc3339(bad) is None
+
+
+# -- the Manage launch is a site admin's ------------------------------------------------
+
+
+async def test_manage_is_issued_to_a_site_admin_only(core: FakeCore, ins: Installation) -> None:
+    with pytest.raises(ValueError, match="only a site admin is offered the Manage launch"):
+        core.issue_launch(ins.id, "usr_viewer", {"kind": "manage"})
+    assert core.state.launches == {}
+    # A content launch is anyone's: what they may do there is the content read's to say.
+    core.issue_launch(ins.id, "usr_viewer", {"kind": "content", "content_id": "cnt_en"})
+
+
+async def test_a_manage_launch_of_someone_no_longer_admin_is_not_found(
+    core: FakeCore, ins: Installation, http: FakeCoreTransport
+) -> None:
+    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
+    core.state.persons["usr_editor"].role = "editor"  # demoted before the plugin exchanged it
+    await expect(exchange(http, ins.token, launch.code), 404, "launch_not_found")
+    assert not core.state.launches[launch.code].used
+    assert core.state.delegations == {}
+    core.state.persons["usr_editor"].role = "admin"
+    await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
+
+
+def test_a_person_has_one_of_the_known_roles(core: FakeCore) -> None:
+    with pytest.raises(ValueError, match="role must be one of admin, editor, viewer"):
+        core.state.add_person("usr_x", "X", role="owner")

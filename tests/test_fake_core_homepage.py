@@ -14,6 +14,7 @@ import secrets
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -22,12 +23,19 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from fake_core import FakeCore, Fault, Installation, parse_rfc3339
+from fake_core import FakeCore, Fault, Installation, httpx_caller, parse_rfc3339, rfc3339
 from fake_core.app import FakeCoreApp
 from fake_core.home import LOG_LIMIT
+from fake_core.saved_state import StateFile
+from fake_core.state import RECEIVED_LIMIT
 from fake_core.testing import ORIGIN, encode, manifest, sample_core, transition_command
 from fake_core.wire import Reply
 from scheduling.ports import TransportError
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import ORIGIN as APP_ORIGIN
+from tests.support.app import FakeClock, base_env
+from tests.support.world import World
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
 HOST = "127.0.0.1:8787"
@@ -137,11 +145,11 @@ async def installed(app: FakeCoreApp, plugin: PluginDouble) -> Installation:
 
 def log_rows(page: str) -> list[list[str]]:
     """The cells of the transitions log, row by row, unescaped."""
-    log = page.split("<h2>Transitions received</h2>", 1)[1]
+    log = page.split('<h2 id="transitions">Transitions received</h2>', 1)[1]
     return [
-        [unescape(cell) for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
+        [unescape(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
         for row in re.findall(r"<tr>(.*?)</tr>", log, re.S)
-        if "<td>" in row
+        if "<td" in row
     ]
 
 
@@ -458,7 +466,7 @@ async def test_the_log_is_capped_newest_first(app: FakeCoreApp, core: FakeCore) 
     assert rows[0][0] == "2026-07-01T09:00:55Z"
     assert rows[-1][0] == "2026-07-01T09:00:06Z"
     assert rows[0][5] == "422 transition_unavailable"
-    assert f"(the last {LOG_LIMIT} of {LOG_LIMIT + 5})" in page
+    assert f"(the last {LOG_LIMIT} of {LOG_LIMIT + 5} kept)" in page
 
 
 async def test_the_log_escapes_what_it_shows(app: FakeCoreApp, core: FakeCore) -> None:
@@ -498,6 +506,262 @@ async def test_the_log_says_when_there_was_no_answer(app: FakeCoreApp, core: Fak
     faked, dropped = log_rows(await home(app))
     assert (faked[5], faked[6]) == ("503 unavailable (injected respond fault; not processed)", "no")
     assert (dropped[5], dropped[6]) == ("no answer (connection dropped after processing)", "yes")
+
+
+async def test_the_log_is_kept_across_a_restart(tmp_path: Path, core: FakeCore) -> None:
+    state_file = StateFile(tmp_path / "fake_core.json")
+    app = FakeCoreApp(core, plugin_origin=ORIGIN, state_file=state_file)
+    installation = core.register_installation(ORIGIN)
+    assert await send(core, *transition_command(core, installation)) == (200, "transition_applied")
+    core.clock.advance(1_000)
+    headers, body = transition_command(core, installation, "cnt_pub", "unpublish", schedule_id="s2")
+    assert await send(core, headers, {**body, "version_id": "ver_0"}) == (
+        409,
+        "scheduled_target_stale",
+    )
+    await app.dispatch("GET", "/__fake/state", {}, b"")  # any request saves what changed
+    before = log_rows(await home(app))
+    assert [row[5] for row in before] == ["409 scheduled_target_stale", "200 transition_applied"]
+
+    loaded = StateFile(tmp_path / "fake_core.json").load()  # the next start
+    assert loaded is not None
+    restarted = FakeCore(core.base_url, clock=lambda: T0)
+    restarted.state = loaded
+    after = log_rows(await home(FakeCoreApp(restarted, plugin_origin=ORIGIN)))
+    assert after == before
+    assert restarted.calls.calls == [], "the call record itself starts afresh"
+    saved = (tmp_path / "fake_core.json").read_text()
+    assert installation.token not in saved.split('"received"', 1)[1], "the log holds no token"
+
+
+async def test_the_log_keeps_the_last_200_commands(tmp_path: Path, core: FakeCore) -> None:
+    installation = core.register_installation(ORIGIN)
+    for n in range(RECEIVED_LIMIT + 5):
+        core.clock.advance(1_000)
+        headers, body = transition_command(core, installation, schedule_id=f"sch_{n}")
+        await send(core, headers, {**body, "to": "draft"})  # 422, nothing applied
+    assert len(core.state.received) == RECEIVED_LIMIT
+    oldest = core.state.received[0]
+    assert rfc3339(oldest.at_ms) == "2026-07-01T09:00:06Z", "the first five made way"
+    StateFile(tmp_path / "fake_core.json").save(core.state)
+    saved = json.loads((tmp_path / "fake_core.json").read_text())
+    assert len(saved["received"]) == RECEIVED_LIMIT
+    page = await home(FakeCoreApp(core, plugin_origin=ORIGIN))
+    assert f"(the last {LOG_LIMIT} of {RECEIVED_LIMIT} kept)" in page
+
+
+# -- Manage is a site admin's -----------------------------------------------------------
+
+
+def manage_section(page: str) -> str:
+    after = page.split('<h2 id="manage">Manage</h2>', 1)[1]
+    return after.split('<h2 id="content">Content</h2>', 1)[0]
+
+
+async def test_manage_is_offered_to_site_admins_only(app: FakeCoreApp, core: FakeCore) -> None:
+    installation = core.register_installation(ORIGIN)
+    core.state.add_person("usr_boss", "Grace Admin", set(), role="admin")
+    page = await home(app)
+    offered = re.findall(r'<option value="([^"]+)">', manage_section(page))
+    assert offered == ["usr_editor", "usr_boss"], "the sample's admin, then the new one"
+    assert "Dee Wan offers the Manage launch to site admins only." in page
+    content = page.split('<h2 id="content">Content</h2>', 1)[1]
+    assert "usr_viewer" in content, "anyone may be launched on a content item"
+
+    # A post for someone else (as a crafted form would) is refused, and issues nothing.
+    form = {"installation_id": installation.id, "person_id": "usr_viewer"}
+    notice, _ = await act(app, "launch", form)
+    assert notice == "Refused: only a site admin is offered the Manage launch, not usr_viewer."
+    assert core.state.launches == {}
+    reply = await post(app, "launch", {**form, "person_id": "usr_boss"}, origin=f"http://{HOST}")
+    assert reply.status == 303
+    assert reply.headers["location"].startswith(f"{ORIGIN}/installations/{installation.id}?")
+
+
+async def test_without_a_site_admin_no_one_is_offered_manage(
+    app: FakeCoreApp, core: FakeCore
+) -> None:
+    core.register_installation(ORIGIN)
+    core.state.persons["usr_editor"].role = "editor"
+    section = manage_section(await home(app))
+    assert "Nobody on this site is a site admin, so no one is offered Manage." in section
+    assert "<form" not in section
+
+
+# -- run the tick now -------------------------------------------------------------------
+
+TICK_URL = f"{ORIGIN}/__scheduled?cron=*+*+*+*+*"
+REPORT = {"due": 0, "claimed": 0, "batches": 0, "sends": 0, "completed": 0, "refused": 0,
+          "retrying": 0, "refused_unsent": 0, "refused_unsent_late": 0}  # fmt: skip
+
+
+class TickDouble:
+    """The plugin's development trigger: records each call, answers what it is told."""
+
+    def __init__(self, status: int = 200, body: Any = None) -> None:
+        self.status = status
+        self.body = {"code": "tick_finished", "report": REPORT} if body is None else body
+        self.calls: list[tuple[str, str, dict[str, str], bytes | None]] = []
+        self.raises: Exception | None = None
+
+    async def __call__(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        self.calls.append((method, url, headers, body))
+        if self.raises is not None:
+            raise self.raises
+        raw = self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
+        return self.status, JSON, raw
+
+
+def tick_app(core: FakeCore, plugin: PluginDouble, tick: TickDouble) -> FakeCoreApp:
+    return FakeCoreApp(
+        core, plugin_origin=ORIGIN, plugin_caller=plugin, plugin_tick_url=TICK_URL,
+        tick_caller=tick,
+    )  # fmt: skip
+
+
+async def test_the_tick_button_is_there_only_when_the_trigger_is_known(
+    app: FakeCoreApp, core: FakeCore, plugin: PluginDouble
+) -> None:
+    assert "Run the tick now" not in await home(app)
+    notice, _ = await act(app, "tick", {})
+    assert notice == (
+        "This local Dee Wan was not told where the plugin's tick trigger is "
+        "(start it with --plugin-tick-url)."
+    )
+    tick = TickDouble()
+    page = await home(tick_app(core, plugin, tick))
+    assert '<form method="post" action="/ui/tick"><button>Run the tick now</button></form>' in page
+    assert tick.calls == []
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ({}, "The plugin ran a tick: nothing was due, so nothing was sent."),
+        (
+            {"sends": 1, "completed": 1},
+            "The plugin ran a tick: 1 command sent (1 completed, 0 refused, 0 to be tried "
+            "again). See Transitions received below.",
+        ),
+        (
+            {"sends": 3, "completed": 1, "refused": 1, "retrying": 1, "refused_unsent_late": 2},
+            "The plugin ran a tick: 3 commands sent (1 completed, 1 refused, 1 to be tried "
+            "again); 2 ended without being sent (too late, or the token is unreadable). "
+            "See Transitions received below.",
+        ),
+        (
+            {"refused_unsent": 1},
+            "The plugin ran a tick: 0 commands sent; 1 ended without being sent (too late, "
+            "or the token is unreadable).",
+        ),
+    ],
+)
+async def test_the_tick_button_says_what_was_sent(
+    core: FakeCore, plugin: PluginDouble, counts: dict[str, int], expected: str
+) -> None:
+    tick = TickDouble(body={"code": "tick_finished", "report": {**REPORT, **counts}})
+    notice, _ = await act(tick_app(core, plugin, tick), "tick", {})
+    assert notice == expected
+    [(method, url, headers, body)] = tick.calls
+    assert (method, url, body) == ("POST", TICK_URL, None)
+    assert "authorization" not in {name.lower() for name in headers}, "no secret goes there"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (
+            404,
+            {"code": "not_found"},
+            f"The plugin at {ORIGIN} did not run a tick (it runs one only with "
+            "ENVIRONMENT=development): status 404, code not_found.",
+        ),
+        (
+            403,
+            {"code": "host_not_allowed"},
+            f"The plugin at {ORIGIN} did not run a tick: status 403, code host_not_allowed.",
+        ),
+        (500, b"<html>oops</html>", f"The plugin at {ORIGIN} did not run a tick: status 500."),
+        (
+            200,
+            {"code": "tick_finished", "report": {**REPORT, "sends": "many"}},
+            f"The plugin at {ORIGIN} answered 200 without a tick report.",
+        ),
+        (
+            200,
+            {"code": "tick_finished"},
+            f"The plugin at {ORIGIN} answered 200 without a tick report.",
+        ),
+    ],
+)
+async def test_a_tick_that_did_not_run_is_a_plain_notice(
+    core: FakeCore, plugin: PluginDouble, status: int, body: Any, expected: str
+) -> None:
+    notice, _ = await act(tick_app(core, plugin, TickDouble(status, body)), "tick", {})
+    assert notice == expected
+
+
+async def test_an_unreachable_plugin_runs_no_tick(core: FakeCore, plugin: PluginDouble) -> None:
+    tick = TickDouble()
+    tick.raises = httpx.ConnectError("connection refused")
+    notice, _ = await act(tick_app(core, plugin, tick), "tick", {})
+    assert notice == f"Could not reach the plugin at {ORIGIN} to run a tick (ConnectError)."
+
+
+async def test_the_tick_button_is_same_origin_only(core: FakeCore, plugin: PluginDouble) -> None:
+    tick = TickDouble()
+    reply = await post(tick_app(core, plugin, tick), "tick", {}, origin="https://evil.example")
+    assert (reply.status, reply.code) == (403, "cross_origin_form")
+    assert tick.calls == []
+
+
+async def test_the_tick_button_runs_the_real_plugins_tick(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """The plugin's own trigger (its local runtime's `/__scheduled`), in process: a schedule
+    made through the plugin's form falls due, the button runs the tick, the notice counts it
+    and the log shows Dee Wan's answer."""
+    world = World(db, clock, env=base_env(ENVIRONMENT="development"))
+    installation = await world.install()
+    editor = await world.browser_for(installation)
+    await editor.get(f"/installations/{installation.id}")
+    local = datetime.fromtimestamp((clock.now_ms() + 120_000) / 1000, UTC)
+    made = await editor.post(
+        f"/installations/{installation.id}/schedules",
+        {
+            "csrf_token": editor.csrf(),
+            **editor.pins,
+            "transition": "publish:published",
+            "local_time": local.strftime("%Y-%m-%dT%H:%M"),
+            "timezone": "UTC",
+        },
+    )
+    assert made.status == 303, made.body[:300]
+    clock.advance(180_000)  # the fake core follows the same clock
+
+    async def tick(when: int | None) -> dict[str, int]:
+        return await world.app.tick(when if when is not None else clock.now_ms())
+
+    transport = httpx.ASGITransport(app=AsgiApp(world.app, tick))
+    async with httpx.AsyncClient(transport=transport) as client:
+        app = FakeCoreApp(
+            world.core, plugin_origin=APP_ORIGIN, plugin_tick_url=f"{APP_ORIGIN}/__scheduled"
+            "?cron=*+*+*+*+*", tick_caller=httpx_caller(client),
+        )  # fmt: skip
+        notice, page = await act(app, "tick", {})
+    assert notice == (
+        "The plugin ran a tick: 1 command sent (1 completed, 0 refused, 0 to be tried again). "
+        "See Transitions received below."
+    )
+    [row] = log_rows(page)
+    assert (row[1], row[5], row[6], row[7]) == (
+        "cnt_en",
+        "200 transition_applied",
+        "yes",
+        installation.id,
+    )
 
 
 # -- the command line -------------------------------------------------------------------

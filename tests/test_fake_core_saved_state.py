@@ -56,7 +56,7 @@ async def used_core() -> Used:
         "POST", f"{API}/launch/exchange", auth, encode({"code": launch.code})
     )
     assert status == 200
-    core.issue_launch(installation.id, "usr_viewer", {"kind": "manage"})  # left unused
+    core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})  # left unused
     headers, command = transition_command(core, installation)
     status, _, _ = await core.handle("POST", f"{API}/transitions", headers, encode(command))
     assert status == 200
@@ -222,3 +222,46 @@ def test_the_command_refuses_a_broken_file_without_a_traceback(tmp_path: Path) -
     assert f"python -m fake_core: {path} is not a state this fake core saved" in err
     assert "Traceback" not in err
     assert path.read_text() == "{broken", "left as it was"
+
+
+async def test_roles_and_the_log_of_commands_received_are_kept() -> None:
+    used = await used_core()
+    used.core.state.add_person("usr_boss", "Boss", set(), role="admin")
+    fresh = restarted(used.core)
+    roles = {p.id: p.role for p in fresh.state.persons.values()}
+    assert roles == {
+        "usr_editor": "admin",
+        "usr_viewer": "viewer",
+        "usr_blind": "editor",
+        "usr_boss": "admin",
+    }
+    assert fresh.state.received == used.core.state.received
+    assert [entry.answer for entry in fresh.state.received] == ["200 transition_applied"]
+
+
+async def test_a_file_from_before_roles_still_loads(tmp_path: Path) -> None:
+    """Format 1 had no roles and no log: a developer's `.wrangler/dev/fake_core.json` of
+    then keeps its installations; whoever may publish is an editor, the others viewers."""
+    saved = state_to_json((await used_core()).core.state)
+    del saved["received"]
+    for person in saved["persons"]:
+        del person["role"]
+    path = tmp_path / "fake_core.json"
+    path.write_text(json.dumps({**saved, "format": 1}))
+    loaded = StateFile(path).load()
+    assert loaded is not None
+    roles = {p.id: p.role for p in loaded.persons.values()}
+    assert roles == {"usr_editor": "editor", "usr_viewer": "viewer", "usr_blind": "editor"}
+    assert loaded.received == []
+    assert loaded.installations.keys() == {i["id"] for i in saved["installations"]}
+    StateFile(path).save(loaded)
+    assert json.loads(path.read_text())["format"] == 2, "saved anew in today's format"
+
+
+def test_a_person_with_an_unknown_role_is_refused(tmp_path: Path) -> None:
+    saved = state_to_json(sample_core(T0).state)
+    saved["persons"][0]["role"] = "owner"
+    path = tmp_path / "fake_core.json"
+    path.write_text(json.dumps(saved))
+    with pytest.raises(StateFileError, match="delete it to start anew"):
+        StateFile(path).load()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -195,7 +197,8 @@ def test_cli_serves_the_demo_seed() -> None:
             translations = [c for c in state["contents"] if c["id"] != c["primary_id"]]
             assert [c["locale"] for c in translations] == ["fr"]
             assert any(g["published_version_id"] for g in state["groups"])
-            assert {p["id"] for p in state["persons"]} == {"usr_editor", "usr_viewer"}
+            roles = {p["id"]: p["role"] for p in state["persons"]}
+            assert roles == {"usr_editor": "editor", "usr_viewer": "viewer", "usr_admin": "admin"}
         finally:
             process.terminate()
             process.wait(timeout=5)
@@ -209,3 +212,58 @@ def test_server_reply_is_json_even_for_unknown_paths() -> None:
         return reply.status, json.loads(reply.body)["code"]
 
     assert asyncio.run(run()) == (404, "not_found")
+
+
+async def test_control_api_roles_decide_who_may_open_manage(
+    server: tuple[FakeCore, httpx.AsyncClient],
+) -> None:
+    core, client = server
+    installation = await installed(core, client)
+    status, data = await control(
+        client,
+        "POST",
+        "seed",
+        {"persons": [{"id": "usr_boss", "name": "Boss", "transitions": [], "role": "admin"}]},
+    )
+    assert status == 200
+    assert {p["id"]: p["role"] for p in data["state"]["persons"]}["usr_boss"] == "admin"
+    manage = {"installation_id": installation["id"]}
+    status, data = await control(client, "POST", "launch", {**manage, "person_id": "usr_boss"})
+    assert (status, data["code"]) == (200, "launch")
+    status, data = await control(client, "POST", "launch", {**manage, "person_id": "usr_viewer"})
+    assert (status, data["code"]) == (400, "invalid_request")
+    assert data["message"] == "only a site admin is offered the Manage launch, not usr_viewer"
+
+    # Seeding a person again replaces them: a demoted admin's open launch is not found.
+    status, data = await control(client, "POST", "launch", {**manage, "person_id": "usr_boss"})
+    demoted = {"id": "usr_boss", "name": "Boss", "transitions": [], "role": "editor"}
+    assert (await control(client, "POST", "seed", {"persons": [demoted]}))[0] == 200
+    auth = {"Authorization": f"Bearer {installation['token']}"}
+    response = await client.post(
+        "/api/plugins/v1/launch/exchange", headers=auth, json={"code": data["launch_code"]}
+    )
+    assert (response.status_code, response.json()["code"]) == (404, "launch_not_found")
+
+    status, data = await control(
+        client, "POST", "seed", {"persons": [{"id": "usr_x", "name": "X", "role": "owner"}]}
+    )
+    assert (status, data["code"]) == (400, "invalid_request")
+
+
+def test_ctrl_c_with_a_connection_kept_open_stops_without_a_traceback() -> None:
+    """A plugin's HTTP client keeps its connection open between calls; Ctrl-C then cancels
+    the connection's task, which Python 3.11 used to log as an "Exception in callback"."""
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "fake_core", "--port", "0"]
+    with subprocess.Popen(
+        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None
+        port = int(process.stdout.readline().split("127.0.0.1:")[1].split()[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as kept:
+            kept.sendall(b"GET /__fake/state HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert kept.recv(65536).startswith(b"HTTP/1.1 200 ")  # answered; left open
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=10)
+    assert process.returncode == 0
+    assert "Traceback" not in err, err

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
 import socket
+import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
 from scheduling.config import Configuration
+from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.server import banner, origin_port_warning
-from tests.support.app import ADMIN_SECRET, TOKEN_KEY
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.activation import install
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
+from tests.support.loopback_core import loopback_core
+from tests.support.world import insert_due
 
 
 def free_port() -> int:
@@ -41,10 +53,35 @@ def clean_env(**overrides: str) -> dict[str, str]:
     return {**env, **overrides}
 
 
+_started: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_serve_outlives_its_test() -> Iterator[None]:
+    """Every `serve` a test starts has ended when the test ends; one left running is killed
+    and fails the test."""
+    yield
+    left = []
+    for process in _started:
+        try:
+            process.wait(10)  # a test may have signalled it a moment ago
+        except subprocess.TimeoutExpired:
+            left.append(process)
+            process.kill()
+            process.wait(10)
+    _started.clear()
+    assert not left, f"serve processes left running: {[p.args for p in left]}"
+
+
 def serve(
-    tmp_path: Path, vars_file: Path, port: int, *extra: str, env: dict[str, str] | None = None
+    tmp_path: Path,
+    vars_file: Path,
+    port: int,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    umask: int = -1,
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -62,7 +99,10 @@ def serve(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        umask=umask,
     )
+    _started.append(process)
+    return process
 
 
 def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
@@ -106,9 +146,10 @@ def test_serves_manifest_with_origin_from_vars(running: tuple[int, Path]) -> Non
     assert (tmp_path / "plugin.sqlite3").exists()
 
 
-def this_minute_ms() -> int:
-    """A tick instant `/__scheduled` accepts (it refuses any more than a year from now)."""
-    return int(time.time()) // 60 * 60_000
+def next_minute_ms() -> int:
+    """A tick instant ahead of the wall clock that `/__scheduled` accepts (a few minutes at
+    most): the tick runs at exactly that instant."""
+    return (int(time.time()) // 60 + 1) * 60_000
 
 
 def rfc3339(ms: int) -> str:
@@ -119,18 +160,19 @@ def test_scheduled_trigger_runs_one_tick_in_development(running: tuple[int, Path
     port, _ = running
     answer = httpx.get(
         f"http://127.0.0.1:{port}/__scheduled",
-        params={"cron": "* * * * *", "time": str(this_minute_ms())},
+        params={"cron": "* * * * *", "time": str(next_minute_ms())},
     )
     assert answer.status_code == 200
     assert answer.json()["code"] == "tick_finished"
     assert answer.json()["report"]["due"] == 0
 
 
-def raw_get(port: int, target: bytes, host: bytes) -> bytes:
+def raw_get(port: int, target: bytes, host: bytes, headers: bytes = b"") -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         sock.sendall(
-            b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\nConnection: close\r\n\r\n"
-        )
+            b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\n" + headers
+            + b"Connection: close\r\n\r\n"
+        )  # fmt: skip
         chunks = []
         while chunk := sock.recv(65536):
             chunks.append(chunk)
@@ -146,6 +188,21 @@ def test_routes_on_the_path_sent_never_on_host(running: tuple[int, Path]) -> Non
     assert raw_get(port, b"/dee-wan%2Fmanifest.json", b"localhost").startswith(b"HTTP/1.1 404 ")
     refused = httpx.put(f"http://127.0.0.1:{port}/__scheduled")
     assert (refused.status_code, refused.headers["allow"]) == (405, "GET, POST")
+
+
+def test_a_rebound_name_cannot_run_a_tick_on_the_real_server(running: tuple[int, Path]) -> None:
+    """DNS rebinding: a page on rebind.example, whose name now resolves to 127.0.0.1, sends a
+    same-origin request; only the Host it carries tells it apart from the developer's own."""
+    port, _ = running
+    target = b"/__scheduled?cron=*+*+*+*+*"
+    rebound = raw_get(port, target, b"rebind.example:%d" % port, b"Sec-Fetch-Site: same-origin\r\n")
+    assert rebound.startswith(b"HTTP/1.1 403 "), rebound
+    assert b'"code":"host_not_allowed"' in rebound.replace(b" ", b"")
+    operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+    status = httpx.get(f"http://127.0.0.1:{port}/admin/status", headers=operator).json()
+    assert status["last_tick"] is None  # no tick ran
+    for host in (b"localhost:%d" % port, b"[::1]:%d" % port, b"localhost:8788"):
+        assert raw_get(port, target, host).startswith(b"HTTP/1.1 200 "), host  # 8788: PUBLIC_ORIGIN
 
 
 def test_scheduled_trigger_is_404_outside_development(tmp_path: Path) -> None:
@@ -216,17 +273,17 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
         base = f"http://127.0.0.1:{port}"
         operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
         assert httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"] is None
-        at = this_minute_ms()
+        at = next_minute_ms()
         httpx.get(f"{base}/__scheduled", params={"cron": "* * * * *", "time": str(at)})
         status = httpx.get(f"{base}/admin/status", headers=operator).json()
-        assert status["last_tick"]["at"] == rfc3339(at)
+        assert (status["last_tick"]["at"], status["last_tick"]["cron_delay_ms"]) == (rfc3339(at), 0)
         assert (status["stalled"], status["due_backlog"]) == (False, 0)
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=10)
     lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     [line] = lines
-    assert (line["event"], line["at"], line["due"], line["claimed"], line["sends"]) == (
+    assert (line["event"], line["at"], line["cron_delay_ms"], line["due"], line["sends"]) == (
         "runner_tick",
         rfc3339(at),
         0,
@@ -234,6 +291,92 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
         0,
     )
     assert ADMIN_SECRET not in output
+
+
+def test_a_tick_delivered_75_s_late_sends_nothing_past_a_60_s_cap(tmp_path: Path) -> None:
+    """The real process: `/__scheduled?time=T` stands for the cron invocation of minute T, and
+    it arrives 75 s after T. The row due at T is refused unsent; one due 45 s after T is sent."""
+    port = free_port()
+    db_path = tmp_path / "plugin.sqlite3"
+    with loopback_core(delay_s=0) as core:
+        env = {
+            "ENVIRONMENT": "development",
+            "PUBLIC_ORIGIN": f"http://localhost:{port}",
+            "DEE_WAN_DEV_ORIGINS": core.base_url,
+            "MAX_LATENESS_MS": "60000",
+            "ADMIN_SECRET": ADMIN_SECRET,
+            "TOKEN_KEY": TOKEN_KEY,
+        }
+        prepared = SqliteDatabase(db_path)
+        apply_migrations(prepared.connection)
+        asyncio.run(install(make_app(prepared, SystemClock(), env=env), "ins_late", core.base_url))
+        prepared.close()
+        process = serve(tmp_path, write_vars(tmp_path / "vars", **env), port, "--no-cron")
+        try:
+            wait_until_up(port, process)
+            minute = int(time.time() * 1000) - 75_000
+            due = SqliteDatabase(db_path)
+            asyncio.run(insert_due(due, "ins_late", "cnt_late", minute))
+            asyncio.run(insert_due(due, "ins_late", "cnt_in_time", minute + 45_000))
+            due.close()
+            base = f"http://127.0.0.1:{port}"
+            answer = httpx.get(
+                f"{base}/__scheduled", params={"cron": "* * * * *", "time": str(minute)}
+            )
+            after = int(time.time() * 1000)
+            assert answer.status_code == 200, answer.text
+            operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+            last = httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"]
+        finally:
+            process.terminate()
+            output, _ = process.communicate(timeout=10)
+        assert core.keys == ["sched:ins_late:sch_cnt_in_time:r1"]
+    assert 75_000 <= last["cron_delay_ms"] <= after - minute
+    assert (last["refused_unsent"], last["sends"]) == (1, 1)
+    with sqlite3.connect(db_path) as conn:
+        rows = conn.execute(
+            "SELECT content_id, status, result_code, attempt_count FROM schedules ORDER BY 1"
+        ).fetchall()
+    assert rows == [
+        ("cnt_in_time", "completed", "transition_applied", 1),
+        ("cnt_late", "refused", "retry_exhausted", 0),
+    ]
+    [line] = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert (line["event"], line["cron_delay_ms"], line["at"]) == (
+        "runner_tick",
+        last["cron_delay_ms"],
+        last["at"],
+    )
+
+
+def file_modes(db_path: Path) -> dict[str, str]:
+    return {
+        suffix: oct(stat.S_IMODE(Path(f"{db_path}{suffix}").stat().st_mode))
+        for suffix in ("", "-wal", "-shm")
+    }
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_the_database_and_its_wal_and_shm_are_the_owners_only(
+    tmp_path: Path, existing: bool
+) -> None:
+    """They hold CSRF tokens, names and sealed tokens: 0600 under a umask of 022, whether
+    `serve` creates the database or finds one left readable by others."""
+    port = free_port()
+    db_path = tmp_path / "plugin.sqlite3"
+    if existing:
+        db_path.touch(mode=0o644)  # an empty file is a new SQLite database
+        db_path.chmod(0o644)
+    process = serve(tmp_path, good_vars(tmp_path), port, "--no-cron", umask=0o022)
+    try:
+        wait_until_up(port, process)
+        tick = httpx.get(f"http://127.0.0.1:{port}/__scheduled?cron=*")  # a write, in the WAL
+        assert tick.status_code == 200, tick.text
+        modes = file_modes(db_path)  # -wal and -shm exist while the database is open
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+    assert modes == {"": "0o600", "-wal": "0o600", "-shm": "0o600"}
 
 
 # -- the `serve` command as a newcomer meets it --------------------------------------------
@@ -366,19 +509,140 @@ def test_a_public_origin_on_the_served_port_is_not_warned_about(tmp_path: Path) 
     assert "PUBLIC_ORIGIN is" not in output
 
 
-def test_stopping_awaits_the_cron_task_and_closes_what_it_opened(tmp_path: Path) -> None:
+def handles_stop_signals(pid: int) -> bool:
+    """Whether the process has its own SIGTERM handler in place (Linux: SigCgt in /proc).
+
+    Python installs none for SIGTERM, and `serve` installs SIGINT's and SIGTERM's together,
+    so this says whether `serve`'s handlers are in place."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+
+
+@dataclass
+class Stopped:
+    """One `serve` stopped by a signal at some point of its start-up."""
+
+    trigger: str
+    sig: signal.Signals
+    handlers_in_place: bool = False
+    said_before: str = ""
+    returncode: int | None = None
+    output: str = ""
+
+
+def start_and_stop(run_dir: Path, trigger: str, sig: signal.Signals) -> Stopped:
+    """Start `serve` (cron on), send `sig` on `trigger` (a delay in seconds after spawn, or
+    a line of output to wait for), then wait for the process to end."""
+    run_dir.mkdir()
     port = free_port()
-    process = serve(tmp_path, good_vars(tmp_path, f"http://localhost:{port}"), port)
+    process = serve(run_dir, good_vars(run_dir, f"http://localhost:{port}"), port)
+    result = Stopped(trigger, sig)
+    try:
+        output = Output(process)
+        if trigger.startswith("+"):
+            time.sleep(float(trigger[1:]))
+        else:
+            output.wait_for(trigger, timeout_s=60)
+        result.handlers_in_place = handles_stop_signals(process.pid)
+        result.said_before = "".join(output.lines)
+        process.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # left running: reported below
+            result.returncode = process.wait(60)
+        result.output = output.all(timeout_s=10) if result.returncode is not None else ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    return result
+
+
+def test_a_signal_at_any_point_of_start_up_stops_the_server_cleanly(tmp_path: Path) -> None:
+    """24 starts, four at a time (a loaded machine), each stopped by SIGINT or SIGTERM: at a
+    delay after spawn (before anything is said), once the migrations are applied (before the
+    port is bound and `serving` said), once `serving` is said, and once the cron is on."""
+    triggers = [
+        *(f"+{delay}" for delay in (0.0, 0.05, 0.15, 0.3, 0.5, 0.8)),
+        *["migration(s) applied"] * 6,
+        *["INFO scheduling: serving "] * 6,
+        *["(cron on)"] * 6,
+    ]
+    sigs = [signal.SIGINT, signal.SIGTERM] * (len(triggers) // 2)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        runs = list(
+            pool.map(
+                start_and_stop,
+                [tmp_path / f"run{i}" for i in range(len(triggers))],
+                triggers,
+                sigs,
+            )
+        )
+
+    left_running = [run for run in runs if run.returncode is None]
+    assert not left_running, left_running
+    for run in runs:
+        if run.said_before:
+            # Nothing is said before the handlers are in place: `serving` never is.
+            assert run.handlers_in_place, run
+        if run.handlers_in_place:
+            assert run.returncode == 0, run
+            assert run.output.rstrip().endswith("INFO scheduling: stopped"), run
+            assert "Traceback" not in run.output, run
+            assert "destroyed but it is pending" not in run.output, run
+        # Otherwise the signal came while the interpreter itself started, before any line
+        # of `serve` ran: Python's own default applies (the process ends all the same).
+    before_serving = [r for r in runs if r.handlers_in_place and "serving" not in r.said_before]
+    serving = [r for r in runs if "serving" in r.said_before]
+    assert len(before_serving) >= 6  # at least the six signalled once migrations were applied
+    assert len(serving) >= 12
+
+
+def wait_until_refused(port: int) -> None:
+    """Until the server no longer accepts connections (it has begun to shut down)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except ConnectionRefusedError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the server still accepts connections")
+
+
+def test_a_second_signal_stops_waiting_for_a_request_under_way(tmp_path: Path) -> None:
+    """The first signal lets a request under way finish: this one's body never comes, so it
+    would end in a 408 after the 10 s body deadline. The second stops without waiting."""
+    port = free_port()
+    process = serve(tmp_path, good_vars(tmp_path, f"http://localhost:{port}"), port, "--no-cron")
     output = Output(process)
     try:
-        output.wait_for("(cron on)")
+        output.wait_for("serving ")
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as slow:
+            slow.sendall(
+                b"POST /dee-wan/activate HTTP/1.1\r\nHost: localhost\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 10\r\n\r\n"
+            )
+            # Answered on a later connection: the server has read the slow request's head.
+            assert httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json").status_code == 200
+            process.send_signal(signal.SIGTERM)
+            wait_until_refused(port)
+            process.send_signal(signal.SIGINT)
+            assert process.wait(30) == 0
+            try:
+                answer = slow.recv(65536)
+            except ConnectionResetError:
+                answer = b""
+            assert answer == b"", answer  # closed unanswered: it did not wait for the 408
     finally:
-        process.send_signal(signal.SIGINT)
-        said = output.all()
-    assert process.wait(10) == 0, said
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    said = output.all()
     assert said.rstrip().endswith("INFO scheduling: stopped"), said
     assert "Traceback" not in said
-    assert "destroyed but it is pending" not in said
 
 
 @pytest.mark.parametrize(

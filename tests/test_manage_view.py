@@ -206,7 +206,7 @@ async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(
     installation = await world.install()
     await seed(world, installation, count=12)
     world.core.state.contents[content(5)].title = "Renamed in Dee Wan"
-    browser = await manager(world, installation, person="usr_viewer")
+    browser = await manager(world, installation)  # a site admin: Dee Wan offers Manage to them
     before = len(world.core.calls.calls)
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     reads = world.core.calls.calls[before:]
@@ -214,7 +214,7 @@ async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(
     people = {
         world.core.state.delegations[c.header("Dee-Wan-Delegation") or ""].person_id for c in reads
     }
-    assert people == {"usr_viewer"}
+    assert people == {"usr_editor"}
     assert f"of “Item 3” (<code>{content(3)}</code>)" in html
     assert f"of “Renamed in Dee Wan” (<code>{content(5)}</code>)" in html
     dump = "\n".join(world.db.connection.iterdump())

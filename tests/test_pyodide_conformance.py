@@ -33,7 +33,7 @@ from tests.pyodide_harness.harness import (
     node_path,
     shared_harness,
 )
-from tests.support.d1_rows import DUE, installation_row, schedule_row
+from tests.support.d1_rows import DUE, installation_row, rfc3339, schedule_row
 
 pytestmark = pytest.mark.pyodide
 
@@ -251,21 +251,25 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
         schedule_row("sch_lost", "ins_lost", "cnt_lost"),
     )
 
-    tick = DUE + 30_000
+    tick = DUE + 30_000  # ahead of the real clock: the tick runs at exactly this instant
     worker.scheduled(tick)
-    # Recorded in D1 with the settles. The route's clock is today's, months after this
-    # July tick, so the row still pending and the one retrying are overdue: stalled.
+    # Recorded in D1 with the settles. The route's clock is the real one, before this tick's
+    # instant, so nothing is overdue yet and the rows just finished count as recent.
     status = client.get("/admin/status", headers=OPERATOR).json()
-    assert status["last_tick"]["at"] == "2026-07-01T13:00:30Z"
+    assert status["last_tick"]["at"] == rfc3339(tick)
+    assert status["last_tick"]["cron_delay_ms"] == 0
     assert (status["last_tick"]["due"], status["last_tick"]["claimed"]) == (4, 3)
     assert status["last_tick"]["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
     assert (status["last_tick"]["refused_unsent"], status["last_tick"]["lost_claim"]) == (1, 0)
     assert status["last_tick"]["d1"] == {"statements": 8, "round_trips": 5}
     assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
-    # Finished in July, so outside the last 24 hours of today's clock.
-    assert set(status["finished_last_24h"].values()) == {0}
-    assert (status["due_backlog"], status["stalled"]) == (2, True)
-    assert status["oldest_overdue"]["schedule_id"] == "sch_busy"
+    assert status["finished_last_24h"] == {
+        "completed": 1,
+        "refused": 2,
+        "cancelled": 0,
+        "superseded": 0,
+    }
+    assert (status["due_backlog"], status["stalled"], status["oldest_overdue"]) == (0, False, None)
 
     sent = {request["body"]["content_id"]: request for request in recorder.requests}
     assert sorted(sent) == ["cnt_busy", "cnt_ok", "cnt_stale"]  # not later, not unreadable
@@ -281,7 +285,7 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
         "version_id": "ver_2",
         "workflow_revision": 3,
         "requested_by": "usr_editor",
-        "due_at": "2026-07-01T13:00:00Z",
+        "due_at": rfc3339(DUE),
     }
 
     rows = {
@@ -334,11 +338,55 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
         if line.startswith('[worker] {"event":"runner_tick"')
     ]
     assert [(t["at"], t["due"], t["claimed"]) for t in ticks[-2:]] == [
-        ("2026-07-01T13:00:30Z", 4, 3),
-        ("2026-07-01T13:00:30Z", 0, 0),
+        (rfc3339(tick), 4, 3),
+        (rfc3339(tick), 0, 0),
     ]
     assert "WARNING scheduling: installation ins_lost: token does not open" in log
     assert token not in log
+
+
+def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_the_cap(
+    worker: Harness, recorder: Recorder, client: httpx.Client
+) -> None:
+    """scheduledTime is the minute the invocation stands for; it reaches the entry 75 s after it
+    (a row due then, 75 s in the real past). The tick runs at the wall clock, so the row is
+    past its 60 s cap and refused unsent, while a row due 45 s after that minute is sent."""
+    token = "dwp_" + "l" * 43
+    recorder.answers = {"cnt_in_time": (200, {"code": "transition_applied"})}
+    before = int(time.time() * 1000)
+    minute = before - 75_000
+    worker.execute(
+        installation_row(
+            "ins_late", recorder.base_url, worker.seal(token, "installation-token:ins_late")
+        ),
+        schedule_row("sch_late", "ins_late", "cnt_late", due_at=minute),
+        schedule_row("sch_in_time", "ins_late", "cnt_in_time", due_at=minute + 45_000),
+    )
+    with worker.vars(MAX_LATENESS_MS="60000"):
+        worker.scheduled(minute)
+        status = client.get("/admin/status", headers=OPERATOR).json()
+    after = int(time.time() * 1000)
+
+    assert [r["body"]["content_id"] for r in recorder.requests] == ["cnt_in_time"]
+    rows = {
+        row["id"]: (row["status"], row["result_code"], row["attempt_count"])
+        for row in worker.sql("SELECT id, status, result_code, attempt_count FROM schedules")
+    }
+    assert rows == {
+        "sch_late": ("refused", "retry_exhausted", 0),
+        "sch_in_time": ("completed", "transition_applied", 1),
+    }
+    last = status["last_tick"]
+    assert 75_000 <= last["cron_delay_ms"] <= after - minute
+    assert (last["refused_unsent"], last["sends"]) == (1, 1)
+    assert last["lateness_ms"]["max"] >= 30_000  # judged from the wall clock, not the minute
+    ticks = [
+        json.loads(line.removeprefix("[worker] "))
+        for line in worker.log_tail(200).splitlines()
+        if line.startswith('[worker] {"event":"runner_tick"')
+    ]
+    assert ticks[-1]["cron_delay_ms"] == last["cron_delay_ms"]
+    assert rfc3339(before) <= ticks[-1]["at"] <= rfc3339(after)
 
 
 def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
@@ -552,9 +600,11 @@ def csrf_of(page: str) -> str:
 
 
 def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
-    """Open the Worker from core's launch URL; returns the page's CSRF token."""
+    """Open the Worker from core's launch URL; returns the page's CSRF token. Manage (no
+    content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
+    person = "usr_editor" if context else "usr_admin"
     issued = core.control(
-        "POST", "launch", {"installation_id": installation_id, "person_id": "usr_editor", **context}
+        "POST", "launch", {"installation_id": installation_id, "person_id": person, **context}
     )
     url = issued["url"]
     assert url.startswith(f"{browser.origin}/installations/{installation_id}?dee_wan_launch=dwl_")

@@ -9,12 +9,15 @@ this one stopped (see `installation`). The plugin's secrets are in
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,10 +44,15 @@ class DevStack:
     quiet: bool = False
     admin_secret: str = field(default="", repr=False)
     vars_created: bool = False
+    # Wraps each spawn: `scripts/dev` holds a stop signal back until the new process is on
+    # `processes`, so `stop` ends it with the rest.
+    spawning: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
     installation: dict[str, Any] = field(default_factory=dict)
     reused: bool = False  # the installation is the last run's
     replaced: str | None = None  # the last run's, which the plugin no longer held
+    retired: tuple[str, ...] = ()  # installations for other ports, uninstalled, in words
+    rotated: str | None = None  # why the token was rotated, when it had to be
 
     @property
     def plugin_origin(self) -> str:
@@ -53,6 +61,11 @@ class DevStack:
     @property
     def core_origin(self) -> str:
         return f"http://localhost:{self.core_port}"
+
+    @property
+    def tick_url(self) -> str:
+        """The plugin's development trigger for one tick now (`wrangler dev --test-scheduled`)."""
+        return f"{self.plugin_origin}/__scheduled?cron=*+*+*+*+*"
 
     @property
     def db_path(self) -> Path:
@@ -93,7 +106,8 @@ class DevStack:
             "PUBLIC_ORIGIN": self.plugin_origin,
             "DEE_WAN_DEV_ORIGINS": self.core_origin,
         }
-        # The core's home page can then mint rotation codes for its rotate buttons.
+        # The core's home page can then mint rotation codes for its rotate buttons. Its
+        # "Run the tick now" calls the plugin's development trigger (--plugin-tick-url).
         core_env = {**env, "FAKE_CORE_PLUGIN_ADMIN_SECRET": self.admin_secret}
         plugin = [sys.executable, "-m", "scheduling", "serve", "--port", str(self.plugin_port),
                   "--db", str(self.db_path), "--vars", str(self.vars_path)]  # fmt: skip
@@ -101,12 +115,15 @@ class DevStack:
             plugin.append("--no-cron")
         core = [sys.executable, "-m", "fake_core", "--port", str(self.core_port),
                 "--plugin-origin", self.plugin_origin, "--seed", "demo",
-                "--state", str(self.core_state_path)]  # fmt: skip
+                "--state", str(self.core_state_path),
+                "--plugin-tick-url", self.tick_url]  # fmt: skip
         for command, command_env in ((plugin, plugin_env), (core, core_env)):
-            self.processes.append(
+            with self.spawning():
                 # This interpreter with fixed arguments: nothing untrusted reaches the command.
-                subprocess.Popen(command, cwd=ROOT, env=command_env, stdout=output, stderr=output)  # noqa: S603
-            )
+                process = subprocess.Popen(  # noqa: S603
+                    command, cwd=ROOT, env=command_env, stdout=output, stderr=output
+                )
+                self.processes.append(process)
         self._wait(f"{self.plugin_origin}/dee-wan/manifest.json")
         self._wait(f"{self.core_origin}/__fake/state")
 
@@ -117,6 +134,7 @@ class DevStack:
         connected = connect(origins)
         self.installation = connected.installation
         self.reused, self.replaced = connected.reused, connected.replaced
+        self.retired, self.rotated = connected.retired, connected.rotated
         return self.installation
 
     def stop(self) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -68,7 +67,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(CONTRACT.read_text("utf-8"))
         return 0
 
+    # Before anything slow: from here on a SIGINT or SIGTERM asks the server to stop, at
+    # whatever point of start-up it comes (StopSignals).
+    from scheduling.runtimes.cpython.stop_signals import StopSignals
+
+    stop = StopSignals.install()
+
     # Imported here so `--help` and `contract` work before the CPython extra is installed.
+    import asyncio
+
     from scheduling.config import ConfigurationError
     from scheduling.runtimes.cpython.dev_vars import load_vars
     from scheduling.runtimes.cpython.server import StartupError, configure_logging
@@ -87,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.db,
                 env,
                 cron=not args.no_cron,
+                stop=stop,
                 vars_path=args.vars,
                 secret_in_environment="ADMIN_SECRET" in os.environ,
             )
@@ -97,8 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     except StartupError as exc:
         print(f"scheduling: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

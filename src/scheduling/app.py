@@ -10,6 +10,7 @@ from scheduling.http.handlers import (
     activate,
     activation_codes,
     delete_data,
+    home,
     installation,
     manifest,
     schedules,
@@ -20,10 +21,11 @@ from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.runner.tick import run_tick
+from scheduling.runner.tick import Invocation, run_tick
 from scheduling.services import Services, log
 
 ROUTES = [
+    Route("GET", "/", home.home),
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
     Route("POST", "/dee-wan/activate", activate.activate),
     Route("POST", "/admin/activation-codes", activation_codes.mint),
@@ -103,11 +105,19 @@ class App:
             raise invalid_request(f"The body is larger than {MAX_BODY_BYTES} bytes.")
         return await self.router.dispatch(request, self.services)
 
-    async def tick(self, now: int) -> dict[str, int]:
-        """One runner tick at `now` (epoch ms), as `scheduled()` and the local cron run it."""
+    async def tick(self, scheduled_time: int) -> dict[str, int]:
+        """One runner tick for the cron invocation of `scheduled_time` (epoch ms), as
+        `scheduled()` and the local cron run it; it runs at that instant or, delivered late,
+        at the wall clock."""
+        invocation = Invocation.begin(self.services.clock, scheduled_time)
         try:
-            return await run_tick(self.services, now)
+            return await run_tick(self.services, invocation)
         except Exception as exc:
             # The type only: a message could quote a row. /admin/status shows the missing ticks.
-            emit("runner_tick_failed", at=rfc3339(now), error=type(exc).__name__)
+            emit(
+                "runner_tick_failed",
+                at=rfc3339(invocation.at),
+                cron_delay_ms=invocation.cron_delay_ms,
+                error=type(exc).__name__,
+            )
             raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -25,6 +26,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 PERSON = "Ada Lovelace (editor)"  # first in the home page's person menus
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 
 def missing_pieces() -> str | None:
@@ -71,3 +73,19 @@ def confirmed_id(page: Page) -> str:
     notice = page.locator("[data-confirmation]")
     assert notice.count() == 1, "no confirmation on the page"
     return str(notice.get_attribute("data-confirmation"))
+
+
+def axe_violations(page: Page) -> list[str]:
+    """axe-core's WCAG 2.0/2.1/2.2 A and AA rules on the whole document: each violation as
+    `rule (impact): where`. Injected over DevTools, which the page's CSP does not govern."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.evaluate(AXE.read_text() + "\n;0")
+    result: dict[str, Any] = page.evaluate(
+        """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
+             passes: r.passes.length,
+             violations: r.violations.map(v => v.id + " (" + v.impact + "): "
+               + v.nodes.map(n => n.target.join(" ")).join(", "))}))""",
+        WCAG_TAGS,
+    )
+    assert result["passes"] > 0, "axe ran no rules"
+    return list(result["violations"])

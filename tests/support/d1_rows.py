@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
-DUE = 1_782_910_800_000  # 2026-07-01T13:00:00Z
+HOUR = 3_600_000
+# A whole hour one to two hours ahead of the real clock. The Worker's tick runs at the later
+# of `scheduledTime` and the wall clock, so a tick chosen in the future runs at exactly that
+# instant, while one chosen in the past would run now (a late delivery).
+DUE = (int(time.time() * 1000) // HOUR + 2) * HOUR
+
+
+def rfc3339(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def installation_row(
@@ -39,7 +49,7 @@ def schedule_row(
         "idempotency_key": f"sched:{installation_id}:{schedule_id}:r{revision}",
         "due_at": due_at,
         "timezone": "UTC",
-        "local_time": "2026-07-01T13:00",
+        "local_time": rfc3339(due_at)[:16],
         "status": "pending",
         "attempt_count": 0,
         "next_attempt_at": due_at,

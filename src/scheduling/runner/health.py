@@ -60,6 +60,7 @@ def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
     return {
         "at": rfc3339(last.at),
         "age_ms": max(0, now - last.at),
+        "cron_delay_ms": report.cron_delay_ms,
         "duration_ms": last.duration_ms,
         "due": report.due,
         "claimed": report.claimed,

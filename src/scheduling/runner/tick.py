@@ -5,11 +5,12 @@ tick's budget is spent, then write the tick's record once and log its line.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.limits import batch_cost
-from scheduling.ports import Statement
+from scheduling.ports import Clock, Statement
 from scheduling.repository import tick_record
 from scheduling.repository.runner_store import RunnerStore
 from scheduling.runner.batch import BatchRunner
@@ -17,31 +18,57 @@ from scheduling.runner.report import TickReport
 from scheduling.services import Services
 
 
-async def run_tick(services: Services, now: int) -> dict[str, int]:
-    """Run one tick at instant `now` (epoch ms); returns its counts, as recorded and logged."""
-    return (await Tick(services, now).run()).as_record()
+@dataclass(frozen=True)
+class Invocation:
+    """A cron invocation: the minute it stands for, and the wall clock when it began.
+
+    Workers bounds neither how late an invocation is delivered nor how far its
+    `scheduledTime` then lies behind the real time, so the tick's instant is the later
+    of the two: a late delivery can never make a late send look on time.
+    """
+
+    scheduled_time: int
+    started: int
+
+    @classmethod
+    def begin(cls, clock: Clock, scheduled_time: int) -> Invocation:
+        return cls(scheduled_time, clock.now_ms())
+
+    @property
+    def at(self) -> int:
+        """The tick's instant (epoch ms)."""
+        return max(self.scheduled_time, self.started)
+
+    @property
+    def cron_delay_ms(self) -> int:
+        """How late the invocation was delivered (0 when on time or early)."""
+        return max(0, self.started - self.scheduled_time)
+
+
+async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]:
+    """Run one tick for `invocation`; returns its counts, as recorded and logged."""
+    return (await Tick(services, invocation).run()).as_record()
 
 
 class Tick:
-    def __init__(self, services: Services, now: int) -> None:
+    def __init__(self, services: Services, invocation: Invocation) -> None:
         config = services.config
         self.services = services
-        self.now = now
-        self.started = services.clock.now_ms()
+        self.now = invocation.at
+        self.started = invocation.started
         self.batch_size = config.max_rows_per_tick
         self.concurrency = config.send_concurrency
         self.budget_ms = config.tick_budget_ms
         self.max_queries = config.max_d1_queries_per_tick
         self.max_sends = config.max_sends_per_tick
         self.store = RunnerStore(services.db)
-        self.report = TickReport()
+        self.report = TickReport(cron_delay_ms=invocation.cron_delay_ms)
         self.batches = BatchRunner(services, self.store, self.report, self.clock)
 
     def clock(self) -> int:
-        """The tick's instant advanced by the real time spent since it started.
+        """The tick's instant advanced by the real time spent since the invocation began.
 
-        `now` may be a chosen instant (tests, /__scheduled?time=) or a late cron
-        delivery's `scheduledTime`; every decision within the tick reads this.
+        Every decision within the tick reads this: lateness, leases, retries.
         """
         return self.now + max(0, self.services.clock.now_ms() - self.started)
 

@@ -13,6 +13,7 @@ import jinja2
 
 from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
+from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
 
 BASE = """<!doctype html>
@@ -54,6 +55,7 @@ _SOURCES = {
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,
+    "home.html": HOME,
 }
 
 

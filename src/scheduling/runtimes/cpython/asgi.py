@@ -13,7 +13,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import quote_from_bytes
+from urllib.parse import quote_from_bytes, urlsplit
 
 from scheduling.app import App
 from scheduling.config import Misconfigured
@@ -31,14 +31,32 @@ Tick = Callable[[int | None], Awaitable[Any]]
 
 # A client has this long to send its whole body once the headers are in.
 BODY_TIMEOUT_S = 10.0
-# `/__scheduled?time=` may move a tick this far from now, no further: a far-future
-# tick would refuse every pending schedule as too late.
-MAX_TICK_SHIFT_MS = 366 * 24 * 60 * 60 * 1000
+# How far `/__scheduled?time=` may lie from now. Ahead: far enough to run the tick of a
+# schedule made a few minutes ahead without waiting for it, and never past MAX_LATENESS_MS,
+# so a moved tick may send a schedule early but never ends one that is not yet due as too
+# late (a tick 300 days ahead would end every pending schedule unsent). Behind: the tick
+# runs at the wall clock anyway, as a late delivery does; a day bounds the delay it records.
+MAX_TICK_AHEAD_MS = 15 * 60 * 1000
+MAX_TICK_BEHIND_MS = 24 * 60 * 60 * 1000
+# The names a developer's own terminal reaches the local server by (with the served port).
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _EPOCH_MS = re.compile(r"[0-9]{1,15}")
 # Characters a path or query may carry as they are; anything else is percent-encoded,
 # so `#`, `?` in a path, spaces and raw bytes cannot change how the URL is read.
 _PATH_SAFE = "/%!$&'()*+,;=:@-._~"
 _QUERY_SAFE = _PATH_SAFE + "?"
+
+
+def app_tick(app: App) -> Tick:
+    """What `/__scheduled` runs: the tick of a cron invocation whose `scheduledTime` is the
+    `time` asked for (now, without it)."""
+
+    async def tick(scheduled_time: int | None) -> dict[str, int]:
+        if scheduled_time is None:
+            scheduled_time = app.services.clock.now_ms()
+        return await app.tick(scheduled_time)
+
+    return tick
 
 
 class AsgiApp:
@@ -67,7 +85,7 @@ class AsgiApp:
                 return
             request.body, complete = read
             if request.path == "/__scheduled":
-                response = await self._scheduled(request)
+                response = await self._scheduled(request, _served_port(scope))
             else:
                 response = await self.app.handle(request)
         if not complete:
@@ -89,14 +107,21 @@ class AsgiApp:
             # `serve` refuses to start without it; the origin is never read to route anyway.
             return "http://localhost"
 
-    async def _scheduled(self, request: Request) -> Response:
+    async def _scheduled(self, request: Request, served_port: int) -> Response:
         """Like `wrangler dev --test-scheduled`: one tick, answered when it has finished."""
-        if self._tick is None or not self.app.services.config.is_development:
+        config = self.app.services.config
+        if self._tick is None or not config.is_development:
             return self.app.render(request, Refusal(404, "not_found", "There is nothing here."))
         try:
-            when = _tick_time(request, self.app.services.clock.now_ms())
+            _check_trigger(request, config.public_origin, served_port)
+            ahead_ms = min(MAX_TICK_AHEAD_MS, config.max_lateness_ms)
+            when = _tick_time(request, self.app.services.clock.now_ms(), ahead_ms)
         except Refusal as refusal:
             return self.app.render(request, refusal)
+        except Misconfigured as exc:
+            # `serve` refuses to start with a bad value; said here by its name only.
+            misconfigured = Refusal(500, "misconfigured", f"{exc.name} is not configured correctly")
+            return self.app.render(request, misconfigured)
         try:
             report = await self._tick(when)
         except Exception:
@@ -108,24 +133,66 @@ class AsgiApp:
         return json_response({"code": "tick_finished", "report": report}).with_base_headers()
 
 
-def _tick_time(request: Request, now_ms: int) -> int | None:
-    """The instant `/__scheduled` asks for (None: now), or a refusal.
+def _check_trigger(request: Request, public_origin: str, served_port: int) -> None:
+    """Refuse a request to `/__scheduled` that a web page could have made.
 
-    Any web page the developer opens could aim a request at localhost, so a
-    cross-site or same-site fetch is refused, as on the management pages.
+    Any page the developer opens could aim a request at localhost, so a cross-site or
+    same-site fetch is refused, as on the management pages. A page on a name that the
+    attacker rebinds to 127.0.0.1 is same-origin with itself, so the `Host` must also be one
+    this server is known by: PUBLIC_ORIGIN's, or a loopback name with the served port.
     """
     if request.method not in ("GET", "POST"):
         raise Refusal(
             405, "method_not_allowed", "Use GET or POST.", headers=[("allow", "GET, POST")]
         )
+    host = request.headers.get("host", "").lower()
+    if host not in _trigger_hosts(public_origin, served_port):
+        raise Refusal(
+            403,
+            "host_not_allowed",
+            "Run the tick through localhost or PUBLIC_ORIGIN's host and this server's port.",
+        )
     if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
         raise Refusal(403, "cross_site_request", "Run the tick from a terminal, not a web page.")
+
+
+def _trigger_hosts(public_origin: str, served_port: int) -> set[str]:
+    """Every spelling of `Host` that names PUBLIC_ORIGIN, or a loopback name on this port."""
+    origin = urlsplit(public_origin)
+    default = 443 if origin.scheme == "https" else 80
+    name = (origin.hostname or "").lower()
+    if ":" in name:  # an IPv6 literal, bracketed in a Host
+        name = f"[{name}]"
+    hosts = {f"{name}:{origin.port or default}"}
+    hosts |= {f"{loopback}:{served_port}" for loopback in _LOOPBACK_NAMES}
+    # A Host without a port stands for the scheme's default one.
+    if origin.port in (None, default):
+        hosts.add(name)
+    if served_port == 80:
+        hosts |= set(_LOOPBACK_NAMES)
+    return hosts
+
+
+def _tick_time(request: Request, now_ms: int, ahead_ms: int) -> int | None:
+    """The `scheduledTime` `/__scheduled` stands for (None: now), or a refusal."""
     when = request.query.get("time")
     if when is None:
         return None
-    if not _EPOCH_MS.fullmatch(when) or abs(int(when) - now_ms) > MAX_TICK_SHIFT_MS:
-        raise invalid_request("time must be epoch milliseconds within a year of now")
+    if (
+        not _EPOCH_MS.fullmatch(when)
+        or int(when) > now_ms + ahead_ms
+        or int(when) < now_ms - MAX_TICK_BEHIND_MS
+    ):
+        raise invalid_request(
+            f"time must be epoch milliseconds at most {ahead_ms // 1000} s after now"
+            f" and at most {MAX_TICK_BEHIND_MS // 3_600_000} h before it"
+        )
     return int(when)
+
+
+def _served_port(scope: Scope) -> int:
+    server = scope.get("server")
+    return int(server[1]) if server and server[1] else 80
 
 
 def _to_request(scope: Scope, origin: str) -> Request:

@@ -7,12 +7,12 @@ import contextlib
 import ipaddress
 import logging
 import shlex
-import signal
 import socket
 import sqlite3
+import stat
 import sys
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,13 +22,14 @@ import uvicorn
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import Configuration
-from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.stop_signals import StopSignals
 from scheduling.services import Services, log
 
 # A request line and headers larger than this are refused by h11 with a 400.
@@ -50,13 +51,14 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
 
 
 async def cron_loop(app: App) -> None:
-    """One tick at the start of every minute, like `* * * * *`."""
+    """One tick at the start of every minute, like `* * * * *`: each invocation carries the
+    minute it stands for, so a late wake-up is measured as Workers' late deliveries are."""
     clock = app.services.clock
     while True:
-        now = clock.now_ms()
-        await asyncio.sleep((60_000 - now % 60_000) / 1000)
+        minute = (clock.now_ms() // 60_000 + 1) * 60_000
+        await asyncio.sleep(max(0, minute - clock.now_ms()) / 1000)
         try:
-            await app.tick(clock.now_ms())
+            await app.tick(minute)
         except Exception:
             log.exception("runner tick failed")
 
@@ -93,6 +95,7 @@ def open_database(path: Path) -> SqliteDatabase:
         raise StartupError(f"--db {path}: the folder {path.parent} does not exist; create it first")
     if path.is_dir():
         raise StartupError(f"--db {path}: is a folder; name a file in it")
+    _make_private(path)
     try:
         db = SqliteDatabase(path)
     except sqlite3.Error as exc:
@@ -104,6 +107,25 @@ def open_database(path: Path) -> SqliteDatabase:
         raise StartupError(f"--db {path}: cannot apply the migrations ({exc})") from None
     log.info("database %s: %d migration(s) applied", path, len(applied))
     return db
+
+
+def _make_private(path: Path) -> None:
+    """A database left readable by others (made before the plugin created them 0600) is made
+    owner-only, with its -wal and -shm: they hold CSRF tokens, names and sealed tokens."""
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = stat.S_IMODE(file.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            try:
+                file.chmod(mode & 0o700)
+            except OSError as exc:
+                raise StartupError(
+                    f"--db {path}: {file} is readable by others and cannot be made"
+                    f" owner-only ({exc.strerror})"
+                ) from None
+            log.warning("%s was readable by others; it is now owner-only", file)
 
 
 def listen(port: int) -> socket.socket:
@@ -175,67 +197,100 @@ async def serve(
     env: Mapping[str, Any],
     *,
     cron: bool,
+    stop: StopSignals,
     vars_path: Path | None = None,
     secret_in_environment: bool = False,
 ) -> None:
-    """Serve until SIGINT or SIGTERM; then stop the cron task and close what was opened.
+    """Serve until `stop` hears SIGINT or SIGTERM; then stop the cron task and close what was
+    opened. A signal heard during start-up stops it before its next stage.
 
     Raises ConfigurationError or StartupError, before anything is served, when it cannot start.
     """
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
-    db = open_database(db_path)
-    try:
-        sock = listen(port)
-    except StartupError:
-        db.close()
-        raise
-    port = sock.getsockname()[1]
-    http = HttpxClient()
-    app = build_app(env, db, http=http)
+    if not stop.heard:
+        db = open_database(db_path)
+        try:
+            if not stop.heard:
+                banner_lines = partial(
+                    banner,
+                    config,
+                    cron=cron,
+                    vars_path=vars_path,
+                    secret_in_environment=secret_in_environment,
+                )
+                await _listen_and_serve(port, db, env, stop, cron=cron, banner_lines=banner_lines)
+        finally:
+            db.close()
+    log.info("stopped")
 
-    async def tick(when: int | None) -> Any:
-        return await app.tick(when if when is not None else app.services.clock.now_ms())
 
-    server = _Server(server_config(AsgiApp(app, tick), port))
-    lines = banner(
-        config, port, cron=cron, vars_path=vars_path, secret_in_environment=secret_in_environment
-    )
-    for line in lines:
-        log.info("%s", line)
-    warning = origin_port_warning(config.public_origin, port)
-    if warning:
-        log.warning("%s", warning)
-    cron_task = asyncio.create_task(cron_loop(app)) if cron else None
+async def _listen_and_serve(
+    port: int,
+    db: SqliteDatabase,
+    env: Mapping[str, Any],
+    stop: StopSignals,
+    *,
+    cron: bool,
+    banner_lines: Callable[[int], list[str]],
+) -> None:
+    sock = listen(port)
     try:
-        await server.serve(sockets=[sock])
+        if stop.heard:
+            return
+        port = sock.getsockname()[1]
+        http = HttpxClient()
+        app = build_app(env, db, http=http)
+        server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
+        stop.on_stop(server.stop)  # at once, if a signal came since the last look
+        for line in banner_lines(port):
+            log.info("%s", line)
+        warning = origin_port_warning(app.services.config.public_origin, port)
+        if warning:
+            log.warning("%s", warning)
+        cron_task = asyncio.create_task(cron_loop(app)) if cron else None
+        try:
+            await server.serve(sockets=[sock])
+            await server.end_requests()
+        finally:
+            if cron_task is not None:
+                # A tick under way stops at its next wait; sends already out are settled.
+                cron_task.cancel()
+                await asyncio.gather(cron_task, return_exceptions=True)
+            await http.aclose()
     finally:
-        if cron_task is not None:
-            # A tick under way stops at its next wait; sends already out are settled.
-            cron_task.cancel()
-            await asyncio.gather(cron_task, return_exceptions=True)
-        await http.aclose()
-        db.close()
-        log.info("stopped")
+        sock.close()
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, except that it does not raise the stop signal again once stopped
-    (uvicorn does, for an embedding program): `serve` still has its cron task to stop and
-    its HTTP client and database to close, and the process then exits with status 0."""
+    """uvicorn's server without its own signal handling: `serve` hears SIGINT and SIGTERM
+    from its first line (`StopSignals`) and tells the server to stop. (uvicorn would also
+    raise the signal again once stopped, and `serve` still has to close what it opened.)"""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
+        yield
+
+    def stop(self, times: int) -> None:
+        """Stop serving: checked after start-up and every 0.1 s. A second signal stops waiting
+        for open connections and running requests."""
+        self.should_exit = True
+        if times > 1:
+            self.force_exit = True
+
+    async def end_requests(self) -> None:
+        """After a forced stop, end what is still under way before the database closes: close
+        the connections (a request waiting for its body ends as a disconnect, unanswered),
+        then cancel what still runs."""
+        running = set(self.server_state.tasks)
+        if not running:
             return
-        stops = (signal.SIGINT, signal.SIGTERM)
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in stops}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        for connection in list(self.server_state.connections):
+            connection.transport.close()
+        _, left = await asyncio.wait(running, timeout=1)
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
 
 
 def configure_logging() -> None:

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -37,8 +39,20 @@ class SqliteStatement:
         return result.results[0] if result.results else None
 
 
+def create_private(path: Path) -> None:
+    """Create `path` empty and owner-only (0600) if it does not exist, before SQLite opens it.
+
+    The database holds CSRF tokens, names and sealed tokens. SQLite creates its `-wal` and
+    `-shm` files with the database file's mode, so they are 0600 too.
+    """
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class SqliteDatabase:
     def __init__(self, path: str | Path = ":memory:") -> None:
+        if str(path) != ":memory:":
+            create_private(Path(path))
         self._conn = sqlite3.connect(
             str(path), isolation_level=None, check_same_thread=False, timeout=10.0
         )
