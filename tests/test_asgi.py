@@ -10,13 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from scheduling.app import App
 from scheduling.runtimes.cpython.asgi import AsgiApp, Message
-from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
+from tests.support.local_server import local_server
 from tests.support.world import World
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
@@ -282,17 +281,8 @@ async def test_scheduled_is_not_found_outside_development(app: App) -> None:
 
 @pytest.fixture
 async def slow_server(app: App) -> AsyncIterator[int]:
-    config = server_config(AsgiApp(app, body_timeout_s=0.5), 0, header_timeout_s=0.5)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield int(port)
-    finally:
-        server.should_exit = True
-        await task
+    async with local_server(AsgiApp(app, body_timeout_s=0.5), header_timeout_s=0.5) as port:
+        yield port
 
 
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
