@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from scheduling.config import ConfigurationError
+from scheduling.http.requests import ascii_int
 
 EXAMPLE = """example, from the repository root:
   .venv/bin/python -m scheduling serve --port 8788 --db plugin.sqlite3 --vars .dev.vars
@@ -16,9 +17,10 @@ EXAMPLE = """example, from the repository root:
 
 
 def _port(value: str) -> int:
-    if not value.isascii() or not value.isdigit() or int(value) > 65535:
+    port = ascii_int(value, max_digits=5)
+    if port is None or port > 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
-    return int(value)
+    return port
 
 
 def parser() -> argparse.ArgumentParser:

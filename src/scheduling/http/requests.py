@@ -6,6 +6,7 @@ with 400 `invalid_request` rather than raising something else.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,18 @@ from scheduling.http.refusals import invalid_request
 MAX_BODY_BYTES = 64 * 1024
 # The schedule form has six fields; more than this is not a form of ours.
 MAX_FORM_FIELDS = 50
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def ascii_int(value: str | None, *, max_digits: int = 18) -> int | None:
+    """A whole number written in ASCII digits only, at most `max_digits` of them; else None.
+
+    `str.isdigit()` is no test: it takes `²`, `①`, `٣` and full-width digits, which `int()`
+    refuses or reads, and `int()` of thousands of digits raises (and costs quadratic time).
+    """
+    if value is None or len(value) > max_digits or not _DIGITS.fullmatch(value):
+        return None
+    return int(value)
 
 
 class Headers(Mapping[str, str]):
@@ -31,12 +44,14 @@ class Headers(Mapping[str, str]):
 
     def __init__(self, items: Mapping[str, str] | list[tuple[str, str]] | None = None) -> None:
         pairs = items.items() if isinstance(items, Mapping) else (items or [])
-        store: dict[str, str] = {}
+        # Each name's values are joined once, at the end: joining as they come copies the
+        # growing value again for every repeat (quadratic in a head of repeated lines).
+        values: dict[str, list[str]] = {}
         for name, value in pairs:
-            key = name.lower()
-            joiner = "; " if key == "cookie" else ", "
-            store[key] = f"{store[key]}{joiner}{value}" if key in store else value
-        self._store = store
+            values.setdefault(name.lower(), []).append(value)
+        self._store = {
+            key: ("; " if key == "cookie" else ", ").join(parts) for key, parts in values.items()
+        }
 
     def __getitem__(self, name: str) -> str:
         return self._store[name.lower()]

@@ -9,7 +9,7 @@ from typing import Any
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import SECRETS, VARIABLES, Configuration
-from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
+from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
 from scheduling.http.responses import Response
 from scheduling.runtimes.workers.bindings import DB_BINDING, UnboundDatabase, d1_binding
 from scheduling.runtimes.workers.clock import WorkersClock
@@ -79,8 +79,7 @@ async def to_core_request(request: Any) -> Request:
 
 
 def _declared_length(headers: Headers) -> int:
-    value = headers.get("content-length", "")
-    return int(value) if value.isascii() and value.isdigit() else 0
+    return ascii_int(headers.get("content-length")) or 0
 
 
 def to_workers_response(response: Response) -> Any:
