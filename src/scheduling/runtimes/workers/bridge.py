@@ -16,6 +16,7 @@ from scheduling.runtimes.workers.clock import WorkersClock
 from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
+from scheduling.runtimes.workers.streams import read_at_most
 from scheduling.services import Services
 
 
@@ -74,7 +75,9 @@ async def to_core_request(request: Any) -> Request:
         # and the app refuses it as it refuses any body over the cap.
         body = bytes(MAX_BODY_BYTES + 1)
     else:
-        body = bytes(await request.bytes())
+        # With no Content-Length (chunked) the size is known only by reading: one byte past
+        # the cap is enough to refuse, and the rest is never read (nor waited for).
+        body, _ = await read_at_most(request.body, MAX_BODY_BYTES + 1)
     return Request(str(method), str(request.url), headers, body)
 
 
