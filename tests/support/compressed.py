@@ -17,6 +17,11 @@ def deflate_raw(data: bytes) -> bytes:
     return packer.compress(data) + packer.flush()
 
 
+def empty_blocks(size: int) -> bytes:
+    """A gzip header, then empty stored deflate blocks (5 bytes each) to about `size`."""
+    return gzip.compress(b"")[:10] + b"\x00\x00\x00\xff\xff" * (size // 5)
+
+
 def encoded(body: bytes, encoding: str) -> Reply:
     return Reply(200, body, (("content-type", "application/json"), ("content-encoding", encoding)))
 
@@ -40,6 +45,12 @@ CASES = [
         "cut short",
         encoded(gzip.compress(APPLIED)[:-12], "gzip"),
         ("refused", "untrusted_response"),
+    ),
+    # 100 KB of empty blocks before the answer: the limit (64 KiB) counts decoded bytes.
+    (
+        "empty blocks first",
+        encoded(empty_blocks(100_000) + gzip.compress(APPLIED)[10:], "gzip"),
+        ("completed", "transition_applied"),
     ),
     # Only its checksum missing: all of the answer is there.
     (

@@ -45,10 +45,12 @@ class HttpxClient:
             follow_redirects=False,
         ) as response:
             limit = request.max_body_bytes
-            decoder = _Decoder.for_encoding(response.headers.get("content-encoding", ""))
+            decoder = BodyDecoder.for_encoding(response.headers.get("content-encoding", ""))
             body, truncated = bytearray(), False
             async for chunk in response.aiter_raw():
                 # Never more than one byte past the limit decoded, so a bomb costs nothing.
+                # (Compressed bytes that decode to little are read on, as fetch reads them,
+                # within the request's timeout.)
                 body += decoder.decode(chunk, limit + 1 - len(body))
                 if len(body) > limit:
                     truncated = True
@@ -60,25 +62,25 @@ class HttpxClient:
         await self._client.aclose()
 
 
-class _Decoder:
+class BodyDecoder:
     """Decodes a body chunk by chunk, giving at most `room` bytes per call."""
 
     @staticmethod
-    def for_encoding(content_encoding: str) -> _Decoder:
+    def for_encoding(content_encoding: str) -> BodyDecoder:
         coding = content_encoding.strip().lower()
         if coding in ("gzip", "x-gzip"):
             return _Inflate(zlib.MAX_WBITS | 16)
         if coding == "deflate":
             return _Inflate(zlib.MAX_WBITS, raw_fallback=True)
         if coding in ("", "identity"):
-            return _Decoder()
+            return BodyDecoder()
         return _Unreadable()
 
     def decode(self, chunk: bytes, room: int) -> bytes:
         return chunk
 
 
-class _Unreadable(_Decoder):
+class _Unreadable(BodyDecoder):
     """An encoding this runtime cannot decode: its bytes say nothing we could trust, so the
     answer is read as having no body (a 200 is then untrusted; a 503 is still a 503)."""
 
@@ -86,7 +88,7 @@ class _Unreadable(_Decoder):
         return b""
 
 
-class _Inflate(_Decoder):
+class _Inflate(BodyDecoder):
     def __init__(self, wbits: int, *, raw_fallback: bool = False) -> None:
         self._inflate = zlib.decompressobj(wbits)
         # "deflate" is zlib-wrapped (RFC 9110), but some servers send it raw.
