@@ -1,9 +1,10 @@
 """Every parser of foreign bytes, against the slowest input found for it. Asserts nothing.
 
 For each parser, the time of the worst input found, divided by the time of a benign input
-of the same size, at 16 KiB, 64 KiB and the parser's own limit (where that is larger). A
-linear parser keeps the ratio near 1 at every size; a super-linear one shows it growing
-with the size (the JSON pre-scan this replaced, measured last, for comparison).
+of the same size, at 4 KiB, 16 KiB, 64 KiB and 1 MiB, up to the parser's own limit. A
+linear parser keeps the ratio a small constant at every size; a super-linear one shows it
+growing with the size (the JSON pre-scan and h11's header pattern this replaced, measured
+last, for comparison).
 
 The worst input is the slowest of hand-made adversaries (unclosed strings full of escapes,
 deep nesting, runs of separators, repeated header lines…) and of what hypothesis finds: it
@@ -11,7 +12,7 @@ generates periodic inputs (a prefix, a unit repeated, a suffix) from tokens that
 something to that parser, and `hypothesis.target()` steers it towards the most time per
 byte. Times are the best of several runs.
 
-    python -m bench.parser_bench [--examples 120] [--quick]
+    python -m bench.parser_bench [--examples 150] [--quick]
 
 Run from the repo root with the venv's Python.
 """
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import strategies as st
 
+from scheduling.runtimes.cpython import h11_headers
 from tests.support.foreign_bytes import (
     JSON_TOKENS,
     KIB,
@@ -65,8 +67,12 @@ def seconds(run: Callable[[bytes], None], data: bytes, *, budget_s: float = 0.00
 
 def search(parser: Parser, examples: int) -> bytes:
     """hypothesis's slowest input per byte at SEARCH_SIZE: a periodic pattern of tokens."""
-    tokens = st.lists(st.sampled_from(list(parser.tokens)), min_size=0, max_size=6).map(b"".join)
-    patterns = st.tuples(tokens, tokens.filter(bool), tokens)
+
+    def tokens(least: int, most: int) -> st.SearchStrategy[bytes]:
+        pieces = st.lists(st.sampled_from(list(parser.tokens)), min_size=least, max_size=most)
+        return pieces.map(b"".join)
+
+    patterns = st.tuples(tokens(0, 2), tokens(1, 4), tokens(0, 2))
     worst: list[tuple[float, tuple[bytes, bytes, bytes]]] = []
 
     @settings(
@@ -142,7 +148,7 @@ def millis(seconds: float) -> str:
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--examples", type=int, default=120, help="hypothesis examples each")
+    options.add_argument("--examples", type=int, default=150, help="hypothesis examples each")
     options.add_argument("--quick", action="store_true", help="no search, no comparison")
     args = options.parse_args()
 
@@ -157,13 +163,16 @@ def main() -> None:
     print(
         "| Parser (its limit) | Worst input found | "
         + " | ".join(label(size) for size in SIZES)
-        + " |"
+        + " | at its limit |"
     )
-    print("|---|---|" + "---|" * len(SIZES))
+    print("|---|---|" + "---|" * (len(SIZES) + 1))
     for row in rows:
+        # The sizes it is measured at, then its limit when that is none of them.
+        shown = [size if size in row.cells else None for size in SIZES]
+        shown.append(None if row.cap in SIZES else row.cap)
         cells = []
-        for size in SIZES:
-            if size not in row.cells:
+        for size in shown:
+            if size is None:
                 cells.append("")
                 continue
             benign, worst, _ = row.cells[size]
@@ -177,15 +186,30 @@ def main() -> None:
         def old_at(size: int) -> str:
             benign = seconds(old_prescan, json_document(size))
             worst = seconds(old_prescan, fill(b'\\"', size, b'"'), budget_s=0)
-            return f"{worst / benign:.0f}\N{MULTIPLICATION SIGN}** ({millis(worst)})"
+            return f"**{worst / benign:.0f}\N{MULTIPLICATION SIGN}** ({millis(worst)})"
 
         print(
             '| before this fix: the old JSON pre-scan | unclosed string of \\" | '
-            f"**{old_at(4 * KIB)}** | **{old_at(16 * KIB)}** | not measured (about 18 s) | |"
+            f"{old_at(4 * KIB)} | {old_at(16 * KIB)} | not measured (about 18 s) | | |"
+        )
+        old_h11 = re.compile(h11_headers.H11_PATTERN)
+
+        def old_h11_line(line: bytes) -> None:
+            old_h11.fullmatch(line)
+
+        def old_h11_at(size: int) -> str:
+            benign = seconds(old_h11_line, b"x: " + b"a b" * (size // 3))
+            worst = seconds(old_h11_line, b"x:" + b" " * size + b"\x0c", budget_s=0)
+            return f"**{worst / benign:.0f}\N{MULTIPLICATION SIGN}** ({millis(worst)})"
+
+        print(
+            "| before this fix: h11's header-line pattern | spaces, then a form feed | "
+            f"{old_h11_at(4 * KIB)} | {old_h11_at(16 * KIB)} | "
+            f"{old_h11_at(64 * KIB)} | | |"
         )
         old = Parser("old", 16 * KIB, old_prescan, json_document, {}, JSON_TOKENS)
-        unit = search(old, min(args.examples, 40))
-        print(f"(hypothesis, on the old pre-scan: slowest unit {unit[:24]!r})")
+        unit = search(old, args.examples)
+        print(f"(hypothesis, on the old pre-scan at 4 KiB: slowest unit {unit[:24]!r})")
 
 
 if __name__ == "__main__":

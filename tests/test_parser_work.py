@@ -9,12 +9,14 @@ work; a quadratic one about sixteen. Hypothesis, derandomized, builds periodic i
 
 Work done inside C (a regex, `json.loads`, zlib) is one step here: the benchmark times it,
 and test_slow_input.py runs the pre-scan that was quadratic through the public surface.
-The two parsers this issue rewrote are also checked against what they replace.
+The parsers this issue rewrote (the JSON nesting check, the form reader, h11's header-line
+pattern) are also checked against what they replace.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -26,6 +28,7 @@ from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import strategies as st
 
 from scheduling.http import safe_json, urlencoded
+from scheduling.runtimes.cpython import h11_headers
 from tests.support.foreign_bytes import Parser, fill, parsers
 
 SMALL = 256
@@ -191,3 +194,38 @@ def test_safe_json_takes_nesting_up_to_the_limit(depth: int, opens: bytes) -> No
     else:
         with pytest.raises(safe_json.UnsafeJson, match="nested deeper than 32 levels"):
             safe_json.loads(data, max_bytes=1 << 20)
+
+
+HEADER_PIECES = [
+    b"a",
+    b"X-Y",
+    b":",
+    b" ",
+    b"\t",
+    b"\x0c",
+    b"\x0b",
+    b"\r",
+    b"\x00",
+    b"\x01",
+    b"\xff",
+]
+H11_ORIGINAL = re.compile(h11_headers.H11_PATTERN)
+
+
+@settings(derandomize=True, database=None, max_examples=3000)
+@given(st.lists(st.sampled_from(HEADER_PIECES), max_size=24).map(b"".join))
+def test_the_linear_header_pattern_reads_lines_as_h11s_own(line: bytes) -> None:
+    ours, theirs = h11_headers.LINEAR.fullmatch(line), H11_ORIGINAL.fullmatch(line)
+    assert (ours is None) == (theirs is None)
+    if ours is not None and theirs is not None:
+        assert ours.groupdict() == theirs.groupdict()
+
+
+def test_h11_checks_header_lines_with_the_linear_pattern() -> None:
+    """Installed by the local runtime for its server and its HTTP client alike."""
+    import h11._readers
+
+    import scheduling.runtimes.cpython.http_client
+    import scheduling.runtimes.cpython.slow_clients  # noqa: F401
+
+    assert h11._readers.header_field_re is h11_headers.LINEAR

@@ -48,6 +48,8 @@ from scheduling.runtimes.cpython.slow_clients import HeadLimitedConnection
 from tests.support.app import base_env
 
 KIB = 1024
+# httpx's h11 takes an answer's head this large when it arrives in pieces (httpcore's limit).
+HTTPX_HEAD_BYTES = 100 * KIB
 NOW_MS = 1_782_900_000_000
 CONFIG = Configuration.from_mapping(base_env())
 ROUTER = Router(ROUTES)
@@ -126,6 +128,13 @@ TYPED_TEXT = "Grüße aus Köln, 東京 und Zürich — 10:00 ".encode()
 TYPED = quote_plus(TYPED_TEXT).encode()
 
 
+def typed(prefix: bytes, size: int) -> bytes:
+    """`prefix`, then typed text to `size` bytes (whole escapes only, as a browser sends)."""
+    room = size - len(prefix)
+    whole = TYPED * (room // len(TYPED))
+    return prefix + whole + b"a" * (room - len(whole))
+
+
 def form_body(size: int) -> bytes:
     """The schedule form, then a typed note (as a form with a free-text field sends it)."""
     fields = {
@@ -138,12 +147,12 @@ def form_body(size: int) -> bytes:
         "local_time": "2026-07-02T09:00",
     }
     raw = "&".join(f"{quote_plus(k)}={quote_plus(v)}" for k, v in fields.items())
-    return fill(TYPED, size, raw.encode() + b"&note=")
+    return typed(raw.encode() + b"&note=", size)
 
 
 def query_string(size: int) -> bytes:
     """The manage view's parameters, then a tracking parameter carrying typed text."""
-    return fill(TYPED, size, b"show=upcoming&page=2&zone=America%2FNew_York&utm_content=")
+    return typed(b"show=upcoming&page=2&zone=America%2FNew_York&utm_content=", size)
 
 
 def cookie_header(size: int) -> bytes:
@@ -216,6 +225,14 @@ def read_head(data: bytes) -> None:
         Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers])
 
 
+def read_answer_head(data: bytes) -> None:
+    """How httpx reads the head of Dee Wan's answer: h11 as a client."""
+    conn = h11.Connection(h11.CLIENT, max_incomplete_event_size=len(data) + 1024)
+    conn.send(h11.Request(method="POST", target="/", headers=[("host", "cms.example")]))
+    conn.receive_data(b"HTTP/1.1 200 OK\r\n" + data + b"\r\n\r\n")
+    conn.next_event()
+
+
 def read_path(data: bytes) -> None:
     path = "/installations/" + data.decode("latin-1")
     ROUTER.match(Request("GET", "https://scheduling.example" + path))
@@ -272,6 +289,7 @@ JSON_TOKENS = [
 FORM_TOKENS = [b"&", b"=", b"%", b"%2", b"%25", b"%e9", b"+", b";", b"a", b"\xe9", b"%C3%A9"]
 HEADER_TOKENS = [
     b"\r\n", b"a", b":", b" ", b"\t", b"cookie: ", b"x:", b"a a", b"\x01", b"\xff", b"\r\n ",
+    b"\x0c", b"\r", b"    ",
 ]  # fmt: skip
 
 
@@ -385,6 +403,20 @@ def parsers() -> list[Parser]:
                 "one name repeated": lambda n: fill(b"a:\r\n", n),
                 "spaced words, bad end": lambda n: fill(b"a ", n, b"x: ", b"\x01"),
                 "spaces": lambda n: fill(b" ", n, b"x: a", b"a"),
+                "folded lines": lambda n: fill(b"\r\n a", n, b"x: a"),
+                "one long value": lambda n: fill(b"a", n, b"x: "),
+                "spaces, then a form feed": lambda n: fill(b" ", n, b"Host: x\r\nx:", b"\x0c"),
+            },
+            HEADER_TOKENS,
+        ),
+        Parser(
+            "the head of a Dee Wan answer (httpx's h11)",
+            HTTPX_HEAD_BYTES,
+            quietly(read_answer_head),
+            header_lines,
+            {
+                "one name repeated": lambda n: fill(b"a:\r\n", n),
+                "spaces, then a form feed": lambda n: fill(b" ", n, b"x:", b"\x0c"),
                 "folded lines": lambda n: fill(b"\r\n a", n, b"x: a"),
                 "one long value": lambda n: fill(b"a", n, b"x: "),
             },

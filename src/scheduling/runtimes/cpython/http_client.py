@@ -17,6 +17,9 @@ import zlib
 import httpx
 
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.runtimes.cpython import h11_headers
+
+h11_headers.install()  # httpx reads answers' heads with h11: each line in linear time
 
 
 class HttpxClient:

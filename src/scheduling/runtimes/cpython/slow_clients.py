@@ -21,7 +21,10 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from scheduling.runtimes.cpython import h11_headers
+
 HEADER_TIMEOUT_S = 10.0
+h11_headers.install()  # each header line checked in linear time
 
 
 class HeadLimitedConnection(h11.Connection):
