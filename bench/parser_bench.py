@@ -12,7 +12,10 @@ generates periodic inputs (a prefix, a unit repeated, a suffix) from tokens that
 something to that parser, and `hypothesis.target()` steers it towards the most time per
 byte. Times are the best of several runs.
 
-    python -m bench.parser_bench [--examples 150] [--quick]
+    python -m bench.parser_bench [--examples 150] [--quick] [--no-pyodide]
+
+It also times the JSON pre-scan through the real Worker entry under Pyodide (the harness),
+where each request's body goes through the same parser.
 
 Run from the repo root with the venv's Python.
 """
@@ -136,6 +139,42 @@ def old_prescan(data: bytes) -> None:
         depth += 1 if char in "[{" else -1 if char in "]}" else 0
 
 
+def through_the_worker() -> None:
+    """The JSON pre-scan through the real Worker entry under Pyodide (the harness): one
+    `POST /dee-wan/activate` per body, best of five, each hostile body against a benign one."""
+    from tests.pyodide_harness.harness import node_path, shared_harness
+
+    if node_path() is None:
+        print("(no node: the Worker under Pyodide was not measured)")
+        return
+    json_parser = parsers()[0]
+    with shared_harness().client() as client:
+
+        def post(body: bytes) -> float:
+            best = float("inf")
+            for _ in range(5):
+                started = time.perf_counter()
+                client.post("/dee-wan/activate", content=body)
+                best = min(best, time.perf_counter() - started)
+            return best
+
+        print()
+        print("| Through the Worker under Pyodide: `POST /dee-wan/activate` | 16 KiB | 64 KiB |")
+        print("|---|---|---|")
+        benign = {size: post(json_document(size)) for size in (16 * KIB, 64 * KIB)}
+        for name, make in json_parser.adversaries.items():
+            cells = []
+            for size in (16 * KIB, 64 * KIB):
+                worst = post(make(size))
+                ratio = worst / benign[size]
+                cells.append(f"**{ratio:.1f}\N{MULTIPLICATION SIGN}** ({millis(worst)})")
+            print(f"| {name} | " + " | ".join(cells) + " |")
+        print(
+            f"| (benign: an honest JSON object) | {millis(benign[16 * KIB])} | "
+            f"{millis(benign[64 * KIB])} |"
+        )
+
+
 def label(size: int) -> str:
     if size % KIB:
         return f"{size} B"
@@ -150,6 +189,9 @@ def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--examples", type=int, default=150, help="hypothesis examples each")
     options.add_argument("--quick", action="store_true", help="no search, no comparison")
+    options.add_argument(
+        "--no-pyodide", action="store_true", help="skip the Worker under Pyodide (the harness)"
+    )
     args = options.parse_args()
 
     rows = []
@@ -210,6 +252,8 @@ def main() -> None:
         old = Parser("old", 16 * KIB, old_prescan, json_document, {}, JSON_TOKENS)
         unit = search(old, args.examples)
         print(f"(hypothesis, on the old pre-scan at 4 KiB: slowest unit {unit[:24]!r})")
+        if not args.no_pyodide:
+            through_the_worker()
 
 
 if __name__ == "__main__":
