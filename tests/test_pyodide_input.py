@@ -1,5 +1,6 @@
 """Issue 17 through the real Worker entry under Pyodide: a chunked body is read only up to the
-64 KiB limit, and a Dee Wan that answers gzip is read as on CPython.
+64 KiB limit, a Dee Wan that answers compressed is read as on CPython, and the body that
+froze the JSON pre-scan is refused at once.
 
 The harness hands the Worker the request body as a stream, as workerd does, so a body that
 is still arriving when the Worker answers stays unread.
