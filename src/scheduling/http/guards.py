@@ -18,7 +18,7 @@ def session_cookie(value: str, max_age_s: int) -> str:
 
 
 async def require_session(request: Request, services: Services, installation_id: str) -> Session:
-    raw = request.cookies.get(SESSION_COOKIE)
+    raw = request.cookie(SESSION_COOKIE)
     if not has_shape("session_id", raw):
         raise Refusal(
             401,

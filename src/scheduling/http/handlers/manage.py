@@ -21,7 +21,7 @@ from scheduling.http.handlers.access import Access
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.render import page
 from scheduling.http.pages.view_models import Moment, cards
-from scheduling.http.requests import Request
+from scheduling.http.requests import Request, ascii_int
 from scheduling.http.responses import Response
 from scheduling.repository import manage_queries
 from scheduling.repository.manage_queries import GROUPS, PAGE_SIZE, group_of
@@ -45,9 +45,9 @@ def view_query(query: dict[str, str]) -> dict[str, str]:
     chosen: dict[str, str] = {}
     if query.get("show") in SHOWS:
         chosen["show"] = query["show"]
-    number = query.get("page", "")
-    if number.isdigit() and 1 <= int(number) <= MAX_PAGE:
-        chosen["page"] = str(int(number))
+    number = ascii_int(query.get("page"), max_digits=len(str(MAX_PAGE)))
+    if number is not None and 1 <= number <= MAX_PAGE:
+        chosen["page"] = str(number)
     zone = query.get("zone", "").strip()
     if zone and time_labels.known_zone(zone):
         chosen["zone"] = zone

@@ -133,6 +133,8 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
             "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
         )
     await require_cancel_right(services, session, schedule)
+    # Everything the answer needs is built before the write: nothing may fail after it.
+    back = back_query(request.form()) if session.context_kind == "manage" else ""
     now = services.clock.now_ms()
     cancelled = await schedules.cancel(
         services.db,
@@ -151,5 +153,4 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
         )
         raise Refusal(409, code, explain(code))
     log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
-    back = back_query(request.form()) if session.context_kind == "manage" else ""
     return redirect(f"/installations/{installation_id}?cancelled={schedule_id}{back}")
