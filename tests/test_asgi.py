@@ -10,13 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from scheduling.app import App
 from scheduling.runtimes.cpython.asgi import AsgiApp, Message
-from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
+from tests.support.local_server import local_server
 from tests.support.world import World
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
@@ -367,17 +366,8 @@ async def test_scheduled_with_a_bad_lateness_cap_is_misconfigured_naming_it(
 
 @pytest.fixture
 async def slow_server(app: App) -> AsyncIterator[int]:
-    config = server_config(AsgiApp(app, body_timeout_s=0.5), 0, header_timeout_s=0.5)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield int(port)
-    finally:
-        server.should_exit = True
-        await task
+    async with local_server(AsgiApp(app, body_timeout_s=0.5), header_timeout_s=0.5) as port:
+        yield port
 
 
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
@@ -436,3 +426,67 @@ async def test_an_idle_connection_is_closed_and_keep_alive_heads_have_a_deadline
     answer = await closed_within(reader, 3)
     assert answer.count(b"HTTP/1.1 200 ") == 1  # the first answered, the unfinished second cut off
     writer.close()
+
+
+# -- the request head's size, however it arrives ----------------------------------------
+
+
+def head_of(size: int) -> bytes:
+    """A GET for the manifest whose head (request line to blank line) is exactly `size` bytes."""
+    start = b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n"
+    end = b"\r\n"
+    pads, room = [], size - len(start) - len(end)
+    while room > 0:
+        line = min(room, 1000)
+        pads.append(b"X-Pad: " + b"a" * (line - 9) + b"\r\n")
+        room -= line
+    head = start + b"".join(pads) + end
+    assert len(head) == size, (len(head), size)
+    return head
+
+
+async def send_head(port: int, head: bytes, piece: int | None) -> bytes:
+    """Send `head` in one write, or in pieces of `piece` bytes that arrive one by one (and
+    stop once the server has answered); what the server sent before closing, b"" if it
+    closed without an answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    answer = asyncio.create_task(reader.read(65536))
+    try:
+        for at in range(0, len(head), piece or len(head)):
+            if answer.done():
+                break
+            writer.write(head[at : at + (piece or len(head))])
+            await writer.drain()
+            if piece is not None:
+                await asyncio.sleep(0.002)
+        return await asyncio.wait_for(answer, 10)
+    except (ConnectionResetError, BrokenPipeError):
+        return b""  # closed while the head was still being sent
+    finally:
+        answer.cancel()
+        writer.close()
+
+
+@pytest.mark.parametrize("piece", [None, 1024, 7000], ids=["one write", "1 KB", "7 KB"])
+async def test_a_head_over_16_kib_is_refused_however_it_arrives(
+    app: App, piece: int | None
+) -> None:
+    async with local_server(AsgiApp(app)) as port:
+        # One byte over: the last piece completes the head, then it is measured and refused.
+        answer = await send_head(port, head_of(16 * 1024 + 1), piece)
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
+        assert b"connection: close" in answer.lower()
+        # 60 KB: in one write it was served; in pieces the server refuses and closes before
+        # the head ends (the client may see the connection reset before the answer).
+        answer = await send_head(port, head_of(60 * 1024), piece)
+        if piece is None:
+            assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
+        else:
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 400 "), answer[:100]
+
+
+@pytest.mark.parametrize("piece", [None, 1024], ids=["one write", "1 KB"])
+async def test_a_head_of_16_kib_is_served_however_it_arrives(app: App, piece: int | None) -> None:
+    async with local_server(AsgiApp(app)) as port:
+        answer = await send_head(port, head_of(16 * 1024), piece)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]

@@ -6,6 +6,7 @@ import re
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -347,3 +348,45 @@ async def test_a_hanging_dee_wan_costs_the_page_its_title_budget_only(
     titled = html.count("of “Item ")
     assert 1 <= titled < 8
     assert html.count("of content <code>cnt_m") == 8 - titled
+
+
+@pytest.mark.parametrize(
+    "number", ["²", "①", "٣", "\uff13", "1" * 5000, "-1", "+2", " 2", "2 ", "0"]
+)
+async def test_a_page_number_that_is_not_ascii_digits_shows_the_first_page(
+    world: World, number: str
+) -> None:
+    """`isdigit()` takes `²`, `①` and `٣`, which `int()` refuses: that was a 500."""
+    installation = await world.install()
+    await seed(world, installation, count=3)
+    browser = await manager(world, installation)
+    response = await browser.get(
+        f"/installations/{installation.id}?" + urlencode({"page": number, "show": "all"})
+    )
+    assert response.status == 200, response.body[:300]
+    html = response.body.decode()
+    assert 'data-page="1"' in html
+    assert len(schedules_on(html)) == 3
+
+
+@pytest.mark.parametrize("number", ["²", "①", "٣"])
+async def test_a_cancel_posted_with_a_strange_page_number_is_answered_and_written_once(
+    world: World, number: str
+) -> None:
+    """It was written, then answered 500 (the way back was built after the write)."""
+    installation = await world.install()
+    made = await seed(world, installation, count=3)
+    browser = await manager(world, installation)
+    await browser.get(f"/installations/{installation.id}")
+    sid = made[content(0)]
+    response = await browser.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel",
+        {"csrf_token": browser.csrf(), "page": number, "show": "upcoming"},
+    )
+    assert response.status == 303, response.body[:300]
+    assert path_of(response.header("location") or "") == (
+        f"/installations/{installation.id}?cancelled={sid}&show=upcoming"
+    )
+    row = await world.db.prepare("SELECT status FROM schedules WHERE id = ?").bind(sid).first()
+    assert row is not None
+    assert row["status"] == "cancelled"

@@ -73,8 +73,9 @@ def guess(installation_id: str) -> str:
 
 
 def real_link(core: FakeCoreProcess, installation_id: str) -> str:
+    """A manage launch, which Dee Wan offers to site admins only."""
     issued = core.control(
-        "POST", "launch", {"installation_id": installation_id, "person_id": "usr_editor"}
+        "POST", "launch", {"installation_id": installation_id, "person_id": "usr_admin"}
     )
     url: str = issued["url"]
     return url

@@ -17,9 +17,13 @@ EXAMPLE = """example, from the repository root:
 
 
 def _port(value: str) -> int:
-    if not value.isascii() or not value.isdigit() or int(value) > 65535:
+    # Imported here: nothing slow is imported before serve's signal handlers are in place.
+    from scheduling.http.requests import ascii_int
+
+    port = ascii_int(value, max_digits=5)
+    if port is None or port > 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
-    return int(value)
+    return port
 
 
 def parser() -> argparse.ArgumentParser:

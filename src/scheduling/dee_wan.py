@@ -77,7 +77,9 @@ def _request(
     *,
     max_body_bytes: int = ANSWER_LIMIT_BYTES,
 ) -> OutboundRequest:
-    headers = {**headers, "accept": "application/json"}
+    # Identity: both runtimes then read the bytes core sent (each still decodes a core
+    # that compresses anyway, with the size limit on the decoded bytes).
+    headers = {**headers, "accept": "application/json", "accept-encoding": "identity"}
     payload = None
     if body is not None:
         headers["content-type"] = "application/json"

@@ -239,8 +239,9 @@ class Harness:
     def send_all(self, requests: Sequence[OutboundRequest]) -> list[dict[str, Any]]:
         """Send every request at once from one invocation, through WorkersFetch inside Pyodide.
 
-        Each outcome is {"status", "body", "elapsed_ms"} or {"error": "TransportTimeout" |
-        "TransportError", "detail", "elapsed_ms"}, in the order of `requests`.
+        Each outcome is {"status", "body", "truncated", "elapsed_ms"} or {"error":
+        "TransportTimeout" | "TransportError", "detail", "elapsed_ms"}, in the order of
+        `requests`.
         """
         payload = {
             "requests": [
@@ -250,6 +251,7 @@ class Harness:
                     "headers": dict(request.headers),
                     "body": None if request.body is None else request.body.decode(),
                     "timeout_s": request.timeout_s,
+                    "max_body_bytes": request.max_body_bytes,
                 }
                 for request in requests
             ]

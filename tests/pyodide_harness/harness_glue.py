@@ -256,8 +256,9 @@ async def d1(env: JsProxy, payload: str) -> str:
 async def send_all(payload: str) -> str:
     """Send every request at once through `WorkersFetch`, in list order; report each outcome.
 
-    `payload` is {"requests": [{"url", "method", "headers", "body", "timeout_s"}]}. Answers
-    {"outcomes": [{"status", "body", "elapsed_ms"} or {"error", "detail", "elapsed_ms"}]}, where
+    `payload` is {"requests": [{"url", "method", "headers", "body", "timeout_s",
+    "max_body_bytes"}]}. Answers {"outcomes": [{"status", "body", "truncated", "elapsed_ms"} or
+    {"error", "detail", "elapsed_ms"}]}, where
     "error" is the TransportError class name (TransportTimeout for a timeout).
     """
     import asyncio
@@ -276,12 +277,17 @@ async def send_all(payload: str) -> str:
             headers=spec.get("headers", {}),
             body=None if body is None else body.encode(),
             timeout_s=spec.get("timeout_s", 10.0),
+            max_body_bytes=spec.get("max_body_bytes", 1 << 20),
         )
         started = time.monotonic()
         outcome: dict[str, Any]
         try:
             response = await client.send(request)
-            outcome = {"status": response.status, "body": response.body.decode(errors="replace")}
+            outcome = {
+                "status": response.status,
+                "body": response.body.decode(errors="replace"),
+                "truncated": response.truncated,
+            }
         except TransportError as exc:
             outcome = {"error": type(exc).__name__, "detail": str(exc)}
         outcome["elapsed_ms"] = round((time.monotonic() - started) * 1000)

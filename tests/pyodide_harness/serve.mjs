@@ -391,7 +391,35 @@ function jsonText(res, status, body) {
   res.end(body);
 }
 
-function toJsRequest(req, body, origin) {
+// The request's body as a stream, as workerd hands it to a Worker: chunks as they arrive,
+// read only as far as the Worker reads. If the Worker stops reading (cancels), the rest is
+// left unread and the answer is still sent.
+function bodyStream(req) {
+  let cancelled = false;
+  return new ReadableStream(
+    {
+      start(controller) {
+        req.on("data", (chunk) => {
+          if (cancelled) return;
+          controller.enqueue(new Uint8Array(chunk));
+          if (controller.desiredSize <= 0) req.pause();
+        });
+        req.on("end", () => cancelled || controller.close());
+        req.on("error", (error) => cancelled || controller.error(error));
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        cancelled = true;
+        req.pause();
+      },
+    },
+    { highWaterMark: 1 },
+  );
+}
+
+function toJsRequest(req, origin) {
   const headers = new Headers();
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
     headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
@@ -403,10 +431,12 @@ function toJsRequest(req, body, origin) {
   }
   const method = req.method ?? "GET";
   const url = new URL(req.url ?? "/", `http://${req.headers.host ?? origin}`);
+  const hasBody = method !== "GET" && method !== "HEAD";
   return new Request(url, {
     method,
     headers,
-    body: method === "GET" || method === "HEAD" ? undefined : body,
+    body: hasBody ? bodyStream(req) : undefined,
+    duplex: "half",
     redirect: "manual",
   });
 }
@@ -528,15 +558,14 @@ async function main() {
 
   const server = http.createServer(async (req, res) => {
     try {
-      const body = await readBody(req);
       const url = new URL(req.url ?? "/", "http://harness");
       if (url.pathname.startsWith("/__harness/")) {
-        await control(req, res, url, body);
+        await control(req, res, url, await readBody(req));
         return;
       }
       let response;
       try {
-        response = await invoke("fetch", toJsRequest(req, body, options.host));
+        response = await invoke("fetch", toJsRequest(req, options.host));
       } catch (error) {
         // workerd answers an uncaught exception with a bare 500; mark it so tests can tell.
         log("fetch threw:", error?.message ?? error);

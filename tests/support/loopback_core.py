@@ -3,6 +3,8 @@
 It counts the requests it is working on at once, so a test can show what the
 plugin really does to a core: how many requests are in flight together, and
 when each arrived. Used against the CPython runtime and the Pyodide harness.
+A `reply` function may script the answer (status, headers, raw body bytes,
+delay) per request, e.g. to answer gzip or something hostile.
 """
 
 from __future__ import annotations
@@ -10,11 +12,27 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+APPLIED = json.dumps({"code": "transition_applied"}).encode()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: sent as is (the body's bytes are not re-encoded)."""
+
+    status: int = 200
+    body: bytes = APPLIED
+    headers: tuple[tuple[str, str], ...] = (("content-type", "application/json"),)
+    delay_s: float | None = None  # None: the core's delay
+
+
+# The command's JSON body and its headers (lower-case names) -> the answer.
+Script = Callable[[dict[str, Any], dict[str, str]], Reply]
 
 
 @dataclass
@@ -23,14 +41,16 @@ class LoopbackCore:
     base_url: str = ""
     arrivals: list[float] = field(default_factory=list)  # time.time() of each request
     keys: list[str] = field(default_factory=list)  # Idempotency-Key of each request
+    headers: list[dict[str, str]] = field(default_factory=list)  # each request's headers
     in_flight: int = 0
     max_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def _enter(self, key: str) -> None:
+    def _enter(self, headers: dict[str, str]) -> None:
         with self._lock:
             self.arrivals.append(time.time())
-            self.keys.append(key)
+            self.keys.append(headers.get("idempotency-key", ""))
+            self.headers.append(headers)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
@@ -46,25 +66,27 @@ class _Server(ThreadingHTTPServer):
 
 
 @contextmanager
-def loopback_core(delay_s: float) -> Iterator[LoopbackCore]:
+def loopback_core(delay_s: float, reply: Script | None = None) -> Iterator[LoopbackCore]:
     core = LoopbackCore(delay_s)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length", "0")))
-            core._enter(self.headers.get("idempotency-key", ""))
-            time.sleep(core.delay_s)
+            raw = self.rfile.read(int(self.headers.get("content-length", "0")))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            core._enter(headers)
+            answer = reply(json.loads(raw), headers) if reply is not None else Reply()
+            time.sleep(core.delay_s if answer.delay_s is None else answer.delay_s)
             # Before the answer leaves: the client may reuse its slot once it has the headers.
             core._leave()
-            payload = json.dumps({"code": "transition_applied"}).encode()
             try:
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
+                self.send_response(answer.status)
+                for name, value in answer.headers:
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(answer.body)))
                 self.end_headers()
-                self.wfile.write(payload)
+                self.wfile.write(answer.body)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and left
 

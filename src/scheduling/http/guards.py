@@ -36,7 +36,7 @@ def require_operator(request: Request, services: Services) -> None:
 
 async def require_session(request: Request, services: Services) -> Session:
     """The live session the cookie names, for the installation in the path."""
-    raw = request.cookies.get(SESSION_COOKIE)
+    raw = request.cookie(SESSION_COOKIE)
     if raw is None or not has_shape("session_id", raw):
         raise Refusal(
             401,

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 
 from scheduling.domain.statuses import GROUPS
 from scheduling.domain.timezones import known_zone
+from scheduling.http.requests import ascii_int
 
 SHOWS = ("all", *GROUPS)
 MAX_PAGE = 100_000
@@ -21,9 +22,9 @@ def view_query(query: Mapping[str, str]) -> dict[str, str]:
     chosen: dict[str, str] = {}
     if query.get("show") in SHOWS:
         chosen["show"] = query["show"]
-    number = query.get("page", "")
-    if number.isdigit() and 1 <= int(number) <= MAX_PAGE:
-        chosen["page"] = str(int(number))
+    number = ascii_int(query.get("page"), max_digits=len(str(MAX_PAGE)))
+    if number is not None and 1 <= number <= MAX_PAGE:
+        chosen["page"] = str(number)
     zone = query.get("zone", "").strip()
     if zone and known_zone(zone):
         chosen["zone"] = zone

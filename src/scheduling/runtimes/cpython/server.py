@@ -32,7 +32,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.cpython.stop_signals import StopSignals
 from scheduling.services import Services, log
 
-# A request line and headers larger than this are refused by h11 with a 400.
+# A request line and headers larger than this are refused with a 400, however they arrive.
 MAX_HEAD_BYTES = 16 * 1024
 HOST = "127.0.0.1"
 LISTEN_BACKLOG = 2048
@@ -71,7 +71,7 @@ def server_config(
         asgi,
         host=HOST,
         port=port,
-        http=timed_h11_protocol(header_timeout_s),
+        http=timed_h11_protocol(header_timeout_s, max_head_bytes=MAX_HEAD_BYTES),
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         timeout_keep_alive=5,
         lifespan="off",

@@ -9,7 +9,7 @@ from typing import Any
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import SECRETS, VARIABLES, Configuration
-from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
+from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
 from scheduling.http.responses import Response
 from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.workers.bindings import (
@@ -24,6 +24,7 @@ from scheduling.runtimes.workers.clock import WorkersClock
 from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
+from scheduling.runtimes.workers.streams import read_at_most
 from scheduling.services import Services
 
 
@@ -95,7 +96,9 @@ async def to_core_request(request: Any) -> Request:
         # and the app refuses it as it refuses any body over the cap.
         body = bytes(MAX_BODY_BYTES + 1)
     else:
-        body = bytes(await request.bytes())
+        # With no Content-Length (chunked) the size is known only by reading: one byte past
+        # the cap is enough to refuse, and the rest is never read (nor waited for).
+        body, _ = await read_at_most(request.body, MAX_BODY_BYTES + 1)
     # Cloudflare's edge sets CF-Connecting-IP to the connecting client's address, replacing
     # any a client sent; it is the only client identity a Worker has.
     client = headers.get("cf-connecting-ip") or None
@@ -103,8 +106,7 @@ async def to_core_request(request: Any) -> Request:
 
 
 def _declared_length(headers: Headers) -> int:
-    value = headers.get("content-length", "")
-    return int(value) if value.isascii() and value.isdigit() else 0
+    return ascii_int(headers.get("content-length")) or 0
 
 
 def to_workers_response(response: Response) -> Any:

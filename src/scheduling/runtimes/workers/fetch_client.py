@@ -8,6 +8,7 @@ import js
 from pyodide.ffi import JsException, to_js
 
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.runtimes.workers.streams import read_at_most
 
 
 class WorkersFetch:
@@ -27,7 +28,7 @@ class WorkersFetch:
             response = await js.fetch(
                 request.url, to_js(init, dict_converter=js.Object.fromEntries)
             )
-            body, truncated = await _read_body(response, request.max_body_bytes)
+            body, truncated = await read_at_most(response.body, request.max_body_bytes)
         except JsException as exc:
             if getattr(exc, "name", "") in ("TimeoutError", "AbortError"):
                 raise TransportTimeout(exc.name) from None
@@ -36,19 +37,3 @@ class WorkersFetch:
             raise TransportError(type(exc).__name__) from None
         headers = {str(name).lower(): str(value) for name, value in response.headers.entries()}
         return OutboundResponse(int(response.status), headers, body, truncated)
-
-
-async def _read_body(response: Any, limit: int) -> tuple[bytes, bool]:
-    """Read chunk by chunk and stop past `limit`, so a huge answer is never held whole."""
-    if response.body is None:
-        return b"", False
-    reader = response.body.getReader()
-    body = bytearray()
-    while True:
-        chunk = await reader.read()
-        if chunk.done:
-            return bytes(body), False
-        body += chunk.value.to_bytes()
-        if len(body) > limit:
-            await reader.cancel()
-            return bytes(body[:limit]), True
