@@ -28,11 +28,15 @@ class Stop(Exception):
 class StopSignals:
     """The first SIGINT or SIGTERM raises Stop; later ones are ignored, so stopping is never
     cut short. While a process is being spawned the signal waits until that process is on
-    the stack's list: raised inside `Popen`, it would leave the new process running alone."""
+    the stack's list: raised inside `Popen`, it would leave the new process running alone.
+
+    `requested` stays true once a signal came: a Stop raised where Python ignores exceptions
+    (an import lock's callback, a finaliser) is lost, and the signal must not be."""
 
     def __init__(self) -> None:
         self._spawning = False
         self._pending = False
+        self.requested = False
 
     def install(self) -> StopSignals:
         signal.signal(signal.SIGINT, self._handle)
@@ -40,6 +44,7 @@ class StopSignals:
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
         if self._spawning:
             self._pending = True
         else:
@@ -116,13 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         stack.start()
         print(banner(stack, stack.install()), flush=True)
-        while not (ended := stack.exited()):
+        while not (ended := stack.exited()) and not signals.requested:
             time.sleep(0.5)
+        if signals.requested:
+            return 0
         print(f"scripts/dev: {ended}; stopping.", file=sys.stderr)
         return 1
     except Stop:
         return 0
     except DevStackError as exc:
+        if signals.requested:
+            # A Ctrl-C reaches the whole group: a child it stopped mid-start is not a failure.
+            return 0
         print(f"scripts/dev: {exc}", file=sys.stderr)
         if isinstance(exc, PortInUse):
             print("Choose other ports with --plugin-port and --core-port.", file=sys.stderr)
