@@ -32,10 +32,10 @@ import httpx
 import uvicorn
 
 from scheduling.app import App
+from scheduling.domain.schedule import NewSchedule
 from scheduling.repository import schedules
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
-from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from fake_core.contract import MANIFEST_VERSION, PROTOCOL
 from fake_core.state import ALL_CAPABILITIES, CoreState, Installation, LaunchCode
 from fake_core.wire import new_secret, parse_json_object
 
@@ -53,7 +54,7 @@ async def fetch_manifest(caller: PluginCaller, plugin_origin: str) -> dict[str, 
 
 def check_manifest(manifest: dict[str, Any], origin: str) -> dict[str, str]:
     """Launch URL templates by kind; raises InstallError for anything off-contract."""
-    if manifest.get("manifest_version") != 1 or manifest.get("protocol") != "v1":
+    if manifest.get("manifest_version") != MANIFEST_VERSION or manifest.get("protocol") != PROTOCOL:
         raise InstallError("unsupported_manifest")
     if manifest.get("origin") != origin:
         raise InstallError("manifest_origin_mismatch")

@@ -14,12 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-_TOKEN_BODY = r"[A-Za-z0-9_-]{43}"
+# Protocol §1: a prefix and 43 base64url characters (32 random bytes).
+SECRET_PREFIXES = {
+    "activation_code": "dwa_",
+    "installation_token": "dwp_",
+    "launch_code": "dwl_",
+    "delegation_token": "dwd_",
+}
+TOKEN_LENGTH = 43
 SHAPES = {
-    "activation_code": re.compile(rf"dwa_{_TOKEN_BODY}"),
-    "installation_token": re.compile(rf"dwp_{_TOKEN_BODY}"),
-    "launch_code": re.compile(rf"dwl_{_TOKEN_BODY}"),
-    "delegation_token": re.compile(rf"dwd_{_TOKEN_BODY}"),
+    kind: re.compile(rf"{prefix}[A-Za-z0-9_-]{{{TOKEN_LENGTH}}}")
+    for kind, prefix in SECRET_PREFIXES.items()
 }
 _ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

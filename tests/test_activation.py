@@ -549,8 +549,10 @@ async def test_delete_data_removes_everything_of_one_installation(
         await _add_schedule(db, iid, f"{iid}_b", "pending")
         await (
             db.prepare(
-                "INSERT INTO sessions VALUES"
-                " (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
+                "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id,"
+                " person_name, context_kind, content_id, content_primary_id, delegation_sealed,"
+                " delegation_expires_at, created_at, expires_at)"
+                " VALUES (?, ?, 'csrf', 'usr_1', 'Ada', 'manage', NULL, NULL, 'sealed', 0, 0, 0)"
             )
             .bind(f"hash_{iid}", iid)
             .run()

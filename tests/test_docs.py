@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES, classify
+from scheduling.dee_wan import classify
 from scheduling.domain.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
-from scheduling.domain.outcomes import OutcomeKind
-from scheduling.domain.retry_policy import Limits, after_attempt, backoff_ms, may_send
+from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind
+from scheduling.domain.retry_policy import Caps, after_attempt, backoff_ms, may_send
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
-from scheduling.repository.ticks import LastTick
+from scheduling.repository.tick_record import LastTick
 from scheduling.runner.health import status_json
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -120,9 +120,7 @@ def test_time_table_row(index: int) -> None:
 
 RUNNER_ROWS = table_under("Runner", "Dee Wan answer")
 NOW = 1_782_900_000_000
-LIMITS = Limits(
-    max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000
-)
+LIMITS = Caps(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)
 
 
 def answer(
@@ -149,14 +147,14 @@ def check_plain_codes(left: str, right: str) -> None:
         if right == "`completed`":
             assert outcome.kind is OutcomeKind.COMPLETED, (status, code)
             plan = after_attempt(
-                outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1)
+                outcome, attempt=1, due_at=NOW, now=NOW, caps=LIMITS, rng=random.Random(1)
             )
             assert (plan.status, plan.result_code) == ("completed", code)
         else:
             assert right == "`refused`, no retry", f"unexpected result {right!r}"
             assert (outcome.kind, outcome.code) == (OutcomeKind.REFUSED, code), (status, code)
             plan = after_attempt(
-                outcome, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1)
+                outcome, attempt=1, due_at=NOW, now=NOW, caps=LIMITS, rng=random.Random(1)
             )
             assert (plan.status, plan.next_attempt_at) == ("refused", None)
 
@@ -192,9 +190,7 @@ def check_rate_limited(left: str, right: str) -> None:
     date = format_datetime(datetime.fromtimestamp((NOW + 90_000) / 1000, UTC), usegmt=True)
     dated = classify(answer(429, raw=b"", retry_after=date), now_ms=NOW)
     assert (dated.kind, dated.retry_after_ms) == (OutcomeKind.RETRY, 90_000)
-    plan = after_attempt(
-        seconds, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=random.Random(1)
-    )
+    plan = after_attempt(seconds, attempt=1, due_at=NOW, now=NOW, caps=LIMITS, rng=random.Random(1))
     assert (plan.status, plan.next_attempt_at) == ("retrying", NOW + 120_000)
     missing = classify(answer(429), now_ms=NOW)
     assert (missing.kind, missing.retry_after_ms) == (OutcomeKind.RETRY, None)
@@ -234,19 +230,19 @@ def check_exhausted(left: str, right: str) -> None:
     rng = random.Random(5)
     # past MAX_ATTEMPTS: the fifth failure ends it; nothing more may be sent
     assert (
-        after_attempt(retry, attempt=5, due_at=NOW, now=NOW, limits=LIMITS, rng=rng).result_code
+        after_attempt(retry, attempt=5, due_at=NOW, now=NOW, caps=LIMITS, rng=rng).result_code
         == "retry_exhausted"
     )
-    assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, limits=LIMITS)
-    assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, limits=LIMITS)
+    assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, caps=LIMITS)
+    assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, caps=LIMITS)
     # past the lateness cap: no send, and no retry planned beyond it
-    assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, limits=LIMITS)
-    assert may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, limits=LIMITS)
-    late = after_attempt(retry, attempt=1, due_at=NOW, now=NOW + 899_000, limits=LIMITS, rng=rng)
+    assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, caps=LIMITS)
+    assert may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, caps=LIMITS)
+    late = after_attempt(retry, attempt=1, due_at=NOW, now=NOW + 899_000, caps=LIMITS, rng=rng)
     assert (late.status, late.result_code) == ("refused", "retry_exhausted")
     # Retry-After beyond MAX_RETRY_AFTER_MS
     long_wait = classify(answer(429, retry_after="301"), now_ms=NOW)
-    plan = after_attempt(long_wait, attempt=1, due_at=NOW, now=NOW, limits=LIMITS, rng=rng)
+    plan = after_attempt(long_wait, attempt=1, due_at=NOW, now=NOW, caps=LIMITS, rng=rng)
     assert (plan.status, plan.result_code) == ("refused", "retry_exhausted")
 
 

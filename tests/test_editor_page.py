@@ -11,7 +11,10 @@ import re
 import pytest
 
 from fake_core.state import Installation
+from scheduling.domain.schedule import NewSchedule
 from scheduling.http.responses import Response
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
+from scheduling.repository import schedules
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.world import Browser, World, schedules_on, session_csrf
@@ -318,3 +321,88 @@ async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> 
     assert response.status == 303
     html = (await editor.follow(response)).body.decode()
     assert "Cancelled by Ada Lovelace at 2026-07-01 12:00:00 CEST" in text(card(html, sid))
+
+
+class RefusingEveryConnection:
+    """A Dee Wan that cannot be reached: every request fails to connect, and is counted."""
+
+    def __init__(self) -> None:
+        self.requests: list[OutboundRequest] = []
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        self.requests.append(request)
+        raise TransportError("connection refused")
+
+
+async def test_a_cancel_never_calls_dee_wan_even_when_it_is_down(world: World) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await post_create(editor, installation)).status == 303
+    sid = str((await rows(world))[0]["id"])
+    html = (await editor.get(f"/installations/{installation.id}")).body.decode()
+    assert f"/schedules/{sid}/cancel" in card(html, sid)
+    viewer = await open_page(world, installation, person="usr_viewer")
+    viewer.csrf_token = await session_csrf(world, "usr_viewer")
+    down = RefusingEveryConnection()
+    world.app.services.http = down
+    # The rights the page was shown with decide, for the button and the post alike.
+    refused = await viewer.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": viewer.csrf()}
+    )
+    assert refused.status == 403
+    assert 'data-error-code="cancel_not_allowed"' in refused.body.decode()
+    response = await editor.post(
+        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": editor.csrf()}
+    )
+    assert response.status == 303
+    assert down.requests == []
+    row = (await rows(world))[0]
+    assert (row["status"], row["cancelled_by"]) == ("cancelled", "usr_editor")
+    # Dee Wan is still down: the page itself cannot be shown, and says so.
+    page = await editor.follow(response)
+    assert page.status == 502
+    assert len(down.requests) == 1
+
+
+async def test_every_schedule_of_a_content_is_reachable_from_its_page(world: World) -> None:
+    installation = await world.install()
+    made = set()
+    for n in range(230):  # each supersedes the one before: one pending, 229 superseded
+        new = NewSchedule(
+            id=f"sch_{n:03d}",
+            installation_id=installation.id,
+            content_id="cnt_en",
+            kind="publish",
+            to_state="published",
+            version_id="ver_1",
+            workflow_revision=1,
+            due_at=world.clock.now_ms() + 3_600_000,
+            timezone="UTC",
+            local_time="2026-07-01T11:00",
+            fold=None,
+            requested_by="usr_editor",
+            requested_by_name="Ada Lovelace",
+        )
+        world.clock.advance(1)
+        await schedules.create(world.db, new, world.clock.now_ms())
+        made.add(new.id)
+    browser = await open_page(world, installation)
+    seen: list[str] = []
+    pages = 0
+    html = browser.page()
+    assert "Showing 1–50 of 230, page 1 of 5." in html
+    assert 'rel="prev"' not in html
+    while True:
+        pages += 1
+        listed = [item["schedule-id"] for item in schedules_on(html)]
+        assert 0 < len(listed) <= 50
+        seen += listed
+        found = re.search(r'<a rel="next" href="([^"]+)"', html)
+        if found is None:
+            break
+        html = (await browser.get(found.group(1).replace("&amp;", "&"))).body.decode()
+        assert 'rel="prev"' in html
+    assert pages == 5
+    assert len(seen) == len(set(seen)) == 230
+    assert set(seen) == made
+    assert seen[0] == "sch_229"  # newest first

@@ -84,6 +84,28 @@ def test_the_wheel_carries_both_packages_and_the_migrations(wheel: Path) -> None
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/"))]
 
 
+def test_the_wheel_carries_the_plugin_contract_and_prints_it(wheel: Path, tmp_path: Path) -> None:
+    contract = (ROOT / "contract" / "plugin-contract.json").read_text("utf-8")
+    assert zipfile.ZipFile(wheel).read("scheduling/plugin-contract.json").decode() == contract
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(target)
+    python = target / "bin" / "python"
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-index",
+        str(wheel),
+        cwd=tmp_path,
+    )
+    assert run(str(python), "-m", "scheduling", "contract", cwd=tmp_path).stdout == contract
+
+
 def test_a_non_editable_install_applies_the_migrations_it_carries(
     wheel: Path, tmp_path: Path
 ) -> None:

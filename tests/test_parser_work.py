@@ -27,7 +27,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import strategies as st
 
-from scheduling.http import safe_json, urlencoded
+from scheduling import safe_json
+from scheduling.http import urlencoded
 from scheduling.runtimes.cpython import h11_headers
 from tests.support.foreign_bytes import Parser, fill, parsers
 

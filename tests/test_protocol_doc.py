@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.dee_wan import CONTENT_ERRORS, EXCHANGE_ERRORS, REFUSAL_CODES, SUCCESS_CODES
+from scheduling.dee_wan import CONTENT_ERRORS, EXCHANGE_ERRORS
+from scheduling.domain.manifest import build_manifest
+from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES
 from scheduling.domain.secret_shapes import PATTERNS
-from scheduling.http.handlers.manifest import build_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = ROOT / "docs" / "protocol.md"

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from scheduling.domain.retry_policy import Settlement
+from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
 from scheduling.ports import Database
-from scheduling.repository.runner_store import DueRow, RunnerStore, Settle
+from scheduling.repository.runner_store import DueRow, RunnerStore, SettledClaim
 
 NOW = 10_000_000  # 1970: only this test's rows are due then
 LEASE_MS = 60_000
@@ -203,17 +205,10 @@ async def test_a_settle_applies_only_under_its_own_lease(setup: Setup) -> None:
         .run()
     )
     settles = [
-        Settle(
-            c.row.id,
-            c.attempt,
-            Status.COMPLETED,
-            "transition_applied",
-            None,
-            True,
-            NOW + 5,
-            NOW + 9,
-            "transition_applied",
-            200,
+        SettledClaim(
+            c,
+            Settlement(Status.COMPLETED, "transition_applied", None),
+            Attempt(c.attempt, NOW + 5, NOW + 9, "transition_applied", 200),
         )
         for c in won
     ]
@@ -237,7 +232,7 @@ async def test_an_unsent_settle_drops_the_attempt_and_gives_it_back(setup: Setup
     [claim], _ = await setup.store.claim(await setup.store.due(NOW, 20), [], "lease", NOW, LEASE_MS)
     await setup.store.settle(
         "lease",
-        [Settle(schedule_id, claim.attempt, Status.REFUSED, "retry_exhausted", None, False)],
+        [SettledClaim(claim, Settlement(Status.REFUSED, "retry_exhausted", None), None)],
         NOW + 1,
     )
     row = await setup.row(schedule_id)
@@ -258,17 +253,10 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
     won, _ = await setup.store.claim(seen, [], "lease", NOW, LEASE_MS)
     assert sorted(c.row.id for c in won) == sorted(made)
     settles = [
-        Settle(
-            c.row.id,
-            c.attempt,
-            Status.RETRYING,
-            "timeout",
-            NOW + 30_000,
-            True,
-            NOW,
-            NOW + 1,
-            "timeout",
-            None,
+        SettledClaim(
+            c,
+            Settlement(Status.RETRYING, "timeout", NOW + 30_000),
+            Attempt(c.attempt, NOW, NOW + 1, "timeout", None),
         )
         for c in won
     ]

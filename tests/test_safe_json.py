@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduling.http import safe_json
-from scheduling.http.safe_json import UnsafeJson
+from scheduling import safe_json
+from scheduling.safe_json import UnsafeJson
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),

@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 import pytest
 
 from fake_core import RandomFaults
+from scheduling.domain.schedule import NewSchedule
 from scheduling.repository import schedules
-from scheduling.repository.schedules import NewSchedule
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env, runner_status
 from tests.support.world import World

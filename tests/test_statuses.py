@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status
-from scheduling.http.pages.wording import STATUS
-from scheduling.repository.manage_queries import GROUPS
+from scheduling.domain.statuses import FINISHED, GROUPS, LIVE, WAITING, Status
+from scheduling.domain.wording import STATUS
 from scheduling.runner.report import TickReport
 
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.dee_wan import REFUSAL_CODES, SUCCESS_CODES
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
-from scheduling.domain.outcomes import UNTRUSTED
-from scheduling.domain.retry_policy import RETRY_EXHAUSTED
-from scheduling.http.pages.wording import CODES, explain, explain_answer
+from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, SUCCESS_CODES, UNTRUSTED
+from scheduling.domain.wording import CODES, explain, explain_answer
 
 UNKNOWN = explain("no_such_code")
 

@@ -1,4 +1,5 @@
-"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]`."""
+"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]`, and
+`python -m scheduling contract` (prints the plugin contract core checks)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
+
+# The file ships beside this module; reading it needs none of the runtime's dependencies.
+CONTRACT = Path(__file__).with_name("plugin-contract.json")
 
 EXAMPLE = """example, from the repository root:
   .venv/bin/python -m scheduling serve --port 8788 --db plugin.sqlite3 --vars .dev.vars
@@ -48,6 +52,12 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--vars", type=Path, required=True, help=".dev.vars-style KEY=VALUE file")
     serve.add_argument("--no-cron", action="store_true", help="do not tick every minute")
+    commands.add_parser(
+        "contract",
+        help="print the plugin contract (plugin-contract.json) core's contract test checks",
+        description="Print plugin-contract.json: versions, manifest id, capabilities, secret "
+        "shapes and the Runner table, as core's plugin-contract test reads them.",
+    )
     return parser
 
 
@@ -57,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         cli.print_help(sys.stderr)
         return 2
+    if args.command == "contract":
+        sys.stdout.write(CONTRACT.read_text("utf-8"))
+        return 0
 
     # Before anything slow: from here on a SIGINT or SIGTERM asks the server to stop, at
     # whatever point of start-up it comes (StopSignals).
@@ -64,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
     stop = StopSignals.install()
 
-    # Imported here so `--help` works before the CPython extra is installed.
+    # Imported here so `--help` and `contract` work before the CPython extra is installed.
     import asyncio
 
     from scheduling.config import ConfigurationError

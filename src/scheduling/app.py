@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scheduling.config import Misconfigured
 from scheduling.domain.localtime import rfc3339
+from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.events import emit
 from scheduling.http.handlers import (
     activate,
@@ -17,12 +18,10 @@ from scheduling.http.handlers import (
     status,
 )
 from scheduling.http.pages.render import refusal_page
-from scheduling.http.refusals import Refusal, invalid_request
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.runner.tick import Invocation
-from scheduling.runner.tick import tick as run_tick
+from scheduling.runner.tick import Invocation, run_tick
 from scheduling.services import Services, log
 
 ROUTES = [

@@ -16,8 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from scheduling.dee_wan import REQUEST_TIMEOUT_MS
-from scheduling.repository.runner_store import batch_cost
+from scheduling.limits import REQUEST_TIMEOUT_MS, batch_cost
 
 VARIABLES = (
     "PUBLIC_ORIGIN",

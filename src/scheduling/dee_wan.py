@@ -13,23 +13,27 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
 from email.utils import parsedate_to_datetime
-from typing import Annotated, Literal, Protocol, TypeVar
+from typing import TypeVar
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationError,
-)
+from pydantic import ValidationError
 
+from scheduling import safe_json
+from scheduling.domain.content import ContentRead
+from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import rfc3339
-from scheduling.domain.outcomes import UNTRUSTED, Outcome, OutcomeKind
-from scheduling.domain.secret_shapes import DelegationTokenField, Id
-from scheduling.http import safe_json
+from scheduling.domain.outcomes import (
+    REFUSAL_CODES,
+    RULES,
+    SUCCESS_CODES,
+    UNTRUSTED,
+    Outcome,
+    OutcomeKind,
+)
+from scheduling.domain.schedule import Command
+from scheduling.domain.wire import WireModel
+from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
     HttpClient,
     OutboundRequest,
@@ -40,12 +44,8 @@ from scheduling.ports import (
 
 log = logging.getLogger("scheduling")
 
-REQUEST_TIMEOUT_MS = 10_000
 ANSWER_LIMIT_BYTES = 1 << 20  # launch exchange and content read
 TRANSITION_ANSWER_LIMIT_BYTES = 64 << 10  # an answer to a transition is a few hundred bytes
-# D1 binds through JavaScript: Pyodide hands |n| >= 2**53 - 1 over as a BigInt, which D1
-# refuses (measured in the harness), so a stored integer stays below that.
-MAX_STORED_INTEGER = 2**53 - 2
 
 
 class CoreError(Exception):
@@ -56,88 +56,7 @@ class CoreError(Exception):
         self.code = code
 
 
-# -- §4–§5 answer shapes ------------------------------------------------------------------
-
-
-def _existing_instant(value: str) -> str:
-    datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")  # raises for a day that does not exist
-    return value
-
-
-Instant = Annotated[
-    str,
-    StringConstraints(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"),
-    AfterValidator(_existing_instant),
-]
-
-
-def instant_ms(value: str) -> int:
-    """Epoch ms of an `Instant` (already validated)."""
-    moment = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True)
-
-
-class Person(_Wire):
-    id: Id
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-
-
-class ContentContext(_Wire):
-    kind: Literal["content"]
-    content_id: Id
-
-
-class ManageContext(_Wire):
-    kind: Literal["manage"]
-
-
-class DelegationGrant(_Wire):
-    token: DelegationTokenField
-    expires_at: Instant
-
-
-class LaunchExchange(_Wire):
-    code: Literal["launch_exchanged"]
-    installation_id: Id
-    person: Person
-    context: ContentContext | ManageContext
-    delegation: DelegationGrant
-
-
-class Content(_Wire):
-    id: Id
-    primary_id: Id
-    title: Annotated[str, StringConstraints(max_length=500)]
-    model: Annotated[str, StringConstraints(max_length=200)]
-    locale: Annotated[str, StringConstraints(max_length=50)]
-    current_version_id: Id
-    published_version_id: Id | None
-
-
-class Transition(_Wire):
-    kind: Literal["publish", "unpublish"]
-    to: Id
-
-
-class Workflow(_Wire):
-    revision: Annotated[int, Field(ge=0, le=MAX_STORED_INTEGER)]
-    transitions: Annotated[list[Transition], Field(max_length=20)]
-
-
-class Site(_Wire):
-    timezone: Annotated[str, StringConstraints(min_length=1, max_length=100)]
-
-
-class ContentRead(_Wire):
-    code: Literal["content"]
-    content: Content
-    workflow: Workflow
-    site: Site
-
+# -- §4–§5 calls -------------------------------------------------------------------------
 
 EXCHANGE_ERRORS = {"invalid_request": 400, "plugin_unauthorized": 401, "launch_not_found": 404}
 CONTENT_ERRORS = {
@@ -147,7 +66,7 @@ CONTENT_ERRORS = {
     "content_not_found": 404,
 }
 
-Answer = TypeVar("Answer", bound=_Wire)
+Answer = TypeVar("Answer", bound=WireModel)
 
 
 def _request(
@@ -219,56 +138,33 @@ async def read_content(
 # -- §6 the transition command and its outcome ---------------------------------------------
 
 
-class ScheduledTransition(Protocol):
-    """What a transition command is built from: a stored schedule and its installation."""
-
-    @property
-    def base_url(self) -> str: ...
-    @property
-    def idempotency_key(self) -> str: ...
-    @property
-    def content_id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def to_state(self) -> str: ...
-    @property
-    def version_id(self) -> str: ...
-    @property
-    def workflow_revision(self) -> int: ...
-    @property
-    def requested_by(self) -> str: ...
-    @property
-    def due_at(self) -> int: ...
-
-
-def transition_request(schedule: ScheduledTransition, token: str) -> OutboundRequest:
+def transition_request(base_url: str, command: Command, token: str) -> OutboundRequest:
     """§6. The body depends only on the stored schedule, so every retry is identical."""
     body = {
-        "content_id": schedule.content_id,
-        "kind": schedule.kind,
-        "to": schedule.to_state,
-        "version_id": schedule.version_id,
-        "workflow_revision": schedule.workflow_revision,
-        "requested_by": schedule.requested_by,
-        "due_at": rfc3339(schedule.due_at),
+        "content_id": command.content_id,
+        "kind": command.kind,
+        "to": command.to_state,
+        "version_id": command.version_id,
+        "workflow_revision": command.workflow_revision,
+        "requested_by": command.requested_by,
+        "due_at": rfc3339(command.due_at),
     }
     return _request(
         "POST",
-        f"{schedule.base_url}/api/plugins/v1/transitions",
-        {"authorization": f"Bearer {token}", "idempotency-key": schedule.idempotency_key},
+        f"{base_url}/api/plugins/v1/transitions",
+        {"authorization": f"Bearer {token}", "idempotency-key": command.idempotency_key},
         body,
         max_body_bytes=TRANSITION_ANSWER_LIMIT_BYTES,
     )
 
 
 async def send_transition(
-    http: HttpClient, schedule: ScheduledTransition, token: str, clock: Callable[[], int]
+    http: HttpClient, base_url: str, command: Command, token: str, clock: Callable[[], int]
 ) -> Outcome:
     """Send one command and classify the answer. Never raises: one claim, one outcome."""
     answer: OutboundResponse | TransportError
     try:
-        answer = await http.send(transition_request(schedule, token))
+        answer = await http.send(transition_request(base_url, command, token))
     except TransportError as exc:
         answer = exc
     except Exception as exc:
@@ -283,22 +179,7 @@ async def send_transition(
         return Outcome(OutcomeKind.REFUSED, UNTRUSTED, status)
 
 
-# Each code core may send, with the one status it belongs to.
-SUCCESS_CODES = {"transition_applied": 200, "idempotent_replay": 200}
-REFUSAL_CODES = {
-    "invalid_request": 400,
-    "plugin_unauthorized": 401,
-    "capability_refused": 403,
-    "requester_unauthorized": 403,
-    "content_not_found": 404,
-    "scheduled_target_stale": 409,
-    "workflow_conflict": 409,
-    "dependent_content": 409,
-    "idempotency_key_reused": 409,
-    "transition_unavailable": 422,
-    "transition_refused": 422,
-}
-TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
+TRANSIENT_STATUSES = frozenset(RULES["5xx"].statuses)
 # A code from an answer is stored and shown only if it looks like one.
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -306,25 +187,38 @@ _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 def classify(answer: OutboundResponse | TransportError, *, now_ms: int) -> Outcome:
     """The README's Runner table."""
     if isinstance(answer, TransportTimeout):
-        return Outcome(OutcomeKind.RETRY, "timeout")
+        return _fixed("timeout")
     if isinstance(answer, TransportError):
-        return Outcome(OutcomeKind.RETRY, "network_error")
+        return _fixed("network_failure")
 
     status = answer.status
     if answer.truncated:
-        return Outcome(OutcomeKind.REFUSED, UNTRUSTED, status)
+        return _fixed("untrusted", status)
     code = _code_of(answer.body)
     if status == 429:
         retry_after = parse_retry_after(answer.headers.get("retry-after"), now_ms=now_ms)
-        return Outcome(OutcomeKind.RETRY, code or "rate_limited", status, retry_after)
+        return Outcome(OutcomeKind.RETRY, code or _missing("429"), status, retry_after)
     if status in TRANSIENT_STATUSES:
-        return Outcome(OutcomeKind.RETRY, code or "server_error", status)
+        return Outcome(OutcomeKind.RETRY, code or _missing("5xx"), status)
     if code is not None and SUCCESS_CODES.get(code) == status:
         return Outcome(OutcomeKind.COMPLETED, code, status)
     if code is not None and REFUSAL_CODES.get(code) == status:
         return Outcome(OutcomeKind.REFUSED, code, status)
     # 3xx, other statuses, bad JSON, no code, or a code that is not its status's.
-    return Outcome(OutcomeKind.REFUSED, UNTRUSTED, status)
+    return _fixed("untrusted", status)
+
+
+def _fixed(answer: str, status: int | None = None) -> Outcome:
+    """The outcome of a Runner table row that records its own code."""
+    rule = RULES[answer]
+    assert rule.result_code is not None
+    return Outcome(rule.kind, rule.result_code, status)
+
+
+def _missing(answer: str) -> str:
+    code = RULES[answer].code_when_missing
+    assert code is not None
+    return code
 
 
 def _code_of(body: bytes) -> str | None:

@@ -22,23 +22,23 @@ from urllib.parse import quote_plus
 
 import h11
 
+from scheduling import safe_json
 from scheduling.app import ROUTES
 from scheduling.config import Configuration
 from scheduling.dee_wan import (
     ANSWER_LIMIT_BYTES,
     TRANSITION_ANSWER_LIMIT_BYTES,
-    ContentRead,
-    LaunchExchange,
     classify,
     parse_retry_after,
 )
 from scheduling.domain.base_url import base_url_problem
+from scheduling.domain.content import ContentRead
+from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import occurrences, resolve_local_time
 from scheduling.domain.secret_shapes import bearer_token, has_shape
-from scheduling.http import safe_json
+from scheduling.domain.timezones import known_zone
 from scheduling.http.guards import SESSION_COOKIE
-from scheduling.http.handlers.manage import view_query
-from scheduling.http.pages.time_labels import known_zone
+from scheduling.http.listing_query import view_query
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.routing import Router
 from scheduling.ports import OutboundResponse

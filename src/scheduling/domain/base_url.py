@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import re
 from encodings import idna
-
-from scheduling.config import Configuration
+from typing import Protocol
 
 MAX_HOST_LENGTH = 253
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
@@ -32,7 +31,17 @@ _PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
-def base_url_problem(url: str, config: Configuration) -> str | None:
+class Environment(Protocol):
+    """What the rules read of the configuration (`Configuration` is one)."""
+
+    @property
+    def is_development(self) -> bool: ...
+
+    @property
+    def dev_origins(self) -> tuple[str, ...]: ...
+
+
+def base_url_problem(url: str, config: Environment) -> str | None:
     """None when acceptable; otherwise why not, in a few words."""
     if not all("\x21" <= ch <= "\x7e" for ch in url):
         return "must be printable ASCII with no whitespace"

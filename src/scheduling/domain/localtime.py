@@ -37,6 +37,18 @@ class TimeRefusal:
     code: str  # e.g. nonexistent_local_time, ambiguous_local_time, unknown_timezone, past_time
     message: str
 
+    @property
+    def field(self) -> str:
+        """Which input it is about: `local_time`, `timezone` or `fold`."""
+        return _FIELDS.get(self.code, "local_time")
+
+
+_FIELDS = {
+    "ambiguous_local_time": "fold",
+    "invalid_fold": "fold",
+    "unknown_timezone": "timezone",
+}
+
 
 def resolve_local_time(
     local: str, zone: str, fold: str | None, *, now: datetime

@@ -2,19 +2,37 @@
 
 Dee Wan refuses a command whose pin or workflow revision is no longer current
 (409 `scheduled_target_stale`). The content page reads the content on every
-load, so it can say so days before the due minute instead of after it.
+load, so it can say so days before the due minute instead of after it; and a
+create pins only what the editor's page showed.
 """
 
 from __future__ import annotations
 
-from scheduling.dee_wan import Content, ContentRead
+from dataclasses import dataclass
+
+from scheduling.domain.content import Content, ContentRead
+from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import WAITING
-from scheduling.repository.schedules import Schedule
+
+
+def pin_for(kind: str, current_version_id: str, published_version_id: str | None) -> str | None:
+    """Publish pins the current version; unpublish pins the published one (None: nothing is)."""
+    return current_version_id if kind == "publish" else published_version_id
 
 
 def pin_of(kind: str, content: Content) -> str | None:
-    """Publish pins the current version; unpublish pins the published one (None: nothing is)."""
-    return content.current_version_id if kind == "publish" else content.published_version_id
+    return pin_for(kind, content.current_version_id, content.published_version_id)
+
+
+@dataclass(frozen=True)
+class ShownVersions:
+    """What the page showed: the current version, and the published one (None for none)."""
+
+    current: str
+    published: str | None
+
+    def pin(self, kind: str) -> str | None:
+        return pin_for(kind, self.current, self.published)
 
 
 def describe_pin(kind: str, version: str | None) -> str:
@@ -22,6 +40,22 @@ def describe_pin(kind: str, version: str | None) -> str:
     if kind == "publish":
         return f"the current version is {version}"
     return f"the published version is {version}" if version else "nothing is published"
+
+
+def changed_since_shown(kind: str, shown: ShownVersions, read: ContentRead) -> str | None:
+    """Why the pin would differ from what the page showed, in a sentence; None when it would not."""
+    if kind not in ("publish", "unpublish"):
+        return None
+    seen, now = shown.pin(kind), pin_of(kind, read.content)
+    if seen == now:
+        return None
+    what = "the current version" if kind == "publish" else "the published version"
+    saw = f"{what} {seen}" if seen else "nothing published"
+    return (
+        f"The content changed since this page was shown: you saw {saw}, and "
+        f"{describe_pin(kind, now)} now. Nothing was scheduled; check the page below, "
+        "then press Schedule again."
+    )
 
 
 def stale_reason(schedule: Schedule, read: ContentRead) -> str | None:

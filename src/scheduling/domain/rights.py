@@ -1,25 +1,65 @@
 """What the person who opened a page may do with a schedule.
 
-Dee Wan decides: the content read lists the `(kind, to)` changes the
-delegated person may make now. A manage launch is the installation's
+Dee Wan decides: a content read lists the `(kind, to)` changes the delegated
+person may make to that content. The plugin keeps that list with the session
+when the page is shown, and both the Cancel button and a posted cancel judge
+by it, so a cancel never calls Dee Wan. A manage launch is the installation's
 overview and may cancel any schedule (the README's schedule semantics).
 """
 
 from __future__ import annotations
 
-from scheduling.dee_wan import ContentRead
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scheduling.domain.content import ContentRead
+from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import WAITING
-from scheduling.repository.schedules import Schedule
+
+Change = tuple[str, str]  # (kind, to), as `workflow.transitions` lists it
 
 
-def offers(read: ContentRead, kind: str, to: str) -> bool:
-    return any(t.kind == kind and t.to == to for t in read.workflow.transitions)
+def offered_by(read: ContentRead) -> frozenset[Change]:
+    return frozenset((t.kind, t.to) for t in read.workflow.transitions)
 
 
-def may_cancel(context_kind: str, read: ContentRead | None, schedule: Schedule) -> bool:
-    """Cancel needs a waiting schedule and, from a content launch, that change offered now."""
-    if schedule.status not in WAITING:
-        return False
-    if context_kind == "manage":
-        return True
-    return read is not None and offers(read, schedule.kind, schedule.to_state)
+@dataclass(frozen=True)
+class Rights:
+    manage: bool
+    content_id: str | None = None  # a content launch's content (primary id)
+    offered: frozenset[Change] = frozenset()
+
+    @classmethod
+    def everything(cls) -> Rights:
+        return cls(manage=True)
+
+    @classmethod
+    def of_content(cls, content_id: str | None, offered: Iterable[Change]) -> Rights:
+        return cls(manage=False, content_id=content_id, offered=frozenset(offered))
+
+    @classmethod
+    def read(cls, read: ContentRead) -> Rights:
+        return cls.of_content(read.content.primary_id, offered_by(read))
+
+    def offers(self, kind: str, to: str) -> bool:
+        """May this person make this change to their content now?"""
+        return (kind, to) in self.offered
+
+    def cancel_refusal(self, schedule: Schedule) -> str | None:
+        """Why this person may not cancel `schedule` (a refusal code), None when they may.
+
+        From a content launch: only that content's schedules, and only a change Dee Wan
+        offered them. Otherwise a viewer, told they may not publish, could still cancel
+        an editor's schedule from the same page.
+        """
+        if self.manage:
+            return None
+        if schedule.content_id != self.content_id:
+            return "other_content"
+        if not self.offers(schedule.kind, schedule.to_state):
+            return "cancel_not_allowed"
+        return None
+
+    def shows_cancel(self, schedule: Schedule) -> bool:
+        """The Cancel button: a waiting schedule this person may cancel."""
+        return schedule.status in WAITING and self.cancel_refusal(schedule) is None

@@ -8,21 +8,41 @@ from __future__ import annotations
 
 import hmac
 import re
+from dataclasses import dataclass
 from typing import Annotated
 
 from pydantic import StringConstraints
 
-_TOKEN_BODY = r"[A-Za-z0-9_-]{43}"
-ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
-PATTERNS = {
-    "activation_code": rf"dwa_{_TOKEN_BODY}",
-    "installation_token": rf"dwp_{_TOKEN_BODY}",
-    "launch_code": rf"dwl_{_TOKEN_BODY}",
-    "delegation_token": rf"dwd_{_TOKEN_BODY}",
-    "session_id": _TOKEN_BODY,
-    "csrf_token": _TOKEN_BODY,
+
+@dataclass(frozen=True)
+class SecretShape:
+    """A prefix and the base64url characters of 32 random bytes."""
+
+    prefix: str
+    body_length: int = 43
+
+    @property
+    def length(self) -> int:
+        return len(self.prefix) + self.body_length
+
+    @property
+    def pattern(self) -> str:
+        return rf"{re.escape(self.prefix)}[A-Za-z0-9_-]{{{self.body_length}}}"
+
+
+SHAPES = {
+    "activation_code": SecretShape("dwa_"),
+    "installation_token": SecretShape("dwp_"),
+    "launch_code": SecretShape("dwl_"),
+    "delegation_token": SecretShape("dwd_"),
+    "session_id": SecretShape(""),
+    "csrf_token": SecretShape(""),
 }
-_SHAPES = {kind: re.compile(pattern) for kind, pattern in PATTERNS.items()}
+# The secrets core and the plugin both handle (the rest never leave the plugin).
+PROTOCOL_SECRETS = ("activation_code", "installation_token", "launch_code", "delegation_token")
+ID_PATTERN = r"[A-Za-z0-9_-]{1,64}"
+PATTERNS = {kind: shape.pattern for kind, shape in SHAPES.items()}
+_COMPILED = {kind: re.compile(pattern) for kind, pattern in PATTERNS.items()}
 _ID = re.compile(ID_PATTERN)
 
 # The same shapes as pydantic field types, for validating wire bodies.
@@ -37,7 +57,7 @@ DelegationTokenField = Annotated[
 
 
 def has_shape(kind: str, value: object) -> bool:
-    return isinstance(value, str) and _SHAPES[kind].fullmatch(value) is not None
+    return isinstance(value, str) and _COMPILED[kind].fullmatch(value) is not None
 
 
 def is_id(value: object) -> bool:

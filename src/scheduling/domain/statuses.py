@@ -38,6 +38,19 @@ FINISHED: tuple[Status, ...] = (
 )
 
 
+# The groups a person reads a listing in (the manage view's filters); their order is the
+# default listing's order.
+GROUPS: dict[str, tuple[Status, ...]] = {
+    "attention": (Status.RETRYING, Status.REFUSED),
+    "upcoming": (Status.PENDING, Status.RUNNING),
+    "finished": (Status.COMPLETED, Status.CANCELLED, Status.SUPERSEDED),
+}
+
+
+def group_of(status: Status) -> str:
+    return next(name for name, statuses in GROUPS.items() if status in statuses)
+
+
 def sql_list(statuses: Iterable[Status]) -> str:
     """`('pending', 'retrying')`: a group as SQL text, for statements built from constants."""
     return "(" + ", ".join(f"'{status.value}'" for status in statuses) + ")"

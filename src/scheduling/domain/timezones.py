@@ -30,6 +30,14 @@ def get_zone(name: str) -> ZoneInfo:
         return ZoneInfo.from_file(data, key=name)
 
 
+def known_zone(name: str) -> bool:
+    try:
+        get_zone(name)
+    except UnknownTimezone:
+        return False
+    return True
+
+
 def tzdata_version() -> str:
     import tzdata
 

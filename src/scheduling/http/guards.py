@@ -1,37 +1,54 @@
-"""Who may use a management page: the session cookie, the CSRF token, the request's origin."""
+"""Who may use a route: the operator's bearer secret; for the pages, the session cookie, the
+CSRF token and the request's origin."""
 
 from __future__ import annotations
 
-from scheduling.domain.secret_shapes import has_shape, same_secret
-from scheduling.http.refusals import Refusal
+from scheduling.domain.refusals import Refusal
+from scheduling.domain.secret_shapes import bearer_token, has_shape, same_secret
 from scheduling.http.requests import Request
 from scheduling.repository import sessions
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
 
 SESSION_COOKIE = "__Host-scheduling_session"
-SESSION_TTL_MS = 30 * 60 * 1000
 
 
 def session_cookie(value: str, max_age_s: int) -> str:
     return f"{SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age_s}"
 
 
-async def require_session(request: Request, services: Services, installation_id: str) -> Session:
+def require_operator(request: Request, services: Services) -> None:
+    """Returns when the request carries ADMIN_SECRET; refuses with 401 otherwise.
+
+    Reading the secret first means a missing or short ADMIN_SECRET answers
+    500 `misconfigured` instead of letting anyone in.
+    """
+    expected = services.config.admin_secret
+    if same_secret(bearer_token(request.headers.get("authorization")), expected):
+        return
+    raise Refusal(
+        401,
+        "unauthorized",
+        "operator bearer token required",
+        headers=[("www-authenticate", 'Bearer realm="scheduling-admin"')],
+    )
+
+
+async def require_session(request: Request, services: Services) -> Session:
+    """The live session the cookie names, for the installation in the path."""
     raw = request.cookie(SESSION_COOKIE)
-    if not has_shape("session_id", raw):
+    if raw is None or not has_shape("session_id", raw):
         raise Refusal(
             401,
             "no_session",
             "Your Scheduling session has ended or was never started.",
             relaunch=True,
         )
-    assert raw is not None
     now = services.clock.now_ms()
     session = await sessions.find_live(services.db, await services.crypto.sha256_hex(raw), now)
     if session is None:
         raise Refusal(401, "session_expired", "Your Scheduling session has ended.", relaunch=True)
-    if session.installation_id != installation_id:
+    if session.installation_id != request.path_params["installation_id"]:
         raise Refusal(
             403,
             "wrong_installation",
@@ -41,9 +58,11 @@ async def require_session(request: Request, services: Services, installation_id:
     return session
 
 
-def opened_for(session: Session) -> str:
-    """What a page was opened for; forms carry it so a replaced session is told apart."""
-    return session.content_id or "manage"
+async def require_form_post(request: Request, services: Services) -> Session:
+    """A form posted from the session's own page: the session, then the origin and CSRF token."""
+    session = await require_session(request, services)
+    require_same_origin_post(request, services, session)
+    return session
 
 
 def require_same_origin_post(request: Request, services: Services, session: Session) -> None:
@@ -64,7 +83,7 @@ def require_same_origin_post(request: Request, services: Services, session: Sess
             403, "cross_site_request", "This form must be sent from the Scheduling page itself."
         )
     fields = request.form()
-    if fields.get("opened_for", opened_for(session)) != opened_for(session):
+    if fields.get("opened_for", session.opened_for) != session.opened_for:
         # The one session cookie now belongs to a launch made in another tab.
         raise Refusal(
             409,

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from scheduling.http import safe_json, urlencoded
-from scheduling.http.refusals import invalid_request
+from scheduling import safe_json
+from scheduling.domain.refusals import invalid_request
+from scheduling.http import urlencoded
 
 # The largest body any route takes. An activation body is under 1 KiB and a
 # schedule form under 200 bytes; 64 KiB leaves room and bounds the parsing.

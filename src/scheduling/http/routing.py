@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduling.http.refusals import Refusal
+from scheduling.domain.refusals import Refusal
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 

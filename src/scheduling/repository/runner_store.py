@@ -10,44 +10,20 @@ count what this store sent, for the tick's report.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from scheduling.domain.retry_policy import Settlement
+from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status
+from scheduling.limits import (
+    CLAIM,
+    DROP_ATTEMPTS,
+    FINISH_ATTEMPTS,
+    REFUSE_UNSENT,
+    SETTLE,
+    StatementShape,
+)
 from scheduling.ports import Database, Result, Row, Statement
-
-# D1 allows 100 bound parameters per statement.
-MAX_BOUND_PARAMETERS = 100
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """A multi-row statement: `fixed` parameters, then `width` per row of its VALUES."""
-
-    fixed: int
-    width: int
-
-    def rows_per_statement(self) -> int:
-        return (MAX_BOUND_PARAMETERS - self.fixed) // self.width
-
-    def statements(self, rows: int) -> int:
-        return -(-rows // self.rows_per_statement())
-
-
-CLAIM = _Shape(fixed=4, width=4)
-REFUSE_UNSENT = _Shape(fixed=2, width=5)
-SETTLE = _Shape(fixed=3, width=5)
-FINISH_ATTEMPTS = _Shape(fixed=0, width=6)
-DROP_ATTEMPTS = _Shape(fixed=0, width=2)
-
-
-def batch_cost(rows: int) -> int:
-    """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
-    dropped attempts)."""
-    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
-    settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
-    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
-
 
 # The two halves must match the partial indexes `schedules_waiting` and
 # `schedules_leased` word for word, so their statuses are literal text here
@@ -133,51 +109,59 @@ DROP_ATTEMPTS_SQL = """DELETE FROM schedule_attempts
 
 @dataclass(frozen=True)
 class DueRow:
+    """A due schedule as the runner sees it: what it observed (for the compare-and-set),
+    its command, and its installation's base URL and sealed token."""
+
     id: str
     installation_id: str
-    content_id: str
-    kind: str
-    to_state: str
-    version_id: str
-    workflow_revision: int
-    idempotency_key: str
-    due_at: int
     status: Status
     attempt_count: int
     lease_token: str | None
-    requested_by: str
     base_url: str
     token_sealed: str
+    command: Command
+
+    @property
+    def due_at(self) -> int:
+        return self.command.due_at
 
     @classmethod
     def from_row(cls, row: Row) -> DueRow:
-        values = {name: row[name] for name in cls.__dataclass_fields__}
-        return cls(**{**values, "status": Status(values["status"])})
+        command = Command(**{name: row[name] for name in _COMMAND_FIELDS})
+        return cls(
+            id=row["id"],
+            installation_id=row["installation_id"],
+            status=Status(row["status"]),
+            attempt_count=row["attempt_count"],
+            lease_token=row["lease_token"],
+            base_url=row["base_url"],
+            token_sealed=row["token_sealed"],
+            command=command,
+        )
 
     def observed(self) -> tuple[object, ...]:
         return (self.id, self.status, self.lease_token or "", self.attempt_count)
 
 
+_COMMAND_FIELDS = tuple(field.name for field in fields(Command))
+
+
 @dataclass(frozen=True)
-class Claimed:
+class Claim:
+    """A due row this runner claimed, under its batch's lease token."""
+
     row: DueRow
     attempt: int  # this claim's attempt number (attempt_count after the claim)
 
 
 @dataclass(frozen=True)
-class Settle:
-    """How one claim ends. `sent=False`: no request left, so no attempt is counted."""
+class SettledClaim:
+    """How one claim ends: where its schedule goes, and the attempt when a request left
+    (None: nothing was sent, so no attempt is counted)."""
 
-    schedule_id: str
-    attempt: int
-    status: Status
-    result_code: str
-    next_attempt_at: int | None
-    sent: bool
-    started_at: int | None = None
-    finished_at: int | None = None
-    attempt_code: str | None = None  # what the attempt row records (the outcome's code)
-    http_status: int | None = None
+    claim: Claim
+    settlement: Settlement
+    attempt: Attempt | None
 
 
 class RunnerStore:
@@ -202,7 +186,7 @@ class RunnerStore:
         lease_token: str,
         now: int,
         lease_ms: int,
-    ) -> tuple[list[Claimed], list[str]]:
+    ) -> tuple[list[Claim], list[str]]:
         """Claim `rows` and refuse `refusals` unsent, each on what was observed of it.
 
         A claim is a compare-and-set on the row's status, lease token and attempt
@@ -235,13 +219,15 @@ class RunnerStore:
         results = await self._round_trip(statements)
         refused = [str(r["id"]) for result in results[:refusal_count] for r in result.results]
         won = [
-            Claimed(observed[str(r["id"])], int(r["attempt_count"]))
+            Claim(observed[str(r["id"])], int(r["attempt_count"]))
             for result in results[refusal_count:claim_end]
             for r in result.results
         ]
         return won, refused
 
-    async def settle(self, lease_token: str, settles: Sequence[Settle], now: int) -> list[str]:
+    async def settle(
+        self, lease_token: str, settled: Sequence[SettledClaim], now: int
+    ) -> list[str]:
         """End claims made under `lease_token`; returns the schedules whose lease was lost.
 
         A settle applies only while the row is still running under this claim's
@@ -249,49 +235,46 @@ class RunnerStore:
         and then nothing of the row changes. Sent claims finish their attempt
         row; unsent ones drop it and give the attempt back.
         """
-        if not settles:
+        if not settled:
             return []
         statements = self._values(
             SETTLE_SQL,
             SETTLE,
             (lease_token, now, Status.RUNNING),
             [
-                (s.schedule_id, s.status, s.result_code, s.next_attempt_at, 0 if s.sent else 1)
-                for s in settles
+                (
+                    s.claim.row.id,
+                    s.settlement.status,
+                    s.settlement.result_code,
+                    s.settlement.next_attempt_at,
+                    0 if s.attempt else 1,
+                )
+                for s in settled
             ],
         )
         settle_count = len(statements)
-        sent = [s for s in settles if s.sent]
-        unsent = [s for s in settles if not s.sent]
+        sent = [(s.claim.row.id, s.attempt) for s in settled if s.attempt]
+        unsent = [(s.claim.row.id, s.claim.attempt) for s in settled if not s.attempt]
         if sent:
             statements += self._values(
                 FINISH_ATTEMPTS_SQL,
                 FINISH_ATTEMPTS,
                 (),
                 [
-                    (
-                        s.schedule_id,
-                        s.attempt,
-                        s.started_at,
-                        s.finished_at,
-                        s.attempt_code,
-                        s.http_status,
-                    )
-                    for s in sent
+                    (sid, a.number, a.started_at, a.finished_at, a.code, a.http_status)
+                    for sid, a in sent
                 ],
             )
         if unsent:
-            statements += self._values(
-                DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), [(s.schedule_id, s.attempt) for s in unsent]
-            )
+            statements += self._values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
         results = await self._round_trip(statements)
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
-        return [s.schedule_id for s in settles if s.schedule_id not in applied]
+        return [s.claim.row.id for s in settled if s.claim.row.id not in applied]
 
-    async def write(
-        self, statements: Sequence[Statement], record: Callable[[], Statement] | None = None
-    ) -> None:
-        await self._round_trip(statements, record)
+    async def record(self, build: Callable[[], Statement]) -> None:
+        """One round trip carrying a statement (the tick's record) that `build` makes once
+        the trip is counted, so the record counts the trip that carries it."""
+        await self._round_trip([], build)
 
     def _due(self, now: int, limit: int) -> Statement:
         return self.db.prepare(DUE_SQL).bind(now, limit)
@@ -299,7 +282,7 @@ class RunnerStore:
     def _values(
         self,
         template: str,
-        shape: _Shape,
+        shape: StatementShape,
         fixed: tuple[object, ...],
         rows: Sequence[tuple[object, ...]],
     ) -> list[Statement]:

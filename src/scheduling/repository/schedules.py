@@ -1,73 +1,22 @@
-"""Schedules as the management pages see them: create (superseding), list, cancel."""
+"""Schedules as the management pages see them: create (superseding), list by pages, cancel."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields, replace
 
+from scheduling.domain.schedule import Attempt, NewSchedule, Schedule
 from scheduling.domain.statuses import WAITING, Status
 from scheduling.ports import Database, DatabaseError, Row
 
-LIST_LIMIT = 200
+# A page of a listing: the content page and the manage view show this many cards.
+PAGE_SIZE = 50
 
 
 @dataclass(frozen=True)
-class NewSchedule:
-    id: str
-    installation_id: str
-    content_id: str  # primary id
-    kind: str
-    to_state: str
-    version_id: str
-    workflow_revision: int
-    due_at: int
-    timezone: str
-    local_time: str
-    fold: str | None
-    requested_by: str
-    requested_by_name: str
-
-
-@dataclass(frozen=True)
-class Attempt:
-    attempt: int
-    started_at: int
-    finished_at: int | None
-    code: str | None
-    http_status: int | None
-
-
-@dataclass
-class Schedule:
-    id: str
-    installation_id: str
-    content_id: str
-    kind: str
-    to_state: str
-    version_id: str
-    workflow_revision: int
-    revision: int
-    idempotency_key: str
-    due_at: int
-    timezone: str
-    local_time: str
-    fold: str | None
-    status: Status
-    result_code: str | None
-    attempt_count: int
-    next_attempt_at: int | None
-    requested_by: str
-    requested_by_name: str
-    created_at: int
-    updated_at: int
-    cancelled_by_name: str | None = None
-    cancelled_at: int | None = None
-    attempts: list[Attempt] = field(default_factory=list)
-
-    @classmethod
-    def from_row(cls, row: Row) -> Schedule:
-        names = [n for n in cls.__dataclass_fields__ if n != "attempts"]
-        values = {name: row[name] for name in names}
-        return cls(**{**values, "status": Status(values["status"])})
+class SchedulePage:
+    schedules: tuple[Schedule, ...]  # at most PAGE_SIZE
+    has_next: bool
+    counts: dict[str, int]  # status -> rows in the listing's scope, whatever the filter
 
 
 class RunningConflict(Exception):
@@ -153,33 +102,73 @@ ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_sta
 
 
 async def list_for(
-    db: Database, installation_id: str, content_id: str | None = None
-) -> list[Schedule]:
-    """Newest first, with their attempts; one round trip."""
-    where = "installation_id = ?1" + (" AND content_id = ?2" if content_id else "")
-    params = (installation_id, content_id) if content_id else (installation_id,)
-    chosen = f"SELECT id FROM schedules WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT {LIST_LIMIT}"
-    schedules_result, attempts_result = await db.batch(
+    db: Database, installation_id: str, content_id: str, page_number: int
+) -> SchedulePage:
+    """Page `page_number` (from 1) of one content's schedules, newest first."""
+    return await listing(
+        db,
+        "installation_id = ?1 AND content_id = ?2",
+        (installation_id, content_id),
+        order="created_at DESC, rowid DESC",
+        page_number=page_number,
+    )
+
+
+async def listing(
+    db: Database,
+    scope: str,
+    params: tuple[str, ...],
+    *,
+    order: str,
+    page_number: int,
+    narrowed_to: str = "",
+) -> SchedulePage:
+    """One page of the schedules in `scope` (SQL over `params`, optionally `narrowed_to` more),
+    with their attempts and the counts by status of the whole scope: one round trip.
+
+    `scope`, `narrowed_to` and `order` are SQL text built from the code's constants, never
+    from request text; every value is bound.
+    """
+    offset = f"?{len(params) + 1}"
+    # One row more than a page says whether a next page exists.
+    chosen = (
+        f"FROM schedules WHERE {scope}{narrowed_to} ORDER BY {order}"
+        f" LIMIT {PAGE_SIZE + 1} OFFSET {offset}"
+    )
+    bound = (*params, (page_number - 1) * PAGE_SIZE)
+    counted, listed, attempts = await db.batch(
         [
             db.prepare(
-                f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE {where}"
-                f" ORDER BY created_at DESC, rowid DESC LIMIT {LIST_LIMIT}"
+                f"SELECT status, count(*) AS n FROM schedules WHERE {scope} GROUP BY status"
             ).bind(*params),
+            db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*bound),
             db.prepare(
                 f"SELECT {ATTEMPT_COLUMNS} FROM schedule_attempts"
-                f" WHERE schedule_id IN ({chosen}) ORDER BY attempt"
-            ).bind(*params),
+                f" WHERE schedule_id IN (SELECT id {chosen}) ORDER BY attempt"
+            ).bind(*bound),
         ]
     )
-    return with_attempts(schedules_result.results, attempts_result.results)
+    found = _with_attempts(listed.results, attempts.results)
+    return SchedulePage(
+        schedules=tuple(found[:PAGE_SIZE]),
+        has_next=len(found) > PAGE_SIZE,
+        counts={str(row["status"]): int(row["n"]) for row in counted.results},
+    )
 
 
-def with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Schedule]:
+_FIELDS = tuple(f.name for f in fields(Schedule) if f.name != "attempts")
+
+
+def _schedule(row: Row) -> Schedule:
+    values = {name: row[name] for name in _FIELDS}
+    return Schedule(**{**values, "status": Status(values["status"])})
+
+
+def _with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Schedule]:
     """Schedules in row order, each with its attempts (rows of `ATTEMPT_COLUMNS`)."""
-    schedules = [Schedule.from_row(row) for row in schedule_rows]
-    by_id = {s.id: s for s in schedules}
+    attempts: dict[str, list[Attempt]] = {str(row["id"]): [] for row in schedule_rows}
     for row in attempt_rows:
-        by_id[row["schedule_id"]].attempts.append(
+        attempts[row["schedule_id"]].append(
             Attempt(
                 row["attempt"],
                 row["started_at"],
@@ -188,7 +177,9 @@ def with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Sch
                 row["http_status"],
             )
         )
-    return schedules
+    return [
+        replace(_schedule(row), attempts=tuple(attempts[str(row["id"])])) for row in schedule_rows
+    ]
 
 
 async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule | None:
@@ -199,7 +190,7 @@ async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule 
         .bind(schedule_id, installation_id)
         .first()
     )
-    return Schedule.from_row(row) if row else None
+    return _schedule(row) if row else None
 
 
 async def cancel(

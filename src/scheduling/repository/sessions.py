@@ -1,9 +1,17 @@
-"""Management-page sessions. The cookie value is never stored, only its SHA-256 hash."""
+"""Management-page sessions. The cookie value is never stored, only its SHA-256 hash.
+
+A content session also keeps what its content's last read said: the content's
+primary id, and the changes Dee Wan offered the person (`offered`). The
+Cancel button and a posted cancel both judge by these (`domain/rights.py`).
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row
 
 
@@ -19,10 +27,50 @@ class Session:
     content_primary_id: str | None
     delegation_sealed: str
     expires_at: int
+    offered: frozenset[Change] | None  # None until a content page was shown
 
-    @classmethod
-    def from_row(cls, row: Row) -> Session:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+    @property
+    def opened_for(self) -> str:
+        """What its page was opened for; forms carry it so a replaced session is told apart."""
+        return self.content_id or "manage"
+
+    @property
+    def rights(self) -> Rights:
+        """What this person may change, as Dee Wan listed it when their page was shown."""
+        if self.context_kind == "manage":
+            return Rights.everything()
+        return Rights.of_content(self.content_primary_id, self.offered or ())
+
+
+_FIELDS = (
+    "id_hash",
+    "installation_id",
+    "csrf_token",
+    "person_id",
+    "person_name",
+    "context_kind",
+    "content_id",
+    "content_primary_id",
+    "delegation_sealed",
+    "expires_at",
+)
+_COLUMNS = ", ".join((*_FIELDS, "offered_transitions"))
+
+
+def _session(row: Row) -> Session:
+    offered = row["offered_transitions"]
+    return Session(
+        **{name: row[name] for name in _FIELDS},
+        offered=None if offered is None else _changes(offered),
+    )
+
+
+def _changes(text: str) -> frozenset[Change]:
+    return frozenset((str(kind), str(to)) for kind, to in json.loads(text))
+
+
+def _text(offered: Iterable[Change]) -> str:
+    return json.dumps(sorted(offered), separators=(",", ":"))
 
 
 async def create(
@@ -67,22 +115,26 @@ async def create(
 
 async def find_live(db: Database, id_hash: str, now: int) -> Session | None:
     row = (
-        await db.prepare(
-            "SELECT id_hash, installation_id, csrf_token, person_id, person_name, context_kind,"
-            " content_id, content_primary_id, delegation_sealed, expires_at"
-            " FROM sessions WHERE id_hash = ? AND expires_at > ?"
-        )
+        await db.prepare(f"SELECT {_COLUMNS} FROM sessions WHERE id_hash = ? AND expires_at > ?")
         .bind(id_hash, now)
         .first()
     )
-    return Session.from_row(row) if row else None
+    return _session(row) if row else None
 
 
-async def remember_primary(db: Database, id_hash: str, primary_id: str) -> None:
+async def remember_read(
+    db: Database, session: Session, primary_id: str, offered: Iterable[Change]
+) -> None:
+    """Keep what a content read said: its primary id (learnt once) and the changes offered.
+    Writes only when either differs from what the session holds."""
+    changes = frozenset(offered)
+    if session.content_primary_id is not None and session.offered == changes:
+        return
     await (
         db.prepare(
-            "UPDATE sessions SET content_primary_id = ? WHERE id_hash = ? AND content_primary_id IS NULL"
+            "UPDATE sessions SET content_primary_id = coalesce(content_primary_id, ?),"
+            " offered_transitions = ? WHERE id_hash = ?"
         )
-        .bind(primary_id, id_hash)
+        .bind(primary_id, _text(changes), session.id_hash)
         .run()
     )

@@ -4,6 +4,16 @@ A card carries its facts as `data-*` attributes (id, status, result code, a
 stale pin) so tests and tools read the page the way a person reads the text.
 """
 
+PAGER = """{% macro page_links(p) %}
+{% if p.prev_href or p.next_href %}
+<nav class="pager" aria-label="Pages">
+  {% if p.prev_href %}<a rel="prev" href="{{ p.prev_href }}">Previous page<span class="visually-hidden"> ({{ p.page_number - 1 }} of {{ p.last_page }})</span></a>{% endif %}
+  {% if p.next_href %}<a rel="next" href="{{ p.next_href }}">Next page<span class="visually-hidden"> ({{ p.page_number + 1 }} of {{ p.last_page }})</span></a>{% endif %}
+</nav>
+{% endif %}
+{% endmacro %}
+"""
+
 PIN_FIELDS = """{% macro pin_fields(content) %}
   <input type="hidden" name="version_id" value="{{ content.current_version_id }}">
   <input type="hidden" name="published_version_id" value="{{ content.published_version_id or '' }}">

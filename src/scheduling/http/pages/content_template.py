@@ -8,6 +8,7 @@ happens twice, and a receipt that says until when the plugin keeps trying.
 CONTENT = """{% extends "base.html" %}
 {% from "cards.html" import schedule_list, session_fields %}
 {% from "pin_fields.html" import pin_fields %}
+{% from "pager.html" import page_links %}
 {% block title %}{% if error %}Not scheduled: {% endif %}{{ title }}{% endblock %}
 {% block main %}
 <h1>Schedule “{{ content.title }}”</h1>
@@ -22,10 +23,11 @@ CONTENT = """{% extends "base.html" %}
 {% if flash %}<div class="notice" role="status"><p>{{ flash }}</p></div>{% endif %}
 {% if stale %}<div class="warning" role="status" data-stale-count="{{ stale|length }}"><p>{% if stale|length == 1 %}One waiting schedule pins{% else %}{{ stale|length }} waiting schedules pin{% endif %} what Dee Wan no longer reports, so it would be refused: <a href="#schedule-{{ stale[0].id }}">see {% if stale|length == 1 %}it{% else %}them{% endif %} below</a>.</p></div>{% endif %}
 {% if notice %}
-<div class="notice" role="status" data-confirmation="{{ notice.id }}">
-  <p>Scheduled: {{ notice.kind_label|lower }} the pinned version <code>{{ notice.version_id }}</code> at {{ notice.local_label }} ({{ notice.timezone }}), which is {{ notice.utc_label }}.{% if notice.superseded %} It replaces the earlier schedule.{% endif %}</p>
-  <p data-deadline="{{ notice.deadline_label }}">If Dee Wan cannot be reached, nothing is sent after {{ notice.deadline_label }}.</p>
-  {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ notice.local_label }} happens only once in {{ notice.timezone }}, so that choice was not needed and was ignored.</p>{% endif %}
+{% set made = notice.card %}
+<div class="notice" role="status" data-confirmation="{{ made.id }}">
+  <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at {{ made.local_label }} ({{ made.timezone }}), which is {{ made.utc_label }}.{% if notice.superseded %} It replaces the earlier schedule.{% endif %}</p>
+  <p data-deadline="{{ made.deadline_label }}">If Dee Wan cannot be reached, nothing is sent after {{ made.deadline_label }}.</p>
+  {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ made.local_label }} happens only once in {{ made.timezone }}, so that choice was not needed and was ignored.</p>{% endif %}
 </div>
 {% endif %}
 
@@ -78,7 +80,13 @@ CONTENT = """{% extends "base.html" %}
 
 <section aria-labelledby="list-heading">
 <h2 id="list-heading">Schedules for this content</h2>
+{% if schedules and pager.last_page > 1 %}<p class="page-info" data-page="{{ pager.page_number }}">Showing {{ pager.first_shown }}–{{ pager.last_shown }} of {{ pager.total }}, page {{ pager.page_number }} of {{ pager.last_page }}.</p>{% endif %}
+{% if not schedules and pager.page_number > 1 and pager.total %}
+<p class="empty">There is no page {{ pager.page_number }}: <a href="{{ pager.last_href }}">go to page {{ pager.last_page }}</a>.</p>
+{% else %}
 {{ schedule_list(schedules, card_page, "Schedules for this content") }}
+{% endif %}
+{{ page_links(pager) }}
 </section>
 {% endblock %}
 """

@@ -2,6 +2,7 @@
 
 MANAGE = """{% extends "base.html" %}
 {% from "cards.html" import schedule_list %}
+{% from "pager.html" import page_links %}
 {% block main %}
 <h1>All schedules</h1>
 <p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan.</p>
@@ -29,7 +30,7 @@ MANAGE = """{% extends "base.html" %}
 </form>
 {% if zone_problem %}<div class="problem" role="alert" id="zone-problem" data-error-code="unknown_timezone"><p>{{ zone_problem }}</p></div>{% endif %}
 
-<p class="page-info" data-page="{{ page_number }}" data-zone="{{ zone }}">{% if total %}Showing {{ first_shown }}–{{ last_shown }} of {{ total }}, page {{ page_number }} of {{ last_page }}. Now in {{ zone }}: {{ now_label }}.{% else %}Now in {{ zone }}: {{ now_label }}.{% endif %}</p>
+<p class="page-info" data-page="{{ pager.page_number }}" data-zone="{{ zone }}">{% if pager.total %}Showing {{ pager.first_shown }}–{{ pager.last_shown }} of {{ pager.total }}, page {{ pager.page_number }} of {{ pager.last_page }}. {% endif %}Now in {{ zone }}: {{ now_label }}.</p>
 
 {% for section in sections %}
 <section aria-labelledby="group-{{ section.name }}" data-group="{{ section.name }}">
@@ -44,14 +45,9 @@ MANAGE = """{% extends "base.html" %}
   {% endif %}
 </section>
 {% else %}
-<p class="empty">{% if page_number > 1 and total %}There is no page {{ page_number }}: <a href="{{ last_href }}">go to page {{ last_page }}</a>.{% elif show != "all" %}No schedules here.{% else %}No schedules yet.{% endif %}</p>
+<p class="empty">{% if pager.page_number > 1 and pager.total %}There is no page {{ pager.page_number }}: <a href="{{ pager.last_href }}">go to page {{ pager.last_page }}</a>.{% elif show != "all" %}No schedules here.{% else %}No schedules yet.{% endif %}</p>
 {% endfor %}
 
-{% if prev_href or next_href %}
-<nav class="pager" aria-label="Pages">
-  {% if prev_href %}<a rel="prev" href="{{ prev_href }}">Previous page<span class="visually-hidden"> ({{ page_number - 1 }} of {{ last_page }})</span></a>{% endif %}
-  {% if next_href %}<a rel="next" href="{{ next_href }}">Next page<span class="visually-hidden"> ({{ page_number + 1 }} of {{ last_page }})</span></a>{% endif %}
-</nav>
-{% endif %}
+{{ page_links(pager) }}
 {% endblock %}
 """

@@ -1,37 +1,38 @@
-"""Rendering whole pages as responses."""
+"""Rendering whole pages as responses: a frozen page model into its template."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import ClassVar, Protocol
 
+from scheduling.domain.refusals import Refusal
 from scheduling.http.pages.templates import render
-from scheduling.http.refusals import Refusal
 from scheduling.http.responses import Response, html_response
 
 
-def page(name: str, status: int = 200, **context: Any) -> Response:
-    context.setdefault("person_name", None)
-    return html_response(render(name, **context), status)
+class PageModel(Protocol):
+    """A frozen dataclass naming its template; its fields are the template's names."""
+
+    template: ClassVar[str]
+
+    @property
+    def person_name(self) -> str | None: ...
 
 
-def error_page(
-    status: int,
-    code: str,
-    title: str,
-    message: str,
-    *,
-    relaunch: bool = False,
-    person_name: str | None = None,
-) -> Response:
-    return page(
-        "error.html",
-        status,
-        title=title,
-        code=code,
-        message=message,
-        relaunch=relaunch,
-        person_name=person_name,
-    )
+def page(model: PageModel, status: int = 200) -> Response:
+    context = {field.name: getattr(model, field.name) for field in fields(model)}  # type: ignore[arg-type]
+    return html_response(render(model.template, **context), status)
+
+
+@dataclass(frozen=True)
+class ErrorPage:
+    template: ClassVar[str] = "error.html"
+
+    title: str
+    code: str
+    message: str
+    relaunch: bool
+    person_name: str | None = None
 
 
 _TITLES = {
@@ -53,6 +54,4 @@ def refusal_page(refusal: Refusal) -> Response:
         title = "Please reload the page"
     else:
         title = _TITLES.get(refusal.status, "Something went wrong")
-    return error_page(
-        refusal.status, refusal.code, title, refusal.message, relaunch=refusal.relaunch
-    )
+    return page(ErrorPage(title, refusal.code, refusal.message, refusal.relaunch), refusal.status)

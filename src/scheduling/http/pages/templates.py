@@ -11,7 +11,7 @@ from typing import Any
 
 import jinja2
 
-from scheduling.http.pages.card_template import CARDS, PIN_FIELDS
+from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
@@ -51,6 +51,7 @@ _SOURCES = {
     "base.html": BASE,
     "error.html": ERROR,
     "pin_fields.html": PIN_FIELDS,
+    "pager.html": PAGER,
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,

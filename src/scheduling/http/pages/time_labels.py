@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scheduling.domain.timezones import UnknownTimezone, get_zone
+from scheduling.domain.timezones import UnknownTimezone, get_zone, known_zone
 
 MINUTE_MS = 60_000
 # A suggested time is a whole hour at least this far ahead, so there is time to read the form.
@@ -25,14 +25,6 @@ def _in(ms: int, zone: str) -> datetime:
         return _utc(ms).astimezone(get_zone(zone))
     except UnknownTimezone:
         return _utc(ms)
-
-
-def known_zone(zone: str) -> bool:
-    try:
-        get_zone(zone)
-    except UnknownTimezone:
-        return False
-    return True
 
 
 def wall(ms: int, zone: str) -> str:
@@ -56,10 +48,10 @@ def deadline(due_at: int, max_lateness_ms: int) -> str:
 def planned_try(next_attempt_at: int, now_ms: int) -> int:
     """When the runner really sends next: the first minute's tick at or after the planned
     instant, and never a time already passed (an overdue row goes at the next tick)."""
-    tick = -(-next_attempt_at // MINUTE_MS) * MINUTE_MS
-    if tick <= now_ms:
-        tick = (now_ms // MINUTE_MS + 1) * MINUTE_MS
-    return tick
+    minute = -(-next_attempt_at // MINUTE_MS) * MINUTE_MS
+    if minute <= now_ms:
+        minute = (now_ms // MINUTE_MS + 1) * MINUTE_MS
+    return minute
 
 
 def suggested_local_time(zone: str, now_ms: int) -> str:

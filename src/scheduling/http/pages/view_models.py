@@ -1,19 +1,20 @@
-"""Turn stored rows into what the templates show: local time with its zone, UTC, plain words."""
+"""What the templates show, as frozen values: each schedule as a card, in local time with its
+zone, in UTC and in plain words; the settings every card of a page shares; the pager."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
-from scheduling.dee_wan import ContentRead
+from scheduling.actions.listing import Listed
+from scheduling.domain.content import Content
 from scheduling.domain.localtime import format_utc, local_wall
-from scheduling.domain.pins import pin_of, stale_reason
-from scheduling.domain.rights import may_cancel, offers
+from scheduling.domain.schedule import Attempt, Schedule
 from scheduling.domain.statuses import Status
+from scheduling.domain.wording import KIND, STATUS, explain_answer
 from scheduling.http.pages import time_labels
-from scheduling.http.pages.wording import KIND, STATUS, explain_answer
-from scheduling.repository.schedules import Schedule
+from scheduling.repository.schedules import PAGE_SIZE
+from scheduling.repository.sessions import Session
 
 
 @dataclass(frozen=True)
@@ -24,97 +25,172 @@ class Moment:
     max_lateness_ms: int
 
 
-def schedule_view(schedule: Schedule, moment: Moment) -> dict[str, Any]:
+@dataclass(frozen=True)
+class AttemptLine:
+    number: int
+    started_label: str
+    finished_at: int | None
+    code: str | None
+    http_status: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class ScheduleCard:
+    id: str
+    content_id: str
+    kind: str
+    kind_label: str
+    version_id: str
+    due_at: int
+    timezone: str
+    local_label: str
+    utc_label: str
+    deadline_label: str
+    status: Status
+    status_label: str
+    result_code: str | None
+    result_text: str
+    requested_by_name: str
+    revision: int
+    cancelled_label: str | None
+    attempts: tuple[AttemptLine, ...]
+    next_label: str | None
+    next_note: str | None
+    # What the page it appears on knows about it.
+    cancellable: bool = False
+    title: str | None = None
+    viewer_label: str | None = None  # due time in the viewer's chosen zone, when another
+    stale: str | None = None
+    repin_version: str | None = None
+
+
+@dataclass(frozen=True)
+class CardPage:
+    """What every card of one page shares: the session's form fields, and how to show it."""
+
+    installation_id: str
+    csrf_token: str
+    opened_for: str
+    context_kind: str
+    content: Content | None  # a content page's content (its re-pin forms carry the pins)
+    viewer_zone: str | None
+    back: tuple[tuple[str, str], ...]  # fields a cancel posts to come back to this view
+
+    @property
+    def show_content(self) -> bool:
+        """The manage view names each card's content; a content page is about one."""
+        return self.context_kind == "manage"
+
+
+@dataclass(frozen=True)
+class Pager:
+    page_number: int
+    last_page: int
+    total: int
+    first_shown: int
+    last_shown: int
+    prev_href: str | None
+    next_href: str | None
+    last_href: str
+
+
+def card_page(
+    session: Session,
+    *,
+    content: Content | None = None,
+    viewer_zone: str | None = None,
+    back: Iterable[tuple[str, str]] = (),
+) -> CardPage:
+    return CardPage(
+        installation_id=session.installation_id,
+        csrf_token=session.csrf_token,
+        opened_for=session.opened_for,
+        context_kind=session.context_kind,
+        content=content,
+        viewer_zone=viewer_zone,
+        back=tuple(back),
+    )
+
+
+def schedule_card(schedule: Schedule, moment: Moment) -> ScheduleCard:
     zone = schedule.timezone
     last = schedule.attempts[-1] if schedule.attempts else None
     answered = last.http_status if last is not None and last.code == schedule.result_code else None
-    view: dict[str, Any] = {
-        "id": schedule.id,
-        "content_id": schedule.content_id,
-        "kind": schedule.kind,
-        "kind_label": KIND.get(schedule.kind, schedule.kind),
-        "version_id": schedule.version_id,
-        "timezone": zone,
-        "local_label": _wall(schedule),
-        "utc_label": format_utc(schedule.due_at),
-        "deadline_label": time_labels.deadline(schedule.due_at, moment.max_lateness_ms),
-        "status": schedule.status,
-        "status_label": STATUS[schedule.status],
-        "result_code": schedule.result_code,
-        "result_text": explain_answer(schedule.result_code, answered),
-        "requested_by_name": schedule.requested_by_name,
-        "revision": schedule.revision,
-        "cancelled_label": _cancelled(schedule),
-        "attempts": [
-            {
-                "number": a.attempt,
-                "started_label": time_labels.both(a.started_at, zone, seconds=True),
-                "finished_at": a.finished_at,
-                "code": a.code,
-                "http_status": a.http_status,
-                "text": explain_answer(a.code, a.http_status),
-            }
-            for a in schedule.attempts
-        ],
-        # Filled in by `card` for the page it appears on.
-        "title": None,
-        "viewer_label": None,
-        "stale": None,
-        "repin_version": None,
-        "cancellable": False,
-    }
-    view.update(_next_try(schedule, moment))
-    return view
-
-
-def card(
-    schedule: Schedule,
-    moment: Moment,
-    *,
-    context_kind: str,
-    read: ContentRead | None,
-    viewer_zone: str | None = None,
-) -> dict[str, Any]:
-    """A schedule as one page shows it: with what Dee Wan reports now about its content."""
-    view = schedule_view(schedule, moment)
-    view["cancellable"] = may_cancel(context_kind, read, schedule)
-    if viewer_zone is not None and viewer_zone != schedule.timezone:
-        view["viewer_label"] = time_labels.wall(schedule.due_at, viewer_zone)
-    if read is None:
-        return view
-    if context_kind == "manage":
-        view["title"] = read.content.title
-    view["stale"] = stale_reason(schedule, read)
-    fresh = pin_of(schedule.kind, read.content)
-    if (
-        view["stale"]
-        and context_kind == "content"
-        and fresh is not None
-        and offers(read, schedule.kind, schedule.to_state)
-    ):
-        view["repin_version"] = fresh
-    return view
+    next_label, next_note = _next_try(schedule, moment)
+    return ScheduleCard(
+        id=schedule.id,
+        content_id=schedule.content_id,
+        kind=schedule.kind,
+        kind_label=KIND.get(schedule.kind, schedule.kind),
+        version_id=schedule.version_id,
+        due_at=schedule.due_at,
+        timezone=zone,
+        local_label=_wall(schedule),
+        utc_label=format_utc(schedule.due_at),
+        deadline_label=time_labels.deadline(schedule.due_at, moment.max_lateness_ms),
+        status=schedule.status,
+        status_label=STATUS[schedule.status],
+        result_code=schedule.result_code,
+        result_text=explain_answer(schedule.result_code, answered),
+        requested_by_name=schedule.requested_by_name,
+        revision=schedule.revision,
+        cancelled_label=_cancelled(schedule),
+        attempts=tuple(_attempt_line(a, zone) for a in schedule.attempts),
+        next_label=next_label,
+        next_note=next_note,
+    )
 
 
 def cards(
-    rows: list[Schedule],
-    moment: Moment,
-    *,
-    context_kind: str,
-    reads: Mapping[str, ContentRead | None],
-    viewer_zone: str | None = None,
-) -> list[dict[str, Any]]:
-    """`reads` maps a content's primary id to its read (None when it failed)."""
-    return [
-        card(
-            s,
-            moment,
-            context_kind=context_kind,
-            read=reads.get(s.content_id),
-            viewer_zone=viewer_zone,
-        )
-        for s in rows
-    ]
+    rows: Iterable[Listed], moment: Moment, *, viewer_zone: str | None = None
+) -> tuple[ScheduleCard, ...]:
+    return tuple(_card(row, moment, viewer_zone) for row in rows)
+
+
+def _card(row: Listed, moment: Moment, viewer_zone: str | None) -> ScheduleCard:
+    schedule = row.schedule
+    card = schedule_card(schedule, moment)
+    viewer = None
+    if viewer_zone is not None and viewer_zone != schedule.timezone:
+        viewer = time_labels.wall(schedule.due_at, viewer_zone)
+    return replace(
+        card,
+        cancellable=row.cancellable,
+        title=row.title,
+        viewer_label=viewer,
+        stale=row.stale,
+        repin_version=row.repin_version,
+    )
+
+
+def pager(
+    href: Callable[[int], str], page_number: int, total: int, shown: int, has_next: bool
+) -> Pager:
+    """Pages of PAGE_SIZE with `rel` links; `href(n)` is the view's address for page n."""
+    last_page = max(1, -(-total // PAGE_SIZE))
+    first_shown = (page_number - 1) * PAGE_SIZE + 1
+    return Pager(
+        page_number=page_number,
+        last_page=last_page,
+        total=total,
+        first_shown=first_shown,
+        last_shown=first_shown + shown - 1,
+        prev_href=href(page_number - 1) if 1 < page_number <= last_page else None,
+        next_href=href(page_number + 1) if has_next else None,
+        last_href=href(last_page),
+    )
+
+
+def _attempt_line(attempt: Attempt, zone: str) -> AttemptLine:
+    return AttemptLine(
+        number=attempt.number,
+        started_label=time_labels.both(attempt.started_at, zone, seconds=True),
+        finished_at=attempt.finished_at,
+        code=attempt.code,
+        http_status=attempt.http_status,
+        text=explain_answer(attempt.code, attempt.http_status),
+    )
 
 
 def _wall(schedule: Schedule) -> str:
@@ -130,15 +206,15 @@ def _cancelled(schedule: Schedule) -> str | None:
     return f"by {schedule.cancelled_by_name} at {when}"
 
 
-def _next_try(schedule: Schedule, moment: Moment) -> dict[str, str | None]:
-    """The tick that will really send a retrying schedule, or why none will."""
+def _next_try(schedule: Schedule, moment: Moment) -> tuple[str | None, str | None]:
+    """The tick that will really send a retrying schedule (its label), or why none will."""
     if schedule.status != Status.RETRYING or schedule.next_attempt_at is None:
-        return {"next_label": None, "next_note": None}
+        return None, None
     planned = time_labels.planned_try(schedule.next_attempt_at, moment.now_ms)
     if planned > schedule.due_at + moment.max_lateness_ms:
         deadline = time_labels.deadline(schedule.due_at, moment.max_lateness_ms)
-        return {
-            "next_label": None,
-            "next_note": f"No more tries: the next run comes after {deadline}, when the plugin stops sending.",
-        }
-    return {"next_label": time_labels.both(planned, schedule.timezone), "next_note": None}
+        return (
+            None,
+            f"No more tries: the next run comes after {deadline}, when the plugin stops sending.",
+        )
+    return time_labels.both(planned, schedule.timezone), None

@@ -17,7 +17,7 @@ from urllib.parse import quote_from_bytes, urlsplit
 
 from scheduling.app import App
 from scheduling.config import Misconfigured
-from scheduling.http.refusals import Refusal, invalid_request
+from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response, json_response
 from scheduling.services import log

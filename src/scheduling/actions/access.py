@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.dee_wan import ContentRead, CoreError, read_content
+from scheduling.actions.core_errors import read_refusal
+from scheduling.dee_wan import CoreError, read_content
 from scheduling.domain import associated_data, installation_token
+from scheduling.domain.content import ContentRead
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
-from scheduling.http.pages.wording import explain
-from scheduling.http.refusals import Refusal
+from scheduling.domain.refusals import Refusal
+from scheduling.domain.rights import offered_by
 from scheduling.ports import UnreadableSecret
 from scheduling.repository import installations, sessions
 from scheduling.repository.installations import Installation
@@ -30,7 +32,7 @@ async def open_token(services: Services, installation: Installation) -> str:
         services.crypto, installation.id, installation.token_sealed
     )
     if token is None:
-        raise Refusal(503, TOKEN_UNREADABLE, explain(TOKEN_UNREADABLE))
+        raise Refusal.explained(503, TOKEN_UNREADABLE)
     return token
 
 
@@ -50,29 +52,22 @@ async def open_access(services: Services, session: Session) -> Access:
     return Access(session, installation, token, delegation)
 
 
-async def read_session_content(services: Services, access: Access) -> ContentRead:
-    """Read the launched content with the person's delegation; refusals become pages."""
+async def read_content_with(services: Services, access: Access, content_id: str) -> ContentRead:
+    """One content, as the session's person sees it (their delegation); raises `CoreError`."""
+    return await read_content(
+        services.http, access.installation.base_url, access.token, access.delegation, content_id
+    )
+
+
+async def read_launched_content(services: Services, access: Access) -> ContentRead:
+    """Read the launched content, and keep with the session what it says: the content's
+    primary id and the changes Dee Wan offers this person now (what a cancel is judged by)."""
     assert access.session.content_id is not None
     try:
-        read = await read_content(
-            services.http,
-            access.installation.base_url,
-            access.token,
-            access.delegation,
-            access.session.content_id,
-        )
-    except CoreError as exc:
-        status = {
-            "dee_wan_unreachable": 502,
-            "untrusted_response": 502,
-            "plugin_unauthorized": 401,
-            "content_not_found": 404,
-        }.get(exc.code, 403)
-        raise Refusal(
-            status, exc.code, explain(exc.code), relaunch=exc.code == "plugin_unauthorized"
-        ) from None
-    if access.session.content_primary_id is None:
-        await sessions.remember_primary(
-            services.db, access.session.id_hash, read.content.primary_id
-        )
+        read = await read_content_with(services, access, access.session.content_id)
+    except CoreError as error:
+        raise read_refusal(error) from None
+    await sessions.remember_read(
+        services.db, access.session, read.content.primary_id, offered_by(read)
+    )
     return read

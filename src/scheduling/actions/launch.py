@@ -1,31 +1,44 @@
-"""`GET /installations/{id}?dee_wan_launch=dwl_…` — exchange the launch code, start a session (§4).
+"""A launch: trade Dee Wan's one-time launch code for a session (protocol §4).
 
 The code never appears in a page, a log line or the redirect: any failure is
-a page that explains what to do, with no session set.
+a refusal that explains what to do, with no session started. Exchanges that
+start no session are counted per client and installation, and a client past
+the limit is refused without a call to Dee Wan (`launch_throttle.py`).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
 
+from scheduling.actions.access import open_token
+from scheduling.actions.core_errors import NOT_OPENED, launch_refusal
 from scheduling.dee_wan import CoreError, exchange_launch
 from scheduling.domain import associated_data
+from scheduling.domain.launch_grant import LaunchExchange
+from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import has_shape, is_id
-from scheduling.http.guards import SESSION_TTL_MS, session_cookie
-from scheduling.http.handlers.access import open_token
-from scheduling.http.pages.wording import explain
-from scheduling.http.refusals import Refusal
-from scheduling.http.requests import Request
-from scheduling.http.responses import Response, redirect
+from scheduling.domain.wire import instant_ms
 from scheduling.launch_throttle import WINDOW_MS, Crowded, LaunchThrottle
 from scheduling.repository import installations, sessions
+from scheduling.repository.installations import Installation
 from scheduling.services import Services, log
 
-NOT_OPENED = "Could not open Scheduling"
+SESSION_TTL_MS = 30 * 60 * 1000
 
 
-async def launch(request: Request, services: Services, code: str) -> Response:
-    installation_id = request.path_params["installation_id"]
+@dataclass(frozen=True)
+class Launched:
+    """A session started: the cookie's value (a secret: never logged) and how long it lasts."""
+
+    installation_id: str
+    session_id: str
+    max_age_s: int
+
+
+async def launch(
+    services: Services, installation_id: str, code: str, client: str | None
+) -> Launched:
+    """`client` is who asks, as the runtime knows it (None when it cannot tell)."""
     if not is_id(installation_id) or not has_shape("launch_code", code):
         raise Refusal(
             400,
@@ -34,12 +47,12 @@ async def launch(request: Request, services: Services, code: str) -> Response:
             title="This link is not a valid launch",
             relaunch=True,
         )
-    # Held back for failed exchanges: answered without a call to Dee Wan (launch_throttle.py).
-    throttle, client = services.launch_throttle, request.client
+    # Held back for failed exchanges: answered without a call to Dee Wan.
+    throttle = services.launch_throttle
     _refuse_if_held(throttle, installation_id, client)
     try:
         with throttle.exchanging(installation_id, client):
-            return await _launch(services, installation_id, client, code)
+            return await _launch(services, installation_id, code, client)
     except Crowded:
         raise _too_many_launches(
             "Too many launches from your address at once.", "Wait a second", 1
@@ -69,10 +82,9 @@ def _too_many_launches(why: str, wait: str, wait_s: int) -> Refusal:
 
 
 async def _launch(
-    services: Services, installation_id: str, client: str | None, code: str
-) -> Response:
-    db = services.db
-    installation = await installations.get(db, installation_id)
+    services: Services, installation_id: str, code: str, client: str | None
+) -> Launched:
+    installation = await installations.get(services.db, installation_id)
     if installation is None:
         raise Refusal(
             404,
@@ -82,7 +94,7 @@ async def _launch(
         )
     token = await open_token(services, installation)
     try:
-        return await _exchange(services, installation_id, installation.base_url, token, code)
+        return await _exchange(services, installation, token, code)
     except Refusal:
         # Dee Wan was called and no session started: one more failure for this client.
         if await services.launch_throttle.failed(installation_id, client):
@@ -96,41 +108,12 @@ async def _launch(
 
 
 async def _exchange(
-    services: Services, installation_id: str, base_url: str, token: str, code: str
-) -> Response:
+    services: Services, installation: Installation, token: str, code: str
+) -> Launched:
     """Exchange the code and start the session; a Refusal when no session starts."""
-    db, crypto = services.db, services.crypto
-    try:
-        grant = await exchange_launch(services.http, base_url, token, code)
-    except CoreError as exc:
-        log.info("installation %s: launch exchange failed: %s", installation_id, exc.code)
-        message = {
-            "launch_not_found": "This launch link was already used or has expired (links last 60 seconds).",
-            "plugin_unauthorized": explain("plugin_unauthorized"),
-            "dee_wan_unreachable": explain("dee_wan_unreachable"),
-        }.get(exc.code, "Dee Wan did not confirm this launch.")
-        raise Refusal(
-            401 if exc.code != "dee_wan_unreachable" else 502,
-            exc.code,
-            message,
-            title=NOT_OPENED,
-            relaunch=True,
-        ) from None
-    if grant.installation_id != installation_id:
-        log.warning("installation %s: launch answer named another installation", installation_id)
-        raise Refusal(
-            401,
-            "untrusted_response",
-            "Dee Wan's answer did not match this installation.",
-            title=NOT_OPENED,
-            relaunch=True,
-        )
-
+    grant = await _grant(services, installation, token, code)
     now = services.clock.now_ms()
-    delegation_expires = int(
-        datetime.fromisoformat(grant.delegation.expires_at.replace("Z", "+00:00")).timestamp()
-        * 1000
-    )
+    delegation_expires = instant_ms(grant.delegation.expires_at)
     expires_at = min(now + SESSION_TTL_MS, delegation_expires)
     if expires_at <= now:
         raise Refusal(
@@ -140,18 +123,54 @@ async def _exchange(
             title=NOT_OPENED,
             relaunch=True,
         )
+    session_id = await _start_session(services, grant, delegation_expires, now, expires_at)
+    log.info(
+        "installation %s: %s session started for %s",
+        installation.id,
+        grant.context.kind,
+        grant.person.id,
+    )
+    return Launched(installation.id, session_id, (expires_at - now) // 1000)
+
+
+async def _grant(
+    services: Services, installation: Installation, token: str, code: str
+) -> LaunchExchange:
+    """Dee Wan's grant for `code`, checked to be for this installation."""
+    try:
+        grant = await exchange_launch(services.http, installation.base_url, token, code)
+    except CoreError as error:
+        log.info("installation %s: launch exchange failed: %s", installation.id, error.code)
+        raise launch_refusal(error) from None
+    if grant.installation_id != installation.id:
+        log.warning("installation %s: launch answer named another installation", installation.id)
+        raise Refusal(
+            401,
+            "untrusted_response",
+            "Dee Wan's answer did not match this installation.",
+            title=NOT_OPENED,
+            relaunch=True,
+        )
+    return grant
+
+
+async def _start_session(
+    services: Services, grant: LaunchExchange, delegation_expires: int, now: int, expires_at: int
+) -> str:
+    """Store the session (its id hashed, the delegation sealed to it); returns its id."""
+    crypto = services.crypto
     session_id = crypto.random_token()
     id_hash = await crypto.sha256_hex(session_id)
-    content_id = grant.context.content_id if grant.context.kind == "content" else None
+    installation_id = grant.installation_id
     await sessions.create(
-        db,
+        services.db,
         id_hash=id_hash,
         installation_id=installation_id,
         csrf_token=crypto.random_token(),
         person_id=grant.person.id,
         person_name=grant.person.name,
         context_kind=grant.context.kind,
-        content_id=content_id,
+        content_id=grant.context.content_id if grant.context.kind == "content" else None,
         delegation_sealed=await crypto.seal(
             grant.delegation.token, associated_data.delegation(installation_id, id_hash)
         ),
@@ -159,12 +178,4 @@ async def _exchange(
         now=now,
         expires_at=expires_at,
     )
-    log.info(
-        "installation %s: %s session started for %s",
-        installation_id,
-        grant.context.kind,
-        grant.person.id,
-    )
-    response = redirect(f"/installations/{installation_id}")
-    response.headers.append(("set-cookie", session_cookie(session_id, (expires_at - now) // 1000)))
-    return response
+    return session_id

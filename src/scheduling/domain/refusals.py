@@ -1,6 +1,6 @@
 """A refusal: the request may not go on, and whoever sent it is told why in plain words.
 
-Handlers and guards raise it; `App.handle` renders it in one place, as JSON
+Actions, guards and handlers raise it; `App.handle` renders it in one place, as JSON
 (`{"code", "message"}`) on the protocol and operator routes and as the error
 page (with its `data-error-code`) on the browser routes. Anything else a
 handler raises is a bug: a 500 `internal_error`, logged once.
@@ -9,6 +9,8 @@ handler raises is a bug: a 500 `internal_error`, logged once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from scheduling.domain.wording import explain
 
 
 class Refusal(Exception):
@@ -37,6 +39,11 @@ class Refusal(Exception):
         self.relaunch = relaunch
         self.title = title
         self.headers = tuple(headers)
+
+    @classmethod
+    def explained(cls, status: int, code: str, *, relaunch: bool = False) -> Refusal:
+        """A refusal whose message is the code's plain words (`domain/wording.py`)."""
+        return cls(status, code, explain(code), relaunch=relaunch)
 
 
 def invalid_request(message: str) -> Refusal:

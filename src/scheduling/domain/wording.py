@@ -45,6 +45,9 @@ CODES = {
     "nothing_published": "Nothing is published, so there is nothing to unpublish.",
     "dee_wan_unreachable": "Dee Wan could not be reached. Try again in a moment.",
     "cancel_not_allowed": "You may not cancel this schedule: Dee Wan does not let you make this change to this content now.",
+    "other_content": "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
+    "schedule_not_found": "There is no such schedule in this installation.",
+    "installation_not_found": "There is no such installation.",
 }
 
 

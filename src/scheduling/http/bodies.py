@@ -6,9 +6,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scheduling.http.refusals import invalid_request
+from scheduling.domain.refusals import invalid_request
 from scheduling.http.requests import Request
-from scheduling.http.safe_json import UnsafeJson
+from scheduling.safe_json import UnsafeJson
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -1,4 +1,5 @@
-"""The last runner tick: written with the tick's final batch, read by the status route."""
+"""The last runner tick's record: written once, when the tick has settled every batch, in a
+round trip of its own; read by the status route."""
 
 from __future__ import annotations
 

@@ -1,0 +1,50 @@
+"""A schedule as a page lists it: with what Dee Wan reports about its content now, and what
+the person who opened the page may do with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from scheduling.domain.content import ContentRead
+from scheduling.domain.pins import pin_of, stale_reason
+from scheduling.domain.rights import Rights
+from scheduling.domain.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class Listed:
+    schedule: Schedule
+    cancellable: bool  # the Cancel button: `Rights.shows_cancel`
+    title: str | None = None  # the content's title, read now (None: not read)
+    stale: str | None = None  # why Dee Wan would refuse it today (`pins.stale_reason`)
+    repin_version: str | None = None  # what one step would pin it to instead
+
+
+def listed(
+    rows: Iterable[Schedule], rights: Rights, reads: Mapping[str, ContentRead | None]
+) -> tuple[Listed, ...]:
+    """`reads` maps a content's primary id to its read now (None, or absent: not read)."""
+    return tuple(_listed(row, rights, reads.get(row.content_id)) for row in rows)
+
+
+def _listed(schedule: Schedule, rights: Rights, read: ContentRead | None) -> Listed:
+    cancellable = rights.shows_cancel(schedule)
+    if read is None:
+        return Listed(schedule, cancellable)
+    stale = stale_reason(schedule, read)
+    return Listed(
+        schedule,
+        cancellable,
+        title=read.content.title,
+        stale=stale,
+        repin_version=_repin_version(schedule, rights, read) if stale else None,
+    )
+
+
+def _repin_version(schedule: Schedule, rights: Rights, read: ContentRead) -> str | None:
+    """A stale schedule is re-pinned from its content's page, by a person Dee Wan lets make
+    that change, to what the content reports now (when there is something to pin)."""
+    if rights.manage or not rights.offers(schedule.kind, schedule.to_state):
+        return None
+    return pin_of(schedule.kind, read.content)

@@ -1,0 +1,85 @@
+"""A schedule and its attempts, as stored: one pinned change of one content at one instant.
+
+The repository reads and writes these records; the rules (`pins`, `rights`,
+`retry_policy`) and the pages read them. `revision` counts the schedules of
+this installation + content + kind, and goes into the idempotency key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduling.domain.statuses import Status
+
+
+@dataclass(frozen=True)
+class NewSchedule:
+    """What a create stores; the revision and the idempotency key are computed at insert."""
+
+    id: str
+    installation_id: str
+    content_id: str  # primary id
+    kind: str
+    to_state: str
+    version_id: str
+    workflow_revision: int
+    due_at: int
+    timezone: str
+    local_time: str
+    fold: str | None
+    requested_by: str
+    requested_by_name: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a stored schedule sends Dee Wan (protocol §6): the same on every retry."""
+
+    idempotency_key: str
+    content_id: str  # primary id
+    kind: str
+    to_state: str
+    version_id: str  # the pin
+    workflow_revision: int
+    requested_by: str
+    due_at: int
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One send of a schedule's command: started, and finished with Dee Wan's answer (or not:
+    a start without a finish belongs to a runner that died)."""
+
+    number: int
+    started_at: int
+    finished_at: int | None
+    code: str | None
+    http_status: int | None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    id: str
+    installation_id: str
+    content_id: str
+    kind: str
+    to_state: str
+    version_id: str
+    workflow_revision: int
+    revision: int
+    idempotency_key: str
+    due_at: int
+    timezone: str
+    local_time: str
+    fold: str | None
+    status: Status
+    result_code: str | None
+    attempt_count: int
+    next_attempt_at: int | None
+    requested_by: str
+    requested_by_name: str
+    created_at: int
+    updated_at: int
+    cancelled_by_name: str | None = None
+    cancelled_at: int | None = None
+    attempts: tuple[Attempt, ...] = ()

@@ -1,0 +1,41 @@
+"""A listing's own query parameters (`show`, `page`, `zone`), each checked; the rest dropped.
+
+The content page and the manage view page the same way, and a cancel posted
+from either comes back to the same page, filter and zone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlencode
+
+from scheduling.domain.statuses import GROUPS
+from scheduling.domain.timezones import known_zone
+from scheduling.http.requests import ascii_int
+
+SHOWS = ("all", *GROUPS)
+MAX_PAGE = 100_000
+
+
+def view_query(query: Mapping[str, str]) -> dict[str, str]:
+    """The view's own parameters from a query or a form, each checked; the rest dropped."""
+    chosen: dict[str, str] = {}
+    if query.get("show") in SHOWS:
+        chosen["show"] = query["show"]
+    number = ascii_int(query.get("page"), max_digits=len(str(MAX_PAGE)))
+    if number is not None and 1 <= number <= MAX_PAGE:
+        chosen["page"] = str(number)
+    zone = query.get("zone", "").strip()
+    if zone and known_zone(zone):
+        chosen["zone"] = zone
+    return chosen
+
+
+def page_number(query: Mapping[str, str]) -> int:
+    return int(view_query(query).get("page", "1"))
+
+
+def back_query(fields: Mapping[str, str]) -> str:
+    """After a cancel, back to the same page, filter and zone."""
+    chosen = view_query(fields)
+    return "&" + urlencode(chosen) if chosen else ""

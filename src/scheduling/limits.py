@@ -1,0 +1,50 @@
+"""Limits that several layers must agree on, kept in one place.
+
+The Dee Wan client obeys the request timeout, the wire models the largest
+integer D1 can store, and the runner store D1's bound-parameter limit;
+`config` checks the settings against all three (a lease must outlive a batch's
+timeouts, one batch must fit in a tick's D1 queries).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Every call to Dee Wan gives up after this long, body included (protocol §6, the Runner table).
+REQUEST_TIMEOUT_MS = 10_000
+# D1 binds through JavaScript: Pyodide hands |n| >= 2**53 - 1 over as a BigInt, which D1
+# refuses (measured in the harness), so a stored integer stays below that.
+MAX_STORED_INTEGER = 2**53 - 2
+# D1 allows 100 bound parameters per statement.
+MAX_BOUND_PARAMETERS = 100
+
+
+@dataclass(frozen=True)
+class StatementShape:
+    """A multi-row statement: `fixed` parameters, then `width` per row of its VALUES."""
+
+    fixed: int
+    width: int
+
+    def rows_per_statement(self) -> int:
+        return (MAX_BOUND_PARAMETERS - self.fixed) // self.width
+
+    def statements(self, rows: int) -> int:
+        return -(-rows // self.rows_per_statement())
+
+
+# The runner store's multi-row statements (repository/runner_store.py checks each binds so).
+CLAIM = StatementShape(fixed=4, width=4)
+REFUSE_UNSENT = StatementShape(fixed=2, width=5)
+SETTLE = StatementShape(fixed=3, width=5)
+FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
+DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
+
+
+def batch_cost(rows: int) -> int:
+    """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
+    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
+    dropped attempts)."""
+    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
+    settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
+    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
