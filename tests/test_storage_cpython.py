@@ -75,7 +75,12 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     shutil.copy(MIGRATIONS_DIR / "0001_initial.sql", first)
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
     assert apply_migrations(database.connection, first) == ["0001_initial.sql"]
-    later = ["0002_runner_status.sql", "0003_cancellation.sql", "0004_session_rights.sql"]
+    later = [
+        "0002_runner_status.sql",
+        "0003_cancellation.sql",
+        "0004_session_rights.sql",
+        "0005_notifications.sql",
+    ]
     assert apply_migrations(database.connection) == later
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]

@@ -72,6 +72,10 @@ class Crypto(Protocol):
 
     async def sha256_hex(self, value: str) -> str: ...
 
+    async def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        """HMAC-SHA256 of `message` under `key` (webhook signatures)."""
+        ...
+
     def random_token(self) -> str:
         """32 random bytes as 43 url-safe base64 characters."""
         ...

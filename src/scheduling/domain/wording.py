@@ -67,3 +67,12 @@ def explain_answer(code: str | None, http_status: int | None) -> str:
     if http_status == 429:
         return f"Dee Wan asked the plugin to slow down ({told}); it will try again."
     return explain(code)
+
+
+def explain_result(
+    result_code: str | None, last_code: str | None, last_http_status: int | None
+) -> str:
+    """The sentence a schedule's card (and its webhook) gives for its result: judged by the
+    last attempt's HTTP status when that attempt is what the result came from."""
+    answered = last_http_status if last_code is not None and last_code == result_code else None
+    return explain_answer(result_code, answered)

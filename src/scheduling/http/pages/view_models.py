@@ -11,7 +11,7 @@ from scheduling.domain.content import Content
 from scheduling.domain.localtime import format_utc, local_wall
 from scheduling.domain.schedule import Attempt, Schedule
 from scheduling.domain.statuses import Status
-from scheduling.domain.wording import KIND, STATUS, explain_answer
+from scheduling.domain.wording import KIND, STATUS, explain_answer, explain_result
 from scheduling.http.pages import time_labels
 from scheduling.repository.schedules import PAGE_SIZE
 from scheduling.repository.sessions import Session
@@ -116,7 +116,6 @@ def card_page(
 def schedule_card(schedule: Schedule, moment: Moment) -> ScheduleCard:
     zone = schedule.timezone
     last = schedule.attempts[-1] if schedule.attempts else None
-    answered = last.http_status if last is not None and last.code == schedule.result_code else None
     next_label, next_note = _next_try(schedule, moment)
     return ScheduleCard(
         id=schedule.id,
@@ -132,7 +131,11 @@ def schedule_card(schedule: Schedule, moment: Moment) -> ScheduleCard:
         status=schedule.status,
         status_label=STATUS[schedule.status],
         result_code=schedule.result_code,
-        result_text=explain_answer(schedule.result_code, answered),
+        result_text=explain_result(
+            schedule.result_code,
+            last.code if last is not None else None,
+            last.http_status if last is not None else None,
+        ),
         requested_by_name=schedule.requested_by_name,
         revision=schedule.revision,
         cancelled_label=_cancelled(schedule),
