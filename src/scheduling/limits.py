@@ -35,16 +35,31 @@ class StatementShape:
 
 # The runner store's multi-row statements (repository/runner_store.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
-REFUSE_UNSENT = StatementShape(fixed=2, width=5)
+REFUSE_UNSENT = StatementShape(fixed=3, width=5)
 SETTLE = StatementShape(fixed=3, width=5)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
+# The outbox (repository/outbox.py): events written with a settle or an unsent refusal, and
+# the deliveries' settle with its updates of the endpoints, by id.
+EVENTS = StatementShape(fixed=2, width=4)
+SETTLE_DELIVERIES = StatementShape(fixed=1, width=7)
+ENDPOINT_IDS = StatementShape(fixed=1, width=1)
+# Claiming deliveries: the claim, and reading their endpoints.
+CLAIM_DELIVERIES_COST = 2
 
 
 def batch_cost(rows: int) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
-    dropped attempts)."""
-    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
-    settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
+    (refusals and their events, claims, opening attempts) and its settle round trip (settles
+    and their events, finished or dropped attempts)."""
+    claim = REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows) + CLAIM.statements(rows) + 1
+    settle = SETTLE.statements(rows) + EVENTS.statements(rows) + FINISH_ATTEMPTS.statements(rows)
     return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
+
+
+def delivery_batch_cost(rows: int) -> int:
+    """The most D1 statements a batch of `rows` webhook deliveries can cost: its claim round
+    trip, and its settle round trip (the deliveries; endpoints marked failing or not, those
+    disabled by a 410, and the waiting deliveries of those)."""
+    settle = SETTLE_DELIVERIES.statements(rows) + 4 * ENDPOINT_IDS.statements(rows)
+    return CLAIM_DELIVERIES_COST + settle

@@ -12,18 +12,35 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
+from scheduling.domain.delivery_policy import ENDPOINT_GONE, DeliveryStatus
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status
 from scheduling.limits import (
     CLAIM,
     DROP_ATTEMPTS,
+    ENDPOINT_IDS,
+    EVENTS,
     FINISH_ATTEMPTS,
     REFUSE_UNSENT,
     SETTLE,
+    SETTLE_DELIVERIES,
     StatementShape,
 )
 from scheduling.ports import Database, Result, Row, Statement
+from scheduling.repository.outbox import (
+    CLAIM_DELIVERIES_SQL,
+    CLAIMED_ENDPOINTS_SQL,
+    ENDPOINTS_DELIVERED_SQL,
+    ENDPOINTS_FAILING_SQL,
+    ENDPOINTS_GONE_SQL,
+    EVENTS_SQL,
+    GONE_WAITING_SQL,
+    SETTLE_DELIVERIES_SQL,
+    ClaimedDelivery,
+    DeliveryTarget,
+    SettledDelivery,
+)
 
 # The two halves must match the partial indexes `schedules_waiting` and
 # `schedules_leased` word for word, so their statuses are literal text here
@@ -41,18 +58,37 @@ ranked AS (
            ROW_NUMBER() OVER (PARTITION BY s.installation_id
                               ORDER BY due.ready_at, due.id) AS turn
       FROM due JOIN schedules s ON s.id = due.id
-)
-SELECT s.id, s.installation_id, s.content_id, s.kind, s.to_state, s.version_id,
-       s.workflow_revision, s.idempotency_key, s.due_at, s.status, s.attempt_count,
-       s.lease_token, s.requested_by, i.base_url, i.token_sealed
+),
+chosen AS (
+SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.kind,
+       s.to_state, s.version_id, s.workflow_revision, s.idempotency_key, s.due_at, s.status,
+       s.attempt_count, s.lease_token, s.requested_by, s.result_code, s.timezone, s.local_time,
+       i.base_url, i.token_sealed,
+       (SELECT group_concat(sub.event_type, ' ')
+          FROM notification_endpoints e
+          JOIN notification_subscriptions sub ON sub.endpoint_id = e.id
+         WHERE e.installation_id = s.installation_id AND e.disabled_at IS NULL) AS subscribed
   FROM ranked
   JOIN schedules s ON s.id = ranked.id
   JOIN installations i ON i.id = s.installation_id
  WHERE ranked.turn <= ?2
  ORDER BY ranked.turn, ranked.ready_at, ranked.id
  LIMIT ?2
+),
+outbox AS (
+SELECT min(at) AS next_at FROM (
+    SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL
+    UNION ALL
+    SELECT min(lease_until) AS at FROM webhook_deliveries WHERE lease_until IS NOT NULL)
+)
+SELECT chosen.*, outbox.next_at AS outbox_next_at
+  FROM outbox LEFT JOIN chosen ON 1
+ ORDER BY chosen.turn, chosen.ready_at, chosen.id
 """
-# Round-robin: every installation's first due row, then every second, and so on.
+# Round-robin: every installation's first due row, then every second, and so on. Each row
+# carries the events its installation's endpoints hear of; and one row always comes back
+# (with no schedule when none is due) to say when the outbox next has a delivery due, so a
+# tick learns both in one statement and a tick with nothing to notify costs what it did.
 
 # What the runner observed of a row, matched as a whole (a NULL lease token as '').
 _SEEN = """
@@ -78,7 +114,7 @@ SELECT id, attempt_count, ?3 FROM schedules
 REFUSE_UNSENT_SQL = (
     """UPDATE schedules
    SET status = ?2, result_code = seen.column5, next_attempt_at = NULL,
-       lease_token = NULL, lease_until = NULL, updated_at = ?1
+       lease_token = NULL, lease_until = NULL, updated_at = ?1, settled_by = ?3
   FROM (VALUES {values}) AS seen"""
     + _SEEN
     + "\nRETURNING id"
@@ -87,7 +123,7 @@ REFUSE_UNSENT_SQL = (
 SETTLE_SQL = """UPDATE schedules
    SET status = done.column2, result_code = done.column3, next_attempt_at = done.column4,
        attempt_count = attempt_count - done.column5,
-       lease_token = NULL, lease_until = NULL, updated_at = ?2
+       lease_token = NULL, lease_until = NULL, updated_at = ?2, settled_by = ?1
   FROM (VALUES {values}) AS done
  WHERE schedules.id = done.column1 AND schedules.status = ?3
    AND schedules.lease_token = ?1
@@ -120,6 +156,10 @@ class DueRow:
     base_url: str
     token_sealed: str
     command: Command
+    result_code: str | None = None  # while retrying: the last attempt's code
+    timezone: str = "UTC"
+    local_time: str = ""
+    subscribed: frozenset[str] = frozenset()  # the events its installation's endpoints hear of
 
     @property
     def due_at(self) -> int:
@@ -137,6 +177,10 @@ class DueRow:
             base_url=row["base_url"],
             token_sealed=row["token_sealed"],
             command=command,
+            result_code=row["result_code"],
+            timezone=row["timezone"],
+            local_time=row["local_time"],
+            subscribed=frozenset((row["subscribed"] or "").split()),
         )
 
     def observed(self) -> tuple[object, ...]:
@@ -157,11 +201,27 @@ class Claim:
 @dataclass(frozen=True)
 class SettledClaim:
     """How one claim ends: where its schedule goes, and the attempt when a request left
-    (None: nothing was sent, so no attempt is counted)."""
+    (None: nothing was sent, so no attempt is counted); and the event it raises, when its
+    installation's endpoints hear of it."""
 
     claim: Claim
     settlement: Settlement
     attempt: Attempt | None
+    event: OutboxEvent | None = None
+
+
+@dataclass(frozen=True)
+class OutboxEvent:
+    """An event for the outbox: written only if the settle (or refusal) of `schedule_id` in
+    the same batch applies, once per subscribed endpoint."""
+
+    id: str
+    schedule_id: str
+    type: str
+    body: bytes
+
+    def values(self) -> tuple[object, ...]:
+        return (self.id, self.schedule_id, self.type, self.body.decode("utf-8"))
 
 
 class RunnerStore:
@@ -169,15 +229,21 @@ class RunnerStore:
         self.db = db
         self.statements = 0
         self.round_trips = 0
+        self.events_written = 0  # outbox rows this store's batches wrote
+        # When the outbox next has a delivery due (None: nothing waits), as of the last `due`.
+        self.outbox_next_at: int | None = None
 
     async def due(self, now: int, limit: int) -> list[DueRow]:
         """Up to `limit` due rows, round-robin across installations, oldest first in each.
 
         A row is due when it is pending or retrying with `next_attempt_at <= now`,
-        or running with `lease_until <= now` (its runner died mid-claim).
+        or running with `lease_until <= now` (its runner died mid-claim). The same
+        statement says when the outbox next has a delivery due (`outbox_next_at`).
         """
         [result] = await self._round_trip([self._due(now, limit)])
-        return [DueRow.from_row(row) for row in result.results]
+        rows = result.results
+        self.outbox_next_at = rows[0]["outbox_next_at"] if rows else None
+        return [DueRow.from_row(row) for row in rows if row["id"] is not None]
 
     async def claim(
         self,
@@ -186,6 +252,7 @@ class RunnerStore:
         lease_token: str,
         now: int,
         lease_ms: int,
+        events: Sequence[OutboxEvent] = (),
     ) -> tuple[list[Claim], list[str]]:
         """Claim `rows` and refuse `refusals` unsent, each on what was observed of it.
 
@@ -194,7 +261,8 @@ class RunnerStore:
         `lease_until = now + lease_ms`, `attempt_count + 1`, and opens the
         attempt's row. Of two runners claiming the same observed row, one wins.
         A refusal (caps reached, token unreadable) ends the row on the same
-        compare-and-set, without a claim. Returns the claims won and the ids refused.
+        compare-and-set, without a claim, and writes `events` (of refused rows) for
+        those it ended. Returns the claims won and the ids refused.
         """
         observed = {row.id: row for row in rows}
         statements: list[Statement] = []
@@ -202,10 +270,13 @@ class RunnerStore:
             statements += self._values(
                 REFUSE_UNSENT_SQL,
                 REFUSE_UNSENT,
-                (now, Status.REFUSED),
+                (now, Status.REFUSED, lease_token),
                 [(*row.observed(), code) for row, code in refusals],
             )
         refusal_count = len(statements)
+        if refusals and events:
+            statements += self._events(lease_token, now, events)
+        event_end = len(statements)
         if rows:
             lease = (lease_token, now + lease_ms, now)
             statements += self._values(
@@ -218,9 +289,10 @@ class RunnerStore:
             return [], []
         results = await self._round_trip(statements)
         refused = [str(r["id"]) for result in results[:refusal_count] for r in result.results]
+        self.events_written += sum(len(r.results) for r in results[refusal_count:event_end])
         won = [
             Claim(observed[str(r["id"])], int(r["attempt_count"]))
-            for result in results[refusal_count:claim_end]
+            for result in results[event_end:claim_end]
             for r in result.results
         ]
         return won, refused
@@ -233,7 +305,8 @@ class RunnerStore:
         A settle applies only while the row is still running under this claim's
         lease token; once the lease expired another runner may have reclaimed it,
         and then nothing of the row changes. Sent claims finish their attempt
-        row; unsent ones drop it and give the attempt back.
+        row; unsent ones drop it and give the attempt back. The claims' events
+        are written in the same batch, for the settles that applied only.
         """
         if not settled:
             return []
@@ -253,6 +326,10 @@ class RunnerStore:
             ],
         )
         settle_count = len(statements)
+        events = [s.event for s in settled if s.event is not None]
+        if events:
+            statements += self._events(lease_token, now, events)
+        event_end = len(statements)
         sent = [(s.claim.row.id, s.attempt) for s in settled if s.attempt]
         unsent = [(s.claim.row.id, s.claim.attempt) for s in settled if not s.attempt]
         if sent:
@@ -269,7 +346,73 @@ class RunnerStore:
             statements += self._values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
         results = await self._round_trip(statements)
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
+        self.events_written += sum(len(r.results) for r in results[settle_count:event_end])
         return [s.claim.row.id for s in settled if s.claim.row.id not in applied]
+
+    def _events(self, lease_token: str, now: int, events: Sequence[OutboxEvent]) -> list[Statement]:
+        return self._values(
+            EVENTS_SQL, EVENTS, (lease_token, now), [event.values() for event in events]
+        )
+
+    async def claim_deliveries(
+        self, lease_token: str, now: int, lease_ms: int, limit: int
+    ) -> tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]:
+        """Claim up to `limit` deliveries due at `now` (waiting ones whose time came, sending
+        ones whose lease expired), oldest first, under `lease_token` until `now + lease_ms`;
+        with the endpoints they go to, read in the same batch."""
+        lease_until = now + lease_ms
+        claimed, targets = await self._round_trip(
+            [
+                self.db.prepare(CLAIM_DELIVERIES_SQL).bind(lease_token, lease_until, now, limit),
+                self.db.prepare(CLAIMED_ENDPOINTS_SQL).bind(lease_token, lease_until),
+            ]
+        )
+        endpoints = (DeliveryTarget.from_row(row) for row in targets.results)
+        return (
+            sorted(
+                (ClaimedDelivery.from_row(row) for row in claimed.results),
+                key=lambda d: (d.created_at, d.id),
+            ),
+            {endpoint.id: endpoint for endpoint in endpoints},
+        )
+
+    async def settle_deliveries(
+        self, lease_token: str, settled: Sequence[SettledDelivery], now: int
+    ) -> list[str]:
+        """End deliveries claimed under `lease_token`; returns those whose lease was lost (left
+        as they are: another runner has them). In the same batch, each endpoint is marked:
+        failing since its first failed attempt, not failing once delivered to, and disabled
+        (with what it still had waiting) when it answered 410 Gone."""
+        if not settled:
+            return []
+        statements = self._values(
+            SETTLE_DELIVERIES_SQL, SETTLE_DELIVERIES, (lease_token,), [s.values() for s in settled]
+        )
+        settle_count = len(statements)
+        delivered = {
+            s.delivery.endpoint_id for s in settled if s.status == DeliveryStatus.DELIVERED
+        }
+        gone = {s.delivery.endpoint_id for s in settled if s.sent and s.error == ENDPOINT_GONE}
+        failing = {s.delivery.endpoint_id for s in settled if s.sent and s.error} - delivered
+        statements += self._ids(ENDPOINTS_DELIVERED_SQL, (), delivered)
+        statements += self._ids(ENDPOINTS_FAILING_SQL, (now,), failing)
+        statements += self._ids(ENDPOINTS_GONE_SQL, (now,), gone)
+        statements += self._ids(GONE_WAITING_SQL, (now,), gone)
+        results = await self._round_trip(statements)
+        applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
+        return [s.delivery.id for s in settled if s.delivery.id not in applied]
+
+    def _ids(self, template: str, fixed: tuple[object, ...], ids: set[str]) -> list[Statement]:
+        """`template` once per chunk of `ids` (its `{ids}` list), under the parameter limit."""
+        ordered = sorted(ids)
+        size = ENDPOINT_IDS.rows_per_statement()
+        statements = []
+        for start in range(0, len(ordered), size):
+            chunk = ordered[start : start + size]
+            first = len(fixed) + 1
+            listed = ", ".join(f"?{first + i}" for i in range(len(chunk)))
+            statements.append(self.db.prepare(template.format(ids=listed)).bind(*fixed, *chunk))
+        return statements
 
     async def record(self, build: Callable[[], Statement]) -> None:
         """One round trip carrying a statement (the tick's record) that `build` makes once

@@ -17,6 +17,7 @@ from scheduling.domain.outcomes import RETRY_EXHAUSTED
 from scheduling.domain.retry_policy import REFUSED_LATE, Caps, after_attempt, may_send, too_late
 from scheduling.domain.schedule import Attempt
 from scheduling.repository.runner_store import Claim, DueRow, RunnerStore, SettledClaim
+from scheduling.runner.outbox_events import EventMaker
 from scheduling.runner.report import TickReport
 from scheduling.services import Services, log
 
@@ -48,6 +49,7 @@ class BatchRunner:
             lease_ms=config.lease_ms,
         )
         self._tokens: dict[str, str | None] = {}
+        self.events = EventMaker(services)
 
     async def claim(self, rows: Sequence[DueRow], lease_token: str) -> tuple[list[Claim], int]:
         """Decide each row before any send: refuse it unsent, or claim it. Returns the claims
@@ -64,7 +66,15 @@ class BatchRunner:
                 refusals.append((row, TOKEN_UNREADABLE))
             else:
                 wanted.append(row)
-        won, refused = await self.store.claim(wanted, refusals, lease_token, at, self.caps.lease_ms)
+        events = [self.events.unsent(row, code, at) for row, code in refusals]
+        won, refused = await self.store.claim(
+            wanted,
+            refusals,
+            lease_token,
+            at,
+            self.caps.lease_ms,
+            events=[event for event in events if event is not None],
+        )
         self.report.refused_unsent += len(refused)
         self.report.claimed += len(won)
         self.report.lost_claim += len(wanted) - len(won)
@@ -112,7 +122,7 @@ class BatchRunner:
         started = self.clock()
         if too_late(due_at=row.due_at, now=started, caps=self.caps):
             self.report.refused_unsent_late += 1
-            return SettledClaim(claim, REFUSED_LATE, None)
+            return SettledClaim(claim, REFUSED_LATE, None, self.events.late(claim, started))
         token = self._tokens[row.installation_id]
         assert token is not None  # claimed only when it opened
         self.report.sent(started - row.due_at)
@@ -130,4 +140,5 @@ class BatchRunner:
         )
         self.report.ended(settlement.status)
         attempt = Attempt(claim.attempt, started, finished, outcome.code, outcome.http_status)
-        return SettledClaim(claim, settlement, attempt)
+        event = self.events.sent(claim, settlement, outcome, finished)
+        return SettledClaim(claim, settlement, attempt, event)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from scheduling.domain.delivery_policy import DeliveryStatus
 from scheduling.domain.statuses import Status
 
 
@@ -26,6 +27,14 @@ class TickReport:
     lateness_max_ms: int = 0
     d1_statements: int = 0
     d1_round_trips: int = 0
+    # Webhooks: outbox rows the tick's settles wrote, and the deliveries it made.
+    webhook_events: int = 0
+    webhook_sends: int = 0  # requests that left for an endpoint
+    webhooks_delivered: int = 0
+    webhooks_retrying: int = 0
+    webhooks_failed: int = 0
+    webhook_lost_lease: int = 0
+    webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
     _lateness: list[int] = field(default_factory=list, init=False, repr=False)
 
     def sent(self, lateness_ms: int) -> None:
@@ -43,6 +52,16 @@ class TickReport:
             self.retrying += 1
         else:
             self.refused += 1
+
+    def delivery_ended(self, status: DeliveryStatus, delay_ms: int) -> None:
+        """A claimed delivery settled as delivered, waiting (to retry) or failed."""
+        if status == DeliveryStatus.DELIVERED:
+            self.webhooks_delivered += 1
+            self.webhook_delay_max_ms = max(self.webhook_delay_max_ms, delay_ms)
+        elif status == DeliveryStatus.WAITING:
+            self.webhooks_retrying += 1
+        else:
+            self.webhooks_failed += 1
 
     def outcomes(self) -> dict[Status, int]:
         """How sent claims ended, by the status each settled in."""

@@ -1,5 +1,6 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
-tick's budget is spent, then write the tick's record once and log its line.
+tick's budget is spent, then deliver the webhooks the outbox has due (through the same slots,
+within what is left of the budget), then write the tick's record once and log its line.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from dataclasses import dataclass
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
-from scheduling.limits import batch_cost
+from scheduling.limits import batch_cost, delivery_batch_cost
 from scheduling.ports import Clock, Statement
 from scheduling.repository import tick_record
 from scheduling.repository.runner_store import RunnerStore
 from scheduling.runner.batch import BatchRunner
+from scheduling.runner.deliveries import DeliveryRunner
 from scheduling.runner.report import TickReport
 from scheduling.services import Services
 
@@ -64,6 +66,9 @@ class Tick:
         self.store = RunnerStore(services.db)
         self.report = TickReport(cron_delay_ms=invocation.cron_delay_ms)
         self.batches = BatchRunner(services, self.store, self.report, self.clock)
+        self.deliveries = DeliveryRunner(
+            services, self.store, self.report, self.clock, self._room_for_deliveries
+        )
 
     def clock(self) -> int:
         """The tick's instant advanced by the real time spent since the invocation began.
@@ -108,6 +113,8 @@ class Tick:
             ]
         if failures:
             raise failures[0]
+        if self._deliveries_due():
+            await self.deliveries.run(slots)
         await self.store.record(self._record)
         emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
         return self.report
@@ -126,7 +133,26 @@ class Tick:
             and self.report.sends + self.batch_size <= self.max_sends
         )
 
+    def _deliveries_due(self) -> bool:
+        """This tick's settles wrote events, or the outbox had a delivery due (as its due
+        queries said): a tick with nothing to notify spends nothing on it."""
+        next_at = self.store.outbox_next_at
+        return self.store.events_written > 0 or (next_at is not None and next_at <= self.clock())
+
+    def _room_for_deliveries(self, unsettled_batches: int) -> bool:
+        """Time, D1 queries and subrequests left for one more batch of deliveries at its most
+        expensive; what is left waits in the outbox for the next tick."""
+        cost = delivery_batch_cost(self.batch_size)
+        queries = self.store.statements + (unsettled_batches + 1) * cost + 1
+        sends = self.report.sends + self.report.webhook_sends + self.batch_size
+        return (
+            self.elapsed_ms() < self.budget_ms
+            and queries <= self.max_queries
+            and sends <= self.max_sends
+        )
+
     def _counts(self) -> dict[str, int]:
+        self.report.webhook_events = self.store.events_written
         self.report.d1_statements = self.store.statements
         self.report.d1_round_trips = self.store.round_trips
         return self.report.as_record()
