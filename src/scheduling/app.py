@@ -13,6 +13,7 @@ from scheduling.http.handlers import (
     home,
     installation,
     manifest,
+    notifications,
     schedules,
     static,
     status,
@@ -37,6 +38,22 @@ ROUTES = [
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
         schedules.cancel_schedule,
+    ),
+    Route("POST", "/installations/{installation_id}/notifications", notifications.add_endpoint),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
+        notifications.rotate_secret,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/delete",
+        notifications.delete_endpoint,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/test",
+        notifications.send_test,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
 ]

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 from scheduling.actions.access import Access, open_access, read_content_with
 from scheduling.actions.listing import Listed, listed
+from scheduling.actions.notifications import (
+    EndpointFormRefusal,
+    NotificationsView,
+    notifications_view,
+)
 from scheduling.concurrency import gather_limited
 from scheduling.dee_wan import CoreError
 from scheduling.domain.content import ContentRead
@@ -32,12 +37,20 @@ class ManageView:
     schedules: tuple[Listed, ...]
     site_zone: str  # as a title read reported it; UTC when none was read
     now_ms: int
+    notifications: NotificationsView
 
 
 async def show_manage(
-    services: Services, session: Session, *, group: str | None, page_number: int
+    services: Services,
+    session: Session,
+    *,
+    group: str | None,
+    page_number: int,
+    reveal: bool = False,
+    refused: EndpointFormRefusal | None = None,
 ) -> ManageView:
-    """Page `page_number` of `group` (None: all), each card with its content's title."""
+    """Page `page_number` of `group` (None: all), each card with its content's title; and the
+    installation's notification endpoints (`reveal`: a new secret waiting is shown now)."""
     access = await open_access(services, session)
     page = await manage_queries.manage_page(services.db, access.installation.id, group, page_number)
     reads = await read_titles(services, access, {s.content_id for s in page.schedules})
@@ -47,6 +60,7 @@ async def show_manage(
         schedules=listed(page.schedules, session.rights, reads),
         site_zone=next((r.site.timezone for r in reads.values() if r is not None), "UTC"),
         now_ms=services.clock.now_ms(),
+        notifications=await notifications_view(services, session, reveal=reveal, refused=refused),
     )
 
 

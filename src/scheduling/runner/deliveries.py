@@ -62,6 +62,12 @@ class DeliveryRunner:
                     )
                 )
                 await admitted.wait()
+                if len(claimed) < self.batch_size:
+                    break  # the outbox had no more due: nothing is written meanwhile
+        except BaseException:
+            for task in in_flight:  # the runner is stopping: so are its sends
+                task.cancel()
+            raise
         finally:
             outcomes = await asyncio.gather(*in_flight, return_exceptions=True)
         for outcome in outcomes:

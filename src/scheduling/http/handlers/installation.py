@@ -27,7 +27,11 @@ async def installation_page(request: Request, services: Services) -> Response:
     if session.context_kind == "manage":
         show = view_query(query).get("show", "all")
         group = None if show == "all" else show
-        view = await show_manage(services, session, group=group, page_number=page_number(query))
+        # A secret waiting to be shown is shown by a GET only (a HEAD must not use it up).
+        reveal = request.method == "GET"
+        view = await show_manage(
+            services, session, group=group, page_number=page_number(query), reveal=reveal
+        )
         return page(manage_page(view, lateness, query))
     shown = await show_content(
         services, session, page_number=page_number(query), created=query.get("created")

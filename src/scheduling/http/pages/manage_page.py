@@ -14,6 +14,7 @@ from scheduling.domain.statuses import GROUPS, group_of
 from scheduling.domain.timezones import zone_names
 from scheduling.http.listing_query import SHOWS, view_query
 from scheduling.http.pages import time_labels
+from scheduling.http.pages.notifications_page import NotificationsSection, notifications_section
 from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
@@ -76,6 +77,7 @@ class ManagePage:
     sections: tuple[Section, ...]
     card_page: CardPage
     pager: Pager
+    notifications: NotificationsSection
 
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:
@@ -128,6 +130,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
             len(shown),
             view.page.has_next,
         ),
+        notifications=notifications_section(view.notifications, zone, view.now_ms),
     )
 
 

@@ -15,6 +15,7 @@ from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
+from scheduling.http.pages.notifications_template import NOTIFICATIONS
 
 BASE = """<!doctype html>
 <html lang="en">
@@ -55,6 +56,7 @@ _SOURCES = {
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,
+    "notifications.html": NOTIFICATIONS,
     "home.html": HOME,
 }
 
