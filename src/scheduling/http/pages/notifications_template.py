@@ -56,6 +56,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
   </article>
   {% endfor %}
 
+  {% if n.problem and not n.can_add %}<div class="problem" role="alert" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
   {% if n.can_add %}
   <form method="post" action="/installations/{{ installation_id }}/notifications" data-form="notification-endpoint" class="endpoint-form" novalidate>
     {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
