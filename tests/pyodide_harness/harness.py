@@ -221,6 +221,12 @@ class Harness:
         digest: str = self._post("crypto/sha256", {"key": key, "value": value})["hex"]
         return digest
 
+    def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        """HMAC-SHA256 with scheduling.runtimes.workers.crypto.WebCrypto inside Pyodide."""
+        payload = {"key": TOKEN_KEY, "hmac_key_hex": key.hex(), "message_hex": message.hex()}
+        digest: str = self._post("crypto/hmac", payload)["hex"]
+        return bytes.fromhex(digest)
+
     def d1_check(self) -> dict[str, Any]:
         """Run the D1 adapter through its cases inside Pyodide (see harness_glue.d1_check)."""
         result: dict[str, Any] = self._post("d1-check")

@@ -506,6 +506,10 @@ async function main() {
       }
       case "/__harness/crypto/sha256":
         return json(res, 200, { hex: await glue.crypto_sha256(input.key, input.value) });
+      case "/__harness/crypto/hmac":
+        return json(res, 200, {
+          hex: await glue.crypto_hmac_sha256(input.key, input.hmac_key_hex, input.message_hex),
+        });
       case "/__harness/vars": {
         // Replace the variables and secrets (not the D1 binding), as a redeploy with new
         // vars would; the entry notices through its env fingerprint.

@@ -179,11 +179,12 @@ def loopback_receiver(delay_s: float = 0.0, path: str = "/hooks") -> Iterator[Lo
             status = receiver._next()
             if receiver.delay_s:
                 time.sleep(receiver.delay_s)
+            body = b"" if status in (204, 304) else b"ok"  # a 204 has no body
             try:
                 self.send_response(status)
-                self.send_header("content-length", "2")
+                self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(body)
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
