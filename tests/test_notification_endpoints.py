@@ -302,3 +302,33 @@ async def test_in_development_an_exact_dev_origin_is_taken_with_any_path(
     for refused in ("http://localhost:8788/webhooks", "http://127.0.0.1:8787/webhooks"):
         response = await post_endpoint(browser, installation.id, refused, ("schedule.refused",))
         assert response.status == 422, refused
+
+
+async def test_delete_data_removes_endpoints_and_deliveries_and_status_counts_them(
+    world: World,
+) -> None:
+    from tests.support.app import OPERATOR, call, runner_status
+
+    receiver = Receiver()
+    with_receivers(world, receiver)
+    installation, browser = await manage_of(world)
+    await add_endpoint(browser, installation.id)
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    await tick_at(world, s["due_at"])
+    last = (await runner_status(world.app))["last_tick"]
+    assert last["webhooks"] == {
+        "events": 1,
+        "sends": 1,
+        "delivered": 1,
+        "retrying": 0,
+        "failed": 0,
+        "lost_lease": 0,
+        "delay_max_ms": 0,
+    }
+    response = await call(
+        world.app, "POST", f"/admin/installations/{installation.id}/delete-data", headers=OPERATOR
+    )
+    assert response.status == 200
+    for table in ("notification_endpoints", "notification_subscriptions", "webhook_deliveries"):
+        assert world.db.connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
