@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from scheduling import webhooks
 from scheduling.domain import webhook_signing
 from scheduling.domain.endpoint_url import endpoint_url_problem
-from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, test_body
+from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, body_of_test_event
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.wording import explain
@@ -121,7 +121,9 @@ async def send_test(services: Services, session: Session, endpoint_id: str) -> s
     if secret is None:
         result = "secret_unreadable"
     else:
-        body = test_body(services.config.public_origin, endpoint.installation_id, endpoint.id, now)
+        body = body_of_test_event(
+            services.config.public_origin, endpoint.installation_id, endpoint.id, now
+        )
         attempt = await webhooks.post_event(
             services.http,
             services.crypto,

@@ -95,7 +95,9 @@ class ScheduleEvent:
         return _json({"type": self.type, "timestamp": rfc3339(self.at), "data": data})
 
 
-def test_body(public_origin: str, installation_id: str, endpoint_id: str, at: int) -> bytes:
+def body_of_test_event(
+    public_origin: str, installation_id: str, endpoint_id: str, at: int
+) -> bytes:
     """The body of a "Send test event": signed and sent like any event, about no schedule."""
     data = {
         "installation_id": installation_id,
