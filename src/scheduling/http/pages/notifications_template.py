@@ -42,10 +42,10 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
       <tbody>
       {% for d in e.deliveries %}
         <tr data-delivery-id="{{ d.id }}" data-delivery-status="{{ d.status }}">
-          <td>{{ d.event_label }}</td>
-          <td>{{ d.when_label }}</td>
-          <td><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
-          <td>{{ d.next_label or "—" }}</td>
+          <td data-label="Event">{{ d.event_label }}</td>
+          <td data-label="Time">{{ d.when_label }}</td>
+          <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
+          <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
         </tr>
       {% endfor %}
       </tbody>

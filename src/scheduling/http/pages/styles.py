@@ -78,6 +78,7 @@ table.deliveries { border-collapse: collapse; width: 100%; font-size: .95rem; }
 table.deliveries caption { text-align: left; font-weight: 600; padding: 0 0 .25rem; }
 table.deliveries th, table.deliveries td { text-align: left; vertical-align: top; padding: .3rem .5rem .3rem 0;
                                           border-bottom: 1px solid var(--line); }
+table.deliveries th { white-space: nowrap; }
 .delivery-delivered { color: var(--good); } .delivery-failed { color: var(--bad); }
 .endpoint-form input[type=url] { font: inherit; padding: .4rem .5rem; border: 1px solid #6e6e78; border-radius: 4px;
                                  width: 100%; max-width: 36rem; }
@@ -87,6 +88,8 @@ table.deliveries th, table.deliveries td { text-align: left; vertical-align: top
   table.deliveries thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
   table.deliveries tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
   table.deliveries td { display: block; border: 0; padding: .1rem 0; }
+  table.deliveries td::before { content: attr(data-label) ": "; font-weight: 600; }
+  table.deliveries td.none { display: none; }
 }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 """
