@@ -745,6 +745,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
         timeout=10,
     )
     seeded.raise_for_status()
+    page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
     launch(page, stack)  # manage, as the site admin
     section = page.locator("#notifications")
     assert section.get_by_role("heading", name="Notifications").is_visible()
