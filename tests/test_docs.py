@@ -21,7 +21,7 @@ from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind
 from scheduling.domain.retry_policy import Caps, after_attempt, backoff_ms, may_send
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
-from scheduling.repository.tick_record import LastTick
+from scheduling.repository.tick_history import LastTick
 from scheduling.runner.health import status_json
 
 README = Path(__file__).resolve().parents[1] / "README.md"

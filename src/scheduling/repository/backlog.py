@@ -24,6 +24,15 @@ WITH due AS (
 SELECT COUNT(*) OVER () AS backlog, id, installation_id, due_at
   FROM due ORDER BY due_at, id LIMIT 1
 """
+# How many rows are due, and whether any is: the same two halves, for the tick history's row
+# and for /healthz.
+DUE_COUNT_SQL = """(SELECT count(*) FROM (
+    SELECT 1 FROM schedules WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT 1 FROM schedules WHERE status = 'running' AND lease_until <= ?1))"""
+WORK_DUE_SQL = """(EXISTS (SELECT 1 FROM schedules
+     WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1)
+  OR EXISTS (SELECT 1 FROM schedules WHERE status = 'running' AND lease_until <= ?1))"""
 # Live rows now, finished rows over a recent window. The halves read the partial
 # indexes `schedules_waiting`, `schedules_leased` and `schedules_finished`, so the
 # cost (and D1's rows-read bill) follows live rows and recent activity, never
