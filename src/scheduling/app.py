@@ -13,6 +13,7 @@ from scheduling.http.handlers import (
     home,
     installation,
     manifest,
+    operator,
     schedules,
     static,
     status,
@@ -31,6 +32,8 @@ ROUTES = [
     Route("POST", "/admin/activation-codes", activation_codes.mint),
     Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
     Route("GET", "/admin/status", status.runner_status),
+    Route("GET", "/admin/metrics", operator.metrics),
+    Route("GET", "/healthz", operator.healthz),
     Route("GET", "/installations/{installation_id}", installation.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
     Route(
