@@ -11,73 +11,29 @@ parser), whose counters never decrease from one tick to the next.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
-from fake_core.transport import FakeCoreTransport
 from scheduling.domain.lateness import BOUNDS_MS, percentile
-from scheduling.ports import (
-    Database,
-    DatabaseError,
-    OutboundRequest,
-    OutboundResponse,
-    Result,
-    Statement,
-    TransportError,
-)
-from scheduling.repository.runner_store import DUE_SQL
+from scheduling.ports import Database
 from scheduling.runner.health import STALL_AFTER_MS
 from scheduling.runner.metrics import REFUSAL_RESULT_CODES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import START_MS, FakeClock, base_env, body, call, runner_status
+from tests.support.app import START_MS, FakeClock, body, call, runner_status
+from tests.support.day import (
+    BURST,
+    DAY_MINUTES,
+    DOWN,
+    FAILED,
+    GAP,
+    LATE_LAST_TICK_MS,
+    SECOND,
+    STALE,
+    day_world,
+    minute,
+    play_day,
+)
 from tests.support.metrics import Samples, counters, scrape, value
 from tests.support.world import MINUTE, World, bulk_due, tick_at
-
-SECOND = 1_000
-CAP_MS = 5 * MINUTE  # MAX_LATENESS_MS in this world: the gap's first schedule goes past it
-BURST = 120
-DOWN = (125, 128)  # Dee Wan refuses every connection from minute 125 to 127 included
-GAP = (300, 310)  # no tick from minute 300 to 309 included
-LATE_LAST_TICK_MS = 20 * SECOND
-
-
-def minute(m: int) -> int:
-    return START_MS + m * MINUTE
-
-
-class DayTransport(FakeCoreTransport):
-    """The fake Dee Wan, taking half a second of the test clock per transition it answers,
-    and unreachable while `down` says so."""
-
-    def __init__(self, world: World) -> None:
-        super().__init__(world.core)
-        self.world = world
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        if "/transitions" in request.url:
-            now = self.world.clock.now_ms()
-            if minute(DOWN[0]) <= now < minute(DOWN[1]):
-                raise TransportError("connection refused")
-            self.world.clock.advance(SECOND // 2)
-        return await super().send(request)
-
-
-class FailingDatabase:
-    """The database, whose due-row query fails while `armed` (a disk error in one tick)."""
-
-    def __init__(self, inner: SqliteDatabase) -> None:
-        self.inner = inner
-        self.armed = False
-
-    def prepare(self, sql: str) -> Statement:
-        return self.inner.prepare(sql)
-
-    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
-        if self.armed and any(getattr(s, "sql", "") == DUE_SQL for s in statements):
-            raise DatabaseError("disk I/O error")
-        return await self.inner.batch(statements)
 
 
 async def history(db: Database) -> list[dict[str, Any]]:
@@ -107,52 +63,23 @@ def never_decreased(before: Samples, after: Samples) -> None:
         assert after[key] >= old, f"{key} went from {old} to {after[key]}"
 
 
-@pytest.fixture
-def day(db: SqliteDatabase, clock: FakeClock) -> World:
-    world = World(db, clock, env=base_env(MAX_LATENESS_MS=str(CAP_MS)))
-    world.app.services.http = DayTransport(world)
-    world.app.services.db = FailingDatabase(db)
-    return world
+async def test_a_day_of_ticks_in_history_healthz_and_metrics(db: SqliteDatabase) -> None:
+    world = day_world(db)
+    before: dict[str, Samples] = {"counters": {}}
 
-
-async def test_a_day_of_ticks_in_history_healthz_and_metrics(day: World) -> None:
-    world = day
-    shop, blog = await world.install(), await world.install()
-    await bulk_due(world, shop, BURST, minute(60), "burst")
-    await bulk_due(world, blog, 1, minute(DOWN[0]), "down")
-    await bulk_due(world, shop, 1, minute(150), "stale")
-    world.core.state.edit("stale0")  # a new version: the pin is stale when it falls due
-    await bulk_due(world, shop, 1, minute(302), "gaplate")  # 8 min late at 310: past the cap
-    await bulk_due(world, shop, 1, minute(307), "gapok")  # 3 min late at 310: sent
-    await bulk_due(world, shop, 1, minute(2000), "later")  # tomorrow: stays pending
-
-    failing = world.app.services.db
-    assert isinstance(failing, FailingDatabase)
-    before: Samples = {}
-    ticks = 0
-    for m in range(24 * 60):
-        if GAP[0] <= m < GAP[1]:
-            continue
+    async def ahead(m: int) -> None:
         if m == GAP[1]:
             await the_gap(world)
-        if m == 200:
-            failing.armed = True
-            with pytest.raises(DatabaseError):
-                await tick_at(world, minute(m))
-            failing.armed = False
-        elif m == 24 * 60 - 1:  # the last one, delivered late
-            world.clock.now = minute(m) + LATE_LAST_TICK_MS
-            await world.app.tick(minute(m))
-        else:
-            await tick_at(world, minute(m))
-        ticks += 1
+
+    async def checked(m: int) -> None:
         types, samples = await scrape(world.app)
-        after = counters(types, samples)
-        never_decreased(before, after)
-        before = after
+        now = counters(types, samples)
+        never_decreased(before["counters"], now)
+        before["counters"] = now
         if m == GAP[1]:  # the runner is back
             assert await healthz(world) == (200, {"status": "ok"})
 
+    ticks = await play_day(world, before=ahead, after=checked)
     await the_history(world, ticks)
     await every_metric(world, ticks)
 
@@ -181,7 +108,7 @@ async def the_gap(world: World) -> None:
 
 async def the_history(world: World, ticks: int) -> None:
     rows = await history(world.db)
-    assert len(rows) == ticks == 24 * 60 - (GAP[1] - GAP[0])
+    assert len(rows) == ticks == DAY_MINUTES - (GAP[1] - GAP[0])
     assert {row["kind"] for row in rows} == {"tick"}
     by_minute = {(row["at"] - START_MS) // MINUTE: row for row in rows}
     assert not any(GAP[0] <= m < GAP[1] for m in by_minute)
@@ -216,10 +143,10 @@ async def the_history(world: World, ticks: int) -> None:
         1,
         3 * MINUTE,
     )
-    assert by_minute[150]["refused"] == 1  # the stale pin, refused by Dee Wan
+    assert by_minute[STALE]["refused"] == 1  # the stale pin, refused by Dee Wan
 
     failed = [row for row in rows if row["error"] is not None]
-    assert failed == [by_minute[200]]
+    assert failed == [by_minute[FAILED]]
     # The due query that failed, then the row's own write (as a tick's record counts itself).
     assert (failed[0]["error"], failed[0]["sends"], failed[0]["d1_round_trips"]) == (
         "DatabaseError",
@@ -235,7 +162,7 @@ async def the_history(world: World, ticks: int) -> None:
     assert back["cron_delay_ms"] == 0
     last = rows[-1]
     assert (last["at"], last["cron_delay_ms"]) == (
-        minute(24 * 60 - 1) + LATE_LAST_TICK_MS,
+        minute(DAY_MINUTES - 1) + LATE_LAST_TICK_MS,
         LATE_LAST_TICK_MS,
     )
     # Every row adds up to what the attempts say.
@@ -244,7 +171,7 @@ async def the_history(world: World, ticks: int) -> None:
 
 
 async def every_metric(world: World, ticks: int) -> None:
-    world.clock.now = minute(24 * 60 - 1) + LATE_LAST_TICK_MS + 5 * SECOND
+    world.clock.now = minute(DAY_MINUTES - 1) + LATE_LAST_TICK_MS + 5 * SECOND
     types, samples = await scrape(world.app)
     attempts = await sent_attempts(world.db)
     late = [a["late"] for a in attempts]
