@@ -216,6 +216,27 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_send_lateness_seconds_count", len(late))
     expect("scheduling_send_lateness_seconds_sum", sum(late) / 1000)
     assert samples == expected
+    # The totals behind them: one row per series that moved, from a fixed catalogue.
+    names = {
+        str(r["name"])
+        for r in (await world.db.prepare("SELECT name FROM runner_totals").all()).results
+    }
+    catalogue = {
+        "ticks:tick",
+        "ticks_failed:tick",
+        *(f"sends:{o}" for o in ("completed", "refused", "retrying")),
+        *(f"refusals:{code}" for code in REFUSAL_RESULT_CODES),
+        "refused_unsent:late",
+        "refused_unsent:other",
+        "lost_claims",
+        "lost_leases",
+        "limit_reached",
+        *(f"lateness_le:{bound}" for bound in BOUNDS_MS),
+        "lateness_count",
+        "lateness_sum_ms",
+    }
+    assert names <= catalogue
+    assert len(catalogue) == 38
     assert types == {
         "scheduling_due_backlog": "gauge",
         "scheduling_oldest_overdue_age_seconds": "gauge",

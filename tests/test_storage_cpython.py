@@ -10,8 +10,8 @@ import pytest
 
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import DatabaseError, UnreadableSecret
-from scheduling.repository import runner_store
-from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
+from scheduling.repository import operator_queries, runner_store, tick_history
+from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import (
@@ -278,8 +278,23 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
         (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
         (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
         (runner_store.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
+        (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
+        (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
+        (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
+        (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
+        (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
     ],
-    ids=["runner due rows", "status backlog", "status counts", "open attempts"],
+    ids=[
+        "runner due rows",
+        "status backlog",
+        "status counts",
+        "open attempts",
+        "healthz",
+        "history row's backlog",
+        "live counts",
+        "latest refusals",
+        "installations",
+    ],
 )
 def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
@@ -304,3 +319,68 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
     assert sql_list(WAITING) == "('pending', 'retrying')"
+
+
+# -- issue 21: the operator's reads and the tick's record ------------------------------------
+
+_TABLES = ("schedules", "schedule_attempts", "installations", "tick_history", "runner_totals")
+
+
+def _values(rows: int, width: int) -> str:
+    return ", ".join(
+        "(" + ", ".join(f"?{i * width + j + 1}" for j in range(width)) + ")" for i in range(rows)
+    )
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (tick_history.HEALTH_SQL, (0,)),
+        (tick_history.LAST_TICK_SQL, ()),
+        (LIVE_COUNTS_SQL, ()),
+        (tick_history.SERIES_SQL, (0, 1, 600_000)),
+        (operator_queries.RECENT_REFUSALS_SQL, ()),
+        (operator_queries.INSTALLATIONS_SQL, (0,)),
+        (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
+        (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
+        (tick_history.PRUNE_SQL, (0,)),
+        (runner_store.LAST_SENT_SQL.format(values=_values(20, 2)), (0,) * 40),
+    ],
+    ids=[
+        "healthz",
+        "last tick",
+        "live counts",
+        "history window",
+        "latest refusals",
+        "installations",
+        "history row",
+        "totals",
+        "pruning",
+        "last send",
+    ],
+)
+def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_by_scan(
+    sql: str, params: tuple[object, ...]
+) -> None:
+    """/healthz, /admin/metrics, /admin and the tick's write, on a fresh, never-analysed
+    database: every read of a table goes through an index (a partial one for schedules), so
+    the cost follows live rows, the day's activity and the 7 days of history, never the
+    table's size. The totals table is read whole: one row per counter series (a fixed set,
+    tests/test_operator_history.py counts them), never more."""
+    database = SqliteDatabase(":memory:")
+    apply_migrations(database.connection)
+    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
+    reads = [
+        step
+        for step in steps
+        if step.startswith(("SCAN", "SEARCH")) and step.split()[1] in (*_TABLES, "s", "i")
+    ]
+    for step in reads:
+        if step == "SCAN runner_totals":
+            continue
+        assert " USING " in step, steps
+        assert any(used in step for used in ("INDEX", "INTEGER PRIMARY KEY", "PRIMARY KEY")), steps
+    if sql is tick_history.HEALTH_SQL:
+        assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
+        assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps
+    database.close()

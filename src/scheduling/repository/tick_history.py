@@ -45,7 +45,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "lateness_sum_ms",
     *BUCKET_COLUMNS,
 )
-_INSERT_SQL = (
+INSERT_SQL = (
     "INSERT INTO tick_history (at, kind, error, duration_ms, backlog, "
     + ", ".join(REPORT_COLUMNS)
     + ") VALUES (?1, ?2, ?3, ?4, "
@@ -56,10 +56,10 @@ _INSERT_SQL = (
 )
 # Each counter series the invocation moved, as a JSON object of name -> amount: one statement
 # whatever the number of series, under D1's bound-parameter limit.
-_ADD_TOTALS_SQL = """INSERT INTO runner_totals (name, value)
+ADD_TOTALS_SQL = """INSERT INTO runner_totals (name, value)
 SELECT key, value FROM json_each(?1) WHERE value > 0
 ON CONFLICT (name) DO UPDATE SET value = value + excluded.value"""
-_PRUNE_SQL = f"""DELETE FROM tick_history WHERE rowid IN (
+PRUNE_SQL = f"""DELETE FROM tick_history WHERE rowid IN (
     SELECT rowid FROM tick_history WHERE at < ?1 ORDER BY at LIMIT {PRUNE_ROWS})"""
 
 # The last tick that ran to its end (a failed one does not say the runner is alive).
@@ -122,13 +122,13 @@ def write(
     if kind not in KINDS:
         raise ValueError(f"an invocation is one of {KINDS}")
     return [
-        db.prepare(_INSERT_SQL).bind(
+        db.prepare(INSERT_SQL).bind(
             at, kind, error, duration_ms, ended_at, *(int(counts[c]) for c in REPORT_COLUMNS)
         ),
-        db.prepare(_ADD_TOTALS_SQL).bind(
+        db.prepare(ADD_TOTALS_SQL).bind(
             json.dumps({name: int(n) for name, n in totals.items()}, separators=(",", ":"))
         ),
-        db.prepare(_PRUNE_SQL).bind(at - RETENTION_MS),
+        db.prepare(PRUNE_SQL).bind(at - RETENTION_MS),
     ]
 
 
