@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 WIDTH = 720
-HEIGHT = 200
-LEFT, RIGHT, TOP, BOTTOM = 96, 16, 14, 30
+HEIGHT = 240
+LEFT, RIGHT, TOP, BOTTOM = 108, 16, 14, 36
 # Nice steps for a duration axis (seconds) and for a count axis (times a power of ten).
 _DURATION_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600)
 _COUNT_STEPS = (1, 2, 2.5, 5)
@@ -26,6 +26,7 @@ MAX_Y_TICKS = 5
 class AxisTick:
     position: float  # x or y in the viewBox
     label: str
+    minor: bool = False  # left out where the chart is narrow (a phone), so labels never touch
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class Frame:
     """What every chart of a window shares: its slots, their labels, failures and gaps."""
 
     slots: int
-    x_labels: tuple[tuple[int, str], ...]  # (slot index where a label goes, label)
+    x_labels: tuple[tuple[int, str], ...]  # (slot index where a label goes, label); every
+    # second one is minor
     failed: tuple[int, ...]  # slot indexes with a failed invocation
     gaps: tuple[int, ...]  # slot indexes in which minutes had no tick
 
@@ -119,7 +121,7 @@ class Scale:
         return round(HEIGHT - BOTTOM - span * min(value, self.top) / self.top, 2)
 
     def label(self, value: float) -> str:
-        return duration_label(value) if self.duration else count_label(value)
+        return axis_duration(value, self.top) if self.duration else count_label(value)
 
     def ticks(self) -> tuple[AxisTick, ...]:
         count = round(self.top / self.step)
@@ -141,6 +143,16 @@ def duration_label(seconds: float) -> str:
     if secs:
         parts.append(f"{secs} s")
     return " ".join(parts)
+
+
+def axis_duration(seconds: float, top: float) -> str:
+    """An axis label, short and in one unit for the whole axis (the one its top reads best
+    in): `90 s`, `15 min`, `2.5 h`."""
+    if top <= 120:
+        return f"{seconds:g} s"
+    if top < 7200:
+        return f"{seconds / 60:g} min"
+    return f"{seconds / 3600:g} h"
 
 
 def count_label(value: float) -> str:
@@ -196,7 +208,10 @@ def line_path(
 
 
 def _frame_parts(frame: Frame) -> tuple[tuple[AxisTick, ...], tuple[float, ...], tuple[Rect, ...]]:
-    x_ticks = tuple(AxisTick(frame.x(index), label) for index, label in frame.x_labels)
+    x_ticks = tuple(
+        AxisTick(frame.x(index), label, minor=bool(n % 2))
+        for n, (index, label) in enumerate(frame.x_labels)
+    )
     markers = tuple(frame.centre(index) for index in frame.failed)
     gaps = tuple(
         Rect(frame.x(index), TOP, round(frame.slot_width, 2), HEIGHT - TOP - BOTTOM, "gap")

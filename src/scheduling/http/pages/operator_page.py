@@ -273,10 +273,13 @@ def _frame(now: int, window: Window) -> Frame:
 
 
 def _missed(now: int, window: Window) -> tuple[int, ...]:
-    """Minutes of each slot without a tick, from the first slot that has one to now (the
-    slot under way counts only the minutes already past, less one for a tick in flight)."""
+    """Minutes of each slot without a tick, from the history's start to now. A history that
+    starts inside the window starts somewhere within its first slot, which is not counted;
+    the slot under way counts only the minutes already past, less one for a tick in flight."""
     shape = window.shape
     first = next((i for i, s in enumerate(window.slots) if s is not None and s.ticks), None)
+    if first:  # after the window's first slot: the history began in it
+        first += 1
     counts = []
     for index, slot in enumerate(window.slots):
         start = window.since + index * shape.slot_ms
