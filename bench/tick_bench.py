@@ -167,7 +167,8 @@ async def install(app: App, port: int, control: httpx.AsyncClient, core_url: str
 
 
 def build_table(path: Path, total: int, live: int) -> sqlite3.Connection:
-    """`total` schedules of which `live` are pending (half of those due now); the rest history."""
+    """`total` schedules of which `live` are pending (half of those due now); the rest history,
+    all of it finished over a day ago but one row in 1,000, refused within the last day."""
     conn = sqlite3.connect(path, isolation_level=None)
     apply_migrations(conn)
     conn.executemany(
@@ -194,7 +195,9 @@ def build_table(path: Path, total: int, live: int) -> sqlite3.Connection:
                CASE WHEN i % {live_every} = 0 THEN
                     CASE WHEN (i / {live_every}) % 2 = 0 THEN {NOW} - 60000 ELSE {NOW} + 3600000 END
                END,
-               'usr', 'Ada', 0, {NOW} - 86400000 * 3 + (i % 259200) * 1000
+               'usr', 'Ada', 0,
+               CASE WHEN i % {live_every} != 0 AND i % 1000 = 1
+                    THEN {NOW} - (i % 86400) * 1000 ELSE 0 END
           FROM n
         """
     )
