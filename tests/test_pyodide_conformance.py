@@ -39,7 +39,15 @@ pytestmark = pytest.mark.pyodide
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
-TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
+TABLES = (
+    "schedule_attempts",
+    "schedules",
+    "sessions",
+    "activation_codes",
+    "installations",
+    "tick_history",
+    "runner_totals",
+)
 
 
 @pytest.fixture(scope="session")
@@ -261,7 +269,9 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     assert (status["last_tick"]["due"], status["last_tick"]["claimed"]) == (4, 3)
     assert status["last_tick"]["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
     assert (status["last_tick"]["refused_unsent"], status["last_tick"]["lost_claim"]) == (1, 0)
-    assert status["last_tick"]["d1"] == {"statements": 8, "round_trips": 5}
+    # due; claim (refusal, claim, open attempts); due again; settle, finish attempts and the
+    # installation's last send; the record (history row, totals, pruning)
+    assert status["last_tick"]["d1"] == {"statements": 11, "round_trips": 5}
     assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
     assert status["finished_last_24h"] == {
         "completed": 1,

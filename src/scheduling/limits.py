@@ -39,12 +39,16 @@ REFUSE_UNSENT = StatementShape(fixed=2, width=5)
 SETTLE = StatementShape(fixed=3, width=5)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
+LAST_SENT = StatementShape(fixed=0, width=2)
+# A tick's record: its history row, the running totals it adds to, the pruning of old rows
+# (repository/tick_history.py).
+RECORD_STATEMENTS = 3
 
 
 def batch_cost(rows: int) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
     (refusals, claims, opening attempts) and its settle round trip (settles, finished or
-    dropped attempts)."""
+    dropped attempts, each installation's last send)."""
     claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
     settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
-    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
+    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows) + LAST_SENT.statements(rows)

@@ -15,6 +15,7 @@ from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
+from scheduling.http.pages.operator_template import OPERATOR
 
 BASE = """<!doctype html>
 <html lang="en">
@@ -56,6 +57,7 @@ _SOURCES = {
     "content.html": CONTENT,
     "manage.html": MANAGE,
     "home.html": HOME,
+    "operator.html": OPERATOR,
 }
 
 
