@@ -80,3 +80,5 @@ def test_years_ahead_are_whole_years() -> None:
     assert years_ahead(ms("2027-06-30T10:00:00") - now) == 0
     assert years_ahead(ms("2027-07-02T10:00:00") - now) == 1
     assert years_ahead(ms("2031-07-01T12:00:00") - now) == 5
+    assert years_ahead(ms("2031-02-01T12:00:00") - now) == 5  # about 4.6 years
+    assert years_ahead(ms("2030-12-01T12:00:00") - now) == 4

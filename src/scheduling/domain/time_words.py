@@ -87,8 +87,10 @@ def duration_text(ms: int) -> str:
 
 
 def years_ahead(ms: int) -> int:
-    """Whole years from now to an instant `ms` ahead (0 when less than a year)."""
-    return max(0, ms) // YEAR_MS
+    """Years from now to an instant `ms` ahead, to the nearest (0 when less than a year)."""
+    if ms < YEAR_MS:
+        return 0
+    return (ms + YEAR_MS // 2) // YEAR_MS
 
 
 def years_text(years: int) -> str:

@@ -15,7 +15,10 @@ from zoneinfo import ZoneInfo
 # (their cost grows with its length) and is quoted back shortened.
 LONGEST_NAME = 64
 SUGGESTIONS = 3
-_CLOSE_ENOUGH = 0.6
+# A name is offered when it is this close to what was typed (difflib's ratio), and not much
+# further than the closest: `Berln` gets `Europe/Berlin`, not `Europe/Dublin` as well.
+_CLOSE_ENOUGH = 0.7
+_NEAR_THE_CLOSEST = 0.1
 
 
 class UnknownTimezone(Exception):
@@ -51,8 +54,8 @@ def canonical_zone(typed: str) -> str | None:
 
 
 def zone_suggestions(typed: str) -> tuple[str, ...]:
-    """Up to three known names closest to `typed`, the closest first: by the whole name, or
-    by its last part alone (`Berln` finds `Europe/Berlin`). None for long text."""
+    """Up to three known names close to `typed`, the closest first: by the whole name, or by
+    its last part alone (`Berln` finds `Europe/Berlin`). None for long text."""
     wanted = typed.strip().lower() if isinstance(typed, str) else ""
     if not wanted or len(wanted) > LONGEST_NAME:
         return ()
@@ -71,7 +74,8 @@ def zone_suggestions(typed: str) -> tuple[str, ...]:
         if best >= _CLOSE_ENOUGH:
             scores[name] = best
     ranked = sorted(scores, key=lambda name: (-scores[name], name))
-    return tuple(ranked[:SUGGESTIONS])
+    near = [name for name in ranked if scores[name] >= scores[ranked[0]] - _NEAR_THE_CLOSEST]
+    return tuple(near[:SUGGESTIONS])
 
 
 def quoted(typed: str) -> str:

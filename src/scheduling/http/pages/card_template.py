@@ -40,7 +40,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
     </div>
     <dl>
       <dt>When</dt>
-      <dd>{% if s.viewer_label %}<span class="viewer"><time datetime="{{ s.when_iso }}">{{ s.viewer_label }}</time></span>; entered as {{ s.when_short }}{% else %}<time datetime="{{ s.when_iso }}">{{ s.when_label }}</time>{% endif %}</dd>
+      <dd>{% if s.viewer_label %}<span class="viewer"><time datetime="{{ s.when_iso }}">{{ s.viewer_label }}</time></span>{% if s.timezone != "UTC" %}; entered as {{ s.when_short }}{% endif %}{% else %}<time datetime="{{ s.when_iso }}">{{ s.when_label }}</time>{% endif %}</dd>
       <dt>Status</dt>
       <dd><span class="status status-{{ s.status }}{% if s.late_ms %} is-late{% endif %}">{{ s.status_label }}</span>{% if s.cancelled_label %} {{ s.cancelled_label }}{% endif %}{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}</dd>
       {% if s.result_code %}

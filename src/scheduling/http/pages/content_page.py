@@ -63,6 +63,18 @@ class History:
     replaced: int  # of which were replaced by a newer schedule
     open: bool  # past the first page the history is what the person came for
 
+    @property
+    def summary(self) -> str:
+        """`History: 8 earlier schedules, all replaced by a newer one`."""
+        said = f"History: {self.count} earlier schedule{'' if self.count == 1 else 's'}"
+        if not self.replaced:
+            return said
+        if self.replaced == self.count:
+            return said + (
+                ", replaced by a newer one" if self.count == 1 else ", all replaced by a newer one"
+            )
+        return f"{said}, {self.replaced} of them replaced by a newer one"
+
 
 @dataclass(frozen=True)
 class ContentPage:
@@ -223,8 +235,8 @@ def _replaces(live: Schedule) -> str:
     when = instant_text(live.due_at, live.timezone)
     if live.status in WAITING:
         return (
-            f"A new schedule replaces the waiting one for {when} (version {live.version_id}): "
-            "that one will not be sent."
+            f"A new schedule replaces the waiting one of version {live.version_id}"
+            f" for {when}: that one will not be sent."
         )
     return (
         f"The schedule for {when} is being sent to Dee Wan right now; "
@@ -239,7 +251,7 @@ def _entered(form: FormValues, refused: bool) -> str | None:
     said = wall_text(form.local_time)
     if said == form.local_time:
         return None  # not a value the picker sends: nothing to restate
-    return f"You entered {said}." if refused else f"Suggested: {said}, the next whole hour."
+    return f"You entered {said}." if refused else f"Suggested: {said} (the next whole hour)."
 
 
 def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> FormValues:

@@ -20,7 +20,7 @@ CONTENT = """{% extends "base.html" %}
   <input type="hidden" name="local_time" value="{{ r.value if r.field == 'local_time' else form.local_time }}">
   <input type="hidden" name="timezone" value="{{ r.value if r.field == 'timezone' else form.timezone }}">
   <input type="hidden" name="fold" value="{{ form.fold }}">
-  <button type="submit" data-retry-{{ r.field|replace('_', '-') }}="{{ r.value }}">{% if r.field == "local_time" %}Schedule it at {{ r.label }} instead{% else %}Use {{ r.label }}{% endif %}</button>
+  <button type="submit" data-retry-{{ r.field|replace('_', '-') }}="{{ r.value }}">{% if r.field == "local_time" %}Schedule it at {{ r.label }} instead{% else %}Schedule it in {{ r.label }}{% endif %}</button>
 </form>
 {% endmacro %}
 {% block title %}{% if error %}Not scheduled: {% endif %}{{ title }}{% endblock %}
@@ -42,7 +42,7 @@ CONTENT = """{% extends "base.html" %}
   <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at <time datetime="{{ made.when_iso }}">{{ made.when_label }}</time>.</p>
   {% if notice.replaced %}<p data-replaced="{{ notice.replaced_id }}">It replaces the schedule for {{ notice.replaced }}, which will not be sent; it is kept in the history below.</p>{% endif %}
   <p data-deadline="{{ made.deadline_iso }}">If Dee Wan cannot be reached, nothing is sent after <time datetime="{{ made.deadline_iso }}">{{ made.deadline_label }}</time>.</p>
-  {% if notice.years_ahead %}<p data-years-ahead="{{ notice.years_ahead }}"><strong>Note:</strong> that is in {{ notice.years_ahead }}. If you meant an earlier year, schedule it again with the right date: the new schedule replaces this one.</p>{% endif %}
+  {% if notice.years_ahead %}<p data-years-ahead="{{ notice.years_ahead }}"><strong>Note:</strong> that is about {{ notice.years_ahead }} from now. If you meant an earlier year, schedule it again with the right date: the new schedule replaces this one.</p>{% endif %}
   {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ made.when_short }} happens only once, so that choice was not needed and was ignored.</p>{% endif %}
 </div>
 {% endif %}
@@ -109,7 +109,7 @@ CONTENT = """{% extends "base.html" %}
 {% endif %}
 {% if history.count %}
 <details class="history" id="history" data-history-count="{{ history.count }}" data-replaced-count="{{ history.replaced }}"{% if history.open %} open{% endif %}>
-  <summary>History: {{ history.count }} earlier schedule{% if history.count != 1 %}s{% endif %}{% if history.replaced %}, {{ history.replaced }} of them replaced by a newer one{% endif %}</summary>
+  <summary>{{ history.summary }}</summary>
   {{ schedule_list(history.cards, card_page, "Earlier schedules", empty="") }}
 </details>
 {% endif %}

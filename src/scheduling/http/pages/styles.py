@@ -36,9 +36,12 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .hint.replaces { margin: 0 0 .4rem 1.9rem; color: #6b4100; }
 .retries { display: flex; flex-wrap: wrap; gap: .5rem; margin: .5rem 0; }
 .retries form { margin: 0; }
+.retries button { background: #fff; color: var(--accent); }
+.confirm .inline { gap: 1rem; }
 details.history { border-top: 1px solid var(--line); margin: 1rem 0; padding-top: .5rem; }
 details.history > summary { cursor: pointer; font-weight: 600; padding: .25rem 0; }
 details.history[open] > summary { margin-bottom: .75rem; }
+details.history .schedule { background: var(--soft); }
 .status.is-late { color: #6b4100; }
 .confirm form { margin: 1rem 0; }
 :focus-visible { outline: 3px solid #e37400; outline-offset: 2px; }
