@@ -69,7 +69,7 @@ async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: Worl
     # The next whole hour at least half an hour ahead, in the form's zone; the picker's value
     # is the HTML standard's, the hint says it the one way.
     assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-01T13:00"', html)
-    assert "Suggested: Wed 1 Jul 2026, 13:00, the next whole hour." in html
+    assert "Suggested: Wed 1 Jul 2026, 13:00 (the next whole hour)." in html
     # The zone field suggests IANA names.
     assert 'list="zones"' in html
     assert '<datalist id="zones">' in html
