@@ -166,7 +166,11 @@ async def test_cancel_asks_first_naming_change_version_time_and_title(world: Wor
     assert f"Change Publish version {version}" in said
     assert "When Thu 2 Jul 2026, 09:00 CEST (Europe/Paris; 07:00 UTC)" in said
     assert (await row(world, sid))["status"] == "pending"  # asking cancels nothing
-    assert len(world.core.calls.of("content")) == reads + 1  # the title, read live
+    head = await browser._send(
+        "HEAD", f"/installations/{installation.id}/schedules/{sid}/cancel", {}
+    )
+    assert (head.status, head.body) == (200, b"")
+    assert len(world.core.calls.of("content")) == reads + 2  # the title, read live (GET, HEAD)
     cancelled = await browser.cancel(installation.id, sid)
     assert cancelled.status == 303
     assert (await row(world, sid))["status"] == "cancelled"
