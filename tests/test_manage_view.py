@@ -246,7 +246,8 @@ async def test_a_failed_title_read_shows_the_id_alone(world: World) -> None:
     # The page says why two cards show ids: one read timed out (fake_core's timeout fault
     # is a transport timeout), one was refused.
     assert 'data-titles-missing="2"' in html
-    assert "Dee Wan did not give the title of 2 contents" in html
+    assert "Dee Wan did not answer in time for 1 content (it is slow or not answering" in html
+    assert "Dee Wan did not give the title of 1 content, so their ids" in html
 
 
 class CountingClient:

@@ -657,7 +657,7 @@ async def test_titles_not_read_in_time_are_said(
     page = (await manager.get(f"/installations/{installation.id}")).body.decode()
     assert 'data-titles-missing="4"' in page
     assert (
-        "Dee Wan did not answer in time for 4 contents (it is slow right now), so their ids are"
-        " shown instead. Reload the page to try again." in page
+        "Dee Wan did not answer in time for 4 contents (it is slow or not answering right now),"
+        " so their ids are shown instead. Reload the page to try again." in page
     )
     assert page.count("of content <code>cnt_x") == 4

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scheduling.actions.access import Access, read_content_with
 from scheduling.concurrency import gather_limited
-from scheduling.dee_wan import CoreError
+from scheduling.dee_wan import UNAVAILABLE, CoreError
 from scheduling.domain.content import ContentRead
 from scheduling.services import Services, log
 
@@ -21,8 +21,8 @@ from scheduling.services import Services, log
 @dataclass(frozen=True)
 class Titles:
     reads: dict[str, ContentRead | None]  # content id -> its read, None when not read
-    late: int = 0  # reads the budget ran out on (Dee Wan slow)
-    failed: int = 0  # reads Dee Wan refused or did not answer
+    late: int = 0  # reads the budget ran out on, or Dee Wan did not answer (slow or down)
+    failed: int = 0  # reads Dee Wan refused, or answered in a way that cannot be trusted
 
     def title(self, content_id: str) -> str | None:
         read = self.reads.get(content_id)
@@ -51,7 +51,7 @@ async def read_titles(
                     read_content_with(services, access, content_id), remaining
                 )
             except CoreError as exc:
-                reason = exc.code
+                reason = _LATE if exc.code == UNAVAILABLE else exc.code
             except TimeoutError:
                 reason = _LATE
         log.info(

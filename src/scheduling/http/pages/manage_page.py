@@ -186,7 +186,8 @@ def _titles_note(titles: Titles) -> str | None:
     parts = []
     if titles.late:
         parts.append(
-            f"Dee Wan did not answer in time for {_contents(titles.late)} (it is slow right now)"
+            f"Dee Wan did not answer in time for {_contents(titles.late)}"
+            " (it is slow or not answering right now)"
         )
     if titles.failed:
         parts.append(f"Dee Wan did not give the title of {_contents(titles.failed)}")
