@@ -600,8 +600,9 @@ def csrf_of(page: str) -> str:
 
 
 def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
-    """Open the Worker from core's launch URL; returns the page's CSRF token. Manage (no
-    content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
+    """Open the Worker from core's launch URL; returns the content page's CSRF token ("" for
+    the manage view, which has no form: its cancels ask first, on a page with the form).
+    Manage (no content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
     person = "usr_editor" if context else "usr_admin"
     issued = core.control(
         "POST", "launch", {"installation_id": installation_id, "person_id": person, **context}
@@ -622,7 +623,7 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     browser.shown = dict(
         re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
     )
-    return csrf_of(page.text)
+    return csrf_of(page.text) if context else ""
 
 
 def wall_time(days_ahead: int, zone: str) -> str:
@@ -686,7 +687,10 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     )
     assert news.status_code == 303, news.text
     news_id = news.headers["location"].rsplit("created=", 1)[1]
-    manage_csrf = launch(core, browser, installation_id)
+    assert launch(core, browser, installation_id) == ""
+    confirm = browser.get(f"/installations/{installation_id}/schedules/{news_id}/cancel")
+    assert confirm.status_code == 200, confirm.text
+    manage_csrf = csrf_of(confirm.text)
     cancelled = browser.post_form(
         f"/installations/{installation_id}/schedules/{news_id}/cancel", {"csrf_token": manage_csrf}
     )
@@ -782,7 +786,9 @@ def test_the_content_page_speaks_plainly_under_pyodide(
     # The form now says, on the publish choice, what a new schedule would replace.
     form = browser.get(base).text
     assert f'data-replaces="{first_id}"' in form
-    assert re.search(rf"A new schedule replaces the waiting one for {INSTANT} CES?T", form)
+    assert re.search(
+        rf"A new schedule replaces the waiting one of version \S+ for {INSTANT} CES?T", form
+    )
 
     second = browser.post_form(
         f"{base}/schedules",
