@@ -496,7 +496,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     replaced = page.locator("[data-replaced]")
     assert replaced.get_attribute("data-replaced") == first
     assert replaced.inner_text().startswith(
-        f"It replaces the schedule for {spoken(summer, 'Europe/Berlin')}, which will not be sent"
+        f"It replaces the schedule of version {pinned} for {spoken(summer, 'Europe/Berlin')},"
+        " which will not be sent"
     )
     assert schedule_item(page, first).get_attribute("data-status") == "superseded"
     assert schedule_item(page, second).get_attribute("data-status") == "pending"
@@ -674,7 +675,9 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
     assert f"the pinned version {current} at {spoken(local, 'Europe/Paris')}" in notice
-    assert f"It replaces the schedule for {spoken(local, 'Europe/Paris')}" in notice
+    assert f"It replaces the schedule of version {pinned} for {spoken(local, 'Europe/Paris')}" in (
+        notice
+    )
     assert page.locator("[data-replaced]").get_attribute("data-replaced") == first
     assert schedule_item(page, first).get_attribute("data-status") == "superseded"
     assert schedule_item(page, second).get_attribute("data-pin-stale") is None

@@ -220,7 +220,8 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
     # The receipt names what it replaced, by its time (was: "It replaces the earlier schedule.").
     assert f'data-replaced="{old["id"]}"' in receipt
     assert (
-        "It replaces the schedule for Sun 25 Oct 2026, 02:30 CET (Europe/Berlin; 01:30 UTC),"
+        f"It replaces the schedule of version {old['version_id']} for Sun 25 Oct 2026, 02:30 CET"
+        " (Europe/Berlin; 01:30 UTC),"
         " which will not be sent" in text(receipt)
     )
     assert "pin-stale" not in schedules_on(receipt)[0]

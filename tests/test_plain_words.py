@@ -122,7 +122,8 @@ async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
     receipt = between(page, "data-confirmation=", "</div>")
     assert f'data-replaced="{first}"' in receipt
     assert (
-        "It replaces the schedule for Fri 2 Jul 2027, 09:00 CEST (Europe/Paris; 07:00 UTC),"
+        "It replaces the schedule of version ver_1 for Fri 2 Jul 2027, 09:00 CEST"
+        " (Europe/Paris; 07:00 UTC),"
         " which will not be sent" in text(receipt)
     )
 

@@ -293,7 +293,8 @@ async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
     html = (await browser.follow(second)).body.decode()
     # The receipt names what it replaced (was: "It replaces the earlier schedule.").
     assert (
-        "It replaces the schedule for Thu 2 Jul 2026, 09:00 CEST (Europe/Paris; 07:00 UTC)" in html
+        "It replaces the schedule of version <code>ver_1</code> for Thu 2 Jul 2026, 09:00 CEST"
+        " (Europe/Paris; 07:00 UTC)" in html
     )
     rows = (
         await world.db.prepare(

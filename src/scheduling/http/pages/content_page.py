@@ -51,6 +51,7 @@ class Receipt:
     card: ScheduleCard
     replaced: str | None  # the replaced schedule's time, in words
     replaced_id: str | None
+    replaced_version: str | None
     years_ahead: str | None  # "5 years", when it is more than a year ahead
 
 
@@ -189,6 +190,7 @@ def _receipt(view: ContentView, moment: Moment) -> Receipt | None:
         card=schedule_card(made, moment),
         replaced=instant_text(replaced.due_at, replaced.timezone) if replaced else None,
         replaced_id=replaced.id if replaced else None,
+        replaced_version=replaced.version_id if replaced else None,
         years_ahead=years_text(ahead) if ahead else None,
     )
 
