@@ -111,12 +111,22 @@ def test_time_table_row(index: int) -> None:
         code = CODE.findall(expected)[0]
         assert isinstance(result, TimeRefusal), f"row {index + 1}: expected {code}, got {result}"
         assert result.code == code
+        # `offers `a`, `b``: the refusal's one-click choices, the closest first.
+        offered = [r.value for r in result.retries]
+        if "offers nothing" in expected:
+            assert offered == [], f"row {index + 1}"
+        elif "offers" in expected:
+            wanted = CODE.findall(expected.split("offers", 1)[1])
+            assert offered[: len(wanted)] == wanted, f"row {index + 1}: offered {offered}"
     else:
         instant = CODE.findall(expected)
         assert instant, f"Time row {index + 1}: result needs a `YYYY-MM-DD HH:MM UTC`"
         assert isinstance(result, ResolvedTime), f"row {index + 1}: refused {result}"
         assert format_utc(result.due_at_ms) == instant[0]
-        assert (result.local_time, result.timezone) == (local, zone)
+        stored = (
+            CODE.findall(expected.split("stored as", 1)[1])[0] if "stored as" in expected else zone
+        )
+        assert (result.local_time, result.timezone) == (local, stored)
 
 
 # -- Runner -------------------------------------------------------------------------------

@@ -39,6 +39,11 @@ ROUTES = [
     Route("GET", "/installations/{installation_id}", installation.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
     Route(
+        "GET",
+        "/installations/{installation_id}/schedules/{schedule_id}/cancel",
+        schedules.cancel_page,
+    ),
+    Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
         schedules.cancel_schedule,

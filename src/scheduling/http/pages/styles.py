@@ -26,7 +26,24 @@ input[aria-invalid=true] { border: 2px solid var(--bad); }
 .choice { display: flex; gap: .5rem; align-items: center; margin: .2rem 0; }
 button { font: inherit; padding: .45rem 1rem; border-radius: 4px; border: 1px solid var(--accent);
          background: var(--accent); color: #fff; cursor: pointer; }
-form.cancel button { background: #fff; color: var(--bad); border-color: var(--bad); }
+a.button { display: inline-block; font: inherit; padding: .35rem .9rem; border-radius: 4px; text-decoration: none; }
+a.button.cancel { background: #fff; color: var(--bad); border: 1px solid var(--bad); }
+a.button.cancel:hover { text-decoration: underline; }
+button.danger { background: var(--bad); border-color: var(--bad); }
+.support { color: var(--muted); font-size: .85rem; margin: .5rem 0 0; }
+.schedule .support { margin: .25rem 0 0; }
+.attempts .support { margin: 0; }
+.hint.replaces { margin: 0 0 .4rem 1.9rem; color: #6b4100; }
+.retries { display: flex; flex-wrap: wrap; gap: .5rem; margin: .5rem 0; }
+.retries form { margin: 0; }
+.retries button { background: #fff; color: var(--accent); }
+.confirm .inline { gap: 1rem; }
+details.history { border-top: 1px solid var(--line); margin: 1rem 0; padding-top: .5rem; }
+details.history > summary { cursor: pointer; font-weight: 600; padding: .25rem 0; }
+details.history[open] > summary { margin-bottom: .75rem; }
+details.history .schedule { background: var(--soft); }
+.status.is-late { color: #6b4100; }
+.confirm form { margin: 1rem 0; }
 :focus-visible { outline: 3px solid #e37400; outline-offset: 2px; }
 /* Text-entry fields keep the ring while focus is on a part of them, e.g. the date picker button. */
 input[type=text]:focus, input[type=datetime-local]:focus-within { outline: 3px solid #e37400; outline-offset: 2px; }
@@ -52,6 +69,7 @@ form.repin { margin: .5rem 0 .25rem; }
 h3.day { border-bottom: 1px solid var(--line); padding-bottom: .25rem; margin: 1.25rem 0 .75rem; font-size: 1.05rem; }
 h4 { font-size: 1.05rem; margin: 0 0 .5rem; }
 .pager { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; margin: 1.5rem 0; }
+.pager-top { margin: .5rem 0 1rem; }
 .pager a { padding: .3rem 0; }
 .pager a[rel=next] { margin-left: auto; }
 a { color: var(--accent); }
