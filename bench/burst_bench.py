@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.domain import associated_data
+from scheduling.repository.tick_history import LAST_TICK_SQL
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
@@ -174,8 +174,8 @@ def run_pyodide(rows: int, latency_s: float) -> Burst:
             started = time.perf_counter()
             worker.scheduled(T + k * MINUTE)
             burst.tick_seconds.append(time.perf_counter() - started)
-            [record] = worker.sql("SELECT report FROM runner_last_tick")
-            burst.ticks.append(json.loads(record["report"]))
+            [record] = worker.sql(LAST_TICK_SQL)
+            burst.ticks.append(record)
             if worker.sql(LIVE_SQL)[0]["n"] == 0:
                 break
         burst.lateness_ms = [r["late"] for r in worker.sql(LATENESS_SQL)]

@@ -46,15 +46,19 @@ SETTLE_DELIVERIES = StatementShape(fixed=1, width=7)
 ENDPOINT_IDS = StatementShape(fixed=1, width=1)
 # Claiming deliveries: the claim, and reading their endpoints.
 CLAIM_DELIVERIES_COST = 2
+LAST_SENT = StatementShape(fixed=0, width=2)
+# A tick's record: its history row, the running totals it adds to, the pruning of old rows
+# (repository/tick_history.py).
+RECORD_STATEMENTS = 3
 
 
 def batch_cost(rows: int) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
     (refusals and their events, claims, opening attempts) and its settle round trip (settles
-    and their events, finished or dropped attempts)."""
+    and their events, finished or dropped attempts, each installation's last send)."""
     claim = REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows) + CLAIM.statements(rows) + 1
     settle = SETTLE.statements(rows) + EVENTS.statements(rows) + FINISH_ATTEMPTS.statements(rows)
-    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
+    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows) + LAST_SENT.statements(rows)
 
 
 def delivery_batch_cost(rows: int) -> int:

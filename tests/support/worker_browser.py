@@ -75,8 +75,9 @@ def csrf_of(page: str) -> str:
 
 
 def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
-    """Open the Worker from core's launch URL; returns the page's CSRF token. Manage (no
-    content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
+    """Open the Worker from core's launch URL; returns the page's CSRF token (the manage view
+    has it in its Notifications forms; its cancels ask first, on a page with its own form).
+    Manage (no content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
     person = "usr_editor" if context else "usr_admin"
     issued = core.control(
         "POST", "launch", {"installation_id": installation_id, "person_id": person, **context}

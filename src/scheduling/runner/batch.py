@@ -16,6 +16,7 @@ from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.outcomes import RETRY_EXHAUSTED
 from scheduling.domain.retry_policy import REFUSED_LATE, Caps, after_attempt, may_send, too_late
 from scheduling.domain.schedule import Attempt
+from scheduling.domain.statuses import Status
 from scheduling.repository.runner_store import Claim, DueRow, RunnerStore, SettledClaim
 from scheduling.runner.outbox_events import EventMaker
 from scheduling.runner.report import TickReport
@@ -76,6 +77,9 @@ class BatchRunner:
             events=[event for event in events if event is not None],
         )
         self.report.refused_unsent += len(refused)
+        codes = {row.id: code for row, code in refusals}
+        for schedule_id in refused:
+            self.report.refused_with(codes[schedule_id])
         self.report.claimed += len(won)
         self.report.lost_claim += len(wanted) - len(won)
         return won, len(refused)
@@ -102,6 +106,10 @@ class BatchRunner:
         settled = await asyncio.gather(*(in_slot(claim) for claim in claims))
         lost = await self.store.settle(lease_token, settled, self.clock())
         self.report.lost_lease += len(lost)
+        kept = {done.claim.row.id for done in settled} - set(lost)
+        for done in settled:
+            if done.settlement.status == Status.REFUSED and done.claim.row.id in kept:
+                self.report.refused_with(done.settlement.result_code)
         for schedule_id in lost:
             log.warning(
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id

@@ -1,10 +1,14 @@
-"""What one runner tick did, counted exactly: logged as one JSON line and kept for /admin/status."""
+"""What one runner tick did, counted exactly: logged as one JSON line, kept as a row of the tick
+history, and added to the running totals behind /admin/metrics."""
 
 from __future__ import annotations
 
+from bisect import insort
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from scheduling.domain import lateness
 from scheduling.domain.delivery_policy import DeliveryStatus
 from scheduling.domain.statuses import Status
 
@@ -24,6 +28,7 @@ class TickReport:
     lost_claim: int = 0  # another runner changed the row between our read and our claim
     lost_lease: int = 0  # our lease had expired at settle: the row was left as it was
     lateness_p50_ms: int = 0  # due_at → the moment a request left, over this tick's sends
+    lateness_p99_ms: int = 0
     lateness_max_ms: int = 0
     d1_statements: int = 0
     d1_round_trips: int = 0
@@ -35,14 +40,16 @@ class TickReport:
     webhooks_failed: int = 0
     webhook_lost_lease: int = 0
     webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
+    limit_reached: int = 0  # 1: it stopped at a budget (time, D1 queries, sends), not when done
     _lateness: list[int] = field(default_factory=list, init=False, repr=False)
+    _refusals: Counter[str] = field(default_factory=Counter, init=False, repr=False)
 
     def sent(self, lateness_ms: int) -> None:
         self.sends += 1
-        self._lateness.append(max(0, lateness_ms))
-        ordered = sorted(self._lateness)
-        self.lateness_p50_ms = ordered[(len(ordered) - 1) // 2]
-        self.lateness_max_ms = ordered[-1]
+        insort(self._lateness, max(0, lateness_ms))
+        self.lateness_p50_ms = lateness.percentile(self._lateness, 0.5)
+        self.lateness_p99_ms = lateness.percentile(self._lateness, 0.99)
+        self.lateness_max_ms = self._lateness[-1]
 
     def ended(self, status: Status) -> None:
         """A sent claim settled as `completed`, `refused` or `retrying`."""
@@ -62,6 +69,21 @@ class TickReport:
             self.webhooks_retrying += 1
         else:
             self.webhooks_failed += 1
+
+    def refused_with(self, code: str) -> None:
+        """A schedule this tick ended `refused` (sent or not), by its result code."""
+        self._refusals[code] += 1
+
+    def refusals(self) -> dict[str, int]:
+        """The schedules this tick ended `refused`, by result code."""
+        return dict(self._refusals)
+
+    def lateness_buckets(self) -> tuple[int, ...]:
+        """Sends at most each of `lateness.BOUNDS_MS` late (cumulative)."""
+        return lateness.cumulative_buckets(self._lateness)
+
+    def lateness_sum_ms(self) -> int:
+        return sum(self._lateness)
 
     def outcomes(self) -> dict[Status, int]:
         """How sent claims ended, by the status each settled in."""

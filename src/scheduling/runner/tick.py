@@ -1,6 +1,8 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
 tick's budget is spent, then deliver the webhooks the outbox has due (through the same slots,
-within what is left of the budget), then write the tick's record once and log its line.
+within what is left of the budget), then write the tick's record once (its row of the tick
+history, in the same round trip as the totals it adds to) and log its line. A tick that fails
+records its row too, with the exception's type, in one more write.
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from dataclasses import dataclass
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
-from scheduling.limits import batch_cost, delivery_batch_cost
+from scheduling.limits import RECORD_STATEMENTS, batch_cost, delivery_batch_cost
 from scheduling.ports import Clock, Statement
-from scheduling.repository import tick_record
 from scheduling.repository.runner_store import RunnerStore
+from scheduling.runner import history
 from scheduling.runner.batch import BatchRunner
 from scheduling.runner.deliveries import DeliveryRunner
 from scheduling.runner.report import TickReport
-from scheduling.services import Services
+from scheduling.services import Services, log
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,21 @@ class Tick:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
+        try:
+            slots = asyncio.Semaphore(self.concurrency)
+            await self._roll(slots)
+            if self._deliveries_due():
+                await self.deliveries.run(slots)
+            await self.store.record(self._record, RECORD_STATEMENTS)
+        except Exception as error:
+            await self._record_failure(error)
+            raise
+        emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
+        return self.report
+
+    async def _roll(self, slots: asyncio.Semaphore) -> None:
         """Batches roll: the next is claimed once every claim of the current one holds a slot,
         so its sends take over the slots as the last wave frees them."""
-        slots = asyncio.Semaphore(self.concurrency)
         in_flight: list[asyncio.Task[None]] = []
         try:
             rows = await self.store.due(self.now, self.batch_size)
@@ -103,6 +117,7 @@ class Tick:
                     )
                     await admitted.wait()
                 if not self._room_for_another_batch(sum(not task.done() for task in in_flight)):
+                    self.report.limit_reached = 1
                     break
                 rows = await self.store.due(self.clock(), self.batch_size)
         finally:
@@ -113,11 +128,6 @@ class Tick:
             ]
         if failures:
             raise failures[0]
-        if self._deliveries_due():
-            await self.deliveries.run(slots)
-        await self.store.record(self._record)
-        emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
-        return self.report
 
     def _room_for_another_batch(self, unsettled_batches: int) -> bool:
         """Time, D1 queries and subrequests left for one more batch at its most expensive.
@@ -126,7 +136,9 @@ class Tick:
         """
         # Settles not yet sent (counted in full), the next batch, and the tick's record.
         unsettled = unsettled_batches * batch_cost(self.batch_size)
-        queries = self.store.statements + unsettled + batch_cost(self.batch_size) + 1
+        queries = (
+            self.store.statements + unsettled + batch_cost(self.batch_size) + RECORD_STATEMENTS
+        )
         return (
             self.elapsed_ms() < self.budget_ms
             and queries <= self.max_queries
@@ -143,7 +155,7 @@ class Tick:
         """Time, D1 queries and subrequests left for one more batch of deliveries at its most
         expensive; what is left waits in the outbox for the next tick."""
         cost = delivery_batch_cost(self.batch_size)
-        queries = self.store.statements + (unsettled_batches + 1) * cost + 1
+        queries = self.store.statements + (unsettled_batches + 1) * cost + RECORD_STATEMENTS
         sends = self.report.sends + self.report.webhook_sends + self.batch_size
         return (
             self.elapsed_ms() < self.budget_ms
@@ -157,6 +169,23 @@ class Tick:
         self.report.d1_round_trips = self.store.round_trips
         return self.report.as_record()
 
-    def _record(self) -> Statement:
+    def _record(self, error: BaseException | None = None) -> list[Statement]:
         """The tick's record, built last so it counts the round trip that carries it."""
-        return tick_record.record(self.store.db, self.now, self.elapsed_ms(), self._counts())
+        self._counts()
+        return history.record(
+            self.store.db,
+            kind="tick",
+            at=self.now,
+            duration_ms=self.elapsed_ms(),
+            ended_at=self.clock(),
+            report=self.report,
+            error=error,
+        )
+
+    async def _record_failure(self, error: BaseException) -> None:
+        """A failed tick's row: what it counted before it failed, and the exception's type.
+        When the database is what failed, this fails too: the log line says the tick failed."""
+        try:
+            await self.store.record(lambda: self._record(error), RECORD_STATEMENTS)
+        except Exception as also:
+            log.warning("the failed tick could not be recorded: %s", type(also).__name__)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from scheduling.actions.notifications import EndpointForm, NotificationsView
 from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
 from scheduling.domain.notifications import DEFAULT_EVENTS, EVENT_TYPES, MAX_ENDPOINTS
+from scheduling.domain.time_words import duration_text, instant_text
 from scheduling.domain.wording import DELIVERY_STATUS, EVENTS, delivery_answer
 from scheduling.http.pages import time_labels
 from scheduling.repository.notification_endpoints import Delivery, Endpoint
@@ -78,7 +79,7 @@ def _card(endpoint: Endpoint, view: NotificationsView, zone: str, now_ms: int) -
         disabled_label=(
             None
             if endpoint.disabled_at is None
-            else time_labels.both(endpoint.disabled_at, zone, seconds=True)
+            else instant_text(endpoint.disabled_at, zone, seconds=True)
         ),
         failing_label=(
             _since(failing, now_ms)
@@ -96,7 +97,7 @@ def _line(delivery: Delivery, zone: str, now_ms: int) -> DeliveryLine:
     return DeliveryLine(
         id=delivery.id,
         event_label=EVENTS.get(delivery.event_type, delivery.event_type),
-        when_label=time_labels.both(delivery.created_at, zone, seconds=True),
+        when_label=instant_text(delivery.created_at, zone, seconds=True),
         status=delivery.status.value,
         status_label=DELIVERY_STATUS[delivery.status.value],
         answer=(
@@ -105,7 +106,7 @@ def _line(delivery: Delivery, zone: str, now_ms: int) -> DeliveryLine:
             else ""
         ),
         next_label=(
-            time_labels.both(time_labels.planned_try(delivery.next_attempt_at, now_ms), zone)
+            instant_text(time_labels.planned_try(delivery.next_attempt_at, now_ms), zone)
             if waiting and delivery.next_attempt_at is not None and delivery.attempt_count
             else None
         ),
@@ -117,10 +118,8 @@ def _test(endpoint: Endpoint, zone: str) -> str | None:
         return None
     result = endpoint.test_result
     answered = f"HTTP {result}" if result.isdigit() else delivery_answer(None, result) or result
-    return f"{answered} at {time_labels.both(endpoint.tested_at, zone, seconds=True)}"
+    return f"{answered} at {instant_text(endpoint.tested_at, zone, seconds=True)}"
 
 
 def _since(since: int, now_ms: int) -> str:
-    minutes = (now_ms - since) // 60_000
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return duration_text(now_ms - since)
