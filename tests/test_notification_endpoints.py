@@ -12,6 +12,7 @@ import pytest
 from fake_core import Fault
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
+from tests.support.metrics import scrape, value
 from tests.support.webhooks import (
     ANY_SECRET,
     HOOK_URL,
@@ -38,8 +39,10 @@ def snapshot(db: SqliteDatabase) -> dict[str, list[tuple[Any, ...]]]:
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         )
     ]
+    # Sorted here: a WITHOUT ROWID table (the running totals) has no rowid to order by.
     return {
-        t: db.connection.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables
+        t: sorted((tuple(r) for r in db.connection.execute(f"SELECT * FROM {t}")), key=repr)
+        for t in tables
     }
 
 
@@ -273,9 +276,10 @@ async def test_the_page_lists_recent_deliveries_and_marks_one_failing_for_an_hou
     page = (await browser.get(f"/installations/{installation.id}?zone=Europe/Paris")).body.decode()
     assert 'data-delivery-status="waiting"' in page
     assert "A schedule ends not done (refused)" in page
-    assert "2026-07-01 12:05:00 CEST (10:05:00 UTC)" in page  # the event, in the chosen zone
+    # The event, in the chosen zone; the next try: the minute's tick after +30 s.
+    assert "Wed 1 Jul 2026, 12:05:00 CEST (Europe/Paris; 10:05:00 UTC)" in page
     assert "HTTP 500" in page
-    assert "2026-07-01 12:06 CEST" in page  # the next try: the minute's tick after +30 s
+    assert "Wed 1 Jul 2026, 12:06 CEST (Europe/Paris; 10:06 UTC)" in page
     assert 'data-failing="true"' not in page
     # Sessions last 30 minutes: each look an hour on is a new launch.
     assert 'data-failing="true"' not in await manage_page_at(world, installation.id, 59)
@@ -326,6 +330,12 @@ async def test_delete_data_removes_endpoints_and_deliveries_and_status_counts_th
         "lost_lease": 0,
         "delay_max_ms": 0,
     }
+    # /admin/metrics counts them too, read as Prometheus would.
+    types, samples = await scrape(world.app)
+    assert types["scheduling_webhook_deliveries"] == "counter"
+    assert value(samples, "scheduling_webhook_events_total") == 1
+    assert value(samples, "scheduling_webhook_deliveries_total", outcome="delivered") == 1
+    assert value(samples, "scheduling_webhook_deliveries_total", outcome="retrying") == 0
     response = await call(
         world.app, "POST", f"/admin/installations/{installation.id}/delete-data", headers=OPERATOR
     )
