@@ -31,6 +31,8 @@ VARIABLES = (
     "TICK_BUDGET_MS",
     "MAX_D1_QUERIES_PER_TICK",
     "MAX_SENDS_PER_TICK",
+    "MAX_IN_FLIGHT_PER_INSTALLATION",
+    "QUEUE_CONSUMERS",
 )
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
@@ -141,13 +143,19 @@ class _Settings(BaseModel):
     MAX_D1_QUERIES_PER_TICK: PositiveInt = 1_000
     # Subrequests per invocation: 50 on Workers Free; more on Paid (see the README).
     MAX_SENDS_PER_TICK: PositiveInt = 1_000
+    # One installation's Dee Wan never has more of our requests in flight at once.
+    MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
+    # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
+    # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
+    QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
 
 def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
     """The longest a batch can hold its rows: claimed while the batch before sends its last
-    wave, then its own sends in waves of `send_concurrency`, each up to the timeout."""
+    wave, then its own sends in waves of `send_concurrency` (or fewer, when one installation's
+    in-flight cap is smaller), each up to the timeout."""
     waves = -(-rows_per_batch // send_concurrency) + 1
     return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
 
@@ -161,16 +169,24 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
         "TICK_BUDGET_MS",
         "MAX_D1_QUERIES_PER_TICK",
         "MAX_SENDS_PER_TICK",
+        "MAX_IN_FLIGHT_PER_INSTALLATION",
     )
     if any(name in problems for name in names):
         return {}
     found: dict[str, str] = {}
-    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, settings.SEND_CONCURRENCY)
+    waves_of = min(settings.SEND_CONCURRENCY, settings.MAX_IN_FLIGHT_PER_INSTALLATION)
+    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, waves_of)
     lease_ms = settings.LEASE_MS
     if lease_ms < needed:
+        concurrency = f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}"
+        if waves_of < settings.SEND_CONCURRENCY:
+            concurrency = (
+                f"MAX_IN_FLIGHT_PER_INSTALLATION={settings.MAX_IN_FLIGHT_PER_INSTALLATION}"
+                f" (below {concurrency})"
+            )
         found["LEASE_MS"] = (
             f"must be at least {needed} for MAX_ROWS_PER_TICK={settings.MAX_ROWS_PER_TICK} and "
-            f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
+            f"{concurrency}: a lease must outlive its batch "
             f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
     if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
@@ -284,6 +300,14 @@ class Configuration:
     @property
     def max_sends_per_tick(self) -> int:
         return int(self._need("MAX_SENDS_PER_TICK"))
+
+    @property
+    def max_in_flight_per_installation(self) -> int:
+        return int(self._need("MAX_IN_FLIGHT_PER_INSTALLATION"))
+
+    @property
+    def queue_consumers(self) -> int:
+        return int(self._need("QUEUE_CONSUMERS"))
 
     @property
     def admin_secret(self) -> str:

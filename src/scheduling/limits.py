@@ -35,16 +35,25 @@ class StatementShape:
 
 # The runner store's multi-row statements (repository/runner_store.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
+CLAIM_WITHIN = StatementShape(fixed=5, width=4)
 REFUSE_UNSENT = StatementShape(fixed=2, width=5)
 SETTLE = StatementShape(fixed=3, width=5)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 
 
-def batch_cost(rows: int) -> int:
+def batch_cost(rows: int, *, capped: bool = False) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
-    dropped attempts)."""
-    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
+    (refusals, claims, opening attempts; a queue consumer's claim also reads how many claims
+    each installation holds) and its settle round trip (settles, finished or dropped
+    attempts)."""
+    if capped:
+        claim = 1 + REFUSE_UNSENT.statements(rows) + CLAIM_WITHIN.statements(rows) + 1
+    else:
+        claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
     settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
     return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
+
+
+# Cloudflare Queues: at most 100 messages in one `sendBatch` (and 256 KB; ours are far smaller).
+MAX_MESSAGES_PER_SEND = 100

@@ -1,24 +1,54 @@
 """One batch of the runner's work: claim due rows, send each claim's command within a
 connection slot, and settle them all under the batch's lease.
 
-A tick rolls batches through one `BatchRunner`; anything else that is handed
-due rows (a queue consumer, say) claims, sends and settles them the same way.
+A tick rolls batches through one `BatchRunner`; a queue consumer does the same with the
+rows its messages name (`drain.py` rolls them for both).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from scheduling import dee_wan
 from scheduling.domain import installation_token
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.outcomes import RETRY_EXHAUSTED
-from scheduling.domain.retry_policy import REFUSED_LATE, Caps, after_attempt, may_send, too_late
+from scheduling.domain.retry_policy import (
+    REFUSED_LATE,
+    Caps,
+    after_attempt,
+    handed_back,
+    may_send,
+    too_late,
+)
 from scheduling.domain.schedule import Attempt
+from scheduling.ports import LimitReached
 from scheduling.repository.runner_store import Claim, DueRow, RunnerStore, SettledClaim
 from scheduling.runner.report import TickReport
 from scheduling.services import Services, log
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What one claim round trip decided for a batch's rows."""
+
+    won: list[Claim]
+    refused: list[str]  # ended unsent before any claim (caps reached, token unreadable)
+    held: list[str] = field(default_factory=list)  # left due by the per-installation cap
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A batch once its sends have answered: how each claim ended, which settles found their
+    lease taken over, and whether the settle was written at all (a platform limit can refuse
+    it: the claims then stay leased and are reclaimed after their lease)."""
+
+    claims: list[SettledClaim]
+    lost_lease: list[str]
+    written: bool
 
 
 class BatchRunner:
@@ -27,6 +57,10 @@ class BatchRunner:
     `clock` is the runner's clock: every decision (a claim, the lateness cap when a
     request leaves, a retry's plan, a settle) reads it. Installation tokens are
     opened once per runner and live only as long as it does.
+
+    `cap`, for a queue consumer, is MAX_IN_FLIGHT_PER_INSTALLATION enforced in D1 by the
+    claim itself. Whatever the claims, one runner never has more than that many requests
+    to one installation in flight at once.
     """
 
     def __init__(
@@ -35,23 +69,41 @@ class BatchRunner:
         store: RunnerStore,
         report: TickReport,
         clock: Callable[[], int],
+        *,
+        cap: int | None = None,
     ) -> None:
         config = services.config
         self.services = services
         self.store = store
         self.report = report
         self.clock = clock
+        self.cap = cap
         self.caps = Caps(
             max_attempts=config.max_attempts,
             max_lateness_ms=config.max_lateness_ms,
             max_retry_after_ms=config.max_retry_after_ms,
             lease_ms=config.lease_ms,
         )
+        in_flight = config.max_in_flight_per_installation
+        # Only needed where the connection slots alone would allow more.
+        self._per_installation = in_flight if in_flight < config.send_concurrency else None
+        self._installation_slots: dict[str, asyncio.Semaphore] = {}
         self._tokens: dict[str, str | None] = {}
+        self.limit: LimitReached | None = None
 
-    async def claim(self, rows: Sequence[DueRow], lease_token: str) -> tuple[list[Claim], int]:
-        """Decide each row before any send: refuse it unsent, or claim it. Returns the claims
-        won and how many rows were refused."""
+    def reached(self, limit: LimitReached) -> None:
+        """A platform limit refused a call: nothing more is claimed or sent in this invocation."""
+        if self.limit is None:
+            self.limit = limit
+            self.report.limit_reached = 1
+            log.warning(
+                "the invocation's %s limit was reached: it stops claiming, hands back what it"
+                " has not sent, and leaves the rest for the next invocation",
+                limit.kind,
+            )
+
+    async def claim(self, rows: Sequence[DueRow], lease_token: str) -> Claimed:
+        """Decide each row before any send: refuse it unsent, or claim it."""
         at = self.clock()
         refusals: list[tuple[DueRow, str]] = []
         wanted: list[DueRow] = []
@@ -64,11 +116,19 @@ class BatchRunner:
                 refusals.append((row, TOKEN_UNREADABLE))
             else:
                 wanted.append(row)
-        won, refused = await self.store.claim(wanted, refusals, lease_token, at, self.caps.lease_ms)
+        lease_ms = self.caps.lease_ms
+        held: list[str] = []
+        if self.cap is None:
+            won, refused = await self.store.claim(wanted, refusals, lease_token, at, lease_ms)
+        else:
+            won, refused, held = await self.store.claim_within(
+                wanted, refusals, lease_token, at, lease_ms, self.cap
+            )
         self.report.refused_unsent += len(refused)
         self.report.claimed += len(won)
-        self.report.lost_claim += len(wanted) - len(won)
-        return won, len(refused)
+        self.report.held_back += len(held)
+        self.report.lost_claim += len(wanted) - len(won) - len(held)
+        return Claimed(won, refused, held)
 
     async def send_and_settle(
         self,
@@ -76,26 +136,46 @@ class BatchRunner:
         lease_token: str,
         slots: asyncio.Semaphore,
         admitted: asyncio.Event,
-    ) -> None:
+    ) -> Settled:
         """Send every claim within a slot, then settle them all under the batch's lease.
         `admitted` is set once every claim holds a slot (the next batch may be claimed)."""
         waiting = len(claims)
 
         async def in_slot(claim: Claim) -> SettledClaim:
             nonlocal waiting
-            async with slots:
+            async with self._installation_slot(claim.row.installation_id), slots:
                 waiting -= 1
                 if waiting == 0:
                     admitted.set()
                 return await self._send(claim)
 
-        settled = await asyncio.gather(*(in_slot(claim) for claim in claims))
-        lost = await self.store.settle(lease_token, settled, self.clock())
+        settled = list(await asyncio.gather(*(in_slot(claim) for claim in claims)))
+        try:
+            lost = await self.store.settle(lease_token, settled, self.clock())
+        except LimitReached as limit:
+            self.reached(limit)
+            self.report.unsettled += len(settled)
+            log.warning(
+                "%d claims could not be settled (D1 refused): their lease runs out and they are"
+                " claimed again, with the same idempotency key",
+                len(settled),
+            )
+            return Settled(settled, [], written=False)
         self.report.lost_lease += len(lost)
         for schedule_id in lost:
             log.warning(
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
+        return Settled(settled, lost, written=True)
+
+    def _installation_slot(
+        self, installation_id: str
+    ) -> contextlib.AbstractAsyncContextManager[object]:
+        if self._per_installation is None:
+            return contextlib.nullcontext()
+        if installation_id not in self._installation_slots:
+            self._installation_slots[installation_id] = asyncio.Semaphore(self._per_installation)
+        return self._installation_slots[installation_id]
 
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once; None when TOKEN_KEY cannot open it."""
@@ -113,12 +193,21 @@ class BatchRunner:
         if too_late(due_at=row.due_at, now=started, caps=self.caps):
             self.report.refused_unsent_late += 1
             return SettledClaim(claim, REFUSED_LATE, None)
+        if self.limit is not None:
+            self.report.handed_back += 1
+            return SettledClaim(claim, handed_back(row.status, started), None)
         token = self._tokens[row.installation_id]
         assert token is not None  # claimed only when it opened
         self.report.sent(started - row.due_at)
-        outcome = await dee_wan.send_transition(
-            self.services.http, row.base_url, row.command, token, self.clock
-        )
+        try:
+            outcome = await dee_wan.send_transition(
+                self.services.http, row.base_url, row.command, token, self.clock
+            )
+        except LimitReached as limit:  # refused before it left: nothing was sent
+            self.report.withdrawn(started - row.due_at)
+            self.reached(limit)
+            self.report.handed_back += 1
+            return SettledClaim(claim, handed_back(row.status, self.clock()), None)
         finished = self.clock()
         settlement = after_attempt(
             outcome,

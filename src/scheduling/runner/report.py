@@ -1,4 +1,5 @@
-"""What one runner tick did, counted exactly: logged as one JSON line and kept for /admin/status."""
+"""What one runner invocation did, counted exactly: a tick's is logged as one JSON line and kept
+for /admin/status; a queue consumer's is logged the same way."""
 
 from __future__ import annotations
 
@@ -26,14 +27,33 @@ class TickReport:
     lateness_max_ms: int = 0
     d1_statements: int = 0
     d1_round_trips: int = 0
+    # A platform limit of the invocation (D1 queries, subrequests) refused a call: 1, else 0.
+    limit_reached: int = 0
+    handed_back: int = 0  # claimed, never sent because of that limit: back to waiting, due now
+    unsettled: int = 0  # sent or claimed, but the limit refused the settle: left to the lease
+    held_back: int = 0  # a queue consumer left due for MAX_IN_FLIGHT_PER_INSTALLATION
+    dispatched: int = 0  # rows a tick put in queue messages (the queue's consumers send them)
+    messages: int = 0  # queue messages a tick sent, or a consumer was handed
+    acked: int = 0  # a consumer's messages acknowledged (all they named is settled or not due)
+    retried: int = 0  # a consumer's messages given back to the queue (something left due)
+    queue_delay_ms: int = 0  # a consumer: the longest a message waited from its tick to here
     _lateness: list[int] = field(default_factory=list, init=False, repr=False)
 
     def sent(self, lateness_ms: int) -> None:
         self.sends += 1
         self._lateness.append(max(0, lateness_ms))
+        self._order()
+
+    def withdrawn(self, lateness_ms: int) -> None:
+        """A send counted by `sent` that the platform refused before it left."""
+        self.sends -= 1
+        self._lateness.remove(max(0, lateness_ms))
+        self._order()
+
+    def _order(self) -> None:
         ordered = sorted(self._lateness)
-        self.lateness_p50_ms = ordered[(len(ordered) - 1) // 2]
-        self.lateness_max_ms = ordered[-1]
+        self.lateness_p50_ms = ordered[(len(ordered) - 1) // 2] if ordered else 0
+        self.lateness_max_ms = ordered[-1] if ordered else 0
 
     def ended(self, status: Status) -> None:
         """A sent claim settled as `completed`, `refused` or `retrying`."""

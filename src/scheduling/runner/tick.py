@@ -1,19 +1,20 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
-tick's budget is spent, then write the tick's record once and log its line.
+tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers;
+then write the tick's record once and log its line.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
-from scheduling.limits import batch_cost
-from scheduling.ports import Clock, Statement
+from scheduling.ports import Clock, LimitReached, Statement
 from scheduling.repository import tick_record
 from scheduling.repository.runner_store import RunnerStore
 from scheduling.runner.batch import BatchRunner
+from scheduling.runner.dispatch import Dispatch
+from scheduling.runner.drain import Budget, Drain, DueRows
 from scheduling.runner.report import TickReport
 from scheduling.services import Services
 
@@ -51,19 +52,32 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 
 class Tick:
+    """Sends what is due (inline), or, with a queue, dispatches it to the queue's consumers;
+    then writes its record once and logs its line."""
+
     def __init__(self, services: Services, invocation: Invocation) -> None:
         config = services.config
         self.services = services
         self.now = invocation.at
         self.started = invocation.started
-        self.batch_size = config.max_rows_per_tick
-        self.concurrency = config.send_concurrency
-        self.budget_ms = config.tick_budget_ms
-        self.max_queries = config.max_d1_queries_per_tick
-        self.max_sends = config.max_sends_per_tick
         self.store = RunnerStore(services.db)
         self.report = TickReport(cron_delay_ms=invocation.cron_delay_ms)
         self.batches = BatchRunner(services, self.store, self.report, self.clock)
+        self.drain = Drain(
+            self.batches,
+            self.store,
+            self.report,
+            now=self.now,
+            clock=self.clock,
+            batch_size=config.max_rows_per_tick,
+            concurrency=config.send_concurrency,
+            budget=Budget(
+                ms=config.tick_budget_ms,
+                queries=config.max_d1_queries_per_tick,
+                sends=config.max_sends_per_tick,
+            ),
+            new_token=lambda: services.crypto.random_token(),  # TOKEN_KEY read only when needed
+        )
 
     def clock(self) -> int:
         """The tick's instant advanced by the real time spent since the invocation began.
@@ -76,55 +90,20 @@ class Tick:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
-        """Batches roll: the next is claimed once every claim of the current one holds a slot,
-        so its sends take over the slots as the last wave frees them."""
-        slots = asyncio.Semaphore(self.concurrency)
-        in_flight: list[asyncio.Task[None]] = []
+        queue = self.services.queue
+        if queue is None:
+            await self.drain.run(DueRows(self.store))
+        else:
+            dispatch = Dispatch(
+                self.services, self.store, self.report, self.clock, queue, self.batches.reached
+            )
+            await dispatch.run()
         try:
-            rows = await self.store.due(self.now, self.batch_size)
-            while rows:
-                self.report.batches += 1
-                self.report.due += len(rows)
-                lease_token = self.services.crypto.random_token()
-                claims, refused = await self.batches.claim(rows, lease_token)
-                if not claims and not refused:
-                    break  # another runner changed every row first: leave the rest to it
-                if claims:
-                    admitted = asyncio.Event()
-                    in_flight.append(
-                        asyncio.create_task(
-                            self.batches.send_and_settle(claims, lease_token, slots, admitted)
-                        )
-                    )
-                    await admitted.wait()
-                if not self._room_for_another_batch(sum(not task.done() for task in in_flight)):
-                    break
-                rows = await self.store.due(self.clock(), self.batch_size)
-        finally:
-            failures = [
-                outcome
-                for outcome in await asyncio.gather(*in_flight, return_exceptions=True)
-                if isinstance(outcome, BaseException)
-            ]
-        if failures:
-            raise failures[0]
-        await self.store.record(self._record)
+            await self.store.record(self._record)
+        except LimitReached as limit:  # the record waits for a tick that can write it
+            self.batches.reached(limit)
         emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
         return self.report
-
-    def _room_for_another_batch(self, unsettled_batches: int) -> bool:
-        """Time, D1 queries and subrequests left for one more batch at its most expensive.
-
-        Rows left over stay due for the next tick (the operator sees them as backlog).
-        """
-        # Settles not yet sent (counted in full), the next batch, and the tick's record.
-        unsettled = unsettled_batches * batch_cost(self.batch_size)
-        queries = self.store.statements + unsettled + batch_cost(self.batch_size) + 1
-        return (
-            self.elapsed_ms() < self.budget_ms
-            and queries <= self.max_queries
-            and self.report.sends + self.batch_size <= self.max_sends
-        )
 
     def _counts(self) -> dict[str, int]:
         self.report.d1_statements = self.store.statements

@@ -1,0 +1,98 @@
+"""The app with an in-process queue and consumers (the local runtime's `MemoryQueue`), and
+what a test watches of it: each consumer invocation's report, the messages sent, and the
+requests each installation's Dee Wan had in flight at once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduling.app import App
+from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse, QueueMessage
+from scheduling.runtimes.cpython.memory_queue import MemoryQueue
+
+# The consumer invocation (or tick) a piece of work runs in: each delivery sets its own.
+invocation: contextvars.ContextVar[int] = contextvars.ContextVar("invocation", default=0)
+_invocations = itertools.count(1)
+
+
+class Consumers:
+    """`app`'s ticks dispatch to a MemoryQueue whose consumers run `app.consume`, each
+    delivery as its own invocation (`invocation` names it). Delays are scaled down so tests
+    do not wait Queues' seconds."""
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        consumers: int = 3,
+        max_batch_size: int = 4,
+        max_retries: int = 10,
+        delay_scale: float = 0.001,
+    ) -> None:
+        self.app = app
+        self.reports: list[dict[str, int]] = []
+        self.sent: list[dict[str, Any]] = []  # every message body the producer was given
+        self.queue = MemoryQueue(
+            self._consume,
+            consumers=consumers,
+            max_batch_size=max_batch_size,
+            max_retries=max_retries,
+            delay_scale=delay_scale,
+        )
+        self._send = self.queue.send_batch
+        self.queue.send_batch = self._record  # type: ignore[method-assign]
+        app.services.queue = self.queue
+
+    async def _record(self, bodies: Sequence[Mapping[str, Any]]) -> None:
+        await self._send(bodies)
+        self.sent.extend(dict(body) for body in bodies)
+
+    async def _consume(self, messages: Sequence[QueueMessage]) -> None:
+        invocation.set(next(_invocations))
+        self.reports.append(await self.app.consume(messages))
+
+    async def __aenter__(self) -> Consumers:
+        self.queue.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.queue.stop()
+
+    async def tick(self, at: int) -> dict[str, int]:
+        """A tick at `at` (the test clock set there), answered once its consumers are done."""
+        clock = self.app.services.clock
+        clock.now = at  # type: ignore[attr-defined]
+        invocation.set(next(_invocations))
+        report = await self.app.tick(at)
+        await asyncio.wait_for(self.queue.idle(), timeout=60)
+        return report
+
+    def total(self, name: str) -> int:
+        return sum(report.get(name, 0) for report in self.reports)
+
+
+class InFlight:
+    """An HttpClient that notes, per installation, how many transitions were in flight at
+    once (read from the Idempotency-Key, `sched:<installation>:…`)."""
+
+    def __init__(self, inner: HttpClient) -> None:
+        self.inner = inner
+        self.now: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.peak_total = 0
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        key = request.headers.get("idempotency-key", "")
+        installation = key.split(":")[1] if key.startswith("sched:") else ""
+        self.now[installation] = self.now.get(installation, 0) + 1
+        self.peak[installation] = max(self.peak.get(installation, 0), self.now[installation])
+        self.peak_total = max(self.peak_total, sum(self.now.values()))
+        try:
+            response: OutboundResponse = await self.inner.send(request)
+            return response
+        finally:
+            self.now[installation] -= 1
