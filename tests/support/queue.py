@@ -30,7 +30,7 @@ class Consumers:
         *,
         consumers: int = 3,
         max_batch_size: int = 4,
-        max_retries: int = 10,
+        max_retries: int = 100,
         delay_scale: float = 0.001,
     ) -> None:
         self.app = app

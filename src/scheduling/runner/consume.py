@@ -53,19 +53,21 @@ class MessageRows:
 
     async def next(self, now: int, limit: int, drain: Drain) -> list[DueRow]:
         while True:
-            ready = [sid for sid, inst in self.pending.items() if inst not in self.parked]
-            if ready:
-                rows = await self.store.due_among(ready, now, limit)
+            # In message order, a batch's worth at a time: messages finish one after another,
+            # so one the budget never reached comes back untouched, not half done.
+            window = [sid for sid, inst in self.pending.items() if inst not in self.parked]
+            window = window[:limit]
+            if window:
+                rows = await self.store.due_among(window, now, limit)
+                for sid in window:
+                    del self.pending[sid]
                 taken = {row.id for row in rows}
-                if len(rows) < limit:
-                    # Everything else asked for is not due: settled, someone else's, or later.
-                    self.done.update(sid for sid in ready if sid not in taken)
-                    for sid in ready:
-                        self.pending.pop(sid, None)
-                for sid in taken:
-                    self.pending.pop(sid, None)
+                # The rest is not due: settled, someone else's, or not yet due again.
+                self.done.update(sid for sid in window if sid not in taken)
                 if rows:
                     return rows
+                if not drain.room_for_another_batch():
+                    return []  # what is left comes back with its message
                 continue
             waiting = drain.unsettled()
             if not self.parked or not waiting:
@@ -121,12 +123,7 @@ class Consumer:
             clock=self.clock,
             batch_size=config.max_rows_per_tick,
             concurrency=config.send_concurrency,
-            budget=Budget(
-                ms=config.tick_budget_ms,
-                queries=config.max_d1_queries_per_tick,
-                sends=config.max_sends_per_tick,
-                reserved_queries=0,
-            ),
+            budget=Budget.of(services, reserved_queries=0),
             new_token=lambda: services.crypto.random_token(),
         )
 

@@ -16,6 +16,7 @@ from scheduling.limits import MAX_MESSAGES_PER_SEND
 from scheduling.ports import LimitReached, QueueProducer, QueueUnavailable
 from scheduling.repository.runner_store import DispatchedRow, RunnerStore
 from scheduling.runner import messages
+from scheduling.runner.drain import Budget
 from scheduling.runner.report import TickReport
 from scheduling.services import Services, log
 
@@ -41,9 +42,7 @@ class Dispatch:
         self.rows_per_message = config.max_rows_per_tick
         self.rows_per_round = self.rows_per_message * MAX_MESSAGES_PER_SEND
         self.redispatch_after_ms = config.lease_ms
-        self.budget_ms = config.tick_budget_ms
-        self.max_queries = config.max_d1_queries_per_tick
-        self.max_sends = config.max_sends_per_tick
+        self.budget = Budget.of(services)
         self.queue_sends = 0
 
     async def run(self) -> None:
@@ -95,8 +94,9 @@ class Dispatch:
     def _room_for_another_round(self) -> bool:
         """A round costs one statement (and one more if its messages must be taken back) and
         one call to the queue; the tick's record comes after."""
+        budget = self.budget
         return (
-            self.clock() - self.started < self.budget_ms
-            and self.store.statements + 2 + 1 <= self.max_queries
-            and self.queue_sends + 1 <= self.max_sends
+            self.clock() - self.started < budget.ms
+            and self.store.statements + 2 + budget.reserved_queries <= budget.queries
+            and self.queue_sends + 1 <= budget.sends
         )

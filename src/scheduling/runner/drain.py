@@ -19,6 +19,7 @@ from scheduling.ports import LimitReached
 from scheduling.repository.runner_store import DueRow, RunnerStore
 from scheduling.runner.batch import BatchRunner, Claimed, Settled
 from scheduling.runner.report import TickReport
+from scheduling.services import Services
 
 
 class RowSource(Protocol):
@@ -58,6 +59,19 @@ class Budget:
     queries: int
     sends: int
     reserved_queries: int = 1  # statements written after the drain (the tick's record)
+
+    @classmethod
+    def of(cls, services: Services, *, reserved_queries: int = 1) -> Budget:
+        """The configured budgets, lowered to a platform limit an earlier invocation of this
+        isolate met (an operator on Workers Free who never set the 50s)."""
+        config = services.config
+        met = services.limits_met
+        return cls(
+            ms=config.tick_budget_ms,
+            queries=min(config.max_d1_queries_per_tick, met.get("d1", 1 << 30)),
+            sends=min(config.max_sends_per_tick, met.get("subrequests", 1 << 30)),
+            reserved_queries=reserved_queries,
+        )
 
 
 class Drain:
@@ -107,7 +121,7 @@ class Drain:
                         )
                     )
                     await admitted.wait()
-                if self.batches.limit is not None or not self._room_for_another_batch():
+                if self.batches.limit is not None or not self.room_for_another_batch():
                     break
                 rows = await source.next(self.clock(), self.batch_size, self)
         except LimitReached as limit:
@@ -137,7 +151,7 @@ class Drain:
         source.settled(settled)
         return settled
 
-    def _room_for_another_batch(self) -> bool:
+    def room_for_another_batch(self) -> bool:
         """Time, D1 queries and subrequests left for one more batch at its most expensive.
 
         Rows left over stay due for the next invocation (the operator sees them as backlog).

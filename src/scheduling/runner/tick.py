@@ -71,11 +71,7 @@ class Tick:
             clock=self.clock,
             batch_size=config.max_rows_per_tick,
             concurrency=config.send_concurrency,
-            budget=Budget(
-                ms=config.tick_budget_ms,
-                queries=config.max_d1_queries_per_tick,
-                sends=config.max_sends_per_tick,
-            ),
+            budget=Budget.of(services),
             new_token=lambda: services.crypto.random_token(),  # TOKEN_KEY read only when needed
         )
 

@@ -30,7 +30,7 @@ from scheduling.services import log
 # The consumer in wrangler.example.jsonc (tests/test_queue_local.py keeps them equal).
 MAX_BATCH_SIZE = 10
 MAX_BATCH_TIMEOUT_S = 1.0
-MAX_RETRIES = 10
+MAX_RETRIES = 100
 RETRY_DELAY_S = 1.0
 MAX_MESSAGE_BYTES = 128_000
 
