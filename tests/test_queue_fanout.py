@@ -268,3 +268,22 @@ async def test_the_local_queue_keeps_queues_rules(db: SqliteDatabase) -> None:
     assert Counter(n for batch in seen for n in batch) == {0: 1, 1: 3, 2: 4, 3: 2, 4: 1}
     assert queue.stats.dead_letters == [{"n": 2}]
     assert queue.stats.failed_deliveries == 1
+
+
+async def test_a_message_delivered_past_the_lateness_cap_sends_nothing(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(db, clock, env=base_env(MAX_LATENESS_MS="60000"))
+    installation = await world.install()
+    due = clock.now + MINUTE
+    await bulk_due(world, installation, 3, due, "stale")
+    consumers = Consumers(world.app)
+    clock.now = due
+    assert (await world.app.tick(due))["dispatched"] == 3
+    clock.now = due + 61_000  # the queue was slow: the consumers start after the cap
+    async with consumers:
+        await asyncio.wait_for(consumers.queue.idle(), 10)
+    assert world.core.calls.of("transitions") == []
+    assert await statuses(world) == {"refused": 3}
+    [report] = consumers.reports
+    assert (report["refused_unsent"], report["sends"], report["acked"]) == (3, 0, 1)

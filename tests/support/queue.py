@@ -11,7 +11,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduling.app import App
-from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse, QueueMessage
+from scheduling.ports import (
+    Database,
+    HttpClient,
+    OutboundRequest,
+    OutboundResponse,
+    QueueMessage,
+    Result,
+    Row,
+    Statement,
+)
 from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 
 # The consumer invocation (or tick) a piece of work runs in: each delivery sets its own.
@@ -77,22 +86,71 @@ class Consumers:
 
 class InFlight:
     """An HttpClient that notes, per installation, how many transitions were in flight at
-    once (read from the Idempotency-Key, `sched:<installation>:…`)."""
+    once (read from the Idempotency-Key, `sched:<installation>:…`); and, per schedule, how
+    many at once and whether one left after the plugin had heard it completed."""
 
     def __init__(self, inner: HttpClient) -> None:
         self.inner = inner
         self.now: dict[str, int] = {}
         self.peak: dict[str, int] = {}
         self.peak_total = 0
+        self._keys: dict[str, int] = {}
+        self.peak_per_schedule = 0
+        self._completed: set[str] = set()
+        self.sent_after_completed: list[str] = []
 
     async def send(self, request: OutboundRequest) -> OutboundResponse:
         key = request.headers.get("idempotency-key", "")
         installation = key.split(":")[1] if key.startswith("sched:") else ""
+        if key in self._completed:
+            self.sent_after_completed.append(key)
         self.now[installation] = self.now.get(installation, 0) + 1
         self.peak[installation] = max(self.peak.get(installation, 0), self.now[installation])
         self.peak_total = max(self.peak_total, sum(self.now.values()))
+        self._keys[key] = self._keys.get(key, 0) + 1
+        self.peak_per_schedule = max(self.peak_per_schedule, self._keys[key])
         try:
             response: OutboundResponse = await self.inner.send(request)
-            return response
         finally:
             self.now[installation] -= 1
+            self._keys[key] -= 1
+        if response.status == 200:
+            self._completed.add(key)
+        return response
+
+
+class YieldingStatement:
+    def __init__(self, inner: Statement) -> None:
+        self.inner = inner
+
+    def bind(self, *values: Any) -> YieldingStatement:
+        return YieldingStatement(self.inner.bind(*values))
+
+    async def all(self) -> Result:
+        await asyncio.sleep(0)
+        return await self.inner.all()
+
+    async def run(self) -> Result:
+        await asyncio.sleep(0)
+        return await self.inner.run()
+
+    async def first(self) -> Row | None:
+        await asyncio.sleep(0)
+        return await self.inner.first()
+
+
+class Yielding:
+    """A Database that hands control to the event loop before every round trip, as a remote
+    D1 does: consumers then really interleave between reading a row and claiming it."""
+
+    def __init__(self, inner: Database) -> None:
+        self.inner = inner
+
+    def prepare(self, sql: str) -> YieldingStatement:
+        return YieldingStatement(self.inner.prepare(sql))
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        await asyncio.sleep(0)
+        return await self.inner.batch(
+            [s.inner if isinstance(s, YieldingStatement) else s for s in statements]
+        )
