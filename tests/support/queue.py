@@ -8,7 +8,7 @@ import asyncio
 import contextvars
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 from scheduling.app import App
 from scheduling.ports import (
@@ -64,7 +64,7 @@ class Consumers:
         invocation.set(next(_invocations))
         self.reports.append(await self.app.consume(messages))
 
-    async def __aenter__(self) -> Consumers:
+    async def __aenter__(self) -> Self:
         self.queue.start()
         return self
 
