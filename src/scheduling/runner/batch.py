@@ -94,19 +94,20 @@ class BatchRunner:
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,
         and later ones of this isolate budget below what this one had used."""
+        used = self.report.sends if limit.kind == "subrequests" else self.store.statements
+        met = self.services.limits_met
+        # Each refusal notes it: sends counted as they left and refused meanwhile are
+        # withdrawn, so the last refusal sees what really went out.
+        met[limit.kind] = min(used, met.get(limit.kind, used))
         if self.limit is not None:
             return
         self.limit = limit
         self.report.limit_reached = 1
-        used = self.report.sends if limit.kind == "subrequests" else self.store.statements
-        met = self.services.limits_met
-        met[limit.kind] = min(used, met.get(limit.kind, used))
         log.warning(
-            "the invocation's %s limit was reached after %d: it stops claiming, hands back what"
-            " it has not sent, and leaves the rest for the next invocation (later invocations"
-            " here stay below it)",
+            "the invocation's %s limit was reached: it stops claiming, hands back what it has"
+            " not sent, and leaves the rest for the next invocation (later invocations here"
+            " stay below it)",
             limit.kind,
-            used,
         )
 
     async def claim(self, rows: Sequence[DueRow], lease_token: str) -> Claimed:

@@ -24,8 +24,9 @@ VERSION = 1
 # A message names at most this many schedules (a tick names MAX_ROWS_PER_TICK).
 MAX_IDS = 500
 MAX_ID_LENGTH = 128
-# A consumer runs at most this far ahead of the wall clock, whatever a message says.
-MAX_AHEAD_MS = 15 * 60 * 1000
+# A consumer runs at most this far ahead of the wall clock, whatever a message says (a tick
+# is chosen ahead only in tests and development, by minutes or hours).
+MAX_AHEAD_MS = 24 * 60 * 60 * 1000
 
 
 @dataclass(frozen=True)
