@@ -259,7 +259,7 @@ async def test_the_local_queue_keeps_queues_rules(db: SqliteDatabase) -> None:
                 fail["once"] = False
                 raise RuntimeError("a consumer bug")  # what it did not acknowledge comes back
 
-    queue = MemoryQueue(handler, consumers=1, max_batch_size=5, max_retries=3, delay_scale=0.001)
+    queue = MemoryQueue([handler], max_batch_size=5, max_retries=3, delay_scale=0.001)
     queue.start()
     await queue.send_batch([{"n": n} for n in range(5)])
     await asyncio.wait_for(queue.idle(), 10)

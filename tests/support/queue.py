@@ -46,8 +46,7 @@ class Consumers:
         self.reports: list[dict[str, int]] = []
         self.sent: list[dict[str, Any]] = []  # every message body the producer was given
         self.queue = MemoryQueue(
-            self._consume,
-            consumers=consumers,
+            [self._consume] * consumers,
             max_batch_size=max_batch_size,
             max_retries=max_retries,
             delay_scale=delay_scale,

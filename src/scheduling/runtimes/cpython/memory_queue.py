@@ -82,28 +82,29 @@ class QueueStats:
     acked: int = 0
     retried: int = 0
     failed_deliveries: int = 0  # the consumer raised or was killed
+    max_concurrent: int = 0  # the most deliveries under way at once
     dead_letters: list[Any] = field(default_factory=list)
 
 
 class MemoryQueue:
-    """A queue and its consumers. `send_batch` is the producer port; `start()` runs
-    `consumers` consumer tasks, each delivering one batch at a time to `handler`."""
+    """A queue and its consumers. `send_batch` is the producer port; `start()` runs one
+    consumer task per handler, each delivering one batch at a time to its own handler (as a
+    Worker's consumer invocations each have their own connections)."""
 
     def __init__(
         self,
-        handler: Handler,
+        handlers: Sequence[Handler],
         *,
-        consumers: int,
         max_batch_size: int = MAX_BATCH_SIZE,
         max_batch_timeout_s: float = MAX_BATCH_TIMEOUT_S,
         max_retries: int = MAX_RETRIES,
         retry_delay_s: float = RETRY_DELAY_S,
         delay_scale: float = 1.0,
     ) -> None:
-        if consumers < 1:
+        if not handlers:
             raise ValueError("a queue needs at least one consumer")
-        self.handler = handler
-        self.consumers = consumers
+        self.handlers = list(handlers)
+        self.consumers = len(self.handlers)
         self.max_batch_size = max_batch_size
         self.max_batch_timeout_s = max_batch_timeout_s
         self.max_retries = max_retries
@@ -136,8 +137,8 @@ class MemoryQueue:
 
     def start(self) -> None:
         self._tasks = [
-            asyncio.create_task(self._consume(), name=f"queue-consumer-{n}")
-            for n in range(self.consumers)
+            asyncio.create_task(self._consume(handler), name=f"queue-consumer-{n}")
+            for n, handler in enumerate(self.handlers)
         ]
 
     async def stop(self) -> None:
@@ -163,14 +164,15 @@ class MemoryQueue:
         finally:
             changed.cancel()
 
-    async def _consume(self) -> None:
+    async def _consume(self, handler: Handler) -> None:
         while True:
             batch = await self._next_batch()
             delivered = [Delivered(stored) for stored in batch]
             self.stats.deliveries += 1
             self.stats.delivered += len(delivered)
-            delivery = asyncio.create_task(self._deliver(delivered))
+            delivery = asyncio.create_task(self._deliver(handler, delivered))
             self._deliveries.add(delivery)
+            self.stats.max_concurrent = max(self.stats.max_concurrent, len(self._deliveries))
             try:
                 failed = not await asyncio.shield(delivery)
             except asyncio.CancelledError:
@@ -182,9 +184,9 @@ class MemoryQueue:
                 self._deliveries.discard(delivery)
             self._settle(delivered, failed)
 
-    async def _deliver(self, delivered: list[Delivered]) -> bool:
+    async def _deliver(self, handler: Handler, delivered: list[Delivered]) -> bool:
         try:
-            await self.handler(delivered)
+            await handler(delivered)
         except Exception:
             log.exception("queue consumer failed; its unacknowledged messages come back")
             return False

@@ -12,6 +12,7 @@ import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -51,14 +52,30 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
     return App(services)
 
 
-def attach_queue(app: App, **options: Any) -> MemoryQueue | None:
+class LocalQueue(MemoryQueue):
+    """The queue `serve` runs, with the HTTP clients of its consumers."""
+
+    def __init__(self, app: App, clients: list[HttpxClient], **options: Any) -> None:
+        # Each consumer is its own App over the same database with its own connections, as
+        # each consumer invocation of a Worker has its own six.
+        consumers = [App(replace(app.services, http=client)) for client in clients]
+        super().__init__([consumer.consume for consumer in consumers], **options)
+        self.clients = clients
+
+    async def stop(self) -> None:
+        await super().stop()
+        for client in self.clients:
+            await client.aclose()
+
+
+def attach_queue(app: App, **options: Any) -> LocalQueue | None:
     """With QUEUE_CONSUMERS above 0, the app's ticks dispatch to an in-process queue whose
     consumers run `App.consume`, as a Worker with a `SEND_QUEUE` binding does; else None
     (the tick sends inline). The caller starts and stops it."""
     consumers = app.services.config.queue_consumers
     if consumers == 0:
         return None
-    queue = MemoryQueue(app.consume, consumers=consumers, **options)
+    queue = LocalQueue(app, [HttpxClient() for _ in range(consumers)], **options)
     app.services.queue = queue
     return queue
 
