@@ -20,8 +20,8 @@ from tests.pyodide_harness.harness import WRANGLER_EXAMPLE, strip_jsonc
 from tests.support.activation import install
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
 from tests.support.loopback_core import loopback_core
+from tests.support.serve_process import free_port, start_serve, wait_until_up, write_vars
 from tests.support.world import insert_due
-from tests.test_local_runtime import free_port, serve, wait_until_up, write_vars
 
 
 def example() -> dict[str, object]:
@@ -70,7 +70,8 @@ def test_serve_with_queue_consumers_answers_the_tick_once_they_have_sent(tmp_pat
             for i in range(20):
                 asyncio.run(insert_due(prepared, f"ins_q{n}", f"cnt_{n}_{i}", minute))
         prepared.close()
-        process = serve(tmp_path, write_vars(tmp_path / "vars", **env), port, "--no-cron")
+        vars_file = write_vars(tmp_path / "vars", **env)
+        process = start_serve(db_path, vars_file, port, "--no-cron")
         try:
             wait_until_up(port, process)
             answer = httpx.get(
@@ -82,6 +83,7 @@ def test_serve_with_queue_consumers_answers_the_tick_once_they_have_sent(tmp_pat
         finally:
             process.terminate()
             output, _ = process.communicate(timeout=10)
+    assert process.returncode == 0
     assert answer.status_code == 200, answer.text
     report = answer.json()["report"]
     assert (report["dispatched"], report["sends"]) == (60, 0)
