@@ -134,7 +134,7 @@ def test_queue_settings_default_to_inline_sending_and_six_per_installation() -> 
     config = Configuration.from_mapping(base_env())
     assert (config.queue_consumers, config.max_in_flight_per_installation) == (0, 6)
     config = Configuration.from_mapping(
-        base_env(QUEUE_CONSUMERS="4", MAX_IN_FLIGHT_PER_INSTALLATION="2", LEASE_MS="115000")
+        base_env(QUEUE_CONSUMERS="4", MAX_IN_FLIGHT_PER_INSTALLATION="2")
     )
     assert (config.queue_consumers, config.max_in_flight_per_installation) == (4, 2)
     assert config.problems == {}
@@ -153,13 +153,3 @@ def test_queue_settings_default_to_inline_sending_and_six_per_installation() -> 
 def test_queue_settings_out_of_range_are_named(name: str, value: str) -> None:
     config = Configuration.from_mapping(base_env(**{name: value}))
     assert config.problems[name].startswith("input should be")
-
-
-def test_a_lease_outlives_a_batch_sent_a_few_at_a_time_to_one_installation() -> None:
-    """Below SEND_CONCURRENCY, one installation's cap makes a batch of its rows take more
-    waves: 20 rows, 3 at a time, is seven waves and a batch before: 85 s."""
-    config = Configuration.from_mapping(base_env(MAX_IN_FLIGHT_PER_INSTALLATION="3"))
-    assert config.problems["LEASE_MS"].startswith("must be at least 85000")
-    assert "MAX_IN_FLIGHT_PER_INSTALLATION=3" in config.problems["LEASE_MS"]
-    fits = base_env(MAX_IN_FLIGHT_PER_INSTALLATION="3", LEASE_MS="85000")
-    assert Configuration.from_mapping(fits).problems == {}

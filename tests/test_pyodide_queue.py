@@ -87,7 +87,6 @@ def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
                 ENVIRONMENT="development",
                 DEE_WAN_DEV_ORIGINS=core.base_url,
                 MAX_IN_FLIGHT_PER_INSTALLATION=3,
-                LEASE_MS=90_000,
             ),
             worker.bound_queue(
                 max_batch_size=2, max_concurrency=4, delay_scale=0.05, duplicate_every=3

@@ -81,7 +81,7 @@ async def test_messages_name_rows_round_robin_across_installations(world: World)
 async def test_no_installation_has_more_than_its_cap_in_flight_whatever_the_consumers(
     db: SqliteDatabase, clock: FakeClock
 ) -> None:
-    world = World(db, clock, env=base_env(MAX_IN_FLIGHT_PER_INSTALLATION="3", LEASE_MS="90000"))
+    world = World(db, clock, env=base_env(MAX_IN_FLIGHT_PER_INSTALLATION="3"))
     big, small = await world.install(), await world.install()
     due = clock.now + MINUTE
     await bulk_due(world, big, 60, due, "big")

@@ -154,8 +154,7 @@ class _Settings(BaseModel):
 
 def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
     """The longest a batch can hold its rows: claimed while the batch before sends its last
-    wave, then its own sends in waves of `send_concurrency` (or fewer, when one installation's
-    in-flight cap is smaller), each up to the timeout."""
+    wave, then its own sends in waves of `send_concurrency`, each up to the timeout."""
     waves = -(-rows_per_batch // send_concurrency) + 1
     return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
 
@@ -169,24 +168,16 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
         "TICK_BUDGET_MS",
         "MAX_D1_QUERIES_PER_TICK",
         "MAX_SENDS_PER_TICK",
-        "MAX_IN_FLIGHT_PER_INSTALLATION",
     )
     if any(name in problems for name in names):
         return {}
     found: dict[str, str] = {}
-    waves_of = min(settings.SEND_CONCURRENCY, settings.MAX_IN_FLIGHT_PER_INSTALLATION)
-    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, waves_of)
+    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, settings.SEND_CONCURRENCY)
     lease_ms = settings.LEASE_MS
     if lease_ms < needed:
-        concurrency = f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}"
-        if waves_of < settings.SEND_CONCURRENCY:
-            concurrency = (
-                f"MAX_IN_FLIGHT_PER_INSTALLATION={settings.MAX_IN_FLIGHT_PER_INSTALLATION}"
-                f" (below {concurrency})"
-            )
         found["LEASE_MS"] = (
             f"must be at least {needed} for MAX_ROWS_PER_TICK={settings.MAX_ROWS_PER_TICK} and "
-            f"{concurrency}: a lease must outlive its batch "
+            f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
             f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
     if settings.TICK_BUDGET_MS >= settings.LEASE_MS:

@@ -8,7 +8,6 @@ rows its messages name (`drain.py` rolls them for both).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -59,8 +58,9 @@ class BatchRunner:
     opened once per runner and live only as long as it does.
 
     `cap`, for a queue consumer, is MAX_IN_FLIGHT_PER_INSTALLATION enforced in D1 by the
-    claim itself. Whatever the claims, one runner never has more than that many requests
-    to one installation in flight at once.
+    claim itself: no installation ever has more live claims, whoever holds them, so never
+    more requests in flight. (A tick sending inline claims without it, as it always did:
+    its SEND_CONCURRENCY slots bound it.)
     """
 
     def __init__(
@@ -84,10 +84,6 @@ class BatchRunner:
             max_retry_after_ms=config.max_retry_after_ms,
             lease_ms=config.lease_ms,
         )
-        in_flight = config.max_in_flight_per_installation
-        # Only needed where the connection slots alone would allow more.
-        self._per_installation = in_flight if in_flight < config.send_concurrency else None
-        self._installation_slots: dict[str, asyncio.Semaphore] = {}
         self._tokens: dict[str, str | None] = {}
         self.limit: LimitReached | None = None
 
@@ -151,7 +147,7 @@ class BatchRunner:
 
         async def in_slot(claim: Claim) -> SettledClaim:
             nonlocal waiting
-            async with self._installation_slot(claim.row.installation_id), slots:
+            async with slots:
                 waiting -= 1
                 if waiting == 0:
                     admitted.set()
@@ -175,15 +171,6 @@ class BatchRunner:
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
         return Settled(settled, lost, written=True)
-
-    def _installation_slot(
-        self, installation_id: str
-    ) -> contextlib.AbstractAsyncContextManager[object]:
-        if self._per_installation is None:
-            return contextlib.nullcontext()
-        if installation_id not in self._installation_slots:
-            self._installation_slots[installation_id] = asyncio.Semaphore(self._per_installation)
-        return self._installation_slots[installation_id]
 
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once; None when TOKEN_KEY cannot open it."""
