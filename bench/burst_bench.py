@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -37,6 +36,7 @@ from typing import Any
 from scheduling.app import App
 from scheduling.domain import associated_data
 from scheduling.ports import Result, Statement
+from scheduling.repository.tick_history import LAST_TICK_SQL
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
@@ -179,7 +179,7 @@ def seed_pyodide(worker: Any, base_url: str, rows: int, installations: int) -> N
         ("DELETE FROM schedules", []),
         ("DELETE FROM sessions", []),
         ("DELETE FROM installations", []),
-        ("DELETE FROM runner_last_tick", []),
+        ("DELETE FROM tick_history", []),
     )
     for chunk in range(0, installations, 20):
         made = installation_rows(base_url, worker.seal, installations)[chunk : chunk + 20]
@@ -208,8 +208,8 @@ def run_pyodide(rows: int, latency_s: float) -> Burst:
             started = time.perf_counter()
             worker.scheduled(T + k * MINUTE)
             burst.tick_seconds.append(time.perf_counter() - started)
-            [record] = worker.sql("SELECT report FROM runner_last_tick")
-            burst.ticks.append(json.loads(record["report"]))
+            [record] = worker.sql(LAST_TICK_SQL)
+            burst.ticks.append(record)
             if worker.sql(LIVE_SQL)[0]["n"] == 0:
                 break
         burst.lateness_ms = [r["late"] for r in worker.sql(LATENESS_SQL)]
@@ -312,8 +312,8 @@ def run_pyodide_fanout(rows: int, latency_s: float, consumers: int) -> Burst:
         started = time.perf_counter()
         for k in range(MAX_TICKS):
             worker.scheduled(T + k * MINUTE, timeout_s=1800)  # answers once consumers are done
-            [record] = worker.sql("SELECT report FROM runner_last_tick")
-            burst.ticks.append(json.loads(record["report"]))
+            [record] = worker.sql(LAST_TICK_SQL)
+            burst.ticks.append(record)
             if worker.sql(LIVE_SQL)[0]["n"] == 0:
                 break
         burst.busy_seconds = time.perf_counter() - started

@@ -7,6 +7,10 @@
    plan, next to the same query with the runner's partial indexes dropped.
 4. `GET /admin/status`'s queries (due backlog, counts by status) on the same
    tables, next to the same queries without `schedules_finished`.
+5. The operator's routes through the app (`GET /healthz`, `/admin/metrics`, `/admin`) and
+   the tick's record (its history row, totals and pruning) over 1 and 7 days of tick history
+   (1,440 and 10,080 ticks) and 10,000 or 1,000,000 schedule rows, next to the same
+   with the history's indexes dropped, and the query plans of the history reads.
 
     python -m bench.tick_bench [--big 1000000] [--latency 0.2]
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import random
 import socket
 import sqlite3
@@ -33,15 +38,18 @@ import uvicorn
 
 from scheduling.app import App
 from scheduling.domain.schedule import NewSchedule
-from scheduling.repository import schedules
+from scheduling.http.requests import Headers, Request
+from scheduling.repository import schedules, tick_history
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
+from scheduling.runner import history
+from scheduling.runner.report import TickReport
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
-from tests.support.app import FakeClock, base_env, make_app
+from tests.support.app import ADMIN_SECRET, FakeClock, base_env, make_app
 
 NOW = 1_782_900_000_000
 
@@ -159,12 +167,14 @@ async def install(app: App, port: int, control: httpx.AsyncClient, core_url: str
 
 
 def build_table(path: Path, total: int, live: int) -> sqlite3.Connection:
-    """`total` schedules of which `live` are pending (half of those due now); the rest history."""
+    """`total` schedules of which `live` are pending (half of those due now); the rest history,
+    all of it finished over a day ago but one row in 1,000, refused within the last day."""
     conn = sqlite3.connect(path, isolation_level=None)
     apply_migrations(conn)
     conn.executemany(
-        "INSERT INTO installations VALUES (?, 's', 'https://cms.example', 'x', 0, 0)",
-        [(f"ins_{i}",) for i in range(50)],
+        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+        " token_rotated_at, last_sent_at) VALUES (?, 's', 'https://cms.example', 'x', 0, 0, ?)",
+        [(f"ins_{i}", NOW - i * 60_000) for i in range(50)],
     )
     live_every = max(1, total // live)
     conn.execute("BEGIN")
@@ -177,12 +187,17 @@ def build_table(path: Path, total: int, live: int) -> sqlite3.Connection:
             created_at, updated_at)
         SELECT 'sch_' || i, 'ins_' || (i % 50), 'cnt_' || i, 'publish', 'published', 'v', 1, 1,
                'k' || i, {NOW} - 86400000 + (i % 172800) * 1000, 'UTC', 'x',
-               CASE WHEN i % {live_every} = 0 THEN 'pending' ELSE 'completed' END,
-               CASE WHEN i % {live_every} = 0 THEN NULL ELSE 'transition_applied' END, 1,
+               CASE WHEN i % {live_every} = 0 THEN 'pending'
+                    WHEN i % 1000 = 1 THEN 'refused' ELSE 'completed' END,
+               CASE WHEN i % {live_every} = 0 THEN NULL
+                    WHEN i % 1000 = 1 THEN 'scheduled_target_stale'
+                    ELSE 'transition_applied' END, 1,
                CASE WHEN i % {live_every} = 0 THEN
                     CASE WHEN (i / {live_every}) % 2 = 0 THEN {NOW} - 60000 ELSE {NOW} + 3600000 END
                END,
-               'usr', 'Ada', 0, 0
+               'usr', 'Ada', 0,
+               CASE WHEN i % {live_every} != 0 AND i % 1000 = 1
+                    THEN {NOW} - (i % 86400) * 1000 ELSE 0 END
           FROM n
         """
     )
@@ -253,6 +268,118 @@ def query_figures(big: int, live: int) -> None:
             )
 
 
+# -- 5: the operator's routes and the tick's record over the tick history --------------------
+
+
+def add_history(conn: sqlite3.Connection, days: int) -> None:
+    """A tick a minute for `days` days up to NOW (one failed a day, sends at the top of each
+    hour), and the running totals they add up to."""
+    columns = ", ".join(tick_history.REPORT_COLUMNS)
+    values = ", ".join(
+        "(CASE WHEN i % 60 = 0 THEN 20 ELSE 0 END)"
+        if column in ("sends", "completed", "due", "claimed", "lateness_count")
+        else "(CASE WHEN i % 60 = 0 THEN 1200 ELSE 0 END)"
+        if column.startswith("lateness_")
+        else "0"
+        for column in tick_history.REPORT_COLUMNS
+    )
+    conn.execute("BEGIN")
+    conn.execute(
+        f"""
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < {days * 1440})
+        INSERT INTO tick_history (at, kind, error, duration_ms, backlog, {columns})
+        SELECT {NOW} - i * 60000, 'tick', CASE WHEN i % 1440 = 700 THEN 'DatabaseError' END,
+               120, 0, {values}
+          FROM n
+        """
+    )
+    conn.executemany(
+        "INSERT INTO runner_totals (name, value) VALUES (?, ?)",
+        [(name, 1000) for name in ("ticks:tick", "sends:completed", "lateness_count")],
+    )
+    conn.execute("COMMIT")
+    conn.execute("ANALYZE")
+
+
+def time_route(app: App, path: str, headers: dict[str, str], runs: int) -> float:
+    async def one() -> float:
+        request = Request("GET", "https://scheduling.example" + path, Headers(headers))
+        started = time.perf_counter()
+        response = await app.handle(request)
+        elapsed = time.perf_counter() - started
+        assert response.status in (200, 503), response.body[:300]
+        return elapsed
+
+    async def all_runs() -> float:
+        return statistics.median([await one() for _ in range(runs)])
+
+    return asyncio.run(all_runs())
+
+
+def time_record(db: SqliteDatabase, runs: int) -> float:
+    """The tick's record (history row with its backlog count, totals, pruning), rolled back
+    after each run so every run writes into the same table."""
+    report = TickReport(sends=20, completed=20)
+    for lateness in range(20):
+        report.sent(lateness * 1000)
+    samples = []
+    for k in range(runs):
+        statements = history.record(
+            db, kind="tick", at=NOW + 60_000 + k, duration_ms=900, ended_at=NOW, report=report
+        )
+        db.connection.execute("SAVEPOINT bench")
+        started = time.perf_counter()
+        for statement in statements:
+            db.connection.execute(statement.sql, statement.params)  # type: ignore[attr-defined]
+        samples.append(time.perf_counter() - started)
+        db.connection.execute("ROLLBACK TO bench")
+        db.connection.execute("RELEASE bench")
+    return statistics.median(samples)
+
+
+def operator_figures(big: int, live: int) -> None:
+    basic = "Basic " + base64.b64encode(f"op:{ADMIN_SECRET}".encode()).decode()
+    routes = {
+        "/healthz": {},
+        "/admin/metrics": {"authorization": f"Bearer {ADMIN_SECRET}"},
+        "/admin": {"authorization": basic},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for total, days in ((10_000, 7), (big, 1), (big, 7)):
+            path = Path(tmp) / f"o{total}_{days}.sqlite3"
+            conn = build_table(path, total, live)
+            add_history(conn, days)
+            conn.close()
+            db = SqliteDatabase(path)
+            app = make_app(db, FakeClock(NOW + 30_000))
+            times = {route: time_route(app, route, h, 20) for route, h in routes.items()}
+            record = time_record(db, 20)
+            ticks = db.connection.execute("SELECT count(*) FROM tick_history").fetchone()[0]
+            line = ", ".join(f"{route} {ms * 1000:.2f} ms" for route, ms in times.items())
+            print(
+                f"  {total:>9,} rows, {ticks:>6,} ticks: {line}, the record {record * 1000:.2f} ms"
+            )
+            if (total, days) == (big, 7):
+                for name, sql, params in (
+                    ("/healthz", tick_history.HEALTH_SQL, (NOW,)),
+                    ("a window", tick_history.SERIES_SQL, (NOW - 7 * 86_400_000, NOW, 3_600_000)),
+                    ("pruning", tick_history.PRUNE_SQL, (NOW - 7 * 86_400_000,)),
+                ):
+                    steps = [
+                        r[3] for r in db.connection.execute("EXPLAIN QUERY PLAN " + sql, params)
+                    ]
+                    print(f"  plan, {name}: " + "; ".join(steps))
+                db.connection.execute("DROP INDEX tick_history_ok")
+                db.connection.execute("DROP INDEX tick_history_at")
+                plain = {route: time_route(app, route, h, 5) for route, h in routes.items()}
+                line = ", ".join(f"{route} {ms * 1000:.2f} ms" for route, ms in plain.items())
+                print(
+                    f"  same, the history's indexes dropped: {line}, "
+                    f"the record {time_record(db, 5) * 1000:.2f} ms"
+                )
+            db.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--big", type=int, default=1_000_000)
@@ -280,6 +407,8 @@ def main() -> None:
     )
     print("3. the due-row query (LIMIT 20; half the live rows are due):")
     query_figures(args.big, args.live)
+    print("5. the operator's routes (median through the app) and the tick's record:")
+    operator_figures(args.big, args.live)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -43,12 +44,14 @@ from tests.support.browser import (
     schedule_item,
     wall,
 )
+from tests.support.time_format import raw_times
 
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
 ADMIN = "Margaret Hamilton (admin)"  # the demo's site admin: Dee Wan offers Manage to her alone
 BULK = 56  # contents with one schedule each, so the manage view has more than one page
 PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
 
 pytestmark = [
@@ -78,6 +81,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
                 "contents": [
                     {"id": "cnt_events", "title": "Autumn events"},
                     {"id": "cnt_repin", "title": "Winter sale"},
+                    {"id": "cnt_zones", "title": "Zone trials"},
+                    {"id": "cnt_history", "title": "Weekly digest"},
                     *bulk,
                 ]
             },
@@ -98,7 +103,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def context(browser: Browser) -> Iterator[BrowserContext]:
     """A fresh profile (no cookies) per story; en-US fixes how datetime-local takes keys."""
-    ctx = browser.new_context(locale="en-US", viewport={"width": 1100, "height": 900})
+    ctx = browser.new_context(locale="en-US", viewport=DESKTOP)
     yield ctx
     ctx.close()
 
@@ -124,8 +129,32 @@ def installation_id(stack: DevStack) -> str:
 # -- times: computed from the real clock, checked against zoneinfo ----------------
 
 
-def utc_label(local: str, zone: str, fold: int = 0) -> str:
-    return wall(local, zone, fold).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+def spoken(local: str, zone: str, fold: int = 0) -> str:
+    """The one way the pages write an instant, built here from zoneinfo:
+    `Thu 1 Jul 2027, 09:00 CEST (Europe/Berlin; 07:00 UTC)`."""
+    moment = wall(local, zone, fold)
+    in_utc = moment.astimezone(UTC)
+
+    def day(d: datetime) -> str:
+        return f"{d:%a} {d.day} {d:%b} {d.year}"
+
+    utc = f"{in_utc:%H:%M} UTC"
+    if in_utc.date() != moment.date():
+        utc = f"{day(in_utc)}, {utc}"
+    return f"{day(moment)}, {moment:%H:%M} {moment:%Z} ({zone}; {utc})"
+
+
+def next_gap_half_past(zone: str) -> tuple[str, str]:
+    """The next wall time HH:30 the clocks skip in `zone` (spring forward), and the first
+    minute after the jump."""
+    start = datetime.now(UTC).date() + timedelta(days=1)
+    for offset in range(800):
+        day = start + timedelta(days=offset)
+        for hour in range(23):
+            local = f"{day.isoformat()}T{hour:02d}:30"
+            if not exists(wall(local, zone)):
+                return local, f"{day.isoformat()}T{hour + 1:02d}:00"
+    raise AssertionError(f"{zone} has no spring-forward hour in the next two years")
 
 
 def exists(moment: datetime) -> bool:
@@ -226,8 +255,9 @@ def run_axe(page: Page) -> list[dict[str, Any]]:
 
 
 def audit(page: Page, state: str, response: PageResponse | None, shots: Path | None = None) -> None:
-    """No script, a CSP without scripts, then zero axe-core violations."""
+    """No script, a CSP without scripts, time written one way, then zero axe-core violations."""
     assert_no_script_and_strict_csp(page, response)
+    assert raw_times(page.content()) == [], f"{state} writes time in a raw format"
     if shots is not None:
         page.screenshot(path=str(shots / f"{state}.png"), full_page=True)
     violations = run_axe(page)
@@ -252,7 +282,7 @@ def audit_wide_and_narrow(
         audit(page, f"{state}-390", response, shots)
         page.screenshot(path=str(shots / f"{state}-390-top.png"))
     finally:
-        page.set_viewport_size(desktop or {"width": 1100, "height": 900})
+        page.set_viewport_size(desktop or DESKTOP)
 
 
 def submit(page: Page, key: str = "Enter") -> PageResponse:
@@ -400,30 +430,44 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
 ) -> None:
     launch(page, stack, "cnt_news")
 
-    # 1. A whole schedule made with the keyboard alone; the confirmation shows local + zone + UTC.
+    # 1. A whole schedule made with the keyboard alone; the confirmation says the instant the
+    #    one way (local, zone, UTC) and the deadline with its own date, zone and RFC 3339 value.
     summer = next_summer_morning()
     made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
     assert made.status == 200
     assert "?created=" in page.url
     first = confirmed_id(page)
-    abbreviation = wall(summer, "Europe/Berlin").strftime("%Z")
     notice = page.locator("[data-confirmation]").inner_text()
-    assert f"{summer.replace('T', ' ')} {abbreviation} (Europe/Berlin)" in notice
-    assert f"which is {utc_label(summer, 'Europe/Berlin')}" in notice
+    assert f"at {spoken(summer, 'Europe/Berlin')}." in notice
+    deadline = page.locator("[data-deadline]")
+    last = wall(summer, "Europe/Berlin").astimezone(UTC) + timedelta(minutes=15)
+    assert deadline.get_attribute("data-deadline") == f"{last:%Y-%m-%dT%H:%M:%SZ}"
+    assert deadline.inner_text().startswith("If Dee Wan cannot be reached, nothing is sent after ")
+    assert "(Europe/Berlin; " in deadline.inner_text()
     assert schedule_item(page, first).get_attribute("data-status") == "pending"
     audit(page, "content-confirmation", made, shots)
 
-    # 2. A wall time that happens twice, no fold chosen: refused, the input kept, both
+    # 2. The form now says what a new schedule would replace, on the choice it concerns.
+    warning = page.locator(f'[data-replaces="{first}"]')
+    assert warning.is_visible()
+    pinned = schedule_item(page, first).locator("h3 code").inner_text()
+    assert warning.inner_text() == (
+        f"A new schedule replaces the waiting one of version {pinned}"
+        f" for {spoken(summer, 'Europe/Berlin')}: that one will not be sent."
+    )
+    choice = page.locator('input[name="transition"]').first
+    assert choice.get_attribute("aria-describedby") == warning.get_attribute("id")
+    warning.scroll_into_view_if_needed()
+    audit_wide_and_narrow(page, "content-replace-warning", made, shots)
+
+    # 3. A wall time that happens twice, no fold chosen: refused, the input kept, both
     #    instants named, and focus on the choice.
     twice = next_ambiguous_half_past("Europe/Berlin")
     refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
     assert refused.status == 422
     error = page.locator('[data-error-code="ambiguous_local_time"]')
     assert error.is_visible()
-    earlier_label, later_label = (
-        f"{moment:%H:%M %Z} = {moment.astimezone(UTC):%H:%M} UTC"
-        for moment in (wall(twice, "Europe/Berlin", fold) for fold in (0, 1))
-    )
+    earlier_label, later_label = (spoken(twice, "Europe/Berlin", fold) for fold in (0, 1))
     assert f"{earlier_label}, or {later_label}" in error.inner_text()
     assert page.title().startswith("Not scheduled: ")
     focused = active(page)
@@ -435,9 +479,11 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert page.locator("#timezone").input_value() == "Europe/Berlin"
     assert page.locator("#fold-none").is_checked()
     assert page.locator("[data-confirmation]").count() == 0
-    audit(page, "content-refusal", refused, shots)
+    audit_wide_and_narrow(page, "content-refusal", refused, shots)
+    assert active(page)["id"] == "fold-earlier"  # the audit moved nothing
 
-    # 3. Fixed with the keyboard from there: the arrow key picks the later one, Tab, Enter.
+    # 4. Fixed with the keyboard from there: the arrow key picks the later one, Tab, Enter.
+    #    The receipt names the schedule it replaced, by its time.
     assert tab(page, "ArrowDown")["id"] == "fold-later"
     assert page.locator("#fold-later").is_checked()
     button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
@@ -446,24 +492,49 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert fixed.status == 200
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
-    later = wall(twice, "Europe/Berlin", fold=1).strftime("%Z")
-    assert f"{twice.replace('T', ' ')} {later} (Europe/Berlin)" in notice
-    assert f"which is {utc_label(twice, 'Europe/Berlin', fold=1)}" in notice
-    assert "It replaces the earlier schedule." in notice
+    assert f"at {spoken(twice, 'Europe/Berlin', fold=1)}." in notice
+    replaced = page.locator("[data-replaced]")
+    assert replaced.get_attribute("data-replaced") == first
+    assert replaced.inner_text().startswith(
+        f"It replaces the schedule of version {pinned} for {spoken(summer, 'Europe/Berlin')},"
+        " which will not be sent"
+    )
     assert schedule_item(page, first).get_attribute("data-status") == "superseded"
     assert schedule_item(page, second).get_attribute("data-status") == "pending"
     assert schedule_item(page, first).get_by_role("button").count() == 0
-    audit(page, "content-schedules-listed", fixed, shots)
+    audit_wide_and_narrow(page, "content-receipt-replaced", fixed, shots)
 
-    # 4. Cancel the pending one with its own button.
+    # 5. Cancel asks first: the card's Cancel leads to a page naming the change, the version
+    #    and the time; its button posts the cancel, and the message names what was cancelled.
     with page.expect_navigation() as navigated:
-        schedule_item(page, second).get_by_role("button", name="Cancel").click()
+        schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel")).click()
+    confirm = navigated.value
+    assert confirm is not None
+    assert confirm.status == 200
+    assert page.get_by_role("heading", level=1).inner_text() == "Cancel this schedule?"
+    facts = page.locator("dl.facts").inner_text()
+    assert "“Summer news”" in facts
+    assert spoken(twice, "Europe/Berlin", fold=1) in facts
+    assert stored_status(stack, second) == "pending"
+    audit_wide_and_narrow(page, "cancel-confirm", confirm, shots)
+    with page.expect_navigation() as navigated:
+        page.get_by_role("button", name="Cancel the schedule").click()
     cancelled = navigated.value
     assert cancelled is not None
     assert cancelled.status == 200
     assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
-    assert page.get_by_role("status").filter(has_text="The schedule was cancelled.").is_visible()
-    audit(page, "content-cancelled", cancelled, shots)
+    flash = page.get_by_role("status").filter(has_text="Cancelled: the schedule to publish")
+    assert flash.is_visible()
+    assert spoken(twice, "Europe/Berlin", fold=1) in flash.inner_text()
+    audit_wide_and_narrow(page, "content-cancelled", cancelled, shots)
+
+
+def stored_status(stack: DevStack, schedule_id: str) -> str:
+    """A schedule's status as the plugin's database holds it."""
+    with sqlite3.connect(stack.db_path) as db:
+        row = db.execute("SELECT status FROM schedules WHERE id = ?", (schedule_id,)).fetchone()
+    assert row is not None
+    return str(row[0])
 
 
 def create_by_mouse(page: Page, local: str, zone: str) -> str:
@@ -478,8 +549,10 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
     landed = launch(page, stack, "cnt_spring_fr")
-    assert page.get_by_text("schedules apply to the whole translation group").is_visible()
-    audit(page, "content-translation", landed)
+    # The translation names its group's main item by its title, not by its id.
+    translation = page.locator("dd[data-primary-id]").inner_text()
+    assert translation == "“Spring launch”: schedules apply to the whole translation group"
+    audit_wide_and_narrow(page, "content-translation", landed, shots)
     spring = create_by_mouse(page, next_summer_morning(), "Europe/Paris")
     launch(page, stack, "cnt_events")
     events = create_by_mouse(page, next_summer_morning(), "America/New_York")
@@ -488,21 +561,26 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert page.locator("form.schedule-form").count() == 0
     assert page.locator("#local_time").count() == 0
-    # Titles are read live from Dee Wan, next to the ids.
-    assert "of “Spring launch” (cnt_spring)" in schedule_item(page, spring).inner_text()
-    assert "of “Autumn events” (cnt_events)" in schedule_item(page, events).inner_text()
+    # Titles are read live from Dee Wan, instead of the ids.
+    heading = ".card-head > :first-child"
+    assert schedule_item(page, spring).locator(heading).inner_text().endswith(" of “Spring launch”")
+    assert schedule_item(page, events).locator(heading).inner_text().endswith(" of “Autumn events”")
     audit(page, "manage", managed, shots)
 
+    with page.expect_navigation():
+        schedule_item(page, events).get_by_role("link", name=re.compile("^Cancel")).click()
+    assert "“Autumn events”" in page.locator("dl.facts").inner_text()
     with page.expect_navigation() as navigated:
-        schedule_item(page, events).get_by_role("button", name="Cancel").click()
+        page.get_by_role("button", name="Cancel the schedule").click()
     after = navigated.value
     assert after is not None
     assert after.status == 200
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert schedule_item(page, events).get_attribute("data-status") == "cancelled"
     assert schedule_item(page, spring).get_attribute("data-status") == "pending"
-    assert page.get_by_role("status").filter(has_text="The schedule was cancelled.").is_visible()
-    audit(page, "manage-cancelled", after)
+    flash = page.get_by_role("status").filter(has_text="Cancelled: the schedule to publish")
+    assert "of “Autumn events” at " in flash.inner_text()
+    audit_wide_and_narrow(page, "manage-cancelled", after, shots)
 
 
 def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
@@ -526,18 +604,26 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     made = confirmed_id(page)
     assert schedule_item(page, made).get_attribute("data-status") == "pending"
 
-    run_tick(stack.plugin_origin, due_ms + 1000)
+    # The tick of that minute never ran (a restart): the next one sends it 2 min 30 s late.
+    run_tick(stack.plugin_origin, due_ms + 150_000)
 
     reloaded = page.reload()
     item = schedule_item(page, made)
     assert item.get_attribute("data-status") == "completed"
     assert item.get_attribute("data-result-code") == "transition_applied"
+    # Late by the 150 s and the tick's own run time.
+    assert 150_000 <= int(str(item.get_attribute("data-late-ms"))) < 180_000
+    assert item.locator(".status").inner_text() == "Done, 2 min late"
+    # Plain words lead; the code is a detail for support.
+    assert "Result\nDee Wan applied the change." in item.locator("dl").inner_text()
+    assert "code transition_applied, HTTP 200" in item.locator("p.support").inner_text()
     item.locator("summary").click()
     attempts = item.locator("ol.attempts li")
     assert attempts.count() == 1
-    assert "HTTP 200" in attempts.first.inner_text()
-    assert "transition_applied" in attempts.first.inner_text()
-    audit(page, "content-completed", reloaded, shots)
+    assert "Dee Wan applied the change. (code transition_applied, HTTP 200)" in (
+        attempts.first.inner_text()
+    )
+    audit_wide_and_narrow(page, "content-completed-late", reloaded, shots)
 
     state = httpx.get(f"{stack.core_origin}/__fake/state", timeout=10).json()
     about = next(g for g in state["groups"] if g["primary_id"] == "cnt_about")
@@ -588,8 +674,11 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     assert repinned.status == 200
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
-    assert f"the pinned version {current} at {local.replace('T', ' ')}" in notice
-    assert "It replaces the earlier schedule." in notice
+    assert f"the pinned version {current} at {spoken(local, 'Europe/Paris')}" in notice
+    assert f"It replaces the schedule of version {pinned} for {spoken(local, 'Europe/Paris')}" in (
+        notice
+    )
+    assert page.locator("[data-replaced]").get_attribute("data-replaced") == first
     assert schedule_item(page, first).get_attribute("data-status") == "superseded"
     assert schedule_item(page, second).get_attribute("data-pin-stale") is None
     audit(page, "content-repinned", repinned, shots)
@@ -620,8 +709,10 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     # From the manage launch a site admin may cancel any schedule; the card names her.
     launch(page, stack)
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=upcoming")
+    with page.expect_navigation():
+        schedule_item(page, made).get_by_role("link", name=re.compile("^Cancel")).click()
     with page.expect_navigation() as navigated:
-        schedule_item(page, made).get_by_role("button", name="Cancel").click()
+        page.get_by_role("button", name="Cancel the schedule").click()
     after = navigated.value
     assert after is not None
     assert after.status == 200
@@ -686,7 +777,11 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
     assert page.locator('a[rel="prev"]').count() == 0
     assert page.locator("h3.day").count() >= 2
-    assert page.get_by_text("of “Bulk item 00” (cnt_bulk_00)").is_visible()
+    first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"] h4')
+    assert first_bulk.inner_text().endswith(" of “Bulk item 00”")
+    # Page links at the top as well as at the bottom.
+    assert page.locator('nav.pager-top a[rel="next"]').is_visible()
+    assert page.locator('nav.pager-bottom a[rel="next"]').count() == 1
     audit_wide_and_narrow(page, "manage-agenda", managed, shots)
     page.locator("section[data-group=upcoming]").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "manage-agenda-view.png"))
@@ -698,12 +793,12 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     tokyo = navigated.value
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
     first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"]')
-    assert "in Asia/Tokyo" in first_bulk.inner_text()
+    assert "(Asia/Tokyo; " in first_bulk.locator("dd").first.inner_text()
     audit(page, "manage-agenda-tokyo", tokyo, shots)
 
     # Paging: the next page, then back.
     with page.expect_navigation() as navigated:
-        page.locator('a[rel="next"]').click()
+        page.locator('nav.pager-top a[rel="next"]').click()
     second = navigated.value
     assert second is not None
     assert second.status == 200
@@ -711,9 +806,11 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     assert page.locator('a[rel="next"]').count() == 0
     assert "page 2 of 2" in page.locator(".page-info").inner_text()
     audit(page, "manage-page-2", second, shots)
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"  # kept
     with page.expect_navigation():
-        page.locator('a[rel="prev"]').click()
+        page.locator('nav.pager-bottom a[rel="prev"]').click()
     assert "page 1 of 2" in page.locator(".page-info").inner_text()
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
 
     # A filter narrows to one group, with its count.
     with page.expect_navigation() as navigated:
@@ -731,3 +828,191 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
         == "finished"
     )
     audit_wide_and_narrow(page, "manage-finished", finished, shots)
+
+
+# -- issue 22: the editor's page speaks plainly -----------------------------------------
+
+
+def fill_and_send(page: Page, local: str, zone: str) -> PageResponse:
+    page.locator("#local_time").fill(local)
+    page.locator("#timezone").fill(zone)
+    with page.expect_navigation() as navigated:
+        page.get_by_role("button", name="Schedule", exact=True).click()
+    response = navigated.value
+    assert response is not None
+    return response
+
+
+def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    launch(page, stack, "cnt_zones")
+    summer = next_summer_morning()
+
+    # A misspelt zone: said back as typed, with the closest names one click away.
+    refused = fill_and_send(page, summer, "europe/berln")
+    assert refused.status == 422
+    error = page.locator('[data-error-code="unknown_timezone"]')
+    assert "“europe/berln” is not a time zone name this plugin knows." in error.inner_text()
+    assert "Did you mean Europe/Berlin" in error.inner_text()
+    audit_wide_and_narrow(page, "content-zone-suggestions", refused, shots)
+    with page.expect_navigation() as navigated:
+        page.get_by_role("button", name="Schedule it in Europe/Berlin").click()
+    made = navigated.value
+    assert made is not None
+    assert made.status == 200
+    assert (
+        f"at {spoken(summer, 'Europe/Berlin')}." in page.locator("[data-confirmation]").inner_text()
+    )
+
+    # In lower case it is simply the zone, stored the canonical way.
+    lower = fill_and_send(page, summer, "europe/paris")
+    assert lower.status == 200
+    assert (
+        f"at {spoken(summer, 'Europe/Paris')}." in page.locator("[data-confirmation]").inner_text()
+    )
+
+    # A time the clocks skip: refused, naming the jump, with the first minute after it.
+    skipped, after_jump = next_gap_half_past("Europe/Berlin")
+    gap = fill_and_send(page, skipped, "Europe/Berlin")
+    assert gap.status == 422
+    problem = page.locator('[data-error-code="nonexistent_local_time"]')
+    assert "the clocks jump from 02:00 to 03:00" in problem.inner_text()
+    assert f"The first minute after the jump is {spoken(after_jump, 'Europe/Berlin')}." in (
+        problem.inner_text()
+    )
+    audit_wide_and_narrow(page, "content-gap", gap, shots)
+    with page.expect_navigation() as navigated:
+        problem.get_by_role("button", name=re.compile("^Schedule it at .* instead$")).click()
+    fixed = navigated.value
+    assert fixed is not None
+    assert fixed.status == 200
+    assert f"at {spoken(after_jump, 'Europe/Berlin')}." in (
+        page.locator("[data-confirmation]").inner_text()
+    )
+
+    # Five years ahead (a typo for next year?): accepted, and the receipt says so.
+    far = f"{date.today().year + 5}-07-01T09:00"
+    accepted = fill_and_send(page, far, "Europe/Paris")
+    assert accepted.status == 200
+    note = page.locator("[data-years-ahead]")
+    assert note.get_attribute("data-years-ahead") in ("5 years", "6 years")
+    assert "If you meant an earlier year" in note.inner_text()
+    audit_wide_and_narrow(page, "content-years-ahead", accepted, shots)
+
+
+def test_history_stays_out_of_the_way(stack: DevStack, page: Page, shots: Path) -> None:
+    start = datetime.now(UTC).date() + timedelta(days=2)
+    for i in range(9):  # each replaces the one before
+        schedule_over_http(stack, "cnt_history", f"{start + timedelta(days=i)}T10:00", "UTC")
+    landed = launch(page, stack, "cnt_history")
+    in_view = page.locator('ul[aria-label="Schedules for this content"] li.schedule')
+    assert in_view.count() == 1
+    assert in_view.first.get_attribute("data-status") == "pending"
+    history = page.locator("details.history")
+    assert history.get_attribute("data-history-count") == "8"
+    assert not history.evaluate("d => d.open")
+    assert history.locator("summary").inner_text() == (
+        "History: 8 earlier schedules, all replaced by a newer one"
+    )
+    assert not history.locator("li.schedule").first.is_visible()
+    audit_wide_and_narrow(page, "content-history-folded", landed, shots)
+    history.locator("summary").click()
+    assert history.locator("li.schedule").first.is_visible()
+    audit_wide_and_narrow(page, "content-history-open", landed, shots)
+
+    # The manage view's finished group folds the replaced ones the same way.
+    launch(page, stack)
+    managed = page.goto(
+        f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished"
+    )
+    replaced = page.locator("section[data-group=finished] details.history")
+    assert int(str(replaced.get_attribute("data-replaced-count"))) >= 8
+    assert replaced.locator("summary").inner_text().startswith("Replaced by a newer schedule: ")
+    audit_wide_and_narrow(page, "manage-finished-folded", managed, shots)
+
+
+def fault(stack: DevStack, **body: Any) -> None:
+    pushed = httpx.post(f"{stack.core_origin}/__fake/faults", json=body, timeout=10)
+    pushed.raise_for_status()
+
+
+def latency(stack: DevStack, seconds: float) -> None:
+    set_ = httpx.post(
+        f"{stack.core_origin}/__fake/latency",
+        json={"endpoint": "content", "seconds": seconds},
+        timeout=10,
+    )
+    set_.raise_for_status()
+
+
+def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: Path) -> None:
+    launch(page, stack, "cnt_news")
+    fault(
+        stack,
+        faults=[{"kind": "respond", "status": 503, "code": "unavailable", "endpoint": "content"}],
+    )
+    down = page.reload()
+    assert down is not None
+    assert down.status == 503
+    assert down.headers["retry-after"] == "60"
+    problem = page.locator('[data-error-code="dee_wan_unavailable"]')
+    assert problem.inner_text().startswith(
+        "Dee Wan is not answering right now. Nothing was changed; try again in a minute."
+    )
+    assert page.get_by_role("heading", level=1).inner_text() == "Dee Wan is not answering right now"
+    audit_wide_and_narrow(page, "error-dee-wan-down", down, shots)
+    back = page.reload()  # the fault was for one read: Dee Wan answers again
+    assert back is not None
+    assert back.status == 200
+
+
+def test_the_manage_view_says_what_it_could_not_do(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    launch(page, stack)
+    base = f"{stack.plugin_origin}/installations/{installation_id(stack)}"
+
+    # A page past the last: the last page, said, in the zone asked for.
+    past = page.goto(f"{base}?page=99&zone=Asia/Tokyo")
+    assert past is not None
+    assert past.status == 200
+    note = page.locator('[data-notice="page_corrected"]')
+    assert note.inner_text().startswith("There is no page 99: there are ")
+    info = page.locator(".page-info").inner_text()
+    assert "4901" not in info
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
+    assert page.locator("li.schedule").count() > 0
+    audit_wide_and_narrow(page, "manage-page-past-end", past, shots)
+
+    # A filter that does not exist: all schedules, said.
+    bogus = page.goto(f"{base}?show=bogus")
+    assert bogus is not None
+    assert page.locator('[data-notice="unknown_filter"]').inner_text() == (
+        "There is no filter “bogus”: showing all schedules."
+    )
+    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
+    audit_wide_and_narrow(page, "manage-unknown-filter", bogus, shots)
+
+    # A zone misspelt: said back, the site's zone used, the closest names a click away.
+    tokio = page.goto(f"{base}?zone=asia/tokio")
+    assert tokio is not None
+    assert "“asia/tokio” is not a time zone name" in page.locator("#zone-problem").inner_text()
+    suggestion = page.locator('[data-zone-suggestion="Asia/Tokyo"]')
+    audit_wide_and_narrow(page, "manage-zone-suggestions", tokio, shots)
+    with page.expect_navigation():
+        suggestion.click()
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
+
+    # A slow Dee Wan: titles not read in time are said, not silently replaced by ids.
+    latency(stack, 5.0)
+    try:
+        slow = page.goto(f"{base}?show=upcoming")
+        assert slow is not None
+        assert slow.status == 200
+        note = page.locator("[data-titles-missing]")
+        assert "Dee Wan did not answer in time for " in note.inner_text()
+        assert "Reload the page to try again." in note.inner_text()
+        audit_wide_and_narrow(page, "manage-titles-slow", slow, shots)
+    finally:
+        latency(stack, 0.0)

@@ -119,7 +119,7 @@ def test_per_tick_budgets_must_fit_one_batch() -> None:
         base_env(MAX_D1_QUERIES_PER_TICK="10", MAX_SENDS_PER_TICK="19")
     )
     assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith(
-        "must be at least 11 for MAX_ROWS_PER_TICK=20"
+        "must be at least 14 for MAX_ROWS_PER_TICK=20"
     )
     assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_TICK (20)"
     assert (

@@ -211,7 +211,7 @@ def test_dev_prints_the_url_a_schedule_made_there_is_applied_and_ctrl_c_stops_it
             notice = page.locator("[data-confirmation]")
             pinned = notice.locator("code").inner_text()
             assert pinned == before["current"], (pinned, before)
-            assert f"({ZONE})" in notice.inner_text()
+            assert f"({ZONE}; " in notice.inner_text()
             assert schedule_item(page, made_id).get_attribute("data-status") == "pending"
 
             # The next minute's tick, run now at that instant.

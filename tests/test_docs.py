@@ -14,6 +14,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scheduling.dee_wan import classify
 from scheduling.domain.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
@@ -21,8 +22,10 @@ from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind
 from scheduling.domain.retry_policy import Caps, after_attempt, backoff_ms, may_send
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
-from scheduling.repository.tick_record import LastTick
+from scheduling.repository.tick_history import LastTick
 from scheduling.runner.health import status_json
+from tests.support.app import FakeClock, make_app, memory_db
+from tests.support.metrics import scrape
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 CODE = re.compile(r"`([^`]+)`")
@@ -108,12 +111,22 @@ def test_time_table_row(index: int) -> None:
         code = CODE.findall(expected)[0]
         assert isinstance(result, TimeRefusal), f"row {index + 1}: expected {code}, got {result}"
         assert result.code == code
+        # `offers `a`, `b``: the refusal's one-click choices, the closest first.
+        offered = [r.value for r in result.retries]
+        if "offers nothing" in expected:
+            assert offered == [], f"row {index + 1}"
+        elif "offers" in expected:
+            wanted = CODE.findall(expected.split("offers", 1)[1])
+            assert offered[: len(wanted)] == wanted, f"row {index + 1}: offered {offered}"
     else:
         instant = CODE.findall(expected)
         assert instant, f"Time row {index + 1}: result needs a `YYYY-MM-DD HH:MM UTC`"
         assert isinstance(result, ResolvedTime), f"row {index + 1}: refused {result}"
         assert format_utc(result.due_at_ms) == instant[0]
-        assert (result.local_time, result.timezone) == (local, zone)
+        stored = (
+            CODE.findall(expected.split("stored as", 1)[1])[0] if "stored as" in expected else zone
+        )
+        assert (result.local_time, result.timezone) == (local, stored)
 
 
 # -- Runner -------------------------------------------------------------------------------
@@ -300,3 +313,52 @@ def test_the_status_example_has_the_shape_the_route_answers() -> None:
     assert example["schedules"].keys() == answer["schedules"].keys()
     assert example["finished_last_24h"].keys() == answer["finished_last_24h"].keys()
     assert example["stalled_after_ms"] == answer["stalled_after_ms"]
+
+
+# -- Metrics and alerting (issue 21) ----------------------------------------------------------
+
+
+def _operator_section(heading: str) -> str:
+    text = README.read_text("utf-8")
+    return text.split(f"\n### {heading}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+
+
+async def _scraped() -> tuple[dict[str, str], set[str]]:
+    """What /admin/metrics exposes after one tick: family types, and every sample name."""
+    db = memory_db()
+    app = make_app(db, FakeClock())
+    await app.tick(app.services.clock.now_ms())
+    types, samples = await scrape(app)
+    db.close()
+    return types, {name for name, _ in samples}
+
+
+async def test_every_metric_series_is_in_the_readme_and_every_one_there_is_exposed() -> None:
+    rows = re.findall(
+        r"^\| `(scheduling_[a-z_]+)` \| (gauge|counter|histogram) \|",
+        _operator_section("Metrics: `GET /admin/metrics`"),
+        re.MULTILINE,
+    )
+    documented = {
+        (name.removesuffix("_total") if kind == "counter" else name): kind for name, kind in rows
+    }
+    types, _ = await _scraped()
+    assert documented == types
+    assert all(name.endswith("_total") for name, kind in rows if kind == "counter")
+
+
+async def test_the_alert_rules_name_series_the_metrics_route_exposes() -> None:
+    block = _operator_section("Alerting").split("```yaml\n", 1)[1].split("```", 1)[0]
+    rules = yaml.safe_load(block)["groups"][0]["rules"]
+    _, exposed = await _scraped()
+    expressions = {rule["alert"]: rule["expr"] for rule in rules}
+    for expression in expressions.values():
+        named = set(re.findall(r"\bscheduling_[a-z_]+", expression))
+        assert named, expression
+        assert named <= exposed, (expression, named - exposed)
+    # The three the operator asked for: an old overdue backlog, any failed tick, a stall.
+    assert expressions == {
+        "SchedulingOverdue": "scheduling_oldest_overdue_age_seconds > 300",
+        "SchedulingTickFailed": "increase(scheduling_ticks_failed_total[10m]) > 0",
+        "SchedulingStalled": "scheduling_stalled == 1",
+    }

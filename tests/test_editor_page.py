@@ -217,7 +217,13 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
     kept = ("local_time", "timezone", "fold", "due_at", "kind", "to_state")
     assert {k: second[k] for k in kept} == {k: old[k] for k in kept}
     receipt = (await browser.follow(response)).body.decode()
-    assert "It replaces the earlier schedule." in receipt
+    # The receipt names what it replaced, by its time (was: "It replaces the earlier schedule.").
+    assert f'data-replaced="{old["id"]}"' in receipt
+    assert (
+        f"It replaces the schedule of version {old['version_id']} for Sun 25 Oct 2026, 02:30 CET"
+        " (Europe/Berlin; 01:30 UTC),"
+        " which will not be sent" in text(receipt)
+    )
     assert "pin-stale" not in schedules_on(receipt)[0]
 
 
@@ -291,9 +297,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     manager = await world.browser_for(installation, person="usr_admin", content_id=None)
     await manager.get(f"/installations/{installation.id}")
     clock.advance(5_000)
-    response = await manager.post(
-        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": manager.csrf()}
-    )
+    response = await manager.cancel(installation.id, sid)
     assert response.status == 303
     row = (await rows(world))[0]
     assert (row["status"], row["cancelled_by"], row["cancelled_by_name"], row["cancelled_at"]) == (
@@ -303,9 +307,8 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
         clock.now_ms(),
     )
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
-    assert "Cancelled by Mary Admin at 2026-07-01 12:00:05 CEST (10:00:05 UTC)" in text(
-        card(html, sid)
-    )
+    cancelled = "Cancelled by Mary Admin at Wed 1 Jul 2026, 12:00:05 CEST"
+    assert f"{cancelled} (Europe/Paris; 10:00:05 UTC)" in text(card(html, sid))
 
 
 async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> None:
@@ -315,12 +318,10 @@ async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> 
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)
-    response = await editor.post(
-        f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": editor.csrf()}
-    )
+    response = await editor.cancel(installation.id, sid)
     assert response.status == 303
     html = (await editor.follow(response)).body.decode()
-    assert "Cancelled by Ada Lovelace at 2026-07-01 12:00:00 CEST" in text(card(html, sid))
+    assert "Cancelled by Ada Lovelace at Wed 1 Jul 2026, 12:00:00 CEST" in text(card(html, sid))
 
 
 class RefusingEveryConnection:
@@ -358,9 +359,11 @@ async def test_a_cancel_never_calls_dee_wan_even_when_it_is_down(world: World) -
     assert down.requests == []
     row = (await rows(world))[0]
     assert (row["status"], row["cancelled_by"]) == ("cancelled", "usr_editor")
-    # Dee Wan is still down: the page itself cannot be shown, and says so.
+    # Dee Wan is still down: the page itself cannot be shown, and says so as a temporary
+    # state with a code of its own (was 502 `dee_wan_unreachable`).
     page = await editor.follow(response)
-    assert page.status == 502
+    assert page.status == 503
+    assert 'data-error-code="dee_wan_unavailable"' in page.body.decode()
     assert len(down.requests) == 1
 
 

@@ -15,6 +15,7 @@ Derandomized with a fixed budget (`EXAMPLES`), so CI runs the same cases every t
 from __future__ import annotations
 
 import asyncio
+import base64
 import ipaddress
 import json
 import re
@@ -27,6 +28,7 @@ from urllib.parse import quote, urlencode
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from scheduling.app import ROUTES
 from scheduling.domain.timezones import zone_names
@@ -40,8 +42,8 @@ from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock
 from tests.support.scripted_core import ScriptedCore, content_answer, exchange_answer
 from tests.support.world import Browser, World, schedule
 
-# Examples per suite: 4,000 cases, about 18 s on a two-core CI machine.
-EXAMPLES = {"requests": 1600, "form": 800, "exchange": 800, "content": 800}
+# Examples per suite: 4,400 cases, about 20 s on a two-core CI machine.
+EXAMPLES = {"requests": 1600, "form": 800, "exchange": 800, "content": 800, "operator": 400}
 # Statuses the plugin may answer when Dee Wan is unreachable or untrusted (documented).
 DEE_WAN_5XX = {502, 503, 504}
 FUZZ = settings(
@@ -68,6 +70,8 @@ class Stage:
         self.script = ScriptedCore(self.world.app.services.http)
         self.world.app.services.http = self.script
         self.browser = self.run(self.world.browser_for(self.installation))
+        # Fuzzed titles and names may look like anything, a raw date-time too.
+        self.browser.checks_time_format = False
         page = self.run(self.browser.get(self.page_path))
         assert page.status == 200, page.body[:300]
         # Things a request can name for real: unused codes, schedules that exist.
@@ -105,8 +109,10 @@ class Stage:
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
             )
         ]
+        # Sorted here: a WITHOUT ROWID table (the running totals) has no rowid to order by.
         return {
-            t: connection.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables
+            t: sorted((tuple(r) for r in connection.execute(f"SELECT * FROM {t}")), key=repr)
+            for t in tables
         }
 
     def close(self) -> None:
@@ -243,12 +249,17 @@ def paths(draw: st.DrawFn, stage: Stage) -> tuple[str, str]:
     return method, path + ("?" + urlencode(query) if query else "")
 
 
+def basic(password: str, user: str = "operator") -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 @st.composite
 def headers(draw: st.DrawFn, stage: Stage) -> Headers:
     session = stage.browser.cookies[SESSION_COOKIE]
     options = {
         "authorization": weighted(
             (3, st.just(f"Bearer {ADMIN_SECRET}")),
+            (1, st.just(basic(ADMIN_SECRET))),
             (1, st.sampled_from(["Bearer", "Basic x"])),
             (1, latin1_text.map("Bearer ".__add__)),
             (1, latin1_text),
@@ -349,6 +360,107 @@ def test_arbitrary_requests_on_every_route(stage: Stage) -> None:
             assert stage.snapshot() == before, (method, path, response.status)
 
     one()
+
+
+# -- the operator's routes: /healthz, /admin/metrics, /admin ----------------------------------
+
+OPERATOR_PATHS = ("/healthz", "/admin/metrics", "/admin")
+credentials = weighted(
+    (3, st.just(basic(ADMIN_SECRET))),
+    (2, st.just(f"Bearer {ADMIN_SECRET}")),
+    (1, st.text(max_size=20).map(lambda user: basic(ADMIN_SECRET, user.replace(":", "")))),
+    (1, latin1_text.map(basic)),
+    (1, st.binary(max_size=40).map(lambda raw: "Basic " + base64.b64encode(raw).decode())),
+    (1, latin1_text.map("Basic ".__add__)),
+    (1, latin1_text),
+)
+
+
+def password_of(authorization: str | None) -> str | None:
+    """What a browser's Basic header carries as the password (RFC 7617), decoded by hand."""
+    if authorization is None or not authorization.startswith("Basic "):
+        return None
+    try:
+        decoded = base64.b64decode(authorization[6:], validate=True).decode("utf-8")
+    except ValueError:
+        return None
+    return decoded.split(":", 1)[1] if ":" in decoded else None
+
+
+def test_arbitrary_requests_on_the_operator_routes(stage: Stage) -> None:
+    """Any method, query, credentials, scheme and moment (stalled or not): /healthz says only
+    ok or stalled, /admin/metrics is Prometheus text for the bearer secret alone, /admin a
+    page for the Basic secret alone over HTTPS; anything else is a refusal with its code."""
+    start = stage.world.clock.now
+
+    @settings(FUZZ, max_examples=EXAMPLES["operator"])
+    @given(
+        st.sampled_from(OPERATOR_PATHS),
+        weighted((6, st.sampled_from(["GET", "HEAD"])), (1, st.sampled_from(["POST", "PUT"]))),
+        st.dictionaries(st.text(max_size=8), st.text(max_size=20), max_size=3),
+        weighted((1, st.just(None)), (4, credentials)),
+        st.sampled_from(["text/html", "*/*", "application/json", ""]),
+        weighted((5, st.just(ORIGIN)), (1, st.just("http://scheduling.example"))),
+        # Now, or later: the stage's schedules fall due at 30 and 60 minutes, with no tick.
+        st.sampled_from([0, 10, 29, 31, 45, 90, 240]).map(lambda minutes: minutes * 60_000),
+    )
+    def one(
+        path: str,
+        method: str,
+        query: dict[str, str],
+        authorization: str | None,
+        accept: str,
+        origin: str,
+        later_ms: int,
+    ) -> None:
+        stage.world.clock.now = start + later_ms
+        sent = {"accept": accept} | ({"authorization": authorization} if authorization else {})
+        before = stage.snapshot()
+        request = Request(
+            method,
+            origin + path + ("?" + urlencode(query) if query else ""),
+            Headers(sent),
+            client=stage.new_client(),
+        )
+        response = stage.run(stage.world.app.handle(request))
+        event(f"{path} {response.status}")
+        assert stage.snapshot() == before  # reading never writes
+        present = {name.lower() for name, _ in response.headers}
+        assert all(name in present for name, _ in BASE_HEADERS)
+        if method == "HEAD":
+            assert response.body == b""
+        if method not in ("GET", "HEAD"):
+            assert response.status == 405
+        elif path == "/healthz":
+            assert response.status in (200, 503)
+            if method == "GET":
+                status = "ok" if response.status == 200 else "stalled"
+                assert json.loads(response.body) == {"status": status}
+            return
+        elif path == "/admin/metrics":
+            allowed = authorization == f"Bearer {ADMIN_SECRET}"
+            assert (response.status == 200) == allowed, response.status
+            if allowed and method == "GET":
+                families = list(text_string_to_metric_families(response.body.decode()))
+                assert len(families) == 15
+        else:
+            secure = origin.startswith("https://")
+            if not secure:
+                assert response.status == 403
+                assert response.header("www-authenticate") is None
+            elif password_of(authorization) == ADMIN_SECRET:
+                assert response.status == 200
+            else:
+                assert response.status == 401
+                assert response.header("www-authenticate") is not None
+        if response.status >= 400 and method == "GET":
+            assert refusal_code(response)
+        assert ADMIN_SECRET.encode() not in response.body
+
+    try:
+        one()
+    finally:
+        stage.world.clock.now = start
 
 
 # -- the schedule form -------------------------------------------------------------------

@@ -39,7 +39,15 @@ pytestmark = pytest.mark.pyodide
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
-TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
+TABLES = (
+    "schedule_attempts",
+    "schedules",
+    "sessions",
+    "activation_codes",
+    "installations",
+    "tick_history",
+    "runner_totals",
+)
 
 
 @pytest.fixture(scope="session")
@@ -261,7 +269,9 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     assert (status["last_tick"]["due"], status["last_tick"]["claimed"]) == (4, 3)
     assert status["last_tick"]["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
     assert (status["last_tick"]["refused_unsent"], status["last_tick"]["lost_claim"]) == (1, 0)
-    assert status["last_tick"]["d1"] == {"statements": 8, "round_trips": 5}
+    # due; claim (refusal, claim, open attempts); due again; settle, finish attempts and the
+    # installation's last send; the record (history row, totals, pruning)
+    assert status["last_tick"]["d1"] == {"statements": 11, "round_trips": 5}
     assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
     assert status["finished_last_24h"] == {
         "completed": 1,
@@ -600,8 +610,9 @@ def csrf_of(page: str) -> str:
 
 
 def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
-    """Open the Worker from core's launch URL; returns the page's CSRF token. Manage (no
-    content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
+    """Open the Worker from core's launch URL; returns the content page's CSRF token ("" for
+    the manage view, which has no form: its cancels ask first, on a page with the form).
+    Manage (no content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
     person = "usr_editor" if context else "usr_admin"
     issued = core.control(
         "POST", "launch", {"installation_id": installation_id, "person_id": person, **context}
@@ -622,7 +633,7 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     browser.shown = dict(
         re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
     )
-    return csrf_of(page.text)
+    return csrf_of(page.text) if context else ""
 
 
 def wall_time(days_ahead: int, zone: str) -> str:
@@ -686,7 +697,10 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     )
     assert news.status_code == 303, news.text
     news_id = news.headers["location"].rsplit("created=", 1)[1]
-    manage_csrf = launch(core, browser, installation_id)
+    assert launch(core, browser, installation_id) == ""
+    confirm = browser.get(f"/installations/{installation_id}/schedules/{news_id}/cancel")
+    assert confirm.status_code == 200, confirm.text
+    manage_csrf = csrf_of(confirm.text)
     cancelled = browser.post_form(
         f"/installations/{installation_id}/schedules/{news_id}/cancel", {"csrf_token": manage_csrf}
     )
@@ -754,6 +768,83 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     assert browser.get(f"/installations/{installation_id}").status_code in (401, 404)
 
 
+# One way of writing an instant: `Thu 2 Jul 2026, 12:00 CEST (Europe/Paris; 10:00 UTC)`.
+INSTANT = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2} \d{4}, \d\d:\d\d"
+
+
+def test_the_content_page_speaks_plainly_under_pyodide(
+    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
+) -> None:
+    """The editor's page through the real entry: the replace warning and receipt, the deadline
+    with its date, zone and RFC 3339 instant, folded history, zone names in any case, the first
+    minute after a gap, the cancel confirmation, and no raw date-time anywhere."""
+    from tests.support.time_format import raw_times
+
+    installation_id = install(core, client)["id"]
+    browser = Browser(client, dev_worker.origin)
+    csrf = launch(core, browser, installation_id, content_id="cnt_spring")
+    fields = {"transition": "publish:published", "fold": "", "csrf_token": csrf, **browser.shown}
+    base = f"/installations/{installation_id}"
+    first = browser.post_form(
+        f"{base}/schedules",
+        {**fields, "timezone": "europe/paris", "local_time": wall_time(3, "Europe/Paris")},
+    )
+    assert first.status_code == 303, first.text
+    first_id = first.headers["location"].rsplit("created=", 1)[1]
+    assert dev_worker.sql("SELECT timezone FROM schedules") == [{"timezone": "Europe/Paris"}]
+
+    # The form now says, on the publish choice, what a new schedule would replace.
+    form = browser.get(base).text
+    assert f'data-replaces="{first_id}"' in form
+    assert re.search(
+        rf"A new schedule replaces the waiting one of version \S+ for {INSTANT} CES?T", form
+    )
+
+    second = browser.post_form(
+        f"{base}/schedules",
+        {**fields, "timezone": "Europe/Paris", "local_time": wall_time(2, "Europe/Paris")},
+    )
+    assert second.status_code == 303, second.text
+    receipt = browser.get(second.headers["location"]).text
+    assert f'data-replaced="{first_id}"' in receipt
+    deadline = re.search(r'<p data-deadline="([^"]+)">', receipt)
+    assert deadline
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:00Z", deadline.group(1))
+    assert re.search(
+        rf"nothing is sent after <time [^>]+>{INSTANT} CES?T \(Europe/Paris; ", receipt
+    )
+    assert 'data-history-count="1" data-replaced-count="1"' in receipt
+    assert raw_times(receipt) == []
+
+    # A time the clocks skip is refused with the first minute after the jump, one click away.
+    skipped = browser.post_form(
+        f"{base}/schedules",
+        {**fields, "timezone": "Europe/Berlin", "local_time": "2027-03-28T02:30"},
+    )
+    assert skipped.status_code == 422
+    assert 'data-retry-local-time="2027-03-28T03:00"' in skipped.text
+    assert "the clocks jump from 02:00 to 03:00" in skipped.text
+    unknown = browser.post_form(
+        f"{base}/schedules",
+        {**fields, "timezone": "Europe/Berln", "local_time": wall_time(2, "Europe/Paris")},
+    )
+    assert unknown.status_code == 422
+    assert 'data-retry-timezone="Europe/Berlin"' in unknown.text
+
+    # Cancel asks first, naming the content by its title.
+    second_id = second.headers["location"].rsplit("created=", 1)[1]
+    confirm = browser.get(f"{base}/schedules/{second_id}/cancel")
+    assert confirm.status_code == 200, confirm.text
+    assert f'data-cancel-confirmation="{second_id}"' in confirm.text
+    assert "“Spring launch”" in confirm.text
+    assert raw_times(confirm.text) == []
+    cancelled = browser.post_form(f"{base}/schedules/{second_id}/cancel", {"csrf_token": csrf})
+    assert cancelled.status_code == 303
+    after = browser.get(cancelled.headers["location"]).text
+    assert f'data-cancelled="{second_id}"' in after
+    assert re.search(rf"Cancelled: the schedule to publish version \S+ at {INSTANT}", after)
+
+
 def test_a_content_launch_cancels_with_dee_wan_gone(
     dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
 ) -> None:
@@ -784,7 +875,12 @@ def test_a_content_launch_cancels_with_dee_wan_gone(
     )
     assert cancelled.status_code == 303, cancelled.text
     assert dev_worker.sql("SELECT status FROM schedules") == [{"status": "cancelled"}]
-    assert browser.get(cancelled.headers["location"]).status_code == 502  # the page needs it
+    # The page needs Dee Wan: it says so, as a temporary state with a code of its own.
+    page = browser.get(cancelled.headers["location"])
+    assert page.status_code == 503
+    assert page.headers["retry-after"] == "60"
+    assert 'data-error-code="dee_wan_unavailable"' in page.text
+    assert "Dee Wan is not answering right now. Nothing was changed" in page.text
 
 
 def test_tick_gives_up_on_a_silent_core_after_ten_seconds(

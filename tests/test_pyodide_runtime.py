@@ -96,6 +96,8 @@ def test_wrangler_example_declares_the_worker() -> None:
         }
     ]
     assert config["triggers"] == {"crons": ["* * * * *"]}
+    # Workers Logs keep every tick's JSON line (issue 21).
+    assert config["observability"] == {"enabled": True, "head_sampling_rate": 1}
     # The binding counts failed launches as the in-memory limiter does; the plugin holds a
     # client back for its own window, so the binding's period must be the same.
     assert config["ratelimits"] == [
@@ -164,6 +166,9 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
     )
     assert migrations.returncode == 0, migrations.stdout + migrations.stderr
     assert "0001_initial.sql" in migrations.stdout
+    assert "0007_tick_history.sql" in migrations.stdout
+    # wrangler knows every field, `observability` included (it warns of unexpected ones).
+    assert "Unexpected fields" not in output, output
 
 
 def test_d1_adapter_maps_miniflare_d1_results_and_errors(harness: Harness) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import DatabaseError, UnreadableSecret
-from scheduling.repository import runner_store
-from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
+from scheduling.repository import operator_queries, runner_store, tick_history
+from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import (
@@ -75,12 +75,10 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     shutil.copy(MIGRATIONS_DIR / "0001_initial.sql", first)
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
     assert apply_migrations(database.connection, first) == ["0001_initial.sql"]
-    later = [
-        "0002_runner_status.sql",
-        "0003_cancellation.sql",
-        "0004_session_rights.sql",
-        "0006_queue_fanout.sql",
-    ]
+    later = sorted(path.name for path in MIGRATIONS_DIR.glob("*.sql"))[1:]
+    assert {"0002_runner_status.sql", "0006_queue_fanout.sql", "0007_tick_history.sql"} <= set(
+        later
+    )
     assert apply_migrations(database.connection) == later
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
@@ -145,6 +143,7 @@ async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -
 async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:
     await db.prepare(
         "INSERT OR IGNORE INTO installations"
+        " (id, site_id, base_url, token_sealed, created_at, token_rotated_at)"
         " VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
     ).run()
     live = status in ("pending", "retrying")
@@ -281,8 +280,23 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
         (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
         (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
         (runner_store.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
+        (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
+        (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
+        (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
+        (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
+        (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
     ],
-    ids=["runner due rows", "status backlog", "status counts", "open attempts"],
+    ids=[
+        "runner due rows",
+        "status backlog",
+        "status counts",
+        "open attempts",
+        "healthz",
+        "history row's backlog",
+        "live counts",
+        "latest refusals",
+        "installations",
+    ],
 )
 def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
@@ -357,3 +371,102 @@ def test_the_queue_statements_write_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
 ) -> None:
     assert _status_groups_in(sql) == groups
+
+
+# -- issue 21: the operator's reads and the tick's record ------------------------------------
+
+_TABLES = ("schedules", "schedule_attempts", "installations", "tick_history", "runner_totals")
+
+
+def _history_heavy(database: SqliteDatabase) -> None:
+    """3,000 schedules of 30 installations, 1 in 100 live, then ANALYZE."""
+    connection = database.connection
+    connection.executescript(
+        """
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 30)
+        INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
+            token_rotated_at, last_sent_at)
+        SELECT 'ins_' || i, 's', 'https://cms.example', 'x', 0, 0, i FROM n;
+        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 3000)
+        INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
+            workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,
+            result_code, next_attempt_at, requested_by, requested_by_name, created_at,
+            updated_at)
+        SELECT 'sch_' || i, 'ins_' || (i % 30), 'cnt_' || i, 'publish', 'published', 'v', 1, 1,
+               'k' || i, i, 'UTC', 'x',
+               CASE WHEN i % 100 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'refused'
+                    ELSE 'completed' END,
+               CASE WHEN i % 100 = 0 THEN NULL ELSE 'transition_applied' END,
+               CASE WHEN i % 100 = 0 THEN i END, 'usr', 'Ada', i, i
+          FROM n;
+        ANALYZE;
+        """
+    )
+
+
+def _values(rows: int, width: int) -> str:
+    return ", ".join(
+        "(" + ", ".join(f"?{i * width + j + 1}" for j in range(width)) + ")" for i in range(rows)
+    )
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (tick_history.HEALTH_SQL, (0,)),
+        (tick_history.LAST_TICK_SQL, ()),
+        (LIVE_COUNTS_SQL, ()),
+        (tick_history.SERIES_SQL, (0, 1, 600_000)),
+        (operator_queries.RECENT_REFUSALS_SQL, ()),
+        (operator_queries.INSTALLATIONS_SQL, (0,)),
+        (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
+        (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
+        (tick_history.PRUNE_SQL, (0,)),
+        (runner_store.LAST_SENT_SQL.format(values=_values(20, 2)), (0,) * 40),
+    ],
+    ids=[
+        "healthz",
+        "last tick",
+        "live counts",
+        "history window",
+        "latest refusals",
+        "installations",
+        "history row",
+        "totals",
+        "pruning",
+        "last send",
+    ],
+)
+@pytest.mark.parametrize("analysed", [False, True], ids=["never analysed", "analysed"])
+def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_by_scan(
+    sql: str, params: tuple[object, ...], analysed: bool
+) -> None:
+    """/healthz, /admin/metrics, /admin and the tick's write, on a fresh, never-analysed
+    database: every read of a table goes through an index (a partial one for schedules), so
+    the cost follows live rows, the day's activity and the 7 days of history, never the
+    table's size. The totals table is read whole: one row per counter series (a fixed set,
+    tests/test_operator_history.py counts them), never more."""
+    database = SqliteDatabase(":memory:")
+    apply_migrations(database.connection)
+    if analysed:
+        # Statistics of a table that is mostly history: the planner then prefers whole-index
+        # scans that avoid a sort, unless a statement pins its partial index.
+        _history_heavy(database)
+    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
+    reads = [
+        step
+        for step in steps
+        if step.startswith(("SCAN", "SEARCH")) and step.split()[1] in (*_TABLES, "s", "i")
+    ]
+    live_indexes = ("schedules_one_live", "schedules_waiting", "schedules_leased")
+    for step in reads:
+        if step == "SCAN runner_totals":
+            continue
+        if step.startswith("SCAN schedules"):  # only a partial index of live rows, whole
+            assert any(step.endswith(f"INDEX {name}") for name in live_indexes), steps
+        assert " USING " in step, steps
+        assert any(used in step for used in ("INDEX", "INTEGER PRIMARY KEY", "PRIMARY KEY")), steps
+    if sql is tick_history.HEALTH_SQL:
+        assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
+        assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps
+    database.close()

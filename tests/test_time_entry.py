@@ -59,12 +59,17 @@ def error_box(html: str) -> str:
 async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: World) -> None:
     installation = await world.install()
     html = (await open_page(world, installation)).page()
+    # Written the one way (was `2026-07-01 12:00 CEST`).
     assert re.search(
-        r'data-now-zone="Europe/Paris">Now in Europe/Paris: 2026-07-01 12:00 CEST<', html
+        r'data-now-zone="Europe/Paris">Now in Europe/Paris:'
+        r" Wed 1 Jul 2026, 12:00 CEST \(Europe/Paris; 10:00 UTC\)<",
+        html,
     )
     assert 'aria-describedby="local_time-hint now-hint"' in html
-    # The next whole hour at least half an hour ahead, in the form's zone.
+    # The next whole hour at least half an hour ahead, in the form's zone; the picker's value
+    # is the HTML standard's, the hint says it the one way.
     assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-01T13:00"', html)
+    assert "Suggested: Wed 1 Jul 2026, 13:00 (the next whole hour)." in html
     # The zone field suggests IANA names.
     assert 'list="zones"' in html
     assert '<datalist id="zones">' in html
@@ -81,7 +86,11 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
     assert response.status == 422
     html = response.body.decode()
     assert "past_time" in html
-    assert "Now in America/New_York: 2026-07-01 06:00 EDT." in error_box(html)
+    assert "Now in America/New_York: Wed 1 Jul 2026, 06:00 EDT (America/New_York; 10:00 UTC)." in (
+        error_box(html)
+    )
+    assert "Wed 1 Jul 2026, 05:00 EDT (America/New_York; 09:00 UTC) has already passed." in html
+    assert "You entered Wed 1 Jul 2026, 05:00." in html
     assert 'data-now-zone="America/New_York"' in html
     unknown = await post(browser, installation, timezone="Mars/Base")
     text = unknown.body.decode()
@@ -97,12 +106,14 @@ async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(worl
     )
     assert response.status == 422
     html = response.body.decode()
-    assert "02:30 CEST = 00:30 UTC, or 02:30 CET = 01:30 UTC" in error_box(html)
+    earlier = "Sun 25 Oct 2026, 02:30 CEST (Europe/Berlin; 00:30 UTC)"
+    later = "Sun 25 Oct 2026, 02:30 CET (Europe/Berlin; 01:30 UTC)"
+    assert f"{earlier}, or {later}" in error_box(html)
     assert re.findall(r"<[^>]* autofocus[^>]*>", html) == [
         '<input type="radio" name="fold" id="fold-earlier" value="earlier" autofocus>'
     ]
-    assert '<label for="fold-earlier">The earlier one: 02:30 CEST = 00:30 UTC</label>' in html
-    assert '<label for="fold-later">The later one: 02:30 CET = 01:30 UTC</label>' in html
+    assert f'<label for="fold-earlier">The earlier one: {earlier}</label>' in html
+    assert f'<label for="fold-later">The later one: {later}</label>' in html
     other = await post(
         browser, installation, local_time="2026-03-29T02:30", timezone="Europe/Berlin"
     )
@@ -121,7 +132,7 @@ async def test_a_fold_for_a_time_that_happens_once_is_ignored_with_a_note(world:
     assert stored == {"fold": None}
     html = (await browser.follow(response)).body.decode()
     assert 'data-fold-ignored="later"' in html
-    assert "happens only once in Europe/Paris" in html
+    assert "Thu 2 Jul 2026, 09:00 CEST (Europe/Paris) happens only once" in html
     plain = await browser.get(f"/installations/{installation.id}?fold_ignored=later")
     assert "data-fold-ignored" not in plain.body.decode()  # only beside a receipt
 
@@ -140,16 +151,25 @@ async def test_the_receipt_says_pin_local_time_utc_and_the_deadline(world: World
     assert receipt
     text = receipt.group(0)
     assert f"the pinned version <code>{pinned}</code>" in text
-    assert "at 2026-07-02 09:00 CEST (Europe/Paris), which is 2026-07-02 07:00 UTC." in text
-    assert "If Dee Wan cannot be reached, nothing is sent after 07:15 UTC." in text
+    # One way of writing an instant (was "at 2026-07-02 09:00 CEST (Europe/Paris), which is
+    # 2026-07-02 07:00 UTC" and a deadline of "07:15 UTC", without its date or zone).
+    assert (
+        'at <time datetime="2026-07-02T07:00:00Z">'
+        "Thu 2 Jul 2026, 09:00 CEST (Europe/Paris; 07:00 UTC)</time>." in text
+    )
+    assert 'data-deadline="2026-07-02T07:15:00Z"' in text
+    assert (
+        'If Dee Wan cannot be reached, nothing is sent after <time datetime="2026-07-02T07:15:00Z">'
+        "Thu 2 Jul 2026, 09:15 CEST (Europe/Paris; 07:15 UTC)</time>." in text
+    )
 
 
 @pytest.mark.parametrize(
     ("lateness", "local", "deadline"),
     [
-        ("3600000", "2026-07-02T09:00", "08:00 UTC"),
-        ("900000", "2026-07-03T01:50", "2026-07-03 00:05 UTC"),
-    ],  # 23:50 UTC: the deadline is the next day
+        ("3600000", "2026-07-02T09:00", "Thu 2 Jul 2026, 10:00 CEST (Europe/Paris; 08:00 UTC)"),
+        ("900000", "2026-07-03T01:50", "Fri 3 Jul 2026, 02:05 CEST (Europe/Paris; 00:05 UTC)"),
+    ],  # 23:50 UTC: the deadline is the next day in UTC too
 )
 async def test_the_deadline_follows_max_lateness(
     db: SqliteDatabase, clock: FakeClock, lateness: str, local: str, deadline: str
@@ -158,7 +178,9 @@ async def test_the_deadline_follows_max_lateness(
     installation = await world.install()
     browser = await open_page(world, installation)
     html = (await browser.follow(await post(browser, installation, local_time=local))).body.decode()
-    assert f"nothing is sent after {deadline}." in html
+    assert re.search(
+        rf'nothing is sent after <time datetime="[^"]+">{re.escape(deadline)}</time>.', html
+    )
 
 
 # -- attempt history -----------------------------------------------------------------------
@@ -176,22 +198,25 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
     retrying = await row(world, sid)
     assert retrying["status"] == "retrying"
     html = flat((await browser.get(f"/installations/{installation.id}")).body.decode())
+    # Words first, the status and the code once, for support (was "HTTP 503, `overloaded`.
+    # Dee Wan had a temporary problem (HTTP 503, code overloaded)").
     expected = (
-        "Started 2026-07-01 12:05:00 CEST (10:05:00 UTC): HTTP 503, <code>overloaded</code>."
-        " Dee Wan had a temporary problem (HTTP 503, code overloaded); the plugin will try again."
+        "Started Wed 1 Jul 2026, 12:05:00 CEST (Europe/Paris; 10:05:00 UTC):"
+        " Dee Wan had a temporary problem; the plugin will try again."
+        ' <span class="support">(code overloaded, HTTP 503)</span>'
     )
     assert expected in html
     assert "a code this plugin does not know" not in html
     # The backoff planned a time within the minute; the cron tick that sends it is 12:06.
     assert due < retrying["next_attempt_at"] < due + MINUTE
-    assert "next try 2026-07-01 12:06 CEST (10:06 UTC)" in html
+    assert "next try Wed 1 Jul 2026, 12:06 CEST (Europe/Paris; 10:06 UTC)" in html
 
     # A second attempt twenty seconds into the minute is told apart from the first.
     world.core.faults.push(Fault.timeout())
     await tick_at(world, due + MINUTE + 20_000)
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
-    assert "Started 2026-07-01 12:06:20 CEST (10:06:20 UTC):" in html
-    assert "<code>timeout</code>. Dee Wan did not answer within 10 seconds" in html
+    assert "Started Wed 1 Jul 2026, 12:06:20 CEST (Europe/Paris; 10:06:20 UTC):" in html
+    assert "Dee Wan did not answer within 10 seconds" in html
 
     # When no tick has run since the planned instant, the next try is the next tick, not the past.
     planned = (await row(world, sid))["next_attempt_at"]
@@ -199,14 +224,19 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     upcoming = (world.clock.now // MINUTE + 1) * MINUTE
     minute = f"{(upcoming // MINUTE) % 60:02d}"
-    assert re.search(rf"next try 2026-07-01 12:{minute} CEST \(10:{minute} UTC\)", html)
+    assert re.search(
+        rf"next try Wed 1 Jul 2026, 12:{minute} CEST \(Europe/Paris; 10:{minute} UTC\)", html
+    )
 
     # Past the lateness cap there is no next try to promise.
     world.clock.now = due + 15 * MINUTE + 1
     item = schedules_on((await browser.get(f"/installations/{installation.id}")).body.decode())[0]
     assert item["status"] == "retrying"
-    assert "No more tries: the next run comes after 10:20 UTC" in browser.page()
-    assert "next try 2026" not in browser.page()
+    assert (
+        "No more tries: the next run comes after Wed 1 Jul 2026, 12:20 CEST"
+        " (Europe/Paris; 10:20 UTC)" in browser.page()
+    )
+    assert "next try" not in browser.page()
 
 
 async def test_a_5xx_that_was_not_retried_is_not_called_temporary(world: World) -> None:

@@ -1,4 +1,5 @@
-"""The arithmetic the pages do for editors: suggestions, deadlines, the real next try."""
+"""The arithmetic the pages do for editors (suggestions, deadlines, lateness, the real next
+try), and the one way an instant is written (`time_words`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from scheduling.domain.time_words import duration_text, instant_text, wall_text, years_ahead
 from scheduling.http.pages import time_labels
 
 
@@ -32,9 +34,18 @@ def test_the_suggested_time_exists_happens_once_and_is_ahead(
     assert time_labels.suggested_local_time(zone, ms(now)) == suggested
 
 
-def test_the_deadline_names_its_date_only_when_the_day_changes() -> None:
-    assert time_labels.deadline(ms("2026-07-01T10:00:00"), 900_000) == "10:15 UTC"
-    assert time_labels.deadline(ms("2026-07-01T23:50:00"), 900_000) == "2026-07-02 00:05 UTC"
+def test_the_deadline_is_the_due_time_plus_the_lateness_cap() -> None:
+    assert time_labels.deadline_ms(ms("2026-07-01T10:00:00"), 900_000) == ms("2026-07-01T10:15:00")
+
+
+def test_a_send_is_late_when_it_left_more_than_a_minute_after_its_time() -> None:
+    due = ms("2026-07-01T10:00:00")
+    assert time_labels.lateness_ms(due, due + 59_000) is None
+    assert time_labels.lateness_ms(due, due + 60_000) is None
+    assert time_labels.lateness_ms(due, due + 130_000) == 130_000
+    assert duration_text(130_000) == "2 min"
+    assert duration_text(3_900_000) == "1 h 5 min"
+    assert duration_text(7_200_000) == "2 h"
 
 
 def test_the_next_try_is_a_tick_and_never_in_the_past() -> None:
@@ -47,12 +58,27 @@ def test_the_next_try_is_a_tick_and_never_in_the_past() -> None:
     )
 
 
-def test_both_clocks_repeat_the_utc_date_only_when_it_differs() -> None:
-    assert time_labels.both(ms("2026-07-01T10:00:20"), "Europe/Paris", seconds=True) == (
-        "2026-07-01 12:00:20 CEST (10:00:20 UTC)"
+def test_one_way_of_writing_an_instant_repeats_the_utc_date_only_when_it_differs() -> None:
+    assert instant_text(ms("2026-07-01T10:00:20"), "Europe/Paris", seconds=True) == (
+        "Wed 1 Jul 2026, 12:00:20 CEST (Europe/Paris; 10:00:20 UTC)"
     )
-    assert time_labels.both(ms("2026-07-01T23:30:00"), "Asia/Tokyo") == (
-        "2026-07-02 08:30 JST (2026-07-01 23:30 UTC)"
+    # 00:40 CET on 1 December is still 30 November in UTC: both dates are said.
+    assert instant_text(ms("2026-11-30T23:40:00"), "Europe/Paris") == (
+        "Tue 1 Dec 2026, 00:40 CET (Europe/Paris; Mon 30 Nov 2026, 23:40 UTC)"
     )
-    assert time_labels.both(ms("2026-07-01T10:00:00"), "UTC") == "2026-07-01 10:00 UTC"
+    assert instant_text(ms("2026-07-01T23:30:00"), "Asia/Tokyo", utc=False) == (
+        "Thu 2 Jul 2026, 08:30 JST (Asia/Tokyo)"
+    )
+    assert instant_text(ms("2026-07-01T10:00:00"), "UTC") == "Wed 1 Jul 2026, 10:00 UTC"
+    assert instant_text(ms("2026-07-01T10:00:00"), "Mars/Base") == "Wed 1 Jul 2026, 10:00 UTC"
+    assert wall_text("2026-03-29T02:30") == "Sun 29 Mar 2026, 02:30"
     assert time_labels.day_label(ms("2026-07-01T23:30:00"), "Asia/Tokyo") == "Thursday 2 July 2026"
+
+
+def test_years_ahead_are_whole_years() -> None:
+    now = ms("2026-07-01T10:00:00")
+    assert years_ahead(ms("2027-06-30T10:00:00") - now) == 0
+    assert years_ahead(ms("2027-07-02T10:00:00") - now) == 1
+    assert years_ahead(ms("2031-07-01T12:00:00") - now) == 5
+    assert years_ahead(ms("2031-02-01T12:00:00") - now) == 5  # about 4.6 years
+    assert years_ahead(ms("2030-12-01T12:00:00") - now) == 4

@@ -43,12 +43,61 @@ def test_tzdata_is_the_version_pyproject_pins() -> None:
     assert timezones.tzdata_version()
 
 
-@pytest.mark.parametrize(
-    "name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", "", "europe/berlin"]
-)
+@pytest.mark.parametrize("name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", ""])
 def test_only_listed_zone_names_resolve(name: str) -> None:
     result = resolve_local_time(
         "2027-01-01T09:00", name, None, now=datetime(2026, 1, 1, tzinfo=UTC)
     )
     assert not isinstance(result, ResolvedTime)
     assert result.code == "unknown_timezone"
+
+
+@pytest.mark.parametrize(
+    ("typed", "stored"),
+    [("europe/berlin", "Europe/Berlin"), ("EUROPE/BERLIN", "Europe/Berlin"), (" utc ", "UTC")],
+)
+def test_a_zone_is_matched_whatever_its_case_and_stored_canonical(typed: str, stored: str) -> None:
+    result = resolve_local_time(
+        "2027-01-01T09:00", typed, None, now=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    assert isinstance(result, ResolvedTime)
+    assert result.timezone == stored
+
+
+@pytest.mark.parametrize(
+    ("typed", "first"),
+    [
+        ("Europe/Berln", "Europe/Berlin"),
+        ("Berlin", "Europe/Berlin"),
+        ("America/NewYork", "America/New_York"),
+        ("new york", "America/New_York"),
+        ("Asia/Tokio", "Asia/Tokyo"),
+        ("paris", "Europe/Paris"),
+    ],
+)
+def test_an_unknown_zone_is_said_back_with_up_to_three_close_names(typed: str, first: str) -> None:
+    result = resolve_local_time(
+        "2027-01-01T09:00", typed, None, now=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    assert not isinstance(result, ResolvedTime)
+    assert result.code == "unknown_timezone"
+    assert f"“{typed}” is not a time zone name this plugin knows." in result.message
+    names = [retry.value for retry in result.retries]
+    assert 1 <= len(names) <= 3
+    assert names[0] == first
+    assert f"Did you mean {first}" in result.message
+    assert {retry.field for retry in result.retries} == {"timezone"}
+
+
+def test_no_suggestion_for_utc_plus_is_a_posix_zone_of_the_other_sign() -> None:
+    assert not any(name.startswith("Etc/GMT+") for name in timezones.zone_suggestions("UTC+2"))
+
+
+def test_long_text_gets_no_suggestions_and_is_quoted_short() -> None:
+    typed = "Europe/" + "x" * 10_000
+    assert timezones.zone_suggestions(typed) == ()
+    result = resolve_local_time(
+        "2027-01-01T09:00", typed, None, now=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    assert not isinstance(result, ResolvedTime)
+    assert len(result.message) < 300

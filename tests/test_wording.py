@@ -6,7 +6,7 @@ import pytest
 
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, SUCCESS_CODES, UNTRUSTED
-from scheduling.domain.wording import CODES, explain, explain_answer
+from scheduling.domain.wording import CODES, explain, explain_answer, support_detail
 
 UNKNOWN = explain("no_such_code")
 
@@ -35,9 +35,15 @@ def test_an_answer_the_runner_retries_is_worded_by_its_status(
     status: int, code: str | None
 ) -> None:
     text = explain_answer(code, status)
-    assert f"HTTP {status}" in text
+    # Plain words; the status and the code once, apart, for support (they were repeated
+    # inside the sentence: "(HTTP 503, code unavailable)").
+    assert "HTTP" not in text
+    assert code is None or code not in text
     assert "try again" in text
     assert text != UNKNOWN
+    detail = support_detail(code, status)
+    assert f"HTTP {status}" in detail
+    assert code is None or f"code {code}" in detail
 
 
 def test_a_5xx_that_was_not_trusted_is_not_called_temporary() -> None:

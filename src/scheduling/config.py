@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from scheduling.limits import REQUEST_TIMEOUT_MS, batch_cost
+from scheduling.limits import RECORD_STATEMENTS, REQUEST_TIMEOUT_MS, batch_cost
 
 VARIABLES = (
     "PUBLIC_ORIGIN",
@@ -196,7 +196,7 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
 
 def minimum_queries_per_tick(rows_per_batch: int) -> int:
     """One batch at its most expensive, and the tick's record."""
-    return batch_cost(rows_per_batch) + 1
+    return batch_cost(rows_per_batch) + RECORD_STATEMENTS
 
 
 class Configuration:

@@ -46,6 +46,9 @@ from scheduling.ports import (
 log = logging.getLogger("scheduling")
 
 ANSWER_LIMIT_BYTES = 1 << 20  # launch exchange and content read
+# Dee Wan down or slow: no answer, a timeout, a 5xx or a 429 to a launch exchange or a
+# content read. A temporary state, told apart from an answer that cannot be trusted.
+UNAVAILABLE = "dee_wan_unavailable"
 TRANSITION_ANSWER_LIMIT_BYTES = 64 << 10  # an answer to a transition is a few hundred bytes
 
 
@@ -91,11 +94,14 @@ def _request(
 async def _call(
     http: HttpClient, request: OutboundRequest, errors: dict[str, int], answer: type[Answer]
 ) -> Answer:
-    """Send; a listed error becomes its CoreError, anything off-spec `untrusted_response`."""
+    """Send; a listed error becomes its CoreError, no answer, a 5xx or a 429 `UNAVAILABLE`,
+    anything else off-spec `untrusted_response`."""
     try:
         response = await http.send(request)
     except TransportError:
-        raise CoreError("dee_wan_unreachable") from None
+        raise CoreError(UNAVAILABLE) from None
+    if response.status == 429 or 500 <= response.status <= 599:
+        raise CoreError(UNAVAILABLE)
     if response.truncated:
         raise CoreError(UNTRUSTED)
     try:

@@ -40,19 +40,23 @@ REFUSE_UNSENT = StatementShape(fixed=2, width=5)
 SETTLE = StatementShape(fixed=3, width=5)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
+LAST_SENT = StatementShape(fixed=0, width=2)
+# A tick's record: its history row, the running totals it adds to, the pruning of old rows
+# (repository/tick_history.py).
+RECORD_STATEMENTS = 3
 
 
 def batch_cost(rows: int, *, capped: bool = False) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
     (refusals, claims, opening attempts; a queue consumer's claim also reads how many claims
     each installation holds) and its settle round trip (settles, finished or dropped
-    attempts)."""
+    attempts, each installation's last send)."""
     if capped:
         claim = 1 + REFUSE_UNSENT.statements(rows) + CLAIM_WITHIN.statements(rows) + 1
     else:
         claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
     settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
-    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows)
+    return 1 + claim + settle + DROP_ATTEMPTS.statements(rows) + LAST_SENT.statements(rows)
 
 
 # Cloudflare Queues: at most 100 messages in one `sendBatch` (and 256 KB; ours are far smaller).

@@ -35,7 +35,7 @@ from scheduling.domain.base_url import base_url_problem
 from scheduling.domain.content import ContentRead
 from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import occurrences, resolve_local_time
-from scheduling.domain.secret_shapes import bearer_token, has_shape
+from scheduling.domain.secret_shapes import basic_password, bearer_token, has_shape
 from scheduling.domain.timezones import known_zone
 from scheduling.http.guards import SESSION_COOKIE
 from scheduling.http.listing_query import view_query
@@ -256,6 +256,7 @@ def read_local_time(data: bytes) -> None:
 
 def read_secret(data: bytes) -> None:
     token = bearer_token("Bearer " + data.decode("latin-1"))
+    basic_password("Basic " + data.decode("latin-1"))
     has_shape("session_id", token)
     has_shape("launch_code", data.decode("latin-1"))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -20,8 +21,10 @@ from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock, make_app
+from tests.support.time_format import assert_one_time_format
 
 CORE_URL = "https://cms.example"
+EDITOR_PAGES = "/installations/"  # the pages people open from Dee Wan
 MINUTE = 60_000
 
 
@@ -60,7 +63,11 @@ class World:
 
 
 class Browser:
-    """Keeps cookies and sends what a same-origin page's form would send."""
+    """Keeps cookies and sends what a same-origin page's form would send. Every page it is
+    shown must write time one way (`checks_time_format`; off where Dee Wan's own text, such
+    as a fuzzed title, may be anything)."""
+
+    checks_time_format = True
 
     def __init__(self, app: App, client: str | None = None) -> None:
         self.app = app
@@ -89,6 +96,13 @@ class Browser:
                 key, _, rest = value.partition("=")
                 self.cookies[key] = rest.split(";", 1)[0]
         self.last = response
+        if (
+            self.checks_time_format
+            and urlsplit(url).path.startswith(EDITOR_PAGES)
+            and (response.header("content-type") or "").startswith("text/html")
+        ):
+            # Every page an editor is shown writes time one way (tests/support/time_format.py).
+            assert_one_time_format(response.body.decode(), f"{method} {url}")
         found = re.search(rb'name="csrf_token" value="([^"]+)"', response.body)
         if found:
             self.csrf_token = found.group(1).decode()
@@ -120,6 +134,16 @@ class Browser:
         if site is not None:
             headers["sec-fetch-site"] = site
         return await self._send("POST", url, headers, urlencode(fields).encode())
+
+    async def cancel(self, installation_id: str, schedule_id: str, back: str = "") -> Response:
+        """Cancel as a person does: the card's Cancel link leads to the confirmation page
+        (`back`: the view's query, as the link carries it), whose form posts the cancel."""
+        base = f"/installations/{installation_id}/schedules/{schedule_id}/cancel"
+        confirm = await self.get(base + back)
+        assert confirm.status == 200, confirm.body[:500]
+        form = confirm.body.decode().split('class="cancel-confirm"', 1)[1].split("</form>", 1)[0]
+        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
+        return await self.post(base, {k: html.unescape(v) for k, v in fields.items()})
 
     async def follow(self, response: Response) -> Response:
         location = response.header("location")

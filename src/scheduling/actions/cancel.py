@@ -3,28 +3,49 @@
 Who may cancel is judged by the rights kept with the session when its page was
 shown (`Session.rights`), the same rule the page's Cancel button follows; the
 cancel itself is a compare-and-set on "still waiting", so a claim that lands
-first wins.
+first wins. Before it, a confirmation page names what would be cancelled
+(`preview_cancel`), by the same rules.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from scheduling.actions.access import open_access
+from scheduling.actions.titles import read_titles
 from scheduling.domain.refusals import Refusal
+from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import WAITING, Status
 from scheduling.ports import Database
 from scheduling.repository import schedules
 from scheduling.repository.sessions import Session
-from scheduling.services import log
+from scheduling.services import Services, log
+
+# The confirmation names the content by its title when Dee Wan gives it within this time;
+# the cancel itself never waits for Dee Wan.
+TITLE_BUDGET_S = 2.0
+
+
+@dataclass(frozen=True)
+class CancelPreview:
+    schedule: Schedule
+    title: str | None  # the content's title, when Dee Wan gave it in time
+    now_ms: int
+
+
+async def preview_cancel(services: Services, session: Session, schedule_id: str) -> CancelPreview:
+    """What a cancel would end, refused as the cancel itself would be."""
+    schedule = await _allowed(services.db, session, schedule_id)
+    if schedule.status not in WAITING:
+        raise _not_waiting(schedule)
+    title = await _title(services, session, schedule)
+    return CancelPreview(schedule, title, services.clock.now_ms())
 
 
 async def cancel_schedule(db: Database, now: int, session: Session, schedule_id: str) -> None:
     installation_id = session.installation_id
-    schedule = await schedules.get(db, installation_id, schedule_id) if is_id(schedule_id) else None
-    if schedule is None:
-        raise Refusal.explained(404, "schedule_not_found")
-    refused = session.rights.cancel_refusal(schedule)
-    if refused is not None:
-        raise Refusal.explained(403, refused)
+    await _allowed(db, session, schedule_id)
     cancelled = await schedules.cancel(
         db,
         installation_id,
@@ -35,6 +56,32 @@ async def cancel_schedule(db: Database, now: int, session: Session, schedule_id:
     )
     if not cancelled:
         current = await schedules.get(db, installation_id, schedule_id)
-        running = current is not None and current.status == Status.RUNNING
-        raise Refusal.explained(409, "execution_in_progress" if running else "not_cancellable")
+        raise _not_waiting(current)
     log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
+
+
+async def _allowed(db: Database, session: Session, schedule_id: str) -> Schedule:
+    """The schedule, if it exists in the session's installation and the session may cancel it."""
+    installation_id = session.installation_id
+    schedule = await schedules.get(db, installation_id, schedule_id) if is_id(schedule_id) else None
+    if schedule is None:
+        raise Refusal.explained(404, "schedule_not_found")
+    refused = session.rights.cancel_refusal(schedule)
+    if refused is not None:
+        raise Refusal.explained(403, refused)
+    return schedule
+
+
+def _not_waiting(schedule: Schedule | None) -> Refusal:
+    running = schedule is not None and schedule.status == Status.RUNNING
+    return Refusal.explained(409, "execution_in_progress" if running else "not_cancellable")
+
+
+async def _title(services: Services, session: Session, schedule: Schedule) -> str | None:
+    """The content's title, read with the session's delegation; None when it cannot be."""
+    try:
+        access = await open_access(services, session)
+    except Refusal:
+        return None
+    titles = await read_titles(services, access, {schedule.content_id}, budget_s=TITLE_BUDGET_S)
+    return titles.title(schedule.content_id)

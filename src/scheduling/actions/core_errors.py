@@ -3,15 +3,17 @@ place a `CoreError` becomes a refusal with a status."""
 
 from __future__ import annotations
 
-from scheduling.dee_wan import CoreError
+from scheduling.dee_wan import UNAVAILABLE, CoreError
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.wording import explain
 
 NOT_OPENED = "Could not open Scheduling"
+NOT_ANSWERING = "Dee Wan is not answering right now"
+# Dee Wan down or slow is temporary: 503 with a hint of when to try again.
+RETRY_AFTER_S = 60
 
 # The status each code answers with when a page's content read fails (§5).
 _READ_STATUS = {
-    "dee_wan_unreachable": 502,
     "untrusted_response": 502,
     "plugin_unauthorized": 401,
     "content_not_found": 404,
@@ -21,12 +23,24 @@ _READ_STATUS = {
 _LAUNCH_MESSAGES = {
     "launch_not_found": "This launch link was already used or has expired (links last 60 seconds).",
     "plugin_unauthorized": explain("plugin_unauthorized"),
-    "dee_wan_unreachable": explain("dee_wan_unreachable"),
 }
+
+
+def _unavailable(message: str, *, relaunch: bool) -> Refusal:
+    return Refusal(
+        503,
+        UNAVAILABLE,
+        message,
+        relaunch=relaunch,
+        title=NOT_ANSWERING,
+        headers=(("retry-after", str(RETRY_AFTER_S)),),
+    )
 
 
 def read_refusal(error: CoreError) -> Refusal:
     """A content read failed: its code, with the status and words a page shows for it."""
+    if error.code == UNAVAILABLE:
+        return _unavailable(explain(UNAVAILABLE), relaunch=False)
     return Refusal(
         _READ_STATUS.get(error.code, 403),
         error.code,
@@ -36,9 +50,15 @@ def read_refusal(error: CoreError) -> Refusal:
 
 
 def launch_refusal(error: CoreError) -> Refusal:
-    """A launch exchange failed: Dee Wan did not confirm it, or could not be reached (502)."""
+    """A launch exchange failed: Dee Wan did not confirm it (401), or is not answering (503)."""
+    if error.code == UNAVAILABLE:
+        return _unavailable(
+            "Dee Wan is not answering right now, so this launch could not be checked. "
+            "Nothing was changed; open Scheduling from Dee Wan again in a minute.",
+            relaunch=False,
+        )
     return Refusal(
-        502 if error.code == "dee_wan_unreachable" else 401,
+        401,
         error.code,
         _LAUNCH_MESSAGES.get(error.code, "Dee Wan did not confirm this launch."),
         title=NOT_OPENED,

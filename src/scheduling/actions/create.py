@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from scheduling.actions.access import Access, open_access, read_launched_content
 from scheduling.domain.content import ContentRead
-from scheduling.domain.localtime import ResolvedTime, TimeRefusal, resolve_local_time
+from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
 from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.rights import Rights
@@ -65,12 +65,14 @@ class FormRefusal(Refusal):
         access: Access,
         read: ContentRead,
         form: FormValues,
+        retries: tuple[Retry, ...] = (),
     ) -> None:
         super().__init__(status, code, message)
         self.field = field
         self.access = access
         self.read = read
         self.form = form
+        self.retries = retries
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,24 @@ class _Draft:
     read: ContentRead
     form: FormValues
 
-    def refuse(self, status: int, code: str, field: str, text: str | None = None) -> FormRefusal:
+    def refuse(
+        self,
+        status: int,
+        code: str,
+        field: str,
+        text: str | None = None,
+        retries: tuple[Retry, ...] = (),
+    ) -> FormRefusal:
         message = text or explain(code)
         return FormRefusal(
-            status, code, message, field=field, access=self.access, read=self.read, form=self.form
+            status,
+            code,
+            message,
+            field=field,
+            access=self.access,
+            read=self.read,
+            form=self.form,
+            retries=retries,
         )
 
 
@@ -219,5 +235,5 @@ def _resolved(draft: _Draft, now: int) -> ResolvedTime:
         now=datetime.fromtimestamp(now / 1000, UTC),
     )
     if isinstance(resolved, TimeRefusal):
-        raise draft.refuse(422, resolved.code, resolved.field, resolved.message)
+        raise draft.refuse(422, resolved.code, resolved.field, resolved.message, resolved.retries)
     return resolved

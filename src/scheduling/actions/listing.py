@@ -10,6 +10,7 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.pins import pin_of, stale_reason
 from scheduling.domain.rights import Rights
 from scheduling.domain.schedule import Schedule
+from scheduling.repository.schedules import PAGE_SIZE
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,11 @@ class Listed:
     title: str | None = None  # the content's title, read now (None: not read)
     stale: str | None = None  # why Dee Wan would refuse it today (`pins.stale_reason`)
     repin_version: str | None = None  # what one step would pin it to instead
+
+
+def last_page(total: int) -> int:
+    """The last page of a listing of `total` schedules (1 when it is empty)."""
+    return max(1, -(-total // PAGE_SIZE))
 
 
 def listed(

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from scheduling.domain.timezones import UnknownTimezone, get_zone
+from scheduling.domain.time_words import clock_text, instant_text, wall_text
+from scheduling.domain.timezones import (
+    UnknownTimezone,
+    canonical_zone,
+    get_zone,
+    quoted,
+    zone_suggestions,
+)
 
 Fold = Literal["earlier", "later"]
 FOLDS: tuple[Fold, ...] = ("earlier", "later")
@@ -28,14 +35,24 @@ FIRST_YEAR, LAST_YEAR = 1970, 2199
 class ResolvedTime:
     due_at_ms: int
     local_time: str  # as entered, YYYY-MM-DDTHH:MM
-    timezone: str
+    timezone: str  # the canonical IANA name, whatever case it was typed in
     fold: Fold | None  # kept only when the wall time was ambiguous
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A one-click way out of a refusal: the same form with `field` set to `value`."""
+
+    field: str  # local_time | timezone
+    value: str
+    label: str
 
 
 @dataclass(frozen=True)
 class TimeRefusal:
     code: str  # e.g. nonexistent_local_time, ambiguous_local_time, unknown_timezone, past_time
     message: str
+    retries: tuple[Retry, ...] = ()
 
     @property
     def field(self) -> str:
@@ -55,7 +72,9 @@ def resolve_local_time(
 ) -> ResolvedTime | TimeRefusal:
     """Resolve `local` (YYYY-MM-DDTHH:MM) in `zone`; refuse gaps, unchosen overlaps and the past."""
     if not isinstance(local, str) or not _LOCAL.fullmatch(local):
-        return TimeRefusal("invalid_local_time", "Enter a date and time as YYYY-MM-DDTHH:MM.")
+        return TimeRefusal(
+            "invalid_local_time", "Choose a date and a time: the day, then the hour and minute."
+        )
     if not FIRST_YEAR <= int(local[:4]) <= LAST_YEAR:
         return TimeRefusal("invalid_local_time", f"Enter a year from {FIRST_YEAR} to {LAST_YEAR}.")
     try:
@@ -66,19 +85,16 @@ def resolve_local_time(
         )
     if fold not in (None, "", *FOLDS):
         return TimeRefusal("invalid_fold", "Choose the earlier or the later occurrence.")
-    try:
-        tz = get_zone(zone)
-    except UnknownTimezone:
-        return TimeRefusal("unknown_timezone", "That is not a known IANA time zone name.")
+    name = canonical_zone(zone)
+    if name is None:
+        return _unknown_zone(zone)
+    tz = get_zone(name)
 
-    shown = local.replace("T", " ")
+    shown = wall_text(local)
     earlier = wall.replace(tzinfo=tz, fold=0)
     later = wall.replace(tzinfo=tz, fold=1)
     if not _exists(earlier):
-        return TimeRefusal(
-            "nonexistent_local_time",
-            f"{shown} does not happen in {zone}: the clocks skip over it.",
-        )
+        return _skipped(local, name, earlier, later)
     chosen = earlier
     kept_fold: Fold | None = None
     if earlier.utcoffset() != later.utcoffset():
@@ -86,7 +102,7 @@ def resolve_local_time(
             first, second = occurrence_labels(earlier, later)
             return TimeRefusal(
                 "ambiguous_local_time",
-                f"{shown} happens twice in {zone}: {first}, or {second}. "
+                f"{shown} happens twice in {name}: {first}, or {second}. "
                 "Choose the earlier or the later one.",
             )
         chosen = earlier if fold == "earlier" else later
@@ -94,20 +110,84 @@ def resolve_local_time(
 
     instant = chosen.astimezone(UTC)
     if instant <= now.astimezone(UTC):
-        return TimeRefusal("past_time", f"{shown} in {zone} is already in the past.")
+        return TimeRefusal("past_time", f"{_text(chosen)} has already passed.")
     return ResolvedTime(
         due_at_ms=int(instant.timestamp() * 1000),
         local_time=local,
-        timezone=zone,
+        timezone=name,
         fold=kept_fold,
     )
 
 
+def _unknown_zone(typed: str) -> TimeRefusal:
+    """What was typed, said back, with the closest known names to choose from."""
+    said = quoted(typed) if isinstance(typed, str) else ""
+    if not said:
+        return TimeRefusal("unknown_timezone", "Enter a time zone, such as Europe/Paris.")
+    close = zone_suggestions(typed)
+    if close:
+        names = close[0] if len(close) == 1 else ", ".join(close[:-1]) + " or " + close[-1]
+        hint = f" Did you mean {names}?"
+    else:
+        hint = " Type a name such as Europe/Paris; the field suggests names as you type."
+    return TimeRefusal(
+        "unknown_timezone",
+        f"“{said}” is not a time zone name this plugin knows.{hint}",
+        tuple(Retry("timezone", name, name) for name in close),
+    )
+
+
+def _skipped(local: str, zone: str, earlier: datetime, later: datetime) -> TimeRefusal:
+    """A wall time in a gap: say which jump skips it, and offer the first minute after it."""
+    first = first_minute_after_gap(earlier, later)
+    # The jump starts where the old offset's clock would have shown the new first minute.
+    jumped = (later.utcoffset() or timedelta(0)) - (earlier.utcoffset() or timedelta(0))
+    start = first.replace(tzinfo=None) - jumped
+    jump = (
+        f"the clocks jump from {clock_text(start)} to {clock_text(first)}"
+        if start.date() == first.date()
+        else "the clocks skip over it"
+    )
+    return TimeRefusal(
+        "nonexistent_local_time",
+        f"{wall_text(local)} does not happen in {zone}: {jump}. "
+        f"The first minute after the jump is {_text(first)}.",
+        (Retry("local_time", f"{first:%Y-%m-%dT%H:%M}", _short(first)),),
+    )
+
+
+def first_minute_after_gap(earlier: datetime, later: datetime) -> datetime:
+    """The first wall minute that exists after the gap holding `earlier`/`later` (the two
+    readings of one skipped wall time, fold 0 and 1): the zone's clock at the jump."""
+    tz = earlier.tzinfo
+    wall = earlier.replace(tzinfo=None)
+    # In a gap, fold=1 reads with the offset from after the jump, so it is an instant before
+    # the jump, and fold=0 one after it: the jump lies between, a minute at a time.
+    moment = later.astimezone(UTC).replace(second=0, microsecond=0)
+    end = earlier.astimezone(UTC)
+    while moment < end:
+        local = moment.astimezone(tz)
+        if local.replace(tzinfo=None) > wall:
+            return local
+        moment += timedelta(minutes=1)
+    return end.astimezone(tz)
+
+
+def _text(moment: datetime) -> str:
+    return instant_text(int(moment.timestamp() * 1000), str(moment.tzinfo))
+
+
+def _short(moment: datetime) -> str:
+    """`Sun 29 Mar 2026, 03:00 CEST`: a button's label, the zone being beside it."""
+    return f"{wall_text(f'{moment:%Y-%m-%dT%H:%M}')} {moment:%Z}"
+
+
 def occurrences(local: str, zone: str) -> tuple[datetime, datetime] | None:
     """Both readings of a wall time that happens twice in `zone`; None for any other input."""
+    name = canonical_zone(zone)
     try:
         wall = datetime.strptime(local, "%Y-%m-%dT%H:%M")
-        tz = get_zone(zone)
+        tz = get_zone(name or "")
     except (ValueError, TypeError, UnknownTimezone):
         return None
     earlier, later = wall.replace(tzinfo=tz, fold=0), wall.replace(tzinfo=tz, fold=1)
@@ -117,8 +197,9 @@ def occurrences(local: str, zone: str) -> tuple[datetime, datetime] | None:
 
 
 def occurrence_labels(*readings: datetime) -> list[str]:
-    """Each reading as `02:30 CEST = 00:30 UTC`, so the two instants can be told apart."""
-    return [f"{r:%H:%M %Z} = {r.astimezone(UTC):%H:%M} UTC" for r in readings]
+    """Each reading in the one way of writing an instant, so the two can be told apart:
+    `Sun 25 Oct 2026, 02:30 CEST (Europe/Berlin; 00:30 UTC)`."""
+    return [_text(r) for r in readings]
 
 
 def _exists(aware: datetime) -> bool:
@@ -129,17 +210,10 @@ def _exists(aware: datetime) -> bool:
 
 
 def format_utc(ms: int) -> str:
+    """`2026-07-01 13:00 UTC`: the README's Time table, for machines and logs; pages use
+    `time_words.instant_text`."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def rfc3339(ms: int) -> str:
     return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def local_wall(ms: int, zone: str) -> str:
-    """An instant shown in `zone`, with its abbreviation, e.g. 2026-07-01 09:00 EDT."""
-    try:
-        tz = get_zone(zone)
-    except UnknownTimezone:
-        return format_utc(ms)
-    return datetime.fromtimestamp(ms / 1000, tz).strftime("%Y-%m-%d %H:%M %Z")

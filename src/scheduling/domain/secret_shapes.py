@@ -6,8 +6,10 @@ malformed input never reaches the database or a log line.
 
 from __future__ import annotations
 
+import binascii
 import hmac
 import re
+from base64 import b64decode
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -79,3 +81,23 @@ def bearer_token(authorization: str | None) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+# Longer than any user name and password a person types; a longer header is not ours to decode.
+MAX_BASIC_CREDENTIALS = 1024
+
+
+def basic_password(authorization: str | None) -> str | None:
+    """The password of `Authorization: Basic base64(user:password)` (RFC 7617, UTF-8), or
+    None when the header is missing or not that. The user name is not read: any will do."""
+    if not authorization or len(authorization) > MAX_BASIC_CREDENTIALS:
+        return None
+    scheme, _, encoded = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    _user, colon, password = decoded.partition(":")
+    return password if colon else None

@@ -29,6 +29,8 @@ class Status(StrEnum):
 WAITING: tuple[Status, ...] = (Status.PENDING, Status.RETRYING)
 # At most one live schedule per installation + content + kind (index `schedules_one_live`).
 LIVE: tuple[Status, ...] = (*WAITING, Status.RUNNING)
+# Ended by the runner or a person (a replaced one is counted apart: `SUPERSEDED`).
+ENDED: tuple[Status, ...] = (Status.COMPLETED, Status.REFUSED, Status.CANCELLED)
 # Nothing more happens to these.
 FINISHED: tuple[Status, ...] = (
     Status.COMPLETED,

@@ -6,9 +6,19 @@ same way, whatever the host has installed.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.resources
 from zoneinfo import ZoneInfo
+
+# No IANA name is longer than 32 characters; text much longer than that gets no suggestions
+# (their cost grows with its length) and is quoted back shortened.
+LONGEST_NAME = 64
+SUGGESTIONS = 3
+# A name is offered when it is this close to what was typed (difflib's ratio), and not much
+# further than the closest: `Berln` gets `Europe/Berlin`, not `Europe/Dublin` as well.
+_CLOSE_ENOUGH = 0.7
+_NEAR_THE_CLOSEST = 0.1
 
 
 class UnknownTimezone(Exception):
@@ -28,6 +38,50 @@ def get_zone(name: str) -> ZoneInfo:
     resource = importlib.resources.files("tzdata.zoneinfo").joinpath(*name.split("/"))
     with resource.open("rb") as data:
         return ZoneInfo.from_file(data, key=name)
+
+
+@functools.cache
+def _by_lower_name() -> dict[str, str]:
+    return {name.lower(): name for name in zone_names()}
+
+
+def canonical_zone(typed: str) -> str | None:
+    """The IANA name `typed` means, whatever its case (`europe/berlin` is `Europe/Berlin`);
+    None when it names no zone. Schedules store the canonical name."""
+    if not isinstance(typed, str) or len(typed) > LONGEST_NAME:
+        return None
+    return _by_lower_name().get(typed.strip().lower())
+
+
+def zone_suggestions(typed: str) -> tuple[str, ...]:
+    """Up to three known names close to `typed`, the closest first: by the whole name, or by
+    its last part alone (`Berln` finds `Europe/Berlin`). None for long text."""
+    wanted = typed.strip().lower() if isinstance(typed, str) else ""
+    if not wanted or len(wanted) > LONGEST_NAME:
+        return ()
+    scores: dict[str, float] = {}
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(wanted)
+    for lower, name in _by_lower_name().items():
+        if lower.startswith(("etc/gmt+", "etc/gmt-")):
+            continue  # `Etc/GMT+2` is two hours behind UTC: never offered for "UTC+2"
+        best = 0.0
+        for candidate in (lower, lower.rsplit("/", 1)[-1]):
+            matcher.set_seq1(candidate)
+            quick = min(matcher.real_quick_ratio(), matcher.quick_ratio())
+            if quick >= _CLOSE_ENOUGH:
+                best = max(best, matcher.ratio())
+        if best >= _CLOSE_ENOUGH:
+            scores[name] = best
+    ranked = sorted(scores, key=lambda name: (-scores[name], name))
+    near = [name for name in ranked if scores[name] >= scores[ranked[0]] - _NEAR_THE_CLOSEST]
+    return tuple(near[:SUGGESTIONS])
+
+
+def quoted(typed: str) -> str:
+    """What was typed, for a sentence: stripped, and shortened when it is long."""
+    text = typed.strip()
+    return text if len(text) <= LONGEST_NAME else text[: LONGEST_NAME - 1] + "…"
 
 
 def known_zone(name: str) -> bool:

@@ -1,4 +1,8 @@
-"""Plain-language wording for statuses and codes shown to editors."""
+"""Plain-language wording for statuses and codes shown to editors.
+
+Pages say the words first; a code is only a detail for support (`support_detail`),
+never the start of a sentence.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ CODES = {
     # Form refusals (a refused time and a changed pin say why in their own words)
     "transition_not_allowed": "You may not make this change to this content now.",
     "nothing_published": "Nothing is published, so there is nothing to unpublish.",
-    "dee_wan_unreachable": "Dee Wan could not be reached. Try again in a moment.",
+    "dee_wan_unavailable": "Dee Wan is not answering right now. Nothing was changed; try again in a minute.",
     "cancel_not_allowed": "You may not cancel this schedule: Dee Wan does not let you make this change to this content now.",
     "other_content": "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
     "schedule_not_found": "There is no such schedule in this installation.",
@@ -60,10 +64,18 @@ def explain(code: str | None) -> str:
 
 def explain_answer(code: str | None, http_status: int | None) -> str:
     """What an answer meant, judged by its status first: a 5xx the runner retried is a
-    temporary problem whatever its code, and a 429 a request to slow down."""
-    told = f"HTTP {http_status}" + (f", code {code}" if code else "")
+    temporary problem whatever its code, and a 429 a request to slow down. The status and
+    the code are for support (`support_detail`), not repeated here."""
     if http_status is not None and 500 <= http_status <= 599 and code != "untrusted_response":
-        return f"Dee Wan had a temporary problem ({told}); the plugin will try again."
+        return "Dee Wan had a temporary problem; the plugin will try again."
     if http_status == 429:
-        return f"Dee Wan asked the plugin to slow down ({told}); it will try again."
+        return "Dee Wan asked the plugin to slow down; it will try again."
     return explain(code)
+
+
+def support_detail(code: str | None, http_status: int | None = None) -> str:
+    """What support needs to know, once: `code unavailable, HTTP 503`."""
+    parts = [f"code {code}"] if code else []
+    if http_status is not None:
+        parts.append(f"HTTP {http_status}")
+    return ", ".join(parts)

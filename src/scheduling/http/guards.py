@@ -3,8 +3,10 @@ CSRF token and the request's origin."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from scheduling.domain.refusals import Refusal
-from scheduling.domain.secret_shapes import bearer_token, has_shape, same_secret
+from scheduling.domain.secret_shapes import basic_password, bearer_token, has_shape, same_secret
 from scheduling.http.requests import Request
 from scheduling.repository import sessions
 from scheduling.repository.sessions import Session
@@ -31,6 +33,34 @@ def require_operator(request: Request, services: Services) -> None:
         "unauthorized",
         "operator bearer token required",
         headers=[("www-authenticate", 'Bearer realm="scheduling-admin"')],
+    )
+
+
+OPERATOR_REALM = 'Basic realm="Scheduling operator", charset="UTF-8"'
+
+
+def require_operator_login(request: Request, services: Services) -> None:
+    """The operator page's HTTP Basic login: any user name, ADMIN_SECRET as the password,
+    compared in constant time. Outside development it is refused over plain HTTP before any
+    challenge, so a browser is never asked to send the secret unencrypted. The scheme is
+    the request URL's: on Workers the one the visitor used (Cloudflare's edge sets it, as
+    it sets `cf-visitor`), on the local server the scheme of its own socket (it speaks
+    plain HTTP); no forwarding header a client could write is believed.
+    """
+    expected = services.config.admin_secret
+    if not services.config.is_development and urlsplit(request.url).scheme != "https":
+        message = "The operator page is served over HTTPS only: open its https:// address."
+        if "authorization" in request.headers:
+            message += " The password just crossed the network unencrypted: change ADMIN_SECRET."
+        raise Refusal(403, "https_required", message, title="HTTPS required")
+    if same_secret(basic_password(request.headers.get("authorization")), expected):
+        return
+    raise Refusal(
+        401,
+        "unauthorized",
+        "Sign in with any user name and the operator secret (ADMIN_SECRET) as the password.",
+        title="Operator sign-in required",
+        headers=[("www-authenticate", OPERATOR_REALM)],
     )
 
 

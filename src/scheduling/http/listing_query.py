@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from scheduling.domain.statuses import GROUPS
-from scheduling.domain.timezones import known_zone
+from scheduling.domain.timezones import canonical_zone
 from scheduling.http.requests import ascii_int
 
 SHOWS = ("all", *GROUPS)
@@ -25,10 +25,21 @@ def view_query(query: Mapping[str, str]) -> dict[str, str]:
     number = ascii_int(query.get("page"), max_digits=len(str(MAX_PAGE)))
     if number is not None and 1 <= number <= MAX_PAGE:
         chosen["page"] = str(number)
-    zone = query.get("zone", "").strip()
-    if zone and known_zone(zone):
+    zone = canonical_zone(query.get("zone", ""))
+    if zone is not None:
         chosen["zone"] = zone
     return chosen
+
+
+def ignored(query: Mapping[str, str]) -> dict[str, str]:
+    """The view's own parameters that were given but could not be used, as given: the page
+    says so rather than change the view silently."""
+    chosen = view_query(query)
+    return {
+        name: query[name]
+        for name in ("show", "page", "zone")
+        if query.get(name, "").strip() and name not in chosen
+    }
 
 
 def page_number(query: Mapping[str, str]) -> int:

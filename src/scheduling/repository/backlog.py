@@ -24,20 +24,33 @@ WITH due AS (
 SELECT COUNT(*) OVER () AS backlog, id, installation_id, due_at
   FROM due ORDER BY due_at, id LIMIT 1
 """
+# How many rows are due, and whether any is: the same two halves, for the tick history's row
+# and for /healthz.
+DUE_COUNT_SQL = """(SELECT count(*) FROM (
+    SELECT 1 FROM schedules WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT 1 FROM schedules WHERE status = 'running' AND lease_until <= ?1))"""
+WORK_DUE_SQL = """(EXISTS (SELECT 1 FROM schedules
+     WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1)
+  OR EXISTS (SELECT 1 FROM schedules WHERE status = 'running' AND lease_until <= ?1))"""
 # Live rows now, finished rows over a recent window. The halves read the partial
 # indexes `schedules_waiting`, `schedules_leased` and `schedules_finished`, so the
 # cost (and D1's rows-read bill) follows live rows and recent activity, never
 # the whole history.
-COUNTS_SQL = """
+LIVE_COUNTS_SQL = """
 SELECT status, COUNT(*) AS n FROM schedules
  WHERE status IN ('pending', 'retrying') GROUP BY status
 UNION ALL
 SELECT 'running' AS status, COUNT(*) AS n FROM schedules WHERE status = 'running'
-UNION ALL
+"""
+COUNTS_SQL = (
+    LIVE_COUNTS_SQL
+    + """UNION ALL
 SELECT status, COUNT(*) AS n FROM schedules
  WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND updated_at >= ?1
  GROUP BY status
 """
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,10 @@ def backlog_from(rows: list[Row]) -> Backlog:
 
 def read_counts(db: Database, finished_since: int) -> Statement:
     return db.prepare(COUNTS_SQL).bind(finished_since)
+
+
+def read_live_counts(db: Database) -> Statement:
+    return db.prepare(LIVE_COUNTS_SQL)
 
 
 def counts_from(rows: list[Row]) -> dict[str, int]:

@@ -2,7 +2,8 @@
 
 Every schedule is reachable by paging, whatever the history holds. The order:
 needs attention first (retrying by due time, then refused newest first), then
-upcoming (pending and running by due time), then finished, newest first.
+upcoming (pending and running by due time), then finished, newest first, with the
+replaced ones after the rest (the page folds them away).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from scheduling.repository.schedules import SchedulePage, listing
 # SQL text built from the constants above, never from request text.
 _RANK = (
     f"CASE status WHEN '{Status.RETRYING}' THEN 0 WHEN '{Status.REFUSED}' THEN 1"
-    f" WHEN '{Status.PENDING}' THEN 2 WHEN '{Status.RUNNING}' THEN 2 ELSE 3 END"
+    f" WHEN '{Status.PENDING}' THEN 2 WHEN '{Status.RUNNING}' THEN 2"
+    f" WHEN '{Status.SUPERSEDED}' THEN 4 ELSE 3 END"
 )
 _BY_DUE_TIME = sql_list((Status.RETRYING, Status.PENDING, Status.RUNNING))
 _ORDER = f"{_RANK}, CASE WHEN status IN {_BY_DUE_TIME} THEN due_at ELSE -updated_at END, id"

@@ -22,6 +22,7 @@ from scheduling.limits import (
     CLAIM_WITHIN,
     DROP_ATTEMPTS,
     FINISH_ATTEMPTS,
+    LAST_SENT,
     REFUSE_UNSENT,
     SETTLE,
     StatementShape,
@@ -187,6 +188,14 @@ DROP_ATTEMPTS_SQL = """DELETE FROM schedule_attempts
     SELECT a.rowid FROM (VALUES {values}) AS unsent
       JOIN schedule_attempts a
         ON a.schedule_id = unsent.column1 AND a.attempt = unsent.column2)"""
+
+
+# When the runner last sent for each installation (the operator page's list). Only ever moved
+# forward: a slower batch settling after a later one leaves the later instant.
+LAST_SENT_SQL = """UPDATE installations SET last_sent_at = sent.column2
+  FROM (VALUES {values}) AS sent
+ WHERE installations.id = sent.column1
+   AND coalesce(installations.last_sent_at, 0) < sent.column2"""
 
 
 @dataclass(frozen=True)
@@ -394,7 +403,8 @@ class RunnerStore:
         A settle applies only while the row is still running under this claim's
         lease token; once the lease expired another runner may have reclaimed it,
         and then nothing of the row changes. Sent claims finish their attempt
-        row; unsent ones drop it and give the attempt back.
+        row; unsent ones drop it and give the attempt back. Each installation sent to
+        keeps the instant of its latest send (`installations.last_sent_at`).
         """
         if not settled:
             return []
@@ -428,6 +438,13 @@ class RunnerStore:
             )
         if unsent:
             statements += self._values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
+        last_sent: dict[str, int] = {}
+        for s in settled:
+            if s.attempt:
+                installation = s.claim.row.installation_id
+                last_sent[installation] = max(last_sent.get(installation, 0), s.attempt.started_at)
+        if last_sent:
+            statements += self._values(LAST_SENT_SQL, LAST_SENT, (), sorted(last_sent.items()))
         results = await self._round_trip(statements)
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
         return [s.claim.row.id for s in settled if s.claim.row.id not in applied]
@@ -453,10 +470,19 @@ class RunnerStore:
                 [self.db.prepare(UNMARK_SQL).bind(json.dumps(list(ids)), marked_at)]
             )
 
-    async def record(self, build: Callable[[], Statement]) -> None:
-        """One round trip carrying a statement (the tick's record) that `build` makes once
-        the trip is counted, so the record counts the trip that carries it."""
-        await self._round_trip([], build)
+    async def record(self, build: Callable[[], Sequence[Statement]], statements: int) -> None:
+        """One round trip carrying `statements` statements (the tick's record) that `build`
+        makes once the trip is counted, so the record counts the trip that carries it."""
+        self.statements += statements
+        self.round_trips += 1
+        made = build()
+        assert len(made) == statements
+        try:
+            await self.db.batch(made)
+        except LimitReached:
+            self.statements -= statements
+            self.round_trips -= 1
+            raise
 
     def _due(self, now: int, limit: int) -> Statement:
         return self.db.prepare(DUE_SQL).bind(now, limit)
@@ -482,20 +508,15 @@ class RunnerStore:
             statements.append(self.db.prepare(template.format(values=values)).bind(*fixed, *params))
         return statements
 
-    async def _round_trip(
-        self, statements: Sequence[Statement], first: Callable[[], Statement] | None = None
-    ) -> list[Result]:
-        """One D1 batch. `first` is built after this round trip was counted and runs first.
-        A batch the platform refused (`LimitReached`) ran nothing and is not counted."""
-        count = len(statements) + (1 if first else 0)
-        self.statements += count
+    async def _round_trip(self, statements: Sequence[Statement]) -> list[Result]:
+        """One D1 batch. A batch the platform refused (`LimitReached`) ran nothing and is not
+        counted."""
+        self.statements += len(statements)
         self.round_trips += 1
         try:
-            if first is None:
-                return await self.db.batch(statements)
-            return (await self.db.batch([first(), *statements]))[1:]
+            return await self.db.batch(statements)
         except LimitReached:
-            self.statements -= count
+            self.statements -= len(statements)
             self.round_trips -= 1
             raise
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 from scheduling.domain.schedule import Attempt, NewSchedule, Schedule
-from scheduling.domain.statuses import WAITING, Status
-from scheduling.ports import Database, DatabaseError, Row
+from scheduling.domain.statuses import ENDED, LIVE, WAITING, Status, sql_list
+from scheduling.ports import Database, DatabaseError, Row, Statement
 
 # A page of a listing: the content page and the manage view show this many cards.
 PAGE_SIZE = 50
+# Besides its live schedules, a content page keeps this many of the latest ended ones in
+# view (completed, refused, cancelled); the rest, and every replaced one, is its history.
+FEW_ENDED = 3
 
 
 @dataclass(frozen=True)
@@ -17,6 +21,18 @@ class SchedulePage:
     schedules: tuple[Schedule, ...]  # at most PAGE_SIZE
     has_next: bool
     counts: dict[str, int]  # status -> rows in the listing's scope, whatever the filter
+    live: tuple[Schedule, ...] = ()  # a content's live schedules, whichever page is shown
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def in_view(self) -> int:
+        """How many of a content's schedules lead its listing: the live ones and the latest
+        few ended ones (`list_for` orders them first)."""
+        live = sum(self.counts.get(status, 0) for status in LIVE)
+        return live + min(FEW_ENDED, sum(self.counts.get(status, 0) for status in ENDED))
 
 
 class RunningConflict(Exception):
@@ -101,16 +117,34 @@ SCHEDULE_COLUMNS = (
 ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_status"
 
 
+_CONTENT_SCOPE = "installation_id = ?1 AND content_id = ?2"
+# The live schedules and the latest few ended ones first, then the history; newest first in
+# each. Built from the code's constants, never from request text.
+_IN_VIEW = (
+    f"CASE WHEN status IN {sql_list(LIVE)} THEN 0"
+    f" WHEN id IN (SELECT id FROM schedules WHERE {_CONTENT_SCOPE}"
+    f" AND status IN {sql_list(ENDED)} ORDER BY updated_at DESC, rowid DESC LIMIT {FEW_ENDED})"
+    " THEN 0 ELSE 1 END"
+)
+
+
 async def list_for(
     db: Database, installation_id: str, content_id: str, page_number: int
 ) -> SchedulePage:
-    """Page `page_number` (from 1) of one content's schedules, newest first."""
+    """Page `page_number` (from 1) of one content's schedules: the live ones and the latest
+    few ended ones first (`SchedulePage.in_view` of them), then the history, each newest
+    first; and its live schedules, whichever page this is."""
+    live = db.prepare(
+        f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE {_CONTENT_SCOPE}"
+        f" AND status IN {sql_list(LIVE)} ORDER BY created_at DESC"
+    ).bind(installation_id, content_id)
     return await listing(
         db,
-        "installation_id = ?1 AND content_id = ?2",
+        _CONTENT_SCOPE,
         (installation_id, content_id),
-        order="created_at DESC, rowid DESC",
+        order=f"{_IN_VIEW}, created_at DESC, rowid DESC",
         page_number=page_number,
+        live=live,
     )
 
 
@@ -122,6 +156,7 @@ async def listing(
     order: str,
     page_number: int,
     narrowed_to: str = "",
+    live: Statement | None = None,
 ) -> SchedulePage:
     """One page of the schedules in `scope` (SQL over `params`, optionally `narrowed_to` more),
     with their attempts and the counts by status of the whole scope: one round trip.
@@ -136,23 +171,24 @@ async def listing(
         f" LIMIT {PAGE_SIZE + 1} OFFSET {offset}"
     )
     bound = (*params, (page_number - 1) * PAGE_SIZE)
-    counted, listed, attempts = await db.batch(
-        [
-            db.prepare(
-                f"SELECT status, count(*) AS n FROM schedules WHERE {scope} GROUP BY status"
-            ).bind(*params),
-            db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*bound),
-            db.prepare(
-                f"SELECT {ATTEMPT_COLUMNS} FROM schedule_attempts"
-                f" WHERE schedule_id IN (SELECT id {chosen}) ORDER BY attempt"
-            ).bind(*bound),
-        ]
-    )
+    statements: Sequence[Statement] = [
+        db.prepare(
+            f"SELECT status, count(*) AS n FROM schedules WHERE {scope} GROUP BY status"
+        ).bind(*params),
+        db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*bound),
+        db.prepare(
+            f"SELECT {ATTEMPT_COLUMNS} FROM schedule_attempts"
+            f" WHERE schedule_id IN (SELECT id {chosen}) ORDER BY attempt"
+        ).bind(*bound),
+        *([live] if live is not None else []),
+    ]
+    counted, listed, attempts, *rest = await db.batch(statements)
     found = _with_attempts(listed.results, attempts.results)
     return SchedulePage(
         schedules=tuple(found[:PAGE_SIZE]),
         has_next=len(found) > PAGE_SIZE,
         counts={str(row["status"]): int(row["n"]) for row in counted.results},
+        live=tuple(_schedule(row) for row in rest[0].results) if rest else (),
     )
 
 
@@ -180,6 +216,22 @@ def _with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Sc
     return [
         replace(_schedule(row), attempts=tuple(attempts[str(row["id"])])) for row in schedule_rows
     ]
+
+
+async def replaced_by(db: Database, made: Schedule) -> Schedule | None:
+    """The schedule `made` replaced when it was created (the previous revision of its
+    content and kind, superseded), or None."""
+    row = (
+        await db.prepare(
+            f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE installation_id = ? AND content_id = ?"
+            " AND kind = ? AND revision = ? AND status = ?"
+        )
+        .bind(
+            made.installation_id, made.content_id, made.kind, made.revision - 1, Status.SUPERSEDED
+        )
+        .first()
+    )
+    return _schedule(row) if row else None
 
 
 async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule | None:

@@ -24,6 +24,7 @@ from scheduling.domain.retry_policy import (
     too_late,
 )
 from scheduling.domain.schedule import Attempt
+from scheduling.domain.statuses import Status
 from scheduling.ports import LimitReached
 from scheduling.repository.runner_store import Claim, DueRow, RunnerStore, SettledClaim
 from scheduling.runner.report import TickReport
@@ -99,6 +100,7 @@ class BatchRunner:
             return
         self.limit = limit
         self.report.limit_reached = 1
+        self.report.platform_limit = 1
         log.warning(
             "the invocation's %s limit was reached: it stops claiming, hands back what it has"
             " not sent, and leaves the rest for the next invocation (later invocations here"
@@ -129,6 +131,9 @@ class BatchRunner:
                 wanted, refusals, lease_token, at, lease_ms, self.cap
             )
         self.report.refused_unsent += len(refused)
+        codes = {row.id: code for row, code in refusals}
+        for schedule_id in refused:
+            self.report.refused_with(codes[schedule_id])
         self.report.claimed += len(won)
         self.report.held_back += len(held)
         self.report.lost_claim += len(wanted) - len(won) - len(held)
@@ -166,6 +171,11 @@ class BatchRunner:
             )
             return Settled(settled, [], written=False)
         self.report.lost_lease += len(lost)
+        kept = {done.claim.row.id for done in settled} - set(lost)
+        for done in settled:
+            code = done.settlement.result_code
+            if done.settlement.status == Status.REFUSED and done.claim.row.id in kept and code:
+                self.report.refused_with(code)
         for schedule_id in lost:
             log.warning(
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id

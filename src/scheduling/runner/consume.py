@@ -15,9 +15,10 @@ from collections.abc import Sequence
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
-from scheduling.ports import QueueMessage
+from scheduling.limits import RECORD_STATEMENTS
+from scheduling.ports import LimitReached, QueueMessage, Statement
 from scheduling.repository.runner_store import DueRow, RunnerStore
-from scheduling.runner import messages
+from scheduling.runner import history, messages
 from scheduling.runner.batch import BatchRunner, Claimed, Settled
 from scheduling.runner.drain import Budget, Drain
 from scheduling.runner.messages import Dispatched
@@ -67,6 +68,7 @@ class MessageRows:
                 if rows:
                     return rows
                 if not drain.room_for_another_batch():
+                    drain.report.limit_reached = 1
                     return []  # what is left comes back with its message
                 continue
             waiting = drain.unsettled()
@@ -123,7 +125,7 @@ class Consumer:
             clock=self.clock,
             batch_size=config.max_rows_per_tick,
             concurrency=config.send_concurrency,
-            budget=Budget.of(services, reserved_queries=0),
+            budget=Budget.of(services, reserved_queries=RECORD_STATEMENTS),
             new_token=lambda: services.crypto.random_token(),
         )
 
@@ -132,8 +134,24 @@ class Consumer:
         return self.now + max(0, self.services.clock.now_ms() - self.started)
 
     async def run(self) -> TickReport:
+        try:
+            await self._work()
+            await self._write_record()
+        except Exception as error:
+            await self._record_failure(error)
+            raise
+        emit(
+            "runner_consume",
+            at=rfc3339(self.now),
+            duration_ms=self.clock() - self.now,
+            **self._counts(),
+        )
+        return self.report
+
+    async def _work(self) -> None:
         rows = MessageRows(self.store, [m for m in self.named if m is not None])
         await self.drain.run(rows)
+        # Every batch has settled: each message is acknowledged, or comes back.
         for message, named in zip(self.delivered, self.named, strict=True):
             if named is None:
                 log.warning("queue message %s is not a runner message; acknowledged", message.id)
@@ -145,12 +163,33 @@ class Consumer:
             else:
                 message.retry(RETRY_DELAY_S)
                 self.report.retried += 1
+
+    async def _write_record(self) -> None:
+        try:
+            await self.store.record(self._record, RECORD_STATEMENTS)
+        except LimitReached as limit:  # its messages are settled; only its row is lost
+            self.batches.reached(limit)
+
+    def _counts(self) -> dict[str, int]:
         self.report.d1_statements = self.store.statements
         self.report.d1_round_trips = self.store.round_trips
-        emit(
-            "runner_consume",
-            at=rfc3339(self.now),
+        return self.report.as_record()
+
+    def _record(self, error: BaseException | None = None) -> list[Statement]:
+        """The invocation's row of the tick history, built last so it counts its own trip."""
+        self._counts()
+        return history.record(
+            self.store.db,
+            kind="consumer",
+            at=self.now,
             duration_ms=self.clock() - self.now,
-            **self.report.as_record(),
+            ended_at=self.clock(),
+            report=self.report,
+            error=error,
         )
-        return self.report
+
+    async def _record_failure(self, error: BaseException) -> None:
+        try:
+            await self.store.record(lambda: self._record(error), RECORD_STATEMENTS)
+        except Exception as also:
+            log.warning("the failed consumer could not be recorded: %s", type(also).__name__)

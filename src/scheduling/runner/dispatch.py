@@ -49,7 +49,10 @@ class Dispatch:
         """Rounds until nothing undispatched is due, the budget is spent or a limit is reached.
         Raises `QueueUnavailable` when the queue refuses (the round's marks are taken back,
         so the next tick dispatches those rows again)."""
-        while self._room_for_another_round():
+        while True:
+            if not self._room_for_another_round():
+                self.report.limit_reached = 1  # the rest waits for the next tick
+                return
             now = self.clock()
             try:
                 marked = await self.store.mark_dispatched(

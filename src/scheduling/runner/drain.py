@@ -121,7 +121,10 @@ class Drain:
                         )
                     )
                     await admitted.wait()
-                if self.batches.limit is not None or not self.room_for_another_batch():
+                if self.batches.limit is not None:
+                    break
+                if not self.room_for_another_batch():
+                    self.report.limit_reached = 1  # the rest waits for the next invocation
                     break
                 rows = await source.next(self.clock(), self.batch_size, self)
         except LimitReached as limit:

@@ -1,4 +1,5 @@
-"""Is the runner alive? The operator's view of the last tick and the work waiting for it."""
+"""Is the runner alive? The operator's view of the last tick and the work waiting for it, and
+the one rule that says it has stalled (for /admin/status, /healthz and /admin/metrics)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Any
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.statuses import FINISHED, LIVE
 from scheduling.ports import Database
-from scheduling.repository import backlog, tick_record
+from scheduling.repository import backlog, tick_history
 from scheduling.repository.backlog import Backlog
-from scheduling.repository.tick_record import LastTick
+from scheduling.repository.tick_history import LastTick
 from scheduling.runner.report import TickReport
 
 # Three missed minutes: one late cron firing is normal, three in a row is not.
@@ -21,22 +22,30 @@ async def read_status(db: Database, now: int) -> dict[str, Any]:
     """The operator's status at `now`, read in one D1 round trip."""
     last, waiting, counts = await db.batch(
         [
-            tick_record.read_last(db),
+            tick_history.read_last(db),
             backlog.read_backlog(db, now),
             backlog.read_counts(db, now - FINISHED_WINDOW_MS),
         ]
     )
     return status_json(
         now,
-        tick_record.last_from(last.results),
+        tick_history.last_from(last.results),
         backlog.backlog_from(waiting.results),
         backlog.counts_from(counts.results),
     )
 
 
-def is_stalled(now: int, last: LastTick | None, backlog: Backlog) -> bool:
-    """Work is due and no tick has run for over STALL_AFTER_MS."""
-    return backlog.size > 0 and (last is None or now - last.at > STALL_AFTER_MS)
+def is_stalled(now: int, last_tick_at: int | None, work_due: bool) -> bool:
+    """Work is due and no tick has run to its end for over STALL_AFTER_MS (a failed tick
+    does not count: ticks that keep failing leave the work waiting all the same)."""
+    return work_due and (last_tick_at is None or now - last_tick_at > STALL_AFTER_MS)
+
+
+async def read_stalled(db: Database, now: int) -> bool:
+    """/healthz: one statement that reads only indexes."""
+    [result] = await db.batch([tick_history.read_health(db, now)])
+    health = tick_history.health_from(result.results)
+    return is_stalled(now, health.last_at, health.work_due)
 
 
 def status_json(
@@ -45,7 +54,7 @@ def status_json(
     return {
         "code": "runner_status",
         "now": rfc3339(now),
-        "stalled": is_stalled(now, last, backlog),
+        "stalled": is_stalled(now, None if last is None else last.at, backlog.size > 0),
         "stalled_after_ms": STALL_AFTER_MS,
         "last_tick": None if last is None else _tick_json(now, last),
         "due_backlog": backlog.size,

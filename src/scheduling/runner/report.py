@@ -1,11 +1,15 @@
-"""What one runner invocation did, counted exactly: a tick's is logged as one JSON line and kept
-for /admin/status; a queue consumer's is logged the same way."""
+"""What one runner invocation (a tick, or a queue consumer's) did, counted exactly: logged as one
+JSON line, kept as a row of the tick history, and added to the running totals behind
+/admin/metrics."""
 
 from __future__ import annotations
 
+from bisect import insort
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from scheduling.domain import lateness
 from scheduling.domain.statuses import Status
 
 
@@ -24,11 +28,14 @@ class TickReport:
     lost_claim: int = 0  # another runner changed the row between our read and our claim
     lost_lease: int = 0  # our lease had expired at settle: the row was left as it was
     lateness_p50_ms: int = 0  # due_at → the moment a request left, over this tick's sends
+    lateness_p99_ms: int = 0
     lateness_max_ms: int = 0
     d1_statements: int = 0
     d1_round_trips: int = 0
-    # A platform limit of the invocation (D1 queries, subrequests) refused a call: 1, else 0.
+    # 1: it stopped before it was done, at a budget (time, D1 queries, sends) or at a limit
+    # of the platform (`platform_limit`); the rest waits for the next invocation.
     limit_reached: int = 0
+    platform_limit: int = 0  # 1: D1 or fetch refused a call, the invocation's allowance used
     handed_back: int = 0  # claimed, never sent because of that limit: back to waiting, due now
     unsettled: int = 0  # sent or claimed, but the limit refused the settle: left to the lease
     held_back: int = 0  # a queue consumer left due for MAX_IN_FLIGHT_PER_INSTALLATION
@@ -38,10 +45,11 @@ class TickReport:
     retried: int = 0  # a consumer's messages given back to the queue (something left due)
     queue_delay_ms: int = 0  # a consumer: the longest a message waited from its tick to here
     _lateness: list[int] = field(default_factory=list, init=False, repr=False)
+    _refusals: Counter[str] = field(default_factory=Counter, init=False, repr=False)
 
     def sent(self, lateness_ms: int) -> None:
         self.sends += 1
-        self._lateness.append(max(0, lateness_ms))
+        insort(self._lateness, max(0, lateness_ms))
         self._order()
 
     def withdrawn(self, lateness_ms: int) -> None:
@@ -51,9 +59,12 @@ class TickReport:
         self._order()
 
     def _order(self) -> None:
-        ordered = sorted(self._lateness)
-        self.lateness_p50_ms = ordered[(len(ordered) - 1) // 2] if ordered else 0
-        self.lateness_max_ms = ordered[-1] if ordered else 0
+        if not self._lateness:
+            self.lateness_p50_ms = self.lateness_p99_ms = self.lateness_max_ms = 0
+            return
+        self.lateness_p50_ms = lateness.percentile(self._lateness, 0.5)
+        self.lateness_p99_ms = lateness.percentile(self._lateness, 0.99)
+        self.lateness_max_ms = self._lateness[-1]
 
     def ended(self, status: Status) -> None:
         """A sent claim settled as `completed`, `refused` or `retrying`."""
@@ -63,6 +74,21 @@ class TickReport:
             self.retrying += 1
         else:
             self.refused += 1
+
+    def refused_with(self, code: str) -> None:
+        """A schedule this tick ended `refused` (sent or not), by its result code."""
+        self._refusals[code] += 1
+
+    def refusals(self) -> dict[str, int]:
+        """The schedules this tick ended `refused`, by result code."""
+        return dict(self._refusals)
+
+    def lateness_buckets(self) -> tuple[int, ...]:
+        """Sends at most each of `lateness.BOUNDS_MS` late (cumulative)."""
+        return lateness.cumulative_buckets(self._lateness)
+
+    def lateness_sum_ms(self) -> int:
+        return sum(self._lateness)
 
     def outcomes(self) -> dict[Status, int]:
         """How sent claims ended, by the status each settled in."""

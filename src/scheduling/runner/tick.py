@@ -1,6 +1,8 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
 tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers;
-then write the tick's record once and log its line.
+then write the tick's record once (its row of the tick history, in the same round trip as
+the totals it adds to) and log its line. A tick that fails records its row too, with the
+exception's type, in one more write.
 """
 
 from __future__ import annotations
@@ -9,14 +11,15 @@ from dataclasses import dataclass
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
+from scheduling.limits import RECORD_STATEMENTS
 from scheduling.ports import Clock, LimitReached, Statement
-from scheduling.repository import tick_record
 from scheduling.repository.runner_store import RunnerStore
+from scheduling.runner import history
 from scheduling.runner.batch import BatchRunner
 from scheduling.runner.dispatch import Dispatch
 from scheduling.runner.drain import Budget, Drain, DueRows
 from scheduling.runner.report import TickReport
-from scheduling.services import Services
+from scheduling.services import Services, log
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 class Tick:
     """Sends what is due (inline), or, with a queue, dispatches it to the queue's consumers;
-    then writes its record once and logs its line."""
+    then records its row of the history and logs its line."""
 
     def __init__(self, services: Services, invocation: Invocation) -> None:
         config = services.config
@@ -71,7 +74,7 @@ class Tick:
             clock=self.clock,
             batch_size=config.max_rows_per_tick,
             concurrency=config.send_concurrency,
-            budget=Budget.of(services),
+            budget=Budget.of(services, reserved_queries=RECORD_STATEMENTS),
             new_token=lambda: services.crypto.random_token(),  # TOKEN_KEY read only when needed
         )
 
@@ -86,26 +89,53 @@ class Tick:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
+        try:
+            await self._work()
+            await self._write_record()
+        except Exception as error:
+            await self._record_failure(error)
+            raise
+        emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
+        return self.report
+
+    async def _work(self) -> None:
         queue = self.services.queue
         if queue is None:
             await self.drain.run(DueRows(self.store))
-        else:
-            dispatch = Dispatch(
-                self.services, self.store, self.report, self.clock, queue, self.batches.reached
-            )
-            await dispatch.run()
+            return
+        dispatch = Dispatch(
+            self.services, self.store, self.report, self.clock, queue, self.batches.reached
+        )
+        await dispatch.run()
+
+    async def _write_record(self) -> None:
         try:
-            await self.store.record(self._record)
+            await self.store.record(self._record, RECORD_STATEMENTS)
         except LimitReached as limit:  # the record waits for a tick that can write it
             self.batches.reached(limit)
-        emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
-        return self.report
 
     def _counts(self) -> dict[str, int]:
         self.report.d1_statements = self.store.statements
         self.report.d1_round_trips = self.store.round_trips
         return self.report.as_record()
 
-    def _record(self) -> Statement:
+    def _record(self, error: BaseException | None = None) -> list[Statement]:
         """The tick's record, built last so it counts the round trip that carries it."""
-        return tick_record.record(self.store.db, self.now, self.elapsed_ms(), self._counts())
+        self._counts()
+        return history.record(
+            self.store.db,
+            kind="tick",
+            at=self.now,
+            duration_ms=self.elapsed_ms(),
+            ended_at=self.clock(),
+            report=self.report,
+            error=error,
+        )
+
+    async def _record_failure(self, error: BaseException) -> None:
+        """A failed tick's row: what it counted before it failed, and the exception's type.
+        When the database is what failed, this fails too: the log line says the tick failed."""
+        try:
+            await self.store.record(lambda: self._record(error), RECORD_STATEMENTS)
+        except Exception as also:
+            log.warning("the failed tick could not be recorded: %s", type(also).__name__)

@@ -24,16 +24,18 @@ async def installation_page(request: Request, services: Services) -> Response:
     session = await require_session(request, services)
     lateness = services.config.max_lateness_ms
     query = request.query
+    number, cancelled = page_number(query), query.get("cancelled")
     if session.context_kind == "manage":
         show = view_query(query).get("show", "all")
         group = None if show == "all" else show
-        view = await show_manage(services, session, group=group, page_number=page_number(query))
+        view = await show_manage(
+            services, session, group=group, page_number=number, cancelled=cancelled
+        )
         return page(manage_page(view, lateness, query))
     shown = await show_content(
-        services, session, page_number=page_number(query), created=query.get("created")
+        services, session, page_number=number, created=query.get("created"), cancelled=cancelled
     )
-    fold_ignored, cancelled = query.get("fold_ignored"), query.get("cancelled")
-    return page(content_page(shown, lateness, fold_ignored=fold_ignored, cancelled=cancelled))
+    return page(content_page(shown, lateness, fold_ignored=query.get("fold_ignored")))
 
 
 async def _launch(request: Request, services: Services, code: str) -> Response:

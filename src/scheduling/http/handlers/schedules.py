@@ -1,13 +1,16 @@
-"""Create and cancel schedules from the management pages (session + CSRF)."""
+"""Create and cancel schedules from the management pages (session + CSRF), and the page that
+asks before a cancel."""
 
 from __future__ import annotations
 
 from scheduling.actions.cancel import cancel_schedule as cancel
+from scheduling.actions.cancel import preview_cancel
 from scheduling.actions.content_page import content_view
 from scheduling.actions.create import FormRefusal, ScheduleRequest
 from scheduling.actions.create import create_schedule as create
-from scheduling.http.guards import require_form_post
-from scheduling.http.listing_query import back_query
+from scheduling.http.guards import require_form_post, require_session
+from scheduling.http.listing_query import back_query, view_query
+from scheduling.http.pages.cancel_page import cancel_page as confirmation
 from scheduling.http.pages.content_page import content_page
 from scheduling.http.pages.render import page
 from scheduling.http.requests import Request
@@ -47,3 +50,11 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
     back = back_query(request.form())
     await cancel(services.db, services.clock.now_ms(), session, schedule_id)
     return redirect(f"/installations/{session.installation_id}?cancelled={schedule_id}{back}")
+
+
+async def cancel_page(request: Request, services: Services) -> Response:
+    """`GET …/schedules/:id/cancel`: what the cancel would end, and the form that posts it."""
+    session = await require_session(request, services)
+    preview = await preview_cancel(services, session, request.path_params["schedule_id"])
+    back = view_query(request.query)
+    return page(confirmation(session, preview, back, services.config.max_lateness_ms))

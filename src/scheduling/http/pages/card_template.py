@@ -4,9 +4,13 @@ A card carries its facts as `data-*` attributes (id, status, result code, a
 stale pin) so tests and tools read the page the way a person reads the text.
 """
 
-PAGER = """{% macro page_links(p) %}
+PAGER = """{% macro page_info(p) %}
+{% if p.last_page > 1 and p.total %}<p class="page-info" data-page="{{ p.page_number }}">Showing {{ p.first_shown }}–{{ p.last_shown }} of {{ p.total }}, page {{ p.page_number }} of {{ p.last_page }}.</p>{% endif %}
+{% endmacro %}
+
+{% macro page_links(p, where="bottom") %}
 {% if p.prev_href or p.next_href %}
-<nav class="pager" aria-label="Pages">
+<nav class="pager pager-{{ where }}" aria-label="Pages ({{ where }})">
   {% if p.prev_href %}<a rel="prev" href="{{ p.prev_href }}">Previous page<span class="visually-hidden"> ({{ p.page_number - 1 }} of {{ p.last_page }})</span></a>{% endif %}
   {% if p.next_href %}<a rel="next" href="{{ p.next_href }}">Next page<span class="visually-hidden"> ({{ p.page_number + 1 }} of {{ p.last_page }})</span></a>{% endif %}
 </nav>
@@ -27,28 +31,24 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
 {% endmacro %}
 
 {% macro schedule_card(s, page, level=3) %}
-  <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %} data-content-id="{{ s.content_id }}">
+  <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %}{% if s.late_ms %} data-late-ms="{{ s.late_ms }}"{% endif %} data-content-id="{{ s.content_id }}">
     <div class="card-head">
-    <h{{ level }}>{{ s.kind_label }} version <code>{{ s.version_id }}</code>{% if page.show_content %} of {% if s.title is not none %}“{{ s.title }}” (<code>{{ s.content_id }}</code>){% else %}content <code>{{ s.content_id }}</code>{% endif %}{% endif %}</h{{ level }}>
+    <h{{ level }}>{{ s.kind_label }} version <code>{{ s.version_id }}</code>{% if page.show_content %} of {% if s.title is not none %}“{{ s.title }}”{% else %}content <code>{{ s.content_id }}</code>{% endif %}{% endif %}</h{{ level }}>
     {% if s.cancellable %}
-    <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/cancel" class="cancel">
-      {{ session_fields(page.csrf_token, page.opened_for) }}
-      {% for name, value in page.back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
-      <button type="submit">Cancel<span class="visually-hidden"> {{ s.kind_label|lower }} of {{ s.version_id }} at {{ s.local_label }}</span></button>
-    </form>
+    <a class="button cancel" href="{{ page.cancel_href(s.id) }}">Cancel…<span class="visually-hidden"> the schedule to {{ s.change }} at {{ s.when_short }}</span></a>
     {% endif %}
     </div>
     <dl>
       <dt>When</dt>
-      <dd>{% if s.viewer_label %}<span class="viewer">{{ s.viewer_label }} in {{ page.viewer_zone }}</span>, entered as {% endif %}{% if s.timezone == "UTC" %}<span class="utc">{{ s.utc_label }}</span>{% else %}{{ s.local_label }} <span class="tz">({{ s.timezone }})</span> · <span class="utc">{{ s.utc_label }}</span>{% endif %}</dd>
+      <dd>{% if s.viewer_label %}<span class="viewer"><time datetime="{{ s.when_iso }}">{{ s.viewer_label }}</time></span>{% if s.timezone != "UTC" %}; entered as {{ s.when_short }}{% endif %}{% else %}<time datetime="{{ s.when_iso }}">{{ s.when_label }}</time>{% endif %}</dd>
       <dt>Status</dt>
-      <dd><span class="status status-{{ s.status }}">{{ s.status_label }}</span>{% if s.cancelled_label %} {{ s.cancelled_label }}{% endif %}{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}</dd>
+      <dd><span class="status status-{{ s.status }}{% if s.late_ms %} is-late{% endif %}">{{ s.status_label }}</span>{% if s.cancelled_label %} {{ s.cancelled_label }}{% endif %}{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}</dd>
       {% if s.result_code %}
       <dt>Result</dt>
-      <dd><code>{{ s.result_code }}</code>: {{ s.result_text }}</dd>
+      <dd>{{ s.result_text }}</dd>
       {% endif %}
       <dt>Requested by</dt>
-      <dd>{{ s.requested_by_name }} (schedule no. {{ s.revision }} of this change for this content)</dd>
+      <dd>{{ s.requested_by_name }}</dd>
     </dl>
     {% if s.stale %}
     <div class="stale">
@@ -58,7 +58,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
         {{ session_fields(page.csrf_token, page.opened_for) }}
         {{ pin_fields(page.content) }}
         <input type="hidden" name="repin_of" value="{{ s.id }}">
-        <button type="submit">Pin {{ s.repin_version }} instead, same time<span class="visually-hidden"> ({{ s.kind_label|lower }} at {{ s.local_label }})</span></button>
+        <button type="submit">Pin {{ s.repin_version }} instead, same time<span class="visually-hidden"> ({{ s.kind_label|lower }} at {{ s.when_short }})</span></button>
       </form>
       {% elif page.context_kind == "content" %}
       <p>You may not make this change now, so it cannot be pinned again from here.</p>
@@ -73,22 +73,23 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <ol class="attempts">
       {% for a in s.attempts %}
         <li>Started {{ a.started_label }}:
-          {% if a.finished_at is none %}<strong>outcome unknown</strong> (no answer was recorded){% else %}{% if a.http_status %}HTTP {{ a.http_status }}, {% endif %}<code>{{ a.code }}</code>. {{ a.text }}{% endif %}
+          {% if a.finished_at is none %}<strong>outcome unknown</strong> (no answer was recorded){% else %}{{ a.text }}{% if a.support %} <span class="support">({{ a.support }})</span>{% endif %}{% endif %}
         </li>
       {% endfor %}
       </ol>
     </details>
     {% endif %}
+    <p class="support">For support: {{ s.support }}.</p>
   </li>
 {% endmacro %}
 
-{% macro schedule_list(schedules, page, label, level=3) %}
+{% macro schedule_list(schedules, page, label, level=3, empty="No schedules yet.") %}
 {% if schedules %}
 <ul class="schedules" aria-label="{{ label }}">
 {% for s in schedules %}{{ schedule_card(s, page, level) }}{% endfor %}
 </ul>
-{% else %}
-<p>No schedules yet.</p>
+{% elif empty %}
+<p>{{ empty }}</p>
 {% endif %}
 {% endmacro %}
 """

@@ -1,5 +1,6 @@
 """The content page as the template reads it: the content, the form with the time arithmetic
-done for the editor, a receipt after a create, and the content's schedules, paged."""
+done for the editor, a receipt after a create, and the content's schedules: the live ones and
+the latest few ended ones in view, the rest folded into a history, paged."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import ClassVar
 from scheduling.actions.content_page import ContentView
 from scheduling.actions.create import FormRefusal, FormValues
 from scheduling.domain.content import Content, ContentRead
-from scheduling.domain.localtime import FOLDS, occurrence_labels, occurrences
-from scheduling.domain.secret_shapes import is_id
-from scheduling.domain.statuses import Status
-from scheduling.domain.timezones import known_zone, zone_names
+from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
+from scheduling.domain.schedule import Schedule
+from scheduling.domain.statuses import WAITING, Status
+from scheduling.domain.time_words import instant_text, wall_text, years_ahead, years_text
+from scheduling.domain.timezones import canonical_zone, zone_names
+from scheduling.domain.wording import KIND
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.view_models import (
     CardPage,
@@ -31,6 +34,8 @@ class Choice:
     value: str  # "kind:to"
     label: str
     disabled: bool
+    replaces: str | None = None  # what choosing it does to the live schedule of its kind
+    replaces_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,12 +43,38 @@ class FormError:
     code: str
     text: str
     field: str
+    retries: tuple[Retry, ...]  # one-click ways out: the same form with one field changed
 
 
 @dataclass(frozen=True)
 class Receipt:
     card: ScheduleCard
-    superseded: bool
+    replaced: str | None  # the replaced schedule's time, in words
+    replaced_id: str | None
+    replaced_version: str | None
+    years_ahead: str | None  # "5 years", when it is more than a year ahead
+
+
+@dataclass(frozen=True)
+class History:
+    """The folded part: replaced schedules and the older ended ones."""
+
+    cards: tuple[ScheduleCard, ...]  # this page's
+    count: int  # in all pages
+    replaced: int  # of which were replaced by a newer schedule
+    open: bool  # past the first page the history is what the person came for
+
+    @property
+    def summary(self) -> str:
+        """`History: 8 earlier schedules, all replaced by a newer one`."""
+        said = f"History: {self.count} earlier schedule{'' if self.count == 1 else 's'}"
+        if not self.replaced:
+            return said
+        if self.replaced == self.count:
+            return said + (
+                ", replaced by a newer one" if self.count == 1 else ", all replaced by a newer one"
+            )
+        return f"{said}, {self.replaced} of them replaced by a newer one"
 
 
 @dataclass(frozen=True)
@@ -56,10 +87,12 @@ class ContentPage:
     csrf_token: str
     opened_for: str
     content: Content
+    primary_title: str | None
     site_timezone: str
     zones: tuple[str, ...]
     choices: tuple[Choice, ...]
     form: FormValues
+    time_entered: str | None  # the form's time, written the one way (the picker writes its own)
     error: FormError | None
     notice: Receipt | None
     fold_ignored: str | None
@@ -69,8 +102,11 @@ class ContentPage:
     fold_choices: tuple[str, ...] | None
     focus_fold: bool
     flash: str | None
+    cancelled_id: str | None
+    page_note: str | None
     stale: tuple[ScheduleCard, ...]
-    schedules: tuple[ScheduleCard, ...]
+    current: tuple[ScheduleCard, ...]
+    history: History
     card_page: CardPage
     pager: Pager
 
@@ -81,24 +117,28 @@ def content_page(
     *,
     refusal: FormRefusal | None = None,
     fold_ignored: str | None = None,
-    cancelled: str | None = None,
 ) -> ContentPage:
     """`refusal`: the form comes back with what was entered and what was wrong with it."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
     shown = cards(view.schedules, moment)
-    made = view.made
-    notice = None
-    if made is not None and made.status == Status.PENDING:
-        notice = Receipt(schedule_card(made, moment), view.replaced)
-    choices = _choices(read)
+    in_view = view.page.in_view if view.page_number == 1 else 0
+    current, folded = shown[:in_view], shown[in_view:]
+    notice = _receipt(view, moment)
+    choices = _choices(read, view.live)
     # After a create, offer the zone just used rather than the site's again.
-    zone = made.timezone if made is not None else read.site.timezone
+    zone = view.made.timezone if view.made is not None else read.site.timezone
     form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
-    error = FormError(refusal.code, refusal.message, refusal.field) if refusal else None
-    now_zone = form.timezone if known_zone(form.timezone) else read.site.timezone
+    error = (
+        FormError(refusal.code, refusal.message, refusal.field, refusal.retries)
+        if refusal
+        else None
+    )
+    form_zone = canonical_zone(form.timezone)
+    now_zone = form_zone or read.site.timezone
     both = occurrences(form.local_time, form.timezone)
     fold_choices = tuple(occurrence_labels(*both)) if both else None
+    history_count = view.page.total - view.page.in_view
     return ContentPage(
         title=f"Schedule {read.content.title}",
         person_name=session.person_name,
@@ -106,10 +146,12 @@ def content_page(
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
         content=read.content,
+        primary_title=view.primary_title,
         site_timezone=read.site.timezone,
         zones=tuple(sorted(zone_names())),
         choices=choices,
         form=form,
+        time_entered=_entered(form, refusal is not None),
         error=error,
         notice=notice,
         fold_ignored=fold_ignored if notice and fold_ignored in FOLDS else None,
@@ -118,15 +160,52 @@ def content_page(
         chosen_now=time_labels.now_in(form.timezone, view.now_ms) if error else None,
         fold_choices=fold_choices,
         focus_fold=bool(error and error.code == "ambiguous_local_time" and fold_choices),
-        flash="The schedule was cancelled." if cancelled and is_id(cancelled) else None,
+        flash=_cancelled(view.cancelled),
+        cancelled_id=view.cancelled.id if view.cancelled else None,
+        page_note=(
+            f"There is no page {view.asked_page}: this is the last one, page {view.page_number}."
+            if view.asked_page != view.page_number
+            else None
+        ),
         stale=tuple(card for card in shown if card.stale),
-        schedules=shown,
+        current=current,
+        history=History(
+            cards=folded,
+            count=history_count,
+            replaced=view.page.counts.get(Status.SUPERSEDED, 0),
+            open=view.page_number > 1,
+        ),
         card_page=card_page(session, content=read.content, back=_back(view.page_number)),
         pager=_pager(view),
     )
 
 
-def _choices(read: ContentRead) -> tuple[Choice, ...]:
+def _receipt(view: ContentView, moment: Moment) -> Receipt | None:
+    made = view.made
+    if made is None:
+        return None
+    replaced = view.replaced
+    ahead = years_ahead(made.due_at - view.now_ms)
+    return Receipt(
+        card=schedule_card(made, moment),
+        replaced=instant_text(replaced.due_at, replaced.timezone) if replaced else None,
+        replaced_id=replaced.id if replaced else None,
+        replaced_version=replaced.version_id if replaced else None,
+        years_ahead=years_text(ahead) if ahead else None,
+    )
+
+
+def _cancelled(schedule: Schedule | None) -> str | None:
+    """The message after a cancel names what was cancelled."""
+    if schedule is None:
+        return None
+    change = f"{KIND.get(schedule.kind, schedule.kind).lower()} version {schedule.version_id}"
+    when = instant_text(schedule.due_at, schedule.timezone)
+    return f"Cancelled: the schedule to {change} at {when}. Nothing was sent to Dee Wan."
+
+
+def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...]:
+    by_kind = {s.kind: s for s in live}
     choices = []
     for t in read.workflow.transitions:
         if t.kind == "publish":
@@ -140,8 +219,41 @@ def _choices(read: ContentRead) -> tuple[Choice, ...]:
                 else "Unpublish (nothing is published)"
             )
             disabled = published is None
-        choices.append(Choice(f"{t.kind}:{t.to}", label, disabled))
+        existing = by_kind.get(t.kind)
+        choices.append(
+            Choice(
+                f"{t.kind}:{t.to}",
+                label,
+                disabled,
+                replaces=_replaces(existing) if existing else None,
+                replaces_id=existing.id if existing else None,
+            )
+        )
     return tuple(choices)
+
+
+def _replaces(live: Schedule) -> str:
+    """What a new schedule of this kind does to the live one, before the form is sent."""
+    when = instant_text(live.due_at, live.timezone)
+    if live.status in WAITING:
+        return (
+            f"A new schedule replaces the waiting one of version {live.version_id}"
+            f" for {when}: that one will not be sent."
+        )
+    return (
+        f"The schedule for {when} is being sent to Dee Wan right now; "
+        "a new one can be made once it is done."
+    )
+
+
+def _entered(form: FormValues, refused: bool) -> str | None:
+    """The picker writes dates the browser's way; the hint says the same time the one way."""
+    if not form.local_time:
+        return None
+    said = wall_text(form.local_time)
+    if said == form.local_time:
+        return None  # not a value the picker sends: nothing to restate
+    return f"You entered {said}." if refused else f"Suggested: {said} (the next whole hour)."
 
 
 def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> FormValues:
@@ -163,7 +275,7 @@ def _pager(view: ContentView) -> Pager:
     return pager(
         lambda number: f"{base}?page={number}" if number > 1 else base,
         view.page_number,
-        sum(view.page.counts.values()),
+        view.page.total,
         len(view.schedules),
         view.page.has_next,
     )

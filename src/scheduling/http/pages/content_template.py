@@ -2,13 +2,27 @@
 
 The form does the time arithmetic for the editor without any script: the time
 now in the form's zone, a suggested time, both instants of a wall time that
-happens twice, and a receipt that says until when the plugin keeps trying.
+happens twice, the first minute after one the clocks skip, what a new schedule
+would replace, and a receipt that says until when the plugin keeps trying. The
+schedules in view are the live ones and the latest few ended ones; the rest is a
+folded history.
 """
 
 CONTENT = """{% extends "base.html" %}
 {% from "cards.html" import schedule_list, session_fields %}
 {% from "pin_fields.html" import pin_fields %}
-{% from "pager.html" import page_links %}
+{% from "pager.html" import page_info, page_links %}
+{% macro retry_form(r) %}
+<form method="post" action="/installations/{{ installation_id }}/schedules" class="retry">
+  {{ session_fields(csrf_token, opened_for) }}
+  {{ pin_fields(content) }}
+  <input type="hidden" name="transition" value="{{ form.transition }}">
+  <input type="hidden" name="local_time" value="{{ r.value if r.field == 'local_time' else form.local_time }}">
+  <input type="hidden" name="timezone" value="{{ r.value if r.field == 'timezone' else form.timezone }}">
+  <input type="hidden" name="fold" value="{{ form.fold }}">
+  <button type="submit" data-retry-{{ r.field|replace('_', '-') }}="{{ r.value }}">{% if r.field == "local_time" %}Schedule it at {{ r.label }} instead{% else %}Schedule it in {{ r.label }}{% endif %}</button>
+</form>
+{% endmacro %}
 {% block title %}{% if error %}Not scheduled: {% endif %}{{ title }}{% endblock %}
 {% block main %}
 <h1>Schedule “{{ content.title }}”</h1>
@@ -17,17 +31,19 @@ CONTENT = """{% extends "base.html" %}
   <dt>Locale</dt><dd>{{ content.locale }}</dd>
   <dt>Current version</dt><dd><code>{{ content.current_version_id }}</code></dd>
   <dt>Published version</dt><dd>{% if content.published_version_id %}<code>{{ content.published_version_id }}</code>{% else %}none{% endif %}</dd>
-  {% if content.primary_id != content.id %}<dt>Translation of</dt><dd><code>{{ content.primary_id }}</code> (schedules apply to the whole translation group)</dd>{% endif %}
+  {% if content.primary_id != content.id %}<dt>Translation of</dt><dd data-primary-id="{{ content.primary_id }}">{% if primary_title is not none %}“{{ primary_title }}”{% else %}the group's main item (Dee Wan did not give its title){% endif %}: schedules apply to the whole translation group</dd>{% endif %}
 </dl>
 
-{% if flash %}<div class="notice" role="status"><p>{{ flash }}</p></div>{% endif %}
+{% if flash %}<div class="notice" role="status" data-cancelled="{{ cancelled_id }}"><p>{{ flash }}</p></div>{% endif %}
 {% if stale %}<div class="warning" role="status" data-stale-count="{{ stale|length }}"><p>{% if stale|length == 1 %}One waiting schedule pins{% else %}{{ stale|length }} waiting schedules pin{% endif %} what Dee Wan no longer reports, so it would be refused: <a href="#schedule-{{ stale[0].id }}">see {% if stale|length == 1 %}it{% else %}them{% endif %} below</a>.</p></div>{% endif %}
 {% if notice %}
 {% set made = notice.card %}
 <div class="notice" role="status" data-confirmation="{{ made.id }}">
-  <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at {{ made.local_label }} ({{ made.timezone }}), which is {{ made.utc_label }}.{% if notice.superseded %} It replaces the earlier schedule.{% endif %}</p>
-  <p data-deadline="{{ made.deadline_label }}">If Dee Wan cannot be reached, nothing is sent after {{ made.deadline_label }}.</p>
-  {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ made.local_label }} happens only once in {{ made.timezone }}, so that choice was not needed and was ignored.</p>{% endif %}
+  <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at <time datetime="{{ made.when_iso }}">{{ made.when_label }}</time>.</p>
+  {% if notice.replaced %}<p data-replaced="{{ notice.replaced_id }}">It replaces the schedule of version <code>{{ notice.replaced_version }}</code> for {{ notice.replaced }}, which will not be sent; it is kept in the history below.</p>{% endif %}
+  <p data-deadline="{{ made.deadline_iso }}">If Dee Wan cannot be reached, nothing is sent after <time datetime="{{ made.deadline_iso }}">{{ made.deadline_label }}</time>.</p>
+  {% if notice.years_ahead %}<p data-years-ahead="{{ notice.years_ahead }}"><strong>Note:</strong> that is about {{ notice.years_ahead }} from now. If you meant an earlier year, schedule it again with the right date: the new schedule replaces this one.</p>{% endif %}
+  {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ made.when_short }} happens only once, so that choice was not needed and was ignored.</p>{% endif %}
 </div>
 {% endif %}
 
@@ -37,6 +53,8 @@ CONTENT = """{% extends "base.html" %}
 <div class="problem" role="alert" id="form-error" data-error-code="{{ error.code }}" tabindex="-1"{% if not focus_fold %} autofocus{% endif %}>
   <p><strong>Not scheduled.</strong> {{ error.text }}</p>
   {% if chosen_now %}<p data-now-chosen>Now in {{ form.timezone }}: {{ chosen_now }}.</p>{% endif %}
+  {% if error.retries %}<div class="retries">{% for r in error.retries %}{{ retry_form(r) }}{% endfor %}</div>{% endif %}
+  <p class="support">For support: code {{ error.code }}.</p>
 </div>
 {% endif %}
 {% if choices %}
@@ -47,20 +65,21 @@ CONTENT = """{% extends "base.html" %}
     <legend>Change</legend>
     {% for c in choices %}
     <div class="choice">
-      <input type="radio" name="transition" id="t-{{ loop.index }}" value="{{ c.value }}"{% if c.value == form.transition %} checked{% endif %}{% if c.disabled %} disabled{% endif %}>
+      <input type="radio" name="transition" id="t-{{ loop.index }}" value="{{ c.value }}"{% if c.value == form.transition %} checked{% endif %}{% if c.disabled %} disabled{% endif %}{% if c.replaces %} aria-describedby="t-{{ loop.index }}-replaces"{% endif %}>
       <label for="t-{{ loop.index }}">{{ c.label }}</label>
     </div>
+    {% if c.replaces %}<p class="hint replaces" id="t-{{ loop.index }}-replaces" data-replaces="{{ c.replaces_id }}" data-for="{{ c.value }}">{{ c.replaces }}</p>{% endif %}
     {% endfor %}
   </fieldset>
   <div class="field">
     <label for="local_time">Date and time</label>
-    <p class="hint" id="local_time-hint">The time on the clock in the time zone below.</p>
+    <p class="hint" id="local_time-hint">The time on the clock in the time zone below.{% if time_entered %} <span data-time-entered>{{ time_entered }}</span>{% endif %}</p>
     {% if now_label %}<p class="hint now" id="now-hint" data-now-zone="{{ now_zone }}">Now in {{ now_zone }}: {{ now_label }}</p>{% endif %}
     <input type="datetime-local" id="local_time" name="local_time" step="60" required value="{{ form.local_time }}" aria-describedby="local_time-hint{% if now_label %} now-hint{% endif %}{% if error and error.field == 'local_time' %} form-error{% endif %}"{% if error and error.field == "local_time" %} aria-invalid="true"{% endif %}>
   </div>
   <div class="field">
     <label for="timezone">Time zone</label>
-    <p class="hint" id="timezone-hint">An IANA name such as Europe/Paris; type to see suggestions. The site's zone is {{ site_timezone }}.</p>
+    <p class="hint" id="timezone-hint">An IANA name such as Europe/Paris, in any case; type to see suggestions. The site's zone is {{ site_timezone }}.</p>
     <input type="text" id="timezone" name="timezone" list="zones" required autocomplete="off" spellcheck="false" value="{{ form.timezone }}" aria-describedby="timezone-hint{% if error and error.field == 'timezone' %} form-error{% endif %}"{% if error and error.field == "timezone" %} aria-invalid="true"{% endif %}>
     <datalist id="zones">{% for z in zones %}<option value="{{ z }}"></option>{% endfor %}</datalist>
   </div>
@@ -80,13 +99,21 @@ CONTENT = """{% extends "base.html" %}
 
 <section aria-labelledby="list-heading">
 <h2 id="list-heading">Schedules for this content</h2>
-{% if schedules and pager.last_page > 1 %}<p class="page-info" data-page="{{ pager.page_number }}">Showing {{ pager.first_shown }}–{{ pager.last_shown }} of {{ pager.total }}, page {{ pager.page_number }} of {{ pager.last_page }}.</p>{% endif %}
-{% if not schedules and pager.page_number > 1 and pager.total %}
-<p class="empty">There is no page {{ pager.page_number }}: <a href="{{ pager.last_href }}">go to page {{ pager.last_page }}</a>.</p>
+{% if page_note %}<div class="warning" role="status" data-page-corrected="{{ pager.page_number }}"><p>{{ page_note }}</p></div>{% endif %}
+{{ page_info(pager) }}
+{{ page_links(pager, "top") }}
+{% if pager.page_number == 1 %}
+{{ schedule_list(current, card_page, "Schedules for this content", empty="No schedules yet." if not history.count else "Nothing is waiting and nothing has ended lately: see the history below.") }}
 {% else %}
-{{ schedule_list(schedules, card_page, "Schedules for this content") }}
+<p>The waiting schedules and the latest ended ones are on <a href="{{ pager.first_href }}">the first page</a>.</p>
 {% endif %}
-{{ page_links(pager) }}
+{% if history.count %}
+<details class="history" id="history" data-history-count="{{ history.count }}" data-replaced-count="{{ history.replaced }}"{% if history.open %} open{% endif %}>
+  <summary>{{ history.summary }}</summary>
+  {{ schedule_list(history.cards, card_page, "Earlier schedules", empty="") }}
+</details>
+{% endif %}
+{{ page_links(pager, "bottom") }}
 </section>
 {% endblock %}
 """

@@ -9,7 +9,7 @@ time chosen in a time zone. It is a Dee Wan plugin: there is nothing to browse h
 <ul>
   <li>To schedule a change, open the content item in Dee Wan and press <strong>Schedule</strong>.</li>
   <li>To see every schedule of a site, a site admin opens <strong>Scheduling</strong> in Dee Wan's plugin menu.</li>
-  <li>Operators: <code>GET /admin/status</code> with the operator's bearer token says whether the runner is alive.</li>
+  <li>Operators: <code>GET /admin</code> shows the runner's last day and week (sign in with the operator secret); <code>GET /admin/status</code> and <code>GET /admin/metrics</code> take the operator's bearer token, and <code>GET /healthz</code> is for uptime monitors.</li>
 {% if dev_origins %}
   <li>In development, the local Dee Wan:
   {% for origin in dev_origins %}<a href="{{ origin }}/">{{ origin }}</a>{% if not loop.last %}, {% endif %}{% endfor %}.</li>

@@ -1,5 +1,6 @@
 """The manage view as the template reads it: filters with counts, the agenda by day in a
-chosen zone, and the pager."""
+chosen zone, the finished group with its replaced schedules folded away, the pager, and a
+word for everything the view could not do as asked."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import ClassVar
 from urllib.parse import urlencode
 
 from scheduling.actions.manage_page import ManageView
-from scheduling.domain.secret_shapes import is_id
-from scheduling.domain.statuses import GROUPS, group_of
-from scheduling.domain.timezones import zone_names
-from scheduling.http.listing_query import SHOWS, view_query
+from scheduling.actions.titles import Titles
+from scheduling.domain.schedule import Schedule
+from scheduling.domain.statuses import GROUPS, Status, group_of
+from scheduling.domain.time_words import instant_text
+from scheduling.domain.timezones import quoted, zone_names, zone_suggestions
+from scheduling.domain.wording import KIND
+from scheduling.http.listing_query import SHOWS, ignored, view_query
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.view_models import (
     CardPage,
@@ -50,12 +54,21 @@ class Day:
 
 @dataclass(frozen=True)
 class Section:
-    """Consecutive cards of one group; upcoming ones are also split by day."""
+    """Consecutive cards of one group; upcoming ones are also split by day, and finished ones
+    keep the replaced ones apart (`replaced`), folded."""
 
     name: str
     label: str
     cards: tuple[ScheduleCard, ...]
     days: tuple[Day, ...]
+    replaced: tuple[ScheduleCard, ...] = ()
+    replaced_total: int = 0  # in the whole installation
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    zone: str
+    href: str
 
 
 @dataclass(frozen=True)
@@ -66,11 +79,17 @@ class ManagePage:
     person_name: str
     installation_id: str
     flash: str | None
+    cancelled_id: str | None
     filters: tuple[Filter, ...]
     show: str
+    page_number: int
     zone: str
     zone_input: str
     zone_problem: str | None
+    zone_suggestions: tuple[Suggestion, ...]
+    notes: tuple[tuple[str, str], ...]  # (what, sentence): a filter or a page not used as asked
+    titles_note: str | None
+    titles_missing: int
     zones: tuple[str, ...]
     now_label: str
     sections: tuple[Section, ...]
@@ -80,15 +99,14 @@ class ManagePage:
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:
     """`query` is the request's: its checked `show`, `page` and `zone` choose the view."""
-    chosen = view_query(query)
+    chosen, unused = view_query(query), ignored(query)
     show = chosen.get("show", "all")
-    typed_zone = query.get("zone", "").strip()
     zone = chosen.get("zone", view.site_zone)
     session = view.access.session
     shown = cards(view.schedules, Moment(view.now_ms, max_lateness_ms), viewer_zone=zone)
-    number = int(chosen.get("page", "1"))
+    number = view.page_number
 
-    def href(show: str = show, page: int = number) -> str:
+    def href(show: str = show, page: int = number, zone: str = zone) -> str:
         params = {"show": show, "page": str(page), "zone": zone}
         if show == "all":
             del params["show"]
@@ -96,26 +114,35 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
             del params["page"]
         return f"/installations/{session.installation_id}?" + urlencode(params)
 
+    typed_zone = unused.get("zone", "")
     return ManagePage(
         title="All schedules",
         person_name=session.person_name,
         installation_id=session.installation_id,
-        flash="The schedule was cancelled." if is_id(query.get("cancelled")) else None,
+        flash=_cancelled(view.cancelled, view.titles),
+        cancelled_id=view.cancelled.id if view.cancelled else None,
         filters=tuple(
             Filter(name, LABELS[name], _count(view, name), name == show, href(name, 1))
             for name in SHOWS
         ),
         show=show,
+        page_number=number,
         zone=zone,
-        zone_input=typed_zone or zone,
+        zone_input=typed_zone.strip() or zone,
         zone_problem=(
-            f"{typed_zone} is not a known IANA time zone name; showing {zone}."
-            if typed_zone and "zone" not in chosen
+            f"“{quoted(typed_zone)}” is not a time zone name this plugin knows; showing {zone}."
+            if typed_zone
             else None
         ),
+        zone_suggestions=tuple(
+            Suggestion(name, href(zone=name)) for name in zone_suggestions(typed_zone)
+        ),
+        notes=_notes(view, unused),
+        titles_note=_titles_note(view.titles),
+        titles_missing=view.titles.late + view.titles.failed,
         zones=tuple(sorted(zone_names())),
-        now_label=time_labels.wall(view.now_ms, zone),
-        sections=_sections(shown, zone),
+        now_label=instant_text(view.now_ms, zone),
+        sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
         card_page=card_page(
             session,
             viewer_zone=zone,
@@ -131,23 +158,85 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
     )
 
 
+def _notes(view: ManageView, unused: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    notes = []
+    if "show" in unused:
+        notes.append(
+            (
+                "unknown_filter",
+                f"There is no filter “{quoted(unused['show'])}”: showing all schedules.",
+            )
+        )
+    if "page" in unused:
+        notes.append(
+            ("unknown_page", f"There is no page “{quoted(unused['page'])}”: showing page 1.")
+        )
+    elif view.asked_page != view.page_number:
+        there = (
+            "there is only one page"
+            if view.page_number == 1
+            else f"there are {view.page_number} pages, so this is the last one"
+        )
+        notes.append(("page_corrected", f"There is no page {view.asked_page}: {there}."))
+    return tuple(notes)
+
+
+def _titles_note(titles: Titles) -> str | None:
+    """Why some cards show an id where a title should be."""
+    parts = []
+    if titles.late:
+        parts.append(
+            f"Dee Wan did not answer in time for {_contents(titles.late)}"
+            " (it is slow or not answering right now)"
+        )
+    if titles.failed:
+        parts.append(f"Dee Wan did not give the title of {_contents(titles.failed)}")
+    if not parts:
+        return None
+    return "; ".join(parts) + ", so their ids are shown instead. Reload the page to try again."
+
+
+def _contents(n: int) -> str:
+    return "1 content" if n == 1 else f"{n} contents"
+
+
+def _cancelled(schedule: Schedule | None, titles: Titles) -> str | None:
+    """The message after a cancel names what was cancelled."""
+    if schedule is None:
+        return None
+    title = titles.title(schedule.content_id)
+    what = f"“{title}”" if title is not None else f"content {schedule.content_id}"
+    change = f"{KIND.get(schedule.kind, schedule.kind).lower()} version {schedule.version_id}"
+    when = instant_text(schedule.due_at, schedule.timezone)
+    return f"Cancelled: the schedule to {change} of {what} at {when}. Nothing was sent to Dee Wan."
+
+
 def _count(view: ManageView, show: str) -> int:
     statuses = [s for group in GROUPS.values() for s in group] if show == "all" else GROUPS[show]
     return sum(view.page.counts.get(status, 0) for status in statuses)
 
 
-def _sections(shown: tuple[ScheduleCard, ...], zone: str) -> tuple[Section, ...]:
-    """Consecutive cards of one group form a section; upcoming ones are split by day in `zone`."""
+def _sections(
+    shown: tuple[ScheduleCard, ...], zone: str, replaced_total: int
+) -> tuple[Section, ...]:
+    """Consecutive cards of one group form a section; upcoming ones are split by day in `zone`,
+    and the replaced ones of the finished group are kept apart."""
     groups: list[tuple[str, list[ScheduleCard]]] = []
     for card in shown:
         name = group_of(card.status)
         if not groups or groups[-1][0] != name:
             groups.append((name, []))
         groups[-1][1].append(card)
-    return tuple(
-        Section(name, LABELS[name], tuple(group), _days(group, zone) if name == "upcoming" else ())
-        for name, group in groups
-    )
+    sections = []
+    for name, group in groups:
+        if name == "finished":
+            kept = tuple(c for c in group if c.status != Status.SUPERSEDED)
+            replaced = tuple(c for c in group if c.status == Status.SUPERSEDED)
+            sections.append(Section(name, LABELS[name], kept, (), replaced, replaced_total))
+        else:
+            days = _days(group, zone) if name == "upcoming" else ()
+            sections.append(Section(name, LABELS[name], tuple(group), days))
+    return tuple(sections)
 
 
 def _days(group: list[ScheduleCard], zone: str) -> tuple[Day, ...]:

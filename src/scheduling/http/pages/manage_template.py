@@ -6,7 +6,7 @@ MANAGE = """{% extends "base.html" %}
 {% block main %}
 <h1>All schedules</h1>
 <p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan.</p>
-{% if flash %}<div class="notice" role="status"><p>{{ flash }}</p></div>{% endif %}
+{% if flash %}<div class="notice" role="status" data-cancelled="{{ cancelled_id }}"><p>{{ flash }}</p></div>{% endif %}
 
 <nav class="filters" aria-label="Show schedules">
   <ul>
@@ -17,10 +17,11 @@ MANAGE = """{% extends "base.html" %}
 </nav>
 
 <form method="get" action="/installations/{{ installation_id }}" class="zone-form">
-  <input type="hidden" name="show" value="{{ show }}">
+  {% if show != "all" %}<input type="hidden" name="show" value="{{ show }}">{% endif %}
+  {% if page_number > 1 %}<input type="hidden" name="page" value="{{ page_number }}">{% endif %}
   <div class="field">
     <label for="agenda-zone">Days and times in</label>
-    <p class="hint" id="agenda-zone-hint">An IANA name such as Europe/Paris; type to see suggestions.</p>
+    <p class="hint" id="agenda-zone-hint">An IANA name such as Europe/Paris, in any case; type to see suggestions.</p>
     <div class="inline">
       <input type="text" id="agenda-zone" name="zone" list="zones" autocomplete="off" spellcheck="false" value="{{ zone_input }}" aria-describedby="agenda-zone-hint{% if zone_problem %} zone-problem{% endif %}"{% if zone_problem %} aria-invalid="true"{% endif %}>
       <button type="submit">Show</button>
@@ -28,9 +29,12 @@ MANAGE = """{% extends "base.html" %}
     <datalist id="zones">{% for z in zones %}<option value="{{ z }}"></option>{% endfor %}</datalist>
   </div>
 </form>
-{% if zone_problem %}<div class="problem" role="alert" id="zone-problem" data-error-code="unknown_timezone"><p>{{ zone_problem }}</p></div>{% endif %}
+{% if zone_problem %}<div class="problem" role="alert" id="zone-problem" data-error-code="unknown_timezone"><p>{{ zone_problem }}{% if zone_suggestions %} Did you mean {% for s in zone_suggestions %}<a href="{{ s.href }}" data-zone-suggestion="{{ s.zone }}">{{ s.zone }}</a>{% if not loop.last %}{% if loop.revindex == 2 %} or {% else %}, {% endif %}{% endif %}{% endfor %}?{% endif %}</p><p class="support">For support: code unknown_timezone.</p></div>{% endif %}
+{% for what, sentence in notes %}<div class="warning" role="status" data-notice="{{ what }}"><p>{{ sentence }}</p></div>{% endfor %}
+{% if titles_note %}<div class="warning" role="status" data-titles-missing="{{ titles_missing }}"><p>{{ titles_note }}</p></div>{% endif %}
 
-<p class="page-info" data-page="{{ pager.page_number }}" data-zone="{{ zone }}">{% if pager.total %}Showing {{ pager.first_shown }}–{{ pager.last_shown }} of {{ pager.total }}, page {{ pager.page_number }} of {{ pager.last_page }}. {% endif %}Now in {{ zone }}: {{ now_label }}.</p>
+<p class="page-info" data-page="{{ pager.page_number }}" data-zone="{{ zone }}">{% if pager.total and pager.last_shown >= pager.first_shown %}Showing {{ pager.first_shown }}–{{ pager.last_shown }} of {{ pager.total }}, page {{ pager.page_number }} of {{ pager.last_page }}. {% endif %}Now in {{ zone }}: {{ now_label }}.</p>
+{{ page_links(pager, "top") }}
 
 {% for section in sections %}
 <section aria-labelledby="group-{{ section.name }}" data-group="{{ section.name }}">
@@ -41,13 +45,19 @@ MANAGE = """{% extends "base.html" %}
   {{ schedule_list(day.cards, card_page, section.label ~ ", " ~ day.label, 4) }}
   {% endfor %}
   {% else %}
-  {{ schedule_list(section.cards, card_page, section.label, 3) }}
+  {{ schedule_list(section.cards, card_page, section.label, 3, empty="") }}
+  {% endif %}
+  {% if section.replaced %}
+  <details class="history" data-replaced-count="{{ section.replaced_total }}"{% if not section.cards %} open{% endif %}>
+    <summary>Replaced by a newer schedule: {{ section.replaced_total }}{% if section.replaced|length != section.replaced_total %} ({{ section.replaced|length }} on this page){% endif %}</summary>
+    {{ schedule_list(section.replaced, card_page, "Replaced by a newer schedule", 3, empty="") }}
+  </details>
   {% endif %}
 </section>
 {% else %}
-<p class="empty">{% if pager.page_number > 1 and pager.total %}There is no page {{ pager.page_number }}: <a href="{{ pager.last_href }}">go to page {{ pager.last_page }}</a>.{% elif show != "all" %}No schedules here.{% else %}No schedules yet.{% endif %}</p>
+<p class="empty">{% if show != "all" %}No schedules here.{% else %}No schedules yet.{% endif %}</p>
 {% endfor %}
 
-{{ page_links(pager) }}
+{{ page_links(pager, "bottom") }}
 {% endblock %}
 """

@@ -26,7 +26,24 @@ input[aria-invalid=true] { border: 2px solid var(--bad); }
 .choice { display: flex; gap: .5rem; align-items: center; margin: .2rem 0; }
 button { font: inherit; padding: .45rem 1rem; border-radius: 4px; border: 1px solid var(--accent);
          background: var(--accent); color: #fff; cursor: pointer; }
-form.cancel button { background: #fff; color: var(--bad); border-color: var(--bad); }
+a.button { display: inline-block; font: inherit; padding: .35rem .9rem; border-radius: 4px; text-decoration: none; }
+a.button.cancel { background: #fff; color: var(--bad); border: 1px solid var(--bad); }
+a.button.cancel:hover { text-decoration: underline; }
+button.danger { background: var(--bad); border-color: var(--bad); }
+.support { color: var(--muted); font-size: .85rem; margin: .5rem 0 0; }
+.schedule .support { margin: .25rem 0 0; }
+.attempts .support { margin: 0; }
+.hint.replaces { margin: 0 0 .4rem 1.9rem; color: #6b4100; }
+.retries { display: flex; flex-wrap: wrap; gap: .5rem; margin: .5rem 0; }
+.retries form { margin: 0; }
+.retries button { background: #fff; color: var(--accent); }
+.confirm .inline { gap: 1rem; }
+details.history { border-top: 1px solid var(--line); margin: 1rem 0; padding-top: .5rem; }
+details.history > summary { cursor: pointer; font-weight: 600; padding: .25rem 0; }
+details.history[open] > summary { margin-bottom: .75rem; }
+details.history .schedule { background: var(--soft); }
+.status.is-late { color: #6b4100; }
+.confirm form { margin: 1rem 0; }
 :focus-visible { outline: 3px solid #e37400; outline-offset: 2px; }
 /* Text-entry fields keep the ring while focus is on a part of them, e.g. the date picker button. */
 input[type=text]:focus, input[type=datetime-local]:focus-within { outline: 3px solid #e37400; outline-offset: 2px; }
@@ -52,6 +69,7 @@ form.repin { margin: .5rem 0 .25rem; }
 h3.day { border-bottom: 1px solid var(--line); padding-bottom: .25rem; margin: 1.25rem 0 .75rem; font-size: 1.05rem; }
 h4 { font-size: 1.05rem; margin: 0 0 .5rem; }
 .pager { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 1rem; margin: 1.5rem 0; }
+.pager-top { margin: .5rem 0 1rem; }
 .pager a { padding: .3rem 0; }
 .pager a[rel=next] { margin-left: auto; }
 a { color: var(--accent); }
@@ -63,6 +81,55 @@ a { color: var(--accent); }
   main { padding: 1rem; }
   .schedule dl { grid-template-columns: 1fr; gap: 0; }
   .schedule dd { margin: 0 0 .4rem; }
+  dl.status-facts { grid-template-columns: 1fr; gap: 0; }
+  dl.status-facts dd { margin: 0 0 .4rem; }
 }
+/* The operator page: tables, and charts drawn as inline SVG (classes only, no inline style). */
+.stalled { color: var(--bad); font-weight: 600; }
+.table-frame { overflow-x: auto; }
+.table-frame { margin: 0 0 1.25rem; }
+table { border-collapse: collapse; font-size: .92rem; }
+.table-title { font-weight: 600; margin: 1rem 0 .25rem; }
+th, td { text-align: left; padding: .3rem .6rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+thead th { border-bottom: 2px solid var(--muted); }
+table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.numbers th[scope=row], td.when { white-space: nowrap; }
+tr.failed-row th, tr.failed-row td { background: #fdecec; }
+.charts { display: grid; grid-template-columns: minmax(0, 1fr); gap: 1.75rem; margin: 1rem 0; }
+figure.chart { margin: 0; min-width: 0; }
+.chart h4 { margin: 0 0 .25rem; }
+.chart svg[role=img] { display: block; width: 100%; height: auto; }
+svg.key { flex: none; }
+td.why { min-width: 16rem; }
+.chart text { font: 15px system-ui, sans-serif; fill: var(--muted); }
+.chart .y-label { text-anchor: end; dominant-baseline: middle; }
+.chart .x-label { text-anchor: middle; }
+.grid { stroke: #e3e3ea; stroke-width: 1; }
+.axis { stroke: #6e6e78; stroke-width: 1.5; }
+.series { fill: none; stroke-width: 3; stroke-linecap: round; stroke-linejoin: round; }
+.series.max { stroke: #a50e0e; }
+.series.p50 { stroke: #0b57d0; stroke-dasharray: 7 5; }
+/* A lone point: the worst as a ring around the median's dot, so neither hides the other. */
+.dot { r: 4.5px; stroke: none; } .dot.p50 { fill: #0b57d0; r: 3.5px; } .dot.backlog { fill: #5b3cc4; } .dot.cron { fill: #146c2e; }
+.dot.max { fill: none; stroke: #a50e0e; stroke-width: 2.5; r: 7px; }
+.series.rule { stroke: #9a5b00; stroke-width: 2; stroke-dasharray: 2 5; }
+.series.backlog { stroke: #5b3cc4; }
+.series.cron { stroke: #146c2e; }
+.bar.completed { fill: #146c2e; }
+.bar.retrying { fill: #c26100; }
+.bar.refused { fill: #a50e0e; }
+.bar.gap, .gap { fill: #e4e4ea; }
+.failed { stroke: #a50e0e; stroke-width: 2; stroke-dasharray: 4 3; }
+ul.legend { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; padding: 0; margin: .35rem 0; font-size: .92rem; }
+ul.legend li { display: flex; align-items: center; gap: .4rem; }
+.chart .summary { margin: .25rem 0 0; }
+/* A chart shrinks to a phone's width: its labels grow in its own units to stay legible, and
+   every second time label is left out so none touch. */
+@media (max-width: 30rem) {
+  .chart text { font-size: 26px; }
+  .chart .minor { display: none; }
+}
+details.numbers { margin: 1rem 0; }
+details.numbers summary { cursor: pointer; color: var(--accent); }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 """

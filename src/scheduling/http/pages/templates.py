@@ -11,10 +11,12 @@ from typing import Any
 
 import jinja2
 
+from scheduling.http.pages.cancel_template import CANCEL
 from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
+from scheduling.http.pages.operator_template import OPERATOR
 
 BASE = """<!doctype html>
 <html lang="en">
@@ -42,6 +44,7 @@ ERROR = """{% extends "base.html" %}
 <h1>{{ title }}</h1>
 <div class="problem" role="alert" data-error-code="{{ code }}">
   <p>{{ message }}</p>
+  <p class="support">For support: code {{ code }}.</p>
 </div>
 {% if relaunch %}<p>Open Scheduling again from Dee Wan: use <strong>Schedule</strong> on a content item, or <strong>Scheduling</strong> in the plugin menu.</p>{% endif %}
 {% endblock %}
@@ -55,7 +58,9 @@ _SOURCES = {
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,
+    "cancel.html": CANCEL,
     "home.html": HOME,
+    "operator.html": OPERATOR,
 }
 
 

@@ -1,17 +1,22 @@
-"""Instants as editors read them: in a zone and in UTC, to the second where seconds matter.
+"""The time arithmetic the pages do for editors; the writing is `domain/time_words.py`'s.
 
-The arithmetic an editor would otherwise do by hand lives here: what time it
-is now in a zone, until when the plugin keeps trying, when the next try
-really happens, and which calendar day an instant falls on in a chosen zone.
+What an editor would otherwise work out by hand lives here: what time it is now
+in a zone, until when the plugin keeps trying, how late a send was, when the next
+try really happens, and which calendar day an instant falls on in a chosen zone.
+Every instant a page shows is written by `time_words.instant_text`.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scheduling.domain.timezones import UnknownTimezone, get_zone, known_zone
+from scheduling.domain.time_words import instant_text
+from scheduling.domain.timezones import UnknownTimezone, canonical_zone, get_zone
 
 MINUTE_MS = 60_000
+# "Done" says how late it was when the command left more than this after its time: the
+# cron runs once a minute, so up to a minute is on time.
+LATE_AFTER_MS = MINUTE_MS
 # A suggested time is a whole hour at least this far ahead, so there is time to read the form.
 SUGGESTION_LEAD_MS = 30 * MINUTE_MS
 
@@ -27,22 +32,21 @@ def _in(ms: int, zone: str) -> datetime:
         return _utc(ms)
 
 
-def wall(ms: int, zone: str) -> str:
-    """`2026-07-01 10:00 CEST`."""
-    return f"{_in(ms, zone):%Y-%m-%d %H:%M %Z}"
-
-
 def now_in(zone: str, now_ms: int) -> str | None:
-    """`2026-11-30 16:20 CET`, or None when `zone` is not a known IANA name."""
-    return wall(now_ms, zone) if known_zone(zone) else None
+    """What time it is in `zone` (`instant_text`), or None when it is not a known IANA name."""
+    name = canonical_zone(zone)
+    return instant_text(now_ms, name) if name is not None else None
 
 
-def deadline(due_at: int, max_lateness_ms: int) -> str:
-    """The last instant anything is sent, as `10:15 UTC` (with its date when the day differs)."""
-    last = due_at + max_lateness_ms
-    if _utc(last).date() == _utc(due_at).date():
-        return f"{_utc(last):%H:%M} UTC"
-    return f"{_utc(last):%Y-%m-%d %H:%M} UTC"
+def deadline_ms(due_at: int, max_lateness_ms: int) -> int:
+    """The last instant anything is sent."""
+    return due_at + max_lateness_ms
+
+
+def lateness_ms(due_at: int, sent_at: int) -> int | None:
+    """How late a send left, when it left more than `LATE_AFTER_MS` after its time."""
+    late = sent_at - due_at
+    return late if late > LATE_AFTER_MS else None
 
 
 def planned_try(next_attempt_at: int, now_ms: int) -> int:
@@ -79,19 +83,13 @@ def day_key(ms: int, zone: str) -> str:
 
 
 def day_label(ms: int, zone: str) -> str:
-    """`Thursday 2 July 2026`."""
+    """`Thursday 2 July 2026`: a day's heading in the agenda."""
     moment = _in(ms, zone)
-    return f"{moment:%A} {moment.day} {moment:%B %Y}"
+    return f"{_DAYS[moment.weekday()]} {moment.day} {_MONTHS[moment.month - 1]} {moment.year}"
 
 
-def both(ms: int, zone: str, *, seconds: bool = False) -> str:
-    """`2026-07-01 10:00:20 CEST (08:00:20 UTC)`; the UTC date is repeated only when it differs,
-    and a UTC zone is shown once."""
-    local, in_utc = _in(ms, zone), _utc(ms)
-    clock = "%H:%M:%S" if seconds else "%H:%M"
-    if not known_zone(zone) or zone == "UTC":
-        return f"{in_utc:%Y-%m-%d {clock}} UTC"
-    utc_part = (
-        f"{in_utc:{clock}}" if local.date() == in_utc.date() else f"{in_utc:%Y-%m-%d {clock}}"
-    )
-    return f"{local:%Y-%m-%d {clock} %Z} ({utc_part} UTC)"
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip

@@ -1,7 +1,8 @@
 """Serve the core App over ASGI, plus the development-only `/__scheduled` trigger.
 
 The request the core sees is built from the path the client sent (`raw_path`,
-still percent-encoded) under PUBLIC_ORIGIN, never from the `Host` header: a
+still percent-encoded) under PUBLIC_ORIGIN's host with the socket's own scheme, never from
+the `Host` header: a
 Host of `x/admin/status#` must not change which route answers. `%2F` stays
 encoded, so it is not a separator, as in the Worker. Its `client` is the
 peer's address, never `X-Forwarded-For` or the like.
@@ -205,7 +206,10 @@ def _to_request(scope: Scope, origin: str) -> Request:
     raw_path = scope.get("raw_path") or scope["path"].encode("utf-8")
     if not raw_path.startswith(b"/"):  # absolute-form or `*`: no route of ours
         raw_path = b"/" + raw_path
-    url = origin + quote_from_bytes(raw_path, safe=_PATH_SAFE)
+    # The scheme of this server's own socket (plain HTTP unless it was given TLS), never
+    # PUBLIC_ORIGIN's: a page that needs HTTPS must not believe it got it.
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    url = f"{scheme}://{urlsplit(origin).netloc}" + quote_from_bytes(raw_path, safe=_PATH_SAFE)
     query = scope.get("query_string", b"")
     if query:
         url += "?" + quote_from_bytes(query, safe=_QUERY_SAFE)

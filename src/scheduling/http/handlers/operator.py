@@ -1,0 +1,24 @@
+"""The operator's routes beside /admin/status: `GET /healthz` for uptime monitors (no
+authentication, nothing but ok or stalled) and `GET /admin/metrics` for Prometheus."""
+
+from __future__ import annotations
+
+from scheduling.http.guards import require_operator
+from scheduling.http.prometheus import exposition
+from scheduling.http.requests import Request
+from scheduling.http.responses import Response, json_response
+from scheduling.runner.health import read_stalled
+from scheduling.runner.metrics import read_metrics
+from scheduling.services import Services
+
+
+async def healthz(request: Request, services: Services) -> Response:
+    """200 `{"status":"ok"}`, or 503 `{"status":"stalled"}`: one statement, indexes only."""
+    if await read_stalled(services.db, services.clock.now_ms()):
+        return json_response({"status": "stalled"}, 503)
+    return json_response({"status": "ok"})
+
+
+async def metrics(request: Request, services: Services) -> Response:
+    require_operator(request, services)
+    return exposition(await read_metrics(services.db, services.clock.now_ms()))

@@ -1,0 +1,403 @@
+"""`GET /admin` as the template reads it: the runner's status in words, each window of the tick
+history as four charts with their summaries and one table of the same numbers, the latest
+refusals and the installations. Times are in UTC, the operator's clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from scheduling.domain.lateness import BOUNDS_MS
+from scheduling.domain.statuses import FINISHED, LIVE
+from scheduling.domain.wording import KIND, explain
+from scheduling.http.pages import charts
+from scheduling.http.pages.charts import Chart, Frame, Series, duration_label
+from scheduling.runner.health import STALL_AFTER_MS
+from scheduling.runner.operator_view import DAY, OperatorView, Slot, Window
+
+MINUTE_MS = 60_000
+
+
+@dataclass(frozen=True)
+class Fact:
+    term: str
+    value: str
+
+
+@dataclass(frozen=True)
+class SlotRow:
+    label: str
+    ticks: int
+    failed: int
+    missed: int
+    lateness: str
+    backlog: int
+    completed: int
+    retrying: int
+    refused: int
+    refused_unsent: int
+    cron_delay: str
+
+
+@dataclass(frozen=True)
+class HistogramRow:
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class WindowSection:
+    name: str
+    label: str
+    slot_label: str
+    charts: tuple[Chart, ...]
+    rows: tuple[SlotRow, ...]
+    histogram: tuple[HistogramRow, ...]
+    sends: int
+
+
+@dataclass(frozen=True)
+class RefusalRow:
+    when: str
+    installation_id: str
+    content_id: str
+    change: str
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class InstallationRow:
+    id: str
+    site_id: str
+    live: int
+    refused: int
+    last_send: str
+
+
+@dataclass(frozen=True)
+class OperatorPage:
+    template: ClassVar[str] = "operator.html"
+
+    title: str
+    stalled: bool
+    facts: tuple[Fact, ...]
+    windows: tuple[WindowSection, ...]
+    refusals: tuple[RefusalRow, ...]
+    installations: tuple[InstallationRow, ...]
+    person_name: str | None = None
+
+
+def operator_page(view: OperatorView) -> OperatorPage:
+    status = view.status
+    return OperatorPage(
+        title="Operator",
+        stalled=bool(status["stalled"]),
+        facts=_facts(view.now, status),
+        windows=tuple(_window(view, window) for window in view.windows),
+        refusals=tuple(
+            RefusalRow(
+                when=_instant(r.at, seconds=True),
+                installation_id=r.installation_id,
+                content_id=r.content_id,
+                change=KIND.get(r.kind, r.kind),
+                code=r.code,
+                reason=explain(r.code),
+            )
+            for r in view.refusals
+        ),
+        installations=tuple(
+            InstallationRow(
+                id=line.id,
+                site_id=line.site_id,
+                live=line.live,
+                refused=line.refused_recently,
+                last_send="never" if line.last_sent_at is None else _instant(line.last_sent_at),
+            )
+            for line in view.installations
+        ),
+    )
+
+
+# -- the status, in words ---------------------------------------------------------------
+
+
+def _instant(ms: int, *, seconds: bool = False) -> str:
+    return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M{':%S' if seconds else ''}} UTC"
+
+
+def _ago(ms: int) -> str:
+    return f"{duration_label(max(0, ms) / 1000)} ago"
+
+
+def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
+    last = status["last_tick"]
+    if status["stalled"]:
+        runner = (
+            f"Stalled: work is due and no tick has run to its end for over "
+            f"{STALL_AFTER_MS // MINUTE_MS} minutes."
+        )
+    elif last is None:
+        runner = "No tick has run yet; nothing is due."
+    else:
+        runner = "Running."
+    facts = [Fact("Runner", runner)]
+    if last is not None:
+        facts.append(
+            Fact(
+                "Last tick",
+                f"{last['at'].replace('T', ' ').replace('Z', ' UTC')} ({_ago(last['age_ms'])}); "
+                f"took {duration_label(last['duration_ms'] / 1000)}, "
+                f"cron delay {duration_label(last['cron_delay_ms'] / 1000)}, "
+                f"{last['sends']} sent.",
+            )
+        )
+    oldest = status["oldest_overdue"]
+    backlog = f"{status['due_backlog']:,} due now"
+    if oldest is not None:
+        backlog += f"; the oldest was due {_ago(oldest['age_ms'])}"
+    facts.append(Fact("Due backlog", backlog + "."))
+    live = status["schedules"]
+    facts.append(Fact("Live schedules", ", ".join(f"{live[s]:,} {s}" for s in LIVE) + "."))
+    done = status["finished_last_24h"]
+    facts.append(
+        Fact(
+            "Finished in 24 hours",
+            ", ".join(f"{done[s]:,} {s}" for s in FINISHED) + ".",
+        )
+    )
+    return tuple(facts)
+
+
+# -- a window: its frame, four charts, one table --------------------------------------------
+
+
+def _window(view: OperatorView, window: Window) -> WindowSection:
+    shape = window.shape
+    frame = _frame(view.now, window)
+    slots = window.slots
+    present = [s for s in slots if s is not None]
+
+    def values(pick: Callable[[Slot], float]) -> tuple[float | None, ...]:
+        return tuple(None if s is None else pick(s) for s in slots)
+
+    def sent(pick: Callable[[Slot], float]) -> tuple[float | None, ...]:
+        """Lateness exists only where something was sent."""
+        return tuple(None if s is None or not s.sends else pick(s) for s in slots)
+
+    cap_s = view.max_lateness_ms / 1000
+    prefix = shape.name
+    failed = sum(s.failed for s in present)
+    lateness = charts.line_chart(
+        f"{prefix}-lateness",
+        "Send lateness",
+        _lateness_summary(present, cap_s, failed),
+        frame,
+        [
+            Series("worst (max)", "max", sent(lambda s: s.lateness_max_ms / 1000)),
+            Series("median (p50)", "p50", sent(lambda s: s.lateness_p50_ms / 1000)),
+        ],
+        duration=True,
+        rule=(cap_s, f"lateness cap ({duration_label(cap_s)})"),
+    )
+    backlog = charts.line_chart(
+        f"{prefix}-backlog",
+        "Due backlog",
+        _backlog_summary(present),
+        frame,
+        [Series("due rows left after a tick (max)", "backlog", values(lambda s: s.backlog))],
+        duration=False,
+    )
+    sends = charts.stacked_bars(
+        f"{prefix}-sends",
+        "Sends per "
+        + ("hour" if shape.slot_ms == 60 * MINUTE_MS else f"{shape.slot_ms // MINUTE_MS} minutes"),
+        _sends_summary(present),
+        frame,
+        [
+            Series("completed", "completed", values(lambda s: s.completed)),
+            Series("will retry", "retrying", values(lambda s: s.retrying)),
+            Series("refused", "refused", values(lambda s: s.refused)),
+        ],
+    )
+    cron = charts.line_chart(
+        f"{prefix}-cron",
+        "Cron delay",
+        _cron_summary(present, frame, _missed(view.now, window)),
+        frame,
+        [Series("delay (max)", "cron", values(lambda s: s.cron_delay_ms / 1000))],
+        duration=True,
+    )
+    missed = _missed(view.now, window)
+    return WindowSection(
+        name=shape.name,
+        label=shape.label,
+        slot_label=_slot_words(shape.slot_ms),
+        charts=(lateness, backlog, sends, cron),
+        rows=tuple(
+            _row(slot, missed[i], window.since + i * shape.slot_ms, shape.slot_ms)
+            for i, slot in enumerate(slots)
+            if slot is not None or missed[i]
+        ),
+        histogram=_histogram(present),
+        sends=sum(s.sends for s in present),
+    )
+
+
+def _slot_words(slot_ms: int) -> str:
+    """`10-minute`, `hour`: as in "a 10-minute slot", "sends per hour"."""
+    minutes = slot_ms // MINUTE_MS
+    return "hour" if minutes == 60 else f"{minutes}-minute"
+
+
+def _frame(now: int, window: Window) -> Frame:
+    shape = window.shape
+    every = 3 * 60 * MINUTE_MS if shape is DAY else 24 * 60 * MINUTE_MS
+    labels = []
+    for index in range(len(window.slots)):
+        start = window.since + index * shape.slot_ms
+        if start % every == 0:
+            moment = datetime.fromtimestamp(start / 1000, UTC)
+            labels.append(
+                (index, f"{moment:%H:%M}" if shape is DAY else f"{moment:%a} {moment.day}")
+            )
+    missed = _missed(now, window)
+    return Frame(
+        slots=len(window.slots),
+        x_labels=tuple(labels),
+        failed=tuple(i for i, s in enumerate(window.slots) if s is not None and s.failed),
+        gaps=tuple(i for i, n in enumerate(missed) if n),
+    )
+
+
+def _missed(now: int, window: Window) -> tuple[int, ...]:
+    """Minutes of each slot without a tick, from the history's start to now. A history that
+    starts inside the window starts somewhere within its first slot, which is not counted;
+    the slot under way counts only the minutes already past, less one for a tick in flight."""
+    shape = window.shape
+    first = next((i for i, s in enumerate(window.slots) if s is not None and s.ticks), None)
+    if first:  # after the window's first slot: the history began in it
+        first += 1
+    counts = []
+    for index, slot in enumerate(window.slots):
+        start = window.since + index * shape.slot_ms
+        if first is None or index < first or start >= now:
+            counts.append(0)
+            continue
+        end = start + shape.slot_ms
+        expected = shape.slot_ms // MINUTE_MS if end <= now else (now - start) // MINUTE_MS - 1
+        counts.append(max(0, expected - (0 if slot is None else slot.ticks)))
+    return tuple(counts)
+
+
+def _row(slot: Slot | None, missed: int, start: int, slot_ms: int) -> SlotRow:
+    label = _instant(start).removesuffix(" UTC")
+    if slot is None:
+        return SlotRow(label, 0, 0, missed, "—", 0, 0, 0, 0, 0, "—")
+    lateness = (
+        f"{duration_label(slot.lateness_p50_ms / 1000)} / "
+        f"{duration_label(slot.lateness_max_ms / 1000)}"
+        if slot.sends
+        else "—"
+    )
+    return SlotRow(
+        label=label,
+        ticks=slot.ticks,
+        failed=slot.failed,
+        missed=missed,
+        lateness=lateness,
+        backlog=slot.backlog,
+        completed=slot.completed,
+        retrying=slot.retrying,
+        refused=slot.refused,
+        refused_unsent=slot.refused_unsent,
+        cron_delay=duration_label(slot.cron_delay_ms / 1000),
+    )
+
+
+def _histogram(present: Sequence[Slot]) -> tuple[HistogramRow, ...]:
+    """How many sends of the window left within each bound (not cumulative), then the rest."""
+    cumulative = [sum(s.lateness_buckets[i] for s in present) for i in range(len(BOUNDS_MS))]
+    total = sum(s.sends for s in present)
+    rows, below, previous = [], 0, None
+    for bound, upto in zip(BOUNDS_MS, cumulative, strict=True):
+        high = duration_label(bound / 1000)
+        label = f"{high} or less" if previous is None else f"{previous} – {high}"
+        rows.append(HistogramRow(label, upto - below))
+        below, previous = upto, high
+    rows.append(HistogramRow(f"more than {previous}", total - below))
+    return tuple(rows)
+
+
+# -- summaries: each chart in one or two sentences ---------------------------------------------
+
+
+def _when(slot: Slot) -> str:
+    return _instant(slot.start).removesuffix(" UTC") + " UTC"
+
+
+def _lateness_summary(present: Sequence[Slot], cap_s: float, failed: int) -> str:
+    sent = [s for s in present if s.sends]
+    failed_words = (
+        f" {failed} failed tick{'s' if failed != 1 else ''}, marked in red." if failed else ""
+    )
+    if not sent:
+        return f"Nothing was sent. The lateness cap is {duration_label(cap_s)}.{failed_words}"
+    worst = max(sent, key=lambda s: s.lateness_max_ms)
+    median = max(sent, key=lambda s: s.lateness_p50_ms)
+    return (
+        f"The latest send left {duration_label(worst.lateness_max_ms / 1000)} after its due time "
+        f"(in the slot from {_when(worst)}); the highest median was "
+        f"{duration_label(median.lateness_p50_ms / 1000)}. The lateness cap is "
+        f"{duration_label(cap_s)}.{failed_words}"
+    )
+
+
+def _backlog_summary(present: Sequence[Slot]) -> str:
+    if not present or max(s.backlog for s in present) == 0:
+        return "Every tick left nothing due behind it."
+    worst = max(present, key=lambda s: s.backlog)
+    return (
+        f"At most {worst.backlog:,} due rows were left after a tick (in the slot from "
+        f"{_when(worst)}); they went to the ticks after it."
+    )
+
+
+def _sends_summary(present: Sequence[Slot]) -> str:
+    completed = sum(s.completed for s in present)
+    retrying = sum(s.retrying for s in present)
+    refused = sum(s.refused for s in present)
+    unsent = sum(s.refused_unsent for s in present)
+    total = completed + retrying + refused
+    text = (
+        f"{total:,} commands sent: {completed:,} completed, {retrying:,} to be retried, "
+        f"{refused:,} refused."
+    )
+    if unsent:
+        text += (
+            f" {unsent:,} schedule{' was' if unsent == 1 else 's were'} refused without a send"
+            " (past a cap, or its token unreadable)."
+        )
+    return text
+
+
+def _cron_summary(present: Sequence[Slot], frame: Frame, missed: Sequence[int]) -> str:
+    delays = [s for s in present if s.ticks]
+    text = "No tick was recorded." if not delays else ""
+    if delays:
+        worst = max(delays, key=lambda s: s.cron_delay_ms)
+        text = (
+            "The cron delivered every tick on time."
+            if worst.cron_delay_ms == 0
+            else f"The cron delivered a tick up to {duration_label(worst.cron_delay_ms / 1000)} "
+            f"late (in the slot from {_when(worst)})."
+        )
+    minutes = sum(missed)
+    if minutes:
+        text += (
+            f" {minutes:,} minute{'s' if minutes != 1 else ''} had no tick, in "
+            f"{len(frame.gaps)} slot{'s' if len(frame.gaps) != 1 else ''} shaded grey."
+        )
+    return text

@@ -1,0 +1,101 @@
+"""What the operator page lists beside the charts: the latest refusals across installations,
+and the installations that need a look. Each reads partial indexes only, so its cost
+follows live rows and the day's activity, never the table's history.
+
+The statuses are literal text matching the indexes' `WHERE` word for word (a refused row
+is also written as one of the finished statuses, as `schedules_finished` says), as in
+`backlog.py`. The refusals are read `INDEXED BY schedules_finished`: with statistics
+(ANALYZE), the planner would rather scan `schedules_by_installation` whole to group by
+installation, and a statement that can no longer use the index fails instead of scanning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduling.ports import Database, Row, Statement
+
+RECENT_REFUSALS = 50
+INSTALLATIONS_SHOWN = 100
+
+RECENT_REFUSALS_SQL = f"""SELECT id, installation_id, content_id, kind, result_code, updated_at
+  FROM schedules INDEXED BY schedules_finished
+ WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND status = 'refused'
+ ORDER BY updated_at DESC LIMIT {RECENT_REFUSALS}"""
+
+# Installations with live schedules, with refusals since ?1, or among the ones that sent
+# last; those with the most refusals first.
+INSTALLATIONS_SQL = f"""WITH live AS (
+    SELECT installation_id, count(*) AS n FROM schedules
+     WHERE status IN ('pending', 'retrying', 'running') GROUP BY installation_id),
+refused AS (
+    SELECT installation_id, count(*) AS n FROM schedules INDEXED BY schedules_finished
+     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND status = 'refused'
+       AND updated_at >= ?1 GROUP BY installation_id),
+recent AS (
+    SELECT id FROM installations ORDER BY last_sent_at DESC LIMIT {INSTALLATIONS_SHOWN}),
+chosen AS (
+    SELECT installation_id AS id FROM live
+    UNION SELECT installation_id FROM refused
+    UNION SELECT id FROM recent)
+SELECT i.id, i.site_id, i.last_sent_at,
+       coalesce(live.n, 0) AS live, coalesce(refused.n, 0) AS refused
+  FROM chosen JOIN installations i ON i.id = chosen.id
+  LEFT JOIN live ON live.installation_id = i.id
+  LEFT JOIN refused ON refused.installation_id = i.id
+ ORDER BY refused DESC, live DESC, i.last_sent_at DESC, i.id
+ LIMIT {INSTALLATIONS_SHOWN}"""
+
+
+@dataclass(frozen=True)
+class RecentRefusal:
+    schedule_id: str
+    installation_id: str
+    content_id: str
+    kind: str
+    code: str
+    at: int  # when it was refused
+
+
+@dataclass(frozen=True)
+class InstallationLine:
+    id: str
+    site_id: str
+    live: int
+    refused_recently: int
+    last_sent_at: int | None
+
+
+def read_recent_refusals(db: Database) -> Statement:
+    return db.prepare(RECENT_REFUSALS_SQL)
+
+
+def refusals_from(rows: list[Row]) -> tuple[RecentRefusal, ...]:
+    return tuple(
+        RecentRefusal(
+            str(r["id"]),
+            str(r["installation_id"]),
+            str(r["content_id"]),
+            str(r["kind"]),
+            str(r["result_code"] or ""),
+            int(r["updated_at"]),
+        )
+        for r in rows
+    )
+
+
+def read_installations(db: Database, refused_since: int) -> Statement:
+    return db.prepare(INSTALLATIONS_SQL).bind(refused_since)
+
+
+def installations_from(rows: list[Row]) -> tuple[InstallationLine, ...]:
+    return tuple(
+        InstallationLine(
+            str(r["id"]),
+            str(r["site_id"]),
+            int(r["live"]),
+            int(r["refused"]),
+            None if r["last_sent_at"] is None else int(r["last_sent_at"]),
+        )
+        for r in rows
+    )

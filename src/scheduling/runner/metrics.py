@@ -1,0 +1,229 @@
+"""What /admin/metrics exposes, as data: every metric family with its help text and samples,
+read in one D1 round trip.
+
+Gauges are read now (the backlog, live rows, the last tick). Counters and the lateness
+histogram come from the running totals (`runner_totals`), which only ever grow: each
+invocation adds to them in the same write as its history row, and pruning the history
+never lowers them, so no counter decreases between two scrapes. Label values come from
+fixed sets (statuses, outcomes, the plugin's result codes), never from what a stranger
+sent, so the series stay few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from scheduling.domain.installation_token import TOKEN_UNREADABLE
+from scheduling.domain.lateness import BOUNDS_MS
+from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, UNTRUSTED
+from scheduling.domain.statuses import LIVE
+from scheduling.ports import Database
+from scheduling.repository import backlog, tick_history
+from scheduling.repository.backlog import Backlog
+from scheduling.repository.tick_history import LastTick
+from scheduling.runner import history
+from scheduling.runner.health import is_stalled
+
+# Every code a schedule can be refused with: Dee Wan's refusals, and the plugin's own.
+REFUSAL_RESULT_CODES: tuple[str, ...] = (
+    *REFUSAL_CODES,
+    UNTRUSTED,
+    RETRY_EXHAUSTED,
+    TOKEN_UNREADABLE,
+)
+OUTCOMES = ("completed", "refused", "retrying")
+# Invocations that record history: the cron's ticks (and queue consumers, where they run).
+KINDS = ("tick",)
+
+
+@dataclass(frozen=True)
+class Sample:
+    suffix: str  # appended to the family's name: "", "_total", "_bucket", "_sum", "_count"
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    kind: str  # gauge, counter or histogram
+    help: str
+    samples: tuple[Sample, ...]
+
+
+def _one(value: float, suffix: str = "", **labels: str) -> Sample:
+    return Sample(suffix, tuple(labels.items()), value)
+
+
+def _seconds(ms: int) -> float:
+    return ms / 1000
+
+
+async def read_metrics(db: Database, now: int) -> list[Family]:
+    last, waiting, live, totals = await db.batch(
+        [
+            tick_history.read_last(db),
+            backlog.read_backlog(db, now),
+            backlog.read_live_counts(db),
+            tick_history.read_totals(db),
+        ]
+    )
+    return families(
+        now,
+        tick_history.last_from(last.results),
+        backlog.backlog_from(waiting.results),
+        backlog.counts_from(live.results),
+        tick_history.totals_from(totals.results),
+    )
+
+
+def families(
+    now: int,
+    last: LastTick | None,
+    waiting: Backlog,
+    live: Mapping[str, int],
+    totals: Mapping[str, int],
+) -> list[Family]:
+    return [*_gauges(now, last, waiting, live), *_counters(totals), _lateness(totals)]
+
+
+def _gauges(
+    now: int, last: LastTick | None, waiting: Backlog, live: Mapping[str, int]
+) -> list[Family]:
+    oldest = 0 if waiting.oldest_due_at is None else max(0, now - waiting.oldest_due_at)
+    stalled = is_stalled(now, None if last is None else last.at, waiting.size > 0)
+    last_tick = () if last is None else (_one(_seconds(max(0, now - last.at))),)
+    delay = () if last is None else (_one(_seconds(last.report.get("cron_delay_ms", 0))),)
+    return [
+        Family(
+            "scheduling_due_backlog",
+            "gauge",
+            "Schedules due now and not yet claimed: pending or retrying whose time has come, "
+            "and running ones whose lease expired.",
+            (_one(waiting.size),),
+        ),
+        Family(
+            "scheduling_oldest_overdue_age_seconds",
+            "gauge",
+            "How long ago the oldest due schedule was due (0 when nothing is due).",
+            (_one(_seconds(oldest)),),
+        ),
+        Family(
+            "scheduling_live_schedules",
+            "gauge",
+            "Schedules that are not finished, by status.",
+            tuple(_one(live.get(status, 0), status=status) for status in LIVE),
+        ),
+        Family(
+            "scheduling_stalled",
+            "gauge",
+            "1 when work is due and no tick has run to its end for over three minutes.",
+            (_one(int(stalled)),),
+        ),
+        Family(
+            "scheduling_last_tick_age_seconds",
+            "gauge",
+            "Time since the instant of the last tick that ran to its end (absent before "
+            "the first).",
+            last_tick,
+        ),
+        Family(
+            "scheduling_last_tick_cron_delay_seconds",
+            "gauge",
+            "How late the cron delivered that tick's invocation (absent before the first).",
+            delay,
+        ),
+    ]
+
+
+def _counter(name: str, help_text: str, samples: list[tuple[dict[str, str], int]]) -> Family:
+    return Family(
+        name,
+        "counter",
+        help_text,
+        tuple(Sample("_total", tuple(labels.items()), value) for labels, value in samples),
+    )
+
+
+def _counters(totals: Mapping[str, int]) -> list[Family]:
+    kinds = (*KINDS, *sorted(_seen(totals, "ticks:") - set(KINDS)))
+    codes = (
+        *REFUSAL_RESULT_CODES,
+        *sorted(_seen(totals, history.REFUSALS) - {*REFUSAL_RESULT_CODES}),
+    )
+    return [
+        _counter(
+            "scheduling_ticks",
+            "Runner invocations recorded, by kind (tick: the cron's).",
+            [({"kind": k}, totals.get(history.invocations(k), 0)) for k in kinds],
+        ),
+        _counter(
+            "scheduling_ticks_failed",
+            "Runner invocations that failed (each also counts in scheduling_ticks_total).",
+            [({"kind": k}, totals.get(history.failed_invocations(k), 0)) for k in kinds],
+        ),
+        _counter(
+            "scheduling_sends",
+            "Commands sent to Dee Wan, by how the schedule settled after the answer.",
+            [({"outcome": o}, totals.get(history.SENDS + o, 0)) for o in OUTCOMES],
+        ),
+        _counter(
+            "scheduling_refusals",
+            "Schedules the runner ended refused, sent or not, by result code.",
+            [({"code": c}, totals.get(history.REFUSALS + c, 0)) for c in codes],
+        ),
+        _counter(
+            "scheduling_refused_unsent",
+            "Schedules ended refused without a send: late (past the lateness cap when their "
+            "connection slot came) or other (caps reached before the claim, token unreadable).",
+            [
+                ({"reason": "late"}, totals.get(history.REFUSED_UNSENT_LATE, 0)),
+                ({"reason": "other"}, totals.get(history.REFUSED_UNSENT_OTHER, 0)),
+            ],
+        ),
+        _counter(
+            "scheduling_lost_claims",
+            "Due rows another runner changed between the read and the claim.",
+            [({}, totals.get(history.LOST_CLAIMS, 0))],
+        ),
+        _counter(
+            "scheduling_lost_leases",
+            "Settles that found their lease taken over (the row was left to its new runner).",
+            [({}, totals.get(history.LOST_LEASES, 0))],
+        ),
+        _counter(
+            "scheduling_limit_reached",
+            "Invocations that stopped at a budget (time, D1 queries, sends) rather than when "
+            "nothing was left.",
+            [({}, totals.get(history.LIMIT_REACHED, 0))],
+        ),
+    ]
+
+
+def _lateness(totals: Mapping[str, int]) -> Family:
+    count = totals.get(history.LATENESS_COUNT, 0)
+    buckets = [
+        Sample("_bucket", (("le", _le(bound)),), totals.get(history.LATENESS_LE + str(bound), 0))
+        for bound in BOUNDS_MS
+    ]
+    return Family(
+        "scheduling_send_lateness_seconds",
+        "histogram",
+        "How long after its due time each command left for Dee Wan.",
+        (
+            *buckets,
+            Sample("_bucket", (("le", "+Inf"),), count),
+            Sample("_sum", (), _seconds(totals.get(history.LATENESS_SUM_MS, 0))),
+            Sample("_count", (), count),
+        ),
+    )
+
+
+def _le(bound_ms: int) -> str:
+    """`0.25`, `1.0`, `900.0`: Prometheus's canonical float text for a bucket bound."""
+    return repr(bound_ms / 1000)
+
+
+def _seen(totals: Mapping[str, int], prefix: str) -> set[str]:
+    return {name.removeprefix(prefix) for name in totals if name.startswith(prefix)}

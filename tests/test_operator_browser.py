@@ -1,0 +1,200 @@
+"""The operator page in headless Chromium (issue 21), served by the real `python -m scheduling
+serve` from a database that holds a day of ticks ending now (tests/support/day.py: a burst,
+a Dee Wan that was down, a stale pin, a failed tick, a 10-minute gap in the cron).
+
+At 1280 and 390 px, tables closed and open: no script, the strict CSP, no sideways
+scrolling, and axe-core's WCAG 2.2 A/AA rules with 0 violations; the sign-in refusal too.
+Screenshots go to pytest's temporary directory (printed with `-s`) or $BROWSER_SCREENSHOTS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
+from playwright.sync_api import Response as PageResponse
+
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY
+from tests.support.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    axe_violations,
+    free_port,
+    missing_pieces,
+)
+from tests.support.day import DAY_MINUTES, day_world, play_day
+from tests.support.world import MINUTE
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(missing_pieces() is not None, reason=missing_pieces() or ""),
+]
+ROOT = Path(__file__).resolve().parents[1]
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+
+
+async def a_day_ending_now(db_path: Path) -> None:
+    db = SqliteDatabase(db_path)
+    apply_migrations(db.connection)
+    start = (time.time_ns() // 1_000_000 // MINUTE) * MINUTE - DAY_MINUTES * MINUTE
+    await play_day(day_world(db, start), start)
+    db.close()
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("operator")
+    db_path = folder / "plugin.sqlite3"
+    asyncio.run(a_day_ending_now(db_path))
+    port = free_port()
+    served = f"http://127.0.0.1:{port}"
+    variables = folder / "plugin.vars"
+    variables.write_text(
+        f"PUBLIC_ORIGIN={served}\nENVIRONMENT=development\n"
+        f"ADMIN_SECRET={ADMIN_SECRET}\nTOKEN_KEY={TOKEN_KEY}\nMAX_LATENESS_MS=300000\n"
+    )
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "scheduling", "serve", "--port", str(port)),
+            *("--db", str(db_path), "--vars", str(variables), "--no-cron"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k not in ("ADMIN_SECRET", "TOKEN_KEY")},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{served}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, "serve stopped"
+            assert time.monotonic() < deadline, "serve did not answer within 30 s"
+            time.sleep(0.2)
+        yield served
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("BROWSER_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots in {folder}")
+    return folder
+
+
+def audit(page: Page, response: PageResponse | None, state: str, shots: Path) -> None:
+    """No script and the strict CSP, no sideways scrolling, 0 axe violations; a screenshot of
+    the whole page and of its first screenful."""
+    assert page.locator("script").count() == 0
+    assert response is not None
+    csp = response.headers.get("content-security-policy", "")
+    assert "default-src 'none'" in csp
+    assert "script-src" not in csp
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"{state} scrolls sideways by {overflow}px"
+    page.screenshot(path=str(shots / f"{state}.png"), full_page=True)
+    page.screenshot(path=str(shots / f"{state}-top.png"))
+    violations = axe_violations(page)
+    assert not violations, f"axe on {state}:\n" + "\n".join(violations)
+
+
+def test_the_operator_page_at_desktop_and_phone_widths(
+    origin: str, browser: Browser, shots: Path
+) -> None:
+    context = browser.new_context(
+        viewport=DESKTOP, http_credentials={"username": "operator", "password": ADMIN_SECRET}
+    )
+    page = context.new_page()
+    try:
+        response = page.goto(f"{origin}/admin")
+        assert response is not None
+        assert response.status == 200
+        assert page.get_by_role("heading", name="Scheduling: the runner").is_visible()
+        # Eight charts, each an image named by its heading, with its summary beside it.
+        charts = page.get_by_role("img")
+        assert charts.count() == 8
+        assert page.get_by_role("img", name="Send lateness").count() == 2
+        lateness = page.locator("[data-chart=day-lateness]")
+        assert "1 failed tick, marked in red" in lateness.inner_text()
+        assert lateness.locator("svg[role=img] line.failed").count() == 1
+        assert page.locator("[data-chart=day-cron] svg[role=img] rect.gap").count() >= 1
+        assert page.locator("table[data-table=refusals] tbody tr").count() == 2
+        audit(page, response, "operator", shots)
+
+        # The same numbers as tables: opened with the keyboard.
+        page.locator("details.numbers summary").first.focus()
+        page.keyboard.press("Enter")
+        table = page.locator("table[data-table=day-slots]")
+        assert table.is_visible()
+        assert table.locator("tr.failed-row").count() == 1
+        page.locator("details.numbers summary").nth(1).click()
+        audit(page, response, "operator-tables", shots)
+
+        page.set_viewport_size(PHONE)
+        response = page.reload()
+        audit(page, response, "operator-390", shots)
+        # A chart fits the phone; its labels grow in its units to stay legible, and every
+        # second time label is left out so none touch.
+        chart = page.locator("[data-chart=day-lateness] svg[role=img]")
+        assert chart.bounding_box()["width"] <= PHONE["width"]  # type: ignore[index]
+        label = chart.locator("text.y-label").first.bounding_box()
+        assert label is not None
+        assert label["height"] >= 11, label
+        labels = chart.locator("text.x-label")
+        shown = [labels.nth(i).is_visible() for i in range(labels.count())]
+        assert shown.count(True) == (len(shown) + 1) // 2
+        page.locator("details.numbers summary").first.click()
+        audit(page, response, "operator-tables-390", shots)
+    finally:
+        context.close()
+
+
+def test_without_the_secret_nobody_gets_in(origin: str, browser: Browser, shots: Path) -> None:
+    """The real server asks for Basic credentials and refuses wrong ones: Chromium, given a
+    wrong password, shows the refusal (and it passes axe too)."""
+    asked = httpx.get(f"{origin}/admin", headers={"accept": "text/html"})
+    assert asked.status_code == 401
+    assert asked.headers["www-authenticate"] == 'Basic realm="Scheduling operator", charset="UTF-8"'
+    assert 'data-error-code="unauthorized"' in asked.text
+    wrong = httpx.get(f"{origin}/admin", auth=("operator", "not-it-at-all"))
+    assert (wrong.status_code, wrong.json()["code"]) == (401, "unauthorized")
+    context = browser.new_context(
+        viewport=DESKTOP, http_credentials={"username": "operator", "password": "not-it-at-all"}
+    )
+    try:
+        page = context.new_page()
+        response = page.goto(f"{origin}/admin")
+        assert response is not None
+        assert response.status == 401
+        assert page.locator("[data-error-code=unauthorized]").count() == 1
+        assert page.get_by_role("heading", name="Operator sign-in required").is_visible()
+        assert ADMIN_SECRET not in page.content()
+        audit(page, response, "operator-401", shots)
+    finally:
+        context.close()

@@ -1,0 +1,243 @@
+"""`GET /admin`, the operator page (issue 21): who may open it, over what, and what it shows
+after a day of ticks (charts with text equivalents, the latest refusals, installations).
+
+In-process; tests/test_browser_walk.py walks it in Chromium with axe at 1280 and 390 px.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from html.parser import HTMLParser
+
+import httpx
+import pytest
+
+from scheduling.domain.wording import explain
+from scheduling.http.responses import BASE_HEADERS
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock, base_env, body, call, make_app
+from tests.support.day import DAY_MINUTES, FAILED, GAP, day_world, minute, play_day
+
+REALM = 'Basic realm="Scheduling operator", charset="UTF-8"'
+
+
+def basic(password: str, user: str = "operator") -> dict[str, str]:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return {"authorization": f"Basic {token}"}
+
+
+BROWSER = {"accept": "text/html,application/xhtml+xml"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({}, "no Authorization header"),
+        (basic("not-the-operator-secret"), "a wrong password"),
+        (basic(ADMIN_SECRET[:-1]), "the secret less its last character"),
+        ({"authorization": f"Bearer {ADMIN_SECRET}"}, "the bearer form"),
+        (
+            {"authorization": "Basic " + base64.b64encode(ADMIN_SECRET.encode()).decode()},
+            "no colon",
+        ),
+        ({"authorization": "Basic !!!not-base64!!!"}, "not base64"),
+        ({"authorization": "Basic " + base64.b64encode(b"op:\xff\xfe").decode()}, "not UTF-8"),
+        ({"authorization": "Basic " + "QUFB" * 400}, "a header past its size"),
+    ],
+)
+async def test_bad_or_missing_credentials_are_refused_with_a_basic_challenge(
+    db: SqliteDatabase, clock: FakeClock, headers: dict[str, str], why: str
+) -> None:
+    app = make_app(db, clock)
+    response = await call(app, "GET", "/admin", headers=headers)
+    assert response.status == 401, why
+    assert body(response)["code"] == "unauthorized"
+    assert response.header("www-authenticate") == REALM
+    page = await call(app, "GET", "/admin", headers={**headers, **BROWSER})
+    assert page.status == 401
+    assert 'data-error-code="unauthorized"' in page.body.decode()
+    assert page.header("www-authenticate") == REALM
+    assert ADMIN_SECRET not in page.body.decode()
+
+
+async def test_any_user_name_with_the_secret_opens_the_page(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    app = make_app(db, clock)
+    for user in ("operator", "", "ops@example.org", "Zoë"):
+        response = await call(app, "GET", "/admin", headers=basic(ADMIN_SECRET, user))
+        assert response.status == 200, user
+    assert response.header("content-type") == "text/html; charset=utf-8"
+    csp = response.header("content-security-policy") or ""
+    assert "default-src 'none'" in csp
+    assert "script-src" not in csp
+    assert all(response.header(name) == value for name, value in BASE_HEADERS)
+    html = response.body.decode()
+    assert "<script" not in html
+    assert ' style="' not in html  # no inline style: the CSP would refuse it
+    assert ADMIN_SECRET not in html
+    head = await call(app, "HEAD", "/admin", headers=basic(ADMIN_SECRET))
+    assert (head.status, head.body) == (200, b"")
+
+
+async def test_basic_over_plain_http_is_refused_outside_development(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """Before any challenge: a browser is never asked for the secret over plain HTTP."""
+    app = make_app(db, clock)
+    for headers in ({}, basic(ADMIN_SECRET), basic("wrong")):
+        response = await call(
+            app, "GET", "/admin", headers=headers, origin="http://scheduling.example"
+        )
+        assert response.status == 403
+        assert body(response)["code"] == "https_required"
+        assert response.header("www-authenticate") is None
+    assert "change ADMIN_SECRET" in body(response)["message"]  # it crossed unencrypted
+    page = await call(app, "GET", "/admin", headers=BROWSER, origin="http://scheduling.example")
+    assert 'data-error-code="https_required"' in page.body.decode()
+    development = make_app(db, clock, env=base_env(ENVIRONMENT="development"))
+    plain = await call(
+        development, "GET", "/admin", headers=basic(ADMIN_SECRET), origin="http://localhost:8788"
+    )
+    assert plain.status == 200
+
+
+@pytest.mark.parametrize(("environment", "status"), [("production", 403), ("development", 200)])
+async def test_the_local_server_says_its_own_socket_is_plain_http(
+    db: SqliteDatabase, clock: FakeClock, environment: str, status: int
+) -> None:
+    """PUBLIC_ORIGIN says https, and a client may claim it in forwarding headers: the local
+    server speaks plain HTTP all the same, so outside development the page is refused."""
+    app = make_app(db, clock, env=base_env(ENVIRONMENT=environment))
+    transport = httpx.ASGITransport(app=AsgiApp(app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788") as client:
+        response = await client.get(
+            "/admin",
+            headers={
+                **basic(ADMIN_SECRET),
+                "x-forwarded-proto": "https",
+                "cf-visitor": '{"scheme":"https"}',
+                "forwarded": "proto=https",
+            },
+        )
+    assert response.status_code == status, response.text[:300]
+
+
+async def test_a_misconfigured_secret_lets_nobody_in(db: SqliteDatabase, clock: FakeClock) -> None:
+    app = make_app(db, clock, env=base_env(ADMIN_SECRET=None))
+    response = await call(app, "GET", "/admin", headers=basic(""))
+    assert (response.status, body(response)["code"]) == (500, "misconfigured")
+
+
+class Page(HTMLParser):
+    """The ids, the SVG charts and the tables of a page, as a screen reader meets them."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.ids: dict[str, str] = {}
+        self.svgs: list[dict[str, str]] = []
+        self.tables: list[str] = []
+        self._id_stack: list[str | None] = []
+        self._text: dict[str, list[str]] = {}
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = {k: v or "" for k, v in attrs}
+        if tag == "svg" and found.get("role") == "img":
+            self.svgs.append(found)
+        if tag == "table":
+            self.tables.append(found.get("data-table", ""))
+        if "id" in found:
+            self._text[found["id"]] = []
+        self._id_stack.append(found.get("id"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._id_stack:
+            ident = self._id_stack.pop()
+            if ident is not None:
+                self.ids[ident] = " ".join("".join(self._text.pop(ident)).split())
+
+    def handle_data(self, data: str) -> None:
+        for parts in self._text.values():
+            parts.append(data)
+
+
+async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tables(
+    db: SqliteDatabase,
+) -> None:
+    world = day_world(db)
+    await play_day(world)
+    world.clock.now = minute(DAY_MINUTES) + 30_000
+    response = await call(world.app, "GET", "/admin", headers=basic(ADMIN_SECRET))
+    assert response.status == 200
+    html = response.body.decode()
+    page = Page(html)
+
+    # Two windows of four charts, each an <svg role="img"> named and described by text.
+    names = [svg["aria-labelledby"] for svg in page.svgs]
+    assert names == [
+        f"{window}-{chart}-title"
+        for window in ("day", "week")
+        for chart in ("lateness", "backlog", "sends", "cron")
+    ]
+    for svg in page.svgs:
+        assert page.ids[svg["aria-labelledby"]]
+        summary = page.ids[svg["aria-describedby"]]
+        assert len(summary) > 20, summary
+    assert page.ids["day-lateness-title"] == "Send lateness"
+    assert (
+        "The lateness cap is 5 min. 1 failed tick, marked in red."
+        in page.ids["day-lateness-summary"]
+    )
+    assert "At most" in page.ids["day-backlog-summary"]
+    assert page.ids["day-sends-summary"].startswith(
+        "126 commands sent: 122 completed, 3 to be retried, 1 refused."
+    )
+    assert "10 minutes had no tick" in page.ids["day-cron-summary"]
+    assert "up to 20 s late" in page.ids["day-cron-summary"]
+    # The failed tick and the gap are drawn in both windows.
+    assert html.count('class="failed"') >= 2
+    assert html.count('<rect class="gap"') >= 2
+    # The same numbers as tables: the failed tick's slot and the gap's are rows.
+    assert page.tables == [
+        "day-slots",
+        "day-lateness",
+        "week-slots",
+        "week-lateness",
+        "refusals",
+        "installations",
+    ]
+    # (a slot's label is its UTC start: the day starts at 10:00)
+    assert minute(FAILED) == minute(0) + 200 * 60_000
+    assert re.search(r'<tr class="failed-row"><th scope="row">2026-07-01 13:20</th>', html)
+    assert re.search(
+        r"<th scope=\"row\">2026-07-01 15:00</th><td>0</td><td>0</td><td>10</td>", html
+    )
+    assert minute(GAP[0]) == minute(0) + 300 * 60_000  # 15:00, the shaded slot above
+
+    # The latest refusals, newest first, in plain words.
+    codes = re.findall(r'<tr data-code="([a-z_]+)">', html)
+    assert codes == ["retry_exhausted", "scheduled_target_stale"]
+    for code in codes:
+        assert explain(code).replace("'", "&#39;") in html
+    # Installations: the shop (a live schedule, two refusals) first.
+    rows = re.findall(r'<tr data-installation="([^"]+)">(.*?)</tr>', html)
+    assert len(rows) == 2
+    assert re.findall(r"<td>(\d+)</td><td>(\d+)</td>", rows[0][1]) == [("1", "2")]
+    assert "2026-07-01 15:10 UTC" in rows[0][1]  # its last send, the gap's second schedule
+
+
+async def test_a_new_plugin_shows_empty_charts_that_say_so(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    app = make_app(db, clock)
+    response = await call(app, "GET", "/admin", headers=basic(ADMIN_SECRET))
+    html = response.body.decode()
+    assert "No tick has run yet; nothing is due." in html
+    assert "Nothing was sent." in html
+    assert "No tick was recorded." in html
+    assert "No schedule has been refused." in html
+    assert "No installation yet." in html
+    assert ORIGIN not in html

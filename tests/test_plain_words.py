@@ -1,0 +1,664 @@
+"""The editor's pages in plain words (issue 22): a warning before a schedule replaces another,
+a confirmation before a cancel, one way of writing an instant, forgiving zone names, the first
+minute after a gap, Dee Wan down said as temporary, lateness, history out of the way, and a
+manage view that says what it could not do.
+
+The test clock starts at Wed 1 Jul 2026, 10:00 UTC (12:00 CEST in Paris, the sample site's
+zone). Everything goes through the public surface: forms as pages send them, status codes,
+words and `data-*` attributes.
+"""
+
+from __future__ import annotations
+
+import html as markup
+import re
+
+import pytest
+
+from fake_core import Fault
+from fake_core.state import Installation
+from scheduling.domain.schedule import NewSchedule
+from scheduling.http.responses import Response
+from scheduling.repository import schedules
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import START_MS, FakeClock
+from tests.support.time_format import raw_times
+from tests.support.world import Browser, World, row, schedules_on, tick_at
+
+MINUTE = 60_000
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+FIELDS = {
+    "transition": "publish:published",
+    "local_time": "2026-07-02T09:00",
+    "timezone": "Europe/Paris",
+    "fold": "",
+}
+
+
+async def open_page(
+    world: World, installation: Installation, content_id: str = "cnt_en", person: str = "usr_editor"
+) -> Browser:
+    browser = await world.browser_for(installation, person=person, content_id=content_id)
+    await browser.get(f"/installations/{installation.id}")
+    return browser
+
+
+async def create(browser: Browser, installation: Installation, **fields: str) -> Response:
+    sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
+    return await browser.post(f"/installations/{installation.id}/schedules", sent)
+
+
+def text(page: str) -> str:
+    """What a person reads: tags dropped, entities decoded, white space collapsed."""
+    said = re.sub(r"\s+", " ", markup.unescape(re.sub(r"<[^>]+>", " ", page))).strip()
+    return re.sub(r" ([.,;:)])", r"\1", said)
+
+
+def between(page: str, start: str, end: str) -> str:
+    assert start in page, f"{start!r} not on the page"
+    return page.split(start, 1)[1].split(end, 1)[0]
+
+
+def retry_forms(page: str) -> list[dict[str, str]]:
+    """The one-click ways out of a refusal: each form's hidden fields."""
+    return [
+        {k: markup.unescape(v) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', form)}
+        for form in re.findall(r'<form [^>]*class="retry">(.*?)</form>', page, re.S)
+    ]
+
+
+async def stored(world: World) -> list[dict[str, object]]:
+    return (await world.db.prepare("SELECT * FROM schedules ORDER BY created_at").all()).results
+
+
+# -- 1. replacing is said before and after -----------------------------------------------
+
+
+async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world: World) -> None:
+    installation = await world.install()
+    world.core.state.edit("cnt_pub")  # a newer version: publish and unpublish are offered
+    browser = await open_page(world, installation, "cnt_pub")
+    fresh = browser.page()
+    assert "data-replaces" not in fresh
+    made = await create(browser, installation, transition="unpublish:draft")
+    assert made.status == 303
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    sid = str((await stored(world))[0]["id"])
+    # One note, on the unpublish choice only, tied to its radio button.
+    notes = re.findall(r'<p class="hint replaces" id="([^"]+)" data-replaces="([^"]+)"', page)
+    assert len(notes) == 1
+    note_id, replaces = notes[0]
+    assert replaces == sid
+    radio = re.search(
+        r'<input type="radio" name="transition"[^>]*value="unpublish:draft"[^>]*>', page
+    )
+    assert radio
+    assert f'aria-describedby="{note_id}"' in radio.group(0)
+    publish = re.search(
+        r'<input type="radio" name="transition"[^>]*value="publish:published"[^>]*>', page
+    )
+    assert publish
+    assert "aria-describedby" not in publish.group(0)
+    assert (
+        "A new schedule replaces the waiting one of version"
+        f" {world.core.state.group_of('cnt_pub').published_version_id} for Thu 2 Jul 2026,"
+        " 09:00 CEST (Europe/Paris; 07:00 UTC): that one will not be sent." in text(page)
+    )
+
+
+async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await create(browser, installation, local_time="2027-07-02T09:00")).status == 303
+    first = str((await stored(world))[0]["id"])
+    second = await create(browser, installation, local_time="2026-07-03T08:30")
+    page = (await browser.follow(second)).body.decode()
+    receipt = between(page, "data-confirmation=", "</div>")
+    assert f'data-replaced="{first}"' in receipt
+    assert (
+        "It replaces the schedule of version ver_1 for Fri 2 Jul 2027, 09:00 CEST"
+        " (Europe/Paris; 07:00 UTC),"
+        " which will not be sent" in text(receipt)
+    )
+
+
+async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await create(browser, installation)).status == 303
+    await world.db.prepare(
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+        " lease_token = 'l', lease_until = 1"
+    ).run()
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert "is being sent to Dee Wan right now; a new one can be made once it is done" in text(page)
+
+
+# -- 2. cancel through a confirmation page ------------------------------------------------
+
+
+async def test_cancel_asks_first_naming_change_version_time_and_title(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await create(browser, installation)).status == 303
+    made = (await stored(world))[0]
+    sid, version = str(made["id"]), str(made["version_id"])
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    # The card's Cancel is a link to the confirmation, not a form that cancels at once.
+    assert (
+        f'<a class="button cancel" href="/installations/{installation.id}/schedules/{sid}/cancel">'
+        in page
+    )
+    assert f'action="/installations/{installation.id}/schedules/{sid}/cancel"' not in page
+    reads = len(world.core.calls.of("content"))
+    confirm = await browser.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
+    assert confirm.status == 200
+    shown = confirm.body.decode()
+    assert f'data-cancel-confirmation="{sid}"' in shown
+    said = text(shown)
+    assert "Cancel this schedule?" in said
+    assert "Content “Spring launch”" in said
+    assert f"Change Publish version {version}" in said
+    assert "When Thu 2 Jul 2026, 09:00 CEST (Europe/Paris; 07:00 UTC)" in said
+    assert (await row(world, sid))["status"] == "pending"  # asking cancels nothing
+    head = await browser._send(
+        "HEAD", f"/installations/{installation.id}/schedules/{sid}/cancel", {}
+    )
+    assert (head.status, head.body) == (200, b"")
+    assert len(world.core.calls.of("content")) == reads + 2  # the title, read live (GET, HEAD)
+    cancelled = await browser.cancel(installation.id, sid)
+    assert cancelled.status == 303
+    assert (await row(world, sid))["status"] == "cancelled"
+    after = (await browser.follow(cancelled)).body.decode()
+    flash = between(after, f'data-cancelled="{sid}"', "</div>")
+    assert (
+        f"Cancelled: the schedule to publish version {version} at Thu 2 Jul 2026, 09:00 CEST"
+        " (Europe/Paris; 07:00 UTC). Nothing was sent to Dee Wan." in text(flash)
+    )
+
+
+async def test_the_confirmation_refuses_what_the_cancel_would_refuse(world: World) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await create(editor, installation)).status == 303
+    sid = str((await stored(world))[0]["id"])
+    viewer = await open_page(world, installation, person="usr_viewer")
+    refused = await viewer.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
+    assert refused.status == 403
+    assert 'data-error-code="cancel_not_allowed"' in refused.body.decode()
+    assert "cancel-confirm" not in refused.body.decode()
+    missing = await editor.get(f"/installations/{installation.id}/schedules/sch_nope/cancel")
+    assert missing.status == 404
+    assert (await editor.cancel(installation.id, sid)).status == 303
+    ended = await editor.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
+    assert ended.status == 409
+    assert 'data-error-code="not_cancellable"' in ended.body.decode()
+    # The post keeps its own rules: without the session's CSRF token nothing is cancelled.
+    assert (await create(editor, installation)).status == 303
+    other = str((await stored(world))[-1]["id"])
+    forged = await editor.post(
+        f"/installations/{installation.id}/schedules/{other}/cancel", {"csrf_token": "x" * 43}
+    )
+    assert forged.status == 403
+    assert (await row(world, other))["status"] == "pending"
+
+
+async def test_the_confirmation_and_the_cancel_work_with_dee_wan_down(world: World) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await create(editor, installation)).status == 303
+    sid = str((await stored(world))[0]["id"])
+    world.core.faults.push(Fault.respond(503, "unavailable"), endpoint="content")
+    confirm = await editor.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
+    assert confirm.status == 200
+    assert "(Dee Wan did not give its title)" in text(confirm.body.decode())
+    transitions = len(world.core.calls.of("transitions"))
+    assert (await editor.cancel(installation.id, sid)).status == 303
+    assert (await row(world, sid))["status"] == "cancelled"
+    assert len(world.core.calls.of("transitions")) == transitions
+
+
+async def test_the_manage_cancel_message_names_the_content(world: World) -> None:
+    installation = await world.install()
+    editor = await open_page(world, installation)
+    assert (await create(editor, installation)).status == 303
+    sid = str((await stored(world))[0]["id"])
+    manager = await world.browser_for(installation, content_id=None)
+    response = await manager.cancel(installation.id, sid, "?show=upcoming")
+    assert response.status == 303
+    assert (response.header("location") or "").endswith(f"?cancelled={sid}&show=upcoming")
+    after = (await manager.follow(response)).body.decode()
+    assert "Cancelled: the schedule to publish version ver_1 of “Spring launch” at Thu 2 Jul" in (
+        text(after)
+    )
+
+
+# -- 3. one way of writing an instant; the deadline; lateness; years ahead ----------------
+
+
+async def test_the_deadline_has_its_date_its_zone_and_rfc3339(world: World) -> None:
+    """00:40 CET on 1 December is 23:40 UTC on 30 November: the deadline says both days."""
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    response = await create(browser, installation, local_time="2026-12-01T00:40")
+    page = (await browser.follow(response)).body.decode()
+    deadline = re.search(r'<p data-deadline="([^"]+)">(.*?)</p>', page, re.S)
+    assert deadline
+    assert deadline.group(1) == "2026-11-30T23:55:00Z"
+    assert text(deadline.group(2)) == (
+        "If Dee Wan cannot be reached, nothing is sent after"
+        " Tue 1 Dec 2026, 00:55 CET (Europe/Paris; Mon 30 Nov 2026, 23:55 UTC)."
+    )
+
+
+async def test_done_says_how_late_it_was(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    due = START_MS + 5 * MINUTE  # 12:05 CEST
+    assert (await create(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    late_id = str((await stored(world))[0]["id"])
+    other = await open_page(world, installation, "cnt_page")
+    assert (await create(other, installation, local_time="2026-07-01T12:05")).status == 303
+    on_time_id = next(str(r["id"]) for r in await stored(world) if r["content_id"] == "cnt_page")
+    # A restart: the tick at the due minute never ran; the next one comes 2 min 10 s late.
+    await tick_at(world, due + 2 * MINUTE + 10_000)
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    item = next(i for i in schedules_on(page) if i["schedule-id"] == late_id)
+    assert item["status"] == "completed"
+    assert item["late-ms"] == "130000"
+    assert "Done, 2 min late" in text(page)
+    # A send within the minute is on time: plain "Done".
+    await (
+        world.db.prepare("UPDATE schedule_attempts SET started_at = ? WHERE schedule_id = ?")
+        .bind(due + 30_000, on_time_id)
+        .run()
+    )
+    page = (await other.get(f"/installations/{installation.id}")).body.decode()
+    item = next(i for i in schedules_on(page) if i["schedule-id"] == on_time_id)
+    assert "late-ms" not in item
+    assert re.search(r'class="status status-completed">Done</span>', page)
+
+
+async def test_a_time_years_ahead_is_accepted_with_a_note(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    response = await create(browser, installation, local_time="2031-07-02T09:00")
+    assert response.status == 303
+    page = (await browser.follow(response)).body.decode()
+    note = re.search(r'<p data-years-ahead="([^"]+)">(.*?)</p>', page, re.S)
+    assert note
+    assert note.group(1) == "5 years"
+    assert "that is about 5 years from now. If you meant an earlier year" in text(note.group(2))
+    soon = await create(browser, installation, local_time="2027-06-30T09:00")
+    assert "data-years-ahead" not in (await browser.follow(soon)).body.decode()
+
+
+async def test_no_page_an_editor_is_shown_writes_a_raw_date_time(world: World) -> None:
+    """Every page the in-process browser renders is scanned (`tests/support/time_format.py`);
+    this walks the pages of every kind once and shows the scan can fail."""
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    seen = [browser.page()]
+    refused = await create(browser, installation, local_time="2026-03-29T02:30")
+    seen.append(refused.body.decode())
+    seen.append((await create(browser, installation, local_time="")).body.decode())
+    made = await create(browser, installation)
+    seen.append((await browser.follow(made)).body.decode())
+    sid = str((await stored(world))[0]["id"])
+    seen.append(
+        (
+            await browser.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
+        ).body.decode()
+    )
+    manager = await world.browser_for(installation, content_id=None)
+    seen.append(
+        (await manager.get(f"/installations/{installation.id}?zone=Mars/Base")).body.decode()
+    )
+    for page in seen:
+        assert raw_times(page) == []
+    # The form's machine value keeps the picker's format; no text does.
+    assert 'value="2026-03-29T02:30"' in seen[1]
+    assert "YYYY" not in seen[2]
+    assert raw_times("<p>at 2026-12-01T00:40</p>") == ["2026-12-01T00:40"]
+    assert raw_times("<p>at 2026-12-01 00:37 CET</p>") == ["2026-12-01 00:37"]
+    assert (
+        raw_times('<input value="2026-12-01T00:40"><p data-deadline="2026-11-30T23:55:00Z">') == []
+    )
+
+
+# -- 4. zones in any case, suggestions; the first minute after a gap -----------------------
+
+
+async def test_a_zone_in_any_case_is_stored_canonical(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    response = await create(browser, installation, timezone="europe/berlin")
+    assert response.status == 303
+    assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
+    page = (await browser.follow(response)).body.decode()
+    assert "Thu 2 Jul 2026, 09:00 CEST (Europe/Berlin; 07:00 UTC)" in page
+
+
+async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    refused = await create(browser, installation, timezone="Europe/Berln")
+    assert refused.status == 422
+    page = refused.body.decode()
+    error = text(between(page, 'id="form-error"', "</div>\n"))
+    assert "“Europe/Berln” is not a time zone name this plugin knows." in error
+    assert "Did you mean Europe/Berlin" in error
+    assert await stored(world) == []
+    choices = retry_forms(page)
+    assert 1 <= len(choices) <= 3
+    assert choices[0]["timezone"] == "Europe/Berlin"
+    assert 'data-retry-timezone="Europe/Berlin">Schedule it in Europe/Berlin</button>' in page
+    # Everything else entered is kept in the choice's form.
+    assert choices[0]["local_time"] == FIELDS["local_time"]
+    assert choices[0]["transition"] == FIELDS["transition"]
+    response = await browser.post(f"/installations/{installation.id}/schedules", choices[0])
+    assert response.status == 303
+    assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
+
+
+async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
+    world: World,
+) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    refused = await create(
+        browser, installation, local_time="2027-03-28T02:30", timezone="Europe/Berlin"
+    )
+    assert refused.status == 422
+    page = refused.body.decode()
+    assert 'data-error-code="nonexistent_local_time"' in page
+    assert (
+        "Sun 28 Mar 2027, 02:30 does not happen in Europe/Berlin: the clocks jump from 02:00"
+        " to 03:00. The first minute after the jump is Sun 28 Mar 2027, 03:00 CEST"
+        " (Europe/Berlin; 01:00 UTC)." in text(page)
+    )
+    [choice] = retry_forms(page)
+    assert choice["local_time"] == "2027-03-28T03:00"
+    assert ">Schedule it at Sun 28 Mar 2027, 03:00 CEST instead</button>" in page
+    made = await browser.post(f"/installations/{installation.id}/schedules", choice)
+    assert made.status == 303
+    row_ = (await stored(world))[0]
+    assert (row_["local_time"], row_["timezone"]) == ("2027-03-28T03:00", "Europe/Berlin")
+
+
+async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    refused = await create(browser, installation, local_time="")
+    assert refused.status == 422
+    assert "Choose a date and a time: the day, then the hour and minute." in refused.body.decode()
+
+
+# -- 5. Dee Wan down or slow is temporary ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault", [Fault.respond(503, "unavailable"), Fault.respond(500, "boom"), Fault.timeout()]
+)
+async def test_dee_wan_down_on_the_content_read_is_temporary(world: World, fault: Fault) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    world.core.faults.push(fault, endpoint="content")
+    response = await browser.get(f"/installations/{installation.id}")
+    assert response.status == 503
+    assert response.header("retry-after") == "60"
+    page = response.body.decode()
+    assert 'data-error-code="dee_wan_unavailable"' in page
+    assert "<title>Dee Wan is not answering right now · Scheduling</title>" in page
+    said = text(page)
+    assert "Dee Wan is not answering right now. Nothing was changed; try again in a minute." in said
+    assert "could not be trusted" not in said
+    # The words come first; the code is a detail for support.
+    assert said.index("Nothing was changed") < said.index("code dee_wan_unavailable")
+
+
+async def test_dee_wan_down_at_submit_stores_nothing_and_says_so(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    world.core.faults.push(Fault.respond(502, "bad_gateway"), endpoint="content")
+    response = await create(browser, installation)
+    assert response.status == 503
+    assert 'data-error-code="dee_wan_unavailable"' in response.body.decode()
+    assert await stored(world) == []
+
+
+async def test_a_malformed_answer_is_still_untrusted(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    world.core.faults.push(Fault.bad_json(200), endpoint="content")
+    response = await browser.get(f"/installations/{installation.id}")
+    assert response.status == 502
+    assert 'data-error-code="untrusted_response"' in response.body.decode()
+
+
+# -- 6. plain words first; titles instead of ids --------------------------------------------
+
+
+async def test_cards_lead_with_words_and_keep_codes_for_support(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation)
+    assert (await create(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    await tick_at(world, START_MS + 5 * MINUTE)
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    card = between(page, '<li class="schedule"', "</li>\n</ul>")
+    assert "<dd>Dee Wan applied the change.</dd>" in card
+    assert "<code>transition_applied</code>" not in card
+    assert re.search(
+        r'<p class="support">For support: schedule sch_\S+, no\. 1 of this change,'
+        r" code transition_applied, HTTP 200\.</p>",
+        card,
+    )
+    assert "<dd>Ada Lovelace</dd>" in card  # no "(schedule no. 1 of this change …)" after it
+
+
+async def test_a_translation_names_its_group_by_title(world: World) -> None:
+    installation = await world.install()
+    browser = await open_page(world, installation, "cnt_fr")
+    page = browser.page()
+    assert 'data-primary-id="cnt_en"' in page
+    assert "Translation of “Spring launch”: schedules apply to the whole translation group" in (
+        text(page)
+    )
+    assert "<code>cnt_en</code>" not in page
+
+
+# -- 8. history that stays out of the way ----------------------------------------------------
+
+
+async def make_history(world: World, installation: Installation, reschedules: int) -> list[str]:
+    """`reschedules` + 1 publish schedules of cnt_en, each replacing the one before."""
+    ids = []
+    for n in range(reschedules + 1):
+        new = NewSchedule(
+            id=f"sch_h{n:03d}",
+            installation_id=installation.id,
+            content_id="cnt_en",
+            kind="publish",
+            to_state="published",
+            version_id="ver_1",
+            workflow_revision=1,
+            due_at=START_MS + 3_600_000,
+            timezone="Europe/Paris",
+            local_time="2026-07-01T13:00",
+            fold=None,
+            requested_by="usr_editor",
+            requested_by_name="Ada Lovelace",
+        )
+        world.clock.advance(1)
+        await schedules.create(world.db, new, world.clock.now_ms())
+        ids.append(new.id)
+    return ids
+
+
+async def test_replaced_schedules_fold_into_a_history_with_their_count(world: World) -> None:
+    installation = await world.install()
+    ids = await make_history(world, installation, 55)
+    # Two that ended, on other kinds of change: they stay in view.
+    browser = await open_page(world, installation)
+    page = browser.page()
+    in_view = between(page, 'aria-label="Schedules for this content"', "</ul>")
+    assert re.findall(r'data-schedule-id="([^"]+)"', in_view) == [ids[-1]]
+    history = re.search(
+        r'<details class="history" id="history" ([^>]*)>(.*?)</details>', page, re.S
+    )
+    assert history
+    assert 'data-history-count="55"' in history.group(1)
+    assert 'data-replaced-count="55"' in history.group(1)
+    assert " open" not in history.group(1)  # folded on the first page
+    assert "History: 55 earlier schedules, all replaced by a newer one" in text(history.group(2))
+    assert len(re.findall(r'data-status="superseded"', history.group(2))) == 49
+    # Pages of 50 with links at the top as well as the bottom.
+    assert page.count('rel="next"') == 2
+    assert 'aria-label="Pages (top)"' in page
+    assert 'aria-label="Pages (bottom)"' in page
+    second = (await browser.get(f"/installations/{installation.id}?page=2")).body.decode()
+    assert re.search(r'<details class="history" id="history" [^>]* open>', second)
+    assert len(schedules_on(second)) == 6
+    assert "the latest ended ones are on" in text(second)
+
+
+async def test_the_latest_ended_schedules_stay_in_view_and_older_ones_fold(world: World) -> None:
+    installation = await world.install()
+    ids = await make_history(world, installation, 6)
+    # The six replaced ones end in other ways instead: the latest three stay in view.
+    for n, sid in enumerate(ids[:6]):
+        status = "completed" if n % 2 else "cancelled"
+        await (
+            world.db.prepare(
+                "UPDATE schedules SET status = ?, next_attempt_at = NULL, updated_at = ?"
+                " WHERE id = ?"
+            )
+            .bind(status, START_MS + 10 + n, sid)
+            .run()
+        )
+    page = (await open_page(world, installation)).page()
+    in_view = between(page, 'aria-label="Schedules for this content"', "</ul>")
+    assert re.findall(r'data-schedule-id="([^"]+)"', in_view) == [ids[6], ids[5], ids[4], ids[3]]
+    assert 'data-history-count="3"' in page
+    assert 'data-replaced-count="0"' in page
+
+
+async def test_manage_folds_the_replaced_finished_ones(world: World) -> None:
+    installation = await world.install()
+    ids = await make_history(world, installation, 5)
+    await (
+        world.db.prepare(
+            "UPDATE schedules SET status = 'completed', result_code = 'transition_applied',"
+            " next_attempt_at = NULL, updated_at = ? WHERE id = ?"
+        )
+        .bind(START_MS + 99, ids[-1])
+        .run()
+    )
+    manager = await world.browser_for(installation, content_id=None)
+    page = (await manager.get(f"/installations/{installation.id}?show=finished")).body.decode()
+    finished = between(page, 'data-group="finished">', "</section>")
+    shown, folded = finished.split('<details class="history"', 1)
+    assert re.findall(r'data-schedule-id="([^"]+)"', shown) == [ids[-1]]
+    assert len(re.findall(r'data-status="superseded"', folded)) == 5
+    assert 'data-replaced-count="5"' in folded
+    assert "Replaced by a newer schedule: 5" in text(folded)
+
+
+# -- 9. the manage view says what it could not do --------------------------------------------
+
+
+async def seed_many(world: World, installation: Installation, count: int) -> None:
+    for i in range(count):
+        content_id = f"cnt_x{i:03d}"
+        world.core.state.add_content(content_id, f"Item {i}")
+        new = NewSchedule(
+            id=f"sch_x{i:03d}",
+            installation_id=installation.id,
+            content_id=content_id,
+            kind="publish",
+            to_state="published",
+            version_id="ver_1",
+            workflow_revision=1,
+            due_at=START_MS + (i + 1) * 3_600_000,
+            timezone="UTC",
+            local_time="2026-07-01T11:00",
+            fold=None,
+            requested_by="usr_editor",
+            requested_by_name="Ada Lovelace",
+        )
+        await schedules.create(world.db, new, START_MS)
+
+
+async def test_a_page_past_the_last_shows_the_last_keeping_zone_and_filter(world: World) -> None:
+    installation = await world.install()
+    await seed_many(world, installation, 63)
+    manager = await world.browser_for(installation, content_id=None)
+    page = (
+        await manager.get(f"/installations/{installation.id}?page=99&show=upcoming&zone=Asia/Tokyo")
+    ).body.decode()
+    assert "Showing 51–63 of 63, page 2 of 2." in page
+    assert "4901" not in page
+    assert "There is no page 99: there are 2 pages, so this is the last one." in page
+    assert 'data-zone="Asia/Tokyo"' in page
+    assert re.search(r'data-filter="upcoming" data-count="63" aria-current="page"', page)
+    assert len(schedules_on(page)) == 13
+    # Typed by hand without a zone: the site's zone, read from the titles, not UTC.
+    bare = (await manager.get(f"/installations/{installation.id}?page=99")).body.decode()
+    assert 'data-zone="Europe/Paris"' in bare
+    # Every link of the view keeps the zone and the filter; the zone form keeps the page.
+    links = re.findall(r'<a rel="(?:prev|next)" href="([^"]+)"', page)
+    assert links
+    assert all("zone=Asia%2FTokyo" in link and "show=upcoming" in link for link in links)
+    zone_form = between(page, 'class="zone-form"', "</form>")
+    assert '<input type="hidden" name="show" value="upcoming">' in zone_form
+    assert '<input type="hidden" name="page" value="2">' in zone_form
+
+
+async def test_a_filter_that_does_not_exist_shows_all_and_says_so(world: World) -> None:
+    installation = await world.install()
+    await seed_many(world, installation, 3)
+    manager = await world.browser_for(installation, content_id=None)
+    response = await manager.get(f"/installations/{installation.id}?show=bogus")
+    assert response.status == 200
+    page = response.body.decode()
+    assert 'data-notice="unknown_filter"' in page
+    assert "There is no filter “bogus”: showing all schedules." in page
+    assert re.search(r'data-filter="all" data-count="3" aria-current="page"', page)
+    odd = (await manager.get(f"/installations/{installation.id}?page=%C2%B2")).body.decode()
+    assert "There is no page “²”: showing page 1." in odd
+
+
+async def test_a_page_past_the_end_of_a_content_shows_the_last_and_says_so(world: World) -> None:
+    installation = await world.install()
+    await make_history(world, installation, 60)
+    browser = await open_page(world, installation)
+    page = (await browser.get(f"/installations/{installation.id}?page=9")).body.decode()
+    assert "There is no page 9: this is the last one, page 2." in page
+    assert 'data-page-corrected="2"' in page
+    assert "Showing 51–61 of 61, page 2 of 2." in page
+
+
+async def test_titles_not_read_in_time_are_said(
+    db: SqliteDatabase, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scheduling.actions import manage_page as manage
+
+    world = World(db, clock)
+    installation = await world.install()
+    await seed_many(world, installation, 4)
+    monkeypatch.setattr(manage, "TITLES_BUDGET_S", 0.05)
+    world.core.faults.set_latency(0.2, "content")
+    manager = await world.browser_for(installation, content_id=None)
+    page = (await manager.get(f"/installations/{installation.id}")).body.decode()
+    assert 'data-titles-missing="4"' in page
+    assert (
+        "Dee Wan did not answer in time for 4 contents (it is slow or not answering right now),"
+        " so their ids are shown instead. Reload the page to try again." in page
+    )
+    assert page.count("of content <code>cnt_x") == 4

@@ -1,0 +1,128 @@
+"""Issue 21 through the real Worker entry under Pyodide (Miniflare's D1, migrations applied by
+wrangler): the tick's history row and totals in its last write, a failed tick's row,
+/healthz, /admin/metrics (parsed with prometheus_client) and the /admin page's rules."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from scheduling.domain import associated_data
+from tests.pyodide_harness.harness import ADMIN_SECRET, Harness, node_path, shared_harness
+from tests.support.d1_rows import DUE, installation_row, schedule_row
+from tests.support.metrics import CONTENT_TYPE, parse, value
+
+pytestmark = pytest.mark.pyodide
+
+OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
+TABLES = (
+    "schedule_attempts",
+    "schedules",
+    "sessions",
+    "activation_codes",
+    "installations",
+    "tick_history",
+    "runner_totals",
+)
+HOUR = 3_600_000
+
+
+@pytest.fixture(scope="session")
+def harness() -> Harness:
+    if node_path() is None:
+        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
+    return shared_harness()
+
+
+@pytest.fixture
+def worker(harness: Harness) -> Iterator[Harness]:
+    harness.set_vars(harness.base_vars)
+    harness.execute(*((f"DELETE FROM {table}", []) for table in TABLES))
+    yield harness
+    harness.set_vars(harness.base_vars)
+
+
+def basic(password: str) -> dict[str, str]:
+    return {"authorization": "Basic " + base64.b64encode(f"op:{password}".encode()).decode()}
+
+
+def test_a_tick_records_its_row_and_its_totals_in_its_last_write(worker: Harness) -> None:
+    worker.scheduled(DUE)
+    [row] = worker.sql("SELECT * FROM tick_history")
+    assert (row["at"], row["kind"], row["error"], row["backlog"]) == (DUE, "tick", None, 0)
+    # The due query, then one round trip with the history row, the totals and the pruning.
+    assert (row["d1_statements"], row["d1_round_trips"]) == (4, 2)
+    assert worker.sql("SELECT name, value FROM runner_totals") == [
+        {"name": "ticks:tick", "value": 1}
+    ]
+    worker.scheduled(DUE + 60_000)
+    assert worker.sql("SELECT value FROM runner_totals WHERE name = 'ticks:tick'") == [{"value": 2}]
+
+
+def test_healthz_and_metrics_follow_a_refusal_past_the_cap(worker: Harness) -> None:
+    now = int(time.time() * 1000)
+    sealed = worker.seal("dwp_" + "t" * 43, associated_data.installation_token("ins_1"))
+    long_ago = (now // HOUR - 2) * HOUR  # due two hours ago: past the 15-minute cap
+    worker.execute(
+        installation_row("ins_1", "https://cms.example", sealed),
+        schedule_row("sch_1", "ins_1", "cnt_1", due_at=long_ago),
+    )
+    with worker.client() as client:
+        stalled = client.get("/healthz")
+        assert (stalled.status_code, stalled.json()) == (503, {"status": "stalled"})
+        assert stalled.headers["cache-control"] == "no-store"
+        worker.scheduled(now)  # refused unsent: nothing is sent past the cap
+        ok = client.get("/healthz")
+        assert (ok.status_code, ok.json()) == (200, {"status": "ok"})
+
+        assert client.get("/admin/metrics").status_code == 401
+        metrics = client.get("/admin/metrics", headers=OPERATOR)
+    assert metrics.status_code == 200
+    assert metrics.headers["content-type"] == CONTENT_TYPE
+    _, samples = parse(metrics.text)
+    assert value(samples, "scheduling_ticks_total", kind="tick") == 1
+    assert value(samples, "scheduling_refusals_total", code="retry_exhausted") == 1
+    assert value(samples, "scheduling_refused_unsent_total", reason="other") == 1
+    assert value(samples, "scheduling_due_backlog") == 0
+    assert value(samples, "scheduling_stalled") == 0
+    [row] = worker.sql("SELECT refused_unsent, sends FROM tick_history")
+    assert row == {"refused_unsent": 1, "sends": 0}
+
+
+def test_a_failed_tick_records_its_row_with_the_exception_type(worker: Harness) -> None:
+    worker.execute(("ALTER TABLE installations RENAME TO installations_gone", []))
+    try:
+        with pytest.raises(AssertionError):  # the harness answers the failed invocation 500
+            worker.scheduled(DUE)
+    finally:
+        worker.execute(("ALTER TABLE installations_gone RENAME TO installations", []))
+    [row] = worker.sql("SELECT at, kind, error FROM tick_history")
+    assert (row["at"], row["kind"]) == (DUE, "tick")
+    assert row["error"] == "DatabaseError"
+    totals = {r["name"]: r["value"] for r in worker.sql("SELECT * FROM runner_totals")}
+    assert totals == {"ticks:tick": 1, "ticks_failed:tick": 1}
+    with worker.client() as client:
+        status = client.get("/admin/status", headers=OPERATOR).json()
+    assert status["last_tick"] is None  # a failed tick does not say the runner is alive
+
+
+def test_the_operator_page_wants_https_and_the_secret(worker: Harness) -> None:
+    """The harness serves http://localhost: refused in production before any challenge;
+    in development the Basic secret opens the page."""
+    with worker.client() as client:
+        plain = client.get("/admin", headers=basic(ADMIN_SECRET))
+        assert (plain.status_code, plain.json()["code"]) == (403, "https_required")
+        assert "www-authenticate" not in plain.headers
+    worker.scheduled(DUE)
+    with worker.vars(ENVIRONMENT="development"), worker.client() as client:
+        asked = client.get("/admin", headers={"accept": "text/html"})
+        assert asked.status_code == 401
+        assert asked.headers["www-authenticate"].startswith('Basic realm="Scheduling operator"')
+        page = client.get("/admin", headers=basic(ADMIN_SECRET))
+        assert page.status_code == 200, page.text[:300]
+        assert page.text.count('role="img"') == 8
+        assert "default-src 'none'" in page.headers["content-security-policy"]
+        assert client.get("/admin", headers=basic("wrong-password-here")).status_code == 401
