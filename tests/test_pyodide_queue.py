@@ -140,7 +140,7 @@ def test_at_workers_free_limits_a_1000_row_burst_drains_over_later_invocations(
     replayed = ended.pop("completed:idempotent_replay", 0)
     assert ended == {"completed:transition_applied": 1000 - replayed}
     assert replayed <= sum(line["unsettled"] for line in consumed)
-    assert sum(line["limit_reached"] for line in consumed) >= 1
+    assert sum(line["platform_limit"] for line in consumed) >= 1
     assert sum(line["handed_back"] for line in consumed) > 0
     assert all(i["d1"] <= 50 and i["subrequests"] <= 50 for i in queue["invocations"])
     assert len(queue["invocations"]) >= 1000 // 50

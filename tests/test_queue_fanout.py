@@ -17,7 +17,7 @@ from fake_core import Fault
 from scheduling.runner import messages
 from scheduling.runtimes.cpython.memory_queue import Delivered, MemoryQueue, _Stored
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock, base_env
+from tests.support.app import OPERATOR, FakeClock, base_env, call
 from tests.support.queue import Consumers, InFlight
 from tests.support.world import MINUTE, World, bulk_due, row, sends
 
@@ -58,6 +58,18 @@ async def test_the_tick_sends_nothing_itself_and_consumers_send_each_row_once(
     assert consumers.total("sends") == consumers.total("completed") == 60
     assert consumers.total("acked") == 3
     assert consumers.total("retried") == 0
+    # Each invocation's row in the tick history: the tick's, and one per consumer delivery.
+    kinds = await world.db.prepare(
+        "SELECT kind, count(*) AS n, sum(sends) AS sends FROM tick_history GROUP BY kind"
+    ).all()
+    assert {r["kind"]: (r["n"], r["sends"]) for r in kinds.results} == {
+        "tick": (1, 0),
+        "consumer": (len(consumers.reports), 60),
+    }
+    metrics = await call(world.app, "GET", "/admin/metrics", headers=OPERATOR)
+    text = metrics.body.decode()
+    assert f'scheduling_ticks_total{{kind="consumer"}} {len(consumers.reports)}' in text
+    assert 'scheduling_sends_total{outcome="completed"} 60' in text
 
 
 async def test_messages_name_rows_round_robin_across_installations(world: World) -> None:
