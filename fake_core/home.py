@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fake_core.clock import rfc3339
+from fake_core.clock import readable
 from fake_core.context import Context
 from fake_core.routing import Request
 from fake_core.state import CoreState, Installation, ReceivedTransition, ReceivedWebhook
@@ -101,7 +101,7 @@ async def style(ctx: Context, request: Request) -> Reply:
 
 def _webhook_row(entry: ReceivedWebhook) -> tuple[str, str, str, str, str]:
     verified = "verified" if entry.verified else f"not verified: {entry.finding}"
-    return (rfc3339(entry.at_ms), entry.event_type, entry.webhook_id, entry.summary, verified)
+    return (readable(entry.at_ms), entry.event_type, entry.webhook_id, entry.summary, verified)
 
 
 def _installation_row(installation: Installation, one_click: bool) -> InstallationRow:
@@ -143,7 +143,7 @@ def _log_row(state: CoreState, entry: ReceivedTransition) -> tuple[str, ...]:
     """time, content, title, kind, pinned version, answer, applied, installation."""
     item = state.contents.get(entry.content_id)
     return (
-        rfc3339(entry.at_ms),
+        readable(entry.at_ms),
         entry.content_id,
         item.title if item is not None else "—",
         entry.kind,

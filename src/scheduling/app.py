@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scheduling.config import Misconfigured
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.refusals import Refusal, invalid_request
@@ -24,6 +26,8 @@ from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
+from scheduling.ports import QueueMessage
+from scheduling.runner.consume import run_consumer
 from scheduling.runner.tick import Invocation, run_tick
 from scheduling.services import Services, log
 
@@ -147,4 +151,15 @@ class App:
                 cron_delay_ms=invocation.cron_delay_ms,
                 error=type(exc).__name__,
             )
+            raise
+
+    async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
+        """One queue consumer invocation over a delivered batch (the Worker's `queue()`, or a
+        local consumer): claims, sends and settles what its messages name, then acknowledges
+        or retries each message."""
+        try:
+            return await run_consumer(self.services, messages)
+        except Exception as exc:
+            # Unacknowledged, the batch is delivered again; the type only, as for a tick.
+            emit("runner_consume_failed", messages=len(messages), error=type(exc).__name__)
             raise

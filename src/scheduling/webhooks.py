@@ -3,7 +3,8 @@
 The request is signed for this attempt (Standard Webhooks headers), given 10 s
 from the moment it holds a connection slot, never follows a redirect, and
 reads at most 64 KiB of the answer. Nothing an endpoint answers, or fails to,
-makes this raise: one attempt, one `AttemptResult`.
+makes this raise: one attempt, one `AttemptResult`. Only the platform's subrequest limit
+does (`LimitReached`), and then no request left.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from scheduling.domain.delivery_policy import AttemptResult
 from scheduling.ports import (
     Crypto,
     HttpClient,
+    LimitReached,
     OutboundRequest,
     OutboundResponse,
     TransportError,
@@ -45,6 +47,8 @@ async def post_event(
         answer = await http.send(request)
     except TransportError as exc:
         answer = exc
+    except LimitReached:
+        raise  # nothing was sent: the runner hands the delivery back
     except Exception as exc:
         # An adapter broke its contract: to this delivery, the request got no answer.
         log.error("webhook send failed unexpectedly: %s", type(exc).__name__)

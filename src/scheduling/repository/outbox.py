@@ -49,9 +49,14 @@ CLAIMED_ENDPOINTS_SQL = """SELECT id, installation_id, url, secret_sealed, disab
   FROM notification_endpoints
  WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE lease_until = ?2 AND lease_token = ?1)"""
 
+# A delivery handed back unsent (`done.column8` = 1) keeps its last attempt and gives back
+# the one its claim counted.
 SETTLE_DELIVERIES_SQL = """UPDATE webhook_deliveries
    SET status = done.column2, next_attempt_at = done.column3, finished_at = done.column4,
-       last_attempt_at = done.column5, last_http_status = done.column6, last_error = done.column7,
+       last_attempt_at = CASE WHEN done.column8 THEN last_attempt_at ELSE done.column5 END,
+       last_http_status = CASE WHEN done.column8 THEN last_http_status ELSE done.column6 END,
+       last_error = CASE WHEN done.column8 THEN last_error ELSE done.column7 END,
+       attempt_count = attempt_count - done.column8,
        lease_token = NULL, lease_until = NULL
   FROM (VALUES {values}) AS done
  WHERE webhook_deliveries.id = done.column1 AND webhook_deliveries.lease_token = ?1
@@ -121,10 +126,11 @@ class SettledDelivery:
     status: DeliveryStatus
     next_attempt_at: int | None
     finished_at: int | None
-    attempted_at: int
+    attempted_at: int | None  # None: handed back unsent
     http_status: int | None
     error: str | None
     sent: bool  # a request left (False: the endpoint was gone or its secret unreadable)
+    handed_back: bool = False  # claimed, never sent (a platform limit): waiting again, due now
 
     def values(self) -> tuple[object, ...]:
         return (
@@ -135,4 +141,5 @@ class SettledDelivery:
             self.attempted_at,
             self.http_status,
             self.error,
+            int(self.handed_back),
         )

@@ -9,6 +9,8 @@ count what this store sent, for the tick's report.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 
@@ -18,6 +20,7 @@ from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status
 from scheduling.limits import (
     CLAIM,
+    CLAIM_WITHIN,
     DROP_ATTEMPTS,
     ENDPOINT_IDS,
     EVENTS,
@@ -28,7 +31,7 @@ from scheduling.limits import (
     SETTLE_DELIVERIES,
     StatementShape,
 )
-from scheduling.ports import Database, Result, Row, Statement
+from scheduling.ports import Database, LimitReached, Result, Row, Statement
 from scheduling.repository.outbox import (
     CLAIM_DELIVERIES_SQL,
     CLAIMED_ENDPOINTS_SQL,
@@ -46,7 +49,7 @@ from scheduling.repository.outbox import (
 # The two halves must match the partial indexes `schedules_waiting` and
 # `schedules_leased` word for word, so their statuses are literal text here
 # (tests/test_storage_cpython.py checks them against `statuses.WAITING`).
-DUE_SQL = """
+_DUE = """
 WITH due AS (
     SELECT id, next_attempt_at AS ready_at FROM schedules
      WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
@@ -54,7 +57,10 @@ WITH due AS (
     SELECT id, lease_until AS ready_at FROM schedules
      WHERE status = 'running' AND lease_until <= ?1
 ),
-ranked AS (
+"""
+# Round-robin: every installation's first due row, then every second, and so on; each row
+# carries the events its installation's endpoints hear of.
+_RANKED = """ranked AS (
     SELECT due.id, due.ready_at,
            ROW_NUMBER() OVER (PARTITION BY s.installation_id
                               ORDER BY due.ready_at, due.id) AS turn
@@ -75,21 +81,72 @@ SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.ki
  WHERE ranked.turn <= ?2
  ORDER BY ranked.turn, ranked.ready_at, ranked.id
  LIMIT ?2
-),
-outbox AS (
-SELECT min(at) AS next_at FROM (
+)
+"""
+# When the outbox next has a delivery due: its first retry, or its first lease to expire.
+OUTBOX_NEXT_SQL = """SELECT min(at) AS next_at FROM (
     SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL
     UNION ALL
-    SELECT min(lease_until) AS at FROM webhook_deliveries WHERE lease_until IS NOT NULL)
-)
+    SELECT min(lease_until) AS at FROM webhook_deliveries WHERE lease_until IS NOT NULL)"""
+# One row always comes back (with no schedule when none is due) to say when the outbox next
+# has a delivery due, so a tick learns both in one statement and a tick with nothing to
+# notify costs what it did.
+DUE_SQL = (
+    _DUE
+    + _RANKED
+    + f""",
+outbox AS ({OUTBOX_NEXT_SQL})
 SELECT chosen.*, outbox.next_at AS outbox_next_at
   FROM outbox LEFT JOIN chosen ON 1
  ORDER BY chosen.turn, chosen.ready_at, chosen.id
 """
-# Round-robin: every installation's first due row, then every second, and so on. Each row
-# carries the events its installation's endpoints hear of; and one row always comes back
-# (with no schedule when none is due) to say when the outbox next has a delivery due, so a
-# tick learns both in one statement and a tick with nothing to notify costs what it did.
+)
+
+# The same, among the ids a queue message named (a JSON array in ?3): a message only says
+# what to try; what is due is decided here, on the rows as they are now.
+DUE_AMONG_SQL = (
+    """
+WITH wanted AS (SELECT DISTINCT value AS id FROM json_each(?3)),
+due AS (
+    SELECT s.id, s.next_attempt_at AS ready_at FROM wanted JOIN schedules s ON s.id = wanted.id
+     WHERE s.status IN ('pending', 'retrying') AND s.next_attempt_at <= ?1
+    UNION ALL
+    SELECT s.id, s.lease_until AS ready_at FROM wanted JOIN schedules s ON s.id = wanted.id
+     WHERE s.status = 'running' AND s.lease_until <= ?1
+),
+"""
+    + _RANKED
+    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+)
+
+# A tick with a queue marks what it puts in messages, round-robin across installations, and
+# leaves a marked row to its message until ?2 (then dispatches it again: a message can be
+# lost). ?3 rows at most. The mark is no ownership; a claim clears it.
+DISPATCH_SQL = """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+       AND (dispatched_at IS NULL OR dispatched_at <= ?2)
+    UNION ALL
+    SELECT id, lease_until AS ready_at FROM schedules
+     WHERE status = 'running' AND lease_until <= ?1
+       AND (dispatched_at IS NULL OR dispatched_at <= ?2)
+),
+ranked AS (
+    SELECT due.id, due.ready_at,
+           ROW_NUMBER() OVER (PARTITION BY s.installation_id
+                              ORDER BY due.ready_at, due.id) AS turn
+      FROM due JOIN schedules s ON s.id = due.id
+)
+UPDATE schedules SET dispatched_at = ?1
+ WHERE id IN (SELECT id FROM ranked ORDER BY turn, ready_at, id LIMIT ?3)
+RETURNING id, installation_id,
+          CASE WHEN status = 'running' THEN lease_until ELSE next_attempt_at END AS ready_at
+"""
+
+# Marks of a dispatch whose messages were not sent: due again for the next tick.
+UNMARK_SQL = """UPDATE schedules SET dispatched_at = NULL
+ WHERE id IN (SELECT value FROM json_each(?1)) AND dispatched_at = ?2"""
 
 # What the runner observed of a row, matched as a whole (a NULL lease token as '').
 _SEEN = """
@@ -105,6 +162,37 @@ CLAIM_SQL = (
     + _SEEN
     + "\nRETURNING id, attempt_count"
 )
+
+# A queue consumer's claim: the same compare-and-set, and one installation's live claims
+# (running under a lease that has not expired) never exceed ?5, counting those already held
+# by any runner. The candidates are numbered per installation before any row changes, so
+# one statement can never take an installation past the cap, and two claimers are
+# serialised by D1's single writer. A claim also ends the row's dispatch mark.
+CLAIM_WITHIN_SQL = """UPDATE schedules
+   SET status = ?4, lease_token = ?1, lease_until = ?2,
+       attempt_count = attempt_count + 1, next_attempt_at = NULL, dispatched_at = NULL,
+       updated_at = ?3
+  FROM (SELECT s.id AS id,
+               ROW_NUMBER() OVER (PARTITION BY s.installation_id
+                                  ORDER BY coalesce(s.next_attempt_at, s.lease_until), s.id)
+                 AS turn,
+               (SELECT count(*) FROM schedules busy
+                 WHERE busy.installation_id = s.installation_id AND busy.status = 'running'
+                   AND busy.lease_until > ?3) AS busy
+          FROM (VALUES {values}) AS seen
+          JOIN schedules s ON s.id = seen.column1 AND s.status = seen.column2
+           AND coalesce(s.lease_token, '') = seen.column3
+           AND s.attempt_count = seen.column4) AS pick
+ WHERE schedules.id = pick.id AND pick.busy + pick.turn <= ?5
+RETURNING id, attempt_count"""
+
+# How many live claims each installation holds (?2: a JSON array of installation ids), read
+# in the claim's own transaction: a candidate left unclaimed where this left no room was
+# held back by the cap, not lost to another runner.
+BUSY_SQL = """SELECT installation_id, count(*) AS busy FROM schedules
+ WHERE status = 'running' AND lease_until > ?1
+   AND installation_id IN (SELECT value FROM json_each(?2))
+ GROUP BY installation_id"""
 
 # Literal 'running': with a parameter the planner would scan instead of reading
 # `schedules_leased`.
@@ -122,7 +210,8 @@ REFUSE_UNSENT_SQL = (
 )
 
 SETTLE_SQL = """UPDATE schedules
-   SET status = done.column2, result_code = done.column3, next_attempt_at = done.column4,
+   SET status = done.column2, result_code = coalesce(done.column3, schedules.result_code),
+       next_attempt_at = done.column4,
        attempt_count = attempt_count - done.column5,
        lease_token = NULL, lease_until = NULL, updated_at = ?2, settled_by = ?1
   FROM (VALUES {values}) AS done
@@ -200,6 +289,25 @@ _COMMAND_FIELDS = tuple(field.name for field in fields(Command))
 
 
 @dataclass(frozen=True)
+class DispatchedRow:
+    """A due row a tick put in a queue message."""
+
+    id: str
+    installation_id: str
+    ready_at: int  # since when it is due (its retry time, or its expired lease)
+
+
+def round_robin(rows: Sequence[DispatchedRow]) -> list[DispatchedRow]:
+    """Each installation's oldest row, then each one's second, and so on."""
+    turns: dict[str, int] = {}
+    ranked = []
+    for row in sorted(rows, key=lambda r: (r.installation_id, r.ready_at, r.id)):
+        turns[row.installation_id] = turns.get(row.installation_id, 0) + 1
+        ranked.append((turns[row.installation_id], row.ready_at, row.id, row))
+    return [row for *_, row in sorted(ranked, key=lambda r: r[:3])]
+
+
+@dataclass(frozen=True)
 class Claim:
     """A due row this runner claimed, under its batch's lease token."""
 
@@ -217,6 +325,14 @@ class SettledClaim:
     settlement: Settlement
     attempt: Attempt | None
     event: OutboxEvent | None = None
+
+    @property
+    def handed_back(self) -> bool:
+        """Never sent and back to waiting (a platform limit), rather than ended."""
+        return self.attempt is None and self.settlement.status in (
+            Status.PENDING,
+            Status.RETRYING,
+        )
 
 
 @dataclass(frozen=True)
@@ -254,6 +370,16 @@ class RunnerStore:
         self.outbox_next_at = rows[0]["outbox_next_at"] if rows else None
         return [DueRow.from_row(row) for row in rows if row["id"] is not None]
 
+    async def due_among(self, ids: Sequence[str], now: int, limit: int) -> list[DueRow]:
+        """Up to `limit` of the schedules `ids` that are due at `now`, taken as `due` takes
+        them (round-robin across installations). Ids of rows that are not due, or no longer
+        exist, are left out."""
+        if not ids:
+            return []
+        statement = self.db.prepare(DUE_AMONG_SQL).bind(now, limit, json.dumps(list(ids)))
+        [result] = await self._round_trip([statement])
+        return [DueRow.from_row(row) for row in result.results]
+
     async def claim(
         self,
         rows: Sequence[DueRow],
@@ -273,8 +399,44 @@ class RunnerStore:
         compare-and-set, without a claim, and writes `events` (of refused rows) for
         those it ended. Returns the claims won and the ids refused.
         """
+        won, refused, _ = await self._claim(
+            rows, refusals, lease_token, now, lease_ms, None, events
+        )
+        return won, refused
+
+    async def claim_within(
+        self,
+        rows: Sequence[DueRow],
+        refusals: Sequence[tuple[DueRow, str]],
+        lease_token: str,
+        now: int,
+        lease_ms: int,
+        cap: int,
+        events: Sequence[OutboxEvent] = (),
+    ) -> tuple[list[Claim], list[str], list[str]]:
+        """As `claim`, but no installation ends up with more than `cap` live claims (rows
+        running under a lease that has not expired), whoever holds them: a claim is an
+        installation's send slot, taken by compare-and-set, freed by the settle, and gone
+        with the lease. Returns the claims won, the ids refused, and the ids the cap held
+        back (still due, for a later claim)."""
+        return await self._claim(rows, refusals, lease_token, now, lease_ms, cap, events)
+
+    async def _claim(
+        self,
+        rows: Sequence[DueRow],
+        refusals: Sequence[tuple[DueRow, str]],
+        lease_token: str,
+        now: int,
+        lease_ms: int,
+        cap: int | None,
+        events: Sequence[OutboxEvent],
+    ) -> tuple[list[Claim], list[str], list[str]]:
         observed = {row.id: row for row in rows}
         statements: list[Statement] = []
+        if rows and cap is not None:
+            installations = sorted({row.installation_id for row in rows})
+            statements.append(self.db.prepare(BUSY_SQL).bind(now, json.dumps(installations)))
+        busy_count = len(statements)
         if refusals:
             statements += self._values(
                 REFUSE_UNSENT_SQL,
@@ -282,29 +444,39 @@ class RunnerStore:
                 (now, Status.REFUSED, lease_token),
                 [(*row.observed(), code) for row, code in refusals],
             )
-        refusal_count = len(statements)
+        refusal_end = len(statements)
         if refusals and events:
             statements += self._events(lease_token, now, events)
         event_end = len(statements)
         if rows:
             lease = (lease_token, now + lease_ms, now)
-            statements += self._values(
-                CLAIM_SQL, CLAIM, (*lease, Status.RUNNING), [row.observed() for row in rows]
-            )
+            seen = [row.observed() for row in rows]
+            if cap is None:
+                statements += self._values(CLAIM_SQL, CLAIM, (*lease, Status.RUNNING), seen)
+            else:
+                statements += self._values(
+                    CLAIM_WITHIN_SQL, CLAIM_WITHIN, (*lease, Status.RUNNING, cap), seen
+                )
         claim_end = len(statements)
         if rows:
             statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*lease))
         if not statements:
-            return [], []
+            return [], [], []
         results = await self._round_trip(statements)
-        refused = [str(r["id"]) for result in results[:refusal_count] for r in result.results]
-        self.events_written += sum(len(r.results) for r in results[refusal_count:event_end])
+        refused = [
+            str(r["id"]) for result in results[busy_count:refusal_end] for r in result.results
+        ]
+        self.events_written += sum(len(r.results) for r in results[refusal_end:event_end])
         won = [
             Claim(observed[str(r["id"])], int(r["attempt_count"]))
             for result in results[event_end:claim_end]
             for r in result.results
         ]
-        return won, refused
+        held: list[str] = []
+        if cap is not None and rows:
+            busy = {str(r["installation_id"]): int(r["busy"]) for r in results[0].results}
+            held = _held_back(rows, won, busy, cap)
+        return won, refused, held
 
     async def settle(
         self, lease_token: str, settled: Sequence[SettledClaim], now: int
@@ -431,6 +603,29 @@ class RunnerStore:
             statements.append(self.db.prepare(template.format(ids=listed)).bind(*fixed, *chunk))
         return statements
 
+    async def mark_dispatched(
+        self, now: int, redispatch_before: int, limit: int
+    ) -> list[DispatchedRow]:
+        """Mark up to `limit` due rows as dispatched at `now` and return them, in the order
+        `due` would take them. A row dispatched at `redispatch_before` or earlier and still
+        unclaimed counts as not dispatched (its message was lost, or is still waiting). The
+        same round trip says when the outbox next has a delivery due (`outbox_next_at`)."""
+        statement = self.db.prepare(DISPATCH_SQL).bind(now, redispatch_before, limit)
+        result, outbox = await self._round_trip([statement, self.db.prepare(OUTBOX_NEXT_SQL)])
+        self.outbox_next_at = outbox.results[0]["next_at"] if outbox.results else None
+        marked = [
+            DispatchedRow(str(r["id"]), str(r["installation_id"]), int(r["ready_at"]))
+            for r in result.results
+        ]
+        return round_robin(marked)
+
+    async def unmark_dispatched(self, ids: Sequence[str], marked_at: int) -> None:
+        """Take back the marks of a dispatch whose messages never left."""
+        if ids:
+            await self._round_trip(
+                [self.db.prepare(UNMARK_SQL).bind(json.dumps(list(ids)), marked_at)]
+            )
+
     async def record(self, build: Callable[[], Sequence[Statement]], statements: int) -> None:
         """One round trip carrying `statements` statements (the tick's record) that `build`
         makes once the trip is counted, so the record counts the trip that carries it."""
@@ -438,7 +633,12 @@ class RunnerStore:
         self.round_trips += 1
         made = build()
         assert len(made) == statements
-        await self.db.batch(made)
+        try:
+            await self.db.batch(made)
+        except LimitReached:
+            self.statements -= statements
+            self.round_trips -= 1
+            raise
 
     def _due(self, now: int, limit: int) -> Statement:
         return self.db.prepare(DUE_SQL).bind(now, limit)
@@ -465,10 +665,33 @@ class RunnerStore:
         return statements
 
     async def _round_trip(self, statements: Sequence[Statement]) -> list[Result]:
-        """One D1 batch."""
+        """One D1 batch. A batch the platform refused (`LimitReached`) ran nothing and is not
+        counted."""
         self.statements += len(statements)
         self.round_trips += 1
-        return await self.db.batch(statements)
+        try:
+            return await self.db.batch(statements)
+        except LimitReached:
+            self.statements -= len(statements)
+            self.round_trips -= 1
+            raise
+
+
+def _held_back(
+    rows: Sequence[DueRow], won: Sequence[Claim], busy: dict[str, int], cap: int
+) -> list[str]:
+    """The candidates the cap held back: of an installation whose claims filled the room
+    it had, those not won (one another runner took first is counted here too, and found
+    not due when it is tried again)."""
+    wanted = Counter(row.installation_id for row in rows)
+    taken = Counter(claim.row.installation_id for claim in won)
+    won_ids = {claim.row.id for claim in won}
+    full = {
+        installation
+        for installation in wanted
+        if taken[installation] >= cap - busy.get(installation, 0)
+    }
+    return [row.id for row in rows if row.installation_id in full and row.id not in won_ids]
 
 
 def _chunks(

@@ -53,6 +53,7 @@ class EventMaker:
         kind = event_type(settlement.status)
         if kind is None or kind not in claim.row.subscribed:
             return None
+        assert settlement.result_code is not None  # only a hand-back keeps the code it had
         return self._event(
             claim.row,
             kind,

@@ -1,8 +1,9 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
-tick's budget is spent, then deliver the webhooks the outbox has due (through the same slots,
-within what is left of the budget), then write the tick's record once (its row of the tick
-history, in the same round trip as the totals it adds to) and log its line. A tick that fails
-records its row too, with the exception's type, in one more write.
+tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers;
+then deliver the webhooks the outbox has due (through as many slots, within what is left of
+the budget); then write the tick's record once (its row of the tick history, in the same
+round trip as the totals it adds to) and log its line. A tick that fails records its row
+too, with the exception's type, in one more write.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from dataclasses import dataclass
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
-from scheduling.limits import RECORD_STATEMENTS, batch_cost, delivery_batch_cost
-from scheduling.ports import Clock, Statement
+from scheduling.limits import RECORD_STATEMENTS
+from scheduling.ports import Clock, LimitReached, Statement
 from scheduling.repository.runner_store import RunnerStore
 from scheduling.runner import history
 from scheduling.runner.batch import BatchRunner
+from scheduling.runner.budget import Budget
 from scheduling.runner.deliveries import DeliveryRunner
+from scheduling.runner.dispatch import Dispatch
+from scheduling.runner.drain import Drain, DueRows
 from scheduling.runner.report import TickReport
 from scheduling.services import Services, log
 
@@ -55,21 +59,38 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 
 class Tick:
+    """Sends what is due (inline), or, with a queue, dispatches it to the queue's consumers;
+    delivers the webhooks due; then records its row of the history and logs its line."""
+
     def __init__(self, services: Services, invocation: Invocation) -> None:
         config = services.config
         self.services = services
         self.now = invocation.at
         self.started = invocation.started
-        self.batch_size = config.max_rows_per_tick
-        self.concurrency = config.send_concurrency
-        self.budget_ms = config.tick_budget_ms
-        self.max_queries = config.max_d1_queries_per_tick
-        self.max_sends = config.max_sends_per_tick
         self.store = RunnerStore(services.db)
         self.report = TickReport(cron_delay_ms=invocation.cron_delay_ms)
         self.batches = BatchRunner(services, self.store, self.report, self.clock)
+        budget = Budget.of(services, reserved_queries=RECORD_STATEMENTS)
+        self.concurrency = config.send_concurrency
+        self.drain = Drain(
+            self.batches,
+            self.store,
+            self.report,
+            now=self.now,
+            clock=self.clock,
+            batch_size=config.max_rows_per_tick,
+            concurrency=config.send_concurrency,
+            budget=budget,
+            new_token=lambda: services.crypto.random_token(),  # TOKEN_KEY read only when needed
+        )
         self.deliveries = DeliveryRunner(
-            services, self.store, self.report, self.clock, self._room_for_deliveries
+            services,
+            self.store,
+            self.report,
+            self.clock,
+            now=self.now,
+            budget=budget,
+            on_limit=self.batches.reached,
         )
 
     def clock(self) -> int:
@@ -84,84 +105,31 @@ class Tick:
 
     async def run(self) -> TickReport:
         try:
-            slots = asyncio.Semaphore(self.concurrency)
-            await self._roll(slots)
-            if self._deliveries_due():
-                await self.deliveries.run(slots)
-            await self.store.record(self._record, RECORD_STATEMENTS)
+            await self._work()
+            await self._write_record()
         except Exception as error:
             await self._record_failure(error)
             raise
         emit("runner_tick", at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
         return self.report
 
-    async def _roll(self, slots: asyncio.Semaphore) -> None:
-        """Batches roll: the next is claimed once every claim of the current one holds a slot,
-        so its sends take over the slots as the last wave frees them."""
-        in_flight: list[asyncio.Task[None]] = []
+    async def _work(self) -> None:
+        queue = self.services.queue
+        if queue is None:
+            await self.drain.run(DueRows(self.store))
+        else:
+            dispatch = Dispatch(
+                self.services, self.store, self.report, self.clock, queue, self.batches.reached
+            )
+            await dispatch.run()
+        if self.batches.limit is None and self.deliveries.due():
+            await self.deliveries.run(asyncio.Semaphore(self.concurrency))
+
+    async def _write_record(self) -> None:
         try:
-            rows = await self.store.due(self.now, self.batch_size)
-            while rows:
-                self.report.batches += 1
-                self.report.due += len(rows)
-                lease_token = self.services.crypto.random_token()
-                claims, refused = await self.batches.claim(rows, lease_token)
-                if not claims and not refused:
-                    break  # another runner changed every row first: leave the rest to it
-                if claims:
-                    admitted = asyncio.Event()
-                    in_flight.append(
-                        asyncio.create_task(
-                            self.batches.send_and_settle(claims, lease_token, slots, admitted)
-                        )
-                    )
-                    await admitted.wait()
-                if not self._room_for_another_batch(sum(not task.done() for task in in_flight)):
-                    self.report.limit_reached = 1
-                    break
-                rows = await self.store.due(self.clock(), self.batch_size)
-        finally:
-            failures = [
-                outcome
-                for outcome in await asyncio.gather(*in_flight, return_exceptions=True)
-                if isinstance(outcome, BaseException)
-            ]
-        if failures:
-            raise failures[0]
-
-    def _room_for_another_batch(self, unsettled_batches: int) -> bool:
-        """Time, D1 queries and subrequests left for one more batch at its most expensive.
-
-        Rows left over stay due for the next tick (the operator sees them as backlog).
-        """
-        # Settles not yet sent (counted in full), the next batch, and the tick's record.
-        unsettled = unsettled_batches * batch_cost(self.batch_size)
-        queries = (
-            self.store.statements + unsettled + batch_cost(self.batch_size) + RECORD_STATEMENTS
-        )
-        return (
-            self.elapsed_ms() < self.budget_ms
-            and queries <= self.max_queries
-            and self.report.sends + self.batch_size <= self.max_sends
-        )
-
-    def _deliveries_due(self) -> bool:
-        """This tick's settles wrote events, or the outbox had a delivery due (as its due
-        queries said): a tick with nothing to notify spends nothing on it."""
-        next_at = self.store.outbox_next_at
-        return self.store.events_written > 0 or (next_at is not None and next_at <= self.clock())
-
-    def _room_for_deliveries(self, unsettled_batches: int) -> bool:
-        """Time, D1 queries and subrequests left for one more batch of deliveries at its most
-        expensive; what is left waits in the outbox for the next tick."""
-        cost = delivery_batch_cost(self.batch_size)
-        queries = self.store.statements + (unsettled_batches + 1) * cost + RECORD_STATEMENTS
-        sends = self.report.sends + self.report.webhook_sends + self.batch_size
-        return (
-            self.elapsed_ms() < self.budget_ms
-            and queries <= self.max_queries
-            and sends <= self.max_sends
-        )
+            await self.store.record(self._record, RECORD_STATEMENTS)
+        except LimitReached as limit:  # the record waits for a tick that can write it
+            self.batches.reached(limit)
 
     def _counts(self) -> dict[str, int]:
         self.report.webhook_events = self.store.events_written
