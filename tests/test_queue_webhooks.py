@@ -73,7 +73,7 @@ async def test_with_a_queue_the_tick_delivers_the_retries_whose_time_came(world:
         later = await consumers.tick(s["due_at"] + MINUTE)
     assert (later["dispatched"], later["webhooks_delivered"]) == (0, 1)
     first, again = receiver.deliveries
-    assert first.id == again.id and first.body == again.body
+    assert (first.id, first.body) == (again.id, again.body)
     assert signed_by(secret, again)
     [stored] = await deliveries(world)
     assert (stored["status"], stored["attempt_count"]) == ("delivered", 2)

@@ -11,13 +11,13 @@ from scheduling.services import Services
 
 @dataclass(frozen=True)
 class Budget:
-    """What one invocation may spend: time before a new batch starts, D1 statements and
-    requests to Dee Wan (subrequests), each checked against a batch at its most expensive."""
+    """Time before a new batch starts, D1 statements and subrequests, each checked against
+    the next batch at its most expensive."""
 
     ms: int
     queries: int
     sends: int
-    reserved_queries: int = 1  # statements written after the drain (the tick's record)
+    reserved_queries: int = 1  # statements written last (the invocation's record)
 
     @classmethod
     def of(cls, services: Services, *, reserved_queries: int = 1) -> Budget:
