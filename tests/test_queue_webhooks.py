@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
+from fake_core.state import Installation
 from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.platform_limits import limit, limited_tick
 from tests.support.queue import Consumers
 from tests.support.webhooks import Receiver, add_endpoint, signed_by, with_receivers
-from tests.support.world import MINUTE, Installation, World, bulk_due, row, schedule
+from tests.support.world import MINUTE, World, bulk_due, row, schedule
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
 from scheduling.ports import QueueMessage
 from scheduling.runner.consume import run_consumer
-from scheduling.runner.tick import Invocation, run_tick
+from scheduling.runner.invocation import Invocation
+from scheduling.runner.tick import run_tick
 from scheduling.services import Services, log
 
 ROUTES = [

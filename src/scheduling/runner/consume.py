@@ -13,19 +13,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from scheduling.domain.localtime import rfc3339
-from scheduling.events import emit
-from scheduling.limits import RECORD_STATEMENTS
-from scheduling.ports import LimitReached, QueueMessage, Statement
+from scheduling.ports import QueueMessage
 from scheduling.repository.runner_store import DueRow, RunnerStore
-from scheduling.runner import history, messages
-from scheduling.runner.batch import BatchRunner, Claimed, Settled
-from scheduling.runner.budget import Budget
-from scheduling.runner.deliveries import DeliveryRunner
+from scheduling.runner import messages
+from scheduling.runner.batch import Claimed, Settled
 from scheduling.runner.drain import Drain
+from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.messages import Dispatched
 from scheduling.runner.report import TickReport
-from scheduling.runner.tick import Invocation
 from scheduling.services import Services, log
 
 # A message retried for what it left due comes back after this long (Queues counts seconds).
@@ -95,71 +90,27 @@ class MessageRows:
             self.done.update(s.claim.row.id for s in settled.claims if not s.handed_back)
 
 
-class Consumer:
+class Consumer(RunnerInvocation):
+    kind = "consumer"
+    log_event = "runner_consume"
+
     def __init__(self, services: Services, delivered: Sequence[QueueMessage]) -> None:
-        config = services.config
-        self.services = services
         self.delivered = list(delivered)
         self.named = [messages.parse(message.body) for message in self.delivered]
         wall = services.clock.now_ms()
         ahead = max((m.ahead_ms for m in self.named if m is not None), default=0)
-        invocation = Invocation(scheduled_time=wall + ahead, started=wall)
-        self.now = invocation.at
-        self.started = invocation.started
-        self.store = RunnerStore(services.db)
-        self.report = TickReport()
-        self.report.messages = len(self.delivered)
-        self.report.queue_delay_ms = max(
-            (max(0, wall - m.sent) for m in self.named if m is not None), default=0
+        report = TickReport(
+            messages=len(self.delivered),
+            queue_delay_ms=max(
+                (max(0, wall - m.sent) for m in self.named if m is not None), default=0
+            ),
         )
-        self.batches = BatchRunner(
+        super().__init__(
             services,
-            self.store,
-            self.report,
-            self.clock,
-            cap=config.max_in_flight_per_installation,
+            Invocation(scheduled_time=wall + ahead, started=wall),
+            report,
+            cap=services.config.max_in_flight_per_installation,
         )
-        budget = Budget.of(services, reserved_queries=RECORD_STATEMENTS)
-        self.concurrency = config.send_concurrency
-        self.drain = Drain(
-            self.batches,
-            self.store,
-            self.report,
-            now=self.now,
-            clock=self.clock,
-            batch_size=config.max_rows_per_tick,
-            concurrency=config.send_concurrency,
-            budget=budget,
-            new_token=lambda: services.crypto.random_token(),
-        )
-        self.deliveries = DeliveryRunner(
-            services,
-            self.store,
-            self.report,
-            self.clock,
-            now=self.now,
-            budget=budget,
-            on_limit=self.batches.reached,
-        )
-
-    def clock(self) -> int:
-        """As a tick's: its instant advanced by the real time spent."""
-        return self.now + max(0, self.services.clock.now_ms() - self.started)
-
-    async def run(self) -> TickReport:
-        try:
-            await self._work()
-            await self._write_record()
-        except Exception as error:
-            await self._record_failure(error)
-            raise
-        emit(
-            "runner_consume",
-            at=rfc3339(self.now),
-            duration_ms=self.clock() - self.now,
-            **self._counts(),
-        )
-        return self.report
 
     async def _work(self) -> None:
         rows = MessageRows(self.store, [m for m in self.named if m is not None])
@@ -177,36 +128,4 @@ class Consumer:
                 message.retry(RETRY_DELAY_S)
                 self.report.retried += 1
         # Its settles' events go out now, not a tick later (the acknowledgements stand).
-        if self.batches.limit is None and self.deliveries.due():
-            await self.deliveries.run(asyncio.Semaphore(self.concurrency))
-
-    async def _write_record(self) -> None:
-        try:
-            await self.store.record(self._record, RECORD_STATEMENTS)
-        except LimitReached as limit:  # its messages are settled; only its row is lost
-            self.batches.reached(limit)
-
-    def _counts(self) -> dict[str, int]:
-        self.report.webhook_events = self.store.events_written
-        self.report.d1_statements = self.store.statements
-        self.report.d1_round_trips = self.store.round_trips
-        return self.report.as_record()
-
-    def _record(self, error: BaseException | None = None) -> list[Statement]:
-        """The invocation's row of the tick history, built last so it counts its own trip."""
-        self._counts()
-        return history.record(
-            self.store.db,
-            kind="consumer",
-            at=self.now,
-            duration_ms=self.clock() - self.now,
-            ended_at=self.clock(),
-            report=self.report,
-            error=error,
-        )
-
-    async def _record_failure(self, error: BaseException) -> None:
-        try:
-            await self.store.record(lambda: self._record(error), RECORD_STATEMENTS)
-        except Exception as also:
-            log.warning("the failed consumer could not be recorded: %s", type(also).__name__)
+        await self._deliver()
