@@ -114,7 +114,7 @@ class MemoryQueue:
         self._waiting: list[_Stored] = []
         self._outstanding = 0  # sent and not yet acknowledged or dead-lettered
         self._ids = itertools.count(1)
-        self._changed = asyncio.Event()
+        self._waiters: set[asyncio.Future[None]] = set()  # for the next send or settle
         self._tasks: list[asyncio.Task[None]] = []
         self._deliveries: set[asyncio.Task[Any]] = set()
 
@@ -131,7 +131,7 @@ class MemoryQueue:
             self._waiting.append(_Stored(f"msg-{next(self._ids)}", text, ready_at=now))
         self._outstanding += len(encoded)
         self.stats.sent += len(encoded)
-        self._changed.set()
+        self._notify()
 
     # -- consumers -----------------------------------------------------------------------
 
@@ -152,17 +152,25 @@ class MemoryQueue:
     async def idle(self) -> None:
         """Returns once every message sent is acknowledged or dead-lettered."""
         while self._outstanding:
-            self._changed.clear()
             await self._wait_for_change(None)
 
     async def _wait_for_change(self, timeout_s: float | None) -> None:
-        """Until something is sent or settled, or `timeout_s` passes. (Not `wait_for`: on
-        Python 3.11 it can swallow a cancellation that comes as the event is set.)"""
-        changed = asyncio.ensure_future(self._changed.wait())
+        """Until something is sent or settled, or `timeout_s` passes. The waiter is in place
+        before the first await, so a change right after the caller looked is never missed
+        (a shared Event, cleared by one waiter while another had yet to wait, lost one)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
         try:
-            await asyncio.wait({changed}, timeout=timeout_s)
+            await asyncio.wait({waiter}, timeout=timeout_s)
         finally:
-            changed.cancel()
+            self._waiters.discard(waiter)
+            waiter.cancel()
+
+    def _notify(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
 
     async def _consume(self, handler: Handler) -> None:
         while True:
@@ -213,7 +221,6 @@ class MemoryQueue:
                     self._waiting = [m for m in self._waiting if id(m) not in taken]
                     return batch
                 wake.append(first_ready + timeout_s - now)
-            self._changed.clear()
             await self._wait_for_change(min(wake) if wake else None)
 
     def _settle(self, delivered: list[Delivered], failed: bool) -> None:
@@ -235,4 +242,4 @@ class MemoryQueue:
                 stored.attempts += 1
                 stored.ready_at = now + outcome[1] * self.delay_scale
                 self._waiting.append(stored)
-        self._changed.set()
+        self._notify()
