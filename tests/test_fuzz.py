@@ -454,7 +454,7 @@ def test_arbitrary_requests_on_the_operator_routes(stage: Stage) -> None:
             assert (response.status == 200) == allowed, response.status
             if allowed and method == "GET":
                 families = list(text_string_to_metric_families(response.body.decode()))
-                assert len(families) == 15
+                assert len(families) == 18
         else:
             secure = origin.startswith("https://")
             if not secure:
