@@ -6,10 +6,8 @@ refused with workerd's texts, are not failures."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -64,22 +62,12 @@ def statuses(worker: Harness, prefix: str) -> dict[str, int]:
     return {r["k"]: r["n"] for r in rows}
 
 
-def events(worker: Harness, name: str) -> list[dict[str, Any]]:
-    text = worker.log_path.read_text("utf-8", errors="replace")
-    prefix = f'[worker] {{"event":"{name}"'
-    return [
-        json.loads(line[len("[worker] ") :])
-        for line in text.splitlines()
-        if line.startswith(prefix)
-    ]
-
-
 def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
     worker: Harness, core: LoopbackCore
 ) -> None:
     prefix = "tq1"
     seed(worker, core, prefix, installations=4, rows=30)
-    logged = len(events(worker, "runner_consume"))
+    logged = len(worker.events("runner_consume"))
     worker.fetch_stats(reset=True)
     try:
         with (
@@ -109,7 +97,7 @@ def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
     assert max(n for i, n in core.max_in_flight_by.items() if i.startswith(prefix)) == 3
     assert queue["sent"] == 6
     assert queue["dead_letters"] == []
-    consumed = events(worker, "runner_consume")[logged:]
+    consumed = worker.events("runner_consume")[logged:]
     assert sum(line["sends"] for line in consumed) == 120
     assert sum(line["acked"] for line in consumed) == queue["acked"]
 
@@ -121,8 +109,8 @@ def test_at_workers_free_limits_a_1000_row_burst_drains_over_later_invocations(
     operator never set the 50s."""
     prefix = "tq2"
     seed(worker, core, prefix, installations=10, rows=100)
-    ticks = len(events(worker, "runner_tick_failed"))
-    logged = len(events(worker, "runner_consume"))
+    ticks = len(worker.events("runner_tick_failed"))
+    logged = len(worker.events("runner_consume"))
     try:
         with (
             worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
@@ -134,8 +122,8 @@ def test_at_workers_free_limits_a_1000_row_burst_drains_over_later_invocations(
         ended = statuses(worker, prefix)
     finally:
         remove(worker, prefix)
-    assert len(events(worker, "runner_tick_failed")) == ticks  # no failed tick
-    consumed = events(worker, "runner_consume")[logged:]
+    assert len(worker.events("runner_tick_failed")) == ticks  # no failed tick
+    consumed = worker.events("runner_consume")[logged:]
     # Nothing lost; a claim whose settle D1 refused was sent again with its key (replayed).
     replayed = ended.pop("completed:idempotent_replay", 0)
     assert ended == {"completed:transition_applied": 1000 - replayed}

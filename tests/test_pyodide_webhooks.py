@@ -105,6 +105,43 @@ def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
             _remove(harness, installation_id)
 
 
+def test_with_a_queue_the_consumer_that_settles_a_refusal_tells_it(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    """`SEND_QUEUE` bound: the tick dispatches, a `queue()` invocation sends, settles and then
+    delivers the event its settle wrote, signed with WebCrypto."""
+    origin = receiver.url.rsplit("/", 1)[0]
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+            due = _schedule_soon(core, browser, installation_id)
+            core.control(
+                "POST",
+                "faults",
+                {"faults": [{"kind": "respond", "status": 409, "code": "workflow_conflict"}]},
+            )
+            ticks, consumed = (
+                len(harness.events("runner_tick")),
+                len(harness.events("runner_consume")),
+            )
+            with harness.bound_queue(max_batch_size=2, max_concurrency=2, delay_scale=0.05):
+                harness.scheduled(due)  # answered once the dispatched work is done too
+            [delivery] = receiver.deliveries
+            event = verify(secret, delivery)
+            assert event["type"] == "schedule.refused"
+            assert event["data"]["result_code"] == "workflow_conflict"
+            [tick] = harness.events("runner_tick")[ticks:]
+            assert (tick["dispatched"], tick["sends"], tick["webhook_sends"]) == (1, 0, 0)
+            invocations = harness.events("runner_consume")[consumed:]
+            [settling] = [line for line in invocations if line["refused"]]
+            assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
+        finally:
+            _remove(harness, installation_id)
+
+
 def _add_endpoint(
     harness: Harness, core: FakeCoreProcess, browser: Browser, installation_id: str, url: str
 ) -> str:

@@ -348,6 +348,17 @@ class Harness:
 
     # -- lifecycle -------------------------------------------------------------
 
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The Worker's JSON log lines of event `name` so far (`runner_tick`, `runner_consume`)."""
+        self._log.flush()
+        text = self.log_path.read_text("utf-8", errors="replace")
+        prefix = f'[worker] {{"event":"{name}"'
+        return [
+            json.loads(line[len("[worker] ") :])
+            for line in text.splitlines()
+            if line.startswith(prefix)
+        ]
+
     def log_tail(self, lines: int = 60) -> str:
         self._log.flush()
         text = self.log_path.read_text("utf-8", errors="replace").splitlines()
