@@ -1,12 +1,12 @@
 """The server's app: one route table for the protocol (/api/), the control API
-(/__fake/), the home page and its forms (/ui/)."""
+(/__fake/), the home page and its forms (/ui/), and the plugin's webhooks (/webhooks)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
-from fake_core import control, home, ui
+from fake_core import control, home, ui, webhooks
 from fake_core.context import Context
 from fake_core.core import FakeCore
 from fake_core.install import PluginCaller
@@ -26,6 +26,7 @@ ROUTES: tuple[Route, ...] = (
     Route("*", "/api/", _protocol, prefix=True),
     Route("GET", "/", home.show),
     Route("GET", "/style.css", home.style),
+    Route("POST", "/webhooks", webhooks.receive),
     *ui.ROUTES,
     *control.ROUTES,
 )

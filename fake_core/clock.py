@@ -41,6 +41,13 @@ class AdjustableClock:
         self.offset_ms = 0
 
 
+def readable(ms: int) -> str:
+    """An instant for the home page's tables, in words a person reads (their column says UTC):
+    the page writes time one way, as the plugin's pages do."""
+    moment = datetime.fromtimestamp(ms / 1000, UTC)
+    return f"{moment.day} {moment:%b %Y}, {moment:%H:%M:%S}"
+
+
 def rfc3339(epoch_ms: int) -> str:
     """Whole seconds, UTC, `Z` suffix — the only time shape on the wire."""
     return datetime.fromtimestamp(epoch_ms // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fake_core.clock import rfc3339
+from fake_core.clock import readable
 from fake_core.context import Context
 from fake_core.routing import Request
-from fake_core.state import CoreState, Installation, ReceivedTransition
+from fake_core.state import CoreState, Installation, ReceivedTransition, ReceivedWebhook
 from fake_core.templates import STYLE
 from fake_core.wire import Reply
 
@@ -83,6 +83,9 @@ async def show(ctx: Context, request: Request) -> Reply:
         log_headings=LOG_HEADINGS,
         log=[_log_row(state, entry) for entry in received[::-1][:LOG_LIMIT]],
         log_total=len(received),
+        webhook_url=f"{ctx.core.base_url}/webhooks",
+        secrets_kept=len(state.webhook_secrets),
+        webhooks=[_webhook_row(entry) for entry in state.webhooks[::-1]],
     )
     headers = {
         "content-type": "text/html; charset=utf-8",
@@ -94,6 +97,11 @@ async def show(ctx: Context, request: Request) -> Reply:
 
 async def style(ctx: Context, request: Request) -> Reply:
     return Reply(200, {"content-type": "text/css"}, STYLE)
+
+
+def _webhook_row(entry: ReceivedWebhook) -> tuple[str, str, str, str, str]:
+    verified = "verified" if entry.verified else f"not verified: {entry.finding}"
+    return (readable(entry.at_ms), entry.event_type, entry.webhook_id, entry.summary, verified)
 
 
 def _installation_row(installation: Installation, one_click: bool) -> InstallationRow:
@@ -135,7 +143,7 @@ def _log_row(state: CoreState, entry: ReceivedTransition) -> tuple[str, ...]:
     """time, content, title, kind, pinned version, answer, applied, installation."""
     item = state.contents.get(entry.content_id)
     return (
-        rfc3339(entry.at_ms),
+        readable(entry.at_ms),
         entry.content_id,
         item.title if item is not None else "—",
         entry.kind,

@@ -34,6 +34,7 @@ from fake_core.state import (
     LaunchCode,
     Person,
     ReceivedTransition,
+    ReceivedWebhook,
     Remembered,
     Site,
 )
@@ -70,6 +71,8 @@ def state_to_json(state: CoreState) -> dict[str, Any]:
         ],
         "version_counter": state.version_counter,
         "received": [asdict(entry) for entry in state.received],
+        "webhook_secrets": list(state.webhook_secrets),
+        "webhooks": [asdict(entry) for entry in state.webhooks],
     }
 
 
@@ -113,6 +116,9 @@ def state_from_json(data: Any) -> CoreState:
     state.version_counter = int(data["version_counter"])
     for entry in data["received"] if version > 1 else []:
         state.receive(ReceivedTransition(**entry))
+    # Written since the plugin's notifications; a file from before has none.
+    state.webhook_secrets = [str(secret) for secret in data.get("webhook_secrets", [])]
+    state.webhooks = [ReceivedWebhook(**entry) for entry in data.get("webhooks", [])]
     return state
 
 

@@ -134,6 +134,18 @@ class Remembered:
     applied_at_ms: int
 
 
+@dataclass(frozen=True)
+class ReceivedWebhook:
+    """A delivery to the receiver beside the core (`webhooks`), as its home page lists it."""
+
+    at_ms: int
+    webhook_id: str
+    event_type: str
+    summary: str  # the schedule and its result, as the body says
+    verified: bool
+    finding: str  # why it was not verified, in a few words ("" when it was)
+
+
 class CoreState:
     def __init__(self) -> None:
         self.site = Site()
@@ -149,6 +161,10 @@ class CoreState:
         self.received: list[ReceivedTransition] = []
         # Versions are numbered across the site, so no two groups share one.
         self.version_counter = 0
+        # The plugin's webhooks: signing secrets pasted on the home page, newest first, and
+        # the deliveries received, oldest first.
+        self.webhook_secrets: list[str] = []
+        self.webhooks: list[ReceivedWebhook] = []
 
     # -- seeding -------------------------------------------------------------
 

@@ -26,7 +26,7 @@ HOME = """{% from "forms.html" import action_form %}
 <p>Site {{ site.id }}, time zone {{ site.timezone }}.
 Core base URL {{ base_url }}.</p>
 <nav aria-label="On this page"><a href="#installations">Installations</a> · <a href="#manage">Manage</a> ·
-<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a></nav>
+<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a> · <a href="#webhooks">Webhooks received</a></nav>
 {% if notice %}<p class="notice" role="status">{{ notice }}</p>{% endif %}
 <h2 id="installations">Installations</h2>
 <p>Rotating gives the installation a new token; the old one stops working at once.
@@ -85,6 +85,21 @@ A rotation code (dwa_…) is minted by the plugin's operator for that installati
 <table class="stack log"><thead><tr>{% for heading in log_headings %}<th scope="col">{{ heading }}</th>{% endfor %}</tr></thead><tbody>
 {% for row in log %}
 <tr>{% for cell in row %}<td data-label="{{ log_headings[loop.index0] }}">{{ cell }}</td>{% endfor %}</tr>
+{% endfor %}
+</tbody></table>
+{% endif %}
+<h2 id="webhooks">Webhooks received</h2>
+<p>A receiver for the plugin's notifications: add <code>{{ webhook_url }}</code> as an endpoint under Notifications on the plugin's Manage page, then paste here the signing secret it shows once. Each delivery is checked as a receiver must (Standard Webhooks: the signature over id, timestamp and body, a timestamp within five minutes); one that cannot be verified is answered 401, and the plugin tries it again.</p>
+<form method="post" action="/ui/webhook-secret">
+<label>Signing secret <input name="secret" required autocomplete="off" spellcheck="false"></label>
+<button>Keep secret</button></form>
+<p>{% if secrets_kept %}{{ secrets_kept }} signing secret{% if secrets_kept > 1 %}s{% endif %} kept (not shown).{% else %}No signing secret pasted yet.{% endif %}</p>
+{% if not webhooks %}
+<p>No webhook received yet.</p>
+{% else %}
+<table class="stack webhooks"><thead><tr><th scope="col">time (UTC)</th><th scope="col">event</th><th scope="col">webhook-id</th><th scope="col">what it says</th><th scope="col">signature</th></tr></thead><tbody>
+{% for row in webhooks %}
+<tr data-verified="{{ 'true' if row[4] == 'verified' else 'false' }}">{% for cell in row %}<td data-label="{{ ['time (UTC)', 'event', 'webhook-id', 'what it says', 'signature'][loop.index0] }}">{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}
 </tbody></table>
 {% endif %}

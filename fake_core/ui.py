@@ -16,6 +16,7 @@ from fake_core.install import InstallError
 from fake_core.operator_codes import UNREACHABLE, CodeNotMinted, mint_code
 from fake_core.plugin_tick import TickNotRun, run_tick
 from fake_core.routing import Endpoint, Request, Route
+from fake_core.webhooks import keep_secret
 from fake_core.wire import Reply, error, header
 
 Form = dict[str, str]
@@ -122,6 +123,17 @@ async def _tick(ctx: Context, form: Form) -> str | Reply:
     return await run_tick(ctx)
 
 
+async def _webhook_secret(ctx: Context, form: Form) -> str | Reply:
+    try:
+        keep_secret(ctx, _field(form, "secret"))
+    except ValueError as exc:
+        raise Refusal(f"Not kept: {exc}.") from None
+    return (
+        "Signing secret kept. Webhooks signed with it are now verified "
+        "(one that was refused is tried again by the plugin)."
+    )
+
+
 def _install_failed(name: str, exc: InstallError) -> str:
     what = "Rotation" if name.startswith("rotate") else "Install"
     reason = exc.reason
@@ -179,5 +191,6 @@ ROUTES = tuple(
         ("uninstall", _uninstall),
         ("edit", _edit),
         ("tick", _tick),
+        ("webhook-secret", _webhook_secret),
     )
 )

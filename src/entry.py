@@ -1,4 +1,5 @@
-"""The Worker entry: route fetch to the app, run one runner tick from the cron trigger."""
+"""The Worker entry: route fetch to the app, run one runner tick from the cron trigger, and
+consume the runner's queue messages (when `SEND_QUEUE` and this Worker's consumer are set)."""
 
 from typing import Any
 
@@ -12,6 +13,7 @@ from scheduling.runtimes.workers.bridge import (
     to_core_request,
     to_workers_response,
 )
+from scheduling.runtimes.workers.queue import WorkersMessage
 
 configure_logging()
 
@@ -33,3 +35,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
         await _app_for(self.env).tick(int(controller.scheduledTime))
+
+    async def queue(self, batch: Any, env: Any = None, ctx: Any = None) -> None:
+        messages = [WorkersMessage(message) for message in batch.messages]
+        await _app_for(self.env).consume(messages)

@@ -830,6 +830,78 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     audit_wide_and_narrow(page, "manage-finished", finished, shots)
 
 
+def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_wan(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    """The README's walkthrough step: add the local Dee Wan's receiver as an endpoint, paste
+    the secret shown once into it, schedule something Dee Wan will refuse, and see the
+    webhook arrive, verified, after the tick."""
+    seeded = httpx.post(
+        f"{stack.core_origin}/__fake/seed",
+        json={"contents": [{"id": "cnt_notify", "title": "Notify me"}]},
+        timeout=10,
+    )
+    seeded.raise_for_status()
+    page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
+    launch(page, stack)  # manage, as the site admin
+    section = page.locator("#notifications")
+    assert section.get_by_role("heading", name="Notifications").is_visible()
+    receiver = f"{stack.core_origin}/webhooks"
+    section.get_by_label("Endpoint URL").fill(receiver)
+    assert section.get_by_role("checkbox", name=re.compile("refused")).is_checked()
+    assert not section.get_by_role("checkbox", name=re.compile("is done")).is_checked()
+    with page.expect_navigation() as added:
+        section.get_by_role("button", name="Add endpoint").click()
+    shown = added.value
+    secret = page.locator("[data-webhook-secret]").inner_text()
+    assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{43}=", secret)
+    page.locator("#notifications").scroll_into_view_if_needed()
+    audit_wide_and_narrow(page, "notifications-secret", shown, shots)
+    reloaded = page.reload()
+    assert page.locator("[data-webhook-secret]").count() == 0  # shown once
+    assert secret not in page.content()
+    audit(page, "notifications-after-reload", reloaded)
+
+    # The local Dee Wan keeps the secret to verify what arrives.
+    open_home(page, stack)
+    page.get_by_label("Signing secret").fill(secret)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Keep secret").click()
+    assert page.get_by_role("status").filter(has_text="Signing secret kept").is_visible()
+    assert secret not in page.content()
+
+    # Schedule a publish, then make a new version in Dee Wan: it will be refused as stale.
+    launch(page, stack, "cnt_notify")
+    local, due_ms = minutes_ahead("Europe/Paris", 2)
+    made = create_by_mouse(page, local, "Europe/Paris")
+    core_action(stack, "cnt_notify", "edit")
+    run_tick(stack.plugin_origin, due_ms + 1000)
+
+    open_home(page, stack)
+    home = page.reload()
+    rows = page.locator("table.webhooks tbody tr")
+    assert rows.count() == 1
+    assert rows.first.get_attribute("data-verified") == "true"
+    assert "schedule.refused" in rows.first.inner_text()
+    assert made in rows.first.inner_text()
+    assert "scheduled_target_stale" in rows.first.inner_text()
+    page.locator("#webhooks").scroll_into_view_if_needed()
+    audit_wide_and_narrow(page, "dee-wan-webhooks", home, shots)
+
+    # The manage page shows the delivery; the test button sends one at once.
+    launched = launch(page, stack)
+    endpoint = page.locator("article.endpoint").filter(has_text=receiver)
+    delivery = endpoint.locator("tr[data-delivery-status]")
+    assert delivery.count() == 1
+    assert delivery.first.get_attribute("data-delivery-status") == "delivered"
+    with page.expect_navigation() as tested:
+        endpoint.get_by_role("button", name=re.compile("Send test event")).click()
+    assert "HTTP 204" in page.locator("[data-test-result]").inner_text()
+    endpoint.scroll_into_view_if_needed()
+    audit_wide_and_narrow(page, "notifications-delivered", tested.value, shots)
+    assert launched is not None
+
+
 # -- issue 22: the editor's page speaks plainly -----------------------------------------
 
 

@@ -118,8 +118,10 @@ def test_per_tick_budgets_must_fit_one_batch() -> None:
     tight = Configuration.from_mapping(
         base_env(MAX_D1_QUERIES_PER_TICK="10", MAX_SENDS_PER_TICK="19")
     )
+    # One batch at its worst (its due query, claim, settle, and their outbox events: 12)
+    # and the tick's record.
     assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith(
-        "must be at least 14 for MAX_ROWS_PER_TICK=20"
+        "must be at least 16 for MAX_ROWS_PER_TICK=20"
     )
     assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_TICK (20)"
     assert (
@@ -128,3 +130,28 @@ def test_per_tick_budgets_must_fit_one_batch() -> None:
         ).problems
         == {}
     )
+
+
+def test_queue_settings_default_to_inline_sending_and_six_per_installation() -> None:
+    config = Configuration.from_mapping(base_env())
+    assert (config.queue_consumers, config.max_in_flight_per_installation) == (0, 6)
+    config = Configuration.from_mapping(
+        base_env(QUEUE_CONSUMERS="4", MAX_IN_FLIGHT_PER_INSTALLATION="2")
+    )
+    assert (config.queue_consumers, config.max_in_flight_per_installation) == (4, 2)
+    assert config.problems == {}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("QUEUE_CONSUMERS", "-1"),
+        ("QUEUE_CONSUMERS", "65"),
+        ("QUEUE_CONSUMERS", "four"),
+        ("MAX_IN_FLIGHT_PER_INSTALLATION", "0"),
+        ("MAX_IN_FLIGHT_PER_INSTALLATION", "51"),
+    ],
+)
+def test_queue_settings_out_of_range_are_named(name: str, value: str) -> None:
+    config = Configuration.from_mapping(base_env(**{name: value}))
+    assert config.problems[name].startswith("input should be")

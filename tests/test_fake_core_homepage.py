@@ -421,7 +421,7 @@ async def test_the_log_shows_an_applied_publish_then_a_stale_refusal_after_an_ed
     rows = log_rows(await home(app))
     assert rows == [
         [
-            "2026-07-01T09:01:01Z",
+            "1 Jul 2026, 09:01:01",
             "cnt_page",
             "About",
             "publish",
@@ -431,7 +431,7 @@ async def test_the_log_shows_an_applied_publish_then_a_stale_refusal_after_an_ed
             installation.id,
         ],
         [
-            "2026-07-01T09:01:00Z",
+            "1 Jul 2026, 09:01:00",
             "cnt_en",
             "Spring launch",
             "publish",
@@ -441,7 +441,7 @@ async def test_the_log_shows_an_applied_publish_then_a_stale_refusal_after_an_ed
             installation.id,
         ],
         [
-            "2026-07-01T09:00:00Z",
+            "1 Jul 2026, 09:00:00",
             "cnt_page",
             "About",
             "publish",
@@ -463,8 +463,8 @@ async def test_the_log_is_capped_newest_first(app: FakeCoreApp, core: FakeCore) 
     page = await home(app)
     rows = log_rows(page)
     assert len(rows) == LOG_LIMIT
-    assert rows[0][0] == "2026-07-01T09:00:55Z"
-    assert rows[-1][0] == "2026-07-01T09:00:06Z"
+    assert rows[0][0] == "1 Jul 2026, 09:00:55"
+    assert rows[-1][0] == "1 Jul 2026, 09:00:06"
     assert rows[0][5] == "422 transition_unavailable"
     assert f"(the last {LOG_LIMIT} of {LOG_LIMIT + 5} kept)" in page
 

@@ -43,7 +43,14 @@ from tests.support.scripted_core import ScriptedCore, content_answer, exchange_a
 from tests.support.world import Browser, World, schedule
 
 # Examples per suite: 4,400 cases, about 20 s on a two-core CI machine.
-EXAMPLES = {"requests": 1600, "form": 800, "exchange": 800, "content": 800, "operator": 400}
+EXAMPLES = {
+    "requests": 1600,
+    "form": 800,
+    "exchange": 800,
+    "content": 800,
+    "operator": 400,
+    "endpoint": 400,
+}
 # Statuses the plugin may answer when Dee Wan is unreachable or untrusted (documented).
 DEE_WAN_5XX = {502, 503, 504}
 FUZZ = settings(
@@ -82,6 +89,9 @@ class Stage:
             self.run(schedule(self.world, self.installation, in_minutes=m))["id"] for m in (30, 60)
         ]
         self.run(self.browser.get(self.page_path))  # the CSRF token of this session again
+        # A manage launch of the same installation, for the Notifications forms.
+        self.manage = self.run(self.world.browser_for(self.installation, content_id=None))
+        self.run(self.manage.get(self.page_path))
 
     @property
     def page_path(self) -> str:
@@ -266,6 +276,7 @@ def headers(draw: st.DrawFn, stage: Stage) -> Headers:
         ),
         "cookie": weighted(
             (3, st.just(f"{SESSION_COOKIE}={session}")),
+            (1, st.just(f"{SESSION_COOKIE}={stage.manage.cookies[SESSION_COOKIE]}")),
             (1, st.just(f"{SESSION_COOKIE}=x; {SESSION_COOKIE}={session}")),
             (1, latin1_text),
         ),
@@ -338,6 +349,7 @@ def bodies(draw: st.DrawFn, stage: Stage) -> bytes:
     fields = draw(
         st.dictionaries(
             st.sampled_from(["opened_for", "transition", "local_time", "timezone", "fold"])
+            | st.sampled_from(["url", "events"])
             | st.text(max_size=8),
             st.text(max_size=30),
             max_size=8,
@@ -442,7 +454,7 @@ def test_arbitrary_requests_on_the_operator_routes(stage: Stage) -> None:
             assert (response.status == 200) == allowed, response.status
             if allowed and method == "GET":
                 families = list(text_string_to_metric_families(response.body.decode()))
-                assert len(families) == 15
+                assert len(families) == 18
         else:
             secure = origin.startswith("https://")
             if not secure:
@@ -559,6 +571,95 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
         assert made["local_time"] == local_time.strip()
         assert made["local_time"].isascii()
         assert stage.world.clock.now_ms() < made["due_at"] < 7_258_204_800_000  # before 2200 UTC
+
+    one()
+
+
+# -- the Notifications form ---------------------------------------------------------------
+
+endpoint_urls = weighted(
+    (
+        3,
+        st.sampled_from(
+            [
+                "https://hooks.example/scheduling",
+                "https://relay.example.org/in?team=7&x=%20",
+                "https://10.0.0.7/hook",
+                "https://2130706433/",
+                "https://0x7f.1/",
+                "https://[::1]/",
+                "https://hooks.example.123/",
+                "http://hooks.example/",
+                "https://localhost/",
+                "https://intranet/",
+                "https://a.local/",
+                "https://u:p@hooks.example/",
+                "https://hooks.example/#x",
+                "https://hooks.example:99999/",
+                "https://xn--/",
+                "https://hooks.example/%zz",
+            ]
+        ),
+    ),
+    (2, st.text(max_size=60).map("https://".__add__)),
+    (1, st.text(max_size=80)),
+    (1, st.integers(2030, 2060).map(lambda n: "https://hooks.example/" + "a" * (n - 22))),
+)
+endpoint_events = st.lists(
+    st.sampled_from(
+        ["schedule.refused", "schedule.completed", "schedule.retrying", "test", "", "schedule.x"]
+    )
+    | st.text(max_size=20),
+    max_size=5,
+)
+
+
+def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> None:
+    from scheduling.domain.endpoint_url import endpoint_url_problem
+    from scheduling.domain.notifications import EVENT_TYPES
+
+    browser = stage.manage
+    path = f"{stage.page_path}/notifications"
+    config = stage.world.app.services.config
+
+    @settings(FUZZ, max_examples=EXAMPLES["endpoint"])
+    @given(
+        endpoint_urls,
+        endpoint_events,
+        st.lists(st.tuples(st.text(min_size=1, max_size=6), st.text(max_size=10)), max_size=40),
+    )
+    def one(url: str, events: list[str], extra: list[tuple[str, str]]) -> None:
+        fields = [*extra, ("csrf_token", browser.csrf()), ("opened_for", "manage"), ("url", url)]
+        fields += [("events", event) for event in events]
+        before = stage.snapshot()
+        response = stage.run(browser.post_pairs(path, fields))
+        check_answer("POST", response)
+        if response.status != 303:
+            assert response.status in (400, 409, 422), response.status
+            assert stage.snapshot() == before
+            return
+        stored = stage.db.connection.execute(
+            "SELECT id, url FROM notification_endpoints ORDER BY created_at DESC, rowid DESC"
+        ).fetchall()
+        assert len(stored) <= 5
+        endpoint_id, kept = stored[0]
+        assert kept == url.strip()
+        assert endpoint_url_problem(kept, config) is None
+        subscribed = stage.db.connection.execute(
+            "SELECT event_type FROM notification_subscriptions WHERE endpoint_id = ?",
+            (endpoint_id,),
+        ).fetchall()
+        assert {e for (e,) in subscribed} == set(events) <= set(EVENT_TYPES)
+        # Take it away again through its own form, so the next case has room.
+        page = stage.run(browser.follow(response))
+        assert page.status == 200
+        gone = stage.run(
+            browser.post(
+                f"{path}/{endpoint_id}/delete",
+                {"csrf_token": browser.csrf(), "opened_for": "manage"},
+            )
+        )
+        assert gone.status == 303
 
     one()
 

@@ -1,4 +1,5 @@
-"""The README's install and rotate story end to end, then a byte scan for raw secrets."""
+"""The README's install and rotate story end to end (with a notification endpoint whose secret
+is rotated), then a byte scan for raw secrets: tokens, codes, delegations, webhook secrets."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock
+from tests.support.webhooks import Receiver, add_endpoint, signed_by, with_receivers
 from tests.support.world import World
 
-RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}")
+RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9+/=]{20,}")
 
 
 async def core_answers(world: World, token: str) -> int:
@@ -82,6 +84,8 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     world = World(file_db, clock)
+    receiver = Receiver()
+    with_receivers(world, receiver)
     seen: list[str] = []
 
     # Install: the core fetches the manifest, takes the code, activates with a fresh token.
@@ -89,6 +93,21 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     first_token = installation.token
     seen.append(first_token)
     assert installation.id in world.core.state.installations
+
+    # Notifications: an endpoint's secret is shown once, then rotated (shown once again).
+    manage = await world.browser_for(installation, content_id=None)
+    webhook_secret = await add_endpoint(manage, installation.id)
+    seen.append(webhook_secret)
+    later_pages = [(await manage.get(f"/installations/{installation.id}")).body]
+    endpoint_id = re.findall(rb'data-endpoint-id="([^"]+)"', later_pages[0])[0].decode()
+    rotated_page = await manage.follow(
+        await manage.post(
+            f"/installations/{installation.id}/notifications/{endpoint_id}/rotate",
+            {"csrf_token": manage.csrf(), "opened_for": "manage"},
+        )
+    )
+    webhook_secret = re.findall(r"data-webhook-secret>([^<]+)<", rotated_page.body.decode())[0]
+    seen.append(webhook_secret)
 
     # Use it: a launch (delegation sealed into a session) and a schedule sent with the token.
     due = await schedule_soon(world, installation.id, "cnt_en")
@@ -118,6 +137,9 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     world.core.uninstall(installation.id)
     result = await run_at(world, due, "cnt_late")
     assert result == {"status": "refused", "result_code": "plugin_unauthorized"}
+    [told] = receiver.deliveries  # the refusal was told, signed with the rotated secret
+    assert signed_by(webhook_secret, told)
+    later_pages.append((await manage.get(f"/installations/{installation.id}")).body)
     page = await open_page.get(f"/installations/{installation.id}")
     assert page.status == 401
     assert 'data-error-code="plugin_unauthorized"' in page.body.decode()
@@ -137,8 +159,16 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     assert "activated" in caplog.text  # the log is being captured
     assert RAW_SECRET.findall(logs) == []
     for secret in seen:
-        assert secret.encode() not in stored
-        assert secret.encode() not in logs
+        for form in (secret, secret.removeprefix("whsec_")):
+            assert form.encode() not in stored
+            assert form.encode() not in logs
+    # Nor in a page after the one that showed it, nor in what was sent to the endpoint.
+    sent = b"".join(d.body + repr(d.headers).encode() for d in receiver.deliveries)
+    for shown_after in (*later_pages, sent):
+        assert RAW_SECRET.findall(shown_after) == []
+        for secret in seen:
+            assert secret.encode() not in shown_after
+            assert secret.removeprefix("whsec_").encode() not in shown_after
     # The sealed token really is in the file, under its own name.
     assert b"v1." in stored
 

@@ -31,7 +31,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "configuration, the ports bundle, the launch throttle, the contract",
         frozenset({"config", "services", "launch_throttle", "plugin_contract"}),
     ),
-    ("the Dee Wan client and the repository", frozenset({"dee_wan", "repository"})),
+    (
+        "the Dee Wan client, the webhook client and the repository",
+        frozenset({"dee_wan", "webhooks", "repository"}),
+    ),
     ("the use cases and the runner", frozenset({"actions", "runner"})),
     ("HTTP: requests, responses, guards", frozenset({"http"})),
     ("the pages", frozenset({"http.pages"})),

@@ -31,18 +31,8 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
 from tests.support.loopback_core import loopback_core
+from tests.support.serve_process import free_port, write_vars
 from tests.support.world import insert_due
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def write_vars(path: Path, **values: str) -> Path:
-    path.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
-    return path
 
 
 def clean_env(**overrides: str) -> dict[str, str]:

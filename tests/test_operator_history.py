@@ -206,6 +206,11 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_lost_claims_total", 0)
     expect("scheduling_lost_leases_total", 0)
     expect("scheduling_limit_reached_total", 1)
+    # No notification endpoint in this story: the webhook counters are there, at zero.
+    expect("scheduling_webhook_events_total", 0)
+    for outcome in ("delivered", "retrying", "failed"):
+        expect("scheduling_webhook_deliveries_total", 0, outcome=outcome)
+    expect("scheduling_webhook_lost_leases_total", 0)
     for bound in BOUNDS_MS:
         expect(
             "scheduling_send_lateness_seconds_bucket",
@@ -228,6 +233,9 @@ async def every_metric(world: World, ticks: int) -> None:
         *(f"refusals:{code}" for code in REFUSAL_RESULT_CODES),
         "refused_unsent:late",
         "refused_unsent:other",
+        "webhook_events",
+        *(f"webhook_deliveries:{o}" for o in ("delivered", "retrying", "failed")),
+        "webhook_lost_leases",
         "lost_claims",
         "lost_leases",
         "limit_reached",
@@ -236,7 +244,7 @@ async def every_metric(world: World, ticks: int) -> None:
         "lateness_sum_ms",
     }
     assert names <= catalogue
-    assert len(catalogue) == 38
+    assert len(catalogue) == 43
     assert types == {
         "scheduling_due_backlog": "gauge",
         "scheduling_oldest_overdue_age_seconds": "gauge",
@@ -252,6 +260,9 @@ async def every_metric(world: World, ticks: int) -> None:
         "scheduling_lost_claims": "counter",
         "scheduling_lost_leases": "counter",
         "scheduling_limit_reached": "counter",
+        "scheduling_webhook_events": "counter",
+        "scheduling_webhook_deliveries": "counter",
+        "scheduling_webhook_lost_leases": "counter",
         "scheduling_send_lateness_seconds": "histogram",
     }
 

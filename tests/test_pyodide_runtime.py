@@ -152,6 +152,7 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
     assert deploy.returncode == 0, output
     assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
     assert "env.LAUNCH_LIMITER" in output
+    assert "env.SEND_QUEUE (dee-wan-scheduling-sends)" in output
     assert "env.MAX_ROWS_PER_TICK (20)" in output
     assert (tmp_path / "out" / "entry.py").exists()
     migrations = run_wrangler(

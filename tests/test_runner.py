@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from email.utils import format_datetime
-from typing import Any
 
 import pytest
 
 from fake_core import Fault
-from scheduling.ports import Result, Row, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.queue import Yielding
 from tests.support.world import (
     MINUTE,
     World,
@@ -296,49 +294,11 @@ async def test_a_twenty_row_tick_costs_twelve_statements_in_five_round_trips(
     assert report["d1_statements"] == 12
 
 
-class YieldingStatement:
-    """A statement that hands control to the event loop before it runs, as a remote D1 does."""
-
-    def __init__(self, inner: Statement) -> None:
-        self.inner = inner
-
-    def bind(self, *values: Any) -> YieldingStatement:
-        return YieldingStatement(self.inner.bind(*values))
-
-    async def all(self) -> Result:
-        await asyncio.sleep(0)
-        return await self.inner.all()
-
-    async def run(self) -> Result:
-        await asyncio.sleep(0)
-        return await self.inner.run()
-
-    async def first(self) -> Row | None:
-        await asyncio.sleep(0)
-        return await self.inner.first()
-
-
-class YieldingDatabase:
-    """Hands control to the event loop before every round trip, as a remote D1 does."""
-
-    def __init__(self, inner: SqliteDatabase) -> None:
-        self.inner = inner
-
-    def prepare(self, sql: str) -> YieldingStatement:
-        return YieldingStatement(self.inner.prepare(sql))
-
-    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
-        await asyncio.sleep(0)
-        return await self.inner.batch(
-            [s.inner if isinstance(s, YieldingStatement) else s for s in statements]
-        )
-
-
 async def test_two_ticks_at_once_never_send_a_row_twice(world: World) -> None:
     installation = await world.install()
     due = world.clock.now_ms() + MINUTE
     await bulk_due(world, installation, 15, due, "twin")
-    world.app.services.db = YieldingDatabase(world.db)
+    world.app.services.db = Yielding(world.db)
     world.core.faults.set_latency(0.01)
     world.clock.now = due
     first, second = await asyncio.gather(world.app.tick(due), world.app.tick(due))

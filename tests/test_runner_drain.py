@@ -4,7 +4,8 @@ leaves, draining a backlog in batches within the tick's budget."""
 from __future__ import annotations
 
 import asyncio
-import time
+
+import pytest
 
 from fake_core.transport import FakeCoreTransport
 from scheduling.ports import OutboundRequest, OutboundResponse
@@ -19,22 +20,27 @@ from tests.support.world import MINUTE, World, bulk_due, insert_due, tick_at
 SECOND = 1_000
 
 
-class ScaledClock(FakeClock):
-    """Test time running `factor` times faster than real time, from `start_ms` (`now`)."""
+class LoopClock(FakeClock):
+    """Test time that is the event loop's, from `start_ms` (`now`) on.
 
-    def __init__(self, start_ms: int, factor: float) -> None:
+    Under `looptime` the loop's time moves only when every task waits for a timer: the
+    core's latency is the only time that passes, and the CPU work between (D1, the event
+    loop itself) takes none, however loaded the machine is. The same waves land on the same
+    milliseconds on every run.
+    """
+
+    def __init__(self, start_ms: int) -> None:
         super().__init__(start_ms)
-        self.factor = factor
-        self.started = time.monotonic()
+        self.started = asyncio.get_running_loop().time()
 
     def now_ms(self) -> int:
-        return self.now + int((time.monotonic() - self.started) * 1000 * self.factor)
+        return self.now + int((asyncio.get_running_loop().time() - self.started) * 1000)
 
 
 class SlowCore(FakeCoreTransport):
-    """fake_core answering after `seconds` of scaled time; notes when each request left."""
+    """fake_core answering after `seconds` of loop time; notes when each request left."""
 
-    def __init__(self, world: World, seconds: float, clock: ScaledClock) -> None:
+    def __init__(self, world: World, seconds: float, clock: LoopClock) -> None:
         super().__init__(world.core)
         self.world, self.seconds, self.clock = world, seconds, clock
         self.started: list[int] = []
@@ -57,27 +63,28 @@ class SlowCore(FakeCoreTransport):
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await asyncio.sleep(self.seconds / self.clock.factor)
+            await asyncio.sleep(self.seconds)
             return await super().send(request)
         finally:
             self.in_flight -= 1
 
 
-def scaled_world(
+def loop_world(
     db: SqliteDatabase, start_ms: int, core_seconds: float, **env: str
 ) -> tuple[World, SlowCore]:
-    clock = ScaledClock(start_ms, factor=10)
+    clock = LoopClock(start_ms)
     world = World(db, clock, env=base_env(**env))
     slow = SlowCore(world, core_seconds, clock)
     world.app.services.http = slow
     return world, slow
 
 
+@pytest.mark.looptime
 async def test_sends_leave_only_before_the_lateness_cap_the_rest_are_refused_unsent(
     db: SqliteDatabase,
 ) -> None:
     due = START_MS
-    world, core = scaled_world(db, due + 50 * SECOND, 4.0, MAX_LATENESS_MS="60000")
+    world, core = loop_world(db, due + 50 * SECOND, 4.0, MAX_LATENESS_MS="60000")
     await bulk_due(world, await world.install(), 30, due, "late")
     report = await world.app.tick(due + 50 * SECOND)  # a cron delivery 50 s late
 
@@ -97,9 +104,10 @@ async def test_sends_leave_only_before_the_lateness_cap_the_rest_are_refused_uns
     assert report["lateness_max_ms"] <= 60 * SECOND
 
 
+@pytest.mark.looptime
 async def test_the_tick_drains_in_batches_until_its_budget_is_spent(db: SqliteDatabase) -> None:
     due = START_MS
-    world, core = scaled_world(db, due, 1.0, TICK_BUDGET_MS="10000")
+    world, core = loop_world(db, due, 1.0, TICK_BUDGET_MS="10000")
     for name in ("a", "b", "c", "d"):
         await bulk_due(world, await world.install(), 25, due, name)
     report = await world.app.tick(due)

@@ -273,3 +273,113 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
         .first()
     )
     assert retrying == {"n": 50}
+
+
+# -- queue consumers: the per-installation cap in the claim, dispatch marks, hand-backs --
+
+
+async def test_a_consumer_claim_never_takes_an_installation_past_its_cap(setup: Setup) -> None:
+    for n in range(2):  # two live claims of installation 0 already, by another runner
+        await setup.schedule(0, 100 + n, status="running", lease_until=NOW + LEASE_MS)
+    await setup.schedule(0, 200, status="running", lease_until=NOW)  # expired: not live
+    mine = [await setup.schedule(0, n) for n in range(10)]
+    other = await setup.schedule(1, 1)
+    seen = await setup.store.due(NOW, 20)
+    assert len(seen) == 12  # the expired lease is due again
+    won, _, held = await setup.store.claim_within(seen, [], "lease-a", NOW, LEASE_MS, 4)
+    # Room for two of installation 0 (four minus the two live), and the other's one.
+    assert sorted(c.row.installation_id for c in won) == [setup.installation(0)] * 2 + [
+        setup.installation(1)
+    ]
+    assert len(held) == 9
+    assert other not in held
+    rest = [row for row in seen if row.id in held]
+    again, _, held_again = await setup.store.claim_within(rest, [], "lease-b", NOW, LEASE_MS, 4)
+    assert (again, sorted(held_again)) == ([], sorted(held))
+    live = (
+        await setup.db.prepare(
+            "SELECT count(*) AS n FROM schedules WHERE installation_id = ? AND status = 'running'"
+            " AND lease_until > ?"
+        )
+        .bind(setup.installation(0), NOW)
+        .first()
+    )
+    assert live == {"n": 4}
+    # Settling frees the room: the held rows are claimed next.
+    settles = [
+        SettledClaim(c, Settlement(Status.COMPLETED, "transition_applied", None), None) for c in won
+    ]
+    await setup.store.settle("lease-a", settles, NOW)
+    freed, _, _ = await setup.store.claim_within(rest, [], "lease-c", NOW, LEASE_MS, 4)
+    assert len(freed) == 2
+    assert all(c.row.id in mine or c.row.id.endswith("_200") for c in freed)
+
+
+async def test_the_cap_holds_across_the_statements_of_one_claim(setup: Setup) -> None:
+    """Thirty candidates of one installation take two claim statements (D1's 100 bound
+    parameters): the second counts what the first claimed."""
+    for n in range(30):
+        await setup.schedule(0, n)
+    seen = await setup.store.due(NOW, 30)
+    statements = setup.store.statements
+    won, _, held = await setup.store.claim_within(seen, [], "lease", NOW, LEASE_MS, 25)
+    assert setup.store.statements - statements == 4  # live claims, two claims, attempts
+    assert (len(won), len(held)) == (25, 5)
+
+
+async def test_due_among_reads_only_the_named_rows_that_are_due(setup: Setup) -> None:
+    waiting = await setup.schedule(0, 1)
+    later = await setup.schedule(0, 2, ready_at=NOW + 1)
+    leased = await setup.schedule(1, 1, status="running", lease_until=NOW + 1)
+    expired = await setup.schedule(1, 2, status="running", lease_until=NOW)
+    await setup.schedule(2, 1)  # due, but not named
+    named = [waiting, later, leased, expired, f"{setup.prefix}_gone"]
+    assert sorted(ids(await setup.store.due_among(named, NOW, 20))) == sorted([waiting, expired])
+
+
+async def test_a_dispatch_marks_due_rows_round_robin_until_a_claim_or_a_lease_later(
+    setup: Setup,
+) -> None:
+    a = [await setup.schedule(0, n, ready_at=NOW - 10 + n) for n in range(3)]
+    b = [await setup.schedule(1, n, ready_at=NOW) for n in range(2)]
+    marked = await setup.store.mark_dispatched(NOW, NOW - LEASE_MS, 100)
+    assert [row.id for row in marked] == [a[0], b[0], a[1], b[1], a[2]]
+    assert await setup.store.mark_dispatched(NOW + 1, NOW + 1 - LEASE_MS, 100) == []
+    # A claim clears the mark; the claim's lease then keeps the row from the next dispatch.
+    seen = await setup.store.due_among([a[0]], NOW, 20)
+    await setup.store.claim_within(seen, [], "lease", NOW, LEASE_MS, 6)
+    assert (await setup.row(a[0]))["dispatched_at"] is None
+    # Unclaimed for a lease: dispatched again (its message may have been lost).
+    again = await setup.store.mark_dispatched(NOW + LEASE_MS, NOW, 100)
+    assert sorted(row.id for row in again) == sorted([*a, *b])  # a[0]: its lease ran out
+    await setup.store.unmark_dispatched([b[0]], NOW + LEASE_MS)
+    assert (await setup.row(b[0]))["dispatched_at"] is None
+
+
+async def test_a_handed_back_claim_waits_again_as_it_was(setup: Setup) -> None:
+    from scheduling.domain.retry_policy import handed_back
+
+    pending = await setup.schedule(0, 1)
+    retrying = await setup.schedule(0, 2, status="retrying", attempts=1)
+    await (
+        setup.db.prepare("UPDATE schedules SET result_code = 'busy' WHERE id = ?")
+        .bind(retrying)
+        .run()
+    )
+    won, _ = await setup.store.claim(await setup.store.due(NOW, 20), [], "lease", NOW, LEASE_MS)
+    settles = [SettledClaim(c, handed_back(c.row.status, NOW + 5), None) for c in won]
+    assert all(s.handed_back for s in settles)
+    await setup.store.settle("lease", settles, NOW + 5)
+    first, second = await setup.row(pending), await setup.row(retrying)
+    assert (first["status"], first["result_code"], first["attempt_count"]) == (
+        "pending",
+        None,
+        0,
+    )
+    assert (second["status"], second["result_code"], second["attempt_count"]) == (
+        "retrying",
+        "busy",
+        1,
+    )
+    assert first["next_attempt_at"] == second["next_attempt_at"] == NOW + 5
+    assert await setup.attempts(pending) == await setup.attempts(retrying) == []

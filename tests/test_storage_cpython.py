@@ -76,7 +76,12 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
     assert apply_migrations(database.connection, first) == ["0001_initial.sql"]
     later = sorted(path.name for path in MIGRATIONS_DIR.glob("*.sql"))[1:]
-    assert {"0002_runner_status.sql", "0007_tick_history.sql"} <= set(later)
+    assert {
+        "0002_runner_status.sql",
+        "0005_notifications.sql",
+        "0006_queue_fanout.sql",
+        "0007_tick_history.sql",
+    } <= set(later)
     assert apply_migrations(database.connection) == later
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
@@ -315,10 +320,60 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
         "schedules_waiting": [WAITING],
         "schedules_leased": [(Status.RUNNING,)],
         "schedules_finished": [FINISHED],
+        "schedules_running_by_installation": [(Status.RUNNING,)],
     }
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
     assert sql_list(WAITING) == "('pending', 'retrying')"
+
+
+def _plan(sql: str, params: list[object]) -> list[str]:
+    database = SqliteDatabase(":memory:")
+    apply_migrations(database.connection)
+    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
+    database.close()
+    return steps
+
+
+def test_a_dispatch_reads_only_the_runners_partial_indexes() -> None:
+    steps = _plan(runner_store.DISPATCH_SQL, [0, 0, 2000])
+    reads = [s for s in steps if s.startswith(("SCAN schedules", "SEARCH schedules"))]
+    assert any("INDEX schedules_waiting" in s for s in reads), steps
+    assert any("INDEX schedules_leased" in s for s in reads), steps
+    assert not any(s.startswith("SCAN schedules") for s in steps), steps
+
+
+def test_a_consumer_claim_counts_live_claims_by_index_before_it_changes_a_row() -> None:
+    """The candidates and their installation's live claims are materialised first (no row
+    changed yet when they are counted), and each count reads one installation's running rows
+    by index."""
+    rows, fixed, width = 20, 5, 4
+    values = ", ".join(
+        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
+        for i in range(rows)
+    )
+    steps = _plan(runner_store.CLAIM_WITHIN_SQL.format(values=values), [0] * (fixed + rows * width))
+    assert "MATERIALIZE pick" in steps, steps
+    assert any("SEARCH busy USING INDEX schedules_running_by_installation" in s for s in steps), (
+        steps
+    )
+    busy = _plan(runner_store.BUSY_SQL, [0, '["ins_a"]'])
+    assert any("INDEX schedules_running_by_installation" in s for s in busy), busy
+
+
+@pytest.mark.parametrize(
+    ("sql", "groups"),
+    [
+        (runner_store.DISPATCH_SQL, [WAITING, (Status.RUNNING,), (Status.RUNNING,)]),
+        (runner_store.DUE_AMONG_SQL, [WAITING, (Status.RUNNING,)]),
+        (runner_store.BUSY_SQL, [(Status.RUNNING,)]),
+    ],
+    ids=["dispatch", "due among a message's ids", "live claims"],
+)
+def test_the_queue_statements_write_the_enums_groups(
+    sql: str, groups: list[tuple[Status, ...]]
+) -> None:
+    assert _status_groups_in(sql) == groups
 
 
 # -- issue 21: the operator's reads and the tick's record ------------------------------------

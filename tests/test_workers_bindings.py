@@ -19,7 +19,13 @@ from scheduling.config import Configuration, Misconfigured
 from scheduling.http.requests import Headers, Request
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.workers.bindings import DB_BINDING, UnboundDatabase, d1_binding
+from scheduling.runtimes.workers.bindings import (
+    DB_BINDING,
+    UnboundDatabase,
+    d1_binding,
+    queue_binding,
+)
+from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.services import Services
 
 ADMIN_SECRET = "operator-secret-0123456789"
@@ -93,3 +99,37 @@ async def test_what_needs_the_database_answers_misconfigured_naming_the_binding(
 async def test_a_tick_without_the_binding_fails_naming_it() -> None:
     with pytest.raises(Misconfigured, match="PLUGIN_DB"):
         await unbound_app().tick(Clock().now_ms())
+
+
+def test_a_queue_producer_is_taken_only_when_it_can_send_batches() -> None:
+    class WorkerQueue:
+        async def sendBatch(self, messages: Any) -> None:
+            pass
+
+    producer = WorkerQueue()
+    assert queue_binding(SimpleNamespace(SEND_QUEUE=producer)) is producer
+    assert queue_binding(SimpleNamespace()) is None
+    assert queue_binding(SimpleNamespace(SEND_QUEUE="a variable")) is None
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("Error: Too many API requests by single Worker invocation.", "d1"),
+        ("D1_ERROR: Too many API requests by single worker invocation.", "d1"),
+        ("Error: Too many subrequests by single Worker invocation.", "subrequests"),
+        (
+            "Error: Too many subrequests by single Worker invocation. To configure this limit,"
+            " refer to https://developers.cloudflare.com/workers/platform/limits/",
+            "subrequests",
+        ),
+        ("Error: D1_ERROR: no such table: schedules", None),
+        ("TypeError: fetch failed", None),
+        ("Error: Too many requests", None),  # Queues' throughput limit: not this invocation's
+    ],
+)
+def test_the_platforms_limit_texts_are_recognised_and_nothing_else(
+    message: str, kind: str | None
+) -> None:
+    limit = limit_of(message)
+    assert (limit.kind if limit else None) == kind

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scheduling.config import Misconfigured
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.refusals import Refusal, invalid_request
@@ -13,6 +15,7 @@ from scheduling.http.handlers import (
     home,
     installation,
     manifest,
+    notifications,
     operator,
     operator_page,
     schedules,
@@ -23,7 +26,10 @@ from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.runner.tick import Invocation, run_tick
+from scheduling.ports import QueueMessage
+from scheduling.runner.consume import run_consumer
+from scheduling.runner.invocation import Invocation
+from scheduling.runner.tick import run_tick
 from scheduling.services import Services, log
 
 ROUTES = [
@@ -47,6 +53,22 @@ ROUTES = [
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
         schedules.cancel_schedule,
+    ),
+    Route("POST", "/installations/{installation_id}/notifications", notifications.add_endpoint),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
+        notifications.rotate_secret,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/delete",
+        notifications.delete_endpoint,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/test",
+        notifications.send_test,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
 ]
@@ -130,4 +152,15 @@ class App:
                 cron_delay_ms=invocation.cron_delay_ms,
                 error=type(exc).__name__,
             )
+            raise
+
+    async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
+        """One queue consumer invocation over a delivered batch (the Worker's `queue()`, or a
+        local consumer): claims, sends and settles what its messages name, then acknowledges
+        or retries each message."""
+        try:
+            return await run_consumer(self.services, messages)
+        except Exception as exc:
+            # Unacknowledged, the batch is delivered again; the type only, as for a tick.
+            emit("runner_consume_failed", messages=len(messages), error=type(exc).__name__)
             raise

@@ -31,6 +31,8 @@ VARIABLES = (
     "TICK_BUDGET_MS",
     "MAX_D1_QUERIES_PER_TICK",
     "MAX_SENDS_PER_TICK",
+    "MAX_IN_FLIGHT_PER_INSTALLATION",
+    "QUEUE_CONSUMERS",
 )
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
@@ -141,6 +143,11 @@ class _Settings(BaseModel):
     MAX_D1_QUERIES_PER_TICK: PositiveInt = 1_000
     # Subrequests per invocation: 50 on Workers Free; more on Paid (see the README).
     MAX_SENDS_PER_TICK: PositiveInt = 1_000
+    # One installation's Dee Wan never has more of our requests in flight at once.
+    MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
+    # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
+    # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
+    QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
@@ -284,6 +291,14 @@ class Configuration:
     @property
     def max_sends_per_tick(self) -> int:
         return int(self._need("MAX_SENDS_PER_TICK"))
+
+    @property
+    def max_in_flight_per_installation(self) -> int:
+        return int(self._need("MAX_IN_FLIGHT_PER_INSTALLATION"))
+
+    @property
+    def queue_consumers(self) -> int:
+        return int(self._need("QUEUE_CONSUMERS"))
 
     @property
     def admin_secret(self) -> str:

@@ -36,6 +36,7 @@ from scheduling.domain.wire import WireModel
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
     HttpClient,
+    LimitReached,
     OutboundRequest,
     OutboundResponse,
     TransportError,
@@ -167,12 +168,15 @@ def transition_request(base_url: str, command: Command, token: str) -> OutboundR
 async def send_transition(
     http: HttpClient, base_url: str, command: Command, token: str, clock: Callable[[], int]
 ) -> Outcome:
-    """Send one command and classify the answer. Never raises: one claim, one outcome."""
+    """Send one command and classify the answer: one claim, one outcome. Raises only
+    `LimitReached`, when the invocation may make no more subrequests (nothing was sent)."""
     answer: OutboundResponse | TransportError
     try:
         answer = await http.send(transition_request(base_url, command, token))
     except TransportError as exc:
         answer = exc
+    except LimitReached:
+        raise  # nothing was sent: the caller hands the claim back
     except Exception as exc:
         # An adapter broke its contract: to this schedule, the request got no answer.
         log.error("transition send failed unexpectedly: %s", type(exc).__name__)

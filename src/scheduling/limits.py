@@ -35,20 +35,42 @@ class StatementShape:
 
 # The runner store's multi-row statements (repository/runner_store.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
-REFUSE_UNSENT = StatementShape(fixed=2, width=5)
+CLAIM_WITHIN = StatementShape(fixed=5, width=4)
+REFUSE_UNSENT = StatementShape(fixed=3, width=5)
 SETTLE = StatementShape(fixed=3, width=5)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
+# The outbox (repository/outbox.py): events written with a settle or an unsent refusal, and
+# the deliveries' settle with its updates of the endpoints, by id.
+EVENTS = StatementShape(fixed=2, width=4)
+SETTLE_DELIVERIES = StatementShape(fixed=1, width=8)
+ENDPOINT_IDS = StatementShape(fixed=1, width=1)
+# Claiming deliveries: the claim, and reading their endpoints.
+CLAIM_DELIVERIES_COST = 2
 LAST_SENT = StatementShape(fixed=0, width=2)
 # A tick's record: its history row, the running totals it adds to, the pruning of old rows
 # (repository/tick_history.py).
 RECORD_STATEMENTS = 3
 
 
-def batch_cost(rows: int) -> int:
+def batch_cost(rows: int, *, capped: bool = False) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals, claims, opening attempts) and its settle round trip (settles, finished or
-    dropped attempts, each installation's last send)."""
-    claim = REFUSE_UNSENT.statements(rows) + CLAIM.statements(rows) + 1
-    settle = SETTLE.statements(rows) + FINISH_ATTEMPTS.statements(rows)
+    (refusals and their events, claims, opening attempts; a queue consumer's claim also reads
+    how many claims each installation holds) and its settle round trip (settles and their
+    events, finished or dropped attempts, each installation's last send)."""
+    claim = 1 + CLAIM_WITHIN.statements(rows) if capped else CLAIM.statements(rows)
+    claim += REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows) + 1
+    settle = SETTLE.statements(rows) + EVENTS.statements(rows) + FINISH_ATTEMPTS.statements(rows)
     return 1 + claim + settle + DROP_ATTEMPTS.statements(rows) + LAST_SENT.statements(rows)
+
+
+def delivery_batch_cost(rows: int) -> int:
+    """The most D1 statements a batch of `rows` webhook deliveries can cost: its claim round
+    trip, and its settle round trip (the deliveries; endpoints marked failing or not, those
+    disabled by a 410, and the waiting deliveries of those)."""
+    settle = SETTLE_DELIVERIES.statements(rows) + 4 * ENDPOINT_IDS.statements(rows)
+    return CLAIM_DELIVERIES_COST + settle
+
+
+# Cloudflare Queues: at most 100 messages in one `sendBatch` (and 256 KB; ours are far smaller).
+MAX_MESSAGES_PER_SEND = 100

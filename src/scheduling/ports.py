@@ -47,11 +47,32 @@ class Statement(Protocol):
 
 
 class Database(Protocol):
-    """D1's shape. `batch` runs its statements in one transaction: all or none."""
+    """D1's shape. `batch` runs its statements in one transaction: all or none.
+
+    Every call may raise `LimitReached` when the invocation has used up its D1 queries;
+    the call then did nothing.
+    """
 
     def prepare(self, sql: str) -> Statement: ...
 
     async def batch(self, statements: Sequence[Statement]) -> list[Result]: ...
+
+
+# -- the platform's limits per invocation -----------------------------------
+
+
+class LimitReached(Exception):
+    """The invocation reached one of the platform's limits and the call was refused unmade.
+
+    `kind` is "d1" (D1 queries, and other calls to Cloudflare services such as a queue) or
+    "subrequests" (outbound `fetch`). Nothing more of that kind can be done in this
+    invocation; the next invocation has its own allowance. It is not a failure of the
+    thing called: the runner stops claiming and leaves the rest for the next invocation.
+    """
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"the invocation's {kind} limit is reached")
+        self.kind = kind
 
 
 # -- crypto -----------------------------------------------------------------
@@ -71,6 +92,10 @@ class Crypto(Protocol):
         ...
 
     async def sha256_hex(self, value: str) -> str: ...
+
+    async def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        """HMAC-SHA256 of `message` under `key` (webhook signatures)."""
+        ...
 
     def random_token(self) -> str:
         """32 random bytes as 43 url-safe base64 characters."""
@@ -113,9 +138,48 @@ class HttpClient(Protocol):
 
         `timeout_s` bounds the whole exchange, body included, from this call on.
         Every failure is a `TransportError` (a `TransportTimeout` for the timeout);
-        nothing else escapes.
+        nothing else escapes, except `LimitReached` when the invocation may make no
+        more subrequests (then nothing was sent).
         """
         ...
+
+
+# -- queue (Cloudflare Queues' shape) ------------------------------------------
+
+
+class QueueProducer(Protocol):
+    async def send_batch(self, bodies: Sequence[Mapping[str, Any]]) -> None:
+        """Enqueue one message per body (JSON-shaped), at most 100 at once.
+
+        Delivery is at least once, in no promised order. Raises `LimitReached` when the
+        invocation may call no more services (nothing was enqueued), `QueueUnavailable`
+        for any other failure.
+        """
+        ...
+
+
+class QueueUnavailable(Exception):
+    """The queue refused or failed a send; none of the batch is known to be enqueued."""
+
+
+class QueueMessage(Protocol):
+    """One delivered message: acknowledged, or retried after a delay, once each delivery.
+
+    A message neither acknowledged nor retried when the consumer returns counts as
+    acknowledged; one left so by a consumer that fails is delivered again."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def body(self) -> Any: ...
+
+    @property
+    def attempts(self) -> int: ...
+
+    def ack(self) -> None: ...
+
+    def retry(self, delay_s: int) -> None: ...
 
 
 # -- clock ------------------------------------------------------------------

@@ -14,7 +14,7 @@ from scheduling.launch_throttle import (
     LaunchThrottle,
     MemoryRateLimiter,
 )
-from scheduling.ports import Clock, Crypto, Database, HttpClient, RateLimiter
+from scheduling.ports import Clock, Crypto, Database, HttpClient, QueueProducer, RateLimiter
 
 log = logging.getLogger("scheduling")
 
@@ -30,6 +30,11 @@ class Services:
     rng: random.Random = field(default_factory=random.Random)
     # Counts failed launch exchanges (Workers' binding); None: counted in memory here.
     rate_limiter: RateLimiter | None = None
+    # With a queue, a tick dispatches what is due to the queue's consumers instead of sending.
+    queue: QueueProducer | None = None
+    # What an invocation of this process or isolate had used when a platform limit refused
+    # it ("d1" statements, "subrequests"): later invocations budget below it.
+    limits_met: dict[str, int] = field(default_factory=dict)
     _crypto: Crypto | None = field(default=None, init=False, repr=False)
     _launch_throttle: LaunchThrottle | None = field(default=None, init=False, repr=False)
 

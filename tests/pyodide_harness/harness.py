@@ -185,9 +185,15 @@ class Harness:
             )
         return response.json()
 
-    def scheduled(self, time_ms: int) -> dict[str, Any]:
-        """Run the entry's scheduled() at controller.scheduledTime = time_ms; returns when done."""
-        result: dict[str, Any] = self._post("scheduled", time=time_ms)
+    def scheduled(self, time_ms: int, *, timeout_s: float = 60) -> dict[str, Any]:
+        """Run the entry's scheduled() at controller.scheduledTime = time_ms; returns when done
+        (with a queue bound, when the work it dispatched is done too)."""
+        response = self.control.post(
+            "/__harness/scheduled", params={"time": time_ms}, timeout=timeout_s
+        )
+        if response.status_code != 200:
+            raise AssertionError(f"/__harness/scheduled: {response.status_code} {response.text}")
+        result: dict[str, Any] = response.json()
         return result
 
     def sql(self, sql: str, *params: Any) -> list[dict[str, Any]]:
@@ -220,6 +226,12 @@ class Harness:
     def sha256_hex(self, value: str, key: str = TOKEN_KEY) -> str:
         digest: str = self._post("crypto/sha256", {"key": key, "value": value})["hex"]
         return digest
+
+    def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        """HMAC-SHA256 with scheduling.runtimes.workers.crypto.WebCrypto inside Pyodide."""
+        payload = {"key": TOKEN_KEY, "hmac_key_hex": key.hex(), "message_hex": message.hex()}
+        digest: str = self._post("crypto/hmac", payload)["hex"]
+        return bytes.fromhex(digest)
 
     def d1_check(self) -> dict[str, Any]:
         """Run the D1 adapter through its cases inside Pyodide (see harness_glue.d1_check)."""
@@ -288,6 +300,37 @@ class Harness:
         finally:
             self.rate_limiter(limit=None)
 
+    def queue(self, **change: Any) -> dict[str, Any]:
+        """The Worker's SEND_QUEUE stand-in and its consumer (serve.mjs `QueueBroker`):
+        `bind={settings}` binds a fresh one, `bind=None` removes it, `send=[bodies]` enqueues
+        as the producer would, `wait=True` answers once every message is acknowledged or
+        dead-lettered; no argument only reads. Answers its counters (`sent`, `deliveries`,
+        `acked`, `retried`, `dead_letters`, `max_concurrent`, and per delivery `invocations`:
+        the messages, D1 queries and subrequests it used, and whether queue() threw)."""
+        answer: dict[str, Any] = self._post("queue", change)
+        return answer
+
+    @contextlib.contextmanager
+    def bound_queue(self, **settings: Any) -> Iterator[None]:
+        """Run with SEND_QUEUE bound and this Worker as its consumer (`settings` as in
+        wrangler's consumer: max_batch_size, max_batch_timeout_ms, max_concurrency,
+        max_retries, retry_delay_s; and delay_scale, duplicate_every for tests)."""
+        self.queue(bind=settings)
+        try:
+            yield
+        finally:
+            self.queue(bind=None)
+
+    @contextlib.contextmanager
+    def limits(self, *, d1: int | None = None, subrequests: int | None = None) -> Iterator[None]:
+        """Run with each invocation refused past `d1` D1 queries (each statement of a batch,
+        and each queue send, counts) or `subrequests` fetches, with workerd's texts."""
+        self._post("limits", {"d1": d1, "subrequests": subrequests})
+        try:
+            yield
+        finally:
+            self._post("limits", {"d1": None, "subrequests": None})
+
     def set_vars(self, variables: dict[str, Any]) -> None:
         """Replace the Worker's variables and secrets (the D1 binding stays)."""
         self._post("vars", variables)
@@ -304,6 +347,17 @@ class Harness:
             self.set_vars(self.base_vars)
 
     # -- lifecycle -------------------------------------------------------------
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The Worker's JSON log lines of event `name` so far (`runner_tick`, `runner_consume`)."""
+        self._log.flush()
+        text = self.log_path.read_text("utf-8", errors="replace")
+        prefix = f'[worker] {{"event":"{name}"'
+        return [
+            json.loads(line[len("[worker] ") :])
+            for line in text.splitlines()
+            if line.startswith(prefix)
+        ]
 
     def log_tail(self, lines: int = 60) -> str:
         self._log.flush()

@@ -59,6 +59,13 @@ async def crypto_sha256(key_b64: str, value: str) -> str:
     return str(await _crypto(key_b64).sha256_hex(value))
 
 
+async def crypto_hmac_sha256(key_b64: str, hmac_key_hex: str, message_hex: str) -> str:
+    digest = await _crypto(key_b64).hmac_sha256(
+        bytes.fromhex(hmac_key_hex), bytes.fromhex(message_hex)
+    )
+    return str(digest.hex())
+
+
 def _object_from_entries() -> Any:
     import js
 

@@ -44,19 +44,31 @@ class LoopbackCore:
     headers: list[dict[str, str]] = field(default_factory=list)  # each request's headers
     in_flight: int = 0
     max_in_flight: int = 0
+    # Per installation (read from the key, `sched:<installation>:…`): now, and the most at once.
+    in_flight_by: dict[str, int] = field(default_factory=dict)
+    max_in_flight_by: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def _enter(self, headers: dict[str, str]) -> None:
+    def _enter(self, headers: dict[str, str]) -> str:
+        key = headers.get("idempotency-key", "")
+        installation = key.split(":")[1] if key.count(":") >= 2 else ""
         with self._lock:
             self.arrivals.append(time.time())
-            self.keys.append(headers.get("idempotency-key", ""))
+            self.keys.append(key)
             self.headers.append(headers)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            now = self.in_flight_by.get(installation, 0) + 1
+            self.in_flight_by[installation] = now
+            self.max_in_flight_by[installation] = max(
+                self.max_in_flight_by.get(installation, 0), now
+            )
+        return installation
 
-    def _leave(self) -> None:
+    def _leave(self, installation: str) -> None:
         with self._lock:
             self.in_flight -= 1
+            self.in_flight_by[installation] -= 1
 
 
 class _Server(ThreadingHTTPServer):
@@ -75,11 +87,11 @@ def loopback_core(delay_s: float, reply: Script | None = None) -> Iterator[Loopb
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length", "0")))
             headers = {name.lower(): value for name, value in self.headers.items()}
-            core._enter(headers)
+            installation = core._enter(headers)
             answer = reply(json.loads(raw), headers) if reply is not None else Reply()
             time.sleep(core.delay_s if answer.delay_s is None else answer.delay_s)
             # Before the answer leaves: the client may reuse its slot once it has the headers.
-            core._leave()
+            core._leave(installation)
             try:
                 self.send_response(answer.status)
                 for name, value in answer.headers:

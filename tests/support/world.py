@@ -128,6 +128,17 @@ class Browser:
         origin: str | None = "null",
         site: str | None = "same-origin",
     ) -> Response:
+        return await self.post_pairs(url, list(fields.items()), origin=origin, site=site)
+
+    async def post_pairs(
+        self,
+        url: str,
+        fields: list[tuple[str, str]],
+        *,
+        origin: str | None = "null",
+        site: str | None = "same-origin",
+    ) -> Response:
+        """A form whose fields may repeat (a group of checkboxes)."""
         headers = {"content-type": "application/x-www-form-urlencoded"}
         if origin is not None:
             headers["origin"] = origin

@@ -11,6 +11,11 @@ from dataclasses import dataclass
 
 from scheduling.actions.access import Access, open_access
 from scheduling.actions.listing import Listed, last_page, listed
+from scheduling.actions.notifications import (
+    EndpointFormRefusal,
+    NotificationsView,
+    notifications_view,
+)
 from scheduling.actions.titles import Titles, read_titles
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
@@ -35,6 +40,7 @@ class ManageView:
     site_zone: str  # as a title read reported it; UTC when none was read
     cancelled: Schedule | None  # the schedule a cancel just ended, to name it
     now_ms: int
+    notifications: NotificationsView
 
 
 async def show_manage(
@@ -44,8 +50,11 @@ async def show_manage(
     group: str | None,
     page_number: int,
     cancelled: str | None = None,
+    reveal: bool = False,
+    refused: EndpointFormRefusal | None = None,
 ) -> ManageView:
-    """Page `page_number` of `group` (None: all), each card with its content's title."""
+    """Page `page_number` of `group` (None: all), each card with its content's title; and the
+    installation's notification endpoints (`reveal`: a new secret waiting is shown now)."""
     access = await open_access(services, session)
     installation_id = access.installation.id
     page = await manage_queries.manage_page(services.db, installation_id, group, page_number)
@@ -70,6 +79,7 @@ async def show_manage(
         site_zone=next((r.site.timezone for r in titles.reads.values() if r is not None), "UTC"),
         cancelled=ended,
         now_ms=services.clock.now_ms(),
+        notifications=await notifications_view(services, session, reveal=reveal, refused=refused),
     )
 
 

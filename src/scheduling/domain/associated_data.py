@@ -9,3 +9,7 @@ def installation_token(installation_id: str) -> str:
 
 def delegation(installation_id: str, session_hash: str) -> str:
     return f"delegation:{installation_id}:{session_hash}"
+
+
+def webhook_secret(installation_id: str, endpoint_id: str) -> str:
+    return f"webhook-secret:{installation_id}:{endpoint_id}"

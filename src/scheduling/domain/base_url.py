@@ -27,7 +27,7 @@ from typing import Protocol
 MAX_HOST_LENGTH = 253
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 _PORT = re.compile(r"[0-9]{1,5}")
-_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+PERCENT_PROBLEM = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
@@ -54,8 +54,15 @@ def base_url_problem(url: str, config: Environment) -> str | None:
     authority, _, path = rest.partition("/")
     if url.endswith("/"):
         return "must not end with /"
-    if _PERCENT.search(path):
+    if PERCENT_PROBLEM.search(path):
         return "has a % that is not followed by two hex digits"
+    return origin_problem(scheme, authority, config)
+
+
+def origin_problem(scheme: str, authority: str, config: Environment) -> str | None:
+    """The rule for the `scheme://authority` part of any URL the plugin is told to call (a Dee
+    Wan base URL, a webhook endpoint): a port of 1 to 65535, a development origin listed in
+    DEE_WAN_DEV_ORIGINS as it is, otherwise https and a public host (`host_problem`)."""
     host, colon, port = authority.partition(":")
     if host.startswith("["):
         host, _, after = authority.partition("]")

@@ -28,12 +28,20 @@ class Caps:
 
 @dataclass(frozen=True)
 class Settlement:
-    status: Status  # completed, refused or retrying
-    result_code: str
+    status: Status  # completed, refused or retrying; pending or retrying when handed back
+    result_code: str | None  # None: the row keeps the code it had
     next_attempt_at: int | None = None
 
 
 REFUSED_LATE = Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+
+
+def handed_back(observed: Status, now: int) -> Settlement:
+    """A claim that was never sent because the invocation reached a platform limit goes back
+    to waiting as it was, due at once (its attempt is given back): pending stays pending, a
+    retry or an expired lease waits as retrying, and its last code stays."""
+    status = Status.PENDING if observed == Status.PENDING else Status.RETRYING
+    return Settlement(status, None, now)
 
 
 def too_late(*, due_at: int, now: int, caps: Caps) -> bool:

@@ -52,7 +52,42 @@ CODES = {
     "other_content": "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
     "schedule_not_found": "There is no such schedule in this installation.",
     "installation_not_found": "There is no such installation.",
+    # Notifications
+    "manage_only": "Notifications are set up from Scheduling under Manage in Dee Wan, by a site admin.",
+    "endpoint_not_found": "There is no such notification endpoint in this installation.",
+    "unknown_event": "Choose among the events this form lists.",
+    "no_events": "Choose at least one event to be told of.",
+    "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
 }
+
+# The events an endpoint may hear of, as the Notifications form names them.
+EVENTS = {
+    "schedule.refused": "A schedule ends not done (refused)",
+    "schedule.completed": "A schedule is done",
+    "schedule.retrying": "A schedule will try again",
+    "test": "Test event",
+}
+
+# A webhook delivery's state, and why an attempt did not deliver.
+DELIVERY_STATUS = {
+    "waiting": "Waiting",
+    "sending": "Being sent",
+    "delivered": "Delivered",
+    "failed": "Failed",
+}
+DELIVERY_ERRORS = {
+    "timeout": "no answer within 10 seconds",
+    "network_error": "could not connect",
+    "endpoint_gone": "the endpoint answered 410 Gone, so it was disabled",
+    "secret_unreadable": "its signing secret can no longer be read (TOKEN_KEY changed): rotate it",
+}
+
+
+def delivery_answer(http_status: int | None, error: str | None) -> str:
+    """What an endpoint's last answer was, in a few words: `HTTP 500`, `no answer within 10 seconds`."""
+    if error is not None and error in DELIVERY_ERRORS:
+        return DELIVERY_ERRORS[error]
+    return f"HTTP {http_status}" if http_status is not None else ""
 
 
 def explain(code: str | None) -> str:
@@ -71,6 +106,15 @@ def explain_answer(code: str | None, http_status: int | None) -> str:
     if http_status == 429:
         return "Dee Wan asked the plugin to slow down; it will try again."
     return explain(code)
+
+
+def explain_result(
+    result_code: str | None, last_code: str | None, last_http_status: int | None
+) -> str:
+    """The sentence a schedule's card (and its webhook) gives for its result: judged by the
+    last attempt's HTTP status when that attempt is what the result came from."""
+    answered = last_http_status if last_code is not None and last_code == result_code else None
+    return explain_answer(result_code, answered)
 
 
 def support_detail(code: str | None, http_status: int | None = None) -> str:

@@ -109,14 +109,22 @@ class Request:
 
     def form(self) -> dict[str, str]:
         """application/x-www-form-urlencoded fields; first value wins."""
+        return {name: values[0] for name, values in self.form_lists().items()}
+
+    def form_lists(self) -> dict[str, list[str]]:
+        """Every value of each field, in order (a group of checkboxes shares one name)."""
         try:
             text = self.body.decode("utf-8")
         except UnicodeDecodeError:
             raise invalid_request("The form is not UTF-8.") from None
         try:
-            return urlencoded.parse(text, max_fields=MAX_FORM_FIELDS)
+            pairs = urlencoded.parse_pairs(text, max_fields=MAX_FORM_FIELDS)
         except urlencoded.TooManyFields:
             raise invalid_request(f"The form has more than {MAX_FORM_FIELDS} fields.") from None
+        fields: dict[str, list[str]] = {}
+        for name, value in pairs:
+            fields.setdefault(name, []).append(value)
+        return fields
 
     def json(self) -> Any:
         """The body as JSON, bounded in size and depth; raises `safe_json.UnsafeJson` (a ValueError)."""

@@ -25,14 +25,22 @@ class TooManyFields(ValueError):
 
 def parse(text: str, *, max_fields: int) -> dict[str, str]:
     """Each field's first value, decoded; raises TooManyFields past `max_fields`."""
+    fields: dict[str, str] = {}
+    for name, value in parse_pairs(text, max_fields=max_fields):
+        fields.setdefault(name, value)
+    return fields
+
+
+def parse_pairs(text: str, *, max_fields: int) -> list[tuple[str, str]]:
+    """Every field in order, repeats kept (checkboxes of one name), decoded."""
     if text.count("&") + 1 > max_fields:
         raise TooManyFields(f"more than {max_fields} fields")
-    fields: dict[str, str] = {}
+    pairs: list[tuple[str, str]] = []
     for part in text.split("&"):
         if part:
             name, _, value = part.partition("=")
-            fields.setdefault(unquote_plus(name), unquote_plus(value))
-    return fields
+            pairs.append((unquote_plus(name), unquote_plus(value)))
+    return pairs
 
 
 def unquote_plus(text: str) -> str:

@@ -144,13 +144,18 @@ _NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 
 
 
 async def delete_all_data(db: Database, installation_id: str) -> bool:
-    """Remove the installation and everything of it, unless a schedule is running.
+    """Remove the installation and everything of it (its schedules, sessions, codes,
+    notification endpoints and their deliveries), unless a schedule is running.
 
     Each statement re-checks "none running", so a claim that lands between the
     caller's check and this batch leaves everything in place. Returns whether
     the installation was deleted.
     """
+    endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?1)"
     statements = [
+        "DELETE FROM webhook_deliveries WHERE installation_id = ?1",
+        f"DELETE FROM notification_subscriptions WHERE endpoint_id IN {endpoints}",
+        "DELETE FROM notification_endpoints WHERE installation_id = ?1",
         "DELETE FROM schedule_attempts WHERE schedule_id IN"
         " (SELECT id FROM schedules WHERE installation_id = ?1)",
         "DELETE FROM schedules WHERE installation_id = ?1",

@@ -28,6 +28,8 @@ class Session:
     delegation_sealed: str
     expires_at: int
     offered: frozenset[Change] | None  # None until a content page was shown
+    # An endpoint whose new signing secret this session's next manage page shows, once.
+    reveal_endpoint_id: str | None = None
 
     @property
     def opened_for(self) -> str:
@@ -54,7 +56,7 @@ _FIELDS = (
     "delegation_sealed",
     "expires_at",
 )
-_COLUMNS = ", ".join((*_FIELDS, "offered_transitions"))
+_COLUMNS = ", ".join((*_FIELDS, "offered_transitions", "reveal_endpoint_id"))
 
 
 def _session(row: Row) -> Session:
@@ -62,6 +64,7 @@ def _session(row: Row) -> Session:
     return Session(
         **{name: row[name] for name in _FIELDS},
         offered=None if offered is None else _changes(offered),
+        reveal_endpoint_id=row["reveal_endpoint_id"],
     )
 
 
@@ -138,3 +141,28 @@ async def remember_read(
         .bind(primary_id, _text(changes), session.id_hash)
         .run()
     )
+
+
+async def reveal_next(db: Database, id_hash: str, endpoint_id: str) -> None:
+    """The session's next manage page shows this endpoint's signing secret (once)."""
+    await (
+        db.prepare("UPDATE sessions SET reveal_endpoint_id = ? WHERE id_hash = ?")
+        .bind(endpoint_id, id_hash)
+        .run()
+    )
+
+
+async def take_reveal(db: Database, session: Session) -> str | None:
+    """The endpoint whose secret to show now, taken so no later page shows it again (of two
+    pages loaded at once, one)."""
+    if session.reveal_endpoint_id is None:
+        return None
+    taken = (
+        await db.prepare(
+            "UPDATE sessions SET reveal_endpoint_id = NULL"
+            " WHERE id_hash = ? AND reveal_endpoint_id = ?"
+        )
+        .bind(session.id_hash, session.reveal_endpoint_id)
+        .run()
+    )
+    return session.reveal_endpoint_id if taken.meta.changes == 1 else None

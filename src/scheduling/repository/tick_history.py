@@ -44,6 +44,14 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "limit_reached",
     "lateness_sum_ms",
     *BUCKET_COLUMNS,
+    # Webhooks (migration 0009).
+    "webhook_events",
+    "webhook_sends",
+    "webhooks_delivered",
+    "webhooks_retrying",
+    "webhooks_failed",
+    "webhook_lost_lease",
+    "webhook_delay_max_ms",
 )
 INSERT_SQL = (
     "INSERT INTO tick_history (at, kind, error, duration_ms, backlog, "

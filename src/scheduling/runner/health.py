@@ -82,6 +82,15 @@ def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
         "lost_lease": report.lost_lease,
         "lateness_ms": {"p50": report.lateness_p50_ms, "max": report.lateness_max_ms},
         "d1": {"statements": report.d1_statements, "round_trips": report.d1_round_trips},
+        "webhooks": {
+            "events": report.webhook_events,
+            "sends": report.webhook_sends,
+            "delivered": report.webhooks_delivered,
+            "retrying": report.webhooks_retrying,
+            "failed": report.webhooks_failed,
+            "lost_lease": report.webhook_lost_lease,
+            "delay_max_ms": report.webhook_delay_max_ms,
+        },
     }
 
 

@@ -24,6 +24,9 @@ LIMIT_REACHED = "limit_reached"
 LATENESS_LE = "lateness_le:"  # + bound in ms
 LATENESS_COUNT = "lateness_count"
 LATENESS_SUM_MS = "lateness_sum_ms"
+WEBHOOK_EVENTS = "webhook_events"  # outbox rows written with settles
+WEBHOOK_DELIVERIES = "webhook_deliveries:"  # + delivered | retrying | failed
+WEBHOOK_LOST_LEASES = "webhook_lost_leases"
 
 
 def invocations(kind: str) -> str:
@@ -57,6 +60,11 @@ def totals(kind: str, report: TickReport, *, failed: bool) -> dict[str, int]:
         LIMIT_REACHED: report.limit_reached,
         LATENESS_COUNT: report.sends,
         LATENESS_SUM_MS: report.lateness_sum_ms(),
+        WEBHOOK_EVENTS: report.webhook_events,
+        WEBHOOK_DELIVERIES + "delivered": report.webhooks_delivered,
+        WEBHOOK_DELIVERIES + "retrying": report.webhooks_retrying,
+        WEBHOOK_DELIVERIES + "failed": report.webhooks_failed,
+        WEBHOOK_LOST_LEASES: report.webhook_lost_lease,
     }
     added.update(
         (LATENESS_LE + str(bound), n)

@@ -193,6 +193,26 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
             [({}, totals.get(history.LOST_LEASES, 0))],
         ),
         _counter(
+            "scheduling_webhook_events",
+            "Webhook events written to the outbox, one per subscribed endpoint, with the settle "
+            "that raised them.",
+            [({}, totals.get(history.WEBHOOK_EVENTS, 0))],
+        ),
+        _counter(
+            "scheduling_webhook_deliveries",
+            "Webhook delivery attempts, by how they ended: delivered (2xx), retrying (will be "
+            "tried again) or failed (410, or 24 h of failures).",
+            [
+                ({"outcome": o}, totals.get(history.WEBHOOK_DELIVERIES + o, 0))
+                for o in ("delivered", "retrying", "failed")
+            ],
+        ),
+        _counter(
+            "scheduling_webhook_lost_leases",
+            "Webhook delivery settles that found their lease taken over.",
+            [({}, totals.get(history.WEBHOOK_LOST_LEASES, 0))],
+        ),
+        _counter(
             "scheduling_limit_reached",
             "Invocations that stopped at a budget (time, D1 queries, sends) rather than when "
             "nothing was left.",

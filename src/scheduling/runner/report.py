@@ -1,5 +1,6 @@
-"""What one runner tick did, counted exactly: logged as one JSON line, kept as a row of the tick
-history, and added to the running totals behind /admin/metrics."""
+"""What one runner invocation (a tick, or a queue consumer's) did, counted exactly: logged as one
+JSON line, kept as a row of the tick history, and added to the running totals behind
+/admin/metrics."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
 from scheduling.domain import lateness
+from scheduling.domain.delivery_policy import DeliveryStatus
 from scheduling.domain.statuses import Status
 
 
@@ -31,13 +33,45 @@ class TickReport:
     lateness_max_ms: int = 0
     d1_statements: int = 0
     d1_round_trips: int = 0
-    limit_reached: int = 0  # 1: it stopped at a budget (time, D1 queries, sends), not when done
+    # Webhooks: outbox rows the tick's settles wrote, and the deliveries it made.
+    webhook_events: int = 0
+    webhook_sends: int = 0  # requests that left for an endpoint
+    webhooks_delivered: int = 0
+    webhooks_retrying: int = 0
+    webhooks_failed: int = 0
+    webhook_lost_lease: int = 0
+    webhooks_handed_back: int = 0  # claimed, never sent because of a platform limit
+    webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
+    # 1: it stopped before it was done, at a budget (time, D1 queries, sends) or at a limit
+    # of the platform (`platform_limit`); the rest waits for the next invocation.
+    limit_reached: int = 0
+    platform_limit: int = 0  # 1: D1 or fetch refused a call, the invocation's allowance used
+    handed_back: int = 0  # claimed, never sent because of that limit: back to waiting, due now
+    unsettled: int = 0  # sent or claimed, but the limit refused the settle: left to the lease
+    held_back: int = 0  # a queue consumer left due for MAX_IN_FLIGHT_PER_INSTALLATION
+    dispatched: int = 0  # rows a tick put in queue messages (the queue's consumers send them)
+    messages: int = 0  # queue messages a tick sent, or a consumer was handed
+    acked: int = 0  # a consumer's messages acknowledged (all they named is settled or not due)
+    retried: int = 0  # a consumer's messages given back to the queue (something left due)
+    queue_delay_ms: int = 0  # a consumer: the longest a message waited from its tick to here
     _lateness: list[int] = field(default_factory=list, init=False, repr=False)
     _refusals: Counter[str] = field(default_factory=Counter, init=False, repr=False)
 
     def sent(self, lateness_ms: int) -> None:
         self.sends += 1
         insort(self._lateness, max(0, lateness_ms))
+        self._order()
+
+    def withdrawn(self, lateness_ms: int) -> None:
+        """A send counted by `sent` that the platform refused before it left."""
+        self.sends -= 1
+        self._lateness.remove(max(0, lateness_ms))
+        self._order()
+
+    def _order(self) -> None:
+        if not self._lateness:
+            self.lateness_p50_ms = self.lateness_p99_ms = self.lateness_max_ms = 0
+            return
         self.lateness_p50_ms = lateness.percentile(self._lateness, 0.5)
         self.lateness_p99_ms = lateness.percentile(self._lateness, 0.99)
         self.lateness_max_ms = self._lateness[-1]
@@ -50,6 +84,16 @@ class TickReport:
             self.retrying += 1
         else:
             self.refused += 1
+
+    def delivery_ended(self, status: DeliveryStatus, delay_ms: int) -> None:
+        """A claimed delivery settled as delivered, waiting (to retry) or failed."""
+        if status == DeliveryStatus.DELIVERED:
+            self.webhooks_delivered += 1
+            self.webhook_delay_max_ms = max(self.webhook_delay_max_ms, delay_ms)
+        elif status == DeliveryStatus.WAITING:
+            self.webhooks_retrying += 1
+        else:
+            self.webhooks_failed += 1
 
     def refused_with(self, code: str) -> None:
         """A schedule this tick ended `refused` (sent or not), by its result code."""

@@ -28,8 +28,15 @@ async def installation_page(request: Request, services: Services) -> Response:
     if session.context_kind == "manage":
         show = view_query(query).get("show", "all")
         group = None if show == "all" else show
+        # A secret waiting to be shown is shown by a GET only (a HEAD must not use it up).
+        reveal = request.method == "GET"
         view = await show_manage(
-            services, session, group=group, page_number=number, cancelled=cancelled
+            services,
+            session,
+            group=group,
+            page_number=number,
+            cancelled=cancelled,
+            reveal=reveal,
         )
         return page(manage_page(view, lateness, query))
     shown = await show_content(

@@ -18,6 +18,7 @@ from scheduling.domain.timezones import quoted, zone_names, zone_suggestions
 from scheduling.domain.wording import KIND
 from scheduling.http.listing_query import SHOWS, ignored, view_query
 from scheduling.http.pages import time_labels
+from scheduling.http.pages.notifications_page import NotificationsSection, notifications_section
 from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
@@ -95,6 +96,7 @@ class ManagePage:
     sections: tuple[Section, ...]
     card_page: CardPage
     pager: Pager
+    notifications: NotificationsSection
 
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:
@@ -155,6 +157,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
             len(shown),
             view.page.has_next,
         ),
+        notifications=notifications_section(view.notifications, zone, view.now_ms),
     )
 
 

@@ -5,7 +5,7 @@ MANAGE = """{% extends "base.html" %}
 {% from "pager.html" import page_links %}
 {% block main %}
 <h1>All schedules</h1>
-<p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan.</p>
+<p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan. To be told when one cannot be kept, see <a href="#notifications">Notifications</a>.</p>
 {% if flash %}<div class="notice" role="status" data-cancelled="{{ cancelled_id }}"><p>{{ flash }}</p></div>{% endif %}
 
 <nav class="filters" aria-label="Show schedules">
@@ -59,5 +59,6 @@ MANAGE = """{% extends "base.html" %}
 {% endfor %}
 
 {{ page_links(pager, "bottom") }}
+{% include "notifications.html" %}
 {% endblock %}
 """

@@ -84,6 +84,33 @@ a { color: var(--accent); }
   dl.status-facts { grid-template-columns: 1fr; gap: 0; }
   dl.status-facts dd { margin: 0 0 .4rem; }
 }
+.notifications { margin-top: 2.5rem; border-top: 1px solid var(--line); }
+.endpoint { border: 1px solid var(--line); border-radius: 6px; padding: .75rem 1rem; margin: 0 0 1rem; }
+.endpoint.is-failing { border-color: var(--bad); }
+.endpoint-url { overflow-wrap: anywhere; }
+.secret-value { display: inline-block; overflow-wrap: anywhere; background: #fff; padding: .2rem .4rem;
+                border: 1px solid var(--line); border-radius: 4px; user-select: all; }
+.endpoint-actions { display: flex; flex-wrap: wrap; gap: .5rem; margin: 0 0 .75rem; }
+.endpoint-actions form { margin: 0; }
+button.secondary { background: #fff; color: var(--accent); }
+button.danger { background: #fff; color: var(--bad); border-color: var(--bad); }
+table.deliveries { border-collapse: collapse; width: 100%; font-size: .95rem; }
+table.deliveries caption { text-align: left; font-weight: 600; padding: 0 0 .25rem; }
+table.deliveries th, table.deliveries td { text-align: left; vertical-align: top; padding: .3rem .5rem .3rem 0;
+                                          border-bottom: 1px solid var(--line); }
+table.deliveries th { white-space: nowrap; }
+.delivery-delivered { color: var(--good); } .delivery-failed { color: var(--bad); }
+.endpoint-form input[type=url] { font: inherit; padding: .4rem .5rem; border: 1px solid #6e6e78; border-radius: 4px;
+                                 width: 100%; max-width: 36rem; }
+.endpoint-form input[type=url]:focus { outline: 3px solid #e37400; outline-offset: 2px; }
+/* On a phone, each delivery is a small block of its cells, each named by its column. */
+@media (max-width: 30rem) {
+  table.deliveries thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.deliveries tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
+  table.deliveries td { display: block; border: 0; padding: .1rem 0; }
+  table.deliveries td::before { content: attr(data-label) ": "; font-weight: 600; }
+  table.deliveries td.none { display: none; }
+}
 /* The operator page: tables, and charts drawn as inline SVG (classes only, no inline style). */
 .stalled { color: var(--bad); font-weight: 600; }
 .table-frame { overflow-x: auto; }

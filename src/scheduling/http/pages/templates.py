@@ -16,6 +16,7 @@ from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
+from scheduling.http.pages.notifications_template import NOTIFICATIONS
 from scheduling.http.pages.operator_template import OPERATOR
 
 BASE = """<!doctype html>
@@ -58,6 +59,7 @@ _SOURCES = {
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,
+    "notifications.html": NOTIFICATIONS,
     "cancel.html": CANCEL,
     "home.html": HOME,
     "operator.html": OPERATOR,

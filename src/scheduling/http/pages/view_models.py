@@ -14,7 +14,13 @@ from scheduling.domain.localtime import rfc3339
 from scheduling.domain.schedule import Attempt, Schedule
 from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import duration_text, instant_text
-from scheduling.domain.wording import KIND, STATUS, explain_answer, support_detail
+from scheduling.domain.wording import (
+    KIND,
+    STATUS,
+    explain_answer,
+    explain_result,
+    support_detail,
+)
 from scheduling.http.pages import time_labels
 from scheduling.repository.schedules import PAGE_SIZE
 from scheduling.repository.sessions import Session
@@ -156,7 +162,11 @@ def schedule_card(schedule: Schedule, moment: Moment) -> ScheduleCard:
         status_label=STATUS[schedule.status] + (f", {duration_text(late)} late" if late else ""),
         late_ms=late,
         result_code=schedule.result_code,
-        result_text=explain_answer(schedule.result_code, answered),
+        result_text=explain_result(
+            schedule.result_code,
+            last.code if last is not None else None,
+            last.http_status if last is not None else None,
+        ),
         support=_support(schedule, answered),
         requested_by_name=schedule.requested_by_name,
         revision=schedule.revision,

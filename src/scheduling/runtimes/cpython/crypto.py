@@ -1,8 +1,9 @@
-"""Crypto port over the `cryptography` package."""
+"""Crypto port over `cryptography` (AES-GCM) and the standard library (SHA-256, HMAC)."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 
@@ -30,6 +31,9 @@ class CpythonCrypto:
 
     async def sha256_hex(self, value: str) -> str:
         return hashlib.sha256(value.encode()).hexdigest()
+
+    async def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        return hmac.digest(key, message, "sha256")
 
     def random_token(self) -> str:
         return secrets.token_urlsafe(32)

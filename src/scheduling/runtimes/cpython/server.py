@@ -12,6 +12,7 @@ import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -48,6 +50,34 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
         **overrides,
     )
     return App(services)
+
+
+class LocalQueue(MemoryQueue):
+    """The queue `serve` runs, with the HTTP clients of its consumers."""
+
+    def __init__(self, app: App, clients: list[HttpxClient], **options: Any) -> None:
+        # Each consumer is its own App over the same database with its own connections, as
+        # each consumer invocation of a Worker has its own six.
+        consumers = [App(replace(app.services, http=client)) for client in clients]
+        super().__init__([consumer.consume for consumer in consumers], **options)
+        self.clients = clients
+
+    async def stop(self) -> None:
+        await super().stop()
+        for client in self.clients:
+            await client.aclose()
+
+
+def attach_queue(app: App, **options: Any) -> LocalQueue | None:
+    """With QUEUE_CONSUMERS above 0, the app's ticks dispatch to an in-process queue whose
+    consumers run `App.consume`, as a Worker with a `SEND_QUEUE` binding does; else None
+    (the tick sends inline). The caller starts and stops it."""
+    consumers = app.services.config.queue_consumers
+    if consumers == 0:
+        return None
+    queue = LocalQueue(app, [HttpxClient() for _ in range(consumers)], **options)
+    app.services.queue = queue
+    return queue
 
 
 async def cron_loop(app: App) -> None:
@@ -182,8 +212,10 @@ def banner(
         secret = "$ADMIN_SECRET"  # noqa: S105 - the shell variable's name, shown in a hint
     else:
         secret = f"$(sed -n 's/^ADMIN_SECRET=//p' {shlex.quote(str(vars_path))})"
+    consumers = config.queue_consumers
+    queue = f", {consumers} queue consumers" if consumers else ""
     lines = [
-        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'})",
+        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{queue})",
         f'runner status: curl -H "Authorization: Bearer {secret}" {base}/admin/status',
     ]
     if config.is_development:
@@ -241,6 +273,9 @@ async def _listen_and_serve(
         port = sock.getsockname()[1]
         http = HttpxClient()
         app = build_app(env, db, http=http)
+        queue = attach_queue(app)
+        if queue is not None:
+            queue.start()
         server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
         stop.on_stop(server.stop)  # at once, if a signal came since the last look
         for line in banner_lines(port):
@@ -257,6 +292,8 @@ async def _listen_and_serve(
                 # A tick under way stops at its next wait; sends already out are settled.
                 cron_task.cancel()
                 await asyncio.gather(cron_task, return_exceptions=True)
+            if queue is not None:
+                await queue.stop()
             await http.aclose()
     finally:
         sock.close()

@@ -6,6 +6,9 @@ answers 500 `misconfigured` naming the binding, like a missing variable.
 Rate Limiting (`LAUNCH_LIMITER`, optional): counts failed launch exchanges across the
 isolates of a Cloudflare location. Without it each isolate counts on its own.
 
+Queue producer (`SEND_QUEUE`, optional): with it the cron tick dispatches what is due to the
+queue's consumers (this Worker's `queue()`); without it the tick sends inline.
+
 Imports no `js`, `pyodide` or `workers`, so it is tested under CPython too.
 """
 
@@ -20,6 +23,7 @@ from scheduling.services import log
 
 DB_BINDING = "PLUGIN_DB"
 LAUNCH_LIMITER_BINDING = "LAUNCH_LIMITER"
+SEND_QUEUE_BINDING = "SEND_QUEUE"
 
 
 def d1_binding(env: Any, name: str = DB_BINDING) -> Any | None:
@@ -63,6 +67,16 @@ def rate_limit_binding(env: Any, name: str = LAUNCH_LIMITER_BINDING) -> Any | No
     except AttributeError:
         return None
     return binding if callable(getattr(binding, "limit", None)) else None
+
+
+def queue_binding(env: Any, name: str = SEND_QUEUE_BINDING) -> Any | None:
+    """The queue producer binding named `name`, or None when the env has none (or something
+    without `sendBatch`, such as a variable of that name)."""
+    try:
+        binding = getattr(env, name)
+    except AttributeError:
+        return None
+    return binding if callable(getattr(binding, "sendBatch", None)) else None
 
 
 class BindingRateLimiter:

@@ -15,15 +15,18 @@ from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, Me
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     LAUNCH_LIMITER_BINDING,
+    SEND_QUEUE_BINDING,
     BindingRateLimiter,
     UnboundDatabase,
     d1_binding,
+    queue_binding,
     rate_limit_binding,
 )
 from scheduling.runtimes.workers.clock import WorkersClock
 from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
+from scheduling.runtimes.workers.queue import WorkersQueue
 from scheduling.runtimes.workers.streams import read_at_most
 from scheduling.services import Services
 
@@ -55,10 +58,11 @@ def read_env(env: Any) -> dict[str, Any]:
 
 def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
     """Identifies the configuration an App was built from (the env wrapper is new per request):
-    its variables, and whether the optional rate limiting binding is there."""
+    its variables, and whether the optional rate limiting and queue bindings are there."""
     limiter = "bound" if rate_limit_binding(env) is not None else "unbound"
+    queue = "bound" if queue_binding(env) is not None else "unbound"
     variables = sorted((name, repr(value)) for name, value in read_env(env).items())
-    return (*variables, (LAUNCH_LIMITER_BINDING, limiter))
+    return (*variables, (LAUNCH_LIMITER_BINDING, limiter), (SEND_QUEUE_BINDING, queue))
 
 
 def build_app(env: Any) -> App:
@@ -70,6 +74,7 @@ def build_app(env: Any) -> App:
     # one, else in this isolate (also the binding's stand-in should it fail).
     in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
     limiter_binding = rate_limit_binding(env)
+    send_queue = queue_binding(env)
     services = Services(
         config=Configuration.from_mapping(read_env(env)),
         db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
@@ -81,6 +86,7 @@ def build_app(env: Any) -> App:
             if limiter_binding is not None
             else in_isolate
         ),
+        queue=WorkersQueue(send_queue) if send_queue is not None else None,
     )
     return App(services)
 

@@ -1,4 +1,4 @@
-"""Crypto port over WebCrypto (`crypto.subtle`): AES-256-GCM, SHA-256, random bytes."""
+"""Crypto port over WebCrypto (`crypto.subtle`): AES-256-GCM, SHA-256, HMAC-SHA256, random bytes."""
 
 from __future__ import annotations
 
@@ -74,6 +74,17 @@ class WebCrypto:
     async def sha256_hex(self, value: str) -> str:
         digest = await js.crypto.subtle.digest("SHA-256", _js_bytes(value.encode()))
         return str(digest.to_bytes().hex())
+
+    async def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        hmac_key = await js.crypto.subtle.importKey(
+            "raw",
+            _js_bytes(key),
+            _js_object({"name": "HMAC", "hash": "SHA-256"}),
+            False,
+            to_js(["sign"]),
+        )
+        signature = await js.crypto.subtle.sign("HMAC", hmac_key, _js_bytes(message))
+        return bytes(signature.to_bytes())
 
     def random_token(self) -> str:
         return sealing.b64url(_random_bytes(32))

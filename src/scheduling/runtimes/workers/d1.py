@@ -2,7 +2,8 @@
 
 The SDK already converts D1 results to Python dicts and `None` to SQL NULL;
 this adapter turns them into the port's `Result` and D1 errors into
-`DatabaseError`, so no JS shape leaks past here.
+`DatabaseError` (or `LimitReached`, when the invocation's queries are used up), so no JS
+shape leaks past here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from typing import Any
 
 from pyodide.ffi import JsException
 
-from scheduling.ports import DatabaseError, Meta, Result, Row, Statement
+from scheduling.ports import DatabaseError, LimitReached, Meta, Result, Row, Statement
+from scheduling.runtimes.workers.platform_limits import limit_of
 
 
 def _result(raw: Any) -> Result:
@@ -27,8 +29,13 @@ def _shown(sql: str) -> str:
     return " ".join(sql.split())[:120]
 
 
-def _error(exc: Exception, where: str) -> DatabaseError:
+def _error(exc: Exception, where: str) -> DatabaseError | LimitReached:
+    """The port's error for a D1 failure: `LimitReached` when the invocation has used up its
+    queries (the call did nothing), else a `DatabaseError` saying where."""
     message = str(exc)
+    limit = limit_of(message)
+    if limit is not None:
+        return limit
     constraint = "constraint failed" in message.lower()
     return DatabaseError(f"{message} {where}", constraint=constraint)
 

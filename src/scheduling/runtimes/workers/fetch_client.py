@@ -1,4 +1,5 @@
-"""Outbound HTTP port over the runtime's `fetch`: no redirects followed, a hard timeout."""
+"""Outbound HTTP port over the runtime's `fetch`: no redirects followed, a hard timeout; the
+subrequest limit is `LimitReached`, not a transport failure."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import js
 from pyodide.ffi import JsException, to_js
 
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.runtimes.workers.streams import read_at_most
 
 
@@ -32,6 +34,9 @@ class WorkersFetch:
         except JsException as exc:
             if getattr(exc, "name", "") in ("TimeoutError", "AbortError"):
                 raise TransportTimeout(exc.name) from None
+            limit = limit_of(str(exc))
+            if limit is not None:  # refused before anything was sent
+                raise limit from None
             raise TransportError(getattr(exc, "name", "fetch failed")) from None
         except Exception as exc:
             raise TransportError(type(exc).__name__) from None

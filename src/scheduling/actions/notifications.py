@@ -1,0 +1,188 @@
+"""Notification endpoints, managed from a manage launch: add one, rotate or delete it, send
+it a test event; and what the manage page shows of them.
+
+A content launch may not see or change them (403 `manage_only`). A new or
+rotated signing secret is shown once: the session's next manage page reveals
+it, and takes the reveal so no later page does. The plugin keeps the secret
+only sealed under TOKEN_KEY, bound to the installation and the endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduling import webhooks
+from scheduling.domain import webhook_signing
+from scheduling.domain.endpoint_url import endpoint_url_problem
+from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, body_of_test_event
+from scheduling.domain.refusals import Refusal
+from scheduling.domain.secret_shapes import is_id
+from scheduling.domain.wording import explain
+from scheduling.repository import installations, notification_endpoints, sessions
+from scheduling.repository.notification_endpoints import Endpoint
+from scheduling.repository.sessions import Session
+from scheduling.services import Services, log
+
+# 22 base64url characters: 132 random bits.
+_ID_CHARS = 22
+
+
+@dataclass(frozen=True)
+class EndpointForm:
+    """What the Notifications form sent."""
+
+    url: str = ""
+    events: tuple[str, ...] = ()
+
+
+class EndpointFormRefusal(Refusal):
+    """A refused endpoint form: the manage page comes back with what was entered and why."""
+
+    def __init__(self, status: int, code: str, message: str, form: EndpointForm) -> None:
+        super().__init__(status, code, message)
+        self.form = form
+
+
+@dataclass(frozen=True)
+class NotificationsView:
+    endpoints: tuple[Endpoint, ...]
+    revealed: tuple[str, str] | None  # (endpoint id, its new secret), shown this once
+    refused: EndpointFormRefusal | None = None
+
+
+def require_manage(session: Session) -> None:
+    if session.context_kind != "manage":
+        raise Refusal.explained(403, "manage_only")
+
+
+async def add_endpoint(services: Services, session: Session, form: EndpointForm) -> str:
+    """Store a new endpoint with a fresh secret; returns its id. Nothing is stored when refused."""
+    require_manage(session)
+    await _installation(services, session)
+    problem = endpoint_url_problem(form.url, services.config)
+    if problem is not None:
+        raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form)
+    unknown = [event for event in form.events if event not in EVENT_TYPES]
+    if unknown:
+        raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form)
+    if not form.events:
+        raise EndpointFormRefusal(422, "no_events", explain("no_events"), form)
+    too_many = EndpointFormRefusal(409, "too_many_endpoints", explain("too_many_endpoints"), form)
+    installation_id = session.installation_id
+    if await notification_endpoints.count(services.db, installation_id) >= MAX_ENDPOINTS:
+        raise too_many
+    endpoint_id = _new_id(services, "whe_")
+    sealed = await _new_sealed_secret(services, installation_id, endpoint_id)
+    events = tuple(event for event in EVENT_TYPES if event in form.events)
+    created = await notification_endpoints.create(
+        services.db,
+        endpoint_id=endpoint_id,
+        installation_id=installation_id,
+        url=form.url,
+        events=events,
+        secret_sealed=sealed,
+        now=services.clock.now_ms(),
+    )
+    if not created:
+        raise too_many  # another request took the last place meanwhile
+    await sessions.reveal_next(services.db, session.id_hash, endpoint_id)
+    log.info("installation %s: notification endpoint %s added", installation_id, endpoint_id)
+    return endpoint_id
+
+
+async def rotate_secret(services: Services, session: Session, endpoint_id: str) -> None:
+    """A new secret replaces the old at once: every later attempt is signed with it."""
+    endpoint = await _endpoint(services, session, endpoint_id)
+    sealed = await _new_sealed_secret(services, endpoint.installation_id, endpoint.id)
+    now = services.clock.now_ms()
+    if not await notification_endpoints.rotate(
+        services.db, endpoint.installation_id, endpoint.id, sealed, now
+    ):
+        raise Refusal.explained(404, "endpoint_not_found")
+    await sessions.reveal_next(services.db, session.id_hash, endpoint.id)
+    log.info("installation %s: endpoint %s secret rotated", endpoint.installation_id, endpoint.id)
+
+
+async def delete_endpoint(services: Services, session: Session, endpoint_id: str) -> None:
+    endpoint = await _endpoint(services, session, endpoint_id)
+    if not await notification_endpoints.delete(services.db, endpoint.installation_id, endpoint.id):
+        raise Refusal.explained(404, "endpoint_not_found")
+    log.info("installation %s: endpoint %s deleted", endpoint.installation_id, endpoint.id)
+
+
+async def send_test(services: Services, session: Session, endpoint_id: str) -> str:
+    """Deliver a signed `test` event now (one request, within this one) and keep what came
+    back with the endpoint: `200`, `410`, `timeout`, … ."""
+    endpoint = await _endpoint(services, session, endpoint_id)
+    now = services.clock.now_ms()
+    secret = await webhook_signing.open_secret(
+        services.crypto, endpoint.installation_id, endpoint.id, endpoint.secret_sealed
+    )
+    if secret is None:
+        result = "secret_unreadable"
+    else:
+        body = body_of_test_event(
+            services.config.public_origin, endpoint.installation_id, endpoint.id, now
+        )
+        attempt = await webhooks.post_event(
+            services.http,
+            services.crypto,
+            endpoint.url,
+            secret,
+            _new_id(services, "msg_"),
+            body,
+            now,
+        )
+        result = str(attempt.http_status) if attempt.http_status is not None else str(attempt.error)
+    await notification_endpoints.record_test(
+        services.db, endpoint.installation_id, endpoint.id, services.clock.now_ms(), result
+    )
+    return result
+
+
+async def notifications_view(
+    services: Services,
+    session: Session,
+    *,
+    reveal: bool,
+    refused: EndpointFormRefusal | None = None,
+) -> NotificationsView:
+    """The endpoints with their recent deliveries; with `reveal`, a secret waiting to be shown
+    (then never again)."""
+    require_manage(session)
+    endpoints = await notification_endpoints.list_for(services.db, session.installation_id)
+    revealed = None
+    shown = await sessions.take_reveal(services.db, session) if reveal else None
+    for endpoint in endpoints:
+        if endpoint.id == shown:
+            secret = await webhook_signing.open_secret(
+                services.crypto, endpoint.installation_id, endpoint.id, endpoint.secret_sealed
+            )
+            revealed = None if secret is None else (endpoint.id, secret)
+    return NotificationsView(tuple(endpoints), revealed, refused)
+
+
+async def _installation(services: Services, session: Session) -> None:
+    if await installations.get(services.db, session.installation_id) is None:
+        raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
+
+
+async def _endpoint(services: Services, session: Session, endpoint_id: str) -> Endpoint:
+    require_manage(session)
+    endpoint = (
+        await notification_endpoints.get(services.db, session.installation_id, endpoint_id)
+        if is_id(endpoint_id)
+        else None
+    )
+    if endpoint is None:
+        raise Refusal.explained(404, "endpoint_not_found")
+    return endpoint
+
+
+async def _new_sealed_secret(services: Services, installation_id: str, endpoint_id: str) -> str:
+    secret = webhook_signing.new_secret(services.crypto.random_token())
+    return await webhook_signing.seal_secret(services.crypto, installation_id, endpoint_id, secret)
+
+
+def _new_id(services: Services, prefix: str) -> str:
+    return prefix + services.crypto.random_token()[:_ID_CHARS]

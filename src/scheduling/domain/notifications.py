@@ -1,0 +1,112 @@
+"""What the plugin tells a notification endpoint: the events, and each event's JSON body.
+
+A body is Standard Webhooks' `{"type", "timestamp", "data"}`. `data` says
+which schedule, what it was to do and when, how it ended (the card's own
+sentence, from `wording`), and where to see it. It never carries a secret, a
+token, a delegation or a content title.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from scheduling.domain.localtime import rfc3339
+from scheduling.domain.outcomes import RULES
+from scheduling.domain.statuses import Status
+from scheduling.domain.wording import explain_result
+
+REFUSED = "schedule.refused"
+COMPLETED = "schedule.completed"
+RETRYING = "schedule.retrying"
+# The events an endpoint may subscribe to, in the order the form offers them.
+EVENT_TYPES = (REFUSED, COMPLETED, RETRYING)
+DEFAULT_EVENTS = (REFUSED,)
+TEST_EVENT = "test"
+MAX_ENDPOINTS = 5
+
+# The last attempt got no answer: Dee Wan may or may not have applied the change.
+UNKNOWN_OUTCOME_CODES = frozenset(
+    code for code in (RULES["timeout"].result_code, RULES["network_failure"].result_code) if code
+)
+
+
+def event_type(status: Status) -> str | None:
+    """The event a settle to `status` raises: refused, completed and retrying do."""
+    name = f"schedule.{status.value}"
+    return name if name in EVENT_TYPES else None
+
+
+def outcome_unknown(last_code: str | None, last_finished: bool) -> bool:
+    """The last attempt timed out, lost its connection, or never finished (its runner died)."""
+    return not last_finished or last_code in UNKNOWN_OUTCOME_CODES
+
+
+def page_url(public_origin: str, installation_id: str) -> str:
+    """The installation's page, opened from Dee Wan (a launch starts the session)."""
+    return f"{public_origin}/installations/{installation_id}"
+
+
+@dataclass(frozen=True)
+class ScheduleEvent:
+    """One settle of one schedule, as its webhook tells it."""
+
+    type: str
+    at: int  # the settle's instant
+    installation_id: str
+    schedule_id: str
+    content_id: str
+    kind: str
+    to_state: str
+    version_id: str
+    due_at: int
+    local_time: str
+    timezone: str
+    status: Status
+    result_code: str | None
+    attempts: int
+    outcome_unknown: bool
+    next_attempt_at: int | None = None
+    last_code: str | None = None  # the last attempt's code and HTTP status, for the sentence
+    last_http_status: int | None = None
+
+    def body(self, public_origin: str) -> bytes:
+        data: dict[str, Any] = {
+            "installation_id": self.installation_id,
+            "schedule_id": self.schedule_id,
+            "content_id": self.content_id,
+            "kind": self.kind,
+            "to": self.to_state,
+            "version_id": self.version_id,
+            "due_at": rfc3339(self.due_at),
+            "local_time": self.local_time,
+            "timezone": self.timezone,
+            "status": self.status.value,
+            "result_code": self.result_code,
+            "message": explain_result(self.result_code, self.last_code, self.last_http_status),
+            "attempts": self.attempts,
+            "outcome_unknown": self.outcome_unknown,
+            "next_attempt_at": None
+            if self.next_attempt_at is None
+            else rfc3339(self.next_attempt_at),
+            "page_url": page_url(public_origin, self.installation_id),
+        }
+        return _json({"type": self.type, "timestamp": rfc3339(self.at), "data": data})
+
+
+def body_of_test_event(
+    public_origin: str, installation_id: str, endpoint_id: str, at: int
+) -> bytes:
+    """The body of a "Send test event": signed and sent like any event, about no schedule."""
+    data = {
+        "installation_id": installation_id,
+        "endpoint_id": endpoint_id,
+        "message": "A test event from Scheduling: this endpoint receives its notifications.",
+        "page_url": page_url(public_origin, installation_id),
+    }
+    return _json({"type": TEST_EVENT, "timestamp": rfc3339(at), "data": data})
+
+
+def _json(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

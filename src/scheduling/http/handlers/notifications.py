@@ -1,0 +1,51 @@
+"""Notification endpoints from the manage page (session + CSRF, manage launch only): add,
+rotate its secret, delete, send a test event."""
+
+from __future__ import annotations
+
+from scheduling.actions import notifications
+from scheduling.actions.manage_page import show_manage
+from scheduling.actions.notifications import EndpointForm, EndpointFormRefusal
+from scheduling.http.guards import require_form_post
+from scheduling.http.pages.manage_page import manage_page
+from scheduling.http.pages.render import page
+from scheduling.http.requests import Request
+from scheduling.http.responses import Response, redirect
+from scheduling.services import Services
+
+
+async def add_endpoint(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    fields = request.form_lists()
+    url = fields.get("url", [""])[0].strip()
+    form = EndpointForm(url=url, events=tuple(fields.get("events", ())))
+    try:
+        await notifications.add_endpoint(services, session, form)
+    except EndpointFormRefusal as refused:
+        # The manage page again, with what was entered and what was wrong with it.
+        view = await show_manage(services, session, group=None, page_number=1, refused=refused)
+        lateness = services.config.max_lateness_ms
+        return page(manage_page(view, lateness, {}), refused.status)
+    return _back(session.installation_id)
+
+
+async def rotate_secret(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await notifications.rotate_secret(services, session, request.path_params["endpoint_id"])
+    return _back(session.installation_id)
+
+
+async def delete_endpoint(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await notifications.delete_endpoint(services, session, request.path_params["endpoint_id"])
+    return _back(session.installation_id)
+
+
+async def send_test(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await notifications.send_test(services, session, request.path_params["endpoint_id"])
+    return _back(session.installation_id)
+
+
+def _back(installation_id: str) -> Response:
+    return redirect(f"/installations/{installation_id}#notifications")

@@ -1,0 +1,82 @@
+"""The manage page's Notifications section: endpoints, their deliveries, the form to add one."""
+
+NOTIFICATIONS = """{% from "cards.html" import session_fields %}
+{% set n = notifications %}
+<section id="notifications" aria-labelledby="notifications-title" class="notifications">
+  <h2 id="notifications-title">Notifications</h2>
+  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which chat relays, automation tools and a few lines of code can verify.</p>
+  {% for e in n.endpoints %}
+  <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
+    <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
+    {% if e.secret %}
+    <div class="notice secret" role="status">
+      <p><strong>Signing secret: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.</p>
+      <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
+    </div>
+    {% endif %}
+    {% if e.failing_label %}<p class="problem failing" role="status">Failing for {{ e.failing_label }}: its deliveries have not been accepted since then. They are tried again; check the receiver.</p>{% endif %}
+    {% if e.disabled_label %}<p class="problem">Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; delete it and add it again to start over.</p>{% endif %}
+    <dl class="facts">
+      <dt>Tells of</dt>
+      <dd>{{ e.event_labels|join("; ") }}</dd>
+      {% if e.test_label %}<dt>Last test</dt><dd data-test-result>{{ e.test_label }}</dd>{% endif %}
+    </dl>
+    <div class="endpoint-actions">
+      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/test">
+        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
+      </form>
+      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate">
+        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        <button type="submit" class="secondary">Rotate secret<span class="visually-hidden"> of {{ e.url }}</span></button>
+      </form>
+      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete">
+        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        <button type="submit" class="danger">Delete<span class="visually-hidden"> {{ e.url }}</span></button>
+      </form>
+    </div>
+    {% if e.deliveries %}
+    <table class="deliveries">
+      <caption>Recent deliveries (times in {{ zone }})</caption>
+      <thead><tr><th scope="col">Event</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th></tr></thead>
+      <tbody>
+      {% for d in e.deliveries %}
+        <tr data-delivery-id="{{ d.id }}" data-delivery-status="{{ d.status }}">
+          <td data-label="Event">{{ d.event_label }}</td>
+          <td data-label="Time">{{ d.when_label }}</td>
+          <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
+          <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
+        </tr>
+      {% endfor %}
+      </tbody>
+    </table>
+    {% else %}
+    <p class="empty">Nothing sent to it yet.</p>
+    {% endif %}
+  </article>
+  {% endfor %}
+
+  {% if n.problem and not n.can_add %}<div class="problem" role="alert" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
+  {% if n.can_add %}
+  <form method="post" action="/installations/{{ installation_id }}/notifications" data-form="notification-endpoint" class="endpoint-form" novalidate>
+    {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+    <h3>Add an endpoint</h3>
+    {% if n.problem %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
+    <div class="field">
+      <label for="endpoint-url">Endpoint URL</label>
+      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB.</p>
+      <input type="url" id="endpoint-url" name="url" value="{{ n.url }}" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint{% if n.problem %} endpoint-problem{% endif %}"{% if n.problem_code == "invalid_endpoint_url" %} aria-invalid="true"{% endif %}>
+    </div>
+    <fieldset>
+      <legend>Tell it when</legend>
+      {% for c in n.choices %}
+      <div class="choice"><input type="checkbox" id="event-{{ loop.index }}" name="events" value="{{ c.value }}"{% if c.checked %} checked{% endif %}><label for="event-{{ loop.index }}">{{ c.label }} <code>{{ c.value }}</code></label></div>
+      {% endfor %}
+    </fieldset>
+    <button type="submit">Add endpoint</button>
+  </form>
+  {% else %}
+  <p>This installation has {{ n.max_endpoints }} endpoints, the most it may have. Delete one to add another.</p>
+  {% endif %}
+</section>
+"""

@@ -1,0 +1,131 @@
+"""A queue consumer invocation: the rows its messages name, claimed, sent and settled exactly
+as a tick does (`drain.py`), with its own connection slots and budgets, and no installation
+past MAX_IN_FLIGHT_PER_INSTALLATION however many consumers run.
+
+A message is acknowledged only once every row it names is settled by this invocation, or
+found not due (settled already, claimed by another runner, or not yet due again). Otherwise
+it is retried: a row the cap held back, one the budget or a platform limit left, one handed
+back unsent, or one whose settle was refused. Acknowledging happens after every settle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from scheduling.ports import QueueMessage
+from scheduling.repository.runner_store import DueRow, RunnerStore
+from scheduling.runner import messages
+from scheduling.runner.batch import Claimed, Settled
+from scheduling.runner.drain import Drain
+from scheduling.runner.invocation import Invocation, RunnerInvocation
+from scheduling.runner.messages import Dispatched
+from scheduling.runner.report import TickReport
+from scheduling.services import Services, log
+
+# A message retried for what it left due comes back after this long (Queues counts seconds).
+RETRY_DELAY_S = 1
+
+
+async def run_consumer(services: Services, delivered: Sequence[QueueMessage]) -> dict[str, int]:
+    """Consume one delivered batch; returns its counts, as logged."""
+    return (await Consumer(services, delivered).run()).as_record()
+
+
+class MessageRows:
+    """The rows a consumer's messages name: read fresh, round-robin, and followed to their end.
+
+    An installation whose cap held a row back is left aside until one of this invocation's
+    own batches settles (its claims free room), so the rest keeps moving meanwhile.
+    """
+
+    def __init__(self, store: RunnerStore, named: Sequence[Dispatched]) -> None:
+        self.store = store
+        self.pending: dict[str, str] = {}  # schedule id -> installation, in message order
+        for message in named:
+            for installation, ids in message.ids.items():
+                for schedule_id in ids:
+                    self.pending.setdefault(schedule_id, installation)
+        self.done: set[str] = set()
+        self.parked: set[str] = set()
+
+    async def next(self, now: int, limit: int, drain: Drain) -> list[DueRow]:
+        while True:
+            # In message order, a batch's worth at a time: messages finish one after another,
+            # so one the budget never reached comes back untouched, not half done.
+            window = [sid for sid, inst in self.pending.items() if inst not in self.parked]
+            window = window[:limit]
+            if window:
+                rows = await self.store.due_among(window, now, limit)
+                for sid in window:
+                    del self.pending[sid]
+                taken = {row.id for row in rows}
+                # The rest is not due: settled, someone else's, or not yet due again.
+                self.done.update(sid for sid in window if sid not in taken)
+                if rows:
+                    return rows
+                if not drain.room_for_another_batch():
+                    drain.report.limit_reached = 1
+                    return []  # what is left comes back with its message
+                continue
+            waiting = drain.unsettled()
+            if not self.parked or not waiting:
+                return []
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            self.parked.clear()
+
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        won = {claim.row.id for claim in claimed.won}
+        held = set(claimed.held)
+        self.done.update(claimed.refused)
+        for row in rows:
+            if row.id in held:
+                self.pending[row.id] = row.installation_id
+                self.parked.add(row.installation_id)
+            elif row.id not in won and row.id not in claimed.refused:
+                self.done.add(row.id)  # another runner claimed or ended it first
+
+    def settled(self, settled: Settled) -> None:
+        if settled.written:
+            self.done.update(s.claim.row.id for s in settled.claims if not s.handed_back)
+
+
+class Consumer(RunnerInvocation):
+    kind = "consumer"
+    log_event = "runner_consume"
+
+    def __init__(self, services: Services, delivered: Sequence[QueueMessage]) -> None:
+        self.delivered = list(delivered)
+        self.named = [messages.parse(message.body) for message in self.delivered]
+        wall = services.clock.now_ms()
+        ahead = max((m.ahead_ms for m in self.named if m is not None), default=0)
+        report = TickReport(
+            messages=len(self.delivered),
+            queue_delay_ms=max(
+                (max(0, wall - m.sent) for m in self.named if m is not None), default=0
+            ),
+        )
+        super().__init__(
+            services,
+            Invocation(scheduled_time=wall + ahead, started=wall),
+            report,
+            cap=services.config.max_in_flight_per_installation,
+        )
+
+    async def _work(self) -> None:
+        rows = MessageRows(self.store, [m for m in self.named if m is not None])
+        await self.drain.run(rows)
+        # Every batch has settled: each message is acknowledged, or comes back.
+        for message, named in zip(self.delivered, self.named, strict=True):
+            if named is None:
+                log.warning("queue message %s is not a runner message; acknowledged", message.id)
+                message.ack()
+                self.report.acked += 1
+            elif all(sid in rows.done for sid in named.schedule_ids()):
+                message.ack()
+                self.report.acked += 1
+            else:
+                message.retry(RETRY_DELAY_S)
+                self.report.retried += 1
+        # Its settles' events go out now, not a tick later (the acknowledgements stand).
+        await self._deliver()

@@ -1,0 +1,158 @@
+"""One invocation of the runner, a cron tick or a queue consumer's: its instant and clock, its
+batches, drain and webhook deliveries over one budget, and its record written last (its row
+of the tick history, in the same round trip as the totals it adds to) with its log line. A
+failed invocation records its row too, with the exception's type, in one more write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import ClassVar
+
+from scheduling.domain.localtime import rfc3339
+from scheduling.events import emit
+from scheduling.limits import RECORD_STATEMENTS
+from scheduling.ports import Clock, LimitReached, Statement
+from scheduling.repository.runner_store import RunnerStore
+from scheduling.runner import history
+from scheduling.runner.batch import BatchRunner
+from scheduling.runner.budget import Budget
+from scheduling.runner.deliveries import DeliveryRunner
+from scheduling.runner.drain import Drain
+from scheduling.runner.report import TickReport
+from scheduling.services import Services, log
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A cron invocation: the minute it stands for, and the wall clock when it began.
+
+    Workers bounds neither how late an invocation is delivered nor how far its
+    `scheduledTime` then lies behind the real time, so the tick's instant is the later
+    of the two: a late delivery can never make a late send look on time.
+    """
+
+    scheduled_time: int
+    started: int
+
+    @classmethod
+    def begin(cls, clock: Clock, scheduled_time: int) -> Invocation:
+        return cls(scheduled_time, clock.now_ms())
+
+    @property
+    def at(self) -> int:
+        """The tick's instant (epoch ms)."""
+        return max(self.scheduled_time, self.started)
+
+    @property
+    def cron_delay_ms(self) -> int:
+        """How late the invocation was delivered (0 when on time or early)."""
+        return max(0, self.started - self.scheduled_time)
+
+
+class RunnerInvocation:
+    """What a tick and a queue consumer invocation share; each says what its work is."""
+
+    kind: ClassVar[str]  # its rows in the tick history: "tick" or "consumer"
+    log_event: ClassVar[str]  # its log line
+
+    def __init__(
+        self,
+        services: Services,
+        invocation: Invocation,
+        report: TickReport,
+        *,
+        cap: int | None = None,
+    ) -> None:
+        config = services.config
+        self.services = services
+        self.now = invocation.at
+        self.started = invocation.started
+        self.store = RunnerStore(services.db)
+        self.report = report
+        self.batches = BatchRunner(services, self.store, report, self.clock, cap=cap)
+        budget = Budget.of(services, reserved_queries=RECORD_STATEMENTS)
+        self.concurrency = config.send_concurrency
+        self.drain = Drain(
+            self.batches,
+            self.store,
+            report,
+            now=self.now,
+            clock=self.clock,
+            batch_size=config.max_rows_per_tick,
+            concurrency=config.send_concurrency,
+            budget=budget,
+            new_token=lambda: services.crypto.random_token(),  # TOKEN_KEY read only when needed
+        )
+        self.deliveries = DeliveryRunner(
+            services,
+            self.store,
+            report,
+            self.clock,
+            now=self.now,
+            budget=budget,
+            on_limit=self.batches.reached,
+        )
+
+    def clock(self) -> int:
+        """The invocation's instant advanced by the real time spent since it began.
+
+        Every decision within it reads this: lateness, leases, retries.
+        """
+        return self.now + max(0, self.services.clock.now_ms() - self.started)
+
+    def elapsed_ms(self) -> int:
+        return self.clock() - self.now
+
+    async def run(self) -> TickReport:
+        try:
+            await self._work()
+            await self._write_record()
+        except Exception as error:
+            await self._record_failure(error)
+            raise
+        emit(self.log_event, at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
+        return self.report
+
+    async def _work(self) -> None:
+        raise NotImplementedError
+
+    async def _deliver(self) -> None:
+        """The webhooks due, after every send of the invocation (transitions first), through
+        as many slots; none once a platform limit has stopped it."""
+        if self.batches.limit is None and self.deliveries.due():
+            await self.deliveries.run(asyncio.Semaphore(self.concurrency))
+
+    async def _write_record(self) -> None:
+        try:
+            await self.store.record(self._record, RECORD_STATEMENTS)
+        except LimitReached as limit:  # its work is settled; only its row is lost
+            self.batches.reached(limit)
+
+    def _counts(self) -> dict[str, int]:
+        self.report.webhook_events = self.store.events_written
+        self.report.d1_statements = self.store.statements
+        self.report.d1_round_trips = self.store.round_trips
+        return self.report.as_record()
+
+    def _record(self, error: BaseException | None = None) -> list[Statement]:
+        """The invocation's record, built last so it counts the round trip that carries it."""
+        self._counts()
+        return history.record(
+            self.store.db,
+            kind=self.kind,
+            at=self.now,
+            duration_ms=self.elapsed_ms(),
+            ended_at=self.clock(),
+            report=self.report,
+            error=error,
+        )
+
+    async def _record_failure(self, error: BaseException) -> None:
+        """A failed invocation's row: what it counted before it failed, and the exception's
+        type. When the database is what failed, this fails too: the log line says so."""
+        try:
+            await self.store.record(lambda: self._record(error), RECORD_STATEMENTS)
+        except Exception as also:
+            log.warning("the failed %s could not be recorded: %s", self.kind, type(also).__name__)

@@ -1,0 +1,107 @@
+"""The events a batch's settles raise, built before the settle so they travel in its batch.
+
+Only for installations whose endpoints hear of that event (`DueRow.subscribed`,
+read with the due rows); the outbox insert itself keeps them only where the
+settle applied, once per subscribed endpoint.
+"""
+
+from __future__ import annotations
+
+from scheduling.domain.notifications import REFUSED, ScheduleEvent, event_type, outcome_unknown
+from scheduling.domain.outcomes import RETRY_EXHAUSTED, Outcome
+from scheduling.domain.retry_policy import Settlement
+from scheduling.domain.statuses import Status
+from scheduling.repository.runner_store import Claim, DueRow, OutboxEvent
+from scheduling.services import Services
+
+# 22 base64url characters: 132 random bits.
+_ID_CHARS = 22
+
+
+class EventMaker:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def unsent(
+        self, row: DueRow, code: str, at: int, *, attempts: int | None = None
+    ) -> OutboxEvent | None:
+        """A row refused without a send (caps, token unreadable, or too late for its slot):
+        what the last real attempt said stands."""
+        if REFUSED not in row.subscribed:
+            return None
+        previous = row.result_code
+        return self._event(
+            row,
+            REFUSED,
+            at,
+            status=Status.REFUSED,
+            result_code=code,
+            attempts=row.attempt_count if attempts is None else attempts,
+            # A reclaimed row's last attempt never finished; a retrying one's said `previous`.
+            unknown=row.attempt_count > 0
+            and outcome_unknown(previous, row.status != Status.RUNNING),
+            last_code=previous,
+        )
+
+    def late(self, claim: Claim, at: int) -> OutboxEvent | None:
+        """Claimed, but past the lateness cap when its slot came: the attempt is given back."""
+        return self.unsent(claim.row, RETRY_EXHAUSTED, at, attempts=claim.attempt - 1)
+
+    def sent(
+        self, claim: Claim, settlement: Settlement, outcome: Outcome, at: int
+    ) -> OutboxEvent | None:
+        kind = event_type(settlement.status)
+        if kind is None or kind not in claim.row.subscribed:
+            return None
+        assert settlement.result_code is not None  # only a hand-back keeps the code it had
+        return self._event(
+            claim.row,
+            kind,
+            at,
+            status=settlement.status,
+            result_code=settlement.result_code,
+            attempts=claim.attempt,
+            unknown=outcome_unknown(outcome.code, True),
+            last_code=outcome.code,
+            last_http_status=outcome.http_status,
+            next_attempt_at=settlement.next_attempt_at,
+        )
+
+    def _event(
+        self,
+        row: DueRow,
+        kind: str,
+        at: int,
+        *,
+        status: Status,
+        result_code: str,
+        attempts: int,
+        unknown: bool,
+        last_code: str | None,
+        last_http_status: int | None = None,
+        next_attempt_at: int | None = None,
+    ) -> OutboxEvent:
+        command = row.command
+        event = ScheduleEvent(
+            type=kind,
+            at=at,
+            installation_id=row.installation_id,
+            schedule_id=row.id,
+            content_id=command.content_id,
+            kind=command.kind,
+            to_state=command.to_state,
+            version_id=command.version_id,
+            due_at=command.due_at,
+            local_time=row.local_time,
+            timezone=row.timezone,
+            status=status,
+            result_code=result_code,
+            attempts=attempts,
+            outcome_unknown=unknown,
+            next_attempt_at=next_attempt_at,
+            last_code=last_code,
+            last_http_status=last_http_status,
+        )
+        message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
+        body = event.body(self.services.config.public_origin)
+        return OutboxEvent(message_id, row.id, kind, body)

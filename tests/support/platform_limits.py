@@ -1,0 +1,112 @@
+"""Workers' per-invocation limits, played at the ports: a Database and an HttpClient that
+refuse with `LimitReached` past N calls in one invocation, as the Workers adapters do when
+D1 answers "Too many API requests by single Worker invocation." or `fetch` "Too many
+subrequests by single Worker invocation." (src/scheduling/runtimes/workers/platform_limits.py).
+
+The invocation is `tests.support.queue.invocation`: each consumer delivery and each tick a
+test runs through `Consumers` (or `limited_tick`) is its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from scheduling.app import App
+from scheduling.ports import (
+    Database,
+    HttpClient,
+    LimitReached,
+    OutboundRequest,
+    OutboundResponse,
+    Result,
+    Row,
+    Statement,
+)
+from tests.support.queue import invocation
+
+_ticks = itertools.count(1_000_000)
+
+
+class LimitedStatement:
+    def __init__(self, db: LimitedDatabase, inner: Statement) -> None:
+        self.db = db
+        self.inner = inner
+
+    def bind(self, *values: Any) -> LimitedStatement:
+        return LimitedStatement(self.db, self.inner.bind(*values))
+
+    async def all(self) -> Result:
+        self.db.count(1)
+        return await self.inner.all()
+
+    async def run(self) -> Result:
+        self.db.count(1)
+        return await self.inner.run()
+
+    async def first(self) -> Row | None:
+        self.db.count(1)
+        return await self.inner.first()
+
+
+class LimitedDatabase:
+    """Refuses a call that would take the invocation past `queries` statements (each
+    statement of a batch counts, as the platform notes advise to assume)."""
+
+    def __init__(self, inner: Database, queries: int) -> None:
+        self.inner = inner
+        self.queries = queries
+        self.used: Counter[int] = Counter()
+        self.refused = 0
+
+    def count(self, statements: int) -> None:
+        key = invocation.get()
+        if key and self.used[key] + statements > self.queries:
+            self.refused += 1
+            raise LimitReached("d1")
+        self.used[key] += statements
+
+    def prepare(self, sql: str) -> LimitedStatement:
+        return LimitedStatement(self, self.inner.prepare(sql))
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        self.count(len(statements))
+        inner = [s.inner if isinstance(s, LimitedStatement) else s for s in statements]
+        return await self.inner.batch(inner)
+
+
+class LimitedHttp:
+    """Refuses the request past `subrequests` in one invocation, before it is sent."""
+
+    def __init__(self, inner: HttpClient, subrequests: int) -> None:
+        self.inner = inner
+        self.subrequests = subrequests
+        self.used: Counter[int] = Counter()
+        self.refused = 0
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        key = invocation.get()
+        if key and self.used[key] >= self.subrequests:
+            self.refused += 1
+            raise LimitReached("subrequests")
+        self.used[key] += 1
+        response: OutboundResponse = await self.inner.send(request)
+        return response
+
+
+def limit(app: App, *, queries: int | None = None, subrequests: int | None = None) -> None:
+    """Give `app` Workers Free's limits (or others) per invocation."""
+    services = app.services
+    if queries is not None:
+        services.db = LimitedDatabase(services.db, queries)
+    if subrequests is not None:
+        services.http = LimitedHttp(services.http, subrequests)
+
+
+async def limited_tick(app: App, at: int) -> dict[str, int]:
+    """One tick as its own invocation, the test clock set to `at`."""
+    app.services.clock.now = at  # type: ignore[attr-defined]
+    invocation.set(next(_ticks))
+    return await app.tick(at)

@@ -1,0 +1,206 @@
+"""Webhook receivers for the tests, and the official `standardwebhooks` library's check of what
+the plugin signed.
+
+`Receiver` is an endpoint in-process: it answers what the test scripts (a status, a timeout, a
+dropped connection) and records every delivery. `Network` is the plugin's outbound port with
+receivers beside the fake Dee Wan. `loopback_receiver` is a real HTTP server on 127.0.0.1,
+for the local runtime and the Worker under Pyodide.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from standardwebhooks.webhooks import Webhook
+
+from scheduling.ports import (
+    HttpClient,
+    OutboundRequest,
+    OutboundResponse,
+    TransportError,
+    TransportTimeout,
+)
+from tests.support.world import Browser, World
+
+HOOK_URL = "https://hooks.example/scheduling"
+SECRET_VALUE = re.compile(r"data-webhook-secret>(whsec_[A-Za-z0-9+/=]+)<")
+ANY_SECRET = re.compile(rb"whsec_[A-Za-z0-9+/=]{20,}")
+
+
+@dataclass(frozen=True)
+class Received:
+    url: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+    at: float = 0.0  # time.time() when it arrived (loopback)
+
+    @property
+    def id(self) -> str:
+        return self.headers["webhook-id"]
+
+    @property
+    def event(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.body)
+        return data
+
+
+def signed_by(secret: str, received: Received) -> bool:
+    """The library's own signature of this id, timestamp and body is among those sent (the
+    check `Webhook.verify` makes, without its five-minute window: test clocks are fake)."""
+    headers = received.headers
+    timestamp = datetime.fromtimestamp(int(headers["webhook-timestamp"]), UTC)
+    expected = Webhook(secret).sign(headers["webhook-id"], timestamp, received.body.decode())
+    sent = headers["webhook-signature"].split(" ")
+    return any(hmac.compare_digest(expected, signature) for signature in sent)
+
+
+def verify(secret: str, received: Received) -> Any:
+    """`Webhook.verify` itself, window included: for deliveries made on the real clock."""
+    return Webhook(secret).verify(received.body, received.headers)
+
+
+Answer = int | str  # a status, or "timeout" / "drop"
+
+
+@dataclass
+class Receiver:
+    url: str = HOOK_URL
+    default: Answer = 204
+    answers: list[Answer] = field(default_factory=list)  # consumed first, in order
+    deliveries: list[Received] = field(default_factory=list)
+
+    def answer_next(self, *answers: Answer) -> None:
+        self.answers.extend(answers)
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        assert request.body is not None
+        received = Received(
+            request.url, {k.lower(): v for k, v in request.headers.items()}, request.body
+        )
+        self.deliveries.append(received)
+        answer = self.answers.pop(0) if self.answers else self.default
+        if answer == "timeout":
+            raise TransportTimeout("the receiver did not answer")
+        if answer == "drop":
+            raise TransportError("connection reset")
+        assert isinstance(answer, int)
+        return OutboundResponse(answer, {"content-type": "text/plain"}, b"ok")
+
+
+class Network:
+    """The plugin's outbound port: each receiver at its origin, the rest to `inner`."""
+
+    def __init__(self, inner: HttpClient, *receivers: Receiver) -> None:
+        self.inner = inner
+        self.receivers = list(receivers)
+        self.sent: list[OutboundRequest] = []
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        self.sent.append(request)
+        for receiver in self.receivers:
+            if _origin(receiver.url) == _origin(request.url):
+                return await receiver.send(request)
+        return await self.inner.send(request)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme, parts.netloc
+
+
+def with_receivers(world: World, *receivers: Receiver) -> Network:
+    network = Network(world.app.services.http, *receivers)
+    world.app.services.http = network
+    return network
+
+
+async def add_endpoint(
+    browser: Browser,
+    installation_id: str,
+    url: str = HOOK_URL,
+    events: tuple[str, ...] = ("schedule.refused",),
+) -> str:
+    """Add an endpoint through the manage page's form; returns its secret, shown once."""
+    await browser.get(f"/installations/{installation_id}")
+    fields = [("csrf_token", browser.csrf()), ("opened_for", "manage"), ("url", url)]
+    fields += [("events", event) for event in events]
+    response = await browser.post_pairs(f"/installations/{installation_id}/notifications", fields)
+    assert response.status == 303, response.body[:500]
+    page = await browser.follow(response)
+    found = SECRET_VALUE.search(page.body.decode())
+    assert found, "no secret shown after creation"
+    return found.group(1)
+
+
+def form_body(fields: list[tuple[str, str]]) -> bytes:
+    return urlencode(fields).encode()
+
+
+# -- a real receiver on loopback -------------------------------------------------------
+
+
+@dataclass
+class LoopbackReceiver:
+    url: str = ""
+    delay_s: float = 0.0
+    answers: list[int] = field(default_factory=list)
+    default: int = 204
+    deliveries: list[Received] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _next(self) -> int:
+        with self._lock:
+            return self.answers.pop(0) if self.answers else self.default
+
+
+@contextmanager
+def loopback_receiver(delay_s: float = 0.0, path: str = "/hooks") -> Iterator[LoopbackReceiver]:
+    receiver = LoopbackReceiver(delay_s=delay_s)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("content-length", "0")))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            with receiver._lock:
+                receiver.deliveries.append(Received(self.path, headers, raw, time.time()))
+            status = receiver._next()
+            if receiver.delay_s:
+                time.sleep(receiver.delay_s)
+            body = b"" if status in (204, 304) else b"ok"  # a 204 has no body
+            try:
+                self.send_response(status)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 64
+
+    server = Server(("127.0.0.1", 0), Handler)
+    receiver.url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        server.shutdown()
+        server.server_close()

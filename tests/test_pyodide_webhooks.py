@@ -1,0 +1,209 @@
+"""Webhooks from the real Worker entry under Pyodide: the endpoint added through the manage
+page (its secret made and sealed with WebCrypto), the event written in D1 with the settle, the
+delivery signed with WebCrypto's HMAC and sent with the Worker's fetch to a receiver on
+loopback, and its signature verified here, on CPython, with the official `standardwebhooks`."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scheduling.domain import associated_data
+from tests.pyodide_harness.harness import FakeCoreProcess, Harness, node_path, shared_harness
+from tests.support.webhooks import SECRET_VALUE, LoopbackReceiver, loopback_receiver, verify
+from tests.support.worker_browser import Browser, install, launch
+
+pytestmark = pytest.mark.pyodide
+
+MINUTE = 60_000
+
+
+@pytest.fixture(scope="module")
+def harness() -> Harness:
+    if node_path() is None:
+        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
+    return shared_harness()
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (b"\x0b" * 20, b"Hi There"),  # RFC 4231 test case 1
+        (b"Jefe", b"what do ya want for nothing?"),  # test case 2
+        (bytes(range(32)), b"msg_1.1782900000.{}"),
+        (b"\xaa" * 131, b"Test Using Larger Than Block-Size Key - Hash Key First"),  # case 6
+    ],
+)
+def test_webcrypto_hmac_is_the_standard_librarys(
+    harness: Harness, key: bytes, message: bytes
+) -> None:
+    assert harness.hmac_sha256(key, message) == hmac.digest(key, message, hashlib.sha256)
+
+
+@pytest.fixture
+def core(harness: Harness) -> Iterator[FakeCoreProcess]:
+    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core_webhooks.log")
+    process.control("POST", "seed", {"demo": True})
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[LoopbackReceiver]:
+    with loopback_receiver() as running:
+        yield running
+
+
+def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    origin = receiver.url.rsplit("/", 1)[0]
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+            due = _schedule_soon(core, browser, installation_id)
+            # Dee Wan refuses it when it falls due.
+            core.control(
+                "POST",
+                "faults",
+                {"faults": [{"kind": "respond", "status": 409, "code": "workflow_conflict"}]},
+            )
+            harness.scheduled(due)
+            [delivery] = receiver.deliveries
+            event = verify(secret, delivery)  # standardwebhooks, its time window included
+            assert event["type"] == "schedule.refused"
+            assert event["data"]["result_code"] == "workflow_conflict"
+            assert event["data"]["installation_id"] == installation_id
+            assert delivery.headers["content-type"] == "application/json"
+            [row] = harness.sql(
+                "SELECT id, status, attempt_count, last_http_status, last_error"
+                " FROM webhook_deliveries WHERE installation_id = ?",
+                installation_id,
+            )
+            assert row == {
+                "id": delivery.headers["webhook-id"],
+                "status": "delivered",
+                "attempt_count": 1,
+                "last_http_status": 204,  # no body: JS null, which the fetch adapter reads
+                "last_error": None,
+            }
+            harness.scheduled(due + MINUTE)
+            assert len(receiver.deliveries) == 1  # delivered once
+        finally:
+            _remove(harness, installation_id)
+
+
+def test_with_a_queue_the_consumer_that_settles_a_refusal_tells_it(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    """`SEND_QUEUE` bound: the tick dispatches, a `queue()` invocation sends, settles and then
+    delivers the event its settle wrote, signed with WebCrypto."""
+    origin = receiver.url.rsplit("/", 1)[0]
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+            due = _schedule_soon(core, browser, installation_id)
+            core.control(
+                "POST",
+                "faults",
+                {"faults": [{"kind": "respond", "status": 409, "code": "workflow_conflict"}]},
+            )
+            ticks, consumed = (
+                len(harness.events("runner_tick")),
+                len(harness.events("runner_consume")),
+            )
+            with harness.bound_queue(max_batch_size=2, max_concurrency=2, delay_scale=0.05):
+                harness.scheduled(due)  # answered once the dispatched work is done too
+            [delivery] = receiver.deliveries
+            event = verify(secret, delivery)
+            assert event["type"] == "schedule.refused"
+            assert event["data"]["result_code"] == "workflow_conflict"
+            [tick] = harness.events("runner_tick")[ticks:]
+            assert (tick["dispatched"], tick["sends"], tick["webhook_sends"]) == (1, 0, 0)
+            invocations = harness.events("runner_consume")[consumed:]
+            [settling] = [line for line in invocations if line["refused"]]
+            assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
+        finally:
+            _remove(harness, installation_id)
+
+
+def _add_endpoint(
+    harness: Harness, core: FakeCoreProcess, browser: Browser, installation_id: str, url: str
+) -> str:
+    """Through the manage page's form; the secret is shown once, and D1 holds it sealed."""
+    csrf = launch(core, browser, installation_id)
+    added = browser.post_form(
+        f"/installations/{installation_id}/notifications",
+        {"csrf_token": csrf, "opened_for": "manage", "url": url, "events": ["schedule.refused"]},
+    )
+    assert added.status_code == 303, added.text
+    page = browser.get(f"/installations/{installation_id}").text
+    found = SECRET_VALUE.search(page)
+    assert found, page[-3000:]
+    secret = found.group(1)
+    assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+    assert secret not in browser.get(f"/installations/{installation_id}").text  # once
+    [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
+    [row] = harness.sql(
+        "SELECT secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
+    )
+    assert secret not in row["secret_sealed"]
+    context = associated_data.webhook_secret(installation_id, endpoint_id)
+    assert harness.open(row["secret_sealed"], context) == {"plaintext": secret}
+    return secret
+
+
+def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str) -> int:
+    """A publish through the content page's form, due at the next whole minute but one (UTC)."""
+    due = (int(time.time() * 1000) // MINUTE + 2) * MINUTE
+    csrf = launch(core, browser, installation_id, content_id="cnt_spring")
+    local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+    made = browser.post_form(
+        f"/installations/{installation_id}/schedules",
+        {
+            **browser.shown,
+            "csrf_token": csrf,
+            "transition": "publish:published",
+            "local_time": local,
+            "timezone": "UTC",
+            "fold": "",
+        },
+    )
+    assert made.status_code == 303, made.text
+    return due
+
+
+def _remove(harness: Harness, installation_id: str) -> None:
+    endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?)"
+    harness.execute(
+        ("DELETE FROM webhook_deliveries WHERE installation_id = ?", [installation_id]),
+        (
+            f"DELETE FROM notification_subscriptions WHERE endpoint_id IN {endpoints}",
+            [installation_id],
+        ),
+        ("DELETE FROM notification_endpoints WHERE installation_id = ?", [installation_id]),
+        (
+            "DELETE FROM schedule_attempts WHERE schedule_id IN"
+            " (SELECT id FROM schedules WHERE installation_id = ?)",
+            [installation_id],
+        ),
+        ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM installations WHERE id = ?", [installation_id]),
+    )
