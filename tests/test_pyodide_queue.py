@@ -66,6 +66,9 @@ def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
     worker: Harness, core: LoopbackCore
 ) -> None:
     prefix = "tq1"
+    # Answers slow enough that invocations running at once have requests out at once (at
+    # 20 ms, two invocations' sends could interleave without ever overlapping: flaky).
+    core.delay_s = 0.2
     seed(worker, core, prefix, installations=4, rows=30)
     logged = len(worker.events("runner_consume"))
     worker.fetch_stats(reset=True)
