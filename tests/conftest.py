@@ -1,8 +1,9 @@
-"""Fixtures only; what they are built from lives in tests/support/."""
+"""Fixtures, and one hook; what they are built from lives in tests/support/."""
 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +12,15 @@ from scheduling.app import App
 from scheduling.ports import Database
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, make_app, memory_db
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A run started in the background by a shell without job control inherits SIGINT
+    # ignored, and so would every server a test starts and stops with Ctrl-C (the fake Dee
+    # Wan then never stopped, and the run hung). A handled signal is reset to the default
+    # in a child, so the servers start as they would from a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
