@@ -11,6 +11,7 @@ import hmac
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -63,9 +64,13 @@ def receiver() -> Iterator[LoopbackReceiver]:
         yield running
 
 
-def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
+@contextmanager
+def _refusal_due(
     harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
-) -> None:
+) -> Iterator[tuple[str, str, int]]:
+    """An installation with one endpoint (the receiver) and a publish due at the next whole
+    minute but one, which Dee Wan will refuse (409); yields the installation's id, the
+    endpoint's secret and the due instant, and removes them after."""
     origin = receiver.url.rsplit("/", 1)[0]
     dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
     with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
@@ -74,35 +79,41 @@ def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
         try:
             secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
             due = _schedule_soon(core, browser, installation_id)
-            # Dee Wan refuses it when it falls due.
             core.control(
                 "POST",
                 "faults",
                 {"faults": [{"kind": "respond", "status": 409, "code": "workflow_conflict"}]},
             )
-            harness.scheduled(due)
-            [delivery] = receiver.deliveries
-            event = verify(secret, delivery)  # standardwebhooks, its time window included
-            assert event["type"] == "schedule.refused"
-            assert event["data"]["result_code"] == "workflow_conflict"
-            assert event["data"]["installation_id"] == installation_id
-            assert delivery.headers["content-type"] == "application/json"
-            [row] = harness.sql(
-                "SELECT id, status, attempt_count, last_http_status, last_error"
-                " FROM webhook_deliveries WHERE installation_id = ?",
-                installation_id,
-            )
-            assert row == {
-                "id": delivery.headers["webhook-id"],
-                "status": "delivered",
-                "attempt_count": 1,
-                "last_http_status": 204,  # no body: JS null, which the fetch adapter reads
-                "last_error": None,
-            }
-            harness.scheduled(due + MINUTE)
-            assert len(receiver.deliveries) == 1  # delivered once
+            yield installation_id, secret, due
         finally:
             _remove(harness, installation_id)
+
+
+def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    with _refusal_due(harness, core, receiver) as (installation_id, secret, due):
+        harness.scheduled(due)
+        [delivery] = receiver.deliveries
+        event = verify(secret, delivery)  # standardwebhooks, its time window included
+        assert event["type"] == "schedule.refused"
+        assert event["data"]["result_code"] == "workflow_conflict"
+        assert event["data"]["installation_id"] == installation_id
+        assert delivery.headers["content-type"] == "application/json"
+        [row] = harness.sql(
+            "SELECT id, status, attempt_count, last_http_status, last_error"
+            " FROM webhook_deliveries WHERE installation_id = ?",
+            installation_id,
+        )
+        assert row == {
+            "id": delivery.headers["webhook-id"],
+            "status": "delivered",
+            "attempt_count": 1,
+            "last_http_status": 204,  # no body: JS null, which the fetch adapter reads
+            "last_error": None,
+        }
+        harness.scheduled(due + MINUTE)
+        assert len(receiver.deliveries) == 1  # delivered once
 
 
 def test_with_a_queue_the_consumer_that_settles_a_refusal_tells_it(
@@ -110,36 +121,22 @@ def test_with_a_queue_the_consumer_that_settles_a_refusal_tells_it(
 ) -> None:
     """`SEND_QUEUE` bound: the tick dispatches, a `queue()` invocation sends, settles and then
     delivers the event its settle wrote, signed with WebCrypto."""
-    origin = receiver.url.rsplit("/", 1)[0]
-    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
-    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
-        installation_id = install(core, client)["id"]
-        browser = Browser(client, harness.origin)
-        try:
-            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
-            due = _schedule_soon(core, browser, installation_id)
-            core.control(
-                "POST",
-                "faults",
-                {"faults": [{"kind": "respond", "status": 409, "code": "workflow_conflict"}]},
-            )
-            ticks, consumed = (
-                len(harness.events("runner_tick")),
-                len(harness.events("runner_consume")),
-            )
-            with harness.bound_queue(max_batch_size=2, max_concurrency=2, delay_scale=0.05):
-                harness.scheduled(due)  # answered once the dispatched work is done too
-            [delivery] = receiver.deliveries
-            event = verify(secret, delivery)
-            assert event["type"] == "schedule.refused"
-            assert event["data"]["result_code"] == "workflow_conflict"
-            [tick] = harness.events("runner_tick")[ticks:]
-            assert (tick["dispatched"], tick["sends"], tick["webhook_sends"]) == (1, 0, 0)
-            invocations = harness.events("runner_consume")[consumed:]
-            [settling] = [line for line in invocations if line["refused"]]
-            assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
-        finally:
-            _remove(harness, installation_id)
+    with _refusal_due(harness, core, receiver) as (_, secret, due):
+        ticks, consumed = (
+            len(harness.events("runner_tick")),
+            len(harness.events("runner_consume")),
+        )
+        with harness.bound_queue(max_batch_size=2, max_concurrency=2, delay_scale=0.05):
+            harness.scheduled(due)  # answered once the dispatched work is done too
+        [delivery] = receiver.deliveries
+        event = verify(secret, delivery)
+        assert event["type"] == "schedule.refused"
+        assert event["data"]["result_code"] == "workflow_conflict"
+        [tick] = harness.events("runner_tick")[ticks:]
+        assert (tick["dispatched"], tick["sends"], tick["webhook_sends"]) == (1, 0, 0)
+        invocations = harness.events("runner_consume")[consumed:]
+        [settling] = [line for line in invocations if line["refused"]]
+        assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
 
 
 def _add_endpoint(
