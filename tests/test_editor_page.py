@@ -32,14 +32,6 @@ FIELDS = {
 }
 
 
-async def open_page(
-    world: World, installation: Installation, content_id: str = "cnt_en", person: str = "usr_editor"
-) -> Browser:
-    browser = await world.browser_for(installation, person=person, content_id=content_id)
-    await browser.get(f"/installations/{installation.id}")
-    return browser
-
-
 async def post_create(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
     return await browser.post(f"/installations/{installation.id}/schedules", sent)
@@ -67,13 +59,13 @@ def card(html: str, schedule_id: str) -> str:
 
 async def test_the_form_carries_the_versions_it_shows(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation, "cnt_pub")
+    browser = await world.open_page(installation, "cnt_pub")
     group = world.core.state.group_of("cnt_pub")
     assert browser.shown() == {
         "version_id": group.current_version_id,
         "published_version_id": group.published_version_id,
     }
-    draft = await open_page(world, installation, "cnt_en")
+    draft = await world.open_page(installation, "cnt_en")
     assert draft.shown() == {
         "version_id": world.core.state.group_of("cnt_en").current_version_id,
         "published_version_id": "",
@@ -84,7 +76,7 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     world: World,
 ) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     seen = browser.shown()["version_id"]
     newer = world.core.state.edit("cnt_en")  # a colleague saves while the editor reads
     response = await post_create(browser, installation, fold="")
@@ -105,7 +97,7 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
 
 async def test_unpublish_checks_the_published_version_it_showed(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation, "cnt_pub")
+    browser = await world.open_page(installation, "cnt_pub")
     state = world.core.state
     state.edit("cnt_pub")
     state.publish_now("cnt_pub", world.clock.now_ms())  # another version went out meanwhile
@@ -117,7 +109,7 @@ async def test_unpublish_checks_the_published_version_it_showed(world: World) ->
 
 async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     revision = world.core.state.bump_revision("cnt_en")
     assert (await post_create(browser, installation)).status == 303
     assert (await rows(world))[0]["workflow_revision"] == revision  # pinned as read at submit
@@ -136,7 +128,7 @@ async def test_a_form_without_the_shown_version_is_400_invalid_request(
     world: World, versions: dict[str, str]
 ) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     reads_before = len(world.core.calls.of("content"))
     response = await browser.post(
         f"/installations/{installation.id}/schedules",
@@ -153,7 +145,7 @@ async def test_a_form_without_the_shown_version_is_400_invalid_request(
 
 async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await post_create(browser, installation)).status == 303
     sid = str((await rows(world))[0]["id"])
     pinned = str((await rows(world))[0]["version_id"])
@@ -172,9 +164,9 @@ async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(wor
 
 async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world: World) -> None:
     installation = await world.install()
-    pub = await open_page(world, installation, "cnt_pub")
+    pub = await world.open_page(installation, "cnt_pub")
     assert (await post_create(pub, installation, transition="unpublish:draft")).status == 303
-    en = await open_page(world, installation, "cnt_en")
+    en = await world.open_page(installation, "cnt_en")
     assert (await post_create(en, installation)).status == 303
     by_content = {r["content_id"]: r for r in await rows(world)}
     state = world.core.state
@@ -197,7 +189,7 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
 
 async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     made = await post_create(
         browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin", fold="later"
     )
@@ -229,7 +221,7 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
 
 async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await post_create(browser, installation)).status == 303
     sid = str((await rows(world))[0]["id"])
     world.core.state.edit("cnt_en")
@@ -247,7 +239,7 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     assert changed.status == 409
     assert 'data-error-code="content_changed"' in changed.body.decode()
     assert (await repin("sch_nope")).status == 404
-    other = await open_page(world, installation, "cnt_page")
+    other = await world.open_page(installation, "cnt_page")
     assert (await post_create(other, installation)).status == 303
     other_id = next(str(r["id"]) for r in await rows(world) if r["content_id"] == "cnt_page")
     await browser.get(f"/installations/{installation.id}")
@@ -267,10 +259,10 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
 
 async def test_a_viewer_sees_no_cancel_and_a_posted_cancel_is_403(world: World) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await post_create(editor, installation)).status == 303
     sid = str((await rows(world))[0]["id"])
-    viewer = await open_page(world, installation, person="usr_viewer")
+    viewer = await world.open_page(installation, person="usr_viewer")
     html = viewer.page()
     assert "You may not publish or unpublish this content now" in html
     assert schedules_on(html)[0]["status"] == "pending"
@@ -288,7 +280,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     world: World, clock: FakeClock
 ) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await post_create(editor, installation)).status == 303
     sid = str((await rows(world))[0]["id"])
     # A manage launch cancels any schedule. Dee Wan offers it to site admins, who need no
@@ -313,7 +305,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
 
 async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await post_create(editor, installation)).status == 303
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
@@ -337,12 +329,12 @@ class RefusingEveryConnection:
 
 async def test_a_cancel_never_calls_dee_wan_even_when_it_is_down(world: World) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await post_create(editor, installation)).status == 303
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)
-    viewer = await open_page(world, installation, person="usr_viewer")
+    viewer = await world.open_page(installation, person="usr_viewer")
     viewer.csrf_token = await session_csrf(world, "usr_viewer")
     down = RefusingEveryConnection()
     world.app.services.http = down
@@ -389,7 +381,7 @@ async def test_every_schedule_of_a_content_is_reachable_from_its_page(world: Wor
         world.clock.advance(1)
         await schedules.create(world.db, new, world.clock.now_ms())
         made.add(new.id)
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     seen: list[str] = []
     pages = 0
     html = browser.page()

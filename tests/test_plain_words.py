@@ -41,14 +41,6 @@ FIELDS = {
 }
 
 
-async def open_page(
-    world: World, installation: Installation, content_id: str = "cnt_en", person: str = "usr_editor"
-) -> Browser:
-    browser = await world.browser_for(installation, person=person, content_id=content_id)
-    await browser.get(f"/installations/{installation.id}")
-    return browser
-
-
 async def create(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
     return await browser.post(f"/installations/{installation.id}/schedules", sent)
@@ -83,7 +75,7 @@ async def stored(world: World) -> list[dict[str, object]]:
 async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world: World) -> None:
     installation = await world.install()
     world.core.state.edit("cnt_pub")  # a newer version: publish and unpublish are offered
-    browser = await open_page(world, installation, "cnt_pub")
+    browser = await world.open_page(installation, "cnt_pub")
     fresh = browser.page()
     assert "data-replaces" not in fresh
     made = await create(browser, installation, transition="unpublish:draft")
@@ -114,7 +106,7 @@ async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world:
 
 async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await create(browser, installation, local_time="2027-07-02T09:00")).status == 303
     first = str((await stored(world))[0]["id"])
     second = await create(browser, installation, local_time="2026-07-03T08:30")
@@ -130,7 +122,7 @@ async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
 
 async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await create(browser, installation)).status == 303
     await world.db.prepare(
         "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
@@ -145,7 +137,7 @@ async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
 
 async def test_cancel_asks_first_naming_change_version_time_and_title(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await create(browser, installation)).status == 303
     made = (await stored(world))[0]
     sid, version = str(made["id"]), str(made["version_id"])
@@ -185,10 +177,10 @@ async def test_cancel_asks_first_naming_change_version_time_and_title(world: Wor
 
 async def test_the_confirmation_refuses_what_the_cancel_would_refuse(world: World) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await create(editor, installation)).status == 303
     sid = str((await stored(world))[0]["id"])
-    viewer = await open_page(world, installation, person="usr_viewer")
+    viewer = await world.open_page(installation, person="usr_viewer")
     refused = await viewer.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
     assert refused.status == 403
     assert 'data-error-code="cancel_not_allowed"' in refused.body.decode()
@@ -211,7 +203,7 @@ async def test_the_confirmation_refuses_what_the_cancel_would_refuse(world: Worl
 
 async def test_the_confirmation_and_the_cancel_work_with_dee_wan_down(world: World) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await create(editor, installation)).status == 303
     sid = str((await stored(world))[0]["id"])
     world.core.faults.push(Fault.respond(503, "unavailable"), endpoint="content")
@@ -226,7 +218,7 @@ async def test_the_confirmation_and_the_cancel_work_with_dee_wan_down(world: Wor
 
 async def test_the_manage_cancel_message_names_the_content(world: World) -> None:
     installation = await world.install()
-    editor = await open_page(world, installation)
+    editor = await world.open_page(installation)
     assert (await create(editor, installation)).status == 303
     sid = str((await stored(world))[0]["id"])
     manager = await world.browser_for(installation, content_id=None)
@@ -245,7 +237,7 @@ async def test_the_manage_cancel_message_names_the_content(world: World) -> None
 async def test_the_deadline_has_its_date_its_zone_and_rfc3339(world: World) -> None:
     """00:40 CET on 1 December is 23:40 UTC on 30 November: the deadline says both days."""
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     response = await create(browser, installation, local_time="2026-12-01T00:40")
     page = (await browser.follow(response)).body.decode()
     deadline = re.search(r'<p data-deadline="([^"]+)">(.*?)</p>', page, re.S)
@@ -259,11 +251,11 @@ async def test_the_deadline_has_its_date_its_zone_and_rfc3339(world: World) -> N
 
 async def test_done_says_how_late_it_was(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     due = START_MS + 5 * MINUTE  # 12:05 CEST
     assert (await create(browser, installation, local_time="2026-07-01T12:05")).status == 303
     late_id = str((await stored(world))[0]["id"])
-    other = await open_page(world, installation, "cnt_page")
+    other = await world.open_page(installation, "cnt_page")
     assert (await create(other, installation, local_time="2026-07-01T12:05")).status == 303
     on_time_id = next(str(r["id"]) for r in await stored(world) if r["content_id"] == "cnt_page")
     # A restart: the tick at the due minute never ran; the next one comes 2 min 10 s late.
@@ -287,7 +279,7 @@ async def test_done_says_how_late_it_was(world: World) -> None:
 
 async def test_a_time_years_ahead_is_accepted_with_a_note(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     response = await create(browser, installation, local_time="2031-07-02T09:00")
     assert response.status == 303
     page = (await browser.follow(response)).body.decode()
@@ -303,7 +295,7 @@ async def test_no_page_an_editor_is_shown_writes_a_raw_date_time(world: World) -
     """Every page the in-process browser renders is scanned (`tests/support/time_format.py`);
     this walks the pages of every kind once and shows the scan can fail."""
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     seen = [browser.page()]
     refused = await create(browser, installation, local_time="2026-03-29T02:30")
     seen.append(refused.body.decode())
@@ -337,7 +329,7 @@ async def test_no_page_an_editor_is_shown_writes_a_raw_date_time(world: World) -
 
 async def test_a_zone_in_any_case_is_stored_canonical(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     response = await create(browser, installation, timezone="europe/berlin")
     assert response.status == 303
     assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
@@ -347,7 +339,7 @@ async def test_a_zone_in_any_case_is_stored_canonical(world: World) -> None:
 
 async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     refused = await create(browser, installation, timezone="Europe/Berln")
     assert refused.status == 422
     page = refused.body.decode()
@@ -371,7 +363,7 @@ async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
     world: World,
 ) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     refused = await create(
         browser, installation, local_time="2027-03-28T02:30", timezone="Europe/Berlin"
     )
@@ -394,7 +386,7 @@ async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
 
 async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     refused = await create(browser, installation, local_time="")
     assert refused.status == 422
     assert "Choose a date and a time: the day, then the hour and minute." in refused.body.decode()
@@ -408,7 +400,7 @@ async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:
 )
 async def test_dee_wan_down_on_the_content_read_is_temporary(world: World, fault: Fault) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     world.core.faults.push(fault, endpoint="content")
     response = await browser.get(f"/installations/{installation.id}")
     assert response.status == 503
@@ -425,7 +417,7 @@ async def test_dee_wan_down_on_the_content_read_is_temporary(world: World, fault
 
 async def test_dee_wan_down_at_submit_stores_nothing_and_says_so(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     world.core.faults.push(Fault.respond(502, "bad_gateway"), endpoint="content")
     response = await create(browser, installation)
     assert response.status == 503
@@ -435,7 +427,7 @@ async def test_dee_wan_down_at_submit_stores_nothing_and_says_so(world: World) -
 
 async def test_a_malformed_answer_is_still_untrusted(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     world.core.faults.push(Fault.bad_json(200), endpoint="content")
     response = await browser.get(f"/installations/{installation.id}")
     assert response.status == 502
@@ -447,7 +439,7 @@ async def test_a_malformed_answer_is_still_untrusted(world: World) -> None:
 
 async def test_cards_lead_with_words_and_keep_codes_for_support(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await create(browser, installation, local_time="2026-07-01T12:05")).status == 303
     await tick_at(world, START_MS + 5 * MINUTE)
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
@@ -464,7 +456,7 @@ async def test_cards_lead_with_words_and_keep_codes_for_support(world: World) ->
 
 async def test_a_translation_names_its_group_by_title(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation, "cnt_fr")
+    browser = await world.open_page(installation, "cnt_fr")
     page = browser.page()
     assert 'data-primary-id="cnt_en"' in page
     assert "Translation of “Spring launch”: schedules apply to the whole translation group" in (
@@ -505,7 +497,7 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     installation = await world.install()
     ids = await make_history(world, installation, 55)
     # Two that ended, on other kinds of change: they stay in view.
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     page = browser.page()
     in_view = between(page, 'aria-label="Schedules for this content"', "</ul>")
     assert re.findall(r'data-schedule-id="([^"]+)"', in_view) == [ids[-1]]
@@ -542,7 +534,7 @@ async def test_the_latest_ended_schedules_stay_in_view_and_older_ones_fold(world
             .bind(status, START_MS + 10 + n, sid)
             .run()
         )
-    page = (await open_page(world, installation)).page()
+    page = (await world.open_page(installation)).page()
     in_view = between(page, 'aria-label="Schedules for this content"', "</ul>")
     assert re.findall(r'data-schedule-id="([^"]+)"', in_view) == [ids[6], ids[5], ids[4], ids[3]]
     assert 'data-history-count="3"' in page
@@ -637,7 +629,7 @@ async def test_a_filter_that_does_not_exist_shows_all_and_says_so(world: World) 
 async def test_a_page_past_the_end_of_a_content_shows_the_last_and_says_so(world: World) -> None:
     installation = await world.install()
     await make_history(world, installation, 60)
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     page = (await browser.get(f"/installations/{installation.id}?page=9")).body.decode()
     assert "There is no page 9: this is the last one, page 2." in page
     assert 'data-page-corrected="2"' in page

@@ -25,12 +25,6 @@ def world(db: SqliteDatabase, clock: FakeClock) -> World:
     return World(db, clock)
 
 
-async def open_page(world: World, installation: Installation) -> Browser:
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
-    return browser
-
-
 async def post(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {
         "csrf_token": browser.csrf(),
@@ -58,7 +52,7 @@ def error_box(html: str) -> str:
 
 async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: World) -> None:
     installation = await world.install()
-    html = (await open_page(world, installation)).page()
+    html = (await world.open_page(installation)).page()
     # Written the one way (was `2026-07-01 12:00 CEST`).
     assert re.search(
         r'data-now-zone="Europe/Paris">Now in Europe/Paris:'
@@ -79,7 +73,7 @@ async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: Worl
 
 async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     response = await post(
         browser, installation, local_time="2026-07-01T05:00", timezone="America/New_York"
     )
@@ -100,7 +94,7 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
 
 async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     response = await post(
         browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin"
     )
@@ -124,7 +118,7 @@ async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(worl
 
 async def test_a_fold_for_a_time_that_happens_once_is_ignored_with_a_note(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     response = await post(browser, installation, fold="later")
     assert response.status == 303
     assert (response.header("location") or "").endswith("&fold_ignored=later")
@@ -142,7 +136,7 @@ async def test_a_fold_for_a_time_that_happens_once_is_ignored_with_a_note(world:
 
 async def test_the_receipt_says_pin_local_time_utc_and_the_deadline(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     pinned = browser.shown()["version_id"]
     html = (await browser.follow(await post(browser, installation))).body.decode()
     receipt = re.search(
@@ -176,7 +170,7 @@ async def test_the_deadline_follows_max_lateness(
 ) -> None:
     world = World(db, clock, env=base_env(MAX_LATENESS_MS=lateness))
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     html = (await browser.follow(await post(browser, installation, local_time=local))).body.decode()
     assert re.search(
         rf'nothing is sent after <time datetime="[^"]+">{re.escape(deadline)}</time>.', html
@@ -188,7 +182,7 @@ async def test_the_deadline_follows_max_lateness(
 
 async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     due = START_MS + 5 * MINUTE  # 12:05 CEST
     assert (await post(browser, installation, local_time="2026-07-01T12:05")).status == 303
     sid = str((await world.db.prepare("SELECT id FROM schedules").first() or {})["id"])
@@ -241,7 +235,7 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
 
 async def test_a_5xx_that_was_not_retried_is_not_called_temporary(world: World) -> None:
     installation = await world.install()
-    browser = await open_page(world, installation)
+    browser = await world.open_page(installation)
     assert (await post(browser, installation, local_time="2026-07-01T12:05")).status == 303
     world.core.faults.push(Fault.respond(501, "not_implemented"))
     await tick_at(world, START_MS + 5 * MINUTE)

@@ -61,6 +61,18 @@ class World:
         assert response.status == 303, response.body[:500]
         return browser
 
+    async def open_page(
+        self,
+        installation: Installation,
+        content_id: str = "cnt_en",
+        person: str = "usr_editor",
+    ) -> Browser:
+        """A content launch for `person`, its page opened (its CSRF token and shown fields
+        ready for a form)."""
+        browser = await self.browser_for(installation, person=person, content_id=content_id)
+        await browser.get(f"/installations/{installation.id}")
+        return browser
+
 
 class Browser:
     """Keeps cookies and sends what a same-origin page's form would send. Every page it is
