@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +13,9 @@ from scheduling.app import App
 from scheduling.ports import Database
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, make_app, memory_db
+
+if TYPE_CHECKING:
+    from tests.pyodide_harness.harness import Harness
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,12 +46,20 @@ def any_db(request: pytest.FixtureRequest) -> Iterator[Database]:
         yield database
         database.close()
         return
-    from tests.pyodide_harness.harness import node_path, shared_harness
     from tests.pyodide_harness.remote_d1 import RemoteD1Database
+
+    yield RemoteD1Database(request.getfixturevalue("harness").control_url)
+
+
+@pytest.fixture(scope="session")
+def harness() -> Harness:
+    """The Pyodide harness this test process shares (started on first use), or a skip
+    where Node is missing."""
+    from tests.pyodide_harness.harness import node_path, shared_harness
 
     if node_path() is None:
         pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    yield RemoteD1Database(shared_harness().control_url)
+    return shared_harness()
 
 
 @pytest.fixture

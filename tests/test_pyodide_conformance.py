@@ -29,8 +29,6 @@ from tests.pyodide_harness.harness import (
     FakeCoreProcess,
     Harness,
     free_port,
-    node_path,
-    shared_harness,
 )
 from tests.support.d1_rows import DUE, installation_row, rfc3339, schedule_row
 from tests.support.worker_browser import (
@@ -57,13 +55,6 @@ TABLES = (
     "tick_history",
     "runner_totals",
 )
-
-
-@pytest.fixture(scope="session")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 @pytest.fixture

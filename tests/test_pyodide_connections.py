@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from scheduling.ports import OutboundRequest
-from tests.pyodide_harness.harness import MAX_CONNECTIONS, Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import MAX_CONNECTIONS, Harness
 
 pytestmark = pytest.mark.pyodide
 
@@ -66,13 +66,6 @@ class SlowServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 @pytest.fixture

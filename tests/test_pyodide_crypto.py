@@ -15,7 +15,7 @@ import pytest
 from scheduling.domain import sealing
 from scheduling.ports import UnreadableSecret
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from tests.pyodide_harness.harness import TOKEN_KEY, Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import TOKEN_KEY, Harness
 
 pytestmark = pytest.mark.pyodide
 
@@ -34,13 +34,6 @@ VECTORS = [
     ),
 ]
 OTHER_KEY = base64.b64encode(bytes(range(100, 132))).decode()
-
-
-@pytest.fixture(scope="session")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 def cpython(key: str = TOKEN_KEY) -> CpythonCrypto:

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pyodide_harness.harness import Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import Harness
 
 pytestmark = pytest.mark.pyodide
-
-
-@pytest.fixture(scope="session")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 def test_the_worker_says_what_it_is_at_its_root(harness: Harness) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from scheduling.domain import associated_data
 from scheduling.ports import OutboundRequest
-from tests.pyodide_harness.harness import ADMIN_SECRET, Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import ADMIN_SECRET, Harness
 from tests.support.compressed import CASES, encoded
 from tests.support.d1_rows import installation_row, schedule_row
 from tests.support.loopback_core import APPLIED, Reply, loopback_core
@@ -30,13 +30,6 @@ LIMIT = 64 * 1024
 # The old entry waited for the whole body; one that never ends was never answered.
 ANSWER_WITHIN_S = 30.0
 TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
-
-
-@pytest.fixture(scope="module")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 @pytest.fixture

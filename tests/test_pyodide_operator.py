@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from scheduling.domain import associated_data
-from tests.pyodide_harness.harness import ADMIN_SECRET, Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import ADMIN_SECRET, Harness
 from tests.support.d1_rows import DUE, installation_row, schedule_row
 from tests.support.metrics import CONTENT_TYPE, parse, value
 
@@ -28,13 +28,6 @@ TABLES = (
     "runner_totals",
 )
 HOUR = 3_600_000
-
-
-@pytest.fixture(scope="session")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 @pytest.fixture

@@ -11,18 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.pyodide_harness.harness import Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import Harness
 from tests.support.d1_rows import DUE, installation_row, schedule_row
 from tests.support.loopback_core import LoopbackCore, loopback_core
 
 pytestmark = pytest.mark.pyodide
-
-
-@pytest.fixture(scope="module")
-def worker() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 @pytest.fixture
@@ -31,30 +24,30 @@ def core() -> Iterator[LoopbackCore]:
         yield answering
 
 
-def seed(worker: Harness, core: LoopbackCore, prefix: str, installations: int, rows: int) -> None:
+def seed(harness: Harness, core: LoopbackCore, prefix: str, installations: int, rows: int) -> None:
     for n in range(installations):
         installation = f"{prefix}_ins{n}"
-        sealed = worker.seal("dwp_" + "A" * 43, f"installation-token:{installation}")
-        worker.execute(installation_row(installation, core.base_url, sealed))
+        sealed = harness.seal("dwp_" + "A" * 43, f"installation-token:{installation}")
+        harness.execute(installation_row(installation, core.base_url, sealed))
         statements = [
             schedule_row(f"{prefix}_s{n}_{i}", installation, f"cnt_{i}", due_at=DUE)
             for i in range(rows)
         ]
         for start in range(0, rows, 50):
-            worker.execute(*statements[start : start + 50])
+            harness.execute(*statements[start : start + 50])
 
 
-def remove(worker: Harness, prefix: str) -> None:
+def remove(harness: Harness, prefix: str) -> None:
     like = f"{prefix}_%"
-    worker.execute(
+    harness.execute(
         ("DELETE FROM schedule_attempts WHERE schedule_id LIKE ?", [like]),
         ("DELETE FROM schedules WHERE id LIKE ?", [like]),
         ("DELETE FROM installations WHERE id LIKE ?", [like]),
     )
 
 
-def statuses(worker: Harness, prefix: str) -> dict[str, int]:
-    rows = worker.sql(
+def statuses(harness: Harness, prefix: str) -> dict[str, int]:
+    rows = harness.sql(
         "SELECT status || ':' || coalesce(result_code, '') AS k, count(*) AS n FROM schedules"
         " WHERE id LIKE ? GROUP BY k",
         f"{prefix}_%",
@@ -63,70 +56,70 @@ def statuses(worker: Harness, prefix: str) -> dict[str, int]:
 
 
 def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
-    worker: Harness, core: LoopbackCore
+    harness: Harness, core: LoopbackCore
 ) -> None:
     prefix = "tq1"
     # Answers slow enough that invocations running at once have requests out at once (at
     # 20 ms, two invocations' sends could interleave without ever overlapping: flaky).
     core.delay_s = 0.2
-    seed(worker, core, prefix, installations=4, rows=30)
-    logged = len(worker.events("runner_consume"))
-    worker.fetch_stats(reset=True)
+    seed(harness, core, prefix, installations=4, rows=30)
+    logged = len(harness.events("runner_consume"))
+    harness.fetch_stats(reset=True)
     try:
         with (
-            worker.vars(
+            harness.vars(
                 ENVIRONMENT="development",
                 DEE_WAN_DEV_ORIGINS=core.base_url,
                 MAX_IN_FLIGHT_PER_INSTALLATION=3,
             ),
-            worker.bound_queue(
+            harness.bound_queue(
                 max_batch_size=2, max_concurrency=4, delay_scale=0.05, duplicate_every=3
             ),
         ):
-            worker.scheduled(DUE)  # answered once the dispatched work is done too
-            queue = worker.queue()
-        assert statuses(worker, prefix) == {"completed:transition_applied": 120}
+            harness.scheduled(DUE)  # answered once the dispatched work is done too
+            queue = harness.queue()
+        assert statuses(harness, prefix) == {"completed:transition_applied": 120}
     finally:
-        remove(worker, prefix)
+        remove(harness, prefix)
     ours = [key for key in core.keys if key.startswith(f"sched:{prefix}_")]
     assert len(ours) == 120
     assert set(Counter(ours).values()) == {1}
     # Several consumer invocations ran at once, each within six connections, and no
     # installation's Dee Wan ever had more than its cap of requests.
     assert queue["max_concurrent"] > 1
-    stats = worker.fetch_stats()
+    stats = harness.fetch_stats()
     assert stats["max_waiting_for_headers"] <= 6
     assert stats["max_waiting_for_headers_total"] > 6
     assert max(n for i, n in core.max_in_flight_by.items() if i.startswith(prefix)) == 3
     assert queue["sent"] == 6
     assert queue["dead_letters"] == []
-    consumed = worker.events("runner_consume")[logged:]
+    consumed = harness.events("runner_consume")[logged:]
     assert sum(line["sends"] for line in consumed) == 120
     assert sum(line["acked"] for line in consumed) == queue["acked"]
 
 
 def test_at_workers_free_limits_a_1000_row_burst_drains_over_later_invocations(
-    worker: Harness, core: LoopbackCore
+    harness: Harness, core: LoopbackCore
 ) -> None:
     """D1 and fetch refuse past 50 calls in each invocation, with workerd's texts; the
     operator never set the 50s."""
     prefix = "tq2"
-    seed(worker, core, prefix, installations=10, rows=100)
-    ticks = len(worker.events("runner_tick_failed"))
-    logged = len(worker.events("runner_consume"))
+    seed(harness, core, prefix, installations=10, rows=100)
+    ticks = len(harness.events("runner_tick_failed"))
+    logged = len(harness.events("runner_consume"))
     try:
         with (
-            worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
-            worker.bound_queue(max_batch_size=10, max_concurrency=4, delay_scale=0.05),
-            worker.limits(d1=50, subrequests=50),
+            harness.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
+            harness.bound_queue(max_batch_size=10, max_concurrency=4, delay_scale=0.05),
+            harness.limits(d1=50, subrequests=50),
         ):
-            worker.scheduled(DUE, timeout_s=300)
-            queue = worker.queue()
-        ended = statuses(worker, prefix)
+            harness.scheduled(DUE, timeout_s=300)
+            queue = harness.queue()
+        ended = statuses(harness, prefix)
     finally:
-        remove(worker, prefix)
-    assert len(worker.events("runner_tick_failed")) == ticks  # no failed tick
-    consumed = worker.events("runner_consume")[logged:]
+        remove(harness, prefix)
+    assert len(harness.events("runner_tick_failed")) == ticks  # no failed tick
+    consumed = harness.events("runner_consume")[logged:]
     # Nothing lost; a claim whose settle D1 refused was sent again with its key (replayed).
     replayed = ended.pop("completed:idempotent_replay", 0)
     assert ended == {"completed:transition_applied": 1000 - replayed}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.pyodide_harness.harness import Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import Harness
 from tests.support.d1_rows import installation_row, schedule_row
 from tests.support.loopback_core import LoopbackCore, loopback_core
 
@@ -21,22 +21,15 @@ ROWS = 20
 CORE_SECONDS = 4.0
 
 
-@pytest.fixture(scope="module")
-def worker() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
-
-
 @pytest.fixture
 def core() -> Iterator[LoopbackCore]:
     with loopback_core(CORE_SECONDS) as slow:
         yield slow
 
 
-def seed(worker: Harness, core: LoopbackCore, installation_id: str, due: int) -> None:
-    sealed = worker.seal("dwp_" + "A" * 43, f"installation-token:{installation_id}")
-    worker.execute(
+def seed(harness: Harness, core: LoopbackCore, installation_id: str, due: int) -> None:
+    sealed = harness.seal("dwp_" + "A" * 43, f"installation-token:{installation_id}")
+    harness.execute(
         installation_row(installation_id, core.base_url, sealed),
         *(
             schedule_row(f"sch_{installation_id}_{i}", installation_id, f"cnt_{i}", due_at=due)
@@ -45,8 +38,8 @@ def seed(worker: Harness, core: LoopbackCore, installation_id: str, due: int) ->
     )
 
 
-def attempts(worker: Harness, installation_id: str) -> list[dict[str, Any]]:
-    return worker.sql(
+def attempts(harness: Harness, installation_id: str) -> list[dict[str, Any]]:
+    return harness.sql(
         "SELECT a.code FROM schedule_attempts a JOIN schedules s ON s.id = a.schedule_id"
         " WHERE s.installation_id = ? ORDER BY a.schedule_id",
         installation_id,
@@ -54,31 +47,31 @@ def attempts(worker: Harness, installation_id: str) -> list[dict[str, Any]]:
 
 
 def test_twenty_rows_against_a_four_second_core_complete_six_at_a_time(
-    worker: Harness, core: LoopbackCore
+    harness: Harness, core: LoopbackCore
 ) -> None:
     now = int(time.time() * 1000)
-    seed(worker, core, "ins_cap6", now - 1_000)
-    worker.fetch_stats(reset=True)
-    worker.scheduled(now)
-    assert [a["code"] for a in attempts(worker, "ins_cap6")] == ["transition_applied"] * ROWS
+    seed(harness, core, "ins_cap6", now - 1_000)
+    harness.fetch_stats(reset=True)
+    harness.scheduled(now)
+    assert [a["code"] for a in attempts(harness, "ins_cap6")] == ["transition_applied"] * ROWS
     assert core.max_in_flight == 6
-    assert worker.fetch_stats()["max_waiting_for_headers"] == 6
-    assert worker.fetch_stats()["aborted_while_queued_total"] == 0
+    assert harness.fetch_stats()["max_waiting_for_headers"] == 6
+    assert harness.fetch_stats()["aborted_while_queued_total"] == 0
 
 
 def test_without_slots_the_queued_sends_time_out_as_they_would_in_production(
-    worker: Harness, core: LoopbackCore
+    harness: Harness, core: LoopbackCore
 ) -> None:
     """The old behaviour: every send at once, each timer started at fetch()."""
     now = int(time.time() * 1000)
-    seed(worker, core, "ins_all_at_once", now - 1_000)
-    worker.fetch_stats(reset=True)
-    with worker.vars(SEND_CONCURRENCY=ROWS):
-        worker.scheduled(now)
-    codes = [a["code"] for a in attempts(worker, "ins_all_at_once")]
+    seed(harness, core, "ins_all_at_once", now - 1_000)
+    harness.fetch_stats(reset=True)
+    with harness.vars(SEND_CONCURRENCY=ROWS):
+        harness.scheduled(now)
+    codes = [a["code"] for a in attempts(harness, "ins_all_at_once")]
     # Waves leave at 0 s, 4 s and 8 s; at 10 s the third wave and the queued rest time out.
     assert codes.count("transition_applied") == 12
     assert codes.count("timeout") == ROWS - 12
-    stats = worker.fetch_stats()
+    stats = harness.fetch_stats()
     assert stats["max_waiting_for_headers"] == 6  # the harness held the rest back, as workerd does
     assert stats["queued_total"] == ROWS - 6

@@ -30,13 +30,6 @@ from tests.pyodide_harness.harness import (
 pytestmark = pytest.mark.pyodide
 
 
-@pytest.fixture(scope="session")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
-
-
 def test_the_entry_runs_under_pyodide_314(harness: Harness) -> None:
     info = harness.info()
     assert info["platform"] == "emscripten"

@@ -19,20 +19,13 @@ import httpx
 import pytest
 
 from scheduling.domain import associated_data
-from tests.pyodide_harness.harness import FakeCoreProcess, Harness, node_path, shared_harness
+from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 from tests.support.webhooks import SECRET_VALUE, LoopbackReceiver, loopback_receiver, verify
 from tests.support.worker_browser import Browser, install, launch
 
 pytestmark = pytest.mark.pyodide
 
 MINUTE = 60_000
-
-
-@pytest.fixture(scope="module")
-def harness() -> Harness:
-    if node_path() is None:
-        pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
-    return shared_harness()
 
 
 @pytest.mark.parametrize(
