@@ -51,7 +51,9 @@ class Target:
 # The one map: module (under src/scheduling/) → the tests that exercise it.
 MODULES: dict[str, Target] = {
     "domain/lateness.py": Target(("tests/test_lateness.py",)),
-    "domain/localtime.py": Target(("tests/test_localtime.py",)),
+    "domain/localtime.py": Target(
+        ("tests/test_localtime.py", "tests/test_docs.py", "tests/test_timezones.py")
+    ),
     "domain/retry_policy.py": Target(("tests/test_retry_policy.py",)),
     "domain/base_url.py": Target(("tests/test_activation.py",)),
     "domain/pins.py": Target(("tests/test_editor_page.py",)),
