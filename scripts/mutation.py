@@ -54,7 +54,9 @@ MODULES: dict[str, Target] = {
     "domain/localtime.py": Target(
         ("tests/test_localtime.py", "tests/test_docs.py", "tests/test_timezones.py")
     ),
-    "domain/retry_policy.py": Target(("tests/test_retry_policy.py",)),
+    "domain/retry_policy.py": Target(
+        ("tests/test_retry_policy.py", "tests/test_docs.py", "tests/test_plugin_contract.py")
+    ),
     "domain/base_url.py": Target(("tests/test_activation.py",)),
     "domain/pins.py": Target(("tests/test_editor_page.py",)),
     "domain/rights.py": Target(("tests/test_editor_page.py",)),
