@@ -58,8 +58,8 @@ MODULES: dict[str, Target] = {
         ("tests/test_retry_policy.py", "tests/test_docs.py", "tests/test_plugin_contract.py")
     ),
     "domain/base_url.py": Target(("tests/test_base_url.py", "tests/test_activation.py")),
-    "domain/pins.py": Target(("tests/test_editor_page.py",)),
-    "domain/rights.py": Target(("tests/test_editor_page.py",)),
+    "domain/pins.py": Target(("tests/test_pins.py", "tests/test_editor_page.py")),
+    "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
     "domain/outcomes.py": Target(("tests/test_plugin_contract.py",)),
     "runner/budget.py": Target(("tests/test_runner_drain.py",)),
 }
