@@ -61,7 +61,7 @@ MODULES: dict[str, Target] = {
     "domain/pins.py": Target(("tests/test_pins.py", "tests/test_editor_page.py")),
     "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
     "domain/outcomes.py": Target(("tests/test_plugin_contract.py",)),
-    "runner/budget.py": Target(("tests/test_runner_drain.py",)),
+    "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
 }
 
 # mutmut's statuses, as this table counts them.
