@@ -22,6 +22,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock, make_app
 from tests.support.time_format import assert_one_time_format
+from tests.support.waiting import until
 
 CORE_URL = "https://cms.example"
 EDITOR_PAGES = "/installations/"  # the pages people open from Dee Wan
@@ -329,24 +330,11 @@ async def tick_at(world: World, ms: int) -> dict[str, int]:
     return await world.app.tick(ms)
 
 
-async def until_sent(
-    world: World, *, before: asyncio.Future[Any] | None = None, within_s: float = 10
-) -> None:
-    """Return once core has received a transition command (polling fake_core's record).
-
-    Fails fast rather than waiting forever: at once when `before` (the work that was to send
-    it) ended without one, with the exception that ended it, and after `within_s` in any
-    case. A runner broken by a change (a mutant raising in report code) then fails the test
-    instead of hanging it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within_s
-    while not world.core.calls.of("transitions"):
-        if before is not None and before.done():
-            before.result()
-            pytest.fail("the work ended without sending a command")
-        if loop.time() > deadline:
-            pytest.fail(f"no command reached Dee Wan within {within_s} s")
-        await asyncio.sleep(0.001)
+async def until_sent(world: World, *, before: asyncio.Future[Any] | None = None) -> None:
+    """Return once core has received a transition command (see `waiting.until`)."""
+    await until(
+        lambda: world.core.calls.of("transitions"), "a command reaching Dee Wan", before=before
+    )
 
 
 async def tick_until_sent(world: World, at: int) -> asyncio.Task[dict[str, int]]:
