@@ -66,6 +66,9 @@ MODULES: dict[str, Target] = {
     "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
     "domain/outcomes.py": Target(("tests/test_plugin_contract.py",)),
     "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
+    # The runner's batch loop, and its claim/send/settle unit.
+    "runner/drain.py": Target(("tests/test_runner.py", "tests/test_runner_drain.py")),
+    "runner/batch.py": Target(("tests/test_runner.py", "tests/test_runner_limits.py")),
 }
 
 # mutmut's statuses, as this table counts them.
