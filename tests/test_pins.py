@@ -4,9 +4,6 @@ them through the surface; these name every branch)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 import pytest
 
 from scheduling.domain.content import ContentRead
@@ -18,49 +15,18 @@ from scheduling.domain.pins import (
     pin_of,
     stale_reason,
 )
-from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
+from tests.support.records import SCHEDULE, content_read, stored_schedule
 
 AGAIN = "Nothing was scheduled; check the page below, then press Schedule again."
-
-
-def read(
-    current: str = "ver_13", published: str | None = "ver_9", revision: int = 4
-) -> ContentRead:
-    content: dict[str, Any] = {
-        "id": "cnt_en",
-        "primary_id": "cnt_1",
-        "title": "Hello",
-        "model": "article",
-        "locale": "en",
-        "current_version_id": current,
-        "published_version_id": published,
-    }
-    return ContentRead.model_validate(
-        {
-            "code": "content",
-            "content": content,
-            "workflow": {"revision": revision, "transitions": []},
-            "site": {"timezone": "Europe/Paris"},
-        }
-    )
-
-
-SCHEDULE = Schedule(
-    id="sch_1", installation_id="ins_1", content_id="cnt_1", kind="publish",
-    to_state="published", version_id="ver_13", workflow_revision=4, revision=1,
-    idempotency_key="key", due_at=0, timezone="UTC", local_time="2026-07-01T13:00", fold=None,
-    status=Status.PENDING, result_code=None, attempt_count=0, next_attempt_at=None,
-    requested_by="usr_1", requested_by_name="Ada", created_at=0, updated_at=0,
-)  # fmt: skip
 
 
 def test_publish_pins_the_current_version_and_unpublish_the_published_one() -> None:
     assert pin_for("publish", "ver_13", "ver_9") == "ver_13"
     assert pin_for("unpublish", "ver_13", "ver_9") == "ver_9"
     assert pin_for("unpublish", "ver_13", None) is None
-    assert pin_of("publish", read().content) == "ver_13"
-    assert pin_of("unpublish", read().content) == "ver_9"
+    assert pin_of("publish", content_read().content) == "ver_13"
+    assert pin_of("unpublish", content_read().content) == "ver_9"
     assert ShownVersions("ver_2", "ver_1").pin("publish") == "ver_2"
     assert ShownVersions("ver_2", "ver_1").pin("unpublish") == "ver_1"
     assert ShownVersions("ver_2", None).pin("unpublish") is None
@@ -82,13 +48,13 @@ def test_describe_pin(kind: str, version: str | None, said: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "shown", "now", "said"),
     [
-        ("publish", ShownVersions("ver_12", "ver_9"), read(),
+        ("publish", ShownVersions("ver_12", "ver_9"), content_read(),
          "you saw the current version ver_12, and the current version is ver_13 now."),
-        ("unpublish", ShownVersions("ver_13", "ver_8"), read(),
+        ("unpublish", ShownVersions("ver_13", "ver_8"), content_read(),
          "you saw the published version ver_8, and the published version is ver_9 now."),
-        ("unpublish", ShownVersions("ver_13", None), read(),
+        ("unpublish", ShownVersions("ver_13", None), content_read(),
          "you saw nothing published, and the published version is ver_9 now."),
-        ("unpublish", ShownVersions("ver_13", "ver_9"), read(published=None),
+        ("unpublish", ShownVersions("ver_13", "ver_9"), content_read(published=None),
          "you saw the published version ver_9, and nothing is published now."),
     ],
 )  # fmt: skip
@@ -101,26 +67,26 @@ def test_a_page_whose_pin_moved_says_what_was_seen_and_what_is_now(
 
 
 def test_a_page_whose_pin_did_not_move_is_not_a_change() -> None:
-    assert changed_since_shown("publish", ShownVersions("ver_13", "ver_1"), read()) is None
-    assert changed_since_shown("unpublish", ShownVersions("ver_1", "ver_9"), read()) is None
-    unpublished = read(published=None)
+    assert changed_since_shown("publish", ShownVersions("ver_13", "ver_1"), content_read()) is None
+    assert changed_since_shown("unpublish", ShownVersions("ver_1", "ver_9"), content_read()) is None
+    unpublished = content_read(published=None)
     assert changed_since_shown("unpublish", ShownVersions("ver_1", None), unpublished) is None
     # A kind that pins nothing is left to the create's own refusal.
-    assert changed_since_shown("archive", ShownVersions("ver_1", "ver_2"), read()) is None
+    assert changed_since_shown("archive", ShownVersions("ver_1", "ver_2"), content_read()) is None
 
 
 def test_a_waiting_schedule_dee_wan_would_refuse_says_why() -> None:
-    assert stale_reason(SCHEDULE, read()) is None
-    assert stale_reason(replace(SCHEDULE, status=Status.RETRYING), read()) is None
-    assert stale_reason(SCHEDULE, read(current="ver_14")) == (
+    assert stale_reason(SCHEDULE, content_read()) is None
+    assert stale_reason(stored_schedule(status=Status.RETRYING), content_read()) is None
+    assert stale_reason(SCHEDULE, content_read(current="ver_14")) == (
         "It will be refused: it pins ver_13; the current version is ver_14 now."
     )
-    unpublish = replace(SCHEDULE, kind="unpublish", to_state="draft", version_id="ver_9")
-    assert stale_reason(unpublish, read()) is None
-    assert stale_reason(unpublish, read(published=None)) == (
+    unpublish = stored_schedule(kind="unpublish", to_state="draft", version_id="ver_9")
+    assert stale_reason(unpublish, content_read()) is None
+    assert stale_reason(unpublish, content_read(published=None)) == (
         "It will be refused: it pins ver_9; nothing is published now."
     )
-    assert stale_reason(SCHEDULE, read(revision=5)) == (
+    assert stale_reason(SCHEDULE, content_read(revision=5)) == (
         "It will be refused: it was made at workflow revision 4; the content is at revision 5 now."
     )
 
@@ -130,5 +96,6 @@ def test_a_waiting_schedule_dee_wan_would_refuse_says_why() -> None:
 )
 def test_a_schedule_no_longer_waiting_is_never_stale(status: Status) -> None:
     assert (
-        stale_reason(replace(SCHEDULE, status=status), read(current="ver_14", revision=5)) is None
+        stale_reason(stored_schedule(status=status), content_read(current="ver_14", revision=5))
+        is None
     )
