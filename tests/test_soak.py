@@ -64,8 +64,10 @@ async def crashing_tick(world: World, now: int) -> None:
     task = asyncio.create_task(world.app.tick(now))
     while len(world.core.calls.of("transitions")) == sent_before and not task.done():  # noqa: ASYNC110
         await asyncio.sleep(0)
-    if not task.done():
+    # A kill runs no cleanup: cancel again whenever the runner tries to finish its work.
+    while not task.done():
         task.cancel()
+        await asyncio.sleep(0)
     await asyncio.gather(task, return_exceptions=True)
 
 
