@@ -6,7 +6,6 @@ are the defaults the configuration model declares.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -17,6 +16,7 @@ import pytest
 from scheduling.config import VARIABLES, Configuration
 from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
 from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING
+from scripts.wrangler_config import read_config
 from tests.pyodide_harness.harness import (
     HERE,
     SERVE,
@@ -24,7 +24,6 @@ from tests.pyodide_harness.harness import (
     Harness,
     node_path,
     shared_harness,
-    strip_jsonc,
 )
 
 pytestmark = pytest.mark.pyodide
@@ -69,7 +68,7 @@ def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> No
 
 
 def _example() -> dict[str, object]:
-    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
+    config = read_config(WRANGLER_EXAMPLE)
     assert isinstance(config, dict)
     return config
 

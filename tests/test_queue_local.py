@@ -16,7 +16,8 @@ from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.workers.bindings import SEND_QUEUE_BINDING
-from tests.pyodide_harness.harness import WRANGLER_EXAMPLE, strip_jsonc
+from scripts.wrangler_config import read_config
+from tests.pyodide_harness.harness import WRANGLER_EXAMPLE
 from tests.support.activation import install
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
 from tests.support.loopback_core import loopback_core
@@ -25,7 +26,7 @@ from tests.support.world import insert_due
 
 
 def example() -> dict[str, object]:
-    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
+    config = read_config(WRANGLER_EXAMPLE)
     assert isinstance(config, dict)
     return config
 

@@ -11,7 +11,6 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -25,6 +24,7 @@ from typing import IO, Any
 import httpx
 
 from scheduling.ports import OutboundRequest
+from scripts.wrangler_config import read_config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -60,40 +60,9 @@ def ensure_installed() -> None:
         raise RuntimeError(f"{SETUP} failed:\n{result.stdout}\n{result.stderr}")
 
 
-def strip_jsonc(text: str) -> str:
-    """JSONC to JSON: drop // and /* */ comments outside strings, and trailing commas."""
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        char = text[i]
-        if in_string:
-            out.append(char)
-            if char == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-            out.append(char)
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end == -1 else end
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-            continue
-        else:
-            out.append(char)
-        i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-
-
 def example_vars() -> dict[str, Any]:
     """The `vars` of wrangler.example.jsonc, typed as wrangler would hand them to the Worker."""
-    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
-    variables = config.get("vars", {})
+    variables = read_config(WRANGLER_EXAMPLE).get("vars", {})
     assert isinstance(variables, dict)
     return dict(variables)
 
