@@ -38,9 +38,13 @@ def strip_jsonc(text: str) -> str:
     return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """The config at `path` as wrangler reads it (ValueError when it is not a JSON object)."""
-    config = json.loads(strip_jsonc(path.read_text("utf-8")))
+def parse_config(text: str) -> dict[str, Any]:
+    """A config's text as wrangler reads it (ValueError when it is not a JSON object)."""
+    config = json.loads(strip_jsonc(text))
     if not isinstance(config, dict):
-        raise ValueError(f"{path.name} is not a JSON object")
+        raise ValueError("the config is not a JSON object")
     return config
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    return parse_config(path.read_text("utf-8"))
