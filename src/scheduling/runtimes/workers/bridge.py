@@ -93,7 +93,10 @@ def build_app(env: Any) -> App:
 
 async def to_core_request(request: Any) -> Request:
     """The core's request. `request.url` keeps the path as sent (`%2F` stays encoded)."""
-    method = getattr(request.method, "value", request.method)
+    # The JS request's own method: the SDK's `request.method` looks it up in an enum and
+    # raises KeyError for one it has no name for (PROPFIND, PURGE, QUERY), which would answer
+    # 500 where the router answers 405 with `Allow`.
+    method = str(request.js_object.method)
     headers = Headers([(str(k), str(v)) for k, v in request.headers.items()])
     if method in ("GET", "HEAD"):
         body = b""
@@ -108,7 +111,7 @@ async def to_core_request(request: Any) -> Request:
     # Cloudflare's edge sets CF-Connecting-IP to the connecting client's address, replacing
     # any a client sent; it is the only client identity a Worker has.
     client = headers.get("cf-connecting-ip") or None
-    return Request(str(method), str(request.url), headers, body, client=client)
+    return Request(method, str(request.url), headers, body, client=client)
 
 
 def _declared_length(headers: Headers) -> int:
