@@ -29,6 +29,7 @@ from scripts.wrangler_config import read_config
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SERVE = HERE / "serve.mjs"
+STARTUP = HERE / "startup.mjs"
 SETUP = HERE / "setup.sh"
 WRANGLER_EXAMPLE = ROOT / "wrangler.example.jsonc"
 
@@ -217,6 +218,12 @@ class Harness:
         stats: dict[str, int] = self._post("fetch-stats", {"reset": reset})
         return stats
 
+    def invocations(self, *, reset: bool = False) -> list[dict[str, Any]]:
+        """Each invocation since the last reset, oldest first: `handler` (fetch, scheduled,
+        queue), `cpu_ms` (the harness process's CPU time over it) and `wall_ms`."""
+        answer: dict[str, list[dict[str, Any]]] = self._post("invocations", {"reset": reset})
+        return answer["invocations"]
+
     def send_all(self, requests: Sequence[OutboundRequest]) -> list[dict[str, Any]]:
         """Send every request at once from one invocation, through WorkersFetch inside Pyodide.
 
@@ -394,6 +401,26 @@ class FakeCoreProcess:
                 self.process.kill()
                 self.process.wait(5)
         self._log.close()
+
+
+def import_probe(
+    module: str = "entry", *, draws: bool = False, src: Path | None = None
+) -> dict[str, Any]:
+    """Import `module` (or several, separated by commas) of the Worker in a fresh Pyodide, as
+    workerd does before its snapshot (startup.mjs): `import_ms`, `import_cpu_ms`, `modules`;
+    with `draws`, also `allowed`, `violations` (random draws by module, see
+    startup_probe.py), `loaded`, `slowest_cpu_ms` and `cpu_ms_by_package`."""
+    ensure_installed()
+    command = [node_path() or "node", str(STARTUP), "--module", module]
+    command += ["--draws"] if draws else []
+    command += ["--src", str(src)] if src is not None else []
+    result = subprocess.run(
+        command, cwd=HERE, capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"startup.mjs failed:\n{result.stderr[-4000:]}")
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return report
 
 
 _shared: Harness | None = None
