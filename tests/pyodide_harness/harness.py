@@ -87,9 +87,13 @@ def _read_first_line(stream: IO[str], timeout_s: float) -> str | None:
 class Harness:
     """A running serve.mjs: the real Worker entry under Pyodide, with Miniflare's D1."""
 
-    def __init__(self, workdir: Path, *, max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(
+        self, workdir: Path, *, max_connections: int = MAX_CONNECTIONS, port: int | None = None
+    ) -> None:
+        """A new harness process (a fresh isolate) on `workdir`'s D1 state; `port` (free
+        now) keeps an earlier harness's origin, so its sessions and installs carry on."""
         self.workdir = workdir
-        self.port = free_port()
+        self.port = port or free_port()
         self.origin = f"http://localhost:{self.port}"
         self.control_url = f"http://127.0.0.1:{self.port}"
         self.max_connections = max_connections
@@ -336,7 +340,8 @@ class Harness:
         ]
 
     def log_tail(self, lines: int = 60) -> str:
-        self._log.flush()
+        if not self._log.closed:  # a harness that did not start is closed already
+            self._log.flush()
         text = self.log_path.read_text("utf-8", errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
