@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
 LOCK = ROOT / "requirements" / "lock.txt"
 DEPLOY_LOCK = ROOT / "requirements" / "deploy.txt"
-LOCKED_EXTRAS = ("cpython", "test")
+LOCKED_EXTRAS = ("cpython", "test", "docs")
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==(\S+)")
 HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 SDK = canonicalize_name("workers-runtime-sdk")
