@@ -86,6 +86,19 @@ def the_line(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+NETWORK = "network access to " + ", ".join(deploy.HOSTS)
+
+
+def machine(tmp_path: Path, node: str = "v22.12.0", uv: str | None = None) -> Path:
+    """A PATH with node (and npm) saying `node`, and uv saying `uv` when given."""
+    bin_dir = tmp_path / "bin"
+    tool(bin_dir, "node", node)
+    tool(bin_dir, "npm", "10.9.0")
+    if uv is not None:
+        tool(bin_dir, "uv", uv)
+    return bin_dir
+
+
 def with_config(repo: Path, database_id: str) -> None:
     example = (repo / "wrangler.example.jsonc").read_text("utf-8")
     placeholder = "00000000-0000-0000-0000-000000000000"
@@ -96,13 +109,11 @@ def with_config(repo: Path, database_id: str) -> None:
 def test_check_on_a_node_20_machine_names_node_uv_network_and_the_config(
     checkout: Path, tmp_path: Path
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "node", "v20.20.2")
-    tool(bin_dir, "npm", "11.19.1")
+    bin_dir = machine(tmp_path, node="v20.20.2")
     line = the_line(run(checkout, bin_dir, "--check"))
     assert "Node.js >= 22.12.0 (this is v20.20.2" in line
     assert "uv >= 0.13.4 (not installed" in line
-    assert "network access to " + ", ".join(deploy.HOSTS) in line
+    assert NETWORK in line
     assert "wrangler.jsonc (copy wrangler.example.jsonc" in line
     # Only the two version questions were asked; nothing was installed or created.
     assert (bin_dir / "ran.log").read_text("utf-8").split("\n")[:-1] == ["node --version"]
@@ -114,25 +125,18 @@ def test_check_on_a_node_20_machine_names_node_uv_network_and_the_config(
 def test_with_node_uv_and_the_config_there_only_the_network_is_missing(
     checkout: Path, tmp_path: Path
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "node", "v22.12.0")
-    tool(bin_dir, "npm", "10.9.0")
-    tool(bin_dir, "uv", "uv 0.13.9 (x86_64-unknown-linux-gnu)")
+    bin_dir = machine(tmp_path, uv="uv 0.13.9 (x86_64-unknown-linux-gnu)")
     with_config(checkout, REAL_ID)
-    line = the_line(run(checkout, bin_dir, "--check"))
-    assert line == "scripts/deploy: missing network access to " + ", ".join(deploy.HOSTS)
+    assert the_line(run(checkout, bin_dir, "--check")) == f"scripts/deploy: missing {NETWORK}"
 
 
 def test_the_deploy_itself_stops_at_the_same_line_before_installing_anything(
     checkout: Path, tmp_path: Path
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "node", "v22.12.0")
-    tool(bin_dir, "npm", "10.9.0")
+    bin_dir = machine(tmp_path)
     with_config(checkout, REAL_ID)
-    line = the_line(run(checkout, bin_dir))
     # uv is not asked for: the deploy installs the pinned one once the network is there.
-    assert line == "scripts/deploy: missing network access to " + ", ".join(deploy.HOSTS)
+    assert the_line(run(checkout, bin_dir)) == f"scripts/deploy: missing {NETWORK}"
     assert "npm ci" not in (bin_dir / "ran.log").read_text("utf-8")
     assert not (checkout / ".venv").exists()
     assert not (checkout / "node_modules").exists()
@@ -152,22 +156,15 @@ def test_the_deploy_itself_stops_at_the_same_line_before_installing_anything(
 def test_a_version_just_below_what_is_needed_is_named(
     checkout: Path, tmp_path: Path, node: str, uv: str, expected: str
 ) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "node", node)
-    tool(bin_dir, "npm", "10.9.0")
-    tool(bin_dir, "uv", uv)
+    bin_dir = machine(tmp_path, node=node, uv=uv)
     with_config(checkout, REAL_ID)
     problems = the_line(run(checkout, bin_dir, "--check")).removeprefix("scripts/deploy: missing ")
-    network = "network access to " + ", ".join(deploy.HOSTS)
-    assert set(problems.split("; ")) == {expected.format(bin=bin_dir), network}
+    assert set(problems.split("; ")) == {expected.format(bin=bin_dir), NETWORK}
 
 
 def test_the_placeholder_database_id_is_refused(checkout: Path, tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    tool(bin_dir, "node", "v22.12.0")
-    tool(bin_dir, "npm", "10.9.0")
     with_config(checkout, "00000000-0000-0000-0000-000000000000")
-    line = the_line(run(checkout, bin_dir, "--check"))
+    line = the_line(run(checkout, machine(tmp_path), "--check"))
     assert "the D1 database id in wrangler.jsonc (still the placeholder" in line
 
 
