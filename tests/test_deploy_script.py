@@ -214,3 +214,51 @@ def test_a_host_that_answers_anything_is_reachable_and_a_closed_port_is_not(
 
 def test_the_node_minimum_is_the_one_the_pinned_wrangler_declares() -> None:
     assert deploy.node_minimum() == (22, 12, 0)
+
+
+def test_once_nothing_is_missing_it_installs_the_pinned_tools_migrates_and_deploys(
+    checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The steps after the check, in order, each tool the pinned one (the commands are
+    recorded, not run: the network and Cloudflare are not there)."""
+    venv = checkout / ".venv"
+    with_config(checkout, REAL_ID)
+    monkeypatch.setattr(deploy, "ROOT", checkout)
+    monkeypatch.setattr(deploy, "VENV", venv)
+    monkeypatch.setattr(deploy, "DEPLOY_LOCK", checkout / "requirements" / "deploy.txt")
+    monkeypatch.setattr(deploy, "WRANGLER_CONFIG", checkout / "wrangler.jsonc")
+    monkeypatch.setattr(deploy, "missing", lambda *, check_uv: [])
+    ran: list[tuple[list[str], str]] = []
+
+    def run(command: list[str], env: dict[str, str] | None = None) -> None:
+        ran.append((list(command), (env or {}).get("PATH", "")))
+        if command[1:3] == ["-m", "venv"]:
+            (venv / "bin").mkdir(parents=True)
+            (venv / "bin" / "python").touch()
+        if "--require-hashes" in command:
+            tool(venv / "bin", "uv", "uv 0.13.9 (x86_64-unknown-linux-gnu)")
+        if command[:2] == ["npm", "ci"]:
+            (checkout / "node_modules").mkdir()
+
+    monkeypatch.setattr(deploy, "_run", run)
+    assert deploy.main([]) == 0
+    commands = [command for command, _ in ran]
+    assert commands == [
+        ["npm", "ci", "--no-audit", "--no-fund"],
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+         "--require-hashes", "--only-binary=:all:", "-r",
+         str(checkout / "requirements" / "deploy.txt")],
+        ["npx", "wrangler", "d1", "migrations", "apply", "dee-wan-scheduling", "--remote"],
+        [str(venv / "bin" / "pywrangler"), "deploy"],
+    ]  # fmt: skip
+    # pywrangler finds the pinned uv and, through `npx`, the pinned wrangler first.
+    path = ran[-1][1].split(":")
+    assert path[:2] == [str(venv / "bin"), str(checkout / "node_modules" / ".bin")]
+    # A second deploy installs nothing again: both locks are as installed.
+    ran.clear()
+    assert deploy.main([]) == 0
+    assert [command[:2] for command, _ in ran] == [
+        ["npx", "wrangler"],
+        [str(venv / "bin" / "pywrangler"), "deploy"],
+    ]
