@@ -341,8 +341,7 @@ class Harness:
         ]
 
     def log_tail(self, lines: int = 60) -> str:
-        if not self._log.closed:  # a harness that did not start is closed already
-            self._log.flush()
+        self._log.flush()
         text = self.log_path.read_text("utf-8", errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
