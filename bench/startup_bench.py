@@ -10,7 +10,7 @@ session made by an earlier one on the same D1 state: the CPU time of each route'
 request and the median of `--later` later ones, and of a cron tick with nothing due.
 
 Figures are this machine's: the harness process's CPU time (Python, the JS it calls, V8's
-compiler threads) and wall time. D1 runs in Miniflare's own process and is not counted.
+compiler threads) and wall time. D1 runs in Miniflare's workerd process and is not counted.
 Asserts nothing.
 
     python -m bench.startup_bench [--imports 3] [--later 5]

@@ -843,7 +843,7 @@ async function main() {
     } finally {
       await ctx.settled();
       // The process's CPU time over the invocation: Python's work and the JS it calls (D1
-      // queries run in Miniflare's own process), plus anything else running meanwhile.
+      // queries run in Miniflare's workerd process), plus anything else running meanwhile.
       const used = process.cpuUsage(cpu);
       invocationTimes.push({
         handler,
