@@ -1,41 +1,27 @@
 """The Worker entry: route fetch to the app, run one runner tick from the cron trigger, and
-consume the runner's queue messages (when `SEND_QUEUE` and this Worker's consumer are set)."""
+consume the runner's queue messages (when `SEND_QUEUE` and this Worker's consumer are set).
+
+What this top level imports lands in the memory snapshot Cloudflare takes at deploy, and
+counts against the startup limit: the runner's path only, which every invocation needs. The
+HTTP app is imported by an isolate's first request (`runtimes/workers/isolate.py`).
+"""
 
 from typing import Any
 
 from workers import WorkerEntrypoint
 
-from scheduling.app import App
-from scheduling.runtimes.workers.bridge import (
-    build_app,
-    configure_logging,
-    env_fingerprint,
-    to_core_request,
-    to_workers_response,
-)
-from scheduling.runtimes.workers.queue import WorkersMessage
+from scheduling.runtimes.workers import isolate
+from scheduling.runtimes.workers.bridge import configure_logging
 
 configure_logging()
-
-_apps: dict[tuple[tuple[str, str], ...], App] = {}  # one per isolate; rebuilt if the vars change
-
-
-def _app_for(env: Any) -> App:
-    key = env_fingerprint(env)
-    if key not in _apps:
-        _apps.clear()
-        _apps[key] = build_app(env)
-    return _apps[key]
 
 
 class Default(WorkerEntrypoint):  # type: ignore[misc]
     async def fetch(self, request: Any) -> Any:
-        app = _app_for(self.env)
-        return to_workers_response(await app.handle(await to_core_request(request)))
+        return await isolate.fetch(self.env, request)
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
-        await _app_for(self.env).tick(int(controller.scheduledTime))
+        await isolate.scheduled(self.env, controller)
 
     async def queue(self, batch: Any, env: Any = None, ctx: Any = None) -> None:
-        messages = [WorkersMessage(message) for message in batch.messages]
-        await _app_for(self.env).consume(messages)
+        await isolate.queue(self.env, batch)

@@ -145,10 +145,61 @@ def test_no_two_packages_import_each_other_and_no_circle() -> None:
     assert cycle(GRAPH) == []
 
 
-def test_the_entry_imports_the_app_and_the_workers_runtime_only() -> None:
+def test_the_entry_imports_the_workers_runtime_only() -> None:
     source = (ROOT / "src" / "entry.py").read_text("utf-8")
     units = {unit_of(n) for n in imported(source, "entry") if n.startswith("scheduling.")}
-    assert units == {"app", "runtimes.workers"}
+    assert units == {"runtimes.workers"}
+
+
+# What only a request needs: the entry's top level (the memory snapshot, under the startup
+# limit) must not load it. The cron and queue invocations never do; a request imports it.
+FETCH_ONLY_UNITS = {"app", "http", "http.pages", "http.handlers", "actions"}
+
+
+def imported_at_import(source: str, module: str) -> Iterator[str]:
+    """What running the module's top level imports: not inside functions, nor under
+    `if TYPE_CHECKING:`."""
+    body = list(ast.parse(source).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            body.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield from imported(ast.unparse(node), module)
+            continue
+        body.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+
+
+def loaded_by(module: str, source: str) -> set[str]:
+    """Every module name the top level of `source` loads, following the plugin's modules."""
+    seen: set[str] = set()
+    todo = list(imported_at_import(source, module))
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in MODULES:
+            todo.extend(imported_at_import(MODULES[name].read_text("utf-8"), name))
+    return seen
+
+
+def test_the_snapshot_holds_the_runner_path_and_no_request_only_module() -> None:
+    loaded = loaded_by("entry", (ROOT / "src" / "entry.py").read_text("utf-8"))
+    units = {unit_of(name) for name in loaded if name.startswith("scheduling.")}
+    assert {"runner", "repository", "config", "domain", "runtimes.workers"} <= units
+    assert units & FETCH_ONLY_UNITS == set()
+    assert not {name for name in loaded if name.split(".")[0] in {"jinja2", "difflib"}}
+    # A request does load the app: the edge imports it.
+    edge = loaded_by(
+        "scheduling.runtimes.workers.edge",
+        (CORE / "runtimes" / "workers" / "edge.py").read_text("utf-8"),
+    )
+    assert "scheduling.app" in edge
+    assert "jinja2" in {name.split(".")[0] for name in edge}
 
 
 def handler_lengths() -> dict[str, int]:

@@ -113,6 +113,19 @@ def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None
     assert response.headers["allow"] == "GET, HEAD"
 
 
+@pytest.mark.parametrize("method", ["PROPFIND", "PURGE", "QUERY", "PATCH"])
+def test_a_method_the_sdk_has_no_name_for_is_405_with_allow(
+    client: httpx.Client, method: str
+) -> None:
+    """The SDK's `Request.method` looks the method up in an enum: PROPFIND, PURGE and QUERY
+    raised KeyError there (500 here, 1101 on Cloudflare). The adapter reads the raw method."""
+    response = client.request(method, "/")
+    assert response.status_code == 405, response.text
+    assert "x-harness-exception" not in response.headers
+    assert response.headers["allow"] == "GET, HEAD"
+    assert response.json()["code"] == "method_not_allowed"
+
+
 def test_refusals_at_the_edge_of_the_worker(client: httpx.Client) -> None:
     """Issue 12 through the real entry: %2F is no separator, browsers get the 404 page,
     bodies are bounded and deep JSON is refused, each with its code."""

@@ -6,7 +6,6 @@ are the defaults the configuration model declares.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -17,15 +16,17 @@ import pytest
 from scheduling.config import VARIABLES, Configuration
 from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
 from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING
+from scripts.wrangler_config import read_config
 from tests.pyodide_harness.harness import (
     HERE,
+    ROOT,
     SERVE,
     WRANGLER_EXAMPLE,
     Harness,
     node_path,
     shared_harness,
-    strip_jsonc,
 )
+from tests.support.wrangler_example import queue_switched_on
 
 pytestmark = pytest.mark.pyodide
 
@@ -69,7 +70,7 @@ def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> No
 
 
 def _example() -> dict[str, object]:
-    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
+    config = read_config(WRANGLER_EXAMPLE)
     assert isinstance(config, dict)
     return config
 
@@ -121,7 +122,7 @@ def test_wrangler_example_vars_are_every_variable_with_its_default() -> None:
     assert "wrangler secret put TOKEN_KEY" in text
 
 
-def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
+def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path: Path) -> None:
     if node_path() is None:
         pytest.skip("node is not installed: wrangler needs Node 20+")
     wrangler = HERE / "node_modules" / "wrangler" / "bin" / "wrangler.js"
@@ -129,9 +130,9 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
         shared_harness()  # runs setup.sh when node_modules is missing
     env = {**os.environ, "CI": "true", "WRANGLER_SEND_METRICS": "false", "NO_COLOR": "1"}
 
-    def run_wrangler(*args: str) -> subprocess.CompletedProcess[str]:
+    def run_wrangler(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [node_path() or "node", str(wrangler), *args, "--config", str(WRANGLER_EXAMPLE)],
+            [node_path() or "node", str(wrangler), *args, "--config", str(config)],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -140,15 +141,26 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
             check=False,
         )
 
-    deploy = run_wrangler("deploy", "--dry-run", "--outdir", str(tmp_path / "out"))
-    output = deploy.stdout + deploy.stderr
-    assert deploy.returncode == 0, output
-    assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
-    assert "env.LAUNCH_LIMITER" in output
-    assert "env.SEND_QUEUE (dee-wan-scheduling-sends)" in output
-    assert "env.MAX_ROWS_PER_TICK (20)" in output
-    assert (tmp_path / "out" / "entry.py").exists()
+    # With the queue switched on, as its comment says, beside the same src/ (paths in a
+    # config are relative to it).
+    switched = tmp_path / "switched"
+    switched.mkdir()
+    (switched / "src").symlink_to(ROOT / "src")
+    (switched / "wrangler.jsonc").write_text(
+        queue_switched_on(WRANGLER_EXAMPLE.read_text("utf-8")), "utf-8"
+    )
+    for config, queue in ((WRANGLER_EXAMPLE, False), (switched / "wrangler.jsonc", True)):
+        out = tmp_path / f"out-{queue}"
+        deploy = run_wrangler(config, "deploy", "--dry-run", "--outdir", str(out))
+        output = deploy.stdout + deploy.stderr
+        assert deploy.returncode == 0, output
+        assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
+        assert "env.LAUNCH_LIMITER" in output
+        assert ("env.SEND_QUEUE (dee-wan-scheduling-sends)" in output) is queue
+        assert "env.MAX_ROWS_PER_TICK (20)" in output
+        assert (out / "entry.py").exists()
     migrations = run_wrangler(
+        WRANGLER_EXAMPLE,
         "d1",
         "migrations",
         "list",

@@ -16,22 +16,19 @@ from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.workers.bindings import SEND_QUEUE_BINDING
-from tests.pyodide_harness.harness import WRANGLER_EXAMPLE, strip_jsonc
+from scripts.wrangler_config import parse_config
 from tests.support.activation import install
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
 from tests.support.loopback_core import loopback_core
 from tests.support.serve_process import free_port, start_serve, wait_until_up, write_vars
 from tests.support.world import insert_due
+from tests.support.wrangler_example import EXAMPLE, queue_switched_on
 
 
-def example() -> dict[str, object]:
-    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
-    assert isinstance(config, dict)
-    return config
-
-
-def test_the_example_declares_the_queue_its_consumer_a_dead_letter_queue_and_logs() -> None:
-    config = example()
+def test_the_example_s_queue_block_declares_the_queue_its_consumer_and_a_dead_letter_queue() -> (
+    None
+):
+    config = parse_config(queue_switched_on(EXAMPLE.read_text("utf-8")))
     queues = config["queues"]
     assert isinstance(queues, dict)
     [producer] = queues["producers"]

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduling.config import Misconfigured
-from scheduling.domain.localtime import rfc3339
 from scheduling.domain.refusals import Refusal, invalid_request
-from scheduling.events import emit
 from scheduling.http.handlers import (
     activate,
     activation_codes,
@@ -27,9 +25,8 @@ from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
 from scheduling.ports import QueueMessage
-from scheduling.runner.consume import run_consumer
-from scheduling.runner.invocation import Invocation
-from scheduling.runner.tick import run_tick
+from scheduling.runner.consume import consume
+from scheduling.runner.tick import tick
 from scheduling.services import Services, log
 
 ROUTES = [
@@ -138,29 +135,9 @@ class App:
         return await self.router.dispatch(request, self.services)
 
     async def tick(self, scheduled_time: int) -> dict[str, int]:
-        """One runner tick for the cron invocation of `scheduled_time` (epoch ms), as
-        `scheduled()` and the local cron run it; it runs at that instant or, delivered late,
-        at the wall clock."""
-        invocation = Invocation.begin(self.services.clock, scheduled_time)
-        try:
-            return await run_tick(self.services, invocation)
-        except Exception as exc:
-            # The type only: a message could quote a row. /admin/status shows the missing ticks.
-            emit(
-                "runner_tick_failed",
-                at=rfc3339(invocation.at),
-                cron_delay_ms=invocation.cron_delay_ms,
-                error=type(exc).__name__,
-            )
-            raise
+        """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""
+        return await tick(self.services, scheduled_time)
 
     async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
-        """One queue consumer invocation over a delivered batch (the Worker's `queue()`, or a
-        local consumer): claims, sends and settles what its messages name, then acknowledges
-        or retries each message."""
-        try:
-            return await run_consumer(self.services, messages)
-        except Exception as exc:
-            # Unacknowledged, the batch is delivered again; the type only, as for a tick.
-            emit("runner_consume_failed", messages=len(messages), error=type(exc).__name__)
-            raise
+        """One queue consumer invocation over a delivered batch (`runner.consume.consume`)."""
+        return await consume(self.services, messages)

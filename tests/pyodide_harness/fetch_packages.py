@@ -1,8 +1,9 @@
 """Fetch the Worker's Python packages for Pyodide 314 from PyPI into a cache dir.
 
-Versions come from pyproject.toml (`[project].dependencies` and the
-`workers-runtime-sdk` pin of the `workers` extra), so the harness loads exactly
-what the Worker ships. Nothing here is committed: the cache is gitignored.
+Versions come from pyproject.toml's `[project].dependencies` as Pyodide reads
+them (the `workers-runtime-sdk` pin applies on emscripten only), the list
+`pywrangler deploy` bundles, so the harness loads exactly what the Worker ships.
+Nothing here is committed: the cache is gitignored.
 
 - pure wheels (`py3-none-any`): jinja2, pydantic, typing-extensions, ... and
   the `workers-runtime-sdk` (the in-runtime `workers` package);
@@ -49,6 +50,7 @@ SOURCE_ONLY = {"markupsafe"}
 NATIVE = {"pydantic-core"}
 
 _PIN = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*([A-Za-z0-9_.\-+!]+)\s*$")
+_PIN_VERSION = re.compile(r"^[A-Za-z0-9_.\-+!]+$")
 
 
 def _canonical(name: str) -> str:
@@ -56,26 +58,26 @@ def _canonical(name: str) -> str:
 
 
 def read_pins(pyproject: Path) -> dict[str, str]:
-    """name -> version for every runtime dependency plus the workers SDK; all must be `==` pins."""
+    """name -> version for every runtime dependency the Worker gets under Pyodide, the workers
+    SDK among them (pinned for emscripten only, where `pywrangler` reads it too); each must
+    be one `==` version."""
     data = tomllib.loads(pyproject.read_text("utf-8"))
-    project = data["project"]
-    requirements = list(project.get("dependencies", []))
-    requirements += [
-        req
-        for req in project.get("optional-dependencies", {}).get("workers", [])
-        if _canonical(req.split("=")[0].split("<")[0].split(">")[0]) == SDK
-    ]
     pins: dict[str, str] = {}
-    for requirement in requirements:
-        found = _PIN.match(requirement)
-        if not found:
+    for line in data["project"].get("dependencies", []):
+        requirement = Requirement(line)
+        if requirement.marker and not requirement.marker.evaluate(PYODIDE_MARKERS):
+            continue
+        exact = [s.version for s in requirement.specifier if s.operator == "=="]
+        if len(exact) != 1 or len(requirement.specifier) != 1:
             raise SystemExit(
-                f"{pyproject}: {requirement!r} is not pinned with =="
-                " (the harness needs exact versions)"
+                f"{pyproject}: {line!r} is not pinned with == (the harness needs exact versions)"
             )
-        pins[_canonical(found.group(1))] = found.group(2)
+        pins[_canonical(requirement.name)] = exact[0]
     if SDK not in pins:
-        raise SystemExit(f"{pyproject}: the workers extra must pin {SDK}==<version>")
+        raise SystemExit(
+            f"{pyproject}: [project.dependencies] must pin {SDK}==<version>"
+            ' for sys_platform == "emscripten" (the SDK the deploy bundles)'
+        )
     return pins
 
 

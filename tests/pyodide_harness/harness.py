@@ -11,7 +11,6 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -25,10 +24,12 @@ from typing import IO, Any
 import httpx
 
 from scheduling.ports import OutboundRequest
+from scripts.wrangler_config import read_config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SERVE = HERE / "serve.mjs"
+STARTUP = HERE / "startup.mjs"
 SETUP = HERE / "setup.sh"
 WRANGLER_EXAMPLE = ROOT / "wrangler.example.jsonc"
 
@@ -60,40 +61,9 @@ def ensure_installed() -> None:
         raise RuntimeError(f"{SETUP} failed:\n{result.stdout}\n{result.stderr}")
 
 
-def strip_jsonc(text: str) -> str:
-    """JSONC to JSON: drop // and /* */ comments outside strings, and trailing commas."""
-    out: list[str] = []
-    i, n, in_string = 0, len(text), False
-    while i < n:
-        char = text[i]
-        if in_string:
-            out.append(char)
-            if char == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-            out.append(char)
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end == -1 else end
-            continue
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-            continue
-        else:
-            out.append(char)
-        i += 1
-    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
-
-
 def example_vars() -> dict[str, Any]:
     """The `vars` of wrangler.example.jsonc, typed as wrangler would hand them to the Worker."""
-    config = json.loads(strip_jsonc(WRANGLER_EXAMPLE.read_text("utf-8")))
-    variables = config.get("vars", {})
+    variables = read_config(WRANGLER_EXAMPLE).get("vars", {})
     assert isinstance(variables, dict)
     return dict(variables)
 
@@ -117,9 +87,13 @@ def _read_first_line(stream: IO[str], timeout_s: float) -> str | None:
 class Harness:
     """A running serve.mjs: the real Worker entry under Pyodide, with Miniflare's D1."""
 
-    def __init__(self, workdir: Path, *, max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(
+        self, workdir: Path, *, max_connections: int = MAX_CONNECTIONS, port: int | None = None
+    ) -> None:
+        """A new harness process (a fresh isolate) on `workdir`'s D1 state; `port` (free
+        now) keeps an earlier harness's origin, so its sessions and installs carry on."""
         self.workdir = workdir
-        self.port = free_port()
+        self.port = port or free_port()
         self.origin = f"http://localhost:{self.port}"
         self.control_url = f"http://127.0.0.1:{self.port}"
         self.max_connections = max_connections
@@ -248,6 +222,12 @@ class Harness:
         before `reset` zeroes the totals and maxima."""
         stats: dict[str, int] = self._post("fetch-stats", {"reset": reset})
         return stats
+
+    def invocations(self, *, reset: bool = False) -> list[dict[str, Any]]:
+        """Each invocation since the last reset, oldest first: `handler` (fetch, scheduled,
+        queue), `cpu_ms` (the harness process's CPU time over it) and `wall_ms`."""
+        answer: dict[str, list[dict[str, Any]]] = self._post("invocations", {"reset": reset})
+        return answer["invocations"]
 
     def send_all(self, requests: Sequence[OutboundRequest]) -> list[dict[str, Any]]:
         """Send every request at once from one invocation, through WorkersFetch inside Pyodide.
@@ -426,6 +406,26 @@ class FakeCoreProcess:
                 self.process.kill()
                 self.process.wait(5)
         self._log.close()
+
+
+def import_probe(
+    module: str = "entry", *, draws: bool = False, src: Path | None = None
+) -> dict[str, Any]:
+    """Import `module` (or several, separated by commas) of the Worker in a fresh Pyodide, as
+    workerd does before its snapshot (startup.mjs): `import_ms`, `import_cpu_ms`, `modules`;
+    with `draws`, also `allowed`, `violations` (random draws by module, see
+    startup_probe.py), `loaded`, `slowest_cpu_ms` and `cpu_ms_by_package`."""
+    ensure_installed()
+    command = [node_path() or "node", str(STARTUP), "--module", module]
+    command += ["--draws"] if draws else []
+    command += ["--src", str(src)] if src is not None else []
+    result = subprocess.run(
+        command, cwd=HERE, capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"startup.mjs failed:\n{result.stderr[-4000:]}")
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return report
 
 
 _shared: Harness | None = None

@@ -82,8 +82,9 @@ def info(env: JsProxy) -> Any:
     import _cloudflare_compat_flags
     from workers import _EnvWrapper
 
-    app = entry._app_for(_EnvWrapper(env))
-    services = app.services
+    from scheduling.runtimes.workers import isolate
+
+    services = isolate.services_for(_EnvWrapper(env))
     crypto: str
     try:
         crypto = _qualname(services.crypto)

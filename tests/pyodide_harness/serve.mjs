@@ -14,13 +14,17 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 
 import { Miniflare } from "miniflare";
-import { loadPyodide } from "pyodide";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, "..", "..");
+import {
+  DEFAULT_COMPAT_FLAGS,
+  HERE,
+  PACKAGES,
+  ROOT,
+  SRC,
+  loadWorkerPython,
+} from "./worker_python.mjs";
 
 // Same as wrangler.example.jsonc: the Pyodide line it selects and the flags on at that date.
 const COMPATIBILITY_DATE = "2026-11-01";
@@ -40,12 +44,6 @@ const TOO_MANY_SUBREQUESTS =
 const CRON = "* * * * *";
 // workerd: fetches of one invocation waiting for response headers at once; the rest queue.
 const MAX_CONNECTIONS = 6;
-// `_cloudflare_compat_flags` answers true for these (both enabled for python_workers
-// before COMPATIBILITY_DATE), false for anything else.
-const DEFAULT_COMPAT_FLAGS = [
-  "python_request_headers_preserve_commas",
-  "python_workflows_implicit_dependencies",
-];
 
 function parseArgs(argv) {
   const options = {
@@ -53,8 +51,8 @@ function parseArgs(argv) {
     host: "127.0.0.1",
     vars: null,
     persist: null,
-    packages: path.join(HERE, ".cache", "packages"),
-    src: path.join(ROOT, "src"),
+    packages: PACKAGES,
+    src: SRC,
     migrations: path.join(ROOT, "src", "scheduling", "migrations"),
     compatFlags: DEFAULT_COMPAT_FLAGS,
     maxConnections: MAX_CONNECTIONS,
@@ -715,46 +713,15 @@ async function startPython(options, env, compatFlags, fetchStats) {
   const jsglobals = new Proxy(globalThis, {
     get: (target, name) => (name === "fetch" ? fetch : Reflect.get(target, name, target)),
   });
-  const pyodide = await loadPyodide({
+  const pyodide = await loadWorkerPython({
+    packages: options.packages,
+    src: options.src,
+    env,
+    compatFlags,
     jsglobals,
     stdout: output(process.stderr),
     stderr: output(process.stderr),
   });
-  const wheelsDir = path.join(options.packages, "wheels");
-  if (!fs.existsSync(wheelsDir)) {
-    throw new Error(`no packages in ${options.packages}: run tests/pyodide_harness/setup.sh`);
-  }
-  for (const name of fs.readdirSync(wheelsDir).sort()) {
-    if (name.endsWith(".whl")) {
-      pyodide.unpackArchive(new Uint8Array(fs.readFileSync(path.join(wheelsDir, name))), "wheel");
-    }
-  }
-  const mount = (hostDir, at) => {
-    pyodide.FS.mkdirTree(at);
-    pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: hostDir }, at);
-  };
-  mount(options.packages, "/harness/packages"); // markupsafe from its sdist lives here
-  mount(options.src, "/worker/src");
-  mount(HERE, "/harness/glue");
-
-  // What workerd injects for the SDK.
-  pyodide.registerJsModule("_pyodide_entrypoint_helper", {
-    patchWaitUntil() {},
-    cloudflareWorkersModule: { env, waitUntil: () => {} },
-    cloudflareSocketsModule: {},
-    doAnImport: (name) => import(name),
-  });
-  const enabled = new Set(compatFlags);
-  pyodide.registerJsModule(
-    "_cloudflare_compat_flags",
-    new Proxy({}, { get: (_target, name) => enabled.has(name) }),
-  );
-
-  pyodide.runPython(`
-import sys
-sys.path[:0] = ["/worker/src", "/harness/packages", "/harness/glue"]
-sys.dont_write_bytecode = True
-`);
   const glue = pyodide.pyimport("harness_glue");
   return { pyodide, glue };
 }
@@ -869,12 +836,25 @@ async function main() {
 
   async function invokeAs(invocation, handler, ...args) {
     const ctx = new ExecutionContext();
+    const cpu = process.cpuUsage();
+    const started = performance.now();
     try {
       return await asInvocation(() => glue.invoke(ctx, env, handler, ...args), invocation);
     } finally {
       await ctx.settled();
+      // The process's CPU time over the invocation: Python's work and the JS it calls (D1
+      // queries run in Miniflare's workerd process), plus anything else running meanwhile.
+      const used = process.cpuUsage(cpu);
+      invocationTimes.push({
+        handler,
+        cpu_ms: (used.user + used.system) / 1000,
+        wall_ms: performance.now() - started,
+      });
+      if (invocationTimes.length > 1000) invocationTimes.shift();
     }
   }
+
+  const invocationTimes = []; // the latest invocations' CPU and wall time, oldest first
 
   const queue = new QueueBroker(
     (batch, invocation) => invokeAs(invocation, "queue", batch),
@@ -989,6 +969,13 @@ async function main() {
           }
         }
         return json(res, 200, answer);
+      }
+      case "/__harness/invocations": {
+        // The CPU and wall time of the invocations since the last reset; `{"reset": true}`
+        // then forgets them. Meaningful for invocations made one at a time (benchmarks).
+        const answer = [...invocationTimes];
+        if (input.reset) invocationTimes.length = 0;
+        return json(res, 200, { invocations: answer });
       }
       case "/__harness/info":
         return json(res, 200, glue.info(env));

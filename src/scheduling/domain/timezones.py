@@ -6,7 +6,6 @@ same way, whatever the host has installed.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.resources
 from zoneinfo import ZoneInfo
@@ -59,6 +58,8 @@ def zone_suggestions(typed: str) -> tuple[str, ...]:
     wanted = typed.strip().lower() if isinstance(typed, str) else ""
     if not wanted or len(wanted) > LONGEST_NAME:
         return ()
+    import difflib  # only for a misspelt zone: kept out of the Worker's startup
+
     scores: dict[str, float] = {}
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(wanted)
@@ -96,3 +97,8 @@ def tzdata_version() -> str:
     import tzdata
 
     return str(tzdata.IANA_VERSION)
+
+
+# Read once at import: the memory snapshot of a Worker holds the list, so no invocation of an
+# isolate reads tzdata's listing again.
+_by_lower_name()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from scheduling.events import emit
 from scheduling.ports import QueueMessage
 from scheduling.repository.runner_store import DueRow, RunnerStore
 from scheduling.runner import messages
@@ -25,6 +26,18 @@ from scheduling.services import Services, log
 
 # A message retried for what it left due comes back after this long (Queues counts seconds).
 RETRY_DELAY_S = 1
+
+
+async def consume(services: Services, delivered: Sequence[QueueMessage]) -> dict[str, int]:
+    """One queue consumer invocation over a delivered batch (the Worker's `queue()`, or a
+    local consumer): claims, sends and settles what its messages name, then acknowledges
+    or retries each message."""
+    try:
+        return await run_consumer(services, delivered)
+    except Exception as exc:
+        # Unacknowledged, the batch is delivered again; the type only, as for a tick.
+        emit("runner_consume_failed", messages=len(delivered), error=type(exc).__name__)
+        raise
 
 
 async def run_consumer(services: Services, delivered: Sequence[QueueMessage]) -> dict[str, int]:

@@ -79,3 +79,13 @@ def environment() -> jinja2.Environment:
 
 def render(name: str, **context: Any) -> str:
     return environment().get_template(name).render(**context)
+
+
+def _compile_all() -> None:
+    """Every template compiled once, when this module is imported: an isolate's first request
+    imports the pages, and no request after it compiles a template again."""
+    for name in _SOURCES:
+        environment().get_template(name)
+
+
+_compile_all()

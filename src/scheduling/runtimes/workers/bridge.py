@@ -1,4 +1,7 @@
-"""Build the App from a Worker's env, and convert requests and responses at the edge."""
+"""The Services a Worker's env describes, and what every invocation of the isolate shares.
+
+Everything here is on the path of the cron and queue invocations, so the entry imports it at
+its top level and it lands in the memory snapshot. The HTTP app is in `edge.py`."""
 
 from __future__ import annotations
 
@@ -7,10 +10,7 @@ import sys
 from typing import Any
 
 from scheduling import events
-from scheduling.app import App
 from scheduling.config import SECRETS, VARIABLES, Configuration
-from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
-from scheduling.http.responses import Response
 from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
@@ -27,7 +27,6 @@ from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
 from scheduling.runtimes.workers.queue import WorkersQueue
-from scheduling.runtimes.workers.streams import read_at_most
 from scheduling.services import Services
 
 
@@ -65,9 +64,9 @@ def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
     return (*variables, (LAUNCH_LIMITER_BINDING, limiter), (SEND_QUEUE_BINDING, queue))
 
 
-def build_app(env: Any) -> App:
-    """The App over this env. Nothing here raises for a missing or bad setting: each is
-    reported by name (500 `misconfigured`) by the requests that need it."""
+def build_services(env: Any) -> Services:
+    """The ports over this env. Nothing here raises for a missing or bad setting: each is
+    reported by name (500 `misconfigured`) by the requests that need it, and by the tick."""
     binding = d1_binding(env)
     clock = WorkersClock()
     # Failed launches: counted by the binding across the location's isolates when there is
@@ -75,7 +74,7 @@ def build_app(env: Any) -> App:
     in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
     limiter_binding = rate_limit_binding(env)
     send_queue = queue_binding(env)
-    services = Services(
+    return Services(
         config=Configuration.from_mapping(read_env(env)),
         db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
         http=WorkersFetch(),
@@ -87,39 +86,4 @@ def build_app(env: Any) -> App:
             else in_isolate
         ),
         queue=WorkersQueue(send_queue) if send_queue is not None else None,
-    )
-    return App(services)
-
-
-async def to_core_request(request: Any) -> Request:
-    """The core's request. `request.url` keeps the path as sent (`%2F` stays encoded)."""
-    method = getattr(request.method, "value", request.method)
-    headers = Headers([(str(k), str(v)) for k, v in request.headers.items()])
-    if method in ("GET", "HEAD"):
-        body = b""
-    elif _declared_length(headers) > MAX_BODY_BYTES:
-        # Not read into the isolate's memory: a body one byte over the cap stands for it,
-        # and the app refuses it as it refuses any body over the cap.
-        body = bytes(MAX_BODY_BYTES + 1)
-    else:
-        # With no Content-Length (chunked) the size is known only by reading: one byte past
-        # the cap is enough to refuse, and the rest is never read (nor waited for).
-        body, _ = await read_at_most(request.body, MAX_BODY_BYTES + 1)
-    # Cloudflare's edge sets CF-Connecting-IP to the connecting client's address, replacing
-    # any a client sent; it is the only client identity a Worker has.
-    client = headers.get("cf-connecting-ip") or None
-    return Request(str(method), str(request.url), headers, body, client=client)
-
-
-def _declared_length(headers: Headers) -> int:
-    return ascii_int(headers.get("content-length")) or 0
-
-
-def to_workers_response(response: Response) -> Any:
-    from workers import Response as WorkersResponse
-
-    return WorkersResponse(
-        response.body if response.body else None,
-        status=response.status,
-        headers=list(response.headers),
     )

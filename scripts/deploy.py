@@ -1,0 +1,257 @@
+"""Deploy the Worker with the pinned tools, after saying in one line what is missing.
+
+Run from the repository root as `python3 -m scripts.deploy [--check]` (what `scripts/deploy`
+does). Only the standard library: it runs before any venv exists.
+
+The steps, each only once the one before it succeeded:
+1. the prerequisites nothing here can install: Node.js at the version the pinned wrangler
+   needs (`engines` in package.json), the hosts the tools download from and upload to, and a
+   `wrangler.jsonc` with the D1 database id filled in. `--check` stops here (and checks uv);
+2. the tools, exactly as locked: `npm ci` (wrangler, package-lock.json) and
+   `pip install --require-hashes -r requirements/deploy.txt` into .venv (pywrangler, uv);
+3. uv at a version pywrangler accepts;
+4. `wrangler d1 migrations apply <database> --remote`, then `pywrangler deploy`, which
+   vendors the pinned packages (`python_modules/`) and runs `wrangler deploy`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from scripts.wrangler_config import read_config
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_JSON = ROOT / "package.json"
+DEPLOY_LOCK = ROOT / "requirements" / "deploy.txt"
+VENV = ROOT / ".venv"
+WRANGLER_CONFIG = ROOT / "wrangler.jsonc"
+EXAMPLE_CONFIG = "wrangler.example.jsonc"
+
+# pywrangler 1.17 refuses an older uv (MIN_UV_VERSION in its utils.py).
+MIN_UV = (0, 13, 4)
+# What the deploy reaches: npm (wrangler), PyPI (pywrangler, uv and the Worker's packages),
+# Pyodide's package index (pywrangler resolves the Worker's packages against it), GitHub (uv
+# downloads the CPython and the Pyodide interpreters pywrangler asks for), Cloudflare's API.
+HOSTS = (
+    "registry.npmjs.org",
+    "pypi.org",
+    "files.pythonhosted.org",
+    "index.pyodide.org",
+    "github.com",
+    "api.cloudflare.com",
+)
+NETWORK_TIMEOUT_S = 10.0
+PLACEHOLDER_ID = re.compile(r"^[0-]*$")
+
+
+def version_tuple(text: str) -> tuple[int, ...] | None:
+    """(22, 12, 0) for `v22.12.0`, `uv 0.13.9 (…)` or `>=22.12.0`; None without one."""
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if found is None:
+        return None
+    return tuple(int(part or 0) for part in found.groups())
+
+
+def dotted(version: Sequence[int]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def node_minimum(package_json: Path = PACKAGE_JSON) -> tuple[int, ...]:
+    """The Node.js the pinned wrangler needs: package.json's `engines.node` (`>=X.Y.Z`)."""
+    wanted = json.loads(package_json.read_text("utf-8"))["engines"]["node"]
+    minimum = version_tuple(wanted)
+    if not wanted.startswith(">=") or minimum is None:
+        raise ValueError(f"package.json engines.node must read >=X.Y.Z, not {wanted!r}")
+    return minimum
+
+
+def _output(command: Sequence[str]) -> str | None:
+    """The first line a tool prints, or None when it is not there or fails."""
+    try:
+        done = subprocess.run(  # noqa: S603 (a fixed tool, no shell)
+            command, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    lines = done.stdout.strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def node_problem(minimum: tuple[int, ...]) -> str | None:
+    wanted = f"Node.js >= {dotted(minimum)}"
+    if shutil.which("node") is None:
+        return f"{wanted} (node is not on PATH)"
+    found = _output(["node", "--version"])
+    have = version_tuple(found or "")
+    if have is None:
+        return f"{wanted} (`node --version` said {found!r})"
+    if have < minimum:
+        return f"{wanted} (this is {found}, which the pinned wrangler refuses)"
+    if shutil.which("npm") is None:
+        return f"npm (node {found} is there, npm is not)"
+    return None
+
+
+def uv_command() -> str | None:
+    """The uv pywrangler will run: the pinned one in .venv, else one on PATH."""
+    pinned = VENV / "bin" / "uv"
+    return str(pinned) if pinned.exists() else shutil.which("uv")
+
+
+def uv_problem(uv: str | None) -> str | None:
+    wanted = f"uv >= {dotted(MIN_UV)}"
+    if uv is None:
+        return f"{wanted} (not installed: `bash scripts/deploy` installs the pinned one)"
+    found = _output([uv, "--version"])
+    have = version_tuple(found or "")
+    if have is None:
+        return f"{wanted} ({uv} does not run: {found!r})"
+    if have < MIN_UV:
+        return f"{wanted} ({uv} is {dotted(have)})"
+    return None
+
+
+def _reachable(url: str, timeout_s: float) -> bool:
+    request = urllib.request.Request(url, method="HEAD")  # noqa: S310 (fixed https URLs)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s):  # noqa: S310
+            return True
+    except urllib.error.HTTPError:
+        return True  # it answered: the host is reachable
+    except (OSError, ValueError):
+        return False
+
+
+def unreachable(urls: Iterable[str], timeout_s: float = NETWORK_TIMEOUT_S) -> list[str]:
+    """The URLs that do not answer at all (any HTTP status is an answer), all tried at once."""
+    listed = list(urls)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(listed) or 1) as pool:
+        answers = list(pool.map(lambda url: _reachable(url, timeout_s), listed))
+    return [url for url, answered in zip(listed, answers, strict=True) if not answered]
+
+
+def network_problem(hosts: Sequence[str] = HOSTS) -> str | None:
+    missing = unreachable(f"https://{host}/" for host in hosts)
+    if not missing:
+        return None
+    names = ", ".join(url.removeprefix("https://").rstrip("/") for url in missing)
+    return f"network access to {names}"
+
+
+def first_database(config: dict[str, Any]) -> dict[str, Any]:
+    databases = config.get("d1_databases")
+    if not isinstance(databases, list) or not databases or not isinstance(databases[0], dict):
+        raise ValueError("it declares no d1_databases")
+    return databases[0]
+
+
+def config_problem(path: Path = WRANGLER_CONFIG) -> str | None:
+    fill = f"copy {EXAMPLE_CONFIG} to {path.name} and put in the id from `wrangler d1 create`"
+    if not path.exists():
+        return f"{path.name} ({fill})"
+    try:
+        database = first_database(read_config(path))
+    except ValueError as exc:  # json.JSONDecodeError is one
+        return f"a readable {path.name} ({exc})"
+    if PLACEHOLDER_ID.match(str(database.get("database_id", ""))):
+        return f"the D1 database id in {path.name} (still the placeholder: {fill})"
+    return None
+
+
+def missing(*, check_uv: bool) -> list[str]:
+    """Every prerequisite that is not met, in words; empty when the deploy can start."""
+    problems = [node_problem(node_minimum()), network_problem(), config_problem()]
+    if check_uv:
+        problems.append(uv_problem(uv_command()))
+    return [problem for problem in problems if problem is not None]
+
+
+def say_missing(problems: list[str]) -> None:
+    print(f"scripts/deploy: missing {'; '.join(problems)}", file=sys.stderr)
+
+
+def _run(command: Sequence[str], env: dict[str, str] | None = None) -> None:
+    print(f"\n== {' '.join(command)}", flush=True)
+    subprocess.run(command, cwd=ROOT, env=env, check=True)  # noqa: S603 (fixed tools)
+
+
+def install_tools() -> None:
+    """wrangler from package-lock.json, pywrangler and uv from requirements/deploy.txt, each
+    file checked against its recorded hash; skipped when already installed from these locks."""
+    npm_stamp = ROOT / "node_modules" / ".deploy-lock-sha256"
+    npm_lock = hashlib.sha256((ROOT / "package-lock.json").read_bytes()).hexdigest()
+    if not npm_stamp.exists() or npm_stamp.read_text("utf-8").strip() != npm_lock:
+        _run(["npm", "ci", "--no-audit", "--no-fund"])
+        npm_stamp.write_text(npm_lock + "\n", "utf-8")
+    pip_lock = hashlib.sha256(DEPLOY_LOCK.read_bytes()).hexdigest()[:16]
+    pip_stamp = VENV / f".deploy-{pip_lock}"
+    if not pip_stamp.exists():
+        if not (VENV / "bin" / "python").exists():
+            _run([sys.executable, "-m", "venv", str(VENV)])
+        _run(
+            [str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet",
+             "--require-hashes", "--only-binary=:all:", "-r", str(DEPLOY_LOCK)]
+        )  # fmt: skip
+        for old in VENV.glob(".deploy-*"):
+            old.unlink()
+        pip_stamp.touch()
+
+
+def deploy() -> None:
+    # pywrangler runs `uv` and `npx --yes wrangler` from PATH: the pinned ones come first.
+    path = os.pathsep.join([str(VENV / "bin"), str(ROOT / "node_modules" / ".bin")])
+    env = {**os.environ, "PATH": path + os.pathsep + os.environ.get("PATH", "")}
+    name = str(first_database(read_config(WRANGLER_CONFIG))["database_name"])
+    _run(["npx", "wrangler", "d1", "migrations", "apply", name, "--remote"], env)
+    _run([str(VENV / "bin" / "pywrangler"), "deploy"], env)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/deploy",
+        description="Deploy the Worker with the pinned wrangler, pywrangler and uv.",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only say what is missing (Node.js, uv, network, wrangler.jsonc); install nothing",
+    )
+    args = parser.parse_args(argv)
+    problems = missing(check_uv=args.check)
+    if problems:
+        say_missing(problems)
+        return 1
+    if args.check:
+        print("scripts/deploy: every prerequisite is there")
+        return 0
+    try:
+        install_tools()
+        problem = uv_problem(uv_command())
+        if problem is not None:
+            say_missing([problem])
+            return 1
+        deploy()
+    except subprocess.CalledProcessError as failed:
+        print(f"scripts/deploy: {' '.join(failed.cmd)} failed (exit {failed.returncode})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

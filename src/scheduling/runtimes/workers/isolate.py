@@ -1,0 +1,59 @@
+"""What one isolate keeps between invocations, and the three events workerd hands it.
+
+The Services for the env (built again when the vars or bindings change) serve every
+invocation. The HTTP app is built, and `edge.py` with the routes, handlers, pages and
+jinja2 imported, by the isolate's first request: the cron and queue invocations never load
+them, so the memory snapshot taken after the entry's top level holds only the runner's path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scheduling.runner.consume import consume
+from scheduling.runner.tick import tick
+from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
+from scheduling.runtimes.workers.queue import WorkersMessage
+from scheduling.services import Services
+
+if TYPE_CHECKING:
+    from scheduling.app import App
+
+Fingerprint = tuple[tuple[str, str], ...]
+
+_services: dict[Fingerprint, Services] = {}
+_apps: dict[Fingerprint, App] = {}
+
+
+def services_for(env: Any) -> Services:
+    key = env_fingerprint(env)
+    if key not in _services:
+        _services.clear()
+        _apps.clear()
+        _services[key] = build_services(env)
+    return _services[key]
+
+
+def app_for(env: Any) -> App:
+    services = services_for(env)
+    key = env_fingerprint(env)
+    if key not in _apps:
+        from scheduling.runtimes.workers.edge import build_app  # the isolate's first request
+
+        _apps[key] = build_app(services)
+    return _apps[key]
+
+
+async def fetch(env: Any, request: Any) -> Any:
+    from scheduling.runtimes.workers.edge import to_core_request, to_workers_response
+
+    response = await app_for(env).handle(await to_core_request(request))
+    return to_workers_response(response)
+
+
+async def scheduled(env: Any, controller: Any) -> None:
+    await tick(services_for(env), int(controller.scheduledTime))
+
+
+async def queue(env: Any, batch: Any) -> None:
+    await consume(services_for(env), [WorkersMessage(message) for message in batch.messages])
