@@ -51,8 +51,13 @@ class ConfigurationError(Exception):
     """One or more variables are invalid; raised by the local runtime at start-up."""
 
     def __init__(self, problems: Mapping[str, str]) -> None:
-        lines = [f"  {name}: {reason}" for name, reason in sorted(problems.items())]
-        super().__init__("invalid configuration:\n" + "\n".join(lines))
+        lines = [f"{name}: {reason}" for name, reason in sorted(problems.items())]
+        # One problem is one line; several are one line each.
+        if len(lines) == 1:
+            said = f" {lines[0]}"
+        else:
+            said = "".join(f"\n  {line}" for line in lines)
+        super().__init__(f"invalid configuration:{said}")
         self.problems = dict(problems)
 
 
@@ -94,9 +99,20 @@ def _origin_list(value: Any) -> tuple[str, ...]:
     return tuple(origins)
 
 
+# ADMIN_SECRET: long enough, and with enough different characters that it was not typed by
+# leaning on a key (`aaaaaaaaaaaaaaaa` is 16 characters and one guess).
+ADMIN_SECRET_MIN_LENGTH = 16
+ADMIN_SECRET_MIN_DIFFERENT = 8
+
+
 def _admin_secret(value: Any) -> str:
-    if not isinstance(value, str) or len(value) < 16:
-        raise ValueError("must be at least 16 characters")
+    if not isinstance(value, str) or len(value) < ADMIN_SECRET_MIN_LENGTH:
+        raise ValueError(f"must be at least {ADMIN_SECRET_MIN_LENGTH} characters")
+    if len(set(value)) < ADMIN_SECRET_MIN_DIFFERENT:
+        raise ValueError(
+            f"has too little variety: use at least {ADMIN_SECRET_MIN_DIFFERENT} different"
+            " characters (a random one: openssl rand -base64 32)"
+        )
     return value
 
 
