@@ -53,10 +53,7 @@ class ConfigurationError(Exception):
     def __init__(self, problems: Mapping[str, str]) -> None:
         lines = [f"{name}: {reason}" for name, reason in sorted(problems.items())]
         # One problem is one line; several are one line each.
-        if len(lines) == 1:
-            said = f" {lines[0]}"
-        else:
-            said = "".join(f"\n  {line}" for line in lines)
+        said = f" {lines[0]}" if len(lines) == 1 else "".join(f"\n  {line}" for line in lines)
         super().__init__(f"invalid configuration:{said}")
         self.problems = dict(problems)
 

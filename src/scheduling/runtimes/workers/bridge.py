@@ -9,9 +9,9 @@ from typing import Any
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import SECRETS, VARIABLES, Configuration
+from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
 from scheduling.http.responses import Response
-from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     LAUNCH_LIMITER_BINDING,
