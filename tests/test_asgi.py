@@ -230,6 +230,48 @@ async def test_scheduled_refuses_other_sites(
     assert ticks.at == []
 
 
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://evil.example",
+        "null",  # a sandboxed frame, a file: page
+        "http://localhost:9999",  # another port on this machine
+        "https://localhost:8788",  # this port, but not the scheme it speaks
+        "http://scheduling.example",  # PUBLIC_ORIGIN's host on plain HTTP
+        "https://scheduling.example.evil.example",
+    ],
+)
+async def test_scheduled_refuses_an_origin_other_than_its_own(
+    db: SqliteDatabase, clock: FakeClock, origin: str
+) -> None:
+    """A browser without Fetch Metadata (an older Safari) sends `Origin` alone: a page of
+    another origin must not run or move the development tick."""
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        for method in ("GET", "POST"):
+            answer = await client.request(
+                method, "/__scheduled", params={"time": START_MS}, headers={"origin": origin}
+            )
+            assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
+            assert answer.headers["x-content-type-options"] == "nosniff"
+    assert ticks.at == []
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://localhost:8788", "http://127.0.0.1:8788", "http://[::1]:8788", ORIGIN, None],
+)
+async def test_scheduled_takes_its_own_origin_or_none(
+    db: SqliteDatabase, clock: FakeClock, origin: str | None
+) -> None:
+    ticks = Ticks()
+    headers = {"origin": origin} if origin else {}
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.post("/__scheduled", headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert ticks.at == [None]
+
+
 DAY = 86_400_000
 
 
