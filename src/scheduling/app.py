@@ -99,7 +99,7 @@ def render_refusal(request: Request, refusal: Refusal) -> Response:
 
 def _finish(request: Request, response: Response) -> Response:
     if request.method == "HEAD":
-        response.body = b""
+        response.without_body()
     return response.with_base_headers()
 
 

@@ -33,6 +33,10 @@ class Services:
     rate_limiter: RateLimiter | None = None
     # With a queue, a tick dispatches what is due to the queue's consumers instead of sending.
     queue: QueueProducer | None = None
+    # Calls a visitor can trigger (a test event, later a replay) go out through a pool of
+    # their own where the runtime has one, so none can keep Dee Wan's or the runner's calls
+    # waiting for a connection; None: `http` (on Workers each invocation has its own).
+    visitor_http: HttpClient | None = None
     # What an invocation of this process or isolate had used when a platform limit refused
     # it ("d1" statements, "subrequests"): later invocations budget below it.
     limits_met: dict[str, int] = field(default_factory=dict)
@@ -45,6 +49,10 @@ class Services:
         if self._crypto is None:
             self._crypto = self.make_crypto(self.config.token_key)
         return self._crypto
+
+    @property
+    def http_for_visitors(self) -> HttpClient:
+        return self.visitor_http or self.http
 
     @property
     def failure_throttle(self) -> FailureThrottle:

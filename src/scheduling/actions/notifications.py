@@ -125,7 +125,7 @@ async def send_test(services: Services, session: Session, endpoint_id: str) -> s
             services.config.public_origin, endpoint.installation_id, endpoint.id, now
         )
         attempt = await webhooks.post_event(
-            services.http,
+            services.http_for_visitors,
             services.crypto,
             endpoint.url,
             secret,

@@ -78,6 +78,7 @@ DELIVERY_STATUS = {
 DELIVERY_ERRORS = {
     "timeout": "no answer within 10 seconds",
     "network_error": "could not connect",
+    "address_not_public": "not called: its name leads to this machine or a private network",
     "endpoint_gone": "the endpoint answered 410 Gone, so it was disabled",
     "secret_unreadable": "its signing secret can no longer be read (TOKEN_KEY changed): rotate it",
 }
