@@ -90,7 +90,7 @@ def wants_page(request: Request) -> bool:
 
 def render_refusal(request: Request, refusal: Refusal) -> Response:
     if wants_page(request):
-        response = refusal_page(refusal)
+        response = refusal_page(refusal, request.path)
     else:
         response = error_response(refusal.status, refusal.code, refusal.message)
     response.headers.extend(refusal.headers)

@@ -33,6 +33,8 @@ VARIABLES = (
     "MAX_SENDS_PER_TICK",
     "MAX_IN_FLIGHT_PER_INSTALLATION",
     "QUEUE_CONSUMERS",
+    "RETENTION_DAYS",
+    "MAX_CREATES_PER_MINUTE",
 )
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
@@ -161,6 +163,11 @@ class _Settings(BaseModel):
     # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
     # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
     QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
+    # Finished schedules (and what hangs off them) and ended webhook deliveries are purged
+    # this many days after they ended.
+    RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
+    # Each create reads Dee Wan: at most this many a minute per person.
+    MAX_CREATES_PER_MINUTE: Annotated[int, Field(gt=0, le=10_000)] = 30
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
@@ -312,6 +319,14 @@ class Configuration:
     @property
     def queue_consumers(self) -> int:
         return int(self._need("QUEUE_CONSUMERS"))
+
+    @property
+    def retention_days(self) -> int:
+        return int(self._need("RETENTION_DAYS"))
+
+    @property
+    def max_creates_per_minute(self) -> int:
+        return int(self._need("MAX_CREATES_PER_MINUTE"))
 
     @property
     def admin_secret(self) -> str:

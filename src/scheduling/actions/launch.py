@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.actions.access import open_token
+from scheduling.actions.access import note_refusal, open_token
 from scheduling.actions.core_errors import NOT_OPENED, launch_refusal
 from scheduling.dee_wan import CoreError, exchange_launch
 from scheduling.domain import associated_data
@@ -140,6 +140,7 @@ async def _grant(
         grant = await exchange_launch(services.http, installation.base_url, token, code)
     except CoreError as error:
         log.info("installation %s: launch exchange failed: %s", installation.id, error.code)
+        await note_refusal(services, installation.id, error)
         raise launch_refusal(error) from None
     if grant.installation_id != installation.id:
         log.warning("installation %s: launch answer named another installation", installation.id)

@@ -121,6 +121,9 @@ async def require_session(request: Request, services: Services) -> Session:
             "This session was opened for another Dee Wan installation.",
             relaunch=True,
         )
+    if session.installation_gone:
+        # Dee Wan no longer accepts the installation: nothing more is shown or changed.
+        raise Refusal.explained(401, "plugin_unauthorized", relaunch=True)
     return session
 
 
