@@ -129,18 +129,18 @@ _GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at, 0) OR EXISTS (
        AND updated_at >= i.token_rotated_at)"""
 
 
+FIND_LIVE_SQL = (
+    "SELECT "
+    + ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
+    + f", {_GONE} AS installation_gone"
+    " FROM sessions s JOIN installations i ON i.id = s.installation_id"
+    " WHERE s.id_hash = ? AND s.expires_at > ?"
+)
+
+
 async def find_live(db: Database, id_hash: str, now: int) -> Session | None:
     """The live session of this hash, and whether its installation is gone (one statement)."""
-    columns = ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
-    row = (
-        await db.prepare(
-            f"SELECT {columns}, {_GONE} AS installation_gone"
-            " FROM sessions s JOIN installations i ON i.id = s.installation_id"
-            " WHERE s.id_hash = ? AND s.expires_at > ?"
-        )
-        .bind(id_hash, now)
-        .first()
-    )
+    row = await db.prepare(FIND_LIVE_SQL).bind(id_hash, now).first()
     return _session(row) if row else None
 
 
