@@ -20,7 +20,7 @@ import pytest
 
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 from tests.support.webhooks import LoopbackReceiver, loopback_receiver
-from tests.support.worker_browser import Browser, install, launch
+from tests.support.worker_browser import Browser, install, launch, remove_installation
 
 pytestmark = pytest.mark.pyodide
 
@@ -40,27 +40,6 @@ def core(harness: Harness) -> Iterator[FakeCoreProcess]:
 def slow_receiver() -> Iterator[LoopbackReceiver]:
     with loopback_receiver(delay_s=1.5) as running:
         yield running
-
-
-def remove(harness: Harness, installation_id: str) -> None:
-    endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?)"
-    harness.execute(
-        ("DELETE FROM webhook_deliveries WHERE installation_id = ?", [installation_id]),
-        (
-            f"DELETE FROM notification_subscriptions WHERE endpoint_id IN {endpoints}",
-            [installation_id],
-        ),
-        ("DELETE FROM notification_endpoints WHERE installation_id = ?", [installation_id]),
-        (
-            "DELETE FROM schedule_attempts WHERE schedule_id IN"
-            " (SELECT id FROM schedules WHERE installation_id = ?)",
-            [installation_id],
-        ),
-        ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM installations WHERE id = ?", [installation_id]),
-    )
 
 
 def dev_vars(core: FakeCoreProcess, *origins: str) -> dict[str, str]:
@@ -107,7 +86,7 @@ def test_test_events_are_one_at_a_time_and_five_a_minute_per_endpoint(
             assert statuses == [303, 303, 303, 303, 429]  # five in the minute, then held
             assert len(slow_receiver.deliveries) == 5
         finally:
-            remove(harness, installation_id)
+            remove_installation(harness, installation_id)
 
 
 def test_a_session_is_refused_once_dee_wan_answered_plugin_unauthorized(
@@ -152,7 +131,7 @@ def test_a_session_is_refused_once_dee_wan_answered_plugin_unauthorized(
             )
             assert editor.get(f"/installations/{installation_id}").status_code == 401
         finally:
-            remove(harness, installation_id)
+            remove_installation(harness, installation_id)
 
 
 def insert_finished(harness: Harness, installation_id: str, prefix: str, ended_at: int) -> None:
@@ -224,4 +203,4 @@ def test_the_tick_purges_what_ended_past_the_window_and_creates_are_limited(
             assert f'name="local_time" value="{local}"' in refused.text
             assert 0 < int(refused.headers["retry-after"]) <= 60
         finally:
-            remove(harness, installation_id)
+            remove_installation(harness, installation_id)

@@ -148,7 +148,6 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
 def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal:
     """Past the person's creates for the minute: nothing read or stored, and the form kept
     (the page sends it again as it was)."""
-    wait_s = seconds(wait_ms)
     fields = {
         "csrf_token": session.csrf_token,
         "opened_for": session.opened_for,
@@ -161,13 +160,12 @@ def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal
     }
     if asked.repin_of is not None:
         fields["repin_of"] = asked.repin_of
-    return Refusal(
-        429,
+    return Refusal.too_many(
         "too_many_creates",
-        f"{explain('too_many_creates')} Nothing was scheduled. Wait {wait_s} "
-        f"second{'s' if wait_s != 1 else ''}, then send it again.",
+        f"{explain('too_many_creates')} Nothing was scheduled.",
+        seconds(wait_ms),
         title="Too many schedules at once",
-        headers=[("retry-after", str(wait_s))],
+        then="send it again",
         resend=list(fields.items()),
     )
 

@@ -119,14 +119,12 @@ async def send_test(services: Services, session: Session, endpoint_id: str) -> s
     endpoint = await _endpoint(services, session, endpoint_id)
 
     def too_many(wait_ms: int) -> Refusal:
-        wait_s = seconds(wait_ms)
-        return Refusal(
-            429,
+        return Refusal.too_many(
             "too_many_tests",
-            f"{explain('too_many_tests')} Wait {wait_s} second{'s' if wait_s != 1 else ''}, "
-            "then send it again.",
+            explain("too_many_tests"),
+            seconds(wait_ms),
             title="Too many test events",
-            headers=[("retry-after", str(wait_s))],
+            then="send it again",
             resend=[("csrf_token", session.csrf_token), ("opened_for", session.opened_for)],
         )
 

@@ -45,6 +45,27 @@ class Refusal(Exception):
         self.resend = tuple(resend)
 
     @classmethod
+    def too_many(
+        cls,
+        code: str,
+        why: str,
+        wait_s: int,
+        *,
+        title: str,
+        then: str = "try again",
+        resend: Sequence[tuple[str, str]] = (),
+    ) -> Refusal:
+        """429: `why`, how long to wait in words and in `Retry-After` (seconds)."""
+        return cls(
+            429,
+            code,
+            f"{why} Wait {wait_s} second{'s' if wait_s != 1 else ''}, then {then}.",
+            title=title,
+            headers=[("retry-after", str(wait_s))],
+            resend=resend,
+        )
+
+    @classmethod
     def explained(cls, status: int, code: str, *, relaunch: bool = False) -> Refusal:
         """A refusal whose message is the code's plain words (`domain/wording.py`)."""
         return cls(status, code, explain(code), relaunch=relaunch)

@@ -82,13 +82,11 @@ async def _operator_secret(
     key = sign_in_key(request.client)
     wait_s = throttle.retry_after_s(key)
     if wait_s is not None:
-        raise Refusal(
-            429,
+        raise Refusal.too_many(
             "too_many_attempts",
-            f"Too many wrong operator secrets came from your address in the last minute. "
-            f"Wait {wait_s} second{'s' if wait_s != 1 else ''}, then try again.",
+            "Too many wrong operator secrets came from your address in the last minute.",
+            wait_s,
             title="Too many attempts",
-            headers=[("retry-after", str(wait_s))],
         )
     if same_secret(given, expected):
         return
