@@ -165,3 +165,23 @@ async def test_nothing_is_purged_once_the_ticks_time_is_spent(
     app = make_app(db, Late(START_MS))
     await app.tick(START_MS)
     assert counts(db)["schedules"] == 5
+
+
+async def test_a_tick_purges_for_at_most_max_purge_ms(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However much is left and however many steps the budget would allow, a tick starts no
+    step after `MAX_PURGE_MS` of purging: D1's one writer is left to the rest."""
+    monkeypatch.setattr(retention, "STEP_ROWS", 5)
+    monkeypatch.setattr(retention, "MAX_PURGE_MS", 2_500)
+    seed(db, OLD, 100, prefix="old", status="completed")
+
+    class Slow(FakeClock):
+        def now_ms(self) -> int:
+            self.now += 1_000  # every look at the clock: a second later
+            return self.now
+
+    app = make_app(db, Slow(START_MS), env=base_env(TICK_BUDGET_MS="55000"))
+    await app.tick(START_MS)
+    purged = 100 - counts(db)["schedules"]
+    assert 0 < purged <= 5 * 2
