@@ -85,7 +85,8 @@ async def test_one_test_event_at_a_time_per_endpoint(world: World) -> None:
     under_way = asyncio.create_task(send_test(browser, installation_id, first))
     while not hanging.sent:  # noqa: ASYNC110 - waiting for the call to leave
         await asyncio.sleep(0)
-    refused = await send_test(browser, installation_id, first)
+    # Answered at once (without the limit it would wait on the endpoint with the first).
+    refused = await asyncio.wait_for(send_test(browser, installation_id, first), 5)
     assert refused.status == 429
     page = refused.body.decode()
     assert 'data-error-code="too_many_tests"' in page
