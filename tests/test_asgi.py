@@ -661,10 +661,12 @@ async def test_past_the_cap_with_every_connection_busy_a_new_one_gets_503_at_onc
             await writer.drain()
         await asyncio.sleep(0.2)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        answer = await asyncio.wait_for(reader.read(), 2)
-        release.set()
-        for _, other in [*busy, (reader, writer)]:
-            other.close()
+        try:
+            answer = await asyncio.wait_for(reader.read(), 2)
+        finally:
+            release.set()  # the server can stop, whatever came
+            for _, other in [*busy, (reader, writer)]:
+                other.close()
     assert answer.startswith(b"HTTP/1.1 503 "), answer[:100]
     headers, body = head_and_body(answer)
     assert json.loads(body)["code"] == "server_busy"
