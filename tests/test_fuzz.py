@@ -73,7 +73,7 @@ class Stage:
         self.db = SqliteDatabase(":memory:")
         apply_migrations(self.db.connection)
         # One person sends every form of a suite within the same minute.
-        self.world = World(self.db, FakeClock(), env=base_env(MAX_CREATES_PER_MINUTE="100000"))
+        self.world = World(self.db, FakeClock(), env=base_env(MAX_CREATES_PER_MINUTE="10000"))
         self.installation = self.run(self.world.install())
         self.script = ScriptedCore(self.world.app.services.http)
         self.world.app.services.http = self.script
