@@ -4,6 +4,7 @@ and deadlines for slow clients, through the ASGI adapter and a real uvicorn sock
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +13,9 @@ import httpx
 import pytest
 
 from scheduling.app import App
+from scheduling.http.responses import BASE_HEADERS
 from scheduling.runtimes.cpython.asgi import AsgiApp, Message
+from scheduling.runtimes.cpython.server import Connections
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
 from tests.support.local_server import local_server
@@ -228,6 +231,48 @@ async def test_scheduled_refuses_other_sites(
     assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
     assert answer.headers["x-content-type-options"] == "nosniff"
     assert ticks.at == []
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://evil.example",
+        "null",  # a sandboxed frame, a file: page
+        "http://localhost:9999",  # another port on this machine
+        "https://localhost:8788",  # this port, but not the scheme it speaks
+        "http://scheduling.example",  # PUBLIC_ORIGIN's host on plain HTTP
+        "https://scheduling.example.evil.example",
+    ],
+)
+async def test_scheduled_refuses_an_origin_other_than_its_own(
+    db: SqliteDatabase, clock: FakeClock, origin: str
+) -> None:
+    """A browser without Fetch Metadata (an older Safari) sends `Origin` alone: a page of
+    another origin must not run or move the development tick."""
+    ticks = Ticks()
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        for method in ("GET", "POST"):
+            answer = await client.request(
+                method, "/__scheduled", params={"time": START_MS}, headers={"origin": origin}
+            )
+            assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
+            assert answer.headers["x-content-type-options"] == "nosniff"
+    assert ticks.at == []
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://localhost:8788", "http://127.0.0.1:8788", "http://[::1]:8788", ORIGIN, None],
+)
+async def test_scheduled_takes_its_own_origin_or_none(
+    db: SqliteDatabase, clock: FakeClock, origin: str | None
+) -> None:
+    ticks = Ticks()
+    headers = {"origin": origin} if origin else {}
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        answer = await client.post("/__scheduled", headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert ticks.at == [None]
 
 
 DAY = 86_400_000
@@ -505,3 +550,127 @@ async def test_a_head_of_16_kib_is_served_however_it_arrives(app: App, piece: in
     async with local_server(AsgiApp(app)) as port:
         answer = await send_head(port, head_of(16 * 1024), piece)
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
+
+
+# -- what the server writes itself, and every answer's length (issue 26, item 4) ------------
+
+
+def head_and_body(answer: bytes) -> tuple[dict[str, str], bytes]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    return {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}, body
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n",
+        "GET /café HTTP/1.1\r\nHost: x\r\n\r\n".encode(),
+        head_of(16 * 1024 + 1),
+    ],
+    ids=["bad request line", "bad header", "non-ASCII target", "head over 16 KiB"],
+)
+async def test_an_answer_written_before_the_app_carries_the_security_headers(
+    app: App, sent: bytes
+) -> None:
+    async with local_server(AsgiApp(app)) as port:
+        answer = await send_head(port, sent, None)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
+    headers, body = head_and_body(answer)
+    for name, value in BASE_HEADERS:
+        assert headers[name] == value
+    assert headers["content-length"] == str(len(body))
+    assert headers["connection"] == "close"
+    assert json.loads(body)["code"] == "invalid_request"
+
+
+async def test_every_answer_says_its_length_and_none_is_chunked(app: App) -> None:
+    requests = {
+        "GET /healthz": 200,
+        "GET /static/app.css": 200,
+        "GET /": 200,
+        "GET /nowhere": 404,
+        "HEAD /static/app.css": 200,
+        "POST /dee-wan/activate": 400,
+    }
+    async with local_server(AsgiApp(app)) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        lengths = {}
+        for request, status in requests.items():
+            body = b"{" if request.startswith("POST") else b""
+            writer.write(
+                f"{request} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            headers, _ = head_and_body(head)
+            assert head.startswith(f"HTTP/1.1 {status} ".encode()), (request, head[:80])
+            assert "transfer-encoding" not in headers, request
+            lengths[request] = int(headers["content-length"])
+            if not request.startswith("HEAD"):
+                await asyncio.wait_for(reader.readexactly(lengths[request]), 5)
+        writer.close()
+    # HEAD says the length its GET's body has, and sends none (the connection carried on).
+    assert lengths["HEAD /static/app.css"] == lengths["GET /static/app.css"] > 0
+
+
+async def test_the_stylesheet_is_no_store_as_every_answer(app: App) -> None:
+    async with client_for(AsgiApp(app)) as client:
+        answer = await client.get("/static/app.css")
+    assert answer.status_code == 200
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["content-type"] == "text/css; charset=utf-8"
+
+
+# -- a cap on connections (issue 26, item 5) ----------------------------------------------
+
+
+async def test_past_the_cap_the_oldest_waiting_head_makes_room(app: App) -> None:
+    async with local_server(AsgiApp(app), connections=Connections(cap=4)) as port:
+        lorises = [await asyncio.open_connection("127.0.0.1", port) for _ in range(12)]
+        for _, writer in lorises:
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
+            await writer.drain()
+        started = asyncio.get_running_loop().time()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            assert (await client.get("/healthz")).status_code == 200
+        assert asyncio.get_running_loop().time() - started < 2  # not the heads' 10 s
+        closed = 0
+        for reader, writer in lorises:
+            with contextlib.suppress(TimeoutError):  # still held: among the last four
+                closed += await asyncio.wait_for(reader.read(), 0.2) == b""
+            writer.close()
+        assert closed >= 12 - 4
+
+
+async def test_past_the_cap_with_every_connection_busy_a_new_one_gets_503_at_once(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    release = asyncio.Event()
+
+    async def slow_tick(when: int | None) -> dict[str, int]:
+        await release.wait()
+        return {}
+
+    asgi = AsgiApp(dev_app(db, clock), slow_tick)
+    async with local_server(asgi, connections=Connections(cap=2)) as port:
+        busy = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        for _, writer in busy:  # two requests under way: the development tick waits
+            writer.write(f"GET /__scheduled HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode())
+            await writer.drain()
+        await asyncio.sleep(0.2)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            answer = await asyncio.wait_for(reader.read(), 2)
+        finally:
+            release.set()  # the server can stop, whatever came
+            for _, other in [*busy, (reader, writer)]:
+                other.close()
+    assert answer.startswith(b"HTTP/1.1 503 "), answer[:100]
+    headers, body = head_and_body(answer)
+    assert json.loads(body)["code"] == "server_busy"
+    assert headers["retry-after"] == "1"
+    assert headers["content-length"] == str(len(body))
+    for name, value in BASE_HEADERS:
+        assert headers[name] == value

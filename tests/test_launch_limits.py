@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 
 from fake_core.state import Installation
-from scheduling.launch_throttle import (
+from scheduling.failure_throttle import (
     LAUNCH_FAILURES_PER_MINUTE,
     MAX_IN_FLIGHT,
     WINDOW_MS,

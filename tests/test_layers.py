@@ -28,8 +28,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ),
     ("the domain: rules and records, no I/O", frozenset({"domain"})),
     (
-        "configuration, the ports bundle, the launch throttle, the contract",
-        frozenset({"config", "services", "launch_throttle", "plugin_contract"}),
+        "configuration, the ports bundle, the failure throttle, the contract",
+        frozenset({"config", "services", "failure_throttle", "plugin_contract"}),
     ),
     (
         "the Dee Wan client, the webhook client and the repository",

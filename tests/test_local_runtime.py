@@ -450,6 +450,26 @@ def test_a_db_in_a_missing_folder_is_one_line_and_exit_2(tmp_path: Path) -> None
     assert not missing.parent.exists()
 
 
+def test_an_admin_secret_of_one_repeated_character_stops_start_up_in_one_line(
+    tmp_path: Path,
+) -> None:
+    weak = "a" * 16
+    vars_file = write_vars(
+        tmp_path / ".dev.vars",
+        PUBLIC_ORIGIN="https://s.example",
+        ADMIN_SECRET=weak,
+        TOKEN_KEY=TOKEN_KEY,
+    )
+    result = run_module(tmp_path, "serve", "--db", "plugin.sqlite3", "--vars", str(vars_file))
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(
+        "scheduling: refusing to start, invalid configuration: ADMIN_SECRET: has too little variety"
+    )
+    assert weak not in line
+    assert not (tmp_path / "plugin.sqlite3").exists()
+
+
 def test_a_taken_port_is_one_line_and_nothing_says_serving(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -21,13 +21,15 @@ from tests.support.world import Browser, World, local, path_of, schedules_on
 HALF_HOUR = 30 * 60_000
 FIRST_DUE = START_MS + 14 * 3_600_000  # 2026-07-02 00:00 UTC
 COUNT = 130
+# One editor makes every schedule of the seed within the same minute.
+SEEDING = {"MAX_CREATES_PER_MINUTE": str(COUNT)}
 # Statuses given after creation, by content number: the rest stay pending.
 RETRYING, REFUSED, COMPLETED, CANCELLED = range(0, 3), range(3, 8), range(8, 28), range(28, 38)
 
 
 @pytest.fixture
 def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
+    return World(db, clock, env=base_env(**SEEDING))
 
 
 def content(i: int) -> str:
@@ -268,7 +270,7 @@ class CountingClient:
 async def test_titles_are_read_concurrently_within_the_send_concurrency_cap(
     db: SqliteDatabase, clock: FakeClock
 ) -> None:
-    world = World(db, clock, env=base_env(SEND_CONCURRENCY="3"))
+    world = World(db, clock, env=base_env(SEND_CONCURRENCY="3", **SEEDING))
     installation = await world.install()
     await seed(world, installation, count=10)
     browser = await manager(world, installation)
@@ -358,7 +360,7 @@ async def test_a_hanging_dee_wan_costs_the_page_its_title_budget_only(
 ) -> None:
     from scheduling.actions import manage_page as manage
 
-    world = World(db, clock, env=base_env(SEND_CONCURRENCY="1"))
+    world = World(db, clock, env=base_env(SEND_CONCURRENCY="1", **SEEDING))
     installation = await world.install()
     await seed(world, installation, count=8)
     browser = await manager(world, installation)

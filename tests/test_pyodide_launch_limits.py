@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, MAX_IN_FLIGHT
+from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, MAX_IN_FLIGHT
 from tests.pyodide_harness.harness import (
     ADMIN_SECRET,
     FakeCoreProcess,

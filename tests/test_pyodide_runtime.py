@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scheduling.config import VARIABLES, Configuration
-from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
+from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
 from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING
 from scripts.wrangler_config import read_config
 from tests.pyodide_harness.harness import (
@@ -59,7 +59,7 @@ def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> No
         "crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
         "make_crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
         # No LAUNCH_LIMITER binding: failed launches are counted in the isolate.
-        "rate_limiter": "scheduling.launch_throttle.MemoryRateLimiter",
+        "rate_limiter": "scheduling.failure_throttle.MemoryRateLimiter",
     }
     with harness.launch_limiter(10):
         bound = harness.info()["services"]["rate_limiter"]

@@ -196,9 +196,10 @@ async def test_each_tick_logs_one_json_line_without_secrets(
         "at": "2026-07-01T10:04:00Z",
         "duration_ms": 0,
         **{name: 0 for name in TickReport().as_record()},
-        # The due query, and the tick's record: its history row, totals and pruning.
-        "d1_statements": 4,
-        "d1_round_trips": 2,
+        # The due query, the retention purge's step (finding nothing), and the tick's
+        # record: its history row, totals and pruning.
+        "d1_statements": 7,
+        "d1_round_trips": 3,
     }
     assert busy["at"] == "2026-07-01T10:05:00Z"
     assert (busy["due"], busy["claimed"], busy["completed"]) == (1, 1, 1)

@@ -10,7 +10,13 @@ import pytest
 
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import DatabaseError, UnreadableSecret
-from scheduling.repository import operator_queries, runner_store, tick_history
+from scheduling.repository import (
+    operator_queries,
+    retention,
+    runner_store,
+    sessions,
+    tick_history,
+)
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
 from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
@@ -288,6 +294,8 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
         (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
         (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
         (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
+        (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
+        (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
     ],
     ids=[
         "runner due rows",
@@ -299,6 +307,8 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
         "live counts",
         "latest refusals",
         "installations",
+        "retention: attempts",
+        "retention: schedules",
     ],
 )
 def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
@@ -321,6 +331,7 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
         "schedules_leased": [(Status.RUNNING,)],
         "schedules_finished": [FINISHED],
         "schedules_running_by_installation": [(Status.RUNNING,)],
+        "schedules_unauthorized": [],  # by result code: refused `plugin_unauthorized`
     }
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
@@ -378,7 +389,15 @@ def test_the_queue_statements_write_the_enums_groups(
 
 # -- issue 21: the operator's reads and the tick's record ------------------------------------
 
-_TABLES = ("schedules", "schedule_attempts", "installations", "tick_history", "runner_totals")
+_TABLES = (
+    "schedules",
+    "schedule_attempts",
+    "installations",
+    "tick_history",
+    "runner_totals",
+    "webhook_deliveries",
+    "sessions",
+)
 
 
 def _history_heavy(database: SqliteDatabase) -> None:
@@ -426,6 +445,10 @@ def _values(rows: int, width: int) -> str:
         (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
         (tick_history.PRUNE_SQL, (0,)),
         (runner_store.LAST_SENT_SQL.format(values=_values(20, 2)), (0,) * 40),
+        (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
+        (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
+        (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
+        (sessions.FIND_LIVE_SQL, ("h", 0)),
     ],
     ids=[
         "healthz",
@@ -438,6 +461,10 @@ def _values(rows: int, width: int) -> str:
         "totals",
         "pruning",
         "last send",
+        "retention: attempts",
+        "retention: schedules",
+        "retention: deliveries",
+        "a session, its installation gone or not",
     ],
 )
 @pytest.mark.parametrize("analysed", [False, True], ids=["never analysed", "analysed"])

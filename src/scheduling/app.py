@@ -87,7 +87,7 @@ def wants_page(request: Request) -> bool:
 
 def render_refusal(request: Request, refusal: Refusal) -> Response:
     if wants_page(request):
-        response = refusal_page(refusal)
+        response = refusal_page(refusal, request.path)
     else:
         response = error_response(refusal.status, refusal.code, refusal.message)
     response.headers.extend(refusal.headers)
@@ -96,7 +96,7 @@ def render_refusal(request: Request, refusal: Refusal) -> Response:
 
 def _finish(request: Request, response: Response) -> Response:
     if request.method == "HEAD":
-        response.body = b""
+        response.without_body()
     return response.with_base_headers()
 
 

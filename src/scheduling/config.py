@@ -33,6 +33,8 @@ VARIABLES = (
     "MAX_SENDS_PER_TICK",
     "MAX_IN_FLIGHT_PER_INSTALLATION",
     "QUEUE_CONSUMERS",
+    "RETENTION_DAYS",
+    "MAX_CREATES_PER_MINUTE",
 )
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
@@ -51,8 +53,10 @@ class ConfigurationError(Exception):
     """One or more variables are invalid; raised by the local runtime at start-up."""
 
     def __init__(self, problems: Mapping[str, str]) -> None:
-        lines = [f"  {name}: {reason}" for name, reason in sorted(problems.items())]
-        super().__init__("invalid configuration:\n" + "\n".join(lines))
+        lines = [f"{name}: {reason}" for name, reason in sorted(problems.items())]
+        # One problem is one line; several are one line each.
+        said = f" {lines[0]}" if len(lines) == 1 else "".join(f"\n  {line}" for line in lines)
+        super().__init__(f"invalid configuration:{said}")
         self.problems = dict(problems)
 
 
@@ -94,9 +98,20 @@ def _origin_list(value: Any) -> tuple[str, ...]:
     return tuple(origins)
 
 
+# ADMIN_SECRET: long enough, and with enough different characters that it was not typed by
+# leaning on a key (`aaaaaaaaaaaaaaaa` is 16 characters and one guess).
+ADMIN_SECRET_MIN_LENGTH = 16
+ADMIN_SECRET_MIN_DIFFERENT = 8
+
+
 def _admin_secret(value: Any) -> str:
-    if not isinstance(value, str) or len(value) < 16:
-        raise ValueError("must be at least 16 characters")
+    if not isinstance(value, str) or len(value) < ADMIN_SECRET_MIN_LENGTH:
+        raise ValueError(f"must be at least {ADMIN_SECRET_MIN_LENGTH} characters")
+    if len(set(value)) < ADMIN_SECRET_MIN_DIFFERENT:
+        raise ValueError(
+            f"has too little variety: use at least {ADMIN_SECRET_MIN_DIFFERENT} different"
+            " characters (a random one: openssl rand -base64 32)"
+        )
     return value
 
 
@@ -148,6 +163,11 @@ class _Settings(BaseModel):
     # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
     # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
     QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
+    # Finished schedules (and what hangs off them) and ended webhook deliveries are purged
+    # this many days after they ended.
+    RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
+    # Each create reads Dee Wan: at most this many a minute per person.
+    MAX_CREATES_PER_MINUTE: Annotated[int, Field(gt=0, le=10_000)] = 30
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
@@ -299,6 +319,14 @@ class Configuration:
     @property
     def queue_consumers(self) -> int:
         return int(self._need("QUEUE_CONSUMERS"))
+
+    @property
+    def retention_days(self) -> int:
+        return int(self._need("RETENTION_DAYS"))
+
+    @property
+    def max_creates_per_minute(self) -> int:
+        return int(self._need("MAX_CREATES_PER_MINUTE"))
 
     @property
     def admin_secret(self) -> str:

@@ -132,6 +132,12 @@ class TransportTimeout(TransportError):
     """No complete response within the timeout."""
 
 
+class AddressRefused(TransportError):
+    """The name resolved to an address the plugin may not call (loopback, the local network):
+    nothing was sent. Only the local runtime raises it, outside development; on Workers the
+    platform cannot reach such addresses at all."""
+
+
 class HttpClient(Protocol):
     async def send(self, request: OutboundRequest) -> OutboundResponse:
         """Send once; never follow redirects; stop reading the body past `max_body_bytes`.

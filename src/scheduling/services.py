@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduling.config import Configuration
-from scheduling.launch_throttle import (
+from scheduling.failure_throttle import (
     LAUNCH_FAILURES_PER_MINUTE,
     WINDOW_MS,
-    LaunchThrottle,
+    FailureThrottle,
     MemoryRateLimiter,
 )
 from scheduling.ports import Clock, Crypto, Database, HttpClient, QueueProducer, RateLimiter
@@ -28,15 +28,20 @@ class Services:
     make_crypto: Callable[[bytes], Crypto]
     # Jitter source for retry backoff; tests pass a seeded Random.
     rng: random.Random = field(default_factory=random.Random)
-    # Counts failed launch exchanges (Workers' binding); None: counted in memory here.
+    # Counts failed launch exchanges and operator sign-ins (Workers' binding); None: counted
+    # in memory here.
     rate_limiter: RateLimiter | None = None
     # With a queue, a tick dispatches what is due to the queue's consumers instead of sending.
     queue: QueueProducer | None = None
+    # Calls a visitor can trigger (a test event, later a replay) go out through a pool of
+    # their own where the runtime has one, so none can keep Dee Wan's or the runner's calls
+    # waiting for a connection; None: `http` (on Workers each invocation has its own).
+    visitor_http: HttpClient | None = None
     # What an invocation of this process or isolate had used when a platform limit refused
     # it ("d1" statements, "subrequests"): later invocations budget below it.
     limits_met: dict[str, int] = field(default_factory=dict)
     _crypto: Crypto | None = field(default=None, init=False, repr=False)
-    _launch_throttle: LaunchThrottle | None = field(default=None, init=False, repr=False)
+    _failure_throttle: FailureThrottle | None = field(default=None, init=False, repr=False)
 
     @property
     def crypto(self) -> Crypto:
@@ -46,11 +51,16 @@ class Services:
         return self._crypto
 
     @property
-    def launch_throttle(self) -> LaunchThrottle:
-        """One per App, so what it remembers lasts as long as the process or the isolate."""
-        if self._launch_throttle is None:
+    def http_for_visitors(self) -> HttpClient:
+        return self.visitor_http or self.http
+
+    @property
+    def failure_throttle(self) -> FailureThrottle:
+        """Failed launch exchanges and operator sign-ins, each by its own keys: one per App,
+        so what it remembers lasts as long as the process or the isolate."""
+        if self._failure_throttle is None:
             limiter = self.rate_limiter or MemoryRateLimiter(
                 LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, self.clock
             )
-            self._launch_throttle = LaunchThrottle(limiter, self.clock)
-        return self._launch_throttle
+            self._failure_throttle = FailureThrottle(limiter, self.clock)
+        return self._failure_throttle

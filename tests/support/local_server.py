@@ -10,16 +10,20 @@ from contextlib import asynccontextmanager
 import uvicorn
 
 from scheduling.runtimes.cpython.asgi import AsgiApp
-from scheduling.runtimes.cpython.server import server_config
+from scheduling.runtimes.cpython.server import Connections, server_config
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S
 
 
 @asynccontextmanager
 async def local_server(
-    asgi: AsgiApp, *, header_timeout_s: float = HEADER_TIMEOUT_S
+    asgi: AsgiApp,
+    *,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    connections: Connections | None = None,
 ) -> AsyncIterator[int]:
     """Serve `asgi` on 127.0.0.1; yields the port."""
-    server = uvicorn.Server(server_config(asgi, 0, header_timeout_s=header_timeout_s))
+    config = server_config(asgi, 0, header_timeout_s=header_timeout_s, connections=connections)
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -4,6 +4,7 @@ whole local runtime (its cron, its queue consumers, its log lines)."""
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -24,9 +25,11 @@ def write_vars(path: Path, **values: str) -> Path:
     return path
 
 
-def start_serve(db_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess.Popen[str]:
+def start_serve(
+    db_path: Path, vars_file: Path, port: int, *extra: str, open_files: int | None = None
+) -> subprocess.Popen[str]:
     """`serve` with only the variables of `vars_file` (the plugin's are taken out of the
-    environment it inherits)."""
+    environment it inherits); `open_files`: its open-file limit (RLIMIT_NOFILE)."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -34,8 +37,18 @@ def start_serve(db_path: Path, vars_file: Path, port: int, *extra: str) -> subpr
     }
     command = [sys.executable, "-m", "scheduling", "serve", "--port", str(port)]
     command += ["--db", str(db_path), "--vars", str(vars_file), *extra]
+
+    def limit_open_files() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     return subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=limit_open_files,  # only setrlimit, before exec
     )
 
 

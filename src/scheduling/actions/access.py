@@ -54,9 +54,20 @@ async def open_access(services: Services, session: Session) -> Access:
 
 async def read_content_with(services: Services, access: Access, content_id: str) -> ContentRead:
     """One content, as the session's person sees it (their delegation); raises `CoreError`."""
-    return await read_content(
-        services.http, access.installation.base_url, access.token, access.delegation, content_id
-    )
+    try:
+        return await read_content(
+            services.http, access.installation.base_url, access.token, access.delegation, content_id
+        )
+    except CoreError as error:
+        await note_refusal(services, access.installation.id, error)
+        raise
+
+
+async def note_refusal(services: Services, installation_id: str, error: CoreError) -> None:
+    """Dee Wan refused a call with the installation's token: `plugin_unauthorized` means it no
+    longer accepts the installation, and every session of it is refused from now on."""
+    if error.code == "plugin_unauthorized":
+        await installations.mark_unauthorized(services.db, installation_id, services.clock.now_ms())
 
 
 async def read_launched_content(services: Services, access: Access) -> ContentRead:

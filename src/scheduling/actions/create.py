@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scheduling.actions.access import Access, open_access, read_launched_content
+from scheduling.actions.throttled import creates_key, limited
+from scheduling.domain.call_limits import CallLimit, seconds
 from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
 from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of
@@ -119,8 +121,11 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
             "Schedules are created from a content item: use Schedule on it in Dee Wan.",
         )
     shown = _shown_versions(asked)
-    access = await open_access(services, session)
-    read = await read_launched_content(services, access)
+    limit = CallLimit(per_minute=services.config.max_creates_per_minute)
+    key = creates_key(session.installation_id, session.person_id)
+    async with limited(services, key, limit, lambda wait_ms: _too_many(session, asked, wait_ms)):
+        access = await open_access(services, session)
+        read = await read_launched_content(services, access)
     draft = _Draft(access, read, await _form(services, access, read, asked))
     now = services.clock.now_ms()
     new = _new_schedule(services, draft, shown, now)
@@ -138,6 +143,31 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
     )
     fold = draft.form.fold
     return Created(new.installation_id, new.id, fold if fold and new.fold is None else None)
+
+
+def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal:
+    """Past the person's creates for the minute: nothing read or stored, and the form kept
+    (the page sends it again as it was)."""
+    fields = {
+        "csrf_token": session.csrf_token,
+        "opened_for": session.opened_for,
+        "version_id": asked.version_id,
+        "published_version_id": asked.published_version_id,
+        "transition": asked.transition,
+        "local_time": asked.local_time,
+        "timezone": asked.timezone,
+        "fold": asked.fold,
+    }
+    if asked.repin_of is not None:
+        fields["repin_of"] = asked.repin_of
+    return Refusal.too_many(
+        "too_many_creates",
+        f"{explain('too_many_creates')} Nothing was scheduled.",
+        seconds(wait_ms),
+        title="Too many schedules at once",
+        then="send it again",
+        resend=list(fields.items()),
+    )
 
 
 def _shown_versions(asked: ScheduleRequest) -> ShownVersions:

@@ -3,14 +3,14 @@
 The code never appears in a page, a log line or the redirect: any failure is
 a refusal that explains what to do, with no session started. Exchanges that
 start no session are counted per client and installation, and a client past
-the limit is refused without a call to Dee Wan (`launch_throttle.py`).
+the limit is refused without a call to Dee Wan (`failure_throttle.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.actions.access import open_token
+from scheduling.actions.access import note_refusal, open_token
 from scheduling.actions.core_errors import NOT_OPENED, launch_refusal
 from scheduling.dee_wan import CoreError, exchange_launch
 from scheduling.domain import associated_data
@@ -18,7 +18,7 @@ from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import has_shape, is_id
 from scheduling.domain.wire import instant_ms
-from scheduling.launch_throttle import WINDOW_MS, Crowded, LaunchThrottle
+from scheduling.failure_throttle import WINDOW_MS, Crowded, FailureThrottle, launch_key
 from scheduling.repository import installations, sessions
 from scheduling.repository.installations import Installation
 from scheduling.services import Services, log
@@ -48,19 +48,20 @@ async def launch(
             relaunch=True,
         )
     # Held back for failed exchanges: answered without a call to Dee Wan.
-    throttle = services.launch_throttle
-    _refuse_if_held(throttle, installation_id, client)
+    throttle = services.failure_throttle
+    key = launch_key(installation_id, client)
+    _refuse_if_held(throttle, key)
     try:
-        with throttle.exchanging(installation_id, client):
-            return await _launch(services, installation_id, code, client)
+        with throttle.exchanging(key):
+            return await _launch(services, installation_id, code, key)
     except Crowded:
         raise _too_many_launches(
             "Too many launches from your address at once.", "Wait a second", 1
         ) from None
 
 
-def _refuse_if_held(throttle: LaunchThrottle, installation_id: str, client: str | None) -> None:
-    wait_s = throttle.retry_after_s(installation_id, client)
+def _refuse_if_held(throttle: FailureThrottle, key: str) -> None:
+    wait_s = throttle.retry_after_s(key)
     if wait_s is not None:
         raise _too_many_launches(
             "Too many launch links failed from your address in the last minute, so Scheduling "
@@ -81,9 +82,7 @@ def _too_many_launches(why: str, wait: str, wait_s: int) -> Refusal:
     )
 
 
-async def _launch(
-    services: Services, installation_id: str, code: str, client: str | None
-) -> Launched:
+async def _launch(services: Services, installation_id: str, code: str, key: str) -> Launched:
     installation = await installations.get(services.db, installation_id)
     if installation is None:
         raise Refusal(
@@ -97,7 +96,7 @@ async def _launch(
         return await _exchange(services, installation, token, code)
     except Refusal:
         # Dee Wan was called and no session started: one more failure for this client.
-        if await services.launch_throttle.failed(installation_id, client):
+        if await services.failure_throttle.failed(key):
             log.warning(
                 "installation %s: a client's launches are held back for %d s "
                 "after too many failed exchanges",
@@ -141,6 +140,7 @@ async def _grant(
         grant = await exchange_launch(services.http, installation.base_url, token, code)
     except CoreError as error:
         log.info("installation %s: launch exchange failed: %s", installation.id, error.code)
+        await note_refusal(services, installation.id, error)
         raise launch_refusal(error) from None
     if grant.installation_id != installation.id:
         log.warning("installation %s: launch answer named another installation", installation.id)

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling import webhooks
+from scheduling.actions.throttled import ENDPOINT_CALLS, endpoint_key, limited
 from scheduling.domain import webhook_signing
+from scheduling.domain.call_limits import seconds
 from scheduling.domain.endpoint_url import endpoint_url_problem
 from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, body_of_test_event
 from scheduling.domain.refusals import Refusal
@@ -112,8 +114,25 @@ async def delete_endpoint(services: Services, session: Session, endpoint_id: str
 
 async def send_test(services: Services, session: Session, endpoint_id: str) -> str:
     """Deliver a signed `test` event now (one request, within this one) and keep what came
-    back with the endpoint: `200`, `410`, `timeout`, … ."""
+    back with the endpoint: `200`, `410`, `timeout`, … . One at a time and five a minute per
+    endpoint (`throttled.ENDPOINT_CALLS`); beyond that 429 `too_many_tests`, nothing sent."""
     endpoint = await _endpoint(services, session, endpoint_id)
+
+    def too_many(wait_ms: int) -> Refusal:
+        return Refusal.too_many(
+            "too_many_tests",
+            explain("too_many_tests"),
+            seconds(wait_ms),
+            title="Too many test events",
+            then="send it again",
+            resend=[("csrf_token", session.csrf_token), ("opened_for", session.opened_for)],
+        )
+
+    async with limited(services, endpoint_key(endpoint.id), ENDPOINT_CALLS, too_many):
+        return await _send_test(services, endpoint)
+
+
+async def _send_test(services: Services, endpoint: Endpoint) -> str:
     now = services.clock.now_ms()
     secret = await webhook_signing.open_secret(
         services.crypto, endpoint.installation_id, endpoint.id, endpoint.secret_sealed
@@ -125,7 +144,7 @@ async def send_test(services: Services, session: Session, endpoint_id: str) -> s
             services.config.public_origin, endpoint.installation_id, endpoint.id, now
         )
         attempt = await webhooks.post_event(
-            services.http,
+            services.http_for_visitors,
             services.crypto,
             endpoint.url,
             secret,

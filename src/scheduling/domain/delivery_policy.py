@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from scheduling.limits import REQUEST_TIMEOUT_MS
-from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
+from scheduling.ports import AddressRefused, OutboundResponse, TransportError, TransportTimeout
 
 RETRY_DELAYS_MS = (30_000, 120_000, 600_000, 3_600_000, 21_600_000)
 GIVE_UP_AFTER_MS = 24 * 3_600_000
@@ -35,6 +35,7 @@ class DeliveryStatus(StrEnum):
 # Why an attempt did not deliver (`last_error`); an HTTP answer other than 2xx is its status.
 TIMEOUT = "timeout"
 NETWORK_ERROR = "network_error"
+ADDRESS_NOT_PUBLIC = "address_not_public"
 HTTP_STATUS = "http_status"
 ENDPOINT_GONE = "endpoint_gone"
 SECRET_UNREADABLE = "secret_unreadable"
@@ -57,6 +58,8 @@ class AttemptResult:
 def classify(answer: OutboundResponse | TransportError) -> AttemptResult:
     if isinstance(answer, TransportTimeout):
         return AttemptResult(None, TIMEOUT)
+    if isinstance(answer, AddressRefused):
+        return AttemptResult(None, ADDRESS_NOT_PUBLIC)
     if isinstance(answer, TransportError):
         return AttemptResult(None, NETWORK_ERROR)
     if 200 <= answer.status <= 299:

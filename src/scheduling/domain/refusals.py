@@ -19,7 +19,9 @@ class Refusal(Exception):
     `relaunch` adds the advice to open Scheduling again from Dee Wan (the
     session or the launch can no longer be used). `title` replaces the page
     heading chosen from the status, and `headers` go on the response as they
-    are (`WWW-Authenticate`, `Allow`).
+    are (`WWW-Authenticate`, `Allow`). `resend` keeps a refused form: its fields,
+    which the page posts again, as they were, with one button (a form refused for
+    now, such as one sent too often).
     """
 
     def __init__(
@@ -31,6 +33,7 @@ class Refusal(Exception):
         relaunch: bool = False,
         title: str | None = None,
         headers: Sequence[tuple[str, str]] = (),
+        resend: Sequence[tuple[str, str]] = (),
     ) -> None:
         super().__init__(code)
         self.status = status
@@ -39,6 +42,28 @@ class Refusal(Exception):
         self.relaunch = relaunch
         self.title = title
         self.headers = tuple(headers)
+        self.resend = tuple(resend)
+
+    @classmethod
+    def too_many(
+        cls,
+        code: str,
+        why: str,
+        wait_s: int,
+        *,
+        title: str,
+        then: str = "try again",
+        resend: Sequence[tuple[str, str]] = (),
+    ) -> Refusal:
+        """429: `why`, how long to wait in words and in `Retry-After` (seconds)."""
+        return cls(
+            429,
+            code,
+            f"{why} Wait {wait_s} second{'s' if wait_s != 1 else ''}, then {then}.",
+            title=title,
+            headers=[("retry-after", str(wait_s))],
+            resend=resend,
+        )
 
     @classmethod
     def explained(cls, status: int, code: str, *, relaunch: bool = False) -> Refusal:

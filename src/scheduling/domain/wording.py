@@ -46,6 +46,7 @@ CODES = {
     "not_cancellable": "Only a schedule that is waiting or will try again can be cancelled.",
     # Form refusals (a refused time and a changed pin say why in their own words)
     "transition_not_allowed": "You may not make this change to this content now.",
+    "too_many_creates": "You have made as many schedules as Scheduling takes from one person in a minute.",
     "nothing_published": "Nothing is published, so there is nothing to unpublish.",
     "dee_wan_unavailable": "Dee Wan is not answering right now. Nothing was changed; try again in a minute.",
     "cancel_not_allowed": "You may not cancel this schedule: Dee Wan does not let you make this change to this content now.",
@@ -58,6 +59,7 @@ CODES = {
     "unknown_event": "Choose among the events this form lists.",
     "no_events": "Choose at least one event to be told of.",
     "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
+    "too_many_tests": "A test event is sent to an endpoint one at a time, and at most 5 a minute.",
 }
 
 # The events an endpoint may hear of, as the Notifications form names them.
@@ -78,6 +80,7 @@ DELIVERY_STATUS = {
 DELIVERY_ERRORS = {
     "timeout": "no answer within 10 seconds",
     "network_error": "could not connect",
+    "address_not_public": "not called: its name leads to this machine or a private network",
     "endpoint_gone": "the endpoint answered 410 Gone, so it was disabled",
     "secret_unreadable": "its signing secret can no longer be read (TOKEN_KEY changed): rotate it",
 }

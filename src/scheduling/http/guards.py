@@ -1,5 +1,5 @@
-"""Who may use a route: the operator's bearer secret; for the pages, the session cookie, the
-CSRF token and the request's origin."""
+"""Who may use a route: the operator's bearer secret (wrong ones counted per client); for the
+pages, the session cookie, the CSRF token and the request's origin."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from urllib.parse import urlsplit
 
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import basic_password, bearer_token, has_shape, same_secret
+from scheduling.failure_throttle import WINDOW_MS, sign_in_key
 from scheduling.http.requests import Request
 from scheduling.repository import sessions
 from scheduling.repository.sessions import Session
-from scheduling.services import Services
+from scheduling.services import Services, log
 
 SESSION_COOKIE = "__Host-scheduling_session"
 
@@ -19,27 +20,29 @@ def session_cookie(value: str, max_age_s: int) -> str:
     return f"{SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age_s}"
 
 
-def require_operator(request: Request, services: Services) -> None:
+async def require_operator(request: Request, services: Services) -> None:
     """Returns when the request carries ADMIN_SECRET; refuses with 401 otherwise.
 
     Reading the secret first means a missing or short ADMIN_SECRET answers
     500 `misconfigured` instead of letting anyone in.
     """
-    expected = services.config.admin_secret
-    if same_secret(bearer_token(request.headers.get("authorization")), expected):
-        return
-    raise Refusal(
-        401,
-        "unauthorized",
-        "operator bearer token required",
-        headers=[("www-authenticate", 'Bearer realm="scheduling-admin"')],
+    await _operator_secret(
+        request,
+        services,
+        bearer_token(request.headers.get("authorization")),
+        Refusal(
+            401,
+            "unauthorized",
+            "operator bearer token required",
+            headers=[("www-authenticate", 'Bearer realm="scheduling-admin"')],
+        ),
     )
 
 
 OPERATOR_REALM = 'Basic realm="Scheduling operator", charset="UTF-8"'
 
 
-def require_operator_login(request: Request, services: Services) -> None:
+async def require_operator_login(request: Request, services: Services) -> None:
     """The operator page's HTTP Basic login: any user name, ADMIN_SECRET as the password,
     compared in constant time. Outside development it is refused over plain HTTP before any
     challenge, so a browser is never asked to send the secret unencrypted. The scheme is
@@ -47,21 +50,52 @@ def require_operator_login(request: Request, services: Services) -> None:
     it sets `cf-visitor`), on the local server the scheme of its own socket (it speaks
     plain HTTP); no forwarding header a client could write is believed.
     """
-    expected = services.config.admin_secret
+    services.config.admin_secret  # noqa: B018 - a bad ADMIN_SECRET is said first
     if not services.config.is_development and urlsplit(request.url).scheme != "https":
         message = "The operator page is served over HTTPS only: open its https:// address."
         if "authorization" in request.headers:
             message += " The password just crossed the network unencrypted: change ADMIN_SECRET."
         raise Refusal(403, "https_required", message, title="HTTPS required")
-    if same_secret(basic_password(request.headers.get("authorization")), expected):
-        return
-    raise Refusal(
-        401,
-        "unauthorized",
-        "Sign in with any user name and the operator secret (ADMIN_SECRET) as the password.",
-        title="Operator sign-in required",
-        headers=[("www-authenticate", OPERATOR_REALM)],
+    await _operator_secret(
+        request,
+        services,
+        basic_password(request.headers.get("authorization")),
+        Refusal(
+            401,
+            "unauthorized",
+            "Sign in with any user name and the operator secret (ADMIN_SECRET) as the password.",
+            title="Operator sign-in required",
+            headers=[("www-authenticate", OPERATOR_REALM)],
+        ),
     )
+
+
+async def _operator_secret(
+    request: Request, services: Services, given: str | None, wrong: Refusal
+) -> None:
+    """The secret `given` is ADMIN_SECRET, or `wrong` is raised. A client that sent too many
+    wrong ones lately is held back (429), its secret not even compared: as failed launch
+    exchanges, counted per client (`failure_throttle.py`). A request without credentials
+    (a browser before the challenge) counts for nothing."""
+    expected = services.config.admin_secret
+    throttle = services.failure_throttle
+    key = sign_in_key(request.client)
+    wait_s = throttle.retry_after_s(key)
+    if wait_s is not None:
+        raise Refusal.too_many(
+            "too_many_attempts",
+            "Too many wrong operator secrets came from your address in the last minute.",
+            wait_s,
+            title="Too many attempts",
+        )
+    if same_secret(given, expected):
+        return
+    if "authorization" in request.headers and await throttle.failed(key):
+        log.warning(
+            "operator sign-in: a client is held back for %d s after too many wrong secrets",
+            WINDOW_MS // 1000,
+        )
+    raise wrong
 
 
 async def require_session(request: Request, services: Services) -> Session:
@@ -85,6 +119,9 @@ async def require_session(request: Request, services: Services) -> Session:
             "This session was opened for another Dee Wan installation.",
             relaunch=True,
         )
+    if session.installation_gone:
+        # Dee Wan no longer accepts the installation: nothing more is shown or changed.
+        raise Refusal.explained(401, "plugin_unauthorized", relaunch=True)
     return session
 
 

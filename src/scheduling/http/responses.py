@@ -24,6 +24,17 @@ class Response:
     status: int = 200
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    # The answer to a HEAD keeps the length its GET's body would have (`without_body`).
+    head_of_length: int | None = None
+
+    def without_body(self) -> Response:
+        """The answer to a HEAD: no body, and the length the body had (Content-Length)."""
+        self.head_of_length, self.body = len(self.body), b""
+        return self
+
+    @property
+    def content_length(self) -> int:
+        return len(self.body) if self.head_of_length is None else self.head_of_length
 
     def header(self, name: str) -> str | None:
         for key, value in self.headers:

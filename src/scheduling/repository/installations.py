@@ -50,6 +50,20 @@ async def get(db: Database, installation_id: str) -> Installation | None:
     return Installation.from_row(row) if row else None
 
 
+async def mark_unauthorized(db: Database, installation_id: str, now: int) -> None:
+    """Dee Wan answered `plugin_unauthorized` to a call with the installation's token: it no
+    longer accepts the installation (uninstalled, or its token replaced). Written once, until
+    a rotation gives it a new token."""
+    await (
+        db.prepare(
+            "UPDATE installations SET unauthorized_at = ?2"
+            " WHERE id = ?1 AND coalesce(unauthorized_at, -1) < token_rotated_at"
+        )
+        .bind(installation_id, now)
+        .run()
+    )
+
+
 async def insert_code(
     db: Database, code_hash: str, kind: str, installation_id: str | None, now: int, ttl_ms: int
 ) -> None:

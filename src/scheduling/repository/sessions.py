@@ -30,6 +30,9 @@ class Session:
     offered: frozenset[Change] | None  # None until a content page was shown
     # An endpoint whose new signing secret this session's next manage page shows, once.
     reveal_endpoint_id: str | None = None
+    # Dee Wan answered `plugin_unauthorized` for the installation since its token was last
+    # set: it was uninstalled, and the session may do nothing more.
+    installation_gone: bool = False
 
     @property
     def opened_for(self) -> str:
@@ -65,6 +68,7 @@ def _session(row: Row) -> Session:
         **{name: row[name] for name in _FIELDS},
         offered=None if offered is None else _changes(offered),
         reveal_endpoint_id=row["reveal_endpoint_id"],
+        installation_gone=bool(row.get("installation_gone")),
     )
 
 
@@ -116,12 +120,27 @@ async def create(
     )
 
 
+# Whether Dee Wan said `plugin_unauthorized` for the session's installation since its token
+# was last set: to a page's call (`installations.unauthorized_at`), or to the runner (a
+# schedule refused so, read through the partial index `schedules_unauthorized`).
+_GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at, 0) OR EXISTS (
+    SELECT 1 FROM schedules
+     WHERE installation_id = s.installation_id AND result_code = 'plugin_unauthorized'
+       AND updated_at >= i.token_rotated_at)"""
+
+
+FIND_LIVE_SQL = (
+    "SELECT "
+    + ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
+    + f", {_GONE} AS installation_gone"
+    " FROM sessions s JOIN installations i ON i.id = s.installation_id"
+    " WHERE s.id_hash = ? AND s.expires_at > ?"
+)
+
+
 async def find_live(db: Database, id_hash: str, now: int) -> Session | None:
-    row = (
-        await db.prepare(f"SELECT {_COLUMNS} FROM sessions WHERE id_hash = ? AND expires_at > ?")
-        .bind(id_hash, now)
-        .first()
-    )
+    """The live session of this hash, and whether its installation is gone (one statement)."""
+    row = await db.prepare(FIND_LIVE_SQL).bind(id_hash, now).first()
     return _session(row) if row else None
 
 

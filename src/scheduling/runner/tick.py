@@ -1,12 +1,14 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
 tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers;
-then deliver the webhooks the outbox has due; then record itself (`invocation.py`).
+then deliver the webhooks the outbox has due; then purge what is past the retention window
+(`retention.py`), within what is left; then record itself (`invocation.py`).
 """
 
 from __future__ import annotations
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
+from scheduling.runner import retention
 from scheduling.runner.dispatch import Dispatch
 from scheduling.runner.drain import DueRows
 from scheduling.runner.invocation import Invocation, RunnerInvocation
@@ -57,3 +59,6 @@ class Tick(RunnerInvocation):
             )
             await dispatch.run()
         await self._deliver()
+        await retention.purge(
+            self.services, self.store, self.drain.budget, now=self.now, elapsed_ms=self.elapsed_ms
+        )

@@ -14,7 +14,7 @@ from scheduling.services import Services
 
 
 async def mint(request: Request, services: Services) -> Response:
-    require_operator(request, services)
+    await require_operator(request, services)
     body = json_object(request, empty_is={})
     if body and not (set(body) == {"installation_id"} and is_id(body["installation_id"])):
         raise invalid_request('body must be {} or {"installation_id": "<id>"}')

@@ -10,7 +10,7 @@ from scheduling.services import Services
 
 
 async def delete_data(request: Request, services: Services) -> Response:
-    require_operator(request, services)
+    await require_operator(request, services)
     installation_id = request.path_params["installation_id"]
     await delete_installation_data(services.db, installation_id)
     return json_response({"code": "deleted", "installation_id": installation_id})

@@ -20,5 +20,5 @@ async def healthz(request: Request, services: Services) -> Response:
 
 
 async def metrics(request: Request, services: Services) -> Response:
-    require_operator(request, services)
+    await require_operator(request, services)
     return exposition(await read_metrics(services.db, services.clock.now_ms()))

@@ -13,7 +13,7 @@ from scheduling.services import Services
 
 
 async def operator(request: Request, services: Services) -> Response:
-    require_operator_login(request, services)
+    await require_operator_login(request, services)
     view = await read_operator_view(
         services.db, services.clock.now_ms(), services.config.max_lateness_ms
     )

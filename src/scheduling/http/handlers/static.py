@@ -1,4 +1,7 @@
-"""`GET /static/app.css` — the one stylesheet (no inline styles, so the CSP stays strict)."""
+"""`GET /static/app.css` — the one stylesheet (no inline styles, so the CSP stays strict).
+
+Like every answer it is `no-store`: its address carries no version, so a stylesheet kept
+by a browser would outlive the pages of a new deploy."""
 
 from __future__ import annotations
 
@@ -14,5 +17,5 @@ async def stylesheet(request: Request, services: Services) -> Response:
     return Response(
         200,
         _CSS,
-        [("content-type", "text/css; charset=utf-8"), ("cache-control", "public, max-age=3600")],
+        [("content-type", "text/css; charset=utf-8")],
     )

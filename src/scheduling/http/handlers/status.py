@@ -10,5 +10,5 @@ from scheduling.services import Services
 
 
 async def runner_status(request: Request, services: Services) -> Response:
-    require_operator(request, services)
+    await require_operator(request, services)
     return json_response(await read_status(services.db, services.clock.now_ms()))

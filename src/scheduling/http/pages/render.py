@@ -33,6 +33,9 @@ class ErrorPage:
     message: str
     relaunch: bool
     person_name: str | None = None
+    # A refused form kept: where it posts, and its fields as they were sent.
+    resend_to: str = ""
+    resend: tuple[tuple[str, str], ...] = ()
 
 
 _TITLES = {
@@ -46,12 +49,21 @@ _TITLES = {
 }
 
 
-def refusal_page(refusal: Refusal) -> Response:
-    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code."""
+def refusal_page(refusal: Refusal, path: str = "") -> Response:
+    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code.
+    A form it keeps (`resend`) posts to `path` again."""
     if refusal.title:
         title = refusal.title
     elif refusal.code == "csrf_failed":
         title = "Please reload the page"
     else:
         title = _TITLES.get(refusal.status, "Something went wrong")
-    return page(ErrorPage(title, refusal.code, refusal.message, refusal.relaunch), refusal.status)
+    model = ErrorPage(
+        title,
+        refusal.code,
+        refusal.message,
+        refusal.relaunch,
+        resend_to=path if refusal.resend else "",
+        resend=refusal.resend,
+    )
+    return page(model, refusal.status)

@@ -48,6 +48,12 @@ ERROR = """{% extends "base.html" %}
   <p class="support">For support: code {{ code }}.</p>
 </div>
 {% if relaunch %}<p>Open Scheduling again from Dee Wan: use <strong>Schedule</strong> on a content item, or <strong>Scheduling</strong> in the plugin menu.</p>{% endif %}
+{% if resend %}
+<form method="post" action="{{ resend_to }}" data-resend>
+  {% for name, value in resend %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
+  <button type="submit">Send it again</button>
+</form>
+{% endif %}
 {% endblock %}
 """
 

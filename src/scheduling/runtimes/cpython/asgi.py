@@ -97,13 +97,12 @@ class AsgiApp:
         if not complete:
             # The rest of the body was never read: the connection cannot carry another request.
             response.headers.append(("connection", "close"))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": response.status,
-                "headers": [(k.encode(), v.encode()) for k, v in response.headers],
-            }
-        )
+        # The body is whole: its length is said up front rather than the answer chunked (a
+        # chunked answer's end came in a segment of its own, which a client that delays its
+        # ACKs waited about 40 ms for). A HEAD answer says its GET's length.
+        headers = [(k.encode(), v.encode()) for k, v in response.headers]
+        headers.append((b"content-length", str(response.content_length).encode()))
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
 
     def _origin(self) -> str:
@@ -143,9 +142,11 @@ def _check_trigger(request: Request, public_origin: str, served_port: int) -> No
     """Refuse a request to `/__scheduled` that a web page could have made.
 
     Any page the developer opens could aim a request at localhost, so a cross-site or
-    same-site fetch is refused, as on the management pages. A page on a name that the
-    attacker rebinds to 127.0.0.1 is same-origin with itself, so the `Host` must also be one
-    this server is known by: PUBLIC_ORIGIN's, or a loopback name with the served port.
+    same-site fetch is refused, as on the management pages, and so is an `Origin` other than
+    the server's own (a browser without Fetch Metadata, such as an older Safari, still sends
+    it; a terminal sends none). A page on a name that the attacker rebinds to 127.0.0.1 is
+    same-origin with itself, so the `Host` must also be one this server is known by:
+    PUBLIC_ORIGIN's, or a loopback name with the served port.
     """
     if request.method not in ("GET", "POST"):
         raise Refusal(
@@ -158,7 +159,9 @@ def _check_trigger(request: Request, public_origin: str, served_port: int) -> No
             "host_not_allowed",
             "Run the tick through localhost or PUBLIC_ORIGIN's host and this server's port.",
         )
-    if request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+    origin = request.headers.get("origin")
+    foreign = origin is not None and origin.lower() not in _own_origins(public_origin, served_port)
+    if foreign or request.headers.get("sec-fetch-site") in ("cross-site", "same-site"):
         raise Refusal(403, "cross_site_request", "Run the tick from a terminal, not a web page.")
 
 
@@ -177,6 +180,16 @@ def _trigger_hosts(public_origin: str, served_port: int) -> set[str]:
     if served_port == 80:
         hosts |= set(_LOOPBACK_NAMES)
     return hosts
+
+
+def _own_origins(public_origin: str, served_port: int) -> set[str]:
+    """The origins of this server's own pages: PUBLIC_ORIGIN's, and the plain-HTTP loopback
+    names on the served port."""
+    origins = {public_origin.lower()}
+    origins |= {f"http://{loopback}:{served_port}" for loopback in _LOOPBACK_NAMES}
+    if served_port == 80:
+        origins |= {f"http://{loopback}" for loopback in _LOOPBACK_NAMES}
+    return origins
 
 
 def _tick_time(request: Request, now_ms: int, ahead_ms: int) -> int | None:

@@ -7,16 +7,34 @@ applied to the decoded bytes and never more than that decoded, whatever the body
 As in fetch, bytes that are not what their encoding says fail the exchange, while a stream
 cut short gives what it decoded so far (then judged like any answer). Anything else (`br`,
 which fetch would decode, or a list of codings) is read as no body: nothing to trust.
+
+Outside development a client connects a name only to the addresses it resolves to at that
+moment, and only when every one of them is public (`PublicAddressesOnly`): a name that
+resolves to loopback or the local network fails as `AddressRefused`, before any byte is
+sent, whatever port it names. Each client is one pool of connections with its own limit
+(`outbound_client`): `serve` keeps the calls a visitor can trigger in a pool of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import zlib
+from collections.abc import Iterable
+from typing import Any
 
+import httpcore
 import httpx
 
-from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.domain.addresses import is_public
+from scheduling.ports import (
+    AddressRefused,
+    OutboundRequest,
+    OutboundResponse,
+    TransportError,
+    TransportTimeout,
+)
 from scheduling.runtimes.cpython import h11_headers
 
 h11_headers.install()  # httpx reads answers' heads with h11: each line in linear time
@@ -32,6 +50,10 @@ class HttpxClient:
             return await asyncio.wait_for(self._exchange(request), request.timeout_s)
         except (httpx.TimeoutException, TimeoutError) as exc:
             raise TransportTimeout(type(exc).__name__) from exc
+        except httpx.ConnectError as exc:
+            if isinstance(exc.__cause__, NotPublic):
+                raise AddressRefused(str(exc.__cause__)) from exc
+            raise TransportError(type(exc).__name__) from exc
         except Exception as exc:
             # httpx raises InvalidURL, UnicodeError, ValueError… for URLs it cannot use, and
             # zlib.error for a body that does not decode: to the caller, all of them are a
@@ -63,6 +85,89 @@ class HttpxClient:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def outbound_client(*, max_connections: int, public_only: bool) -> HttpxClient:
+    """A client whose pool holds at most `max_connections` connections (a call past them waits
+    for one, within its timeout); `public_only` outside development."""
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=min(20, max_connections)
+    )
+    transport = (
+        PublicOnlyTransport(limits) if public_only else httpx.AsyncHTTPTransport(limits=limits)
+    )
+    # No proxy from the environment either: the guard must judge the address really dialled.
+    client = httpx.AsyncClient(follow_redirects=False, transport=transport, trust_env=False)
+    return HttpxClient(client)
+
+
+class NotPublic(httpcore.ConnectError):
+    """A name resolved to an address that is not public; nothing was sent."""
+
+
+class PublicAddressesOnly(httpcore.AsyncNetworkBackend):
+    """Resolves a name at connect time and connects to what it resolved to, only if every
+    address it resolved to is public: checking the name alone, then letting the connection
+    resolve it again, would let a name answer differently the second time."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+        self._inner = inner or httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's signature
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            found = await asyncio.wait_for(
+                loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), timeout
+            )
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(f"{host}: no address in time") from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(f"{host}: {exc}") from exc
+        addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
+        if not addresses or not all(is_public(address) for address in addresses):
+            raise NotPublic(f"{host} resolves to an address that is not public")
+        for address in addresses[:-1]:
+            with contextlib.suppress(httpcore.ConnectError):
+                return await self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+        return await self._inner.connect_tcp(
+            addresses[-1], port, timeout, local_address, socket_options
+        )
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's signature
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise NotPublic("a Unix socket is not a public address")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class PublicOnlyTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport over a pool whose connections go through `PublicAddressesOnly`.
+    (httpx does not take a network backend, so its pool is made again with one; the pinned
+    httpx and httpcore are tested over real sockets.)"""
+
+    def __init__(self, limits: httpx.Limits) -> None:
+        super().__init__(limits=limits)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=PublicAddressesOnly(),
+        )
 
 
 class BodyDecoder:

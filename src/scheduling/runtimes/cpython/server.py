@@ -6,13 +6,14 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import resource
 import shlex
 import socket
 import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,11 @@ import uvicorn
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import Configuration
+from scheduling.runtimes.cpython import repeated_logs
 from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.http_client import HttpxClient, outbound_client
 from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
@@ -38,6 +40,46 @@ from scheduling.services import Services, log
 MAX_HEAD_BYTES = 16 * 1024
 HOST = "127.0.0.1"
 LISTEN_BACKLOG = 2048
+
+# Open files, counted against the process's limit (RLIMIT_NOFILE): what is not a connection
+# of a client (standard streams, the event loop's, the database's three files, the listening
+# socket, imports) and each outbound pool at its fullest.
+BASE_FILES = 32
+OUTBOUND_CONNECTIONS = 100  # Dee Wan's calls and the runner's (httpx's default pool)
+VISITOR_CONNECTIONS = 16  # calls a visitor can trigger: test events
+CONSUMER_CONNECTIONS = 16  # each local queue consumer's pool
+# The most inbound connections held at once, whatever the limit allows, and the fewest
+# worth starting with.
+MAX_CONNECTIONS = 1_000
+MIN_CONNECTIONS = 16
+# Connections accepted in one go before any is looked at (asyncio accepts up to the
+# server's backlog at once), so the cap leaves room for one such burst.
+ACCEPT_BURST = 128
+
+
+@dataclass(frozen=True)
+class Connections:
+    """How many client connections `serve` holds at once, and accepts in one go."""
+
+    cap: int = MAX_CONNECTIONS
+    accept_burst: int = ACCEPT_BURST
+
+    @classmethod
+    def within(cls, file_limit: int | None = None, *, consumers: int = 0) -> Connections:
+        """Below the open-file limit (this process's, by default), with room for the outbound
+        pools and one burst of accepts, and at most `MAX_CONNECTIONS`."""
+        if file_limit is None:
+            file_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        outbound = OUTBOUND_CONNECTIONS + VISITOR_CONNECTIONS + consumers * CONSUMER_CONNECTIONS
+        room = file_limit - BASE_FILES - outbound
+        burst = max(1, min(ACCEPT_BURST, room // 4))
+        cap = min(MAX_CONNECTIONS, room - burst)
+        if cap < MIN_CONNECTIONS:
+            raise StartupError(
+                f"the open-file limit ({file_limit}) leaves room for {max(cap, 0)} connections:"
+                f" raise it (ulimit -n 1024)"
+            )
+        return cls(cap, burst)
 
 
 def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> App:
@@ -75,7 +117,12 @@ def attach_queue(app: App, **options: Any) -> LocalQueue | None:
     consumers = app.services.config.queue_consumers
     if consumers == 0:
         return None
-    queue = LocalQueue(app, [HttpxClient() for _ in range(consumers)], **options)
+    public_only = not app.services.config.is_development
+    clients = [
+        outbound_client(max_connections=CONSUMER_CONNECTIONS, public_only=public_only)
+        for _ in range(consumers)
+    ]
+    queue = LocalQueue(app, clients, **options)
     app.services.queue = queue
     return queue
 
@@ -94,15 +141,24 @@ async def cron_loop(app: App) -> None:
 
 
 def server_config(
-    asgi: AsgiApp, port: int, *, header_timeout_s: float = HEADER_TIMEOUT_S
+    asgi: AsgiApp,
+    port: int,
+    *,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    connections: Connections | None = None,
 ) -> uvicorn.Config:
-    """uvicorn on 127.0.0.1, with deadlines for slow clients (the body's is in `asgi`)."""
+    """uvicorn on 127.0.0.1, with deadlines for slow clients (the body's is in `asgi`) and a
+    cap on connections below the open-file limit."""
+    connections = connections or Connections.within()
     return uvicorn.Config(
         asgi,
         host=HOST,
         port=port,
-        http=timed_h11_protocol(header_timeout_s, max_head_bytes=MAX_HEAD_BYTES),
+        http=timed_h11_protocol(
+            header_timeout_s, max_head_bytes=MAX_HEAD_BYTES, max_connections=connections.cap
+        ),
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        backlog=connections.accept_burst,
         timeout_keep_alive=5,
         lifespan="off",
         # Access logs would print query strings, and launch codes travel in one.
@@ -112,6 +168,9 @@ def server_config(
         # could then claim to come from a new client.
         proxy_headers=False,
         log_level="warning",
+        # uvicorn's lines go through the process's handlers, where a repeated failure is
+        # written once per interval (`repeated_logs.py`).
+        log_config=None,
     )
 
 
@@ -240,6 +299,7 @@ async def serve(
     """
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
+    connections = Connections.within(consumers=config.queue_consumers)
     if not stop.heard:
         db = open_database(db_path)
         try:
@@ -251,7 +311,15 @@ async def serve(
                     vars_path=vars_path,
                     secret_in_environment=secret_in_environment,
                 )
-                await _listen_and_serve(port, db, env, stop, cron=cron, banner_lines=banner_lines)
+                await _listen_and_serve(
+                    port,
+                    db,
+                    env,
+                    stop,
+                    cron=cron,
+                    banner_lines=banner_lines,
+                    connections=connections,
+                )
         finally:
             db.close()
     log.info("stopped")
@@ -265,18 +333,22 @@ async def _listen_and_serve(
     *,
     cron: bool,
     banner_lines: Callable[[int], list[str]],
+    connections: Connections,
 ) -> None:
     sock = listen(port)
     try:
         if stop.heard:
             return
         port = sock.getsockname()[1]
-        http = HttpxClient()
-        app = build_app(env, db, http=http)
+        public_only = not Configuration.from_mapping(env).is_development
+        http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
+        visitor_http = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
+        app = build_app(env, db, http=http, visitor_http=visitor_http)
         queue = attach_queue(app)
         if queue is not None:
             queue.start()
-        server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
+        server = _Server(server_config(AsgiApp(app, app_tick(app)), port, connections=connections))
+        repeated = asyncio.create_task(_say_repeated_failures())
         stop.on_stop(server.stop)  # at once, if a signal came since the last look
         for line in banner_lines(port):
             log.info("%s", line)
@@ -295,8 +367,22 @@ async def _listen_and_serve(
             if queue is not None:
                 await queue.stop()
             await http.aclose()
+            await visitor_http.aclose()
+            repeated.cancel()
+            await asyncio.gather(repeated, return_exceptions=True)
     finally:
         sock.close()
+
+
+async def _say_repeated_failures() -> None:
+    """Every interval, and once more at the end, what a flood repeated and was not written."""
+    once = repeated_logs.install()
+    try:
+        while True:
+            await asyncio.sleep(once.interval_s)
+            once.flush()
+    finally:
+        once.flush(everything=True)
 
 
 class _Server(uvicorn.Server):

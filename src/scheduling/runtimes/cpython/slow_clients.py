@@ -1,4 +1,5 @@
-"""uvicorn's h11 protocol with two limits on a request's head: a deadline and a size.
+"""uvicorn's h11 protocol with limits on a request's head (a deadline and a size), a cap on
+the connections open at once, and its own answers written like the app's.
 
 uvicorn times out an idle keep-alive connection but not one that sends its
 headers a byte at a time (slowloris): such a connection stays open for as
@@ -11,17 +12,33 @@ h11's `max_incomplete_event_size` bounds only a head still incomplete, so a
 head of 60 KB in one write was served while the same head in 1 KB pieces was
 refused. Here a head larger than `max_head_bytes` is refused (400, connection
 closed) however its bytes arrive.
+
+The server never holds more than `max_connections` connections (set below the
+process's open-file limit by `server.py`): a flood of half-sent heads once took every
+file descriptor, and an honest request waited 9.8 s. Past the cap, the connection that
+has waited longest for a head (a slow client's, or an idle keep-alive one) is closed to
+make room; when every connection has a request under way, the new one is answered 503
+and closed at once. Either is logged once per interval with a count (`repeated_logs.py`).
+
+What uvicorn answers by itself, before the app sees a request (a bad request line or
+header, a head over the limit, a target that is not ASCII), carries the security headers
+of every other answer, a JSON refusal with its code, and a `Content-Length`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from scheduling.http.responses import BASE_HEADERS
 from scheduling.runtimes.cpython import h11_headers
+
+log = logging.getLogger("scheduling")
 
 HEADER_TIMEOUT_S = 10.0
 h11_headers.install()  # each header line checked in linear time
@@ -52,10 +69,32 @@ class HeadLimitedConnection(h11.Connection):
         return event
 
 
+def server_answer(status: int, reason: str, code: str, message: str) -> list[bytes]:
+    """An answer the server writes itself: (head, body) as bytes, a JSON refusal with the
+    security headers every answer carries, its length, and `Connection: close`."""
+    body = json.dumps({"code": code, "message": message}, separators=(",", ":")).encode()
+    headers = [
+        ("content-type", "application/json"),
+        *BASE_HEADERS,
+        ("content-length", str(len(body))),
+        ("connection", "close"),
+    ]
+    if status == 503:
+        headers.append(("retry-after", "1"))
+    head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers)
+    return [(head + "\r\n").encode("ascii"), body]
+
+
 def timed_h11_protocol(
-    header_timeout_s: float = HEADER_TIMEOUT_S, *, max_head_bytes: int
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    *,
+    max_head_bytes: int,
+    max_connections: int | None = None,
 ) -> type[H11Protocol]:
-    """The protocol class to give `uvicorn.Config(http=…)`."""
+    """The protocol class to give `uvicorn.Config(http=…)`: one per server, as its
+    connections share the cap."""
+    # Connections waiting for a head, the longest-waiting first (a dict keeps its order).
+    waiting: dict[Any, None] = {}
 
     class TimedH11Protocol(H11Protocol):
         _head_deadline: asyncio.TimerHandle | None = None
@@ -67,11 +106,44 @@ def timed_h11_protocol(
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._expect_head()
+            if max_connections is not None and len(self.connections) > max_connections:
+                self._make_room()
+
+        def _make_room(self) -> None:
+            oldest = next((other for other in waiting if other is not self), None)
+            if oldest is not None:
+                log.warning(
+                    "connections: at the cap of %d, the one waiting longest for a head was closed",
+                    max_connections,
+                )
+                oldest._cancel_deadline()
+                oldest.transport.close()
+                return
+            log.warning("connections: at the cap of %d, a new one was refused", max_connections)
+            self._cancel_deadline()
+            self.transport.writelines(
+                server_answer(
+                    503,
+                    "Service Unavailable",
+                    "server_busy",
+                    "Too many connections are open; try again in a second.",
+                )
+            )
+            self.transport.close()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:  # the head is in
                 self._cancel_deadline()
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to a request it could not read, as the app would write it."""
+            self.transport.writelines(
+                server_answer(
+                    400, "Bad Request", "invalid_request", "The request could not be read."
+                )
+            )
+            self.transport.close()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -85,14 +157,17 @@ def timed_h11_protocol(
         def _expect_head(self) -> None:
             self._cancel_deadline()
             self._head_deadline = self.loop.call_later(header_timeout_s, self._head_too_slow)
+            waiting[self] = None
 
         def _cancel_deadline(self) -> None:
+            waiting.pop(self, None)
             if self._head_deadline is not None:
                 self._head_deadline.cancel()
                 self._head_deadline = None
 
         def _head_too_slow(self) -> None:
             self._head_deadline = None
+            waiting.pop(self, None)
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 self.transport.close()
 

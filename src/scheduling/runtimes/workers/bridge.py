@@ -11,7 +11,7 @@ from typing import Any
 
 from scheduling import events
 from scheduling.config import SECRETS, VARIABLES, Configuration
-from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
+from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     LAUNCH_LIMITER_BINDING,

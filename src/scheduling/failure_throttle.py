@@ -1,4 +1,5 @@
-"""How many failed launch exchanges one client may cause (issue 17).
+"""How many failed attempts one client may make: launch exchanges (issue 17) and operator
+sign-ins (issue 26).
 
 Anyone can send `GET /installations/:id?dee_wan_launch=dwl_…` with a made-up
 code, and each such request makes the plugin call Dee Wan with the
@@ -6,11 +7,14 @@ installation's token. So exchanges that start no session are counted per
 client and installation; a client past the limit is answered 429 without a
 call until its window has passed. Exchanges that succeed never count, and
 requests refused before any call (a malformed code, an unknown installation)
-do not either: a person retrying a real link gets in.
+do not either: a person retrying a real link gets in. Wrong operator secrets
+(`/admin` and the bearer routes) are counted per client the same way, so a
+guesser is held back after a few and the right secret is then not compared
+either until the window has passed.
 
-The key is the installation with the client: Dee Wan sees the calls of one
-installation's token, so that is what a guesser must not flood, and a client
-held back on one site can still open another. The client is what the
+A launch's key is the installation with the client: Dee Wan sees the calls of
+one installation's token, so that is what a guesser must not flood, and a
+client held back on one site can still open another. The client is what the
 runtime's adapter reports (the peer address locally, `CF-Connecting-IP` on
 Workers); an IPv6 address counts as its /64, which one host usually has to
 itself.
@@ -21,7 +25,7 @@ isolate). The port cannot be asked without counting, so the core remembers
 which clients it found over the limit, and holds them back for a window
 without asking again.
 
-A failure is known only once Dee Wan has answered, so a client sending its
+A launch's failure is known only once Dee Wan has answered, so a client sending its
 guesses all at once would have them all in flight before the first is
 counted. So at most `MAX_IN_FLIGHT` exchanges of one client with one
 installation run at once (a person's second click still goes through); a
@@ -73,6 +77,11 @@ def launch_key(installation_id: str, client: str | None) -> str:
     return f"launch:{installation_id}:{client_key(client)}"
 
 
+def sign_in_key(client: str | None) -> str:
+    """An operator sign-in's key: the client alone (there is one operator secret)."""
+    return f"operator:{client_key(client)}"
+
+
 class MemoryRateLimiter:
     """The `RateLimiter` port in memory: at most `limit` events per key in any `period_ms`,
     like the binding's `limit()` (every call within the limit counts, the first past it
@@ -102,11 +111,12 @@ class MemoryRateLimiter:
 
 
 class Crowded(Exception):
-    """`MAX_IN_FLIGHT` of this client's exchanges with the installation are under way."""
+    """`MAX_IN_FLIGHT` of this key's attempts are under way."""
 
 
-class LaunchThrottle:
-    """Decides whether a client may try a launch, and counts the ones that failed."""
+class FailureThrottle:
+    """Decides whether a client may try (a launch, a sign-in), and counts the tries that
+    failed; each is known by its key (`launch_key`, `sign_in_key`)."""
 
     def __init__(
         self,
@@ -126,10 +136,9 @@ class LaunchThrottle:
         self._in_flight: dict[str, int] = {}  # a key is here only while it has one
 
     @contextmanager
-    def exchanging(self, installation_id: str, client: str | None) -> Iterator[None]:
-        """One exchange of this client with this installation under way; `Crowded` when
-        `max_in_flight` of them already are."""
-        key = launch_key(installation_id, client)
+    def exchanging(self, key: str) -> Iterator[None]:
+        """One attempt of this key under way; `Crowded` when `max_in_flight` of them already
+        are."""
         running = self._in_flight.get(key, 0)
         if running >= self._max_in_flight:
             raise Crowded
@@ -142,9 +151,8 @@ class LaunchThrottle:
             else:
                 self._in_flight[key] -= 1
 
-    def retry_after_s(self, installation_id: str, client: str | None) -> int | None:
-        """Seconds until this client may try again, or None when it may try now."""
-        key = launch_key(installation_id, client)
+    def retry_after_s(self, key: str) -> int | None:
+        """Seconds until this key may try again, or None when it may try now."""
         until = self._held_until.get(key)
         if until is None:
             return None
@@ -154,13 +162,12 @@ class LaunchThrottle:
             return None
         return -(-left_ms // 1000)
 
-    async def failed(self, installation_id: str, client: str | None) -> bool:
-        """Count one failed exchange; True when it put the client over its limit (and the
-        client was not held back already)."""
-        key = launch_key(installation_id, client)
+    async def failed(self, key: str) -> bool:
+        """Count one failed attempt; True when it put the key over its limit (and it was not
+        held back already)."""
         if await self._limiter.limit(key):
             return False
-        if self.retry_after_s(installation_id, client) is not None:
+        if self.retry_after_s(key) is not None:
             return False
         self._hold(key)
         return True

@@ -1,0 +1,93 @@
+"""The tick's retention purge: finished schedules (with their attempts) and delivered or
+failed webhook deliveries that ended more than `RETENTION_DAYS` ago are deleted, a bounded
+step at a time, after the tick's sends and deliveries and before its record.
+
+Each step is one round trip of a few statements over at most `STEP_ROWS` rows of each
+kind; a tick takes at most `MAX_STEPS`, starts none after `MAX_PURGE_MS` of purging, and
+only while its budget (time, D1 statements, the record's kept aside) allows one more. A
+backlog (the first purge of a long-lived database) is worked off over many ticks;
+afterwards a tick finds what ended a minute's worth ago, usually nothing, for one
+statement-light round trip. The runner's own reads go through the partial indexes of live
+rows, which the purge never touches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduling.events import emit
+from scheduling.ports import Database, LimitReached
+from scheduling.repository import retention
+from scheduling.runner.budget import Budget
+from scheduling.services import Services
+
+DAY_MS = 86_400_000
+# Rows of each kind one step deletes, the steps one tick takes at most, and the time after
+# which it starts no more: up to 5,000 schedules a tick (7 million a day). Rows go in the
+# order of their index, not their keys, so each costs a few random pages of writes: a step
+# of 100 holds D1's one writer for a fraction of a second (bench/retention_bench.py), and
+# the purge leaves most of every minute to the rest.
+STEP_ROWS = 100
+MAX_STEPS = 50
+MAX_PURGE_MS = 5_000
+
+
+class Spending(Protocol):
+    """What the invocation has sent to D1 so far (its store), which the purge adds to."""
+
+    db: Database
+    statements: int
+    round_trips: int
+
+
+@dataclass
+class PurgeReport:
+    steps: int = 0
+    schedules: int = 0
+    attempts: int = 0
+    deliveries: int = 0
+
+
+async def purge(
+    services: Services, store: Spending, budget: Budget, *, now: int, elapsed_ms: Callable[[], int]
+) -> PurgeReport:
+    """Steps while there is more to purge, the budget allows one more and `MAX_STEPS` are
+    not taken; logs one `retention_purged` line when anything went."""
+    cutoff = now - services.config.retention_days * DAY_MS
+    report = PurgeReport()
+    started = elapsed_ms()
+    while (
+        report.steps < MAX_STEPS
+        and elapsed_ms() - started < MAX_PURGE_MS
+        and budget.allows(
+            elapsed_ms=elapsed_ms(),
+            statements=store.statements + retention.STEP_STATEMENTS,
+            sends=0,
+        )
+    ):
+        statements = retention.step(store.db, cutoff, STEP_ROWS)
+        try:
+            results = await store.db.batch(statements)
+        except LimitReached:
+            break  # the invocation may send D1 nothing more; the rest waits for a tick
+        store.statements += len(statements)
+        store.round_trips += 1
+        step = retention.purged(results)
+        report.steps += 1
+        report.schedules += step.schedules
+        report.attempts += step.attempts
+        report.deliveries += step.deliveries
+        if step.schedules < STEP_ROWS and step.deliveries < STEP_ROWS:
+            break  # nothing more past the window
+    if report.schedules or report.deliveries:
+        emit(
+            "retention_purged",
+            retention_days=services.config.retention_days,
+            steps=report.steps,
+            schedules=report.schedules,
+            attempts=report.attempts,
+            deliveries=report.deliveries,
+        )
+    return report

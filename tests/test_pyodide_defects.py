@@ -1,0 +1,206 @@
+"""Issue 26 under Pyodide, through the real Worker entry (items 1, 2 and 3): "Send test event"
+is one at a time and five a minute per endpoint, counted in D1 across isolates; a session of
+an installation Dee Wan answered `plugin_unauthorized` for is refused at once; the tick
+purges what ended past `RETENTION_DAYS`, and creates are limited per person.
+
+Dee Wan is `python -m fake_core`; the endpoint a receiver on loopback (a development origin).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.pyodide_harness.harness import FakeCoreProcess, Harness
+from tests.support.webhooks import LoopbackReceiver, loopback_receiver
+from tests.support.worker_browser import Browser, install, launch, remove_installation
+
+pytestmark = pytest.mark.pyodide
+
+MINUTE = 60_000
+DAY = 86_400_000
+
+
+@pytest.fixture
+def core(harness: Harness) -> Iterator[FakeCoreProcess]:
+    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core_defects.log")
+    process.control("POST", "seed", {"demo": True})
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def slow_receiver() -> Iterator[LoopbackReceiver]:
+    with loopback_receiver(delay_s=1.5) as running:
+        yield running
+
+
+def dev_vars(core: FakeCoreProcess, *origins: str) -> dict[str, str]:
+    return {
+        "ENVIRONMENT": "development",
+        "DEE_WAN_DEV_ORIGINS": ",".join((core.base_url, *origins)),
+    }
+
+
+def test_test_events_are_one_at_a_time_and_five_a_minute_per_endpoint(
+    harness: Harness, core: FakeCoreProcess, slow_receiver: LoopbackReceiver
+) -> None:
+    origin = slow_receiver.url.rsplit("/", 1)[0]
+    with harness.vars(**dev_vars(core, origin)), harness.client() as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            csrf = launch(core, browser, installation_id)
+            added = browser.post_form(
+                f"/installations/{installation_id}/notifications",
+                {"csrf_token": csrf, "opened_for": "manage", "url": slow_receiver.url,
+                 "events": ["schedule.refused"]},
+            )  # fmt: skip
+            assert added.status_code == 303, added.text
+            [row] = harness.sql(
+                "SELECT id FROM notification_endpoints WHERE installation_id = ?", installation_id
+            )
+            path = f"/installations/{installation_id}/notifications/{row['id']}/test"
+            form = {"csrf_token": csrf, "opened_for": "manage"}
+
+            def send() -> httpx.Response:
+                return browser.post_form(path, form)
+
+            with ThreadPoolExecutor(2) as pool:
+                first = pool.submit(send)
+                time.sleep(0.5)  # the first is at the receiver (it answers after 1.5 s)
+                second = pool.submit(send).result()
+                assert first.result().status_code == 303
+            assert second.status_code == 429
+            assert 'data-error-code="too_many_tests"' in second.text
+            assert 0 < int(second.headers["retry-after"]) <= 15
+            assert len(slow_receiver.deliveries) == 1
+            statuses = [send().status_code for _ in range(5)]
+            assert statuses == [303, 303, 303, 303, 429]  # five in the minute, then held
+            assert len(slow_receiver.deliveries) == 5
+        finally:
+            remove_installation(harness, installation_id)
+
+
+def test_a_session_is_refused_once_dee_wan_answered_plugin_unauthorized(
+    harness: Harness, core: FakeCoreProcess
+) -> None:
+    hook = "http://127.0.0.1:9/hooks"
+    with harness.vars(**dev_vars(core, "http://127.0.0.1:9")), harness.client() as client:
+        installation_id = install(core, client)["id"]
+        try:
+            editor = Browser(client, harness.origin)
+            editor_csrf = launch(core, editor, installation_id, content_id="cnt_spring")
+            due = (int(time.time() * 1000) // MINUTE + 2) * MINUTE
+            made = editor.post_form(
+                f"/installations/{installation_id}/schedules",
+                {**editor.shown, "csrf_token": editor_csrf, "transition": "publish:published",
+                 "local_time": datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M"),
+                 "timezone": "UTC", "fold": ""},
+            )  # fmt: skip
+            assert made.status_code == 303, made.text
+            manage = Browser(client, harness.origin)
+            manage_csrf = launch(core, manage, installation_id)
+            core.control("POST", "uninstall", {"installation_id": installation_id})
+            harness.scheduled(due)  # the send is answered 401 plugin_unauthorized
+            [row] = harness.sql(
+                "SELECT status, result_code FROM schedules WHERE installation_id = ?",
+                installation_id,
+            )
+            assert row == {"status": "refused", "result_code": "plugin_unauthorized"}
+            added = manage.post_form(
+                f"/installations/{installation_id}/notifications",
+                {"csrf_token": manage_csrf, "opened_for": "manage", "url": hook,
+                 "events": ["schedule.refused"]},
+            )  # fmt: skip
+            assert added.status_code == 401
+            assert 'data-error-code="plugin_unauthorized"' in added.text
+            assert (
+                harness.sql(
+                    "SELECT id FROM notification_endpoints WHERE installation_id = ?",
+                    installation_id,
+                )
+                == []
+            )
+            assert editor.get(f"/installations/{installation_id}").status_code == 401
+        finally:
+            remove_installation(harness, installation_id)
+
+
+def insert_finished(harness: Harness, installation_id: str, prefix: str, ended_at: int) -> None:
+    harness.execute(
+        (
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time,"
+            " status, result_code, requested_by, requested_by_name, created_at, updated_at)"
+            " VALUES (?, ?, ?, 'publish', 'published', 'v', 1, 1, ?, ?, 'UTC', 'x', 'completed',"
+            " 'transition_applied', 'usr', 'Ada', ?, ?)",
+            [
+                f"sch_{prefix}",
+                installation_id,
+                f"cnt_{prefix}",
+                f"k_{prefix}",
+                ended_at,
+                ended_at,
+                ended_at,
+            ],
+        ),
+        (
+            "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at)"
+            " VALUES (?, 1, ?, ?)",
+            [f"sch_{prefix}", ended_at, ended_at],
+        ),
+    )
+
+
+def test_the_tick_purges_what_ended_past_the_window_and_creates_are_limited(
+    harness: Harness, core: FakeCoreProcess
+) -> None:
+    now = int(time.time() * 1000)
+    with harness.vars(**dev_vars(core), MAX_CREATES_PER_MINUTE=2), harness.client() as client:
+        installation_id = install(core, client)["id"]
+        try:
+            insert_finished(harness, installation_id, f"{installation_id}_old", now - 401 * DAY)
+            insert_finished(harness, installation_id, f"{installation_id}_new", now - 399 * DAY)
+            purged_before = len(harness.events("retention_purged"))
+            harness.scheduled(now)
+            left = harness.sql(
+                "SELECT id FROM schedules WHERE installation_id = ?", installation_id
+            )
+            assert left == [{"id": f"sch_{installation_id}_new"}]
+            attempts = harness.sql(
+                "SELECT schedule_id FROM schedule_attempts WHERE schedule_id LIKE ?",
+                f"sch_{installation_id}%",
+            )
+            assert attempts == [{"schedule_id": f"sch_{installation_id}_new"}]
+            [line] = harness.events("retention_purged")[purged_before:]
+            assert (line["schedules"], line["attempts"]) == (1, 1)
+            # Two creates a minute for this person; the third is 429 with its form kept.
+            editor = Browser(client, harness.origin)
+            csrf = launch(core, editor, installation_id, content_id="cnt_spring")
+            due = (now // MINUTE + 30) * MINUTE
+            local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+            form: dict[str, Any] = {
+                **editor.shown,
+                "csrf_token": csrf,
+                "local_time": local,
+                "transition": "publish:published",
+                "timezone": "UTC",
+            }
+            path = f"/installations/{installation_id}/schedules"
+            statuses = [editor.post_form(path, form).status_code for _ in range(2)]
+            assert statuses == [303, 303]
+            refused = editor.post_form(path, form)
+            assert refused.status_code == 429
+            assert 'data-error-code="too_many_creates"' in refused.text
+            assert f'name="local_time" value="{local}"' in refused.text
+            assert 0 < int(refused.headers["retry-after"]) <= 60
+        finally:
+            remove_installation(harness, installation_id)

@@ -1,0 +1,230 @@
+"""Calls a visitor can make that cost someone else (issue 26, items 1 and 3): "Send test event"
+is one at a time and five a minute per endpoint, in a pool of connections apart from Dee
+Wan's and the runner's; a create (which reads Dee Wan) is at most MAX_CREATES_PER_MINUTE a
+person. Beyond either: 429 with `Retry-After`, nothing sent or read, and the form kept.
+
+Through the public surface: the manage and content pages' forms on the in-process app with
+the fake Dee Wan; the pools with real sockets, a receiver that never answers and a core on
+loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from scheduling.actions.throttled import ENDPOINT_CALLS
+from scheduling.ports import OutboundRequest, OutboundResponse
+from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.http_client import outbound_client
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.activation import install
+from tests.support.app import FakeClock, base_env, make_app
+from tests.support.loopback_core import loopback_core
+from tests.support.webhooks import add_endpoint
+from tests.support.world import MINUTE, Browser, World, insert_due, local
+
+WINDOW_S = 60
+
+
+class Hanging:
+    """An endpoint that does not answer until told to (then 204); records what it was sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[OutboundRequest] = []
+        self.release = asyncio.Event()
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        self.sent.append(request)
+        await self.release.wait()
+        return OutboundResponse(204, {}, b"")
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+async def endpoints(world: World, count: int) -> tuple[str, Browser, list[str]]:
+    installation = await world.install()
+    browser = await world.browser_for(installation, content_id=None)
+    for n in range(count):
+        await add_endpoint(browser, installation.id, f"https://hooks{n}.example/scheduling")
+    rows = world.db.connection.execute(
+        "SELECT id FROM notification_endpoints ORDER BY url"
+    ).fetchall()
+    await browser.get(f"/installations/{installation.id}")
+    return installation.id, browser, [row[0] for row in rows]
+
+
+async def send_test(browser: Browser, installation_id: str, endpoint_id: str) -> Any:
+    return await browser.post(
+        f"/installations/{installation_id}/notifications/{endpoint_id}/test",
+        {"csrf_token": browser.csrf(), "opened_for": "manage"},
+    )
+
+
+def kept_form(page: str) -> dict[str, str]:
+    """The fields of the form a refusal page keeps (`data-resend`)."""
+    form = page.split("data-resend", 1)[1].split("</form>", 1)[0]
+    found = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form)
+    return {name: html.unescape(value) for name, value in found}
+
+
+async def test_one_test_event_at_a_time_per_endpoint(world: World) -> None:
+    hanging = Hanging()
+    world.app.services.visitor_http = hanging
+    installation_id, browser, [first, second] = await endpoints(world, 2)
+    under_way = asyncio.create_task(send_test(browser, installation_id, first))
+    while not hanging.sent:  # noqa: ASYNC110 - waiting for the call to leave
+        await asyncio.sleep(0)
+    # Answered at once (without the limit it would wait on the endpoint with the first).
+    refused = await asyncio.wait_for(send_test(browser, installation_id, first), 5)
+    assert refused.status == 429
+    page = refused.body.decode()
+    assert 'data-error-code="too_many_tests"' in page
+    hold_s = ENDPOINT_CALLS.hold_ms // 1000
+    assert refused.header("retry-after") == str(hold_s)
+    assert f"Wait {hold_s} seconds" in page
+    assert kept_form(page) == {"csrf_token": browser.csrf(), "opened_for": "manage"}
+    assert len(hanging.sent) == 1  # the second was not sent
+    other = asyncio.create_task(send_test(browser, installation_id, second))  # another endpoint
+    while len(hanging.sent) < 2:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    hanging.release.set()
+    assert (await under_way).status == (await other).status == 303
+    assert (await send_test(browser, installation_id, first)).status == 303  # ended: free again
+
+
+async def test_five_test_events_a_minute_per_endpoint_then_429_until_the_minute_passes(
+    world: World, clock: FakeClock
+) -> None:
+    hanging = Hanging()
+    hanging.release.set()
+    world.app.services.visitor_http = hanging
+    installation_id, browser, [endpoint_id] = await endpoints(world, 1)
+    for _ in range(ENDPOINT_CALLS.per_minute):
+        assert (await send_test(browser, installation_id, endpoint_id)).status == 303
+        clock.advance(1_000)
+    refused = await send_test(browser, installation_id, endpoint_id)
+    assert refused.status == 429
+    # The first of the five leaves the minute 60 s after it was sent, 5 s ago.
+    assert refused.header("retry-after") == str(WINDOW_S - ENDPOINT_CALLS.per_minute)
+    assert len(hanging.sent) == ENDPOINT_CALLS.per_minute
+    clock.advance((WINDOW_S - ENDPOINT_CALLS.per_minute) * 1000)
+    assert (await send_test(browser, installation_id, endpoint_id)).status == 303
+    assert len(hanging.sent) == ENDPOINT_CALLS.per_minute + 1
+
+
+async def test_a_test_event_goes_out_through_the_visitors_pool(world: World) -> None:
+    hanging = Hanging()
+    hanging.release.set()
+    world.app.services.visitor_http = hanging
+    installation_id, browser, [endpoint_id] = await endpoints(world, 1)
+    dee_wan_calls = len(world.core.calls.calls)
+    assert (await send_test(browser, installation_id, endpoint_id)).status == 303
+    assert [request.url for request in hanging.sent] == ["https://hooks0.example/scheduling"]
+    assert len(world.core.calls.calls) == dee_wan_calls  # nothing through Dee Wan's port
+
+
+@pytest.fixture
+def silent_receiver() -> Iterator[int]:
+    """A port that takes connections and never answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(256)
+        yield int(sock.getsockname()[1])
+
+
+async def test_calls_visitors_hold_do_not_keep_a_due_send_waiting(
+    db: SqliteDatabase, silent_receiver: int
+) -> None:
+    """With every connection of the visitors' pool held by a receiver that never answers,
+    a due send to Dee Wan leaves at once: its pool is another."""
+    main = outbound_client(max_connections=2, public_only=False)
+    visitors = outbound_client(max_connections=2, public_only=False)
+    with loopback_core(0.05) as core:
+        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
+        app = make_app(db, SystemClock(), http=main, env=env)
+        app.services.visitor_http = visitors
+        await install(app, "ins_due", base_url=core.base_url)
+        now = SystemClock().now_ms()
+        await insert_due(db, "ins_due", "cnt_due", now - 1_000)
+        hook = OutboundRequest("POST", f"http://127.0.0.1:{silent_receiver}/hook", {}, b"{}", 10)
+        held = [asyncio.create_task(app.services.http_for_visitors.send(hook)) for _ in range(8)]
+        await asyncio.sleep(0.3)  # the pool's two connections are taken, six calls wait
+        started = time.monotonic()
+        report = await app.tick(now)
+        took = time.monotonic() - started
+        for call in held:
+            call.cancel()
+        await asyncio.gather(*held, return_exceptions=True)
+    await main.aclose()
+    await visitors.aclose()
+    assert (report["sends"], report["completed"]) == (1, 1)
+    assert took < 3, f"the due send waited {took:.1f} s"
+
+
+# -- creates: at most MAX_CREATES_PER_MINUTE a person ---------------------------------------
+
+
+def create_form(browser: Browser, due_ms: int) -> dict[str, str]:
+    return {
+        "csrf_token": browser.csrf(),
+        **browser.shown(),
+        "transition": "publish:published",
+        "local_time": local(due_ms),
+        "timezone": "UTC",
+        "fold": "",
+    }
+
+
+async def test_past_the_creates_of_a_minute_a_create_is_429_with_the_form_kept_and_no_read(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(db, clock, env=base_env(MAX_CREATES_PER_MINUTE="4"))
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    path = f"/installations/{installation.id}/schedules"
+    due = (clock.now_ms() // MINUTE + 10) * MINUTE
+    for n in range(4):
+        made = await browser.post(path, create_form(browser, due + n * MINUTE))
+        assert made.status == 303, made.body[:300]
+        await browser.follow(made)
+    reads = len(world.core.calls.of("content"))
+    form = create_form(browser, due + 9 * MINUTE)
+    refused = await browser.post(path, form)
+    assert refused.status == 429
+    assert refused.header("retry-after") == str(WINDOW_S)
+    page = refused.body.decode()
+    assert 'data-error-code="too_many_creates"' in page
+    assert kept_form(page) == {**form, "opened_for": "cnt_en"}  # every field, as entered
+    assert len(world.core.calls.of("content")) == reads  # Dee Wan was not read
+    stored = db.connection.execute("SELECT count(*) FROM schedules").fetchone()[0]
+    assert stored == 4
+    # Another person of the installation is not held back.
+    world.core.state.add_person("usr_second", "Grace Hopper", {"publish", "unpublish"})
+    other = await world.open_page(installation, person="usr_second")
+    assert (await other.post(path, create_form(other, due + 20 * MINUTE))).status == 303
+    # After the minute, the kept form is sent again as it was, and taken.
+    clock.advance(WINDOW_S * 1000)
+    again = await browser.post(path, kept_form(page))
+    assert again.status == 303, again.body[:300]
+
+
+async def test_creates_default_to_30_a_minute(db: SqliteDatabase, clock: FakeClock) -> None:
+    world = World(db, clock)
+    assert world.app.services.config.max_creates_per_minute == 30
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    path = f"/installations/{installation.id}/schedules"
+    due = (clock.now_ms() // MINUTE + 10) * MINUTE
+    statuses = [(await browser.post(path, create_form(browser, due))).status for _ in range(31)]
+    assert statuses == [303] * 30 + [429]
