@@ -226,10 +226,14 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
     world.clock.now = due + 15 * MINUTE + 1
     item = schedules_on((await browser.get(f"/installations/{installation.id}")).body.decode())[0]
     assert item["status"] == "retrying"
+    # It says the next run ends it, not "Will try again" beside "No more tries".
     assert (
-        "No more tries: the next run comes after Wed 1 Jul 2026, 12:20 CEST"
-        " (Europe/Paris; 10:20 UTC)" in browser.page()
+        "No more tries: nothing is sent after Wed 1 Jul 2026, 12:20 CEST (Europe/Paris;"
+        " 10:20 UTC), so the next run, at Wed 1 Jul 2026, 12:21 CEST (Europe/Paris; 10:21 UTC),"
+        " ends it not done." in browser.page()
     )
+    assert ">Ends not done at the next run</span>" in browser.page()
+    assert "Will try again" not in browser.page()
     assert "next try" not in browser.page()
 
 

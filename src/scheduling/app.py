@@ -54,11 +54,31 @@ ROUTES = [
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
         schedules.cancel_schedule,
     ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/retry",
+        schedules.retry_schedule,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/dismiss",
+        schedules.dismiss_schedule,
+    ),
     Route("POST", "/installations/{installation_id}/notifications", notifications.add_endpoint),
+    Route(
+        "GET",
+        "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
+        notifications.confirm_rotate,
+    ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
         notifications.rotate_secret,
+    ),
+    Route(
+        "GET",
+        "/installations/{installation_id}/notifications/{endpoint_id}/delete",
+        notifications.confirm_delete,
     ),
     Route(
         "POST",

@@ -156,6 +156,23 @@ def _skipped(local: str, zone: str, earlier: datetime, later: datetime) -> TimeR
     )
 
 
+def next_minute_wall(now_ms: int, zone: str) -> tuple[str, Fold | None]:
+    """The next whole minute after `now_ms` as the clock in `zone` shows it (YYYY-MM-DDTHH:MM),
+    and which occurrence it is when that wall time happens twice: what a Try again asks for,
+    so that it resolves to exactly that instant. An unknown zone reads in UTC."""
+    minute = (now_ms // 60_000 + 1) * 60_000
+    try:
+        tz = get_zone(canonical_zone(zone) or "")
+    except UnknownTimezone:
+        tz = get_zone("UTC")
+    local = datetime.fromtimestamp(minute / 1000, UTC).astimezone(tz)
+    wall = f"{local:%Y-%m-%dT%H:%M}"
+    fold: Fold | None = None
+    if occurrences(wall, str(tz)) is not None:
+        fold = "later" if local.fold else "earlier"
+    return wall, fold
+
+
 def first_minute_after_gap(earlier: datetime, later: datetime) -> datetime:
     """The first wall minute that exists after the gap holding `earlier`/`later` (the two
     readings of one skipped wall time, fold 0 and 1): the zone's clock at the jump."""

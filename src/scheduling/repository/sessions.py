@@ -30,6 +30,7 @@ class Session:
     offered: frozenset[Change] | None  # None until a content page was shown
     # An endpoint whose new signing secret this session's next manage page shows, once.
     reveal_endpoint_id: str | None = None
+    notice: str | None = None  # what its next manage page says, once
 
     @property
     def opened_for(self) -> str:
@@ -56,7 +57,7 @@ _FIELDS = (
     "delegation_sealed",
     "expires_at",
 )
-_COLUMNS = ", ".join((*_FIELDS, "offered_transitions", "reveal_endpoint_id"))
+_COLUMNS = ", ".join((*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice"))
 
 
 def _session(row: Row) -> Session:
@@ -65,6 +66,7 @@ def _session(row: Row) -> Session:
         **{name: row[name] for name in _FIELDS},
         offered=None if offered is None else _changes(offered),
         reveal_endpoint_id=row["reveal_endpoint_id"],
+        notice=row["notice"],
     )
 
 
@@ -166,3 +168,21 @@ async def take_reveal(db: Database, session: Session) -> str | None:
         .run()
     )
     return session.reveal_endpoint_id if taken.meta.changes == 1 else None
+
+
+async def say_next(db: Database, id_hash: str, notice: str) -> None:
+    """The session's next manage page says `notice` (once): what an action did to something
+    that is gone since (a deleted endpoint)."""
+    await db.prepare("UPDATE sessions SET notice = ? WHERE id_hash = ?").bind(notice, id_hash).run()
+
+
+async def take_notice(db: Database, session: Session) -> str | None:
+    """The notice to show now, taken so no later page shows it again."""
+    if session.notice is None:
+        return None
+    taken = (
+        await db.prepare("UPDATE sessions SET notice = NULL WHERE id_hash = ? AND notice = ?")
+        .bind(session.id_hash, session.notice)
+        .run()
+    )
+    return session.notice if taken.meta.changes == 1 else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduling.actions.content_page import show_content
 from scheduling.actions.launch import launch
 from scheduling.actions.manage_page import show_manage
+from scheduling.domain.secret_shapes import is_id
 from scheduling.http.guards import require_session, session_cookie
 from scheduling.http.listing_query import page_number, view_query
 from scheduling.http.pages.content_page import content_page
@@ -30,12 +31,15 @@ async def installation_page(request: Request, services: Services) -> Response:
         group = None if show == "all" else show
         # A secret waiting to be shown is shown by a GET only (a HEAD must not use it up).
         reveal = request.method == "GET"
+        only = query.get("schedule")
         view = await show_manage(
             services,
             session,
             group=group,
             page_number=number,
             cancelled=cancelled,
+            dismissed=query.get("dismissed"),
+            only=only if only is not None and is_id(only) else None,
             reveal=reveal,
         )
         return page(manage_page(view, lateness, query))

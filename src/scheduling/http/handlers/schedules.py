@@ -1,13 +1,15 @@
-"""Create and cancel schedules from the management pages (session + CSRF), and the page that
-asks before a cancel."""
+"""Create, try again, cancel and dismiss schedules from the management pages (session + CSRF),
+and the page that asks before a cancel."""
 
 from __future__ import annotations
 
 from scheduling.actions.cancel import cancel_schedule as cancel
 from scheduling.actions.cancel import preview_cancel
 from scheduling.actions.content_page import content_view
-from scheduling.actions.create import FormRefusal, ScheduleRequest
+from scheduling.actions.create import Created, FormRefusal, ScheduleRequest
 from scheduling.actions.create import create_schedule as create
+from scheduling.actions.create import retry_schedule as retry
+from scheduling.actions.dismiss import dismiss_schedule as dismiss
 from scheduling.http.guards import require_form_post, require_session
 from scheduling.http.listing_query import back_query, view_query
 from scheduling.http.pages.cancel_page import cancel_page as confirmation
@@ -33,14 +35,44 @@ async def create_schedule(request: Request, services: Services) -> Response:
     try:
         created = await create(services, session, asked)
     except FormRefusal as refused:
-        # The same page again, with what was entered and what was wrong with it.
-        view = await content_view(services, refused.access, refused.read)
-        lateness = services.config.max_lateness_ms
-        return page(content_page(view, lateness, refusal=refused), refused.status)
+        return await _refused(services, refused)
+    return _receipt(created)
+
+
+async def retry_schedule(request: Request, services: Services) -> Response:
+    """A refused schedule's Try again: a new schedule of its change, at the next minute."""
+    session = await require_form_post(request, services)
+    fields = request.form()
+    shown = (fields.get("version_id", ""), fields.get("published_version_id", ""))
+    try:
+        created = await retry(services, session, request.path_params["schedule_id"], *shown)
+    except FormRefusal as refused:
+        return await _refused(services, refused)
+    return _receipt(created)
+
+
+async def _refused(services: Services, refused: FormRefusal) -> Response:
+    """The same page again, with what was entered and what was wrong with it."""
+    view = await content_view(services, refused.access, refused.read)
+    lateness = services.config.max_lateness_ms
+    return page(content_page(view, lateness, refusal=refused), refused.status)
+
+
+def _receipt(created: Created) -> Response:
     # A fold for a time that happens once is not needed: the receipt says it was ignored.
     ignored = f"&fold_ignored={created.fold_ignored}" if created.fold_ignored else ""
     receipt = f"?created={created.schedule_id}{ignored}"
     return redirect(f"/installations/{created.installation_id}{receipt}")
+
+
+async def dismiss_schedule(request: Request, services: Services) -> Response:
+    """A refused schedule leaves Needs attention; back to the view it was dismissed from."""
+    session = await require_form_post(request, services)
+    schedule_id = request.path_params["schedule_id"]
+    # Everything the answer needs is built before the write: nothing may fail after it.
+    back = back_query(request.form())
+    await dismiss(services.db, services.clock.now_ms(), session, schedule_id)
+    return redirect(f"/installations/{session.installation_id}?dismissed={schedule_id}{back}")
 
 
 async def cancel_schedule(request: Request, services: Services) -> Response:

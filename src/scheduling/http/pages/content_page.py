@@ -11,11 +11,12 @@ from scheduling.actions.content_page import ContentView
 from scheduling.actions.create import FormRefusal, FormValues
 from scheduling.domain.content import Content, ContentRead
 from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
+from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import WAITING, Status
+from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import instant_text, wall_text, years_ahead, years_text
 from scheduling.domain.timezones import canonical_zone, zone_names
-from scheduling.domain.wording import KIND
+from scheduling.domain.wording import change_text
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.view_models import (
     CardPage,
@@ -25,6 +26,7 @@ from scheduling.http.pages.view_models import (
     card_page,
     cards,
     pager,
+    replaces_text,
     schedule_card,
 )
 
@@ -44,6 +46,7 @@ class FormError:
     text: str
     field: str
     retries: tuple[Retry, ...]  # one-click ways out: the same form with one field changed
+    retry_of: str | None = None  # refused on a Try again of this schedule: offer it again
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class ContentPage:
     csrf_token: str
     opened_for: str
     content: Content
+    pins: ShownVersions  # what the page shows, which its forms carry
     primary_title: str | None
     site_timezone: str
     zones: tuple[str, ...]
@@ -121,7 +125,8 @@ def content_page(
     """`refusal`: the form comes back with what was entered and what was wrong with it."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
-    shown = cards(view.schedules, moment)
+    shown = cards(view.schedules, moment, live=view.live)
+    pins = ShownVersions(read.content.current_version_id, read.content.published_version_id)
     in_view = view.page.in_view if view.page_number == 1 else 0
     current, folded = shown[:in_view], shown[in_view:]
     notice = _receipt(view, moment)
@@ -130,7 +135,7 @@ def content_page(
     zone = view.made.timezone if view.made is not None else read.site.timezone
     form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
     error = (
-        FormError(refusal.code, refusal.message, refusal.field, refusal.retries)
+        FormError(refusal.code, refusal.message, refusal.field, refusal.retries, refusal.retry_of)
         if refusal
         else None
     )
@@ -146,6 +151,7 @@ def content_page(
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
         content=read.content,
+        pins=pins,
         primary_title=view.primary_title,
         site_timezone=read.site.timezone,
         zones=tuple(sorted(zone_names())),
@@ -175,7 +181,7 @@ def content_page(
             replaced=view.page.counts.get(Status.SUPERSEDED, 0),
             open=view.page_number > 1,
         ),
-        card_page=card_page(session, content=read.content, back=_back(view.page_number)),
+        card_page=card_page(session, pins=pins, back=_back(view.page_number)),
         pager=_pager(view),
     )
 
@@ -199,7 +205,7 @@ def _cancelled(schedule: Schedule | None) -> str | None:
     """The message after a cancel names what was cancelled."""
     if schedule is None:
         return None
-    change = f"{KIND.get(schedule.kind, schedule.kind).lower()} version {schedule.version_id}"
+    change = change_text(schedule.kind, schedule.version_id)
     when = instant_text(schedule.due_at, schedule.timezone)
     return f"Cancelled: the schedule to {change} at {when}. Nothing was sent to Dee Wan."
 
@@ -225,25 +231,11 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
                 f"{t.kind}:{t.to}",
                 label,
                 disabled,
-                replaces=_replaces(existing) if existing else None,
+                replaces=replaces_text(existing) if existing else None,
                 replaces_id=existing.id if existing else None,
             )
         )
     return tuple(choices)
-
-
-def _replaces(live: Schedule) -> str:
-    """What a new schedule of this kind does to the live one, before the form is sent."""
-    when = instant_text(live.due_at, live.timezone)
-    if live.status in WAITING:
-        return (
-            f"A new schedule replaces the waiting one of version {live.version_id}"
-            f" for {when}: that one will not be sent."
-        )
-    return (
-        f"The schedule for {when} is being sent to Dee Wan right now; "
-        "a new one can be made once it is done."
-    )
 
 
 def _entered(form: FormValues, refused: bool) -> str | None:

@@ -15,7 +15,7 @@ CONTENT = """{% extends "base.html" %}
 {% macro retry_form(r) %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="retry">
   {{ session_fields(csrf_token, opened_for) }}
-  {{ pin_fields(content) }}
+  {{ pin_fields(pins) }}
   <input type="hidden" name="transition" value="{{ form.transition }}">
   <input type="hidden" name="local_time" value="{{ r.value if r.field == 'local_time' else form.local_time }}">
   <input type="hidden" name="timezone" value="{{ r.value if r.field == 'timezone' else form.timezone }}">
@@ -54,13 +54,20 @@ CONTENT = """{% extends "base.html" %}
   <p><strong>Not scheduled.</strong> {{ error.text }}</p>
   {% if chosen_now %}<p data-now-chosen>Now in {{ form.timezone }}: {{ chosen_now }}.</p>{% endif %}
   {% if error.retries %}<div class="retries">{% for r in error.retries %}{{ retry_form(r) }}{% endfor %}</div>{% endif %}
+  {% if error.retry_of and error.code == "content_changed" %}<div class="retries">
+    <form method="post" action="/installations/{{ installation_id }}/schedules/{{ error.retry_of }}/retry" class="retry">
+      {{ session_fields(csrf_token, opened_for) }}
+      {{ pin_fields(pins) }}
+      <button type="submit" data-retry-of="{{ error.retry_of }}">Try again with what Dee Wan reports now</button>
+    </form>
+  </div>{% endif %}
   <p class="support">For support: code {{ error.code }}.</p>
 </div>
 {% endif %}
 {% if choices %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="schedule-form" novalidate>
   {{ session_fields(csrf_token, opened_for) }}
-  {{ pin_fields(content) }}
+  {{ pin_fields(pins) }}
   <fieldset{% if error and error.field == "transition" %} aria-describedby="form-error"{% endif %}>
     <legend>Change</legend>
     {% for c in choices %}

@@ -16,7 +16,11 @@ from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
-from scheduling.http.pages.notifications_template import NOTIFICATIONS
+from scheduling.http.pages.notifications_template import (
+    DELIVERIES,
+    ENDPOINT_CONFIRM,
+    NOTIFICATIONS,
+)
 from scheduling.http.pages.operator_template import OPERATOR
 
 BASE = """<!doctype html>
@@ -60,6 +64,8 @@ _SOURCES = {
     "content.html": CONTENT,
     "manage.html": MANAGE,
     "notifications.html": NOTIFICATIONS,
+    "deliveries.html": DELIVERIES,
+    "endpoint_confirm.html": ENDPOINT_CONFIRM,
     "cancel.html": CANCEL,
     "home.html": HOME,
     "operator.html": OPERATOR,
