@@ -104,6 +104,10 @@ def resolve_local_time(
                 "ambiguous_local_time",
                 f"{shown} happens twice in {name}: {first}, or {second}. "
                 "Choose the earlier or the later one.",
+                (
+                    Retry("fold", "earlier", f"{_short(earlier)} (the earlier one)"),
+                    Retry("fold", "later", f"{_short(later)} (the later one)"),
+                ),
             )
         chosen = earlier if fold == "earlier" else later
         kept_fold = "earlier" if fold == "earlier" else "later"

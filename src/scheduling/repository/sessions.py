@@ -127,6 +127,17 @@ async def find_live(db: Database, id_hash: str, now: int) -> Session | None:
     return _session(row) if row else None
 
 
+async def installation_of(db: Database, id_hash: str) -> str | None:
+    """The installation a session was opened for, whether or not it has ended (until it is
+    deleted): an error page links back to that installation's Dee Wan."""
+    row = (
+        await db.prepare("SELECT installation_id FROM sessions WHERE id_hash = ?")
+        .bind(id_hash)
+        .first()
+    )
+    return str(row["installation_id"]) if row else None
+
+
 async def remember_read(
     db: Database, session: Session, primary_id: str, offered: Iterable[Change]
 ) -> None:

@@ -4,17 +4,25 @@ the latest few ended ones in view, the rest folded into a history, paged."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from scheduling.actions.content_page import ContentView
 from scheduling.actions.create import FormRefusal, FormValues
+from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.content import Content, ContentRead
 from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
+from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
-from scheduling.domain.time_words import instant_text, wall_text, years_ahead, years_text
+from scheduling.domain.time_words import (
+    duration_words,
+    instant_text,
+    wall_text,
+    years_ahead,
+    years_text,
+)
 from scheduling.domain.timezones import canonical_zone, zone_names
 from scheduling.domain.wording import change_text
 from scheduling.http.pages import time_labels
@@ -22,6 +30,7 @@ from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
     Pager,
+    RetryOffer,
     ScheduleCard,
     card_page,
     cards,
@@ -81,6 +90,26 @@ class History:
 
 
 @dataclass(frozen=True)
+class KeptForm:
+    """What a create or a Try again posted, kept when Dee Wan could not be read to judge it:
+    the page comes back with it, to be sent again once Dee Wan answers."""
+
+    form: FormValues | None  # a create's fields, as entered
+    pins: ShownVersions | None  # the versions the posted page showed
+    retry_of: str | None = None  # a Try again of this schedule
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Why the page shows the schedules without the content: Dee Wan could not be read."""
+
+    code: str
+    text: str
+    retry_href: str  # the page again
+    dee_wan_href: str  # the installation's Dee Wan
+
+
+@dataclass(frozen=True)
 class ContentPage:
     template: ClassVar[str] = "content.html"
 
@@ -89,10 +118,11 @@ class ContentPage:
     installation_id: str
     csrf_token: str
     opened_for: str
-    content: Content
-    pins: ShownVersions  # what the page shows, which its forms carry
+    content: Content | None  # None: Dee Wan could not be read (`unread`)
+    content_id: str
+    pins: ShownVersions | None  # what the page shows, which its forms carry
     primary_title: str | None
-    site_timezone: str
+    site_timezone: str | None
     zones: tuple[str, ...]
     choices: tuple[Choice, ...]
     form: FormValues
@@ -102,12 +132,12 @@ class ContentPage:
     fold_ignored: str | None
     now_zone: str
     now_label: str | None
-    chosen_now: str | None
     fold_choices: tuple[str, ...] | None
     focus_fold: bool
     flash: str | None
     cancelled_id: str | None
     page_note: str | None
+    unread: Unread | None
     stale: tuple[ScheduleCard, ...]
     current: tuple[ScheduleCard, ...]
     history: History
@@ -121,49 +151,65 @@ def content_page(
     *,
     refusal: FormRefusal | None = None,
     fold_ignored: str | None = None,
+    kept: KeptForm | None = None,
 ) -> ContentPage:
-    """`refusal`: the form comes back with what was entered and what was wrong with it."""
+    """`refusal`: the form comes back with what was entered and what was wrong with it.
+    Without Dee Wan's read (`view.unread`), `kept` is what a refused create or Try again
+    posted: it comes back with Dee Wan's state said above it."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
     shown = cards(view.schedules, moment, live=view.live)
-    pins = ShownVersions(read.content.current_version_id, read.content.published_version_id)
+    if read is not None:
+        pins: ShownVersions | None = ShownVersions(
+            read.content.current_version_id, read.content.published_version_id
+        )
+        choices = _choices(read, view.live)
+        # After a create, offer the zone just used rather than the site's again.
+        zone = view.made.timezone if view.made is not None else read.site.timezone
+        form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
+        error = (
+            FormError(
+                refusal.code, refusal.message, refusal.field, refusal.retries, refusal.retry_of
+            )
+            if refusal
+            else None
+        )
+    else:
+        pins, choices, form, error = _unread_form(view, kept)
+        shown = _offer_again(shown, kept)
     in_view = view.page.in_view if view.page_number == 1 else 0
     current, folded = shown[:in_view], shown[in_view:]
     notice = _receipt(view, moment)
-    choices = _choices(read, view.live)
-    # After a create, offer the zone just used rather than the site's again.
-    zone = view.made.timezone if view.made is not None else read.site.timezone
-    form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
-    error = (
-        FormError(refusal.code, refusal.message, refusal.field, refusal.retries, refusal.retry_of)
-        if refusal
-        else None
-    )
+    # A zone typed in any case is written back the canonical way.
     form_zone = canonical_zone(form.timezone)
-    now_zone = form_zone or read.site.timezone
+    if form_zone is not None:
+        form = replace(form, timezone=form_zone)
+    site_zone = read.site.timezone if read is not None else None
+    now_zone = form_zone or site_zone or "UTC"
     both = occurrences(form.local_time, form.timezone)
     fold_choices = tuple(occurrence_labels(*both)) if both else None
     history_count = view.page.total - view.page.in_view
+    content_id = read.content.id if read is not None else session.content_id or ""
     return ContentPage(
-        title=f"Schedule {read.content.title}",
+        title=f"Schedule {read.content.title}" if read else f"Schedules of content {content_id}",
         person_name=session.person_name,
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
-        content=read.content,
+        content=read.content if read is not None else None,
+        content_id=content_id,
         pins=pins,
         primary_title=view.primary_title,
-        site_timezone=read.site.timezone,
+        site_timezone=site_zone,
         zones=tuple(sorted(zone_names())),
         choices=choices,
         form=form,
-        time_entered=_entered(form, refusal is not None),
+        time_entered=_entered(form, error is not None),
         error=error,
         notice=notice,
         fold_ignored=fold_ignored if notice and fold_ignored in FOLDS else None,
         now_zone=now_zone,
         now_label=time_labels.now_in(now_zone, view.now_ms),
-        chosen_now=time_labels.now_in(form.timezone, view.now_ms) if error else None,
         fold_choices=fold_choices,
         focus_fold=bool(error and error.code == "ambiguous_local_time" and fold_choices),
         flash=_cancelled(view.cancelled),
@@ -173,6 +219,7 @@ def content_page(
             if view.asked_page != view.page_number
             else None
         ),
+        unread=_unread(view),
         stale=tuple(card for card in shown if card.stale),
         current=current,
         history=History(
@@ -183,6 +230,82 @@ def content_page(
         ),
         card_page=card_page(session, pins=pins, back=_back(view.page_number)),
         pager=_pager(view),
+    )
+
+
+_UNREAD_NOTES = {
+    UNAVAILABLE: "Dee Wan is not answering right now",
+    UNTRUSTED: (
+        "Dee Wan answered about this content in a way its plugin protocol does not allow"
+        " (a garbled or unexpected answer)"
+    ),
+}
+
+
+def _unread(view: ContentView) -> Unread | None:
+    if view.unread is None:
+        return None
+    why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
+    text = (
+        f"{why}, so this page shows the schedules as Scheduling keeps them, without the"
+        " content's details, and nothing new can be scheduled until Dee Wan answers. Waiting"
+        " schedules are still sent at their time and can still be cancelled."
+    )
+    if view.unread.code == UNTRUSTED:
+        text += " If it keeps happening, tell the plugin's operator."
+    base = f"/installations/{view.access.installation.id}"
+    page = f"{base}?page={view.page_number}" if view.page_number > 1 else base
+    return Unread(view.unread.code, text, page, view.access.installation.base_url)
+
+
+def _unread_form(
+    view: ContentView, kept: KeptForm | None
+) -> tuple[ShownVersions | None, tuple[Choice, ...], FormValues, FormError | None]:
+    """Without a read, the only form is the one that was posted: its change as it was
+    offered, the rest as entered, and above it why nothing was scheduled."""
+    empty = FormValues("", "", "", "")
+    if kept is None or view.unread is None:
+        return None, (), empty, None
+    why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
+    then = (
+        "press Try again on it in a minute"
+        if kept.retry_of
+        else "the form keeps what you entered: press Schedule again in a minute"
+    )
+    error = FormError(
+        view.unread.code,
+        f"{why}, so this could not be checked and nothing was scheduled; {then}.",
+        "transition",
+        (),
+    )
+    form = kept.form or empty
+    choice = _posted_choice(form.transition, kept.pins)
+    return kept.pins, (choice,) if choice else (), form, error
+
+
+def _posted_choice(transition: str, pins: ShownVersions | None) -> Choice | None:
+    kind, _, _ = transition.partition(":")
+    if pins is None or kind not in ("publish", "unpublish"):
+        return None
+    version = pins.pin(kind)
+    if version is None:
+        return None
+    label = (
+        f"Publish version {version}"
+        if kind == "publish"
+        else f"Unpublish published version {version}"
+    )
+    return Choice(transition, label, False)
+
+
+def _offer_again(
+    shown: tuple[ScheduleCard, ...], kept: KeptForm | None
+) -> tuple[ScheduleCard, ...]:
+    """A Try again refused because Dee Wan could not be read: its button comes back."""
+    if kept is None or kept.retry_of is None or kept.pins is None:
+        return shown
+    return tuple(
+        replace(c, retry=RetryOffer(None, None)) if c.id == kept.retry_of else c for c in shown
     )
 
 
@@ -245,11 +368,15 @@ def _entered(form: FormValues, refused: bool) -> str | None:
     said = wall_text(form.local_time)
     if said == form.local_time:
         return None  # not a value the picker sends: nothing to restate
-    return f"You entered {said}." if refused else f"Suggested: {said} (the next whole hour)."
+    if refused:
+        return f"You entered {said}."
+    lead = duration_words(time_labels.SUGGESTION_LEAD_MS)
+    return f"Suggested: {said}, the first whole hour at least {lead} from now."
 
 
 def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> FormValues:
-    """A fresh form: the first change offered, the next whole hour in `zone`."""
+    """A fresh form: the first change offered, the first whole hour in `zone` at least
+    `SUGGESTION_LEAD_MS` ahead."""
     return FormValues(
         transition=next((c.value for c in choices if not c.disabled), ""),
         local_time=time_labels.suggested_local_time(zone, now_ms),

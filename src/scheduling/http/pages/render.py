@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, Protocol
 
 from scheduling.domain.refusals import Refusal
+from scheduling.http.next_steps import NextSteps
 from scheduling.http.pages.templates import render
 from scheduling.http.responses import Response, html_response
 
@@ -32,6 +33,7 @@ class ErrorPage:
     code: str
     message: str
     relaunch: bool
+    steps: NextSteps
     person_name: str | None = None
 
 
@@ -46,12 +48,14 @@ _TITLES = {
 }
 
 
-def refusal_page(refusal: Refusal) -> Response:
-    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code."""
+def refusal_page(refusal: Refusal, steps: NextSteps) -> Response:
+    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code,
+    and `steps` where the person can go from it."""
     if refusal.title:
         title = refusal.title
     elif refusal.code == "csrf_failed":
         title = "Please reload the page"
     else:
         title = _TITLES.get(refusal.status, "Something went wrong")
-    return page(ErrorPage(title, refusal.code, refusal.message, refusal.relaunch), refusal.status)
+    model = ErrorPage(title, refusal.code, refusal.message, refusal.relaunch, steps)
+    return page(model, refusal.status)

@@ -52,6 +52,15 @@ ERROR = """{% extends "base.html" %}
   <p class="support">For support: code {{ code }}.</p>
 </div>
 {% if relaunch %}<p>Open Scheduling again from Dee Wan: use <strong>Schedule</strong> on a content item, or <strong>Scheduling</strong> in the plugin menu.</p>{% endif %}
+{% if steps.retry_href or steps.back_href or steps.dee_wan_href %}
+<nav class="next-steps" aria-label="What you can do now">
+  <p class="inline">
+  {% if steps.retry_href %}<a class="button secondary" href="{{ steps.retry_href }}" data-next="retry">Try again</a>{% endif %}
+  {% if steps.back_href %}<a class="button secondary" href="{{ steps.back_href }}" data-next="back">Back to the schedules</a>{% endif %}
+  {% if steps.dee_wan_href %}<a href="{{ steps.dee_wan_href }}" data-next="dee-wan">Back to Dee Wan</a>{% endif %}
+  </p>
+</nav>
+{% endif %}
 {% endblock %}
 """
 
