@@ -476,3 +476,102 @@ async def _endpoints(world: World) -> int:
     found = await world.db.prepare("SELECT count(*) AS n FROM notification_endpoints").first()
     assert found is not None
     return int(found["n"])
+
+
+# -- 4: no dead ends ---------------------------------------------------------------------------
+
+
+def next_steps(page: str) -> dict[str, str]:
+    """The error page's ways on: `retry`, `back`, `dee-wan` → where each leads."""
+    return {
+        name: html.unescape(href)
+        for href, name in re.findall(r'<a [^>]*href="([^"]+)" data-next="([^"]+)"', page)
+    }
+
+
+async def test_every_error_page_has_a_next_step(world: World) -> None:
+    installation = await world.install()
+    editor = await world.open_page(installation)
+    base = f"/installations/{installation.id}"
+
+    # A page refused: the same page again, and the installation's Dee Wan.
+    missing = await editor.get(f"{base}/schedules/sch_gone/cancel?page=2")
+    assert missing.status == 404
+    assert next_steps(missing.body.decode()) == {
+        "retry": f"{base}/schedules/sch_gone/cancel?page=2",
+        "dee-wan": world.core.base_url,
+    }
+
+    # A form refused: back to the page it came from (posting again is not offered).
+    made = await schedule(world, installation)
+    await tick_at(world, made["due_at"])
+    late = await editor.post(f"{base}/schedules/{made['id']}/cancel", {"csrf_token": editor.csrf()})
+    assert late.status == 409
+    assert next_steps(late.body.decode()) == {"back": base, "dee-wan": world.core.base_url}
+
+    # A session that has ended still says where its Dee Wan is; a reload would not help.
+    world.clock.advance(24 * 60 * MINUTE)
+    ended = await editor.get(base)
+    assert ended.status == 401
+    assert next_steps(ended.body.decode()) == {"dee-wan": world.core.base_url}
+    assert "Open Scheduling again from Dee Wan" in words(ended.body.decode())
+
+
+async def test_an_error_page_names_no_dee_wan_to_a_stranger(world: World) -> None:
+    installation = await world.install()
+    other = await world.install()
+    stranger = Browser(world.app)
+    refused = await stranger.get(f"/installations/{installation.id}")
+    assert refused.status == 401
+    assert next_steps(refused.body.decode()) == {}
+    assert world.core.base_url not in refused.body.decode()
+    # Nor to a session of another installation.
+    elsewhere = await world.open_page(other)
+    wrong = await elsewhere.get(f"/installations/{installation.id}")
+    assert wrong.status == 403
+    assert "dee-wan" not in next_steps(wrong.body.decode())
+    # A used launch link is not offered again.
+    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
+    assert (await stranger.get(launch.url)).status == 303
+    used = await Browser(world.app).get(launch.url)
+    assert used.status == 401
+    assert "retry" not in next_steps(used.body.decode())
+
+
+async def test_try_again_refused_while_dee_wan_is_down_keeps_its_button(world: World) -> None:
+    installation = await world.install()
+    first = await refused(world, installation, Fault.respond(422, "transition_refused"))
+    editor = await world.open_page(installation)
+    world.core.faults.push(Fault.timeout(), endpoint="content")
+    down = await retry(editor, installation.id, first["id"])
+    assert down.status == 503
+    assert down.header("retry-after") == "60"
+    page = down.body.decode()
+    assert 'data-unread="dee_wan_unavailable"' in page
+    assert 'data-error-code="dee_wan_unavailable"' in page
+    assert "press Try again on it in a minute" in words(page)
+    assert await _count(world) == 1
+    # Its button is back on its card; pressed once Dee Wan answers, it is made.
+    assert f'data-retry-of="{first["id"]}"' in card(page, first["id"])
+    again = await retry(editor, installation.id, first["id"])
+    assert again.status == 303
+    assert await _count(world) == 2
+
+
+# -- 6: the smaller frictions --------------------------------------------------------------------
+
+
+async def test_every_time_on_the_manage_page_is_in_the_chosen_zone(world: World) -> None:
+    installation = await world.install()
+    tried = await refused(world, installation, Fault.respond(422, "transition_refused"))
+    waiting = await schedule(world, installation, "cnt_page", in_minutes=60)
+    manage = await world.browser_for(installation, content_id=None)
+    cancelled = await manage.cancel(installation.id, waiting["id"], "?zone=Asia/Tokyo")
+    page = (await manage.follow(cancelled)).body.decode()
+    # The message after the cancel, the canceller's time and the attempts: all in Tokyo's.
+    flash = words(page.split('data-cancelled="', 1)[1].split("</div>", 1)[0])
+    assert "at Wed 1 Jul 2026, 20:05 JST (Asia/Tokyo; 11:05 UTC)" in flash
+    said = words(card(page, waiting["id"]))
+    assert "Cancelled by Ada Lovelace at Wed 1 Jul 2026, 19:05:00 JST (Asia/Tokyo;" in said
+    attempts = words(card(page, tried["id"]).split('class="attempts"', 1)[1])
+    assert "Started Wed 1 Jul 2026, 19:05:00 JST (Asia/Tokyo; 10:05:00 UTC)" in attempts

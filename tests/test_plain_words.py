@@ -535,7 +535,10 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     assert 'data-history-count="55"' in history.group(1)
     assert 'data-replaced-count="55"' in history.group(1)
     assert " open" not in history.group(1)  # folded on the first page
-    assert "History: 55 earlier schedules, all replaced by a newer one" in text(history.group(2))
+    # It says how many of them this page shows.
+    assert "History: 55 earlier schedules, all replaced by a newer one (49 on this page)" in text(
+        history.group(2)
+    )
     assert len(re.findall(r'data-status="superseded"', history.group(2))) == 49
     # Pages of 50 with links at the top as well as the bottom.
     assert page.count('rel="next"') == 2
@@ -544,6 +547,7 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     second = (await browser.get(f"/installations/{installation.id}?page=2")).body.decode()
     assert re.search(r'<details class="history" id="history" [^>]* open>', second)
     assert len(schedules_on(second)) == 6
+    assert "(6 on this page)" in text(second)
     assert "the latest ended ones are on" in text(second)
 
 

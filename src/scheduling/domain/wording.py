@@ -114,6 +114,11 @@ DELIVERY_ERRORS = {
 }
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 command`, `2 commands`, `1,000 deliveries`: a count in proper plurals."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def change_text(kind: str, version_id: str) -> str:
     """`publish version ver_3`: a schedule's change, inside a sentence."""
     return f"{KIND.get(kind, kind).lower()} version {version_id}"

@@ -78,15 +78,18 @@ class History:
 
     @property
     def summary(self) -> str:
-        """`History: 8 earlier schedules, all replaced by a newer one`."""
+        """`History: 8 earlier schedules, all replaced by a newer one`, and how many of them
+        this page shows when it shows fewer (`(3 on this page)`)."""
         said = f"History: {self.count} earlier schedule{'' if self.count == 1 else 's'}"
-        if not self.replaced:
-            return said
         if self.replaced == self.count:
-            return said + (
+            said += (
                 ", replaced by a newer one" if self.count == 1 else ", all replaced by a newer one"
             )
-        return f"{said}, {self.replaced} of them replaced by a newer one"
+        elif self.replaced:
+            said += f", {self.replaced} of them replaced by a newer one"
+        if len(self.cards) != self.count:
+            said += f" ({len(self.cards)} on this page)"
+        return said
 
 
 @dataclass(frozen=True)
