@@ -1,6 +1,6 @@
 """What one attempt at a transition came to, and the Runner table that decides it.
 
-The README's Runner table is `RUNNER_TABLE`, as data: the Dee Wan client
+The Runner table of docs/operators/runner.md is `RUNNER_TABLE`, as data: the Dee Wan client
 classifies every answer by it, the retry policy plans by it, and
 `contract/plugin-contract.json` carries it to core, whose plugin-contract test
 checks it against core's own table.
