@@ -61,26 +61,21 @@ async def refused(world: World, installation: Installation, fault: Fault) -> dic
     return ended
 
 
-async def retry(browser: Browser, installation_id: str, schedule_id: str) -> Any:
-    """Press the card's Try again: its form, as the page shows it."""
-    page = browser.page()
-    form = page.split(f'schedules/{schedule_id}/retry"', 1)[1].split("</form>", 1)[0]
+async def press(browser: Browser, installation_id: str, schedule_id: str, action: str) -> Any:
+    """Press a card's button (`retry`: Try again, `dismiss`: Dismiss) as the last page shows
+    its form."""
+    path = f"/installations/{installation_id}/schedules/{schedule_id}/{action}"
+    form = browser.page().split(f'{path}"', 1)[1].split("</form>", 1)[0]
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
-    return await browser.post(
-        f"/installations/{installation_id}/schedules/{schedule_id}/retry",
-        {name: html.unescape(value) for name, value in fields.items()},
-    )
+    return await browser.post(path, {name: html.unescape(value) for name, value in fields.items()})
+
+
+async def retry(browser: Browser, installation_id: str, schedule_id: str) -> Any:
+    return await press(browser, installation_id, schedule_id, "retry")
 
 
 async def dismiss(browser: Browser, installation_id: str, schedule_id: str) -> Any:
-    """Press the card's Dismiss: its form, as the page shows it."""
-    page = browser.page()
-    form = page.split(f'schedules/{schedule_id}/dismiss"', 1)[1].split("</form>", 1)[0]
-    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
-    return await browser.post(
-        f"/installations/{installation_id}/schedules/{schedule_id}/dismiss",
-        {name: html.unescape(value) for name, value in fields.items()},
-    )
+    return await press(browser, installation_id, schedule_id, "dismiss")
 
 
 # -- 1 and 2: refused → Try again → done, and it no longer needs attention ---------------------

@@ -648,6 +648,16 @@ def core_action(stack: DevStack, content_id: str, action: str) -> None:
     done.raise_for_status()
 
 
+def seed(stack: DevStack, content_id: str, title: str) -> None:
+    """One more content item in the local Dee Wan."""
+    seeded = httpx.post(
+        f"{stack.core_origin}/__fake/seed",
+        json={"contents": [{"id": content_id, "title": title}]},
+        timeout=10,
+    )
+    seeded.raise_for_status()
+
+
 def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
@@ -843,12 +853,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     """The README's walkthrough step: add the local Dee Wan's receiver as an endpoint, paste
     the secret shown once into it, schedule something Dee Wan will refuse, and see the
     webhook arrive, verified, after the tick."""
-    seeded = httpx.post(
-        f"{stack.core_origin}/__fake/seed",
-        json={"contents": [{"id": "cnt_notify", "title": "Notify me"}]},
-        timeout=10,
-    )
-    seeded.raise_for_status()
+    seed(stack, "cnt_notify", "Notify me")
     page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
     launch(page, stack)  # manage, as the site admin
     section = page.locator("#notifications")
@@ -1130,15 +1135,6 @@ def switch(page: Page, stack: DevStack, button: str) -> str:
     with page.expect_navigation():
         section.get_by_role("button", name=button, exact=True).click()
     return page.get_by_role("status").first.inner_text()
-
-
-def seed(stack: DevStack, content_id: str, title: str) -> None:
-    seeded = httpx.post(
-        f"{stack.core_origin}/__fake/seed",
-        json={"contents": [{"id": content_id, "title": title}]},
-        timeout=10,
-    )
-    seeded.raise_for_status()
 
 
 def refused_on_purpose(page: Page, stack: DevStack, content_id: str) -> str:

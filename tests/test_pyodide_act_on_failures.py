@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
-from tests.support.worker_browser import Browser, install, launch
+from tests.support.worker_browser import Browser, install, launch, remove_installation
 
 pytestmark = pytest.mark.pyodide
 
@@ -93,18 +93,4 @@ def test_the_page_after_a_cancel_is_shown_while_dee_wan_is_down(
             ) == [{"n": 1}]
         finally:
             core.control("DELETE", "faults")
-            _remove(harness, installation_id)
-
-
-def _remove(harness: Harness, installation_id: str) -> None:
-    harness.execute(
-        (
-            "DELETE FROM schedule_attempts WHERE schedule_id IN"
-            " (SELECT id FROM schedules WHERE installation_id = ?)",
-            [installation_id],
-        ),
-        ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM installations WHERE id = ?", [installation_id]),
-    )
+            remove_installation(harness, installation_id)

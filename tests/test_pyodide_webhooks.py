@@ -21,7 +21,7 @@ import pytest
 from scheduling.domain import associated_data
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 from tests.support.webhooks import SECRET_VALUE, LoopbackReceiver, loopback_receiver, verify
-from tests.support.worker_browser import Browser, install, launch
+from tests.support.worker_browser import Browser, install, launch, remove_installation
 
 pytestmark = pytest.mark.pyodide
 
@@ -79,7 +79,7 @@ def _refusal_due(
             )
             yield installation_id, secret, due
         finally:
-            _remove(harness, installation_id)
+            remove_installation(harness, installation_id)
 
 
 def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
@@ -176,24 +176,3 @@ def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str
     )
     assert made.status_code == 303, made.text
     return due
-
-
-def _remove(harness: Harness, installation_id: str) -> None:
-    endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?)"
-    harness.execute(
-        ("DELETE FROM webhook_deliveries WHERE installation_id = ?", [installation_id]),
-        (
-            f"DELETE FROM notification_subscriptions WHERE endpoint_id IN {endpoints}",
-            [installation_id],
-        ),
-        ("DELETE FROM notification_endpoints WHERE installation_id = ?", [installation_id]),
-        (
-            "DELETE FROM schedule_attempts WHERE schedule_id IN"
-            " (SELECT id FROM schedules WHERE installation_id = ?)",
-            [installation_id],
-        ),
-        ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
-        ("DELETE FROM installations WHERE id = ?", [installation_id]),
-    )

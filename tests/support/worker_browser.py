@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from tests.pyodide_harness.harness import ADMIN_SECRET, FakeCoreProcess
+from tests.pyodide_harness.harness import ADMIN_SECRET, FakeCoreProcess, Harness
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 
@@ -99,3 +99,25 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
         re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
     )
     return csrf_of(page.text)
+
+
+def remove_installation(harness: Harness, installation_id: str) -> None:
+    """Everything a test made for one installation in the shared harness's D1, removed."""
+    endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?)"
+    harness.execute(
+        ("DELETE FROM webhook_deliveries WHERE installation_id = ?", [installation_id]),
+        (
+            f"DELETE FROM notification_subscriptions WHERE endpoint_id IN {endpoints}",
+            [installation_id],
+        ),
+        ("DELETE FROM notification_endpoints WHERE installation_id = ?", [installation_id]),
+        (
+            "DELETE FROM schedule_attempts WHERE schedule_id IN"
+            " (SELECT id FROM schedules WHERE installation_id = ?)",
+            [installation_id],
+        ),
+        ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM installations WHERE id = ?", [installation_id]),
+    )
