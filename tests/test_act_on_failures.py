@@ -570,3 +570,21 @@ async def test_every_time_on_the_manage_page_is_in_the_chosen_zone(world: World)
     assert "Cancelled by Ada Lovelace at Wed 1 Jul 2026, 19:05:00 JST (Asia/Tokyo;" in said
     attempts = words(card(page, tried["id"]).split('class="attempts"', 1)[1])
     assert "Started Wed 1 Jul 2026, 19:05:00 JST (Asia/Tokyo; 10:05:00 UTC)" in attempts
+
+
+async def test_a_garbled_first_read_is_said_in_plain_words_with_next_steps(world: World) -> None:
+    installation = await world.install()
+    editor = await world.browser_for(installation)  # launched; its page not shown yet
+    world.core.faults.push(Fault.bad_json(200), endpoint="content")
+    garbled = await editor.get(f"/installations/{installation.id}")
+    assert garbled.status == 502
+    page = garbled.body.decode()
+    assert 'data-error-code="untrusted_response"' in page
+    said = words(page)
+    assert "in a way its plugin protocol does not allow (a garbled or unexpected answer)" in said
+    assert "could not be trusted" not in said
+    assert next_steps(page) == {
+        "retry": f"/installations/{installation.id}",
+        "dee-wan": world.core.base_url,
+    }
+    assert (await editor.get(f"/installations/{installation.id}")).status == 200

@@ -1302,7 +1302,12 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
     # Each delivery names its schedule and links to its card.
     delivery = endpoint.locator(f'tr[data-schedule-id="{made}"]')
-    assert "of “Hooked news”, due " in delivery.inner_text()
+    # By its title (or its id, when Dee Wan was too slow for the page's budget under load:
+    # the in-process tests check the title itself).
+    assert re.search(
+        r"Publish version ver_\w+ of (“Hooked news”|content cnt_hooked), due ",
+        (delivery.inner_text()),
+    )
     with page.expect_navigation() as navigated:
         delivery.get_by_role("link").click()
     linked = navigated.value

@@ -270,19 +270,20 @@ def _unread_form(
     if kept is None or view.unread is None:
         return None, (), empty, None
     why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
-    then = (
-        "press Try again on it in a minute"
-        if kept.retry_of
-        else "the form keeps what you entered: press Schedule again in a minute"
-    )
+    form = kept.form or empty
+    choice = _posted_choice(form.transition, kept.pins)
+    if kept.retry_of:
+        then = "press Try again on it in a minute"
+    elif choice is not None:
+        then = "the form keeps what you entered: press Schedule again in a minute"
+    else:
+        then = "try again in a minute"
     error = FormError(
         view.unread.code,
         f"{why}, so this could not be checked and nothing was scheduled; {then}.",
         "transition",
         (),
     )
-    form = kept.form or empty
-    choice = _posted_choice(form.transition, kept.pins)
     return kept.pins, (choice,) if choice else (), form, error
 
 
