@@ -588,3 +588,23 @@ async def test_a_garbled_first_read_is_said_in_plain_words_with_next_steps(world
         "dee-wan": world.core.base_url,
     }
     assert (await editor.get(f"/installations/{installation.id}")).status == 200
+
+
+async def test_a_zone_typed_in_any_case_is_written_back_in_its_proper_case(world: World) -> None:
+    installation = await world.install()
+    editor = await world.open_page(installation)
+    refused_ = await editor.post(
+        f"/installations/{installation.id}/schedules",
+        {
+            "csrf_token": editor.csrf(),
+            **editor.shown(),
+            "transition": "publish:published",
+            "local_time": "2026-07-01T05:00",  # already past
+            "timezone": "america/new_york",
+        },
+    )
+    assert refused_.status == 422
+    page = refused_.body.decode()
+    assert re.search(r'id="timezone" name="timezone"[^>]*value="America/New_York"', page)
+    assert 'value="america/new_york"' not in page
+    assert page.count("Now in ") == 1

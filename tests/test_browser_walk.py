@@ -1162,8 +1162,11 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
     item = attention.locator(f'li.schedule[data-schedule-id="{first}"]')
     assert item.is_visible()
     assert "Dee Wan's workflow rules did not allow this change" in item.inner_text()
-    assert "To try again, open “Press release” in Dee Wan and press Schedule." in (
-        item.inner_text()
+    # (By its title, or "this content" when Dee Wan was too slow for the page's title budget
+    # under load: the in-process tests check the title itself.)
+    assert re.search(
+        r"To try again, open (“Press release”|this content) in Dee Wan and press Schedule\.",
+        item.inner_text(),
     )
     assert item.get_by_role("button", name=re.compile("^Try again")).count() == 0
     item.scroll_into_view_if_needed()
