@@ -98,7 +98,7 @@ class FakeCore:
         )
         fault = None
         if endpoint != "other":
-            context = FaultContext(call.seq, endpoint, method, path, content_id)
+            context = FaultContext(call.seq, endpoint, method, path, content_id, call.at_ms)
             fault = self.faults.with_latency(self.faults.take(context), endpoint)
         call.fault = fault
         if fault is not None and fault.kind == "timeout":

@@ -149,6 +149,7 @@ class FaultContext:
     method: str
     path: str
     content_id: str | None
+    at_ms: int = 0  # the core's clock when the call came
 
 
 Policy = Callable[[FaultContext], Fault | None]
@@ -167,6 +168,7 @@ class Faults:
         self._queue: list[_Scripted] = []
         self.policy: Policy | None = None
         self.latency_s: dict[str, float] = {}  # endpoint -> delay on every call
+        self.down_until_ms: int | None = None  # every call answers 503 until then
 
     def push(
         self,
@@ -196,11 +198,22 @@ class Faults:
         self._queue.clear()
         self.policy = None
         self.latency_s.clear()
+        self.down_until_ms = None
+
+    def down_for(self, minutes: float, now_ms: int) -> int:
+        """Answer every call 503 `unavailable` for `minutes` from `now_ms`; returns until when."""
+        self.down_until_ms = now_ms + int(minutes * 60_000)
+        return self.down_until_ms
+
+    def is_down(self, now_ms: int) -> bool:
+        return self.down_until_ms is not None and now_ms < self.down_until_ms
 
     def set_latency(self, seconds: float, endpoint: str = "transitions") -> None:
         self.latency_s[endpoint] = seconds
 
     def take(self, context: FaultContext) -> Fault | None:
+        if self.is_down(context.at_ms):
+            return DOWN
         for entry in self._queue:
             if entry.endpoint not in ("*", context.endpoint):
                 continue
@@ -221,6 +234,9 @@ class Faults:
             return Fault.delay(latency)
         return replace(fault, delay_s=fault.delay_s + latency)
 
+
+# What every call gets while the core is down for a while (`Faults.down_for`).
+DOWN = Fault.respond(503, "unavailable")
 
 SOAK_FAULTS: tuple[Fault, ...] = (
     Fault.respond(503, "unavailable"),

@@ -60,6 +60,29 @@ class ContentRow:
     revision: int
 
 
+def failure_state(ctx: Context) -> list[str]:
+    """The failure switches now, in words (empty: Dee Wan answers normally)."""
+    faults, now = ctx.core.faults, ctx.core.now_ms()
+    said = []
+    if faults.is_down(now) and faults.down_until_ms is not None:
+        said.append(f"Down until {readable(faults.down_until_ms)} UTC: every call gets 503.")
+    slow = faults.latency_s.get("*", 0.0)
+    if slow:
+        said.append(f"Every answer comes {slow:g} s late.")
+    for entry in faults.pending():
+        what = {"content": "content read", "transitions": "change command"}.get(
+            entry["endpoint"], f"{entry['endpoint']} call"
+        )
+        fault = entry["fault"]
+        answer = (
+            f"{fault.get('status', '')} {fault.get('code') or ''}".strip()
+            if fault["kind"] == "respond"
+            else fault["kind"].replace("_", " ")
+        )
+        said.append(f"The next {what} gets {answer}.")
+    return said
+
+
 async def show(ctx: Context, request: Request) -> Reply:
     state = ctx.core.state
     one_click = ctx.plugin_admin_secret is not None
@@ -86,6 +109,7 @@ async def show(ctx: Context, request: Request) -> Reply:
         webhook_url=f"{ctx.core.base_url}/webhooks",
         secrets_kept=len(state.webhook_secrets),
         webhooks=[_webhook_row(entry) for entry in state.webhooks[::-1]],
+        failures=failure_state(ctx),
     )
     headers = {
         "content-type": "text/html; charset=utf-8",

@@ -26,7 +26,7 @@ HOME = """{% from "forms.html" import action_form %}
 <p>Site {{ site.id }}, time zone {{ site.timezone }}.
 Core base URL {{ base_url }}.</p>
 <nav aria-label="On this page"><a href="#installations">Installations</a> · <a href="#manage">Manage</a> ·
-<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a> · <a href="#webhooks">Webhooks received</a></nav>
+<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a> · <a href="#webhooks">Webhooks received</a> · <a href="#failures">Fail on purpose</a></nav>
 {% if notice %}<p class="notice" role="status">{{ notice }}</p>{% endif %}
 <h2 id="installations">Installations</h2>
 <p>Rotating gives the installation a new token; the old one stops working at once.
@@ -103,6 +103,14 @@ A rotation code (dwa_…) is minted by the plugin's operator for that installati
 {% endfor %}
 </tbody></table>
 {% endif %}
+<h2 id="failures">Fail on purpose</h2>
+<p>See how the plugin tells of each failure, and how a person finishes it from its pages. Each switch acts on Dee Wan's answers to the plugin (this page keeps working).</p>
+<p data-failures>{% if failures %}{{ failures|join(" ") }}{% else %}Now: Dee Wan answers normally.{% endif %}</p>
+<form method="post" action="/ui/fail-down"><label>Be down for <input name="minutes" type="number" min="1" max="60" value="2" required> minutes</label> <button>Be down</button></form>
+{{ action_form("/ui/fail-refuse", "Refuse the next change") }}
+<form method="post" action="/ui/fail-garbage"><label>Answer garbage to the next <select name="endpoint"><option value="content">content read</option><option value="transitions">change command</option></select></label> <button>Answer garbage</button></form>
+<form method="post" action="/ui/fail-slow"><label>Answer every call <input name="seconds" type="number" min="0" max="30" step="1" value="5" required> seconds late</label> <button>Answer slowly</button></form>
+{{ action_form("/ui/fail-normal", "Back to normal") }}
 </main></body></html>
 """
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
+from fake_core.clock import readable
 from fake_core.context import Context
+from fake_core.faults import Fault
 from fake_core.install import InstallError
 from fake_core.operator_codes import UNREACHABLE, CodeNotMinted, mint_code
 from fake_core.plugin_tick import TickNotRun, run_tick
@@ -134,6 +136,72 @@ async def _webhook_secret(ctx: Context, form: Form) -> str | Reply:
     )
 
 
+# -- failures on purpose: each failure path of the plugin in a minute ---------------------------
+
+MAX_DOWN_MINUTES = 60
+MAX_SLOW_S = 30.0
+GARBLED = {"content": "content read", "transitions": "change command"}
+
+
+async def _down(ctx: Context, form: Form) -> str | Reply:
+    minutes = _number(form, "minutes", 1, MAX_DOWN_MINUTES)
+    until = ctx.core.faults.down_for(minutes, ctx.core.now_ms())
+    return (
+        f"Dee Wan is down for {_minutes(minutes)}, until {readable(until)} UTC: every call of the"
+        " plugin gets 503. Its pages say Dee Wan is not answering, and a change that falls due"
+        " meanwhile is tried again. Back to normal ends it now."
+    )
+
+
+async def _refuse_next(ctx: Context, form: Form) -> str | Reply:
+    ctx.core.faults.push(Fault.respond(422, "transition_refused"), endpoint="transitions")
+    return (
+        "The next change the plugin sends is refused (422 transition_refused): its schedule"
+        " ends not done, and its card offers Try again."
+    )
+
+
+async def _garbage(ctx: Context, form: Form) -> str | Reply:
+    endpoint = form.get("endpoint", "content")
+    if endpoint not in GARBLED:
+        raise Refusal(f"Choose a {' or a '.join(GARBLED.values())}.")
+    ctx.core.faults.push(Fault.bad_json(200), endpoint=endpoint)
+    return (
+        f"The next {GARBLED[endpoint]} is answered with garbage (a JSON body cut short),"
+        " which the plugin does not trust."
+    )
+
+
+async def _slow(ctx: Context, form: Form) -> str | Reply:
+    seconds = _number(form, "seconds", 0, MAX_SLOW_S)
+    ctx.core.faults.set_latency(seconds, "*")
+    if not seconds:
+        return "Dee Wan answers at once again."
+    return (
+        f"Every answer to the plugin now comes {seconds:g} s late (more than 10 s is a timeout"
+        " for the plugin). Set 0 to stop."
+    )
+
+
+async def _normal(ctx: Context, form: Form) -> str | Reply:
+    ctx.core.faults.clear()
+    return "Back to normal: Dee Wan answers at once, and no failure is waiting."
+
+
+def _number(form: Form, name: str, low: float, high: float) -> float:
+    try:
+        value = float(_field(form, name))
+    except ValueError:
+        raise Refusal(f"The {name} must be a number from {low:g} to {high:g}.") from None
+    if not low <= value <= high:
+        raise Refusal(f"The {name} must be from {low:g} to {high:g}.")
+    return value
+
+
+def _minutes(minutes: float) -> str:
+    return f"{minutes:g} minute{'' if minutes == 1 else 's'}"
+
+
 def _install_failed(name: str, exc: InstallError) -> str:
     what = "Rotation" if name.startswith("rotate") else "Install"
     reason = exc.reason
@@ -192,5 +260,10 @@ ROUTES = tuple(
         ("edit", _edit),
         ("tick", _tick),
         ("webhook-secret", _webhook_secret),
+        ("fail-down", _down),
+        ("fail-refuse", _refuse_next),
+        ("fail-garbage", _garbage),
+        ("fail-slow", _slow),
+        ("fail-normal", _normal),
     )
 )

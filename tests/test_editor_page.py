@@ -351,11 +351,16 @@ async def test_a_cancel_never_calls_dee_wan_even_when_it_is_down(world: World) -
     assert down.requests == []
     row = (await rows(world))[0]
     assert (row["status"], row["cancelled_by"]) == ("cancelled", "usr_editor")
-    # Dee Wan is still down: the page itself cannot be shown, and says so as a temporary
-    # state with a code of its own (was 502 `dee_wan_unreachable`).
+    # Dee Wan is still down: the page after the cancel shows it done, from the database,
+    # says Dee Wan is not answering, and offers no create form (was 503 "Nothing was
+    # changed", although the cancel was done).
     page = await editor.follow(response)
-    assert page.status == 503
-    assert 'data-error-code="dee_wan_unavailable"' in page.body.decode()
+    assert page.status == 200
+    shown = page.body.decode()
+    assert 'data-unread="dee_wan_unavailable"' in shown
+    assert f'data-cancelled="{sid}"' in shown
+    assert schedules_on(shown)[0]["status"] == "cancelled"
+    assert 'class="schedule-form"' not in shown
     assert len(down.requests) == 1
 
 

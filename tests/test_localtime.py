@@ -130,7 +130,13 @@ TWICE = (
 @pytest.mark.parametrize("fold", [None, ""])
 def test_a_time_that_happens_twice_needs_a_fold(fold: str | None) -> None:
     refused = resolve("2026-10-25T02:30", fold=fold)
-    assert refused == refusal("ambiguous_local_time", TWICE)
+    assert refused == refusal(
+        "ambiguous_local_time",
+        TWICE,
+        # One click on either instant, as for a time the clocks skip.
+        Retry("fold", "earlier", "Sun 25 Oct 2026, 02:30 CEST (the earlier one)"),
+        Retry("fold", "later", "Sun 25 Oct 2026, 02:30 CET (the later one)"),
+    )
     assert field_of(refused) == "fold"
 
 

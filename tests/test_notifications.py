@@ -30,6 +30,7 @@ from tests.support.world import (
     crash_during_send,
     row,
     schedule,
+    schedules_on,
     tick_at,
     tick_until_sent,
 )
@@ -143,8 +144,16 @@ async def test_retry_exhausted_by_attempts(db: SqliteDatabase, clock: FakeClock)
     await tick_at(world, retry_at)
     [event] = refused_events(hooks.loud)
     assert (event["data"]["result_code"], event["data"]["attempts"]) == ("retry_exhausted", 2)
+    assert event["data"]["ended_by"] == "attempts"
     assert event["data"]["outcome_unknown"] is True  # the last attempt timed out
-    assert "outcome is unknown" in event["data"]["message"]
+    assert event["data"]["message"] == (
+        "Dee Wan did not accept it in 2 tries, so the plugin stopped trying. Its last try got"
+        " no answer, so whether Dee Wan applied it is unknown: check the content in Dee Wan."
+    )
+    # The card says the same sentence, and which limit ended it.
+    page = (await hooks.manage.get(f"/installations/{installation.id}")).body.decode()
+    assert event["data"]["message"] in page
+    assert schedules_on(page)[0]["ended-by"] == "attempts"
 
 
 async def test_retry_exhausted_by_the_lateness_cap_at_settle(
@@ -156,7 +165,30 @@ async def test_retry_exhausted_by_the_lateness_cap_at_settle(
     await tick_at(world, s["due_at"] + 895_000)  # a 15 s backoff cannot fit before the cap
     [event] = refused_events(hooks.loud)
     assert event["data"]["result_code"] == "retry_exhausted"
+    assert event["data"]["ended_by"] == "lateness"
     assert event["data"]["outcome_unknown"] is False  # Dee Wan answered 503: not applied
+    assert event["data"]["message"] == (
+        "It was still not sent 15 minutes after its time had passed, so the plugin stopped"
+        " trying: nothing is sent later than that."
+    )
+
+
+async def test_retry_exhausted_by_a_retry_after_past_the_limit(
+    world: World, hooks: Endpoints
+) -> None:
+    installation = await hooks.set_up()
+    s = await schedule(world, installation)
+    world.core.faults.push(
+        Fault.respond(429, "slow_down", retry_after=7200), endpoint="transitions"
+    )
+    await tick_at(world, s["due_at"])
+    [event] = refused_events(hooks.loud)
+    assert (event["data"]["result_code"], event["data"]["ended_by"]) == (
+        "retry_exhausted",
+        "retry_after",
+    )
+    assert event["data"]["message"].startswith("Dee Wan asked to wait past the limit")
+    assert (await row(world, s["id"]))["ended_by"] == "retry_after"
 
 
 async def test_refused_unsent_past_the_cap(world: World, hooks: Endpoints) -> None:
@@ -166,6 +198,10 @@ async def test_refused_unsent_past_the_cap(world: World, hooks: Endpoints) -> No
     assert report["refused_unsent"] == 1
     [event] = refused_events(hooks.loud)
     assert (event["data"]["result_code"], event["data"]["attempts"]) == ("retry_exhausted", 0)
+    assert (event["data"]["ended_by"], (await row(world, s["id"]))["ended_by"]) == (
+        "lateness",
+        "lateness",
+    )
     assert event["data"]["outcome_unknown"] is False
     assert len(refused_events(hooks.other)) == 1
 
@@ -180,6 +216,7 @@ async def test_a_reclaimed_lease_past_the_cap_is_told_with_its_outcome_unknown(
     await tick_at(world, s["due_at"] + 900_001)
     [event] = refused_events(hooks.loud)
     assert (event["data"]["result_code"], event["data"]["attempts"]) == ("retry_exhausted", 1)
+    assert event["data"]["ended_by"] == "lateness"
     assert event["data"]["outcome_unknown"] is True  # its one attempt never finished
 
 
@@ -202,8 +239,10 @@ async def test_claimed_but_past_the_cap_when_its_slot_came(
     sent_key = world.core.calls.of("transitions")[0].header("Idempotency-Key")
     late = next(r for r in (first, second) if r["idempotency_key"] != sent_key)
     assert (await row(world, late["id"]))["result_code"] == "retry_exhausted"
+    assert (await row(world, late["id"]))["ended_by"] == "lateness"
     [event] = refused_events(hooks.loud)
     assert (event["data"]["schedule_id"], event["data"]["attempts"]) == (late["id"], 0)
+    assert event["data"]["ended_by"] == "lateness"
 
 
 async def test_token_unreadable(db: SqliteDatabase, clock: FakeClock) -> None:
@@ -273,9 +312,10 @@ async def test_the_body_says_what_happened_and_nothing_secret(
         "timezone": "UTC",
         "status": "refused",
         "result_code": "scheduled_target_stale",
+        "ended_by": None,
         "message": (
             "The content changed after it was scheduled (a newer version or workflow change), "
-            "so the pinned version was not used. Schedule it again."
+            "so the pinned version was not used. Schedule it again to pin the current version."
         ),
         "attempts": 1,
         "outcome_unknown": False,

@@ -217,11 +217,17 @@ async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tabl
     )
     assert minute(GAP[0]) == minute(0) + 300 * 60_000  # 15:00, the shaded slot above
 
-    # The latest refusals, newest first, in plain words.
-    codes = re.findall(r'<tr data-code="([a-z_]+)">', html)
-    assert codes == ["retry_exhausted", "scheduled_target_stale"]
-    for code in codes:
-        assert explain(code).replace("'", "&#39;") in html
+    # The latest refusals, newest first: words first, the code after them for support, and
+    # which limit ended a retry_exhausted one.
+    rows_ = re.findall(r'<tr data-code="([a-z_]+)"([^>]*)>(.*?)</tr>', html)
+    assert [code for code, _, _ in rows_] == ["retry_exhausted", "scheduled_target_stale"]
+    assert 'data-ended-by="lateness"' in rows_[0][1]
+    exhausted = rows_[0][2]
+    assert '<td class="why">It was still not sent 5 minutes after its time had passed' in exhausted
+    assert "(code retry_exhausted)" in exhausted
+    assert f'<td class="why">{explain("scheduled_target_stale")}' in rows_[1][2]
+    assert "The latest 2 schedules refused, across installations, newest first" in html
+    assert re.search(r'<td class="when">Wed 1 Jul 2026, \d\d:\d\d:\d\d UTC</td>', html)
     # Installations: the shop (a live schedule, two refusals) first.
     rows = re.findall(r'<tr data-installation="([^"]+)">(.*?)</tr>', html)
     assert len(rows) == 2

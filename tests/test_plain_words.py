@@ -401,37 +401,64 @@ async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:
 async def test_dee_wan_down_on_the_content_read_is_temporary(world: World, fault: Fault) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
+    assert (await create(browser, installation)).status == 303
     world.core.faults.push(fault, endpoint="content")
     response = await browser.get(f"/installations/{installation.id}")
+    # The schedules are the database's: the page is shown, and says Dee Wan is not answering
+    # (issue 26, item 9: it was a 503 page that showed nothing).
+    assert response.status == 200
+    page = response.body.decode()
+    assert 'data-unread="dee_wan_unavailable"' in page
+    said = text(page)
+    assert "Dee Wan is not answering right now, so this page shows the schedules as" in said
+    assert "could not be trusted" not in said
+    assert len(schedules_on(page)) == 1
+    assert 'class="schedule-form"' not in page
+    assert "Nothing can be scheduled until Dee Wan answers" in said
+    # Its next steps: the page again, and Dee Wan.
+    assert f'href="/installations/{installation.id}">Try again</a>' in page
+    assert f'href="{world.core.base_url}">Back to Dee Wan</a>' in page
+    # The words come first; the code is a detail for support.
+    assert said.index("not answering") < said.index("code dee_wan_unavailable")
+
+
+async def test_dee_wan_down_at_submit_stores_nothing_and_keeps_the_form(world: World) -> None:
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    world.core.faults.push(Fault.respond(502, "bad_gateway"), endpoint="content")
+    response = await create(browser, installation, local_time="2026-07-03T08:15")
     assert response.status == 503
     assert response.header("retry-after") == "60"
     page = response.body.decode()
     assert 'data-error-code="dee_wan_unavailable"' in page
-    assert "<title>Dee Wan is not answering right now · Scheduling</title>" in page
-    said = text(page)
-    assert "Dee Wan is not answering right now. Nothing was changed; try again in a minute." in said
-    assert "could not be trusted" not in said
-    # The words come first; the code is a detail for support.
-    assert said.index("Nothing was changed") < said.index("code dee_wan_unavailable")
-
-
-async def test_dee_wan_down_at_submit_stores_nothing_and_says_so(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    world.core.faults.push(Fault.respond(502, "bad_gateway"), endpoint="content")
-    response = await create(browser, installation)
-    assert response.status == 503
-    assert 'data-error-code="dee_wan_unavailable"' in response.body.decode()
     assert await stored(world) == []
+    # The form comes back as it was entered, the reason above it.
+    assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-03T08:15"', page)
+    assert 'name="transition" id="t-1" value="publish:published" checked' in page
+    said = text(page)
+    assert "the form keeps what you entered: press Schedule again in a minute" in said
+    assert said.index("press Schedule again") < said.index("Date and time")
+    # Sent again once Dee Wan answers, it is made.
+    form = page.split('class="schedule-form"', 1)[1].split("</form>", 1)[0]
+    fields = dict(re.findall(r'<input [^>]*name="([^"]+)"[^>]*value="([^"]*)"', form))
+    assert (fields["local_time"], fields["timezone"]) == ("2026-07-03T08:15", "Europe/Paris")
+    again = await browser.post(f"/installations/{installation.id}/schedules", fields)
+    assert again.status == 303
+    assert len(await stored(world)) == 1
 
 
-async def test_a_malformed_answer_is_still_untrusted(world: World) -> None:
+async def test_a_garbled_answer_is_said_in_plain_words(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
     world.core.faults.push(Fault.bad_json(200), endpoint="content")
     response = await browser.get(f"/installations/{installation.id}")
-    assert response.status == 502
-    assert 'data-error-code="untrusted_response"' in response.body.decode()
+    assert response.status == 200
+    page = response.body.decode()
+    assert 'data-unread="untrusted_response"' in page
+    said = text(page)
+    assert "in a way its plugin protocol does not allow (a garbled or unexpected answer)" in said
+    assert "could not be trusted" not in said
+    assert "tell the plugin's operator" in said
 
 
 # -- 6. plain words first; titles instead of ids --------------------------------------------
@@ -508,7 +535,10 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     assert 'data-history-count="55"' in history.group(1)
     assert 'data-replaced-count="55"' in history.group(1)
     assert " open" not in history.group(1)  # folded on the first page
-    assert "History: 55 earlier schedules, all replaced by a newer one" in text(history.group(2))
+    # It says how many of them this page shows.
+    assert "History: 55 earlier schedules, all replaced by a newer one (49 on this page)" in text(
+        history.group(2)
+    )
     assert len(re.findall(r'data-status="superseded"', history.group(2))) == 49
     # Pages of 50 with links at the top as well as the bottom.
     assert page.count('rel="next"') == 2
@@ -517,6 +547,7 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     second = (await browser.get(f"/installations/{installation.id}?page=2")).body.decode()
     assert re.search(r'<details class="history" id="history" [^>]* open>', second)
     assert len(schedules_on(second)) == 6
+    assert "(6 on this page)" in text(second)
     assert "the latest ended ones are on" in text(second)
 
 

@@ -803,12 +803,13 @@ def test_a_content_launch_cancels_with_dee_wan_gone(
     )
     assert cancelled.status_code == 303, cancelled.text
     assert dev_worker.sql("SELECT status FROM schedules") == [{"status": "cancelled"}]
-    # The page needs Dee Wan: it says so, as a temporary state with a code of its own.
+    # The page after it is shown from D1 (issue 26, item 9; it was a 503 "Nothing was
+    # changed" although the cancel was done): the cancel done, Dee Wan's state said.
     page = browser.get(cancelled.headers["location"])
-    assert page.status_code == 503
-    assert page.headers["retry-after"] == "60"
-    assert 'data-error-code="dee_wan_unavailable"' in page.text
-    assert "Dee Wan is not answering right now. Nothing was changed" in page.text
+    assert page.status_code == 200
+    assert 'data-unread="dee_wan_unavailable"' in page.text
+    assert f'data-cancelled="{schedule_id}"' in page.text
+    assert 'class="schedule-form"' not in page.text
 
 
 def test_tick_gives_up_on_a_silent_core_after_ten_seconds(

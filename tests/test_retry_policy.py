@@ -9,12 +9,14 @@ import random
 
 import pytest
 
-from scheduling.domain.outcomes import RETRY_EXHAUSTED, Outcome, OutcomeKind
+from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome, OutcomeKind
 from scheduling.domain.retry_policy import (
+    REFUSED_LATE,
     Caps,
     Settlement,
     after_attempt,
     backoff_ms,
+    cap_reached,
     handed_back,
     may_send,
     too_late,
@@ -24,7 +26,10 @@ from scheduling.domain.statuses import Status
 NOW = 1_782_900_000_000
 CAPS = Caps(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)
 BUSY = Outcome(OutcomeKind.RETRY, "server_error", 503)
-EXHAUSTED = Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+# Refused past a cap, and which cap ended it.
+BY_ATTEMPTS = Settlement(Status.REFUSED, RETRY_EXHAUSTED, ended_by=EndedBy.ATTEMPTS)
+BY_LATENESS = Settlement(Status.REFUSED, RETRY_EXHAUSTED, ended_by=EndedBy.LATENESS)
+BY_RETRY_AFTER = Settlement(Status.REFUSED, RETRY_EXHAUSTED, ended_by=EndedBy.RETRY_AFTER)
 
 
 class Jitter(random.Random):
@@ -104,8 +109,8 @@ def test_a_retry_waits_its_backoff_until_the_last_attempt() -> None:
     assert plan(BUSY, attempt=4, factor=0.5) == Settlement(
         Status.RETRYING, "server_error", NOW + 60_000
     )
-    assert plan(BUSY, attempt=5) == EXHAUSTED
-    assert plan(BUSY, attempt=6) == EXHAUSTED
+    assert plan(BUSY, attempt=5) == BY_ATTEMPTS
+    assert plan(BUSY, attempt=6) == BY_ATTEMPTS
 
 
 def retry_after(ms: int) -> Outcome:
@@ -116,8 +121,8 @@ def test_retry_after_is_honoured_up_to_and_including_its_cap() -> None:
     assert plan(retry_after(0)) == Settlement(Status.RETRYING, "rate_limited", NOW)
     assert plan(retry_after(1)) == Settlement(Status.RETRYING, "rate_limited", NOW + 1)
     assert plan(retry_after(300_000)) == Settlement(Status.RETRYING, "rate_limited", NOW + 300_000)
-    assert plan(retry_after(300_001)) == EXHAUSTED
-    assert plan(retry_after(120_000), attempt=5) == EXHAUSTED
+    assert plan(retry_after(300_001)) == BY_RETRY_AFTER
+    assert plan(retry_after(120_000), attempt=5) == BY_ATTEMPTS
 
 
 def test_no_retry_is_planned_past_the_lateness_cap() -> None:
@@ -125,11 +130,11 @@ def test_no_retry_is_planned_past_the_lateness_cap() -> None:
     assert plan(BUSY, now=NOW + 885_000) == Settlement(
         Status.RETRYING, "server_error", NOW + 900_000
     )
-    assert plan(BUSY, now=NOW + 885_001) == EXHAUSTED
+    assert plan(BUSY, now=NOW + 885_001) == BY_LATENESS
     assert plan(retry_after(300_000), now=NOW + 600_000) == Settlement(
         Status.RETRYING, "rate_limited", NOW + 900_000
     )
-    assert plan(retry_after(300_000), now=NOW + 600_001) == EXHAUSTED
+    assert plan(retry_after(300_000), now=NOW + 600_001) == BY_LATENESS
 
 
 @pytest.mark.parametrize(
@@ -142,3 +147,14 @@ def test_no_retry_is_planned_past_the_lateness_cap() -> None:
 )
 def test_a_claim_never_sent_waits_again_due_at_once(observed: Status, waits_as: Status) -> None:
     assert handed_back(observed, NOW + 5) == Settlement(waits_as, None, NOW + 5)
+
+
+def test_the_cap_that_allows_no_more_sends_is_named() -> None:
+    def cap(attempts: int, now: int) -> EndedBy | None:
+        return cap_reached(attempts_so_far=attempts, due_at=NOW, now=now, caps=CAPS)
+
+    assert cap(4, NOW + 900_000) is None
+    assert cap(5, NOW) == EndedBy.ATTEMPTS
+    assert cap(5, NOW + 900_001) == EndedBy.ATTEMPTS  # the tries are said first
+    assert cap(0, NOW + 900_001) == EndedBy.LATENESS
+    assert REFUSED_LATE == BY_LATENESS

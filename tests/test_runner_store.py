@@ -182,7 +182,7 @@ async def test_refusing_unsent_ends_the_row_on_what_was_observed_without_an_atte
     )
     won, refused = await setup.store.claim(
         [],
-        [(seen[first], "token_unreadable"), (seen[changed], "token_unreadable")],
+        [(seen[first], "token_unreadable", None), (seen[changed], "token_unreadable", None)],
         "lease",
         NOW,
         LEASE_MS,

@@ -236,8 +236,8 @@ def test_runner_and_status_queries_read_only_the_partial_indexes(
     ("sql", "width", "fixed"),
     [
         (runner_store.CLAIM_SQL, 4, 4),
-        (runner_store.REFUSE_UNSENT_SQL, 5, 2),
-        (runner_store.SETTLE_SQL, 5, 3),
+        (runner_store.REFUSE_UNSENT_SQL, 6, 2),
+        (runner_store.SETTLE_SQL, 6, 3),
         (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
         (runner_store.DROP_ATTEMPTS_SQL, 2, 0),
         (runner_store.OPEN_ATTEMPTS_SQL, 0, 3),

@@ -63,7 +63,15 @@ async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: Worl
     # The next whole hour at least half an hour ahead, in the form's zone; the picker's value
     # is the HTML standard's, the hint says it the one way.
     assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-01T13:00"', html)
-    assert "Suggested: Wed 1 Jul 2026, 13:00 (the next whole hour)." in html
+    # It says what it really picks (was "(the next whole hour)").
+    assert (
+        "Suggested: Wed 1 Jul 2026, 13:00, the first whole hour at least 30 minutes from now."
+        in html
+    )
+    # Which occurrence of a time that happens twice is asked only when it matters.
+    assert 'name="fold"' not in html
+    assert "happens twice" not in html
+    assert html.count("Now in ") == 1
     # The zone field suggests IANA names.
     assert 'list="zones"' in html
     assert '<datalist id="zones">' in html
@@ -80,8 +88,12 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
     assert response.status == 422
     html = response.body.decode()
     assert "past_time" in html
-    assert "Now in America/New_York: Wed 1 Jul 2026, 06:00 EDT (America/New_York; 10:00 UTC)." in (
-        error_box(html)
+    # What time it is there is said once, beside the time, in the chosen zone.
+    assert html.count("Now in ") == 1
+    assert re.search(
+        r'data-now-zone="America/New_York">Now in America/New_York:'
+        r" Wed 1 Jul 2026, 06:00 EDT \(America/New_York; 10:00 UTC\)<",
+        html,
     )
     assert "Wed 1 Jul 2026, 05:00 EDT (America/New_York; 09:00 UTC) has already passed." in html
     assert "You entered Wed 1 Jul 2026, 05:00." in html
@@ -108,6 +120,13 @@ async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(worl
     ]
     assert f'<label for="fold-earlier">The earlier one: {earlier}</label>' in html
     assert f'<label for="fold-later">The later one: {later}</label>' in html
+    # And a one-click choice of the two instants, as for a skipped time.
+    box = error_box(html)
+    assert ">Schedule it at Sun 25 Oct 2026, 02:30 CEST (the earlier one)</button>" in box
+    assert ">Schedule it at Sun 25 Oct 2026, 02:30 CET (the later one)</button>" in box
+    later_form = box.split('data-retry-fold="later"', 1)[0].rsplit("<form", 1)[1]
+    assert 'name="fold" value="later"' in later_form
+    assert 'name="local_time" value="2026-10-25T02:30"' in later_form
     other = await post(
         browser, installation, local_time="2026-03-29T02:30", timezone="Europe/Berlin"
     )
@@ -226,10 +245,14 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
     world.clock.now = due + 15 * MINUTE + 1
     item = schedules_on((await browser.get(f"/installations/{installation.id}")).body.decode())[0]
     assert item["status"] == "retrying"
+    # It says the next run ends it, not "Will try again" beside "No more tries".
     assert (
-        "No more tries: the next run comes after Wed 1 Jul 2026, 12:20 CEST"
-        " (Europe/Paris; 10:20 UTC)" in browser.page()
+        "No more tries: nothing is sent after Wed 1 Jul 2026, 12:20 CEST (Europe/Paris;"
+        " 10:20 UTC), so the next run, at Wed 1 Jul 2026, 12:21 CEST (Europe/Paris; 10:21 UTC),"
+        " ends it not done." in browser.page()
     )
+    assert ">Ends not done at the next run</span>" in browser.page()
+    assert "Will try again" not in browser.page()
     assert "next try" not in browser.page()
 
 

@@ -20,6 +20,7 @@ from scheduling.http.handlers import (
     static,
     status,
 )
+from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
@@ -51,11 +52,31 @@ ROUTES = [
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
         schedules.cancel_schedule,
     ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/retry",
+        schedules.retry_schedule,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/dismiss",
+        schedules.dismiss_schedule,
+    ),
     Route("POST", "/installations/{installation_id}/notifications", notifications.add_endpoint),
+    Route(
+        "GET",
+        "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
+        notifications.confirm_rotate,
+    ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
         notifications.rotate_secret,
+    ),
+    Route(
+        "GET",
+        "/installations/{installation_id}/notifications/{endpoint_id}/delete",
+        notifications.confirm_delete,
     ),
     Route(
         "POST",
@@ -85,9 +106,10 @@ def wants_page(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
-def render_refusal(request: Request, refusal: Refusal) -> Response:
+def render_refusal(request: Request, refusal: Refusal, steps: NextSteps | None = None) -> Response:
+    """`steps`: where the page leads (`next_steps`); what the request tells when not given."""
     if wants_page(request):
-        response = refusal_page(refusal, request.path)
+        response = refusal_page(refusal, steps or local_steps(request, refusal), request.path)
     else:
         response = error_response(refusal.status, refusal.code, refusal.message)
     response.headers.extend(refusal.headers)
@@ -109,7 +131,10 @@ class App:
         try:
             response = await self._dispatch(request)
         except Refusal as refusal:
-            response = render_refusal(request, refusal)
+            steps = (
+                await next_steps(request, self.services, refusal) if wants_page(request) else None
+            )
+            response = render_refusal(request, refusal, steps)
         except Misconfigured as exc:
             # The variable's name only: its value may be a secret.
             log.error("misconfigured: %s %s", exc.name, exc.reason)

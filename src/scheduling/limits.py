@@ -36,8 +36,8 @@ class StatementShape:
 # The runner store's multi-row statements (repository/runner_store.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
 CLAIM_WITHIN = StatementShape(fixed=5, width=4)
-REFUSE_UNSENT = StatementShape(fixed=3, width=5)
-SETTLE = StatementShape(fixed=3, width=5)
+REFUSE_UNSENT = StatementShape(fixed=3, width=6)
+SETTLE = StatementShape(fixed=3, width=6)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 # The outbox (repository/outbox.py): events written with a settle or an unsent refusal, and

@@ -102,7 +102,7 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
 
 
 def remove_installation(harness: Harness, installation_id: str) -> None:
-    """Everything a test made for an installation, out of the shared harness's D1."""
+    """Everything a test made for one installation in the shared harness's D1, removed."""
     endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?)"
     harness.execute(
         ("DELETE FROM webhook_deliveries WHERE installation_id = ?", [installation_id]),

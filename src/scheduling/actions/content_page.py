@@ -1,5 +1,10 @@
 """A content launch's page: the content as Dee Wan reports it now, and its schedules, fifty
-to a page: the live ones and the latest few ended ones first, then the history."""
+to a page: the live ones and the latest few ended ones first, then the history.
+
+When Dee Wan cannot be read (down, slow, or answering off the protocol) the page still
+shows the content's schedules as the database holds them (`unread_view`), and says why:
+nothing on it needs Dee Wan but a new schedule, and a cancel never calls Dee Wan.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,10 @@ from dataclasses import dataclass
 from scheduling.actions.access import Access, open_access, read_launched_content
 from scheduling.actions.listing import Listed, last_page, listed
 from scheduling.actions.titles import read_titles
+from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.content import ContentRead
+from scheduling.domain.outcomes import UNTRUSTED
+from scheduling.domain.refusals import Refusal
 from scheduling.domain.rights import Rights
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
@@ -22,10 +30,16 @@ from scheduling.services import Services
 PRIMARY_TITLE_BUDGET_S = 2.0
 
 
+# A content read that failed this way leaves the page to the database; any other refusal
+# (the installation gone, the person no longer allowed, the content deleted) is Dee Wan's
+# answer and is shown as it is.
+UNREADABLE = (UNAVAILABLE, UNTRUSTED)
+
+
 @dataclass(frozen=True)
 class ContentView:
     access: Access
-    read: ContentRead
+    read: ContentRead | None  # None: Dee Wan could not be read now, `unread` says why
     page: SchedulePage
     page_number: int  # the page shown: the last one when the one asked for is past it
     asked_page: int
@@ -36,6 +50,7 @@ class ContentView:
     cancelled: Schedule | None  # the one a cancel just ended, to name it
     primary_title: str | None  # a translation's main item's title, when Dee Wan gave it
     now_ms: int
+    unread: Refusal | None = None  # why the content could not be read
 
 
 async def show_content(
@@ -47,9 +62,40 @@ async def show_content(
     cancelled: str | None = None,
 ) -> ContentView:
     access = await open_access(services, session)
-    read = await read_launched_content(services, access)
+    try:
+        read = await read_launched_content(services, access)
+    except Refusal as refusal:
+        return await unread_view(
+            services, access, refusal, page_number=page_number, cancelled=cancelled
+        )
     return await content_view(
         services, access, read, page_number=page_number, created=created, cancelled=cancelled
+    )
+
+
+async def unread_view(
+    services: Services,
+    access: Access,
+    refusal: Refusal,
+    *,
+    page_number: int = 1,
+    cancelled: str | None = None,
+) -> ContentView:
+    """The page without Dee Wan's read: the content's schedules from the database, cancels
+    judged by what the session kept. Raises `refusal` when it is Dee Wan's own answer, or
+    when the session never learnt which content it is about (no page was shown yet)."""
+    primary = access.session.content_primary_id
+    if refusal.code not in UNREADABLE or primary is None:
+        raise refusal
+    return await _view(
+        services,
+        access,
+        None,
+        primary,
+        refusal,
+        page_number=page_number,
+        created=None,
+        cancelled=cancelled,
     )
 
 
@@ -63,7 +109,30 @@ async def content_view(
     cancelled: str | None = None,
 ) -> ContentView:
     """The page for what `read` says now (a create refused on its form shows the same read)."""
-    db, installation_id, primary = services.db, access.installation.id, read.content.primary_id
+    return await _view(
+        services,
+        access,
+        read,
+        read.content.primary_id,
+        None,
+        page_number=page_number,
+        created=created,
+        cancelled=cancelled,
+    )
+
+
+async def _view(
+    services: Services,
+    access: Access,
+    read: ContentRead | None,
+    primary: str,
+    unread: Refusal | None,
+    *,
+    page_number: int,
+    created: str | None,
+    cancelled: str | None,
+) -> ContentView:
+    db, installation_id = services.db, access.installation.id
     page = await schedules.list_for(db, installation_id, primary, page_number)
     shown = page_number
     if not page.schedules and page_number > 1 and page.total:
@@ -83,13 +152,18 @@ async def content_view(
         page=page,
         page_number=shown,
         asked_page=page_number,
-        schedules=listed(page.schedules, Rights.read(read), {primary: read}),
+        schedules=(
+            listed(page.schedules, Rights.read(read), {primary: read})
+            if read is not None
+            else listed(page.schedules, access.session.rights, {})
+        ),
         live=page.live,
         made=made,
         replaced=await schedules.replaced_by(db, made) if made is not None else None,
         cancelled=ended,
-        primary_title=await _primary_title(services, access, read),
+        primary_title=await _primary_title(services, access, read) if read else None,
         now_ms=services.clock.now_ms(),
+        unread=unread,
     )
 
 

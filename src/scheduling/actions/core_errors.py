@@ -4,6 +4,7 @@ place a `CoreError` becomes a refusal with a status."""
 from __future__ import annotations
 
 from scheduling.dee_wan import UNAVAILABLE, CoreError
+from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.wording import explain
 
@@ -37,10 +38,20 @@ def _unavailable(message: str, *, relaunch: bool) -> Refusal:
     )
 
 
+# A content read answered off the protocol: nothing was sent, so the words are the read's.
+_GARBLED_READ = (
+    "Dee Wan answered about this content in a way its plugin protocol does not allow (a"
+    " garbled or unexpected answer), so the page cannot be shown. Nothing was changed; try"
+    " again, and if it keeps happening, tell the plugin's operator."
+)
+
+
 def read_refusal(error: CoreError) -> Refusal:
     """A content read failed: its code, with the status and words a page shows for it."""
     if error.code == UNAVAILABLE:
         return _unavailable(explain(UNAVAILABLE), relaunch=False)
+    if error.code == UNTRUSTED:
+        return Refusal(502, UNTRUSTED, _GARBLED_READ)
     return Refusal(
         _READ_STATUS.get(error.code, 403),
         error.code,

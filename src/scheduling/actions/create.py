@@ -1,14 +1,19 @@
-"""Create a schedule from a content launch, or re-pin a stale one in one step.
+"""Create a schedule from a content launch, re-pin a stale one in one step, or try a refused
+one again.
 
 The form carries the versions its page showed; the content is read again at
 submit and a schedule is stored only if the version it would pin is still the
 one the editor looked at. A re-pin (`repin_of`) is a create with the old
-schedule's change, local time, zone and fold, judged by the same rules. A new
-schedule supersedes the live waiting one of its content and kind.
+schedule's change, local time, zone and fold; a Try again (`retry_schedule`) is a
+create with a refused schedule's change, due at the next minute in its zone: both
+are judged by the same rules. A new schedule supersedes the live waiting one of its
+content and kind.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -16,7 +21,13 @@ from scheduling.actions.access import Access, open_access, read_launched_content
 from scheduling.actions.throttled import creates_key, limited
 from scheduling.domain.call_limits import CallLimit, seconds
 from scheduling.domain.content import ContentRead
-from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
+from scheduling.domain.localtime import (
+    ResolvedTime,
+    Retry,
+    TimeRefusal,
+    next_minute_wall,
+    resolve_local_time,
+)
 from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.rights import Rights
@@ -68,6 +79,7 @@ class FormRefusal(Refusal):
         read: ContentRead,
         form: FormValues,
         retries: tuple[Retry, ...] = (),
+        retry_of: str | None = None,
     ) -> None:
         super().__init__(status, code, message)
         self.field = field
@@ -75,6 +87,7 @@ class FormRefusal(Refusal):
         self.read = read
         self.form = form
         self.retries = retries
+        self.retry_of = retry_of  # refused on a Try again of this schedule
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,7 @@ class _Draft:
     access: Access
     read: ContentRead
     form: FormValues
+    retry_of: str | None = None
 
     def refuse(
         self,
@@ -110,6 +124,7 @@ class _Draft:
             read=self.read,
             form=self.form,
             retries=retries,
+            retry_of=self.retry_of,
         )
 
 
@@ -120,13 +135,53 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
             "manage_cannot_create",
             "Schedules are created from a content item: use Schedule on it in Dee Wan.",
         )
-    shown = _shown_versions(asked)
-    limit = CallLimit(per_minute=services.config.max_creates_per_minute)
-    key = creates_key(session.installation_id, session.person_id)
-    async with limited(services, key, limit, lambda wait_ms: _too_many(session, asked, wait_ms)):
+    shown = shown_versions(asked.version_id, asked.published_version_id)
+    async with _person_limit(services, session, lambda wait_ms: _too_many(session, asked, wait_ms)):
         access = await open_access(services, session)
         read = await read_launched_content(services, access)
     draft = _Draft(access, read, await _form(services, access, read, asked))
+    return await _store(services, draft, shown)
+
+
+async def retry_schedule(
+    services: Services, session: Session, schedule_id: str, version_id: str, published: str
+) -> Created:
+    """Try a refused schedule again: a new schedule of its change (with its own id and key),
+    due at the next minute in its zone, pinned to what the page showed (`version_id`,
+    `published`), by the same rules as a create: refused while the content changed since
+    the page was shown, while one of its change is being sent, or when the person may not
+    make the change; a live waiting one is replaced."""
+    if session.context_kind != "content":
+        raise Refusal.explained(403, "retry_from_content")
+    shown = shown_versions(version_id, published)
+    installation_id = session.installation_id
+    old = (
+        await schedules.get(services.db, installation_id, schedule_id)
+        if is_id(schedule_id)
+        else None
+    )
+    if old is None:
+        raise Refusal.explained(404, "schedule_not_found")
+    fields = {
+        "csrf_token": session.csrf_token,
+        "opened_for": session.opened_for,
+        "version_id": version_id,
+        "published_version_id": published,
+    }
+    async with _person_limit(services, session, lambda wait_ms: _too_many_with(fields, wait_ms)):
+        access = await open_access(services, session)
+        read = await read_launched_content(services, access)
+    if old.content_id != read.content.primary_id:
+        raise Refusal.explained(403, "other_content")
+    if old.status != Status.REFUSED:
+        raise Refusal.explained(409, "not_retryable")
+    now = services.clock.now_ms()
+    local_time, fold = next_minute_wall(now, old.timezone)
+    form = FormValues(f"{old.kind}:{old.to_state}", local_time, old.timezone, fold or "")
+    return await _store(services, _Draft(access, read, form, retry_of=old.id), shown)
+
+
+async def _store(services: Services, draft: _Draft, shown: ShownVersions) -> Created:
     now = services.clock.now_ms()
     new = _new_schedule(services, draft, shown, now)
     try:
@@ -134,15 +189,27 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
     except RunningConflict:
         raise draft.refuse(409, "execution_in_progress", "transition") from None
     log.info(
-        "installation %s: schedule %s created (%s %s), superseding %d",
+        "installation %s: schedule %s created (%s %s), superseding %d%s",
         new.installation_id,
         new.id,
         new.kind,
         new.content_id,
         superseded,
+        f", trying {draft.retry_of} again" if draft.retry_of else "",
     )
     fold = draft.form.fold
-    return Created(new.installation_id, new.id, fold if fold and new.fold is None else None)
+    ignored = fold if fold and new.fold is None and draft.retry_of is None else None
+    return Created(new.installation_id, new.id, ignored)
+
+
+def _person_limit(
+    services: Services, session: Session, refusal: Callable[[int], Refusal]
+) -> AbstractAsyncContextManager[None]:
+    """A create, or a try again, reads Dee Wan: at most `MAX_CREATES_PER_MINUTE` a person."""
+    limit = CallLimit(per_minute=services.config.max_creates_per_minute)
+    return limited(
+        services, creates_key(session.installation_id, session.person_id), limit, refusal
+    )
 
 
 def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal:
@@ -160,6 +227,10 @@ def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal
     }
     if asked.repin_of is not None:
         fields["repin_of"] = asked.repin_of
+    return _too_many_with(fields, wait_ms)
+
+
+def _too_many_with(fields: dict[str, str], wait_ms: int) -> Refusal:
     return Refusal.too_many(
         "too_many_creates",
         f"{explain('too_many_creates')} Nothing was scheduled.",
@@ -170,9 +241,9 @@ def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal
     )
 
 
-def _shown_versions(asked: ScheduleRequest) -> ShownVersions:
-    """The versions the form says its page showed; a form without them did not come from it."""
-    current, published = asked.version_id.strip(), asked.published_version_id.strip()
+def shown_versions(version_id: str, published_version_id: str) -> ShownVersions:
+    """The versions a form says its page showed; a form without them did not come from it."""
+    current, published = version_id.strip(), published_version_id.strip()
     if not is_id(current) or (published and not is_id(published)):
         raise Refusal(
             400,
@@ -229,7 +300,8 @@ def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: 
     allow it."""
     read, form = draft.read, draft.form
     kind, _, to = form.transition.partition(":")
-    changed = changed_since_shown(kind, shown, read)
+    then = "press Try again" if draft.retry_of else "press Schedule again"
+    changed = changed_since_shown(kind, shown, read, then=then)
     if changed is not None:
         raise draft.refuse(409, "content_changed", "transition", changed)
     if not Rights.read(read).offers(kind, to):

@@ -10,6 +10,7 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.pins import pin_of, stale_reason
 from scheduling.domain.rights import Rights
 from scheduling.domain.schedule import Schedule
+from scheduling.domain.statuses import Status
 from scheduling.repository.schedules import PAGE_SIZE
 
 
@@ -20,6 +21,8 @@ class Listed:
     title: str | None = None  # the content's title, read now (None: not read)
     stale: str | None = None  # why Dee Wan would refuse it today (`pins.stale_reason`)
     repin_version: str | None = None  # what one step would pin it to instead
+    retry_pin: str | None = None  # a refused one's Try again: the version it would pin
+    dismissable: bool = False  # a refused one's Dismiss (`Rights.may_dismiss`)
 
 
 def last_page(total: int) -> int:
@@ -36,8 +39,9 @@ def listed(
 
 def _listed(schedule: Schedule, rights: Rights, read: ContentRead | None) -> Listed:
     cancellable = rights.shows_cancel(schedule)
+    dismissable = rights.shows_dismiss(schedule)
     if read is None:
-        return Listed(schedule, cancellable)
+        return Listed(schedule, cancellable, dismissable=dismissable)
     stale = stale_reason(schedule, read)
     return Listed(
         schedule,
@@ -45,7 +49,20 @@ def _listed(schedule: Schedule, rights: Rights, read: ContentRead | None) -> Lis
         title=read.content.title,
         stale=stale,
         repin_version=_repin_version(schedule, rights, read) if stale else None,
+        retry_pin=_retry_pin(schedule, rights, read),
+        dismissable=dismissable,
     )
+
+
+def _retry_pin(schedule: Schedule, rights: Rights, read: ContentRead) -> str | None:
+    """A refused schedule is tried again from its content's page, by a person Dee Wan lets
+    make that change, pinned to what the content reports now (its own pin while that is
+    still current); not once a later schedule of the change was done."""
+    if schedule.status != Status.REFUSED or schedule.resolved_by is not None:
+        return None
+    if rights.manage or not rights.offers(schedule.kind, schedule.to_state):
+        return None
+    return pin_of(schedule.kind, read.content)
 
 
 def _repin_version(schedule: Schedule, rights: Rights, read: ContentRead) -> str | None:

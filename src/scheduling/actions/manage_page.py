@@ -19,8 +19,8 @@ from scheduling.actions.notifications import (
 from scheduling.actions.titles import Titles, read_titles
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
-from scheduling.domain.statuses import GROUPS, Status
-from scheduling.repository import manage_queries, schedules
+from scheduling.domain.statuses import Status
+from scheduling.repository import manage_queries, schedules, sessions
 from scheduling.repository.schedules import SchedulePage
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
@@ -39,8 +39,11 @@ class ManageView:
     titles: Titles
     site_zone: str  # as a title read reported it; UTC when none was read
     cancelled: Schedule | None  # the schedule a cancel just ended, to name it
+    dismissed: Schedule | None  # the one a dismiss just took out of Needs attention
+    only: str | None  # the one schedule shown, when a link asked for one
     now_ms: int
     notifications: NotificationsView
+    notice: str | None = None  # what the session's last action says, once
 
 
 async def show_manage(
@@ -50,24 +53,31 @@ async def show_manage(
     group: str | None,
     page_number: int,
     cancelled: str | None = None,
+    dismissed: str | None = None,
+    only: str | None = None,
     reveal: bool = False,
     refused: EndpointFormRefusal | None = None,
 ) -> ManageView:
     """Page `page_number` of `group` (None: all), each card with its content's title; and the
-    installation's notification endpoints (`reveal`: a new secret waiting is shown now)."""
+    installation's notification endpoints, their deliveries naming their schedules' contents
+    by title too (`reveal`: a new secret or a notice waiting is shown now)."""
     access = await open_access(services, session)
     installation_id = access.installation.id
-    page = await manage_queries.manage_page(services.db, installation_id, group, page_number)
+    db = services.db
+    page = await manage_queries.manage_page(db, installation_id, group, page_number, only=only)
     shown = page_number
-    if not page.schedules and page_number > 1:
+    if not page.schedules and page_number > 1 and only is None:
         # Past the end: show the last page there is (what the counts of the filter say).
-        shown = last_page(_filtered_total(page, group))
+        shown = last_page(manage_queries.group_count(page, group))
         if shown != page_number:
-            page = await manage_queries.manage_page(services.db, installation_id, group, shown)
-    ended = await _cancelled(services, installation_id, cancelled)
-    content_ids = {s.content_id for s in page.schedules}
-    if ended is not None:
-        content_ids.add(ended.content_id)
+            page = await manage_queries.manage_page(db, installation_id, group, shown)
+    ended = await _ended(services, installation_id, cancelled, Status.CANCELLED)
+    put_aside = await _ended(services, installation_id, dismissed, Status.REFUSED)
+    if put_aside is not None and put_aside.dismissed_at is None:
+        put_aside = None
+    notifications = await notifications_view(services, session, reveal=reveal, refused=refused)
+    content_ids = {s.content_id for s in page.schedules} | notifications.content_ids
+    content_ids |= {s.content_id for s in (ended, put_aside) if s is not None}
     titles = await read_titles(services, access, content_ids, budget_s=TITLES_BUDGET_S)
     return ManageView(
         access=access,
@@ -78,20 +88,19 @@ async def show_manage(
         titles=titles,
         site_zone=next((r.site.timezone for r in titles.reads.values() if r is not None), "UTC"),
         cancelled=ended,
+        dismissed=put_aside,
+        only=only if only is not None and page.schedules else None,
         now_ms=services.clock.now_ms(),
-        notifications=await notifications_view(services, session, reveal=reveal, refused=refused),
+        notifications=notifications,
+        notice=await sessions.take_notice(services.db, session) if reveal else None,
     )
 
 
-def _filtered_total(page: SchedulePage, group: str | None) -> int:
-    statuses = [s for g in GROUPS.values() for s in g] if group is None else GROUPS[group]
-    return sum(page.counts.get(status, 0) for status in statuses)
-
-
-async def _cancelled(
-    services: Services, installation_id: str, schedule_id: str | None
+async def _ended(
+    services: Services, installation_id: str, schedule_id: str | None, status: Status
 ) -> Schedule | None:
+    """The schedule a cancel or a dismiss just changed, to name it (when it is so now)."""
     if schedule_id is None or not is_id(schedule_id):
         return None
     found = await schedules.get(services.db, installation_id, schedule_id)
-    return found if found is not None and found.status == Status.CANCELLED else None
+    return found if found is not None and found.status == status else None

@@ -5,6 +5,8 @@ A content launch may not see or change them (403 `manage_only`). A new or
 rotated signing secret is shown once: the session's next manage page reveals
 it, and takes the reveal so no later page does. The plugin keeps the secret
 only sealed under TOKEN_KEY, bound to the installation and the endpoint.
+Rotating and deleting cannot be undone, so each is asked first, on a page that
+names the endpoint and what would be lost (`preview_endpoint`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling import webhooks
+from scheduling.actions.access import open_access
 from scheduling.actions.throttled import ENDPOINT_CALLS, endpoint_key, limited
+from scheduling.actions.titles import Titles, read_titles
 from scheduling.domain import webhook_signing
 from scheduling.domain.call_limits import seconds
 from scheduling.domain.endpoint_url import endpoint_url_problem
@@ -27,6 +31,8 @@ from scheduling.services import Services, log
 
 # 22 base64url characters: 132 random bits.
 _ID_CHARS = 22
+# A confirmation names the deliveries' contents by title when Dee Wan gives them this fast.
+TITLE_BUDGET_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,25 @@ class NotificationsView:
     endpoints: tuple[Endpoint, ...]
     revealed: tuple[str, str] | None  # (endpoint id, its new secret), shown this once
     refused: EndpointFormRefusal | None = None
+
+    @property
+    def content_ids(self) -> set[str]:
+        """The contents the listed deliveries tell of (their rows name them by title)."""
+        return {
+            d.schedule.content_id
+            for e in self.endpoints
+            for d in e.deliveries
+            if d.schedule is not None
+        }
+
+
+@dataclass(frozen=True)
+class EndpointPreview:
+    """What rotating or deleting an endpoint would change, for the page that asks first."""
+
+    endpoint: Endpoint
+    titles: Titles
+    now_ms: int
 
 
 def require_manage(session: Session) -> None:
@@ -106,10 +131,41 @@ async def rotate_secret(services: Services, session: Session, endpoint_id: str) 
 
 
 async def delete_endpoint(services: Services, session: Session, endpoint_id: str) -> None:
+    """The endpoint, its subscriptions and its deliveries; the next manage page says so."""
     endpoint = await _endpoint(services, session, endpoint_id)
     if not await notification_endpoints.delete(services.db, endpoint.installation_id, endpoint.id):
         raise Refusal.explained(404, "endpoint_not_found")
+    await sessions.say_next(services.db, session.id_hash, deleted_words(endpoint))
     log.info("installation %s: endpoint %s deleted", endpoint.installation_id, endpoint.id)
+
+
+def deleted_words(endpoint: Endpoint) -> str:
+    count = endpoint.delivery_count
+    deliveries = (
+        "It had no deliveries"
+        if count == 0
+        else f"Its {count} deliver{'y was' if count == 1 else 'ies were'} deleted with it"
+    )
+    return f"Deleted the endpoint {endpoint.url}. {deliveries}; nothing more is sent to it."
+
+
+async def preview_endpoint(
+    services: Services, session: Session, endpoint_id: str
+) -> EndpointPreview:
+    """The endpoint a rotation or a delete would change, refused as they would be; its
+    deliveries' contents by title when Dee Wan gives them in time (never waited on for
+    the change itself)."""
+    endpoint = await _endpoint(services, session, endpoint_id)
+    contents = {d.schedule.content_id for d in endpoint.deliveries if d.schedule is not None}
+    titles = Titles({})
+    if contents:
+        try:
+            access = await open_access(services, session)
+        except Refusal:
+            pass
+        else:
+            titles = await read_titles(services, access, contents, budget_s=TITLE_BUDGET_S)
+    return EndpointPreview(endpoint, titles, services.clock.now_ms())
 
 
 async def send_test(services: Services, session: Session, endpoint_id: str) -> str:

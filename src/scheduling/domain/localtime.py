@@ -104,6 +104,10 @@ def resolve_local_time(
                 "ambiguous_local_time",
                 f"{shown} happens twice in {name}: {first}, or {second}. "
                 "Choose the earlier or the later one.",
+                (
+                    Retry("fold", "earlier", f"{_short(earlier)} (the earlier one)"),
+                    Retry("fold", "later", f"{_short(later)} (the later one)"),
+                ),
             )
         chosen = earlier if fold == "earlier" else later
         kept_fold = "earlier" if fold == "earlier" else "later"
@@ -154,6 +158,23 @@ def _skipped(local: str, zone: str, earlier: datetime, later: datetime) -> TimeR
         f"The first minute after the jump is {_text(first)}.",
         (Retry("local_time", f"{first:%Y-%m-%dT%H:%M}", _short(first)),),
     )
+
+
+def next_minute_wall(now_ms: int, zone: str) -> tuple[str, Fold | None]:
+    """The next whole minute after `now_ms` as the clock in `zone` shows it (YYYY-MM-DDTHH:MM),
+    and which occurrence it is when that wall time happens twice: what a Try again asks for,
+    so that it resolves to exactly that instant. An unknown zone reads in UTC."""
+    minute = (now_ms // 60_000 + 1) * 60_000
+    try:
+        tz = get_zone(canonical_zone(zone) or "")
+    except UnknownTimezone:
+        tz = get_zone("UTC")
+    local = datetime.fromtimestamp(minute / 1000, UTC).astimezone(tz)
+    wall = f"{local:%Y-%m-%dT%H:%M}"
+    fold: Fold | None = None
+    if occurrences(wall, str(tz)) is not None:
+        fold = "later" if local.fold else "earlier"
+    return wall, fold
 
 
 def first_minute_after_gap(earlier: datetime, later: datetime) -> datetime:

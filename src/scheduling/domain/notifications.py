@@ -70,6 +70,8 @@ class ScheduleEvent:
     next_attempt_at: int | None = None
     last_code: str | None = None  # the last attempt's code and HTTP status, for the sentence
     last_http_status: int | None = None
+    ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`EndedBy`)
+    max_lateness_ms: int = 0  # the lateness cap, which the sentence names when it ended it
 
     def body(self, public_origin: str) -> bytes:
         data: dict[str, Any] = {
@@ -84,7 +86,16 @@ class ScheduleEvent:
             "timezone": self.timezone,
             "status": self.status.value,
             "result_code": self.result_code,
-            "message": explain_result(self.result_code, self.last_code, self.last_http_status),
+            "ended_by": self.ended_by,
+            "message": explain_result(
+                self.result_code,
+                self.last_code,
+                self.last_http_status,
+                ended_by=self.ended_by,
+                tries=self.attempts,
+                lateness_ms=self.max_lateness_ms,
+                unknown=self.outcome_unknown,
+            ),
             "attempts": self.attempts,
             "outcome_unknown": self.outcome_unknown,
             "next_attempt_at": None

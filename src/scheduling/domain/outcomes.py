@@ -32,6 +32,15 @@ UNTRUSTED = "untrusted_response"
 RETRY_EXHAUSTED = "retry_exhausted"
 
 
+class EndedBy(enum.StrEnum):
+    """Which cap ended a `retry_exhausted` schedule (`schedules.ended_by`, the webhook's
+    `data.ended_by`)."""
+
+    ATTEMPTS = "attempts"  # MAX_ATTEMPTS tries made
+    LATENESS = "lateness"  # past due_at + MAX_LATENESS_MS
+    RETRY_AFTER = "retry_after"  # Dee Wan asked to wait past MAX_RETRY_AFTER_MS
+
+
 class Retry(enum.StrEnum):
     NONE = "none"  # the schedule ends
     RETRY_AFTER = "retry_after"  # at the answer's Retry-After (seconds or HTTP date)

@@ -42,8 +42,11 @@ def describe_pin(kind: str, version: str | None) -> str:
     return f"the published version is {version}" if version else "nothing is published"
 
 
-def changed_since_shown(kind: str, shown: ShownVersions, read: ContentRead) -> str | None:
-    """Why the pin would differ from what the page showed, in a sentence; None when it would not."""
+def changed_since_shown(
+    kind: str, shown: ShownVersions, read: ContentRead, *, then: str = "press Schedule again"
+) -> str | None:
+    """Why the pin would differ from what the page showed, in a sentence ending with what to
+    `then` do; None when it would not."""
     if kind not in ("publish", "unpublish"):
         return None
     seen, now = shown.pin(kind), pin_of(kind, read.content)
@@ -54,7 +57,7 @@ def changed_since_shown(kind: str, shown: ShownVersions, read: ContentRead) -> s
     return (
         f"The content changed since this page was shown: you saw {saw}, and "
         f"{describe_pin(kind, now)} now. Nothing was scheduled; check the page below, "
-        "then press Schedule again."
+        f"then {then}."
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from scheduling.domain.outcomes import RETRY_EXHAUSTED, Outcome, OutcomeKind
+from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome, OutcomeKind
 from scheduling.domain.statuses import Status
 
 # The Runner table's backoff: 15 s·2^(n-1), capped at 5 min, then 50–100 % jitter.
@@ -31,9 +31,14 @@ class Settlement:
     status: Status  # completed, refused or retrying; pending or retrying when handed back
     result_code: str | None  # None: the row keeps the code it had
     next_attempt_at: int | None = None
+    ended_by: EndedBy | None = None  # which cap, when one ended it (`retry_exhausted`)
 
 
-REFUSED_LATE = Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+def exhausted(by: EndedBy) -> Settlement:
+    return Settlement(Status.REFUSED, RETRY_EXHAUSTED, ended_by=by)
+
+
+REFUSED_LATE = exhausted(EndedBy.LATENESS)
 
 
 def handed_back(observed: Status, now: int) -> Settlement:
@@ -49,9 +54,18 @@ def too_late(*, due_at: int, now: int, caps: Caps) -> bool:
     return now > due_at + caps.max_lateness_ms
 
 
+def cap_reached(*, attempts_so_far: int, due_at: int, now: int, caps: Caps) -> EndedBy | None:
+    """Before a claim: the cap that allows no more sends, or None while one more is allowed."""
+    if attempts_so_far >= caps.max_attempts:
+        return EndedBy.ATTEMPTS
+    if too_late(due_at=due_at, now=now, caps=caps):
+        return EndedBy.LATENESS
+    return None
+
+
 def may_send(*, attempts_so_far: int, due_at: int, now: int, caps: Caps) -> bool:
     """Before a claim: is one more send allowed?"""
-    return attempts_so_far < caps.max_attempts and not too_late(due_at=due_at, now=now, caps=caps)
+    return cap_reached(attempts_so_far=attempts_so_far, due_at=due_at, now=now, caps=caps) is None
 
 
 def backoff_ms(attempt: int, rng: random.Random) -> int:
@@ -69,13 +83,13 @@ def after_attempt(
     if outcome.kind is OutcomeKind.REFUSED:
         return Settlement(Status.REFUSED, outcome.code)
     if attempt >= caps.max_attempts:
-        return Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+        return exhausted(EndedBy.ATTEMPTS)
     if outcome.retry_after_ms is not None:
         if outcome.retry_after_ms > caps.max_retry_after_ms:
-            return Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+            return exhausted(EndedBy.RETRY_AFTER)
         next_at = now + outcome.retry_after_ms
     else:
         next_at = now + backoff_ms(attempt, rng)
     if too_late(due_at=due_at, now=next_at, caps=caps):
-        return Settlement(Status.REFUSED, RETRY_EXHAUSTED)
+        return exhausted(EndedBy.LATENESS)
     return Settlement(Status.RETRYING, outcome.code, next_at)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scheduling.domain.content import ContentRead
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import WAITING
+from scheduling.domain.statuses import WAITING, Status
 
 Change = tuple[str, str]  # (kind, to), as `workflow.transitions` lists it
 
@@ -63,3 +63,8 @@ class Rights:
     def shows_cancel(self, schedule: Schedule) -> bool:
         """The Cancel button: a waiting schedule this person may cancel."""
         return schedule.status in WAITING and self.cancel_refusal(schedule) is None
+
+    def shows_dismiss(self, schedule: Schedule) -> bool:
+        """The Dismiss button: a refused schedule still in Needs attention, on the manage
+        view (the installation's overview, which Dee Wan offers to site admins)."""
+        return self.manage and schedule.status == Status.REFUSED and not schedule.settled

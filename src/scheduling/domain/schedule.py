@@ -82,4 +82,16 @@ class Schedule:
     updated_at: int
     cancelled_by_name: str | None = None
     cancelled_at: int | None = None
+    ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`outcomes.ENDED_BY`)
+    dismissed_by_name: str | None = None
+    dismissed_at: int | None = None
+    resolved_by: str | None = None  # a later schedule of the same change that was done
     attempts: tuple[Attempt, ...] = ()
+
+    @property
+    def settled(self) -> bool:
+        """A refused schedule nobody needs to look at any more: a site admin dismissed it, or
+        a later schedule of the same content and change was done."""
+        return self.status == Status.REFUSED and (
+            self.dismissed_at is not None or self.resolved_by is not None
+        )

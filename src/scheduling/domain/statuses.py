@@ -47,9 +47,14 @@ GROUPS: dict[str, tuple[Status, ...]] = {
     "upcoming": (Status.PENDING, Status.RUNNING),
     "finished": (Status.COMPLETED, Status.CANCELLED, Status.SUPERSEDED),
 }
+# A refused schedule needs attention until it is settled (a site admin dismissed it, or a
+# later schedule of the same content and change was done); then it counts as finished.
+SETTLED_GROUP = "finished"
 
 
-def group_of(status: Status) -> str:
+def group_of(status: Status, settled: bool = False) -> str:
+    if settled and status == Status.REFUSED:
+        return SETTLED_GROUP
     return next(name for name, statuses in GROUPS.items() if status in statuses)
 
 

@@ -86,6 +86,17 @@ def duration_text(ms: int) -> str:
     return f"{minutes} min"
 
 
+def duration_words(ms: int) -> str:
+    """`15 minutes`, `1 hour`, `1 h 30 min`: a limit, in a sentence."""
+    minutes = max(0, ms) // MINUTE_MS
+    if minutes < 60:
+        return f"{minutes} minute{'' if minutes == 1 else 's'}"
+    if minutes % 60 == 0:
+        hours = minutes // 60
+        return f"{hours} hour{'' if hours == 1 else 's'}"
+    return duration_text(ms)
+
+
 def years_ahead(ms: int) -> int:
     """Years from now to an instant `ms` ahead, to the nearest (0 when less than a year)."""
     if ms < YEAR_MS:

@@ -6,7 +6,9 @@ never the start of a sentence.
 
 from __future__ import annotations
 
+from scheduling.domain.outcomes import EndedBy
 from scheduling.domain.statuses import Status
+from scheduling.domain.time_words import duration_words
 
 STATUS: dict[Status, str] = {
     Status.PENDING: "Waiting for its time",
@@ -20,27 +22,28 @@ STATUS: dict[Status, str] = {
 
 KIND = {"publish": "Publish", "unpublish": "Unpublish"}
 
+# Each says why, and what to do next where there is something to do.
 CODES = {
     # Dee Wan's answers
     "transition_applied": "Dee Wan applied the change.",
     "idempotent_replay": "Dee Wan had already applied this exact change; nothing was done twice.",
-    "invalid_request": "Dee Wan rejected the request as malformed.",
-    "plugin_unauthorized": "Dee Wan no longer accepts this installation (it was uninstalled, or its token was replaced).",
-    "capability_refused": "The plugin is not allowed to do this for this content. An admin can grant it in Dee Wan.",
-    "requester_unauthorized": "The person who scheduled this is no longer allowed to do it.",
-    "content_not_found": "The content no longer exists in Dee Wan.",
-    "scheduled_target_stale": "The content changed after it was scheduled (a newer version or workflow change), so the pinned version was not used. Schedule it again.",
-    "workflow_conflict": "The content's workflow state does not allow this now.",
-    "dependent_content": "Dee Wan refused because other content depends on this.",
-    "idempotency_key_reused": "Dee Wan saw this schedule's key with a different request; nothing was applied.",
-    "transition_unavailable": "This change is not possible from the content's current state.",
-    "transition_refused": "Dee Wan refused this change.",
+    "invalid_request": "Dee Wan found the plugin's request malformed, so nothing was applied. This is a fault in the plugin: tell its operator, with the support line below.",
+    "plugin_unauthorized": "Dee Wan no longer accepts this installation (it was uninstalled, or its token was replaced), so nothing was applied. An admin can install it again or rotate its token in Dee Wan.",
+    "capability_refused": "The plugin is not allowed to do this for this content, so nothing was applied. An admin can grant it in Dee Wan.",
+    "requester_unauthorized": "The person who scheduled this may no longer make this change in Dee Wan, so it was not applied. Someone who may can schedule it again.",
+    "content_not_found": "The content no longer exists in Dee Wan, so there was nothing to change.",
+    "scheduled_target_stale": "The content changed after it was scheduled (a newer version or workflow change), so the pinned version was not used. Schedule it again to pin the current version.",
+    "workflow_conflict": "Dee Wan's workflow does not allow this change from the content's current state (for example while it is in review), so it was not applied. Check the content in Dee Wan, then try again.",
+    "dependent_content": "Dee Wan did not apply it because other content depends on this one. Check what depends on it in Dee Wan, then try again.",
+    "idempotency_key_reused": "Dee Wan saw this schedule's key with a different request, so nothing was applied. This is a fault in the plugin: tell its operator, with the support line below.",
+    "transition_unavailable": "This change is not possible from the content's current state in Dee Wan (it may have been made by hand already), so nothing was applied. Check the content in Dee Wan.",
+    "transition_refused": "Dee Wan's workflow rules did not allow this change when it was sent, so it was not applied. Check the content in Dee Wan, then try again.",
     # A 429 or a 5xx the runner retries is worded by its status (`explain_answer`).
     "network_error": "Dee Wan could not be reached; the plugin will try again.",
     "timeout": "Dee Wan did not answer within 10 seconds; the plugin will try again.",
     # The plugin's own results
-    "untrusted_response": "Dee Wan's answer could not be trusted, so nothing more was sent. Check the content in Dee Wan.",
-    "retry_exhausted": "The plugin gave up: too many attempts, or it was too late to send. If the last attempt failed on the network, the outcome is unknown — check the content in Dee Wan.",
+    "untrusted_response": "Dee Wan answered in a way its plugin protocol does not allow (a garbled or unexpected answer), so the plugin sent nothing more and cannot tell whether the change was applied. Check the content in Dee Wan.",
+    "retry_exhausted": "The plugin stopped trying: too many tries, or it was too late to send. If the last try got no answer, whether Dee Wan applied it is unknown — check the content in Dee Wan.",
     "token_unreadable": "The installation's token can no longer be read — rotate it in Dee Wan.",
     "execution_in_progress": "A schedule for this content is being sent right now. Try again in a minute.",
     "not_cancellable": "Only a schedule that is waiting or will try again can be cancelled.",
@@ -53,6 +56,11 @@ CODES = {
     "other_content": "This schedule belongs to other content. Use the Scheduling page in Dee Wan.",
     "schedule_not_found": "There is no such schedule in this installation.",
     "installation_not_found": "There is no such installation.",
+    # Acting on a refused schedule
+    "not_retryable": "Only a schedule that ended not done can be tried again; this one has not. Reload the page to see it as it is now.",
+    "retry_from_content": "A schedule is tried again from its content's page: open the content in Dee Wan and press Schedule.",
+    "not_dismissable": "Only a schedule that ended not done and was not dismissed yet can be dismissed. Reload the page to see it as it is now.",
+    "dismiss_from_manage": "A refused schedule is dismissed by a site admin, from Scheduling under Manage in Dee Wan.",
     # Notifications
     "manage_only": "Notifications are set up from Scheduling under Manage in Dee Wan, by a site admin.",
     "endpoint_not_found": "There is no such notification endpoint in this installation.",
@@ -61,6 +69,29 @@ CODES = {
     "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
     "too_many_tests": "A test event is sent to an endpoint one at a time, and at most 5 a minute.",
 }
+
+UNKNOWN_OUTCOME = " Its last try got no answer, so whether Dee Wan applied it is unknown: check the content in Dee Wan."
+
+
+def ended_by_text(ended_by: str | None, *, tries: int, lateness_ms: int) -> str | None:
+    """Which limit ended it, naming the limit: `Dee Wan did not accept it in 5 tries, …`."""
+    if ended_by == EndedBy.ATTEMPTS:
+        return (
+            f"Dee Wan did not accept it in {tries} tr{'y' if tries == 1 else 'ies'},"
+            " so the plugin stopped trying."
+        )
+    if ended_by == EndedBy.LATENESS:
+        return (
+            f"It was still not sent {duration_words(lateness_ms)} after its time had passed,"
+            " so the plugin stopped trying: nothing is sent later than that."
+        )
+    if ended_by == EndedBy.RETRY_AFTER:
+        return (
+            "Dee Wan asked to wait past the limit before the next try,"
+            " so the plugin stopped trying."
+        )
+    return None
+
 
 # The events an endpoint may hear of, as the Notifications form names them.
 EVENTS = {
@@ -84,6 +115,21 @@ DELIVERY_ERRORS = {
     "endpoint_gone": "the endpoint answered 410 Gone, so it was disabled",
     "secret_unreadable": "its signing secret can no longer be read (TOKEN_KEY changed): rotate it",
 }
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 command`, `2 commands`, `1,000 deliveries`: a count in proper plurals."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def change_text(kind: str, version_id: str) -> str:
+    """`publish version ver_3`: a schedule's change, inside a sentence."""
+    return f"{KIND.get(kind, kind).lower()} version {version_id}"
+
+
+def content_text(content_id: str, title: str | None) -> str:
+    """`“Summer news”`, or `content cnt_news` when Dee Wan did not give its title."""
+    return f"“{title}”" if title is not None else f"content {content_id}"
 
 
 def delivery_answer(http_status: int | None, error: str | None) -> str:
@@ -112,10 +158,22 @@ def explain_answer(code: str | None, http_status: int | None) -> str:
 
 
 def explain_result(
-    result_code: str | None, last_code: str | None, last_http_status: int | None
+    result_code: str | None,
+    last_code: str | None,
+    last_http_status: int | None,
+    *,
+    ended_by: str | None = None,
+    tries: int = 0,
+    lateness_ms: int = 0,
+    unknown: bool = False,
 ) -> str:
     """The sentence a schedule's card (and its webhook) gives for its result: judged by the
-    last attempt's HTTP status when that attempt is what the result came from."""
+    last attempt's HTTP status when that attempt is what the result came from; a schedule a
+    cap ended says which (`ended_by`, with its `tries` and the lateness cap), and whether its
+    last try's outcome is `unknown`."""
+    ended = ended_by_text(ended_by, tries=tries, lateness_ms=lateness_ms)
+    if ended is not None:
+        return ended + (UNKNOWN_OUTCOME if unknown else "")
     answered = last_http_status if last_code is not None and last_code == result_code else None
     return explain_answer(result_code, answered)
 

@@ -3,37 +3,70 @@
 Every schedule is reachable by paging, whatever the history holds. The order:
 needs attention first (retrying by due time, then refused newest first), then
 upcoming (pending and running by due time), then finished, newest first, with the
-replaced ones after the rest (the page folds them away).
+replaced ones after the rest (the page folds them away). A refused schedule that is
+settled (dismissed, or done by a later schedule of the same change) counts as finished.
 """
 
 from __future__ import annotations
 
-from scheduling.domain.statuses import GROUPS, Status, sql_list
+from scheduling.domain.statuses import GROUPS, SETTLED_GROUP, Status, sql_list
 from scheduling.ports import Database
-from scheduling.repository.schedules import SchedulePage, listing
+from scheduling.repository.schedules import SETTLED_SQL, SchedulePage, listing
 
 # SQL text built from the constants above, never from request text.
+_NEEDS_ATTENTION = f"(status = '{Status.REFUSED}' AND NOT {SETTLED_SQL})"
 _RANK = (
-    f"CASE status WHEN '{Status.RETRYING}' THEN 0 WHEN '{Status.REFUSED}' THEN 1"
-    f" WHEN '{Status.PENDING}' THEN 2 WHEN '{Status.RUNNING}' THEN 2"
-    f" WHEN '{Status.SUPERSEDED}' THEN 4 ELSE 3 END"
+    f"CASE WHEN status = '{Status.RETRYING}' THEN 0 WHEN {_NEEDS_ATTENTION} THEN 1"
+    f" WHEN status IN ('{Status.PENDING}', '{Status.RUNNING}') THEN 2"
+    f" WHEN status = '{Status.SUPERSEDED}' THEN 4 ELSE 3 END"
 )
 _BY_DUE_TIME = sql_list((Status.RETRYING, Status.PENDING, Status.RUNNING))
 _ORDER = f"{_RANK}, CASE WHEN status IN {_BY_DUE_TIME} THEN due_at ELSE -updated_at END, id"
 
 
+def _group_sql(group: str) -> str:
+    """The rows of one group: its statuses, a refused one by whether it is settled."""
+    others = sql_list(s for s in GROUPS[group] if s != Status.REFUSED)
+    if Status.REFUSED in GROUPS[group]:
+        return f"(status IN {others} OR {_NEEDS_ATTENTION})"
+    if group == SETTLED_GROUP:
+        return f"(status IN {others} OR (status = '{Status.REFUSED}' AND {SETTLED_SQL}))"
+    return f"status IN {others}"
+
+
 async def manage_page(
-    db: Database, installation_id: str, group: str | None, page_number: int
+    db: Database,
+    installation_id: str,
+    group: str | None,
+    page_number: int,
+    *,
+    only: str | None = None,
 ) -> SchedulePage:
-    """Page `page_number` (from 1) of `group` (None: every status), its attempts and the counts.
+    """Page `page_number` (from 1) of `group` (None: every status), or the one schedule
+    `only`, with its attempts and the counts (a group's count is `group_count`).
 
     One round trip. The statuses are the code's own constants, never request text.
     """
+    narrowed = "" if group is None else f" AND {_group_sql(group)}"
+    if only is not None:
+        narrowed += " AND id = ?3"
     return await listing(
         db,
         "installation_id = ?1",
         (installation_id,),
         order=_ORDER,
         page_number=page_number,
-        narrowed_to="" if group is None else f" AND status IN {sql_list(GROUPS[group])}",
+        narrowed_to=narrowed,
+        narrowed_by=() if only is None else (only,),
+        count_settled=True,
     )
+
+
+def group_count(page: SchedulePage, group: str | None) -> int:
+    """How many schedules of the installation are in `group` (None: all of them)."""
+    if group is None:
+        return page.total
+    count = sum(page.counts.get(status, 0) for status in GROUPS[group])
+    if Status.REFUSED in GROUPS[group]:
+        return count - page.settled
+    return count + (page.settled if group == SETTLED_GROUP else 0)

@@ -15,6 +15,18 @@ RECENT_DELIVERIES = 10
 
 
 @dataclass(frozen=True)
+class AboutSchedule:
+    """The schedule a delivery tells of, as its row names it: content, change, due time."""
+
+    id: str
+    content_id: str
+    kind: str
+    version_id: str
+    due_at: int
+    timezone: str
+
+
+@dataclass(frozen=True)
 class Delivery:
     id: str
     event_type: str
@@ -26,9 +38,20 @@ class Delivery:
     last_http_status: int | None
     last_error: str | None
     finished_at: int | None
+    schedule: AboutSchedule | None = None  # None: a test event, or the schedule is gone
 
     @classmethod
     def from_row(cls, row: Row) -> Delivery:
+        about = None
+        if row["s_id"] is not None:
+            about = AboutSchedule(
+                id=row["s_id"],
+                content_id=row["s_content_id"],
+                kind=row["s_kind"],
+                version_id=row["s_version_id"],
+                due_at=row["s_due_at"],
+                timezone=row["s_timezone"],
+            )
         return cls(
             id=row["id"],
             event_type=row["event_type"],
@@ -40,6 +63,7 @@ class Delivery:
             last_http_status=row["last_http_status"],
             last_error=row["last_error"],
             finished_at=row["finished_at"],
+            schedule=about,
         )
 
 
@@ -56,18 +80,23 @@ class Endpoint:
     failing_since: int | None
     tested_at: int | None
     test_result: str | None
-    deliveries: tuple[Delivery, ...] = ()
+    deliveries: tuple[Delivery, ...] = ()  # the latest RECENT_DELIVERIES
+    delivery_count: int = 0  # all it holds, which a delete removes with it
 
 
 _ENDPOINT_COLUMNS = (
     "e.id, e.installation_id, e.url, e.secret_sealed, e.created_at, e.secret_rotated_at,"
     " e.disabled_at, e.failing_since, e.tested_at, e.test_result,"
     " (SELECT group_concat(event_type, ' ') FROM notification_subscriptions"
-    "  WHERE endpoint_id = e.id) AS events"
+    "  WHERE endpoint_id = e.id) AS events,"
+    " (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = e.id) AS delivery_count"
 )
+# Each delivery with the schedule it tells of (a LEFT JOIN: a test event tells of none).
 _DELIVERY_COLUMNS = (
     "d.endpoint_id, d.id, d.event_type, d.created_at, d.status, d.attempt_count,"
-    " d.next_attempt_at, d.last_attempt_at, d.last_http_status, d.last_error, d.finished_at"
+    " d.next_attempt_at, d.last_attempt_at, d.last_http_status, d.last_error, d.finished_at,"
+    " s.id AS s_id, s.content_id AS s_content_id, s.kind AS s_kind,"
+    " s.version_id AS s_version_id, s.due_at AS s_due_at, s.timezone AS s_timezone"
 )
 
 
@@ -86,6 +115,7 @@ def _endpoint(row: Row, deliveries: Sequence[Delivery] = ()) -> Endpoint:
         tested_at=row["tested_at"],
         test_result=row["test_result"],
         deliveries=tuple(deliveries),
+        delivery_count=int(row["delivery_count"] or 0),
     )
 
 
@@ -132,33 +162,36 @@ async def create(
 
 
 async def get(db: Database, installation_id: str, endpoint_id: str) -> Endpoint | None:
-    row = (
-        await db.prepare(
-            f"SELECT {_ENDPOINT_COLUMNS} FROM notification_endpoints e"
-            " WHERE e.id = ? AND e.installation_id = ?"
-        )
-        .bind(endpoint_id, installation_id)
-        .first()
+    """One endpoint, with its recent deliveries (what a confirmation names)."""
+    found = await _with_deliveries(
+        db, "e.installation_id = ?1 AND e.id = ?2", installation_id, endpoint_id
     )
-    return _endpoint(row) if row else None
+    return found[0] if found else None
 
 
 async def list_for(db: Database, installation_id: str) -> list[Endpoint]:
     """The installation's endpoints, oldest first, each with its RECENT_DELIVERIES newest
     deliveries: one round trip."""
+    return await _with_deliveries(db, "e.installation_id = ?1", installation_id)
+
+
+async def _with_deliveries(db: Database, where: str, *params: str) -> list[Endpoint]:
+    """The endpoints `where` chooses (SQL text over `e`, built from constants; every value
+    bound), oldest first, each with its newest deliveries and their schedules."""
     endpoints, deliveries = await db.batch(
         [
             db.prepare(
                 f"SELECT {_ENDPOINT_COLUMNS} FROM notification_endpoints e"
-                " WHERE e.installation_id = ? ORDER BY e.created_at, e.id"
-            ).bind(installation_id),
+                f" WHERE {where} ORDER BY e.created_at, e.id"
+            ).bind(*params),
             db.prepare(
                 f"SELECT {_DELIVERY_COLUMNS} FROM notification_endpoints e"
                 " JOIN webhook_deliveries d ON d.id IN ("
                 "   SELECT id FROM webhook_deliveries WHERE endpoint_id = e.id"
                 f"  ORDER BY created_at DESC, id DESC LIMIT {RECENT_DELIVERIES})"
-                " WHERE e.installation_id = ? ORDER BY d.created_at DESC, d.id DESC"
-            ).bind(installation_id),
+                " LEFT JOIN schedules s ON s.id = d.schedule_id AND s.installation_id = d.installation_id"
+                f" WHERE {where} ORDER BY d.created_at DESC, d.id DESC"
+            ).bind(*params),
         ]
     )
     by_endpoint: dict[str, list[Delivery]] = {}

@@ -18,7 +18,8 @@ from scheduling.ports import Database, Row, Statement
 RECENT_REFUSALS = 50
 INSTALLATIONS_SHOWN = 100
 
-RECENT_REFUSALS_SQL = f"""SELECT id, installation_id, content_id, kind, result_code, updated_at
+RECENT_REFUSALS_SQL = f"""SELECT id, installation_id, content_id, kind, version_id, result_code,
+       ended_by, attempt_count, updated_at
   FROM schedules INDEXED BY schedules_finished
  WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND status = 'refused'
  ORDER BY updated_at DESC LIMIT {RECENT_REFUSALS}"""
@@ -53,7 +54,10 @@ class RecentRefusal:
     installation_id: str
     content_id: str
     kind: str
+    version_id: str
     code: str
+    ended_by: str | None  # which cap ended a `retry_exhausted` one
+    attempts: int
     at: int  # when it was refused
 
 
@@ -77,7 +81,10 @@ def refusals_from(rows: list[Row]) -> tuple[RecentRefusal, ...]:
             str(r["installation_id"]),
             str(r["content_id"]),
             str(r["kind"]),
+            str(r["version_id"]),
             str(r["result_code"] or ""),
+            None if r["ended_by"] is None else str(r["ended_by"]),
+            int(r["attempt_count"]),
             int(r["updated_at"]),
         )
         for r in rows

@@ -202,7 +202,7 @@ SELECT id, attempt_count, ?3 FROM schedules
 
 REFUSE_UNSENT_SQL = (
     """UPDATE schedules
-   SET status = ?2, result_code = seen.column5, next_attempt_at = NULL,
+   SET status = ?2, result_code = seen.column5, ended_by = seen.column6, next_attempt_at = NULL,
        lease_token = NULL, lease_until = NULL, updated_at = ?1, settled_by = ?3
   FROM (VALUES {values}) AS seen"""
     + _SEEN
@@ -211,7 +211,7 @@ REFUSE_UNSENT_SQL = (
 
 SETTLE_SQL = """UPDATE schedules
    SET status = done.column2, result_code = coalesce(done.column3, schedules.result_code),
-       next_attempt_at = done.column4,
+       ended_by = done.column6, next_attempt_at = done.column4,
        attempt_count = attempt_count - done.column5,
        lease_token = NULL, lease_until = NULL, updated_at = ?2, settled_by = ?1
   FROM (VALUES {values}) AS done
@@ -286,6 +286,10 @@ class DueRow:
 
 
 _COMMAND_FIELDS = tuple(field.name for field in fields(Command))
+
+
+# A due row ended without a claim: its result code, and the cap that ended it (if one did).
+Unsent = tuple[DueRow, str, str | None]
 
 
 @dataclass(frozen=True)
@@ -383,7 +387,7 @@ class RunnerStore:
     async def claim(
         self,
         rows: Sequence[DueRow],
-        refusals: Sequence[tuple[DueRow, str]],
+        refusals: Sequence[Unsent],
         lease_token: str,
         now: int,
         lease_ms: int,
@@ -407,7 +411,7 @@ class RunnerStore:
     async def claim_within(
         self,
         rows: Sequence[DueRow],
-        refusals: Sequence[tuple[DueRow, str]],
+        refusals: Sequence[Unsent],
         lease_token: str,
         now: int,
         lease_ms: int,
@@ -424,7 +428,7 @@ class RunnerStore:
     async def _claim(
         self,
         rows: Sequence[DueRow],
-        refusals: Sequence[tuple[DueRow, str]],
+        refusals: Sequence[Unsent],
         lease_token: str,
         now: int,
         lease_ms: int,
@@ -442,7 +446,7 @@ class RunnerStore:
                 REFUSE_UNSENT_SQL,
                 REFUSE_UNSENT,
                 (now, Status.REFUSED, lease_token),
-                [(*row.observed(), code) for row, code in refusals],
+                [(*row.observed(), code, by) for row, code, by in refusals],
             )
         refusal_end = len(statements)
         if refusals and events:
@@ -503,6 +507,7 @@ class RunnerStore:
                     s.settlement.result_code,
                     s.settlement.next_attempt_at,
                     0 if s.attempt else 1,
+                    s.settlement.ended_by,
                 )
                 for s in settled
             ],

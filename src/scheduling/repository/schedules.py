@@ -22,6 +22,7 @@ class SchedulePage:
     has_next: bool
     counts: dict[str, int]  # status -> rows in the listing's scope, whatever the filter
     live: tuple[Schedule, ...] = ()  # a content's live schedules, whichever page is shown
+    settled: int = 0  # of the refused ones, those settled (when the listing counts them)
 
     @property
     def total(self) -> int:
@@ -108,11 +109,24 @@ async def create(db: Database, new: NewSchedule, now: int) -> int:
     return superseded.meta.changes
 
 
+# A later schedule of the same installation, content and kind (a higher revision) that was
+# done: it settles a refused one. Reads the unique index on (installation, content, kind,
+# revision). SQL text over an unaliased outer `schedules`.
+_LATER_DONE = (
+    "FROM schedules later WHERE later.installation_id = schedules.installation_id"
+    " AND later.content_id = schedules.content_id AND later.kind = schedules.kind"
+    f" AND later.revision > schedules.revision AND later.status = '{Status.COMPLETED}'"
+)
+# A refused schedule that no longer needs attention (`Schedule.settled`), as SQL.
+SETTLED_SQL = f"(dismissed_at IS NOT NULL OR EXISTS (SELECT 1 {_LATER_DONE}))"
+
 SCHEDULE_COLUMNS = (
     "id, installation_id, content_id, kind, to_state, version_id, workflow_revision, revision,"
     " idempotency_key, due_at, timezone, local_time, fold, status, result_code, attempt_count,"
     " next_attempt_at, requested_by, requested_by_name, created_at, updated_at, cancelled_by_name,"
-    " cancelled_at"
+    " cancelled_at, ended_by, dismissed_by_name, dismissed_at,"
+    f" CASE WHEN status = '{Status.REFUSED}' THEN (SELECT later.id {_LATER_DONE}"
+    " ORDER BY later.revision LIMIT 1) END AS resolved_by"
 )
 ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_status"
 
@@ -156,10 +170,13 @@ async def listing(
     order: str,
     page_number: int,
     narrowed_to: str = "",
+    narrowed_by: tuple[str, ...] = (),
     live: Statement | None = None,
+    count_settled: bool = False,
 ) -> SchedulePage:
-    """One page of the schedules in `scope` (SQL over `params`, optionally `narrowed_to` more),
-    with their attempts and the counts by status of the whole scope: one round trip.
+    """One page of the schedules in `scope` (SQL over `params`, optionally `narrowed_to` more,
+    over `narrowed_by`, numbered after `params` and the offset), with their attempts and the
+    counts by status of the whole scope: one round trip.
 
     `scope`, `narrowed_to` and `order` are SQL text built from the code's constants, never
     from request text; every value is bound.
@@ -170,10 +187,16 @@ async def listing(
         f"FROM schedules WHERE {scope}{narrowed_to} ORDER BY {order}"
         f" LIMIT {PAGE_SIZE + 1} OFFSET {offset}"
     )
-    bound = (*params, (page_number - 1) * PAGE_SIZE)
+    bound = (*params, (page_number - 1) * PAGE_SIZE, *narrowed_by)
+    settled = (
+        f", sum(CASE WHEN status = '{Status.REFUSED}' AND {SETTLED_SQL} THEN 1 ELSE 0 END)"
+        if count_settled
+        else ", 0"
+    )
     statements: Sequence[Statement] = [
         db.prepare(
-            f"SELECT status, count(*) AS n FROM schedules WHERE {scope} GROUP BY status"
+            f"SELECT status, count(*) AS n{settled} AS settled FROM schedules WHERE {scope}"
+            " GROUP BY status"
         ).bind(*params),
         db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*bound),
         db.prepare(
@@ -189,6 +212,7 @@ async def listing(
         has_next=len(found) > PAGE_SIZE,
         counts={str(row["status"]): int(row["n"]) for row in counted.results},
         live=tuple(_schedule(row) for row in rest[0].results) if rest else (),
+        settled=sum(int(row["settled"] or 0) for row in counted.results),
     )
 
 
@@ -243,6 +267,28 @@ async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule 
         .first()
     )
     return _schedule(row) if row else None
+
+
+async def dismiss(
+    db: Database,
+    installation_id: str,
+    schedule_id: str,
+    now: int,
+    *,
+    person_id: str,
+    person_name: str,
+) -> bool:
+    """refused → dismissed by whom and when (it leaves Needs attention; nothing else of it
+    changes). False when the row is not refused, was dismissed already, or is absent."""
+    result = (
+        await db.prepare(
+            "UPDATE schedules SET dismissed_by = ?1, dismissed_by_name = ?2, dismissed_at = ?3"
+            " WHERE id = ?4 AND installation_id = ?5 AND status = ?6 AND dismissed_at IS NULL"
+        )
+        .bind(person_id, person_name, now, schedule_id, installation_id, Status.REFUSED)
+        .run()
+    )
+    return result.meta.changes == 1
 
 
 async def cancel(

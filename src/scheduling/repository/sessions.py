@@ -33,6 +33,7 @@ class Session:
     # Dee Wan answered `plugin_unauthorized` for the installation since its token was last
     # set: it was uninstalled, and the session may do nothing more.
     installation_gone: bool = False
+    notice: str | None = None  # what its next manage page says, once
 
     @property
     def opened_for(self) -> str:
@@ -59,7 +60,7 @@ _FIELDS = (
     "delegation_sealed",
     "expires_at",
 )
-_COLUMNS = ", ".join((*_FIELDS, "offered_transitions", "reveal_endpoint_id"))
+_COLUMNS = ", ".join((*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice"))
 
 
 def _session(row: Row) -> Session:
@@ -69,6 +70,7 @@ def _session(row: Row) -> Session:
         offered=None if offered is None else _changes(offered),
         reveal_endpoint_id=row["reveal_endpoint_id"],
         installation_gone=bool(row.get("installation_gone")),
+        notice=row["notice"],
     )
 
 
@@ -144,6 +146,17 @@ async def find_live(db: Database, id_hash: str, now: int) -> Session | None:
     return _session(row) if row else None
 
 
+async def installation_of(db: Database, id_hash: str) -> str | None:
+    """The installation a session was opened for, whether or not it has ended (until it is
+    deleted): an error page links back to that installation's Dee Wan."""
+    row = (
+        await db.prepare("SELECT installation_id FROM sessions WHERE id_hash = ?")
+        .bind(id_hash)
+        .first()
+    )
+    return str(row["installation_id"]) if row else None
+
+
 async def remember_read(
     db: Database, session: Session, primary_id: str, offered: Iterable[Change]
 ) -> None:
@@ -185,3 +198,21 @@ async def take_reveal(db: Database, session: Session) -> str | None:
         .run()
     )
     return session.reveal_endpoint_id if taken.meta.changes == 1 else None
+
+
+async def say_next(db: Database, id_hash: str, notice: str) -> None:
+    """The session's next manage page says `notice` (once): what an action did to something
+    that is gone since (a deleted endpoint)."""
+    await db.prepare("UPDATE sessions SET notice = ? WHERE id_hash = ?").bind(notice, id_hash).run()
+
+
+async def take_notice(db: Database, session: Session) -> str | None:
+    """The notice to show now, taken so no later page shows it again."""
+    if session.notice is None:
+        return None
+    taken = (
+        await db.prepare("UPDATE sessions SET notice = NULL WHERE id_hash = ? AND notice = ?")
+        .bind(session.id_hash, session.notice)
+        .run()
+    )
+    return session.notice if taken.meta.changes == 1 else None

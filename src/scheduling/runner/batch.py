@@ -19,14 +19,14 @@ from scheduling.domain.retry_policy import (
     REFUSED_LATE,
     Caps,
     after_attempt,
+    cap_reached,
     handed_back,
-    may_send,
     too_late,
 )
 from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
 from scheduling.ports import LimitReached
-from scheduling.repository.runner_store import Claim, DueRow, RunnerStore, SettledClaim
+from scheduling.repository.runner_store import Claim, DueRow, RunnerStore, SettledClaim, Unsent
 from scheduling.runner.outbox_events import EventMaker
 from scheduling.runner.report import TickReport
 from scheduling.services import Services, log
@@ -114,18 +114,19 @@ class BatchRunner:
     async def claim(self, rows: Sequence[DueRow], lease_token: str) -> Claimed:
         """Decide each row before any send: refuse it unsent, or claim it."""
         at = self.clock()
-        refusals: list[tuple[DueRow, str]] = []
+        refusals: list[Unsent] = []
         wanted: list[DueRow] = []
         for row in rows:
-            if not may_send(
+            cap = cap_reached(
                 attempts_so_far=row.attempt_count, due_at=row.due_at, now=at, caps=self.caps
-            ):
-                refusals.append((row, RETRY_EXHAUSTED))
+            )
+            if cap is not None:
+                refusals.append((row, RETRY_EXHAUSTED, cap))
             elif await self._token(row) is None:
-                refusals.append((row, TOKEN_UNREADABLE))
+                refusals.append((row, TOKEN_UNREADABLE, None))
             else:
                 wanted.append(row)
-        made = (self.events.unsent(row, code, at) for row, code in refusals)
+        made = (self.events.unsent(row, code, at, ended_by=by) for row, code, by in refusals)
         events = [event for event in made if event is not None]
         lease_ms = self.caps.lease_ms
         held: list[str] = []
@@ -138,7 +139,7 @@ class BatchRunner:
                 wanted, refusals, lease_token, at, lease_ms, self.cap, events
             )
         self.report.refused_unsent += len(refused)
-        codes = {row.id: code for row, code in refusals}
+        codes = {row.id: code for row, code, _ in refusals}
         for schedule_id in refused:
             self.report.refused_with(codes[schedule_id])
         self.report.claimed += len(won)

@@ -8,7 +8,7 @@ settle applied, once per subscribed endpoint.
 from __future__ import annotations
 
 from scheduling.domain.notifications import REFUSED, ScheduleEvent, event_type, outcome_unknown
-from scheduling.domain.outcomes import RETRY_EXHAUSTED, Outcome
+from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.statuses import Status
 from scheduling.repository.runner_store import Claim, DueRow, OutboxEvent
@@ -23,7 +23,13 @@ class EventMaker:
         self.services = services
 
     def unsent(
-        self, row: DueRow, code: str, at: int, *, attempts: int | None = None
+        self,
+        row: DueRow,
+        code: str,
+        at: int,
+        *,
+        attempts: int | None = None,
+        ended_by: str | None = None,
     ) -> OutboxEvent | None:
         """A row refused without a send (caps, token unreadable, or too late for its slot):
         what the last real attempt said stands."""
@@ -41,11 +47,14 @@ class EventMaker:
             unknown=row.attempt_count > 0
             and outcome_unknown(previous, row.status != Status.RUNNING),
             last_code=previous,
+            ended_by=ended_by,
         )
 
     def late(self, claim: Claim, at: int) -> OutboxEvent | None:
         """Claimed, but past the lateness cap when its slot came: the attempt is given back."""
-        return self.unsent(claim.row, RETRY_EXHAUSTED, at, attempts=claim.attempt - 1)
+        return self.unsent(
+            claim.row, RETRY_EXHAUSTED, at, attempts=claim.attempt - 1, ended_by=EndedBy.LATENESS
+        )
 
     def sent(
         self, claim: Claim, settlement: Settlement, outcome: Outcome, at: int
@@ -65,6 +74,7 @@ class EventMaker:
             last_code=outcome.code,
             last_http_status=outcome.http_status,
             next_attempt_at=settlement.next_attempt_at,
+            ended_by=settlement.ended_by,
         )
 
     def _event(
@@ -80,6 +90,7 @@ class EventMaker:
         last_code: str | None,
         last_http_status: int | None = None,
         next_attempt_at: int | None = None,
+        ended_by: str | None = None,
     ) -> OutboxEvent:
         command = row.command
         event = ScheduleEvent(
@@ -101,6 +112,8 @@ class EventMaker:
             next_attempt_at=next_attempt_at,
             last_code=last_code,
             last_http_status=last_http_status,
+            ended_by=ended_by,
+            max_lateness_ms=self.services.config.max_lateness_ms,
         )
         message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
         body = event.body(self.services.config.public_origin)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from scheduling.actions.content_page import show_content
 from scheduling.actions.launch import launch
 from scheduling.actions.manage_page import show_manage
+from scheduling.domain.secret_shapes import is_id
 from scheduling.http.guards import require_session, session_cookie
 from scheduling.http.listing_query import page_number, view_query
 from scheduling.http.pages.content_page import content_page
@@ -12,6 +13,7 @@ from scheduling.http.pages.manage_page import manage_page
 from scheduling.http.pages.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
+from scheduling.repository.sessions import Session
 from scheduling.services import Services
 
 
@@ -22,27 +24,36 @@ async def installation_page(request: Request, services: Services) -> Response:
     if code is not None and request.method != "HEAD":
         return await _launch(request, services, code)
     session = await require_session(request, services)
-    lateness = services.config.max_lateness_ms
-    query = request.query
-    number, cancelled = page_number(query), query.get("cancelled")
     if session.context_kind == "manage":
-        show = view_query(query).get("show", "all")
-        group = None if show == "all" else show
-        # A secret waiting to be shown is shown by a GET only (a HEAD must not use it up).
-        reveal = request.method == "GET"
-        view = await show_manage(
-            services,
-            session,
-            group=group,
-            page_number=number,
-            cancelled=cancelled,
-            reveal=reveal,
-        )
-        return page(manage_page(view, lateness, query))
+        return await _manage(request, services, session)
+    query = request.query
     shown = await show_content(
-        services, session, page_number=number, created=query.get("created"), cancelled=cancelled
+        services,
+        session,
+        page_number=page_number(query),
+        created=query.get("created"),
+        cancelled=query.get("cancelled"),
     )
+    lateness = services.config.max_lateness_ms
     return page(content_page(shown, lateness, fold_ignored=query.get("fold_ignored")))
+
+
+async def _manage(request: Request, services: Services, session: Session) -> Response:
+    query = request.query
+    show = view_query(query).get("show", "all")
+    only = query.get("schedule")
+    view = await show_manage(
+        services,
+        session,
+        group=None if show == "all" else show,
+        page_number=page_number(query),
+        cancelled=query.get("cancelled"),
+        dismissed=query.get("dismissed"),
+        only=only if only is not None and is_id(only) else None,
+        # A secret or a notice waiting is shown by a GET only (a HEAD must not use it up).
+        reveal=request.method == "GET",
+    )
+    return page(manage_page(view, services.config.max_lateness_ms, query))
 
 
 async def _launch(request: Request, services: Services, code: str) -> Response:

@@ -1,13 +1,18 @@
 """Notification endpoints from the manage page (session + CSRF, manage launch only): add,
-rotate its secret, delete, send a test event."""
+rotate its secret, delete, send a test event; and the pages that ask before a rotation or a
+delete."""
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from scheduling.actions import notifications
 from scheduling.actions.manage_page import show_manage
 from scheduling.actions.notifications import EndpointForm, EndpointFormRefusal
-from scheduling.http.guards import require_form_post
+from scheduling.http.guards import require_form_post, require_session
+from scheduling.http.listing_query import view_query
 from scheduling.http.pages.manage_page import manage_page
+from scheduling.http.pages.notifications_page import endpoint_confirm_page
 from scheduling.http.pages.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
@@ -29,16 +34,35 @@ async def add_endpoint(request: Request, services: Services) -> Response:
     return _back(session.installation_id)
 
 
+async def confirm_rotate(request: Request, services: Services) -> Response:
+    """`GET …/notifications/:id/rotate`: what a rotation changes, and the form that posts it."""
+    return await _confirm(request, services, "rotate")
+
+
+async def confirm_delete(request: Request, services: Services) -> Response:
+    """`GET …/notifications/:id/delete`: what a delete loses, and the form that posts it."""
+    return await _confirm(request, services, "delete")
+
+
+async def _confirm(request: Request, services: Services, action: str) -> Response:
+    session = await require_session(request, services)
+    preview = await notifications.preview_endpoint(
+        services, session, request.path_params["endpoint_id"]
+    )
+    zone = view_query(request.query).get("zone", "UTC")
+    return page(endpoint_confirm_page(session, preview, action, zone))
+
+
 async def rotate_secret(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await notifications.rotate_secret(services, session, request.path_params["endpoint_id"])
-    return _back(session.installation_id)
+    return _back(session.installation_id, request)
 
 
 async def delete_endpoint(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await notifications.delete_endpoint(services, session, request.path_params["endpoint_id"])
-    return _back(session.installation_id)
+    return _back(session.installation_id, request)
 
 
 async def send_test(request: Request, services: Services) -> Response:
@@ -47,5 +71,8 @@ async def send_test(request: Request, services: Services) -> Response:
     return _back(session.installation_id)
 
 
-def _back(installation_id: str) -> Response:
-    return redirect(f"/installations/{installation_id}#notifications")
+def _back(installation_id: str, request: Request | None = None) -> Response:
+    """Back to the Notifications section, in the zone the form came from."""
+    zone = view_query(request.form()).get("zone") if request is not None else None
+    query = f"?{urlencode({'zone': zone})}" if zone else ""
+    return redirect(f"/installations/{installation_id}{query}#notifications")

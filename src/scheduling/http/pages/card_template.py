@@ -18,9 +18,10 @@ PAGER = """{% macro page_info(p) %}
 {% endmacro %}
 """
 
-PIN_FIELDS = """{% macro pin_fields(content) %}
-  <input type="hidden" name="version_id" value="{{ content.current_version_id }}">
-  <input type="hidden" name="published_version_id" value="{{ content.published_version_id or '' }}">
+# `pins`: the versions the page shows (`pins.ShownVersions`), which a create form carries.
+PIN_FIELDS = """{% macro pin_fields(pins) %}
+  <input type="hidden" name="version_id" value="{{ pins.current }}">
+  <input type="hidden" name="published_version_id" value="{{ pins.published or '' }}">
 {% endmacro %}
 """
 
@@ -30,8 +31,12 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
   <input type="hidden" name="opened_for" value="{{ opened_for }}">
 {% endmacro %}
 
+{% macro back_fields(page) %}
+  {% for name, value in page.back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
+{% endmacro %}
+
 {% macro schedule_card(s, page, level=3) %}
-  <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %}{% if s.late_ms %} data-late-ms="{{ s.late_ms }}"{% endif %} data-content-id="{{ s.content_id }}">
+  <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.ended_by %} data-ended-by="{{ s.ended_by }}"{% endif %}{% if s.settled %} data-settled="true"{% endif %}{% if s.resolved_by %} data-resolved-by="{{ s.resolved_by }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %}{% if s.late_ms %} data-late-ms="{{ s.late_ms }}"{% endif %} data-content-id="{{ s.content_id }}">
     <div class="card-head">
     <h{{ level }}>{{ s.kind_label }} version <code>{{ s.version_id }}</code>{% if page.show_content %} of {% if s.title is not none %}“{{ s.title }}”{% else %}content <code>{{ s.content_id }}</code>{% endif %}{% endif %}</h{{ level }}>
     {% if s.cancellable %}
@@ -42,7 +47,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <dt>When</dt>
       <dd>{% if s.viewer_label %}<span class="viewer"><time datetime="{{ s.when_iso }}">{{ s.viewer_label }}</time></span>{% if s.timezone != "UTC" %}; entered as {{ s.when_short }}{% endif %}{% else %}<time datetime="{{ s.when_iso }}">{{ s.when_label }}</time>{% endif %}</dd>
       <dt>Status</dt>
-      <dd><span class="status status-{{ s.status }}{% if s.late_ms %} is-late{% endif %}">{{ s.status_label }}</span>{% if s.cancelled_label %} {{ s.cancelled_label }}{% endif %}{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}</dd>
+      <dd><span class="status status-{{ s.status }}{% if s.late_ms %} is-late{% endif %}">{{ s.status_label }}</span>{% if s.cancelled_label %} {{ s.cancelled_label }}{% endif %}{% if s.next_label %}, next try {{ s.next_label }}{% endif %}{% if s.next_note %}. {{ s.next_note }}{% endif %}{% if s.dismissed_label %}. <span data-dismissed>Dismissed {{ s.dismissed_label }}</span>{% endif %}{% if s.resolved_by %}. A later schedule of the same change was done{% endif %}</dd>
       {% if s.result_code %}
       <dt>Result</dt>
       <dd>{{ s.result_text }}</dd>
@@ -56,7 +61,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       {% if s.repin_version %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules" class="repin">
         {{ session_fields(page.csrf_token, page.opened_for) }}
-        {{ pin_fields(page.content) }}
+        {{ pin_fields(page.pins) }}
         <input type="hidden" name="repin_of" value="{{ s.id }}">
         <button type="submit">Pin {{ s.repin_version }} instead, same time<span class="visually-hidden"> ({{ s.kind_label|lower }} at {{ s.when_short }})</span></button>
       </form>
@@ -64,6 +69,31 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <p>You may not make this change now, so it cannot be pinned again from here.</p>
       {% else %}
       <p>To pin it again, use <strong>Schedule</strong> on this content in Dee Wan.</p>
+      {% endif %}
+    </div>
+    {% endif %}
+    {% if s.status == "refused" and not s.resolved_by %}
+    <div class="next-step">
+      {% if s.retry %}
+      {% if s.retry.replaces %}<p class="hint replaces" id="retry-{{ s.id }}-replaces">{{ s.retry.replaces }}</p>{% endif %}
+      <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/retry" class="try-again">
+        {{ session_fields(page.csrf_token, page.opened_for) }}
+        {{ pin_fields(page.pins) }}
+        <button type="submit" data-retry-of="{{ s.id }}"{% if s.retry.replaces %} aria-describedby="retry-{{ s.id }}-replaces"{% endif %}>Try again{% if s.retry.version %} with {{ s.retry.version }}{% endif %}<span class="visually-hidden"> ({{ s.change }}, which was not done)</span></button>
+      </form>
+      <p class="hint">A new schedule of the same change, sent at the next minute{% if s.retry.version %}, pinned to {{ s.retry.version }}: Dee Wan reports it now instead of {{ s.version_id }}{% endif %}.</p>
+      {% elif page.context_kind == "content" %}
+      <p>You may not make this change now, so it cannot be tried again from here.</p>
+      {% elif not s.settled %}
+      <p>To try again, open {% if s.title is not none %}“{{ s.title }}”{% else %}this content{% endif %} in Dee Wan and press <strong>Schedule</strong>.</p>
+      {% endif %}
+      {% if s.dismissable %}
+      <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/dismiss" class="dismiss">
+        {{ session_fields(page.csrf_token, page.opened_for) }}
+        {{ back_fields(page) }}
+        <button type="submit" class="secondary">Dismiss<span class="visually-hidden"> the schedule to {{ s.change }} at {{ s.when_short }}</span></button>
+      </form>
+      <p class="hint">Dismiss takes it out of Needs attention, once someone has seen to it; it stays under Finished.</p>
       {% endif %}
     </div>
     {% endif %}

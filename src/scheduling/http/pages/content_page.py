@@ -4,27 +4,38 @@ the latest few ended ones in view, the rest folded into a history, paged."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from scheduling.actions.content_page import ContentView
 from scheduling.actions.create import FormRefusal, FormValues
+from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.content import Content, ContentRead
 from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
+from scheduling.domain.outcomes import UNTRUSTED
+from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import WAITING, Status
-from scheduling.domain.time_words import instant_text, wall_text, years_ahead, years_text
+from scheduling.domain.statuses import Status
+from scheduling.domain.time_words import (
+    duration_words,
+    instant_text,
+    wall_text,
+    years_ahead,
+    years_text,
+)
 from scheduling.domain.timezones import canonical_zone, zone_names
-from scheduling.domain.wording import KIND
+from scheduling.domain.wording import change_text
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
     Pager,
+    RetryOffer,
     ScheduleCard,
     card_page,
     cards,
     pager,
+    replaces_text,
     schedule_card,
 )
 
@@ -44,6 +55,7 @@ class FormError:
     text: str
     field: str
     retries: tuple[Retry, ...]  # one-click ways out: the same form with one field changed
+    retry_of: str | None = None  # refused on a Try again of this schedule: offer it again
 
 
 @dataclass(frozen=True)
@@ -66,15 +78,38 @@ class History:
 
     @property
     def summary(self) -> str:
-        """`History: 8 earlier schedules, all replaced by a newer one`."""
+        """`History: 8 earlier schedules, all replaced by a newer one`, and how many of them
+        this page shows when it shows fewer (`(3 on this page)`)."""
         said = f"History: {self.count} earlier schedule{'' if self.count == 1 else 's'}"
-        if not self.replaced:
-            return said
         if self.replaced == self.count:
-            return said + (
+            said += (
                 ", replaced by a newer one" if self.count == 1 else ", all replaced by a newer one"
             )
-        return f"{said}, {self.replaced} of them replaced by a newer one"
+        elif self.replaced:
+            said += f", {self.replaced} of them replaced by a newer one"
+        if len(self.cards) != self.count:
+            said += f" ({len(self.cards)} on this page)"
+        return said
+
+
+@dataclass(frozen=True)
+class KeptForm:
+    """What a create or a Try again posted, kept when Dee Wan could not be read to judge it:
+    the page comes back with it, to be sent again once Dee Wan answers."""
+
+    form: FormValues | None  # a create's fields, as entered
+    pins: ShownVersions | None  # the versions the posted page showed
+    retry_of: str | None = None  # a Try again of this schedule
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Why the page shows the schedules without the content: Dee Wan could not be read."""
+
+    code: str
+    text: str
+    retry_href: str  # the page again
+    dee_wan_href: str  # the installation's Dee Wan
 
 
 @dataclass(frozen=True)
@@ -86,9 +121,11 @@ class ContentPage:
     installation_id: str
     csrf_token: str
     opened_for: str
-    content: Content
+    content: Content | None  # None: Dee Wan could not be read (`unread`)
+    content_id: str
+    pins: ShownVersions | None  # what the page shows, which its forms carry
     primary_title: str | None
-    site_timezone: str
+    site_timezone: str | None
     zones: tuple[str, ...]
     choices: tuple[Choice, ...]
     form: FormValues
@@ -98,12 +135,12 @@ class ContentPage:
     fold_ignored: str | None
     now_zone: str
     now_label: str | None
-    chosen_now: str | None
     fold_choices: tuple[str, ...] | None
     focus_fold: bool
     flash: str | None
     cancelled_id: str | None
     page_note: str | None
+    unread: Unread | None
     stale: tuple[ScheduleCard, ...]
     current: tuple[ScheduleCard, ...]
     history: History
@@ -117,47 +154,65 @@ def content_page(
     *,
     refusal: FormRefusal | None = None,
     fold_ignored: str | None = None,
+    kept: KeptForm | None = None,
 ) -> ContentPage:
-    """`refusal`: the form comes back with what was entered and what was wrong with it."""
+    """`refusal`: the form comes back with what was entered and what was wrong with it.
+    Without Dee Wan's read (`view.unread`), `kept` is what a refused create or Try again
+    posted: it comes back with Dee Wan's state said above it."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
-    shown = cards(view.schedules, moment)
+    shown = cards(view.schedules, moment, live=view.live)
+    if read is not None:
+        pins: ShownVersions | None = ShownVersions(
+            read.content.current_version_id, read.content.published_version_id
+        )
+        choices = _choices(read, view.live)
+        # After a create, offer the zone just used rather than the site's again.
+        zone = view.made.timezone if view.made is not None else read.site.timezone
+        form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
+        error = (
+            FormError(
+                refusal.code, refusal.message, refusal.field, refusal.retries, refusal.retry_of
+            )
+            if refusal
+            else None
+        )
+    else:
+        pins, choices, form, error = _unread_form(view, kept)
+        shown = _offer_again(shown, kept)
     in_view = view.page.in_view if view.page_number == 1 else 0
     current, folded = shown[:in_view], shown[in_view:]
     notice = _receipt(view, moment)
-    choices = _choices(read, view.live)
-    # After a create, offer the zone just used rather than the site's again.
-    zone = view.made.timezone if view.made is not None else read.site.timezone
-    form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
-    error = (
-        FormError(refusal.code, refusal.message, refusal.field, refusal.retries)
-        if refusal
-        else None
-    )
+    # A zone typed in any case is written back the canonical way.
     form_zone = canonical_zone(form.timezone)
-    now_zone = form_zone or read.site.timezone
+    if form_zone is not None:
+        form = replace(form, timezone=form_zone)
+    site_zone = read.site.timezone if read is not None else None
+    now_zone = form_zone or site_zone or "UTC"
     both = occurrences(form.local_time, form.timezone)
     fold_choices = tuple(occurrence_labels(*both)) if both else None
     history_count = view.page.total - view.page.in_view
+    content_id = read.content.id if read is not None else session.content_id or ""
     return ContentPage(
-        title=f"Schedule {read.content.title}",
+        title=f"Schedule {read.content.title}" if read else f"Schedules of content {content_id}",
         person_name=session.person_name,
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
-        content=read.content,
+        content=read.content if read is not None else None,
+        content_id=content_id,
+        pins=pins,
         primary_title=view.primary_title,
-        site_timezone=read.site.timezone,
+        site_timezone=site_zone,
         zones=tuple(sorted(zone_names())),
         choices=choices,
         form=form,
-        time_entered=_entered(form, refusal is not None),
+        time_entered=_entered(form, error is not None),
         error=error,
         notice=notice,
         fold_ignored=fold_ignored if notice and fold_ignored in FOLDS else None,
         now_zone=now_zone,
         now_label=time_labels.now_in(now_zone, view.now_ms),
-        chosen_now=time_labels.now_in(form.timezone, view.now_ms) if error else None,
         fold_choices=fold_choices,
         focus_fold=bool(error and error.code == "ambiguous_local_time" and fold_choices),
         flash=_cancelled(view.cancelled),
@@ -167,6 +222,7 @@ def content_page(
             if view.asked_page != view.page_number
             else None
         ),
+        unread=_unread(view),
         stale=tuple(card for card in shown if card.stale),
         current=current,
         history=History(
@@ -175,8 +231,85 @@ def content_page(
             replaced=view.page.counts.get(Status.SUPERSEDED, 0),
             open=view.page_number > 1,
         ),
-        card_page=card_page(session, content=read.content, back=_back(view.page_number)),
+        card_page=card_page(session, pins=pins, back=_back(view.page_number)),
         pager=_pager(view),
+    )
+
+
+_UNREAD_NOTES = {
+    UNAVAILABLE: "Dee Wan is not answering right now",
+    UNTRUSTED: (
+        "Dee Wan answered about this content in a way its plugin protocol does not allow"
+        " (a garbled or unexpected answer)"
+    ),
+}
+
+
+def _unread(view: ContentView) -> Unread | None:
+    if view.unread is None:
+        return None
+    why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
+    text = (
+        f"{why}, so this page shows the schedules as Scheduling keeps them, without the"
+        " content's details, and nothing new can be scheduled until Dee Wan answers. Waiting"
+        " schedules are still sent at their time and can still be cancelled."
+    )
+    if view.unread.code == UNTRUSTED:
+        text += " If it keeps happening, tell the plugin's operator."
+    base = f"/installations/{view.access.installation.id}"
+    page = f"{base}?page={view.page_number}" if view.page_number > 1 else base
+    return Unread(view.unread.code, text, page, view.access.installation.base_url)
+
+
+def _unread_form(
+    view: ContentView, kept: KeptForm | None
+) -> tuple[ShownVersions | None, tuple[Choice, ...], FormValues, FormError | None]:
+    """Without a read, the only form is the one that was posted: its change as it was
+    offered, the rest as entered, and above it why nothing was scheduled."""
+    empty = FormValues("", "", "", "")
+    if kept is None or view.unread is None:
+        return None, (), empty, None
+    why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
+    form = kept.form or empty
+    choice = _posted_choice(form.transition, kept.pins)
+    if kept.retry_of:
+        then = "press Try again on it in a minute"
+    elif choice is not None:
+        then = "the form keeps what you entered: press Schedule again in a minute"
+    else:
+        then = "try again in a minute"
+    error = FormError(
+        view.unread.code,
+        f"{why}, so this could not be checked and nothing was scheduled; {then}.",
+        "transition",
+        (),
+    )
+    return kept.pins, (choice,) if choice else (), form, error
+
+
+def _posted_choice(transition: str, pins: ShownVersions | None) -> Choice | None:
+    kind, _, _ = transition.partition(":")
+    if pins is None or kind not in ("publish", "unpublish"):
+        return None
+    version = pins.pin(kind)
+    if version is None:
+        return None
+    label = (
+        f"Publish version {version}"
+        if kind == "publish"
+        else f"Unpublish published version {version}"
+    )
+    return Choice(transition, label, False)
+
+
+def _offer_again(
+    shown: tuple[ScheduleCard, ...], kept: KeptForm | None
+) -> tuple[ScheduleCard, ...]:
+    """A Try again refused because Dee Wan could not be read: its button comes back."""
+    if kept is None or kept.retry_of is None or kept.pins is None:
+        return shown
+    return tuple(
+        replace(c, retry=RetryOffer(None, None)) if c.id == kept.retry_of else c for c in shown
     )
 
 
@@ -199,7 +332,7 @@ def _cancelled(schedule: Schedule | None) -> str | None:
     """The message after a cancel names what was cancelled."""
     if schedule is None:
         return None
-    change = f"{KIND.get(schedule.kind, schedule.kind).lower()} version {schedule.version_id}"
+    change = change_text(schedule.kind, schedule.version_id)
     when = instant_text(schedule.due_at, schedule.timezone)
     return f"Cancelled: the schedule to {change} at {when}. Nothing was sent to Dee Wan."
 
@@ -225,25 +358,11 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
                 f"{t.kind}:{t.to}",
                 label,
                 disabled,
-                replaces=_replaces(existing) if existing else None,
+                replaces=replaces_text(existing) if existing else None,
                 replaces_id=existing.id if existing else None,
             )
         )
     return tuple(choices)
-
-
-def _replaces(live: Schedule) -> str:
-    """What a new schedule of this kind does to the live one, before the form is sent."""
-    when = instant_text(live.due_at, live.timezone)
-    if live.status in WAITING:
-        return (
-            f"A new schedule replaces the waiting one of version {live.version_id}"
-            f" for {when}: that one will not be sent."
-        )
-    return (
-        f"The schedule for {when} is being sent to Dee Wan right now; "
-        "a new one can be made once it is done."
-    )
 
 
 def _entered(form: FormValues, refused: bool) -> str | None:
@@ -253,11 +372,15 @@ def _entered(form: FormValues, refused: bool) -> str | None:
     said = wall_text(form.local_time)
     if said == form.local_time:
         return None  # not a value the picker sends: nothing to restate
-    return f"You entered {said}." if refused else f"Suggested: {said} (the next whole hour)."
+    if refused:
+        return f"You entered {said}."
+    lead = duration_words(time_labels.SUGGESTION_LEAD_MS)
+    return f"Suggested: {said}, the first whole hour at least {lead} from now."
 
 
 def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> FormValues:
-    """A fresh form: the first change offered, the next whole hour in `zone`."""
+    """A fresh form: the first change offered, the first whole hour in `zone` at least
+    `SUGGESTION_LEAD_MS` ahead."""
     return FormValues(
         transition=next((c.value for c in choices if not c.disabled), ""),
         local_time=time_labels.suggested_local_time(zone, now_ms),

@@ -15,16 +15,17 @@ CONTENT = """{% extends "base.html" %}
 {% macro retry_form(r) %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="retry">
   {{ session_fields(csrf_token, opened_for) }}
-  {{ pin_fields(content) }}
+  {{ pin_fields(pins) }}
   <input type="hidden" name="transition" value="{{ form.transition }}">
   <input type="hidden" name="local_time" value="{{ r.value if r.field == 'local_time' else form.local_time }}">
   <input type="hidden" name="timezone" value="{{ r.value if r.field == 'timezone' else form.timezone }}">
-  <input type="hidden" name="fold" value="{{ form.fold }}">
-  <button type="submit" data-retry-{{ r.field|replace('_', '-') }}="{{ r.value }}">{% if r.field == "local_time" %}Schedule it at {{ r.label }} instead{% else %}Schedule it in {{ r.label }}{% endif %}</button>
+  <input type="hidden" name="fold" value="{{ r.value if r.field == 'fold' else form.fold }}">
+  <button type="submit" data-retry-{{ r.field|replace('_', '-') }}="{{ r.value }}">{% if r.field == "local_time" %}Schedule it at {{ r.label }} instead{% elif r.field == "fold" %}Schedule it at {{ r.label }}{% else %}Schedule it in {{ r.label }}{% endif %}</button>
 </form>
 {% endmacro %}
 {% block title %}{% if error %}Not scheduled: {% endif %}{{ title }}{% endblock %}
 {% block main %}
+{% if content %}
 <h1>Schedule “{{ content.title }}”</h1>
 <dl class="facts">
   <dt>Model</dt><dd>{{ content.model }}</dd>
@@ -33,6 +34,16 @@ CONTENT = """{% extends "base.html" %}
   <dt>Published version</dt><dd>{% if content.published_version_id %}<code>{{ content.published_version_id }}</code>{% else %}none{% endif %}</dd>
   {% if content.primary_id != content.id %}<dt>Translation of</dt><dd data-primary-id="{{ content.primary_id }}">{% if primary_title is not none %}“{{ primary_title }}”{% else %}the group's main item (Dee Wan did not give its title){% endif %}: schedules apply to the whole translation group</dd>{% endif %}
 </dl>
+{% else %}
+<h1>Schedules of content <code>{{ content_id }}</code></h1>
+{% endif %}
+{% if unread %}
+<div class="warning" role="status" data-unread="{{ unread.code }}">
+  <p>{{ unread.text }}</p>
+  <p class="inline"><a class="button secondary" href="{{ unread.retry_href }}">Try again</a> <a href="{{ unread.dee_wan_href }}">Back to Dee Wan</a></p>
+  <p class="support">For support: code {{ unread.code }}.</p>
+</div>
+{% endif %}
 
 {% if flash %}<div class="notice" role="status" data-cancelled="{{ cancelled_id }}"><p>{{ flash }}</p></div>{% endif %}
 {% if stale %}<div class="warning" role="status" data-stale-count="{{ stale|length }}"><p>{% if stale|length == 1 %}One waiting schedule pins{% else %}{{ stale|length }} waiting schedules pin{% endif %} what Dee Wan no longer reports, so it would be refused: <a href="#schedule-{{ stale[0].id }}">see {% if stale|length == 1 %}it{% else %}them{% endif %} below</a>.</p></div>{% endif %}
@@ -52,15 +63,21 @@ CONTENT = """{% extends "base.html" %}
 {% if error %}
 <div class="problem" role="alert" id="form-error" data-error-code="{{ error.code }}" tabindex="-1"{% if not focus_fold %} autofocus{% endif %}>
   <p><strong>Not scheduled.</strong> {{ error.text }}</p>
-  {% if chosen_now %}<p data-now-chosen>Now in {{ form.timezone }}: {{ chosen_now }}.</p>{% endif %}
   {% if error.retries %}<div class="retries">{% for r in error.retries %}{{ retry_form(r) }}{% endfor %}</div>{% endif %}
+  {% if error.retry_of and error.code == "content_changed" %}<div class="retries">
+    <form method="post" action="/installations/{{ installation_id }}/schedules/{{ error.retry_of }}/retry" class="retry">
+      {{ session_fields(csrf_token, opened_for) }}
+      {{ pin_fields(pins) }}
+      <button type="submit" data-retry-of="{{ error.retry_of }}">Try again with what Dee Wan reports now</button>
+    </form>
+  </div>{% endif %}
   <p class="support">For support: code {{ error.code }}.</p>
 </div>
 {% endif %}
 {% if choices %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="schedule-form" novalidate>
   {{ session_fields(csrf_token, opened_for) }}
-  {{ pin_fields(content) }}
+  {{ pin_fields(pins) }}
   <fieldset{% if error and error.field == "transition" %} aria-describedby="form-error"{% endif %}>
     <legend>Change</legend>
     {% for c in choices %}
@@ -79,19 +96,22 @@ CONTENT = """{% extends "base.html" %}
   </div>
   <div class="field">
     <label for="timezone">Time zone</label>
-    <p class="hint" id="timezone-hint">An IANA name such as Europe/Paris, in any case; type to see suggestions. The site's zone is {{ site_timezone }}.</p>
+    <p class="hint" id="timezone-hint">An IANA name such as Europe/Paris, in any case; type to see suggestions.{% if site_timezone %} The site's zone is {{ site_timezone }}.{% endif %}</p>
     <input type="text" id="timezone" name="timezone" list="zones" required autocomplete="off" spellcheck="false" value="{{ form.timezone }}" aria-describedby="timezone-hint{% if error and error.field == 'timezone' %} form-error{% endif %}"{% if error and error.field == "timezone" %} aria-invalid="true"{% endif %}>
     <datalist id="zones">{% for z in zones %}<option value="{{ z }}"></option>{% endfor %}</datalist>
   </div>
+  {% if fold_choices %}
   <fieldset class="fold"{% if error and error.field == "fold" %} aria-describedby="form-error"{% endif %}>
-    <legend>If this time happens twice</legend>
-    <p class="hint">Only when clocks go back: the same wall time then happens twice.</p>
-    <div class="choice"><input type="radio" name="fold" id="fold-none" value=""{% if not form.fold %} checked{% endif %}><label for="fold-none">Not needed</label></div>
-    <div class="choice"><input type="radio" name="fold" id="fold-earlier" value="earlier"{% if form.fold == "earlier" %} checked{% endif %}{% if focus_fold %} autofocus{% endif %}><label for="fold-earlier">The earlier one{% if fold_choices %}: {{ fold_choices[0] }}{% else %} (before the clocks go back){% endif %}</label></div>
-    <div class="choice"><input type="radio" name="fold" id="fold-later" value="later"{% if form.fold == "later" %} checked{% endif %}><label for="fold-later">The later one{% if fold_choices %}: {{ fold_choices[1] }}{% else %} (after the clocks go back){% endif %}</label></div>
+    <legend>This time happens twice</legend>
+    <p class="hint">The clocks go back then, so the same wall time happens twice in {{ form.timezone }}: choose which.</p>
+    <div class="choice"><input type="radio" name="fold" id="fold-earlier" value="earlier"{% if form.fold == "earlier" %} checked{% endif %}{% if focus_fold %} autofocus{% endif %}><label for="fold-earlier">The earlier one: {{ fold_choices[0] }}</label></div>
+    <div class="choice"><input type="radio" name="fold" id="fold-later" value="later"{% if form.fold == "later" %} checked{% endif %}><label for="fold-later">The later one: {{ fold_choices[1] }}</label></div>
   </fieldset>
+  {% endif %}
   <button type="submit">Schedule</button>
 </form>
+{% elif unread %}
+<p>Nothing can be scheduled until Dee Wan answers: it says which versions there are and which changes you may make.</p>
 {% else %}
 <p>You may not publish or unpublish this content now, so there is nothing to schedule.</p>
 {% endif %}

@@ -12,13 +12,17 @@ from urllib.parse import urlencode
 from scheduling.actions.manage_page import ManageView
 from scheduling.actions.titles import Titles
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import GROUPS, Status, group_of
+from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.timezones import quoted, zone_names, zone_suggestions
-from scheduling.domain.wording import KIND
+from scheduling.domain.wording import change_text, content_text
 from scheduling.http.listing_query import SHOWS, ignored, view_query
 from scheduling.http.pages import time_labels
-from scheduling.http.pages.notifications_page import NotificationsSection, notifications_section
+from scheduling.http.pages.notifications_page import (
+    Lines,
+    NotificationsSection,
+    notifications_section,
+)
 from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
@@ -28,6 +32,7 @@ from scheduling.http.pages.view_models import (
     cards,
     pager,
 )
+from scheduling.repository.manage_queries import group_count
 
 LABELS = {
     "all": "All",
@@ -81,6 +86,8 @@ class ManagePage:
     installation_id: str
     flash: str | None
     cancelled_id: str | None
+    dismissed_id: str | None
+    only_href: str | None  # showing the one schedule a link asked for: the way back to all
     filters: tuple[Filter, ...]
     show: str
     page_number: int
@@ -97,6 +104,7 @@ class ManagePage:
     card_page: CardPage
     pager: Pager
     notifications: NotificationsSection
+    notice: str | None  # what the session's last action did, said once
 
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:
@@ -121,8 +129,10 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         title="All schedules",
         person_name=session.person_name,
         installation_id=session.installation_id,
-        flash=_cancelled(view.cancelled, view.titles),
+        flash=_flash(view, zone),
         cancelled_id=view.cancelled.id if view.cancelled else None,
+        dismissed_id=view.dismissed.id if view.dismissed else None,
+        only_href=href() if view.only else None,
         filters=tuple(
             Filter(name, LABELS[name], _count(view, name), name == show, href(name, 1))
             for name in SHOWS
@@ -153,11 +163,15 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         pager=pager(
             lambda page: href(page=page),
             number,
-            _count(view, show),
+            len(shown) if view.only else _count(view, show),
             len(shown),
             view.page.has_next,
         ),
-        notifications=notifications_section(view.notifications, zone, view.now_ms),
+        notifications=notifications_section(
+            view.notifications,
+            Lines(zone, view.now_ms, view.titles, session.installation_id),
+        ),
+        notice=view.notice,
     )
 
 
@@ -203,20 +217,29 @@ def _contents(n: int) -> str:
     return "1 content" if n == 1 else f"{n} contents"
 
 
-def _cancelled(schedule: Schedule | None, titles: Titles) -> str | None:
-    """The message after a cancel names what was cancelled."""
-    if schedule is None:
-        return None
-    title = titles.title(schedule.content_id)
-    what = f"“{title}”" if title is not None else f"content {schedule.content_id}"
-    change = f"{KIND.get(schedule.kind, schedule.kind).lower()} version {schedule.version_id}"
-    when = instant_text(schedule.due_at, schedule.timezone)
-    return f"Cancelled: the schedule to {change} of {what} at {when}. Nothing was sent to Dee Wan."
+def _flash(view: ManageView, zone: str) -> str | None:
+    """The message after a cancel or a dismiss names the schedule, its time in `zone`."""
+    if view.cancelled is not None:
+        said = _named(view.cancelled, view.titles, zone)
+        return f"Cancelled: the schedule to {said}. Nothing was sent to Dee Wan."
+    if view.dismissed is not None:
+        said = _named(view.dismissed, view.titles, zone)
+        return (
+            f"Dismissed: the schedule to {said}, which was not done. It no longer counts under"
+            " Needs attention; it is kept under Finished."
+        )
+    return None
+
+
+def _named(schedule: Schedule, titles: Titles, zone: str) -> str:
+    """`publish version ver_3 of “Summer news” at …`."""
+    what = content_text(schedule.content_id, titles.title(schedule.content_id))
+    change = change_text(schedule.kind, schedule.version_id)
+    return f"{change} of {what} at {instant_text(schedule.due_at, zone)}"
 
 
 def _count(view: ManageView, show: str) -> int:
-    statuses = [s for group in GROUPS.values() for s in group] if show == "all" else GROUPS[show]
-    return sum(view.page.counts.get(status, 0) for status in statuses)
+    return group_count(view.page, None if show == "all" else show)
 
 
 def _sections(
@@ -226,7 +249,7 @@ def _sections(
     and the replaced ones of the finished group are kept apart."""
     groups: list[tuple[str, list[ScheduleCard]]] = []
     for card in shown:
-        name = group_of(card.status)
+        name = card.group
         if not groups or groups[-1][0] != name:
             groups.append((name, []))
         groups[-1][1].append(card)

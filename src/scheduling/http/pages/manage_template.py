@@ -6,7 +6,8 @@ MANAGE = """{% extends "base.html" %}
 {% block main %}
 <h1>All schedules</h1>
 <p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan. To be told when one cannot be kept, see <a href="#notifications">Notifications</a>.</p>
-{% if flash %}<div class="notice" role="status" data-cancelled="{{ cancelled_id }}"><p>{{ flash }}</p></div>{% endif %}
+{% if flash %}<div class="notice" role="status"{% if cancelled_id %} data-cancelled="{{ cancelled_id }}"{% endif %}{% if dismissed_id %} data-dismissed="{{ dismissed_id }}"{% endif %}><p>{{ flash }}</p></div>{% endif %}
+{% if notice %}<div class="notice" role="status" data-done><p>{{ notice }}</p></div>{% endif %}
 
 <nav class="filters" aria-label="Show schedules">
   <ul>
@@ -31,6 +32,7 @@ MANAGE = """{% extends "base.html" %}
 </form>
 {% if zone_problem %}<div class="problem" role="alert" id="zone-problem" data-error-code="unknown_timezone"><p>{{ zone_problem }}{% if zone_suggestions %} Did you mean {% for s in zone_suggestions %}<a href="{{ s.href }}" data-zone-suggestion="{{ s.zone }}">{{ s.zone }}</a>{% if not loop.last %}{% if loop.revindex == 2 %} or {% else %}, {% endif %}{% endif %}{% endfor %}?{% endif %}</p><p class="support">For support: code unknown_timezone.</p></div>{% endif %}
 {% for what, sentence in notes %}<div class="warning" role="status" data-notice="{{ what }}"><p>{{ sentence }}</p></div>{% endfor %}
+{% if only_href %}<div class="warning" role="status" data-notice="one_schedule"><p>Showing the one schedule a link asked for. <a href="{{ only_href }}">Show all schedules</a>.</p></div>{% endif %}
 {% if titles_note %}<div class="warning" role="status" data-titles-missing="{{ titles_missing }}"><p>{{ titles_note }}</p></div>{% endif %}
 
 <p class="page-info" data-page="{{ pager.page_number }}" data-zone="{{ zone }}">{% if pager.total and pager.last_shown >= pager.first_shown %}Showing {{ pager.first_shown }}–{{ pager.last_shown }} of {{ pager.total }}, page {{ pager.page_number }} of {{ pager.last_page }}. {% endif %}Now in {{ zone }}: {{ now_label }}.</p>

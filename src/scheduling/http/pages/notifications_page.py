@@ -1,18 +1,34 @@
 """The manage page's Notifications section as its template reads it: each endpoint with its
-recent deliveries in the chosen zone, a mark for one failing for an hour, the secret shown
-once, and the form to add one (with what was entered, after a refusal)."""
+recent deliveries in the chosen zone (each naming its schedule, linked to its card), a mark
+for one failing for an hour, the secret shown once, and the form to add one (with what was
+entered, after a refusal)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
+from urllib.parse import urlencode
 
-from scheduling.actions.notifications import EndpointForm, NotificationsView
+from scheduling.actions.notifications import EndpointForm, EndpointPreview, NotificationsView
+from scheduling.actions.titles import Titles
 from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
-from scheduling.domain.notifications import DEFAULT_EVENTS, EVENT_TYPES, MAX_ENDPOINTS
+from scheduling.domain.notifications import (
+    DEFAULT_EVENTS,
+    EVENT_TYPES,
+    MAX_ENDPOINTS,
+    TEST_EVENT,
+)
 from scheduling.domain.time_words import duration_text, instant_text
-from scheduling.domain.wording import DELIVERY_STATUS, EVENTS, delivery_answer
+from scheduling.domain.wording import (
+    DELIVERY_STATUS,
+    EVENTS,
+    KIND,
+    content_text,
+    delivery_answer,
+)
 from scheduling.http.pages import time_labels
 from scheduling.repository.notification_endpoints import Delivery, Endpoint
+from scheduling.repository.sessions import Session
 
 
 @dataclass(frozen=True)
@@ -24,6 +40,26 @@ class DeliveryLine:
     status_label: str
     answer: str
     next_label: str | None
+    schedule_id: str | None  # None: a test event, or a schedule no longer kept
+    schedule_label: str  # `Publish version ver_3 of “Summer news”`, or `test`
+    schedule_due: str | None  # its due time, in the page's zone
+    schedule_href: str | None  # its card
+
+
+@dataclass(frozen=True)
+class Lines:
+    """What every delivery row of a page reads: the zone, now, the titles read, and where
+    the installation's schedules are listed."""
+
+    zone: str
+    now_ms: int
+    titles: Titles
+    installation_id: str
+
+    def card_href(self, schedule_id: str) -> str:
+        """The manage view narrowed to that one schedule, in the page's zone."""
+        query = urlencode({"schedule": schedule_id, "zone": self.zone})
+        return f"/installations/{self.installation_id}?{query}#schedule-{schedule_id}"
 
 
 @dataclass(frozen=True)
@@ -35,6 +71,8 @@ class EndpointCard:
     failing_label: str | None  # failing for an hour or more
     test_label: str | None
     secret: str | None  # new: shown this once
+    rotated: bool  # its secret replaced one (the receiver must be given the new one)
+    delivery_count: int  # all it holds; `deliveries` are the latest
     deliveries: tuple[DeliveryLine, ...]
 
 
@@ -56,11 +94,11 @@ class NotificationsSection:
     problem: str | None
 
 
-def notifications_section(view: NotificationsView, zone: str, now_ms: int) -> NotificationsSection:
+def notifications_section(view: NotificationsView, lines: Lines) -> NotificationsSection:
     refused = view.refused
     form = refused.form if refused is not None else EndpointForm(events=DEFAULT_EVENTS)
     return NotificationsSection(
-        endpoints=tuple(_card(e, view, zone, now_ms) for e in view.endpoints),
+        endpoints=tuple(endpoint_card(e, view.revealed, lines) for e in view.endpoints),
         can_add=len(view.endpoints) < MAX_ENDPOINTS,
         max_endpoints=MAX_ENDPOINTS,
         url=form.url,
@@ -70,8 +108,11 @@ def notifications_section(view: NotificationsView, zone: str, now_ms: int) -> No
     )
 
 
-def _card(endpoint: Endpoint, view: NotificationsView, zone: str, now_ms: int) -> EndpointCard:
+def endpoint_card(
+    endpoint: Endpoint, revealed: tuple[str, str] | None, lines: Lines
+) -> EndpointCard:
     failing = endpoint.failing_since
+    zone, now_ms = lines.zone, lines.now_ms
     return EndpointCard(
         id=endpoint.id,
         url=endpoint.url,
@@ -87,13 +128,22 @@ def _card(endpoint: Endpoint, view: NotificationsView, zone: str, now_ms: int) -
             else None
         ),
         test_label=_test(endpoint, zone),
-        secret=view.revealed[1] if view.revealed and view.revealed[0] == endpoint.id else None,
-        deliveries=tuple(_line(d, zone, now_ms) for d in endpoint.deliveries),
+        secret=revealed[1] if revealed and revealed[0] == endpoint.id else None,
+        rotated=endpoint.secret_rotated_at > endpoint.created_at,
+        delivery_count=endpoint.delivery_count,
+        deliveries=tuple(_line(d, lines) for d in endpoint.deliveries),
     )
 
 
-def _line(delivery: Delivery, zone: str, now_ms: int) -> DeliveryLine:
+def _line(delivery: Delivery, lines: Lines) -> DeliveryLine:
+    zone, now_ms = lines.zone, lines.now_ms
     waiting = delivery.status == DeliveryStatus.WAITING and delivery.next_attempt_at is not None
+    about = delivery.schedule
+    if about is None:
+        label = "test" if delivery.event_type == TEST_EVENT else "a schedule no longer kept"
+    else:
+        what = content_text(about.content_id, lines.titles.title(about.content_id))
+        label = f"{KIND.get(about.kind, about.kind)} version {about.version_id} of {what}"
     return DeliveryLine(
         id=delivery.id,
         event_label=EVENTS.get(delivery.event_type, delivery.event_type),
@@ -110,6 +160,10 @@ def _line(delivery: Delivery, zone: str, now_ms: int) -> DeliveryLine:
             if waiting and delivery.next_attempt_at is not None and delivery.attempt_count
             else None
         ),
+        schedule_id=about.id if about else None,
+        schedule_label=label,
+        schedule_due=instant_text(about.due_at, zone) if about else None,
+        schedule_href=lines.card_href(about.id) if about else None,
     )
 
 
@@ -123,3 +177,55 @@ def _test(endpoint: Endpoint, zone: str) -> str | None:
 
 def _since(since: int, now_ms: int) -> str:
     return duration_text(now_ms - since)
+
+
+@dataclass(frozen=True)
+class EndpointConfirmPage:
+    """The page that asks before rotating an endpoint's secret or deleting it."""
+
+    template: ClassVar[str] = "endpoint_confirm.html"
+
+    title: str
+    person_name: str
+    installation_id: str
+    csrf_token: str
+    opened_for: str
+    action: str  # rotate | delete
+    button: str
+    keep: str
+    endpoint: EndpointCard
+    zone: str
+    back: tuple[tuple[str, str], ...]  # the manage view's zone, posted along
+    back_href: str
+
+
+_ASKS = {
+    "rotate": (
+        "Rotate the signing secret?",
+        "Rotate the secret",
+        "Keep the current secret, go back",
+    ),
+    "delete": ("Delete this endpoint?", "Delete the endpoint", "Keep it, go back"),
+}
+
+
+def endpoint_confirm_page(
+    session: Session, preview: EndpointPreview, action: str, zone: str
+) -> EndpointConfirmPage:
+    title, button, keep = _ASKS[action]
+    lines = Lines(zone, preview.now_ms, preview.titles, session.installation_id)
+    back = (("zone", zone),)
+    return EndpointConfirmPage(
+        title=title,
+        person_name=session.person_name,
+        installation_id=session.installation_id,
+        csrf_token=session.csrf_token,
+        opened_for=session.opened_for,
+        action=action,
+        button=button,
+        keep=keep,
+        endpoint=endpoint_card(preview.endpoint, None, lines),
+        zone=zone,
+        back=back,
+        back_href=f"/installations/{session.installation_id}?{urlencode(back)}#notifications",
+    )

@@ -1,4 +1,23 @@
-"""The manage page's Notifications section: endpoints, their deliveries, the form to add one."""
+"""The manage page's Notifications section: endpoints, their deliveries, the form to add one;
+and the table of an endpoint's deliveries, which its confirmations show too."""
+
+# `e`: an endpoint card; `zone`: the zone its times are in.
+DELIVERIES = """<table class="deliveries">
+  <caption>{% if e.delivery_count > e.deliveries|length %}The latest {{ e.deliveries|length }} of its {{ e.delivery_count }} deliveries{% else %}Recent deliveries{% endif %} (times in {{ zone }})</caption>
+  <thead><tr><th scope="col">Event</th><th scope="col">Schedule</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th></tr></thead>
+  <tbody>
+  {% for d in e.deliveries %}
+    <tr data-delivery-id="{{ d.id }}" data-delivery-status="{{ d.status }}"{% if d.schedule_id %} data-schedule-id="{{ d.schedule_id }}"{% endif %}>
+      <td data-label="Event">{{ d.event_label }}</td>
+      <td data-label="Schedule">{% if d.schedule_href %}<a href="{{ d.schedule_href }}">{{ d.schedule_label }}</a>, due {{ d.schedule_due }}{% else %}{{ d.schedule_label }}{% endif %}</td>
+      <td data-label="Time">{{ d.when_label }}</td>
+      <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
+      <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
+    </tr>
+  {% endfor %}
+  </tbody>
+</table>
+"""
 
 NOTIFICATIONS = """{% from "cards.html" import session_fields %}
 {% set n = notifications %}
@@ -10,7 +29,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
     {% if e.secret %}
     <div class="notice secret" role="status">
-      <p><strong>Signing secret: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.</p>
+      <p><strong>{% if e.rotated %}New signing secret{% else %}Signing secret{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
       <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
     </div>
     {% endif %}
@@ -26,30 +45,11 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
       </form>
-      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate">
-        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
-        <button type="submit" class="secondary">Rotate secret<span class="visually-hidden"> of {{ e.url }}</span></button>
-      </form>
-      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete">
-        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
-        <button type="submit" class="danger">Delete<span class="visually-hidden"> {{ e.url }}</span></button>
-      </form>
+      <a class="button secondary" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate?zone={{ zone|urlencode }}">Rotate secret…<span class="visually-hidden"> of {{ e.url }}</span></a>
+      <a class="button danger" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete?zone={{ zone|urlencode }}">Delete…<span class="visually-hidden"> {{ e.url }}</span></a>
     </div>
     {% if e.deliveries %}
-    <table class="deliveries">
-      <caption>Recent deliveries (times in {{ zone }})</caption>
-      <thead><tr><th scope="col">Event</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th></tr></thead>
-      <tbody>
-      {% for d in e.deliveries %}
-        <tr data-delivery-id="{{ d.id }}" data-delivery-status="{{ d.status }}">
-          <td data-label="Event">{{ d.event_label }}</td>
-          <td data-label="Time">{{ d.when_label }}</td>
-          <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
-          <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
-        </tr>
-      {% endfor %}
-      </tbody>
-    </table>
+    {% include "deliveries.html" %}
     {% else %}
     <p class="empty">Nothing sent to it yet.</p>
     {% endif %}
@@ -79,4 +79,34 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
   <p>This installation has {{ n.max_endpoints }} endpoints, the most it may have. Delete one to add another.</p>
   {% endif %}
 </section>
+"""
+
+# The page that asks before a rotation or a delete: the endpoint, what would be lost, the form.
+ENDPOINT_CONFIRM = """{% extends "base.html" %}
+{% from "cards.html" import session_fields %}
+{% set e = endpoint %}
+{% block main %}
+<h1>{{ title }}</h1>
+<div class="confirm" data-endpoint-confirmation="{{ action }}" data-endpoint-id="{{ e.id }}">
+<dl class="facts">
+  <dt>Endpoint</dt><dd class="endpoint-url"><code>{{ e.url }}</code></dd>
+  <dt>Tells of</dt><dd>{{ e.event_labels|join("; ") }}</dd>
+  <dt>Deliveries</dt><dd>{% if e.delivery_count %}{{ e.delivery_count }}{% else %}none yet{% endif %}</dd>
+</dl>
+{% if action == "delete" %}
+<p>Deleting it removes the endpoint and {% if e.delivery_count == 1 %}its delivery{% elif e.delivery_count %}all {{ e.delivery_count }} of its deliveries{% else %}its settings{% endif %} from Scheduling for good: {% if e.delivery_count %}they cannot be seen again, and {% endif %}nothing more is sent to it, not even what is still waiting. The receiver itself is not changed.</p>
+{% else %}
+<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and they are tried again for up to a day. The new secret is shown once, on the next page.</p>
+{% endif %}
+{% if e.deliveries %}{% include "deliveries.html" %}{% endif %}
+<form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/{{ action }}" class="endpoint-confirm">
+  {{ session_fields(csrf_token, opened_for) }}
+  {% for name, value in back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
+  <div class="inline">
+    <button type="submit" class="danger">{{ button }}</button>
+    <a href="{{ back_href }}">{{ keep }}</a>
+  </div>
+</form>
+</div>
+{% endblock %}
 """

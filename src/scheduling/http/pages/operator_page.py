@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.statuses import FINISHED, LIVE
-from scheduling.domain.wording import KIND, explain
+from scheduling.domain.time_words import instant_text
+from scheduling.domain.wording import KIND, counted, explain_result
 from scheduling.http.pages import charts
 from scheduling.http.pages.charts import Chart, Frame, Series, duration_label
 from scheduling.runner.health import STALL_AFTER_MS
@@ -63,9 +64,10 @@ class RefusalRow:
     when: str
     installation_id: str
     content_id: str
-    change: str
+    change: str  # `Publish version ver_3`
     code: str
-    reason: str
+    ended_by: str | None
+    reason: str  # the schedule's card's own sentence
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class OperatorPage:
     facts: tuple[Fact, ...]
     windows: tuple[WindowSection, ...]
     refusals: tuple[RefusalRow, ...]
+    refusals_caption: str
     installations: tuple[InstallationRow, ...]
     person_name: str | None = None
 
@@ -99,15 +102,29 @@ def operator_page(view: OperatorView) -> OperatorPage:
         windows=tuple(_window(view, window) for window in view.windows),
         refusals=tuple(
             RefusalRow(
-                when=_instant(r.at, seconds=True),
+                when=instant_text(r.at, "UTC", seconds=True),
                 installation_id=r.installation_id,
                 content_id=r.content_id,
-                change=KIND.get(r.kind, r.kind),
+                change=f"{KIND.get(r.kind, r.kind)} version {r.version_id}",
                 code=r.code,
-                reason=explain(r.code),
+                ended_by=r.ended_by,
+                reason=explain_result(
+                    r.code,
+                    None,
+                    None,
+                    ended_by=r.ended_by,
+                    tries=r.attempts,
+                    lateness_ms=view.max_lateness_ms,
+                ),
             )
             for r in view.refusals
         ),
+        refusals_caption=(
+            "The latest schedule refused"
+            if len(view.refusals) == 1
+            else f"The latest {counted(len(view.refusals), 'schedule')} refused"
+        )
+        + ", across installations, newest first",
         installations=tuple(
             InstallationRow(
                 id=line.id,
@@ -372,13 +389,13 @@ def _sends_summary(present: Sequence[Slot]) -> str:
     unsent = sum(s.refused_unsent for s in present)
     total = completed + retrying + refused
     text = (
-        f"{total:,} commands sent: {completed:,} completed, {retrying:,} to be retried, "
-        f"{refused:,} refused."
+        f"{counted(total, 'command')} sent: {completed:,} completed, {retrying:,} to be retried,"
+        f" {refused:,} refused."
     )
     if unsent:
         text += (
-            f" {unsent:,} schedule{' was' if unsent == 1 else 's were'} refused without a send"
-            " (past a cap, or its token unreadable)."
+            f" {counted(unsent, 'schedule')} {'was' if unsent == 1 else 'were'} refused without"
+            " a send (past a cap, or its token unreadable)."
         )
     return text
 

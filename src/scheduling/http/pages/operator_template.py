@@ -47,7 +47,7 @@ OPERATOR = """{% extends "base.html" %}
       </tbody>
     </table>
     </div>
-    <p class="table-title" id="{{ w.name }}-lateness-caption">How late the {{ w.sends }} sends left, {{ w.label|lower }}</p>
+    <p class="table-title" id="{{ w.name }}-lateness-caption">How late {% if w.sends == 1 %}the one send{% else %}the {{ w.sends }} sends{% endif %} left, {{ w.label|lower }}</p>
     <div class="table-frame" role="region" aria-labelledby="{{ w.name }}-lateness-caption" tabindex="0">
     <table class="numbers" data-table="{{ w.name }}-lateness" aria-labelledby="{{ w.name }}-lateness-caption">
       <thead><tr><th scope="col">After their due time</th><th scope="col">Sends</th></tr></thead>
@@ -61,12 +61,12 @@ OPERATOR = """{% extends "base.html" %}
 <section aria-labelledby="refusals">
   <h2 id="refusals">Latest refusals</h2>
   {% if refusals %}
-  <p class="table-title" id="refusals-caption">The last {{ refusals|length }} schedules refused, across installations, newest first</p>
+  <p class="table-title" id="refusals-caption">{{ refusals_caption }}</p>
   <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">
   <table data-table="refusals" aria-labelledby="refusals-caption">
-    <thead><tr><th scope="col">Refused at</th><th scope="col">Installation</th><th scope="col">Content</th><th scope="col">Why</th></tr></thead>
+    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>
     <tbody>
-    {% for r in refusals %}<tr data-code="{{ r.code }}"><td class="when">{{ r.when }}</td><td><code>{{ r.installation_id }}</code></td><td>{{ r.change }} <code>{{ r.content_id }}</code></td><td class="why"><code>{{ r.code }}</code>: {{ r.reason }}</td></tr>
+    {% for r in refusals %}<tr data-code="{{ r.code }}"{% if r.ended_by %} data-ended-by="{{ r.ended_by }}"{% endif %}><td class="when">{{ r.when }}</td><td>{{ r.change }} of content <code>{{ r.content_id }}</code></td><td class="why">{{ r.reason }} <span class="support">(code {{ r.code }})</span></td><td><code>{{ r.installation_id }}</code></td></tr>
     {% endfor %}
     </tbody>
   </table>

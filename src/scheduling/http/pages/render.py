@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, Protocol
 
 from scheduling.domain.refusals import Refusal
+from scheduling.http.next_steps import NextSteps
 from scheduling.http.pages.templates import render
 from scheduling.http.responses import Response, html_response
 
@@ -32,6 +33,7 @@ class ErrorPage:
     code: str
     message: str
     relaunch: bool
+    steps: NextSteps
     person_name: str | None = None
     # A refused form kept: where it posts, and its fields as they were sent.
     resend_to: str = ""
@@ -49,9 +51,10 @@ _TITLES = {
 }
 
 
-def refusal_page(refusal: Refusal, path: str = "") -> Response:
-    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code.
-    A form it keeps (`resend`) posts to `path` again."""
+def refusal_page(refusal: Refusal, steps: NextSteps, path: str = "") -> Response:
+    """The page for a refusal on a browser route; its `data-error-code` is the refusal's code,
+    and `steps` where the person can go from it. A form it keeps (`resend`) posts to `path`
+    again."""
     if refusal.title:
         title = refusal.title
     elif refusal.code == "csrf_failed":
@@ -63,6 +66,7 @@ def refusal_page(refusal: Refusal, path: str = "") -> Response:
         refusal.code,
         refusal.message,
         refusal.relaunch,
+        steps,
         resend_to=path if refusal.resend else "",
         resend=refusal.resend,
     )

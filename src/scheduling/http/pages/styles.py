@@ -28,7 +28,9 @@ button { font: inherit; padding: .45rem 1rem; border-radius: 4px; border: 1px so
          background: var(--accent); color: #fff; cursor: pointer; }
 a.button { display: inline-block; font: inherit; padding: .35rem .9rem; border-radius: 4px; text-decoration: none; }
 a.button.cancel { background: #fff; color: var(--bad); border: 1px solid var(--bad); }
-a.button.cancel:hover { text-decoration: underline; }
+a.button.cancel:hover, a.button.secondary:hover, a.button.danger:hover { text-decoration: underline; }
+a.button.secondary { background: #fff; color: var(--accent); border: 1px solid var(--accent); }
+a.button.danger { background: #fff; color: var(--bad); border: 1px solid var(--bad); }
 button.danger { background: var(--bad); border-color: var(--bad); }
 .support { color: var(--muted); font-size: .85rem; margin: .5rem 0 0; }
 .schedule .support { margin: .25rem 0 0; }

@@ -16,7 +16,11 @@ from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
 from scheduling.http.pages.home_template import HOME
 from scheduling.http.pages.manage_template import MANAGE
-from scheduling.http.pages.notifications_template import NOTIFICATIONS
+from scheduling.http.pages.notifications_template import (
+    DELIVERIES,
+    ENDPOINT_CONFIRM,
+    NOTIFICATIONS,
+)
 from scheduling.http.pages.operator_template import OPERATOR
 
 BASE = """<!doctype html>
@@ -54,6 +58,15 @@ ERROR = """{% extends "base.html" %}
   <button type="submit">Send it again</button>
 </form>
 {% endif %}
+{% if steps.retry_href or steps.back_href or steps.dee_wan_href %}
+<nav class="next-steps" aria-label="What you can do now">
+  <p class="inline">
+  {% if steps.retry_href %}<a class="button secondary" href="{{ steps.retry_href }}" data-next="retry">Try again</a>{% endif %}
+  {% if steps.back_href %}<a class="button secondary" href="{{ steps.back_href }}" data-next="back">Back to the schedules</a>{% endif %}
+  {% if steps.dee_wan_href %}<a href="{{ steps.dee_wan_href }}" data-next="dee-wan">Back to Dee Wan</a>{% endif %}
+  </p>
+</nav>
+{% endif %}
 {% endblock %}
 """
 
@@ -66,6 +79,8 @@ _SOURCES = {
     "content.html": CONTENT,
     "manage.html": MANAGE,
     "notifications.html": NOTIFICATIONS,
+    "deliveries.html": DELIVERIES,
+    "endpoint_confirm.html": ENDPOINT_CONFIRM,
     "cancel.html": CANCEL,
     "home.html": HOME,
     "operator.html": OPERATOR,

@@ -9,10 +9,11 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from scheduling.actions.listing import Listed, last_page
-from scheduling.domain.content import Content
 from scheduling.domain.localtime import rfc3339
+from scheduling.domain.notifications import outcome_unknown
+from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Attempt, Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import WAITING, Status, group_of
 from scheduling.domain.time_words import duration_text, instant_text
 from scheduling.domain.wording import (
     KIND,
@@ -46,6 +47,14 @@ class AttemptLine:
 
 
 @dataclass(frozen=True)
+class RetryOffer:
+    """A refused schedule's Try again, on a content page whose person may make its change."""
+
+    version: str | None  # the version it pins instead, when the refused pin is out of date
+    replaces: str | None  # what it does to the live schedule of its change, said beforehand
+
+
+@dataclass(frozen=True)
 class ScheduleCard:
     id: str
     content_id: str
@@ -71,12 +80,19 @@ class ScheduleCard:
     attempts: tuple[AttemptLine, ...]
     next_label: str | None
     next_note: str | None
+    group: str  # the manage view's group: a settled refusal is finished
+    settled: bool  # refused, and dismissed or done by a later schedule since
+    ended_by: str | None  # which cap ended it (`retry_exhausted`)
+    dismissed_label: str | None  # "by … at …"
+    resolved_by: str | None  # the later schedule of the same change that was done
     # What the page it appears on knows about it.
     cancellable: bool = False
     title: str | None = None
     viewer_label: str | None = None  # due time in the viewer's chosen zone, when another
     stale: str | None = None
     repin_version: str | None = None
+    retry: RetryOffer | None = None
+    dismissable: bool = False
 
     @property
     def change(self) -> str:
@@ -92,9 +108,9 @@ class CardPage:
     csrf_token: str
     opened_for: str
     context_kind: str
-    content: Content | None  # a content page's content (its re-pin forms carry the pins)
+    pins: ShownVersions | None  # what a content page shows (its cards' forms carry it)
     viewer_zone: str | None
-    back: tuple[tuple[str, str], ...]  # the view a cancel comes back to (page, filter, zone)
+    back: tuple[tuple[str, str], ...]  # the view a cancel or a dismiss comes back to
 
     @property
     def show_content(self) -> bool:
@@ -123,7 +139,7 @@ class Pager:
 def card_page(
     session: Session,
     *,
-    content: Content | None = None,
+    pins: ShownVersions | None = None,
     viewer_zone: str | None = None,
     back: Iterable[tuple[str, str]] = (),
 ) -> CardPage:
@@ -132,19 +148,24 @@ def card_page(
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
         context_kind=session.context_kind,
-        content=content,
+        pins=pins,
         viewer_zone=viewer_zone,
         back=tuple(back),
     )
 
 
-def schedule_card(schedule: Schedule, moment: Moment) -> ScheduleCard:
-    zone = schedule.timezone
+def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -> ScheduleCard:
+    """`zone`: the zone the page writes the card's other instants in (when it was done, its
+    tries, its next try), the schedule's own by default; its due time is always said in its
+    own zone too."""
+    own = schedule.timezone
+    zone = zone or own
     last = schedule.attempts[-1] if schedule.attempts else None
     answered = last.http_status if last is not None and last.code == schedule.result_code else None
-    next_label, next_note = _next_try(schedule, moment)
+    next_label, next_note, ending = _next_try(schedule, moment, zone)
     late = _late(schedule)
     deadline = time_labels.deadline_ms(schedule.due_at, moment.max_lateness_ms)
+    label = STATUS[schedule.status] + (f", {duration_text(late)} late" if late else "")
     return ScheduleCard(
         id=schedule.id,
         content_id=schedule.content_id,
@@ -152,43 +173,67 @@ def schedule_card(schedule: Schedule, moment: Moment) -> ScheduleCard:
         kind_label=KIND.get(schedule.kind, schedule.kind),
         version_id=schedule.version_id,
         due_at=schedule.due_at,
-        timezone=zone,
-        when_label=instant_text(schedule.due_at, zone),
-        when_short=instant_text(schedule.due_at, zone, utc=False),
+        timezone=own,
+        when_label=instant_text(schedule.due_at, own),
+        when_short=instant_text(schedule.due_at, own, utc=False),
         when_iso=rfc3339(schedule.due_at),
-        deadline_label=instant_text(deadline, zone),
+        deadline_label=instant_text(deadline, own),
         deadline_iso=rfc3339(deadline),
         status=schedule.status,
-        status_label=STATUS[schedule.status] + (f", {duration_text(late)} late" if late else ""),
+        status_label=ENDING if ending else label,
         late_ms=late,
         result_code=schedule.result_code,
         result_text=explain_result(
             schedule.result_code,
             last.code if last is not None else None,
             last.http_status if last is not None else None,
+            ended_by=schedule.ended_by,
+            tries=schedule.attempt_count,
+            lateness_ms=moment.max_lateness_ms,
+            unknown=last is not None and outcome_unknown(last.code, last.finished_at is not None),
         ),
         support=_support(schedule, answered),
         requested_by_name=schedule.requested_by_name,
         revision=schedule.revision,
-        cancelled_label=_cancelled(schedule),
+        cancelled_label=_by_whom(schedule.cancelled_by_name, schedule.cancelled_at, zone),
         attempts=tuple(_attempt_line(a, zone) for a in schedule.attempts),
         next_label=next_label,
         next_note=next_note,
+        group=group_of(schedule.status, schedule.settled),
+        settled=schedule.settled,
+        ended_by=schedule.ended_by,
+        dismissed_label=_by_whom(schedule.dismissed_by_name, schedule.dismissed_at, zone),
+        resolved_by=schedule.resolved_by,
     )
 
 
 def cards(
-    rows: Iterable[Listed], moment: Moment, *, viewer_zone: str | None = None
+    rows: Iterable[Listed],
+    moment: Moment,
+    *,
+    viewer_zone: str | None = None,
+    live: Iterable[Schedule] = (),
 ) -> tuple[ScheduleCard, ...]:
-    return tuple(_card(row, moment, viewer_zone) for row in rows)
+    """`live`: the content's live schedules, which a Try again would replace."""
+    by_kind = {s.kind: s for s in live}
+    return tuple(_card(row, moment, viewer_zone, by_kind) for row in rows)
 
 
-def _card(row: Listed, moment: Moment, viewer_zone: str | None) -> ScheduleCard:
+def _card(
+    row: Listed, moment: Moment, viewer_zone: str | None, live: dict[str, Schedule]
+) -> ScheduleCard:
     schedule = row.schedule
-    card = schedule_card(schedule, moment)
+    card = schedule_card(schedule, moment, viewer_zone)
     viewer = None
     if viewer_zone is not None and viewer_zone != schedule.timezone:
         viewer = instant_text(schedule.due_at, viewer_zone)
+    retry = None
+    if row.retry_pin is not None:
+        replaced = live.get(schedule.kind)
+        retry = RetryOffer(
+            version=row.retry_pin if row.retry_pin != schedule.version_id else None,
+            replaces=replaces_text(replaced, "Trying again") if replaced else None,
+        )
     return replace(
         card,
         cancellable=row.cancellable,
@@ -196,6 +241,24 @@ def _card(row: Listed, moment: Moment, viewer_zone: str | None) -> ScheduleCard:
         viewer_label=viewer,
         stale=row.stale,
         repin_version=row.repin_version,
+        retry=retry,
+        dismissable=row.dismissable,
+    )
+
+
+def replaces_text(live: Schedule, doing: str = "A new schedule") -> str:
+    """What making another schedule of its change does to the live one, said beforehand:
+    `A new schedule replaces the waiting one of version ver_3 for …: that one will not be
+    sent.`"""
+    when = instant_text(live.due_at, live.timezone)
+    if live.status in WAITING:
+        return (
+            f"{doing} replaces the waiting one of version {live.version_id}"
+            f" for {when}: that one will not be sent."
+        )
+    return (
+        f"The schedule for {when} is being sent to Dee Wan right now; "
+        "a new one can be made once it is done."
     )
 
 
@@ -244,23 +307,30 @@ def _support(schedule: Schedule, answered: int | None) -> str:
     )
 
 
-def _cancelled(schedule: Schedule) -> str | None:
-    if schedule.status != Status.CANCELLED or schedule.cancelled_at is None:
+def _by_whom(name: str | None, at: int | None, zone: str) -> str | None:
+    """`by Ada Lovelace at …`: who cancelled or dismissed it, and when."""
+    if name is None or at is None:
         return None
-    when = instant_text(schedule.cancelled_at, schedule.timezone, seconds=True)
-    return f"by {schedule.cancelled_by_name} at {when}"
+    return f"by {name} at {instant_text(at, zone, seconds=True)}"
 
 
-def _next_try(schedule: Schedule, moment: Moment) -> tuple[str | None, str | None]:
-    """The tick that will really send a retrying schedule (its label), or why none will."""
+# A retrying schedule whose next try would come past its lateness cap.
+ENDING = "Ends not done at the next run"
+
+
+def _next_try(schedule: Schedule, moment: Moment, zone: str) -> tuple[str | None, str | None, bool]:
+    """The tick that will really send a retrying schedule (its label); or, when none will,
+    why, and that the next tick ends it."""
     if schedule.status != Status.RETRYING or schedule.next_attempt_at is None:
-        return None, None
+        return None, None, False
     planned = time_labels.planned_try(schedule.next_attempt_at, moment.now_ms)
     deadline = time_labels.deadline_ms(schedule.due_at, moment.max_lateness_ms)
     if planned > deadline:
+        # The run that takes it up again finds it past the cap and ends it unsent.
         return (
             None,
-            f"No more tries: the next run comes after {instant_text(deadline, schedule.timezone)},"
-            " when the plugin stops sending.",
+            f"No more tries: nothing is sent after {instant_text(deadline, zone)}, so the next"
+            f" run, at {instant_text(planned, zone)}, ends it not done.",
+            True,
         )
-    return instant_text(planned, schedule.timezone), None
+    return instant_text(planned, zone), None, False

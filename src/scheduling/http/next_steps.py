@@ -1,0 +1,77 @@
+"""Where a person can go from an error page: no page is a dead end.
+
+A refused `GET` of a page can be tried again as it was (it changes nothing); a refused form
+leads back to the page it came from (posting it again is not safe to offer). Where the
+installation is known, the page links back to its Dee Wan: the browser must hold a session
+of that installation (live or ended), so an error page never tells a stranger which Dee
+Wan an installation id belongs to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from scheduling.domain.refusals import Refusal
+from scheduling.domain.secret_shapes import ID_PATTERN, has_shape
+from scheduling.http.guards import SESSION_COOKIE
+from scheduling.http.requests import Request
+from scheduling.repository import installations, sessions
+from scheduling.services import Services, log
+
+# The pages people open from Dee Wan, under an installation id of the right shape.
+_INSTALLATION_PAGE = re.compile(rf"^/installations/({ID_PATTERN})(?:/|$)")
+# Nothing there to try again: the address itself is wrong.
+_NOTHING_TO_REPEAT = ("not_found", "method_not_allowed")
+
+
+@dataclass(frozen=True)
+class NextSteps:
+    retry_href: str | None = None  # the same page again
+    back_href: str | None = None  # the page a refused form came from
+    dee_wan_href: str | None = None  # the installation's Dee Wan
+
+
+def local_steps(request: Request, refusal: Refusal) -> NextSteps:
+    """What the request itself tells: try a page again, or go back to the page of a form.
+
+    A launch link is never offered again (its code is used, or was refused), and a session
+    that is gone is not brought back by a reload: the page says to open Scheduling from Dee
+    Wan instead."""
+    found = _INSTALLATION_PAGE.match(request.path)
+    if found is None:
+        return NextSteps()
+    page = f"/installations/{found.group(1)}"
+    if request.method not in ("GET", "HEAD"):
+        return NextSteps(back_href=page)
+    url = urlsplit(request.url)
+    if "dee_wan_launch=" in url.query or refusal.relaunch or refusal.code in _NOTHING_TO_REPEAT:
+        return NextSteps()
+    return NextSteps(retry_href=url.path + (f"?{url.query}" if url.query else ""))
+
+
+async def next_steps(request: Request, services: Services, refusal: Refusal) -> NextSteps:
+    """`local_steps`, and the installation's Dee Wan when the browser's session proves it
+    was opened from there. A failure to find it leaves the link out, never the page."""
+    steps = local_steps(request, refusal)
+    found = _INSTALLATION_PAGE.match(request.path)
+    if found is None:
+        return steps
+    try:
+        base_url = await _dee_wan_of(request, services, found.group(1))
+    except Exception:  # the page is about another failure: say that one
+        log.warning("error page: the installation's Dee Wan could not be looked up")
+        base_url = None
+    return NextSteps(steps.retry_href, steps.back_href, base_url)
+
+
+async def _dee_wan_of(request: Request, services: Services, installation_id: str) -> str | None:
+    raw = request.cookie(SESSION_COOKIE)
+    if raw is None or not has_shape("session_id", raw):
+        return None
+    id_hash = await services.crypto.sha256_hex(raw)
+    if await sessions.installation_of(services.db, id_hash) != installation_id:
+        return None
+    installation = await installations.get(services.db, installation_id)
+    return installation.base_url if installation is not None else None
