@@ -24,23 +24,24 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.outcomes import (
-    REFUSAL_CODES,
     RULES,
-    SUCCESS_CODES,
     UNTRUSTED,
     Outcome,
     OutcomeKind,
+    Retry,
+    outcome_of,
+    rule_for,
 )
 from scheduling.domain.schedule import Command
 from scheduling.domain.wire import WireModel
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
     HttpClient,
-    LimitReached,
     OutboundRequest,
     OutboundResponse,
     TransportError,
     TransportTimeout,
+    answer_to,
 )
 
 log = logging.getLogger("scheduling")
@@ -170,17 +171,8 @@ async def send_transition(
 ) -> Outcome:
     """Send one command and classify the answer: one claim, one outcome. Raises only
     `LimitReached`, when the invocation may make no more subrequests (nothing was sent)."""
-    answer: OutboundResponse | TransportError
-    try:
-        answer = await http.send(transition_request(base_url, command, token))
-    except TransportError as exc:
-        answer = exc
-    except LimitReached:
-        raise  # nothing was sent: the caller hands the claim back
-    except Exception as exc:
-        # An adapter broke its contract: to this schedule, the request got no answer.
-        log.error("transition send failed unexpectedly: %s", type(exc).__name__)
-        answer = TransportError(type(exc).__name__)
+    request = transition_request(base_url, command, token)
+    answer = await answer_to(http, request, "transition send")  # LimitReached: the claim goes back
     try:
         return classify(answer, now_ms=clock())
     except Exception as exc:
@@ -189,33 +181,28 @@ async def send_transition(
         return Outcome(OutcomeKind.REFUSED, UNTRUSTED, status)
 
 
-TRANSIENT_STATUSES = frozenset(RULES["5xx"].statuses)
 # A code from an answer is stored and shown only if it looks like one.
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def classify(answer: OutboundResponse | TransportError, *, now_ms: int) -> Outcome:
-    """The README's Runner table."""
+    """The README's Runner table: no answer, or an answer looked up by its status and code
+    (`outcomes.rule_for`); an answer no row covers cannot be trusted."""
     if isinstance(answer, TransportTimeout):
         return _fixed("timeout")
     if isinstance(answer, TransportError):
         return _fixed("network_failure")
-
     status = answer.status
     if answer.truncated:
         return _fixed("untrusted", status)
     code = _code_of(answer.body)
-    if status == 429:
+    rule = rule_for(status, code)
+    if rule is None:  # 3xx, other statuses, bad JSON, no code, or a code not its status's
+        return _fixed("untrusted", status)
+    retry_after = None
+    if rule.retry is Retry.RETRY_AFTER:
         retry_after = parse_retry_after(answer.headers.get("retry-after"), now_ms=now_ms)
-        return Outcome(OutcomeKind.RETRY, code or _missing("429"), status, retry_after)
-    if status in TRANSIENT_STATUSES:
-        return Outcome(OutcomeKind.RETRY, code or _missing("5xx"), status)
-    if code is not None and SUCCESS_CODES.get(code) == status:
-        return Outcome(OutcomeKind.COMPLETED, code, status)
-    if code is not None and REFUSAL_CODES.get(code) == status:
-        return Outcome(OutcomeKind.REFUSED, code, status)
-    # 3xx, other statuses, bad JSON, no code, or a code that is not its status's.
-    return _fixed("untrusted", status)
+    return outcome_of(rule, code, status, retry_after)
 
 
 def _fixed(answer: str, status: int | None = None) -> Outcome:
@@ -223,12 +210,6 @@ def _fixed(answer: str, status: int | None = None) -> Outcome:
     rule = RULES[answer]
     assert rule.result_code is not None
     return Outcome(rule.kind, rule.result_code, status)
-
-
-def _missing(answer: str) -> str:
-    code = RULES[answer].code_when_missing
-    assert code is not None
-    return code
 
 
 def _code_of(body: bytes) -> str | None:

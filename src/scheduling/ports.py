@@ -6,6 +6,7 @@ imports nothing else that does I/O.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -142,6 +143,25 @@ class HttpClient(Protocol):
         more subrequests (then nothing was sent).
         """
         ...
+
+
+async def answer_to(
+    http: HttpClient, request: OutboundRequest, what: str
+) -> OutboundResponse | TransportError:
+    """One send's answer, or how it failed; `what` names the call in a log line. Only
+    `LimitReached` is raised (nothing was sent). Any other exception is an adapter breaking
+    its contract: to this call, the request got no answer."""
+    try:
+        return await http.send(request)
+    except TransportError as exc:
+        return exc
+    except LimitReached:
+        raise
+    except Exception as exc:
+        logging.getLogger("scheduling").error(
+            "%s failed unexpectedly: %s", what, type(exc).__name__
+        )
+        return TransportError(type(exc).__name__)
 
 
 # -- queue (Cloudflare Queues' shape) ------------------------------------------
