@@ -33,7 +33,7 @@ class StatementShape:
         return -(-rows // self.rows_per_statement())
 
 
-# The runner store's multi-row statements (repository/runner_store.py checks each binds so).
+# The leases' multi-row statements (repository/round_trips.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
 CLAIM_WITHIN = StatementShape(fixed=5, width=4)
 REFUSE_UNSENT = StatementShape(fixed=3, width=5)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling import webhooks
+from scheduling.channels.port import Event
+from scheduling.channels.webhook import StandardWebhook
 from scheduling.domain import webhook_signing
 from scheduling.domain.endpoint_url import endpoint_url_problem
 from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, body_of_test_event
+from scheduling.domain.outbox import DeliveryTarget
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.wording import explain
@@ -115,24 +117,23 @@ async def send_test(services: Services, session: Session, endpoint_id: str) -> s
     back with the endpoint: `200`, `410`, `timeout`, … ."""
     endpoint = await _endpoint(services, session, endpoint_id)
     now = services.clock.now_ms()
-    secret = await webhook_signing.open_secret(
-        services.crypto, endpoint.installation_id, endpoint.id, endpoint.secret_sealed
+    channel = StandardWebhook(services.http, services.crypto)
+    target = await channel.open(
+        DeliveryTarget(
+            endpoint.id,
+            endpoint.installation_id,
+            endpoint.url,
+            endpoint.secret_sealed,
+            disabled=endpoint.disabled_at is not None,
+        )
     )
-    if secret is None:
+    if target is None:
         result = "secret_unreadable"
     else:
         body = body_of_test_event(
             services.config.public_origin, endpoint.installation_id, endpoint.id, now
         )
-        attempt = await webhooks.post_event(
-            services.http,
-            services.crypto,
-            endpoint.url,
-            secret,
-            _new_id(services, "msg_"),
-            body,
-            now,
-        )
+        attempt = await channel.deliver(target, Event(_new_id(services, "msg_"), body), now)
         result = str(attempt.http_status) if attempt.http_status is not None else str(attempt.error)
     await notification_endpoints.record_test(
         services.db, endpoint.installation_id, endpoint.id, services.clock.now_ms(), result

@@ -1,4 +1,4 @@
-"""The outbox of webhook deliveries: written in the settle's own batch, claimed under a lease,
+"""The outbox of notification deliveries: written in the settle's own batch, claimed under a lease,
 settled like schedules are.
 
 An event row is inserted in the same D1 batch (one transaction) as the
@@ -16,10 +16,13 @@ runner killed mid-delivery leaves it to be sent again, with the same id.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from scheduling.domain.delivery_policy import DeliveryStatus
-from scheduling.ports import Row
+from scheduling.domain.delivery_policy import ENDPOINT_GONE, DeliveryStatus
+from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget, OutboxEvent, SettledDelivery
+from scheduling.limits import EVENTS, SETTLE_DELIVERIES
+from scheduling.ports import Result, Row, Statement
+from scheduling.repository.round_trips import RoundTrips
 
 # `?1` the batch's lease token (what its settle wrote into `settled_by`), `?2` the instant.
 EVENTS_SQL = """INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
@@ -76,70 +79,119 @@ GONE_WAITING_SQL = """UPDATE webhook_deliveries
  WHERE status = 'waiting' AND endpoint_id IN ({ids})"""
 
 
-@dataclass(frozen=True)
-class ClaimedDelivery:
-    id: str  # the webhook-id
-    endpoint_id: str
-    installation_id: str
-    payload: bytes
-    created_at: int  # the settle that wrote it
-    attempt: int  # this claim's attempt number
+# When the outbox next has a delivery due: its first retry, or its first lease to expire.
+OUTBOX_NEXT_SQL = """SELECT min(at) AS next_at FROM (
+    SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL
+    UNION ALL
+    SELECT min(lease_until) AS at FROM webhook_deliveries WHERE lease_until IS NOT NULL)"""
 
-    @classmethod
-    def from_row(cls, row: Row) -> ClaimedDelivery:
-        return cls(
-            id=row["id"],
-            endpoint_id=row["endpoint_id"],
-            installation_id=row["installation_id"],
-            payload=str(row["payload"]).encode("utf-8"),
-            created_at=int(row["created_at"]),
-            attempt=int(row["attempt_count"]),
+
+class Outbox:
+    """The deliveries' store. It also keeps what the invocation learnt of the outbox: how many
+    events its settles wrote (`events_written`) and when a delivery is next due (`next_at`,
+    as of the last due query or dispatch that read it; None: nothing waits)."""
+
+    def __init__(self, trips: RoundTrips) -> None:
+        self.trips = trips
+        self.events_written = 0
+        self.next_at: int | None = None
+
+    def due(self, now: int) -> bool:
+        """This invocation's settles wrote events, or a delivery is due at `now`: an
+        invocation with nothing to notify spends nothing on it."""
+        return self.events_written > 0 or (self.next_at is not None and self.next_at <= now)
+
+    def event_statements(
+        self, lease_token: str, now: int, events: Sequence[OutboxEvent]
+    ) -> list[Statement]:
+        """The inserts of `events`, for the batch of the settle (or refusal) that raises them."""
+        rows = [(e.id, e.schedule_id, e.type, e.body.decode("utf-8")) for e in events]
+        return self.trips.values(EVENTS_SQL, EVENTS, (lease_token, now), rows)
+
+    def written(self, results: Sequence[Result]) -> None:
+        """Count the outbox rows the event inserts among `results` wrote."""
+        self.events_written += sum(len(result.results) for result in results)
+
+    async def claim(
+        self, lease_token: str, now: int, lease_ms: int, limit: int
+    ) -> tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]:
+        """Claim up to `limit` deliveries due at `now` (waiting ones whose time came, sending
+        ones whose lease expired), oldest first, under `lease_token` until `now + lease_ms`;
+        with the endpoints they go to, read in the same batch."""
+        lease_until = now + lease_ms
+        db = self.trips.db
+        claimed, targets = await self.trips.send(
+            [
+                db.prepare(CLAIM_DELIVERIES_SQL).bind(lease_token, lease_until, now, limit),
+                db.prepare(CLAIMED_ENDPOINTS_SQL).bind(lease_token, lease_until),
+            ]
         )
-
-
-@dataclass(frozen=True)
-class DeliveryTarget:
-    """Where a claimed delivery goes, read in the claim's batch."""
-
-    id: str
-    installation_id: str
-    url: str
-    secret_sealed: str
-    disabled: bool
-
-    @classmethod
-    def from_row(cls, row: Row) -> DeliveryTarget:
-        return cls(
-            id=row["id"],
-            installation_id=row["installation_id"],
-            url=row["url"],
-            secret_sealed=row["secret_sealed"],
-            disabled=row["disabled_at"] is not None,
-        )
-
-
-@dataclass(frozen=True)
-class SettledDelivery:
-    """How one claimed delivery ended this time."""
-
-    delivery: ClaimedDelivery
-    status: DeliveryStatus
-    next_attempt_at: int | None
-    finished_at: int | None
-    attempted_at: int | None  # None: handed back unsent
-    http_status: int | None
-    error: str | None
-    sent: bool  # a request left (False: the endpoint was gone or its secret unreadable)
-    handed_back: bool = False  # claimed, never sent (a platform limit): waiting again, due now
-
-    def values(self) -> tuple[object, ...]:
+        endpoints = (delivery_target(row) for row in targets.results)
         return (
-            self.delivery.id,
-            self.status.value,
-            self.next_attempt_at,
-            self.finished_at,
-            self.attempted_at,
-            self.http_status,
-            self.error,
-            int(self.handed_back),
+            sorted(
+                (claimed_delivery(row) for row in claimed.results),
+                key=lambda d: (d.created_at, d.id),
+            ),
+            {endpoint.id: endpoint for endpoint in endpoints},
         )
+
+    async def settle(
+        self, lease_token: str, settled: Sequence[SettledDelivery], now: int
+    ) -> list[str]:
+        """End deliveries claimed under `lease_token`; returns those whose lease was lost (left
+        as they are: another runner has them). In the same batch, each endpoint is marked:
+        failing since its first failed attempt, not failing once delivered to, and disabled
+        (with what it still had waiting) when it answered 410 Gone."""
+        if not settled:
+            return []
+        trips = self.trips
+        statements = trips.values(
+            SETTLE_DELIVERIES_SQL, SETTLE_DELIVERIES, (lease_token,), [_values(s) for s in settled]
+        )
+        settle_count = len(statements)
+        delivered = {
+            s.delivery.endpoint_id for s in settled if s.status == DeliveryStatus.DELIVERED
+        }
+        gone = {s.delivery.endpoint_id for s in settled if s.sent and s.error == ENDPOINT_GONE}
+        failing = {s.delivery.endpoint_id for s in settled if s.sent and s.error} - delivered
+        statements += trips.ids(ENDPOINTS_DELIVERED_SQL, (), delivered)
+        statements += trips.ids(ENDPOINTS_FAILING_SQL, (now,), failing)
+        statements += trips.ids(ENDPOINTS_GONE_SQL, (now,), gone)
+        statements += trips.ids(GONE_WAITING_SQL, (now,), gone)
+        results = await trips.send(statements)
+        applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
+        return [s.delivery.id for s in settled if s.delivery.id not in applied]
+
+
+def claimed_delivery(row: Row) -> ClaimedDelivery:
+    return ClaimedDelivery(
+        id=row["id"],
+        endpoint_id=row["endpoint_id"],
+        installation_id=row["installation_id"],
+        payload=str(row["payload"]).encode("utf-8"),
+        created_at=int(row["created_at"]),
+        attempt=int(row["attempt_count"]),
+    )
+
+
+def delivery_target(row: Row) -> DeliveryTarget:
+    return DeliveryTarget(
+        id=row["id"],
+        installation_id=row["installation_id"],
+        url=row["url"],
+        secret_sealed=row["secret_sealed"],
+        disabled=row["disabled_at"] is not None,
+    )
+
+
+def _values(settled: SettledDelivery) -> tuple[object, ...]:
+    return (
+        settled.delivery.id,
+        settled.status.value,
+        settled.next_attempt_at,
+        settled.finished_at,
+        settled.attempted_at,
+        settled.http_status,
+        settled.error,
+        int(settled.handed_back),
+    )

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from scheduling.repository.runner_store import DispatchedRow
+from scheduling.domain.claims import DispatchedRow
 
 VERSION = 1
 # A message names at most this many schedules (a tick names MAX_ROWS_PER_TICK).

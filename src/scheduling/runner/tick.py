@@ -1,14 +1,14 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
 tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers;
-then deliver the webhooks the outbox has due; then record itself (`invocation.py`).
+then deliver the notifications the outbox has due; then record itself (`invocation.py`).
 """
 
 from __future__ import annotations
 
 from scheduling.runner.dispatch import Dispatch
-from scheduling.runner.drain import DueRows
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import DueRows
 from scheduling.services import Services
 
 
@@ -19,7 +19,7 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 class Tick(RunnerInvocation):
     """Sends what is due (inline), or, with a queue, dispatches it to the queue's consumers;
-    then delivers the webhooks due."""
+    then delivers the notifications due."""
 
     kind = "tick"
     log_event = "runner_tick"
@@ -30,10 +30,7 @@ class Tick(RunnerInvocation):
     async def _work(self) -> None:
         queue = self.services.queue
         if queue is None:
-            await self.drain.run(DueRows(self.store))
+            await self._send(DueRows(self.leases))
         else:
-            dispatch = Dispatch(
-                self.services, self.store, self.report, self.clock, queue, self.batches.reached
-            )
-            await dispatch.run()
+            await Dispatch(self.engine, self.marks, queue).run()
         await self._deliver()
