@@ -14,7 +14,7 @@ from fake_core.saved_state import state_from_json, state_to_json
 from fake_core.webhooks import check
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
-from tests.support.webhooks import add_endpoint
+from tests.support.webhooks import add_chat_endpoint, add_endpoint
 from tests.support.world import World, schedule, tick_at
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -137,3 +137,54 @@ async def test_a_pasted_value_that_is_no_secret_is_not_kept() -> None:
     assert core.state.webhook_secrets == []
     home = (await app.dispatch("GET", "/", {}, b"")).body.decode()
     assert "Not kept: a signing secret starts with whsec_." in home
+
+
+async def test_the_chat_beside_it_shows_the_plugins_messages_as_a_chat_would(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """A chat endpoint on the fake core's `/chat/…`: the plugin's digest arrives, answered
+    `200 ok` as Slack answers, and the home page shows it: who, when, its lines, its link."""
+    world = World(
+        db,
+        clock,
+        env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example"),
+    )
+    core_app = FakeCoreApp(world.core)
+    chat_url = f"{world.core.base_url}/chat/editors"
+
+    class ToFakeCore:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+        async def send(self, request: object) -> object:
+            from scheduling.ports import OutboundRequest, OutboundResponse
+
+            assert isinstance(request, OutboundRequest)
+            if request.url == chat_url:
+                reply = await core_app.dispatch(
+                    "POST", "/chat/editors", dict(request.headers), request.body or b""
+                )
+                return OutboundResponse(reply.status, dict(reply.headers), reply.body)
+            return await self.inner.send(request)  # type: ignore[attr-defined]
+
+    world.app.services.http = ToFakeCore(world.app.services.http)  # type: ignore[assignment]
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    await add_chat_endpoint(manage, installation.id, chat_url)
+    s = await schedule(world, installation)
+    world.core.state.edit("cnt_en")  # it will be refused as stale
+    report = await tick_at(world, s["due_at"])
+    assert report["webhooks_delivered"] == 1
+    [message] = world.core.state.chat_messages
+    assert message.channel == "editors"
+    home = (await core_app.dispatch("GET", "/", {}, b"")).body.decode()
+    assert home.count('class="chat-message"') == 1
+    assert "<strong>Scheduling</strong>" in home
+    assert "• Could not publish “Spring launch”" in home
+    page = f"https://scheduling.example/installations/{installation.id}"
+    assert f'<a href="{page}">{page}</a>' in home
+    for bad, answer in ((b"[]", b"invalid_payload"), (b'{"text": " "}', b"no_text")):
+        refused = await core_app.dispatch("POST", "/chat/editors", {}, bad)
+        assert (refused.status, refused.body) == (400, answer)
+    again = state_from_json(state_to_json(world.core.state))
+    assert again.chat_messages == world.core.state.chat_messages

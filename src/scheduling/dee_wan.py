@@ -13,8 +13,6 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from pydantic import ValidationError
@@ -32,6 +30,7 @@ from scheduling.domain.outcomes import (
     outcome_of,
     rule_for,
 )
+from scheduling.domain.retry_after import parse_retry_after
 from scheduling.domain.schedule import Command
 from scheduling.domain.wire import WireModel
 from scheduling.limits import REQUEST_TIMEOUT_MS
@@ -219,28 +218,3 @@ def _code_of(body: bytes) -> str | None:
         return None
     code = data.get("code") if isinstance(data, dict) else None
     return code if isinstance(code, str) and _CODE.fullmatch(code) else None
-
-
-_DELTA_SECONDS = re.compile(r"[0-9]{1,10}")
-_HTTP_DATE_MAX = 64
-
-
-def parse_retry_after(value: str | None, *, now_ms: int) -> int | None:
-    """Milliseconds to wait: delta-seconds (ASCII, at most 10 digits) or an HTTP date.
-
-    None when absent or unusable; the runner then backs off as for a 5xx.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if _DELTA_SECONDS.fullmatch(value):
-        return int(value) * 1000
-    if len(value) > _HTTP_DATE_MAX or not value.isascii():
-        return None
-    try:
-        when = parsedate_to_datetime(value)
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0, int(when.timestamp() * 1000) - now_ms)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None

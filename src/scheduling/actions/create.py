@@ -9,16 +9,17 @@ schedule supersedes the live waiting one of its content and kind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scheduling.actions.access import Access, open_access, read_launched_content
+from scheduling.domain import associated_data
 from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
 from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.rights import Rights
-from scheduling.domain.schedule import NewSchedule
+from scheduling.domain.schedule import MAX_TITLE_CHARS, NewSchedule
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import WAITING, Status
 from scheduling.domain.wording import explain
@@ -123,7 +124,7 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
     read = await read_launched_content(services, access)
     draft = _Draft(access, read, await _form(services, access, read, asked))
     now = services.clock.now_ms()
-    new = _new_schedule(services, draft, shown, now)
+    new = await _with_title(services, _new_schedule(services, draft, shown, now), read)
     try:
         superseded = await schedules.create(services.db, new, now)
     except RunningConflict:
@@ -224,6 +225,14 @@ def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: 
         requested_by=session.person_id,
         requested_by_name=session.person_name,
     )
+
+
+async def _with_title(services: Services, new: NewSchedule, read: ContentRead) -> NewSchedule:
+    """The content's title, sealed (a chat line names the content by it; none is stored
+    readable)."""
+    title = read.content.title[:MAX_TITLE_CHARS]
+    context = associated_data.content_title(new.installation_id, new.id)
+    return replace(new, title_sealed=await services.crypto.seal(title, context))
 
 
 def _resolved(draft: _Draft, now: int) -> ResolvedTime:

@@ -27,4 +27,4 @@ async def post(
         delivery_policy.MAX_ANSWER_BYTES,
     )
     answer = await answer_to(http, request, "notification send")
-    return delivery_policy.classify(answer)
+    return delivery_policy.classify(answer, now_ms=now_ms)

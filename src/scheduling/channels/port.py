@@ -1,18 +1,20 @@
 """The channel port: one attempt at telling one endpoint of one event.
 
 The engine's delivery work opens each endpoint once per invocation (`open`: what it needs
-unsealed) and hands each claimed delivery to `deliver`, within a connection slot. Nothing
+unsealed), makes each claimed message's event (`event`: one delivery's body, or a digest of
+an endpoint's) and hands it to `deliver`, within a connection slot. Nothing
 an endpoint answers, or fails to, makes `deliver` raise: one attempt, one `AttemptResult`.
 Only the platform's subrequest limit does (`LimitReached`), and then no request left.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.outbox import DeliveryTarget
+from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class OpenTarget:
     id: str
     installation_id: str
     url: str
-    secret: str  # a webhook's signing secret
+    secret: str  # a webhook's signing secret ("" for a chat endpoint, whose URL is its secret)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,17 @@ class Event:
 
 
 class Channel(Protocol):
+    # Whether an endpoint's due deliveries make one message (a chat digest), or one each.
+    groups: bool
+
+    async def event(self, target: DeliveryTarget, deliveries: Sequence[ClaimedDelivery]) -> Event:
+        """What one attempt at `deliveries` (one, unless the channel groups) carries."""
+        ...
+
+    def test_event(self, target: DeliveryTarget, event_id: str, at: int) -> Event:
+        """What "Send test event" carries."""
+        ...
+
     async def open(self, target: DeliveryTarget) -> OpenTarget | None:
         """The target unsealed; None (logged) when TOKEN_KEY cannot open what it keeps."""
         ...

@@ -25,6 +25,10 @@ EVENT_TYPES = (REFUSED, COMPLETED, RETRYING)
 DEFAULT_EVENTS = (REFUSED,)
 TEST_EVENT = "test"
 MAX_ENDPOINTS = 5
+# The kinds of endpoint: a signed Standard Webhook (the default), or a chat's incoming webhook.
+WEBHOOK = "webhook"
+CHAT = "chat"
+KINDS = (WEBHOOK, CHAT)
 
 # The last attempt got no answer: Dee Wan may or may not have applied the change.
 UNKNOWN_OUTCOME_CODES = frozenset(
@@ -71,6 +75,10 @@ class ScheduleEvent:
     last_code: str | None = None  # the last attempt's code and HTTP status, for the sentence
     last_http_status: int | None = None
 
+    def message(self) -> str:
+        """The card's own sentence for how it ended."""
+        return explain_result(self.result_code, self.last_code, self.last_http_status)
+
     def body(self, public_origin: str) -> bytes:
         data: dict[str, Any] = {
             "installation_id": self.installation_id,
@@ -84,7 +92,7 @@ class ScheduleEvent:
             "timezone": self.timezone,
             "status": self.status.value,
             "result_code": self.result_code,
-            "message": explain_result(self.result_code, self.last_code, self.last_http_status),
+            "message": self.message(),
             "attempts": self.attempts,
             "outcome_unknown": self.outcome_unknown,
             "next_attempt_at": None

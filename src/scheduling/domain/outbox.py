@@ -1,5 +1,6 @@
 """The runner's records of notification deliveries: an event on its way into the outbox, a
-delivery claimed from it, where that delivery goes, and how one attempt at it ended.
+delivery claimed from it, where it goes, the message one attempt carries there, and how that
+attempt ended.
 
 The outbox store (`repository/outbox.py`) reads and writes them; the engine's delivery work
 (`runner/delivery_work.py`) decides with them and hands them to a channel.
@@ -20,7 +21,7 @@ class OutboxEvent:
     id: str
     schedule_id: str
     type: str
-    body: bytes
+    body: bytes  # the event's JSON: a webhook's body, a chat line's facts
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class ClaimedDelivery:
     payload: bytes
     created_at: int  # the settle that wrote it
     attempt: int  # this claim's attempt number
+    schedule_id: str = ""
+    title_sealed: str | None = None  # a chat line's: its content's title, sealed
 
 
 @dataclass(frozen=True)
@@ -39,16 +42,41 @@ class DeliveryTarget:
 
     id: str
     installation_id: str
-    url: str
-    secret_sealed: str
+    url: str  # a chat endpoint's: what the pages show of it (its URL is sealed)
+    secret_sealed: str  # a webhook's signing secret, a chat endpoint's URL
     disabled: bool
+    kind: str = "webhook"
 
 
 @dataclass(frozen=True)
-class SettledDelivery:
-    """How one claimed delivery ended this time."""
+class Message:
+    """What one attempt tells one endpoint: one delivery, or all a chat endpoint had due as
+    one digest (settled together, by endpoint, under the batch's lease)."""
 
-    delivery: ClaimedDelivery
+    endpoint_id: str
+    deliveries: tuple[ClaimedDelivery, ...]
+    digest: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.deliveries[0].id
+
+    @property
+    def attempt(self) -> int:
+        """The attempt it is: a digest is as far along as its most tried line."""
+        return max(d.attempt for d in self.deliveries)
+
+    @property
+    def created_at(self) -> int:
+        """Its newest event: a digest is tried as long as its newest line may be."""
+        return max(d.created_at for d in self.deliveries)
+
+
+@dataclass(frozen=True)
+class SettledMessage:
+    """How one attempt at a message ended this time."""
+
+    message: Message
     status: DeliveryStatus
     next_attempt_at: int | None
     finished_at: int | None
@@ -59,7 +87,7 @@ class SettledDelivery:
     handed_back: bool = False  # claimed, never sent (a platform limit): waiting again, due now
 
     @classmethod
-    def given_back(cls, delivery: ClaimedDelivery, at: int) -> SettledDelivery:
+    def given_back(cls, message: Message, at: int) -> SettledMessage:
         """Claimed, never sent (a platform limit): waiting again, due at `at`, its last attempt
         kept and the one its claim counted given back."""
-        return cls(delivery, DeliveryStatus.WAITING, at, None, None, None, None, False, True)
+        return cls(message, DeliveryStatus.WAITING, at, None, None, None, None, False, True)

@@ -58,6 +58,8 @@ CODES = {
     "unknown_event": "Choose among the events this form lists.",
     "no_events": "Choose at least one event to be told of.",
     "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
+    "unknown_endpoint_kind": "Choose a signed webhook or a chat message.",
+    "chat_has_no_secret": "A chat endpoint has no signing secret: its URL is the secret. Delete it and add the new URL.",
 }
 
 # The events an endpoint may hear of, as the Notifications form names them.
@@ -68,7 +70,13 @@ EVENTS = {
     "test": "Test event",
 }
 
-# A webhook delivery's state, and why an attempt did not deliver.
+# The kinds of endpoint, as the Notifications form names them.
+ENDPOINT_KINDS = {
+    "webhook": "Signed webhook, for a program (Standard Webhooks)",
+    "chat": "Chat message (Slack, Google Chat, Mattermost, Rocket.Chat, Discord's /slack URL)",
+}
+
+# A delivery's state, and why an attempt did not deliver.
 DELIVERY_STATUS = {
     "waiting": "Waiting",
     "sending": "Being sent",

@@ -8,7 +8,8 @@ import json
 from collections.abc import Sequence
 
 from scheduling.domain.claims import DispatchedRow, round_robin
-from scheduling.repository.outbox import OUTBOX_NEXT_SQL, Outbox
+from scheduling.repository.outbox import Outbox
+from scheduling.repository.outbox_sql import OUTBOX_NEXT_SQL
 from scheduling.repository.round_trips import RoundTrips
 
 # A tick with a queue marks what it puts in messages, round-robin across installations, and

@@ -5,7 +5,7 @@ observed), an unsent refusal, a settle, and the attempt rows they open and close
 (only the partial indexes `schedules_waiting` and `schedules_leased`).
 """
 
-from scheduling.repository.outbox import OUTBOX_NEXT_SQL
+from scheduling.repository.outbox_sql import OUTBOX_NEXT_SQL
 
 # The two halves must match the partial indexes `schedules_waiting` and
 # `schedules_leased` word for word, so their statuses are literal text here

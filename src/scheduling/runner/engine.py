@@ -31,12 +31,13 @@ Done = TypeVar("Done")
 
 @dataclass(frozen=True)
 class Batch(Generic[Item]):
-    """What one claim won: the items to send, under one lease token. `last`: the source had
-    no more (nothing is claimed after it)."""
+    """What one claim won: the items to send, under one lease token, claimed at `claimed_at`.
+    `last`: the source had no more (nothing is claimed after it)."""
 
     items: Sequence[Item]
     lease_token: str
     last: bool = False
+    claimed_at: int = 0
 
 
 class Work(Protocol[Item, Done]):

@@ -18,7 +18,8 @@ async def add_endpoint(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     fields = request.form_lists()
     url = fields.get("url", [""])[0].strip()
-    form = EndpointForm(url=url, events=tuple(fields.get("events", ())))
+    kind = fields.get("kind", ["webhook"])[0]
+    form = EndpointForm(url=url, events=tuple(fields.get("events", ())), kind=kind)
     try:
         await notifications.add_endpoint(services, session, form)
     except EndpointFormRefusal as refused:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from scheduling.actions.notifications import EndpointForm, NotificationsView
 from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
-from scheduling.domain.notifications import DEFAULT_EVENTS, EVENT_TYPES, MAX_ENDPOINTS
+from scheduling.domain.notifications import DEFAULT_EVENTS, EVENT_TYPES, KINDS, MAX_ENDPOINTS
 from scheduling.domain.time_words import duration_text, instant_text
-from scheduling.domain.wording import DELIVERY_STATUS, EVENTS, delivery_answer
+from scheduling.domain.wording import DELIVERY_STATUS, ENDPOINT_KINDS, EVENTS, delivery_answer
 from scheduling.http.pages import time_labels
 from scheduling.repository.notification_endpoints import Delivery, Endpoint
 
@@ -29,12 +29,14 @@ class DeliveryLine:
 @dataclass(frozen=True)
 class EndpointCard:
     id: str
-    url: str
+    kind: str  # webhook or chat
+    kind_label: str
+    url: str  # a chat endpoint's: its host and last 4 characters
     event_labels: tuple[str, ...]
     disabled_label: str | None
     failing_label: str | None  # failing for an hour or more
     test_label: str | None
-    secret: str | None  # new: shown this once
+    secret: str | None  # new: shown this once (a chat endpoint's: its URL)
     deliveries: tuple[DeliveryLine, ...]
 
 
@@ -51,6 +53,7 @@ class NotificationsSection:
     can_add: bool
     max_endpoints: int
     url: str
+    kinds: tuple[EventChoice, ...]
     choices: tuple[EventChoice, ...]
     problem_code: str | None
     problem: str | None
@@ -64,6 +67,7 @@ def notifications_section(view: NotificationsView, zone: str, now_ms: int) -> No
         can_add=len(view.endpoints) < MAX_ENDPOINTS,
         max_endpoints=MAX_ENDPOINTS,
         url=form.url,
+        kinds=tuple(EventChoice(k, ENDPOINT_KINDS[k], k == form.kind) for k in KINDS),
         choices=tuple(EventChoice(e, EVENTS[e], e in form.events) for e in EVENT_TYPES),
         problem_code=refused.code if refused is not None else None,
         problem=refused.message if refused is not None else None,
@@ -74,6 +78,8 @@ def _card(endpoint: Endpoint, view: NotificationsView, zone: str, now_ms: int) -
     failing = endpoint.failing_since
     return EndpointCard(
         id=endpoint.id,
+        kind=endpoint.kind,
+        kind_label=ENDPOINT_KINDS.get(endpoint.kind, endpoint.kind),
         url=endpoint.url,
         event_labels=tuple(EVENTS[e] for e in endpoint.events),
         disabled_label=(

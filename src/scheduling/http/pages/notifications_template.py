@@ -4,11 +4,16 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
 {% set n = notifications %}
 <section id="notifications" aria-labelledby="notifications-title" class="notifications">
   <h2 id="notifications-title">Notifications</h2>
-  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which chat relays, automation tools and a few lines of code can verify.</p>
+  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a chat message in plain words (at most one a minute, naming up to 10 schedules), or a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which automation tools and a few lines of code can verify.</p>
   {% for e in n.endpoints %}
-  <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
+  <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}" data-endpoint-kind="{{ e.kind }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
     <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
-    {% if e.secret %}
+    {% if e.secret and e.kind == "chat" %}
+    <div class="notice secret" role="status">
+      <p><strong>Chat URL saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
+      <p><code class="secret-value" data-chat-url>{{ e.secret }}</code></p>
+    </div>
+    {% elif e.secret %}
     <div class="notice secret" role="status">
       <p><strong>Signing secret: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.</p>
       <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
@@ -17,6 +22,8 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     {% if e.failing_label %}<p class="problem failing" role="status">Failing for {{ e.failing_label }}: its deliveries have not been accepted since then. They are tried again; check the receiver.</p>{% endif %}
     {% if e.disabled_label %}<p class="problem">Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; delete it and add it again to start over.</p>{% endif %}
     <dl class="facts">
+      <dt>Kind</dt>
+      <dd>{{ e.kind_label }}</dd>
       <dt>Tells of</dt>
       <dd>{{ e.event_labels|join("; ") }}</dd>
       {% if e.test_label %}<dt>Last test</dt><dd data-test-result>{{ e.test_label }}</dd>{% endif %}
@@ -26,10 +33,12 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
       </form>
+      {% if e.kind != "chat" %}
       <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate">
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit" class="secondary">Rotate secret<span class="visually-hidden"> of {{ e.url }}</span></button>
       </form>
+      {% endif %}
       <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete">
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit" class="danger">Delete<span class="visually-hidden"> {{ e.url }}</span></button>
@@ -62,9 +71,15 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
     <h3>Add an endpoint</h3>
     {% if n.problem %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
+    <fieldset>
+      <legend>Send it</legend>
+      {% for k in n.kinds %}
+      <div class="choice"><input type="radio" id="kind-{{ k.value }}" name="kind" value="{{ k.value }}"{% if k.checked %} checked{% endif %}><label for="kind-{{ k.value }}">{{ k.label }}</label></div>
+      {% endfor %}
+    </fieldset>
     <div class="field">
       <label for="endpoint-url">Endpoint URL</label>
-      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB.</p>
+      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>
       <input type="url" id="endpoint-url" name="url" value="{{ n.url }}" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint{% if n.problem %} endpoint-problem{% endif %}"{% if n.problem_code == "invalid_endpoint_url" %} aria-invalid="true"{% endif %}>
     </div>
     <fieldset>
