@@ -10,7 +10,7 @@ import pytest
 
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import DatabaseError, UnreadableSecret
-from scheduling.repository import lease_sql, operator_queries, tick_history
+from scheduling.repository import lease_sql, operator_queries, outbox_sql, tick_history
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
 from scheduling.repository.dispatch_marks import DISPATCH_SQL
 from scheduling.repository.lease_sql import DUE_SQL
@@ -360,6 +360,37 @@ def test_a_consumer_claim_counts_live_claims_by_index_before_it_changes_a_row() 
     )
     busy = _plan(lease_sql.BUSY_SQL, [0, '["ins_a"]'])
     assert any("INDEX schedules_running_by_installation" in s for s in busy), busy
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20]),
+        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["msg_a_whe_b"]']),
+        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0]),
+        (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
+        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, 10]),
+        (
+            outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],
+        ),
+    ],
+    ids=["claim", "claim named", "chat minute", "endpoints", "titles", "settle a digest"],
+)
+def test_the_outbox_reads_only_its_partial_indexes_and_keys(sql: str, params: list[object]) -> None:
+    """Claims read the waiting and leased indexes; what a claim or a settle reads back finds
+    its rows by the lease (a digest's too, not by its endpoint's whole history)."""
+    steps = _plan(sql, params)
+    reads = [
+        s
+        for s in steps
+        if s.startswith(
+            ("SCAN webhook_deliveries", "SEARCH webhook_deliveries", "SCAN d", "SEARCH d")
+        )
+    ]
+    assert reads, steps
+    assert not any(s.startswith(("SCAN webhook_deliveries", "SCAN d ")) for s in steps), steps
+    assert not any("webhook_deliveries_by_endpoint" in s for s in steps), steps
 
 
 @pytest.mark.parametrize(

@@ -79,11 +79,12 @@ _SETTLE = """UPDATE webhook_deliveries
        attempt_count = attempt_count - done.column8,
        lease_token = NULL, lease_until = NULL
   FROM (VALUES {{values}}) AS done
- WHERE webhook_deliveries.{key} = done.column1 AND webhook_deliveries.lease_until = ?2
+ WHERE {key} = done.column1 AND webhook_deliveries.lease_until = ?2
    AND webhook_deliveries.lease_token = ?1
 RETURNING id"""
-SETTLE_DELIVERIES_SQL = _SETTLE.format(key="id")
-SETTLE_DIGESTS_SQL = _SETTLE.format(key="endpoint_id")
+SETTLE_DELIVERIES_SQL = _SETTLE.format(key="webhook_deliveries.id")
+# By the lease's partial index, not the endpoint's whole history (`+` keeps the planner off it).
+SETTLE_DIGESTS_SQL = _SETTLE.format(key="+webhook_deliveries.endpoint_id")
 
 # The endpoints of a settle, by id (`{ids}`): delivered to, failed, gone (410).
 ENDPOINTS_DELIVERED_SQL = (
