@@ -57,6 +57,12 @@ class Outbox:
         self.trips = trips
         self.events_written = 0
         self.next_at: int | None = None
+        self.fresh: list[str] = []  # written by this invocation, not yet handed off
+
+    def take_fresh(self) -> list[str]:
+        """The deliveries written since the last take (to hand to the queue)."""
+        taken, self.fresh = self.fresh, []
+        return taken
 
     def due(self, now: int) -> bool:
         """This invocation's settles wrote events, or a delivery is due at `now`: an
@@ -71,8 +77,10 @@ class Outbox:
         return self.trips.values(EVENTS_SQL, EVENTS, (lease_token, now), rows)
 
     def written(self, results: Sequence[Result]) -> None:
-        """Count the outbox rows the event inserts among `results` wrote."""
-        self.events_written += sum(len(result.results) for result in results)
+        """Count (and keep) the outbox rows the event inserts among `results` wrote."""
+        ids = [str(row["id"]) for result in results for row in result.results]
+        self.events_written += len(ids)
+        self.fresh += ids
 
     async def claim(
         self,

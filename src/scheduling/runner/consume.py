@@ -113,15 +113,21 @@ class Consumer(RunnerInvocation):
         )
 
     async def _work(self) -> None:
-        rows = MessageRows(self.leases, [m for m in self.named if m is not None])
+        readable = [m for m in self.named if m is not None]
+        rows = MessageRows(self.leases, readable)
         await self._send(rows)
+        # The deliveries messages named (handed off by the settles of other invocations).
+        deliveries = [d for m in readable for d in m.deliveries]
+        handed = await self._deliver(deliveries) if deliveries else None
         # Every batch has settled: each message is acknowledged, or comes back.
         for message, named in zip(self.delivered, self.named, strict=True):
             if named is None:
                 log.warning("queue message %s is not a runner message; acknowledged", message.id)
                 message.ack()
                 self.report.acked += 1
-            elif all(sid in rows.done for sid in named.schedule_ids()):
+            elif all(sid in rows.done for sid in named.schedule_ids()) and (
+                not named.deliveries or (handed is not None and handed.done_with(named.deliveries))
+            ):
                 message.ack()
                 self.report.acked += 1
             else:

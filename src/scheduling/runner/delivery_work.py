@@ -45,6 +45,13 @@ class DeliveryWork:
         self.lease_ms = services.config.lease_ms
         self._targets: dict[str, DeliveryTarget] = {}
         self._opened: dict[str, OpenTarget | None] = {}
+        self.finished = False  # it claimed until nothing (named) was due
+        self.left: set[str] = set()  # claimed and not settled: handed back, or left to a lease
+
+    def done_with(self, delivery_ids: Sequence[str]) -> bool:
+        """Every one of `delivery_ids` was settled here or found not due (a queue message
+        naming them may be acknowledged)."""
+        return self.finished and not self.left.intersection(delivery_ids)
 
     def cost(self) -> int:
         return delivery_batch_cost(self.batch_size)
@@ -56,11 +63,14 @@ class DeliveryWork:
             lease_token, at, self.lease_ms, self.batch_size, self.named
         )
         if not claimed:
+            self.finished = True
             return None
         self._targets.update(targets)
         messages = self._messages(claimed)
         # Fewer than asked: the outbox had no more due (nothing is written meanwhile).
-        return Batch(messages, lease_token, last=len(messages) < self.batch_size, claimed_at=at)
+        last = len(messages) < self.batch_size
+        self.finished = last
+        return Batch(messages, lease_token, last=last, claimed_at=at)
 
     def _messages(self, claimed: Sequence[ClaimedDelivery]) -> list[Message]:
         """One message a delivery, but one a grouping channel's endpoint (oldest first)."""
@@ -90,6 +100,7 @@ class DeliveryWork:
 
     def handed_back(self, item: Message, at: int) -> SettledMessage:
         self.report.webhooks_handed_back += len(item.deliveries)
+        self.left.update(d.id for d in item.deliveries)
         return SettledMessage.given_back(item, at)
 
     async def send(self, item: Message, at: int) -> SettledMessage:
@@ -112,6 +123,7 @@ class DeliveryWork:
         except LimitReached as limit:  # left to the lease: sent again after it, same id
             self.engine.reached(limit)
             log.warning("%d messages left to their lease: the settle was refused", len(done))
+            self.left.update(d.id for end in done for d in end.message.deliveries)
             return
         self.report.webhook_lost_lease += len(lost)
         for delivery_id in lost:

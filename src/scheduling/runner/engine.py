@@ -96,10 +96,12 @@ class Engine:
         self.slots = asyncio.Semaphore(services.config.send_concurrency)
         self.limit: LimitReached | None = None
         self.claims = 0  # claim rounds of this invocation, of any work
+        self.claiming = False  # a run's loop may still claim another batch
+        self.queue_calls = 0  # hand-offs to the queue (they take a connection too)
         self._in_flight: list[asyncio.Task[None]] = []
 
     def subrequests(self) -> int:
-        return self.report.sends + self.report.webhook_sends
+        return self.report.sends + self.report.webhook_sends + self.queue_calls
 
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,
@@ -140,6 +142,7 @@ class Engine:
         """Roll batches of `work` until it has none, the budget is spent or a platform limit
         is reached; returns once every batch it started has settled."""
         self._in_flight = []
+        self.claiming = True
         try:
             while True:
                 if self.claims and not self.room(work):
@@ -164,6 +167,7 @@ class Engine:
                     task.cancel()
             raise
         finally:
+            self.claiming = False
             outcomes = await asyncio.gather(*self._in_flight, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):

@@ -7,6 +7,7 @@ type, in one more write.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner import history
 from scheduling.runner.budget import Budget
+from scheduling.runner.delivery_handoff import DeliveryHandoff
 from scheduling.runner.delivery_work import DeliveryWork
 from scheduling.runner.engine import Engine
 from scheduling.runner.report import TickReport
@@ -110,14 +112,24 @@ class RunnerInvocation:
         raise NotImplementedError
 
     async def _send(self, source: RowSource) -> None:
-        """The schedules `source` gives, claimed, sent and settled."""
-        await self.engine.run(SendWork(self.engine, self.leases, source, cap=self.cap))
+        """The schedules `source` gives, claimed, sent and settled; with a queue, the events
+        their settles wrote that this invocation cannot send now are handed to it at once."""
+        queue = self.services.queue
+        handoff = None if queue is None else DeliveryHandoff(self.engine, self.outbox, queue)
+        work = SendWork(self.engine, self.leases, source, cap=self.cap, handoff=handoff)
+        await self.engine.run(work)
 
-    async def _deliver(self) -> None:
-        """The notifications due, after every send of the invocation (transitions first),
-        through the same slots; none once a platform limit has stopped it."""
-        if self.engine.limit is None and self.outbox.due(self.clock()):
-            await self.engine.run(DeliveryWork(self.engine, self.outbox))
+    async def _deliver(self, named: Sequence[str] | None = None) -> DeliveryWork | None:
+        """The notifications due (only `named`, when given), after every send of the
+        invocation (transitions first), through the same slots; none once a platform limit
+        has stopped it."""
+        if self.engine.limit is not None:
+            return None
+        if named is None and not self.outbox.due(self.clock()):
+            return None
+        work = DeliveryWork(self.engine, self.outbox, named)
+        await self.engine.run(work)
+        return work
 
     async def _write_record(self) -> None:
         try:

@@ -42,6 +42,7 @@ class TickReport:
     webhook_lost_lease: int = 0
     webhooks_handed_back: int = 0  # claimed, never sent because of a platform limit
     webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
+    deliveries_queued: int = 0  # handed to the queue at once: this invocation could not send them
     # 1: it stopped before it was done, at a budget (time, D1 queries, sends) or at a limit
     # of the platform (`platform_limit`); the rest waits for the next invocation.
     limit_reached: int = 0

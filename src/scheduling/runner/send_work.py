@@ -30,6 +30,7 @@ from scheduling.domain.statuses import Status
 from scheduling.limits import batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.leases import Leases
+from scheduling.runner.delivery_handoff import DeliveryHandoff
 from scheduling.runner.engine import Batch, Engine
 from scheduling.runner.outbox_events import EventMaker
 from scheduling.services import log
@@ -96,7 +97,13 @@ class SendWork:
     """
 
     def __init__(
-        self, engine: Engine, leases: Leases, source: RowSource, *, cap: int | None = None
+        self,
+        engine: Engine,
+        leases: Leases,
+        source: RowSource,
+        *,
+        cap: int | None = None,
+        handoff: DeliveryHandoff | None = None,
     ) -> None:
         config = engine.services.config
         self.engine = engine
@@ -106,6 +113,7 @@ class SendWork:
         self.leases = leases
         self.source = source
         self.cap = cap
+        self.handoff = handoff
         self.batch_size = config.max_rows_per_tick
         self.caps = Caps(
             max_attempts=config.max_attempts,
@@ -248,6 +256,8 @@ class SendWork:
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
         self.source.settled(Settled(done, lost, written=True))
+        if self.handoff is not None:
+            await self.handoff.settled()
 
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once; None when TOKEN_KEY cannot open it."""

@@ -60,6 +60,8 @@ class LocalQueue(MemoryQueue):
         # each consumer invocation of a Worker has its own six.
         consumers = [App(replace(app.services, http=client)) for client in clients]
         super().__init__([consumer.consume for consumer in consumers], **options)
+        for consumer in consumers:  # their settles hand deliveries to this queue too
+            consumer.services.queue = self
         self.clients = clients
 
     async def stop(self) -> None:
