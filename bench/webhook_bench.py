@@ -151,7 +151,6 @@ async def run_cpython(
         reports: list[dict[str, int]] = []
         queue, clients = None, [HttpxClient() for _ in range(consumers)]
         if consumers:
-
             owns = [App(replace(app.services, http=client)) for client in clients]
 
             def consumer(own: App) -> Any:
