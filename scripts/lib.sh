@@ -15,7 +15,7 @@ ensure_venv() {
     step "installing Python dependencies (requirements/lock.txt)"
     local pip=(.venv/bin/python -m pip install --quiet --constraint requirements/lock.txt)
     "${pip[@]}" --upgrade pip setuptools
-    "${pip[@]}" --no-build-isolation -e ".[cpython,test]"
+    "${pip[@]}" --no-build-isolation -e ".[cpython,test,docs]"
     rm -f .venv/.installed-* && touch "$stamp"
   fi
 }

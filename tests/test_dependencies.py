@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
 LOCK = ROOT / "requirements" / "lock.txt"
-LOCKED_EXTRAS = ("cpython", "test")
+LOCKED_EXTRAS = ("cpython", "test", "docs")
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==(\S+)")
 
 # Imported, but not from PyPI: this project's own packages and modules, and what only the

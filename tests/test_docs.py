@@ -1,4 +1,4 @@
-"""The README's Time and Runner tables are the contract: every row is driven through the code.
+"""The Time and Runner tables of the docs are the contract: every row is driven through the code.
 
 A row the parser does not understand fails, so the tables cannot drift from
 the behaviour silently in either direction.
@@ -11,7 +11,6 @@ import random
 import re
 from datetime import UTC, datetime
 from email.utils import format_datetime
-from pathlib import Path
 
 import pytest
 import yaml
@@ -20,45 +19,37 @@ from scheduling.dee_wan import classify
 from scheduling.domain.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
 from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind
 from scheduling.domain.retry_policy import Caps, after_attempt, backoff_ms, may_send
+from scheduling.domain.statuses import Status
+from scheduling.domain.wording import CODES
+from scheduling.domain.wording import STATUS as STATUS_WORDS
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.tick_history import LastTick
 from scheduling.runner.health import status_json
 from tests.support.app import FakeClock, make_app, memory_db
+from tests.support.docs import fenced, page, section, table_cells, table_lines
 from tests.support.metrics import scrape
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 CODE = re.compile(r"`([^`]+)`")
+TIME = page("reference/time.md")
+RUNNER = page("operators/runner.md")
+STATUS = "operators/status.md"
 
 
-def table_lines(heading: str, first_column: str) -> list[str]:
-    """The lines of the markdown table under `## heading` whose header's first cell starts
-    with `first_column`, header included."""
-    text = README.read_text("utf-8")
-    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
-    blocks: list[str] = re.findall(r"(?m)(?:^\|.*\n?)+", section)
-    tables = [block.splitlines() for block in blocks]
-    [rows] = [t for t in tables if t[0].strip("|").split("|")[0].strip().startswith(first_column)]
-    assert len(rows) > 2, f"no table under ## {heading}"
-    return rows
-
-
-def table_under(heading: str, first_column: str) -> list[tuple[str, str]]:
-    """That table as (left, right) cells, header dropped."""
-    rows = table_lines(heading, first_column)[2:]
-    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
-    return [(left, right) for left, right in cells]
+def two_columns(text: str, first_column: str) -> list[tuple[str, str]]:
+    """A two-column table as (left, right) cells, header dropped."""
+    return [(left, right) for left, right in table_cells(text, first_column)]
 
 
 # -- Time ---------------------------------------------------------------------------------
 
-TIME_ROWS = table_under("Time", "Input")
+TIME_ROWS = two_columns(TIME, "Input")
 
 
 def stated_now() -> str:
     """The instant the Time table's heading says its rows are read at: `now: `…Z``."""
     found = re.search(
-        r"now: `(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)`", table_lines("Time", "Input")[0]
+        r"now: `(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)`", table_lines(TIME, "Input")[0]
     )
     assert found, "the Time table's heading must state the now its rows are read at"
     return found.group(1)
@@ -131,7 +122,7 @@ def test_time_table_row(index: int) -> None:
 
 # -- Runner -------------------------------------------------------------------------------
 
-RUNNER_ROWS = table_under("Runner", "Dee Wan answer")
+RUNNER_ROWS = two_columns(RUNNER, "Dee Wan answer")
 NOW = 1_782_900_000_000
 LIMITS = Caps(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)
 
@@ -302,9 +293,8 @@ def test_a_row_nobody_updated_fails() -> None:
 
 
 def test_the_status_example_has_the_shape_the_route_answers() -> None:
-    text = README.read_text("utf-8")
-    section = text.split("\n## Operator status\n", 1)[1].split("\n## ", 1)[0]
-    example = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    [shown] = fenced(section(STATUS, "Operator status"), "json")
+    example = json.loads(shown)
     last = LastTick(at=1_000, duration_ms=5, report={"due": 1, "claimed": 1, "completed": 1})
     overdue = Backlog(1, "sch_1", "ins_1", 0)
     answer = status_json(200_000, last, overdue, {})
@@ -318,11 +308,6 @@ def test_the_status_example_has_the_shape_the_route_answers() -> None:
 # -- Metrics and alerting (issue 21) ----------------------------------------------------------
 
 
-def _operator_section(heading: str) -> str:
-    text = README.read_text("utf-8")
-    return text.split(f"\n### {heading}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
-
-
 async def _scraped() -> tuple[dict[str, str], set[str]]:
     """What /admin/metrics exposes after one tick: family types, and every sample name."""
     db = memory_db()
@@ -333,10 +318,10 @@ async def _scraped() -> tuple[dict[str, str], set[str]]:
     return types, {name for name, _ in samples}
 
 
-async def test_every_metric_series_is_in_the_readme_and_every_one_there_is_exposed() -> None:
+async def test_every_metric_series_is_in_the_docs_and_every_one_there_is_exposed() -> None:
     rows = re.findall(
         r"^\| `(scheduling_[a-z_]+)` \| (gauge|counter|histogram) \|",
-        _operator_section("Metrics: `GET /admin/metrics`"),
+        section(STATUS, "Metrics: `GET /admin/metrics`"),
         re.MULTILINE,
     )
     documented = {
@@ -348,7 +333,7 @@ async def test_every_metric_series_is_in_the_readme_and_every_one_there_is_expos
 
 
 async def test_the_alert_rules_name_series_the_metrics_route_exposes() -> None:
-    block = _operator_section("Alerting").split("```yaml\n", 1)[1].split("```", 1)[0]
+    [block] = fenced(section(STATUS, "Alerting"), "yaml")
     rules = yaml.safe_load(block)["groups"][0]["rules"]
     _, exposed = await _scraped()
     expressions = {rule["alert"]: rule["expr"] for rule in rules}
@@ -362,3 +347,24 @@ async def test_the_alert_rules_name_series_the_metrics_route_exposes() -> None:
         "SchedulingTickFailed": "increase(scheduling_ticks_failed_total[10m]) > 0",
         "SchedulingStalled": "scheduling_stalled == 1",
     }
+
+
+# -- What an editor reads (docs/editors/statuses.md) ----------------------------------------
+
+STATUSES = page("editors/statuses.md")
+
+
+def test_the_editors_status_table_is_what_the_cards_say() -> None:
+    rows = table_cells(STATUSES, "The card says | Status")
+    shown = {CODE.findall(status)[0]: words for words, status, _ in rows}
+    assert shown == {status.value: words for status, words in STATUS_WORDS.items()}
+    assert [CODE.findall(status)[0] for _, status, _ in rows] == [s.value for s in Status]
+
+
+def test_the_editors_result_table_quotes_each_result_as_the_card_writes_it() -> None:
+    rows = table_cells(STATUSES, "The card says | What to do")
+    quoted = {CODE.findall(code)[0]: sentence for sentence, _, code in rows}
+    results = {*SUCCESS_CODES, *REFUSAL_CODES, "untrusted_response", "retry_exhausted"}
+    results.add("token_unreadable")
+    assert set(quoted) == results
+    assert quoted == {code: CODES[code] for code in results}

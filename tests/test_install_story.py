@@ -1,5 +1,6 @@
-"""The README's install and rotate story end to end (with a notification endpoint whose secret
-is rotated), then a byte scan for raw secrets: tokens, codes, delegations, webhook secrets."""
+"""The install and rotate story of docs/admins/index.md end to end (with a notification
+endpoint whose secret is rotated), then a byte scan for raw secrets: tokens, codes,
+delegations, webhook secrets."""
 
 from __future__ import annotations
 

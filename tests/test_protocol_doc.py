@@ -16,7 +16,12 @@ from scheduling.domain.secret_shapes import PATTERNS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = ROOT / "docs" / "protocol.md"
-DOCUMENTS = [ROOT / "README.md", PROTOCOL, ROOT / "fake_core" / "README.md"]
+DOCUMENTS = [
+    ROOT / "README.md",
+    PROTOCOL,
+    ROOT / "fake_core" / "README.md",
+    ROOT / "tests" / "pyodide_harness" / "README.md",
+]
 
 
 def section(number: int) -> str:

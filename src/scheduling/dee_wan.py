@@ -3,7 +3,7 @@
 Building each request, the one timeout, reading the answer within a size
 limit, and checking it: §4–§5 answers are validated against the spec's shapes
 (anything else is `CoreError("untrusted_response")`, never data shown to a
-person); a §6 answer is classified into an `Outcome` by the README's Runner
+person); a §6 answer is classified into an `Outcome` by the Runner
 table. Nothing a core answers can make these functions raise anything else.
 """
 
@@ -185,8 +185,8 @@ _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def classify(answer: OutboundResponse | TransportError, *, now_ms: int) -> Outcome:
-    """The README's Runner table: no answer, or an answer looked up by its status and code
-    (`outcomes.rule_for`); an answer no row covers cannot be trusted."""
+    """The Runner table (docs/operators/runner.md): no answer, or an answer looked up by its
+    status and code (`outcomes.rule_for`); an answer no row covers cannot be trusted."""
     if isinstance(answer, TransportTimeout):
         return _fixed("timeout")
     if isinstance(answer, TransportError):

@@ -1,6 +1,6 @@
 """Turn an editor's local wall time in an IANA zone into one UTC instant.
 
-The README's Time table is the contract; tests drive every row of it through
+The Time table (docs/reference/time.md) is the contract; tests drive every row of it through
 `resolve_local_time`.
 """
 
@@ -210,7 +210,7 @@ def _exists(aware: datetime) -> bool:
 
 
 def format_utc(ms: int) -> str:
-    """`2026-07-01 13:00 UTC`: the README's Time table, for machines and logs; pages use
+    """`2026-07-01 13:00 UTC`: the Time table's form, for machines and logs; pages use
     `time_words.instant_text`."""
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 

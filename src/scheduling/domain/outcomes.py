@@ -1,8 +1,8 @@
 """What one attempt at a transition came to, and the Runner table that decides it.
 
-The README's Runner table is `RUNNER_TABLE`, as data: the Dee Wan client
-classifies every answer by looking it up here (`rule_for`), so a new code of
-Dee Wan's is one row; the retry policy plans by it, and
+The Runner table of docs/operators/runner.md is `RUNNER_TABLE`, as data: the Dee Wan client
+classifies every answer by looking it up here (`rule_for`), so a new code of Dee Wan's is
+one row; the retry policy plans by it, and
 `contract/plugin-contract.json` carries it to core, whose plugin-contract test
 checks it against core's own table.
 """

@@ -4,7 +4,7 @@ Dee Wan decides: a content read lists the `(kind, to)` changes the delegated
 person may make to that content. The plugin keeps that list with the session
 when the page is shown, and both the Cancel button and a posted cancel judge
 by it, so a cancel never calls Dee Wan. A manage launch is the installation's
-overview and may cancel any schedule (the README's schedule semantics).
+overview and may cancel any schedule (docs/reference/semantics.md).
 """
 
 from __future__ import annotations

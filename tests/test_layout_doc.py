@@ -1,20 +1,18 @@
-"""The README's Layout section matches the tree: what it names exists, and it names every
-package and top-level module of the core, and every module of `domain/` and `runner/`."""
+"""The Layout section of docs/developers/architecture.md matches the tree: what it names
+exists, and it names every package and top-level module of the core, and every module of
+`domain/` and `runner/`."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.docs import ROOT, section
+
 CORE = ROOT / "src" / "scheduling"
 
 
 def layout() -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    start = text.index("\n## Layout\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else None]
+    return section("developers/architecture.md", "Layout")
 
 
 def named_paths() -> set[str]:

@@ -1,0 +1,101 @@
+"""The documentation site: it builds with `mkdocs build --strict` (no broken link or anchor, no
+page outside the nav) without the network, every heading of the old README has a home in it,
+and the README stays short."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.docs import DOCS, ROOT, headings, page
+from tests.support.old_readme import OLD_README_HEADINGS
+
+README = ROOT / "README.md"
+README_MOST_LINES = 200
+# What a built page may load from elsewhere: nothing. A link *to* another site is fine.
+EXTERNAL_ASSET = re.compile(
+    r"""<(?:script|img|iframe)\b[^>]*\bsrc=["']?(?:https?:)?//"""
+    r"""|<link\b[^>]*\bhref=["']?(?:https?:)?//"""
+    r"""|@import\s+(?:url\()?["']?(?:https?:)?//"""
+    r"""|url\(["']?(?:https?:)?//""",
+    re.IGNORECASE,
+)
+
+
+def nav_pages() -> list[str]:
+    """Every page the nav of mkdocs.yml lists, in order."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8"))
+
+    def walk(entry: Any) -> list[str]:
+        if isinstance(entry, str):
+            return [entry]
+        if isinstance(entry, list):
+            return [p for item in entry for p in walk(item)]
+        assert isinstance(entry, dict)
+        return [p for value in entry.values() for p in walk(value)]
+
+    return walk(config["nav"])
+
+
+def test_the_site_builds_strictly_without_the_network(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    # A proxy that refuses every connection: any fetch at build time fails the build.
+    offline = {
+        name: "http://127.0.0.1:9"
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
+    }
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env={**os.environ, **offline, "NO_MKDOCS_2_WARNING": "1", "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    assert "WARNING" not in built.stderr, built.stderr
+    loaded = {
+        str(path.relative_to(site)): sorted(set(EXTERNAL_ASSET.findall(text)))
+        for path in site.rglob("*")
+        if path.suffix in {".html", ".css", ".js"}
+        and EXTERNAL_ASSET.search(text := path.read_text("utf-8", errors="replace"))
+    }
+    assert loaded == {}
+    assert (site / "editors" / "index.html").is_file()
+
+
+def test_the_asset_check_sees_a_font_or_script_from_elsewhere() -> None:
+    for fetched in (
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
+        '<script src="//unpkg.com/mermaid.js"></script>',
+        "@import url('https://fonts.example/x.css');",
+    ):
+        assert EXTERNAL_ASSET.search(fetched), fetched
+    assert not EXTERNAL_ASSET.search('<a href="https://developers.cloudflare.com/">limits</a>')
+
+
+def test_every_page_in_docs_is_in_the_nav_and_every_nav_page_exists() -> None:
+    listed = nav_pages()
+    on_disk = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    assert sorted(listed) == on_disk
+    assert len(set(listed)) == len(listed)
+
+
+def test_every_heading_of_the_old_readme_has_a_home_in_the_site() -> None:
+    in_site = {heading for path in nav_pages() for heading in headings(page(path))}
+    homeless = [h for h in OLD_README_HEADINGS if h not in in_site]
+    assert homeless == []
+
+
+def test_the_readme_fits_on_a_screen_or_two() -> None:
+    text = README.read_text("utf-8")
+    assert len(text.splitlines()) <= README_MOST_LINES
+    needed = ("bash scripts/dev", "bash scripts/test", "mkdocs serve", "com.example.scheduling")
+    assert [n for n in needed if n not in text] == []
