@@ -322,6 +322,7 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
         "schedules_leased": [(Status.RUNNING,)],
         "schedules_finished": [FINISHED],
         "schedules_running_by_installation": [(Status.RUNNING,)],
+        "schedules_waiting_by_installation": [WAITING],
     }
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}

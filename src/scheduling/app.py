@@ -1,4 +1,5 @@
-"""The application: a route table, the one place refusals are rendered, and the runner tick."""
+"""The application: a route table, the one place refusals are rendered, and the runner's
+invocations (the cron's tick, a queue consumer's batch, a clock's alarm)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
 from scheduling.ports import QueueMessage
+from scheduling.runner.alarm import run_alarm
 from scheduling.runner.consume import run_consumer
 from scheduling.runner.invocation import Invocation
 from scheduling.runner.tick import run_tick
@@ -163,4 +165,15 @@ class App:
         except Exception as exc:
             # Unacknowledged, the batch is delivered again; the type only, as for a tick.
             emit("runner_consume_failed", messages=len(messages), error=type(exc).__name__)
+            raise
+
+    async def alarm(self, installation_id: str, set_for: int | None = None) -> int | None:
+        """One alarm of an installation's clock (a Durable Object's `alarm()`, or a local
+        timer), set for `set_for` when known: sends what the installation has due, and
+        returns when its clock should next wake (None: nothing of it is live)."""
+        try:
+            return await run_alarm(self.services, installation_id, set_for)
+        except Exception as exc:
+            # The type only, as for a tick; its clock sets a retry (runner/alarm_clock.py).
+            emit("runner_alarm_failed", installation_id=installation_id, error=type(exc).__name__)
             raise

@@ -33,7 +33,11 @@ VARIABLES = (
     "MAX_SENDS_PER_TICK",
     "MAX_IN_FLIGHT_PER_INSTALLATION",
     "QUEUE_CONSUMERS",
+    "CLOCK_LEAD_MS",
 )
+# Read by the local runtime only: a Worker's clock is its SCHEDULE_CLOCK binding, a Durable
+# Object namespace of that name (a variable of the same name would clash with it).
+LOCAL_VARIABLES = ("SCHEDULE_CLOCK",)
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
 
@@ -148,6 +152,11 @@ class _Settings(BaseModel):
     # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
     # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
     QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
+    # With an alarm clock per installation: how long before a due second its clock wakes
+    # (a Python isolate's cold start); the invocation then waits for the second itself.
+    CLOCK_LEAD_MS: Annotated[int, Field(ge=0, le=60_000)] = 1_500
+    # The local runtime's clocks (1: `serve` keeps one per installation, in process).
+    SCHEDULE_CLOCK: bool = False
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
@@ -210,7 +219,7 @@ class Configuration:
     def from_mapping(cls, env: Mapping[str, Any]) -> Configuration:
         raw = {
             name: env[name]
-            for name in (*VARIABLES, *SECRETS)
+            for name in (*VARIABLES, *LOCAL_VARIABLES, *SECRETS)
             if env.get(name) is not None and env.get(name) != ""
         }
         problems: dict[str, str] = {}
@@ -299,6 +308,14 @@ class Configuration:
     @property
     def queue_consumers(self) -> int:
         return int(self._need("QUEUE_CONSUMERS"))
+
+    @property
+    def clock_lead_ms(self) -> int:
+        return int(self._need("CLOCK_LEAD_MS"))
+
+    @property
+    def schedule_clock(self) -> bool:
+        return bool(self._need("SCHEDULE_CLOCK"))
 
     @property
     def admin_secret(self) -> str:

@@ -202,6 +202,37 @@ class QueueMessage(Protocol):
     def retry(self, delay_s: int) -> None: ...
 
 
+# -- alarm clocks (one per installation; Durable Objects' alarms) -------------
+
+
+class ScheduleClocks(Protocol):
+    """Each installation's alarm clock: one wake-up, at which its due rows are sent.
+
+    D1 stays the only truth: a clock holds nothing but the time of its next wake-up, and a
+    wake-up that finds nothing due reads D1 again and sleeps until what is next.
+    """
+
+    async def arm(self, installation_id: str, wake_at: int) -> bool:
+        """Wake the installation's clock at `wake_at` (epoch ms) or earlier: a clock set
+        earlier stays as it is (it is never moved later by being told). True when it moved,
+        from later or from no wake-up at all. Raises `ClockUnavailable` when the clock could
+        not be reached (the cron's watchdog tells it again within a minute)."""
+        ...
+
+
+class ClockUnavailable(Exception):
+    """An installation's clock could not be told; nothing is known to have changed."""
+
+
+class AlarmStore(Protocol):
+    """The one alarm of an installation's clock, as Durable Objects' storage keeps it:
+    setting it replaces it; while its alarm runs it reads None unless set since."""
+
+    async def get_alarm(self) -> int | None: ...
+
+    async def set_alarm(self, at: int) -> None: ...
+
+
 # -- clock ------------------------------------------------------------------
 
 

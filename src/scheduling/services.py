@@ -14,7 +14,15 @@ from scheduling.launch_throttle import (
     LaunchThrottle,
     MemoryRateLimiter,
 )
-from scheduling.ports import Clock, Crypto, Database, HttpClient, QueueProducer, RateLimiter
+from scheduling.ports import (
+    Clock,
+    Crypto,
+    Database,
+    HttpClient,
+    QueueProducer,
+    RateLimiter,
+    ScheduleClocks,
+)
 
 log = logging.getLogger("scheduling")
 
@@ -32,6 +40,9 @@ class Services:
     rate_limiter: RateLimiter | None = None
     # With a queue, a tick dispatches what is due to the queue's consumers instead of sending.
     queue: QueueProducer | None = None
+    # With an alarm clock per installation, each wakes at its due seconds and the cron's
+    # tick is the watchdog; None: the cron is the only clock.
+    clocks: ScheduleClocks | None = None
     # What an invocation of this process or isolate had used when a platform limit refused
     # it ("d1" statements, "subrequests"): later invocations budget below it.
     limits_met: dict[str, int] = field(default_factory=dict)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scheduling.actions.access import Access, open_access, read_launched_content
+from scheduling.actions.clock import tell_clock
 from scheduling.domain import associated_data
 from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
@@ -137,6 +138,7 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
         new.content_id,
         superseded,
     )
+    await tell_clock(services, new.installation_id)
     fold = draft.form.fold
     return Created(new.installation_id, new.id, fold if fold and new.fold is None else None)
 

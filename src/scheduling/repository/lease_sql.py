@@ -75,6 +75,22 @@ due AS (
     + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 
+# The same, for one installation (?3): its clock's alarm claims only its own rows, read from
+# `schedules_waiting_by_installation` and `schedules_running_by_installation`.
+DUE_FOR_SQL = (
+    """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE installation_id = ?3 AND status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT id, lease_until AS ready_at FROM schedules
+     WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
+),
+"""
+    + _RANKED
+    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+)
+
 # What the runner observed of a row, matched as a whole (a NULL lease token as '').
 _SEEN = """
  WHERE schedules.id = seen.column1 AND schedules.status = seen.column2

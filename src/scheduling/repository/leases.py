@@ -33,6 +33,7 @@ from scheduling.repository.lease_sql import (
     CLAIM_WITHIN_SQL,
     DROP_ATTEMPTS_SQL,
     DUE_AMONG_SQL,
+    DUE_FOR_SQL,
     DUE_SQL,
     FINISH_ATTEMPTS_SQL,
     LAST_SENT_SQL,
@@ -116,6 +117,12 @@ class Leases:
         if not ids:
             return []
         statement = self.db.prepare(DUE_AMONG_SQL).bind(now, limit, json.dumps(list(ids)))
+        [result] = await self.trips.send([statement])
+        return [due_row(row) for row in result.results]
+
+    async def due_for(self, installation_id: str, now: int, limit: int) -> list[DueRow]:
+        """Up to `limit` of one installation's rows due at `now`, oldest first."""
+        statement = self.db.prepare(DUE_FOR_SQL).bind(now, limit, installation_id)
         [result] = await self.trips.send([statement])
         return [due_row(row) for row in result.results]
 

@@ -1,5 +1,5 @@
-"""The tick history: one row per tick (and per queue consumer invocation), kept 7 days, and the
-running totals behind the operator's counters.
+"""The tick history: one row per tick (and per queue consumer invocation, and per alarm of an
+installation's clock), kept 7 days, and the running totals behind the operator's counters.
 
 An invocation's row, the totals it adds to and the pruning of rows past the retention go
 in one write (`write`, three statements) that the invocation sends as its last round
@@ -21,7 +21,7 @@ from scheduling.repository.backlog import DUE_COUNT_SQL, WORK_DUE_SQL
 
 RETENTION_MS = 7 * 24 * 60 * 60_000
 PRUNE_ROWS = 10
-KINDS = ("tick", "consumer")  # a cron tick; a queue consumer invocation
+KINDS = ("tick", "consumer", "alarm")  # a cron tick; a queue consumer; a clock's alarm
 # The report's counts, one column each (runner/report.py's fields), then the lateness buckets.
 REPORT_COLUMNS: tuple[str, ...] = (
     "cron_delay_ms",
@@ -52,6 +52,10 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "webhooks_failed",
     "webhook_lost_lease",
     "webhook_delay_max_ms",
+    # An alarm clock per installation (migration 0013).
+    "caught",
+    "clocks_rearmed",
+    "waited_ms",
 )
 INSERT_SQL = (
     "INSERT INTO tick_history (at, kind, error, duration_ms, backlog, "

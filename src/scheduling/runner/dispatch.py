@@ -23,7 +23,9 @@ class Dispatch:
     """Rounds of marks and messages within the tick's engine's budget (no slots: a round is one
     statement and one call to the queue)."""
 
-    def __init__(self, engine: Engine, marks: DispatchMarks, queue: QueueProducer) -> None:
+    def __init__(
+        self, engine: Engine, marks: DispatchMarks, queue: QueueProducer, *, lag_ms: int = 0
+    ) -> None:
         config = engine.services.config
         self.engine = engine
         self.services = engine.services
@@ -35,6 +37,8 @@ class Dispatch:
         self.rows_per_round = self.rows_per_message * MAX_MESSAGES_PER_SEND
         self.redispatch_after_ms = config.lease_ms
         self.queue_sends = 0
+        # Only what has been due this long (the watchdog leaves the rest to the clocks).
+        self.lag_ms = lag_ms
 
     async def run(self) -> None:
         """Rounds until nothing undispatched is due, the budget is spent or a limit is reached.
@@ -45,9 +49,10 @@ class Dispatch:
                 self.report.limit_reached = 1  # the rest waits for the next tick
                 return
             now = self.clock()
+            due = now - self.lag_ms
             try:
                 marked = await self.marks.mark(
-                    now, now - self.redispatch_after_ms, self.rows_per_round
+                    due, due - self.redispatch_after_ms, self.rows_per_round
                 )
             except LimitReached as limit:
                 self.engine.reached(limit)
@@ -65,10 +70,10 @@ class Dispatch:
                 await self.queue.send_batch(bodies)
             except LimitReached as limit:
                 self.engine.reached(limit)
-                await self._take_back(marked, now)
+                await self._take_back(marked, due)
                 return
             except QueueUnavailable:
-                await self._take_back(marked, now)
+                await self._take_back(marked, due)
                 raise
             self.report.dispatched += len(marked)
             self.report.messages += len(bodies)

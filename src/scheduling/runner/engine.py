@@ -98,10 +98,12 @@ class Engine:
         self.claims = 0  # claim rounds of this invocation, of any work
         self.claiming = False  # a run's loop may still claim another batch
         self.queue_calls = 0  # hand-offs to the queue (they take a connection too)
+        self.clock_calls = 0  # the watchdog's calls to installations' clocks
         self._in_flight: list[asyncio.Task[None]] = []
 
     def subrequests(self) -> int:
-        return self.report.sends + self.report.webhook_sends + self.queue_calls
+        report = self.report
+        return report.sends + report.webhook_sends + self.queue_calls + self.clock_calls
 
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,

@@ -1,15 +1,15 @@
-"""One invocation of the runner, a cron tick or a queue consumer's: its instant and clock, its
-engine (schedule sends, then notification deliveries, over one budget), its stores, and its
-record written last (its row of the tick history, in the same round trip as the totals it
-adds to) with its log line. A failed invocation records its row too, with the exception's
-type, in one more write.
+"""One invocation of the runner, a cron tick, a queue consumer's or a clock's alarm: its
+instant and clock, its engine (schedule sends, then notification deliveries, over one
+budget), its stores, and its record written last (its row of the tick history, in the same
+round trip as the totals it adds to) with its log line. A failed invocation records its row
+too, with the exception's type, in one more write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
@@ -57,9 +57,9 @@ class Invocation:
 
 
 class RunnerInvocation:
-    """What a tick and a queue consumer invocation share; each says what its work is."""
+    """What a tick, a queue consumer invocation and an alarm share; each says what its work is."""
 
-    kind: ClassVar[str]  # its rows in the tick history: "tick" or "consumer"
+    kind: ClassVar[str]  # its rows in the tick history: "tick", "consumer" or "alarm"
     log_event: ClassVar[str]  # its log line
 
     def __init__(
@@ -105,11 +105,16 @@ class RunnerInvocation:
         except Exception as error:
             await self._record_failure(error)
             raise
-        emit(self.log_event, at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
+        at, took = rfc3339(self.now), self.elapsed_ms()
+        emit(self.log_event, at=at, duration_ms=took, **self._log_fields(), **self._counts())
         return self.report
 
     async def _work(self) -> None:
         raise NotImplementedError
+
+    def _log_fields(self) -> dict[str, Any]:
+        """What its log line says besides its counts."""
+        return {}
 
     async def _send(self, source: RowSource) -> None:
         """The schedules `source` gives, claimed, sent and settled; with a queue, the events

@@ -3,7 +3,7 @@ any send (refused unsent, or claimed under the batch's lease), each claim's comm
 Dee Wan, and the batch settled with the events its ends raise.
 
 A tick's source is every due row (`DueRows`); a queue consumer's, the rows its messages name
-(`consume.MessageRows`).
+(`consume.MessageRows`); a clock's alarm, its installation's (`alarm.InstallationRows`).
 """
 
 from __future__ import annotations
@@ -69,13 +69,15 @@ class RowSource(Protocol):
 
 
 class DueRows:
-    """A tick's source: every due row, round-robin across installations."""
+    """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
+    those due that long (the clocks' watchdog leaves the rest to the clocks)."""
 
-    def __init__(self, leases: Leases) -> None:
+    def __init__(self, leases: Leases, *, lag_ms: int = 0) -> None:
         self.leases = leases
+        self.lag_ms = lag_ms
 
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        return await self.leases.due(now, limit)
+        return await self.leases.due(now - self.lag_ms, limit)
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         pass
