@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
+from scheduling.ports import Clock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, LoopClock, base_env
@@ -29,7 +30,7 @@ def clock_world(db: SqliteDatabase, **env: str) -> tuple[World, LocalClocks]:
     return world, clocks
 
 
-async def until(clock: LoopClock, at: int) -> None:
+async def until(clock: Clock, at: int) -> None:
     """Let loop time pass until `at` (epoch ms)."""
     await asyncio.sleep(max(0, at - clock.now_ms()) / 1000)
 
