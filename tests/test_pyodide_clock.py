@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def remove(harness: Harness, prefix: str) -> None:
     )
 
 
-def sent(harness: Harness, prefix: str) -> list[dict[str, int]]:
+def sent(harness: Harness, prefix: str) -> list[dict[str, Any]]:
     return harness.sql(
         "SELECT s.id, s.status, s.due_at, a.started_at FROM schedules s"
         " LEFT JOIN schedule_attempts a ON a.schedule_id = s.id WHERE s.id LIKE ?"
