@@ -43,6 +43,7 @@ class DeliveryWork:
         self.channels: dict[str, Channel] = channels(services)
         self.batch_size = services.config.max_rows_per_tick
         self.lease_ms = services.config.lease_ms
+        self.rng = services.rng
         self._targets: dict[str, DeliveryTarget] = {}
         self._opened: dict[str, OpenTarget | None] = {}
         self.finished = False  # it claimed until nothing (named) was due
@@ -136,7 +137,7 @@ class DeliveryWork:
     ) -> SettledMessage:
         finished = self.clock()
         settlement = after_attempt(
-            result, attempt=item.attempt, created_at=item.created_at, now=finished
+            result, attempt=item.attempt, tried_from=item.tried_from, now=finished, rng=self.rng
         )
         next_at = settlement.next_attempt_at
         if next_at is not None and item.digest:  # a chat endpoint's next message: a minute on
