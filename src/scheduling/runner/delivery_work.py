@@ -26,18 +26,16 @@ from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget, Message, S
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.outbox import Outbox
-from scheduling.runner.engine import Batch, Engine
+from scheduling.runner.engine import Batch, Engine, OnEngine
 from scheduling.services import log
 
 
-class DeliveryWork:
+class DeliveryWork(OnEngine):
     """`named`: only these deliveries (a queue message's), rather than all that are due."""
 
     def __init__(self, engine: Engine, outbox: Outbox, named: Sequence[str] | None = None) -> None:
         services = engine.services
         self.engine = engine
-        self.report = engine.report
-        self.clock = engine.clock
         self.outbox = outbox
         self.named = named
         self.channels: dict[str, Channel] = channels(services)

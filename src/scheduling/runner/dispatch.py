@@ -15,20 +15,17 @@ from scheduling.limits import MAX_MESSAGES_PER_SEND
 from scheduling.ports import LimitReached, QueueProducer, QueueUnavailable
 from scheduling.repository.dispatch_marks import DispatchMarks
 from scheduling.runner import messages
-from scheduling.runner.engine import Engine
+from scheduling.runner.engine import Engine, OnEngine
 from scheduling.services import log
 
 
-class Dispatch:
+class Dispatch(OnEngine):
     """Rounds of marks and messages within the tick's engine's budget (no slots: a round is one
     statement and one call to the queue)."""
 
     def __init__(self, engine: Engine, marks: DispatchMarks, queue: QueueProducer) -> None:
         config = engine.services.config
         self.engine = engine
-        self.services = engine.services
-        self.report = engine.report
-        self.clock = engine.clock
         self.marks = marks
         self.queue = queue
         self.rows_per_message = config.max_rows_per_tick
