@@ -164,16 +164,8 @@ def test_a_chat_endpoint_of_an_unknown_kind_is_refused_with_a_code(
         installation_id = install(core, client)["id"]
         browser = Browser(client, harness.origin)
         try:
-            csrf = launch(core, browser, installation_id)
-            refused = browser.post_form(
-                f"/installations/{installation_id}/notifications",
-                {
-                    "csrf_token": csrf,
-                    "opened_for": "manage",
-                    "kind": "sms",
-                    "url": "https://chat.example.com/hook",
-                    "events": ["schedule.refused"],
-                },
+            refused = _post_endpoint(
+                core, browser, installation_id, "https://chat.example.com/hook", kind="sms"
             )
             assert refused.status_code == 422
             assert 'data-error-code="unknown_endpoint_kind"' in refused.text
@@ -188,22 +180,22 @@ def test_a_chat_endpoint_of_an_unknown_kind_is_refused_with_a_code(
             _remove(harness, installation_id)
 
 
+def _post_endpoint(
+    core: FakeCoreProcess, browser: Browser, installation_id: str, url: str, *, kind: str
+) -> httpx.Response:
+    """The Notifications form, from a manage launch, hearing of refusals."""
+    csrf = launch(core, browser, installation_id)
+    fields = {"csrf_token": csrf, "opened_for": "manage", "kind": kind, "url": url}
+    form = {**fields, "events": ["schedule.refused"]}
+    return browser.post_form(f"/installations/{installation_id}/notifications", form)
+
+
 def _add_chat_endpoint(
     harness: Harness, core: FakeCoreProcess, browser: Browser, installation_id: str, url: str
 ) -> str:
     """Through the manage page's form with kind `chat`: the URL is shown once, D1 holds it
     sealed (WebCrypto) and, in plain, only its host and last 4 characters."""
-    csrf = launch(core, browser, installation_id)
-    added = browser.post_form(
-        f"/installations/{installation_id}/notifications",
-        {
-            "csrf_token": csrf,
-            "opened_for": "manage",
-            "kind": "chat",
-            "url": url,
-            "events": ["schedule.refused"],
-        },
-    )
+    added = _post_endpoint(core, browser, installation_id, url, kind="chat")
     assert added.status_code == 303, added.text
     page = browser.get(f"/installations/{installation_id}").text
     assert f"data-chat-url>{url}<" in page, page[-3000:]

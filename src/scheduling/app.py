@@ -72,6 +72,21 @@ ROUTES = [
         "/installations/{installation_id}/notifications/{endpoint_id}/test",
         notifications.send_test,
     ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/deliveries/{delivery_id}/send-again",
+        notifications.send_again,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/replay",
+        notifications.replay_failures,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/enable",
+        notifications.enable_endpoint,
+    ),
     Route("GET", "/static/app.css", static.stylesheet),
 ]
 

@@ -44,7 +44,7 @@ DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 # the deliveries' settle with its updates of the endpoints, by id.
 EVENTS = StatementShape(fixed=2, width=4)
 SETTLE_DELIVERIES = StatementShape(fixed=2, width=8)
-ENDPOINT_IDS = StatementShape(fixed=1, width=1)
+ENDPOINT_IDS = StatementShape(fixed=2, width=1)
 # Claiming deliveries: the claim, a chat endpoint's next minute, reading their endpoints and
 # the sealed titles a chat digest names.
 CLAIM_DELIVERIES_COST = 4
@@ -68,8 +68,9 @@ def batch_cost(rows: int, *, capped: bool = False) -> int:
 def delivery_batch_cost(messages: int) -> int:
     """The most D1 statements a batch of `messages` can cost: its claim round trip, and its
     settle round trip (the deliveries by id and the digests by endpoint; endpoints marked
-    failing or not, those disabled by a 410, and the waiting deliveries of those)."""
-    settle = 2 * SETTLE_DELIVERIES.statements(messages) + 4 * ENDPOINT_IDS.statements(messages)
+    failing or not, those disabled by a 410 or by days of failing, and the waiting deliveries
+    of those)."""
+    settle = 2 * SETTLE_DELIVERIES.statements(messages) + 5 * ENDPOINT_IDS.statements(messages)
     return CLAIM_DELIVERIES_COST + settle
 
 

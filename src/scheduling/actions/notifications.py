@@ -113,7 +113,7 @@ def _check(services: Services, form: EndpointForm) -> None:
 async def rotate_secret(services: Services, session: Session, endpoint_id: str) -> None:
     """A new secret replaces the old at once: every later attempt is signed with it. A chat
     endpoint has none (its URL is its secret: delete it and add the new URL)."""
-    endpoint = await _endpoint(services, session, endpoint_id)
+    endpoint = await endpoint_of(services, session, endpoint_id)
     if endpoint.kind == CHAT:
         raise Refusal.explained(409, "chat_has_no_secret")
     sealed = await _new_sealed_secret(services, endpoint.installation_id, endpoint.id)
@@ -127,7 +127,7 @@ async def rotate_secret(services: Services, session: Session, endpoint_id: str) 
 
 
 async def delete_endpoint(services: Services, session: Session, endpoint_id: str) -> None:
-    endpoint = await _endpoint(services, session, endpoint_id)
+    endpoint = await endpoint_of(services, session, endpoint_id)
     if not await notification_endpoints.delete(services.db, endpoint.installation_id, endpoint.id):
         raise Refusal.explained(404, "endpoint_not_found")
     log.info("installation %s: endpoint %s deleted", endpoint.installation_id, endpoint.id)
@@ -136,7 +136,7 @@ async def delete_endpoint(services: Services, session: Session, endpoint_id: str
 async def send_test(services: Services, session: Session, endpoint_id: str) -> str:
     """Deliver a `test` event now (one request, within this one: a signed POST, or a chat
     message) and keep what came back with the endpoint: `200`, `410`, `timeout`, … ."""
-    endpoint = await _endpoint(services, session, endpoint_id)
+    endpoint = await endpoint_of(services, session, endpoint_id)
     now = services.clock.now_ms()
     channel = channels(services)[endpoint.kind]
     target = endpoint.target()
@@ -179,7 +179,8 @@ async def _installation(services: Services, session: Session) -> None:
         raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
 
 
-async def _endpoint(services: Services, session: Session, endpoint_id: str) -> Endpoint:
+async def endpoint_of(services: Services, session: Session, endpoint_id: str) -> Endpoint:
+    """The session's installation's endpoint, for a manage launch; 404 when there is none."""
     require_manage(session)
     endpoint = (
         await notification_endpoints.get(services.db, session.installation_id, endpoint_id)

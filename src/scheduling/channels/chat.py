@@ -10,12 +10,12 @@ from collections.abc import Sequence
 
 from scheduling.channels import http_post
 from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain import associated_data, chat_lines
+from scheduling.domain import associated_data, chat_lines, sealing
 from scheduling.domain.delivery_policy import AttemptResult
 from scheduling.domain.notifications import page_url
 from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
-from scheduling.ports import Crypto, UnreadableSecret
-from scheduling.services import Services, log
+from scheduling.ports import Crypto
+from scheduling.services import Services
 
 HEADERS = {"content-type": "application/json"}
 
@@ -49,10 +49,10 @@ class SlackChat:
         if delivery.title_sealed is None:
             return None
         context = associated_data.content_title(delivery.installation_id, delivery.schedule_id)
-        try:
-            return await self.services.crypto.open(delivery.title_sealed, context)
-        except UnreadableSecret:
-            return None
+        what = f"schedule {delivery.schedule_id}: title"
+        return await sealing.open_or_none(
+            self.services.crypto, delivery.title_sealed, context, what
+        )
 
     def test_event(self, target: DeliveryTarget, event_id: str, at: int) -> Event:
         return Event(event_id, chat_lines.test_message(self._page(target)))
@@ -72,11 +72,8 @@ async def open_url(
     crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
 ) -> str | None:
     """The chat URL; None, logged (by its endpoint's id only), when TOKEN_KEY cannot open it."""
-    try:
-        return await crypto.open(sealed, associated_data.chat_url(installation_id, endpoint_id))
-    except UnreadableSecret:
-        log.warning("endpoint %s: chat URL does not open under TOKEN_KEY", endpoint_id)
-        return None
+    context = associated_data.chat_url(installation_id, endpoint_id)
+    return await sealing.open_or_none(crypto, sealed, context, f"endpoint {endpoint_id}: chat URL")
 
 
 def shown_url(url: str) -> str:

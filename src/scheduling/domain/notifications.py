@@ -29,6 +29,8 @@ MAX_ENDPOINTS = 5
 WEBHOOK = "webhook"
 CHAT = "chat"
 KINDS = (WEBHOOK, CHAT)
+# How far back "Replay failures since …" may reach, in hours (its choices, in order).
+REPLAY_SINCE_HOURS = (1, 6, 24, 72, 168)
 
 # The last attempt got no answer: Dee Wan may or may not have applied the change.
 UNKNOWN_OUTCOME_CODES = frozenset(

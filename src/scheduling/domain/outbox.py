@@ -34,6 +34,7 @@ class ClaimedDelivery:
     attempt: int  # this claim's attempt number
     schedule_id: str = ""
     title_sealed: str | None = None  # a chat line's: its content's title, sealed
+    tried_from: int = 0  # its event, or when a person last sent it again (the horizon's start)
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ class Message:
         return max(d.attempt for d in self.deliveries)
 
     @property
-    def created_at(self) -> int:
-        """Its newest event: a digest is tried as long as its newest line may be."""
-        return max(d.created_at for d in self.deliveries)
+    def tried_from(self) -> int:
+        """Where its retries started: a digest is tried as long as its newest line may be."""
+        return max(d.tried_from for d in self.deliveries)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,10 @@ CODES = {
     "no_events": "Choose at least one event to be told of.",
     "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
     "unknown_endpoint_kind": "Choose a signed webhook or a chat message.",
+    "not_sendable_again": "Only a delivery that was delivered or has failed can be sent again, and only to an endpoint that is enabled.",
+    "endpoint_disabled": "This endpoint is disabled: enable it again first.",
+    "endpoint_not_disabled": "This endpoint is not disabled.",
+    "unknown_replay_window": "Choose how far back to replay among the choices the form lists.",
     "chat_has_no_secret": "A chat endpoint has no signing secret: its URL is the secret. Delete it and add the new URL.",
 }
 
@@ -87,6 +91,7 @@ DELIVERY_ERRORS = {
     "timeout": "no answer within 10 seconds",
     "network_error": "could not connect",
     "endpoint_gone": "the endpoint answered 410 Gone, so it was disabled",
+    "endpoint_disabled": "the endpoint accepted nothing for 5 days, so it was disabled",
     "secret_unreadable": "its signing secret can no longer be read (TOKEN_KEY changed): rotate it",
 }
 

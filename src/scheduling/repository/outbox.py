@@ -22,7 +22,12 @@ import json
 from collections.abc import Sequence
 
 from scheduling.domain.chat_lines import MAX_LINES
-from scheduling.domain.delivery_policy import ENDPOINT_GONE, MESSAGE_INTERVAL_MS, DeliveryStatus
+from scheduling.domain.delivery_policy import (
+    DISABLE_AFTER_FAILING_MS,
+    ENDPOINT_GONE,
+    MESSAGE_INTERVAL_MS,
+    DeliveryStatus,
+)
 from scheduling.domain.outbox import (
     ClaimedDelivery,
     DeliveryTarget,
@@ -36,11 +41,12 @@ from scheduling.repository.outbox_sql import (
     CLAIM_NAMED_SQL,
     CLAIMED_ENDPOINTS_SQL,
     CLAIMED_TITLES_SQL,
+    DISABLED_WAITING_SQL,
     ENDPOINTS_DELIVERED_SQL,
+    ENDPOINTS_EXPIRED_SQL,
     ENDPOINTS_FAILING_SQL,
     ENDPOINTS_GONE_SQL,
     EVENTS_SQL,
-    GONE_WAITING_SQL,
     NEXT_MESSAGE_SQL,
     SETTLE_DELIVERIES_SQL,
     SETTLE_DIGESTS_SQL,
@@ -128,7 +134,8 @@ class Outbox:
         """End messages claimed under `lease_token`; returns the deliveries whose lease was
         lost (left as they are: another runner has them). In the same batch, each endpoint is
         marked: failing since its first failed attempt, not failing once delivered to, and
-        disabled (with what it still had waiting) when it answered 410 Gone."""
+        disabled (with what it still had waiting) when it answered 410 Gone or has accepted
+        nothing for DISABLE_AFTER_FAILING_MS."""
         if not settled:
             return []
         trips = self.trips
@@ -149,11 +156,13 @@ class Outbox:
         delivered = {s.message.endpoint_id for s in settled if s.status == DeliveryStatus.DELIVERED}
         gone = {s.message.endpoint_id for s in settled if s.sent and s.error == ENDPOINT_GONE}
         failing = {s.message.endpoint_id for s in settled if s.sent and s.error} - delivered
+        expired_before = now - DISABLE_AFTER_FAILING_MS
         return [
             *trips.ids(ENDPOINTS_DELIVERED_SQL, (), delivered),
             *trips.ids(ENDPOINTS_FAILING_SQL, (now,), failing),
             *trips.ids(ENDPOINTS_GONE_SQL, (now,), gone),
-            *trips.ids(GONE_WAITING_SQL, (now,), gone),
+            *trips.ids(ENDPOINTS_EXPIRED_SQL, (now, expired_before), failing),
+            *trips.ids(DISABLED_WAITING_SQL, (now,), gone | failing),
         ]
 
 
@@ -167,6 +176,7 @@ def claimed_delivery(row: Row, title_sealed: str | None = None) -> ClaimedDelive
         attempt=int(row["attempt_count"]),
         schedule_id=row["schedule_id"],
         title_sealed=title_sealed,
+        tried_from=int(row["tried_from"]),
     )
 
 

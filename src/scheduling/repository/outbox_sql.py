@@ -42,7 +42,8 @@ _CLAIM = """UPDATE webhook_deliveries
    SET status = 'sending', lease_token = ?1, lease_until = ?2, next_attempt_at = NULL,
        attempt_count = attempt_count + 1
  WHERE id IN (SELECT id FROM keyed WHERE message IN (SELECT message FROM chosen))
-RETURNING id, endpoint_id, installation_id, schedule_id, payload, created_at, attempt_count"""
+RETURNING id, endpoint_id, installation_id, schedule_id, payload, created_at, attempt_count,
+          coalesce(retries_from, created_at) AS tried_from"""
 CLAIM_DELIVERIES_SQL = _DUE_MESSAGES.format(among="") + _CLAIM
 # The same among the deliveries a queue message named (a JSON array in ?5).
 CLAIM_NAMED_SQL = (
@@ -86,16 +87,24 @@ SETTLE_DELIVERIES_SQL = _SETTLE.format(key="webhook_deliveries.id")
 # By the lease's partial index, not the endpoint's whole history (`+` keeps the planner off it).
 SETTLE_DIGESTS_SQL = _SETTLE.format(key="+webhook_deliveries.endpoint_id")
 
-# The endpoints of a settle, by id (`{ids}`): delivered to, failed, gone (410).
+# The endpoints of a settle, by id (`{ids}`): delivered to, failed, gone (410), and failed
+# with nothing accepted since `?2` (DISABLE_AFTER_FAILING_MS ago).
 ENDPOINTS_DELIVERED_SQL = (
     "UPDATE notification_endpoints SET failing_since = NULL WHERE id IN ({ids})"
 )
 ENDPOINTS_FAILING_SQL = "UPDATE notification_endpoints SET failing_since = coalesce(failing_since, ?1) WHERE id IN ({ids})"
 ENDPOINTS_GONE_SQL = "UPDATE notification_endpoints SET disabled_at = ?1, disabled_reason = 'gone' WHERE id IN ({ids}) AND disabled_at IS NULL"
-# What a disabled endpoint still had waiting will not be sent.
-GONE_WAITING_SQL = """UPDATE webhook_deliveries
-   SET status = 'failed', next_attempt_at = NULL, finished_at = ?1, last_error = 'endpoint_gone'
- WHERE status = 'waiting' AND endpoint_id IN ({ids})"""
+ENDPOINTS_EXPIRED_SQL = """UPDATE notification_endpoints
+   SET disabled_at = ?1, disabled_reason = 'failing'
+ WHERE id IN ({ids}) AND disabled_at IS NULL AND failing_since <= ?2"""
+# What an endpoint disabled (gone, or failing for days) still had waiting will not be sent.
+DISABLED_WAITING_SQL = """UPDATE webhook_deliveries
+   SET status = 'failed', next_attempt_at = NULL, finished_at = ?1,
+       last_error = CASE (SELECT disabled_reason FROM notification_endpoints e
+                           WHERE e.id = webhook_deliveries.endpoint_id)
+                    WHEN 'failing' THEN 'endpoint_disabled' ELSE 'endpoint_gone' END
+ WHERE status = 'waiting' AND endpoint_id IN ({ids})
+   AND endpoint_id IN (SELECT id FROM notification_endpoints WHERE disabled_at IS NOT NULL)"""
 
 # When the outbox next has a delivery due: its first retry, or its first lease to expire.
 OUTBOX_NEXT_SQL = """SELECT min(at) AS next_at FROM (

@@ -10,12 +10,14 @@ waiting, due, for the next invocation's delivery phase.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from scheduling.limits import MAX_MESSAGES_PER_SEND, delivery_batch_cost
 from scheduling.ports import LimitReached, QueueProducer, QueueUnavailable
 from scheduling.repository.outbox import Outbox
 from scheduling.runner import messages
 from scheduling.runner.engine import Engine
-from scheduling.services import log
+from scheduling.services import Services, log
 
 
 class DeliveryHandoff:
@@ -45,15 +47,8 @@ class DeliveryHandoff:
         if self.engine.limit is not None:
             return  # no more calls in this invocation: the next one delivers them
         ids = self.outbox.take_fresh()
-        at, wall = self.engine.clock(), self.engine.services.clock.now_ms()
-        bodies = [
-            messages.deliveries_body(ids[i : i + messages.MAX_IDS], at, wall)
-            for i in range(0, len(ids), messages.MAX_IDS)
-        ]
         try:
-            for i in range(0, len(bodies), MAX_MESSAGES_PER_SEND):
-                self.engine.queue_calls += 1
-                await self.queue.send_batch(bodies[i : i + MAX_MESSAGES_PER_SEND])
+            await hand_off(self.queue, ids, self.engine.clock(), self.engine.services, self.count)
         except LimitReached as limit:
             self.engine.reached(limit)
             return
@@ -61,3 +56,25 @@ class DeliveryHandoff:
             log.warning("%d deliveries not handed to the queue: they wait, due", len(ids))
             return
         self.engine.report.deliveries_queued += len(ids)
+
+    def count(self) -> None:
+        self.engine.queue_calls += 1
+
+
+async def hand_off(
+    queue: QueueProducer,
+    ids: Sequence[str],
+    at: int,
+    services: Services,
+    each_call: Callable[[], None] = lambda: None,
+) -> None:
+    """`ids` in delivery messages (at most 500 each, 100 a call). Raises as the queue does
+    (`LimitReached`, `QueueUnavailable`); what it did not take waits in the outbox, due."""
+    wall = services.clock.now_ms()
+    bodies = [
+        messages.deliveries_body(ids[i : i + messages.MAX_IDS], at, wall)
+        for i in range(0, len(ids), messages.MAX_IDS)
+    ]
+    for i in range(0, len(bodies), MAX_MESSAGES_PER_SEND):
+        each_call()
+        await queue.send_batch(bodies[i : i + MAX_MESSAGES_PER_SEND])

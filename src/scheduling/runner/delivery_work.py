@@ -26,23 +26,22 @@ from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget, Message, S
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.outbox import Outbox
-from scheduling.runner.engine import Batch, Engine
+from scheduling.runner.engine import Batch, Engine, OnEngine
 from scheduling.services import log
 
 
-class DeliveryWork:
+class DeliveryWork(OnEngine):
     """`named`: only these deliveries (a queue message's), rather than all that are due."""
 
     def __init__(self, engine: Engine, outbox: Outbox, named: Sequence[str] | None = None) -> None:
         services = engine.services
         self.engine = engine
-        self.report = engine.report
-        self.clock = engine.clock
         self.outbox = outbox
         self.named = named
         self.channels: dict[str, Channel] = channels(services)
         self.batch_size = services.config.max_rows_per_tick
         self.lease_ms = services.config.lease_ms
+        self.rng = services.rng
         self._targets: dict[str, DeliveryTarget] = {}
         self._opened: dict[str, OpenTarget | None] = {}
         self.finished = False  # it claimed until nothing (named) was due
@@ -136,7 +135,7 @@ class DeliveryWork:
     ) -> SettledMessage:
         finished = self.clock()
         settlement = after_attempt(
-            result, attempt=item.attempt, created_at=item.created_at, now=finished
+            result, attempt=item.attempt, tried_from=item.tried_from, now=finished, rng=self.rng
         )
         next_at = settlement.next_attempt_at
         if next_at is not None and item.digest:  # a chat endpoint's next message: a minute on

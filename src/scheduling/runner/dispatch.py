@@ -15,11 +15,11 @@ from scheduling.limits import MAX_MESSAGES_PER_SEND
 from scheduling.ports import LimitReached, QueueProducer, QueueUnavailable
 from scheduling.repository.dispatch_marks import DispatchMarks
 from scheduling.runner import messages
-from scheduling.runner.engine import Engine
+from scheduling.runner.engine import Engine, OnEngine
 from scheduling.services import log
 
 
-class Dispatch:
+class Dispatch(OnEngine):
     """Rounds of marks and messages within the tick's engine's budget (no slots: a round is one
     statement and one call to the queue)."""
 
@@ -28,9 +28,6 @@ class Dispatch:
     ) -> None:
         config = engine.services.config
         self.engine = engine
-        self.services = engine.services
-        self.report = engine.report
-        self.clock = engine.clock
         self.marks = marks
         self.queue = queue
         self.rows_per_message = config.max_rows_per_tick

@@ -73,6 +73,24 @@ class Work(Protocol[Item, Done]):
     async def settle(self, batch: Batch[Item], done: list[Done]) -> None: ...
 
 
+class OnEngine:
+    """What runs on an engine (a work, a dispatch) reads the invocation's services, report and
+    clock from it."""
+
+    engine: Engine
+
+    @property
+    def services(self) -> Services:
+        return self.engine.services
+
+    @property
+    def report(self) -> TickReport:
+        return self.engine.report
+
+    def clock(self) -> int:
+        return self.engine.clock()
+
+
 class Engine:
     """One invocation's slots, budget and clock. `now` is its instant (its elapsed time is
     `clock() - now`); `trips` counts its D1 statements, `report` its subrequests."""

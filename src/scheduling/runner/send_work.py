@@ -31,7 +31,7 @@ from scheduling.limits import batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.leases import Leases
 from scheduling.runner.delivery_handoff import DeliveryHandoff
-from scheduling.runner.engine import Batch, Engine
+from scheduling.runner.engine import Batch, Engine, OnEngine
 from scheduling.runner.outbox_events import EventMaker
 from scheduling.services import log
 
@@ -86,7 +86,7 @@ class DueRows:
         pass
 
 
-class SendWork:
+class SendWork(OnEngine):
     """Schedule sends from `source`, counted into the engine's report.
 
     Every decision (a claim, the lateness cap when a request leaves, a retry's plan, a
@@ -109,9 +109,6 @@ class SendWork:
     ) -> None:
         config = engine.services.config
         self.engine = engine
-        self.services = engine.services
-        self.report = engine.report
-        self.clock = engine.clock
         self.leases = leases
         self.source = source
         self.cap = cap

@@ -1,9 +1,10 @@
 """Notification endpoints from the manage page (session + CSRF, manage launch only): add,
-rotate its secret, delete, send a test event."""
+rotate its secret, delete, send a test event; send a delivery again, replay an endpoint's
+failures, enable a disabled one."""
 
 from __future__ import annotations
 
-from scheduling.actions import notifications
+from scheduling.actions import notifications, redelivery
 from scheduling.actions.manage_page import show_manage
 from scheduling.actions.notifications import EndpointForm, EndpointFormRefusal
 from scheduling.http.guards import require_form_post
@@ -45,6 +46,27 @@ async def delete_endpoint(request: Request, services: Services) -> Response:
 async def send_test(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await notifications.send_test(services, session, request.path_params["endpoint_id"])
+    return _back(session.installation_id)
+
+
+async def send_again(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    params = request.path_params
+    await redelivery.send_again(services, session, params["endpoint_id"], params["delivery_id"])
+    return _back(session.installation_id)
+
+
+async def replay_failures(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    since_hours = request.form_lists().get("since_hours", [""])[0]
+    endpoint_id = request.path_params["endpoint_id"]
+    await redelivery.replay_failures(services, session, endpoint_id, since_hours)
+    return _back(session.installation_id)
+
+
+async def enable_endpoint(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await redelivery.enable_endpoint(services, session, request.path_params["endpoint_id"])
     return _back(session.installation_id)
 
 

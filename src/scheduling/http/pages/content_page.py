@@ -122,23 +122,15 @@ def content_page(
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
     shown = cards(view.schedules, moment)
-    in_view = view.page.in_view if view.page_number == 1 else 0
-    current, folded = shown[:in_view], shown[in_view:]
+    current, folded = _split(view, shown)
     notice = _receipt(view, moment)
     choices = _choices(read, view.live)
     # After a create, offer the zone just used rather than the site's again.
     zone = view.made.timezone if view.made is not None else read.site.timezone
     form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
-    error = (
-        FormError(refusal.code, refusal.message, refusal.field, refusal.retries)
-        if refusal
-        else None
-    )
-    form_zone = canonical_zone(form.timezone)
-    now_zone = form_zone or read.site.timezone
-    both = occurrences(form.local_time, form.timezone)
-    fold_choices = tuple(occurrence_labels(*both)) if both else None
-    history_count = view.page.total - view.page.in_view
+    error = _error(refusal)
+    now_zone = canonical_zone(form.timezone) or read.site.timezone
+    fold_choices = _fold_choices(form)
     return ContentPage(
         title=f"Schedule {read.content.title}",
         person_name=session.person_name,
@@ -162,22 +154,46 @@ def content_page(
         focus_fold=bool(error and error.code == "ambiguous_local_time" and fold_choices),
         flash=_cancelled(view.cancelled),
         cancelled_id=view.cancelled.id if view.cancelled else None,
-        page_note=(
-            f"There is no page {view.asked_page}: this is the last one, page {view.page_number}."
-            if view.asked_page != view.page_number
-            else None
-        ),
+        page_note=_page_note(view),
         stale=tuple(card for card in shown if card.stale),
         current=current,
-        history=History(
-            cards=folded,
-            count=history_count,
-            replaced=view.page.counts.get(Status.SUPERSEDED, 0),
-            open=view.page_number > 1,
-        ),
+        history=_history(view, folded),
         card_page=card_page(session, content=read.content, back=_back(view.page_number)),
         pager=_pager(view),
     )
+
+
+def _split(
+    view: ContentView, shown: tuple[ScheduleCard, ...]
+) -> tuple[tuple[ScheduleCard, ...], tuple[ScheduleCard, ...]]:
+    """The cards in view, and those folded in the history (every one, past page 1)."""
+    in_view = view.page.in_view if view.page_number == 1 else 0
+    return shown[:in_view], shown[in_view:]
+
+
+def _fold_choices(form: FormValues) -> tuple[str, ...] | None:
+    """The two readings of a wall time the clocks pass twice; None for any other."""
+    both = occurrences(form.local_time, form.timezone)
+    return tuple(occurrence_labels(*both)) if both else None
+
+
+def _history(view: ContentView, folded: tuple[ScheduleCard, ...]) -> History:
+    replaced = view.page.counts.get(Status.SUPERSEDED, 0)
+    count = view.page.total - view.page.in_view
+    return History(folded, count, replaced, open=view.page_number > 1)
+
+
+def _error(refusal: FormRefusal | None) -> FormError | None:
+    if refusal is None:
+        return None
+    return FormError(refusal.code, refusal.message, refusal.field, refusal.retries)
+
+
+def _page_note(view: ContentView) -> str | None:
+    """A page asked for past the last: said, with the last shown instead."""
+    if view.asked_page == view.page_number:
+        return None
+    return f"There is no page {view.asked_page}: this is the last one, page {view.page_number}."
 
 
 def _receipt(view: ContentView, moment: Moment) -> Receipt | None:

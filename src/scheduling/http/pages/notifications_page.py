@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 from scheduling.actions.notifications import EndpointForm, NotificationsView
 from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
-from scheduling.domain.notifications import DEFAULT_EVENTS, EVENT_TYPES, KINDS, MAX_ENDPOINTS
+from scheduling.domain.notifications import (
+    DEFAULT_EVENTS,
+    EVENT_TYPES,
+    KINDS,
+    MAX_ENDPOINTS,
+    REPLAY_SINCE_HOURS,
+)
 from scheduling.domain.time_words import duration_text, instant_text
 from scheduling.domain.wording import DELIVERY_STATUS, ENDPOINT_KINDS, EVENTS, delivery_answer
 from scheduling.http.pages import time_labels
@@ -24,6 +30,7 @@ class DeliveryLine:
     status_label: str
     answer: str
     next_label: str | None
+    can_send_again: bool  # delivered or failed, to an endpoint that is enabled
 
 
 @dataclass(frozen=True)
@@ -34,10 +41,12 @@ class EndpointCard:
     url: str  # a chat endpoint's: its host and last 4 characters
     event_labels: tuple[str, ...]
     disabled_label: str | None
+    disabled_reason: str | None  # gone (410) or failing (nothing accepted for days)
     failing_label: str | None  # failing for an hour or more
     test_label: str | None
     secret: str | None  # new: shown this once (a chat endpoint's: its URL)
     deliveries: tuple[DeliveryLine, ...]
+    replay_choices: tuple[EventChoice, ...]  # how far back "Replay failures since" reaches
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,9 @@ def _card(endpoint: Endpoint, view: NotificationsView, zone: str, now_ms: int) -
             if endpoint.disabled_at is None
             else instant_text(endpoint.disabled_at, zone, seconds=True)
         ),
+        disabled_reason=(
+            None if endpoint.disabled_at is None else endpoint.disabled_reason or "gone"
+        ),
         failing_label=(
             _since(failing, now_ms)
             if failing is not None and now_ms - failing >= FAILING_MARK_AFTER_MS
@@ -94,11 +106,26 @@ def _card(endpoint: Endpoint, view: NotificationsView, zone: str, now_ms: int) -
         ),
         test_label=_test(endpoint, zone),
         secret=view.revealed[1] if view.revealed and view.revealed[0] == endpoint.id else None,
-        deliveries=tuple(_line(d, zone, now_ms) for d in endpoint.deliveries),
+        deliveries=tuple(
+            _line(d, zone, now_ms, enabled=endpoint.disabled_at is None)
+            for d in endpoint.deliveries
+        ),
+        replay_choices=tuple(
+            EventChoice(str(hours), _hours_words(hours), hours == 24)
+            for hours in REPLAY_SINCE_HOURS
+        ),
     )
 
 
-def _line(delivery: Delivery, zone: str, now_ms: int) -> DeliveryLine:
+def _hours_words(hours: int) -> str:
+    """`1 hour ago`, `3 days ago`."""
+    if hours % 24 == 0:
+        days = hours // 24
+        return f"{days} day{'s' if days > 1 else ''} ago"
+    return f"{hours} hour{'s' if hours > 1 else ''} ago"
+
+
+def _line(delivery: Delivery, zone: str, now_ms: int, *, enabled: bool) -> DeliveryLine:
     waiting = delivery.status == DeliveryStatus.WAITING and delivery.next_attempt_at is not None
     return DeliveryLine(
         id=delivery.id,
@@ -116,6 +143,8 @@ def _line(delivery: Delivery, zone: str, now_ms: int) -> DeliveryLine:
             if waiting and delivery.next_attempt_at is not None and delivery.attempt_count
             else None
         ),
+        can_send_again=enabled
+        and delivery.status in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED),
     )
 
 

@@ -20,7 +20,14 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     </div>
     {% endif %}
     {% if e.failing_label %}<p class="problem failing" role="status">Failing for {{ e.failing_label }}: its deliveries have not been accepted since then. They are tried again; check the receiver.</p>{% endif %}
-    {% if e.disabled_label %}<p class="problem">Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; delete it and add it again to start over.</p>{% endif %}
+    {% if e.disabled_label %}<div class="problem" data-disabled-reason="{{ e.disabled_reason }}">
+      {% if e.disabled_reason == "failing" %}<p>Disabled at {{ e.disabled_label }}: it accepted nothing it was sent for 5 days. Nothing more is sent to it. Once the receiver works again, enable it, then replay what failed.</p>
+      {% else %}<p>Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; enable it again if its receiver is back, or delete it.</p>{% endif %}
+      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/enable">
+        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        <button type="submit" class="secondary">Enable again<span class="visually-hidden"> {{ e.url }}</span></button>
+      </form>
+    </div>{% endif %}
     <dl class="facts">
       <dt>Kind</dt>
       <dd>{{ e.kind_label }}</dd>
@@ -44,10 +51,20 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
         <button type="submit" class="danger">Delete<span class="visually-hidden"> {{ e.url }}</span></button>
       </form>
     </div>
+    {% if not e.disabled_label %}
+    <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/replay" class="replay" data-form="replay">
+      {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+      <label for="replay-{{ e.id }}">Replay failures since</label>
+      <select id="replay-{{ e.id }}" name="since_hours">
+        {% for c in e.replay_choices %}<option value="{{ c.value }}"{% if c.checked %} selected{% endif %}>{{ c.label }}</option>{% endfor %}
+      </select>
+      <button type="submit" class="secondary">Replay<span class="visually-hidden"> failures to {{ e.url }}</span></button>
+    </form>
+    {% endif %}
     {% if e.deliveries %}
     <table class="deliveries">
       <caption>Recent deliveries (times in {{ zone }})</caption>
-      <thead><tr><th scope="col">Event</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th></tr></thead>
+      <thead><tr><th scope="col">Event</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
       <tbody>
       {% for d in e.deliveries %}
         <tr data-delivery-id="{{ d.id }}" data-delivery-status="{{ d.status }}">
@@ -55,6 +72,10 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
           <td data-label="Time">{{ d.when_label }}</td>
           <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
           <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
+          <td data-label="Action">{% if d.can_send_again %}<form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/deliveries/{{ d.id }}/send-again">
+            {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+            <button type="submit" class="secondary">Send again<span class="visually-hidden"> the {{ d.event_label }} of {{ d.when_label }}</span></button>
+          </form>{% endif %}</td>
         </tr>
       {% endfor %}
       </tbody>
