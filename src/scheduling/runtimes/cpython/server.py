@@ -294,7 +294,7 @@ async def _listen_and_serve(
             queue.start()
         if clocks is not None:
             armed = await clocks.start()
-            log.info("alarm clocks: %d installations with something live armed from D1", armed)
+            log.info("alarm clocks armed from D1 (installations with something live): %d", armed)
         server = _Server(server_config(AsgiApp(app, app_tick(app)), port))
         stop.on_stop(server.stop)  # at once, if a signal came since the last look
         for line in banner_lines(port):
