@@ -10,13 +10,14 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from scheduling.config import VARIABLES, Configuration
 from scheduling.launch_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
-from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING
+from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING, SCHEDULE_CLOCK_BINDING
 from tests.pyodide_harness.harness import (
     HERE,
     SERVE,
@@ -121,7 +122,10 @@ def test_wrangler_example_vars_are_every_variable_with_its_default() -> None:
     assert "wrangler secret put TOKEN_KEY" in text
 
 
-def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
+def wrangler_runner(
+    tmp_path: Path, config: Path
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """wrangler 4.86.0 from the harness's packages, on `config`, run in `tmp_path`."""
     if node_path() is None:
         pytest.skip("node is not installed: wrangler needs Node 20+")
     wrangler = HERE / "node_modules" / "wrangler" / "bin" / "wrangler.js"
@@ -131,7 +135,7 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
 
     def run_wrangler(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [node_path() or "node", str(wrangler), *args, "--config", str(WRANGLER_EXAMPLE)],
+            [node_path() or "node", str(wrangler), *args, "--config", str(config)],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -139,6 +143,12 @@ def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
             timeout=120,
             check=False,
         )
+
+    return run_wrangler
+
+
+def test_wrangler_4_86_accepts_the_example(tmp_path: Path) -> None:
+    run_wrangler = wrangler_runner(tmp_path, WRANGLER_EXAMPLE)
 
     deploy = run_wrangler("deploy", "--dry-run", "--outdir", str(tmp_path / "out"))
     output = deploy.stdout + deploy.stderr
@@ -217,3 +227,45 @@ def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
         assert '"error":"Misconfigured"' in log
     finally:
         unbound.close()
+
+
+def clocks_turned_on(text: str) -> str:
+    """The example with its one commented SCHEDULE_CLOCK block uncommented, as an operator
+    turns the clocks on."""
+    lines = text.splitlines()
+    start = lines.index('  // "durable_objects": {')
+    end = next(i for i, line in enumerate(lines) if '"new_sqlite_classes"' in line)
+    for i in range(start, end + 1):
+        assert lines[i].startswith("  // "), lines[i]
+        lines[i] = "  " + lines[i].removeprefix("  // ")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_alarm_clocks_are_off_as_written_and_one_block_turns_them_on(tmp_path: Path) -> None:
+    assert "durable_objects" not in _example()
+    assert "migrations" not in _example()
+    text = clocks_turned_on(WRANGLER_EXAMPLE.read_text("utf-8"))
+    config = json.loads(strip_jsonc(text))
+    assert config["durable_objects"] == {
+        "bindings": [{"name": SCHEDULE_CLOCK_BINDING, "class_name": "ScheduleClock"}]
+    }
+    # A SQLite-backed class (Durable Objects' storage for new classes; Free plans need it).
+    [migration] = config["migrations"]
+    assert migration["new_sqlite_classes"] == ["ScheduleClock"]
+    entry = (WRANGLER_EXAMPLE.parent / "src" / "entry.py").read_text("utf-8")
+    assert "class ScheduleClock(DurableObject):" in entry
+
+    # wrangler resolves paths from the config's folder: this copy names them in full.
+    root = WRANGLER_EXAMPLE.parent
+    text = text.replace('"src/entry.py"', json.dumps(str(root / "src" / "entry.py")))
+    text = text.replace(
+        '"src/scheduling/migrations"', json.dumps(str(root / "src" / "scheduling" / "migrations"))
+    )
+    written = tmp_path / "wrangler.jsonc"
+    written.write_text(text, "utf-8")
+    deploy = wrangler_runner(tmp_path, written)("deploy", "--dry-run", "--outdir", "out")
+    output = deploy.stdout + deploy.stderr
+    assert deploy.returncode == 0, output
+    assert "env.SCHEDULE_CLOCK (ScheduleClock)" in output
+    assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
+    assert "Unexpected fields" not in output, output

@@ -13,9 +13,11 @@ import pytest
 
 from fake_core import Fault
 from scheduling.ports import Clock
+from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, LoopClock, base_env
+from tests.support.metrics import scrape, value
 from tests.support.queue import InFlight
 from tests.support.world import MINUTE, World, attempts, bulk_due, row, schedule, sends
 
@@ -63,6 +65,9 @@ async def test_a_created_schedule_is_sent_at_its_due_second_by_its_clock_alone(
         ("alarm", 1, LEAD_MS)
     ]
     assert clocks.next_wake_ups() == {}  # nothing live: the clock sleeps until told
+    types, samples = await scrape(world.app)
+    assert value(samples, "scheduling_ticks_total", kind="alarm") == 1
+    assert "scheduling_watchdog_caught" not in types  # no watchdog has run yet
     await clocks.stop()
 
 
@@ -262,6 +267,15 @@ async def test_chaos_every_schedule_is_sent_once_and_the_watchdog_catches_what_c
     assert max(watched.peak.values()) <= 6
     assert watched.peak_per_schedule == 1
     assert watched.sent_after_completed == []
+    # The operator sees the clocks' alarms and what the watchdog caught.
+    _, samples = await scrape(world.app)
+    alarms = [h for h in await history(world) if h["kind"] == "alarm"]
+    assert value(samples, "scheduling_ticks_total", kind="alarm") == len(alarms) > 3
+    caught = sum(r["caught"] for r in reports)
+    assert value(samples, "scheduling_watchdog_caught_total", what="schedules") == caught
+    assert value(samples, "scheduling_watchdog_caught_total", what="clocks") == 1 + sum(
+        r["clocks_rearmed"] for r in reports
+    )
     await clocks.stop()
 
 
@@ -270,3 +284,64 @@ async def live(world: World) -> int:
         "SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'retrying', 'running')"
     ).first()
     return int((found or {})["n"])
+
+
+class MemoryAlarm:
+    """An `AlarmStore` as Durable Objects keep one: a platform consumes it as it fires."""
+
+    def __init__(self) -> None:
+        self.at: int | None = None
+
+    async def get_alarm(self) -> int | None:
+        return self.at
+
+    async def set_alarm(self, at: int) -> None:
+        self.at = at
+
+
+async def test_a_clock_moves_earlier_never_later_and_says_when_it_had_to() -> None:
+    store = MemoryAlarm()
+    clock = AlarmClock(store, lambda: 0)
+    assert await clock.arm(100_000) is True  # unset
+    assert await clock.arm(200_000) is False
+    assert store.at == 100_000
+    assert await clock.arm(100_000) is False
+    assert await clock.arm(50_000) is True  # set later than what it is told
+    assert store.at == 50_000
+
+
+async def test_a_failed_alarm_sets_its_retry_before_it_raises_and_backs_off() -> None:
+    store, now = MemoryAlarm(), 1_000_000
+    clock = AlarmClock(store, lambda: now)
+
+    async def failing() -> int | None:
+        raise RuntimeError("D1 is down")
+
+    retries = []
+    for _ in range(7):
+        store.at = None  # the platform consumed it to run the alarm
+        with pytest.raises(RuntimeError):
+            await clock.ring(failing)
+        assert store.at is not None
+        retries.append(store.at - now)
+    assert retries == [2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]
+
+    async def succeeding() -> int | None:
+        return now + MINUTE
+
+    store.at = None
+    assert await clock.ring(succeeding) == now + MINUTE
+    assert (store.at, clock.failures) == (now + MINUTE, 0)
+
+
+async def test_a_time_told_while_the_alarm_runs_stands_when_it_is_earlier() -> None:
+    store = MemoryAlarm()
+    clock = AlarmClock(store, lambda: 0)
+
+    async def told_meanwhile() -> int | None:
+        # A running alarm reads D1 for its next wake-up as it ends: being told is not needed.
+        assert await clock.arm(5_000) is False
+        return 9_000
+
+    assert await clock.ring(told_meanwhile) == 9_000
+    assert store.at == 5_000
