@@ -324,8 +324,9 @@ class Harness:
     def clock(self, **change: Any) -> dict[str, Any]:
         """The Worker's SCHEDULE_CLOCK stand-in (serve.mjs `ClockHost`): `bind={settings}`
         binds a fresh namespace, `bind=None` removes it, `drop=[names]` / `twice=[names]` drop
-        or double each named object's next alarm, `wait=True` answers once no alarm runs or
-        is due; no argument only reads. Answers `objects` (each one's `alarm` and `stored`),
+        or double each named object's next alarm, `tell=[installations]` tells their clocks
+        as a create does after its write, `wait=True` answers once no alarm runs or is due;
+        no argument only reads. Answers `objects` (each one's `alarm` and `stored`),
         `calls`, `dropped` and `alarms`: every alarm() run, with its `name`, `set_for`,
         `started`, `ended`, the `d1` queries and `subrequests` it used, and whether it
         `threw`."""

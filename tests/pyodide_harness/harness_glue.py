@@ -52,6 +52,18 @@ async def clock_call(name: str, ctx: JsProxy, env: JsProxy, method: str, *args: 
     return python_to_rpc(result)
 
 
+async def clock_tell(env: JsProxy, payload: str) -> None:
+    """Tell the clocks of the installations `payload` names (a JSON list) when each next has
+    something due, as a create does after its write (`actions.clock.tell_clock`)."""
+    from workers import _EnvWrapper
+
+    from scheduling.actions.clock import tell_clock
+
+    services = entry._app_for(_EnvWrapper(env)).services
+    for installation_id in json.loads(payload):
+        await tell_clock(services, installation_id)
+
+
 def clock_forget() -> None:
     """Forget every object (a fresh namespace)."""
     _clocks.clear()

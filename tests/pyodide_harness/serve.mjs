@@ -1107,8 +1107,9 @@ async function main() {
       case "/__harness/clock": {
         // `{"bind": {settings}}` binds a fresh SCHEDULE_CLOCK namespace (its objects forgotten),
         // `{"bind": null}` removes it; `{"drop": [names]}` / `{"twice": [names]}` drop or
-        // double each named object's next alarm; `{"wait": true}` answers once no alarm runs
-        // or is due; `{}` only reads. Answers the objects, their alarms and every alarm() run.
+        // double each named object's next alarm; `{"tell": [installations]}` tells their
+        // clocks as a create does; `{"wait": true}` answers once no alarm runs or is due;
+        // `{}` only reads. Answers the objects, their alarms and every alarm() run.
         if (input.bind === null) {
           delete env[CLOCK_BINDING];
           clocks.reset();
@@ -1120,6 +1121,10 @@ async function main() {
         }
         for (const fault of ["drop", "twice"]) {
           if (input[fault] !== undefined) clocks.settings[fault].push(...input[fault]);
+        }
+        if (input.tell !== undefined) {
+          // What a create does after its write, for rows a test wrote straight into D1.
+          await asInvocation(() => glue.clock_tell(env, JSON.stringify(input.tell)));
         }
         if (input.wait) await clocks.idle();
         return json(res, 200, { bound: env[CLOCK_BINDING] !== undefined, ...clocks.report() });

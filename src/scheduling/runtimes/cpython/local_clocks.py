@@ -16,6 +16,7 @@ something live, so a restart (even after kill -9) picks up where the last run st
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -25,7 +26,7 @@ from scheduling.limits import MAX_STORED_INTEGER
 from scheduling.ports import HttpClient
 from scheduling.repository import wake_ups
 from scheduling.runner.alarm_clock import AlarmClock
-from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.http_client import HttpxClient, shared_tls
 from scheduling.services import log
 
 
@@ -86,6 +87,7 @@ class LocalClocks:
         self.app = app
         self.services = app.services
         self._make_http = http
+        self._tls: ssl.SSLContext | None = None  # one for every installation's client
         self._clocks: dict[str, _Clock] = {}
         self.alarms = 0  # alarms run (wake-ups that came)
 
@@ -155,8 +157,13 @@ class LocalClocks:
             waiting, clock.waiting = clock.waiting, None
             self.wake(installation_id, waiting)
 
+    def _client(self) -> HttpxClient:
+        if self._tls is None:
+            self._tls = shared_tls()
+        return HttpxClient(tls=self._tls)
+
     async def _alarm(self, installation_id: str, clock: _Clock, set_for: int) -> int | None:
         if clock.http is None:
-            clock.http = HttpxClient() if self._make_http is None else self._make_http()
+            clock.http = self._make_http() if self._make_http else self._client()
         own = App(replace(self.services, http=clock.http))
         return await own.alarm(installation_id, set_for)
