@@ -6,6 +6,9 @@ every clock from D1; the cron's tick is the watchdog."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import html
+import re
 from collections import Counter
 from typing import Any
 
@@ -16,7 +19,7 @@ from scheduling.ports import Clock
 from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import START_MS, LoopClock, base_env
+from tests.support.app import ADMIN_SECRET, START_MS, LoopClock, base_env, call
 from tests.support.metrics import scrape, value
 from tests.support.queue import InFlight
 from tests.support.world import MINUTE, World, attempts, bulk_due, row, schedule, sends
@@ -35,6 +38,15 @@ def clock_world(db: SqliteDatabase, **env: str) -> tuple[World, LocalClocks]:
 async def until(clock: Clock, at: int) -> None:
     """Let loop time pass until `at` (epoch ms)."""
     await asyncio.sleep(max(0, at - clock.now_ms()) / 1000)
+
+
+async def clock_fact(world: World) -> str | None:
+    """What the operator page says of the alarm clocks (None: nothing)."""
+    secret = base64.b64encode(f"operator:{ADMIN_SECRET}".encode()).decode()
+    headers = {"authorization": f"Basic {secret}", "accept": "text/html"}
+    page = (await call(world.app, "GET", "/admin", headers=headers)).body.decode()
+    found = re.search(r"<dt>Alarm clocks</dt><dd>([^<]*)</dd>", page)
+    return None if found is None else html.unescape(found.group(1))
 
 
 async def history(world: World) -> list[dict[str, Any]]:
@@ -68,6 +80,10 @@ async def test_a_created_schedule_is_sent_at_its_due_second_by_its_clock_alone(
     types, samples = await scrape(world.app)
     assert value(samples, "scheduling_ticks_total", kind="alarm") == 1
     assert "scheduling_watchdog_caught" not in types  # no watchdog has run yet
+    assert await clock_fact(world) == (
+        "1 wake-up in the last 24 hours; their sends left at most 0 s after the due second;"
+        " the watchdog caught nothing."
+    )
     await clocks.stop()
 
 
@@ -276,6 +292,9 @@ async def test_chaos_every_schedule_is_sent_once_and_the_watchdog_catches_what_c
     assert value(samples, "scheduling_watchdog_caught_total", what="clocks") == 1 + sum(
         r["clocks_rearmed"] for r in reports
     )
+    fact = await clock_fact(world)
+    assert fact is not None
+    assert f"the watchdog sent {caught} schedules no clock took and woke 3 clocks" in fact
     await clocks.stop()
 
 

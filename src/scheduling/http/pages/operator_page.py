@@ -95,7 +95,7 @@ def operator_page(view: OperatorView) -> OperatorPage:
     return OperatorPage(
         title="Operator",
         stalled=bool(status["stalled"]),
-        facts=_facts(view.now, status),
+        facts=_facts(view.now, status) + _clock_facts(view.windows[0]),
         windows=tuple(_window(view, window) for window in view.windows),
         refusals=tuple(
             RefusalRow(
@@ -169,6 +169,27 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         )
     )
     return tuple(facts)
+
+
+def _clock_facts(day: Window) -> tuple[Fact, ...]:
+    """With an alarm clock per installation: its wake-ups over the window, and what the
+    cron's watchdog had to catch (none where no clock has woken or been watched)."""
+    present = [s for s in day.slots if s is not None]
+    alarms = sum(s.alarms for s in present)
+    caught = sum(s.caught for s in present)
+    rearmed = sum(s.clocks_rearmed for s in present)
+    if not (alarms or caught or rearmed):
+        return ()
+    latest = max((s.alarm_lateness_max_ms for s in present), default=0)
+    wake_ups = f"{alarms:,} wake-up{'' if alarms == 1 else 's'} in the last 24 hours"
+    sends = f"their sends left at most {duration_label(latest / 1000)} after the due second"
+    watchdog = (
+        "the watchdog caught nothing"
+        if not (caught or rearmed)
+        else f"the watchdog sent {caught:,} schedule{'' if caught == 1 else 's'} no clock took"
+        f" and woke {rearmed:,} clock{'' if rearmed == 1 else 's'} asleep past what was due"
+    )
+    return (Fact("Alarm clocks", f"{wake_ups}; {sends}; {watchdog}."),)
 
 
 # -- a window: its frame, four charts, one table --------------------------------------------
