@@ -24,6 +24,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.webhooks import (
     CHAT_URL,
+    DEE_WAN_REFUSALS,
     HOOK_URL,
     Receiver,
     add_chat_endpoint,
@@ -31,7 +32,6 @@ from tests.support.webhooks import (
     with_receivers,
 )
 from tests.support.world import MINUTE, Browser, World, bulk_due, row, schedule, tick_at
-from tests.test_notifications import DEE_WAN_REFUSALS
 
 OTHER_CHAT_URL = "https://team.example.org/hooks/incoming/a7b6c5d4e3f2g1h0i9j8/slack"
 SHOWN = "chat.example.com …Zq9X"

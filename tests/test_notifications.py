@@ -17,6 +17,7 @@ from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.webhooks import (
+    DEE_WAN_REFUSALS,
     HOOK_URL,
     Receiver,
     add_endpoint,
@@ -83,20 +84,6 @@ async def deliveries(world: World, where: str = "1 = 1") -> list[dict[str, Any]]
 
 
 # -- every way a schedule ends refused ----------------------------------------------------
-
-DEE_WAN_REFUSALS = [
-    (Fault.respond(400, "invalid_request"), "invalid_request"),
-    (Fault.respond(401, "plugin_unauthorized"), "plugin_unauthorized"),
-    (Fault.respond(403, "capability_refused"), "capability_refused"),
-    (Fault.respond(403, "requester_unauthorized"), "requester_unauthorized"),
-    (Fault.respond(404, "content_not_found"), "content_not_found"),
-    (Fault.respond(409, "scheduled_target_stale"), "scheduled_target_stale"),
-    (Fault.respond(409, "idempotency_key_reused"), "idempotency_key_reused"),
-    (Fault.respond(422, "transition_refused"), "transition_refused"),
-    (Fault.bad_json(200), "untrusted_response"),
-    (Fault.redirect(302), "untrusted_response"),
-    (Fault.respond(429, "slow_down", retry_after="301"), "retry_exhausted"),  # past the cap
-]
 
 
 @pytest.mark.parametrize(

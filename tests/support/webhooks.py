@@ -25,6 +25,7 @@ from urllib.parse import urlencode, urlsplit
 
 from standardwebhooks.webhooks import Webhook
 
+from fake_core import Fault
 from scheduling.ports import (
     HttpClient,
     OutboundRequest,
@@ -149,6 +150,22 @@ async def add_endpoint(
     found = SECRET_VALUE.search(page.body.decode())
     assert found, "no secret shown after creation"
     return found.group(1)
+
+
+# Every answer of Dee Wan's that ends a schedule refused, and the code it ends with.
+DEE_WAN_REFUSALS = [
+    (Fault.respond(400, "invalid_request"), "invalid_request"),
+    (Fault.respond(401, "plugin_unauthorized"), "plugin_unauthorized"),
+    (Fault.respond(403, "capability_refused"), "capability_refused"),
+    (Fault.respond(403, "requester_unauthorized"), "requester_unauthorized"),
+    (Fault.respond(404, "content_not_found"), "content_not_found"),
+    (Fault.respond(409, "scheduled_target_stale"), "scheduled_target_stale"),
+    (Fault.respond(409, "idempotency_key_reused"), "idempotency_key_reused"),
+    (Fault.respond(422, "transition_refused"), "transition_refused"),
+    (Fault.bad_json(200), "untrusted_response"),
+    (Fault.redirect(302), "untrusted_response"),
+    (Fault.respond(429, "slow_down", retry_after="301"), "retry_exhausted"),  # past the cap
+]
 
 
 CHAT_URL_VALUE = re.compile(r"data-chat-url>([^<]+)<")
