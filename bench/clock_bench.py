@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -259,7 +260,8 @@ def main() -> None:
     print(
         f"An alarm clock per installation, the cron silenced; core answering in"
         f" {args.latency * 1000:.0f} ms; CLOCK_LEAD_MS={LEAD_MS},"
-        f" MAX_IN_FLIGHT_PER_INSTALLATION={MAX_IN_FLIGHT}, SEND_CONCURRENCY={SEND_CONCURRENCY}"
+        f" MAX_IN_FLIGHT_PER_INSTALLATION={MAX_IN_FLIGHT}, SEND_CONCURRENCY={SEND_CONCURRENCY};"
+        f" load average before: {os.getloadavg()[0]:.2f}"
     )
     for rows in args.spread_rows:
         how = {"minutes": args.spread_minutes}
@@ -276,6 +278,7 @@ def main() -> None:
             show(run_pyodide("burst", rows, FANOUT_INSTALLATIONS, args.latency, ahead_s=20))
             if args.queue:
                 show_fanout(run_pyodide_fanout(rows, args.latency, args.consumers))
+    print(f"Load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

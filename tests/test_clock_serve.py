@@ -19,9 +19,15 @@ from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
-from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
+from tests.support.app import make_app
 from tests.support.loopback_core import loopback_core
-from tests.support.serve_process import free_port, start_serve, wait_until_up, write_vars
+from tests.support.serve_process import (
+    development_env,
+    free_port,
+    start_serve,
+    wait_until_up,
+    write_vars,
+)
 from tests.support.world import insert_due
 
 CAP = 4
@@ -45,18 +51,15 @@ def test_killed_mid_alarm_and_restarted_each_row_is_sent_once_more_at_most(
     port = free_port()
     db_path = tmp_path / "plugin.sqlite3"
     with loopback_core(delay_s=4.0) as core:
-        env = {
-            "ENVIRONMENT": "development",
-            "PUBLIC_ORIGIN": f"http://localhost:{port}",
-            "DEE_WAN_DEV_ORIGINS": core.base_url,
-            "ADMIN_SECRET": ADMIN_SECRET,
-            "TOKEN_KEY": TOKEN_KEY,
-            "SCHEDULE_CLOCK": "1",
-            "MAX_IN_FLIGHT_PER_INSTALLATION": str(CAP),
-            "MAX_ROWS_PER_TICK": "6",
-            "LEASE_MS": str(LEASE_MS),
-            "TICK_BUDGET_MS": "20000",
-        }
+        env = development_env(
+            port,
+            core.base_url,
+            SCHEDULE_CLOCK="1",
+            MAX_IN_FLIGHT_PER_INSTALLATION=str(CAP),
+            MAX_ROWS_PER_TICK="6",
+            LEASE_MS=str(LEASE_MS),
+            TICK_BUDGET_MS="20000",
+        )
         prepared = SqliteDatabase(db_path)
         apply_migrations(prepared.connection)
         app = make_app(prepared, SystemClock(), env=env)

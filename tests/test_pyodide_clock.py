@@ -7,6 +7,7 @@ or delivered twice change nothing but who sends."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 
 from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS
 from tests.pyodide_harness.harness import Harness
-from tests.support.d1_rows import installation_row, schedule_row
+from tests.support.d1_rows import installation_row, removal, schedule_row
 from tests.support.loopback_core import LoopbackCore, loopback_core
 
 pytestmark = pytest.mark.pyodide
@@ -43,13 +44,7 @@ def seed(harness: Harness, core: LoopbackCore, prefix: str, dues: dict[str, list
 
 
 def remove(harness: Harness, prefix: str) -> None:
-    like = f"{prefix}_%"
-    harness.execute(
-        ("DELETE FROM schedule_attempts WHERE schedule_id LIKE ?", [like]),
-        ("DELETE FROM webhook_deliveries WHERE schedule_id LIKE ?", [like]),
-        ("DELETE FROM schedules WHERE id LIKE ?", [like]),
-        ("DELETE FROM installations WHERE id LIKE ?", [like]),
-    )
+    harness.execute(*removal(prefix))
 
 
 def sent(harness: Harness, prefix: str) -> list[dict[str, Any]]:
@@ -59,6 +54,16 @@ def sent(harness: Harness, prefix: str) -> list[dict[str, Any]]:
         " ORDER BY s.id, a.attempt",
         f"{prefix}_%",
     )
+
+
+@contextlib.contextmanager
+def clocks_on(harness: Harness, core: LoopbackCore) -> Iterator[None]:
+    """The Worker in development against `core`, with SCHEDULE_CLOCK bound."""
+    with (
+        harness.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
+        harness.bound_clock(),
+    ):
+        yield
 
 
 def wait_until(ms: int) -> None:
@@ -74,10 +79,7 @@ def test_each_clock_sends_its_rows_at_their_second_in_its_own_invocation(
     dues = {f"{prefix}_a": [start, start + 1_500, start + 3_000], f"{prefix}_b": [start + 700]}
     seed(harness, core, prefix, dues)
     try:
-        with (
-            harness.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
-            harness.bound_clock(),
-        ):
+        with clocks_on(harness, core):
             # The cron's watchdog tells the clocks (they were never told: rows written here).
             harness.scheduled(now)
             [watchdog] = harness.sql(
@@ -117,10 +119,7 @@ def test_an_alarm_dropped_or_delivered_twice_and_each_row_is_still_sent_once(
     dropped, doubled = f"{prefix}_dropped", f"{prefix}_doubled"
     seed(harness, core, prefix, {dropped: [start, start], doubled: [start, start]})
     try:
-        with (
-            harness.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
-            harness.bound_clock(),
-        ):
+        with clocks_on(harness, core):
             harness.scheduled(now)
             harness.clock(drop=[dropped], twice=[doubled])
             wait_until(start + 2 * SECOND)

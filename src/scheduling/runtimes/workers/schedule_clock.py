@@ -20,7 +20,7 @@ from pyodide.ffi import JsException
 from scheduling.ports import ClockUnavailable
 from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runtimes.workers.clock import WorkersClock
-from scheduling.runtimes.workers.platform_limits import limit_of
+from scheduling.runtimes.workers.platform_limits import refusal
 
 # The one key an object keeps in its storage besides its alarm.
 INSTALLATION_KEY = "installation"
@@ -37,10 +37,8 @@ class DurableClocks:
             stub = self._binding.getByName(installation_id)
             return bool(await stub.arm(installation_id, wake_at))
         except JsException as exc:
-            limit = limit_of(str(exc))
-            if limit is not None:
-                raise limit from None
-            raise ClockUnavailable(getattr(exc, "name", "the clock did not answer")) from None
+            failed = ClockUnavailable(getattr(exc, "name", "the clock did not answer"))
+            raise refusal(str(exc), failed) from None
 
 
 class StorageAlarm:
