@@ -365,3 +365,20 @@ async def test_a_time_told_while_the_alarm_runs_stands_when_it_is_earlier() -> N
 
     assert await clock.ring(told_meanwhile) == 9_000
     assert store.at == 5_000
+
+
+@pytest.mark.looptime
+async def test_the_watchdog_tells_the_earliest_clocks_first_within_its_subrequests(
+    db: SqliteDatabase,
+) -> None:
+    # 25 subrequests a tick, less a batch of its own sends (20): five clocks told a minute.
+    world, clocks = clock_world(db, MAX_SENDS_PER_TICK="25")
+    installations = [await world.install() for _ in range(8)]
+    for n, installation in enumerate(installations):
+        await bulk_due(world, installation, 1, START_MS + (8 - n) * 5 * SECOND, f"w{n}_")
+
+    report = await world.app.tick(START_MS)
+
+    assert (report["clocks_rearmed"], report["limit_reached"]) == (5, 1)
+    assert set(clocks.next_wake_ups()) == {i.id for i in installations[3:]}
+    await clocks.stop()

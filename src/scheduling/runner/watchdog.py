@@ -11,6 +11,10 @@ zero; the operator sees them in the tick history and /admin/metrics.
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import partial
+
+from scheduling.concurrency import gather_limited
 from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS, wake_for
 from scheduling.ports import ClockUnavailable, LimitReached, ScheduleClocks
 from scheduling.repository import wake_ups
@@ -42,33 +46,36 @@ class Watchdog:
             self.report.caught = self.report.dispatched
 
     async def _tell_clocks(self) -> None:
-        """Each installation's clock told when it next has something due (one call each)."""
+        """Each installation's clock told when it next has something due (the earliest
+        first): one call each, `SEND_CONCURRENCY` at a time, as many as the subrequest budget
+        leaves room for beside a batch of the watchdog's own sends."""
         tick, engine = self.tick, self.tick.engine
+        config = tick.services.config
         statement = wake_ups.read_wake_ups(tick.trips.db, tick.clock() + WATCHDOG_HORIZON_MS)
         [result] = await tick.trips.send([statement])
-        unreachable = 0
-        for installation_id, due_at in wake_ups.wake_ups_from(result.results).items():
-            if not engine.budget.allows(
-                elapsed_ms=tick.elapsed_ms(),
-                statements=tick.trips.statements,
-                sends=engine.subrequests() + 1,
-            ):
-                engine.report.limit_reached = 1
-                break
-            engine.clock_calls += 1
-            try:
-                moved = await self.clocks.arm(installation_id, wake_for(due_at, self.lead_ms))
-            except ClockUnavailable:
-                unreachable += 1
-                continue
-            except LimitReached as limit:
-                engine.clock_calls -= 1
-                engine.reached(limit)
-                return
-            self.report.clocks_rearmed += int(moved)
-        if unreachable:
+        due = list(wake_ups.wake_ups_from(result.results).items())
+        room = max(0, engine.budget.sends - engine.subrequests() - config.max_rows_per_tick)
+        if len(due) > room:
+            self.report.limit_reached = 1  # the rest are told by the next tick
+        told = due[:room]
+        engine.clock_calls += len(told)
+        calls = [partial(self._tell, installation_id, at) for installation_id, at in told]
+        outcomes = Counter(await gather_limited(config.send_concurrency, calls))
+        engine.clock_calls -= outcomes["refused"]
+        self.report.clocks_rearmed += outcomes["moved"]
+        if outcomes["unreachable"]:
             log.warning(
                 "%d installations' clocks could not be told: the watchdog sends what they"
                 " leave overdue",
-                unreachable,
+                outcomes["unreachable"],
             )
+
+    async def _tell(self, installation_id: str, due_at: int) -> str:
+        try:
+            moved = await self.clocks.arm(installation_id, wake_for(due_at, self.lead_ms))
+        except ClockUnavailable:
+            return "unreachable"
+        except LimitReached as limit:  # refused unmade: the call is not counted
+            self.tick.engine.reached(limit)
+            return "refused"
+        return "moved" if moved else "kept"
