@@ -29,9 +29,11 @@ import asyncio
 import base64
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import looptime
 
 from bench.burst_bench import (
     FANOUT_INSTALLATIONS,
@@ -51,13 +53,16 @@ from bench.core_process import core_process
 from scheduling.actions.clock import tell_clock
 from scheduling.config import Configuration
 from scheduling.domain import associated_data
+from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import TOKEN_KEY, base_env, make_app
+from tests.support.app import START_MS, TOKEN_KEY, LoopClock, base_env, make_app
+from tests.support.queue import InFlight
+from tests.support.world import MINUTE, World, insert_due
 
 SECOND = 1_000
 MAX_IN_FLIGHT = 6
@@ -193,6 +198,81 @@ def run_pyodide(kind: str, rows: int, installations: int, latency_s: float, **ho
     return run
 
 
+# -- the model: the same code in loop time, each clock with a CPU of its own ----------------
+
+
+class OneWriter:
+    """A Database whose batches are written one at a time, each taking `ms` of loop time a
+    statement: D1's single writer, played."""
+
+    def __init__(self, inner: SqliteDatabase, ms: float) -> None:
+        self.inner = inner
+        self.ms = ms
+        self.statements = 0
+        self._writer = asyncio.Lock()
+
+    def prepare(self, sql: str) -> Statement:
+        return self.inner.prepare(sql)
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        async with self._writer:
+            await asyncio.sleep(len(statements) * self.ms / 1000)
+            self.statements += len(statements)
+            return await self.inner.batch(statements)
+
+
+def run_model(kind: str, rows: int, installations: int, latency_s: float, **how: Any) -> Run:
+    """The app, its local clocks and the fake Dee Wan in loop time (`looptime`): time passes
+    only when every task waits, so CPU costs nothing and what is left is the core's latency,
+    the clocks' own waits, and D1's writer at `how["d1_ms"]` a statement. What a deployment
+    whose every clock has an isolate of its own would see, as far as the code decides it."""
+    base = asyncio.new_event_loop()
+    assert isinstance(base, asyncio.BaseEventLoop)
+    loop = looptime.patch_event_loop(base, start=0)
+    try:
+        return loop.run_until_complete(_model(kind, rows, installations, latency_s, **how))
+    finally:
+        loop.close()
+
+
+async def _model(kind: str, rows: int, installations: int, latency_s: float, **how: Any) -> Run:
+    run = Run(f"model {how['d1_ms']:g} ms", kind, rows, installations, latency_s)
+    db = SqliteDatabase(":memory:")
+    apply_migrations(db.connection)
+    world = World(db, LoopClock(START_MS), env=base_env(SCHEDULE_CLOCK="1"))
+    clocks = LocalClocks(world.app, http=lambda: world.app.services.http)
+    world.app.services.clocks = clocks
+    world.core.faults.set_latency(latency_s)
+    watched = InFlight(world.app.services.http)
+    world.app.services.http = watched
+    start = START_MS + 10 * MINUTE
+    due = spread_due(start, rows, how["minutes"]) if kind == "spread" else (lambda i: start)
+    made = [await world.install() for _ in range(installations)]
+    for i in range(rows):
+        content = f"m{i}"
+        world.core.state.add_content(content, f"Item {i}")
+        group = world.core.state.group_of(content)
+        owner = made[i % installations].id
+        version, revision = group.current_version_id, group.revision
+        await insert_due(db, owner, content, due(i), version_id=version, workflow_revision=revision)
+    writer = OneWriter(db, how["d1_ms"])
+    world.app.services.db = writer
+    for installation in made:
+        await tell_clock(world.app.services, installation.id)
+    await asyncio.sleep((max(due(i) for i in range(rows)) - world.clock.now_ms()) / 1000)
+    while (await db.prepare(LIVE_SQL).first() or {}).get("n"):  # noqa: ASYNC110 - D1 polled
+        await asyncio.sleep(0.1)
+    run.busy_seconds = (world.clock.now_ms() - start) / 1000
+    await clocks.idle()
+    await clocks.stop()
+    run.lateness_ms = [r["late"] for r in (await db.prepare(LATENESS_SQL).all()).results]
+    run.statuses = {r["k"]: r["n"] for r in (await db.prepare(STATUS_SQL).all()).results}
+    run.alarms = (await db.prepare(ALARMS_SQL).all()).results
+    run.peak_per_installation = max(watched.peak.values(), default=0)
+    run.peak_total = watched.peak_total
+    return run
+
+
 # -- figures -----------------------------------------------------------------------------------
 
 
@@ -255,7 +335,8 @@ def main() -> None:
     parser.add_argument("--queue", action="store_true", help="the queue fan-out's row beside")
     parser.add_argument("--consumers", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide"])
+    parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide", "model"])
+    parser.add_argument("--d1-ms", type=float, nargs="+", default=[0.5, 1.0])
     args = parser.parse_args()
     print(
         f"An alarm clock per installation, the cron silenced; core answering in"
@@ -269,6 +350,8 @@ def main() -> None:
             show(asyncio.run(run_cpython("spread", rows, INSTALLATIONS, args.latency, **how)))
         if "pyodide" in args.runtime:
             show(run_pyodide("spread", rows, INSTALLATIONS, args.latency, **how))
+        for ms in args.d1_ms if "model" in args.runtime else ():
+            show(run_model("spread", rows, INSTALLATIONS, args.latency, d1_ms=ms, **how))
     for rows in args.burst_rows:
         if "cpython" in args.runtime:
             show(asyncio.run(run_cpython("burst", rows, FANOUT_INSTALLATIONS, args.latency)))
@@ -278,6 +361,8 @@ def main() -> None:
             show(run_pyodide("burst", rows, FANOUT_INSTALLATIONS, args.latency, ahead_s=20))
             if args.queue:
                 show_fanout(run_pyodide_fanout(rows, args.latency, args.consumers))
+        for ms in args.d1_ms if "model" in args.runtime else ():
+            show(run_model("burst", rows, FANOUT_INSTALLATIONS, args.latency, d1_ms=ms))
     print(f"Load average after: {os.getloadavg()[0]:.2f}")
 
 

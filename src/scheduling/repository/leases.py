@@ -76,6 +76,8 @@ class _ClaimAsk:
     lease_ms: int
     cap: int | None
     events: Sequence[OutboxEvent]
+    # Rows the cap held back told apart from those another runner took (one statement more).
+    apart: bool = True
 
 
 @dataclass
@@ -158,13 +160,17 @@ class Leases:
         lease_ms: int,
         cap: int,
         events: Sequence[OutboxEvent] = (),
+        *,
+        apart: bool = True,
     ) -> tuple[list[Claim], list[str], list[str]]:
         """As `claim`, but no installation ends up with more than `cap` live claims (rows
         running under a lease that has not expired), whoever holds them: a claim is an
         installation's send slot, taken by compare-and-set, freed by the settle, and gone
         with the lease. Returns the claims won, the ids refused, and the ids the cap held
-        back (still due, for a later claim)."""
-        return await self._claim(_ClaimAsk(rows, refusals, lease_token, now, lease_ms, cap, events))
+        back (still due, for a later claim). Without `apart`, every row not won counts as
+        held back (those another runner took too), and the claim costs a statement less."""
+        ask = _ClaimAsk(rows, refusals, lease_token, now, lease_ms, cap, events, apart)
+        return await self._claim(ask)
 
     async def _claim(self, ask: _ClaimAsk) -> tuple[list[Claim], list[str], list[str]]:
         trip = self._claim_trip(ask)
@@ -180,9 +186,12 @@ class Leases:
             for r in result.results
         ]
         held: list[str] = []
-        if ask.cap is not None and ask.rows:
+        if ask.cap is not None and ask.rows and ask.apart:
             busy = {str(r["installation_id"]): int(r["busy"]) for r in results[0].results}
             held = _held_back(ask.rows, won, busy, ask.cap)
+        elif ask.cap is not None:
+            won_ids = {claim.row.id for claim in won}
+            held = [row.id for row in ask.rows if row.id not in won_ids]
         return won, refused, held
 
     def _claim_trip(self, ask: _ClaimAsk) -> _ClaimTrip:
@@ -196,7 +205,7 @@ class Leases:
             ask.cap,
         )
         trip, values = _ClaimTrip(), self.trips.values
-        if rows and cap is not None:
+        if rows and cap is not None and ask.apart:
             installations = sorted({row.installation_id for row in rows})
             trip.statements.append(self.db.prepare(BUSY_SQL).bind(now, json.dumps(installations)))
         trip.mark("busy")

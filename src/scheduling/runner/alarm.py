@@ -34,6 +34,9 @@ class InstallationRows:
     runner's claims fill it) wait for one of its own batches to settle; with none of its own
     in flight, the source ends (`blocked`) and the alarm tries again a little later."""
 
+    # Not won is waiting, whoever holds the cap's claims: no statement to tell them apart.
+    apart = False
+
     def __init__(self, leases: Leases, installation_id: str, cap: int) -> None:
         self.leases = leases
         self.installation_id = installation_id

@@ -39,6 +39,8 @@ class MessageRows:
     own batches settles (its claims free room), so the rest keeps moving meanwhile.
     """
 
+    apart = True
+
     def __init__(self, leases: Leases, named: Sequence[Dispatched]) -> None:
         self.leases = leases
         self.pending: dict[str, str] = {}  # schedule id -> installation, in message order

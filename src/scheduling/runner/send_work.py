@@ -57,7 +57,10 @@ class Settled:
 
 
 class RowSource(Protocol):
-    """Where the sends' batches come from, and what it hears of them."""
+    """Where the sends' batches come from, and what it hears of them. `apart`: whether, under
+    a cap, it needs the rows the cap held back told apart from those another runner took."""
+
+    apart: bool
 
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
         """Up to `limit` rows to claim now; none ends the work."""
@@ -71,6 +74,8 @@ class RowSource(Protocol):
 class DueRows:
     """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
     those due that long (the clocks' watchdog leaves the rest to the clocks)."""
+
+    apart = True
 
     def __init__(self, leases: Leases, *, lag_ms: int = 0) -> None:
         self.leases = leases
@@ -168,7 +173,14 @@ class SendWork(OnEngine):
             )
         else:
             won, refused, held = await self.leases.claim_within(
-                wanted, refusals, lease_token, at, lease_ms, self.cap, events
+                wanted,
+                refusals,
+                lease_token,
+                at,
+                lease_ms,
+                self.cap,
+                events,
+                apart=self.source.apart,
             )
         self._count_claim(refusals, wanted, won, refused, held)
         return Claimed(won, refused, held)
