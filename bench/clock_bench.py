@@ -336,7 +336,7 @@ def main() -> None:
     parser.add_argument("--consumers", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide", "model"])
-    parser.add_argument("--d1-ms", type=float, nargs="+", default=[0.5, 1.0])
+    parser.add_argument("--d1-ms", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     args = parser.parse_args()
     print(
         f"An alarm clock per installation, the cron silenced; core answering in"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from scheduling.domain.claims import Claim, DueRow, SettledClaim
@@ -231,7 +231,12 @@ class Leases:
         return trip
 
     async def settle(
-        self, lease_token: str, settled: Sequence[SettledClaim], now: int
+        self,
+        lease_token: str,
+        settled: Sequence[SettledClaim],
+        now: int,
+        *,
+        last_sent: bool = True,
     ) -> list[str]:
         """End claims made under `lease_token`; returns the schedules whose lease was lost.
 
@@ -239,7 +244,8 @@ class Leases:
         lease token; once the lease expired another runner may have reclaimed it,
         and then nothing of the row changes. Sent claims finish their attempt
         row; unsent ones drop it and give the attempt back. Each installation sent to
-        keeps the instant of its latest send (`installations.last_sent_at`). The claims'
+        keeps the instant of its latest send (`installations.last_sent_at`), unless
+        `last_sent` is False (the caller notes it later: `note_last_sent`). The claims'
         events are written in the same batch, for the settles that applied only.
         """
         if not settled:
@@ -262,14 +268,26 @@ class Leases:
             statements += self.outbox.event_statements(lease_token, now, events)
         event_end = len(statements)
         statements += self._attempt_statements(settled)
+        if last_sent:
+            statements += self._last_sent_statements(latest_sends(settled))
         results = await self.trips.send(statements)
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
         self.outbox.written(results[settle_count:event_end])
         return [s.claim.row.id for s in settled if s.claim.row.id not in applied]
 
+    async def note_last_sent(self, latest: Mapping[str, int]) -> None:
+        """Each installation in `latest` keeps that instant as its latest send, if later than
+        the one it has (one statement for up to 50 installations)."""
+        if latest:
+            await self.trips.send(self._last_sent_statements(latest))
+
+    def _last_sent_statements(self, latest: Mapping[str, int]) -> list[Statement]:
+        if not latest:
+            return []
+        return self.trips.values(LAST_SENT_SQL, LAST_SENT, (), sorted(latest.items()))
+
     def _attempt_statements(self, settled: Sequence[SettledClaim]) -> list[Statement]:
-        """Sent claims finish their attempt row, unsent ones drop it; each installation sent
-        to keeps its latest send."""
+        """Sent claims finish their attempt row, unsent ones drop it."""
         values = self.trips.values
         statements: list[Statement] = []
         sent = [
@@ -282,14 +300,17 @@ class Leases:
             statements += values(FINISH_ATTEMPTS_SQL, FINISH_ATTEMPTS, (), sent)
         if unsent:
             statements += values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
-        last_sent: dict[str, int] = {}
-        for s in settled:
-            if s.attempt:
-                installation = s.claim.row.installation_id
-                last_sent[installation] = max(last_sent.get(installation, 0), s.attempt.started_at)
-        if last_sent:
-            statements += values(LAST_SENT_SQL, LAST_SENT, (), sorted(last_sent.items()))
         return statements
+
+
+def latest_sends(settled: Sequence[SettledClaim]) -> dict[str, int]:
+    """Each installation sent to, and when its latest request of `settled` left."""
+    latest: dict[str, int] = {}
+    for s in settled:
+        if s.attempt:
+            installation = s.claim.row.installation_id
+            latest[installation] = max(latest.get(installation, 0), s.attempt.started_at)
+    return latest
 
 
 def _held_back(

@@ -116,13 +116,21 @@ class RunnerInvocation:
         """What its log line says besides its counts."""
         return {}
 
-    async def _send(self, source: RowSource) -> None:
+    async def _send(self, source: RowSource, *, last_sent_later: bool = False) -> SendWork:
         """The schedules `source` gives, claimed, sent and settled; with a queue, the events
         their settles wrote that this invocation cannot send now are handed to it at once."""
         queue = self.services.queue
         handoff = None if queue is None else DeliveryHandoff(self.engine, self.outbox, queue)
-        work = SendWork(self.engine, self.leases, source, cap=self.cap, handoff=handoff)
+        work = SendWork(
+            self.engine,
+            self.leases,
+            source,
+            cap=self.cap,
+            handoff=handoff,
+            last_sent_later=last_sent_later,
+        )
         await self.engine.run(work)
+        return work
 
     async def _deliver(self, named: Sequence[str] | None = None) -> DeliveryWork | None:
         """The notifications due (only `named`, when given), after every send of the

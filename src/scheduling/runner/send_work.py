@@ -29,7 +29,7 @@ from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
 from scheduling.limits import batch_cost
 from scheduling.ports import LimitReached
-from scheduling.repository.leases import Leases
+from scheduling.repository.leases import Leases, latest_sends
 from scheduling.runner.delivery_handoff import DeliveryHandoff
 from scheduling.runner.engine import Batch, Engine, OnEngine
 from scheduling.runner.outbox_events import EventMaker
@@ -111,6 +111,7 @@ class SendWork(OnEngine):
         *,
         cap: int | None = None,
         handoff: DeliveryHandoff | None = None,
+        last_sent_later: bool = False,
     ) -> None:
         config = engine.services.config
         self.engine = engine
@@ -118,6 +119,10 @@ class SendWork(OnEngine):
         self.source = source
         self.cap = cap
         self.handoff = handoff
+        # Each installation's latest send noted by the caller once it is done, not with each
+        # batch's settle (`latest`: what it then notes).
+        self.last_sent_later = last_sent_later
+        self.latest: dict[str, int] = {}
         self.batch_size = config.max_rows_per_tick
         self.caps = Caps(
             max_attempts=config.max_attempts,
@@ -245,7 +250,9 @@ class SendWork(OnEngine):
     async def settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
         """Every claim under the batch's lease, in one round trip."""
         try:
-            lost = await self.leases.settle(batch.lease_token, done, self.clock())
+            lost = await self.leases.settle(
+                batch.lease_token, done, self.clock(), last_sent=not self.last_sent_later
+            )
         except LimitReached as limit:
             self.engine.reached(limit)
             self.report.unsettled += len(done)
@@ -257,6 +264,9 @@ class SendWork(OnEngine):
             self.source.settled(Settled(done, [], written=False))
             return
         self.report.lost_lease += len(lost)
+        if self.last_sent_later:
+            for installation, at in latest_sends(done).items():
+                self.latest[installation] = max(self.latest.get(installation, 0), at)
         kept = {end.claim.row.id for end in done} - set(lost)
         for end in done:
             code = end.settlement.result_code
