@@ -31,7 +31,17 @@ from tests.support.webhooks import (
     add_endpoint,
     with_receivers,
 )
-from tests.support.world import MINUTE, Browser, World, bulk_due, row, schedule, tick_at
+from tests.support.world import (
+    MINUTE,
+    Browser,
+    World,
+    bulk_due,
+    crash_during_send,
+    row,
+    schedule,
+    tick_at,
+    tick_until_sent,
+)
 
 OTHER_CHAT_URL = "https://team.example.org/hooks/incoming/a7b6c5d4e3f2g1h0i9j8/slack"
 SHOWN = "chat.example.com …Zq9X"
@@ -117,6 +127,57 @@ async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(
     ]
     [line] = chat.lines(second)
     assert line.startswith(f"• Could not publish “{title(world, 'cnt_page')}” (")
+
+
+async def test_a_reclaimed_lease_and_a_token_unreadable_are_lines_too(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """The unsent refusals a claim itself decides: a lease reclaimed past the cap, and a token
+    that no longer opens (its chat URL neither: the line waits for the key, then goes)."""
+    world = World(db, clock)
+    chat = Chat(world)
+    installation = await chat.set_up()
+    crashed = await schedule(world, installation, "cnt_en")
+    world.core.faults.push(Fault.delay(5), endpoint="transitions")
+    await crash_during_send(world, crashed["due_at"])
+    await tick_at(world, crashed["due_at"] + 900_001)
+    [text] = chat.receiver.texts()
+    assert chat.lines(text)[0].startswith("• Could not publish “Spring launch” (")
+    other_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+    elsewhere = World(db, clock, env=base_env(TOKEN_KEY=other_key))
+    elsewhere.core = world.core
+    with_receivers(elsewhere, chat.receiver)
+    unreadable = await schedule(world, installation, "cnt_page", in_minutes=30)
+    await tick_at(elsewhere, unreadable["due_at"])
+    assert (await row(world, unreadable["id"]))["result_code"] == "token_unreadable"
+    assert len(chat.receiver.deliveries) == 1  # its URL does not open under that key either
+    [waiting] = (
+        await db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'waiting'").all()
+    ).results
+    await tick_at(world, max(waiting["next_attempt_at"], unreadable["due_at"] + MINUTE))
+    [line] = chat.lines(chat.receiver.texts()[1])
+    assert "rotate it in Dee Wan" in line
+
+
+async def test_claimed_but_past_the_cap_when_its_slot_came_is_a_line_too(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    env = base_env(
+        SEND_CONCURRENCY="1", MAX_LATENESS_MS="60000", LEASE_MS="215000", TICK_BUDGET_MS="100000"
+    )
+    world = World(db, clock, env=env)
+    chat = Chat(world)
+    installation = await chat.set_up()
+    first = await schedule(world, installation, "cnt_en")
+    await schedule(world, installation, "cnt_page")
+    world.core.faults.push(Fault.delay(0.05), endpoint="transitions")
+    tick = await tick_until_sent(world, first["due_at"])
+    world.clock.advance(61_000)  # the one slot comes back to the second claim past its cap
+    assert (await tick)["refused_unsent_late"] == 1
+    [text] = chat.receiver.texts()
+    [line] = chat.lines(text)
+    assert line.startswith("• Could not publish “")
+    assert "too late to send" in line
 
 
 def title(world: World, content_id: str) -> str:

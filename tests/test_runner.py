@@ -437,7 +437,7 @@ async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
     """The engine waits for a batch's claims to hold their slots before it claims the next;
     a batch that raised before that (report code failing, say) must fail the tick, not leave
     it waiting for an admission that never comes (issue 32)."""
-    from scheduling.runner.engine import Engine
+    from scheduling.runner.send_work import SendWork
 
     installation = await world.install()
     due = world.clock.now + MINUTE
@@ -446,7 +446,7 @@ async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
     async def fails(*args: object) -> object:
         raise RuntimeError("report code raised")
 
-    monkeypatch.setattr(Engine, "_send_and_settle", fails)
+    monkeypatch.setattr(SendWork, "unslotted", fails)
     world.clock.now = due
     with pytest.raises(RuntimeError, match="report code raised"):
         await asyncio.wait_for(world.app.tick(due), 10)

@@ -73,6 +73,17 @@ class Work(Protocol[Item, Done]):
     async def settle(self, batch: Batch[Item], done: list[Done]) -> None: ...
 
 
+async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[None]) -> bool:
+    """Wait until every item of `batch` holds a slot; False when the batch ended first (it
+    raised), so the loop fails at once instead of waiting for an admission that never comes."""
+    waiting = asyncio.ensure_future(admitted.wait())
+    try:
+        await asyncio.wait((waiting, batch), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    return admitted.is_set()
+
+
 class OnEngine:
     """What runs on an engine (a work, a dispatch) reads the invocation's services, report and
     clock from it."""
@@ -89,17 +100,6 @@ class OnEngine:
 
     def clock(self) -> int:
         return self.engine.clock()
-
-
-async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[None]) -> bool:
-    """Wait until every item of `batch` holds a slot; False when the batch ended first (it
-    raised), so the run fails at once instead of waiting for an admission that never comes."""
-    waiting = asyncio.ensure_future(admitted.wait())
-    try:
-        await asyncio.wait((waiting, batch), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiting.cancel()
-    return admitted.is_set()
 
 
 class Engine:
