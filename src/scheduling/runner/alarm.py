@@ -111,7 +111,12 @@ class Alarm(RunnerInvocation):
 
     async def _work(self) -> None:
         while True:
-            due = await self._next_due()
+            try:
+                due = await self._next_due()
+            except LimitReached as limit:  # nothing more of D1 here: a fresh invocation goes on
+                self.engine.reached(limit)
+                self.next_wake = self.clock()
+                return
             now = self.clock()
             if due is None:
                 return

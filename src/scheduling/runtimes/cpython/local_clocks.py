@@ -31,12 +31,14 @@ from scheduling.services import log
 
 
 class TimerAlarm:
-    """One installation's alarm: a loop timer that calls `fire(set_for)` when it comes."""
+    """One installation's alarm: a loop timer that calls `fire(due)` when it comes (`due`:
+    its time, or when it was set if that was later, to measure how late it came)."""
 
     def __init__(self, now: Callable[[], int], fire: Callable[[int], None]) -> None:
         self.now = now
         self.fire = fire
         self.at: int | None = None
+        self.due = 0  # when it should come: its time, or when it was set if that is later
         self._timer: asyncio.TimerHandle | None = None
 
     async def get_alarm(self) -> int | None:
@@ -45,6 +47,7 @@ class TimerAlarm:
     async def set_alarm(self, at: int) -> None:
         self.cancel()
         self.at = at
+        self.due = max(at, self.now())  # a time in the past comes at once
         self._wait_for(at)
 
     def _wait_for(self, at: int) -> None:
@@ -59,7 +62,7 @@ class TimerAlarm:
             self._wait_for(at)
             return
         self.at, self._timer = None, None  # consumed: the alarm runs now
-        self.fire(at)
+        self.fire(self.due)
 
     def cancel(self) -> None:
         if self._timer is not None:

@@ -44,9 +44,12 @@ class DurableClocks:
 class StorageAlarm:
     """`AlarmStore` over a Durable Object's storage (`ctx.storage`, the SDK's wrapper)."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: Any, now: Callable[[], int]) -> None:
         self._storage = storage
-        self.set_for: int | None = None  # the last time set, while this instance lives
+        self._now = now
+        # When the alarm last set should come (its time, or when it was set if that was
+        # later: a time in the past fires at once), while this instance lives.
+        self.set_for: int | None = None
 
     async def get_alarm(self) -> int | None:
         at = await self._storage.getAlarm()
@@ -54,16 +57,17 @@ class StorageAlarm:
 
     async def set_alarm(self, at: int) -> None:
         await self._storage.setAlarm(at)
-        self.set_for = at
+        self.set_for = max(at, self._now())
 
 
 class ClockObject:
     """What one `ScheduleClock` Durable Object does, over its `ctx`."""
 
     def __init__(self, ctx: Any) -> None:
+        now = WorkersClock().now_ms
         self.storage = ctx.storage
-        self.alarm_store = StorageAlarm(self.storage)
-        self.clock = AlarmClock(self.alarm_store, WorkersClock().now_ms)
+        self.alarm_store = StorageAlarm(self.storage, now)
+        self.clock = AlarmClock(self.alarm_store, now)
         self.installation_id: str | None = None
 
     async def arm(self, installation_id: str, wake_at: int) -> bool:
