@@ -98,9 +98,10 @@ def installation_rows(
 
 
 def schedule_rows(
-    count: int, installations: int = INSTALLATIONS
+    count: int, installations: int = INSTALLATIONS, due: Callable[[int], int] = lambda i: T
 ) -> Iterable[tuple[str, list[Any]]]:
-    """Multi-row inserts of pending publishes due at T, under D1's 100 bound parameters."""
+    """Multi-row inserts of pending publishes due at T (row i at `due(i)`), under D1's 100
+    bound parameters."""
     per_row = 6
     per_statement = 100 // per_row
     for start in range(0, count, per_statement):
@@ -118,8 +119,8 @@ def schedule_rows(
                 installation,
                 f"cnt_{i}",
                 f"sched:{installation}:sch_{i}:r1",
-                T,
-                T,
+                due(i),
+                due(i),
             ]
         yield (
             "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
@@ -173,7 +174,13 @@ async def run_cpython(rows: int, latency_s: float) -> Burst:
 # -- Pyodide: the real Worker entry, Miniflare's D1, six connections ------------------------------
 
 
-def seed_pyodide(worker: Any, base_url: str, rows: int, installations: int) -> None:
+def seed_pyodide(
+    worker: Any,
+    base_url: str,
+    rows: int,
+    installations: int,
+    due: Callable[[int], int] = lambda i: T,
+) -> None:
     worker.execute(
         ("DELETE FROM schedule_attempts", []),
         ("DELETE FROM schedules", []),
@@ -185,7 +192,7 @@ def seed_pyodide(worker: Any, base_url: str, rows: int, installations: int) -> N
         made = installation_rows(base_url, worker.seal, installations)[chunk : chunk + 20]
         worker.execute(*made)
     batch: list[tuple[str, list[Any]]] = []
-    for statement in schedule_rows(rows, installations):
+    for statement in schedule_rows(rows, installations, due):
         batch.append(statement)
         if len(batch) == 50:
             worker.execute(*batch)

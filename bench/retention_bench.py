@@ -32,8 +32,8 @@ from typing import Any
 
 from scheduling.config import Configuration
 from scheduling.ports import Result, Statement
+from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.repository.retention import EXPIRED_ATTEMPTS_SQL
-from scheduling.repository.runner_store import DUE_SQL
 from scheduling.runner import retention
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase

@@ -41,7 +41,7 @@ from scheduling.domain.schedule import NewSchedule
 from scheduling.http.requests import Headers, Request
 from scheduling.repository import schedules, tick_history
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
-from scheduling.repository.runner_store import DUE_SQL
+from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.runner import history
 from scheduling.runner.report import TickReport
 from scheduling.runtimes.cpython.asgi import AsgiApp

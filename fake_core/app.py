@@ -1,12 +1,13 @@
 """The server's app: one route table for the protocol (/api/), the control API
-(/__fake/), the home page and its forms (/ui/), and the plugin's webhooks (/webhooks)."""
+(/__fake/), the home page and its forms (/ui/), the plugin's webhooks (/webhooks) and its
+chat messages (/chat/…)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
-from fake_core import control, home, ui, webhooks
+from fake_core import chat, control, home, ui, webhooks
 from fake_core.context import Context
 from fake_core.core import FakeCore
 from fake_core.install import PluginCaller
@@ -27,6 +28,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/", home.show),
     Route("GET", "/style.css", home.style),
     Route("POST", "/webhooks", webhooks.receive),
+    Route("POST", "/chat/", chat.receive, prefix=True),
     *ui.ROUTES,
     *control.ROUTES,
 )

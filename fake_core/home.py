@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fake_core import chat
 from fake_core.clock import readable
 from fake_core.context import Context
 from fake_core.routing import Request
@@ -110,6 +111,8 @@ async def show(ctx: Context, request: Request) -> Reply:
         secrets_kept=len(state.webhook_secrets),
         webhooks=[_webhook_row(entry) for entry in state.webhooks[::-1]],
         failures=failure_state(ctx),
+        chat_url=f"{ctx.core.base_url}/chat/scheduling",
+        chat_messages=[chat.shown(message) for message in state.chat_messages],
     )
     headers = {
         "content-type": "text/html; charset=utf-8",

@@ -33,6 +33,7 @@ from fake_core.state import (
     Installation,
     LaunchCode,
     Person,
+    ReceivedChat,
     ReceivedTransition,
     ReceivedWebhook,
     Remembered,
@@ -73,6 +74,7 @@ def state_to_json(state: CoreState) -> dict[str, Any]:
         "received": [asdict(entry) for entry in state.received],
         "webhook_secrets": list(state.webhook_secrets),
         "webhooks": [asdict(entry) for entry in state.webhooks],
+        "chat_messages": [asdict(entry) for entry in state.chat_messages],
     }
 
 
@@ -119,6 +121,7 @@ def state_from_json(data: Any) -> CoreState:
     # Written since the plugin's notifications; a file from before has none.
     state.webhook_secrets = [str(secret) for secret in data.get("webhook_secrets", [])]
     state.webhooks = [ReceivedWebhook(**entry) for entry in data.get("webhooks", [])]
+    state.chat_messages = [ReceivedChat(**entry) for entry in data.get("chat_messages", [])]
     return state
 
 

@@ -146,6 +146,15 @@ class ReceivedWebhook:
     finding: str  # why it was not verified, in a few words ("" when it was)
 
 
+@dataclass(frozen=True)
+class ReceivedChat:
+    """A message to the chat beside the core (`chat`), as its home page shows it."""
+
+    at_ms: int
+    channel: str  # the incoming webhook's path after /chat/
+    text: str
+
+
 class CoreState:
     def __init__(self) -> None:
         self.site = Site()
@@ -165,6 +174,8 @@ class CoreState:
         # the deliveries received, oldest first.
         self.webhook_secrets: list[str] = []
         self.webhooks: list[ReceivedWebhook] = []
+        # The plugin's chat messages, oldest first.
+        self.chat_messages: list[ReceivedChat] = []
 
     # -- seeding -------------------------------------------------------------
 

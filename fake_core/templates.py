@@ -26,7 +26,7 @@ HOME = """{% from "forms.html" import action_form %}
 <p>Site {{ site.id }}, time zone {{ site.timezone }}.
 Core base URL {{ base_url }}.</p>
 <nav aria-label="On this page"><a href="#installations">Installations</a> · <a href="#manage">Manage</a> ·
-<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a> · <a href="#webhooks">Webhooks received</a> · <a href="#failures">Fail on purpose</a></nav>
+<a href="#content">Content</a> · <a href="#transitions">Transitions received{% if tick %} and Run the tick now{% endif %}</a> · <a href="#webhooks">Webhooks received</a> · <a href="#chat">Chat</a> · <a href="#failures">Fail on purpose</a></nav>
 {% if notice %}<p class="notice" role="status">{{ notice }}</p>{% endif %}
 <h2 id="installations">Installations</h2>
 <p>Rotating gives the installation a new token; the old one stops working at once.
@@ -103,6 +103,18 @@ A rotation code (dwa_…) is minted by the plugin's operator for that installati
 {% endfor %}
 </tbody></table>
 {% endif %}
+<h2 id="chat">Chat</h2>
+<p>A chat for the plugin's chat endpoints: add <code>{{ chat_url }}</code> as an endpoint of kind "Chat message" under Notifications on the plugin's Manage page (any path after <code>/chat/</code> names a channel). It takes what Slack's incoming webhooks take, <code>{"text": "…"}</code>, and shows each message as a chat would.</p>
+{% if not chat_messages %}
+<p>No chat message yet.</p>
+{% else %}
+<ol class="chat" aria-label="Chat messages, oldest first">
+{% for m in chat_messages %}
+<li class="chat-message" data-chat-channel="{{ m.channel }}"><p class="chat-from"><strong>Scheduling</strong> <span class="chat-app">app</span> · #{{ m.channel }} · {{ m.when }} UTC</p>
+<div class="chat-text">{% for line in m.lines %}<p>{% for piece, link in line %}{% if link %}<a href="{{ piece }}">{{ piece }}</a>{% else %}{{ piece }}{% endif %}{% endfor %}</p>{% endfor %}</div></li>
+{% endfor %}
+</ol>
+{% endif %}
 <h2 id="failures">Fail on purpose</h2>
 <p>See how the plugin tells of each failure, and how a person finishes it from its pages. Each switch acts on Dee Wan's answers to the plugin (this page keeps working).</p>
 <p data-failures>{% if failures %}{{ failures|join(" ") }}{% else %}Now: Dee Wan answers normally.{% endif %}</p>
@@ -121,6 +133,9 @@ table{border-collapse:collapse;margin-bottom:1.5rem}td,th{border:1px solid #ccc;
 form{display:inline-block;margin:.15rem .3rem .15rem 0}label,form select{margin-right:.3rem}
 button,select,input{min-height:26px;min-width:26px;max-width:100%}
 .notice{background:#ffd;padding:.5rem;border:1px solid #cc9}.log td:first-child{white-space:nowrap}
+.chat{list-style:none;padding:0;max-width:48rem}.chat-message{border-left:4px solid #4a154b;padding:.3rem .8rem;margin:0 0 .8rem;background:#f8f8fa}
+.chat-from{margin:0 0 .3rem;color:#333}.chat-app{font-size:.75rem;background:#ddd;border-radius:3px;padding:0 .25rem}
+.chat-text p{margin:.1rem 0;overflow-wrap:anywhere}
 @media (max-width:48rem){
 body{margin:1rem}
 table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:auto}

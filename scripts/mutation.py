@@ -64,11 +64,19 @@ MODULES: dict[str, Target] = {
     "domain/base_url.py": Target(("tests/test_base_url.py", "tests/test_activation.py")),
     "domain/pins.py": Target(("tests/test_pins.py", "tests/test_editor_page.py")),
     "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
-    "domain/outcomes.py": Target(("tests/test_plugin_contract.py",)),
+    "domain/outcomes.py": Target(("tests/test_plugin_contract.py", "tests/test_docs.py")),
     "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
-    # The runner's batch loop, and its claim/send/settle unit.
-    "runner/drain.py": Target(("tests/test_runner.py", "tests/test_runner_drain.py")),
-    "runner/batch.py": Target(("tests/test_runner.py", "tests/test_runner_limits.py")),
+    # The runner's one engine (its batch loop: issue 28 replaced drain.py with it), and its
+    # schedule sends (the claim/send/settle unit that replaced batch.py).
+    "runner/engine.py": Target(
+        (
+            "tests/test_runner.py",
+            "tests/test_runner_drain.py",
+            "tests/test_queue_fanout.py",
+            "tests/test_notifications.py",
+        )
+    ),
+    "runner/send_work.py": Target(("tests/test_runner.py", "tests/test_runner_limits.py")),
 }
 
 # mutmut's statuses, as this table counts them.

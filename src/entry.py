@@ -1,5 +1,6 @@
-"""The Worker entry: route fetch to the app, run one runner tick from the cron trigger, and
-consume the runner's queue messages (when `SEND_QUEUE` and this Worker's consumer are set).
+"""The Worker entry: route fetch to the app, run one runner tick from the cron trigger,
+consume the runner's queue messages (when `SEND_QUEUE` and this Worker's consumer are set),
+and, with the `SCHEDULE_CLOCK` binding, an alarm clock per installation (`ScheduleClock`).
 
 What this top level imports lands in the memory snapshot Cloudflare takes at deploy, and
 counts against the startup limit: the runner's path only, which every invocation needs. The
@@ -8,10 +9,11 @@ HTTP app is imported by an isolate's first request (`runtimes/workers/isolate.py
 
 from typing import Any
 
-from workers import WorkerEntrypoint
+from workers import DurableObject, WorkerEntrypoint
 
 from scheduling.runtimes.workers import isolate
 from scheduling.runtimes.workers.bridge import configure_logging
+from scheduling.runtimes.workers.schedule_clock import ClockObject
 
 configure_logging()
 
@@ -25,3 +27,18 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
 
     async def queue(self, batch: Any, env: Any = None, ctx: Any = None) -> None:
         await isolate.queue(self.env, batch)
+
+
+class ScheduleClock(DurableObject):  # type: ignore[misc]
+    """One installation's alarm clock (bound as `SCHEDULE_CLOCK`, one object per installation,
+    named by its id): `arm` over RPC moves its alarm earlier, `alarm` sends what is due."""
+
+    def __init__(self, ctx: Any, env: Any) -> None:
+        super().__init__(ctx, env)
+        self.object = ClockObject(self.ctx)
+
+    async def arm(self, installation_id: str, wake_at: int) -> bool:
+        return await self.object.arm(str(installation_id), int(wake_at))
+
+    async def alarm(self, alarm_info: Any = None) -> None:
+        await self.object.ring(isolate.alarm_of(self.env))

@@ -12,9 +12,10 @@ from fake_core import FakeCore
 from fake_core.app import FakeCoreApp
 from fake_core.saved_state import state_from_json, state_to_json
 from fake_core.webhooks import check
+from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
-from tests.support.webhooks import add_endpoint
+from tests.support.webhooks import add_chat_endpoint, add_endpoint
 from tests.support.world import World, schedule, tick_at
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -28,6 +29,25 @@ def signed(secret: str, body: str, at_ms: int = NOW_MS) -> dict[str, str]:
         "webhook-timestamp": str(at_ms // 1000),
         "webhook-signature": Webhook(secret).sign("msg_1", when, body),
     }
+
+
+class ToFakeCore:
+    """The plugin's outbound port: what it posts to the fake core's receiver (`/webhooks`)
+    or chat (`/chat/…`) goes to those server routes; the rest to `inner`."""
+
+    def __init__(self, inner: HttpClient, core_app: FakeCoreApp, base_url: str) -> None:
+        self.inner = inner
+        self.core_app = core_app
+        self.base_url = base_url
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        path = request.url.removeprefix(self.base_url)
+        if path != request.url and (path == "/webhooks" or path.startswith("/chat/")):
+            reply = await self.core_app.dispatch(
+                "POST", path, dict(request.headers), request.body or b""
+            )
+            return OutboundResponse(reply.status, dict(reply.headers), reply.body)
+        return await self.inner.send(request)
 
 
 @pytest.mark.parametrize(
@@ -73,25 +93,7 @@ async def test_a_delivery_from_the_plugin_is_verified_once_its_secret_is_pasted(
         env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example"),
     )
     core_app = FakeCoreApp(world.core)
-
-    class ToFakeCore:
-        """The plugin's outbound port: webhooks to the fake core's server routes."""
-
-        def __init__(self, inner: object) -> None:
-            self.inner = inner
-
-        async def send(self, request: object) -> object:
-            from scheduling.ports import OutboundRequest, OutboundResponse
-
-            assert isinstance(request, OutboundRequest)
-            if request.url.endswith("/webhooks"):
-                reply = await core_app.dispatch(
-                    "POST", "/webhooks", dict(request.headers), request.body or b""
-                )
-                return OutboundResponse(reply.status, dict(reply.headers), reply.body)
-            return await self.inner.send(request)  # type: ignore[attr-defined]
-
-    world.app.services.http = ToFakeCore(world.app.services.http)  # type: ignore[assignment]
+    world.app.services.http = ToFakeCore(world.app.services.http, core_app, world.core.base_url)
     installation = await world.install()
     manage = await world.browser_for(installation, content_id=None)
     secret = await add_endpoint(manage, installation.id, f"{world.core.base_url}/webhooks")
@@ -137,3 +139,38 @@ async def test_a_pasted_value_that_is_no_secret_is_not_kept() -> None:
     assert core.state.webhook_secrets == []
     home = (await app.dispatch("GET", "/", {}, b"")).body.decode()
     assert "Not kept: a signing secret starts with whsec_." in home
+
+
+async def test_the_chat_beside_it_shows_the_plugins_messages_as_a_chat_would(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """A chat endpoint on the fake core's `/chat/…`: the plugin's digest arrives, answered
+    `200 ok` as Slack answers, and the home page shows it: who, when, its lines, its link."""
+    world = World(
+        db,
+        clock,
+        env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example"),
+    )
+    core_app = FakeCoreApp(world.core)
+    chat_url = f"{world.core.base_url}/chat/editors"
+    world.app.services.http = ToFakeCore(world.app.services.http, core_app, world.core.base_url)
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    await add_chat_endpoint(manage, installation.id, chat_url)
+    s = await schedule(world, installation)
+    world.core.state.edit("cnt_en")  # it will be refused as stale
+    report = await tick_at(world, s["due_at"])
+    assert report["webhooks_delivered"] == 1
+    [message] = world.core.state.chat_messages
+    assert message.channel == "editors"
+    home = (await core_app.dispatch("GET", "/", {}, b"")).body.decode()
+    assert home.count('class="chat-message"') == 1
+    assert "<strong>Scheduling</strong>" in home
+    assert "• Could not publish “Spring launch”" in home
+    page = f"https://scheduling.example/installations/{installation.id}"
+    assert f'<a href="{page}">{page}</a>' in home
+    for bad, answer in ((b"[]", b"invalid_payload"), (b'{"text": " "}', b"no_text")):
+        refused = await core_app.dispatch("POST", "/chat/editors", {}, bad)
+        assert (refused.status, refused.body) == (400, answer)
+    again = state_from_json(state_to_json(world.core.state))
+    assert again.chat_messages == world.core.state.chat_messages

@@ -617,7 +617,13 @@ endpoint_events = st.lists(
 )
 
 
+endpoint_kinds = (
+    st.none() | st.sampled_from(["webhook", "chat", "", "Chat", "sms"]) | st.text(max_size=8)
+)
+
+
 def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> None:
+    from scheduling.channels.chat import shown_url
     from scheduling.domain.endpoint_url import endpoint_url_problem
     from scheduling.domain.notifications import EVENT_TYPES
 
@@ -629,11 +635,13 @@ def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> No
     @given(
         endpoint_urls,
         endpoint_events,
+        endpoint_kinds,
         st.lists(st.tuples(st.text(min_size=1, max_size=6), st.text(max_size=10)), max_size=40),
     )
-    def one(url: str, events: list[str], extra: list[tuple[str, str]]) -> None:
+    def one(url: str, events: list[str], kind: str | None, extra: list[tuple[str, str]]) -> None:
         fields = [*extra, ("csrf_token", browser.csrf()), ("opened_for", "manage"), ("url", url)]
         fields += [("events", event) for event in events]
+        fields += [] if kind is None else [("kind", kind)]
         before = stage.snapshot()
         response = stage.run(browser.post_pairs(path, fields))
         check_answer("POST", response)
@@ -642,12 +650,18 @@ def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> No
             assert stage.snapshot() == before
             return
         stored = stage.db.connection.execute(
-            "SELECT id, url FROM notification_endpoints ORDER BY created_at DESC, rowid DESC"
+            "SELECT id, url, kind, secret_sealed FROM notification_endpoints"
+            " ORDER BY created_at DESC, rowid DESC"
         ).fetchall()
         assert len(stored) <= 5
-        endpoint_id, kept = stored[0]
-        assert kept == url.strip()
-        assert endpoint_url_problem(kept, config) is None
+        endpoint_id, kept, kept_kind, sealed = stored[0]
+        assert kept_kind == next((v for k, v in fields if k == "kind"), "webhook")
+        assert endpoint_url_problem(url.strip(), config) is None
+        if kept_kind == "chat":  # the URL is sealed: only its host and last 4 are kept plain
+            assert kept == shown_url(url.strip())
+            assert url.strip() not in sealed
+        else:
+            assert kept == url.strip()
         subscribed = stage.db.connection.execute(
             "SELECT event_type FROM notification_subscriptions WHERE endpoint_id = ?",
             (endpoint_id,),

@@ -17,7 +17,14 @@ from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock
-from tests.support.webhooks import Receiver, add_endpoint, signed_by, with_receivers
+from tests.support.webhooks import (
+    CHAT_URL,
+    Receiver,
+    add_chat_endpoint,
+    add_endpoint,
+    signed_by,
+    with_receivers,
+)
 from tests.support.world import World
 
 RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9+/=]{20,}")
@@ -86,7 +93,8 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     caplog.set_level(logging.DEBUG)
     world = World(file_db, clock)
     receiver = Receiver()
-    with_receivers(world, receiver)
+    chat = Receiver(CHAT_URL)
+    with_receivers(world, receiver, chat)
     seen: list[str] = []
 
     # Install: the core fetches the manifest, takes the code, activates with a fresh token.
@@ -109,6 +117,9 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     )
     webhook_secret = re.findall(r"data-webhook-secret>([^<]+)<", rotated_page.body.decode())[0]
     seen.append(webhook_secret)
+    # A chat endpoint: its URL is its secret, shown once too.
+    await add_chat_endpoint(manage, installation.id, CHAT_URL)
+    seen.append(CHAT_URL.split("/services/")[1])
 
     # Use it: a launch (delegation sealed into a session) and a schedule sent with the token.
     due = await schedule_soon(world, installation.id, "cnt_en")
@@ -140,6 +151,8 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     assert result == {"status": "refused", "result_code": "plugin_unauthorized"}
     [told] = receiver.deliveries  # the refusal was told, signed with the rotated secret
     assert signed_by(webhook_secret, told)
+    [said] = chat.texts()  # and said in the chat, in words
+    assert said.startswith("• Could not publish “Later”")
     later_pages.append((await manage.get(f"/installations/{installation.id}")).body)
     page = await open_page.get(f"/installations/{installation.id}")
     assert page.status == 401
@@ -164,7 +177,9 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
             assert form.encode() not in stored
             assert form.encode() not in logs
     # Nor in a page after the one that showed it, nor in what was sent to the endpoint.
-    sent = b"".join(d.body + repr(d.headers).encode() for d in receiver.deliveries)
+    sent = b"".join(
+        d.body + repr(d.headers).encode() for d in (*receiver.deliveries, *chat.deliveries)
+    )
     for shown_after in (*later_pages, sent):
         assert RAW_SECRET.findall(shown_after) == []
         for secret in seen:

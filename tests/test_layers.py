@@ -32,8 +32,8 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         frozenset({"config", "services", "failure_throttle", "plugin_contract"}),
     ),
     (
-        "the Dee Wan client, the webhook client and the repository",
-        frozenset({"dee_wan", "webhooks", "repository"}),
+        "the Dee Wan client, the notification channels and the repository",
+        frozenset({"dee_wan", "channels", "repository"}),
     ),
     ("the use cases and the runner", frozenset({"actions", "runner"})),
     ("HTTP: requests, responses, guards", frozenset({"http"})),

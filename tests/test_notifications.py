@@ -18,6 +18,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.waiting import until
 from tests.support.webhooks import (
+    DEE_WAN_REFUSALS,
     HOOK_URL,
     Receiver,
     add_endpoint,
@@ -85,20 +86,6 @@ async def deliveries(world: World, where: str = "1 = 1") -> list[dict[str, Any]]
 
 
 # -- every way a schedule ends refused ----------------------------------------------------
-
-DEE_WAN_REFUSALS = [
-    (Fault.respond(400, "invalid_request"), "invalid_request"),
-    (Fault.respond(401, "plugin_unauthorized"), "plugin_unauthorized"),
-    (Fault.respond(403, "capability_refused"), "capability_refused"),
-    (Fault.respond(403, "requester_unauthorized"), "requester_unauthorized"),
-    (Fault.respond(404, "content_not_found"), "content_not_found"),
-    (Fault.respond(409, "scheduled_target_stale"), "scheduled_target_stale"),
-    (Fault.respond(409, "idempotency_key_reused"), "idempotency_key_reused"),
-    (Fault.respond(422, "transition_refused"), "transition_refused"),
-    (Fault.bad_json(200), "untrusted_response"),
-    (Fault.redirect(302), "untrusted_response"),
-    (Fault.respond(429, "slow_down", retry_after="301"), "retry_exhausted"),  # past the cap
-]
 
 
 @pytest.mark.parametrize(
@@ -343,13 +330,14 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
     hooks.loud.answer_next(500, 500, "timeout", "drop", 503)
     now = s["due_at"]
     await tick_at(world, now)
-    for delay in RETRY_DELAYS_MS:
+    for delay in RETRY_DELAYS_MS[:5]:
         [waiting] = await deliveries(
             world,
             f"endpoint_id IN (SELECT id FROM notification_endpoints WHERE url = '{HOOK_URL}')",
         )
         assert waiting["status"] == "waiting"
-        assert waiting["next_attempt_at"] - now == delay  # 30 s, 2 min, 10 min, 1 h, 6 h
+        # 30 s, 2 min, 10 min, 1 h, 3 h, each 80–100 % of that (jitter)
+        assert 0.8 * delay <= waiting["next_attempt_at"] - now <= delay
         now = waiting["next_attempt_at"]
         assert (await tick_at(world, now - 1))["webhook_sends"] == 0  # not before its time
         await tick_at(world, now)
@@ -373,7 +361,7 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
     assert len(hooks.other.deliveries) == 1
 
 
-async def test_gives_up_24_hours_after_the_event(world: World, hooks: Endpoints) -> None:
+async def test_gives_up_72_hours_after_the_event(world: World, hooks: Endpoints) -> None:
     installation = await hooks.set_up()
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
@@ -392,8 +380,8 @@ async def test_gives_up_24_hours_after_the_event(world: World, hooks: Endpoints)
     else:
         pytest.fail("the delivery was still waiting after 20 ticks")
     assert current["status"] == "failed"
-    assert current["finished_at"] - first["created_at"] == 24 * 60 * MINUTE
-    assert len(hooks.loud.deliveries) == current["attempt_count"] == 9
+    assert current["finished_at"] - first["created_at"] == 72 * 60 * MINUTE
+    assert len(hooks.loud.deliveries) == current["attempt_count"] >= 12
 
 
 async def test_a_410_disables_the_endpoint_and_what_it_had_waiting(

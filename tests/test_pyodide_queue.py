@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.pyodide_harness.harness import Harness
-from tests.support.d1_rows import DUE, installation_row, schedule_row
+from tests.support.d1_rows import DUE, installation_row, removal, schedule_row
 from tests.support.loopback_core import LoopbackCore, loopback_core
 
 pytestmark = pytest.mark.pyodide
@@ -38,12 +38,7 @@ def seed(harness: Harness, core: LoopbackCore, prefix: str, installations: int, 
 
 
 def remove(harness: Harness, prefix: str) -> None:
-    like = f"{prefix}_%"
-    harness.execute(
-        ("DELETE FROM schedule_attempts WHERE schedule_id LIKE ?", [like]),
-        ("DELETE FROM schedules WHERE id LIKE ?", [like]),
-        ("DELETE FROM installations WHERE id LIKE ?", [like]),
-    )
+    harness.execute(*removal(prefix))
 
 
 def statuses(harness: Harness, prefix: str) -> dict[str, int]:

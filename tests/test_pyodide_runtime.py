@@ -6,17 +6,19 @@ are the defaults the configuration model declares.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from scheduling.config import VARIABLES, Configuration
 from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS
-from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING
-from scripts.wrangler_config import read_config
+from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING, SCHEDULE_CLOCK_BINDING
+from scripts.wrangler_config import parse_config, read_config
 from tests.pyodide_harness.harness import (
     HERE,
     ROOT,
@@ -122,7 +124,10 @@ def test_wrangler_example_vars_are_every_variable_with_its_default() -> None:
     assert "wrangler secret put TOKEN_KEY" in text
 
 
-def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path: Path) -> None:
+def wrangler_runner(
+    tmp_path: Path, config: Path
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """wrangler 4.86.0 from the harness's packages, on `config`, run in `tmp_path`."""
     if node_path() is None:
         pytest.skip("node is not installed: wrangler needs Node 20+")
     wrangler = HERE / "node_modules" / "wrangler" / "bin" / "wrangler.js"
@@ -130,7 +135,7 @@ def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path:
         shared_harness()  # runs setup.sh when node_modules is missing
     env = {**os.environ, "CI": "true", "WRANGLER_SEND_METRICS": "false", "NO_COLOR": "1"}
 
-    def run_wrangler(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    def run_wrangler(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [node_path() or "node", str(wrangler), *args, "--config", str(config)],
             cwd=tmp_path,
@@ -141,6 +146,10 @@ def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path:
             check=False,
         )
 
+    return run_wrangler
+
+
+def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path: Path) -> None:
     # With the queue switched on, as its comment says, beside the same src/ (paths in a
     # config are relative to it).
     switched = tmp_path / "switched"
@@ -151,7 +160,7 @@ def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path:
     )
     for config, queue in ((WRANGLER_EXAMPLE, False), (switched / "wrangler.jsonc", True)):
         out = tmp_path / f"out-{queue}"
-        deploy = run_wrangler(config, "deploy", "--dry-run", "--outdir", str(out))
+        deploy = wrangler_runner(tmp_path, config)("deploy", "--dry-run", "--outdir", str(out))
         output = deploy.stdout + deploy.stderr
         assert deploy.returncode == 0, output
         assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
@@ -159,8 +168,7 @@ def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path:
         assert ("env.SEND_QUEUE (dee-wan-scheduling-sends)" in output) is queue
         assert "env.MAX_ROWS_PER_TICK (20)" in output
         assert (out / "entry.py").exists()
-    migrations = run_wrangler(
-        WRANGLER_EXAMPLE,
+    migrations = wrangler_runner(tmp_path, WRANGLER_EXAMPLE)(
         "d1",
         "migrations",
         "list",
@@ -229,3 +237,45 @@ def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
         assert '"error":"Misconfigured"' in log
     finally:
         unbound.close()
+
+
+def clocks_turned_on(text: str) -> str:
+    """The example with its one commented SCHEDULE_CLOCK block uncommented, as an operator
+    turns the clocks on."""
+    lines = text.splitlines()
+    start = lines.index('  // "durable_objects": {')
+    end = next(i for i, line in enumerate(lines) if '"new_sqlite_classes"' in line)
+    for i in range(start, end + 1):
+        assert lines[i].startswith("  // "), lines[i]
+        lines[i] = "  " + lines[i].removeprefix("  // ")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_alarm_clocks_are_off_as_written_and_one_block_turns_them_on(tmp_path: Path) -> None:
+    assert "durable_objects" not in _example()
+    assert "migrations" not in _example()
+    text = clocks_turned_on(WRANGLER_EXAMPLE.read_text("utf-8"))
+    config = parse_config(text)
+    assert config["durable_objects"] == {
+        "bindings": [{"name": SCHEDULE_CLOCK_BINDING, "class_name": "ScheduleClock"}]
+    }
+    # A SQLite-backed class (Durable Objects' storage for new classes; Free plans need it).
+    [migration] = config["migrations"]
+    assert migration["new_sqlite_classes"] == ["ScheduleClock"]
+    entry = (WRANGLER_EXAMPLE.parent / "src" / "entry.py").read_text("utf-8")
+    assert "class ScheduleClock(DurableObject):" in entry
+
+    # wrangler resolves paths from the config's folder: this copy names them in full.
+    root = WRANGLER_EXAMPLE.parent
+    text = text.replace('"src/entry.py"', json.dumps(str(root / "src" / "entry.py")))
+    text = text.replace(
+        '"src/scheduling/migrations"', json.dumps(str(root / "src" / "scheduling" / "migrations"))
+    )
+    written = tmp_path / "wrangler.jsonc"
+    written.write_text(text, "utf-8")
+    deploy = wrangler_runner(tmp_path, written)("deploy", "--dry-run", "--outdir", "out")
+    output = deploy.stdout + deploy.stderr
+    assert deploy.returncode == 0, output
+    assert "env.SCHEDULE_CLOCK (ScheduleClock)" in output
+    assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
+    assert "Unexpected fields" not in output, output

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -59,18 +60,19 @@ def receiver() -> Iterator[LoopbackReceiver]:
 
 @contextmanager
 def _refusal_due(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver, kind: str = "webhook"
 ) -> Iterator[tuple[str, str, int]]:
-    """An installation with one endpoint (the receiver) and a publish due at the next whole
-    minute but one, which Dee Wan will refuse (409); yields the installation's id, the
-    endpoint's secret and the due instant, and removes them after."""
+    """An installation with one endpoint of `kind` (the receiver) and a publish due at the
+    next whole minute but one, which Dee Wan will refuse (409); yields the installation's id,
+    the endpoint's secret (a chat's: its URL) and the due instant, and removes them after."""
     origin = receiver.url.rsplit("/", 1)[0]
     dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
     with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
         installation_id = install(core, client)["id"]
         browser = Browser(client, harness.origin)
         try:
-            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+            add = _add_chat_endpoint if kind == "chat" else _add_endpoint
+            secret = add(harness, core, browser, installation_id, receiver.url)
             due = _schedule_soon(core, browser, installation_id)
             core.control(
                 "POST",
@@ -130,6 +132,83 @@ def test_with_a_queue_the_consumer_that_settles_a_refusal_tells_it(
         invocations = harness.events("runner_consume")[consumed:]
         [settling] = [line for line in invocations if line["refused"]]
         assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
+
+
+def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    with _refusal_due(harness, core, receiver, kind="chat") as (installation_id, url, due):
+        harness.scheduled(due)
+        [message] = receiver.deliveries
+        assert message.headers["content-type"] == "application/json"
+        text = json.loads(message.body)["text"]
+        [line, tail] = text.split("\n")
+        assert line.startswith("• Could not publish “Spring launch” (")  # its title, sealed in D1
+        assert line.endswith(": The content's workflow state does not allow this now.")
+        assert tail.endswith(f"/installations/{installation_id}")
+        [row] = harness.sql(
+            "SELECT status, last_http_status FROM webhook_deliveries WHERE installation_id = ?",
+            installation_id,
+        )
+        assert row == {"status": "delivered", "last_http_status": 204}
+        harness.scheduled(due + MINUTE)
+        assert len(receiver.deliveries) == 1  # told once
+        assert url not in "".join(json.dumps(e) for e in harness.events("runner_tick"))
+
+
+def test_a_chat_endpoint_of_an_unknown_kind_is_refused_with_a_code(
+    harness: Harness, core: FakeCoreProcess
+) -> None:
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": core.base_url}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            refused = _post_endpoint(
+                core, browser, installation_id, "https://chat.example.com/hook", kind="sms"
+            )
+            assert refused.status_code == 422
+            assert 'data-error-code="unknown_endpoint_kind"' in refused.text
+            assert (
+                harness.sql(
+                    "SELECT id FROM notification_endpoints WHERE installation_id = ?",
+                    installation_id,
+                )
+                == []
+            )
+        finally:
+            remove_installation(harness, installation_id)
+
+
+def _post_endpoint(
+    core: FakeCoreProcess, browser: Browser, installation_id: str, url: str, *, kind: str
+) -> httpx.Response:
+    """The Notifications form, from a manage launch, hearing of refusals."""
+    csrf = launch(core, browser, installation_id)
+    fields = {"csrf_token": csrf, "opened_for": "manage", "kind": kind, "url": url}
+    form = {**fields, "events": ["schedule.refused"]}
+    return browser.post_form(f"/installations/{installation_id}/notifications", form)
+
+
+def _add_chat_endpoint(
+    harness: Harness, core: FakeCoreProcess, browser: Browser, installation_id: str, url: str
+) -> str:
+    """Through the manage page's form with kind `chat`: the URL is shown once, D1 holds it
+    sealed (WebCrypto) and, in plain, only its host and last 4 characters."""
+    added = _post_endpoint(core, browser, installation_id, url, kind="chat")
+    assert added.status_code == 303, added.text
+    page = browser.get(f"/installations/{installation_id}").text
+    assert f"data-chat-url>{url}<" in page, page[-3000:]
+    assert url not in browser.get(f"/installations/{installation_id}").text  # once
+    [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
+    [row] = harness.sql(
+        "SELECT url, secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
+    )
+    assert row["url"] == f"127.0.0.1:{url.split(':')[2].split('/')[0]} …{url[-4:]}"
+    assert url not in row["secret_sealed"]
+    context = associated_data.chat_url(installation_id, endpoint_id)
+    assert harness.open(row["secret_sealed"], context) == {"plaintext": url}
+    return url
 
 
 def _add_endpoint(

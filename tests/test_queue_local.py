@@ -18,9 +18,15 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.workers.bindings import SEND_QUEUE_BINDING
 from scripts.wrangler_config import parse_config
 from tests.support.activation import install
-from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
+from tests.support.app import ADMIN_SECRET, make_app
 from tests.support.loopback_core import loopback_core
-from tests.support.serve_process import free_port, start_serve, wait_until_up, write_vars
+from tests.support.serve_process import (
+    development_env,
+    free_port,
+    start_serve,
+    wait_until_up,
+    write_vars,
+)
 from tests.support.world import insert_due
 from tests.support.wrangler_example import EXAMPLE, queue_switched_on
 
@@ -49,14 +55,7 @@ def test_serve_with_queue_consumers_answers_the_tick_once_they_have_sent(tmp_pat
     port = free_port()
     db_path = tmp_path / "plugin.sqlite3"
     with loopback_core(delay_s=0.05) as core:
-        env = {
-            "ENVIRONMENT": "development",
-            "PUBLIC_ORIGIN": f"http://localhost:{port}",
-            "DEE_WAN_DEV_ORIGINS": core.base_url,
-            "ADMIN_SECRET": ADMIN_SECRET,
-            "TOKEN_KEY": TOKEN_KEY,
-            "QUEUE_CONSUMERS": "3",
-        }
+        env = development_env(port, core.base_url, QUEUE_CONSUMERS="3")
         prepared = SqliteDatabase(db_path)
         apply_migrations(prepared.connection)
         app = make_app(prepared, SystemClock(), env=env)

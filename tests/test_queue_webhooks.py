@@ -13,6 +13,7 @@ import pytest
 from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
+from scheduling.runner import messages
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.platform_limits import limit, limited_tick
@@ -110,3 +111,54 @@ async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_late
     assert all(signed_by(secret, d) for d in receiver.deliveries)
     stored = await deliveries(world)
     assert {(d["status"], d["attempt_count"]) for d in stored} == {("delivered", 1)}
+
+
+async def test_a_consumer_with_sends_still_to_make_hands_its_events_to_the_queue_at_once(
+    world: World,
+) -> None:
+    """Sixty refusals in three batches of one consumer: the first batches' events are handed
+    to the queue as delivery messages when they settle (their invocation still has sends to
+    make), and other consumer invocations deliver them, each once, signed; what it kept is
+    delivered by the consumer that settled it, after its sends."""
+    receiver = Receiver()
+    installation, secret = await subscribed(world, receiver)
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 60, due, "burst")
+    world.core.faults.push(
+        Fault.respond(409, "workflow_conflict"), endpoint="transitions", times=60
+    )
+    async with Consumers(world.app, consumers=3, max_batch_size=10) as consumers:
+        tick = await consumers.tick(due)
+    assert tick["dispatched"] == 60
+    handed = [body for body in consumers.sent if "deliveries" in body]
+    assert consumers.total("deliveries_queued") == sum(len(b["deliveries"]) for b in handed)
+    assert consumers.total("deliveries_queued") >= 20  # the first batch's, at least
+    [settling] = [report for report in consumers.reports if report["refused"]]
+    assert settling["refused"] == settling["webhook_events"] == 60
+    assert settling["webhook_sends"] == 60 - settling["deliveries_queued"]
+    assert sorted(Counter(d.id for d in receiver.deliveries).values()) == [1] * 60
+    assert all(signed_by(secret, d) for d in receiver.deliveries)
+    stored = await deliveries(world)
+    assert {(d["status"], d["attempt_count"]) for d in stored} == {("delivered", 1)}
+    assert consumers.queue.stats.dead_letters == []
+
+
+async def test_a_delivery_message_for_what_is_no_longer_due_is_acknowledged(
+    world: World,
+) -> None:
+    """A message only says what to try: a delivery already sent, or never written, is found
+    not due, and the message is acknowledged without a request."""
+    receiver = Receiver()
+    installation, _ = await subscribed(world, receiver)
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    async with Consumers(world.app) as consumers:
+        await consumers.tick(s["due_at"])
+        [delivered] = await deliveries(world)
+        await consumers.queue.send_batch(
+            [messages.deliveries_body([delivered["id"], "msg_gone_whe_gone"], s["due_at"], 0)]
+        )
+        await consumers.queue.idle()
+    late = consumers.reports[-1]
+    assert (late["acked"], late["retried"], late["webhook_sends"]) == (1, 0, 0)
+    assert len(receiver.deliveries) == 1

@@ -10,6 +10,9 @@ from email.utils import format_datetime
 import pytest
 
 from fake_core import Fault
+from scheduling.domain import outcomes
+from scheduling.domain.outcomes import AnswerRule, Retry
+from scheduling.domain.statuses import Status
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env, runner_status
 from tests.support.queue import Yielding
@@ -142,6 +145,29 @@ async def test_retries_carry_the_same_key_and_back_off_then_complete(world: Worl
         "busy",
         "transition_applied",
     ]
+
+
+async def test_a_code_added_to_the_runner_table_alone_is_retried(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dee Wan's 423 `content_locked` is not in the table: it cannot be trusted. One row, and
+    nothing else, makes the runner retry it with the backoff and then complete."""
+    installation = await world.install()
+    untrusted = await schedule(world, installation, "cnt_en")
+    locked = await schedule(world, installation, "cnt_page", in_minutes=7)
+    world.core.faults.push(Fault.respond(423, "content_locked"), endpoint="transitions")
+    await tick_at(world, untrusted["due_at"])
+    assert (await row(world, untrusted["id"]))["result_code"] == "untrusted_response"
+    rule = AnswerRule("423", (423,), ("content_locked",), Status.RETRYING, Retry.BACKOFF)
+    monkeypatch.setattr(outcomes, "RUNNER_TABLE", (*outcomes.RUNNER_TABLE, rule))
+    world.core.faults.push(Fault.respond(423, "content_locked"), endpoint="transitions")
+    await tick_at(world, locked["due_at"])
+    waiting = await row(world, locked["id"])
+    assert (waiting["status"], waiting["result_code"]) == ("retrying", "content_locked")
+    assert 7_500 <= waiting["next_attempt_at"] - locked["due_at"] <= 15_000
+    await tick_at(world, waiting["next_attempt_at"])
+    done = await row(world, locked["id"])
+    assert (done["status"], done["attempt_count"]) == ("completed", 2)
 
 
 @pytest.mark.parametrize("form", ["seconds", "date"])
@@ -409,10 +435,10 @@ async def test_a_zone_rule_change_never_moves_a_stored_due_at(
 async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The drain waits for a batch's claims to hold their slots before it claims the next;
+    """The engine waits for a batch's claims to hold their slots before it claims the next;
     a batch that raised before that (report code failing, say) must fail the tick, not leave
     it waiting for an admission that never comes (issue 32)."""
-    from scheduling.runner.batch import BatchRunner
+    from scheduling.runner.send_work import SendWork
 
     installation = await world.install()
     due = world.clock.now + MINUTE
@@ -421,7 +447,7 @@ async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
     async def fails(*args: object) -> object:
         raise RuntimeError("report code raised")
 
-    monkeypatch.setattr(BatchRunner, "send_and_settle", fails)
+    monkeypatch.setattr(SendWork, "unslotted", fails)
     world.clock.now = due
     with pytest.raises(RuntimeError, match="report code raised"):
         await asyncio.wait_for(world.app.tick(due), 10)

@@ -13,28 +13,11 @@ from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
-from tests.support.app import START_MS, FakeClock, base_env, make_app, runner_status
+from tests.support.app import START_MS, FakeClock, LoopClock, base_env, make_app, runner_status
 from tests.support.loopback_core import loopback_core
 from tests.support.world import MINUTE, World, bulk_due, insert_due, tick_at
 
 SECOND = 1_000
-
-
-class LoopClock(FakeClock):
-    """Test time that is the event loop's, from `start_ms` (`now`) on.
-
-    Under `looptime` the loop's time moves only when every task waits for a timer: the
-    core's latency is the only time that passes, and the CPU work between (D1, the event
-    loop itself) takes none, however loaded the machine is. The same waves land on the same
-    milliseconds on every run.
-    """
-
-    def __init__(self, start_ms: int) -> None:
-        super().__init__(start_ms)
-        self.started = asyncio.get_running_loop().time()
-
-    def now_ms(self) -> int:
-        return self.now + int((asyncio.get_running_loop().time() - self.started) * 1000)
 
 
 class SlowCore(FakeCoreTransport):

@@ -1,4 +1,5 @@
-"""The runner store's lease contract, on SQLite and on Miniflare's D1 through the Workers adapter.
+"""The lease contract (the leases store and the dispatch marks), on SQLite and on Miniflare's D1
+through the Workers adapter.
 
 `any_db` runs every test twice. The D1 database is shared by the test session,
 so each test works with installations of its own and at instants in 1970,
@@ -13,11 +14,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from scheduling.domain.claims import DueRow, SettledClaim
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
 from scheduling.ports import Database
-from scheduling.repository.runner_store import DueRow, RunnerStore, SettledClaim
+from scheduling.repository.dispatch_marks import DispatchMarks
+from scheduling.repository.leases import Leases
+from scheduling.repository.outbox import Outbox
+from scheduling.repository.round_trips import RoundTrips
 
 NOW = 10_000_000  # 1970: only this test's rows are due then
 LEASE_MS = 60_000
@@ -26,7 +31,9 @@ LEASE_MS = 60_000
 @dataclass
 class Setup:
     db: Database
-    store: RunnerStore
+    store: Leases
+    trips: RoundTrips
+    marks: DispatchMarks
     prefix: str
 
     def installation(self, n: int) -> str:
@@ -99,7 +106,9 @@ async def setup(any_db: Database) -> AsyncIterator[Setup]:
             .bind(f"{prefix}_ins{n}")
             .run()
         )
-    yield Setup(any_db, RunnerStore(any_db), prefix)
+    trips = RoundTrips(any_db)
+    outbox = Outbox(trips)
+    yield Setup(any_db, Leases(trips, outbox), trips, DispatchMarks(trips, outbox), prefix)
     like = f"{prefix}_%"
     await any_db.batch(
         [
@@ -249,7 +258,7 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
 ) -> None:
     made = [await setup.schedule(n % 3, n) for n in range(50)]
     seen = await setup.store.due(NOW, 50)
-    trips, statements = setup.store.round_trips, setup.store.statements
+    trips, statements = setup.trips.round_trips, setup.trips.statements
     won, _ = await setup.store.claim(seen, [], "lease", NOW, LEASE_MS)
     assert sorted(c.row.id for c in won) == sorted(made)
     settles = [
@@ -262,8 +271,8 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
     ]
     assert await setup.store.settle("lease", settles, NOW + 2) == []
     assert await setup.store.due(NOW + 2, 50) == []  # retries wait for their backoff
-    assert setup.store.round_trips - trips == 3
-    assert setup.store.statements - statements > 4  # chunked: D1 refuses over 100 parameters
+    assert setup.trips.round_trips - trips == 3
+    assert setup.trips.statements - statements > 4  # chunked: D1 refuses over 100 parameters
     retrying = (
         await setup.db.prepare(
             "SELECT count(*) AS n FROM schedules WHERE id LIKE ? AND status = 'retrying'"
@@ -321,9 +330,9 @@ async def test_the_cap_holds_across_the_statements_of_one_claim(setup: Setup) ->
     for n in range(30):
         await setup.schedule(0, n)
     seen = await setup.store.due(NOW, 30)
-    statements = setup.store.statements
+    statements = setup.trips.statements
     won, _, held = await setup.store.claim_within(seen, [], "lease", NOW, LEASE_MS, 25)
-    assert setup.store.statements - statements == 4  # live claims, two claims, attempts
+    assert setup.trips.statements - statements == 4  # live claims, two claims, attempts
     assert (len(won), len(held)) == (25, 5)
 
 
@@ -342,17 +351,17 @@ async def test_a_dispatch_marks_due_rows_round_robin_until_a_claim_or_a_lease_la
 ) -> None:
     a = [await setup.schedule(0, n, ready_at=NOW - 10 + n) for n in range(3)]
     b = [await setup.schedule(1, n, ready_at=NOW) for n in range(2)]
-    marked = await setup.store.mark_dispatched(NOW, NOW - LEASE_MS, 100)
+    marked = await setup.marks.mark(NOW, NOW - LEASE_MS, 100)
     assert [row.id for row in marked] == [a[0], b[0], a[1], b[1], a[2]]
-    assert await setup.store.mark_dispatched(NOW + 1, NOW + 1 - LEASE_MS, 100) == []
+    assert await setup.marks.mark(NOW + 1, NOW + 1 - LEASE_MS, 100) == []
     # A claim clears the mark; the claim's lease then keeps the row from the next dispatch.
     seen = await setup.store.due_among([a[0]], NOW, 20)
     await setup.store.claim_within(seen, [], "lease", NOW, LEASE_MS, 6)
     assert (await setup.row(a[0]))["dispatched_at"] is None
     # Unclaimed for a lease: dispatched again (its message may have been lost).
-    again = await setup.store.mark_dispatched(NOW + LEASE_MS, NOW, 100)
+    again = await setup.marks.mark(NOW + LEASE_MS, NOW, 100)
     assert sorted(row.id for row in again) == sorted([*a, *b])  # a[0]: its lease ran out
-    await setup.store.unmark_dispatched([b[0]], NOW + LEASE_MS)
+    await setup.marks.unmark([b[0]], NOW + LEASE_MS)
     assert (await setup.row(b[0]))["dispatched_at"] is None
 
 

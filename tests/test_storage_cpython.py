@@ -11,14 +11,16 @@ import pytest
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import DatabaseError, UnreadableSecret
 from scheduling.repository import (
+    lease_sql,
     operator_queries,
+    outbox_sql,
     retention,
-    runner_store,
     sessions,
     tick_history,
 )
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
-from scheduling.repository.runner_store import DUE_SQL
+from scheduling.repository.dispatch_marks import DISPATCH_SQL
+from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import (
     MIGRATIONS_DIR,
@@ -235,12 +237,12 @@ def test_runner_and_status_queries_read_only_the_partial_indexes(
 @pytest.mark.parametrize(
     ("sql", "width", "fixed"),
     [
-        (runner_store.CLAIM_SQL, 4, 4),
-        (runner_store.REFUSE_UNSENT_SQL, 6, 2),
-        (runner_store.SETTLE_SQL, 6, 3),
-        (runner_store.FINISH_ATTEMPTS_SQL, 6, 0),
-        (runner_store.DROP_ATTEMPTS_SQL, 2, 0),
-        (runner_store.OPEN_ATTEMPTS_SQL, 0, 3),
+        (lease_sql.CLAIM_SQL, 4, 4),
+        (lease_sql.REFUSE_UNSENT_SQL, 6, 2),
+        (lease_sql.SETTLE_SQL, 6, 3),
+        (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
+        (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
+        (lease_sql.OPEN_ATTEMPTS_SQL, 0, 3),
     ],
     ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
 )
@@ -288,7 +290,7 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
         (DUE_SQL, [WAITING, (Status.RUNNING,)]),
         (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
         (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
-        (runner_store.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
+        (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
         (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
         (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
         (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
@@ -332,6 +334,7 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
         "schedules_finished": [FINISHED],
         "schedules_running_by_installation": [(Status.RUNNING,)],
         "schedules_unauthorized": [],  # by result code: refused `plugin_unauthorized`
+        "schedules_waiting_by_installation": [WAITING],
     }
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
@@ -347,7 +350,7 @@ def _plan(sql: str, params: list[object]) -> list[str]:
 
 
 def test_a_dispatch_reads_only_the_runners_partial_indexes() -> None:
-    steps = _plan(runner_store.DISPATCH_SQL, [0, 0, 2000])
+    steps = _plan(DISPATCH_SQL, [0, 0, 2000])
     reads = [s for s in steps if s.startswith(("SCAN schedules", "SEARCH schedules"))]
     assert any("INDEX schedules_waiting" in s for s in reads), steps
     assert any("INDEX schedules_leased" in s for s in reads), steps
@@ -363,21 +366,52 @@ def test_a_consumer_claim_counts_live_claims_by_index_before_it_changes_a_row() 
         "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
         for i in range(rows)
     )
-    steps = _plan(runner_store.CLAIM_WITHIN_SQL.format(values=values), [0] * (fixed + rows * width))
+    steps = _plan(lease_sql.CLAIM_WITHIN_SQL.format(values=values), [0] * (fixed + rows * width))
     assert "MATERIALIZE pick" in steps, steps
     assert any("SEARCH busy USING INDEX schedules_running_by_installation" in s for s in steps), (
         steps
     )
-    busy = _plan(runner_store.BUSY_SQL, [0, '["ins_a"]'])
+    busy = _plan(lease_sql.BUSY_SQL, [0, '["ins_a"]'])
     assert any("INDEX schedules_running_by_installation" in s for s in busy), busy
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20]),
+        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["msg_a_whe_b"]']),
+        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0]),
+        (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
+        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, 10]),
+        (
+            outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],
+        ),
+    ],
+    ids=["claim", "claim named", "chat minute", "endpoints", "titles", "settle a digest"],
+)
+def test_the_outbox_reads_only_its_partial_indexes_and_keys(sql: str, params: list[object]) -> None:
+    """Claims read the waiting and leased indexes; what a claim or a settle reads back finds
+    its rows by the lease (a digest's too, not by its endpoint's whole history)."""
+    steps = _plan(sql, params)
+    reads = [
+        s
+        for s in steps
+        if s.startswith(
+            ("SCAN webhook_deliveries", "SEARCH webhook_deliveries", "SCAN d", "SEARCH d")
+        )
+    ]
+    assert reads, steps
+    assert not any(s.startswith(("SCAN webhook_deliveries", "SCAN d ")) for s in steps), steps
+    assert not any("webhook_deliveries_by_endpoint" in s for s in steps), steps
 
 
 @pytest.mark.parametrize(
     ("sql", "groups"),
     [
-        (runner_store.DISPATCH_SQL, [WAITING, (Status.RUNNING,), (Status.RUNNING,)]),
-        (runner_store.DUE_AMONG_SQL, [WAITING, (Status.RUNNING,)]),
-        (runner_store.BUSY_SQL, [(Status.RUNNING,)]),
+        (DISPATCH_SQL, [WAITING, (Status.RUNNING,), (Status.RUNNING,)]),
+        (lease_sql.DUE_AMONG_SQL, [WAITING, (Status.RUNNING,)]),
+        (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
     ],
     ids=["dispatch", "due among a message's ids", "live claims"],
 )
@@ -444,7 +478,7 @@ def _values(rows: int, width: int) -> str:
         (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
         (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
         (tick_history.PRUNE_SQL, (0,)),
-        (runner_store.LAST_SENT_SQL.format(values=_values(20, 2)), (0,) * 40),
+        (lease_sql.LAST_SENT_SQL.format(values=_values(20, 2)), (0,) * 40),
         (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
         (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
         (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),

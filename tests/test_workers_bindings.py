@@ -22,6 +22,7 @@ from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     UnboundDatabase,
+    clock_binding,
     d1_binding,
     queue_binding,
 )
@@ -110,6 +111,18 @@ def test_a_queue_producer_is_taken_only_when_it_can_send_batches() -> None:
     assert queue_binding(SimpleNamespace(SEND_QUEUE=producer)) is producer
     assert queue_binding(SimpleNamespace()) is None
     assert queue_binding(SimpleNamespace(SEND_QUEUE="a variable")) is None
+
+
+def test_the_clocks_namespace_is_taken_only_when_it_names_objects() -> None:
+    class DurableObjectNamespace:
+        def getByName(self, name: str) -> Any:
+            return None
+
+    namespace = DurableObjectNamespace()
+    assert clock_binding(SimpleNamespace(SCHEDULE_CLOCK=namespace)) is namespace
+    assert clock_binding(SimpleNamespace()) is None
+    # The local runtime's SCHEDULE_CLOCK=1 is a variable: in a Worker it turns nothing on.
+    assert clock_binding(SimpleNamespace(SCHEDULE_CLOCK="1")) is None
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""The application: a route table, the one place refusals are rendered, and the runner tick."""
+"""The application: a route table, the one place refusals are rendered, and the runner's
+invocations (the cron's tick, a queue consumer's batch, a clock's alarm)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
 from scheduling.ports import QueueMessage
+from scheduling.runner.alarm import alarm
 from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
@@ -87,6 +89,21 @@ ROUTES = [
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/test",
         notifications.send_test,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/deliveries/{delivery_id}/send-again",
+        notifications.send_again,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/replay",
+        notifications.replay_failures,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications/{endpoint_id}/enable",
+        notifications.enable_endpoint,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
 ]
@@ -166,3 +183,7 @@ class App:
     async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
         """One queue consumer invocation over a delivered batch (`runner.consume.consume`)."""
         return await consume(self.services, messages)
+
+    async def alarm(self, installation_id: str, set_for: int | None = None) -> int | None:
+        """One alarm of an installation's clock (`runner.alarm.alarm`)."""
+        return await alarm(self.services, installation_id, set_for)

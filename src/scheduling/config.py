@@ -35,7 +35,11 @@ VARIABLES = (
     "QUEUE_CONSUMERS",
     "RETENTION_DAYS",
     "MAX_CREATES_PER_MINUTE",
+    "CLOCK_LEAD_MS",
 )
+# Read by the local runtime only: a Worker's clock is its SCHEDULE_CLOCK binding, a Durable
+# Object namespace of that name (a variable of the same name would clash with it).
+LOCAL_VARIABLES = ("SCHEDULE_CLOCK",)
 SECRETS = ("ADMIN_SECRET", "TOKEN_KEY")
 REQUIRED = ("PUBLIC_ORIGIN", "ADMIN_SECRET", "TOKEN_KEY")
 
@@ -168,6 +172,11 @@ class _Settings(BaseModel):
     RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
     # Each create reads Dee Wan: at most this many a minute per person.
     MAX_CREATES_PER_MINUTE: Annotated[int, Field(gt=0, le=10_000)] = 30
+    # With an alarm clock per installation: how long before a due second its clock wakes
+    # (a Python isolate's cold start); the invocation then waits for the second itself.
+    CLOCK_LEAD_MS: Annotated[int, Field(ge=0, le=60_000)] = 1_500
+    # The local runtime's clocks (1: `serve` keeps one per installation, in process).
+    SCHEDULE_CLOCK: bool = False
     ADMIN_SECRET: Annotated[str | None, BeforeValidator(_admin_secret)] = None
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
@@ -230,7 +239,7 @@ class Configuration:
     def from_mapping(cls, env: Mapping[str, Any]) -> Configuration:
         raw = {
             name: env[name]
-            for name in (*VARIABLES, *SECRETS)
+            for name in (*VARIABLES, *LOCAL_VARIABLES, *SECRETS)
             if env.get(name) is not None and env.get(name) != ""
         }
         problems: dict[str, str] = {}
@@ -327,6 +336,14 @@ class Configuration:
     @property
     def max_creates_per_minute(self) -> int:
         return int(self._need("MAX_CREATES_PER_MINUTE"))
+
+    @property
+    def clock_lead_ms(self) -> int:
+        return int(self._need("CLOCK_LEAD_MS"))
+
+    @property
+    def schedule_clock(self) -> bool:
+        return bool(self._need("SCHEDULE_CLOCK"))
 
     @property
     def admin_secret(self) -> str:

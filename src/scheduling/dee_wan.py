@@ -13,8 +13,6 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from datetime import UTC
-from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from pydantic import ValidationError
@@ -24,23 +22,25 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.outcomes import (
-    REFUSAL_CODES,
     RULES,
-    SUCCESS_CODES,
     UNTRUSTED,
     Outcome,
     OutcomeKind,
+    Retry,
+    outcome_of,
+    rule_for,
 )
+from scheduling.domain.retry_after import parse_retry_after
 from scheduling.domain.schedule import Command
 from scheduling.domain.wire import WireModel
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
     HttpClient,
-    LimitReached,
     OutboundRequest,
     OutboundResponse,
     TransportError,
     TransportTimeout,
+    answer_to,
 )
 
 log = logging.getLogger("scheduling")
@@ -170,17 +170,8 @@ async def send_transition(
 ) -> Outcome:
     """Send one command and classify the answer: one claim, one outcome. Raises only
     `LimitReached`, when the invocation may make no more subrequests (nothing was sent)."""
-    answer: OutboundResponse | TransportError
-    try:
-        answer = await http.send(transition_request(base_url, command, token))
-    except TransportError as exc:
-        answer = exc
-    except LimitReached:
-        raise  # nothing was sent: the caller hands the claim back
-    except Exception as exc:
-        # An adapter broke its contract: to this schedule, the request got no answer.
-        log.error("transition send failed unexpectedly: %s", type(exc).__name__)
-        answer = TransportError(type(exc).__name__)
+    request = transition_request(base_url, command, token)
+    answer = await answer_to(http, request, "transition send")  # LimitReached: the claim goes back
     try:
         return classify(answer, now_ms=clock())
     except Exception as exc:
@@ -189,33 +180,28 @@ async def send_transition(
         return Outcome(OutcomeKind.REFUSED, UNTRUSTED, status)
 
 
-TRANSIENT_STATUSES = frozenset(RULES["5xx"].statuses)
 # A code from an answer is stored and shown only if it looks like one.
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def classify(answer: OutboundResponse | TransportError, *, now_ms: int) -> Outcome:
-    """The Runner table (docs/operators/runner.md)."""
+    """The Runner table (docs/operators/runner.md): no answer, or an answer looked up by its
+    status and code (`outcomes.rule_for`); an answer no row covers cannot be trusted."""
     if isinstance(answer, TransportTimeout):
         return _fixed("timeout")
     if isinstance(answer, TransportError):
         return _fixed("network_failure")
-
     status = answer.status
     if answer.truncated:
         return _fixed("untrusted", status)
     code = _code_of(answer.body)
-    if status == 429:
+    rule = rule_for(status, code)
+    if rule is None:  # 3xx, other statuses, bad JSON, no code, or a code not its status's
+        return _fixed("untrusted", status)
+    retry_after = None
+    if rule.retry is Retry.RETRY_AFTER:
         retry_after = parse_retry_after(answer.headers.get("retry-after"), now_ms=now_ms)
-        return Outcome(OutcomeKind.RETRY, code or _missing("429"), status, retry_after)
-    if status in TRANSIENT_STATUSES:
-        return Outcome(OutcomeKind.RETRY, code or _missing("5xx"), status)
-    if code is not None and SUCCESS_CODES.get(code) == status:
-        return Outcome(OutcomeKind.COMPLETED, code, status)
-    if code is not None and REFUSAL_CODES.get(code) == status:
-        return Outcome(OutcomeKind.REFUSED, code, status)
-    # 3xx, other statuses, bad JSON, no code, or a code that is not its status's.
-    return _fixed("untrusted", status)
+    return outcome_of(rule, code, status, retry_after)
 
 
 def _fixed(answer: str, status: int | None = None) -> Outcome:
@@ -225,12 +211,6 @@ def _fixed(answer: str, status: int | None = None) -> Outcome:
     return Outcome(rule.kind, rule.result_code, status)
 
 
-def _missing(answer: str) -> str:
-    code = RULES[answer].code_when_missing
-    assert code is not None
-    return code
-
-
 def _code_of(body: bytes) -> str | None:
     try:
         data = safe_json.loads(body, max_bytes=TRANSITION_ANSWER_LIMIT_BYTES)
@@ -238,28 +218,3 @@ def _code_of(body: bytes) -> str | None:
         return None
     code = data.get("code") if isinstance(data, dict) else None
     return code if isinstance(code, str) and _CODE.fullmatch(code) else None
-
-
-_DELTA_SECONDS = re.compile(r"[0-9]{1,10}")
-_HTTP_DATE_MAX = 64
-
-
-def parse_retry_after(value: str | None, *, now_ms: int) -> int | None:
-    """Milliseconds to wait: delta-seconds (ASCII, at most 10 digits) or an HTTP date.
-
-    None when absent or unusable; the runner then backs off as for a 5xx.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if _DELTA_SECONDS.fullmatch(value):
-        return int(value) * 1000
-    if len(value) > _HTTP_DATE_MAX or not value.isascii():
-        return None
-    try:
-        when = parsedate_to_datetime(value)
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        return max(0, int(when.timestamp() * 1000) - now_ms)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None

@@ -33,7 +33,7 @@ class StatementShape:
         return -(-rows // self.rows_per_statement())
 
 
-# The runner store's multi-row statements (repository/runner_store.py checks each binds so).
+# The leases' multi-row statements (repository/round_trips.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
 CLAIM_WITHIN = StatementShape(fixed=5, width=4)
 REFUSE_UNSENT = StatementShape(fixed=3, width=6)
@@ -43,10 +43,11 @@ DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 # The outbox (repository/outbox.py): events written with a settle or an unsent refusal, and
 # the deliveries' settle with its updates of the endpoints, by id.
 EVENTS = StatementShape(fixed=2, width=4)
-SETTLE_DELIVERIES = StatementShape(fixed=1, width=8)
-ENDPOINT_IDS = StatementShape(fixed=1, width=1)
-# Claiming deliveries: the claim, and reading their endpoints.
-CLAIM_DELIVERIES_COST = 2
+SETTLE_DELIVERIES = StatementShape(fixed=2, width=8)
+ENDPOINT_IDS = StatementShape(fixed=2, width=1)
+# Claiming deliveries: the claim, a chat endpoint's next minute, reading their endpoints and
+# the sealed titles a chat digest names.
+CLAIM_DELIVERIES_COST = 4
 LAST_SENT = StatementShape(fixed=0, width=2)
 # A tick's record: its history row, the running totals it adds to, the pruning of old rows
 # (repository/tick_history.py).
@@ -64,11 +65,12 @@ def batch_cost(rows: int, *, capped: bool = False) -> int:
     return 1 + claim + settle + DROP_ATTEMPTS.statements(rows) + LAST_SENT.statements(rows)
 
 
-def delivery_batch_cost(rows: int) -> int:
-    """The most D1 statements a batch of `rows` webhook deliveries can cost: its claim round
-    trip, and its settle round trip (the deliveries; endpoints marked failing or not, those
-    disabled by a 410, and the waiting deliveries of those)."""
-    settle = SETTLE_DELIVERIES.statements(rows) + 4 * ENDPOINT_IDS.statements(rows)
+def delivery_batch_cost(messages: int) -> int:
+    """The most D1 statements a batch of `messages` can cost: its claim round trip, and its
+    settle round trip (the deliveries by id and the digests by endpoint; endpoints marked
+    failing or not, those disabled by a 410 or by days of failing, and the waiting deliveries
+    of those)."""
+    settle = 2 * SETTLE_DELIVERIES.statements(messages) + 5 * ENDPOINT_IDS.statements(messages)
     return CLAIM_DELIVERIES_COST + settle
 
 

@@ -6,6 +6,7 @@ imports nothing else that does I/O.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -150,6 +151,25 @@ class HttpClient(Protocol):
         ...
 
 
+async def answer_to(
+    http: HttpClient, request: OutboundRequest, what: str
+) -> OutboundResponse | TransportError:
+    """One send's answer, or how it failed; `what` names the call in a log line. Only
+    `LimitReached` is raised (nothing was sent). Any other exception is an adapter breaking
+    its contract: to this call, the request got no answer."""
+    try:
+        return await http.send(request)
+    except TransportError as exc:
+        return exc
+    except LimitReached:
+        raise
+    except Exception as exc:
+        logging.getLogger("scheduling").error(
+            "%s failed unexpectedly: %s", what, type(exc).__name__
+        )
+        return TransportError(type(exc).__name__)
+
+
 # -- queue (Cloudflare Queues' shape) ------------------------------------------
 
 
@@ -186,6 +206,37 @@ class QueueMessage(Protocol):
     def ack(self) -> None: ...
 
     def retry(self, delay_s: int) -> None: ...
+
+
+# -- alarm clocks (one per installation; Durable Objects' alarms) -------------
+
+
+class ScheduleClocks(Protocol):
+    """Each installation's alarm clock: one wake-up, at which its due rows are sent.
+
+    D1 stays the only truth: a clock holds nothing but the time of its next wake-up, and a
+    wake-up that finds nothing due reads D1 again and sleeps until what is next.
+    """
+
+    async def arm(self, installation_id: str, wake_at: int) -> bool:
+        """Wake the installation's clock at `wake_at` (epoch ms) or earlier: a clock set
+        earlier stays as it is (it is never moved later by being told). True when it moved,
+        from later or from no wake-up at all. Raises `ClockUnavailable` when the clock could
+        not be reached (the cron's watchdog tells it again within a minute)."""
+        ...
+
+
+class ClockUnavailable(Exception):
+    """An installation's clock could not be told; nothing is known to have changed."""
+
+
+class AlarmStore(Protocol):
+    """The one alarm of an installation's clock, as Durable Objects' storage keeps it:
+    setting it replaces it; while its alarm runs it reads None unless set since."""
+
+    async def get_alarm(self) -> int | None: ...
+
+    async def set_alarm(self, at: int) -> None: ...
 
 
 # -- clock ------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduling.config import Configuration
 from scheduling.failure_throttle import (
@@ -14,7 +14,15 @@ from scheduling.failure_throttle import (
     FailureThrottle,
     MemoryRateLimiter,
 )
-from scheduling.ports import Clock, Crypto, Database, HttpClient, QueueProducer, RateLimiter
+from scheduling.ports import (
+    Clock,
+    Crypto,
+    Database,
+    HttpClient,
+    QueueProducer,
+    RateLimiter,
+    ScheduleClocks,
+)
 
 log = logging.getLogger("scheduling")
 
@@ -37,6 +45,9 @@ class Services:
     # their own where the runtime has one, so none can keep Dee Wan's or the runner's calls
     # waiting for a connection; None: `http` (on Workers each invocation has its own).
     visitor_http: HttpClient | None = None
+    # With an alarm clock per installation, each wakes at its due seconds and the cron's
+    # tick is the watchdog; None: the cron is the only clock.
+    clocks: ScheduleClocks | None = None
     # What an invocation of this process or isolate had used when a platform limit refused
     # it ("d1" statements, "subrequests"): later invocations budget below it.
     limits_met: dict[str, int] = field(default_factory=dict)
@@ -53,6 +64,11 @@ class Services:
     @property
     def http_for_visitors(self) -> HttpClient:
         return self.visitor_http or self.http
+
+    def for_visitors(self) -> Services:
+        """These services with the visitors' pool as their outbound HTTP: for the calls a
+        visitor triggers (a test event, a delivery sent again)."""
+        return replace(self, http=self.http_for_visitors)
 
     @property
     def failure_throttle(self) -> FailureThrottle:

@@ -302,6 +302,28 @@ class Harness:
         finally:
             self.queue(bind=None)
 
+    def clock(self, **change: Any) -> dict[str, Any]:
+        """The Worker's SCHEDULE_CLOCK stand-in (serve.mjs `ClockHost`): `bind={settings}`
+        binds a fresh namespace, `bind=None` removes it, `drop=[names]` / `twice=[names]` drop
+        or double each named object's next alarm, `tell=[installations]` tells their clocks
+        as a create does after its write, `wait=True` answers once no alarm runs or is due;
+        no argument only reads. Answers `objects` (each one's `alarm` and `stored`),
+        `calls`, `dropped` and `alarms`: every alarm() run, with its `name`, `set_for`,
+        `started`, `ended`, the `d1` queries and `subrequests` it used, and whether it
+        `threw`."""
+        answer: dict[str, Any] = self._post("clock", change)
+        return answer
+
+    @contextlib.contextmanager
+    def bound_clock(self, **settings: Any) -> Iterator[None]:
+        """Run with SCHEDULE_CLOCK bound: a Durable Object of the entry's `ScheduleClock` per
+        installation (settings: `retry_scale` shrinks the retries of a throwing alarm)."""
+        self.clock(bind=settings)
+        try:
+            yield
+        finally:
+            self.clock(bind=None)
+
     @contextlib.contextmanager
     def limits(self, *, d1: int | None = None, subrequests: int | None = None) -> Iterator[None]:
         """Run with each invocation refused past `d1` D1 queries (each statement of a batch,

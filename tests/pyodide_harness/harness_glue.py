@@ -34,6 +34,42 @@ async def invoke(ctx: JsProxy, env: JsProxy, handler: str, *args: JsProxy) -> An
     return python_to_rpc(result)
 
 
+# The Durable Objects of the entry's ScheduleClock class, by name: constructed once each, as
+# workerd keeps an object's instance while it lives.
+_clocks: dict[str, Any] = {}
+
+
+async def clock_call(name: str, ctx: JsProxy, env: JsProxy, method: str, *args: JsProxy) -> Any:
+    """A call to the `ScheduleClock` object `name` (an RPC method, or `alarm`), as workerd makes
+    it: the instance built once with its `ctx` and the env, arguments and result crossing as
+    RPC values, the method called relaxed."""
+    instance = _clocks.get(name)
+    if instance is None:
+        instance = _clocks[name] = entry.ScheduleClock(ctx, env)
+    result = relaxed_call(getattr(instance, method), *(python_from_rpc(arg) for arg in args))
+    if inspect.isawaitable(result):
+        result = await result
+    return python_to_rpc(result)
+
+
+async def clock_tell(env: JsProxy, payload: str) -> None:
+    """Tell the clocks of the installations `payload` names (a JSON list) when each next has
+    something due, as a create does after its write (`actions.clock.tell_clock`)."""
+    from workers import _EnvWrapper
+
+    from scheduling.actions.clock import tell_clock
+    from scheduling.runtimes.workers import isolate
+
+    services = isolate.services_for(_EnvWrapper(env))
+    for installation_id in json.loads(payload):
+        await tell_clock(services, installation_id)
+
+
+def clock_forget() -> None:
+    """Forget every object (a fresh namespace)."""
+    _clocks.clear()
+
+
 def _crypto(key_b64: str) -> Any:
     from scheduling.runtimes.workers.crypto import WebCrypto
 

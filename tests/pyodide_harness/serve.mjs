@@ -35,6 +35,8 @@ const DB_BINDING = "PLUGIN_DB";
 const LIMITER_BINDING = "LAUNCH_LIMITER";
 // The optional queue producer (wrangler `queues.producers`); present only when a test asks.
 const QUEUE_BINDING = "SEND_QUEUE";
+// The optional Durable Object namespace of the alarm clocks; present only when a test asks.
+const CLOCK_BINDING = "SCHEDULE_CLOCK";
 // The texts workerd gives a call past an invocation's limits (see the plugin's
 // runtimes/workers/platform_limits.py).
 const TOO_MANY_API_REQUESTS = "Too many API requests by single Worker invocation.";
@@ -572,6 +574,220 @@ class QueueBroker {
   }
 }
 
+// -- Durable Objects: the SCHEDULE_CLOCK namespace, its objects and their alarms ------------
+//
+// What workerd does for a Durable Object namespace, as far as the Worker can tell: one object
+// per name, an instance of the entry's class (`ScheduleClock`) constructed once with its own
+// `ctx` (`id`, `storage`) and the Worker's env; every RPC call and every `alarm()` is its own
+// invocation (its own six connections and allowances). One alarm per object: `setAlarm`
+// replaces it, a time in the past fires at once, `getAlarm` reads null while the alarm runs
+// unless it was set since; one `alarm()` at a time per object; a throwing `alarm()` is
+// retried after 2 s, doubling, six times at most (or at the alarm it set itself, if sooner).
+// For tests: `drop` names whose next alarm is never delivered, `twice` names whose next alarm
+// is delivered twice (at least once), `retry_scale` shrinks the retries' delays.
+
+class DurableObjectId {
+  constructor(name) {
+    this.name = name;
+  }
+  toString() {
+    return Buffer.from(this.name).toString("hex");
+  }
+}
+
+// The SDK's env wrapper recognises a namespace, and a storage, by workerd's class names.
+class DurableObjectNamespace {
+  #host;
+  constructor(host) {
+    this.#host = host;
+  }
+  idFromName(name) {
+    return new DurableObjectId(String(name));
+  }
+  get(id) {
+    return new DurableObjectStub(this.#host, id.name);
+  }
+  getByName(name) {
+    return new DurableObjectStub(this.#host, String(name));
+  }
+}
+
+class DurableObjectStub {
+  #host;
+  #name;
+  constructor(host, name) {
+    this.#host = host;
+    this.#name = name;
+  }
+  // The RPC methods the Worker calls on its clocks.
+  arm(...args) {
+    return this.#host.call(this.#name, "arm", args);
+  }
+}
+
+class DurableObjectStorage {
+  #object;
+  constructor(object) {
+    this.#object = object;
+  }
+  async getAlarm() {
+    return this.#object.alarm;
+  }
+  async setAlarm(at) {
+    this.#object.setAlarm(Number(at));
+  }
+  async deleteAlarm() {
+    this.#object.setAlarm(null);
+  }
+  async get(key) {
+    return this.#object.kv.get(key);
+  }
+  async put(key, value) {
+    this.#object.kv.set(key, structuredClone(value));
+  }
+}
+
+class DurableObjectState {
+  constructor(object) {
+    this.id = new DurableObjectId(object.name);
+    this.storage = new DurableObjectStorage(object);
+  }
+  waitUntil() {}
+  blockConcurrencyWhile(callback) {
+    return callback();
+  }
+}
+
+class HostedObject {
+  constructor(host, name) {
+    this.host = host;
+    this.name = name;
+    this.kv = new Map();
+    this.alarm = null; // epoch ms, or null
+    this.timer = null;
+    this.running = null; // the alarm() under way
+    this.retries = 0; // of the alarm that last threw
+    this.ctx = new DurableObjectState(this);
+  }
+  setAlarm(at) {
+    this.alarm = at;
+    this.arm();
+  }
+  arm() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (this.alarm === null || this.running) return; // a running alarm arms its successor
+    this.timer = setTimeout(() => this.come(), Math.max(0, this.alarm - Date.now()));
+  }
+  come() {
+    this.timer = null;
+    if (this.alarm === null || this.running) return;
+    if (Date.now() < this.alarm) return this.arm(); // a timer can come a millisecond early
+    const setFor = this.alarm;
+    this.alarm = null; // consumed: read as null while it runs, unless set again
+    const settings = this.host.settings;
+    if (settings.drop.includes(this.name)) {
+      settings.drop = settings.drop.filter((name) => name !== this.name);
+      this.host.stats.dropped += 1;
+      return;
+    }
+    const times = settings.twice.includes(this.name) ? 2 : 1;
+    settings.twice = settings.twice.filter((name) => name !== this.name);
+    this.running = this.ring(setFor, times);
+  }
+  async ring(setFor, times) {
+    for (let i = 0; i < times; i += 1) {
+      const info = { retryCount: this.retries, isRetry: this.retries > 0 };
+      const started = Date.now();
+      const invocation = this.host.newInvocation();
+      let threw = false;
+      try {
+        await this.host.invoke(invocation, this.name, "alarm", [info]);
+        this.retries = 0;
+      } catch (error) {
+        threw = true;
+        log(`alarm() of ${this.name} threw:`, error?.message ?? error);
+        this.retries += 1;
+        if (this.retries <= 6) {
+          const delay = 2000 * 2 ** (this.retries - 1) * this.host.settings.retry_scale;
+          const retryAt = Date.now() + delay;
+          this.alarm = this.alarm === null ? retryAt : Math.min(this.alarm, retryAt);
+        } else {
+          this.retries = 0;
+        }
+      }
+      this.host.stats.alarms.push({
+        name: this.name, set_for: setFor, started, ended: Date.now(), ...invocation.used, threw,
+      });
+    }
+    this.running = null;
+    this.arm();
+    this.host.wakeIdle();
+  }
+}
+
+class ClockHost {
+  constructor(invoke, newInvocation) {
+    this.invoke = invoke; // (invocation, name, method, args) -> the call into Python
+    this.newInvocation = newInvocation;
+    this.objects = new Map();
+    this.#configure({});
+  }
+  #idle = [];
+  #configure(settings) {
+    this.settings = { drop: [], twice: [], retry_scale: 1, ...settings };
+    this.stats = { calls: 0, dropped: 0, alarms: [] };
+  }
+  bind(settings) {
+    this.reset();
+    this.#configure(settings ?? {});
+  }
+  reset() {
+    for (const object of this.objects.values()) clearTimeout(object.timer);
+    this.objects.clear();
+  }
+  object(name) {
+    let object = this.objects.get(name);
+    if (object === undefined) {
+      object = new HostedObject(this, name);
+      this.objects.set(name, object);
+    }
+    return object;
+  }
+  // A call from an invocation to an object: a request to another object counts against the
+  // caller's subrequests, and runs as the object's own invocation.
+  async call(name, method, args) {
+    currentInvocation()?.spend("subrequests", 1);
+    this.stats.calls += 1;
+    return this.invoke(this.newInvocation(), name, method, args);
+  }
+  idle() {
+    const busy = () =>
+      [...this.objects.values()].some(
+        (o) => o.running || (o.alarm !== null && o.alarm <= Date.now()),
+      );
+    if (!busy()) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push({ busy, resolve }));
+  }
+  wakeIdle() {
+    setImmediate(() => {
+      const waiting = this.#idle;
+      this.#idle = [];
+      for (const waiter of waiting) {
+        if (waiter.busy()) this.#idle.push(waiter);
+        else waiter.resolve();
+      }
+    });
+  }
+  report() {
+    const objects = {};
+    for (const [name, o] of this.objects) {
+      objects[name] = { alarm: o.alarm, running: o.running !== null, stored: Object.fromEntries(o.kv) };
+    }
+    return { settings: this.settings, objects, ...this.stats };
+  }
+}
+
 // -- Outbound fetch: workerd's connection cap per invocation ------------------
 //
 // In production one invocation has at most `max` fetches waiting for response
@@ -861,6 +1077,20 @@ async function main() {
     newInvocation,
   );
 
+  // A call into a Durable Object of the entry's ScheduleClock class, as its own invocation.
+  const clocks = new ClockHost(async (invocation, name, method, args) => {
+    const object = clocks.object(name);
+    const ctx = new ExecutionContext();
+    try {
+      return await asInvocation(
+        () => glue.clock_call(name, object.ctx, env, method, ...args),
+        invocation,
+      );
+    } finally {
+      await ctx.settled();
+    }
+  }, newInvocation);
+
   async function control(req, res, url, body) {
     const input = body.length ? JSON.parse(body.toString("utf8")) : {};
     switch (url.pathname) {
@@ -909,7 +1139,9 @@ async function main() {
         // Replace the variables and secrets (not the D1 binding), as a redeploy with new
         // vars would; the entry notices through its env fingerprint.
         for (const name of Object.keys(env)) {
-          if (![DB_BINDING, LIMITER_BINDING, QUEUE_BINDING].includes(name)) delete env[name];
+          if (![DB_BINDING, LIMITER_BINDING, QUEUE_BINDING, CLOCK_BINDING].includes(name)) {
+            delete env[name];
+          }
         }
         Object.assign(env, input);
         return json(res, 200, { vars: Object.keys(input).sort() });
@@ -939,6 +1171,31 @@ async function main() {
         if (input.send !== undefined) queue.enqueue(input.send);
         if (input.wait) await queue.idle();
         return json(res, 200, queue.report());
+      }
+      case "/__harness/clock": {
+        // `{"bind": {settings}}` binds a fresh SCHEDULE_CLOCK namespace (its objects forgotten),
+        // `{"bind": null}` removes it; `{"drop": [names]}` / `{"twice": [names]}` drop or
+        // double each named object's next alarm; `{"tell": [installations]}` tells their
+        // clocks as a create does; `{"wait": true}` answers once no alarm runs or is due;
+        // `{}` only reads. Answers the objects, their alarms and every alarm() run.
+        if (input.bind === null) {
+          delete env[CLOCK_BINDING];
+          clocks.reset();
+          glue.clock_forget();
+        } else if (input.bind !== undefined) {
+          clocks.bind(input.bind);
+          glue.clock_forget();
+          env[CLOCK_BINDING] = new DurableObjectNamespace(clocks);
+        }
+        for (const fault of ["drop", "twice"]) {
+          if (input[fault] !== undefined) clocks.settings[fault].push(...input[fault]);
+        }
+        if (input.tell !== undefined) {
+          // What a create does after its write, for rows a test wrote straight into D1.
+          await asInvocation(() => glue.clock_tell(env, JSON.stringify(input.tell)));
+        }
+        if (input.wait) await clocks.idle();
+        return json(res, 200, { bound: env[CLOCK_BINDING] !== undefined, ...clocks.report() });
       }
       case "/__harness/limits": {
         // `{"d1": N, "subrequests": M}` (null: no limit) per invocation; `{}` only reads.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import random
@@ -45,6 +46,23 @@ class FakeClock:
 
     def advance(self, ms: int) -> None:
         self.now += ms
+
+
+class LoopClock(FakeClock):
+    """Test time that is the event loop's, from `start_ms` (`now`) on.
+
+    Under `looptime` the loop's time moves only when every task waits for a timer: the
+    core's latency is the only time that passes, and the CPU work between (D1, the event
+    loop itself) takes none, however loaded the machine is. The same waves land on the same
+    milliseconds on every run.
+    """
+
+    def __init__(self, start_ms: int) -> None:
+        super().__init__(start_ms)
+        self.started = asyncio.get_running_loop().time()
+
+    def now_ms(self) -> int:
+        return self.now + int((asyncio.get_running_loop().time() - self.started) * 1000)
 
 
 class NoNetwork:

@@ -61,3 +61,15 @@ def schedule_row(
     columns = ", ".join(values)
     marks = ", ".join("?" for _ in values)
     return f"INSERT INTO schedules ({columns}) VALUES ({marks})", list(values.values())
+
+
+def removal(prefix: str) -> list[tuple[str, list[Any]]]:
+    """The statements that remove what a test wrote under ids starting `<prefix>_` (the shared
+    harness's database lives for the whole session)."""
+    like = f"{prefix}_%"
+    return [
+        ("DELETE FROM schedule_attempts WHERE schedule_id LIKE ?", [like]),
+        ("DELETE FROM webhook_deliveries WHERE schedule_id LIKE ?", [like]),
+        ("DELETE FROM schedules WHERE id LIKE ?", [like]),
+        ("DELETE FROM installations WHERE id LIKE ?", [like]),
+    ]

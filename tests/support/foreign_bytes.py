@@ -25,16 +25,12 @@ import h11
 from scheduling import safe_json
 from scheduling.app import ROUTES
 from scheduling.config import Configuration
-from scheduling.dee_wan import (
-    ANSWER_LIMIT_BYTES,
-    TRANSITION_ANSWER_LIMIT_BYTES,
-    classify,
-    parse_retry_after,
-)
+from scheduling.dee_wan import ANSWER_LIMIT_BYTES, TRANSITION_ANSWER_LIMIT_BYTES, classify
 from scheduling.domain.base_url import base_url_problem
 from scheduling.domain.content import ContentRead
 from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import occurrences, resolve_local_time
+from scheduling.domain.retry_after import parse_retry_after
 from scheduling.domain.secret_shapes import basic_password, bearer_token, has_shape
 from scheduling.domain.timezones import known_zone
 from scheduling.http.guards import SESSION_COOKIE
@@ -343,7 +339,7 @@ def parsers() -> list[Parser]:
             JSON_TOKENS,
         ),
         Parser(
-            "`Retry-After` (`dee_wan.parse_retry_after`)",
+            "`Retry-After` (`retry_after.parse_retry_after`)",
             64 * KIB,
             quietly(read_retry_after),
             date_value,

@@ -13,11 +13,25 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY
+
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def development_env(port: int, core_url: str, **more: str) -> dict[str, str]:
+    """`serve`'s variables in development on `port`, with a Dee Wan at `core_url`."""
+    return {
+        "ENVIRONMENT": "development",
+        "PUBLIC_ORIGIN": f"http://localhost:{port}",
+        "DEE_WAN_DEV_ORIGINS": core_url,
+        "ADMIN_SECRET": ADMIN_SECRET,
+        "TOKEN_KEY": TOKEN_KEY,
+        **more,
+    }
 
 
 def write_vars(path: Path, **values: str) -> Path:

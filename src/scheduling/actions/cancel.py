@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.actions.access import open_access
+from scheduling.actions.clock import tell_clock
 from scheduling.actions.titles import read_titles
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.schedule import Schedule
@@ -43,14 +44,14 @@ async def preview_cancel(services: Services, session: Session, schedule_id: str)
     return CancelPreview(schedule, title, services.clock.now_ms())
 
 
-async def cancel_schedule(db: Database, now: int, session: Session, schedule_id: str) -> None:
-    installation_id = session.installation_id
+async def cancel_schedule(services: Services, session: Session, schedule_id: str) -> None:
+    db, installation_id = services.db, session.installation_id
     await _allowed(db, session, schedule_id)
     cancelled = await schedules.cancel(
         db,
         installation_id,
         schedule_id,
-        now,
+        services.clock.now_ms(),
         person_id=session.person_id,
         person_name=session.person_name,
     )
@@ -58,6 +59,7 @@ async def cancel_schedule(db: Database, now: int, session: Session, schedule_id:
         current = await schedules.get(db, installation_id, schedule_id)
         raise _not_waiting(current)
     log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
+    await tell_clock(services, installation_id)
 
 
 async def _allowed(db: Database, session: Session, schedule_id: str) -> Schedule:

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scheduling.actions.access import Access, open_access, read_launched_content
+from scheduling.actions.clock import tell_clock
 from scheduling.actions.throttled import creates_key, limited
+from scheduling.domain import associated_data
 from scheduling.domain.call_limits import CallLimit, seconds
 from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import (
@@ -31,7 +33,7 @@ from scheduling.domain.localtime import (
 from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.rights import Rights
-from scheduling.domain.schedule import NewSchedule
+from scheduling.domain.schedule import MAX_TITLE_CHARS, NewSchedule
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import WAITING, Status
 from scheduling.domain.wording import explain
@@ -183,7 +185,7 @@ async def retry_schedule(
 
 async def _store(services: Services, draft: _Draft, shown: ShownVersions) -> Created:
     now = services.clock.now_ms()
-    new = _new_schedule(services, draft, shown, now)
+    new = await _with_title(services, _new_schedule(services, draft, shown, now), draft.read)
     try:
         superseded = await schedules.create(services.db, new, now)
     except RunningConflict:
@@ -197,6 +199,7 @@ async def _store(services: Services, draft: _Draft, shown: ShownVersions) -> Cre
         superseded,
         f", trying {draft.retry_of} again" if draft.retry_of else "",
     )
+    await tell_clock(services, new.installation_id)
     fold = draft.form.fold
     ignored = fold if fold and new.fold is None and draft.retry_of is None else None
     return Created(new.installation_id, new.id, ignored)
@@ -326,6 +329,14 @@ def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: 
         requested_by=session.person_id,
         requested_by_name=session.person_name,
     )
+
+
+async def _with_title(services: Services, new: NewSchedule, read: ContentRead) -> NewSchedule:
+    """The content's title, sealed (a chat line names the content by it; none is stored
+    readable)."""
+    title = read.content.title[:MAX_TITLE_CHARS]
+    context = associated_data.content_title(new.installation_id, new.id)
+    return replace(new, title_sealed=await services.crypto.seal(title, context))
 
 
 def _resolved(draft: _Draft, now: int) -> ResolvedTime:

@@ -1,26 +1,31 @@
-"""Notification endpoints, managed from a manage launch: add one, rotate or delete it, send
-it a test event; and what the manage page shows of them.
+"""Notification endpoints, managed from a manage launch: add one (a signed webhook, or a chat's
+incoming-webhook URL), rotate a webhook's secret or delete one, send it a test event; and
+what the manage page shows of them.
 
 A content launch may not see or change them (403 `manage_only`). A new or
-rotated signing secret is shown once: the session's next manage page reveals
-it, and takes the reveal so no later page does. The plugin keeps the secret
-only sealed under TOKEN_KEY, bound to the installation and the endpoint.
+rotated signing secret, and a new chat URL (the URL is a chat's secret), is
+shown once: the session's next manage page reveals it, and takes the reveal so
+no later page does. The plugin keeps it only sealed under TOKEN_KEY, bound to
+the installation and the endpoint; a chat URL is shown afterwards only as its
+host and its last 4 characters.
 Rotating and deleting cannot be undone, so each is asked first, on a page that
 names the endpoint and what would be lost (`preview_endpoint`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from scheduling import webhooks
 from scheduling.actions.access import open_access
 from scheduling.actions.throttled import ENDPOINT_CALLS, endpoint_key, limited
 from scheduling.actions.titles import Titles, read_titles
+from scheduling.channels import chat
+from scheduling.channels.kinds import channels
 from scheduling.domain import webhook_signing
 from scheduling.domain.call_limits import seconds
 from scheduling.domain.endpoint_url import endpoint_url_problem
-from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, body_of_test_event
+from scheduling.domain.notifications import CHAT, EVENT_TYPES, KINDS, MAX_ENDPOINTS, WEBHOOK
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.wording import explain
@@ -41,6 +46,7 @@ class EndpointForm:
 
     url: str = ""
     events: tuple[str, ...] = ()
+    kind: str = WEBHOOK
 
 
 class EndpointFormRefusal(Refusal):
@@ -54,7 +60,7 @@ class EndpointFormRefusal(Refusal):
 @dataclass(frozen=True)
 class NotificationsView:
     endpoints: tuple[Endpoint, ...]
-    revealed: tuple[str, str] | None  # (endpoint id, its new secret), shown this once
+    revealed: tuple[str, str] | None  # (endpoint id, its new secret or chat URL), shown once
     refused: EndpointFormRefusal | None = None
 
     @property
@@ -83,30 +89,29 @@ def require_manage(session: Session) -> None:
 
 
 async def add_endpoint(services: Services, session: Session, form: EndpointForm) -> str:
-    """Store a new endpoint with a fresh secret; returns its id. Nothing is stored when refused."""
+    """Store a new endpoint with a fresh secret (a chat's: its URL, sealed); returns its id.
+    Nothing is stored when refused."""
     require_manage(session)
     await _installation(services, session)
-    problem = endpoint_url_problem(form.url, services.config)
-    if problem is not None:
-        raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form)
-    unknown = [event for event in form.events if event not in EVENT_TYPES]
-    if unknown:
-        raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form)
-    if not form.events:
-        raise EndpointFormRefusal(422, "no_events", explain("no_events"), form)
+    _check(services, form)
     too_many = EndpointFormRefusal(409, "too_many_endpoints", explain("too_many_endpoints"), form)
     installation_id = session.installation_id
     if await notification_endpoints.count(services.db, installation_id) >= MAX_ENDPOINTS:
         raise too_many
     endpoint_id = _new_id(services, "whe_")
-    sealed = await _new_sealed_secret(services, installation_id, endpoint_id)
-    events = tuple(event for event in EVENT_TYPES if event in form.events)
+    if form.kind == CHAT:
+        shown = chat.shown_url(form.url)
+        sealed = await chat.seal_url(services.crypto, installation_id, endpoint_id, form.url)
+    else:
+        shown = form.url
+        sealed = await _new_sealed_secret(services, installation_id, endpoint_id)
     created = await notification_endpoints.create(
         services.db,
         endpoint_id=endpoint_id,
         installation_id=installation_id,
-        url=form.url,
-        events=events,
+        kind=form.kind,
+        url=shown,
+        events=tuple(event for event in EVENT_TYPES if event in form.events),
         secret_sealed=sealed,
         now=services.clock.now_ms(),
     )
@@ -117,9 +122,28 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     return endpoint_id
 
 
+def _check(services: Services, form: EndpointForm) -> None:
+    """The form's kind, URL and events, each refused with its own code."""
+    if form.kind not in KINDS:
+        raise EndpointFormRefusal(
+            422, "unknown_endpoint_kind", explain("unknown_endpoint_kind"), form
+        )
+    problem = endpoint_url_problem(form.url, services.config)
+    if problem is not None:
+        raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form)
+    unknown = [event for event in form.events if event not in EVENT_TYPES]
+    if unknown:
+        raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form)
+    if not form.events:
+        raise EndpointFormRefusal(422, "no_events", explain("no_events"), form)
+
+
 async def rotate_secret(services: Services, session: Session, endpoint_id: str) -> None:
-    """A new secret replaces the old at once: every later attempt is signed with it."""
-    endpoint = await _endpoint(services, session, endpoint_id)
+    """A new secret replaces the old at once: every later attempt is signed with it. A chat
+    endpoint has none (its URL is its secret: delete it and add the new URL)."""
+    endpoint = await endpoint_of(services, session, endpoint_id)
+    if endpoint.kind == CHAT:
+        raise Refusal.explained(409, "chat_has_no_secret")
     sealed = await _new_sealed_secret(services, endpoint.installation_id, endpoint.id)
     now = services.clock.now_ms()
     if not await notification_endpoints.rotate(
@@ -132,7 +156,7 @@ async def rotate_secret(services: Services, session: Session, endpoint_id: str) 
 
 async def delete_endpoint(services: Services, session: Session, endpoint_id: str) -> None:
     """The endpoint, its subscriptions and its deliveries; the next manage page says so."""
-    endpoint = await _endpoint(services, session, endpoint_id)
+    endpoint = await endpoint_of(services, session, endpoint_id)
     if not await notification_endpoints.delete(services.db, endpoint.installation_id, endpoint.id):
         raise Refusal.explained(404, "endpoint_not_found")
     await sessions.say_next(services.db, session.id_hash, deleted_words(endpoint))
@@ -155,7 +179,7 @@ async def preview_endpoint(
     """The endpoint a rotation or a delete would change, refused as they would be; its
     deliveries' contents by title when Dee Wan gives them in time (never waited on for
     the change itself)."""
-    endpoint = await _endpoint(services, session, endpoint_id)
+    endpoint = await endpoint_of(services, session, endpoint_id)
     contents = {d.schedule.content_id for d in endpoint.deliveries if d.schedule is not None}
     titles = Titles({})
     if contents:
@@ -169,45 +193,43 @@ async def preview_endpoint(
 
 
 async def send_test(services: Services, session: Session, endpoint_id: str) -> str:
-    """Deliver a signed `test` event now (one request, within this one) and keep what came
-    back with the endpoint: `200`, `410`, `timeout`, … . One at a time and five a minute per
-    endpoint (`throttled.ENDPOINT_CALLS`); beyond that 429 `too_many_tests`, nothing sent."""
-    endpoint = await _endpoint(services, session, endpoint_id)
+    """Deliver a `test` event now (one request, within this one: a signed POST, or a chat
+    message) and keep what came back with the endpoint: `200`, `410`, `timeout`, … . One at
+    a time and five a minute per endpoint (`throttled.ENDPOINT_CALLS`); beyond that 429
+    `too_many_tests`, nothing sent."""
+    endpoint = await endpoint_of(services, session, endpoint_id)
+    async with limited(services, endpoint_key(endpoint.id), ENDPOINT_CALLS, too_many(session)):
+        return await _send_test(services.for_visitors(), endpoint)
 
-    def too_many(wait_ms: int) -> Refusal:
+
+def too_many(
+    session: Session, code: str = "too_many_tests", title: str = "Too many test events"
+) -> Callable[[int], Refusal]:
+    """The refusal of a call to an endpoint past `ENDPOINT_CALLS`: nothing sent."""
+
+    def refusal(wait_ms: int) -> Refusal:
         return Refusal.too_many(
-            "too_many_tests",
-            explain("too_many_tests"),
+            code,
+            explain(code),
             seconds(wait_ms),
-            title="Too many test events",
+            title=title,
             then="send it again",
             resend=[("csrf_token", session.csrf_token), ("opened_for", session.opened_for)],
         )
 
-    async with limited(services, endpoint_key(endpoint.id), ENDPOINT_CALLS, too_many):
-        return await _send_test(services, endpoint)
+    return refusal
 
 
 async def _send_test(services: Services, endpoint: Endpoint) -> str:
     now = services.clock.now_ms()
-    secret = await webhook_signing.open_secret(
-        services.crypto, endpoint.installation_id, endpoint.id, endpoint.secret_sealed
-    )
-    if secret is None:
+    channel = channels(services)[endpoint.kind]
+    target = endpoint.target()
+    opened = await channel.open(target)
+    if opened is None:
         result = "secret_unreadable"
     else:
-        body = body_of_test_event(
-            services.config.public_origin, endpoint.installation_id, endpoint.id, now
-        )
-        attempt = await webhooks.post_event(
-            services.http_for_visitors,
-            services.crypto,
-            endpoint.url,
-            secret,
-            _new_id(services, "msg_"),
-            body,
-            now,
-        )
+        event = channel.test_event(target, _new_id(services, "msg_"), now)
+        attempt = await channel.deliver(opened, event, now)
         result = str(attempt.http_status) if attempt.http_status is not None else str(attempt.error)
     await notification_endpoints.record_test(
         services.db, endpoint.installation_id, endpoint.id, services.clock.now_ms(), result
@@ -230,10 +252,9 @@ async def notifications_view(
     shown = await sessions.take_reveal(services.db, session) if reveal else None
     for endpoint in endpoints:
         if endpoint.id == shown:
-            secret = await webhook_signing.open_secret(
-                services.crypto, endpoint.installation_id, endpoint.id, endpoint.secret_sealed
-            )
-            revealed = None if secret is None else (endpoint.id, secret)
+            opened = await channels(services)[endpoint.kind].open(endpoint.target())
+            if opened is not None:
+                revealed = (endpoint.id, opened.url if endpoint.kind == CHAT else opened.secret)
     return NotificationsView(tuple(endpoints), revealed, refused)
 
 
@@ -242,7 +263,8 @@ async def _installation(services: Services, session: Session) -> None:
         raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
 
 
-async def _endpoint(services: Services, session: Session, endpoint_id: str) -> Endpoint:
+async def endpoint_of(services: Services, session: Session, endpoint_id: str) -> Endpoint:
+    """The session's installation's endpoint, for a manage launch; 404 when there is none."""
     require_manage(session)
     endpoint = (
         await notification_endpoints.get(services.db, session.installation_id, endpoint_id)

@@ -13,3 +13,11 @@ def delegation(installation_id: str, session_hash: str) -> str:
 
 def webhook_secret(installation_id: str, endpoint_id: str) -> str:
     return f"webhook-secret:{installation_id}:{endpoint_id}"
+
+
+def content_title(installation_id: str, schedule_id: str) -> str:
+    return f"content-title:{installation_id}:{schedule_id}"
+
+
+def chat_url(installation_id: str, endpoint_id: str) -> str:
+    return f"chat-url:{installation_id}:{endpoint_id}"

@@ -9,14 +9,10 @@ answers 503 `token_unreadable` (rotate the token in Dee Wan).
 
 from __future__ import annotations
 
-import logging
-
-from scheduling.domain import associated_data
-from scheduling.ports import Crypto, UnreadableSecret
+from scheduling.domain import associated_data, sealing
+from scheduling.ports import Crypto
 
 TOKEN_UNREADABLE = "token_unreadable"
-
-log = logging.getLogger("scheduling")
 
 
 async def seal_token(crypto: Crypto, installation_id: str, token: str) -> str:
@@ -25,8 +21,6 @@ async def seal_token(crypto: Crypto, installation_id: str, token: str) -> str:
 
 async def open_token(crypto: Crypto, installation_id: str, token_sealed: str) -> str | None:
     """The raw token; None, logged, when it does not open under the current TOKEN_KEY."""
-    try:
-        return await crypto.open(token_sealed, associated_data.installation_token(installation_id))
-    except UnreadableSecret:
-        log.warning("installation %s: token does not open under TOKEN_KEY", installation_id)
-        return None
+    context = associated_data.installation_token(installation_id)
+    what = f"installation {installation_id}: token"
+    return await sealing.open_or_none(crypto, token_sealed, context, what)

@@ -25,6 +25,12 @@ EVENT_TYPES = (REFUSED, COMPLETED, RETRYING)
 DEFAULT_EVENTS = (REFUSED,)
 TEST_EVENT = "test"
 MAX_ENDPOINTS = 5
+# The kinds of endpoint: a signed Standard Webhook (the default), or a chat's incoming webhook.
+WEBHOOK = "webhook"
+CHAT = "chat"
+KINDS = (WEBHOOK, CHAT)
+# How far back "Replay failures since …" may reach, in hours (its choices, in order).
+REPLAY_SINCE_HOURS = (1, 6, 24, 72, 168)
 
 # The last attempt got no answer: Dee Wan may or may not have applied the change.
 UNKNOWN_OUTCOME_CODES = frozenset(
@@ -73,6 +79,18 @@ class ScheduleEvent:
     ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`EndedBy`)
     max_lateness_ms: int = 0  # the lateness cap, which the sentence names when it ended it
 
+    def message(self) -> str:
+        """The card's own sentence for how it ended."""
+        return explain_result(
+            self.result_code,
+            self.last_code,
+            self.last_http_status,
+            ended_by=self.ended_by,
+            tries=self.attempts,
+            lateness_ms=self.max_lateness_ms,
+            unknown=self.outcome_unknown,
+        )
+
     def body(self, public_origin: str) -> bytes:
         data: dict[str, Any] = {
             "installation_id": self.installation_id,
@@ -87,15 +105,7 @@ class ScheduleEvent:
             "status": self.status.value,
             "result_code": self.result_code,
             "ended_by": self.ended_by,
-            "message": explain_result(
-                self.result_code,
-                self.last_code,
-                self.last_http_status,
-                ended_by=self.ended_by,
-                tries=self.attempts,
-                lateness_ms=self.max_lateness_ms,
-                unknown=self.outcome_unknown,
-            ),
+            "message": self.message(),
             "attempts": self.attempts,
             "outcome_unknown": self.outcome_unknown,
             "next_attempt_at": None

@@ -1,7 +1,8 @@
 """What one attempt at a transition came to, and the Runner table that decides it.
 
 The Runner table of docs/operators/runner.md is `RUNNER_TABLE`, as data: the Dee Wan client
-classifies every answer by it, the retry policy plans by it, and
+classifies every answer by looking it up here (`rule_for`), so a new code of Dee Wan's is
+one row; the retry policy plans by it, and
 `contract/plugin-contract.json` carries it to core, whose plugin-contract test
 checks it against core's own table.
 """
@@ -9,6 +10,7 @@ checks it against core's own table.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 from scheduling.domain.statuses import Status
@@ -125,3 +127,37 @@ REFUSAL_CODES = {
     if rule.plugin_result is Status.REFUSED
     for code in rule.codes or ()
 }
+
+
+def rule_for(status: int, code: str | None) -> AnswerRule | None:
+    """The row of the Runner table an HTTP answer falls under: the row naming its status and
+    its code, else the row for its status with any code; None when no row covers it (the
+    answer cannot be trusted)."""
+    exact, any_code = _index(RUNNER_TABLE)
+    return exact.get((status, code)) or any_code.get(status)
+
+
+@functools.cache
+def _index(
+    table: tuple[AnswerRule, ...],
+) -> tuple[dict[tuple[int, str | None], AnswerRule], dict[int, AnswerRule]]:
+    exact: dict[tuple[int, str | None], AnswerRule] = {}
+    any_code: dict[int, AnswerRule] = {}
+    for rule in table:
+        for status in rule.statuses:
+            if rule.codes is None:
+                any_code.setdefault(status, rule)
+            for code in rule.codes or ():
+                exact.setdefault((status, code), rule)
+    return exact, any_code
+
+
+def outcome_of(
+    rule: AnswerRule, code: str | None, status: int, retry_after_ms: int | None = None
+) -> Outcome:
+    """What an answer under `rule` came to: its code (the rule's own, the answer's, or the
+    rule's when the answer had none), and its Retry-After where the rule waits for it."""
+    result_code = rule.result_code or code or rule.code_when_missing
+    assert result_code is not None  # a rule taking any code says what to record without one
+    wait = retry_after_ms if rule.retry is Retry.RETRY_AFTER else None
+    return Outcome(rule.kind, result_code, status, wait)

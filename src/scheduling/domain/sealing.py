@@ -8,8 +8,11 @@ output, so the framing lives here once.
 from __future__ import annotations
 
 import base64
+import logging
 
-from scheduling.ports import UnreadableSecret
+from scheduling.ports import Crypto, UnreadableSecret
+
+log = logging.getLogger("scheduling")
 
 PREFIX = "v1."
 IV_BYTES = 12
@@ -39,3 +42,13 @@ def unframe(sealed: str) -> tuple[bytes, bytes]:
     if len(raw) < IV_BYTES + TAG_BYTES:
         raise UnreadableSecret("damaged sealed value")
     return raw[:IV_BYTES], raw[IV_BYTES:]
+
+
+async def open_or_none(crypto: Crypto, sealed: str, context: str, what: str) -> str | None:
+    """The plaintext; None, logged as `what` (never the value), when it does not open under
+    the current TOKEN_KEY (the key changed, or the value was damaged or moved)."""
+    try:
+        return await crypto.open(sealed, context)
+    except UnreadableSecret:
+        log.warning("%s does not open under TOKEN_KEY", what)
+        return None

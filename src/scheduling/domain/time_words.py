@@ -75,6 +75,17 @@ def clock_text(moment: datetime) -> str:
     return _clock(moment, False)
 
 
+def zoned_clock_text(ms: int, zone: str) -> str:
+    """The time of day in `zone` with its abbreviation, `09:00 CET`, for a line that is read
+    within hours of it (a chat message); an unknown zone is written in UTC."""
+    in_utc = datetime.fromtimestamp(ms / 1000, UTC)
+    try:
+        local = in_utc.astimezone(get_zone(zone))
+    except UnknownTimezone:
+        local = in_utc
+    return f"{_clock(local, False)} {local:%Z}"
+
+
 def duration_text(ms: int) -> str:
     """`2 min`, `1 h 5 min`, `3 h` (whole minutes, rounded down)."""
     minutes = max(0, ms) // MINUTE_MS

@@ -16,7 +16,7 @@ import binascii
 import logging
 
 from scheduling.domain import associated_data, sealing
-from scheduling.ports import Crypto, UnreadableSecret
+from scheduling.ports import Crypto
 
 log = logging.getLogger("scheduling")
 
@@ -75,10 +75,6 @@ async def open_secret(
     crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
 ) -> str | None:
     """The raw secret; None, logged, when it does not open under the current TOKEN_KEY."""
-    try:
-        return await crypto.open(
-            sealed, associated_data.webhook_secret(installation_id, endpoint_id)
-        )
-    except UnreadableSecret:
-        log.warning("endpoint %s: signing secret does not open under TOKEN_KEY", endpoint_id)
-        return None
+    context = associated_data.webhook_secret(installation_id, endpoint_id)
+    what = f"endpoint {endpoint_id}: signing secret"
+    return await sealing.open_or_none(crypto, sealed, context, what)

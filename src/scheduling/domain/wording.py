@@ -68,6 +68,13 @@ CODES = {
     "no_events": "Choose at least one event to be told of.",
     "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
     "too_many_tests": "A test event is sent to an endpoint one at a time, and at most 5 a minute.",
+    "too_many_sends_again": "A delivery is sent again to an endpoint one at a time, and at most 5 a minute with its test events.",
+    "unknown_endpoint_kind": "Choose a signed webhook or a chat message.",
+    "not_sendable_again": "Only a delivery that was delivered or has failed can be sent again, and only to an endpoint that is enabled.",
+    "endpoint_disabled": "This endpoint is disabled: enable it again first.",
+    "endpoint_not_disabled": "This endpoint is not disabled.",
+    "unknown_replay_window": "Choose how far back to replay among the choices the form lists.",
+    "chat_has_no_secret": "A chat endpoint has no signing secret: its URL is the secret. Delete it and add the new URL.",
 }
 
 UNKNOWN_OUTCOME = " Its last try got no answer, so whether Dee Wan applied it is unknown: check the content in Dee Wan."
@@ -101,7 +108,13 @@ EVENTS = {
     "test": "Test event",
 }
 
-# A webhook delivery's state, and why an attempt did not deliver.
+# The kinds of endpoint, as the Notifications form names them.
+ENDPOINT_KINDS = {
+    "webhook": "Signed webhook, for a program (Standard Webhooks)",
+    "chat": "Chat message (Slack, Google Chat, Mattermost, Rocket.Chat, Discord's /slack URL)",
+}
+
+# A delivery's state, and why an attempt did not deliver.
 DELIVERY_STATUS = {
     "waiting": "Waiting",
     "sending": "Being sent",
@@ -113,6 +126,7 @@ DELIVERY_ERRORS = {
     "network_error": "could not connect",
     "address_not_public": "not called: its name leads to this machine or a private network",
     "endpoint_gone": "the endpoint answered 410 Gone, so it was disabled",
+    "endpoint_disabled": "the endpoint accepted nothing for 5 days, so it was disabled",
     "secret_unreadable": "its signing secret can no longer be read (TOKEN_KEY changed): rotate it",
 }
 

@@ -1,6 +1,6 @@
 """What is waiting for the runner: the due backlog, its oldest row, and counts by status.
 
-"Due" means what the runner's query means (runner_store.DUE_SQL): pending or
+"Due" means what the runner's query means (lease_sql.DUE_SQL): pending or
 retrying with `next_attempt_at <= now`, or running with an expired lease. Both
 halves read the runner's partial indexes, so the cost follows live rows. The
 statuses are literal text, as the indexes' `WHERE` must be matched word for

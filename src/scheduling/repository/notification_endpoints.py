@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from scheduling.domain.delivery_policy import DeliveryStatus
 from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS
+from scheduling.domain.outbox import DeliveryTarget
 from scheduling.ports import Database, Row
 
 # What the manage page shows of each endpoint's history.
@@ -71,7 +72,7 @@ class Delivery:
 class Endpoint:
     id: str
     installation_id: str
-    url: str
+    url: str  # a chat endpoint's: its host and last 4 characters (the URL is sealed)
     secret_sealed: str
     events: tuple[str, ...]
     created_at: int
@@ -82,11 +83,23 @@ class Endpoint:
     test_result: str | None
     deliveries: tuple[Delivery, ...] = ()  # the latest RECENT_DELIVERIES
     delivery_count: int = 0  # all it holds, which a delete removes with it
+    kind: str = "webhook"
+    disabled_reason: str | None = None
+
+    def target(self) -> DeliveryTarget:
+        return DeliveryTarget(
+            self.id,
+            self.installation_id,
+            self.url,
+            self.secret_sealed,
+            disabled=self.disabled_at is not None,
+            kind=self.kind,
+        )
 
 
 _ENDPOINT_COLUMNS = (
-    "e.id, e.installation_id, e.url, e.secret_sealed, e.created_at, e.secret_rotated_at,"
-    " e.disabled_at, e.failing_since, e.tested_at, e.test_result,"
+    "e.id, e.installation_id, e.kind, e.url, e.secret_sealed, e.created_at, e.secret_rotated_at,"
+    " e.disabled_at, e.disabled_reason, e.failing_since, e.tested_at, e.test_result,"
     " (SELECT group_concat(event_type, ' ') FROM notification_subscriptions"
     "  WHERE endpoint_id = e.id) AS events,"
     " (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = e.id) AS delivery_count"
@@ -116,6 +129,8 @@ def _endpoint(row: Row, deliveries: Sequence[Delivery] = ()) -> Endpoint:
         test_result=row["test_result"],
         deliveries=tuple(deliveries),
         delivery_count=int(row["delivery_count"] or 0),
+        kind=row["kind"],
+        disabled_reason=row["disabled_reason"],
     )
 
 
@@ -135,6 +150,7 @@ async def create(
     *,
     endpoint_id: str,
     installation_id: str,
+    kind: str,
     url: str,
     events: Sequence[str],
     secret_sealed: str,
@@ -147,10 +163,10 @@ async def create(
         [
             db.prepare(
                 "INSERT INTO notification_endpoints (id, installation_id, url, secret_sealed,"
-                " created_at, secret_rotated_at)"
-                " SELECT ?1, ?2, ?3, ?4, ?5, ?5"
+                " created_at, secret_rotated_at, kind)"
+                " SELECT ?1, ?2, ?3, ?4, ?5, ?5, ?7"
                 " WHERE (SELECT count(*) FROM notification_endpoints WHERE installation_id = ?2) < ?6"
-            ).bind(endpoint_id, installation_id, url, secret_sealed, now, MAX_ENDPOINTS),
+            ).bind(endpoint_id, installation_id, url, secret_sealed, now, MAX_ENDPOINTS, kind),
             db.prepare(
                 "INSERT INTO notification_subscriptions (endpoint_id, event_type)"
                 f" SELECT column1, column2 FROM (VALUES {values})"

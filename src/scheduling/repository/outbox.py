@@ -1,4 +1,4 @@
-"""The outbox of webhook deliveries: written in the settle's own batch, claimed under a lease,
+"""The outbox of notification deliveries: written in the settle's own batch, claimed under a lease,
 settled like schedules are.
 
 An event row is inserted in the same D1 batch (one transaction) as the
@@ -11,135 +11,194 @@ subscribed endpoint, its id the `webhook-id`.
 A delivery is claimed by a compare-and-set (waiting and due, or sending
 with an expired lease) that `RETURNING`s what it won, and settled only while
 its lease token still holds, so two runners never send the same attempt and a
-runner killed mid-delivery leaves it to be sent again, with the same id.
+runner killed mid-delivery leaves it to be sent again, with the same id. A chat
+endpoint's due deliveries are claimed together, at most once a minute, and
+settled together: one message, a digest (`outbox_sql.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Sequence
 
-from scheduling.domain.delivery_policy import DeliveryStatus
-from scheduling.ports import Row
-
-# `?1` the batch's lease token (what its settle wrote into `settled_by`), `?2` the instant.
-EVENTS_SQL = """INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
-    event_type, payload, created_at, status, attempt_count, next_attempt_at)
-SELECT ev.column1 || '_' || e.id, e.id, s.installation_id, s.id, ev.column3, ev.column4, ?2,
-       'waiting', 0, ?2
-  FROM (VALUES {values}) AS ev
-  JOIN schedules s ON s.id = ev.column2 AND s.settled_by = ?1
-  JOIN notification_endpoints e ON e.installation_id = s.installation_id AND e.disabled_at IS NULL
-  JOIN notification_subscriptions sub ON sub.endpoint_id = e.id AND sub.event_type = ev.column3
-RETURNING id"""
-
-# Waiting ones whose time came and sending ones whose lease expired, oldest first: both
-# halves read the partial indexes `webhook_deliveries_waiting` and `webhook_deliveries_leased`.
-CLAIM_DELIVERIES_SQL = """UPDATE webhook_deliveries
-   SET status = 'sending', lease_token = ?1, lease_until = ?2, next_attempt_at = NULL,
-       attempt_count = attempt_count + 1
- WHERE id IN (
-    SELECT id FROM (
-        SELECT id, next_attempt_at AS ready_at FROM webhook_deliveries WHERE next_attempt_at <= ?3
-        UNION ALL
-        SELECT id, lease_until AS ready_at FROM webhook_deliveries WHERE lease_until <= ?3)
-     ORDER BY ready_at, id LIMIT ?4)
-RETURNING id, endpoint_id, installation_id, payload, created_at, attempt_count"""
-
-CLAIMED_ENDPOINTS_SQL = """SELECT id, installation_id, url, secret_sealed, disabled_at
-  FROM notification_endpoints
- WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE lease_until = ?2 AND lease_token = ?1)"""
-
-# A delivery handed back unsent (`done.column8` = 1) keeps its last attempt and gives back
-# the one its claim counted.
-SETTLE_DELIVERIES_SQL = """UPDATE webhook_deliveries
-   SET status = done.column2, next_attempt_at = done.column3, finished_at = done.column4,
-       last_attempt_at = CASE WHEN done.column8 THEN last_attempt_at ELSE done.column5 END,
-       last_http_status = CASE WHEN done.column8 THEN last_http_status ELSE done.column6 END,
-       last_error = CASE WHEN done.column8 THEN last_error ELSE done.column7 END,
-       attempt_count = attempt_count - done.column8,
-       lease_token = NULL, lease_until = NULL
-  FROM (VALUES {values}) AS done
- WHERE webhook_deliveries.id = done.column1 AND webhook_deliveries.lease_token = ?1
-RETURNING id"""
-
-# The endpoints of a settle, by id (`{ids}`): delivered to, failed, gone (410).
-ENDPOINTS_DELIVERED_SQL = (
-    "UPDATE notification_endpoints SET failing_since = NULL WHERE id IN ({ids})"
+from scheduling.domain.chat_lines import MAX_LINES
+from scheduling.domain.delivery_policy import (
+    DISABLE_AFTER_FAILING_MS,
+    ENDPOINT_GONE,
+    MESSAGE_INTERVAL_MS,
+    DeliveryStatus,
 )
-ENDPOINTS_FAILING_SQL = "UPDATE notification_endpoints SET failing_since = coalesce(failing_since, ?1) WHERE id IN ({ids})"
-ENDPOINTS_GONE_SQL = (
-    "UPDATE notification_endpoints SET disabled_at = ?1 WHERE id IN ({ids}) AND disabled_at IS NULL"
+from scheduling.domain.outbox import (
+    ClaimedDelivery,
+    DeliveryTarget,
+    OutboxEvent,
+    SettledMessage,
 )
-# What a disabled endpoint still had waiting will not be sent.
-GONE_WAITING_SQL = """UPDATE webhook_deliveries
-   SET status = 'failed', next_attempt_at = NULL, finished_at = ?1, last_error = 'endpoint_gone'
- WHERE status = 'waiting' AND endpoint_id IN ({ids})"""
+from scheduling.limits import EVENTS, SETTLE_DELIVERIES
+from scheduling.ports import Result, Row, Statement
+from scheduling.repository.outbox_sql import (
+    CLAIM_DELIVERIES_SQL,
+    CLAIM_NAMED_SQL,
+    CLAIMED_ENDPOINTS_SQL,
+    CLAIMED_TITLES_SQL,
+    DISABLED_WAITING_SQL,
+    ENDPOINTS_DELIVERED_SQL,
+    ENDPOINTS_EXPIRED_SQL,
+    ENDPOINTS_FAILING_SQL,
+    ENDPOINTS_GONE_SQL,
+    EVENTS_SQL,
+    NEXT_MESSAGE_SQL,
+    SETTLE_DELIVERIES_SQL,
+    SETTLE_DIGESTS_SQL,
+)
+from scheduling.repository.round_trips import RoundTrips
 
 
-@dataclass(frozen=True)
-class ClaimedDelivery:
-    id: str  # the webhook-id
-    endpoint_id: str
-    installation_id: str
-    payload: bytes
-    created_at: int  # the settle that wrote it
-    attempt: int  # this claim's attempt number
+class Outbox:
+    """The deliveries' store. It also keeps what the invocation learnt of the outbox: how many
+    events its settles wrote (`events_written`) and when a delivery is next due (`next_at`,
+    as of the last due query or dispatch that read it; None: nothing waits)."""
 
-    @classmethod
-    def from_row(cls, row: Row) -> ClaimedDelivery:
-        return cls(
-            id=row["id"],
-            endpoint_id=row["endpoint_id"],
-            installation_id=row["installation_id"],
-            payload=str(row["payload"]).encode("utf-8"),
-            created_at=int(row["created_at"]),
-            attempt=int(row["attempt_count"]),
+    def __init__(self, trips: RoundTrips) -> None:
+        self.trips = trips
+        self.events_written = 0
+        self.next_at: int | None = None
+        self.fresh: list[str] = []  # written by this invocation, not yet handed off
+
+    def take_fresh(self) -> list[str]:
+        """The deliveries written since the last take (to hand to the queue)."""
+        taken, self.fresh = self.fresh, []
+        return taken
+
+    def due(self, now: int) -> bool:
+        """This invocation's settles wrote events, or a delivery is due at `now`: an
+        invocation with nothing to notify spends nothing on it."""
+        return self.events_written > 0 or (self.next_at is not None and self.next_at <= now)
+
+    def event_statements(
+        self, lease_token: str, now: int, events: Sequence[OutboxEvent]
+    ) -> list[Statement]:
+        """The inserts of `events`, for the batch of the settle (or refusal) that raises them."""
+        rows = [(e.id, e.schedule_id, e.type, e.body.decode("utf-8")) for e in events]
+        return self.trips.values(EVENTS_SQL, EVENTS, (lease_token, now), rows)
+
+    def written(self, results: Sequence[Result]) -> None:
+        """Count (and keep) the outbox rows the event inserts among `results` wrote."""
+        ids = [str(row["id"]) for result in results for row in result.results]
+        self.events_written += len(ids)
+        self.fresh += ids
+
+    async def claim(
+        self,
+        lease_token: str,
+        now: int,
+        lease_ms: int,
+        limit: int,
+        named: Sequence[str] | None = None,
+    ) -> tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]:
+        """Claim up to `limit` messages' deliveries due at `now` (waiting ones whose time
+        came, sending ones whose lease expired; among `named` only, when given), oldest first,
+        under `lease_token` until `now + lease_ms`; with the endpoints they go to, read in the
+        same batch. A chat endpoint claimed sends its next message a minute later at the
+        earliest."""
+        lease_until = now + lease_ms
+        db = self.trips.db
+        lease = (lease_token, lease_until, now, limit)
+        claim = (
+            db.prepare(CLAIM_DELIVERIES_SQL).bind(*lease)
+            if named is None
+            else db.prepare(CLAIM_NAMED_SQL).bind(*lease, json.dumps(list(named)))
         )
-
-
-@dataclass(frozen=True)
-class DeliveryTarget:
-    """Where a claimed delivery goes, read in the claim's batch."""
-
-    id: str
-    installation_id: str
-    url: str
-    secret_sealed: str
-    disabled: bool
-
-    @classmethod
-    def from_row(cls, row: Row) -> DeliveryTarget:
-        return cls(
-            id=row["id"],
-            installation_id=row["installation_id"],
-            url=row["url"],
-            secret_sealed=row["secret_sealed"],
-            disabled=row["disabled_at"] is not None,
+        next_message = now + MESSAGE_INTERVAL_MS
+        claimed, _, targets, titles = await self.trips.send(
+            [
+                claim,
+                db.prepare(NEXT_MESSAGE_SQL).bind(lease_token, lease_until, next_message),
+                db.prepare(CLAIMED_ENDPOINTS_SQL).bind(lease_token, lease_until),
+                db.prepare(CLAIMED_TITLES_SQL).bind(lease_token, lease_until, MAX_LINES),
+            ]
         )
-
-
-@dataclass(frozen=True)
-class SettledDelivery:
-    """How one claimed delivery ended this time."""
-
-    delivery: ClaimedDelivery
-    status: DeliveryStatus
-    next_attempt_at: int | None
-    finished_at: int | None
-    attempted_at: int | None  # None: handed back unsent
-    http_status: int | None
-    error: str | None
-    sent: bool  # a request left (False: the endpoint was gone or its secret unreadable)
-    handed_back: bool = False  # claimed, never sent (a platform limit): waiting again, due now
-
-    def values(self) -> tuple[object, ...]:
+        sealed = {str(row["id"]): str(row["title_sealed"]) for row in titles.results}
+        endpoints = (delivery_target(row) for row in targets.results)
         return (
-            self.delivery.id,
-            self.status.value,
-            self.next_attempt_at,
-            self.finished_at,
-            self.attempted_at,
-            self.http_status,
-            self.error,
-            int(self.handed_back),
+            sorted(
+                (claimed_delivery(row, sealed.get(row["id"])) for row in claimed.results),
+                key=lambda d: (d.created_at, d.id),
+            ),
+            {endpoint.id: endpoint for endpoint in endpoints},
         )
+
+    async def settle(
+        self, lease_token: str, lease_until: int, settled: Sequence[SettledMessage], now: int
+    ) -> list[str]:
+        """End messages claimed under `lease_token`; returns the deliveries whose lease was
+        lost (left as they are: another runner has them). In the same batch, each endpoint is
+        marked: failing since its first failed attempt, not failing once delivered to, and
+        disabled (with what it still had waiting) when it answered 410 Gone or has accepted
+        nothing for DISABLE_AFTER_FAILING_MS."""
+        if not settled:
+            return []
+        trips = self.trips
+        fixed = (lease_token, lease_until)
+        ones = [_values(s, s.message.id) for s in settled if not s.message.digest]
+        digests = [_values(s, s.message.endpoint_id) for s in settled if s.message.digest]
+        statements = trips.values(SETTLE_DELIVERIES_SQL, SETTLE_DELIVERIES, fixed, ones)
+        statements += trips.values(SETTLE_DIGESTS_SQL, SETTLE_DELIVERIES, fixed, digests)
+        settle_count = len(statements)
+        statements += self._endpoint_statements(settled, now)
+        results = await trips.send(statements)
+        applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
+        ids = (d.id for s in settled for d in s.message.deliveries)
+        return [delivery_id for delivery_id in ids if delivery_id not in applied]
+
+    def _endpoint_statements(self, settled: Sequence[SettledMessage], now: int) -> list[Statement]:
+        trips = self.trips
+        delivered = {s.message.endpoint_id for s in settled if s.status == DeliveryStatus.DELIVERED}
+        gone = {s.message.endpoint_id for s in settled if s.sent and s.error == ENDPOINT_GONE}
+        failing = {s.message.endpoint_id for s in settled if s.sent and s.error} - delivered
+        expired_before = now - DISABLE_AFTER_FAILING_MS
+        return [
+            *trips.ids(ENDPOINTS_DELIVERED_SQL, (), delivered),
+            *trips.ids(ENDPOINTS_FAILING_SQL, (now,), failing),
+            *trips.ids(ENDPOINTS_GONE_SQL, (now,), gone),
+            *trips.ids(ENDPOINTS_EXPIRED_SQL, (now, expired_before), failing),
+            *trips.ids(DISABLED_WAITING_SQL, (now,), gone | failing),
+        ]
+
+
+def claimed_delivery(row: Row, title_sealed: str | None = None) -> ClaimedDelivery:
+    return ClaimedDelivery(
+        id=row["id"],
+        endpoint_id=row["endpoint_id"],
+        installation_id=row["installation_id"],
+        payload=str(row["payload"]).encode("utf-8"),
+        created_at=int(row["created_at"]),
+        attempt=int(row["attempt_count"]),
+        schedule_id=row["schedule_id"],
+        title_sealed=title_sealed,
+        tried_from=int(row["tried_from"]),
+    )
+
+
+def delivery_target(row: Row) -> DeliveryTarget:
+    return DeliveryTarget(
+        id=row["id"],
+        installation_id=row["installation_id"],
+        url=row["url"],
+        secret_sealed=row["secret_sealed"],
+        disabled=row["disabled_at"] is not None,
+        kind=row["kind"],
+    )
+
+
+def _values(settled: SettledMessage, key: str) -> tuple[object, ...]:
+    return (
+        key,
+        settled.status.value,
+        settled.next_attempt_at,
+        settled.finished_at,
+        settled.attempted_at,
+        settled.http_status,
+        settled.error,
+        int(settled.handed_back),
+    )

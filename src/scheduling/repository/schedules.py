@@ -49,9 +49,10 @@ _SUPERSEDE = (
 _INSERT = """
 INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
     workflow_revision, revision, idempotency_key, due_at, timezone, local_time, fold, status,
-    attempt_count, next_attempt_at, requested_by, requested_by_name, created_at, updated_at)
+    attempt_count, next_attempt_at, requested_by, requested_by_name, created_at, updated_at,
+    title_sealed)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, r.next, 'sched:' || ?2 || ':' || ?1 || ':r' || r.next,
-       ?8, ?9, ?10, ?11, ?15, 0, ?8, ?12, ?13, ?14, ?14
+       ?8, ?9, ?10, ?11, ?15, 0, ?8, ?12, ?13, ?14, ?14, ?16
   FROM (SELECT COALESCE(MAX(revision), 0) + 1 AS next FROM schedules
          WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4) AS r
 """
@@ -97,6 +98,7 @@ async def create(db: Database, new: NewSchedule, now: int) -> int:
                     new.requested_by_name,
                     now,
                     Status.PENDING,
+                    new.title_sealed,
                 ),
             ]
         )

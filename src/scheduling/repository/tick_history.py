@@ -1,5 +1,5 @@
-"""The tick history: one row per tick (and per queue consumer invocation), kept 7 days, and the
-running totals behind the operator's counters.
+"""The tick history: one row per tick (and per queue consumer invocation, and per alarm of an
+installation's clock), kept 7 days, and the running totals behind the operator's counters.
 
 An invocation's row, the totals it adds to and the pruning of rows past the retention go
 in one write (`write`, three statements) that the invocation sends as its last round
@@ -21,7 +21,7 @@ from scheduling.repository.backlog import DUE_COUNT_SQL, WORK_DUE_SQL
 
 RETENTION_MS = 7 * 24 * 60 * 60_000
 PRUNE_ROWS = 10
-KINDS = ("tick", "consumer")  # a cron tick; a queue consumer invocation
+KINDS = ("tick", "consumer", "alarm")  # a cron tick; a queue consumer; a clock's alarm
 # The report's counts, one column each (runner/report.py's fields), then the lateness buckets.
 REPORT_COLUMNS: tuple[str, ...] = (
     "cron_delay_ms",
@@ -52,6 +52,10 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "webhooks_failed",
     "webhook_lost_lease",
     "webhook_delay_max_ms",
+    # An alarm clock per installation (migration 0013).
+    "caught",
+    "clocks_rearmed",
+    "waited_ms",
 )
 INSERT_SQL = (
     "INSERT INTO tick_history (at, kind, error, duration_ms, backlog, "
@@ -83,12 +87,17 @@ TOTALS_SQL = "SELECT name, value FROM runner_totals"
 # A window of the history in slots of `?3` ms from `?1`: per slot the worst of each gauge
 # and the sum of each count, so 10,080 ticks come back as a few hundred rows. A tick falls
 # in the slot of the minute it stands for (its instant less its cron delay), so a late
-# delivery does not look like a minute without a tick.
+# delivery does not look like a minute without a tick; an alarm, in the slot of the time
+# its clock was set for. The cron's delay is the ticks' alone.
 SERIES_SQL = (
     """SELECT (at - cron_delay_ms - ?1) / ?3 AS slot, count(*) AS invocations,
        sum(kind = 'tick') AS ticks, sum(error IS NOT NULL) AS failed,
        max(duration_ms) AS duration_ms,
-       max(backlog) AS backlog, max(cron_delay_ms) AS cron_delay_ms,
+       max(backlog) AS backlog,
+       max(CASE WHEN kind = 'tick' THEN cron_delay_ms ELSE 0 END) AS cron_delay_ms,
+       sum(kind = 'alarm') AS alarms,
+       max(CASE WHEN kind = 'alarm' THEN lateness_max_ms ELSE 0 END) AS alarm_lateness_max_ms,
+       sum(caught) AS caught, sum(clocks_rearmed) AS clocks_rearmed,
        max(lateness_p50_ms) AS lateness_p50_ms, max(lateness_max_ms) AS lateness_max_ms,
        sum(sends) AS sends, sum(completed) AS completed, sum(refused) AS refused,
        sum(retrying) AS retrying, sum(refused_unsent + refused_unsent_late) AS refused_unsent,

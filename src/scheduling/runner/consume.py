@@ -1,6 +1,6 @@
-"""A queue consumer invocation: the rows its messages name, claimed, sent and settled exactly
-as a tick does (`drain.py`), with its own connection slots and budgets, and no installation
-past MAX_IN_FLIGHT_PER_INSTALLATION however many consumers run.
+"""A queue consumer invocation: the rows its messages name, claimed, sent and settled
+exactly as a tick does (the engine's `send_work.py`), with its own connection slots and
+budgets, and no installation past MAX_IN_FLIGHT_PER_INSTALLATION however many consumers run.
 
 A message is acknowledged only once every row it names is settled by this invocation, or
 found not due (settled already, claimed by another runner, or not yet due again). Otherwise
@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from scheduling.domain.claims import DueRow
 from scheduling.events import emit
 from scheduling.ports import QueueMessage
-from scheduling.repository.runner_store import DueRow, RunnerStore
+from scheduling.repository.leases import Leases
 from scheduling.runner import messages
-from scheduling.runner.batch import Claimed, Settled
-from scheduling.runner.drain import Drain
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.messages import Dispatched
 from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import Claimed, SendWork, Settled
 from scheduling.services import Services, log
 
 # A message retried for what it left due comes back after this long (Queues counts seconds).
@@ -52,8 +52,10 @@ class MessageRows:
     own batches settles (its claims free room), so the rest keeps moving meanwhile.
     """
 
-    def __init__(self, store: RunnerStore, named: Sequence[Dispatched]) -> None:
-        self.store = store
+    apart = True
+
+    def __init__(self, leases: Leases, named: Sequence[Dispatched]) -> None:
+        self.leases = leases
         self.pending: dict[str, str] = {}  # schedule id -> installation, in message order
         for message in named:
             for installation, ids in message.ids.items():
@@ -62,14 +64,14 @@ class MessageRows:
         self.done: set[str] = set()
         self.parked: set[str] = set()
 
-    async def next(self, now: int, limit: int, drain: Drain) -> list[DueRow]:
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
         while True:
             # In message order, a batch's worth at a time: messages finish one after another,
             # so one the budget never reached comes back untouched, not half done.
             window = [sid for sid, inst in self.pending.items() if inst not in self.parked]
             window = window[:limit]
             if window:
-                rows = await self.store.due_among(window, now, limit)
+                rows = await self.leases.due_among(window, now, limit)
                 for sid in window:
                     del self.pending[sid]
                 taken = {row.id for row in rows}
@@ -77,11 +79,11 @@ class MessageRows:
                 self.done.update(sid for sid in window if sid not in taken)
                 if rows:
                     return rows
-                if not drain.room_for_another_batch():
-                    drain.report.limit_reached = 1
+                if not work.room():
+                    work.report.limit_reached = 1
                     return []  # what is left comes back with its message
                 continue
-            waiting = drain.unsettled()
+            waiting = work.engine.unsettled()
             if not self.parked or not waiting:
                 return []
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -126,15 +128,21 @@ class Consumer(RunnerInvocation):
         )
 
     async def _work(self) -> None:
-        rows = MessageRows(self.store, [m for m in self.named if m is not None])
-        await self.drain.run(rows)
+        readable = [m for m in self.named if m is not None]
+        rows = MessageRows(self.leases, readable)
+        await self._send(rows)
+        # The deliveries messages named (handed off by the settles of other invocations).
+        deliveries = [d for m in readable for d in m.deliveries]
+        handed = await self._deliver(deliveries) if deliveries else None
         # Every batch has settled: each message is acknowledged, or comes back.
         for message, named in zip(self.delivered, self.named, strict=True):
             if named is None:
                 log.warning("queue message %s is not a runner message; acknowledged", message.id)
                 message.ack()
                 self.report.acked += 1
-            elif all(sid in rows.done for sid in named.schedule_ids()):
+            elif all(sid in rows.done for sid in named.schedule_ids()) and (
+                not named.deliveries or (handed is not None and handed.done_with(named.deliveries))
+            ):
                 message.ack()
                 self.report.acked += 1
             else:

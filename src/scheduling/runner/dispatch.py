@@ -10,40 +10,32 @@ lost). Duplicates are harmless: only a claim owns a row.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from scheduling.domain.claims import DispatchedRow
 from scheduling.limits import MAX_MESSAGES_PER_SEND
 from scheduling.ports import LimitReached, QueueProducer, QueueUnavailable
-from scheduling.repository.runner_store import DispatchedRow, RunnerStore
+from scheduling.repository.dispatch_marks import DispatchMarks
 from scheduling.runner import messages
-from scheduling.runner.budget import Budget
-from scheduling.runner.report import TickReport
-from scheduling.services import Services, log
+from scheduling.runner.engine import Engine, OnEngine
+from scheduling.services import log
 
 
-class Dispatch:
+class Dispatch(OnEngine):
+    """Rounds of marks and messages within the tick's engine's budget (no slots: a round is one
+    statement and one call to the queue)."""
+
     def __init__(
-        self,
-        services: Services,
-        store: RunnerStore,
-        report: TickReport,
-        clock: Callable[[], int],
-        queue: QueueProducer,
-        on_limit: Callable[[LimitReached], None],
+        self, engine: Engine, marks: DispatchMarks, queue: QueueProducer, *, lag_ms: int = 0
     ) -> None:
-        config = services.config
-        self.services = services
-        self.store = store
-        self.report = report
-        self.clock = clock
+        config = engine.services.config
+        self.engine = engine
+        self.marks = marks
         self.queue = queue
-        self.on_limit = on_limit
-        self.started = clock()
         self.rows_per_message = config.max_rows_per_tick
         self.rows_per_round = self.rows_per_message * MAX_MESSAGES_PER_SEND
         self.redispatch_after_ms = config.lease_ms
-        self.budget = Budget.of(services)
         self.queue_sends = 0
+        # Only what has been due this long (the watchdog leaves the rest to the clocks).
+        self.lag_ms = lag_ms
 
     async def run(self) -> None:
         """Rounds until nothing undispatched is due, the budget is spent or a limit is reached.
@@ -54,12 +46,13 @@ class Dispatch:
                 self.report.limit_reached = 1  # the rest waits for the next tick
                 return
             now = self.clock()
+            due = now - self.lag_ms
             try:
-                marked = await self.store.mark_dispatched(
-                    now, now - self.redispatch_after_ms, self.rows_per_round
+                marked = await self.marks.mark(
+                    due, due - self.redispatch_after_ms, self.rows_per_round
                 )
             except LimitReached as limit:
-                self.on_limit(limit)
+                self.engine.reached(limit)
                 return
             if not marked:
                 return
@@ -73,11 +66,11 @@ class Dispatch:
                 self.queue_sends += 1
                 await self.queue.send_batch(bodies)
             except LimitReached as limit:
-                self.on_limit(limit)
-                await self._take_back(marked, now)
+                self.engine.reached(limit)
+                await self._take_back(marked, due)
                 return
             except QueueUnavailable:
-                await self._take_back(marked, now)
+                await self._take_back(marked, due)
                 raise
             self.report.dispatched += len(marked)
             self.report.messages += len(bodies)
@@ -89,7 +82,7 @@ class Dispatch:
 
     async def _take_back(self, marked: list[DispatchedRow], marked_at: int) -> None:
         try:
-            await self.store.unmark_dispatched([row.id for row in marked], marked_at)
+            await self.marks.unmark([row.id for row in marked], marked_at)
         except LimitReached:
             # Left marked: dispatched again once the mark is older than LEASE_MS.
             log.warning("%d dispatch marks could not be taken back", len(marked))
@@ -97,9 +90,10 @@ class Dispatch:
     def _room_for_another_round(self) -> bool:
         """A round costs one statement (and one more if its messages must be taken back) and
         one call to the queue; the tick's record comes after."""
-        budget = self.budget
+        engine = self.engine
+        budget = engine.budget
         return (
-            self.clock() - self.started < budget.ms
-            and self.store.statements + 2 + budget.reserved_queries <= budget.queries
+            self.clock() - engine.now < budget.ms
+            and engine.trips.statements + 2 + budget.reserved_queries <= budget.queries
             and self.queue_sends + 1 <= budget.sends
         )

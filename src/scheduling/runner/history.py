@@ -1,9 +1,10 @@
 """Recording an invocation of the runner: its row of the tick history and what it adds to the
 running totals, in the write it sends last.
 
-Any invocation calls this with its report: the cron's tick (`kind` "tick") and, where the
-queue fan-out runs, each consumer invocation ("consumer"). A failed invocation records
-its row too, with the exception's type and what it had counted before it failed.
+Any invocation calls this with its report: the cron's tick (`kind` "tick"), where the queue
+fan-out runs each consumer invocation ("consumer"), and each alarm of an installation's clock
+("alarm"). A failed invocation records its row too, with the exception's type and what it
+had counted before it failed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ LATENESS_SUM_MS = "lateness_sum_ms"
 WEBHOOK_EVENTS = "webhook_events"  # outbox rows written with settles
 WEBHOOK_DELIVERIES = "webhook_deliveries:"  # + delivered | retrying | failed
 WEBHOOK_LOST_LEASES = "webhook_lost_leases"
+# With an alarm clock per installation: the ticks that ran as its watchdog, and what they
+# caught ("schedules" no clock took, "clocks" asleep past what they had due).
+WATCHDOG_TICKS = "watchdog_ticks"
+WATCHDOG_CAUGHT = "watchdog_caught:"  # + schedules | clocks
 
 
 def invocations(kind: str) -> str:
@@ -65,6 +70,9 @@ def totals(kind: str, report: TickReport, *, failed: bool) -> dict[str, int]:
         WEBHOOK_DELIVERIES + "retrying": report.webhooks_retrying,
         WEBHOOK_DELIVERIES + "failed": report.webhooks_failed,
         WEBHOOK_LOST_LEASES: report.webhook_lost_lease,
+        WATCHDOG_TICKS: report.watchdog,
+        WATCHDOG_CAUGHT + "schedules": report.caught,
+        WATCHDOG_CAUGHT + "clocks": report.clocks_rearmed,
     }
     added.update(
         (LATENESS_LE + str(bound), n)

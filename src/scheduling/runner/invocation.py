@@ -1,26 +1,31 @@
-"""One invocation of the runner, a cron tick or a queue consumer's: its instant and clock, its
-batches, drain and webhook deliveries over one budget, and its record written last (its row
-of the tick history, in the same round trip as the totals it adds to) with its log line. A
-failed invocation records its row too, with the exception's type, in one more write.
+"""One invocation of the runner, a cron tick, a queue consumer's or a clock's alarm: its
+instant and clock, its engine (schedule sends, then notification deliveries, over one
+budget), its stores, and its record written last (its row of the tick history, in the same
+round trip as the totals it adds to) with its log line. A failed invocation records its row
+too, with the exception's type, in one more write.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.limits import RECORD_STATEMENTS
 from scheduling.ports import Clock, LimitReached, Statement
-from scheduling.repository.runner_store import RunnerStore
+from scheduling.repository.dispatch_marks import DispatchMarks
+from scheduling.repository.leases import Leases
+from scheduling.repository.outbox import Outbox
+from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner import history
-from scheduling.runner.batch import BatchRunner
 from scheduling.runner.budget import Budget
-from scheduling.runner.deliveries import DeliveryRunner
-from scheduling.runner.drain import Drain
+from scheduling.runner.delivery_handoff import DeliveryHandoff
+from scheduling.runner.delivery_work import DeliveryWork
+from scheduling.runner.engine import Engine
 from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import RowSource, SendWork
 from scheduling.services import Services, log
 
 
@@ -52,9 +57,9 @@ class Invocation:
 
 
 class RunnerInvocation:
-    """What a tick and a queue consumer invocation share; each says what its work is."""
+    """What a tick, a queue consumer invocation and an alarm share; each says what its work is."""
 
-    kind: ClassVar[str]  # its rows in the tick history: "tick" or "consumer"
+    kind: ClassVar[str]  # its rows in the tick history: "tick", "consumer" or "alarm"
     log_event: ClassVar[str]  # its log line
 
     def __init__(
@@ -65,34 +70,22 @@ class RunnerInvocation:
         *,
         cap: int | None = None,
     ) -> None:
-        config = services.config
         self.services = services
         self.now = invocation.at
         self.started = invocation.started
-        self.store = RunnerStore(services.db)
+        self.cap = cap
+        self.trips = RoundTrips(services.db)
+        self.outbox = Outbox(self.trips)
+        self.leases = Leases(self.trips, self.outbox)
+        self.marks = DispatchMarks(self.trips, self.outbox)
         self.report = report
-        self.batches = BatchRunner(services, self.store, report, self.clock, cap=cap)
-        budget = Budget.of(services, reserved_queries=RECORD_STATEMENTS)
-        self.concurrency = config.send_concurrency
-        self.drain = Drain(
-            self.batches,
-            self.store,
-            report,
-            now=self.now,
-            clock=self.clock,
-            batch_size=config.max_rows_per_tick,
-            concurrency=config.send_concurrency,
-            budget=budget,
-            new_token=lambda: services.crypto.random_token(),  # TOKEN_KEY read only when needed
-        )
-        self.deliveries = DeliveryRunner(
+        self.engine = Engine(
             services,
-            self.store,
+            self.trips,
             report,
             self.clock,
             now=self.now,
-            budget=budget,
-            on_limit=self.batches.reached,
+            budget=Budget.of(services, reserved_queries=RECORD_STATEMENTS),
         )
 
     def clock(self) -> int:
@@ -112,35 +105,62 @@ class RunnerInvocation:
         except Exception as error:
             await self._record_failure(error)
             raise
-        emit(self.log_event, at=rfc3339(self.now), duration_ms=self.elapsed_ms(), **self._counts())
+        at, took = rfc3339(self.now), self.elapsed_ms()
+        emit(self.log_event, at=at, duration_ms=took, **self._log_fields(), **self._counts())
         return self.report
 
     async def _work(self) -> None:
         raise NotImplementedError
 
-    async def _deliver(self) -> None:
-        """The webhooks due, after every send of the invocation (transitions first), through
-        as many slots; none once a platform limit has stopped it."""
-        if self.batches.limit is None and self.deliveries.due():
-            await self.deliveries.run(asyncio.Semaphore(self.concurrency))
+    def _log_fields(self) -> dict[str, Any]:
+        """What its log line says besides its counts."""
+        return {}
+
+    async def _send(self, source: RowSource, *, last_sent_later: bool = False) -> SendWork:
+        """The schedules `source` gives, claimed, sent and settled; with a queue, the events
+        their settles wrote that this invocation cannot send now are handed to it at once."""
+        queue = self.services.queue
+        handoff = None if queue is None else DeliveryHandoff(self.engine, self.outbox, queue)
+        work = SendWork(
+            self.engine,
+            self.leases,
+            source,
+            cap=self.cap,
+            handoff=handoff,
+            last_sent_later=last_sent_later,
+        )
+        await self.engine.run(work)
+        return work
+
+    async def _deliver(self, named: Sequence[str] | None = None) -> DeliveryWork | None:
+        """The notifications due (only `named`, when given), after every send of the
+        invocation (transitions first), through the same slots; none once a platform limit
+        has stopped it."""
+        if self.engine.limit is not None:
+            return None
+        if named is None and not self.outbox.due(self.clock()):
+            return None
+        work = DeliveryWork(self.engine, self.outbox, named)
+        await self.engine.run(work)
+        return work
 
     async def _write_record(self) -> None:
         try:
-            await self.store.record(self._record, RECORD_STATEMENTS)
+            await self.trips.record(self._record, RECORD_STATEMENTS)
         except LimitReached as limit:  # its work is settled; only its row is lost
-            self.batches.reached(limit)
+            self.engine.reached(limit)
 
     def _counts(self) -> dict[str, int]:
-        self.report.webhook_events = self.store.events_written
-        self.report.d1_statements = self.store.statements
-        self.report.d1_round_trips = self.store.round_trips
+        self.report.webhook_events = self.outbox.events_written
+        self.report.d1_statements = self.trips.statements
+        self.report.d1_round_trips = self.trips.round_trips
         return self.report.as_record()
 
     def _record(self, error: BaseException | None = None) -> list[Statement]:
         """The invocation's record, built last so it counts the round trip that carries it."""
         self._counts()
         return history.record(
-            self.store.db,
+            self.trips.db,
             kind=self.kind,
             at=self.now,
             duration_ms=self.elapsed_ms(),
@@ -153,6 +173,6 @@ class RunnerInvocation:
         """A failed invocation's row: what it counted before it failed, and the exception's
         type. When the database is what failed, this fails too: the log line says so."""
         try:
-            await self.store.record(lambda: self._record(error), RECORD_STATEMENTS)
+            await self.trips.record(lambda: self._record(error), RECORD_STATEMENTS)
         except Exception as also:
             log.warning("the failed %s could not be recorded: %s", self.kind, type(also).__name__)

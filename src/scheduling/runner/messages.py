@@ -1,7 +1,10 @@
-"""The queue message a tick sends its consumers: which schedules to try to claim.
+"""The queue messages the runner sends its consumers: which schedules to try to claim (a
+tick's dispatch), or which notification deliveries to try to send (a settle's hand-off).
 
     {"v": 1, "at": 1782900000000, "sent": 1782900000000,
      "ids": {"ins_a": ["sch_1", "sch_4"], "ins_b": ["sch_2"]}}
+    {"v": 1, "at": 1782900000000, "sent": 1782900000000,
+     "deliveries": ["msg_…_whe_…", "msg_…_whe_…"]}
 
 A message never grants anything: a consumer reads the rows it names and claims those that
 are due by the same compare-and-set as a tick, so a duplicated, redelivered or late message
@@ -15,10 +18,10 @@ consumer runs on the tick's clock, as a tick chosen ahead of the wall clock (tes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from scheduling.repository.runner_store import DispatchedRow
+from scheduling.domain.claims import DispatchedRow
 
 VERSION = 1
 # A message names at most this many schedules (a tick names MAX_ROWS_PER_TICK).
@@ -36,6 +39,7 @@ class Dispatched:
     ids: dict[str, list[str]]  # installation id -> schedule ids
     at: int
     sent: int
+    deliveries: list[str] = field(default_factory=list)  # delivery ids (a hand-off's)
 
     @property
     def ahead_ms(self) -> int:
@@ -53,13 +57,26 @@ def body(rows: Sequence[DispatchedRow], at: int, sent: int) -> dict[str, Any]:
     return {"v": VERSION, "at": at, "sent": sent, "ids": ids}
 
 
+def deliveries_body(delivery_ids: Sequence[str], at: int, sent: int) -> dict[str, Any]:
+    return {"v": VERSION, "at": at, "sent": sent, "deliveries": list(delivery_ids)}
+
+
 def parse(value: Any) -> Dispatched | None:
     """The message, or None for anything that is not one (acknowledged and logged, never
     retried: it would fail the same way each time)."""
     if not isinstance(value, dict) or value.get("v") != VERSION:
         return None
     at, sent, ids = value.get("at"), value.get("sent"), value.get("ids")
-    if not (_is_ms(at) and _is_ms(sent) and isinstance(ids, dict)):
+    if not (_is_ms(at) and _is_ms(sent)):
+        return None
+    if "deliveries" in value and ids is None:
+        named = value["deliveries"]
+        if not isinstance(named, list) or len(named) > MAX_IDS:
+            return None
+        if not all(_is_id(delivery_id) for delivery_id in named):
+            return None
+        return Dispatched({}, int(at), int(sent), list(named))
+    if not isinstance(ids, dict):
         return None
     grouped: dict[str, list[str]] = {}
     count = 0

@@ -85,7 +85,12 @@ def families(
     live: Mapping[str, int],
     totals: Mapping[str, int],
 ) -> list[Family]:
-    return [*_gauges(now, last, waiting, live), *_counters(totals), _lateness(totals)]
+    return [
+        *_gauges(now, last, waiting, live),
+        *_counters(totals),
+        *_watchdog(totals),
+        _lateness(totals),
+    ]
 
 
 def _gauges(
@@ -146,6 +151,25 @@ def _counter(name: str, help_text: str, samples: list[tuple[dict[str, str], int]
     )
 
 
+def _watchdog(totals: Mapping[str, int]) -> list[Family]:
+    """What the clocks' watchdog caught; there only once a tick has run as the watchdog (the
+    SCHEDULE_CLOCK binding is there)."""
+    if history.WATCHDOG_TICKS not in totals:
+        return []
+    return [
+        _counter(
+            "scheduling_watchdog_caught",
+            "What the cron's watchdog caught that the installations' alarm clocks did not "
+            "(should stay 0): schedules it sent (or ended unsent) overdue past the grace, "
+            "and clocks it found asleep past what they had due, or unset.",
+            [
+                ({"what": what}, totals.get(history.WATCHDOG_CAUGHT + what, 0))
+                for what in ("schedules", "clocks")
+            ],
+        )
+    ]
+
+
 def _counters(totals: Mapping[str, int]) -> list[Family]:
     kinds = (*KINDS, *sorted(_seen(totals, "ticks:") - set(KINDS)))
     codes = (
@@ -155,7 +179,8 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
     return [
         _counter(
             "scheduling_ticks",
-            "Runner invocations recorded, by kind (tick: the cron's).",
+            "Runner invocations recorded, by kind (tick: the cron's; consumer: a queue "
+            "consumer's; alarm: an installation's alarm clock waking).",
             [({"kind": k}, totals.get(history.invocations(k), 0)) for k in kinds],
         ),
         _counter(

@@ -49,7 +49,7 @@ class Slot:
 
     start: int
     invocations: int
-    ticks: int  # the cron's (the others are queue consumers')
+    ticks: int  # the cron's (the others are queue consumers' and clocks' alarms)
     failed: int
     backlog: int
     cron_delay_ms: int
@@ -62,6 +62,12 @@ class Slot:
     refused_unsent: int
     lateness_sum_ms: int
     lateness_buckets: tuple[int, ...]  # cumulative, at `lateness.BOUNDS_MS`
+    # With an alarm clock per installation: its wake-ups, the latest send they made, and
+    # what the watchdog ticks caught (schedules no clock took, clocks asleep past them).
+    alarms: int = 0
+    alarm_lateness_max_ms: int = 0
+    caught: int = 0
+    clocks_rearmed: int = 0
 
 
 @dataclass(frozen=True)
@@ -146,4 +152,8 @@ def _slot(start: int, row: Row) -> Slot:
         refused_unsent=n("refused_unsent"),
         lateness_sum_ms=n("lateness_sum_ms"),
         lateness_buckets=tuple(n(column) for column in BUCKET_COLUMNS),
+        alarms=n("alarms"),
+        alarm_lateness_max_ms=n("alarm_lateness_max_ms"),
+        caught=n("caught"),
+        clocks_rearmed=n("clocks_rearmed"),
     )

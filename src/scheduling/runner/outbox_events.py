@@ -7,11 +7,12 @@ settle applied, once per subscribed endpoint.
 
 from __future__ import annotations
 
+from scheduling.domain.claims import Claim, DueRow
 from scheduling.domain.notifications import REFUSED, ScheduleEvent, event_type, outcome_unknown
+from scheduling.domain.outbox import OutboxEvent
 from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.statuses import Status
-from scheduling.repository.runner_store import Claim, DueRow, OutboxEvent
 from scheduling.services import Services
 
 # 22 base64url characters: 132 random bits.

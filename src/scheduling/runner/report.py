@@ -1,6 +1,6 @@
-"""What one runner invocation (a tick, or a queue consumer's) did, counted exactly: logged as one
-JSON line, kept as a row of the tick history, and added to the running totals behind
-/admin/metrics."""
+"""What one runner invocation (a tick, a queue consumer's or a clock's alarm) did, counted
+exactly: logged as one JSON line, kept as a row of the tick history, and added to the
+running totals behind /admin/metrics."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ class TickReport:
     webhook_lost_lease: int = 0
     webhooks_handed_back: int = 0  # claimed, never sent because of a platform limit
     webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
+    deliveries_queued: int = 0  # handed to the queue at once: this invocation could not send them
     # 1: it stopped before it was done, at a budget (time, D1 queries, sends) or at a limit
     # of the platform (`platform_limit`); the rest waits for the next invocation.
     limit_reached: int = 0
@@ -54,6 +55,13 @@ class TickReport:
     acked: int = 0  # a consumer's messages acknowledged (all they named is settled or not due)
     retried: int = 0  # a consumer's messages given back to the queue (something left due)
     queue_delay_ms: int = 0  # a consumer: the longest a message waited from its tick to here
+    # With an alarm clock per installation. A watchdog tick: the rows it took that no clock
+    # had (sent or ended unsent), and the clocks it found set later than what they had due
+    # (or unset). An alarm: how long it waited, awake, for its due second.
+    watchdog: int = 0  # 1: a tick that ran as the clocks' watchdog
+    caught: int = 0
+    clocks_rearmed: int = 0
+    waited_ms: int = 0
     _lateness: list[int] = field(default_factory=list, init=False, repr=False)
     _refusals: Counter[str] = field(default_factory=Counter, init=False, repr=False)
 

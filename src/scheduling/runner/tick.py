@@ -1,6 +1,7 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
-tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers;
-then deliver the webhooks the outbox has due; then purge what is past the retention window
+tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers, or,
+with an alarm clock per installation, watch the clocks (`watchdog.py`); then deliver the
+notifications the outbox has due; then purge what is past the retention window
 (`retention.py`), within what is left; then record itself (`invocation.py`).
 """
 
@@ -10,9 +11,10 @@ from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.runner import retention
 from scheduling.runner.dispatch import Dispatch
-from scheduling.runner.drain import DueRows
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import DueRows
+from scheduling.runner.watchdog import Watchdog
 from scheduling.services import Services
 
 
@@ -41,24 +43,27 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 class Tick(RunnerInvocation):
     """Sends what is due (inline), or, with a queue, dispatches it to the queue's consumers;
-    then delivers the webhooks due."""
+    with an alarm clock per installation, watches the clocks instead (`watchdog.py`); then
+    delivers the notifications due."""
 
     kind = "tick"
     log_event = "runner_tick"
 
     def __init__(self, services: Services, invocation: Invocation) -> None:
-        super().__init__(services, invocation, TickReport(cron_delay_ms=invocation.cron_delay_ms))
+        # The watchdog claims under the per-installation cap, as the clocks' alarms do.
+        cap = None if services.clocks is None else services.config.max_in_flight_per_installation
+        report = TickReport(cron_delay_ms=invocation.cron_delay_ms)
+        super().__init__(services, invocation, report, cap=cap)
 
     async def _work(self) -> None:
-        queue = self.services.queue
-        if queue is None:
-            await self.drain.run(DueRows(self.store))
+        queue, clocks = self.services.queue, self.services.clocks
+        if clocks is not None:
+            await Watchdog(self, clocks).run()
+        elif queue is None:
+            await self._send(DueRows(self.leases))
         else:
-            dispatch = Dispatch(
-                self.services, self.store, self.report, self.clock, queue, self.batches.reached
-            )
-            await dispatch.run()
+            await Dispatch(self.engine, self.marks, queue).run()
         await self._deliver()
         await retention.purge(
-            self.services, self.store, self.drain.budget, now=self.now, elapsed_ms=self.elapsed_ms
+            self.services, self.trips, self.engine.budget, now=self.now, elapsed_ms=self.elapsed_ms
         )

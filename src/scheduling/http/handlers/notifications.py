@@ -1,12 +1,12 @@
 """Notification endpoints from the manage page (session + CSRF, manage launch only): add,
-rotate its secret, delete, send a test event; and the pages that ask before a rotation or a
-delete."""
+rotate its secret, delete, send a test event; send a delivery again, replay an endpoint's
+failures, enable a disabled one; and the pages that ask before a rotation or a delete."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from scheduling.actions import notifications
+from scheduling.actions import notifications, redelivery
 from scheduling.actions.manage_page import show_manage
 from scheduling.actions.notifications import EndpointForm, EndpointFormRefusal
 from scheduling.http.guards import require_form_post, require_session
@@ -23,7 +23,8 @@ async def add_endpoint(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     fields = request.form_lists()
     url = fields.get("url", [""])[0].strip()
-    form = EndpointForm(url=url, events=tuple(fields.get("events", ())))
+    kind = fields.get("kind", ["webhook"])[0]
+    form = EndpointForm(url=url, events=tuple(fields.get("events", ())), kind=kind)
     try:
         await notifications.add_endpoint(services, session, form)
     except EndpointFormRefusal as refused:
@@ -69,6 +70,27 @@ async def send_test(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await notifications.send_test(services, session, request.path_params["endpoint_id"])
     return _back(session.installation_id)
+
+
+async def send_again(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    params = request.path_params
+    await redelivery.send_again(services, session, params["endpoint_id"], params["delivery_id"])
+    return _back(session.installation_id, request)
+
+
+async def replay_failures(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    since_hours = request.form_lists().get("since_hours", [""])[0]
+    endpoint_id = request.path_params["endpoint_id"]
+    await redelivery.replay_failures(services, session, endpoint_id, since_hours)
+    return _back(session.installation_id, request)
+
+
+async def enable_endpoint(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await redelivery.enable_endpoint(services, session, request.path_params["endpoint_id"])
+    return _back(session.installation_id, request)
 
 
 def _back(installation_id: str, request: Request | None = None) -> Response:

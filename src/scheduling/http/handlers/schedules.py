@@ -125,7 +125,7 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
     schedule_id = request.path_params["schedule_id"]
     # Everything the answer needs is built before the write: nothing may fail after it.
     back = back_query(request.form())
-    await cancel(services.db, services.clock.now_ms(), session, schedule_id)
+    await cancel(services, session, schedule_id)
     return redirect(f"/installations/{session.installation_id}?cancelled={schedule_id}{back}")
 
 

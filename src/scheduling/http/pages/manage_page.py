@@ -125,6 +125,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         return f"/installations/{session.installation_id}?" + urlencode(params)
 
     typed_zone = unused.get("zone", "")
+    back = sorted(view_query({"show": show, "page": str(number), "zone": zone}).items())
     return ManagePage(
         title="All schedules",
         person_name=session.person_name,
@@ -141,11 +142,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         page_number=number,
         zone=zone,
         zone_input=typed_zone.strip() or zone,
-        zone_problem=(
-            f"“{quoted(typed_zone)}” is not a time zone name this plugin knows; showing {zone}."
-            if typed_zone
-            else None
-        ),
+        zone_problem=_zone_problem(typed_zone, zone),
         zone_suggestions=tuple(
             Suggestion(name, href(zone=name)) for name in zone_suggestions(typed_zone)
         ),
@@ -155,11 +152,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         zones=tuple(sorted(zone_names())),
         now_label=instant_text(view.now_ms, zone),
         sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
-        card_page=card_page(
-            session,
-            viewer_zone=zone,
-            back=sorted(view_query({"show": show, "page": str(number), "zone": zone}).items()),
-        ),
+        card_page=card_page(session, viewer_zone=zone, back=back),
         pager=pager(
             lambda page: href(page=page),
             number,
@@ -173,6 +166,13 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         ),
         notice=view.notice,
     )
+
+
+def _zone_problem(typed: str, zone: str) -> str | None:
+    """A zone typed that is none: said, with the zone shown instead."""
+    if not typed:
+        return None
+    return f"“{quoted(typed)}” is not a time zone name this plugin knows; showing {zone}."
 
 
 def _notes(view: ManageView, unused: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

@@ -15,12 +15,15 @@ from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliverySta
 from scheduling.domain.notifications import (
     DEFAULT_EVENTS,
     EVENT_TYPES,
+    KINDS,
     MAX_ENDPOINTS,
+    REPLAY_SINCE_HOURS,
     TEST_EVENT,
 )
 from scheduling.domain.time_words import duration_text, instant_text
 from scheduling.domain.wording import (
     DELIVERY_STATUS,
+    ENDPOINT_KINDS,
     EVENTS,
     KIND,
     content_text,
@@ -44,6 +47,7 @@ class DeliveryLine:
     schedule_label: str  # `Publish version ver_3 of “Summer news”`, or `test`
     schedule_due: str | None  # its due time, in the page's zone
     schedule_href: str | None  # its card
+    can_send_again: bool  # delivered or failed, to an endpoint that is enabled
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Lines:
     now_ms: int
     titles: Titles
     installation_id: str
+    actions: bool = True  # False on a page that only shows them (before a rotation or a delete)
 
     def card_href(self, schedule_id: str) -> str:
         """The manage view narrowed to that one schedule, in the page's zone."""
@@ -65,15 +70,19 @@ class Lines:
 @dataclass(frozen=True)
 class EndpointCard:
     id: str
-    url: str
+    kind: str  # webhook or chat
+    kind_label: str
+    url: str  # a chat endpoint's: its host and last 4 characters
     event_labels: tuple[str, ...]
     disabled_label: str | None
+    disabled_reason: str | None  # gone (410) or failing (nothing accepted for days)
     failing_label: str | None  # failing for an hour or more
     test_label: str | None
-    secret: str | None  # new: shown this once
+    secret: str | None  # new: shown this once (a chat endpoint's: its URL)
     rotated: bool  # its secret replaced one (the receiver must be given the new one)
     delivery_count: int  # all it holds; `deliveries` are the latest
     deliveries: tuple[DeliveryLine, ...]
+    replay_choices: tuple[EventChoice, ...]  # how far back "Replay failures since" reaches
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,7 @@ class NotificationsSection:
     can_add: bool
     max_endpoints: int
     url: str
+    kinds: tuple[EventChoice, ...]
     choices: tuple[EventChoice, ...]
     problem_code: str | None
     problem: str | None
@@ -102,6 +112,7 @@ def notifications_section(view: NotificationsView, lines: Lines) -> Notification
         can_add=len(view.endpoints) < MAX_ENDPOINTS,
         max_endpoints=MAX_ENDPOINTS,
         url=form.url,
+        kinds=tuple(EventChoice(k, ENDPOINT_KINDS[k], k == form.kind) for k in KINDS),
         choices=tuple(EventChoice(e, EVENTS[e], e in form.events) for e in EVENT_TYPES),
         problem_code=refused.code if refused is not None else None,
         problem=refused.message if refused is not None else None,
@@ -115,12 +126,17 @@ def endpoint_card(
     zone, now_ms = lines.zone, lines.now_ms
     return EndpointCard(
         id=endpoint.id,
+        kind=endpoint.kind,
+        kind_label=ENDPOINT_KINDS.get(endpoint.kind, endpoint.kind),
         url=endpoint.url,
         event_labels=tuple(EVENTS[e] for e in endpoint.events),
         disabled_label=(
             None
             if endpoint.disabled_at is None
             else instant_text(endpoint.disabled_at, zone, seconds=True)
+        ),
+        disabled_reason=(
+            None if endpoint.disabled_at is None else endpoint.disabled_reason or "gone"
         ),
         failing_label=(
             _since(failing, now_ms)
@@ -131,11 +147,25 @@ def endpoint_card(
         secret=revealed[1] if revealed and revealed[0] == endpoint.id else None,
         rotated=endpoint.secret_rotated_at > endpoint.created_at,
         delivery_count=endpoint.delivery_count,
-        deliveries=tuple(_line(d, lines) for d in endpoint.deliveries),
+        deliveries=tuple(
+            _line(d, lines, enabled=endpoint.disabled_at is None) for d in endpoint.deliveries
+        ),
+        replay_choices=tuple(
+            EventChoice(str(hours), _hours_words(hours), hours == 24)
+            for hours in REPLAY_SINCE_HOURS
+        ),
     )
 
 
-def _line(delivery: Delivery, lines: Lines) -> DeliveryLine:
+def _hours_words(hours: int) -> str:
+    """`1 hour ago`, `3 days ago`."""
+    if hours % 24 == 0:
+        days = hours // 24
+        return f"{days} day{'s' if days > 1 else ''} ago"
+    return f"{hours} hour{'s' if hours > 1 else ''} ago"
+
+
+def _line(delivery: Delivery, lines: Lines, *, enabled: bool) -> DeliveryLine:
     zone, now_ms = lines.zone, lines.now_ms
     waiting = delivery.status == DeliveryStatus.WAITING and delivery.next_attempt_at is not None
     about = delivery.schedule
@@ -164,6 +194,9 @@ def _line(delivery: Delivery, lines: Lines) -> DeliveryLine:
         schedule_label=label,
         schedule_due=instant_text(about.due_at, zone) if about else None,
         schedule_href=lines.card_href(about.id) if about else None,
+        can_send_again=lines.actions
+        and enabled
+        and delivery.status in (DeliveryStatus.DELIVERED, DeliveryStatus.FAILED),
     )
 
 
@@ -213,7 +246,7 @@ def endpoint_confirm_page(
     session: Session, preview: EndpointPreview, action: str, zone: str
 ) -> EndpointConfirmPage:
     title, button, keep = _ASKS[action]
-    lines = Lines(zone, preview.now_ms, preview.titles, session.installation_id)
+    lines = Lines(zone, preview.now_ms, preview.titles, session.installation_id, actions=False)
     back = (("zone", zone),)
     return EndpointConfirmPage(
         title=title,

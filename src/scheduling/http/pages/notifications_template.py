@@ -2,9 +2,10 @@
 and the table of an endpoint's deliveries, which its confirmations show too."""
 
 # `e`: an endpoint card; `zone`: the zone its times are in.
-DELIVERIES = """<table class="deliveries">
+DELIVERIES = """{% from "cards.html" import session_fields %}
+<table class="deliveries">
   <caption>{% if e.delivery_count > e.deliveries|length %}The latest {{ e.deliveries|length }} of its {{ e.delivery_count }} deliveries{% else %}Recent deliveries{% endif %} (times in {{ zone }})</caption>
-  <thead><tr><th scope="col">Event</th><th scope="col">Schedule</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th></tr></thead>
+  <thead><tr><th scope="col">Event</th><th scope="col">Schedule</th><th scope="col">Time</th><th scope="col">Status</th><th scope="col">Next try</th><th scope="col"><span class="visually-hidden">Action</span></th></tr></thead>
   <tbody>
   {% for d in e.deliveries %}
     <tr data-delivery-id="{{ d.id }}" data-delivery-status="{{ d.status }}"{% if d.schedule_id %} data-schedule-id="{{ d.schedule_id }}"{% endif %}>
@@ -13,6 +14,10 @@ DELIVERIES = """<table class="deliveries">
       <td data-label="Time">{{ d.when_label }}</td>
       <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
       <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
+      <td data-label="Action">{% if d.can_send_again %}<form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/deliveries/{{ d.id }}/send-again">
+        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        <button type="submit" class="secondary">Send again<span class="visually-hidden"> the {{ d.event_label }} of {{ d.when_label }}</span></button>
+      </form>{% endif %}</td>
     </tr>
   {% endfor %}
   </tbody>
@@ -23,19 +28,33 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
 {% set n = notifications %}
 <section id="notifications" aria-labelledby="notifications-title" class="notifications">
   <h2 id="notifications-title">Notifications</h2>
-  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which chat relays, automation tools and a few lines of code can verify.</p>
+  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a chat message in plain words (at most one a minute, naming up to 10 schedules), or a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which automation tools and a few lines of code can verify.</p>
   {% for e in n.endpoints %}
-  <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
+  <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}" data-endpoint-kind="{{ e.kind }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
     <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
-    {% if e.secret %}
+    {% if e.secret and e.kind == "chat" %}
+    <div class="notice secret" role="status">
+      <p><strong>Chat URL saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
+      <p><code class="secret-value" data-chat-url>{{ e.secret }}</code></p>
+    </div>
+    {% elif e.secret %}
     <div class="notice secret" role="status">
       <p><strong>{% if e.rotated %}New signing secret{% else %}Signing secret{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
       <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
     </div>
     {% endif %}
     {% if e.failing_label %}<p class="problem failing" role="status">Failing for {{ e.failing_label }}: its deliveries have not been accepted since then. They are tried again; check the receiver.</p>{% endif %}
-    {% if e.disabled_label %}<p class="problem">Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; delete it and add it again to start over.</p>{% endif %}
+    {% if e.disabled_label %}<div class="problem" data-disabled-reason="{{ e.disabled_reason }}">
+      {% if e.disabled_reason == "failing" %}<p>Disabled at {{ e.disabled_label }}: it accepted nothing it was sent for 5 days. Nothing more is sent to it. Once the receiver works again, enable it, then replay what failed.</p>
+      {% else %}<p>Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; enable it again if its receiver is back, or delete it.</p>{% endif %}
+      <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/enable">
+        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        <button type="submit" class="secondary">Enable again<span class="visually-hidden"> {{ e.url }}</span></button>
+      </form>
+    </div>{% endif %}
     <dl class="facts">
+      <dt>Kind</dt>
+      <dd>{{ e.kind_label }}</dd>
       <dt>Tells of</dt>
       <dd>{{ e.event_labels|join("; ") }}</dd>
       {% if e.test_label %}<dt>Last test</dt><dd data-test-result>{{ e.test_label }}</dd>{% endif %}
@@ -45,9 +64,21 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
       </form>
+      {% if e.kind != "chat" %}
       <a class="button secondary" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate?zone={{ zone|urlencode }}">Rotate secret…<span class="visually-hidden"> of {{ e.url }}</span></a>
+      {% endif %}
       <a class="button danger" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete?zone={{ zone|urlencode }}">Delete…<span class="visually-hidden"> {{ e.url }}</span></a>
     </div>
+    {% if not e.disabled_label %}
+    <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/replay" class="replay" data-form="replay">
+      {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+      <label for="replay-{{ e.id }}">Replay failures since</label>
+      <select id="replay-{{ e.id }}" name="since_hours">
+        {% for c in e.replay_choices %}<option value="{{ c.value }}"{% if c.checked %} selected{% endif %}>{{ c.label }}</option>{% endfor %}
+      </select>
+      <button type="submit" class="secondary">Replay<span class="visually-hidden"> failures to {{ e.url }}</span></button>
+    </form>
+    {% endif %}
     {% if e.deliveries %}
     {% include "deliveries.html" %}
     {% else %}
@@ -62,9 +93,15 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
     <h3>Add an endpoint</h3>
     {% if n.problem %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
+    <fieldset>
+      <legend>Send it</legend>
+      {% for k in n.kinds %}
+      <div class="choice"><input type="radio" id="kind-{{ k.value }}" name="kind" value="{{ k.value }}"{% if k.checked %} checked{% endif %}><label for="kind-{{ k.value }}">{{ k.label }}</label></div>
+      {% endfor %}
+    </fieldset>
     <div class="field">
       <label for="endpoint-url">Endpoint URL</label>
-      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB.</p>
+      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>
       <input type="url" id="endpoint-url" name="url" value="{{ n.url }}" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint{% if n.problem %} endpoint-problem{% endif %}"{% if n.problem_code == "invalid_endpoint_url" %} aria-invalid="true"{% endif %}>
     </div>
     <fieldset>

@@ -4,7 +4,7 @@ refusals and the installations. Times are in UTC, the operator's clock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -13,8 +13,8 @@ from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.statuses import FINISHED, LIVE
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.wording import KIND, counted, explain_result
-from scheduling.http.pages import charts
-from scheduling.http.pages.charts import Chart, Frame, Series, duration_label
+from scheduling.http.pages.charts import Chart, Frame, duration_label
+from scheduling.http.pages.operator_charts import window_charts
 from scheduling.runner.health import STALL_AFTER_MS
 from scheduling.runner.operator_view import DAY, OperatorView, Slot, Window
 
@@ -98,7 +98,7 @@ def operator_page(view: OperatorView) -> OperatorPage:
     return OperatorPage(
         title="Operator",
         stalled=bool(status["stalled"]),
-        facts=_facts(view.now, status),
+        facts=_facts(view.now, status) + _clock_facts(view.windows[0]),
         windows=tuple(_window(view, window) for window in view.windows),
         refusals=tuple(
             RefusalRow(
@@ -188,74 +188,43 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
     return tuple(facts)
 
 
+def _clock_facts(day: Window) -> tuple[Fact, ...]:
+    """With an alarm clock per installation: its wake-ups over the window, and what the
+    cron's watchdog had to catch (none where no clock has woken or been watched)."""
+    present = [s for s in day.slots if s is not None]
+    alarms = sum(s.alarms for s in present)
+    caught = sum(s.caught for s in present)
+    rearmed = sum(s.clocks_rearmed for s in present)
+    if not (alarms or caught or rearmed):
+        return ()
+    latest = max((s.alarm_lateness_max_ms for s in present), default=0)
+    wake_ups = f"{alarms:,} wake-up{'' if alarms == 1 else 's'} in the last 24 hours"
+    sends = f"their sends left at most {duration_label(latest / 1000)} after the due second"
+    watchdog = (
+        "the watchdog caught nothing"
+        if not (caught or rearmed)
+        else f"the watchdog sent {caught:,} schedule{'' if caught == 1 else 's'} no clock took"
+        f" and woke {rearmed:,} clock{'' if rearmed == 1 else 's'} asleep past what was due"
+    )
+    return (Fact("Alarm clocks", f"{wake_ups}; {sends}; {watchdog}."),)
+
+
 # -- a window: its frame, four charts, one table --------------------------------------------
 
 
 def _window(view: OperatorView, window: Window) -> WindowSection:
     shape = window.shape
     frame = _frame(view.now, window)
-    slots = window.slots
-    present = [s for s in slots if s is not None]
-
-    def values(pick: Callable[[Slot], float]) -> tuple[float | None, ...]:
-        return tuple(None if s is None else pick(s) for s in slots)
-
-    def sent(pick: Callable[[Slot], float]) -> tuple[float | None, ...]:
-        """Lateness exists only where something was sent."""
-        return tuple(None if s is None or not s.sends else pick(s) for s in slots)
-
-    cap_s = view.max_lateness_ms / 1000
-    prefix = shape.name
-    failed = sum(s.failed for s in present)
-    lateness = charts.line_chart(
-        f"{prefix}-lateness",
-        "Send lateness",
-        _lateness_summary(present, cap_s, failed),
-        frame,
-        [
-            Series("worst (max)", "max", sent(lambda s: s.lateness_max_ms / 1000)),
-            Series("median (p50)", "p50", sent(lambda s: s.lateness_p50_ms / 1000)),
-        ],
-        duration=True,
-        rule=(cap_s, f"lateness cap ({duration_label(cap_s)})"),
-    )
-    backlog = charts.line_chart(
-        f"{prefix}-backlog",
-        "Due backlog",
-        _backlog_summary(present),
-        frame,
-        [Series("due rows left after a tick (max)", "backlog", values(lambda s: s.backlog))],
-        duration=False,
-    )
-    sends = charts.stacked_bars(
-        f"{prefix}-sends",
-        "Sends per "
-        + ("hour" if shape.slot_ms == 60 * MINUTE_MS else f"{shape.slot_ms // MINUTE_MS} minutes"),
-        _sends_summary(present),
-        frame,
-        [
-            Series("completed", "completed", values(lambda s: s.completed)),
-            Series("will retry", "retrying", values(lambda s: s.retrying)),
-            Series("refused", "refused", values(lambda s: s.refused)),
-        ],
-    )
-    cron = charts.line_chart(
-        f"{prefix}-cron",
-        "Cron delay",
-        _cron_summary(present, frame, _missed(view.now, window)),
-        frame,
-        [Series("delay (max)", "cron", values(lambda s: s.cron_delay_ms / 1000))],
-        duration=True,
-    )
+    present = [s for s in window.slots if s is not None]
     missed = _missed(view.now, window)
     return WindowSection(
         name=shape.name,
         label=shape.label,
         slot_label=_slot_words(shape.slot_ms),
-        charts=(lateness, backlog, sends, cron),
+        charts=window_charts(window, frame, view.max_lateness_ms, missed),
         rows=tuple(
             _row(slot, missed[i], window.since + i * shape.slot_ms, shape.slot_ms)
-            for i, slot in enumerate(slots)
+            for i, slot in enumerate(window.slots)
             if slot is not None or missed[i]
         ),
         histogram=_histogram(present),
@@ -349,72 +318,3 @@ def _histogram(present: Sequence[Slot]) -> tuple[HistogramRow, ...]:
 
 
 # -- summaries: each chart in one or two sentences ---------------------------------------------
-
-
-def _when(slot: Slot) -> str:
-    return _instant(slot.start).removesuffix(" UTC") + " UTC"
-
-
-def _lateness_summary(present: Sequence[Slot], cap_s: float, failed: int) -> str:
-    sent = [s for s in present if s.sends]
-    failed_words = (
-        f" {failed} failed tick{'s' if failed != 1 else ''}, marked in red." if failed else ""
-    )
-    if not sent:
-        return f"Nothing was sent. The lateness cap is {duration_label(cap_s)}.{failed_words}"
-    worst = max(sent, key=lambda s: s.lateness_max_ms)
-    median = max(sent, key=lambda s: s.lateness_p50_ms)
-    return (
-        f"The latest send left {duration_label(worst.lateness_max_ms / 1000)} after its due time "
-        f"(in the slot from {_when(worst)}); the highest median was "
-        f"{duration_label(median.lateness_p50_ms / 1000)}. The lateness cap is "
-        f"{duration_label(cap_s)}.{failed_words}"
-    )
-
-
-def _backlog_summary(present: Sequence[Slot]) -> str:
-    if not present or max(s.backlog for s in present) == 0:
-        return "Every tick left nothing due behind it."
-    worst = max(present, key=lambda s: s.backlog)
-    return (
-        f"At most {worst.backlog:,} due rows were left after a tick (in the slot from "
-        f"{_when(worst)}); they went to the ticks after it."
-    )
-
-
-def _sends_summary(present: Sequence[Slot]) -> str:
-    completed = sum(s.completed for s in present)
-    retrying = sum(s.retrying for s in present)
-    refused = sum(s.refused for s in present)
-    unsent = sum(s.refused_unsent for s in present)
-    total = completed + retrying + refused
-    text = (
-        f"{counted(total, 'command')} sent: {completed:,} completed, {retrying:,} to be retried,"
-        f" {refused:,} refused."
-    )
-    if unsent:
-        text += (
-            f" {counted(unsent, 'schedule')} {'was' if unsent == 1 else 'were'} refused without"
-            " a send (past a cap, or its token unreadable)."
-        )
-    return text
-
-
-def _cron_summary(present: Sequence[Slot], frame: Frame, missed: Sequence[int]) -> str:
-    delays = [s for s in present if s.ticks]
-    text = "No tick was recorded." if not delays else ""
-    if delays:
-        worst = max(delays, key=lambda s: s.cron_delay_ms)
-        text = (
-            "The cron delivered every tick on time."
-            if worst.cron_delay_ms == 0
-            else f"The cron delivered a tick up to {duration_label(worst.cron_delay_ms / 1000)} "
-            f"late (in the slot from {_when(worst)})."
-        )
-    minutes = sum(missed)
-    if minutes:
-        text += (
-            f" {minutes:,} minute{'s' if minutes != 1 else ''} had no tick, in "
-            f"{len(frame.gaps)} slot{'s' if len(frame.gaps) != 1 else ''} shaded grey."
-        )
-    return text

@@ -29,6 +29,7 @@ from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient, outbound_client
+from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
@@ -102,6 +103,8 @@ class LocalQueue(MemoryQueue):
         # each consumer invocation of a Worker has its own six.
         consumers = [App(replace(app.services, http=client)) for client in clients]
         super().__init__([consumer.consume for consumer in consumers], **options)
+        for consumer in consumers:  # their settles hand deliveries to this queue too
+            consumer.services.queue = self
         self.clients = clients
 
     async def stop(self) -> None:
@@ -125,6 +128,17 @@ def attach_queue(app: App, **options: Any) -> LocalQueue | None:
     queue = LocalQueue(app, clients, **options)
     app.services.queue = queue
     return queue
+
+
+def attach_clocks(app: App) -> LocalClocks | None:
+    """With SCHEDULE_CLOCK=1, an alarm clock per installation in this process, as a Worker
+    with the `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None.
+    The caller starts and stops them."""
+    if not app.services.config.schedule_clock:
+        return None
+    clocks = LocalClocks(app)
+    app.services.clocks = clocks
+    return clocks
 
 
 async def cron_loop(app: App) -> None:
@@ -273,8 +287,9 @@ def banner(
         secret = f"$(sed -n 's/^ADMIN_SECRET=//p' {shlex.quote(str(vars_path))})"
     consumers = config.queue_consumers
     queue = f", {consumers} queue consumers" if consumers else ""
+    clocks = ", an alarm clock per installation" if config.schedule_clock else ""
     lines = [
-        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{queue})",
+        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{queue}{clocks})",
         f'runner status: curl -H "Authorization: Bearer {secret}" {base}/admin/status',
     ]
     if config.is_development:
@@ -344,9 +359,13 @@ async def _listen_and_serve(
         http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
         visitor_http = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
         app = build_app(env, db, http=http, visitor_http=visitor_http)
+        clocks = attach_clocks(app)
         queue = attach_queue(app)
         if queue is not None:
             queue.start()
+        if clocks is not None:
+            armed = await clocks.start()
+            log.info("alarm clocks armed from D1 (installations with something live): %d", armed)
         server = _Server(server_config(AsgiApp(app, app_tick(app)), port, connections=connections))
         repeated = asyncio.create_task(_say_repeated_failures())
         stop.on_stop(server.stop)  # at once, if a signal came since the last look
@@ -364,6 +383,8 @@ async def _listen_and_serve(
                 # A tick under way stops at its next wait; sends already out are settled.
                 cron_task.cancel()
                 await asyncio.gather(cron_task, return_exceptions=True)
+            if clocks is not None:
+                await clocks.stop()
             if queue is not None:
                 await queue.stop()
             await http.aclose()

@@ -9,6 +9,10 @@ isolates of a Cloudflare location. Without it each isolate counts on its own.
 Queue producer (`SEND_QUEUE`, optional): with it the cron tick dispatches what is due to the
 queue's consumers (this Worker's `queue()`); without it the tick sends inline.
 
+Durable Object namespace (`SCHEDULE_CLOCK`, optional): an alarm clock per installation
+(`ScheduleClock` in `src/entry.py`); with it each installation's due rows are sent at their
+second by its clock's alarm, and the cron's tick is their watchdog.
+
 Imports no `js`, `pyodide` or `workers`, so it is tested under CPython too.
 """
 
@@ -24,6 +28,7 @@ from scheduling.services import log
 DB_BINDING = "PLUGIN_DB"
 LAUNCH_LIMITER_BINDING = "LAUNCH_LIMITER"
 SEND_QUEUE_BINDING = "SEND_QUEUE"
+SCHEDULE_CLOCK_BINDING = "SCHEDULE_CLOCK"
 
 
 def d1_binding(env: Any, name: str = DB_BINDING) -> Any | None:
@@ -77,6 +82,16 @@ def queue_binding(env: Any, name: str = SEND_QUEUE_BINDING) -> Any | None:
     except AttributeError:
         return None
     return binding if callable(getattr(binding, "sendBatch", None)) else None
+
+
+def clock_binding(env: Any, name: str = SCHEDULE_CLOCK_BINDING) -> Any | None:
+    """The Durable Object namespace named `name` (the installations' alarm clocks), or None
+    when the env has none (or something without `getByName`, such as a variable)."""
+    try:
+        binding = getattr(env, name)
+    except AttributeError:
+        return None
+    return binding if callable(getattr(binding, "getByName", None)) else None
 
 
 class BindingRateLimiter:

@@ -15,9 +15,11 @@ from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, M
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     LAUNCH_LIMITER_BINDING,
+    SCHEDULE_CLOCK_BINDING,
     SEND_QUEUE_BINDING,
     BindingRateLimiter,
     UnboundDatabase,
+    clock_binding,
     d1_binding,
     queue_binding,
     rate_limit_binding,
@@ -27,6 +29,7 @@ from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
 from scheduling.runtimes.workers.queue import WorkersQueue
+from scheduling.runtimes.workers.schedule_clock import DurableClocks
 from scheduling.services import Services
 
 
@@ -57,11 +60,17 @@ def read_env(env: Any) -> dict[str, Any]:
 
 def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
     """Identifies the configuration an App was built from (the env wrapper is new per request):
-    its variables, and whether the optional rate limiting and queue bindings are there."""
+    its variables, and whether the optional rate limiting, queue and clock bindings are there."""
     limiter = "bound" if rate_limit_binding(env) is not None else "unbound"
     queue = "bound" if queue_binding(env) is not None else "unbound"
+    clocks = "bound" if clock_binding(env) is not None else "unbound"
     variables = sorted((name, repr(value)) for name, value in read_env(env).items())
-    return (*variables, (LAUNCH_LIMITER_BINDING, limiter), (SEND_QUEUE_BINDING, queue))
+    return (
+        *variables,
+        (LAUNCH_LIMITER_BINDING, limiter),
+        (SEND_QUEUE_BINDING, queue),
+        (SCHEDULE_CLOCK_BINDING, clocks),
+    )
 
 
 def build_services(env: Any) -> Services:
@@ -74,6 +83,7 @@ def build_services(env: Any) -> Services:
     in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
     limiter_binding = rate_limit_binding(env)
     send_queue = queue_binding(env)
+    clocks = clock_binding(env)
     return Services(
         config=Configuration.from_mapping(read_env(env)),
         db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
@@ -86,4 +96,5 @@ def build_services(env: Any) -> Services:
             else in_isolate
         ),
         queue=WorkersQueue(send_queue) if send_queue is not None else None,
+        clocks=DurableClocks(clocks) if clocks is not None else None,
     )

@@ -1,4 +1,4 @@
-"""What one isolate keeps between invocations, and the three events workerd hands it.
+"""What one isolate keeps between invocations, and the events workerd hands it.
 
 The Services for the env (built again when the vars or bindings change) serve every
 invocation. The HTTP app is built, and `edge.py` with the routes, handlers, pages and
@@ -8,8 +8,10 @@ them, so the memory snapshot taken after the entry's top level holds only the ru
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from scheduling.runner.alarm import alarm
 from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
@@ -57,3 +59,9 @@ async def scheduled(env: Any, controller: Any) -> None:
 
 async def queue(env: Any, batch: Any) -> None:
     await consume(services_for(env), [WorkersMessage(message) for message in batch.messages])
+
+
+def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:
+    """The runner's alarm over this env's services, for an installation's clock to ring."""
+    services = services_for(env)
+    return lambda installation_id, set_for: alarm(services, installation_id, set_for)

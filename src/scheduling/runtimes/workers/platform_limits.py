@@ -31,3 +31,8 @@ def limit_of(message: str) -> LimitReached | None:
     if _SUBREQUESTS.search(message):
         return LimitReached("subrequests")
     return None
+
+
+def refusal(message: str, otherwise: Exception) -> Exception:
+    """What a binding's error means to the core: the limit its text names, or `otherwise`."""
+    return limit_of(message) or otherwise

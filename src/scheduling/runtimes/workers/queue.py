@@ -17,7 +17,7 @@ from pyodide.ffi import JsException
 
 from scheduling.limits import MAX_MESSAGES_PER_SEND
 from scheduling.ports import QueueUnavailable
-from scheduling.runtimes.workers.platform_limits import limit_of
+from scheduling.runtimes.workers.platform_limits import refusal
 
 
 class WorkersQueue:
@@ -30,10 +30,8 @@ class WorkersQueue:
         try:
             await self._binding.sendBatch([{"body": dict(body)} for body in bodies])
         except JsException as exc:
-            limit = limit_of(str(exc))
-            if limit is not None:
-                raise limit from None
-            raise QueueUnavailable(getattr(exc, "name", "sendBatch failed")) from None
+            failed = QueueUnavailable(getattr(exc, "name", "sendBatch failed"))
+            raise refusal(str(exc), failed) from None
 
 
 class WorkersMessage:

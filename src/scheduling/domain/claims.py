@@ -1,0 +1,93 @@
+"""The runner's records of schedule sends: a due row as the runner saw it, a claim of it, how
+the claim ended, and a row a tick named in a queue message.
+
+The leases store (`repository/leases.py`) reads and writes them; the engine's schedule work
+(`runner/send_work.py`) decides with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduling.domain.outbox import OutboxEvent
+from scheduling.domain.retry_policy import Settlement
+from scheduling.domain.schedule import Attempt, Command
+from scheduling.domain.statuses import Status
+
+
+@dataclass(frozen=True)
+class DueRow:
+    """A due schedule as the runner sees it: what it observed (for the compare-and-set),
+    its command, and its installation's base URL and sealed token."""
+
+    id: str
+    installation_id: str
+    status: Status
+    attempt_count: int
+    lease_token: str | None
+    base_url: str
+    token_sealed: str
+    command: Command
+    result_code: str | None = None  # while retrying: the last attempt's code
+    timezone: str = "UTC"
+    local_time: str = ""
+    subscribed: frozenset[str] = frozenset()  # the events its installation's endpoints hear of
+
+    @property
+    def due_at(self) -> int:
+        return self.command.due_at
+
+    def observed(self) -> tuple[object, ...]:
+        return (self.id, self.status, self.lease_token or "", self.attempt_count)
+
+
+@dataclass(frozen=True)
+class DispatchedRow:
+    """A due row a tick put in a queue message."""
+
+    id: str
+    installation_id: str
+    ready_at: int  # since when it is due (its retry time, or its expired lease)
+
+
+def round_robin(rows: Sequence[DispatchedRow]) -> list[DispatchedRow]:
+    """Each installation's oldest row, then each one's second, and so on."""
+    turns: dict[str, int] = {}
+    ranked = []
+    for row in sorted(rows, key=lambda r: (r.installation_id, r.ready_at, r.id)):
+        turns[row.installation_id] = turns.get(row.installation_id, 0) + 1
+        ranked.append((turns[row.installation_id], row.ready_at, row.id, row))
+    return [row for *_, row in sorted(ranked, key=lambda r: r[:3])]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A due row this runner claimed, under its batch's lease token."""
+
+    row: DueRow
+    attempt: int  # this claim's attempt number (attempt_count after the claim)
+
+
+@dataclass(frozen=True)
+class SettledClaim:
+    """How one claim ends: where its schedule goes, and the attempt when a request left
+    (None: nothing was sent, so no attempt is counted); and the event it raises, when its
+    installation's endpoints hear of it."""
+
+    claim: Claim
+    settlement: Settlement
+    attempt: Attempt | None
+    event: OutboxEvent | None = None
+
+    @property
+    def handed_back(self) -> bool:
+        """Never sent and back to waiting (a platform limit), rather than ended."""
+        return self.attempt is None and self.settlement.status in (
+            Status.PENDING,
+            Status.RETRYING,
+        )
+
+
+# A due row ended without a claim: its result code, and the cap that ended it (if one did).
+Unsent = tuple[DueRow, str, str | None]

@@ -1,0 +1,176 @@
+"""An alarm of one installation's clock: a third kind of runner invocation beside the cron's
+tick and a queue consumer's, on the same engine (claim, send through its own six slots,
+settle) with the same compare-and-set claim and lease.
+
+It woke `CLOCK_LEAD_MS` before its installation's earliest due second (`domain/wake_ups.py`);
+it waits for that second, awake, then claims that installation's due rows, never more live
+claims than MAX_IN_FLIGHT_PER_INSTALLATION whoever holds them, sends, settles, and delivers
+the events its settles wrote. While the next due second is within the lead (and the budget
+allows), it waits for it in the same invocation; then it answers its next wake-up, read from
+D1 (a retry's `next_attempt_at` included), for its clock to set (`runner/alarm_clock.py`).
+Nothing is claimed before it is due: the due query reads the real time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from scheduling.domain.claims import DueRow
+from scheduling.domain.wake_ups import HELD_BACK_RETRY_MS, wake_for
+from scheduling.events import emit
+from scheduling.limits import batch_cost
+from scheduling.ports import LimitReached
+from scheduling.repository import wake_ups
+from scheduling.repository.leases import Leases
+from scheduling.runner.invocation import Invocation, RunnerInvocation
+from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import Claimed, SendWork, Settled
+from scheduling.services import Services
+
+# An alarm reads this many of its installation's due rows at once and claims them a cap's
+# worth at a time, each on what was read (the claim's compare-and-set): one read for a
+# hundred rows rather than one a batch, when a burst is all D1's writer can take.
+READ_AHEAD = 100
+
+
+class InstallationRows:
+    """An alarm's source: its installation's due rows, never more at once than the cap leaves
+    room for beside this invocation's own claims in flight. Rows the cap held back (another
+    runner's claims fill it) wait for one of its own batches to settle; with none of its own
+    in flight, the source ends (`blocked`) and the alarm tries again a little later. What was
+    read ahead is claimed as read while every claim wins; once one does not (held back, or
+    changed since the read), the rest is read again."""
+
+    # Not won is waiting, whoever holds the cap's claims: no statement to tell them apart.
+    apart = False
+
+    def __init__(self, leases: Leases, installation_id: str, cap: int) -> None:
+        self.leases = leases
+        self.installation_id = installation_id
+        self.cap = cap
+        self.live = 0  # this invocation's claims not yet settled
+        self.held = False
+        self.blocked = False
+        self.taken = 0  # rows claimed or ended unsent
+        self.ahead: list[DueRow] = []  # read, not yet claimed
+
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+        while self.held or self.live >= self.cap:
+            waiting = work.engine.unsettled()
+            if not waiting:
+                self.blocked = True
+                return []
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            self.held = False
+            now = work.clock()
+        if not self.ahead:
+            self.ahead = await self.leases.due_for(self.installation_id, now, READ_AHEAD)
+        room = min(limit, self.cap - self.live)
+        rows, self.ahead = self.ahead[:room], self.ahead[room:]
+        return rows
+
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        self.live += len(claimed.won)
+        self.taken += len(claimed.won) + len(claimed.refused)
+        if claimed.held:
+            self.held = True
+            self.ahead = []  # what was read may have changed: read it again
+
+    def settled(self, settled: Settled) -> None:
+        self.live -= len(settled.claims)
+
+
+async def alarm(services: Services, installation_id: str, set_for: int | None) -> int | None:
+    """One alarm of an installation's clock (a Durable Object's `alarm()`, or a local timer),
+    set for `set_for` when known: sends what the installation has due, and returns when its
+    clock should next wake (None: nothing of it is live)."""
+    try:
+        return await run_alarm(services, installation_id, set_for)
+    except Exception as exc:
+        # The type only, as for a tick; its clock sets a retry (runner/alarm_clock.py).
+        emit("runner_alarm_failed", installation_id=installation_id, error=type(exc).__name__)
+        raise
+
+
+async def run_alarm(services: Services, installation_id: str, set_for: int | None) -> int | None:
+    """One alarm of `installation_id`'s clock (set for `set_for`, when known); returns its next
+    wake-up, None when nothing of it is live."""
+    alarm = Alarm(services, installation_id, set_for)
+    await alarm.run()
+    return alarm.next_wake
+
+
+class Alarm(RunnerInvocation):
+    kind = "alarm"
+    log_event = "runner_alarm"
+
+    def __init__(self, services: Services, installation_id: str, set_for: int | None) -> None:
+        wall = services.clock.now_ms()
+        # Its instant is the wall clock's, never the time it was set for: ahead of the
+        # wall, it could take a row before its due second.
+        report = TickReport(cron_delay_ms=0 if set_for is None else max(0, wall - set_for))
+        super().__init__(
+            services,
+            Invocation(scheduled_time=wall, started=wall),
+            report,
+            cap=services.config.max_in_flight_per_installation,
+        )
+        self.installation_id = installation_id
+        self.lead_ms = services.config.clock_lead_ms
+        self.in_flight_cap = services.config.max_in_flight_per_installation
+        self.next_wake: int | None = None
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                due = await self._next_due()
+            except LimitReached as limit:  # nothing more of D1 here: a fresh invocation goes on
+                self.engine.reached(limit)
+                self.next_wake = self.clock()
+                return
+            now = self.clock()
+            if due is None:
+                return
+            if wake_for(due, self.lead_ms) > now or not self._time_for(due - now):
+                self.next_wake = wake_for(due, self.lead_ms)
+                return
+            if due > now:
+                await asyncio.sleep((due - now) / 1000)
+                self.report.waited_ms += self.clock() - now
+            rows = InstallationRows(self.leases, self.installation_id, self.in_flight_cap)
+            # Its installation's latest send noted once a pass, not with each batch of six.
+            work = await self._send(rows, last_sent_later=True)
+            try:
+                await self.leases.note_last_sent(work.latest)
+            except LimitReached as limit:
+                self.engine.reached(limit)
+            fresh = self.outbox.take_fresh()
+            if fresh:
+                await self._deliver(fresh)
+            if self.engine.limit is not None:
+                self.next_wake = self.clock()  # a fresh invocation goes on at once
+                return
+            if rows.blocked or not rows.taken:
+                # Another runner holds the cap's claims (or took the rows first): again soon.
+                self.next_wake = self.clock() + HELD_BACK_RETRY_MS
+                return
+
+    async def _next_due(self) -> int | None:
+        statement = wake_ups.read_next_due(self.trips.db, self.installation_id)
+        [result] = await self.trips.send([statement])
+        return wake_ups.next_due_from(result.results)
+
+    def _time_for(self, wait_ms: int) -> bool:
+        """Room in the budget to wait `wait_ms`, then claim and settle a batch of its cap and
+        read its next wake-up."""
+        cap = self.in_flight_cap
+        return self.engine.budget.allows(
+            elapsed_ms=self.elapsed_ms() + max(0, wait_ms),
+            statements=self.trips.statements + batch_cost(cap, capped=True) + 1,
+            sends=self.engine.subrequests() + cap,
+        )
+
+    def _log_fields(self) -> dict[str, Any]:
+        return {"installation_id": self.installation_id}

@@ -1,0 +1,244 @@
+"""The runner's one engine: batches claimed, sent through one invocation's connection slots
+and settled, within one budget, for any kind of work (`Work`): schedule sends
+(`send_work.py`) and notification deliveries (`delivery_work.py`). It replaces the loop that
+`drain.py` and `deliveries.py` each kept a copy of.
+
+The next batch is claimed as soon as every item of the current one holds a slot, so its sends
+take over the slots as the last wave frees them. Each batch settles on its own. A request is
+admitted to a slot first and only then started, so its timeout never runs while it waits.
+The budget (time, D1 statements, subrequests) is checked before each batch but an
+invocation's first, at the batch's most expensive. A platform limit (`LimitReached`) ends the
+loop as the budget does: nothing more is claimed, what was claimed and not sent is handed
+back, and the rest stays due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from scheduling.ports import LimitReached
+from scheduling.repository.round_trips import RoundTrips
+from scheduling.runner.budget import Budget
+from scheduling.runner.report import TickReport
+from scheduling.services import Services, log
+
+Item = TypeVar("Item")
+Done = TypeVar("Done")
+
+
+@dataclass(frozen=True)
+class Batch(Generic[Item]):
+    """What one claim won: the items to send, under one lease token, claimed at `claimed_at`.
+    `last`: the source had no more (nothing is claimed after it)."""
+
+    items: Sequence[Item]
+    lease_token: str
+    last: bool = False
+    claimed_at: int = 0
+
+
+class Work(Protocol[Item, Done]):
+    """One kind of work: how a batch is claimed, how one item is sent, how a batch settles.
+    `Done` is an item's end (settled, handed back, or never sent)."""
+
+    batch_size: int
+
+    def cost(self) -> int:
+        """The most D1 statements one batch can cost, claim and settle included."""
+        ...
+
+    async def claim(self, engine: Engine) -> Batch[Item] | None:
+        """The next batch; None ends the work for this invocation."""
+        ...
+
+    async def unslotted(self, item: Item) -> Done | None:
+        """The item's end when it has nothing to send (it needs no slot); else None."""
+        ...
+
+    def ready(self, item: Item, at: int) -> Done | None:
+        """The last check once the item holds its slot: its end unsent, or None to send."""
+        ...
+
+    async def send(self, item: Item, at: int) -> Done:
+        """Send it (counted in the report); `LimitReached`: nothing left, the count undone."""
+        ...
+
+    def handed_back(self, item: Item, at: int) -> Done:
+        """Claimed, never sent (a platform limit): waiting again, due at `at`."""
+        ...
+
+    async def settle(self, batch: Batch[Item], done: list[Done]) -> None: ...
+
+
+async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[None]) -> bool:
+    """Wait until every item of `batch` holds a slot; False when the batch ended first (it
+    raised), so the loop fails at once instead of waiting for an admission that never comes."""
+    waiting = asyncio.ensure_future(admitted.wait())
+    try:
+        await asyncio.wait((waiting, batch), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    return admitted.is_set()
+
+
+class OnEngine:
+    """What runs on an engine (a work, a dispatch) reads the invocation's services, report and
+    clock from it."""
+
+    engine: Engine
+
+    @property
+    def services(self) -> Services:
+        return self.engine.services
+
+    @property
+    def report(self) -> TickReport:
+        return self.engine.report
+
+    def clock(self) -> int:
+        return self.engine.clock()
+
+
+class Engine:
+    """One invocation's slots, budget and clock. `now` is its instant (its elapsed time is
+    `clock() - now`); `trips` counts its D1 statements, `report` its subrequests."""
+
+    def __init__(
+        self,
+        services: Services,
+        trips: RoundTrips,
+        report: TickReport,
+        clock: Callable[[], int],
+        *,
+        now: int,
+        budget: Budget,
+    ) -> None:
+        self.services = services
+        self.trips = trips
+        self.report = report
+        self.clock = clock
+        self.now = now
+        self.budget = budget
+        self.slots = asyncio.Semaphore(services.config.send_concurrency)
+        self.limit: LimitReached | None = None
+        self.claims = 0  # claim rounds of this invocation, of any work
+        self.claiming = False  # a run's loop may still claim another batch
+        self.queue_calls = 0  # hand-offs to the queue (they take a connection too)
+        self.clock_calls = 0  # the watchdog's calls to installations' clocks
+        self._in_flight: list[asyncio.Task[None]] = []
+
+    def subrequests(self) -> int:
+        report = self.report
+        return report.sends + report.webhook_sends + self.queue_calls + self.clock_calls
+
+    def reached(self, limit: LimitReached) -> None:
+        """A platform limit refused a call: nothing more is claimed or sent in this invocation,
+        and later ones of this isolate budget below what this one had used."""
+        used = self.subrequests() if limit.kind == "subrequests" else self.trips.statements
+        met = self.services.limits_met
+        # Each refusal notes it: sends counted as they left and refused meanwhile are
+        # withdrawn, so the last refusal sees what really went out.
+        met[limit.kind] = min(used, met.get(limit.kind, used))
+        if self.limit is not None:
+            return
+        self.limit = limit
+        self.report.limit_reached = 1
+        self.report.platform_limit = 1
+        log.warning(
+            "the invocation's %s limit was reached: it stops claiming, hands back what it has"
+            " not sent, and leaves the rest for the next invocation (later invocations here"
+            " stay below it)",
+            limit.kind,
+        )
+
+    def room(self, work: Work[Item, Done]) -> bool:
+        """Time, D1 statements and subrequests left for one more batch of `work` at its most
+        expensive, the settles not yet sent counted in full. What is left over stays due for
+        the next invocation (the operator sees it as backlog)."""
+        cost = work.cost()
+        return self.limit is None and self.budget.allows(
+            elapsed_ms=self.clock() - self.now,
+            statements=self.trips.statements + (len(self.unsettled()) + 1) * cost,
+            sends=self.subrequests() + work.batch_size,
+        )
+
+    def unsettled(self) -> list[asyncio.Task[None]]:
+        """Batches started and not yet settled."""
+        return [task for task in self._in_flight if not task.done()]
+
+    async def run(self, work: Work[Item, Done]) -> None:
+        """Roll batches of `work` until it has none, the budget is spent or a platform limit
+        is reached; returns once every batch it started has settled."""
+        self._in_flight = []
+        self.claiming = True
+        try:
+            while True:
+                if self.claims and not self.room(work):
+                    self.report.limit_reached = 1  # the rest waits for the next invocation
+                    break
+                self.claims += 1
+                batch = await work.claim(self)
+                if batch is None:
+                    break
+                if batch.items:
+                    admitted = asyncio.Event()
+                    sending = asyncio.create_task(self._send_and_settle(work, batch, admitted))
+                    self._in_flight.append(sending)
+                    if not await _admitted(admitted, sending):
+                        break  # the batch failed before it was admitted: raised below
+                if self.limit is not None or batch.last:
+                    break
+        except LimitReached as limit:
+            self.reached(limit)
+        except BaseException as stopping:
+            if not isinstance(stopping, Exception):  # cancelled: so are its sends
+                for task in self.unsettled():
+                    task.cancel()
+            raise
+        finally:
+            self.claiming = False
+            outcomes = await asyncio.gather(*self._in_flight, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _send_and_settle(
+        self, work: Work[Item, Done], batch: Batch[Item], admitted: asyncio.Event
+    ) -> None:
+        """Every item within a slot (`admitted` is set once each holds one), then the batch's
+        settle."""
+        waiting = len(batch.items)
+
+        def admit() -> None:
+            nonlocal waiting
+            waiting -= 1
+            if waiting == 0:
+                admitted.set()
+
+        async def one(item: Item) -> Done:
+            done = await work.unslotted(item)
+            if done is not None:
+                admit()
+                return done
+            async with self.slots:
+                admit()
+                return await self._send(work, item)
+
+        done = list(await asyncio.gather(*(one(item) for item in batch.items)))
+        await work.settle(batch, done)
+
+    async def _send(self, work: Work[Item, Done], item: Item) -> Done:
+        started = self.clock()
+        done = work.ready(item, started)
+        if done is not None:
+            return done
+        if self.limit is not None:
+            return work.handed_back(item, started)
+        try:
+            return await work.send(item, started)
+        except LimitReached as limit:  # refused before it left: nothing was sent
+            self.reached(limit)
+            return work.handed_back(item, self.clock())

@@ -1,0 +1,290 @@
+"""The engine's schedule sends (it replaces batch.py): due rows from a source, decided before
+any send (refused unsent, or claimed under the batch's lease), each claim's command sent to
+Dee Wan, and the batch settled with the events its ends raise.
+
+A tick's source is every due row (`DueRows`); a queue consumer's, the rows its messages name
+(`consume.MessageRows`); a clock's alarm, its installation's (`alarm.InstallationRows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from scheduling import dee_wan
+from scheduling.domain import installation_token
+from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent
+from scheduling.domain.installation_token import TOKEN_UNREADABLE
+from scheduling.domain.outcomes import RETRY_EXHAUSTED
+from scheduling.domain.retry_policy import (
+    REFUSED_LATE,
+    Caps,
+    after_attempt,
+    cap_reached,
+    handed_back,
+    too_late,
+)
+from scheduling.domain.schedule import Attempt
+from scheduling.domain.statuses import Status
+from scheduling.limits import batch_cost
+from scheduling.ports import LimitReached
+from scheduling.repository.leases import Leases, latest_sends
+from scheduling.runner.delivery_handoff import DeliveryHandoff
+from scheduling.runner.engine import Batch, Engine, OnEngine
+from scheduling.runner.outbox_events import EventMaker
+from scheduling.services import log
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What one claim round trip decided for a batch's rows."""
+
+    won: list[Claim]
+    refused: list[str]  # ended unsent before any claim (caps reached, token unreadable)
+    held: list[str] = field(default_factory=list)  # left due by the per-installation cap
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A batch once its sends have answered: how each claim ended, which settles found their
+    lease taken over, and whether the settle was written at all (a platform limit can refuse
+    it: the claims then stay leased and are reclaimed after their lease)."""
+
+    claims: list[SettledClaim]
+    lost_lease: list[str]
+    written: bool
+
+
+class RowSource(Protocol):
+    """Where the sends' batches come from, and what it hears of them. `apart`: whether, under
+    a cap, it needs the rows the cap held back told apart from those another runner took."""
+
+    apart: bool
+
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+        """Up to `limit` rows to claim now; none ends the work."""
+        ...
+
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None: ...
+
+    def settled(self, settled: Settled) -> None: ...
+
+
+class DueRows:
+    """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
+    those due that long (the clocks' watchdog leaves the rest to the clocks)."""
+
+    apart = True
+
+    def __init__(self, leases: Leases, *, lag_ms: int = 0) -> None:
+        self.leases = leases
+        self.lag_ms = lag_ms
+
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+        return await self.leases.due(now - self.lag_ms, limit)
+
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        pass
+
+    def settled(self, settled: Settled) -> None:
+        pass
+
+
+class SendWork(OnEngine):
+    """Schedule sends from `source`, counted into the engine's report.
+
+    Every decision (a claim, the lateness cap when a request leaves, a retry's plan, a
+    settle) reads the engine's clock. Installation tokens are opened once per invocation.
+
+    `cap`, for a queue consumer, is MAX_IN_FLIGHT_PER_INSTALLATION enforced in D1 by the
+    claim itself: no installation ever has more live claims, whoever holds them, so never
+    more requests in flight. (A tick sending inline claims without it, as it always did:
+    its SEND_CONCURRENCY slots bound it.)
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        leases: Leases,
+        source: RowSource,
+        *,
+        cap: int | None = None,
+        handoff: DeliveryHandoff | None = None,
+        last_sent_later: bool = False,
+    ) -> None:
+        config = engine.services.config
+        self.engine = engine
+        self.leases = leases
+        self.source = source
+        self.cap = cap
+        self.handoff = handoff
+        # Each installation's latest send noted by the caller once it is done, not with each
+        # batch's settle (`latest`: what it then notes).
+        self.last_sent_later = last_sent_later
+        self.latest: dict[str, int] = {}
+        self.batch_size = config.max_rows_per_tick
+        self.caps = Caps(
+            max_attempts=config.max_attempts,
+            max_lateness_ms=config.max_lateness_ms,
+            max_retry_after_ms=config.max_retry_after_ms,
+            lease_ms=config.lease_ms,
+        )
+        self.events = EventMaker(engine.services)
+        self._tokens: dict[str, str | None] = {}
+
+    def cost(self) -> int:
+        return batch_cost(self.batch_size, capped=self.cap is not None)
+
+    def room(self) -> bool:
+        return self.engine.room(self)
+
+    async def claim(self, engine: Engine) -> Batch[Claim] | None:
+        """The source's next rows, decided: None when it has none, or when another runner
+        changed every row first (the rest is left to it)."""
+        rows = await self.source.next(self.clock(), self.batch_size, self)
+        if not rows:
+            return None
+        self.report.batches += 1
+        self.report.due += len(rows)
+        lease_token = self.services.crypto.random_token()  # TOKEN_KEY read only when needed
+        claimed = await self._claim(rows, lease_token)
+        self.source.claimed(rows, claimed)
+        if not claimed.won and not claimed.refused and not claimed.held:
+            return None
+        return Batch(claimed.won, lease_token)
+
+    async def _claim(self, rows: Sequence[DueRow], lease_token: str) -> Claimed:
+        """Decide each row before any send: refuse it unsent, or claim it."""
+        at = self.clock()
+        refusals: list[Unsent] = []
+        wanted: list[DueRow] = []
+        for row in rows:
+            cap = cap_reached(
+                attempts_so_far=row.attempt_count, due_at=row.due_at, now=at, caps=self.caps
+            )
+            if cap is not None:
+                refusals.append((row, RETRY_EXHAUSTED, cap))
+            elif await self._token(row) is None:
+                refusals.append((row, TOKEN_UNREADABLE, None))
+            else:
+                wanted.append(row)
+        made = (self.events.unsent(row, code, at, ended_by=by) for row, code, by in refusals)
+        events = [event for event in made if event is not None]
+        lease_ms = self.caps.lease_ms
+        held: list[str] = []
+        if self.cap is None:
+            won, refused = await self.leases.claim(
+                wanted, refusals, lease_token, at, lease_ms, events
+            )
+        else:
+            won, refused, held = await self.leases.claim_within(
+                wanted,
+                refusals,
+                lease_token,
+                at,
+                lease_ms,
+                self.cap,
+                events,
+                apart=self.source.apart,
+            )
+        self._count_claim(refusals, wanted, won, refused, held)
+        return Claimed(won, refused, held)
+
+    def _count_claim(
+        self,
+        refusals: Sequence[Unsent],
+        wanted: Sequence[DueRow],
+        won: Sequence[Claim],
+        refused: Sequence[str],
+        held: Sequence[str],
+    ) -> None:
+        self.report.refused_unsent += len(refused)
+        codes = {row.id: code for row, code, _ in refusals}
+        for schedule_id in refused:
+            self.report.refused_with(codes[schedule_id])
+        self.report.claimed += len(won)
+        self.report.held_back += len(held)
+        self.report.lost_claim += len(wanted) - len(won) - len(held)
+
+    async def unslotted(self, item: Claim) -> SettledClaim | None:
+        return None  # every claim has a command to send
+
+    def ready(self, item: Claim, at: int) -> SettledClaim | None:
+        """The lateness cap, checked at the last moment: past it, nothing is sent."""
+        if too_late(due_at=item.row.due_at, now=at, caps=self.caps):
+            self.report.refused_unsent_late += 1
+            return SettledClaim(item, REFUSED_LATE, None, self.events.late(item, at))
+        return None
+
+    def handed_back(self, item: Claim, at: int) -> SettledClaim:
+        self.report.handed_back += 1
+        return SettledClaim(item, handed_back(item.row.status, at), None)
+
+    async def send(self, item: Claim, at: int) -> SettledClaim:
+        """The command, and the schedule's next step planned from the answer."""
+        row = item.row
+        token = self._tokens[row.installation_id]
+        assert token is not None  # claimed only when it opened
+        self.report.sent(at - row.due_at)
+        try:
+            outcome = await dee_wan.send_transition(
+                self.services.http, row.base_url, row.command, token, self.clock
+            )
+        except LimitReached:
+            self.report.withdrawn(at - row.due_at)
+            raise
+        finished = self.clock()
+        settlement = after_attempt(
+            outcome,
+            attempt=item.attempt,
+            due_at=row.due_at,
+            now=finished,
+            caps=self.caps,
+            rng=self.services.rng,
+        )
+        self.report.ended(settlement.status)
+        attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
+        event = self.events.sent(item, settlement, outcome, finished)
+        return SettledClaim(item, settlement, attempt, event)
+
+    async def settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
+        """Every claim under the batch's lease, in one round trip."""
+        try:
+            lost = await self.leases.settle(
+                batch.lease_token, done, self.clock(), last_sent=not self.last_sent_later
+            )
+        except LimitReached as limit:
+            self.engine.reached(limit)
+            self.report.unsettled += len(done)
+            log.warning(
+                "%d claims could not be settled (D1 refused): their lease runs out and they are"
+                " claimed again, with the same idempotency key",
+                len(done),
+            )
+            self.source.settled(Settled(done, [], written=False))
+            return
+        self.report.lost_lease += len(lost)
+        if self.last_sent_later:
+            for installation, at in latest_sends(done).items():
+                self.latest[installation] = max(self.latest.get(installation, 0), at)
+        kept = {end.claim.row.id for end in done} - set(lost)
+        for end in done:
+            code = end.settlement.result_code
+            if end.settlement.status == Status.REFUSED and end.claim.row.id in kept and code:
+                self.report.refused_with(code)
+        for schedule_id in lost:
+            log.warning(
+                "schedule %s: lease lost before settle; left to its new runner", schedule_id
+            )
+        self.source.settled(Settled(done, lost, written=True))
+        if self.handoff is not None:
+            await self.handoff.settled()
+
+    async def _token(self, row: DueRow) -> str | None:
+        """The installation's token, opened once; None when TOKEN_KEY cannot open it."""
+        if row.installation_id not in self._tokens:
+            self._tokens[row.installation_id] = await installation_token.open_token(
+                self.services.crypto, row.installation_id, row.token_sealed
+            )
+        return self._tokens[row.installation_id]

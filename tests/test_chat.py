@@ -1,0 +1,394 @@
+"""Chat endpoints (issue 28) through the public surface: the manage page's form with kind
+`chat`, real ticks against the fake Dee Wan, and a chat receiver that takes Slack's
+`{"text": …}`. A refusal is one line of plain words; an endpoint hears at most one message a
+minute, up to 10 lines and "and N more"; the URL is shown once, then only its host and its
+last 4 characters, and is never in the database's bytes, a log or a page after that."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_core import Fault
+from fake_core.state import Installation
+from scheduling.domain import chat_lines
+from scheduling.domain.notifications import REFUSED, ScheduleEvent
+from scheduling.domain.statuses import Status
+from scheduling.domain.wording import explain
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import FakeClock, base_env
+from tests.support.webhooks import (
+    CHAT_URL,
+    DEE_WAN_REFUSALS,
+    HOOK_URL,
+    Receiver,
+    add_chat_endpoint,
+    add_endpoint,
+    with_receivers,
+)
+from tests.support.world import (
+    MINUTE,
+    Browser,
+    World,
+    bulk_due,
+    crash_during_send,
+    row,
+    schedule,
+    tick_at,
+    tick_until_sent,
+)
+
+OTHER_CHAT_URL = "https://team.example.org/hooks/incoming/a7b6c5d4e3f2g1h0i9j8/slack"
+SHOWN = "chat.example.com …Zq9X"
+
+
+class Chat:
+    """An installation with a chat endpoint (a receiver on `CHAT_URL`) hearing of refusals."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.receiver = Receiver(CHAT_URL, clock=world.clock.now_ms)
+        self.network = with_receivers(world, self.receiver)
+
+    async def set_up(self, events: tuple[str, ...] = ("schedule.refused",)) -> Installation:
+        self.installation = await self.world.install()
+        self.manage: Browser = await self.world.browser_for(self.installation, content_id=None)
+        self.shown_once = await add_chat_endpoint(
+            self.manage, self.installation.id, CHAT_URL, events
+        )
+        return self.installation
+
+    def lines(self, text: str) -> list[str]:
+        return [line for line in text.split("\n") if line.startswith("• ")]
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+@pytest.fixture
+def chat(world: World) -> Chat:
+    return Chat(world)
+
+
+# -- every refusal path: one line per schedule ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    DEE_WAN_REFUSALS,
+    ids=[f"{code}-{i}" for i, (_, code) in enumerate(DEE_WAN_REFUSALS)],
+)
+async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
+    world: World, chat: Chat, fault: Fault, code: str
+) -> None:
+    installation = await chat.set_up()
+    s = await schedule(world, installation)
+    world.core.faults.push(fault, endpoint="transitions")
+    report = await tick_at(world, s["due_at"])
+    assert (await row(world, s["id"]))["result_code"] == code
+    assert (report["webhook_events"], report["webhook_sends"]) == (1, 1)
+    [text] = chat.receiver.texts()
+    [line] = chat.lines(text)
+    assert line.startswith(
+        f"• Could not publish “Spring launch” ({s['version_id']}) at 10:05 UTC: "
+    )
+    assert line.endswith(chat_lines.escape(explain(code)))  # the card's own sentence
+    assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
+    await tick_at(world, s["due_at"] + 5 * MINUTE)
+    assert len(chat.receiver.deliveries) == 1  # told once
+
+
+async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(db, clock, env=base_env(MAX_ATTEMPTS="1"))
+    chat = Chat(world)
+    installation = await chat.set_up()
+    late = await schedule(world, installation, "cnt_en")
+    tried = await schedule(world, installation, "cnt_page", in_minutes=30)
+    await tick_at(world, late["due_at"] + 900_001)  # the cron was down for 15 minutes
+    world.core.faults.push(Fault.timeout(), endpoint="transitions")
+    await tick_at(world, tried["due_at"])  # one attempt allowed, and it timed out
+    first, second = chat.receiver.texts()
+    assert chat.lines(first) == [
+        f"• Could not publish “Spring launch” ({late['version_id']}) at 10:05 UTC: "
+        + chat_lines.escape(
+            "The plugin gave up: too many attempts, or it was too late to send. If the last "
+            "attempt failed on the network, the outcome is unknown — check the content in "
+            "Dee Wan."
+        )
+    ]
+    [line] = chat.lines(second)
+    assert line.startswith(f"• Could not publish “{title(world, 'cnt_page')}” (")
+
+
+async def test_a_reclaimed_lease_and_a_token_unreadable_are_lines_too(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """The unsent refusals a claim itself decides: a lease reclaimed past the cap, and a token
+    that no longer opens (its chat URL neither: the line waits for the key, then goes)."""
+    world = World(db, clock)
+    chat = Chat(world)
+    installation = await chat.set_up()
+    crashed = await schedule(world, installation, "cnt_en")
+    world.core.faults.push(Fault.delay(5), endpoint="transitions")
+    await crash_during_send(world, crashed["due_at"])
+    await tick_at(world, crashed["due_at"] + 900_001)
+    [text] = chat.receiver.texts()
+    assert chat.lines(text)[0].startswith("• Could not publish “Spring launch” (")
+    other_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+    elsewhere = World(db, clock, env=base_env(TOKEN_KEY=other_key))
+    elsewhere.core = world.core
+    with_receivers(elsewhere, chat.receiver)
+    unreadable = await schedule(world, installation, "cnt_page", in_minutes=30)
+    await tick_at(elsewhere, unreadable["due_at"])
+    assert (await row(world, unreadable["id"]))["result_code"] == "token_unreadable"
+    assert len(chat.receiver.deliveries) == 1  # its URL does not open under that key either
+    [waiting] = (
+        await db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'waiting'").all()
+    ).results
+    await tick_at(world, max(waiting["next_attempt_at"], unreadable["due_at"] + MINUTE))
+    [line] = chat.lines(chat.receiver.texts()[1])
+    assert "rotate it in Dee Wan" in line
+
+
+async def test_claimed_but_past_the_cap_when_its_slot_came_is_a_line_too(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    env = base_env(
+        SEND_CONCURRENCY="1", MAX_LATENESS_MS="60000", LEASE_MS="215000", TICK_BUDGET_MS="100000"
+    )
+    world = World(db, clock, env=env)
+    chat = Chat(world)
+    installation = await chat.set_up()
+    first = await schedule(world, installation, "cnt_en")
+    await schedule(world, installation, "cnt_page")
+    world.core.faults.push(Fault.delay(0.05), endpoint="transitions")
+    tick = await tick_until_sent(world, first["due_at"])
+    world.clock.advance(61_000)  # the one slot comes back to the second claim past its cap
+    assert (await tick)["refused_unsent_late"] == 1
+    [text] = chat.receiver.texts()
+    [line] = chat.lines(text)
+    assert line.startswith("• Could not publish “")
+    assert "too late to send" in line
+
+
+def title(world: World, content_id: str) -> str:
+    return world.core.state.contents[content_id].title
+
+
+# -- one message a minute, ten lines and "and N more" -------------------------------------
+
+
+async def test_a_burst_of_50_refusals_is_one_message_then_one_more_the_next_minute(
+    world: World, chat: Chat
+) -> None:
+    installation = await chat.set_up()
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 50, due, "burst")
+    world.core.faults.push(
+        Fault.respond(409, "workflow_conflict"), endpoint="transitions", times=55
+    )
+    report = await tick_at(world, due)
+    assert (report["refused"], report["webhook_events"], report["webhook_sends"]) == (50, 50, 1)
+    assert report["webhooks_delivered"] == 50  # one message tells all fifty
+    [text] = chat.receiver.texts()
+    lines = chat.lines(text)
+    assert len(lines) == 10
+    assert all(line.startswith("• Could not publish “burst") for line in lines)
+    assert text.split("\n")[-1] == (
+        f"and 40 more: https://scheduling.example/installations/{installation.id}"
+    )
+    # Five more refused later in the same minute wait for the next one.
+    await bulk_due(world, installation, 5, due + 20_000, "later")
+    later = await tick_at(world, due + 30_000)
+    assert (later["webhook_events"], later["webhook_sends"]) == (5, 0)
+    assert (await tick_at(world, due + 59_999))["webhook_sends"] == 0
+    await tick_at(world, due + MINUTE)
+    first, second = chat.receiver.deliveries
+    assert second.at - first.at >= MINUTE
+    assert [line[:22] for line in chat.lines(chat.receiver.texts()[1])] == [
+        "• Could not publish “l"
+    ] * 5
+    assert chat.receiver.texts()[1].endswith(f"See them: {page(installation)}")
+    rows = await world.db.prepare("SELECT status, count(*) AS n FROM webhook_deliveries").all()
+    assert rows.results == [{"status": "delivered", "n": 55}]
+
+
+def page(installation: Installation) -> str:
+    return f"https://scheduling.example/installations/{installation.id}"
+
+
+async def test_each_chat_endpoint_and_each_webhook_hears_on_its_own(
+    world: World, chat: Chat
+) -> None:
+    other = Receiver(OTHER_CHAT_URL)
+    hook = Receiver(HOOK_URL)
+    chat.network.receivers += [other, hook]
+    installation = await chat.set_up()
+    await add_chat_endpoint(chat.manage, installation.id, OTHER_CHAT_URL)
+    await add_endpoint(chat.manage, installation.id, HOOK_URL)
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 12, due, "pair")
+    world.core.faults.push(
+        Fault.respond(409, "workflow_conflict"), endpoint="transitions", times=12
+    )
+    report = await tick_at(world, due)
+    assert report["webhook_sends"] == 1 + 1 + 12  # a message per chat, a POST per event
+    assert [len(chat.lines(t)) for t in (*chat.receiver.texts(), *other.texts())] == [10, 10]
+    assert len(hook.deliveries) == 12
+    assert all(json.loads(d.body)["type"] == "schedule.refused" for d in hook.deliveries)
+
+
+# -- failures, 429, the test event ---------------------------------------------------------
+
+
+async def test_a_429_is_tried_again_at_its_retry_after_and_a_failure_on_the_backoff(
+    world: World, chat: Chat
+) -> None:
+    installation = await chat.set_up()
+    chat.receiver.answer_next((429, {"retry-after": "150"}), 500)
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    await tick_at(world, s["due_at"])
+    [waiting] = await deliveries(world)
+    assert (waiting["status"], waiting["last_http_status"]) == ("waiting", 429)
+    assert waiting["next_attempt_at"] - s["due_at"] == 150_000
+    await tick_at(world, waiting["next_attempt_at"])  # 500: the backoff, a minute at least
+    [again] = await deliveries(world)
+    assert again["next_attempt_at"] - waiting["next_attempt_at"] >= MINUTE
+    await tick_at(world, again["next_attempt_at"])
+    texts = chat.receiver.texts()
+    assert len(texts) == 3
+    assert len(set(texts)) == 1  # the same message each time
+    [done] = await deliveries(world)
+    assert (done["status"], done["attempt_count"]) == ("delivered", 3)
+
+
+async def deliveries(world: World) -> list[dict[str, Any]]:
+    return (await world.db.prepare("SELECT * FROM webhook_deliveries").all()).results
+
+
+async def test_the_test_event_is_a_chat_message_and_a_chat_has_no_secret_to_rotate(
+    world: World, chat: Chat
+) -> None:
+    installation = await chat.set_up()
+    [endpoint] = (await world.db.prepare("SELECT id FROM notification_endpoints").all()).results
+    base = f"/installations/{installation.id}/notifications/{endpoint['id']}"
+    form = {"csrf_token": chat.manage.csrf(), "opened_for": "manage"}
+    assert (await chat.manage.post(f"{base}/test", form)).status == 303
+    [text] = chat.receiver.texts()
+    assert text == f"{chat_lines.TEST_TEXT}\n{page(installation)}"
+    shown = (await chat.manage.get(f"/installations/{installation.id}")).body.decode()
+    assert 'data-endpoint-kind="chat"' in shown
+    assert "HTTP 204 at" in shown
+    assert f"{base}/rotate" not in shown
+    refused = await chat.manage.post(f"{base}/rotate", form)
+    assert refused.status == 409
+    assert b'data-error-code="chat_has_no_secret"' in refused.body
+
+
+# -- the URL is the secret -------------------------------------------------------------------
+
+
+async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    apply_migrations(database.connection)
+    world = World(database, clock)
+    chat = Chat(world)
+    installation = await chat.set_up()
+    assert f"data-chat-url>{CHAT_URL}<" in chat.shown_once
+    s = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    await tick_at(world, s["due_at"])
+    assert len(chat.receiver.deliveries) == 1  # sent to the URL itself
+    pages = [
+        (await chat.manage.get(f"/installations/{installation.id}")).body.decode(),
+        (await chat.manage.get(f"/installations/{installation.id}#notifications")).body.decode(),
+    ]
+    for shown in pages:
+        assert SHOWN in shown
+        assert "data-chat-url" not in shown
+    stored = await world.db.prepare("SELECT url, secret_sealed FROM notification_endpoints").all()
+    assert stored.results[0]["url"] == SHOWN
+    database.close()
+    secret_part = CHAT_URL.split("/services/")[1]
+    for where, data in (
+        ("database", (tmp_path / "plugin.sqlite3").read_bytes()),
+        ("logs", caplog.text.encode()),
+        ("pages", "".join(pages).encode()),
+    ):
+        assert secret_part.encode() not in data, where
+        assert secret_part[:12].encode() not in data, where
+
+
+async def test_a_chat_url_follows_the_host_rules_and_bad_kinds_are_refused_with_a_code(
+    world: World,
+) -> None:
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    path = f"/installations/{installation.id}/notifications"
+    for kind, url, code in (
+        ("chat", "http://chat.example.com/hook", "invalid_endpoint_url"),
+        ("chat", "https://127.0.0.1/hook", "invalid_endpoint_url"),
+        ("chat", "https://intranet/hook", "invalid_endpoint_url"),
+        ("sms", CHAT_URL, "unknown_endpoint_kind"),
+        ("", CHAT_URL, "unknown_endpoint_kind"),
+    ):
+        await manage.get(f"/installations/{installation.id}")
+        fields = [("csrf_token", manage.csrf()), ("opened_for", "manage"), ("kind", kind)]
+        fields += [("url", url), ("events", "schedule.refused")]
+        response = await manage.post_pairs(path, fields)
+        assert response.status == 422, (kind, url)
+        assert f'data-error-code="{code}"'.encode() in response.body
+    count = await world.db.prepare("SELECT count(*) AS n FROM notification_endpoints").first()
+    assert count == {"n": 0}
+
+
+# -- the lines themselves ------------------------------------------------------------------
+
+
+def test_a_line_escapes_what_a_chat_would_read_as_markup_and_cuts_a_long_title() -> None:
+    event = ScheduleEvent(
+        type=REFUSED,
+        at=0,
+        installation_id="ins_1",
+        schedule_id="sch_1",
+        content_id="cnt_1",
+        kind="unpublish",
+        to_state="draft",
+        version_id="ver_9",
+        due_at=1_782_896_400_000,  # 09:00 UTC: 11:00 in Paris, summer time
+        local_time="2026-07-01T11:00",
+        timezone="Europe/Paris",
+        status=Status.REFUSED,
+        result_code="content_not_found",
+        attempts=1,
+        outcome_unknown=False,
+        last_code="content_not_found",
+        last_http_status=404,
+    )
+    body = event.body("https://scheduling.example")
+    line = chat_lines.event_line(body, "<!channel> Q3 & <https://evil.example|click>")
+    assert line == (
+        "Could not unpublish “&lt;!channel&gt; Q3 &amp; &lt;https://evil.example|click&gt;” "
+        "(ver_9) at 11:00 CEST: The content no longer exists in Dee Wan."
+    )
+    long = chat_lines.event_line(body, "x" * 500)
+    assert "x" * (chat_lines.MAX_TITLE_CHARS - 1) + "…" in long
+    assert chat_lines.event_line(body, None).startswith("Could not unpublish “cnt_1”")
+    digest = chat_lines.digest([f"line {i}" for i in range(10)], 2, "https://p.example/i")
+    assert json.loads(digest)["text"].split("\n") == [
+        *(f"• line {i}" for i in range(10)),
+        "and 2 more: https://p.example/i",
+    ]
