@@ -18,7 +18,7 @@ from fake_core.state import Installation
 from scheduling.domain import chat_lines
 from scheduling.domain.notifications import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
-from scheduling.domain.wording import explain
+from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
@@ -99,7 +99,11 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     assert line.startswith(
         f"• Could not publish “Spring launch” ({s['version_id']}) at 10:05 UTC: "
     )
-    assert line.endswith(chat_lines.escape(explain(code)))  # the card's own sentence
+    stored = await row(world, s["id"])
+    sentence = explain_result(
+        code, None, None, ended_by=stored["ended_by"], tries=stored["attempt_count"]
+    )
+    assert line.endswith(chat_lines.escape(sentence))  # the card's own sentence
     assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
     await tick_at(world, s["due_at"] + 5 * MINUTE)
     assert len(chat.receiver.deliveries) == 1  # told once
@@ -120,9 +124,8 @@ async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(
     assert chat.lines(first) == [
         f"• Could not publish “Spring launch” ({late['version_id']}) at 10:05 UTC: "
         + chat_lines.escape(
-            "The plugin gave up: too many attempts, or it was too late to send. If the last "
-            "attempt failed on the network, the outcome is unknown — check the content in "
-            "Dee Wan."
+            "It was still not sent 15 minutes after its time had passed, so the plugin "
+            "stopped trying: nothing is sent later than that."
         )
     ]
     [line] = chat.lines(second)
@@ -177,7 +180,7 @@ async def test_claimed_but_past_the_cap_when_its_slot_came_is_a_line_too(
     [text] = chat.receiver.texts()
     [line] = chat.lines(text)
     assert line.startswith("• Could not publish “")
-    assert "too late to send" in line
+    assert line.endswith("nothing is sent later than that.")
 
 
 def title(world: World, content_id: str) -> str:
@@ -382,7 +385,8 @@ def test_a_line_escapes_what_a_chat_would_read_as_markup_and_cuts_a_long_title()
     line = chat_lines.event_line(body, "<!channel> Q3 & <https://evil.example|click>")
     assert line == (
         "Could not unpublish “&lt;!channel&gt; Q3 &amp; &lt;https://evil.example|click&gt;” "
-        "(ver_9) at 11:00 CEST: The content no longer exists in Dee Wan."
+        "(ver_9) at 11:00 CEST: The content no longer exists in Dee Wan, so there was nothing to"
+        " change."
     )
     long = chat_lines.event_line(body, "x" * 500)
     assert "x" * (chat_lines.MAX_TITLE_CHARS - 1) + "…" in long
