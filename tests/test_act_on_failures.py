@@ -225,6 +225,28 @@ async def test_try_again_refused_when_the_content_changed_since_the_page_was_sho
     assert await _count(world) == 2
 
 
+async def test_try_again_counts_with_the_persons_creates_a_minute(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """A Try again reads Dee Wan as a create does: past MAX_CREATES_PER_MINUTE it is 429 with
+    `Retry-After`, nothing read or stored, and its form kept to send again."""
+    world = World(db, clock, env=base_env(MAX_CREATES_PER_MINUTE="1"))
+    installation = await world.install()
+    first = await refused(world, installation, Fault.respond(422, "transition_refused"))
+    clock.advance(MINUTE)
+    editor = await world.open_page(installation)
+    assert (await retry(editor, installation.id, first["id"])).status == 303
+    await editor.get(f"/installations/{installation.id}")
+    reads = len(world.core.calls.of("content"))
+    held = await retry(editor, installation.id, first["id"])
+    assert held.status == 429
+    assert held.header("retry-after") == "60"
+    page = held.body.decode()
+    assert 'data-error-code="too_many_creates"' in page
+    assert len(world.core.calls.of("content")) == reads  # Dee Wan was not read
+    assert await _count(world) == 2  # the refused one and its first try again
+
+
 async def test_try_again_says_beforehand_what_it_replaces_and_replaces_it(world: World) -> None:
     installation = await world.install()
     first = await refused(world, installation, Fault.respond(422, "transition_refused"))

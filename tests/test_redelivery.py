@@ -11,7 +11,9 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
+from scheduling.actions.throttled import ENDPOINT_CALLS
 from scheduling.domain.delivery_policy import GIVE_UP_AFTER_MS, RETRY_DELAYS_MS
+from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.queue import Consumers
@@ -216,6 +218,43 @@ async def test_send_again_sends_the_same_id_and_body_within_the_request(
     assert refused.status == 409
     assert b'data-error-code="not_sendable_again"' in refused.body
     assert len(hooks.failing.deliveries) == 2
+
+
+class VisitorsPool:
+    """The visitors' pool, recording what goes out through it (each answered 204)."""
+
+    def __init__(self) -> None:
+        self.sent: list[OutboundRequest] = []
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        self.sent.append(request)
+        return OutboundResponse(204, {}, b"")
+
+
+async def test_send_again_goes_through_the_visitors_pool_within_the_endpoints_calls(
+    world: World, hooks: Hooks
+) -> None:
+    """A person's Send again is a call a visitor triggers: it leaves through the visitors'
+    pool (never the runner's) and counts with the endpoint's test events, five a minute."""
+    await hooks.set_up()
+    hooks.failing.default = 204
+    await hooks.refusals(1, DAY)
+    await run_clock(world, world.clock.now_ms() + HOUR, hooks=hooks)
+    [delivered] = await hooks.mine()
+    pool = VisitorsPool()
+    world.app.services.visitor_http = pool
+    base = f"/installations/{hooks.installation.id}/notifications/{hooks.endpoint_id}"
+    again = f"{base}/deliveries/{delivered['id']}/send-again"
+    assert (await hooks.manage.post(again, hooks.form())).status == 303
+    assert [request.url for request in pool.sent] == [HOOK_URL]
+    assert len(hooks.failing.deliveries) == 1  # nothing more through the runner's client
+    for _ in range(ENDPOINT_CALLS.per_minute - 1):
+        assert (await hooks.manage.post(f"{base}/test", hooks.form())).status == 303
+    refused = await hooks.manage.post(again, hooks.form())
+    assert refused.status == 429
+    assert b'data-error-code="too_many_sends_again"' in refused.body
+    assert refused.header("retry-after") == "60"
+    assert len(pool.sent) == ENDPOINT_CALLS.per_minute
 
 
 async def test_replay_failures_since_sends_again_those_of_the_window_only(
