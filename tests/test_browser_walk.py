@@ -70,6 +70,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         core_port=free_port(),
         state_dir=tmp_path_factory.mktemp("devstack"),
         cron=False,
+        # The walk schedules its bulk items over HTTP as one person within a minute.
+        plugin_vars={"MAX_CREATES_PER_MINUTE": "1000"},
     )
     with dev:
         dev.install()

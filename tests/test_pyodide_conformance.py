@@ -283,8 +283,9 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     assert status["last_tick"]["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
     assert (status["last_tick"]["refused_unsent"], status["last_tick"]["lost_claim"]) == (1, 0)
     # due; claim (refusal, claim, open attempts); due again; settle, finish attempts and the
-    # installation's last send; the record (history row, totals, pruning)
-    assert status["last_tick"]["d1"] == {"statements": 11, "round_trips": 5}
+    # installation's last send; the retention purge's step (three statements, nothing past
+    # the window); the record (history row, totals, pruning)
+    assert status["last_tick"]["d1"] == {"statements": 14, "round_trips": 6}
     assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
     assert status["finished_last_24h"] == {
         "completed": 1,

@@ -144,7 +144,9 @@ def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(
         text = json.loads(message.body)["text"]
         [line, tail] = text.split("\n")
         assert line.startswith("• Could not publish “Spring launch” (")  # its title, sealed in D1
-        assert line.endswith(": The content's workflow state does not allow this now.")
+        # The card's own sentence for Dee Wan's 409 `workflow_conflict`.
+        assert ": Dee Wan's workflow does not allow this change from the content" in line
+        assert line.endswith("so it was not applied. Check the content in Dee Wan, then try again.")
         assert tail.endswith(f"/installations/{installation_id}")
         [row] = harness.sql(
             "SELECT status, last_http_status FROM webhook_deliveries WHERE installation_id = ?",

@@ -42,6 +42,8 @@ class DevStack:
     state_dir: Path | None = None
     cron: bool = True
     quiet: bool = False
+    # Variables for the plugin beyond its .dev.vars (the environment overrides the file).
+    plugin_vars: dict[str, str] = field(default_factory=dict)
     admin_secret: str = field(default="", repr=False)
     vars_created: bool = False
     # Wraps each spawn: `scripts/dev` holds a stop signal back until the new process is on
@@ -105,6 +107,7 @@ class DevStack:
             "ENVIRONMENT": "development",
             "PUBLIC_ORIGIN": self.plugin_origin,
             "DEE_WAN_DEV_ORIGINS": self.core_origin,
+            **self.plugin_vars,
         }
         # The core's home page can then mint rotation codes for its rotate buttons. Its
         # "Run the tick now" calls the plugin's development trigger (--plugin-tick-url).
