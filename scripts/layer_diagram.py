@@ -7,15 +7,39 @@ tests/test_docs_site.py fails while the picture and the table disagree.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from tests.test_layers import LAYERS
-
 ROOT = Path(__file__).resolve().parents[1]
 PICTURE = ROOT / "docs" / "images" / "layers.svg"
 CORE = ROOT / "src" / "scheduling"
+TABLE = ROOT / "tests" / "test_layers.py"
+Layers = list[tuple[str, frozenset[str]]]
+
+
+def layers_table(source: str) -> Layers:
+    """`LAYERS` as test_layers.py writes it, read from its source (nothing imports a test
+    file): a list of `(description, frozenset({units}))`, bottom first."""
+    for node in ast.parse(source).body:
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "LAYERS"
+            and isinstance(node.value, ast.List)
+        ):
+            table: Layers = []
+            for layer in node.value.elts:
+                if not isinstance(layer, ast.Tuple) or not isinstance(layer.elts[1], ast.Call):
+                    raise ValueError(f"not (description, frozenset({{...}})): {ast.unparse(layer)}")
+                description, units = layer.elts[0], layer.elts[1]
+                table.append(
+                    (ast.literal_eval(description), frozenset(ast.literal_eval(units.args[0])))
+                )
+            return table
+    raise LookupError("no LAYERS table in tests/test_layers.py")
+
 
 WIDTH = 760
 MARGIN = 16
@@ -121,7 +145,7 @@ def render(layers: Sequence[tuple[str, frozenset[str]]]) -> str:
 
 def main() -> None:
     PICTURE.parent.mkdir(parents=True, exist_ok=True)
-    PICTURE.write_text(render(LAYERS), "utf-8")
+    PICTURE.write_text(render(layers_table(TABLE.read_text("utf-8"))), "utf-8")
     print(f"wrote {PICTURE.relative_to(ROOT)}")
 
 
