@@ -27,6 +27,42 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# Suites that run whole, in one process, when scripts/test spreads the rest over the CPUs
+# (pytest-xdist, `--dist loadgroup`): the Pyodide suites share one harness, the browser suites
+# drive Chromium beside real servers, and the soak times its own faults.
+WHOLE = ("pyodide", "browser", "soak")
+# Modules that start real processes or build something (the local server, the dev stack, a
+# wheel, the docs site, hypothesis's long searches): marked `servers`, which
+# `scripts/test --quick` leaves out so the edit-test loop stays under 90 s.
+SERVERS = frozenset(
+    {
+        "test_asgi",
+        "test_compressed_answers",
+        "test_dev_command",
+        "test_docs_site",
+        "test_fake_core_server",
+        "test_fuzz",
+        "test_fuzz_transitions",
+        "test_launch_limits",
+        "test_local_runtime",
+        "test_packaging",
+        "test_parser_work",
+        "test_queue_local",
+        "test_slow_input",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        whole = next((name for name in WHOLE if item.get_closest_marker(name)), None)
+        if whole is not None:
+            item.add_marker(pytest.mark.xdist_group(whole))
+        if item.path.stem in SERVERS:
+            item.add_marker(pytest.mark.servers)
+
+
 @pytest.fixture
 def db() -> Iterator[SqliteDatabase]:
     database = memory_db()
