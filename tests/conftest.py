@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from scheduling.app import App
 from scheduling.ports import Database
@@ -26,6 +27,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
+# No hypothesis example is timed: speed is the benchmarks' to measure, and a 200 ms deadline
+# fails an honest example on a loaded machine (both CPUs busy with the suite's workers).
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 # Suites that run whole, in one process, when scripts/test spreads the rest over the CPUs
 # (pytest-xdist, `--dist loadgroup`): the Pyodide suites share one harness, the browser suites
