@@ -156,8 +156,9 @@ class Harness:
         assert self.process.stdout is not None
         line = _read_first_line(self.process.stdout, START_TIMEOUT_S)
         if not line:
+            log = self.log_tail()  # before close() shuts the log file
             self.close()
-            raise RuntimeError(f"harness did not start; its log:\n{self.log_tail()}")
+            raise RuntimeError(f"harness did not start in {START_TIMEOUT_S:.0f} s; its log:\n{log}")
         self.ready: dict[str, Any] = json.loads(line)
         self.control = httpx.Client(base_url=self.control_url, timeout=60)
 

@@ -128,16 +128,95 @@ function applyMigrations(options) {
   }
 }
 
+// The database runs inside workerd (Miniflare's D1), reached only by async dispatchFetch
+// calls to a small worker that prepares, binds and runs there. Miniflare's own binding
+// proxy makes prepare() and bind() synchronous round trips (Atomics.wait on a helper
+// thread) that block this process, and under heavy load its reply can arrive after the
+// wait ends: from then on every call read the previous call's reply ("false == true").
+const D1_WORKER = `
+function value(tagged) {
+  switch (tagged.t) {
+    case "undefined": return undefined;
+    case "bigint": return BigInt(tagged.v);
+    case "bytes": return new Uint8Array(tagged.v).buffer;
+    default: return tagged.v;
+  }
+}
+function statement(db, { sql, params }) {
+  return db.prepare(sql).bind(...params.map(value));
+}
+export default {
+  async fetch(request, env) {
+    const { op, statements, column, options, sql } = await request.json();
+    const db = env.${DB_BINDING};
+    try {
+      let result;
+      if (op === "batch") result = await db.batch(statements.map((s) => statement(db, s)));
+      else if (op === "exec") result = await db.exec(sql);
+      else if (op === "first") {
+        const s = statement(db, statements[0]);
+        result = column === undefined ? await s.first() : await s.first(column);
+      } else if (op === "raw") result = await statement(db, statements[0]).raw(options);
+      else result = await statement(db, statements[0])[op]();
+      return Response.json({ result: result ?? null });
+    } catch (error) {
+      return Response.json({ error: { name: error.name, message: error.message } });
+    }
+  },
+};
+`;
+
 async function startD1(options) {
   const mf = new Miniflare({
     modules: true,
-    script: "export default { fetch() { return new Response(null, { status: 404 }); } };",
+    script: D1_WORKER,
     compatibilityDate: "2026-04-01",
     d1Databases: { [DB_BINDING]: DATABASE_ID },
     d1Persist: path.join(options.persist, "v3", "d1"),
   });
   await mf.ready;
-  return { mf, db: await mf.getD1Database(DB_BINDING) };
+  return { mf, db: new D1Client(mf) };
+}
+
+// Values as D1's bind() will see them in workerd: JSON alone would turn undefined into null
+// and cannot carry a BigInt, both of which D1 refuses (with its own text) at bind.
+function tagged(value) {
+  if (value === undefined) return { t: "undefined" };
+  if (typeof value === "bigint") return { t: "bigint", v: String(value) };
+  if (value instanceof ArrayBuffer) return { t: "bytes", v: [...new Uint8Array(value)] };
+  if (ArrayBuffer.isView(value)) {
+    return { t: "bytes", v: [...new Uint8Array(value.buffer, value.byteOffset, value.byteLength)] };
+  }
+  return { v: value };
+}
+
+class D1Client {
+  #mf;
+  constructor(mf) {
+    this.#mf = mf;
+  }
+  async call(request) {
+    const response = await this.#mf.dispatchFetch("http://d1.harness/", {
+      method: "POST",
+      body: JSON.stringify(request),
+    });
+    const answer = await response.json();
+    if (answer.error) {
+      const error = new Error(answer.error.message);
+      error.name = answer.error.name;
+      throw error;
+    }
+    return answer.result;
+  }
+  prepare(sql) {
+    return new D1PreparedStatement(this, sql, []);
+  }
+  batch(statements) {
+    return this.call({ op: "batch", statements: statements.map((s) => s.wire()) });
+  }
+  exec(sql) {
+    return this.call({ op: "exec", sql });
+  }
 }
 
 // The SDK's env wrapper recognises a D1 binding by its constructor name, as in workerd.
@@ -149,43 +228,52 @@ class D1Database {
     this.#db = db;
   }
   prepare(sql) {
-    return new D1PreparedStatement(this.#db.prepare(sql));
+    return this.#db.prepare(sql);
   }
   batch(statements) {
     currentInvocation()?.spend("d1", statements.length);
-    return this.#db.batch(statements.map((s) => (s instanceof D1PreparedStatement ? s.inner : s)));
+    for (const s of statements) {
+      if (!(s instanceof D1PreparedStatement)) throw new TypeError("batch() takes D1 statements");
+    }
+    return this.#db.batch(statements);
   }
   exec(sql) {
     currentInvocation()?.spend("d1", 1);
     return this.#db.exec(sql);
   }
-  withSession(constraint) {
-    return this.#db.withSession(constraint);
+  withSession() {
+    return this; // one local replica: every session reads its own writes
   }
 }
 
 class D1PreparedStatement {
-  constructor(inner) {
-    this.inner = inner;
+  #db;
+  constructor(db, sql, params) {
+    this.#db = db;
+    this.sql = sql;
+    this.params = params;
   }
   bind(...values) {
-    return new D1PreparedStatement(this.inner.bind(...values));
+    return new D1PreparedStatement(this.#db, this.sql, values.map(tagged));
+  }
+  wire() {
+    return { sql: this.sql, params: this.params };
+  }
+  #run(op, extra = {}) {
+    currentInvocation()?.spend("d1", 1);
+    return this.#db.call({ op, statements: [this.wire()], ...extra });
   }
   all() {
-    currentInvocation()?.spend("d1", 1);
-    return this.inner.all();
+    return this.#run("all");
   }
   run() {
-    currentInvocation()?.spend("d1", 1);
-    return this.inner.run();
+    return this.#run("run");
   }
   first(column) {
-    currentInvocation()?.spend("d1", 1);
-    return column === undefined ? this.inner.first() : this.inner.first(column);
+    return this.#run("first", column === undefined ? {} : { column });
   }
   raw(options) {
-    currentInvocation()?.spend("d1", 1);
-    return this.inner.raw(options);
+    return this.#run("raw", options === undefined ? {} : { options });
   }
 }
 
