@@ -33,10 +33,6 @@ def pytest_configure(config: pytest.Config) -> None:
 settings.register_profile("suite", deadline=None)
 settings.load_profile("suite")
 
-# Suites that run whole, in one process, when scripts/test spreads the rest over the CPUs
-# (pytest-xdist, `--dist loadgroup`): the Pyodide suites share one harness, the browser suites
-# drive Chromium beside real servers, and the soak times its own faults.
-WHOLE = ("pyodide", "browser", "soak")
 # Modules that start real processes or build something (the local server, the dev stack, a
 # wheel, the docs site, hypothesis's long searches): marked `servers`, which
 # `scripts/test --quick` leaves out so the edit-test loop stays under 90 s.
@@ -59,14 +55,9 @@ SERVERS = frozenset(
 )
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        whole = next((name for name in WHOLE if item.get_closest_marker(name)), None)
-        if whole is not None:
-            item.add_marker(pytest.mark.xdist_group(whole))
-        if item.path.stem in SERVERS:
-            item.add_marker(pytest.mark.servers)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.path.stem in SERVERS:
+        item.add_marker(pytest.mark.servers)
 
 
 @pytest.fixture
