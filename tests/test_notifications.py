@@ -16,6 +16,7 @@ from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
+from tests.support.waiting import until
 from tests.support.webhooks import (
     HOOK_URL,
     Receiver,
@@ -342,12 +343,14 @@ async def test_gives_up_24_hours_after_the_event(world: World, hooks: Endpoints)
     [first] = await deliveries(
         world, f"endpoint_id IN (SELECT id FROM notification_endpoints WHERE url = '{HOOK_URL}')"
     )
-    while True:
+    for _ in range(20):  # nine attempts are due; more would be a loop that never ends
         [current] = await deliveries(world, f"id = '{first['id']}'")
         if current["status"] != "waiting":
             break
         now = current["next_attempt_at"]
         await tick_at(world, now)
+    else:
+        pytest.fail("the delivery was still waiting after 20 ticks")
     assert current["status"] == "failed"
     assert current["finished_at"] - first["created_at"] == 24 * 60 * MINUTE
     assert len(hooks.loud.deliveries) == current["attempt_count"] == 9
@@ -449,7 +452,7 @@ async def test_a_runner_killed_mid_delivery_leaves_it_to_be_resent_with_the_same
     hooks.loud.send = hangs  # type: ignore[method-assign]
     world.clock.now = s["due_at"]
     tick = asyncio.create_task(world.app.tick(s["due_at"]))
-    await arrived.wait()
+    await until(arrived.is_set, "the delivery arriving", before=tick)
     tick.cancel()
     with pytest.raises(asyncio.CancelledError):
         await tick

@@ -17,7 +17,7 @@ from scheduling.ports import QueueMessage
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.queue import Consumers, InFlight, Yielding
-from tests.support.world import MINUTE, World, bulk_due
+from tests.support.world import MINUTE, World, bulk_due, until_sent
 
 INSTALLATIONS = 5
 ROWS = 40  # each
@@ -113,8 +113,7 @@ async def test_chaos_with_consumers_applies_everything_once_and_loses_nothing(
         # Two ticks at once, and a consumer killed mid-batch with its requests out.
         clock.now = due
         ticks = asyncio.gather(world.app.tick(due), world.app.tick(due))
-        while not world.core.calls.of("transitions"):  # noqa: ASYNC110 - polling fake core
-            await asyncio.sleep(0.001)
+        await until_sent(world)
         chaos.queue.deliveries()[0].cancel()
         first, second = await ticks
         assert first["dispatched"] + second["dispatched"] == INSTALLATIONS * ROWS

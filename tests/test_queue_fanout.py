@@ -20,7 +20,7 @@ from scheduling.runtimes.cpython.memory_queue import Delivered, MemoryQueue, _St
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import OPERATOR, FakeClock, base_env, call
 from tests.support.queue import Consumers, InFlight
-from tests.support.world import MINUTE, World, bulk_due, row, sends
+from tests.support.world import MINUTE, World, bulk_due, row, sends, until_sent
 
 
 @pytest.fixture
@@ -159,8 +159,7 @@ async def test_a_consumer_killed_mid_batch_leaves_its_rows_to_their_lease_and_th
     async with Consumers(world.app, consumers=1) as consumers:
         world.clock.now = due
         tick = asyncio.create_task(world.app.tick(due))
-        while not world.core.calls.of("transitions"):  # noqa: ASYNC110 - polling fake core
-            await asyncio.sleep(0.001)
+        await until_sent(world)
         [delivery] = consumers.queue.deliveries()
         delivery.cancel()  # the consumer dies with its requests out
         await tick

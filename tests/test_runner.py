@@ -403,3 +403,25 @@ async def test_a_zone_rule_change_never_moves_a_stored_due_at(
     assert (await tick_at(world, stored["due_at"] - 1))["due"] == 0
     assert (await tick_at(world, stored["due_at"]))["completed"] == 1
     assert (await row(world, stored["id"]))["due_at"] == stored["due_at"]
+
+
+async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drain waits for a batch's claims to hold their slots before it claims the next;
+    a batch that raised before that (report code failing, say) must fail the tick, not leave
+    it waiting for an admission that never comes (issue 32)."""
+    from scheduling.runner.batch import BatchRunner
+
+    installation = await world.install()
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 3, due, "x")
+
+    async def fails(*args: object) -> object:
+        raise RuntimeError("report code raised")
+
+    monkeypatch.setattr(BatchRunner, "send_and_settle", fails)
+    world.clock.now = due
+    with pytest.raises(RuntimeError, match="report code raised"):
+        await asyncio.wait_for(world.app.tick(due), 10)
+    assert world.core.calls.of("transitions") == []

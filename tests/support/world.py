@@ -22,6 +22,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock, make_app
 from tests.support.time_format import assert_one_time_format
+from tests.support.waiting import until
 
 CORE_URL = "https://cms.example"
 EDITOR_PAGES = "/installations/"  # the pages people open from Dee Wan
@@ -329,12 +330,18 @@ async def tick_at(world: World, ms: int) -> dict[str, int]:
     return await world.app.tick(ms)
 
 
+async def until_sent(world: World, *, before: asyncio.Future[Any] | None = None) -> None:
+    """Return once core has received a transition command (see `waiting.until`)."""
+    await until(
+        lambda: world.core.calls.of("transitions"), "a command reaching Dee Wan", before=before
+    )
+
+
 async def tick_until_sent(world: World, at: int) -> asyncio.Task[dict[str, int]]:
     """Start a tick and return once core has received its first command."""
     world.clock.now = at
     tick = asyncio.create_task(world.app.tick(at))
-    while not world.core.calls.of("transitions"):  # noqa: ASYNC110 - polling fake_core's record
-        await asyncio.sleep(0.001)
+    await until_sent(world, before=tick)
     return tick
 
 

@@ -77,7 +77,7 @@ def origin_problem(scheme: str, authority: str, config: Environment) -> str | No
         return None
     if scheme == "http":
         return "http:// is accepted only in development for origins in DEE_WAN_DEV_ORIGINS"
-    return host_problem(host.lower())
+    return host_problem(host)
 
 
 # Suffixes that the public DNS never answers for, so a name under one reaches whatever a
@@ -116,7 +116,7 @@ def host_problem(host: str) -> str | None:
     host = host.lower()
     if not host:
         return "must have a host"
-    if host.startswith("[") or _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
+    if host.startswith("[") or _NUMERIC_LABEL.fullmatch(host.rpartition(".")[2]):
         return "must name a host, not an IP address"
     if len(host) > MAX_HOST_LENGTH:
         return f"must have a host of at most {MAX_HOST_LENGTH} characters"

@@ -25,10 +25,11 @@ class Budget:
         isolate met (an operator on Workers Free who never set the 50s)."""
         config = services.config
         met = services.limits_met
+        queries, sends = config.max_d1_queries_per_tick, config.max_sends_per_tick
         return cls(
             ms=config.tick_budget_ms,
-            queries=min(config.max_d1_queries_per_tick, met.get("d1", 1 << 30)),
-            sends=min(config.max_sends_per_tick, met.get("subrequests", 1 << 30)),
+            queries=min(queries, met.get("d1", queries)),
+            sends=min(sends, met.get("subrequests", sends)),
             reserved_queries=reserved_queries,
         )
 

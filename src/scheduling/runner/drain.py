@@ -49,6 +49,17 @@ class DueRows:
         pass
 
 
+async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[Settled]) -> bool:
+    """Wait until every claim of `batch` holds a slot; False when the batch ended first (it
+    raised), so the drain fails at once instead of waiting for an admission that never comes."""
+    waiting = asyncio.ensure_future(admitted.wait())
+    try:
+        await asyncio.wait((waiting, batch), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    return admitted.is_set()
+
+
 class Drain:
     def __init__(
         self,
@@ -90,12 +101,12 @@ class Drain:
                     break  # another runner changed every row first: leave the rest to it
                 if claimed.won:
                     admitted = asyncio.Event()
-                    self._in_flight.append(
-                        asyncio.create_task(
-                            self._batch(source, claimed, lease_token, slots, admitted)
-                        )
+                    batch = asyncio.create_task(
+                        self._batch(source, claimed, lease_token, slots, admitted)
                     )
-                    await admitted.wait()
+                    self._in_flight.append(batch)
+                    if not await _admitted(admitted, batch):
+                        break  # the batch failed before it was admitted: raised below
                 if self.batches.limit is not None:
                     break
                 if not self.room_for_another_batch():

@@ -1,0 +1,336 @@
+"""`resolve_local_time` and its helpers on known inputs, every refusal word for word: the edges
+issue 32's mutation run found untried (an impossible date, a bogus or empty fold, the stored
+fold, exactly now, the years' bounds, gaps at other minutes than :30, of half an hour, into
+and out of UTC+0, and across midnight), and instants written in UTC whatever the host's zone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from scheduling.domain.localtime import (
+    ResolvedTime,
+    Retry,
+    TimeRefusal,
+    first_minute_after_gap,
+    format_utc,
+    occurrence_labels,
+    occurrences,
+    resolve_local_time,
+    rfc3339,
+)
+from scheduling.domain.timezones import get_zone
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)  # 1_767_225_600_000 ms
+BERLIN = get_zone("Europe/Berlin")
+
+
+def resolve(
+    local: object, zone: object = "Europe/Berlin", fold: object = None
+) -> ResolvedTime | TimeRefusal:
+    """As a form posts them: any value may come in any field."""
+    return resolve_local_time(local, zone, fold, now=NOW)  # type: ignore[arg-type]
+
+
+def field_of(result: ResolvedTime | TimeRefusal) -> str:
+    assert isinstance(result, TimeRefusal)
+    return result.field
+
+
+def refusal(code: str, message: str, *retries: Retry) -> TimeRefusal:
+    return TimeRefusal(code, message, retries)
+
+
+def test_a_time_resolves_to_its_instant_in_the_zone() -> None:
+    assert resolve("2026-07-01T13:00") == ResolvedTime(
+        1_782_903_600_000,
+        "2026-07-01T13:00",
+        "Europe/Berlin",
+        None,  # 11:00 UTC
+    )
+    assert resolve("2026-07-01T13:00", "europe/berlin") == ResolvedTime(
+        1_782_903_600_000, "2026-07-01T13:00", "Europe/Berlin", None
+    )
+
+
+NOT_A_TIME = "Choose a date and a time: the day, then the hour and minute."
+NOT_ON_THE_CALENDAR = "That date or time does not exist on the calendar."
+YEARS = "Enter a year from 1970 to 2199."
+
+
+@pytest.mark.parametrize(
+    ("local", "message"),
+    [
+        (None, NOT_A_TIME),
+        (202607011300, NOT_A_TIME),
+        ("", NOT_A_TIME),
+        ("2026-07-01 13:00", NOT_A_TIME),
+        ("2026-07-01T13:00:00", NOT_A_TIME),
+        ("2026-02-30T10:00", NOT_ON_THE_CALENDAR),
+        ("2027-02-29T10:00", NOT_ON_THE_CALENDAR),
+        ("2026-13-01T10:00", NOT_ON_THE_CALENDAR),
+        ("2026-02-28T24:00", NOT_ON_THE_CALENDAR),
+        ("2026-02-28T10:60", NOT_ON_THE_CALENDAR),
+        ("1969-12-31T23:59", YEARS),
+        ("2200-01-01T00:00", YEARS),
+        ("0000-01-01T00:00", YEARS),
+    ],
+)
+def test_what_is_not_a_wall_time_is_refused_with_why(local: object, message: str) -> None:
+    refused = resolve(local)
+    assert refused == refusal("invalid_local_time", message)
+    assert field_of(refused) == "local_time"
+
+
+def test_the_years_bounds_are_inclusive() -> None:
+    assert resolve("2199-12-31T23:59", "UTC") == ResolvedTime(
+        7_258_118_340_000, "2199-12-31T23:59", "UTC", None
+    )
+    # 1970 is a year a schedule may name; its instants are all past.
+    assert resolve("1970-01-01T00:00", "UTC") == refusal(
+        "past_time", "Thu 1 Jan 1970, 00:00 UTC has already passed."
+    )
+
+
+def test_exactly_now_has_passed_and_a_minute_later_has_not() -> None:
+    assert resolve("2026-01-01T00:00", "UTC") == refusal(
+        "past_time", "Thu 1 Jan 2026, 00:00 UTC has already passed."
+    )
+    assert resolve("2026-01-01T00:01", "UTC") == ResolvedTime(
+        1_767_225_660_000, "2026-01-01T00:01", "UTC", None
+    )
+    # Now as another zone writes it: 10:30 in Adelaide (UTC+10:30 in January) is this instant.
+    assert resolve("2026-01-01T10:30", "Australia/Adelaide") == refusal(
+        "past_time",
+        "Thu 1 Jan 2026, 10:30 ACDT (Australia/Adelaide; 00:00 UTC) has already passed.",
+    )
+    assert resolve("2026-01-01T10:31", "Australia/Adelaide") == ResolvedTime(
+        1_767_225_660_000, "2026-01-01T10:31", "Australia/Adelaide", None
+    )
+
+
+def test_now_may_be_given_in_any_zone() -> None:
+    now = datetime(2026, 1, 1, 1, 0, tzinfo=BERLIN)  # the same instant as NOW
+    assert resolve_local_time("2026-01-01T01:00", "Europe/Berlin", None, now=now) == refusal(
+        "past_time", "Thu 1 Jan 2026, 01:00 CET (Europe/Berlin; 00:00 UTC) has already passed."
+    )
+    assert resolve_local_time("2026-01-01T01:01", "Europe/Berlin", None, now=now) == (
+        ResolvedTime(1_767_225_660_000, "2026-01-01T01:01", "Europe/Berlin", None)
+    )
+
+
+TWICE = (
+    "Sun 25 Oct 2026, 02:30 happens twice in Europe/Berlin: "
+    "Sun 25 Oct 2026, 02:30 CEST (Europe/Berlin; 00:30 UTC), or "
+    "Sun 25 Oct 2026, 02:30 CET (Europe/Berlin; 01:30 UTC). Choose the earlier or the later one."
+)
+
+
+@pytest.mark.parametrize("fold", [None, ""])
+def test_a_time_that_happens_twice_needs_a_fold(fold: str | None) -> None:
+    refused = resolve("2026-10-25T02:30", fold=fold)
+    assert refused == refusal("ambiguous_local_time", TWICE)
+    assert field_of(refused) == "fold"
+
+
+@pytest.mark.parametrize(
+    ("fold", "due_at_ms"),
+    [("earlier", 1_792_888_200_000), ("later", 1_792_891_800_000)],  # 00:30 and 01:30 UTC
+)
+def test_the_chosen_fold_is_the_instant_and_is_kept(fold: str, due_at_ms: int) -> None:
+    assert resolve("2026-10-25T02:30", fold=fold) == ResolvedTime(
+        due_at_ms,
+        "2026-10-25T02:30",
+        "Europe/Berlin",
+        fold,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("fold", ["earlier", "later", ""])
+def test_a_fold_for_a_time_that_happens_once_is_not_kept(fold: str) -> None:
+    assert resolve("2026-07-01T13:00", fold=fold) == ResolvedTime(
+        1_782_903_600_000, "2026-07-01T13:00", "Europe/Berlin", None
+    )
+
+
+@pytest.mark.parametrize("fold", ["sideways", "Earlier", "LATER", "1", " later"])
+def test_a_bogus_fold_is_refused_even_for_a_time_that_happens_once(fold: str) -> None:
+    refused = resolve("2026-07-01T13:00", fold=fold)
+    assert refused == refusal("invalid_fold", "Choose the earlier or the later occurrence.")
+    assert field_of(refused) == "fold"
+
+
+def gap(wall: str, zone: str, jump: str, first: str, value: str, label: str) -> TimeRefusal:
+    return refusal(
+        "nonexistent_local_time",
+        f"{wall} does not happen in {zone}: {jump}. The first minute after the jump is {first}.",
+        Retry("local_time", value, label),
+    )
+
+
+BERLIN_JUMP = "the clocks jump from 02:00 to 03:00"
+BERLIN_FIRST = "Sun 29 Mar 2026, 03:00 CEST (Europe/Berlin; 01:00 UTC)"
+
+
+@pytest.mark.parametrize(
+    "local", ["2026-03-29T02:00", "2026-03-29T02:30", "2026-03-29T02:31", "2026-03-29T02:59"]
+)
+def test_every_minute_of_a_gap_offers_the_first_minute_after_it(local: str) -> None:
+    refused = resolve(local)
+    assert refused == gap(
+        f"Sun 29 Mar 2026, {local[-5:]}",
+        "Europe/Berlin",
+        BERLIN_JUMP,
+        BERLIN_FIRST,
+        "2026-03-29T03:00",
+        "Sun 29 Mar 2026, 03:00 CEST",
+    )
+    assert field_of(refused) == "local_time"
+
+
+@pytest.mark.parametrize(
+    ("local", "wall", "zone", "jump", "first", "value", "label"),
+    [
+        # Out of UTC+0: the offset before the jump is zero.
+        (
+            "2026-03-29T01:30",
+            "Sun 29 Mar 2026, 01:30",
+            "Europe/London",
+            "the clocks jump from 01:00 to 02:00",
+            "Sun 29 Mar 2026, 02:00 BST (Europe/London; 01:00 UTC)",
+            "2026-03-29T02:00",
+            "Sun 29 Mar 2026, 02:00 BST",
+        ),
+        # Into UTC+0, at midnight: the offset after the jump is zero.
+        (
+            "2026-03-29T00:30",
+            "Sun 29 Mar 2026, 00:30",
+            "Atlantic/Azores",
+            "the clocks jump from 00:00 to 01:00",
+            "Sun 29 Mar 2026, 01:00 +00 (Atlantic/Azores; 01:00 UTC)",
+            "2026-03-29T01:00",
+            "Sun 29 Mar 2026, 01:00 +00",
+        ),
+        # A jump of half an hour.
+        (
+            "2026-10-04T02:15",
+            "Sun 4 Oct 2026, 02:15",
+            "Australia/Lord_Howe",
+            "the clocks jump from 02:00 to 02:30",
+            "Sun 4 Oct 2026, 02:30 +11 (Australia/Lord_Howe; Sat 3 Oct 2026, 15:30 UTC)",
+            "2026-10-04T02:30",
+            "Sun 4 Oct 2026, 02:30 +11",
+        ),
+        # A whole day skipped (Samoa crossed the date line): the jump spans midnight.
+        (
+            "2011-12-30T12:00",
+            "Fri 30 Dec 2011, 12:00",
+            "Pacific/Apia",
+            "the clocks skip over it",
+            "Sat 31 Dec 2011, 00:00 +14 (Pacific/Apia; Fri 30 Dec 2011, 10:00 UTC)",
+            "2011-12-31T00:00",
+            "Sat 31 Dec 2011, 00:00 +14",
+        ),
+    ],
+)
+def test_gaps_of_other_zones(
+    local: str, wall: str, zone: str, jump: str, first: str, value: str, label: str
+) -> None:
+    assert resolve(local, zone) == gap(wall, zone, jump, first, value, label)
+
+
+def test_the_first_minute_after_a_gap_is_the_zones_clock_at_the_jump() -> None:
+    for minute in ("00", "01", "30", "31", "59"):
+        wall = datetime(2026, 3, 29, 2, int(minute))
+        earlier, later = wall.replace(tzinfo=BERLIN, fold=0), wall.replace(tzinfo=BERLIN, fold=1)
+        first = first_minute_after_gap(earlier, later)
+        assert first == datetime(2026, 3, 29, 3, 0, tzinfo=BERLIN)
+        assert (str(first.tzinfo), first.second, first.microsecond) == ("Europe/Berlin", 0, 0)
+        assert first.astimezone(UTC) == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("typed", "message", "names"),
+    [
+        (None, "Enter a time zone, such as Europe/Paris.", ()),
+        ("", "Enter a time zone, such as Europe/Paris.", ()),
+        (
+            "Europe/Pari",
+            "“Europe/Pari” is not a time zone name this plugin knows. Did you mean Europe/Paris?",
+            ("Europe/Paris",),
+        ),
+        (
+            "Asia/Tokio",
+            "“Asia/Tokio” is not a time zone name this plugin knows. "
+            "Did you mean Asia/Tokyo or Asia/Tomsk?",
+            ("Asia/Tokyo", "Asia/Tomsk"),
+        ),
+        (
+            "America/New",
+            "“America/New” is not a time zone name this plugin knows. "
+            "Did you mean America/Nome, America/New_York or America/Juneau?",
+            ("America/Nome", "America/New_York", "America/Juneau"),
+        ),
+        (
+            "Nowhere/Land",
+            "“Nowhere/Land” is not a time zone name this plugin knows. "
+            "Type a name such as Europe/Paris; the field suggests names as you type.",
+            (),
+        ),
+    ],
+)
+def test_an_unknown_zone_is_said_back_with_names_one_click_away(
+    typed: object, message: str, names: tuple[str, ...]
+) -> None:
+    refused = resolve("2026-07-01T13:00", typed)
+    assert refused == refusal(
+        "unknown_timezone", message, *(Retry("timezone", name, name) for name in names)
+    )
+    assert field_of(refused) == "timezone"
+
+
+def test_both_readings_of_a_time_that_happens_twice() -> None:
+    found = occurrences("2026-10-25T02:30", "europe/berlin")
+    assert found is not None
+    earlier, later = found
+    assert (str(earlier.tzinfo), str(later.tzinfo)) == ("Europe/Berlin", "Europe/Berlin")
+    assert (earlier.fold, later.fold) == (0, 1)
+    assert (earlier.astimezone(UTC), later.astimezone(UTC)) == (
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, 30, tzinfo=UTC),
+    )
+    assert occurrence_labels(earlier, later) == [
+        "Sun 25 Oct 2026, 02:30 CEST (Europe/Berlin; 00:30 UTC)",
+        "Sun 25 Oct 2026, 02:30 CET (Europe/Berlin; 01:30 UTC)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("local", "zone"),
+    [
+        ("2026-07-01T13:00", "Europe/Berlin"),  # happens once
+        ("2026-03-29T02:30", "Europe/Berlin"),  # never happens
+        ("2026-10-25 02:30", "Europe/Berlin"),
+        ("2026-10-25T02:30", "Nowhere/Land"),
+        ("2026-10-25T02:30", None),
+        (None, "Europe/Berlin"),
+    ],
+)
+def test_anything_else_has_no_two_readings(local: object, zone: object) -> None:
+    assert occurrences(local, zone) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("ms", "utc", "rfc"),
+    [
+        (1_782_910_800_000, "2026-07-01 13:00 UTC", "2026-07-01T13:00:00Z"),
+        (1_782_910_859_999, "2026-07-01 13:00 UTC", "2026-07-01T13:00:59Z"),
+        (1_767_225_599_999, "2025-12-31 23:59 UTC", "2025-12-31T23:59:59Z"),
+        (0, "1970-01-01 00:00 UTC", "1970-01-01T00:00:00Z"),
+    ],
+)
+def test_instants_for_machines_are_written_in_utc_whatever_the_hosts_zone(
+    ms: int, utc: str, rfc: str
+) -> None:
+    assert (format_utc(ms), rfc3339(ms)) == (utc, rfc)

@@ -1,0 +1,66 @@
+"""Rights on known inputs: what a content launch and a manage launch may cancel, by refusal
+code, and when the Cancel button shows (the content page's tests reach them through the
+surface; these name every branch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling.domain.rights import Rights, offered_by
+from scheduling.domain.schedule import Schedule
+from scheduling.domain.statuses import Status
+from tests.support.records import SCHEDULE, content_read, stored_schedule
+
+EDITOR = Rights.of_content("cnt_1", [("publish", "published"), ("unpublish", "draft")])
+
+
+def test_a_content_launch_keeps_what_dee_wan_offered_for_its_content() -> None:
+    read = content_read(transitions=(("publish", "published"),))
+    assert offered_by(read) == frozenset({("publish", "published")})
+    assert Rights.read(read) == Rights(False, "cnt_1", frozenset({("publish", "published")}))
+    editor = Rights.of_content("cnt_1", iter([("publish", "published"), ("unpublish", "draft")]))
+    assert editor == Rights(
+        False, "cnt_1", frozenset({("publish", "published"), ("unpublish", "draft")})
+    )
+    assert Rights.everything() == Rights(True, None, frozenset())
+
+
+def test_an_offered_change_is_offered_as_kind_and_state_together() -> None:
+    assert EDITOR.offers("publish", "published")
+    assert EDITOR.offers("unpublish", "draft")
+    assert not EDITOR.offers("publish", "draft")
+    assert not Rights.everything().offers("publish", "published")
+
+
+@pytest.mark.parametrize(
+    ("rights", "schedule", "refusal"),
+    [
+        (EDITOR, SCHEDULE, None),
+        (EDITOR, stored_schedule(kind="unpublish", to_state="draft"), None),
+        (EDITOR, stored_schedule(content_id="cnt_2"), "other_content"),
+        (EDITOR, stored_schedule(to_state="archived"), "cancel_not_allowed"),
+        (Rights.of_content("cnt_1", []), SCHEDULE, "cancel_not_allowed"),
+        (Rights.of_content(None, [("publish", "published")]), SCHEDULE, "other_content"),
+        (Rights.everything(), stored_schedule(content_id="cnt_2", to_state="x"), None),
+    ],
+)
+def test_who_may_cancel_what(rights: Rights, schedule: Schedule, refusal: str | None) -> None:
+    assert rights.cancel_refusal(schedule) == refusal
+
+
+@pytest.mark.parametrize(
+    ("status", "shown"),
+    [
+        (Status.PENDING, True),
+        (Status.RETRYING, True),
+        (Status.RUNNING, False),
+        (Status.COMPLETED, False),
+        (Status.CANCELLED, False),
+    ],
+)
+def test_the_cancel_button_shows_on_waiting_schedules_one_may_cancel(
+    status: Status, shown: bool
+) -> None:
+    assert EDITOR.shows_cancel(stored_schedule(status=status)) is shown
+    assert Rights.everything().shows_cancel(stored_schedule(status=status)) is shown
+    assert not EDITOR.shows_cancel(stored_schedule(status=status, content_id="cnt_2"))
