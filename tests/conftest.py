@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from scheduling.app import App
 from scheduling.ports import Database
@@ -25,6 +26,38 @@ def pytest_configure(config: pytest.Config) -> None:
     # in a child, so the servers start as they would from a terminal.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# No hypothesis example is timed: speed is the benchmarks' to measure, and a 200 ms deadline
+# fails an honest example on a loaded machine (both CPUs busy with the suite's workers).
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
+
+# Modules that start real processes or build something (the local server, the dev stack, a
+# wheel, the docs site, hypothesis's long searches): marked `servers`, which
+# `scripts/test --quick` leaves out so the edit-test loop stays under 90 s.
+SERVERS = frozenset(
+    {
+        "test_asgi",
+        "test_compressed_answers",
+        "test_dev_command",
+        "test_docs_site",
+        "test_fake_core_server",
+        "test_fuzz",
+        "test_fuzz_transitions",
+        "test_launch_limits",
+        "test_local_runtime",
+        "test_packaging",
+        "test_parser_work",
+        "test_queue_local",
+        "test_slow_input",
+    }
+)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if item.path.stem in SERVERS:
+        item.add_marker(pytest.mark.servers)
 
 
 @pytest.fixture

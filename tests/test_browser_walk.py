@@ -10,7 +10,8 @@ pages work in a browser, with the keyboard, and pass WCAG 2.2 AA rules.
 
 Needs /usr/bin/chromium and tests/browser/node_modules/axe-core: run
 `bash tests/browser/setup.sh`. Screenshots go to pytest's temporary
-directory (printed with `-s`), or to $BROWSER_SCREENSHOTS.
+directory (printed with `-s`), or to $BROWSER_SCREENSHOTS; the guides' pictures are
+taken with them (`picture`, tests/support/doc_pictures.py).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tests.support.browser import (
     schedule_item,
     wall,
 )
+from tests.support.doc_pictures import picture
 from tests.support.time_format import raw_times
 
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
@@ -399,6 +401,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     assert page.get_by_role("button", name="Schedule", exact=True).is_visible()
     assert page.get_by_text("No schedules yet.").is_visible()
     audit(page, "content-fresh", landed, shots)
+    picture(page, "editor-form", shots)
     # The audit is live: an image without a text alternative is reported.
     page.evaluate("document.querySelector('main').append(document.createElement('img'))")
     assert "image-alt" in {v["id"] for v in run_axe(page)}
@@ -452,6 +455,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert "(Europe/Berlin; " in deadline.inner_text()
     assert schedule_item(page, first).get_attribute("data-status") == "pending"
     audit(page, "content-confirmation", made, shots)
+    picture(page, "editor-receipt", shots)
 
     # 2. The form now says what a new schedule would replace, on the choice it concerns.
     warning = page.locator(f'[data-replaces="{first}"]')
@@ -489,6 +493,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert error.get_by_role("button", name=re.compile(r"\(the later one\)$")).is_visible()
     assert page.locator("[data-confirmation]").count() == 0
     audit_wide_and_narrow(page, "content-refusal", refused, shots)
+    picture(page, "editor-time-twice", shots)
     assert active(page)["id"] == "fold-earlier"  # the audit moved nothing
 
     # 4. Fixed with the keyboard from there: the arrow key picks the later one, Tab, Enter.
@@ -526,6 +531,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert spoken(twice, "Europe/Berlin", fold=1) in facts
     assert stored_status(stack, second) == "pending"
     audit_wide_and_narrow(page, "cancel-confirm", confirm, shots)
+    picture(page, "editor-cancel", shots)
     with page.expect_navigation() as navigated:
         page.get_by_role("button", name="Cancel the schedule").click()
     cancelled = navigated.value
@@ -633,6 +639,7 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
         attempts.first.inner_text()
     )
     audit_wide_and_narrow(page, "content-completed-late", reloaded, shots)
+    picture(page, "editor-done-late", shots, show="[data-late-ms]")
 
     state = httpx.get(f"{stack.core_origin}/__fake/state", timeout=10).json()
     about = next(g for g in state["groups"] if g["primary_id"] == "cnt_about")
@@ -665,6 +672,7 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
 ) -> None:
     landed = launch(page, stack, "cnt_repin")
     audit_wide_and_narrow(page, "content-page", landed, shots)
+    picture(page, "editor-phone", shots, width=390)
     local = next_summer_morning()
     first = create_by_mouse(page, local, "Europe/Paris")
     pinned = schedule_item(page, first).locator("h3 code").inner_text()
@@ -685,6 +693,7 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     )
     assert page.locator("[data-stale-count]").is_visible()
     audit_wide_and_narrow(page, "content-stale-warning", reloaded, shots)
+    picture(page, "editor-stale-pin", shots, show='[data-pin-stale="true"]')
 
     with page.expect_navigation() as navigated:
         item.get_by_role("button", name=f"Pin {current} instead, same time").click()
@@ -802,6 +811,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     assert page.locator('nav.pager-top a[rel="next"]').is_visible()
     assert page.locator('nav.pager-bottom a[rel="next"]').count() == 1
     audit_wide_and_narrow(page, "manage-agenda", managed, shots)
+    picture(page, "admin-manage", shots)
     page.locator("section[data-group=upcoming]").scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "manage-agenda-view.png"))
 
@@ -852,9 +862,9 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
 def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_wan(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
-    """The README's walkthrough step: add the local Dee Wan's receiver as an endpoint, paste
-    the secret shown once into it, schedule something Dee Wan will refuse, and see the
-    webhook arrive, verified, after the tick."""
+    """The walkthrough's step (docs/developers/walkthrough.md): add the local Dee Wan's
+    receiver as an endpoint, paste the secret shown once into it, schedule something Dee Wan
+    will refuse, and see the webhook arrive, verified, after the tick."""
     seed(stack, "cnt_notify", "Notify me")
     page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
     launch(page, stack)  # manage, as the site admin
@@ -871,6 +881,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{43}=", secret)
     page.locator("#notifications").scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "notifications-secret", shown, shots)
+    picture(page, "admin-endpoint-secret", shots)
     reloaded = page.reload()
     assert page.locator("[data-webhook-secret]").count() == 0  # shown once
     assert secret not in page.content()
@@ -913,6 +924,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     assert "HTTP 204" in page.locator("[data-test-result]").inner_text()
     endpoint.scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "notifications-delivered", tested.value, shots)
+    picture(page, "admin-deliveries", shots)
     assert launched is not None
 
 

@@ -13,6 +13,13 @@ from typing import Any
 
 import yaml
 
+from scripts.layer_diagram import TABLE, layers_table, render, unit_label
+from tests.support.doc_pictures import (
+    REFERENCE,
+    in_the_docs_tree,
+    made_by_the_tests,
+    named_by_the_docs,
+)
 from tests.support.docs import DOCS, ROOT, headings, page
 from tests.support.old_readme import OLD_README_HEADINGS
 
@@ -99,3 +106,39 @@ def test_the_readme_fits_on_a_screen_or_two() -> None:
     assert len(text.splitlines()) <= README_MOST_LINES
     needed = ("bash scripts/dev", "bash scripts/test", "mkdocs serve", "com.example.scheduling")
     assert [n for n in needed if n not in text] == []
+
+
+def test_the_layer_diagram_is_drawn_from_the_layers_table() -> None:
+    layers = layers_table(TABLE.read_text("utf-8"))
+    drawn = (DOCS / "images" / "layers.svg").read_text("utf-8")
+    assert drawn == render(layers), "run: .venv/bin/python -m scripts.layer_diagram"
+    for _, units in layers:
+        for unit in units:
+            assert unit_label(unit) in drawn, unit
+
+
+def test_the_layer_diagram_reads_the_whole_table_and_changes_with_it() -> None:
+    layers = layers_table(TABLE.read_text("utf-8"))
+    units = {unit for _, names in layers for unit in names}
+    assert {"ports", "domain", "repository", "runner", "http.pages", "runtimes.workers"} <= units
+    moved = [(name, names) for name, names in layers if "domain" not in names]
+    assert "domain/" not in render(moved)
+    assert render(moved) != render(layers)
+
+
+def test_every_picture_a_page_shows_is_one_the_walk_takes_and_is_in_the_docs_tree() -> None:
+    made, kept = made_by_the_tests(), in_the_docs_tree()
+    shown = named_by_the_docs()
+    assert shown, "the guides show the walk's pictures"
+    not_taken = {page: sorted(names - made) for page, names in shown.items() if names - made}
+    assert not_taken == {}, "a page shows a picture no picture(...) call of the walk takes"
+    missing = {page: sorted(names - kept) for page, names in shown.items() if names - kept}
+    assert missing == {}, "take them: DOCS_PICTURES=1 .venv/bin/pytest tests/test_browser_walk.py"
+    assert kept <= made, f"pictures in the docs tree the walk no longer takes: {kept - made}"
+
+
+def test_the_picture_check_sees_a_picture_the_walk_does_not_take() -> None:
+    assert REFERENCE.findall("![The form](../images/walk/editor-form.png)") == ["editor-form"]
+    assert REFERENCE.findall("![x](docs/images/walk/gone-page.png)") == ["gone-page"]
+    assert "gone-page" not in made_by_the_tests()
+    assert "editor-form" in made_by_the_tests()
