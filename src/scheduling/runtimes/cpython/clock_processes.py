@@ -22,7 +22,7 @@ import json
 import sys
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,12 +79,15 @@ class ClockProcesses:
         *,
         answer_within_s: float = ANSWER_WITHIN_S,
         first_restart_pause_s: float = FIRST_RESTART_PAUSE_S,
+        command: Callable[[str, int, int], list[str]] = child_command,
     ) -> None:
+        """`command(db_path, index, count)`: how to start a process (tests start fakes)."""
         self.count = count
         self.db_path = db_path
         self.env = dict(env)
         self.answer_within_s = answer_within_s
         self.first_restart_pause_s = first_restart_pause_s
+        self.command = command
         self._children = [_Child(index) for index in range(count)]
         self._keepers: list[asyncio.Task[None]] = []
         self._next_id = 0
@@ -178,7 +181,7 @@ class ClockProcesses:
         """One life of the child's process: start it, tell it the variables, hand its
         answers to the calls waiting for them until its output ends; its exit code."""
         process = await asyncio.create_subprocess_exec(
-            *child_command(self.db_path, child.index, self.count),
+            *self.command(self.db_path, child.index, self.count),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=MAX_LINE_BYTES,
