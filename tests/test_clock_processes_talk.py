@@ -15,7 +15,8 @@ from scheduling.ports import ClockUnavailable
 from scheduling.runtimes.cpython.clock_processes import ClockProcesses, owner_of
 
 # A clock process reduced to its conversation: `answer` says every clock moved, `silent`
-# never answers, `ends-once` ends at the first line it is told unless it did so before.
+# never answers, `ends-once` ends at the first line it is told unless it did so before, and
+# `garbles-once` answers it with something not JSON (and would go on).
 FAKE = r"""
 import json, sys
 behaviour, folder, index = sys.argv[1:]
@@ -26,10 +27,13 @@ for line in sys.stdin:
     with open(f"{folder}/told-{index}", "a") as told:
         told.write(message["arm"] + "\n")
     marker = f"{folder}/ended-{index}"
-    if behaviour == "ends-once":
+    if behaviour.endswith("-once"):
         try:
             open(marker, "x").close()
-            sys.exit(3)
+            if behaviour == "ends-once":
+                sys.exit(3)
+            print("Traceback (most recent call last):", flush=True)
+            continue
         except FileExistsError:
             pass
     if behaviour != "silent":
@@ -92,17 +96,21 @@ def test_a_process_that_does_not_answer_is_a_clock_not_told(tmp_path: Path) -> N
     asyncio.run(scenario())
 
 
-def test_a_process_that_ended_is_started_again_and_told_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("behaviour", ["ends-once", "garbles-once"])
+def test_a_process_that_ended_or_garbled_is_started_again_and_told_again(
+    behaviour: str, tmp_path: Path
+) -> None:
     async def scenario() -> None:
-        clocks = fakes("ends-once", tmp_path)
+        clocks = fakes(behaviour, tmp_path)
         await clocks.start()
         index = owner_of("ins_0", 2)
         first = clocks.pids()[index]
         try:
             with pytest.raises(ClockUnavailable):
-                await clocks.arm("ins_0", 1_000)  # it ended on hearing it
-            while clocks.pids()[index] in (None, first):  # noqa: ASYNC110 - a fake's restart
-                await asyncio.sleep(0.01)
+                await clocks.arm("ins_0", 1_000)  # it ended (or was ended) on hearing it
+            async with asyncio.timeout(30):  # started again, not left ended
+                while clocks.pids()[index] in (None, first):  # noqa: ASYNC110 - a restart
+                    await asyncio.sleep(0.01)
             assert await clocks.arm("ins_0", 1_000) is True
         finally:
             await clocks.stop()

@@ -158,11 +158,13 @@ class ClockProcesses:
         pause = self.first_restart_pause_s
         while not self._stopping.is_set():
             began = time.monotonic()
+            code: int | None = None
             try:
                 code = await self._run(child)
             except OSError as exc:
-                code = None
                 log.error("clock process %d could not start: %s", child.index, exc)
+            except Exception:  # a line it should not have said: it is started again
+                log.exception("clock process %d: talking to it failed", child.index)
             if self._stopping.is_set():
                 return
             if time.monotonic() - began > STEADY_S:
@@ -204,6 +206,10 @@ class ClockProcesses:
                 if not answer.done():
                     answer.set_exception(ConnectionError("the clock process ended"))
             child.waiting.clear()
+            if process.returncode is None and not self._stopping.is_set():
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()  # one life at a time: the next starts once this ended
+                await process.wait()
 
     def _heard(self, child: _Child, message: Mapping[str, Any]) -> None:
         if "ready" in message:
