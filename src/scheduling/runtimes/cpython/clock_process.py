@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     cli.add_argument("--index", type=int, required=True)
     cli.add_argument("--count", type=int, required=True)
     args = cli.parse_args(argv)
-    # A Ctrl-C in the terminal reaches the whole group: `serve` hears it and closes the pipe.
+    # A Ctrl-C is serve's to hear: serve then closes the pipe, and this process ends.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     answers = Answers()
     logging.basicConfig(

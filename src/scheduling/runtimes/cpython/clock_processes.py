@@ -187,6 +187,9 @@ class ClockProcesses:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=MAX_LINE_BYTES,
+            # Out of the terminal's process group: a Ctrl-C is serve's to hear (even while a
+            # process is still importing); serve then closes the pipe, and the process ends.
+            start_new_session=True,
         )
         child.process = process
         child.starts += 1
