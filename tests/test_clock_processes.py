@@ -162,7 +162,8 @@ def assert_each_sent_once_never_early(db_path: Path, core: LoopbackCore) -> None
 
 def test_two_clock_processes_send_each_installation_on_its_second_once(tmp_path: Path) -> None:
     with serving(tmp_path) as (port, db_path, core, process):
-        assert sorted(clock_processes(process.pid)) == [0, 1]
+        children = clock_processes(process.pid)
+        assert sorted(children) == [0, 1]
         # Written after serve started: only the watchdog's tick tells their clocks, each
         # through the process that keeps it.
         due = (int(time.time()) + 4) * SECOND
@@ -174,8 +175,10 @@ def test_two_clock_processes_send_each_installation_on_its_second_once(tmp_path:
         )
         assert answer.status_code == 200, answer.text
         wait_for(lambda: all_completed(db_path), "every row sent")
-        process.terminate()
+        process.terminate()  # as Ctrl-C: serve closes its clock processes' pipes
         output, _ = process.communicate(timeout=30)
+        assert process.returncode == 0
+        wait_for(lambda: all(ended(pid) for pid in children.values()), "clock processes ended")
     assert_each_sent_once_never_early(db_path, core)
     assert {r["installation_id"] for r in rows(db_path)} == set(INSTALLATIONS)
     with sqlite3.connect(db_path) as connection:
