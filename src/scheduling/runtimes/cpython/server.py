@@ -27,6 +27,7 @@ from scheduling.config import Configuration
 from scheduling.runtimes.cpython import repeated_logs
 from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.clock_processes import ClockProcesses
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient, outbound_client
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
@@ -130,13 +131,22 @@ def attach_queue(app: App, **options: Any) -> LocalQueue | None:
     return queue
 
 
-def attach_clocks(app: App) -> LocalClocks | None:
-    """With SCHEDULE_CLOCK=1, an alarm clock per installation in this process, as a Worker
-    with the `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None.
-    The caller starts and stops them."""
+def attach_clocks(
+    app: App, *, processes: int = 1, env: Mapping[str, Any] | None = None
+) -> LocalClocks | ClockProcesses | None:
+    """With SCHEDULE_CLOCK=1, an alarm clock per installation, as a Worker with the
+    `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None. With
+    `processes` above 1 (and a database file), the clocks run across that many child
+    processes (`clock_processes.py`), each told `env`; else in this process. The caller
+    starts and stops them."""
     if not app.services.config.schedule_clock:
         return None
-    clocks = LocalClocks(app)
+    db = app.services.db
+    clocks: LocalClocks | ClockProcesses
+    if processes > 1 and isinstance(db, SqliteDatabase) and db.path != ":memory:":
+        clocks = ClockProcesses(processes, db.path, {k: str(v) for k, v in (env or {}).items()})
+    else:
+        clocks = LocalClocks(app)
     app.services.clocks = clocks
     return clocks
 
@@ -278,6 +288,7 @@ def banner(
     cron: bool,
     vars_path: Path | None,
     secret_in_environment: bool,
+    clock_processes: int = 1,
 ) -> list[str]:
     """What the server prints once it listens: where, and how to ask the runner how it is."""
     base = f"http://{HOST}:{port}"
@@ -288,6 +299,8 @@ def banner(
     consumers = config.queue_consumers
     queue = f", {consumers} queue consumers" if consumers else ""
     clocks = ", an alarm clock per installation" if config.schedule_clock else ""
+    if clocks and clock_processes > 1:
+        clocks += f" in {clock_processes} clock processes"
     lines = [
         f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{queue}{clocks})",
         f'runner status: curl -H "Authorization: Bearer {secret}" {base}/admin/status',
@@ -306,6 +319,7 @@ async def serve(
     stop: StopSignals,
     vars_path: Path | None = None,
     secret_in_environment: bool = False,
+    clock_processes: int = 1,
 ) -> None:
     """Serve until `stop` hears SIGINT or SIGTERM; then stop the cron task and close what was
     opened. A signal heard during start-up stops it before its next stage.
@@ -325,6 +339,7 @@ async def serve(
                     cron=cron,
                     vars_path=vars_path,
                     secret_in_environment=secret_in_environment,
+                    clock_processes=clock_processes,
                 )
                 await _listen_and_serve(
                     port,
@@ -334,6 +349,7 @@ async def serve(
                     cron=cron,
                     banner_lines=banner_lines,
                     connections=connections,
+                    clock_processes=clock_processes,
                 )
         finally:
             db.close()
@@ -349,6 +365,7 @@ async def _listen_and_serve(
     cron: bool,
     banner_lines: Callable[[int], list[str]],
     connections: Connections,
+    clock_processes: int = 1,
 ) -> None:
     sock = listen(port)
     try:
@@ -359,7 +376,7 @@ async def _listen_and_serve(
         http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
         visitor_http = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
         app = build_app(env, db, http=http, visitor_http=visitor_http)
-        clocks = attach_clocks(app)
+        clocks = attach_clocks(app, processes=clock_processes, env=env)
         queue = attach_queue(app)
         if queue is not None:
             queue.start()
