@@ -13,6 +13,7 @@ from scheduling.mcp.endpoint import CALLS, MAX_BODY_BYTES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.agents import call_tool, mint_key, post_mcp, stateless
 from tests.support.app import ADMIN_SECRET, FakeClock, call
+from tests.support.metrics import scrape, value
 from tests.support.world import World, schedule
 
 DAY_MS = 86_400_000
@@ -171,3 +172,18 @@ async def test_no_key_at_all_is_401(world: World) -> None:
     await world.install()
     for sent in (None, "dwk_short", "dwp_" + "a" * 43, "dwk_" + "a" * 43):
         assert (await post_mcp(world, sent, stateless("tools/list"))).status == 401
+
+
+async def test_agent_calls_are_counted_by_tool_and_outcome(world: World) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    await call_tool(world, key, "list_schedules", {})
+    await call_tool(world, key, "propose_schedule", propose("cnt_en") | {"timezone": "Mars/Base"})
+    await call_tool(world, key, "agenda", {"hours": 0})
+    types, samples = await scrape(world.app)
+    assert types["scheduling_agent_calls"] == "counter"
+    name = "scheduling_agent_calls_total"
+    assert value(samples, name, tool="list_schedules", outcome="ok") == 1
+    assert value(samples, name, tool="propose_schedule", outcome="refused") == 1
+    assert value(samples, name, tool="agenda", outcome="invalid") == 1
+    assert value(samples, name, tool="cancel_schedule", outcome="ok") == 0

@@ -40,12 +40,12 @@ CREATE TABLE proposals (
     fold                TEXT    CHECK (fold IN ('earlier', 'later')),
     due_at              INTEGER NOT NULL,
     note                TEXT    NOT NULL DEFAULT '',
-    status              TEXT    NOT NULL CHECK (status IN
-                            ('pending', 'confirmed', 'declined', 'withdrawn')),
+    status              TEXT    NOT NULL,  -- pending, confirmed, declined, withdrawn
     schedule_id         TEXT,              -- the schedule a confirm made
     decided_by_name     TEXT,
     created_at          INTEGER NOT NULL,
-    decided_at          INTEGER
+    decided_at          INTEGER,
+    CHECK (status IN ('pending', 'confirmed', 'declined', 'withdrawn'))
 ) STRICT;
 
 CREATE INDEX proposals_pending ON proposals (installation_id, content_id, due_at)
