@@ -14,7 +14,15 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.agents import call_tool, mint_key, post_mcp, stateless
 from tests.support.app import ADMIN_SECRET, FakeClock, call
 from tests.support.metrics import scrape, value
-from tests.support.world import World, schedule
+from tests.support.webhooks import (
+    CHAT_URL,
+    Receiver,
+    add_chat_endpoint,
+    add_endpoint,
+    signed_by,
+    with_receivers,
+)
+from tests.support.world import World, schedule, tick_at
 
 DAY_MS = 86_400_000
 TOMORROW = {"local_time": "2026-07-02T08:30", "timezone": "Europe/Paris"}
@@ -187,3 +195,24 @@ async def test_agent_calls_are_counted_by_tool_and_outcome(world: World) -> None
     assert value(samples, name, tool="propose_schedule", outcome="refused") == 1
     assert value(samples, name, tool="agenda", outcome="invalid") == 1
     assert value(samples, name, tool="cancel_schedule", outcome="ok") == 0
+
+
+async def test_a_new_proposal_is_an_event_the_endpoints_hear(world: World) -> None:
+    receiver, chat = Receiver(), Receiver(url=CHAT_URL)
+    with_receivers(world, receiver, chat)
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    secret = await add_endpoint(manage, installation.id, receiver.url, ("proposal.created",))
+    await add_chat_endpoint(manage, installation.id, CHAT_URL, ("proposal.created",))
+    key = await mint_key(world, installation, name="Release bot")
+    made = await call_tool(world, key, "propose_schedule", propose(note="secret-note-words"))
+    await tick_at(world, world.clock.now_ms())
+    [delivered] = receiver.deliveries
+    assert signed_by(secret, delivered)
+    event = delivered.event
+    assert event["type"] == "proposal.created"
+    assert event["data"]["proposal_id"] == made["structuredContent"]["proposal"]["id"]
+    assert event["data"]["proposed_by"] == "Release bot"
+    assert b"secret-note-words" not in delivered.body
+    [line] = chat.texts()
+    assert "Release bot proposes to publish cnt_en at" in line

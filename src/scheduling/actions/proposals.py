@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from scheduling.actions.create import Created, ScheduleRequest, create_schedule
 from scheduling.domain.localtime import Retry, TimeRefusal, resolve_local_time
+from scheduling.domain.notifications import ProposalEvent
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.repository import proposals
@@ -113,7 +114,20 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         decided_by_name=None,
         created_at=now,
     )
-    await proposals.insert(services.db, proposal)
+    event = ProposalEvent(
+        at=now,
+        installation_id=proposal.installation_id,
+        proposal_id=proposal.id,
+        content_id=proposal.content_id,
+        kind=proposal.kind,
+        to_state=proposal.to_state,
+        due_at=proposal.due_at,
+        local_time=proposal.local_time,
+        timezone=proposal.timezone,
+        proposed_by=proposal.key_name,
+        for_person=proposal.person_name,
+    )
+    await proposals.insert(services.db, proposal, event.body(services.config.public_origin))
     # Never the note: it is the agent's text, for the person's page only.
     log.info(
         "installation %s: proposal %s made by agent key %s",

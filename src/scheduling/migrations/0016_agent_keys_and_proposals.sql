@@ -59,3 +59,17 @@ CREATE TABLE agent_calls (
     calls   INTEGER NOT NULL,
     PRIMARY KEY (tool, outcome)
 ) STRICT;
+
+-- An endpoint may hear of a new proposal (`proposal.created`). SQLite cannot change a CHECK,
+-- so the subscriptions are made again with the rows they hold.
+CREATE TABLE notification_subscriptions_new (
+    endpoint_id TEXT NOT NULL REFERENCES notification_endpoints (id),
+    event_type  TEXT NOT NULL CHECK (event_type IN
+                    ('schedule.refused', 'schedule.completed', 'schedule.retrying',
+                     'proposal.created')),
+    PRIMARY KEY (endpoint_id, event_type)
+) STRICT;
+INSERT INTO notification_subscriptions_new (endpoint_id, event_type)
+    SELECT endpoint_id, event_type FROM notification_subscriptions;
+DROP TABLE notification_subscriptions;
+ALTER TABLE notification_subscriptions_new RENAME TO notification_subscriptions;

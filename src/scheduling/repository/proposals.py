@@ -48,12 +48,35 @@ def _proposal(row: Row) -> Proposal:
     return Proposal(**{name: row[name] for name in _COLUMNS.replace(" ", "").split(",")})
 
 
-async def insert(db: Database, proposal: Proposal) -> None:
+# The event of a new proposal, one delivery per enabled endpoint that hears of it (`?1` the
+# proposal's id, also the delivery's `schedule_id`: what it is about). A chat endpoint's row
+# waits for the minute its next message may leave, as a settle's events do.
+_EVENTS = """INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
+    event_type, payload, created_at, status, attempt_count, next_attempt_at)
+SELECT ?1 || '_' || e.id, e.id, e.installation_id, ?1, 'proposal.created', ?3, ?4, 'waiting', 0,
+       max(?4, coalesce(e.next_message_at, 0))
+  FROM notification_endpoints e
+  JOIN notification_subscriptions sub
+    ON sub.endpoint_id = e.id AND sub.event_type = 'proposal.created'
+ WHERE e.installation_id = ?2 AND e.disabled_at IS NULL"""
+
+
+async def insert(db: Database, proposal: Proposal, event_body: bytes) -> None:
+    """The proposal, and its `proposal.created` event for the endpoints that hear of it, in
+    one batch."""
     names = _COLUMNS.replace(" ", "").split(",")
-    await (
-        db.prepare(f"INSERT INTO proposals ({_COLUMNS}) VALUES ({', '.join('?' * len(names))})")
-        .bind(*(getattr(proposal, name) for name in names))
-        .run()
+    await db.batch(
+        [
+            db.prepare(
+                f"INSERT INTO proposals ({_COLUMNS}) VALUES ({', '.join('?' * len(names))})"
+            ).bind(*(getattr(proposal, name) for name in names)),
+            db.prepare(_EVENTS).bind(
+                proposal.id,
+                proposal.installation_id,
+                event_body.decode("utf-8"),
+                proposal.created_at,
+            ),
+        ]
     )
 
 
