@@ -153,8 +153,13 @@ async def test_a_confirmed_proposal_is_sent_pinned_and_requested_by_the_person(
         .first()
     )
     assert row == {"version_id": browser.shown()["version_id"], "requested_by": "usr_editor"}
-    page = await browser.get(f"/installations/{installation.id}")
-    assert proposal_id not in proposal_ids(page.body.decode())  # confirmed: no longer proposed
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert proposal_id not in proposal_ids(page)  # confirmed: no longer proposed
+    # Its card names the person who confirmed it and the agent that proposed it.
+    assert (
+        "Ada Lovelace, confirming the proposal of Release bot (an agent key of Ada Lovelace)"
+        in page
+    )
 
 
 async def test_a_proposal_confirmed_after_the_content_changed_is_refused_as_the_form_is(

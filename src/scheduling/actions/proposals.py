@@ -190,6 +190,7 @@ async def confirm(
             local_time=found.local_time,
             timezone=found.timezone,
             fold=found.fold or "",
+            proposed_by=f"the proposal of {found.key_name} (an agent key of {found.person_name})",
         ),
     )
     decided = await proposals.decide(

@@ -33,7 +33,7 @@ def history(schedule: Schedule, proposal: Proposal | None) -> list[str]:
             f"{rfc3339(proposal.created_at)}: proposed by the agent “{proposal.key_name}”"
             f" (a key of {proposal.person_name})"
         )
-        lines.append(f"confirmed by {proposal.decided_by_name}")
+        lines.append(f"{rfc3339(schedule.created_at)}: confirmed by {proposal.decided_by_name}")
     else:
         lines.append(f"{rfc3339(schedule.created_at)}: scheduled by {schedule.requested_by_name}")
     lines.extend(
