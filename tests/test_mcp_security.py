@@ -179,7 +179,11 @@ async def test_strangers_bytes_get_bounded_answers(world: World) -> None:
 async def test_no_key_at_all_is_401(world: World) -> None:
     await world.install()
     for sent in (None, "dwk_short", "dwp_" + "a" * 43, "dwk_" + "a" * 43):
-        assert (await post_mcp(world, sent, stateless("tools/list"))).status == 401
+        refused = await post_mcp(world, sent, stateless("tools/list"))
+        assert refused.status == 401
+        assert json.loads(refused.body)["error"]["data"]["code"] == "unauthorized"
+    # GET is not how MCP is spoken here (no stream is ever opened).
+    assert (await call(world.app, "GET", "/mcp")).status == 405
 
 
 async def test_agent_calls_are_counted_by_tool_and_outcome(world: World) -> None:

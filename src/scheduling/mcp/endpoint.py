@@ -43,7 +43,10 @@ async def mcp(request: Request, services: Services) -> Response:
         _check_origin(request, services)
         if len(request.body) > MAX_BODY_BYTES:
             raise ProtocolError(
-                protocol.INVALID_REQUEST, f"The body is over {MAX_BODY_BYTES} bytes.", status=413
+                protocol.INVALID_REQUEST,
+                f"The body is over {MAX_BODY_BYTES} bytes.",
+                status=413,
+                reason="body_too_large",
             )
         key = await key_for(services, bearer_token(request.headers.get("authorization")))
         if key is None:
@@ -63,7 +66,9 @@ async def mcp(request: Request, services: Services) -> Response:
             response.headers.append(AUTHENTICATE)
         return response
     except Refusal as refusal:  # the key's calls a minute
-        limit = ProtocolError(protocol.INVALID_REQUEST, refusal.message, status=refusal.status)
+        limit = ProtocolError(
+            protocol.INVALID_REQUEST, refusal.message, status=refusal.status, reason=refusal.code
+        )
         response = json_response(protocol.error(ident, limit), refusal.status)
         response.headers.extend(refusal.headers)
         return response
@@ -87,7 +92,10 @@ def _check_origin(request: Request, services: Services) -> None:
     origin = request.headers.get("origin")
     if origin is not None and origin != services.config.public_origin:
         raise ProtocolError(
-            protocol.INVALID_REQUEST, "Requests from this origin are not accepted.", status=403
+            protocol.INVALID_REQUEST,
+            "Requests from this origin are not accepted.",
+            status=403,
+            reason="cross_site_request",
         )
 
 

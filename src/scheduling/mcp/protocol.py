@@ -41,17 +41,35 @@ INSTRUCTIONS = (
 )
 
 
+# Each error's code in words, as the pages' refusals have one (`error.data.code`).
+REASONS = {
+    PARSE_ERROR: "invalid_json",
+    INVALID_REQUEST: "invalid_request",
+    METHOD_NOT_FOUND: "unknown_method",
+    INVALID_PARAMS: "invalid_params",
+    UNSUPPORTED_VERSION: "unsupported_protocol_version",
+    NOT_AUTHORIZED: "unauthorized",
+}
+
+
 class ProtocolError(Exception):
-    """A message this endpoint cannot take: a JSON-RPC error, and the HTTP status it goes with."""
+    """A message this endpoint cannot take: a JSON-RPC error, the HTTP status it goes with, and
+    its code in words (`reason`, the JSON-RPC code's own unless given)."""
 
     def __init__(
-        self, code: int, message: str, *, status: int = 400, data: dict[str, Any] | None = None
+        self,
+        code: int,
+        message: str,
+        *,
+        status: int = 400,
+        data: dict[str, Any] | None = None,
+        reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
-        self.data = data
+        self.data = {"code": reason or REASONS[code], **(data or {})}
 
 
 @dataclass(frozen=True)
@@ -86,9 +104,7 @@ def result(ident: str | int | None, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def error(ident: str | int | None, problem: ProtocolError) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": problem.code, "message": problem.message}
-    if problem.data is not None:
-        body["data"] = problem.data
+    body = {"code": problem.code, "message": problem.message, "data": problem.data}
     return {"jsonrpc": "2.0", "id": ident, "error": body}
 
 
