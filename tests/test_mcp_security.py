@@ -220,3 +220,12 @@ async def test_a_new_proposal_is_an_event_the_endpoints_hear(world: World) -> No
     assert b"secret-note-words" not in delivered.body
     [line] = chat.texts()
     assert "Release bot proposes to publish cnt_en at" in line
+
+
+async def test_a_key_ended_a_month_ago_goes_with_the_next_mint(world: World) -> None:
+    installation = await world.install()
+    await mint_key(world, installation, name="Old bot", days="1")
+    world.clock.now += 32 * DAY_MS  # a day to expire, and thirty more
+    await mint_key(world, installation, name="New bot")
+    names = await world.db.prepare("SELECT name FROM agent_keys").all()
+    assert [row["name"] for row in names.results] == ["New bot"]

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from scheduling.domain.rights import Change, Rights
-from scheduling.ports import Database, Row
+from scheduling.ports import Database, Row, Statement
 
 # A manage launch's key: every change, as a manage session may cancel any schedule.
 EVERY_CHANGE = "*"
@@ -61,26 +61,43 @@ def _key(row: Row) -> AgentKey:
     )
 
 
+# An ended key (expired or revoked) is kept this long, then goes with the next mint in its
+# installation: the manage view no longer lists it, nothing reads it.
+ENDED_KEPT_MS = 30 * 24 * 60 * 60 * 1000
+_PRUNE = (
+    "DELETE FROM agent_keys WHERE installation_id = ?1"
+    " AND (expires_at < ?2 OR coalesce(revoked_at, ?2) < ?2)"
+)
+
+
 async def insert(db: Database, key: AgentKey, key_hash: str) -> None:
+    """The new key, and the installation's keys ended over `ENDED_KEPT_MS` ago gone, in one
+    batch."""
     offered = EVERY_CHANGE if key.offered is None else json.dumps(sorted(map(list, key.offered)))
-    await (
-        db.prepare(
-            f"INSERT INTO agent_keys ({_COLUMNS}, key_hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)"
-        )
-        .bind(
-            key.id,
-            key.installation_id,
-            key.name,
-            key.person_id,
-            key.person_name,
-            key.content_id,
-            offered,
-            key.created_at,
-            key.expires_at,
-            key_hash,
-        )
-        .run()
+    ended_before = key.created_at - ENDED_KEPT_MS
+    await db.batch(
+        [
+            db.prepare(_PRUNE).bind(key.installation_id, ended_before),
+            _insert(db, key, key_hash, offered),
+        ]
+    )
+
+
+def _insert(db: Database, key: AgentKey, key_hash: str, offered: str) -> Statement:
+    return db.prepare(
+        f"INSERT INTO agent_keys ({_COLUMNS}, key_hash)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)"
+    ).bind(
+        key.id,
+        key.installation_id,
+        key.name,
+        key.person_id,
+        key.person_name,
+        key.content_id,
+        offered,
+        key.created_at,
+        key.expires_at,
+        key_hash,
     )
 
 
