@@ -229,3 +229,51 @@ async def test_a_key_ended_a_month_ago_goes_with_the_next_mint(world: World) -> 
     await mint_key(world, installation, name="New bot")
     names = await world.db.prepare("SELECT name FROM agent_keys").all()
     assert [row["name"] for row in names.results] == ["New bot"]
+
+
+async def test_a_client_sending_wrong_keys_is_held_back(world: World) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    statuses = [
+        (await post_mcp(world, "dwk_" + f"{n:043d}", stateless("tools/list"))).status
+        for n in range(15)
+    ]
+    assert statuses[0] == 401
+    assert statuses[-1] == 429
+    # Held back, even with a good key, until its minute has passed.
+    assert (await post_mcp(world, key, stateless("tools/list"))).status == 429
+    world.clock.now += 61_000
+    assert (await post_mcp(world, key, stateless("tools/list"))).status == 200
+
+
+async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_its_time(
+    world: World,
+) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    first = await call_tool(world, key, "propose_schedule", propose())
+    first_id = first["structuredContent"]["proposal"]["id"]
+    viewer = await world.browser_for(installation, person="usr_viewer")
+    await viewer.get(f"/installations/{installation.id}")
+    path = f"/installations/{installation.id}/proposals/{first_id}/decline"
+    fields = {"csrf_token": viewer.csrf(), "opened_for": "cnt_en"}
+    assert (await viewer.post(path, fields)).status == 403
+    editor = await world.browser_for(installation)
+    await editor.get(f"/installations/{installation.id}")
+    fields = {"csrf_token": editor.csrf(), "opened_for": "cnt_en"}
+    assert (await editor.post(path, fields)).status == 303
+    page = (await editor.get(f"/installations/{installation.id}")).body.decode()
+    assert first_id not in page
+    again = await call_tool(world, key, "withdraw_proposal", {"proposal_id": first_id})
+    assert again["_meta"]["code"] == "proposal_ended"
+
+    second = await call_tool(world, key, "propose_schedule", propose())
+    second_id = second["structuredContent"]["proposal"]["id"]
+    assert second_id in (await editor.get(f"/installations/{installation.id}")).body.decode()
+    world.clock.now += 2 * DAY_MS  # past its time: it expired
+    editor = await world.browser_for(installation)
+    shown = await editor.get(f"/installations/{installation.id}")
+    assert shown.status == 200
+    assert second_id not in shown.body.decode()
+    got = await call_tool(world, key, "withdraw_proposal", {"proposal_id": second_id})
+    assert "time has passed" in got["content"][0]["text"]

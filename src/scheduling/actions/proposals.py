@@ -153,7 +153,16 @@ async def withdraw(services: Services, key: AgentKey, proposal_id: str) -> Propo
 
 
 async def decline(services: Services, session: Session, proposal_id: str) -> Proposal:
+    """A person who could make the change ends it (on the manage view: a site admin)."""
     found = await _for_page(services, session, proposal_id)
+    if session.context_kind != "manage" and not any(
+        kind == found.kind for kind, _ in session.offered or ()
+    ):
+        raise Refusal(
+            403,
+            "decline_not_allowed",
+            "You may not make this change to this content, so you may not decline it either.",
+        )
     now = services.clock.now_ms()
     ended = await proposals.decide(
         services.db,

@@ -22,6 +22,7 @@ from scheduling.actions.throttled import limited
 from scheduling.domain.call_limits import CallLimit, seconds
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import bearer_token
+from scheduling.failure_throttle import client_key
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
 from scheduling.mcp import protocol
@@ -48,7 +49,7 @@ async def mcp(request: Request, services: Services) -> Response:
                 status=413,
                 reason="body_too_large",
             )
-        key = await key_for(services, bearer_token(request.headers.get("authorization")))
+        key = await _key(request, services)
         if key is None:
             raise ProtocolError(
                 protocol.NOT_AUTHORIZED,
@@ -75,6 +76,24 @@ async def mcp(request: Request, services: Services) -> Response:
     if answer is None:  # a notification: accepted, nothing to say
         return Response(202)
     return json_response(protocol.result(ident, answer))
+
+
+async def _key(request: Request, services: Services) -> AgentKey | None:
+    """The live key the request carries. A client that sent too many wrong keys lately is
+    held back (429), its key not even looked up, as wrong operator secrets are."""
+    throttle, counted = services.failure_throttle, f"agent:{client_key(request.client)}"
+    wait_s = throttle.retry_after_s(counted)
+    if wait_s is not None:
+        raise Refusal.too_many(
+            "too_many_attempts",
+            "Too many wrong agent keys came from your address in the last minute.",
+            wait_s,
+            title="Too many attempts",
+        )
+    key = await key_for(services, bearer_token(request.headers.get("authorization")))
+    if key is None and "authorization" in request.headers:
+        await throttle.failed(counted)
+    return key
 
 
 def _too_many(wait_ms: int) -> Refusal:
