@@ -18,7 +18,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.agents import call_tool, mint_key, post_mcp, stateless
 from tests.support.app import FakeClock
 from tests.support.local_server import local_server
-from tests.support.world import World
+from tests.support.world import World, schedule
 
 TOOLS = {
     "list_schedules",
@@ -235,3 +235,26 @@ async def test_server_discover_and_the_stateless_headers(world: World) -> None:
     answered = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2030-01-01"})
     assert answered.status == 400
     assert json.loads(answered.body)["error"]["data"]["supportedVersions"]
+
+
+async def test_list_schedules_filters(world: World) -> None:
+    installation = await world.install()
+    made = await schedule(world, installation, in_minutes=90)
+    key = await mint_key(world, installation)
+
+    async def ids(**arguments: Any) -> list[str]:
+        listed = await call_tool(world, key, "list_schedules", arguments)
+        assert listed["isError"] is False, listed
+        return [s["id"] for s in listed["structuredContent"]["schedules"]]
+
+    assert await ids() == [made["id"]]
+    assert await ids(status="pending", content_id="cnt_en") == [made["id"]]
+    assert await ids(status="completed") == []
+    assert await ids(content_id="cnt_pub") == []
+    assert await ids(needs_attention=True) == []
+    assert await ids(due_from="2026-07-01T11:00:00Z", due_to="2026-07-01T12:00:00Z") == [made["id"]]
+    assert await ids(due_to="2026-07-01T11:00:00+00:00") == []
+    refused = await call_tool(world, key, "list_schedules", {"status": "lost", "extra": 1})
+    assert refused["isError"] is True
+    assert refused["_meta"]["code"] == "invalid_arguments"
+    assert "status" in refused["content"][0]["text"]

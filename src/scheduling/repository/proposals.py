@@ -106,20 +106,6 @@ async def pending(
     return [_proposal(row) for row in rows.results]
 
 
-async def of_key(
-    db: Database, installation_id: str, key_id: str, limit: int = 50
-) -> list[Proposal]:
-    rows = await (
-        db.prepare(
-            f"SELECT {_COLUMNS} FROM proposals WHERE installation_id = ? AND key_id = ?"
-            f" ORDER BY created_at DESC LIMIT {int(limit)}"
-        )
-        .bind(installation_id, key_id)
-        .all()
-    )
-    return [_proposal(row) for row in rows.results]
-
-
 async def of_schedule(db: Database, installation_id: str, schedule_id: str) -> Proposal | None:
     row = await (
         db.prepare(
