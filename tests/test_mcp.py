@@ -258,3 +258,36 @@ async def test_list_schedules_filters(world: World) -> None:
     assert refused["isError"] is True
     assert refused["_meta"]["code"] == "invalid_arguments"
     assert "status" in refused["content"][0]["text"]
+
+
+async def test_the_2025_11_25_handshake_by_hand(world: World) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    legacy = {"mcp-protocol-version": "", "mcp-method": ""}  # no stateless headers
+    hello = {
+        "jsonrpc": "2.0",
+        "id": "a",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    answered = await post_mcp(world, key, hello, headers=legacy)
+    assert json.loads(answered.body)["result"]["protocolVersion"] == "2025-11-25"
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    accepted = await post_mcp(
+        world, key, initialized, headers={"mcp-protocol-version": "2025-11-25"}
+    )
+    assert accepted.status == 202
+    assert accepted.body == b""
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    listed = await post_mcp(world, key, listing, headers={"mcp-protocol-version": "2025-11-25"})
+    assert len(json.loads(listed.body)["result"]["tools"]) == len(TOOLS)
+    wrong = await post_mcp(world, key, listing, headers={"mcp-protocol-version": "1999-01-01"})
+    assert wrong.status == 400
+    assert json.loads(wrong.body)["error"]["data"]["code"] == "unsupported_protocol_version"
+    unknown = {"jsonrpc": "2.0", "id": 3, "method": "resources/list"}
+    missing = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2025-11-25"})
+    assert json.loads(missing.body)["error"]["code"] == -32601
