@@ -235,6 +235,12 @@ async def test_server_discover_and_the_stateless_headers(world: World) -> None:
     answered = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2030-01-01"})
     assert answered.status == 400
     assert json.loads(answered.body)["error"]["data"]["supportedVersions"]
+    for part in ("clientInfo", "clientCapabilities"):
+        lacking = stateless("tools/list")
+        del lacking["params"]["_meta"][f"io.modelcontextprotocol/{part}"]
+        refused = await post_mcp(world, key, lacking)
+        assert refused.status == 400
+        assert json.loads(refused.body)["error"]["code"] == -32602
 
 
 async def test_list_schedules_filters(world: World) -> None:

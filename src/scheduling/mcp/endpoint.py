@@ -155,8 +155,12 @@ def _check_stateless(request: Request, found: Message) -> None:
         raise ProtocolError(
             protocol.INVALID_REQUEST, "The MCP-Protocol-Version header differs from _meta's."
         )
-    if not isinstance(meta.get(protocol.META_CAPABILITIES), dict):
-        raise ProtocolError(protocol.INVALID_PARAMS, "_meta lacks the client's capabilities.")
+    for name, what in (
+        (protocol.META_CAPABILITIES, "capabilities"),
+        (protocol.META_CLIENT, "info"),
+    ):
+        if not isinstance(meta.get(name), dict):
+            raise ProtocolError(protocol.INVALID_PARAMS, f"_meta lacks the client's {what}.")
     if request.headers.get("mcp-method") != found.method:
         raise ProtocolError(
             protocol.INVALID_REQUEST, "The Mcp-Method header differs from the body's method."
