@@ -254,7 +254,9 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
     first = await call_tool(world, key, "propose_schedule", propose())
     first_id = first["structuredContent"]["proposal"]["id"]
     viewer = await world.browser_for(installation, person="usr_viewer")
-    await viewer.get(f"/installations/{installation.id}")
+    seen = (await viewer.get(f"/installations/{installation.id}")).body.decode()
+    assert first_id in seen
+    assert 'data-proposal-action="decline"' not in seen  # a viewer is offered neither button
     path = f"/installations/{installation.id}/proposals/{first_id}/decline"
     fields = {"csrf_token": viewer.csrf(), "opened_for": "cnt_en"}
     assert (await viewer.post(path, fields)).status == 403

@@ -29,6 +29,7 @@ class ProposalItem:
     when: str
     note: str
     replaces: str | None  # the waiting schedule a confirm would replace, in words
+    may_decide: bool  # the page's person could make the change (a viewer cannot)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ def agents_panel(
                 when=instant_text(p.due_at, p.timezone),
                 note=p.note,
                 replaces=replaces(p),
+                may_decide=session.context_kind == "manage"
+                or any(kind == p.kind for kind, _ in session.offered or ()),
             )
             for p in proposals
         ),

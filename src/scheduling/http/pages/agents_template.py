@@ -16,6 +16,7 @@ AGENTS = """{% macro session_fields(panel) %}
       <p><strong>{{ p.key_name }}</strong> proposes: {{ p.change_words }} on {{ p.when }} — for {{ p.person_name }}</p>
       {% if p.note %}<blockquote class="note">{{ p.note }}</blockquote>{% endif %}
       {% if p.replaces %}<p class="warning" data-warning="replace">Confirming replaces the waiting schedule to {{ p.replaces }}.</p>{% endif %}
+      {% if p.may_decide %}
       <p class="inline">
       {% if agents.pins %}
       <form method="post" action="/installations/{{ agents.installation_id }}/proposals/{{ p.id }}/confirm" class="inline">
@@ -31,6 +32,9 @@ AGENTS = """{% macro session_fields(panel) %}
       </form>
       </p>
       {% if not agents.pins %}<p>To confirm it, open this content from Dee Wan and press Confirm there: Scheduling pins the version you see then.</p>{% endif %}
+      {% else %}
+      <p>Dee Wan does not let you make this change, so someone who may confirms or declines it.</p>
+      {% endif %}
     </li>
     {% endfor %}
   </ul>
