@@ -17,7 +17,7 @@ AGENTS = """{% macro session_fields(panel) %}
       {% if p.note %}<blockquote class="note">{{ p.note }}</blockquote>{% endif %}
       {% if p.replaces %}<p class="warning" data-warning="replace">Confirming replaces the waiting schedule to {{ p.replaces }}.</p>{% endif %}
       {% if p.may_decide %}
-      <p class="inline">
+      <div class="inline">
       {% if agents.pins %}
       <form method="post" action="/installations/{{ agents.installation_id }}/proposals/{{ p.id }}/confirm" class="inline">
         {{ session_fields(agents) }}
@@ -30,7 +30,7 @@ AGENTS = """{% macro session_fields(panel) %}
         {{ session_fields(agents) }}
         <button type="submit" class="secondary" data-proposal-action="decline">Decline</button>
       </form>
-      </p>
+      </div>
       {% if not agents.pins %}<p>To confirm it, open this content from Dee Wan and press Confirm there: Scheduling pins the version you see then.</p>{% endif %}
       {% else %}
       <p>Dee Wan does not let you make this change, so someone who may confirms or declines it.</p>
