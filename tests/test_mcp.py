@@ -297,3 +297,35 @@ async def test_the_2025_11_25_handshake_by_hand(world: World) -> None:
     unknown = {"jsonrpc": "2.0", "id": 3, "method": "resources/list"}
     missing = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2025-11-25"})
     assert json.loads(missing.body)["error"]["code"] == -32601
+
+
+async def test_a_proposal_that_would_replace_a_waiting_schedule_says_so_before_confirm(
+    world: World,
+) -> None:
+    installation = await world.install()
+    waiting = await schedule(world, installation, in_minutes=90)
+    key = await mint_key(world, installation)
+    made = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {
+            "content_id": "cnt_en",
+            "change": "publish",
+            "local_time": TOMORROW,
+            "timezone": "Europe/Paris",
+        },
+    )
+    proposal_id = made["structuredContent"]["proposal"]["id"]
+    browser = await world.browser_for(installation)
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+    assert 'data-warning="replace"' in item
+    _, confirmed = await confirm_on_page(world, installation.id, proposal_id)
+    assert confirmed.status == 303
+    old = (
+        await world.db.prepare("SELECT status FROM schedules WHERE id = ?")
+        .bind(waiting["id"])
+        .first()
+    )
+    assert old == {"status": "superseded"}
