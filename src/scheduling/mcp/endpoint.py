@@ -10,6 +10,7 @@ words and with the code the pages use. Neither the key nor a proposal's note is 
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -197,7 +198,7 @@ async def _method(services: Services, key: AgentKey, found: Message) -> dict[str
             "instructions": protocol.INSTRUCTIONS,
         }
     if found.method == "tools/list":
-        return {"tools": [tool.listed() for tool in TOOLS.values()]}
+        return {"tools": _listed()}
     if found.method == "tools/call":
         return await _call(services, key, found.params)
     if found.method == "ping":
@@ -205,6 +206,13 @@ async def _method(services: Services, key: AgentKey, found: Message) -> dict[str
     if found.id is None:
         return None
     raise ProtocolError(protocol.METHOD_NOT_FOUND, "This server has no such method.", status=404)
+
+
+@functools.cache
+def _listed() -> list[dict[str, Any]]:
+    """The tools as `tools/list` gives them, their schemas built once (about 9 ms each time
+    otherwise: pydantic writes each model's JSON Schema anew)."""
+    return [tool.listed() for tool in TOOLS.values()]
 
 
 async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> dict[str, Any]:
