@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the use cases and the runner", frozenset({"actions", "runner"})),
     ("HTTP: requests, responses, guards", frozenset({"http"})),
     ("the pages", frozenset({"http.pages"})),
-    ("the handlers", frozenset({"http.handlers"})),
+    ("the handlers and the agents' MCP endpoint", frozenset({"http.handlers", "mcp"})),
     ("the app: routes, refusals, the tick", frozenset({"app"})),
     (
         "the runtimes and the command line",

@@ -10,6 +10,7 @@ from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.handlers import (
     activate,
     activation_codes,
+    agents,
     delete_data,
     home,
     installation,
@@ -26,6 +27,7 @@ from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
+from scheduling.mcp.endpoint import mcp
 from scheduling.ports import QueueMessage
 from scheduling.runner.alarm import alarm
 from scheduling.runner.consume import consume
@@ -106,10 +108,23 @@ ROUTES = [
         notifications.enable_endpoint,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
+    Route("POST", "/installations/{installation_id}/agent-keys", agents.mint),
+    Route("POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents.revoke),
+    Route(
+        "POST",
+        "/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        agents.confirm_proposal,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/proposals/{proposal_id}/decline",
+        agents.decline_proposal,
+    ),
+    Route("POST", "/mcp", mcp),
 ]
 
 # Dee Wan core and the operator read JSON; people read pages.
-_MACHINE_PREFIXES = ("/dee-wan/", "/admin/")
+_MACHINE_PREFIXES = ("/dee-wan/", "/admin/", "/mcp")
 _PAGE_PREFIXES = ("/installations/", "/static/")
 
 
