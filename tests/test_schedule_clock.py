@@ -20,8 +20,8 @@ from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, LoopClock, base_env, call
+from tests.support.in_flight import InFlight
 from tests.support.metrics import scrape, value
-from tests.support.queue import InFlight
 from tests.support.world import MINUTE, World, attempts, bulk_due, row, schedule, sends
 
 SECOND = 1_000

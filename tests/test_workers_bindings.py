@@ -24,7 +24,6 @@ from scheduling.runtimes.workers.bindings import (
     UnboundDatabase,
     clock_binding,
     d1_binding,
-    queue_binding,
 )
 from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.services import Services
@@ -100,17 +99,6 @@ async def test_what_needs_the_database_answers_misconfigured_naming_the_binding(
 async def test_a_tick_without_the_binding_fails_naming_it() -> None:
     with pytest.raises(Misconfigured, match="PLUGIN_DB"):
         await unbound_app().tick(Clock().now_ms())
-
-
-def test_a_queue_producer_is_taken_only_when_it_can_send_batches() -> None:
-    class WorkerQueue:
-        async def sendBatch(self, messages: Any) -> None:
-            pass
-
-    producer = WorkerQueue()
-    assert queue_binding(SimpleNamespace(SEND_QUEUE=producer)) is producer
-    assert queue_binding(SimpleNamespace()) is None
-    assert queue_binding(SimpleNamespace(SEND_QUEUE="a variable")) is None
 
 
 def test_the_clocks_namespace_is_taken_only_when_it_names_objects() -> None:

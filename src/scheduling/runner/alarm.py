@@ -1,5 +1,5 @@
-"""An alarm of one installation's clock: a third kind of runner invocation beside the cron's
-tick and a queue consumer's, on the same engine (claim, send through its own six slots,
+"""An alarm of one installation's clock: the second kind of runner invocation beside the
+cron's tick, on the same engine (claim, send through its own six slots,
 settle) with the same compare-and-set claim and lease.
 
 It woke `CLOCK_LEAD_MS` before its installation's earliest due second (`domain/wake_ups.py`);

@@ -85,7 +85,7 @@ async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[None]) -> bool:
 
 
 class OnEngine:
-    """What runs on an engine (a work, a dispatch) reads the invocation's services, report and
+    """What runs on an engine (a work) reads the invocation's services, report and
     clock from it."""
 
     engine: Engine
@@ -126,13 +126,12 @@ class Engine:
         self.limit: LimitReached | None = None
         self.claims = 0  # claim rounds of this invocation, of any work
         self.claiming = False  # a run's loop may still claim another batch
-        self.queue_calls = 0  # hand-offs to the queue (they take a connection too)
         self.clock_calls = 0  # the watchdog's calls to installations' clocks
         self._in_flight: list[asyncio.Task[None]] = []
 
     def subrequests(self) -> int:
         report = self.report
-        return report.sends + report.webhook_sends + self.queue_calls + self.clock_calls
+        return report.sends + report.webhook_sends + self.clock_calls
 
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,
