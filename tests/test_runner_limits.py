@@ -1,17 +1,20 @@
 """Platform limits hit at run time are not failures: with D1 and fetch refusing past 50 calls
 in an invocation (Workers Free, where the operator never set the 50s), the runner stops
 claiming, hands back what it claimed and did not send (status restored, attempt not
-counted), records `limit_reached`, and the rest drains over later invocations."""
+counted), records `limit_reached`, and the rest drains over later invocations; a delivery
+refused the same way goes back to waiting and is delivered once by a later tick."""
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.platform_limits import limit, limited_tick
+from tests.support.webhooks import Receiver, add_endpoint, signed_by, with_receivers
 from tests.support.world import MINUTE, World, bulk_due
 
 FREE = 50
@@ -96,3 +99,49 @@ async def test_when_d1_refuses_mid_tick_the_claims_it_cannot_settle_are_reclaime
     assert all(t["d1_statements"] <= queries for t in ticks)
     assert sum(t["platform_limit"] for t in ticks) >= 1
     assert sum(t["unsettled"] for t in ticks) >= 1
+
+
+async def subscribed(world: World, receiver: Receiver, events: tuple[str, ...]) -> tuple[Any, str]:
+    """An installation with one endpoint (the receiver) hearing of `events`; and its secret."""
+    with_receivers(world, receiver)
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    return installation, await add_endpoint(manage, installation.id, receiver.url, events)
+
+
+async def deliveries(world: World) -> list[dict[str, Any]]:
+    result = await world.db.prepare("SELECT * FROM webhook_deliveries ORDER BY id").all()
+    return result.results
+
+
+async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_later(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    world = World(db, clock)
+    receiver = Receiver()
+    installation, secret = await subscribed(world, receiver, ("schedule.completed",))
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 25, due, "lim")
+    limit(world.app, subrequests=25)  # the transitions use all of the first invocation's
+    first = await limited_tick(world.app, due)
+    assert (first["completed"], first["webhook_events"]) == (25, 25)
+    assert (first["platform_limit"], first["webhook_sends"], first["webhooks_delivered"]) == (
+        1,
+        0,
+        0,
+    )
+    assert first["webhooks_handed_back"] == 20  # the first batch claimed; the rest still waits
+    assert receiver.deliveries == []
+    stored = await deliveries(world)
+    assert {(d["status"], d["attempt_count"]) for d in stored} == {("waiting", 0)}
+    assert all(d["next_attempt_at"] <= due + MINUTE for d in stored)
+    # Later invocations stay below what the first met, and deliver the rest once each.
+    for n in (1, 2):
+        report = await limited_tick(world.app, due + n * MINUTE)
+        assert report["platform_limit"] == 0
+        assert report["webhook_sends"] <= 25
+    assert len(receiver.deliveries) == 25
+    assert set(Counter(d.id for d in receiver.deliveries).values()) == {1}
+    assert all(signed_by(secret, d) for d in receiver.deliveries)
+    stored = await deliveries(world)
+    assert {(d["status"], d["attempt_count"]) for d in stored} == {("delivered", 1)}

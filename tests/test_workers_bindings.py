@@ -126,7 +126,7 @@ def test_the_clocks_namespace_is_taken_only_when_it_names_objects() -> None:
         ),
         ("Error: D1_ERROR: no such table: schedules", None),
         ("TypeError: fetch failed", None),
-        ("Error: Too many requests", None),  # Queues' throughput limit: not this invocation's
+        ("Error: Too many requests", None),  # a service's throughput limit: not this invocation's
     ],
 )
 def test_the_platforms_limit_texts_are_recognised_and_nothing_else(

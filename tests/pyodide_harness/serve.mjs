@@ -545,7 +545,7 @@ class ClockHost {
 // -- Outbound fetch: workerd's connection cap per invocation ------------------
 //
 // In production one invocation has at most `max` fetches waiting for response
-// headers; a further fetch waits in a queue until one of them has its headers.
+// headers; a further fetch waits until one of them has its headers.
 // Its AbortSignal keeps running meanwhile, so a timeout can expire before the
 // request is even sent. Local workerd does not enforce this; the harness does,
 // so that tests see what production does. Only the fetch that Pyodide's `js`
