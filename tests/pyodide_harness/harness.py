@@ -330,7 +330,7 @@ class Harness:
     # -- lifecycle -------------------------------------------------------------
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        """The Worker's JSON log lines of event `name` so far (`runner_tick`, `runner_consume`)."""
+        """The Worker's JSON log lines of event `name` so far (`runner_tick`, `runner_alarm`)."""
         self._log.flush()
         text = self.log_path.read_text("utf-8", errors="replace")
         prefix = f'[worker] {{"event":"{name}"'
