@@ -125,7 +125,6 @@ class Engine:
         self.slots = asyncio.Semaphore(services.config.send_concurrency)
         self.limit: LimitReached | None = None
         self.claims = 0  # claim rounds of this invocation, of any work
-        self.claiming = False  # a run's loop may still claim another batch
         self.clock_calls = 0  # the watchdog's calls to installations' clocks
         self._in_flight: list[asyncio.Task[None]] = []
 
@@ -172,7 +171,6 @@ class Engine:
         """Roll batches of `work` until it has none, the budget is spent or a platform limit
         is reached; returns once every batch it started has settled."""
         self._in_flight = []
-        self.claiming = True
         try:
             while True:
                 if self.claims and not self.room(work):
@@ -198,7 +196,6 @@ class Engine:
                     task.cancel()
             raise
         finally:
-            self.claiming = False
             outcomes = await asyncio.gather(*self._in_flight, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
