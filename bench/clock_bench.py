@@ -15,10 +15,9 @@ answers every transition after `--latency`.
   request leaving (p50 / p99 / max, and how many left before it: must be 0), and the
   lead the alarms used: woken `CLOCK_LEAD_MS` early, how long each then waited for its
   second (what the invocation itself took is the lead less that).
-- Burst (`--burst-rows 10000`): N due at one second over 100 installations, beside the
-  queue fan-out's row of bench/burst_bench.py (`--queue`, 8 consumers, the same core).
+- Burst (`--burst-rows 10000`): N due at one second over 100 installations.
 
-    python -m bench.clock_bench [--spread-rows 100] [--burst-rows 10000] [--queue]
+    python -m bench.clock_bench [--spread-rows 100] [--burst-rows 10000]
                                 [--latency 0.2] [--runtime cpython serve pyodide model]
                                 [--clock-processes 2]
 
@@ -39,18 +38,15 @@ from typing import Any
 import looptime
 
 from bench.burst_bench import (
-    FANOUT_INSTALLATIONS,
     INSTALLATIONS,
+    MANY_INSTALLATIONS,
     SEND_CONCURRENCY,
     STATUS_SQL,
     TimedDatabase,
     installation_rows,
     percentile,
-    run_cpython_fanout,
-    run_pyodide_fanout,
     schedule_rows,
     seed_pyodide,
-    show_fanout,
 )
 from bench.core_process import core_process
 from scheduling.actions.clock import tell_clock
@@ -64,7 +60,7 @@ from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, TOKEN_KEY, LoopClock, base_env, make_app
-from tests.support.queue import InFlight
+from tests.support.in_flight import InFlight
 from tests.support.world import MINUTE, World, insert_due
 
 SECOND = 1_000
@@ -344,8 +340,6 @@ def main() -> None:
     parser.add_argument("--spread-rows", type=int, nargs="*", default=[100])
     parser.add_argument("--spread-minutes", type=float, default=3.0)
     parser.add_argument("--burst-rows", type=int, nargs="*", default=[10_000])
-    parser.add_argument("--queue", action="store_true", help="the queue fan-out's row beside")
-    parser.add_argument("--consumers", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--runtime", nargs="+", default=["cpython", "serve", "pyodide", "model"])
     parser.add_argument("--clock-processes", type=int, default=2, help="for --runtime serve")
@@ -372,17 +366,13 @@ def main() -> None:
             show(run_model("spread", rows, INSTALLATIONS, args.latency, d1_ms=ms, **how))
     for rows in args.burst_rows:
         if "cpython" in args.runtime:
-            show(asyncio.run(run_cpython("burst", rows, FANOUT_INSTALLATIONS, args.latency)))
-            if args.queue:
-                show_fanout(asyncio.run(run_cpython_fanout(rows, args.latency, args.consumers)))
+            show(asyncio.run(run_cpython("burst", rows, MANY_INSTALLATIONS, args.latency)))
         if "serve" in args.runtime:
-            show(run_serve("burst", rows, FANOUT_INSTALLATIONS, args.latency, processes))
+            show(run_serve("burst", rows, MANY_INSTALLATIONS, args.latency, processes))
         if "pyodide" in args.runtime:
-            show(run_pyodide("burst", rows, FANOUT_INSTALLATIONS, args.latency, ahead_s=20))
-            if args.queue:
-                show_fanout(run_pyodide_fanout(rows, args.latency, args.consumers))
+            show(run_pyodide("burst", rows, MANY_INSTALLATIONS, args.latency, ahead_s=20))
         for ms in args.d1_ms if "model" in args.runtime else ():
-            show(run_model("burst", rows, FANOUT_INSTALLATIONS, args.latency, d1_ms=ms))
+            show(run_model("burst", rows, MANY_INSTALLATIONS, args.latency, d1_ms=ms))
     print(f"Load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -1,9 +1,7 @@
 """The application: a route table, the one place refusals are rendered, and the runner's
-invocations (the cron's tick, a queue consumer's batch, a clock's alarm)."""
+invocations (the cron's tick, a clock's alarm)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
@@ -28,9 +26,7 @@ from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
 from scheduling.mcp.endpoint import mcp
-from scheduling.ports import QueueMessage
 from scheduling.runner.alarm import alarm
-from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
 
@@ -194,10 +190,6 @@ class App:
     async def tick(self, scheduled_time: int) -> dict[str, int]:
         """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""
         return await tick(self.services, scheduled_time)
-
-    async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
-        """One queue consumer invocation over a delivered batch (`runner.consume.consume`)."""
-        return await consume(self.services, messages)
 
     async def alarm(self, installation_id: str, set_for: int | None = None) -> int | None:
         """One alarm of an installation's clock (`runner.alarm.alarm`)."""
