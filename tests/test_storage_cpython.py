@@ -117,7 +117,7 @@ def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) 
         "INSERT INTO runner_totals (name, value) VALUES (?, 5)",
         [("ticks:tick",), ("ticks:consumer",), ("ticks_failed:consumer",), ("ticks:alarm",)],
     )
-    assert apply_migrations(connection) == ["0014_drop_queue_fanout.sql"]
+    assert apply_migrations(connection)[0] == "0014_drop_queue_fanout.sql"
     history = connection.execute("SELECT at, kind, backlog FROM tick_history ORDER BY at")
     assert [tuple(r) for r in history] == [(1, "tick", 7), (3, "alarm", 7)]
     totals = connection.execute("SELECT name FROM runner_totals ORDER BY name")
