@@ -10,12 +10,13 @@ from typing import ClassVar
 from scheduling.actions.content_page import ContentView
 from scheduling.actions.create import FormRefusal, FormValues
 from scheduling.dee_wan import UNAVAILABLE
+from scheduling.domain.collisions import Conflict, before_text, conflicts
 from scheduling.domain.content import Content, ContentRead
 from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import WAITING, Status
 from scheduling.domain.time_words import (
     duration_words,
     instant_text,
@@ -47,6 +48,8 @@ class Choice:
     disabled: bool
     replaces: str | None = None  # what choosing it does to the live schedule of its kind
     replaces_id: str | None = None
+    collides: str | None = None  # the other kind's waiting schedule it would collide with
+    collides_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class Receipt:
     replaced_id: str | None
     replaced_version: str | None
     years_ahead: str | None  # "5 years", when it is more than a year ahead
+    conflict: Conflict | None = None  # it collides with the other kind's waiting schedule
 
 
 @dataclass(frozen=True)
@@ -325,6 +329,7 @@ def _receipt(view: ContentView, moment: Moment) -> Receipt | None:
         replaced_id=replaced.id if replaced else None,
         replaced_version=replaced.version_id if replaced else None,
         years_ahead=years_text(ahead) if ahead else None,
+        conflict=conflicts(view.live).get(made.id),
     )
 
 
@@ -353,6 +358,10 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
             )
             disabled = published is None
         existing = by_kind.get(t.kind)
+        other = next(
+            (s for s in live if s.kind != t.kind and s.status in WAITING and not s.needs_repin),
+            None,
+        )
         choices.append(
             Choice(
                 f"{t.kind}:{t.to}",
@@ -360,6 +369,8 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
                 disabled,
                 replaces=replaces_text(existing) if existing else None,
                 replaces_id=existing.id if existing else None,
+                collides=before_text(other) if other else None,
+                collides_id=other.id if other else None,
             )
         )
     return tuple(choices)
