@@ -5,6 +5,7 @@ Needs attention, and to the notification endpoints)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -134,3 +135,31 @@ async def test_once_the_first_is_done_the_second_needs_a_new_pin_at_once(world: 
     shown = card(html, unpublish["id"])
     assert 'data-needs-repin="true"' in shown
     assert "data-conflict" not in shown
+
+
+async def test_an_endpoint_hears_of_the_stale_one_when_the_first_is_done(world: World) -> None:
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    await manage.get(f"/installations/{installation.id}")
+    added = await manage.post(
+        f"/installations/{installation.id}/notifications",
+        {
+            "csrf_token": manage.csrf(),
+            "url": "https://hooks.example/scheduling",
+            "events": "schedule.refused",
+        },
+    )
+    assert added.status in (200, 303), added.body[:400]
+    publish, unpublish = await both(world, installation)
+    await tick_at(world, publish["due_at"])
+    found = (
+        await world.db.prepare(
+            "SELECT schedule_id, event_type, payload FROM webhook_deliveries"
+        ).all()
+    ).results
+    stale = [d for d in found if d["event_type"] == "schedule.stale"]
+    assert [d["schedule_id"] for d in stale] == [unpublish["id"]]
+    data = json.loads(stale[0]["payload"])["data"]
+    assert data["schedule_id"] == unpublish["id"]
+    assert data["status"] == "pending"
+    assert "Needs a new pin" in data["message"]

@@ -86,14 +86,15 @@ def before_text(live: Schedule) -> str:
 
 def needs_repin_text(schedule: Schedule, zone: str | None = None) -> str:
     """A waiting schedule the other kind's completion put out of date (`made_stale_by`)."""
-    other = "unpublish" if schedule.kind == "publish" else "publish"
-    done = (
-        f" at {instant_text(schedule.made_stale_at, zone or schedule.timezone)}"
-        if schedule.made_stale_at is not None
-        else ""
-    )
+    return needs_repin_said(schedule.kind, schedule.made_stale_at, zone or schedule.timezone)
+
+
+def needs_repin_said(kind: str, done_at: int | None, zone: str) -> str:
+    """The card's sentence, and its stale notice's: `kind` is the one made stale."""
+    other = "unpublish" if kind == "publish" else "publish"
+    done = f" at {instant_text(done_at, zone)}" if done_at is not None else ""
     return (
         f"Needs a new pin: a {other} of this content was done{done}, so Dee Wan would refuse"
-        f" this {schedule.kind} at its time (scheduled_target_stale). Open the content from"
-        " Dee Wan and pin it again in one step, at the same time; or cancel it."
+        f" this {kind} at its time (scheduled_target_stale). Open the content from Dee Wan"
+        " and pin it again in one step, at the same time; or cancel it."
     )
