@@ -31,6 +31,11 @@ class NextSteps:
     retry_href: str | None = None  # the same page again
     back_href: str | None = None  # the page a refused form came from
     dee_wan_href: str | None = None  # the installation's Dee Wan
+    # Without a session: what Scheduling is and how it is opened (never a Dee Wan address).
+    about_href: str | None = None
+    # A link opened in a browser that never opened Scheduling (a chat message's, a
+    # bookmark): the same page works once Scheduling was opened from Dee Wan in it.
+    after_launch: bool = False
 
 
 def local_steps(request: Request, refusal: Refusal) -> NextSteps:
@@ -41,7 +46,7 @@ def local_steps(request: Request, refusal: Refusal) -> NextSteps:
     Wan instead."""
     found = _INSTALLATION_PAGE.match(request.path)
     if found is None:
-        return NextSteps()
+        return NextSteps(about_href="/")
     page = f"/installations/{found.group(1)}"
     if request.method not in ("GET", "HEAD"):
         return NextSteps(back_href=page)
@@ -63,7 +68,24 @@ async def next_steps(request: Request, services: Services, refusal: Refusal) -> 
     except Exception:  # the page is about another failure: say that one
         log.warning("error page: the installation's Dee Wan could not be looked up")
         base_url = None
-    return NextSteps(steps.retry_href, steps.back_href, base_url)
+    if base_url is not None:
+        return NextSteps(steps.retry_href, steps.back_href, base_url)
+    # No session of this installation: no Dee Wan to name, so say what Scheduling is; and a
+    # browser with no session at all (a chat message's link) may come back here once it
+    # opened Scheduling from Dee Wan.
+    fresh = (
+        refusal.relaunch
+        and request.cookie(SESSION_COOKIE) is None
+        and request.method in ("GET", "HEAD")
+        and "dee_wan_launch=" not in urlsplit(request.url).query
+    )
+    retry = steps.retry_href or (_same_page(request) if fresh else None)
+    return NextSteps(retry, steps.back_href, None, about_href="/", after_launch=fresh)
+
+
+def _same_page(request: Request) -> str:
+    url = urlsplit(request.url)
+    return url.path + (f"?{url.query}" if url.query else "")
 
 
 async def _dee_wan_of(request: Request, services: Services, installation_id: str) -> str | None:
