@@ -79,3 +79,61 @@ async def test_the_favicon_is_not_a_404(world: World) -> None:
     answer = await Browser(world.app).get("/favicon.ico")
     assert answer.status == 204
     assert answer.body == b""
+
+
+# -- 2. opening Scheduling while Dee Wan is down -------------------------------------------------
+
+
+async def test_a_launch_while_dee_wan_is_down_offers_the_same_launch_again(world: World) -> None:
+    installation = await world.install()
+    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
+    world.core.faults.down_for(0.25, world.clock.now_ms())
+    stranger = Browser(world.app)
+    down = await stranger.get(launch.url)
+    assert down.status == 503
+    shown = down.body.decode()
+    steps = next_steps(shown)
+    assert steps["about"] == "/"
+    assert "dee_wan_launch=" in steps["retry"]
+    assert "dee-wan" not in steps
+    assert world.core.base_url not in shown
+    assert "waiting schedules are still sent at their time" in words(shown)
+    # Dee Wan answers again before the launch code expires: the same Try again opens the page.
+    world.clock.advance(20_000)
+    again = await stranger.get(steps["retry"])
+    assert again.status == 303
+    assert (await stranger.follow(again)).status == 200
+
+
+async def test_a_launch_while_down_in_a_browser_with_a_session_leads_to_its_schedules(
+    world: World,
+) -> None:
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
+    world.core.faults.down_for(2, world.clock.now_ms())
+    down = await browser.get(launch.url)
+    assert down.status == 503
+    steps = next_steps(down.body.decode())
+    assert steps["back"] == f"/installations/{installation.id}"
+    assert steps["dee-wan"] == world.core.base_url
+
+
+# -- 3. a refused card during an outage blames the outage, not the person's rights --------------
+
+
+async def test_a_refused_card_during_an_outage_names_the_outage(world: World) -> None:
+    from fake_core.faults import Fault
+    from tests.support.world import schedule, tick_at
+
+    installation = await world.install()
+    made = await schedule(world, installation)
+    world.core.faults.push(Fault.respond(422, "transition_refused"))
+    await tick_at(world, made["due_at"])
+    browser = await world.open_page(installation)
+    world.core.faults.down_for(5, world.clock.now_ms())
+    shown = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert "data-unread=" in shown
+    said = words(shown)
+    assert "Dee Wan is not answering, so it cannot be tried again until it does" in said
+    assert "You may not make this change now" not in said

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import ID_PATTERN, has_shape
 from scheduling.http.guards import SESSION_COOKIE
@@ -51,6 +52,10 @@ def local_steps(request: Request, refusal: Refusal) -> NextSteps:
     if request.method not in ("GET", "HEAD"):
         return NextSteps(back_href=page)
     url = urlsplit(request.url)
+    if "dee_wan_launch=" in url.query and refusal.code == UNAVAILABLE:
+        # Dee Wan did not answer the exchange, so the code was not checked: the same launch
+        # may be tried again (Dee Wan refuses it if it was used or has expired meanwhile).
+        return NextSteps(retry_href=url.path + f"?{url.query}")
     if "dee_wan_launch=" in url.query or refusal.relaunch or refusal.code in _NOTHING_TO_REPEAT:
         return NextSteps()
     return NextSteps(retry_href=url.path + (f"?{url.query}" if url.query else ""))
@@ -69,7 +74,12 @@ async def next_steps(request: Request, services: Services, refusal: Refusal) -> 
         log.warning("error page: the installation's Dee Wan could not be looked up")
         base_url = None
     if base_url is not None:
-        return NextSteps(steps.retry_href, steps.back_href, base_url)
+        # A launch Dee Wan did not answer, in a browser with a session of the installation:
+        # its schedules are on the page that session shows.
+        back = steps.back_href
+        if back is None and "dee_wan_launch=" in urlsplit(request.url).query:
+            back = f"/installations/{found.group(1)}"
+        return NextSteps(steps.retry_href, back, base_url)
     # No session of this installation: no Dee Wan to name, so say what Scheduling is; and a
     # browser with no session at all (a chat message's link) may come back here once it
     # opened Scheduling from Dee Wan.

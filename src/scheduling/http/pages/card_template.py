@@ -85,6 +85,8 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
         <button type="submit" data-retry-of="{{ s.id }}"{% if s.retry.replaces %} aria-describedby="retry-{{ s.id }}-replaces"{% endif %}>Try again{% if s.retry.version %} with {{ s.retry.version }}{% endif %}<span class="visually-hidden"> ({{ s.change }}, which was not done)</span></button>
       </form>
       <p class="hint">A new schedule of the same change, sent at the next minute{% if s.retry.version %}, pinned to {{ s.retry.version }}: Dee Wan reports it now instead of {{ s.version_id }}{% endif %}.</p>
+      {% elif page.context_kind == "content" and page.unread %}
+      <p data-unread-step>Dee Wan is not answering, so it cannot be tried again until it does: <strong>Try again</strong> at the top of the page shows it again.</p>
       {% elif page.context_kind == "content" %}
       <p>You may not make this change now, so it cannot be tried again from here.</p>
       {% elif not s.settled %}

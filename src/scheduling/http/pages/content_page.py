@@ -235,7 +235,9 @@ def content_page(
             replaced=view.page.counts.get(Status.SUPERSEDED, 0),
             open=view.page_number > 1,
         ),
-        card_page=card_page(session, pins=pins, back=_back(view.page_number)),
+        card_page=card_page(
+            session, pins=pins, back=_back(view.page_number), unread=view.unread is not None
+        ),
         pager=_pager(view),
     )
 

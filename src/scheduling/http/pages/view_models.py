@@ -114,6 +114,7 @@ class CardPage:
     pins: ShownVersions | None  # what a content page shows (its cards' forms carry it)
     viewer_zone: str | None
     back: tuple[tuple[str, str], ...]  # the view a cancel or a dismiss comes back to
+    unread: bool = False  # Dee Wan could not be read: what it allows now is not known
 
     @property
     def show_content(self) -> bool:
@@ -145,6 +146,7 @@ def card_page(
     pins: ShownVersions | None = None,
     viewer_zone: str | None = None,
     back: Iterable[tuple[str, str]] = (),
+    unread: bool = False,
 ) -> CardPage:
     return CardPage(
         installation_id=session.installation_id,
@@ -154,6 +156,7 @@ def card_page(
         pins=pins,
         viewer_zone=viewer_zone,
         back=tuple(back),
+        unread=unread,
     )
 
 
