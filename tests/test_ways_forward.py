@@ -137,3 +137,22 @@ async def test_a_refused_card_during_an_outage_names_the_outage(world: World) ->
     said = words(shown)
     assert "Dee Wan is not answering, so it cannot be tried again until it does" in said
     assert "You may not make this change now" not in said
+
+
+# -- 4. a way back to Dee Wan, within a session only ---------------------------------------------
+
+
+async def test_the_header_leads_back_to_dee_wan_within_a_session(world: World) -> None:
+    installation = await world.install()
+    editor = await world.open_page(installation)
+    page = f"/installations/{installation.id}"
+    shown = (await editor.get(page)).body.decode()
+    back = re.search(r'<header class="top">.*?</header>', shown, re.S)
+    assert back
+    assert f'<a href="{world.core.base_url}" data-dee-wan>Back to Dee Wan</a>' in back.group(0)
+    manage = await world.browser_for(installation, content_id=None)
+    assert "data-dee-wan" in (await manage.get(page)).body.decode()
+    # Without a session no page names it (the 401 page, the home page).
+    for address in (page, "/", f"{page}/schedules/sch_x/cancel"):
+        answer = await Browser(world.app).get(address)
+        assert world.core.base_url not in answer.body.decode(), address

@@ -150,6 +150,8 @@ class ContentPage:
     history: History
     card_page: CardPage
     pager: Pager
+    # The header's Back to Dee Wan: a session proves the browser came from there.
+    dee_wan_href: str | None = None
 
 
 def content_page(
@@ -239,6 +241,7 @@ def content_page(
             session, pins=pins, back=_back(view.page_number), unread=view.unread is not None
         ),
         pager=_pager(view),
+        dee_wan_href=view.access.installation.base_url,
     )
 
 

@@ -105,6 +105,8 @@ class ManagePage:
     pager: Pager
     notifications: NotificationsSection
     notice: str | None  # what the session's last action did, said once
+    # The header's Back to Dee Wan: a session proves the browser came from there.
+    dee_wan_href: str | None = None
 
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:
@@ -165,6 +167,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
             Lines(zone, view.now_ms, view.titles, session.installation_id),
         ),
         notice=view.notice,
+        dee_wan_href=view.access.installation.base_url,
     )
 
 

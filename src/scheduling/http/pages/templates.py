@@ -35,7 +35,7 @@ BASE = """<!doctype html>
 <a class="skip" href="#main">Skip to main content</a>
 <header class="top">
   <p class="brand">Scheduling <span>for Dee Wan</span></p>
-  {% if person_name %}<p class="who">Opened from Dee Wan by {{ person_name }}</p>{% endif %}
+  {% if person_name %}<p class="who">Opened from Dee Wan by {{ person_name }}{% if dee_wan_href is defined and dee_wan_href %} · <a href="{{ dee_wan_href }}" data-dee-wan>Back to Dee Wan</a>{% endif %}</p>{% endif %}
 </header>
 <main id="main" tabindex="-1">
 {% block main %}{% endblock %}
