@@ -156,3 +156,31 @@ async def test_the_header_leads_back_to_dee_wan_within_a_session(world: World) -
     for address in (page, "/", f"{page}/schedules/sch_x/cancel"):
         answer = await Browser(world.app).get(address)
         assert world.core.base_url not in answer.body.decode(), address
+
+
+# -- 6. a past time offers the next valid minute -----------------------------------------------
+
+
+async def test_a_past_time_offers_the_next_minute_as_a_button(world: World) -> None:
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    fields = {
+        "csrf_token": browser.csrf(),
+        **browser.shown(),
+        "transition": "publish:published",
+        "local_time": "2026-07-01T05:00",
+        "timezone": "America/New_York",
+    }
+    refused = await browser.post(f"/installations/{installation.id}/schedules", fields)
+    assert refused.status == 422
+    shown = refused.body.decode()
+    assert 'data-error-code="past_time"' in shown
+    # Now is 06:00 EDT: the next minute, 06:01, in the same zone, as a one-click retry.
+    button = re.search(r'<button type="submit" data-retry-local-time="([^"]+)">([^<]+)<', shown)
+    assert button
+    assert button.group(1) == "2026-07-01T06:01"
+    assert button.group(2) == "Schedule it at Wed 1 Jul 2026, 06:01 EDT instead"
+    made = await browser.post(
+        f"/installations/{installation.id}/schedules", {**fields, "local_time": button.group(1)}
+    )
+    assert made.status == 303
