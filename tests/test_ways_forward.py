@@ -184,3 +184,37 @@ async def test_a_past_time_offers_the_next_minute_as_a_button(world: World) -> N
         f"/installations/{installation.id}/schedules", {**fields, "local_time": button.group(1)}
     )
     assert made.status == 303
+
+
+# -- 7. the manage view says which zone it shows, and why ---------------------------------------
+
+
+async def test_the_manage_view_says_its_zone_when_dee_wan_does_not(world: World) -> None:
+    from fake_core.faults import Fault
+
+    installation = await world.install()
+    editor = await world.open_page(installation)
+    made = await editor.post(
+        f"/installations/{installation.id}/schedules",
+        {
+            "csrf_token": editor.csrf(),
+            **editor.shown(),
+            "transition": "publish:published",
+            "local_time": "2026-07-02T09:00",
+            "timezone": "Asia/Tokyo",
+        },
+    )
+    assert made.status == 303
+    manage = await world.browser_for(installation, content_id=None)
+    page = f"/installations/{installation.id}"
+    read = (await manage.get(page)).body.decode()
+    assert 'data-zone="Europe/Paris"' in read  # the site's zone, as Dee Wan reports it
+    assert "data-zone-note" not in read
+    # Dee Wan does not answer the reads: the zone is the latest schedule's, and said so.
+    world.core.faults.push(Fault.respond(503, "unavailable"), endpoint="content", times=5)
+    slow = (await manage.get(page)).body.decode()
+    assert 'data-zone="Asia/Tokyo"' in slow
+    note = re.search(r"<span data-zone-note>([^<]+)</span>", slow)
+    assert note
+    assert "Times are in Asia/Tokyo, the zone of the latest schedule listed" in note.group(1)
+    assert "Dee Wan did not say the site's zone in time" in html.unescape(note.group(1))
