@@ -218,3 +218,42 @@ async def test_the_manage_view_says_its_zone_when_dee_wan_does_not(world: World)
     assert note
     assert "Times are in Asia/Tokyo, the zone of the latest schedule listed" in note.group(1)
     assert "Dee Wan did not say the site's zone in time" in html.unescape(note.group(1))
+
+
+async def test_the_zone_list_offers_no_factory_nor_old_aliases(world: World) -> None:
+    installation = await world.install()
+    editor = await world.open_page(installation)
+    shown = editor.page()
+    offered = set(re.findall(r'<option value="([^"]+)">', shown))
+    assert {"Europe/Paris", "Asia/Kolkata", "Europe/Kyiv", "UTC"} <= offered
+    assert not offered & {"Factory", "Asia/Calcutta", "Europe/Kiev", "US/Eastern"}
+    # An old alias typed by hand is still understood.
+    made = await editor.post(
+        f"/installations/{installation.id}/schedules",
+        {
+            "csrf_token": editor.csrf(),
+            **editor.shown(),
+            "transition": "publish:published",
+            "local_time": "2026-07-02T09:00",
+            "timezone": "Asia/Calcutta",
+        },
+    )
+    assert made.status == 303
+
+
+async def test_the_endpoint_hint_names_the_local_origins_in_development(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    from tests.support.app import base_env
+
+    for env, said in (
+        (base_env(), False),
+        (base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="http://localhost:8787"), True),
+    ):
+        world = World(db, clock, env=env)
+        installation = await world.install()
+        manage = await world.browser_for(installation, content_id=None)
+        shown = (await manage.get(f"/installations/{installation.id}")).body.decode()
+        hint = re.search(r'<p class="hint" id="endpoint-url-hint">(.*?)</p>', shown, re.S)
+        assert hint
+        assert ("in development also an address on http://localhost:8787" in words(hint[1])) == said

@@ -24,7 +24,7 @@ from scheduling.domain.time_words import (
     years_ahead,
     years_text,
 )
-from scheduling.domain.timezones import canonical_zone, zone_names
+from scheduling.domain.timezones import canonical_zone, offered_zones
 from scheduling.domain.wording import change_text
 from scheduling.http.pages import time_labels
 from scheduling.http.pages.view_models import (
@@ -210,7 +210,7 @@ def content_page(
         pins=pins,
         primary_title=view.primary_title,
         site_timezone=site_zone,
-        zones=tuple(sorted(zone_names())),
+        zones=offered_zones(),
         choices=choices,
         form=form,
         time_entered=_entered(form, error is not None),

@@ -14,7 +14,7 @@ from scheduling.actions.titles import Titles
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import instant_text
-from scheduling.domain.timezones import quoted, zone_names, zone_suggestions
+from scheduling.domain.timezones import offered_zones, quoted, zone_suggestions
 from scheduling.domain.wording import change_text, content_text
 from scheduling.http.listing_query import SHOWS, ignored, view_query
 from scheduling.http.pages import time_labels
@@ -152,7 +152,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         notes=_notes(view, unused),
         titles_note=_titles_note(view.titles),
         titles_missing=view.titles.late + view.titles.failed,
-        zones=tuple(sorted(zone_names())),
+        zones=offered_zones(),
         now_label=instant_text(view.now_ms, zone),
         sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
         card_page=card_page(session, viewer_zone=zone, back=back),
