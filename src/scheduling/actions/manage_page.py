@@ -25,8 +25,9 @@ from scheduling.repository.schedules import SchedulePage
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
 
-# A slow Dee Wan costs the page this long at most; titles not read by then show their ids.
-TITLES_BUDGET_S = 4.0
+# A slow Dee Wan costs the page this long at most; titles not read by then show their ids (issue
+# 38: 4 s on top of a slow launch made a 10 s wait with no sign of progress).
+TITLES_BUDGET_S = 2.5
 
 
 @dataclass(frozen=True)
