@@ -163,3 +163,17 @@ async def test_an_endpoint_hears_of_the_stale_one_when_the_first_is_done(world: 
     assert data["schedule_id"] == unpublish["id"]
     assert data["status"] == "pending"
     assert "Needs a new pin" in data["message"]
+
+
+async def test_two_due_at_the_same_minute_say_either_may_be_refused(world: World) -> None:
+    installation = await world.install()
+    world.core.state.edit("cnt_pub")
+    publish = await schedule(world, installation, "cnt_pub", in_minutes=7)
+    unpublish = await schedule(
+        world, installation, "cnt_pub", in_minutes=7, transition="unpublish:draft"
+    )
+    html = await page(world, installation)
+    roles = {c["schedule-id"]: c.get("conflict") for c in schedules_on(html)}
+    assert sorted(r for r in roles.values() if r) == ["makes-stale", "stale-after"]
+    for sid in (publish["id"], unpublish["id"]):
+        assert "Both are due at the same minute" in text(card(html, sid))

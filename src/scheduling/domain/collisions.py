@@ -41,9 +41,15 @@ def named(schedule: Schedule) -> str:
     return f"the {schedule.kind} of version {schedule.version_id} at {when}"
 
 
+def _next_send(s: Schedule) -> int:
+    """When the runner takes it up: its next try (a retrying one's), else its time."""
+    return s.next_attempt_at if s.next_attempt_at is not None else s.due_at
+
+
 def first_of(a: Schedule, b: Schedule) -> tuple[Schedule, Schedule]:
-    """The one the runner sends first, and the other (its due query's order: time, then id)."""
-    return (a, b) if (a.due_at, a.id) <= (b.due_at, b.id) else (b, a)
+    """The one the runner sends first, and the other (its due query's order: the time it is
+    taken up, then id)."""
+    return (a, b) if (_next_send(a), a.id) <= (_next_send(b), b.id) else (b, a)
 
 
 def conflicts(schedules: Iterable[Schedule]) -> dict[str, Conflict]:
@@ -58,6 +64,20 @@ def conflicts(schedules: Iterable[Schedule]) -> dict[str, Conflict]:
         if len(kinds) < 2:
             continue
         first, second = first_of(*kinds.values())
+        if _next_send(first) // 60_000 == _next_send(second) // 60_000:
+            # The same minute: both may leave together, and whichever Dee Wan applies first
+            # makes the other refused. The roles still follow the runner's order.
+            same = (
+                " Both are due at the same minute, so whichever Dee Wan applies first makes"
+                " the other one refused (scheduled_target_stale)."
+            )
+            found[second.id] = Conflict(
+                STALE_AFTER, first.id, f"Will likely be refused: {named(first)}.{same} {WAYS_OUT}"
+            )
+            found[first.id] = Conflict(
+                MAKES_STALE, second.id, f"Collides with {named(second)}.{same} {WAYS_OUT}"
+            )
+            continue
         found[second.id] = Conflict(
             STALE_AFTER,
             first.id,
