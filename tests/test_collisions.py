@@ -177,3 +177,33 @@ async def test_two_due_at_the_same_minute_say_either_may_be_refused(world: World
     assert sorted(r for r in roles.values() if r) == ["makes-stale", "stale-after"]
     for sid in (publish["id"], unpublish["id"]):
         assert "Both are due at the same minute" in text(card(html, sid))
+
+
+def test_a_chat_line_says_a_stale_schedule_needs_a_new_pin() -> None:
+    from scheduling.domain.chat_lines import event_line
+    from scheduling.domain.collisions import needs_repin_said
+    from scheduling.domain.notifications import STALE, ScheduleEvent
+    from scheduling.domain.statuses import Status
+
+    done_at = 1_782_900_000_000
+    body = ScheduleEvent(
+        type=STALE,
+        at=done_at,
+        installation_id="ins_1",
+        schedule_id="sch_2",
+        content_id="cnt_1",
+        kind="unpublish",
+        to_state="draft",
+        version_id="ver_1",
+        due_at=done_at + 86_400_000,
+        local_time="2026-07-02T12:00",
+        timezone="UTC",
+        status=Status.PENDING,
+        result_code=None,
+        attempts=0,
+        outcome_unknown=False,
+        said=needs_repin_said("unpublish", done_at, "UTC"),
+    ).body("https://scheduling.example")
+    line = event_line(body, "Spring sale")
+    assert line.startswith("Out of date: the schedule to unpublish “Spring sale” (ver_1) at ")
+    assert "Needs a new pin: a publish of this content was done at" in line
