@@ -4,7 +4,8 @@ A refused `GET` of a page can be tried again as it was (it changes nothing); a r
 leads back to the page it came from (posting it again is not safe to offer). Where the
 installation is known, the page links back to its Dee Wan: the browser must hold a session
 of that installation (live or ended), so an error page never tells a stranger which Dee
-Wan an installation id belongs to.
+Wan an installation id belongs to; a stranger is led to what Scheduling is and how it is
+opened instead (issue 38).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ class NextSteps:
 def local_steps(request: Request, refusal: Refusal) -> NextSteps:
     """What the request itself tells: try a page again, or go back to the page of a form.
 
-    A launch link is never offered again (its code is used, or was refused), and a session
-    that is gone is not brought back by a reload: the page says to open Scheduling from Dee
-    Wan instead."""
+    A launch link is offered again only when Dee Wan did not answer its exchange (its code
+    was not checked); otherwise its code is used, or was refused. A session that is gone is
+    not brought back by a reload: the page says to open Scheduling from Dee Wan instead."""
     found = _INSTALLATION_PAGE.match(request.path)
     if found is None:
         return NextSteps(about_href="/")
