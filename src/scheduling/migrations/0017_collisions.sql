@@ -9,7 +9,9 @@ ALTER TABLE schedules ADD COLUMN made_stale_by TEXT;
 ALTER TABLE schedules ADD COLUMN made_stale_at INTEGER;
 
 -- Marked by the settle itself, whichever runner settles (a tick, a queue consumer, a
--- clock's alarm): a trigger costs the runner no D1 statement of its own.
+-- clock's alarm): a trigger costs the runner no D1 statement of its own. A later migration
+-- that makes `schedules` again (a new table renamed into place) drops this trigger with the
+-- old table, and must create it again.
 CREATE TRIGGER schedules_made_stale AFTER UPDATE OF status ON schedules
 WHEN NEW.status = 'completed' AND OLD.status <> 'completed'
 BEGIN
