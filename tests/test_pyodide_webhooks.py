@@ -260,3 +260,47 @@ def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str
     )
     assert made.status_code == 303, made.text
     return due
+
+
+def test_a_completion_tells_at_once_of_the_schedule_it_put_out_of_date(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    """Issue 38 in the real D1: the settle's trigger marks the waiting unpublish the done
+    publish put out of date, and the same batch writes its `schedule.stale` event."""
+    origin = receiver.url.rsplit("/", 1)[0]
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+            core.control("POST", "content", {"content_id": "cnt_spring", "action": "publish"})
+            core.control("POST", "content", {"content_id": "cnt_spring", "action": "edit"})
+            due = _schedule_soon(core, browser, installation_id)
+            csrf = launch(core, browser, installation_id, content_id="cnt_spring")
+            later = browser.post_form(
+                f"/installations/{installation_id}/schedules",
+                {
+                    **browser.shown,
+                    "csrf_token": csrf,
+                    "transition": "unpublish:draft",
+                    "local_time": f"{datetime.now(UTC).year + 1}-07-01T09:00",
+                    "timezone": "UTC",
+                    "fold": "",
+                },
+            )
+            assert later.status_code == 303, later.text
+            unpublish = later.headers["location"].rsplit("=", 1)[1]
+            harness.scheduled(due)
+            [row] = harness.sql(
+                "SELECT status, made_stale_by FROM schedules WHERE id = ?", unpublish
+            )
+            assert row["status"] == "pending"
+            assert row["made_stale_by"] is not None
+            [delivery] = receiver.deliveries
+            event = verify(secret, delivery)
+            assert event["type"] == "schedule.stale"
+            assert event["data"]["schedule_id"] == unpublish
+            assert "Needs a new pin" in event["data"]["message"]
+        finally:
+            remove_installation(harness, installation_id)

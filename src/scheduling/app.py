@@ -19,6 +19,7 @@ from scheduling.http.handlers import (
     schedules,
     static,
     status,
+    ways_back,
 )
 from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.pages.render import refusal_page
@@ -42,6 +43,15 @@ ROUTES = [
     Route("GET", "/healthz", operator.healthz),
     Route("GET", "/installations/{installation_id}", installation.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
+    # A reloaded or restored refused form: back to the page (issue 38), never a 405.
+    Route("GET", "/installations/{installation_id}/schedules", ways_back.to_page),
+    Route(
+        "GET", "/installations/{installation_id}/schedules/{schedule_id}/retry", ways_back.to_page
+    ),
+    Route(
+        "GET", "/installations/{installation_id}/schedules/{schedule_id}/dismiss", ways_back.to_page
+    ),
+    Route("GET", "/installations/{installation_id}/notifications", ways_back.to_page),
     Route(
         "GET",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
@@ -117,6 +127,7 @@ ROUTES = [
         agents.decline_proposal,
     ),
     Route("POST", "/mcp", mcp),
+    Route("GET", "/favicon.ico", ways_back.favicon),
 ]
 
 # Dee Wan core and the operator read JSON; people read pages.

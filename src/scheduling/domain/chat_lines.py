@@ -16,7 +16,13 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduling.domain.notifications import COMPLETED, PROPOSAL_CREATED, REFUSED, RETRYING
+from scheduling.domain.notifications import (
+    COMPLETED,
+    PROPOSAL_CREATED,
+    REFUSED,
+    RETRYING,
+    STALE,
+)
 from scheduling.domain.time_words import zoned_clock_text
 
 MAX_LINES = 10
@@ -25,6 +31,10 @@ _VERBS = {
     REFUSED: {"publish": "Could not publish", "unpublish": "Could not unpublish"},
     COMPLETED: {"publish": "Published", "unpublish": "Unpublished"},
     RETRYING: {"publish": "Will try again to publish", "unpublish": "Will try again to unpublish"},
+    STALE: {
+        "publish": "Out of date: the schedule to publish",
+        "unpublish": "Out of date: the schedule to unpublish",
+    },
 }
 TEST_TEXT = "A test message from Scheduling: this chat will hear of your schedules here."
 

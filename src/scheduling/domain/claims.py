@@ -16,6 +16,21 @@ from scheduling.domain.statuses import Status
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """The other kind's waiting schedule of a due row's content: once the due row is done,
+    its pin is out of date (issue 38), and its stale notice names it."""
+
+    id: str
+    kind: str
+    to_state: str
+    version_id: str
+    due_at: int
+    timezone: str
+    local_time: str
+    attempt_count: int
+
+
+@dataclass(frozen=True)
 class DueRow:
     """A due schedule as the runner sees it: what it observed (for the compare-and-set),
     its command, and its installation's base URL and sealed token."""
@@ -32,6 +47,7 @@ class DueRow:
     timezone: str = "UTC"
     local_time: str = ""
     subscribed: frozenset[str] = frozenset()  # the events its installation's endpoints hear of
+    collides: Waiting | None = None  # the other kind's waiting schedule of its content
 
     @property
     def due_at(self) -> int:
@@ -59,6 +75,7 @@ class SettledClaim:
     settlement: Settlement
     attempt: Attempt | None
     event: OutboxEvent | None = None
+    stale_event: OutboxEvent | None = None  # a completion's notice of the schedule it made stale
 
     @property
     def handed_back(self) -> bool:

@@ -21,6 +21,9 @@ REFUSED = "schedule.refused"
 COMPLETED = "schedule.completed"
 RETRYING = "schedule.retrying"
 PROPOSAL_CREATED = "proposal.created"  # an agent proposes; a person is to decide (issue 39)
+# A waiting schedule the other kind's completion put out of date (issue 38): it would be
+# refused at its time. Not a choice of its own: the endpoints that hear of refusals hear of it.
+STALE = "schedule.stale"
 # The events an endpoint may subscribe to, in the order the form offers them.
 EVENT_TYPES = (REFUSED, COMPLETED, RETRYING, PROPOSAL_CREATED)
 DEFAULT_EVENTS = (REFUSED,)
@@ -79,9 +82,12 @@ class ScheduleEvent:
     last_http_status: int | None = None
     ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`EndedBy`)
     max_lateness_ms: int = 0  # the lateness cap, which the sentence names when it ended it
+    said: str | None = None  # the card's sentence, where it is not how it ended (a stale one)
 
     def message(self) -> str:
         """The card's own sentence for how it ended."""
+        if self.said is not None:
+            return self.said
         return explain_result(
             self.result_code,
             self.last_code,

@@ -35,7 +35,15 @@ SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.ki
        (SELECT group_concat(sub.event_type, ' ')
           FROM notification_endpoints e
           JOIN notification_subscriptions sub ON sub.endpoint_id = e.id
-         WHERE e.installation_id = s.installation_id AND e.disabled_at IS NULL) AS subscribed
+         WHERE e.installation_id = s.installation_id AND e.disabled_at IS NULL) AS subscribed,
+       (SELECT json_object('id', o.id, 'kind', o.kind, 'to_state', o.to_state,
+                           'version_id', o.version_id, 'due_at', o.due_at,
+                           'timezone', o.timezone, 'local_time', o.local_time,
+                           'attempt_count', o.attempt_count)
+          FROM schedules o
+         WHERE o.installation_id = s.installation_id AND o.content_id = s.content_id
+           AND o.kind <> s.kind AND o.status IN ('pending', 'retrying')
+           AND o.made_stale_by IS NULL) AS collides
   FROM ranked
   JOIN schedules s ON s.id = ranked.id
   JOIN installations i ON i.id = s.installation_id

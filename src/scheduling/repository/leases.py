@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
-from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent
+from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent, Waiting
 from scheduling.domain.outbox import OutboxEvent
 from scheduling.domain.schedule import Command
 from scheduling.domain.statuses import Status
@@ -60,6 +60,7 @@ def due_row(row: Row) -> DueRow:
         timezone=row["timezone"],
         local_time=row["local_time"],
         subscribed=frozenset((row["subscribed"] or "").split()),
+        collides=Waiting(**json.loads(row["collides"])) if row["collides"] else None,
     )
 
 
@@ -253,7 +254,7 @@ class Leases:
         ]
         statements = values(SETTLE_SQL, SETTLE, (lease_token, now, Status.RUNNING), ends)
         settle_count = len(statements)
-        events = [s.event for s in settled if s.event is not None]
+        events = [e for s in settled for e in (s.event, s.stale_event) if e is not None]
         if events:
             statements += self.outbox.event_statements(lease_token, now, events)
         event_end = len(statements)

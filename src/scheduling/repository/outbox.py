@@ -79,7 +79,12 @@ class Outbox:
         self, lease_token: str, now: int, events: Sequence[OutboxEvent]
     ) -> list[Statement]:
         """The inserts of `events`, for the batch of the settle (or refusal) that raises them."""
-        rows = [(e.id, e.schedule_id, e.type, e.body.decode("utf-8")) for e in events]
+        raised: dict[str, list[list[str]]] = {}
+        for e in events:
+            raised.setdefault(e.settled_id, []).append(
+                [e.id, e.schedule_id, e.type, e.body.decode("utf-8")]
+            )
+        rows = [(settled, _json_text(listed)) for settled, listed in raised.items()]
         return self.trips.values(EVENTS_SQL, EVENTS, (lease_token, now), rows)
 
     def written(self, results: Sequence[Result]) -> None:
@@ -202,3 +207,7 @@ def _values(settled: SettledMessage, key: str) -> tuple[object, ...]:
         settled.error,
         int(settled.handed_back),
     )
+
+
+def _json_text(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -243,7 +243,8 @@ class SendWork(OnEngine):
         self.report.ended(settlement.status)
         attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
         event = self.events.sent(item, settlement, outcome, finished)
-        return SettledClaim(item, settlement, attempt, event)
+        stale = self.events.stale(item, settlement, finished)
+        return SettledClaim(item, settlement, attempt, event, stale)
 
     async def settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
         """Every claim under the batch's lease, in one round trip."""
