@@ -329,3 +329,32 @@ async def test_a_proposal_that_would_replace_a_waiting_schedule_says_so_before_c
         .first()
     )
     assert old == {"status": "superseded"}
+
+
+async def test_a_proposal_that_would_collide_with_the_other_kind_says_so_before_confirm(
+    world: World,
+) -> None:
+    installation = await world.install()
+    world.core.state.edit("cnt_pub")  # a draft newer than the published version: both offered
+    unpublish = await schedule(
+        world, installation, "cnt_pub", in_minutes=90, transition="unpublish:draft"
+    )
+    key = await mint_key(world, installation)
+    made = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {
+            "content_id": "cnt_pub",
+            "change": "publish",
+            "local_time": TOMORROW,
+            "timezone": "Europe/Paris",
+        },
+    )
+    proposal_id = made["structuredContent"]["proposal"]["id"]
+    browser = await world.browser_for(installation, content_id="cnt_pub")
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+    assert 'data-warning="collision"' in item
+    assert f"unpublish of version {unpublish['version_id']}" in item
+    assert "Whichever of the two runs second will be refused" in item

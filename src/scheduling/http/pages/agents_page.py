@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar, TypeVar
 
 from scheduling.actions.agent_keys import PageAgents
+from scheduling.domain.collisions import before_text
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import WAITING
@@ -29,6 +30,7 @@ class ProposalItem:
     when: str
     note: str
     replaces: str | None  # the waiting schedule a confirm would replace, in words
+    collides: str | None  # the other kind's waiting schedule it would collide with
     may_decide: bool  # the page's person could make the change (a viewer cannot)
 
 
@@ -71,6 +73,11 @@ def agents_panel(
             return None
         return f"{KIND[old.kind].lower()} on {instant_text(old.due_at, old.timezone)}"
 
+    def collides(proposal: Proposal) -> str | None:
+        # As the form warns before Schedule is pressed (issue 38), so does Confirm.
+        other = [s for k, s in waiting.items() if k != proposal.kind and s.made_stale_by is None]
+        return before_text(other[0]) if other else None
+
     return AgentsPanel(
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
@@ -86,6 +93,7 @@ def agents_panel(
                 when=instant_text(p.due_at, p.timezone),
                 note=p.note,
                 replaces=replaces(p),
+                collides=collides(p),
                 may_decide=session.context_kind == "manage"
                 or any(kind == p.kind for kind, _ in session.offered or ()),
             )

@@ -16,6 +16,7 @@ AGENTS = """{% macro session_fields(panel) %}
       <p><strong>{{ p.key_name }}</strong> proposes: {{ p.change_words }} on {{ p.when }} — for {{ p.person_name }}</p>
       {% if p.note %}<blockquote class="note">{{ p.note }}</blockquote>{% endif %}
       {% if p.replaces %}<p class="warning" data-warning="replace">Confirming replaces the waiting schedule to {{ p.replaces }}.</p>{% endif %}
+      {% if p.collides %}<p class="warning" data-warning="collision">{{ p.collides }}</p>{% endif %}
       {% if p.may_decide %}
       <div class="inline">
       {% if agents.pins %}
