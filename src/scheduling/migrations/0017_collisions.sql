@@ -8,7 +8,7 @@
 ALTER TABLE schedules ADD COLUMN made_stale_by TEXT;
 ALTER TABLE schedules ADD COLUMN made_stale_at INTEGER;
 
--- Marked by the settle itself, whichever runner settles (a tick, a queue consumer, a
+-- Marked by the settle itself, whichever runner settles (a tick or a
 -- clock's alarm): a trigger costs the runner no D1 statement of its own. A later migration
 -- that makes `schedules` again (a new table renamed into place) drops this trigger with the
 -- old table, and must create it again.
