@@ -24,6 +24,7 @@ import uvicorn
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import Configuration
+from scheduling.limits import VISITOR_CONNECTIONS
 from scheduling.runtimes.cpython import repeated_logs
 from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
@@ -47,7 +48,6 @@ LISTEN_BACKLOG = 2048
 # socket, imports) and each outbound pool at its fullest.
 BASE_FILES = 32
 OUTBOUND_CONNECTIONS = 100  # Dee Wan's calls and the runner's (httpx's default pool)
-VISITOR_CONNECTIONS = 16  # calls a visitor can trigger: test events
 CONSUMER_CONNECTIONS = 16  # each local queue consumer's pool
 # The most inbound connections held at once, whatever the limit allows, and the fewest
 # worth starting with.
