@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import secrets
 
 import pytest
 
@@ -35,6 +36,35 @@ def test_token_key_must_be_exactly_32_bytes(length: int) -> None:
         config.token_key  # noqa: B018
     assert raised.value.name == "TOKEN_KEY"
     assert not key or key not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        bytes(32),  # 32 zero bytes
+        b"\xff" * 32,
+        bytes(range(32)),  # counting
+        bytes(range(64, 0, -2)),
+        b"\x13\x37" * 16,  # a short block repeated
+        bytes(range(100, 116)) * 2,  # two equal halves
+    ],
+)
+def test_a_token_key_whose_bytes_follow_a_pattern_is_refused(key: bytes) -> None:
+    """Issue 37, item 3: a TOKEN_KEY of 32 zero bytes was accepted."""
+    encoded = base64.b64encode(key).decode()
+    config = Configuration.from_mapping(base_env(TOKEN_KEY=encoded))
+    problem = config.problems["TOKEN_KEY"]
+    assert problem.startswith("is not random")
+    assert "openssl rand -base64 32" in problem
+    with pytest.raises(Misconfigured):
+        config.token_key  # noqa: B018
+    assert encoded not in problem
+
+
+def test_random_token_keys_are_taken() -> None:
+    for _ in range(1000):
+        key = base64.b64encode(secrets.token_bytes(32)).decode()
+        assert "TOKEN_KEY" not in Configuration.from_mapping(base_env(TOKEN_KEY=key)).problems
 
 
 def test_token_key_not_base64_is_named_without_its_value() -> None:

@@ -14,7 +14,7 @@ from scheduling.domain import outcomes
 from scheduling.domain.outcomes import AnswerRule, Retry
 from scheduling.domain.statuses import Status
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env, runner_status
 from tests.support.queue import Yielding
 from tests.support.world import (
     MINUTE,
@@ -245,7 +245,7 @@ async def test_unreadable_token_refuses_without_sending(
     world = World(db, clock)
     installation = await world.install()
     s = await schedule(world, installation)
-    other = World(db, clock, env=base_env(TOKEN_KEY="AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="))
+    other = World(db, clock, env=base_env(TOKEN_KEY=OTHER_TOKEN_KEY))
     other.core = world.core
     await tick_at(other, s["due_at"])
     assert ((await row(world, s["id"]))["status"], (await row(world, s["id"]))["result_code"]) == (

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from scheduling.domain.secret_strength import admin_secret_problem, token_key_problem
 from scheduling.limits import RECORD_STATEMENTS, REQUEST_TIMEOUT_MS, batch_cost
 
 VARIABLES = (
@@ -116,6 +117,9 @@ def _admin_secret(value: Any) -> str:
             f"has too little variety: use at least {ADMIN_SECRET_MIN_DIFFERENT} different"
             " characters (a random one: openssl rand -base64 32)"
         )
+    problem = admin_secret_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -130,6 +134,9 @@ def _token_key(value: Any) -> bytes:
         raise ValueError("is not valid base64 (expected base64 of exactly 32 bytes)") from None
     if len(key) != 32:
         raise ValueError(f"must decode to exactly 32 bytes, got {len(key)} bytes")
+    problem = token_key_problem(key)
+    if problem is not None:
+        raise ValueError(problem)
     return key
 
 
