@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.pyodide_harness.harness import Harness
-from tests.support.d1_rows import DUE, installation_row, removal, schedule_row
+from tests.support.d1_rows import due_soon, installation_row, removal, schedule_row
 from tests.support.loopback_core import LoopbackCore, loopback_core
 
 pytestmark = pytest.mark.pyodide
@@ -24,13 +24,15 @@ def core() -> Iterator[LoopbackCore]:
         yield answering
 
 
-def seed(harness: Harness, core: LoopbackCore, prefix: str, installations: int, rows: int) -> None:
+def seed(
+    harness: Harness, core: LoopbackCore, prefix: str, installations: int, rows: int, due: int
+) -> None:
     for n in range(installations):
         installation = f"{prefix}_ins{n}"
         sealed = harness.seal("dwp_" + "A" * 43, f"installation-token:{installation}")
         harness.execute(installation_row(installation, core.base_url, sealed))
         statements = [
-            schedule_row(f"{prefix}_s{n}_{i}", installation, f"cnt_{i}", due_at=DUE)
+            schedule_row(f"{prefix}_s{n}_{i}", installation, f"cnt_{i}", due_at=due)
             for i in range(rows)
         ]
         for start in range(0, rows, 50):
@@ -57,7 +59,8 @@ def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
     # Answers slow enough that invocations running at once have requests out at once (at
     # 20 ms, two invocations' sends could interleave without ever overlapping: flaky).
     core.delay_s = 0.2
-    seed(harness, core, prefix, installations=4, rows=30)
+    due = due_soon()
+    seed(harness, core, prefix, installations=4, rows=30, due=due)
     logged = len(harness.events("runner_consume"))
     harness.fetch_stats(reset=True)
     try:
@@ -71,7 +74,7 @@ def test_scheduled_dispatches_and_queue_invocations_send_within_their_caps(
                 max_batch_size=2, max_concurrency=4, delay_scale=0.05, duplicate_every=3
             ),
         ):
-            harness.scheduled(DUE)  # answered once the dispatched work is done too
+            harness.scheduled(due)  # answered once the dispatched work is done too
             queue = harness.queue()
         assert statuses(harness, prefix) == {"completed:transition_applied": 120}
     finally:
@@ -99,7 +102,8 @@ def test_at_workers_free_limits_a_1000_row_burst_drains_over_later_invocations(
     """D1 and fetch refuse past 50 calls in each invocation, with workerd's texts; the
     operator never set the 50s."""
     prefix = "tq2"
-    seed(harness, core, prefix, installations=10, rows=100)
+    due = due_soon()
+    seed(harness, core, prefix, installations=10, rows=100, due=due)
     ticks = len(harness.events("runner_tick_failed"))
     logged = len(harness.events("runner_consume"))
     try:
@@ -108,7 +112,7 @@ def test_at_workers_free_limits_a_1000_row_burst_drains_over_later_invocations(
             harness.bound_queue(max_batch_size=10, max_concurrency=4, delay_scale=0.05),
             harness.limits(d1=50, subrequests=50),
         ):
-            harness.scheduled(DUE, timeout_s=300)
+            harness.scheduled(due, timeout_s=300)
             queue = harness.queue()
         ended = statuses(harness, prefix)
     finally:

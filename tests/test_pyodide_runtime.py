@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -229,7 +230,8 @@ def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
             "code": "misconfigured",
             "message": "PLUGIN_DB is not configured correctly",
         }
-        tick = unbound.control.post("/__harness/scheduled", params={"time": 1_782_900_000_000})
+        now = int(time.time() * 1000)
+        tick = unbound.control.post("/__harness/scheduled", params={"time": now})
         assert tick.status_code == 500  # scheduled() raised, as workerd would log it
         log = unbound.log_tail(200)
         assert "misconfigured: PLUGIN_DB is not bound" in log
