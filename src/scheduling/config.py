@@ -281,6 +281,13 @@ class Configuration:
         return str(self._need("PUBLIC_ORIGIN"))
 
     @property
+    def is_https(self) -> bool:
+        """PUBLIC_ORIGIN is https (False when it is not set correctly)."""
+        return "PUBLIC_ORIGIN" not in self.problems and str(
+            self._settings.PUBLIC_ORIGIN
+        ).startswith("https://")
+
+    @property
     def environment(self) -> str:
         return str(self._need("ENVIRONMENT"))
 
