@@ -54,8 +54,15 @@ CONSUMER_CONNECTIONS = 16  # each local queue consumer's pool
 MAX_CONNECTIONS = 1_000
 MIN_CONNECTIONS = 16
 # Connections accepted in one go before any is looked at (asyncio accepts up to the
-# server's backlog at once), so the cap leaves room for one such burst.
+# server's backlog at once).
 ACCEPT_BURST = 128
+# How many such bursts can be open before the cap closes a connection for the first of them:
+# asyncio accepts a burst in one turn of its loop, makes their transports in the next, calls
+# `connection_made` (where the cap closes the oldest) in the one after, and the socket is
+# closed in the fourth; the listening socket may be read at every turn. With room for one
+# burst only, a flood under load reached the open-file limit ("socket.accept() out of
+# system resource", a traceback, and a second without accepting).
+BURSTS_IN_FLIGHT = 4
 
 
 @dataclass(frozen=True)
@@ -68,13 +75,13 @@ class Connections:
     @classmethod
     def within(cls, file_limit: int | None = None, *, consumers: int = 0) -> Connections:
         """Below the open-file limit (this process's, by default), with room for the outbound
-        pools and one burst of accepts, and at most `MAX_CONNECTIONS`."""
+        pools and the bursts of accepts in flight, and at most `MAX_CONNECTIONS`."""
         if file_limit is None:
             file_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         outbound = OUTBOUND_CONNECTIONS + VISITOR_CONNECTIONS + consumers * CONSUMER_CONNECTIONS
         room = file_limit - BASE_FILES - outbound
-        burst = max(1, min(ACCEPT_BURST, room // 4))
-        cap = min(MAX_CONNECTIONS, room - burst)
+        burst = max(1, min(ACCEPT_BURST, room // (2 * BURSTS_IN_FLIGHT)))
+        cap = min(MAX_CONNECTIONS, room - BURSTS_IN_FLIGHT * burst)
         if cap < MIN_CONNECTIONS:
             raise StartupError(
                 f"the open-file limit ({file_limit}) leaves room for {max(cap, 0)} connections:"
