@@ -174,6 +174,7 @@ async def delete_all_data(db: Database, installation_id: str) -> bool:
         "DELETE FROM schedule_attempts WHERE schedule_id IN"
         " (SELECT id FROM schedules WHERE installation_id = ?1)",
         "DELETE FROM schedules WHERE installation_id = ?1",
+        "DELETE FROM schedule_revisions WHERE installation_id = ?1",
         "DELETE FROM sessions WHERE installation_id = ?1",
         "DELETE FROM activation_codes WHERE installation_id = ?1",
         "DELETE FROM installations WHERE id = ?1",
