@@ -423,7 +423,7 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"Burst: N schedules due at one round hour over {INSTALLATIONS} installations, "
-        f"core answering in {args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_TICK=20, "
+        f"core answering in {args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_BATCH=20, "
         f"SEND_CONCURRENCY={SEND_CONCURRENCY}, TICK_BUDGET_MS=45000, MAX_LATENESS_MS=900000"
     )
     for rows in args.rows:

@@ -167,7 +167,7 @@ def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path:
         assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
         assert "env.LAUNCH_LIMITER" in output
         assert ("env.SEND_QUEUE (dee-wan-scheduling-sends)" in output) is queue
-        assert "env.MAX_ROWS_PER_TICK (20)" in output
+        assert "env.MAX_ROWS_PER_BATCH (20)" in output
         assert (out / "entry.py").exists()
     migrations = wrangler_runner(tmp_path, WRANGLER_EXAMPLE)(
         "d1",

@@ -142,7 +142,7 @@ async def test_the_purge_stays_within_the_ticks_d1_budget(
     monkeypatch.setattr(retention, "STEP_ROWS", 5)
     seed(db, OLD, 200, prefix="old", status="completed")
     config = Configuration.from_mapping(base_env())
-    least = minimum_queries_per_tick(config.max_rows_per_tick)
+    least = minimum_queries_per_tick(config.max_rows_per_batch)
     app = make_app(db, clock, env=base_env(MAX_D1_QUERIES_PER_TICK=str(least)))
     report: dict[str, Any] = await app.tick(START_MS)
     assert report["d1_statements"] <= least

@@ -172,7 +172,7 @@ async def test_a_consumer_serves_the_message_delivered_most_often_first_then_bac
     """With room for one message's rows, the one delivered seven times goes before a fresh
     one listed ahead of it; the one left comes back after a second, and a message retried
     for the 25th time after three (a second more for each ten deliveries, at most ten)."""
-    room = {"MAX_SENDS_PER_TICK": "20", "MAX_ROWS_PER_TICK": "20"}
+    room = {"MAX_SENDS_PER_TICK": "20", "MAX_ROWS_PER_BATCH": "20"}
     world = World(db, clock, env=base_env(**room, MAX_IN_FLIGHT_PER_INSTALLATION="20"))
     due = clock.now + MINUTE
     bodies = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -19,6 +20,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from scheduling.domain.secret_strength import admin_secret_problem, token_key_problem
 from scheduling.limits import RECORD_STATEMENTS, REQUEST_TIMEOUT_MS, batch_cost
 
+log = logging.getLogger("scheduling")
+
 VARIABLES = (
     "PUBLIC_ORIGIN",
     "ENVIRONMENT",
@@ -27,7 +30,7 @@ VARIABLES = (
     "MAX_LATENESS_MS",
     "LEASE_MS",
     "MAX_RETRY_AFTER_MS",
-    "MAX_ROWS_PER_TICK",
+    "MAX_ROWS_PER_BATCH",
     "SEND_CONCURRENCY",
     "TICK_BUDGET_MS",
     "MAX_D1_QUERIES_PER_TICK",
@@ -38,6 +41,10 @@ VARIABLES = (
     "MAX_CREATES_PER_MINUTE",
     "CLOCK_LEAD_MS",
 )
+# Names a variable had before, still read (with a warning) when the new one is not set:
+# MAX_ROWS_PER_TICK bounds a batch (a tick runs batch after batch until its budget is spent).
+RENAMED = {"MAX_ROWS_PER_TICK": "MAX_ROWS_PER_BATCH"}
+_warned_renamed: set[str] = set()
 # Read by the local runtime only: a Worker's clock is its SCHEDULE_CLOCK binding, a Durable
 # Object namespace of that name (a variable of the same name would clash with it).
 LOCAL_VARIABLES = ("SCHEDULE_CLOCK",)
@@ -162,7 +169,7 @@ class _Settings(BaseModel):
     MAX_LATENESS_MS: PositiveInt = 900_000
     LEASE_MS: PositiveInt = 60_000
     MAX_RETRY_AFTER_MS: PositiveInt = 300_000
-    MAX_ROWS_PER_TICK: Annotated[int, Field(gt=0, le=500)] = 20
+    MAX_ROWS_PER_BATCH: Annotated[int, Field(gt=0, le=500)] = 20
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
     TICK_BUDGET_MS: PositiveInt = 45_000
     # Workers Paid allows 1,000 D1 queries per invocation (Free: 50).
@@ -199,7 +206,7 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     """Settings that are each valid but break the lease contract together."""
     names = (
         "LEASE_MS",
-        "MAX_ROWS_PER_TICK",
+        "MAX_ROWS_PER_BATCH",
         "SEND_CONCURRENCY",
         "TICK_BUDGET_MS",
         "MAX_D1_QUERIES_PER_TICK",
@@ -208,26 +215,37 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     if any(name in problems for name in names):
         return {}
     found: dict[str, str] = {}
-    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, settings.SEND_CONCURRENCY)
+    needed = minimum_lease_ms(settings.MAX_ROWS_PER_BATCH, settings.SEND_CONCURRENCY)
     lease_ms = settings.LEASE_MS
     if lease_ms < needed:
         found["LEASE_MS"] = (
-            f"must be at least {needed} for MAX_ROWS_PER_TICK={settings.MAX_ROWS_PER_TICK} and "
+            f"must be at least {needed} for MAX_ROWS_PER_BATCH={settings.MAX_ROWS_PER_BATCH} and "
             f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
             f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
     if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
         found["TICK_BUDGET_MS"] = f"must be less than LEASE_MS ({settings.LEASE_MS})"
-    rows = settings.MAX_ROWS_PER_TICK
+    rows = settings.MAX_ROWS_PER_BATCH
     one_batch = minimum_queries_per_tick(rows)
     if one_batch > settings.MAX_D1_QUERIES_PER_TICK:
         found["MAX_D1_QUERIES_PER_TICK"] = (
-            f"must be at least {one_batch} for MAX_ROWS_PER_TICK={rows}: "
+            f"must be at least {one_batch} for MAX_ROWS_PER_BATCH={rows}: "
             "one batch must fit in a tick"
         )
     if rows > settings.MAX_SENDS_PER_TICK:
-        found["MAX_SENDS_PER_TICK"] = f"must be at least MAX_ROWS_PER_TICK ({rows})"
+        found["MAX_SENDS_PER_TICK"] = f"must be at least MAX_ROWS_PER_BATCH ({rows})"
     return found
+
+
+def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
+    """Said once per process: a Worker's isolate reads its env on every request."""
+    if old in _warned_renamed:
+        return
+    _warned_renamed.add(old)
+    if taken:
+        log.warning("%s is now called %s: its value is read as %s; rename it", old, new, new)
+    else:
+        log.warning("%s is now called %s: both are set, %s is read; remove %s", old, new, new, old)
 
 
 def minimum_queries_per_tick(rows_per_batch: int) -> int:
@@ -249,6 +267,10 @@ class Configuration:
             for name in (*VARIABLES, *LOCAL_VARIABLES, *SECRETS)
             if env.get(name) is not None and env.get(name) != ""
         }
+        for old, new in RENAMED.items():
+            if env.get(old) is not None and env.get(old) != "":
+                _warn_renamed(old, new, taken=new not in raw)
+                raw.setdefault(new, env[old])
         problems: dict[str, str] = {}
         while True:
             try:
@@ -316,8 +338,13 @@ class Configuration:
         return int(self._need("MAX_RETRY_AFTER_MS"))
 
     @property
+    def max_rows_per_batch(self) -> int:
+        return int(self._need("MAX_ROWS_PER_BATCH"))
+
+    @property
     def max_rows_per_tick(self) -> int:
-        return int(self._need("MAX_ROWS_PER_TICK"))
+        """The old name of `max_rows_per_batch`, for the code that still says it."""
+        return self.max_rows_per_batch
 
     @property
     def send_concurrency(self) -> int:
