@@ -174,7 +174,8 @@ class _Settings(BaseModel):
     TICK_BUDGET_MS: PositiveInt = 45_000
     # Workers Paid allows 1,000 D1 queries per invocation (Free: 50).
     MAX_D1_QUERIES_PER_TICK: PositiveInt = 1_000
-    # Subrequests per invocation: 50 on Workers Free; more on Paid (see docs/operators/runner.md).
+    # Subrequests per invocation: 50 on Workers Free; 10,000 by default on Paid, configurable
+    # (see docs/operators/runner.md).
     MAX_SENDS_PER_TICK: PositiveInt = 1_000
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
