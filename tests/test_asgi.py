@@ -588,6 +588,7 @@ async def test_an_answer_written_before_the_app_carries_the_security_headers(
     headers, body = head_and_body(answer)
     for name, value in BASE_HEADERS:
         assert headers[name] == value
+    assert headers["strict-transport-security"] == "max-age=31536000"  # PUBLIC_ORIGIN is https
     assert headers["content-length"] == str(len(body))
     assert headers["connection"] == "close"
     assert json.loads(body)["code"] == "invalid_request"

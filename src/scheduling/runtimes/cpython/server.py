@@ -176,7 +176,10 @@ def server_config(
         host=HOST,
         port=port,
         http=timed_h11_protocol(
-            header_timeout_s, max_head_bytes=MAX_HEAD_BYTES, max_connections=connections.cap
+            header_timeout_s,
+            max_head_bytes=MAX_HEAD_BYTES,
+            max_connections=connections.cap,
+            https=asgi.app.services.config.is_https,
         ),
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         backlog=connections.accept_burst,
