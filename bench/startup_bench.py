@@ -47,8 +47,8 @@ ZONE = "Europe/Paris"  # the demo site's zone
 IMPORTS = [
     ("entry: its top level, what the snapshot holds", "entry"),
     (
-        "the runner's path alone (tick, consumer, the Workers services)",
-        "scheduling.runner.tick,scheduling.runner.consume,scheduling.runtimes.workers.bridge",
+        "the runner's path alone (tick, alarm, the Workers services)",
+        "scheduling.runner.tick,scheduling.runner.alarm,scheduling.runtimes.workers.bridge",
     ),
     (
         "entry and the HTTP app (what an isolate's first request adds)",

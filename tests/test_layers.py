@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the use cases and the runner", frozenset({"actions", "runner"})),
     ("HTTP: requests, responses, guards", frozenset({"http"})),
     ("the pages", frozenset({"http.pages"})),
-    ("the handlers", frozenset({"http.handlers"})),
+    ("the handlers and the agents' MCP endpoint", frozenset({"http.handlers", "mcp"})),
     ("the app: routes, refusals, the tick", frozenset({"app"})),
     (
         "the runtimes and the command line",
@@ -152,7 +152,7 @@ def test_the_entry_imports_the_workers_runtime_only() -> None:
 
 
 # What only a request needs: the entry's top level (the memory snapshot, under the startup
-# limit) must not load it. The cron and queue invocations never do; a request imports it.
+# limit) must not load it. The cron and alarm invocations never do; a request imports it.
 FETCH_ONLY_UNITS = {"app", "http", "http.pages", "http.handlers", "actions"}
 
 

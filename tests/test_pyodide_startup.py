@@ -29,7 +29,7 @@ def test_importing_the_entry_draws_randomness_only_where_the_sdk_allows() -> Non
     assert report["allowed"] == {"pydantic_core": 2}
     # The snapshot holds the runner's path; the HTTP app waits for the first request.
     loaded = set(report["loaded"])
-    assert {"scheduling.runner.tick", "scheduling.runner.consume", "pydantic"} <= loaded
+    assert {"scheduling.runner.tick", "scheduling.runner.alarm", "pydantic"} <= loaded
     assert not {"scheduling.app", "jinja2", "difflib"} & loaded
 
 

@@ -17,7 +17,7 @@ from scheduling.domain.statuses import Status
 from scheduling.runner.tick_window import TickTimeRefused
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env, runner_status
-from tests.support.queue import Yielding
+from tests.support.in_flight import Yielding
 from tests.support.world import (
     MINUTE,
     World,

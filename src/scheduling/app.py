@@ -1,15 +1,14 @@
 """The application: a route table, the one place refusals are rendered, and the runner's
-invocations (the cron's tick, a queue consumer's batch, a clock's alarm)."""
+invocations (the cron's tick, a clock's alarm)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.handlers import (
     activate,
     activation_codes,
+    agents,
     delete_data,
     home,
     installation,
@@ -26,9 +25,8 @@ from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.ports import QueueMessage
+from scheduling.mcp.endpoint import mcp
 from scheduling.runner.alarm import alarm
-from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
 
@@ -106,10 +104,23 @@ ROUTES = [
         notifications.enable_endpoint,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
+    Route("POST", "/installations/{installation_id}/agent-keys", agents.mint),
+    Route("POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents.revoke),
+    Route(
+        "POST",
+        "/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        agents.confirm_proposal,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/proposals/{proposal_id}/decline",
+        agents.decline_proposal,
+    ),
+    Route("POST", "/mcp", mcp),
 ]
 
 # Dee Wan core and the operator read JSON; people read pages.
-_MACHINE_PREFIXES = ("/dee-wan/", "/admin/")
+_MACHINE_PREFIXES = ("/dee-wan/", "/admin/", "/mcp")
 _PAGE_PREFIXES = ("/installations/", "/static/")
 
 
@@ -181,10 +192,6 @@ class App:
     async def tick(self, scheduled_time: int) -> dict[str, int]:
         """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""
         return await tick(self.services, scheduled_time)
-
-    async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
-        """One queue consumer invocation over a delivered batch (`runner.consume.consume`)."""
-        return await consume(self.services, messages)
 
     async def alarm(self, installation_id: str, set_for: int | None = None) -> int | None:
         """One alarm of an installation's clock (`runner.alarm.alarm`)."""

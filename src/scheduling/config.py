@@ -36,7 +36,6 @@ VARIABLES = (
     "MAX_D1_QUERIES_PER_TICK",
     "MAX_SENDS_PER_TICK",
     "MAX_IN_FLIGHT_PER_INSTALLATION",
-    "QUEUE_CONSUMERS",
     "RETENTION_DAYS",
     "MAX_CREATES_PER_MINUTE",
     "CLOCK_LEAD_MS",
@@ -179,9 +178,6 @@ class _Settings(BaseModel):
     MAX_SENDS_PER_TICK: PositiveInt = 1_000
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
-    # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
-    # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
-    QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
     # Finished schedules (and what hangs off them) and ended webhook deliveries are purged
     # this many days after they ended.
     RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
@@ -343,11 +339,6 @@ class Configuration:
         return int(self._need("MAX_ROWS_PER_BATCH"))
 
     @property
-    def max_rows_per_tick(self) -> int:
-        """The old name of `max_rows_per_batch`, for the code that still says it."""
-        return self.max_rows_per_batch
-
-    @property
     def send_concurrency(self) -> int:
         return int(self._need("SEND_CONCURRENCY"))
 
@@ -366,10 +357,6 @@ class Configuration:
     @property
     def max_in_flight_per_installation(self) -> int:
         return int(self._need("MAX_IN_FLIGHT_PER_INSTALLATION"))
-
-    @property
-    def queue_consumers(self) -> int:
-        return int(self._need("QUEUE_CONSUMERS"))
 
     @property
     def retention_days(self) -> int:

@@ -60,9 +60,9 @@ RECORD_STATEMENTS = 3
 
 def batch_cost(rows: int, *, capped: bool = False) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals and their events, claims, opening attempts; a queue consumer's claim also reads
-    how many claims each installation holds) and its settle round trip (settles and their
-    events, finished or dropped attempts, each installation's last send)."""
+    (refusals and their events, claims, opening attempts; a claim under the per-installation
+    cap also reads how many claims each installation holds) and its settle round trip (settles
+    and their events, finished or dropped attempts, each installation's last send)."""
     claim = 1 + CLAIM_WITHIN.statements(rows) if capped else CLAIM.statements(rows)
     claim += REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows) + 1
     settle = SETTLE.statements(rows) + EVENTS.statements(rows) + FINISH_ATTEMPTS.statements(rows)
@@ -76,7 +76,3 @@ def delivery_batch_cost(messages: int) -> int:
     of those)."""
     settle = 2 * SETTLE_DELIVERIES.statements(messages) + 5 * ENDPOINT_IDS.statements(messages)
     return CLAIM_DELIVERIES_COST + settle
-
-
-# Cloudflare Queues: at most 100 messages in one `sendBatch` (and 256 KB; ours are far smaller).
-MAX_MESSAGES_PER_SEND = 100

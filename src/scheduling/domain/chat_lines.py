@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduling.domain.notifications import COMPLETED, REFUSED, RETRYING
+from scheduling.domain.notifications import COMPLETED, PROPOSAL_CREATED, REFUSED, RETRYING
 from scheduling.domain.time_words import zoned_clock_text
 
 MAX_LINES = 10
@@ -39,6 +39,8 @@ def event_line(body: bytes, title: str | None) -> str:
     so (a completed one needs no reason)."""
     event = json.loads(body)
     data = event["data"]
+    if event["type"] == PROPOSAL_CREATED:
+        return _proposal_line(data)
     name = (title or "").strip() or str(data["content_id"])
     if len(name) > MAX_TITLE_CHARS:
         name = name[: MAX_TITLE_CHARS - 1].rstrip() + "…"
@@ -49,6 +51,18 @@ def event_line(body: bytes, title: str | None) -> str:
     said = f"{verb} “{name}” ({data['version_id']}) at {when}"
     reason = str(data.get("message") or "")
     said = f"{said}." if event["type"] == COMPLETED or not reason else f"{said}: {reason}"
+    return escape(" ".join(said.split()))
+
+
+def _proposal_line(data: dict[str, object]) -> str:
+    """`Release bot proposes to publish cnt_en at 09:00 CEST, for Ada: confirm or decline it on
+    the Scheduling page.` (no title: a proposal has read nothing from Dee Wan)."""
+    due_at = int(datetime.fromisoformat(str(data["due_at"])).timestamp() * 1000)
+    when = zoned_clock_text(due_at, str(data["timezone"]))
+    said = (
+        f"{data['proposed_by']} proposes to {data['kind']} {data['content_id']} at {when},"
+        f" for {data['for']}: confirm or decline it on the Scheduling page."
+    )
     return escape(" ".join(said.split()))
 
 

@@ -1,5 +1,5 @@
 """The runner's records of schedule sends: a due row as the runner saw it, a claim of it, how
-the claim ended, and a row a tick named in a queue message.
+the claim ended.
 
 The leases store (`repository/leases.py`) reads and writes them; the engine's schedule work
 (`runner/send_work.py`) decides with them.
@@ -7,7 +7,6 @@ The leases store (`repository/leases.py`) reads and writes them; the engine's sc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduling.domain.outbox import OutboxEvent
@@ -40,25 +39,6 @@ class DueRow:
 
     def observed(self) -> tuple[object, ...]:
         return (self.id, self.status, self.lease_token or "", self.attempt_count)
-
-
-@dataclass(frozen=True)
-class DispatchedRow:
-    """A due row a tick put in a queue message."""
-
-    id: str
-    installation_id: str
-    ready_at: int  # since when it is due (its retry time, or its expired lease)
-
-
-def round_robin(rows: Sequence[DispatchedRow]) -> list[DispatchedRow]:
-    """Each installation's oldest row, then each one's second, and so on."""
-    turns: dict[str, int] = {}
-    ranked = []
-    for row in sorted(rows, key=lambda r: (r.installation_id, r.ready_at, r.id)):
-        turns[row.installation_id] = turns.get(row.installation_id, 0) + 1
-        ranked.append((turns[row.installation_id], row.ready_at, row.id, row))
-    return [row for *_, row in sorted(ranked, key=lambda r: r[:3])]
 
 
 @dataclass(frozen=True)

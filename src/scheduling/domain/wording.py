@@ -105,6 +105,7 @@ EVENTS = {
     "schedule.refused": "A schedule ends not done (refused)",
     "schedule.completed": "A schedule is done",
     "schedule.retrying": "A schedule will try again",
+    "proposal.created": "An agent proposes a schedule",
     "test": "Test event",
 }
 

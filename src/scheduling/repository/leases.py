@@ -32,7 +32,6 @@ from scheduling.repository.lease_sql import (
     CLAIM_SQL,
     CLAIM_WITHIN_SQL,
     DROP_ATTEMPTS_SQL,
-    DUE_AMONG_SQL,
     DUE_FOR_SQL,
     DUE_SQL,
     FINISH_ATTEMPTS_SQL,
@@ -111,16 +110,6 @@ class Leases:
         rows = result.results
         self.outbox.next_at = rows[0]["outbox_next_at"] if rows else None
         return [due_row(row) for row in rows if row["id"] is not None]
-
-    async def due_among(self, ids: Sequence[str], now: int, limit: int) -> list[DueRow]:
-        """Up to `limit` of the schedules `ids` that are due at `now`, taken as `due` takes
-        them (round-robin across installations). Ids of rows that are not due, or no longer
-        exist, are left out."""
-        if not ids:
-            return []
-        statement = self.db.prepare(DUE_AMONG_SQL).bind(now, limit, json.dumps(list(ids)))
-        [result] = await self.trips.send([statement])
-        return [due_row(row) for row in result.results]
 
     async def due_for(self, installation_id: str, now: int, limit: int) -> list[DueRow]:
         """Up to `limit` of one installation's rows due at `now`, oldest first."""

@@ -57,16 +57,16 @@ from scheduling.repository.round_trips import RoundTrips
 class Outbox:
     """The deliveries' store. It also keeps what the invocation learnt of the outbox: how many
     events its settles wrote (`events_written`) and when a delivery is next due (`next_at`,
-    as of the last due query or dispatch that read it; None: nothing waits)."""
+    as of the last due query that read it; None: nothing waits)."""
 
     def __init__(self, trips: RoundTrips) -> None:
         self.trips = trips
         self.events_written = 0
         self.next_at: int | None = None
-        self.fresh: list[str] = []  # written by this invocation, not yet handed off
+        self.fresh: list[str] = []  # written by this invocation, not yet delivered by name
 
     def take_fresh(self) -> list[str]:
-        """The deliveries written since the last take (to hand to the queue)."""
+        """The deliveries written since the last take (for the invocation to deliver)."""
         taken, self.fresh = self.fresh, []
         return taken
 

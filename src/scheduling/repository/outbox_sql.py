@@ -45,7 +45,7 @@ _CLAIM = """UPDATE webhook_deliveries
 RETURNING id, endpoint_id, installation_id, schedule_id, payload, created_at, attempt_count,
           coalesce(retries_from, created_at) AS tried_from"""
 CLAIM_DELIVERIES_SQL = _DUE_MESSAGES.format(among="") + _CLAIM
-# The same among the deliveries a queue message named (a JSON array in ?5).
+# The same among the deliveries named (a JSON array in ?5): an alarm's own events, a page's.
 CLAIM_NAMED_SQL = (
     _DUE_MESSAGES.format(among="\n       AND due.id IN (SELECT value FROM json_each(?5))") + _CLAIM
 )

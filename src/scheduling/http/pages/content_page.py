@@ -26,6 +26,7 @@ from scheduling.domain.time_words import (
 from scheduling.domain.timezones import canonical_zone, zone_names
 from scheduling.domain.wording import change_text
 from scheduling.http.pages import time_labels
+from scheduling.http.pages.agents_page import AgentsPanel
 from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
@@ -146,6 +147,7 @@ class ContentPage:
     history: History
     card_page: CardPage
     pager: Pager
+    agents: AgentsPanel | None = None  # proposals and agent keys (issue 39)
 
 
 def content_page(

@@ -135,5 +135,6 @@ CONTENT = """{% extends "base.html" %}
 {% endif %}
 {{ page_links(pager, "bottom") }}
 </section>
+{% if agents %}{% include "agents.html" %}{% endif %}
 {% endblock %}
 """

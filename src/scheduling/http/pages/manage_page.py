@@ -18,6 +18,7 @@ from scheduling.domain.timezones import quoted, zone_names, zone_suggestions
 from scheduling.domain.wording import change_text, content_text
 from scheduling.http.listing_query import SHOWS, ignored, view_query
 from scheduling.http.pages import time_labels
+from scheduling.http.pages.agents_page import AgentsPanel
 from scheduling.http.pages.notifications_page import (
     Lines,
     NotificationsSection,
@@ -105,6 +106,7 @@ class ManagePage:
     pager: Pager
     notifications: NotificationsSection
     notice: str | None  # what the session's last action did, said once
+    agents: AgentsPanel | None = None  # proposals and agent keys (issue 39)
 
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:

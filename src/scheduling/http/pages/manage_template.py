@@ -62,5 +62,6 @@ MANAGE = """{% extends "base.html" %}
 
 {{ page_links(pager, "bottom") }}
 {% include "notifications.html" %}
+{% if agents %}{% include "agents.html" %}{% endif %}
 {% endblock %}
 """

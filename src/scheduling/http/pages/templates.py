@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from scheduling.http.pages.agents_template import AGENT_KEY, AGENTS
 from scheduling.http.pages.cancel_template import CANCEL
 from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
@@ -78,6 +79,8 @@ _SOURCES = {
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,
+    "agents.html": AGENTS,
+    "agent_key.html": AGENT_KEY,
     "notifications.html": NOTIFICATIONS,
     "deliveries.html": DELIVERIES,
     "endpoint_confirm.html": ENDPOINT_CONFIRM,

@@ -2,7 +2,7 @@
 
 The Services for the env (built again when the vars or bindings change) serve every
 invocation. The HTTP app is built, and `edge.py` with the routes, handlers, pages and
-jinja2 imported, by the isolate's first request: the cron and queue invocations never load
+jinja2 imported, by the isolate's first request: the cron and alarm invocations never load
 them, so the memory snapshot taken after the entry's top level holds only the runner's path.
 """
 
@@ -12,10 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from scheduling.runner.alarm import alarm
-from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
-from scheduling.runtimes.workers.queue import WorkersMessage
 from scheduling.services import Services
 
 if TYPE_CHECKING:
@@ -55,10 +53,6 @@ async def fetch(env: Any, request: Any) -> Any:
 
 async def scheduled(env: Any, controller: Any) -> None:
     await tick(services_for(env), int(controller.scheduledTime))
-
-
-async def queue(env: Any, batch: Any) -> None:
-    await consume(services_for(env), [WorkersMessage(message) for message in batch.messages])
 
 
 def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:
