@@ -271,7 +271,7 @@ def main() -> None:
     print(
         f"Burst: N schedules due at one round hour over {INSTALLATIONS} installations, no "
         f"SCHEDULE_CLOCK (the tick sends inline), core answering in "
-        f"{args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_TICK=20, "
+        f"{args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_BATCH=20, "
         f"SEND_CONCURRENCY={SEND_CONCURRENCY}, TICK_BUDGET_MS=45000, MAX_LATENESS_MS=900000; "
         f"load average before: {os.getloadavg()[0]:.2f}"
     )

@@ -5,8 +5,10 @@ does). Only the standard library: it runs before any venv exists.
 
 The steps, each only once the one before it succeeded:
 1. the prerequisites nothing here can install: Node.js at the version the pinned wrangler
-   needs (`engines` in package.json), the hosts the tools download from and upload to, and a
-   `wrangler.jsonc` with the D1 database id filled in. `--check` stops here (and checks uv);
+   needs (`engines` in package.json), the hosts the tools download from and upload to (those
+   of pywrangler's first run included), and a `wrangler.jsonc` with the D1 database id filled
+   in, `global_fetch_strictly_public` among its flags and `ENVIRONMENT` set to `production`.
+   `--check` stops here (and checks uv);
 2. the tools, exactly as locked: `npm ci` (wrangler, package-lock.json) and
    `pip install --require-hashes -r requirements/deploy.txt` into .venv (pywrangler, uv);
 3. uv at a version pywrangler accepts;
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +45,18 @@ EXAMPLE_CONFIG = "wrangler.example.jsonc"
 # pywrangler 1.17 refuses an older uv (MIN_UV_VERSION in its utils.py).
 MIN_UV = (0, 13, 4)
 # What the deploy reaches: npm (wrangler), PyPI (pywrangler, uv and the Worker's packages),
-# Pyodide's package index (pywrangler resolves the Worker's packages against it), GitHub (uv
-# downloads the CPython and the Pyodide interpreters pywrangler asks for), Cloudflare's API.
+# Pyodide's package index (pywrangler resolves the Worker's packages against it), GitHub (on
+# a first run uv downloads a CPython build and pywrangler the Pyodide cross-build environment:
+# release downloads, which github.com hands on to release-assets.githubusercontent.com, the
+# environment's metadata from pyodide.github.io), Cloudflare's API.
 HOSTS = (
     "registry.npmjs.org",
     "pypi.org",
     "files.pythonhosted.org",
     "index.pyodide.org",
     "github.com",
+    "release-assets.githubusercontent.com",
+    "pyodide.github.io",
     "api.cloudflare.com",
 )
 NETWORK_TIMEOUT_S = 10.0
@@ -145,8 +151,11 @@ def unreachable(urls: Iterable[str], timeout_s: float = NETWORK_TIMEOUT_S) -> li
     return [url for url, answered in zip(listed, answers, strict=True) if not answered]
 
 
-def network_problem(hosts: Sequence[str] = HOSTS) -> str | None:
-    missing = unreachable(f"https://{host}/" for host in hosts)
+def network_problem(
+    hosts: Sequence[str] = HOSTS, probe: Callable[[Iterable[str]], list[str]] = unreachable
+) -> str | None:
+    """The hosts `probe` finds unreachable, by name (`probe`: `unreachable`, or a test's)."""
+    missing = probe(f"https://{host}/" for host in hosts)
     if not missing:
         return None
     names = ", ".join(url.removeprefix("https://").rstrip("/") for url in missing)
@@ -160,22 +169,40 @@ def first_database(config: dict[str, Any]) -> dict[str, Any]:
     return databases[0]
 
 
-def config_problem(path: Path = WRANGLER_CONFIG) -> str | None:
+def config_problems(path: Path = WRANGLER_CONFIG) -> list[str]:
+    """What the Worker's config lacks: the D1 id, the flag that keeps every fetch on the
+    public Internet (webhook endpoints are URLs installations type in), and production."""
     fill = f"copy {EXAMPLE_CONFIG} to {path.name} and put in the id from `wrangler d1 create`"
     if not path.exists():
-        return f"{path.name} ({fill})"
+        return [f"{path.name} ({fill})"]
     try:
-        database = first_database(read_config(path))
+        config = read_config(path)
+        database = first_database(config)
     except ValueError as exc:  # json.JSONDecodeError is one
-        return f"a readable {path.name} ({exc})"
+        return [f"a readable {path.name} ({exc})"]
+    problems = []
     if PLACEHOLDER_ID.match(str(database.get("database_id", ""))):
-        return f"the D1 database id in {path.name} (still the placeholder: {fill})"
-    return None
+        problems.append(f"the D1 database id in {path.name} (still the placeholder: {fill})")
+    flags = config.get("compatibility_flags")
+    if not isinstance(flags, list) or "global_fetch_strictly_public" not in flags:
+        problems.append(
+            f"global_fetch_strictly_public in {path.name}'s compatibility_flags (without it a"
+            " fetch to a host of the Worker's own zone reaches its origin server directly,"
+            f" as {EXAMPLE_CONFIG} says)"
+        )
+    variables = config.get("vars")
+    environment = variables.get("ENVIRONMENT") if isinstance(variables, dict) else None
+    if environment != "production":
+        problems.append(
+            f'"ENVIRONMENT": "production" in {path.name}\'s vars'
+            f" (it is {json.dumps(environment) if environment is not None else 'not set'})"
+        )
+    return problems
 
 
 def missing(*, check_uv: bool) -> list[str]:
     """Every prerequisite that is not met, in words; empty when the deploy can start."""
-    problems = [node_problem(node_minimum()), network_problem(), config_problem()]
+    problems = [node_problem(node_minimum()), network_problem(), *config_problems()]
     if check_uv:
         problems.append(uv_problem(uv_command()))
     return [problem for problem in problems if problem is not None]

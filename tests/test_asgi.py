@@ -17,7 +17,15 @@ from scheduling.http.responses import BASE_HEADERS
 from scheduling.runtimes.cpython.asgi import AsgiApp, Message
 from scheduling.runtimes.cpython.server import Connections
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import ADMIN_SECRET, ORIGIN, START_MS, FakeClock, base_env, make_app
+from tests.support.app import (
+    ADMIN_SECRET,
+    ORIGIN,
+    START_MS,
+    FakeClock,
+    base_env,
+    call,
+    make_app,
+)
 from tests.support.local_server import local_server
 from tests.support.world import World
 
@@ -580,6 +588,7 @@ async def test_an_answer_written_before_the_app_carries_the_security_headers(
     headers, body = head_and_body(answer)
     for name, value in BASE_HEADERS:
         assert headers[name] == value
+    assert headers["strict-transport-security"] == "max-age=31536000"  # PUBLIC_ORIGIN is https
     assert headers["content-length"] == str(len(body))
     assert headers["connection"] == "close"
     assert json.loads(body)["code"] == "invalid_request"
@@ -674,3 +683,31 @@ async def test_past_the_cap_with_every_connection_busy_a_new_one_gets_503_at_onc
     assert headers["content-length"] == str(len(body))
     for name, value in BASE_HEADERS:
         assert headers[name] == value
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers"),
+    [
+        ("GET", "/dee-wan/manifest.json", {}),
+        ("GET", "/nowhere", {"accept": "text/html"}),  # a refusal page
+        ("POST", "/admin/activation-codes", {}),  # a JSON refusal
+        ("HEAD", "/healthz", {}),
+    ],
+)
+async def test_every_answer_carries_strict_transport_security_when_the_origin_is_https(
+    db: SqliteDatabase, clock: FakeClock, method: str, path: str, headers: dict[str, str]
+) -> None:
+    """Issue 37, item 6: no answer said Strict-Transport-Security."""
+    https = make_app(db, clock)
+    answer = await call(https, method, path, headers=headers)
+    assert answer.header("strict-transport-security") == "max-age=31536000"
+    plain = make_app(
+        db,
+        clock,
+        env=base_env(
+            ENVIRONMENT="development",
+            PUBLIC_ORIGIN="http://localhost:8787",
+        ),
+    )
+    answer = await call(plain, method, path, headers=headers, origin="http://localhost:8787")
+    assert answer.header("strict-transport-security") is None

@@ -21,7 +21,7 @@ from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock, base_env
+from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
 from tests.support.webhooks import (
     CHAT_URL,
     DEE_WAN_REFUSALS,
@@ -146,7 +146,7 @@ async def test_a_reclaimed_lease_and_a_token_unreadable_are_lines_too(
     await tick_at(world, crashed["due_at"] + 900_001)
     [text] = chat.receiver.texts()
     assert chat.lines(text)[0].startswith("• Could not publish “Spring launch” (")
-    other_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+    other_key = OTHER_TOKEN_KEY
     elsewhere = World(db, clock, env=base_env(TOKEN_KEY=other_key))
     elsewhere.core = world.core
     with_receivers(elsewhere, chat.receiver)

@@ -33,7 +33,7 @@ from tests.support.world import insert_due
 CAP = 4
 ROWS = 10
 SECOND = 1_000
-LEASE_MS = 25_000  # the least MAX_ROWS_PER_TICK=6 allows
+LEASE_MS = 25_000  # the least MAX_ROWS_PER_BATCH=6 allows
 
 
 def rows(db_path: Path) -> list[sqlite3.Row]:
@@ -56,7 +56,7 @@ def test_killed_mid_alarm_and_restarted_each_row_is_sent_once_more_at_most(
             core.base_url,
             SCHEDULE_CLOCK="1",
             MAX_IN_FLIGHT_PER_INSTALLATION=str(CAP),
-            MAX_ROWS_PER_TICK="6",
+            MAX_ROWS_PER_BATCH="6",
             LEASE_MS=str(LEASE_MS),
             TICK_BUDGET_MS="20000",
         )

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import base64
+import logging
+import secrets
+from pathlib import Path
 
 import pytest
 
-from scheduling.config import Configuration, ConfigurationError, Misconfigured
+from scheduling import config as config_module
+from scheduling.config import VARIABLES, Configuration, ConfigurationError, Misconfigured
+from scheduling.runtimes.cpython.dev_vars import load_vars
 from tests.support.app import base_env
 
 
@@ -13,7 +18,7 @@ def test_defaults_match_the_reference() -> None:
     assert config.problems == {}
     assert (config.max_attempts, config.max_lateness_ms, config.lease_ms) == (5, 900_000, 60_000)
     assert config.max_retry_after_ms == 300_000
-    assert config.max_rows_per_tick == 20
+    assert config.max_rows_per_batch == 20
     assert config.environment == "production"
     assert config.dev_origins == ()
 
@@ -35,6 +40,35 @@ def test_token_key_must_be_exactly_32_bytes(length: int) -> None:
         config.token_key  # noqa: B018
     assert raised.value.name == "TOKEN_KEY"
     assert not key or key not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        bytes(32),  # 32 zero bytes
+        b"\xff" * 32,
+        bytes(range(32)),  # counting
+        bytes(range(64, 0, -2)),
+        b"\x13\x37" * 16,  # a short block repeated
+        bytes(range(100, 116)) * 2,  # two equal halves
+    ],
+)
+def test_a_token_key_whose_bytes_follow_a_pattern_is_refused(key: bytes) -> None:
+    """Issue 37, item 3: a TOKEN_KEY of 32 zero bytes was accepted."""
+    encoded = base64.b64encode(key).decode()
+    config = Configuration.from_mapping(base_env(TOKEN_KEY=encoded))
+    problem = config.problems["TOKEN_KEY"]
+    assert problem.startswith("is not random")
+    assert "openssl rand -base64 32" in problem
+    with pytest.raises(Misconfigured):
+        config.token_key  # noqa: B018
+    assert encoded not in problem
+
+
+def test_random_token_keys_are_taken() -> None:
+    for _ in range(1000):
+        key = base64.b64encode(secrets.token_bytes(32)).decode()
+        assert "TOKEN_KEY" not in Configuration.from_mapping(base_env(TOKEN_KEY=key)).problems
 
 
 def test_token_key_not_base64_is_named_without_its_value() -> None:
@@ -97,7 +131,7 @@ def test_a_lease_must_outlive_its_batch() -> None:
     # 20 rows in waves of 2 take up to 10 x 10 s: a 60 s lease could expire mid-batch.
     config = Configuration.from_mapping(base_env(SEND_CONCURRENCY="2"))
     assert "LEASE_MS" in config.problems
-    assert "MAX_ROWS_PER_TICK=20" in config.problems["LEASE_MS"]
+    assert "MAX_ROWS_PER_BATCH=20" in config.problems["LEASE_MS"]
     assert "SEND_CONCURRENCY=2" in config.problems["LEASE_MS"]
     with pytest.raises(Misconfigured):
         config.lease_ms  # noqa: B018
@@ -121,9 +155,9 @@ def test_per_tick_budgets_must_fit_one_batch() -> None:
     # One batch at its worst (its due query, claim, settle, and their outbox events: 12)
     # and the tick's record.
     assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith(
-        "must be at least 16 for MAX_ROWS_PER_TICK=20"
+        "must be at least 16 for MAX_ROWS_PER_BATCH=20"
     )
-    assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_TICK (20)"
+    assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_BATCH (20)"
     assert (
         Configuration.from_mapping(
             base_env(MAX_D1_QUERIES_PER_TICK="50", MAX_SENDS_PER_TICK="50")
@@ -150,3 +184,27 @@ def test_the_cap_per_installation_defaults_to_six() -> None:
 def test_the_cap_per_installation_out_of_range_is_named(name: str, value: str) -> None:
     config = Configuration.from_mapping(base_env(**{name: value}))
     assert config.problems[name].startswith("input should be")
+
+
+def test_max_rows_per_tick_is_still_read_as_max_rows_per_batch_with_a_warning(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 37: MAX_ROWS_PER_TICK bounds a batch (a tick runs batch after batch); the name
+    says so now, and a config that still has the old one keeps working."""
+    monkeypatch.setattr(config_module, "_warned_renamed", set())
+    caplog.set_level(logging.WARNING, logger="scheduling")
+    old = Configuration.from_mapping(base_env(MAX_ROWS_PER_TICK="7", LEASE_MS="60000"))
+    assert old.problems == {}
+    assert old.max_rows_per_batch == 7
+    assert "MAX_ROWS_PER_TICK is now called MAX_ROWS_PER_BATCH" in caplog.text
+    both = Configuration.from_mapping(base_env(MAX_ROWS_PER_TICK="7", MAX_ROWS_PER_BATCH="9"))
+    assert both.max_rows_per_batch == 9
+    assert caplog.text.count("is now called") == 1  # once per process
+    assert "MAX_ROWS_PER_TICK" not in VARIABLES
+    assert "MAX_ROWS_PER_BATCH" in VARIABLES
+
+
+def test_the_old_name_is_read_from_a_vars_file(tmp_path: Path) -> None:
+    vars_file = tmp_path / ".dev.vars"
+    vars_file.write_text("MAX_ROWS_PER_TICK=8\n", "utf-8")
+    assert Configuration.from_mapping(load_vars(vars_file, {})).max_rows_per_batch == 8

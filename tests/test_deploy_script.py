@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -166,6 +166,66 @@ def test_the_placeholder_database_id_is_refused(checkout: Path, tmp_path: Path) 
     with_config(checkout, "00000000-0000-0000-0000-000000000000")
     line = the_line(run(checkout, machine(tmp_path), "--check"))
     assert "the D1 database id in wrangler.jsonc (still the placeholder" in line
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            ('"python_workers", "global_fetch_strictly_public"', '"python_workers"'),
+            "global_fetch_strictly_public in wrangler.jsonc's compatibility_flags",
+        ),
+        (
+            ('"ENVIRONMENT": "production",', '"ENVIRONMENT": "development",'),
+            '"ENVIRONMENT": "production" in wrangler.jsonc\'s vars (it is "development")',
+        ),
+        (
+            ('"ENVIRONMENT": "production",', ""),
+            '"ENVIRONMENT": "production" in wrangler.jsonc\'s vars (it is not set)',
+        ),
+    ],
+)
+def test_a_config_that_lost_the_public_fetch_flag_or_production_is_refused(
+    checkout: Path, tmp_path: Path, change: tuple[str, str], expected: str
+) -> None:
+    """Issue 37, item 7: `--check` checked the D1 id only."""
+    with_config(checkout, REAL_ID)
+    config = checkout / "wrangler.jsonc"
+    text = config.read_text("utf-8")
+    assert change[0] in text
+    config.write_text(text.replace(change[0], change[1]), "utf-8")
+    bin_dir = machine(tmp_path, uv="uv 0.13.9 (x86_64-unknown-linux-gnu)")
+    problems = the_line(run(checkout, bin_dir, "--check")).removeprefix("scripts/deploy: missing ")
+    [problem] = [p for p in problems.split("; ") if p != NETWORK]
+    assert problem.startswith(expected)
+
+
+def test_the_example_config_as_copied_has_nothing_missing_but_its_id(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy2(ROOT / "wrangler.example.jsonc", repo / "wrangler.jsonc")
+    shutil.copy2(ROOT / "wrangler.example.jsonc", repo / "wrangler.example.jsonc")
+    [problem] = deploy.config_problems(repo / "wrangler.jsonc")
+    assert problem.startswith("the D1 database id in wrangler.jsonc")
+    with_config(repo, REAL_ID)
+    assert deploy.config_problems(repo / "wrangler.jsonc") == []
+
+
+def test_the_hosts_of_pywranglers_first_run_are_probed_and_the_unreachable_one_named() -> None:
+    """Issue 37, item 7: on a first run pywrangler has uv download a CPython build and the
+    Pyodide cross-build environment (GitHub release downloads, served from another host)."""
+    for host in ("github.com", "release-assets.githubusercontent.com", "pyodide.github.io"):
+        assert host in deploy.HOSTS
+    probed: list[str] = []
+
+    def probe(urls: Iterable[str]) -> list[str]:
+        probed.extend(urls)
+        return [url for url in probed if "githubusercontent" in url]
+
+    problem = deploy.network_problem(probe=probe)
+    assert problem == "network access to release-assets.githubusercontent.com"
+    assert probed == [f"https://{host}/" for host in deploy.HOSTS]
+    assert deploy.network_problem(probe=lambda urls: []) is None
 
 
 def test_an_old_python_is_named_before_anything_runs(checkout: Path, tmp_path: Path) -> None:

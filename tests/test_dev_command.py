@@ -31,6 +31,7 @@ from playwright.sync_api import Locator, Page, sync_playwright
 
 from scheduling.config import SECRETS, VARIABLES
 from scheduling.runtimes.cpython.dev_vars import parse_dev_vars
+from tests.support.app import TOKEN_KEY
 from tests.support.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -237,7 +238,7 @@ def test_an_existing_dev_vars_is_kept_byte_for_byte(
     existing.write_text(
         "# mine\nENVIRONMENT=development\nPUBLIC_ORIGIN=http://localhost:1\n"
         "ADMIN_SECRET=kept-operator-secret-0123456789\n"
-        f"TOKEN_KEY={base64.b64encode(bytes(range(32))).decode()}\n"
+        f"TOKEN_KEY={TOKEN_KEY}\n"
     )
     existing.chmod(0o640)
     before = existing.read_bytes()

@@ -20,7 +20,7 @@ import pytest
 
 from scheduling.domain.addresses import is_public
 from scheduling.ports import AddressRefused, OutboundRequest, TransportError
-from scheduling.runtimes.cpython.http_client import PublicAddressesOnly, outbound_client
+from scheduling.runtimes.cpython.http_client import NotPublic, PublicAddressesOnly, outbound_client
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.webhooks import add_endpoint
@@ -48,6 +48,19 @@ INWARD_NAME = "hooks.example.com"  # public-looking; this machine's resolver say
         ("fd00::1", False),  # unique-local
         ("::ffff:127.0.0.1", False),  # IPv4 in IPv6
         ("::ffff:93.184.215.14", True),
+        # Issue 37, item 2: IPv6 forms that carry a private IPv4 address, judged by it.
+        ("64:ff9b::7f00:1", False),  # NAT64 to 127.0.0.1
+        ("64:ff9b::10.0.0.7", False),
+        ("64:ff9b::93.184.215.14", True),  # NAT64 to a public address
+        ("64:ff9b:1::7f00:1", False),  # local-use NAT64 (RFC 8215): refused whole
+        ("64:ff9b:1::5db8:d70e", False),
+        ("2002:7f00:1::1", False),  # 6to4 of 127.0.0.1
+        ("2002:c0a8:101::1", False),  # 6to4 of 192.168.1.1
+        ("2002:5db8:d70e::1", True),  # 6to4 of a public address
+        ("::127.0.0.1", False),  # IPv4-compatible (deprecated)
+        ("::93.184.215.14", False),
+        ("fec0::1", False),  # site-local
+        ("fec0::1%eth0", False),
         ("not an address", False),
     ],
 )
@@ -142,6 +155,19 @@ async def test_a_name_with_one_inward_address_among_public_ones_is_refused(
     with pytest.raises(AddressRefused):
         await client.send(OutboundRequest("POST", f"https://{INWARD_NAME}/hook", {}, b"{}", 2.0))
     await client.aclose()
+
+
+@pytest.mark.parametrize("inward", ["64:ff9b::7f00:1", "2002:7f00:1::1", "fec0::1"])
+async def test_a_name_resolving_to_an_ipv6_form_of_an_inward_address_is_not_dialled(
+    resolver: Callable[[str, list[str]], None], inward: str
+) -> None:
+    """Issue 37, item 2: a production test event to a name resolving to a NAT64 address of
+    127.0.0.1 was dialled."""
+    resolver(INWARD_NAME, [inward])
+    inner = Dialled()
+    with pytest.raises(NotPublic):
+        await PublicAddressesOnly(inner).connect_tcp(INWARD_NAME, 443)
+    assert inner.addresses == []
 
 
 class Dialled(httpcore.AsyncNetworkBackend):

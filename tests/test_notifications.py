@@ -15,7 +15,7 @@ from fake_core import Fault
 from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock, base_env
+from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
 from tests.support.waiting import until
 from tests.support.webhooks import (
     DEE_WAN_REFUSALS,
@@ -237,7 +237,7 @@ async def test_token_unreadable(db: SqliteDatabase, clock: FakeClock) -> None:
     hooks = Endpoints(world)
     installation = await hooks.set_up()
     s = await schedule(world, installation)
-    key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+    key = OTHER_TOKEN_KEY
     other = World(db, clock, env=base_env(TOKEN_KEY=key))
     other.core = world.core
     other_hooks = with_receivers(other, hooks.loud, hooks.other, hooks.quiet)

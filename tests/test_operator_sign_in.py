@@ -9,6 +9,7 @@ bearer routes on the in-process app, each request with the peer address a runtim
 from __future__ import annotations
 
 import base64
+import secrets
 from collections.abc import Callable
 
 import pytest
@@ -40,10 +41,42 @@ def test_a_secret_with_too_little_variety_is_refused_by_name_only(secret: str) -
 
 
 @pytest.mark.parametrize(
-    "secret", [ADMIN_SECRET, "abcdefghabcdefgh", "harness-operator-secret-0123456789"]
+    "secret", [ADMIN_SECRET, "aB3$kq9Lz!Xp7wRt", "harness-operator-secret-0123456789"]
 )
-def test_a_secret_with_eight_different_characters_or_more_is_taken(secret: str) -> None:
+def test_a_secret_with_eight_different_characters_or_more_hard_to_guess_is_taken(
+    secret: str,
+) -> None:
     assert "ADMIN_SECRET" not in Configuration.from_mapping(base_env(ADMIN_SECRET=secret)).problems
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "password12345678",  # a common word and a run
+        "0123456789abcdef",  # two runs
+        "qwertyuiqwertyui",  # a keyboard run, repeated
+        "abcdefghabcdefgh",
+        "Password-Password-1234",
+        "zyxwvutsrqponmlk",
+    ],
+)
+def test_an_admin_secret_easy_to_guess_is_refused_saying_how_to_make_one(secret: str) -> None:
+    """Issue 37, item 3: each of these started the server."""
+    config = Configuration.from_mapping(base_env(ADMIN_SECRET=secret))
+    with pytest.raises(ConfigurationError) as raised:
+        config.raise_for_problems()
+    [line] = str(raised.value).splitlines()
+    assert line.startswith("invalid configuration: ADMIN_SECRET: is too easy to guess")
+    assert "openssl rand -base64 32" in line
+    assert secret not in line
+
+
+def test_random_admin_secrets_are_taken() -> None:
+    for _ in range(200):
+        secret = base64.b64encode(secrets.token_bytes(12)).decode()  # 16 characters
+        assert (
+            "ADMIN_SECRET" not in Configuration.from_mapping(base_env(ADMIN_SECRET=secret)).problems
+        )
 
 
 def basic(password: str) -> dict[str, str]:

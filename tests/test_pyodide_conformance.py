@@ -30,7 +30,7 @@ from tests.pyodide_harness.harness import (
     Harness,
     free_port,
 )
-from tests.support.d1_rows import DUE, installation_row, rfc3339, schedule_row
+from tests.support.d1_rows import due_soon, installation_row, rfc3339, schedule_row
 from tests.support.worker_browser import (
     OPERATOR,
     Browser,
@@ -167,7 +167,8 @@ def test_bad_token_key_fails_only_the_routes_that_need_it(
         # Routes that do not touch TOKEN_KEY keep working.
         deleted = client.post("/admin/installations/ins_nobody/delete-data", headers=OPERATOR)
         assert (deleted.status_code, deleted.json()["code"]) == (404, "installation_not_found")
-        assert worker.scheduled(DUE) == {"outcome": "ok", "scheduledTime": DUE, "cron": "* * * * *"}
+        due = due_soon()
+        assert worker.scheduled(due) == {"outcome": "ok", "scheduledTime": due, "cron": "* * * * *"}
     if bad_key:
         assert bad_key not in worker.log_tail(400)
     # Restored: the app is rebuilt with the good key.
@@ -185,7 +186,7 @@ def test_operator_routes_need_the_admin_secret(worker: Harness, client: httpx.Cl
 
 
 def test_scheduled_tick_on_an_empty_database(worker: Harness) -> None:
-    assert worker.scheduled(DUE)["outcome"] == "ok"
+    assert worker.scheduled(due_soon())["outcome"] == "ok"
     assert worker.sql("SELECT count(*) AS n FROM schedules") == [{"n": 0}]
 
 
@@ -252,6 +253,7 @@ def recorder() -> Iterator[Recorder]:
 def test_tick_sends_due_transitions_and_settles_each_in_d1(
     worker: Harness, recorder: Recorder, client: httpx.Client
 ) -> None:
+    due = due_soon()
     token = "dwp_" + "t" * 43
     sealed = worker.seal(token, associated_data.installation_token("ins_rec"))
     unreadable = worker.seal(
@@ -265,14 +267,16 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     worker.execute(
         installation_row("ins_rec", recorder.base_url, sealed),
         installation_row("ins_lost", recorder.base_url, unreadable),
-        schedule_row("sch_ok", "ins_rec", "cnt_ok"),
-        schedule_row("sch_busy", "ins_rec", "cnt_busy"),
-        schedule_row("sch_stale", "ins_rec", "cnt_stale", kind="unpublish", version_id="ver_1"),
-        schedule_row("sch_later", "ins_rec", "cnt_later", due_at=DUE + 3_600_000),
-        schedule_row("sch_lost", "ins_lost", "cnt_lost"),
+        schedule_row("sch_ok", "ins_rec", "cnt_ok", due_at=due),
+        schedule_row("sch_busy", "ins_rec", "cnt_busy", due_at=due),
+        schedule_row(
+            "sch_stale", "ins_rec", "cnt_stale", due_at=due, kind="unpublish", version_id="ver_1"
+        ),
+        schedule_row("sch_later", "ins_rec", "cnt_later", due_at=due + 3_600_000),
+        schedule_row("sch_lost", "ins_lost", "cnt_lost", due_at=due),
     )
 
-    tick = DUE + 30_000  # ahead of the real clock: the tick runs at exactly this instant
+    tick = due + 30_000  # ahead of the real clock: the tick runs at exactly this instant
     worker.scheduled(tick)
     # Recorded in D1 with the settles. The route's clock is the real one, before this tick's
     # instant, so nothing is overdue yet and the rows just finished count as recent.
@@ -309,7 +313,7 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
         "version_id": "ver_2",
         "workflow_revision": 3,
         "requested_by": "usr_editor",
-        "due_at": rfc3339(DUE),
+        "due_at": rfc3339(due),
     }
 
     rows = {
@@ -416,6 +420,7 @@ def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_the_cap(
 def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
     worker: Harness, recorder: Recorder
 ) -> None:
+    due = due_soon()
     token = "dwp_" + "r" * 43
     recorder.answers = {"cnt_moved": (302, {"code": "transition_applied"})}
     recorder.redirects = {"cnt_moved": "/followed"}
@@ -427,10 +432,10 @@ def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
         installation_row(
             "ins_down", unreachable, worker.seal(token, "installation-token:ins_down")
         ),
-        schedule_row("sch_moved", "ins_moved", "cnt_moved"),
-        schedule_row("sch_down", "ins_down", "cnt_down"),
+        schedule_row("sch_moved", "ins_moved", "cnt_moved", due_at=due),
+        schedule_row("sch_down", "ins_down", "cnt_down", due_at=due),
     )
-    worker.scheduled(DUE + 1_000)
+    worker.scheduled(due + 1_000)
 
     assert [request["path"] for request in recorder.requests] == ["/api/plugins/v1/transitions"]
     rows = {
@@ -532,8 +537,13 @@ def test_tick_runs_a_due_schedule_through_fake_core_then_delete_data(
     installation_id = installation["id"]
     state = core.control("GET", "state")
     group = next(g for g in state["groups"] if g["primary_id"] == "cnt_spring")
+    due = due_soon()
     statement, params = schedule_row(
-        "sch_spring", installation_id, "cnt_spring", version_id=group["current_version_id"]
+        "sch_spring",
+        installation_id,
+        "cnt_spring",
+        due_at=due,
+        version_id=group["current_version_id"],
     )
     dev_worker.execute((statement, params))
     dev_worker.execute(
@@ -544,7 +554,7 @@ def test_tick_runs_a_due_schedule_through_fake_core_then_delete_data(
     )
     core.control("DELETE", "calls")
 
-    dev_worker.scheduled(DUE + 60_000)
+    dev_worker.scheduled(due + 60_000)
 
     calls = core.control("GET", "calls", endpoint="transitions")["calls"]
     assert [(c["status"], c["code"]) for c in calls] == [(200, "transition_applied")]
@@ -653,11 +663,20 @@ def test_install_launch_schedule_tick_cancel_and_delete(
     expected_due = datetime.fromisoformat(wall_time(2, zone)).replace(tzinfo=ZoneInfo(zone))
     assert due["due_at"] == int(expected_due.timestamp() * 1000)
 
-    # Nothing is sent before it is due; after, the tick sends it to core and settles it.
+    # Nothing is sent before it is due; after, the tick sends it to core and settles it. A
+    # tick stands for at most 15 minutes ahead of the wall clock: the schedule is moved in D1
+    # to a minute a few minutes ahead.
+    soon = due_soon()
+    dev_worker.execute(
+        (
+            "UPDATE schedules SET due_at = ?1, next_attempt_at = ?1 WHERE id = ?2",
+            [soon, second_id],
+        )
+    )
     core.control("DELETE", "calls")
-    dev_worker.scheduled(due["due_at"] - 60_000)
+    dev_worker.scheduled(soon - 60_000)
     assert core.control("GET", "calls", endpoint="transitions")["calls"] == []
-    dev_worker.scheduled(due["due_at"] + 30_000)
+    dev_worker.scheduled(soon + 30_000)
     calls = core.control("GET", "calls", endpoint="transitions")["calls"]
     assert [(c["status"], c["code"]) for c in calls] == [(200, "transition_applied")]
     assert calls[0]["headers"]["idempotency-key"] == due["idempotency_key"]
@@ -819,13 +838,14 @@ def test_tick_gives_up_on_a_silent_core_after_ten_seconds(
     """WorkersFetch's AbortSignal.timeout fires and maps to TransportTimeout (code `timeout`)."""
     recorder.answers = {"cnt_silent": (200, {"code": "transition_applied"})}
     recorder.stall_s = {"cnt_silent": 12.0}
+    due = due_soon()
     sealed = worker.seal("dwp_" + "s" * 43, "installation-token:ins_silent")
     worker.execute(
         installation_row("ins_silent", recorder.base_url, sealed),
-        schedule_row("sch_silent", "ins_silent", "cnt_silent"),
+        schedule_row("sch_silent", "ins_silent", "cnt_silent", due_at=due),
     )
     started = time.monotonic()
-    worker.scheduled(DUE + 1_000)
+    worker.scheduled(due + 1_000)
     assert 9.5 <= time.monotonic() - started < 12.0
     rows = worker.sql(
         "SELECT s.status, s.result_code, a.code, a.http_status,"

@@ -1,5 +1,5 @@
 """Issue 26 under Pyodide, through the real Worker entry (items 1, 2 and 3): "Send test event"
-is one at a time and five a minute per endpoint, counted in D1 across isolates; a session of
+is one at a time and five a minute per person, counted in D1 across isolates; a session of
 an installation Dee Wan answered `plugin_unauthorized` for is refused at once; the tick
 purges what ended past `RETENTION_DAYS`, and creates are limited per person.
 

@@ -12,7 +12,7 @@ import pytest
 
 from scheduling.domain import associated_data
 from tests.pyodide_harness.harness import ADMIN_SECRET, Harness
-from tests.support.d1_rows import DUE, installation_row, schedule_row
+from tests.support.d1_rows import due_soon, installation_row, schedule_row
 from tests.support.metrics import CONTENT_TYPE, parse, value
 
 pytestmark = pytest.mark.pyodide
@@ -43,16 +43,17 @@ def basic(password: str) -> dict[str, str]:
 
 
 def test_a_tick_records_its_row_and_its_totals_in_its_last_write(worker: Harness) -> None:
-    worker.scheduled(DUE)
+    due = due_soon()
+    worker.scheduled(due)
     [row] = worker.sql("SELECT * FROM tick_history")
-    assert (row["at"], row["kind"], row["error"], row["backlog"]) == (DUE, "tick", None, 0)
+    assert (row["at"], row["kind"], row["error"], row["backlog"]) == (due, "tick", None, 0)
     # The due query, the retention purge's step (which finds nothing), then one round trip
     # with the history row, the totals and the pruning.
     assert (row["d1_statements"], row["d1_round_trips"]) == (7, 3)
     assert worker.sql("SELECT name, value FROM runner_totals") == [
         {"name": "ticks:tick", "value": 1}
     ]
-    worker.scheduled(DUE + 60_000)
+    worker.scheduled(due + 60_000)
     assert worker.sql("SELECT value FROM runner_totals WHERE name = 'ticks:tick'") == [{"value": 2}]
 
 
@@ -87,14 +88,15 @@ def test_healthz_and_metrics_follow_a_refusal_past_the_cap(worker: Harness) -> N
 
 
 def test_a_failed_tick_records_its_row_with_the_exception_type(worker: Harness) -> None:
+    due = due_soon()
     worker.execute(("ALTER TABLE installations RENAME TO installations_gone", []))
     try:
         with pytest.raises(AssertionError):  # the harness answers the failed invocation 500
-            worker.scheduled(DUE)
+            worker.scheduled(due)
     finally:
         worker.execute(("ALTER TABLE installations_gone RENAME TO installations", []))
     [row] = worker.sql("SELECT at, kind, error FROM tick_history")
-    assert (row["at"], row["kind"]) == (DUE, "tick")
+    assert (row["at"], row["kind"]) == (due, "tick")
     assert row["error"] == "DatabaseError"
     totals = {r["name"]: r["value"] for r in worker.sql("SELECT * FROM runner_totals")}
     assert totals == {"ticks:tick": 1, "ticks_failed:tick": 1}
@@ -110,7 +112,7 @@ def test_the_operator_page_wants_https_and_the_secret(worker: Harness) -> None:
         plain = client.get("/admin", headers=basic(ADMIN_SECRET))
         assert (plain.status_code, plain.json()["code"]) == (403, "https_required")
         assert "www-authenticate" not in plain.headers
-    worker.scheduled(DUE)
+    worker.scheduled(due_soon())
     with worker.vars(ENVIRONMENT="development"), worker.client() as client:
         asked = client.get("/admin", headers={"accept": "text/html"})
         assert asked.status_code == 401
@@ -120,3 +122,24 @@ def test_the_operator_page_wants_https_and_the_secret(worker: Harness) -> None:
         assert page.text.count('role="img"') == 8
         assert "default-src 'none'" in page.headers["content-security-policy"]
         assert client.get("/admin", headers=basic("wrong-password-here")).status_code == 401
+
+
+def test_scheduled_refuses_a_time_far_from_the_wall_clock(worker: Harness) -> None:
+    """Issue 37, item 5: the Worker's `scheduled()` trusted `scheduledTime`; under `wrangler
+    dev --test-scheduled` any page could ask for a tick 300 days ahead, which ended every
+    pending schedule unsent. The tick itself refuses it, as the local trigger does."""
+    now = int(time.time() * 1000)
+    sealed = worker.seal("dwp_" + "f" * 43, associated_data.installation_token("ins_far"))
+    worker.execute(
+        installation_row("ins_far", "https://cms.example", sealed),
+        schedule_row("sch_far", "ins_far", "cnt_far", due_at=now + HOUR),
+    )
+    refused = len(worker.events("runner_tick_refused"))
+    for far in (now + 300 * 24 * HOUR, now + 16 * 60_000, now - 25 * HOUR):
+        with pytest.raises(AssertionError):  # the harness answers the failed invocation 500
+            worker.scheduled(far)
+    assert len(worker.events("runner_tick_refused")) == refused + 3
+    assert worker.sql("SELECT status, attempt_count FROM schedules") == [
+        {"status": "pending", "attempt_count": 0}
+    ]
+    assert worker.sql("SELECT count(*) AS n FROM tick_history") == [{"n": 0}]

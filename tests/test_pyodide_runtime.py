@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -156,7 +157,7 @@ def test_wrangler_4_86_accepts_the_example_as_it_is(tmp_path: Path) -> None:
     assert deploy.returncode == 0, output
     assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
     assert "env.LAUNCH_LIMITER" in output
-    assert "env.MAX_ROWS_PER_TICK (20)" in output
+    assert "env.MAX_ROWS_PER_BATCH (20)" in output
     assert (out / "entry.py").exists()
     migrations = wrangler_runner(tmp_path, WRANGLER_EXAMPLE)(
         "d1",
@@ -219,7 +220,8 @@ def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
             "code": "misconfigured",
             "message": "PLUGIN_DB is not configured correctly",
         }
-        tick = unbound.control.post("/__harness/scheduled", params={"time": 1_782_900_000_000})
+        now = int(time.time() * 1000)
+        tick = unbound.control.post("/__harness/scheduled", params={"time": now})
         assert tick.status_code == 500  # scheduled() raised, as workerd would log it
         log = unbound.log_tail(200)
         assert "misconfigured: PLUGIN_DB is not bound" in log

@@ -17,6 +17,7 @@ from scheduling.config import Configuration, minimum_queries_per_tick
 from scheduling.runner import retention
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env, make_app
+from tests.support.world import World, schedule, tick_at
 
 DAY = 86_400_000
 OLD = START_MS - 401 * DAY  # ended before the window
@@ -141,7 +142,7 @@ async def test_the_purge_stays_within_the_ticks_d1_budget(
     monkeypatch.setattr(retention, "STEP_ROWS", 5)
     seed(db, OLD, 200, prefix="old", status="completed")
     config = Configuration.from_mapping(base_env())
-    least = minimum_queries_per_tick(config.max_rows_per_tick)
+    least = minimum_queries_per_tick(config.max_rows_per_batch)
     app = make_app(db, clock, env=base_env(MAX_D1_QUERIES_PER_TICK=str(least)))
     report: dict[str, Any] = await app.tick(START_MS)
     assert report["d1_statements"] <= least
@@ -185,3 +186,26 @@ async def test_a_tick_purges_for_at_most_max_purge_ms(
     await app.tick(START_MS)
     purged = 100 - counts(db)["schedules"]
     assert 0 < purged <= 5 * 2
+
+
+async def test_a_revision_counts_on_after_the_purge_removed_every_schedule_of_its_content(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """Issue 37: the revision was the largest kept plus one, so once the purge had removed
+    every schedule of a content and kind the next started at r1 again; the protocol says +1
+    for each later one."""
+    world = World(db, clock, env=base_env(RETENTION_DAYS="1"))
+    installation = await world.install()
+    first = await schedule(world, installation, "cnt_en", in_minutes=30)
+    second = await schedule(world, installation, "cnt_en", in_minutes=40)  # supersedes it
+    assert (first["revision"], second["revision"]) == (1, 2)
+    browser = await world.browser_for(installation, content_id=None)
+    assert (await browser.cancel(installation.id, second["id"])).status == 303
+    await tick_at(world, clock.now_ms() + 2 * DAY)  # both ended more than a day ago
+    assert kept_ids(db) == set()
+    third = await schedule(world, installation, "cnt_en", in_minutes=30)
+    assert third["revision"] == 3
+    assert third["idempotency_key"] == f"sched:{installation.id}:{third['id']}:r3"
+    world.core.state.add_content("cnt_b", "Second")
+    other = await schedule(world, installation, "cnt_b", in_minutes=30)
+    assert other["revision"] == 1  # counted per content and kind

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -13,8 +14,9 @@ from fake_core import Fault
 from scheduling.domain import outcomes
 from scheduling.domain.outcomes import AnswerRule, Retry
 from scheduling.domain.statuses import Status
+from scheduling.runner.tick_window import TickTimeRefused
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock, base_env, runner_status
+from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env, runner_status
 from tests.support.in_flight import Yielding
 from tests.support.world import (
     MINUTE,
@@ -245,7 +247,7 @@ async def test_unreadable_token_refuses_without_sending(
     world = World(db, clock)
     installation = await world.install()
     s = await schedule(world, installation)
-    other = World(db, clock, env=base_env(TOKEN_KEY="AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="))
+    other = World(db, clock, env=base_env(TOKEN_KEY=OTHER_TOKEN_KEY))
     other.core = world.core
     await tick_at(other, s["due_at"])
     assert ((await row(world, s["id"]))["status"], (await row(world, s["id"]))["result_code"]) == (
@@ -452,3 +454,28 @@ async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
     with pytest.raises(RuntimeError, match="report code raised"):
         await asyncio.wait_for(world.app.tick(due), 10)
     assert world.core.calls.of("transitions") == []
+
+
+@pytest.mark.parametrize(
+    "offset_ms", [300 * 24 * 60 * MINUTE, 15 * MINUTE + 1, -(24 * 60 * MINUTE) - 1]
+)
+async def test_a_tick_far_from_the_wall_clock_is_refused_whoever_asks(
+    world: World, offset_ms: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 37, item 5: the window the local trigger kept (+15 min, -1 day) is the tick's
+    own, so the Worker's `scheduled()` (under `wrangler dev --test-scheduled`, whose
+    `/__scheduled?time=` any page can ask for) cannot run a tick 300 days ahead and end
+    every pending schedule unsent."""
+    caplog.set_level(logging.INFO, logger="scheduling.events")
+    installation = await world.install()
+    pending = await schedule(world, installation, in_minutes=30)
+    now = world.clock.now_ms()
+    with pytest.raises(TickTimeRefused):
+        await world.app.tick(now + offset_ms)
+    assert (await row(world, pending["id"]))["status"] == "pending"
+    assert world.db.connection.execute("SELECT count(*) FROM tick_history").fetchone()[0] == 0
+    assert '"event":"runner_tick_refused"' in caplog.text
+    # At the window's edges the tick runs.
+    await world.app.tick(now + 15 * MINUTE)
+    await world.app.tick(now - 24 * 60 * MINUTE)
+    assert world.db.connection.execute("SELECT count(*) FROM tick_history").fetchone()[0] == 2

@@ -79,7 +79,7 @@ async def test_soak_no_double_apply_no_loss_no_late_send(
         db,
         clock,
         env=base_env(
-            MAX_ROWS_PER_TICK="100",
+            MAX_ROWS_PER_BATCH="100",
             SEND_CONCURRENCY="50",
             MAX_ATTEMPTS=str(MAX_ATTEMPTS),
             MAX_LATENESS_MS=str(MAX_LATENESS_MS),

@@ -93,6 +93,17 @@ def test_no_suggestion_for_utc_plus_is_a_posix_zone_of_the_other_sign() -> None:
     assert not any(name.startswith("Etc/GMT+") for name in timezones.zone_suggestions("UTC+2"))
 
 
+@pytest.mark.parametrize(
+    ("typed", "itself", "other"),
+    [("Europe/Kiev", "Europe/Kiev", "Europe/Kyiv"), ("europe/kyiv", "Europe/Kyiv", "Europe/Kiev")],
+)
+def test_a_zone_is_never_suggested_for_itself(typed: str, itself: str, other: str) -> None:
+    """Issue 37: `zone_suggestions("Europe/Kiev")` offered Europe/Kiev first."""
+    suggested = timezones.zone_suggestions(typed)
+    assert itself not in suggested
+    assert suggested[0] == other
+
+
 def test_long_text_gets_no_suggestions_and_is_quoted_short() -> None:
     typed = "Europe/" + "x" * 10_000
     assert timezones.zone_suggestions(typed) == ()

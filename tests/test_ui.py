@@ -10,7 +10,7 @@ import pytest
 
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import ORIGIN, FakeClock
+from tests.support.app import ORIGIN, OTHER_TOKEN_KEY, FakeClock
 from tests.support.world import Browser, World, schedules_on, session_csrf
 
 
@@ -113,7 +113,7 @@ async def test_unreadable_token_is_explained(world: World, clock: FakeClock) -> 
     from tests.support.app import base_env, make_app
 
     installation = await world.install()
-    other_key = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+    other_key = OTHER_TOKEN_KEY
     world.app = make_app(world.db, clock, env=base_env(TOKEN_KEY=other_key))
     launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
     response = await Browser(world.app).get(launch.url)

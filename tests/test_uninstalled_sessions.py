@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from fake_core import Fault
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import FakeClock
@@ -140,3 +141,32 @@ async def test_a_new_token_lets_sessions_in_again(world: World) -> None:
     assert (await manage.get(f"/installations/{installation.id}")).status == 200
     fresh = await world.browser_for(installation, content_id=None)
     assert (await fresh.get(f"/installations/{installation.id}")).status == 200
+
+
+async def test_a_launch_exchange_that_succeeds_with_the_same_token_ends_the_lock_out(
+    world: World, clock: FakeClock
+) -> None:
+    """Issue 37, item 4: Dee Wan answered `plugin_unauthorized` once (to the runner), then
+    accepted the same token for a launch: the person who had just opened Scheduling from Dee
+    Wan was told to open Scheduling from Dee Wan. A successful exchange proves the token is
+    accepted again."""
+    installation = await world.install()
+    due = await schedule(world, installation, "cnt_en", in_minutes=2)
+    manage = await world.browser_for(installation, content_id=None)
+    world.core.faults.push(Fault.respond(401, "plugin_unauthorized"), endpoint="transitions")
+    await tick_at(world, due["due_at"])
+    assert (await manage.get(f"/installations/{installation.id}")).status == 401
+    clock.advance(1_000)
+    fresh = await world.browser_for(installation, content_id=None)  # the exchange succeeds
+    assert (await fresh.get(f"/installations/{installation.id}")).status == 200
+    assert (await manage.get(f"/installations/{installation.id}")).status == 200
+    # A later refusal locks the installation out again.
+    clock.advance(1_000)
+    reader = await world.browser_for(installation, content_id="cnt_pub")
+    world.core.faults.push(Fault.respond(401, "plugin_unauthorized"), endpoint="content")
+    assert (await reader.get(f"/installations/{installation.id}")).status == 401
+    assert (await fresh.get(f"/installations/{installation.id}")).status == 401
+    # And a success ends it again.
+    clock.advance(1_000)
+    again = await world.browser_for(installation, content_id=None)
+    assert (await again.get(f"/installations/{installation.id}")).status == 200

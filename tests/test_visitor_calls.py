@@ -1,5 +1,6 @@
-"""Calls a visitor can make that cost someone else (issue 26, items 1 and 3): "Send test event"
-is one at a time and five a minute per endpoint, in a pool of connections apart from Dee
+"""Calls a visitor can make that cost someone else (issue 26, items 1 and 3; issue 37, item 1):
+"Send test event" is one at a time and five a minute per person of an installation, and an
+installation holds at most a share of the visitors' pool, in a pool of connections apart from Dee
 Wan's and the runner's; a create (which reads Dee Wan) is at most MAX_CREATES_PER_MINUTE a
 person. Beyond either: 429 with `Retry-After`, nothing sent or read, and the form kept.
 
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from scheduling.actions.throttled import ENDPOINT_CALLS
+from scheduling.limits import VISITOR_CALLS_PER_INSTALLATION, VISITOR_CONNECTIONS
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.http_client import outbound_client
@@ -78,29 +80,113 @@ def kept_form(page: str) -> dict[str, str]:
     return {name: html.unescape(value) for name, value in found}
 
 
-async def test_one_test_event_at_a_time_per_endpoint(world: World) -> None:
+async def test_one_test_event_at_a_time_per_person(world: World) -> None:
     hanging = Hanging()
     world.app.services.visitor_http = hanging
     installation_id, browser, [first, second] = await endpoints(world, 2)
     under_way = asyncio.create_task(send_test(browser, installation_id, first))
     while not hanging.sent:  # noqa: ASYNC110 - waiting for the call to leave
         await asyncio.sleep(0)
-    # Answered at once (without the limit it would wait on the endpoint with the first).
-    refused = await asyncio.wait_for(send_test(browser, installation_id, first), 5)
-    assert refused.status == 429
-    page = refused.body.decode()
-    assert 'data-error-code="too_many_tests"' in page
-    hold_s = ENDPOINT_CALLS.hold_ms // 1000
-    assert refused.header("retry-after") == str(hold_s)
-    assert f"Wait {hold_s} seconds" in page
-    assert kept_form(page) == {"csrf_token": browser.csrf(), "opened_for": "manage"}
-    assert len(hanging.sent) == 1  # the second was not sent
-    other = asyncio.create_task(send_test(browser, installation_id, second))  # another endpoint
+    # Answered at once (without the limit it would wait on the endpoint with the first), to
+    # either endpoint: the budget is the person's.
+    for endpoint_id in (first, second):
+        refused = await asyncio.wait_for(send_test(browser, installation_id, endpoint_id), 5)
+        assert refused.status == 429
+        page = refused.body.decode()
+        assert 'data-error-code="too_many_tests"' in page
+        hold_s = ENDPOINT_CALLS.hold_ms // 1000
+        assert refused.header("retry-after") == str(hold_s)
+        assert f"Wait {hold_s} seconds" in page
+        assert kept_form(page) == {"csrf_token": browser.csrf(), "opened_for": "manage"}
+    assert len(hanging.sent) == 1  # neither was sent
+    # Another person of the installation is not held back.
+    other_person = await admin(world, installation_id, "usr_second")
+    other = asyncio.create_task(send_test(other_person, installation_id, second))
     while len(hanging.sent) < 2:  # noqa: ASYNC110
         await asyncio.sleep(0)
     hanging.release.set()
     assert (await under_way).status == (await other).status == 303
     assert (await send_test(browser, installation_id, first)).status == 303  # ended: free again
+
+
+async def admin(world: World, installation_id: str, person_id: str) -> Browser:
+    """Another site admin of the installation, its manage page opened."""
+    world.core.state.add_person(person_id, person_id, role="admin")
+    installation = world.core.state.installations[installation_id]
+    browser = await world.browser_for(installation, person=person_id, content_id=None)
+    await browser.get(f"/installations/{installation_id}")
+    return browser
+
+
+async def test_an_endpoint_deleted_and_added_again_does_not_renew_the_test_events(
+    world: World,
+) -> None:
+    """Issue 37, item 1: the five a minute were the endpoint id's, and a manager renewed
+    them by deleting the endpoint and adding it again."""
+    hanging = Hanging()
+    hanging.release.set()
+    world.app.services.visitor_http = hanging
+    installation_id, browser, [endpoint_id] = await endpoints(world, 1)
+    for _ in range(ENDPOINT_CALLS.per_minute):
+        assert (await send_test(browser, installation_id, endpoint_id)).status == 303
+    deleted = await browser.post(
+        f"/installations/{installation_id}/notifications/{endpoint_id}/delete",
+        {"csrf_token": browser.csrf(), "opened_for": "manage"},
+    )
+    assert deleted.status == 303
+    await add_endpoint(browser, installation_id, "https://hooks0.example/scheduling")
+    [renewed] = [
+        row[0] for row in world.db.connection.execute("SELECT id FROM notification_endpoints")
+    ]
+    assert renewed != endpoint_id
+    await browser.get(f"/installations/{installation_id}")
+    refused = await send_test(browser, installation_id, renewed)
+    assert refused.status == 429
+    assert 'data-error-code="too_many_tests"' in refused.body.decode()
+    assert len(hanging.sent) == ENDPOINT_CALLS.per_minute
+
+
+async def test_one_installation_holds_a_share_of_the_visitors_pool_another_is_not_held(
+    world: World,
+) -> None:
+    """Issue 37, item 1: with receivers that never answer, one installation's persons held
+    every connection of the visitors' pool and another installation's test waited."""
+    hanging = Hanging()
+    world.app.services.visitor_http = hanging
+    installation_id, first, [endpoint_id] = await endpoints(world, 1)
+    persons = [first]
+    for n in range(VISITOR_CALLS_PER_INSTALLATION):
+        persons.append(await admin(world, installation_id, f"usr_admin{n}"))
+    under_way = []
+    for person in persons[:VISITOR_CALLS_PER_INSTALLATION]:
+        under_way.append(asyncio.create_task(send_test(person, installation_id, endpoint_id)))
+        while len(hanging.sent) < len(under_way):  # noqa: ASYNC110
+            await asyncio.sleep(0)
+    refused = await asyncio.wait_for(send_test(persons[-1], installation_id, endpoint_id), 5)
+    assert refused.status == 429
+    assert 'data-error-code="too_many_tests"' in refused.body.decode()
+    assert len(hanging.sent) == VISITOR_CALLS_PER_INSTALLATION
+    assert VISITOR_CALLS_PER_INSTALLATION < VISITOR_CONNECTIONS
+    # Another installation's test leaves at once.
+    other_id, other, _ = await endpoints(world, 0)
+    await add_endpoint(other, other_id, "https://elsewhere.example/scheduling")
+    [other_endpoint] = [
+        row[0]
+        for row in world.db.connection.execute(
+            "SELECT id FROM notification_endpoints WHERE installation_id = ?", (other_id,)
+        )
+    ]
+    await other.get(f"/installations/{other_id}")
+    elsewhere = asyncio.create_task(send_test(other, other_id, other_endpoint))
+    while len(hanging.sent) <= VISITOR_CALLS_PER_INSTALLATION:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    assert hanging.sent[-1].url == "https://elsewhere.example/scheduling"
+    hanging.release.set()
+    assert [(await call).status for call in [*under_way, elsewhere]] == [303] * (
+        VISITOR_CALLS_PER_INSTALLATION + 1
+    )
+    # The refused call was not counted: the person may send once the others have ended.
+    assert (await send_test(persons[-1], installation_id, endpoint_id)).status == 303
 
 
 async def test_five_test_events_a_minute_per_endpoint_then_429_until_the_minute_passes(

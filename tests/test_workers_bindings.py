@@ -27,6 +27,7 @@ from scheduling.runtimes.workers.bindings import (
 )
 from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.services import Services
+from tests.support.app import TOKEN_KEY
 
 ADMIN_SECRET = "operator-secret-0123456789"
 ORIGIN = "https://scheduling.example"
@@ -66,7 +67,7 @@ def test_a_d1_binding_is_taken_as_it_is() -> None:
 
 
 def unbound_app() -> App:
-    env = {"PUBLIC_ORIGIN": ORIGIN, "ADMIN_SECRET": ADMIN_SECRET, "TOKEN_KEY": "A" * 43 + "="}
+    env = {"PUBLIC_ORIGIN": ORIGIN, "ADMIN_SECRET": ADMIN_SECRET, "TOKEN_KEY": TOKEN_KEY}
     return App(
         Services(
             config=Configuration.from_mapping(env),

@@ -155,10 +155,10 @@ def render_refusal(request: Request, refusal: Refusal, steps: NextSteps | None =
     return response
 
 
-def _finish(request: Request, response: Response) -> Response:
+def _finish(request: Request, response: Response, *, https: bool) -> Response:
     if request.method == "HEAD":
         response.without_body()
-    return response.with_base_headers()
+    return response.with_base_headers(https=https)
 
 
 class App:
@@ -187,11 +187,13 @@ class App:
                 request,
                 Refusal(500, "internal_error", "Something went wrong in Scheduling."),
             )
-        return _finish(request, response)
+        return _finish(request, response, https=self.services.config.is_https)
 
     def render(self, request: Request, refusal: Refusal) -> Response:
         """A refusal decided outside the route table (by a runtime's adapter), rendered the same way."""
-        return _finish(request, render_refusal(request, refusal))
+        return _finish(
+            request, render_refusal(request, refusal), https=self.services.config.is_https
+        )
 
     async def _dispatch(self, request: Request) -> Response:
         if len(request.body) > MAX_BODY_BYTES:

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from scheduling.domain.secret_strength import admin_secret_problem, token_key_problem
 from scheduling.limits import RECORD_STATEMENTS, REQUEST_TIMEOUT_MS, batch_cost
+
+log = logging.getLogger("scheduling")
 
 VARIABLES = (
     "PUBLIC_ORIGIN",
@@ -26,7 +30,7 @@ VARIABLES = (
     "MAX_LATENESS_MS",
     "LEASE_MS",
     "MAX_RETRY_AFTER_MS",
-    "MAX_ROWS_PER_TICK",
+    "MAX_ROWS_PER_BATCH",
     "SEND_CONCURRENCY",
     "TICK_BUDGET_MS",
     "MAX_D1_QUERIES_PER_TICK",
@@ -36,6 +40,10 @@ VARIABLES = (
     "MAX_CREATES_PER_MINUTE",
     "CLOCK_LEAD_MS",
 )
+# Names a variable had before, still read (with a warning) when the new one is not set:
+# MAX_ROWS_PER_TICK bounds a batch (a tick runs batch after batch until its budget is spent).
+RENAMED = {"MAX_ROWS_PER_TICK": "MAX_ROWS_PER_BATCH"}
+_warned_renamed: set[str] = set()
 # Read by the local runtime only: a Worker's clock is its SCHEDULE_CLOCK binding, a Durable
 # Object namespace of that name (a variable of the same name would clash with it).
 LOCAL_VARIABLES = ("SCHEDULE_CLOCK",)
@@ -115,6 +123,9 @@ def _admin_secret(value: Any) -> str:
             f"has too little variety: use at least {ADMIN_SECRET_MIN_DIFFERENT} different"
             " characters (a random one: openssl rand -base64 32)"
         )
+    problem = admin_secret_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
@@ -129,6 +140,9 @@ def _token_key(value: Any) -> bytes:
         raise ValueError("is not valid base64 (expected base64 of exactly 32 bytes)") from None
     if len(key) != 32:
         raise ValueError(f"must decode to exactly 32 bytes, got {len(key)} bytes")
+    problem = token_key_problem(key)
+    if problem is not None:
+        raise ValueError(problem)
     return key
 
 
@@ -154,12 +168,13 @@ class _Settings(BaseModel):
     MAX_LATENESS_MS: PositiveInt = 900_000
     LEASE_MS: PositiveInt = 60_000
     MAX_RETRY_AFTER_MS: PositiveInt = 300_000
-    MAX_ROWS_PER_TICK: Annotated[int, Field(gt=0, le=500)] = 20
+    MAX_ROWS_PER_BATCH: Annotated[int, Field(gt=0, le=500)] = 20
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
     TICK_BUDGET_MS: PositiveInt = 45_000
     # Workers Paid allows 1,000 D1 queries per invocation (Free: 50).
     MAX_D1_QUERIES_PER_TICK: PositiveInt = 1_000
-    # Subrequests per invocation: 50 on Workers Free; more on Paid (see docs/operators/runner.md).
+    # Subrequests per invocation: 50 on Workers Free; 10,000 by default on Paid, configurable
+    # (see docs/operators/runner.md).
     MAX_SENDS_PER_TICK: PositiveInt = 1_000
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
@@ -188,7 +203,7 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     """Settings that are each valid but break the lease contract together."""
     names = (
         "LEASE_MS",
-        "MAX_ROWS_PER_TICK",
+        "MAX_ROWS_PER_BATCH",
         "SEND_CONCURRENCY",
         "TICK_BUDGET_MS",
         "MAX_D1_QUERIES_PER_TICK",
@@ -197,26 +212,37 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     if any(name in problems for name in names):
         return {}
     found: dict[str, str] = {}
-    needed = minimum_lease_ms(settings.MAX_ROWS_PER_TICK, settings.SEND_CONCURRENCY)
+    needed = minimum_lease_ms(settings.MAX_ROWS_PER_BATCH, settings.SEND_CONCURRENCY)
     lease_ms = settings.LEASE_MS
     if lease_ms < needed:
         found["LEASE_MS"] = (
-            f"must be at least {needed} for MAX_ROWS_PER_TICK={settings.MAX_ROWS_PER_TICK} and "
+            f"must be at least {needed} for MAX_ROWS_PER_BATCH={settings.MAX_ROWS_PER_BATCH} and "
             f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
             f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
     if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
         found["TICK_BUDGET_MS"] = f"must be less than LEASE_MS ({settings.LEASE_MS})"
-    rows = settings.MAX_ROWS_PER_TICK
+    rows = settings.MAX_ROWS_PER_BATCH
     one_batch = minimum_queries_per_tick(rows)
     if one_batch > settings.MAX_D1_QUERIES_PER_TICK:
         found["MAX_D1_QUERIES_PER_TICK"] = (
-            f"must be at least {one_batch} for MAX_ROWS_PER_TICK={rows}: "
+            f"must be at least {one_batch} for MAX_ROWS_PER_BATCH={rows}: "
             "one batch must fit in a tick"
         )
     if rows > settings.MAX_SENDS_PER_TICK:
-        found["MAX_SENDS_PER_TICK"] = f"must be at least MAX_ROWS_PER_TICK ({rows})"
+        found["MAX_SENDS_PER_TICK"] = f"must be at least MAX_ROWS_PER_BATCH ({rows})"
     return found
+
+
+def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
+    """Said once per process: a Worker's isolate reads its env on every request."""
+    if old in _warned_renamed:
+        return
+    _warned_renamed.add(old)
+    if taken:
+        log.warning("%s is now called %s: its value is read as %s; rename it", old, new, new)
+    else:
+        log.warning("%s is now called %s: both are set, %s is read; remove %s", old, new, new, old)
 
 
 def minimum_queries_per_tick(rows_per_batch: int) -> int:
@@ -238,6 +264,10 @@ class Configuration:
             for name in (*VARIABLES, *LOCAL_VARIABLES, *SECRETS)
             if env.get(name) is not None and env.get(name) != ""
         }
+        for old, new in RENAMED.items():
+            if env.get(old) is not None and env.get(old) != "":
+                _warn_renamed(old, new, taken=new not in raw)
+                raw.setdefault(new, env[old])
         problems: dict[str, str] = {}
         while True:
             try:
@@ -270,6 +300,13 @@ class Configuration:
         return str(self._need("PUBLIC_ORIGIN"))
 
     @property
+    def is_https(self) -> bool:
+        """PUBLIC_ORIGIN is https (False when it is not set correctly)."""
+        return "PUBLIC_ORIGIN" not in self.problems and str(
+            self._settings.PUBLIC_ORIGIN
+        ).startswith("https://")
+
+    @property
     def environment(self) -> str:
         return str(self._need("ENVIRONMENT"))
 
@@ -298,8 +335,8 @@ class Configuration:
         return int(self._need("MAX_RETRY_AFTER_MS"))
 
     @property
-    def max_rows_per_tick(self) -> int:
-        return int(self._need("MAX_ROWS_PER_TICK"))
+    def max_rows_per_batch(self) -> int:
+        return int(self._need("MAX_ROWS_PER_BATCH"))
 
     @property
     def send_concurrency(self) -> int:

@@ -17,6 +17,10 @@ REQUEST_TIMEOUT_MS = 10_000
 MAX_STORED_INTEGER = 2**53 - 2
 # D1 allows 100 bound parameters per statement.
 MAX_BOUND_PARAMETERS = 100
+# The local runtime's pool for the calls a visitor can trigger (test events, Send again), and
+# the most of it one installation may hold at once: the rest stays free for the others.
+VISITOR_CONNECTIONS = 16
+VISITOR_CALLS_PER_INSTALLATION = VISITOR_CONNECTIONS // 4
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,8 @@ START_TIMEOUT_S = 120.0
 MAX_CONNECTIONS = 6
 
 ADMIN_SECRET = "harness-operator-secret-0123456789"
-# base64 of bytes 0..31: the same key as tests/support/app.py's TOKEN_KEY.
-TOKEN_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+# The same key as tests/support/app.py's TOKEN_KEY.
+TOKEN_KEY = "tqtyhnge1KBB4dUQNHow17D034FAcVb022dQEcr3cWg="
 
 
 def node_path() -> str | None:

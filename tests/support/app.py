@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import random
 from typing import Any
@@ -20,7 +21,11 @@ from scheduling.services import Services
 
 ORIGIN = "https://scheduling.example"
 ADMIN_SECRET = "operator-secret-0123456789"
-TOKEN_KEY = base64.b64encode(bytes(range(32))).decode()
+# Random-looking keys (config refuses a key whose bytes follow a pattern): sha256 of a phrase.
+TOKEN_KEY = base64.b64encode(hashlib.sha256(b"scheduling tests: TOKEN_KEY").digest()).decode()
+OTHER_TOKEN_KEY = base64.b64encode(
+    hashlib.sha256(b"scheduling tests: another TOKEN_KEY").digest()
+).decode()
 START_MS = 1_782_900_000_000  # 2026-07-01T10:00:00Z
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}", "content-type": "application/json"}
 

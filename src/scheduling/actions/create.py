@@ -217,7 +217,7 @@ def _person_limit(
     """A create, or a try again, reads Dee Wan: at most `MAX_CREATES_PER_MINUTE` a person."""
     limit = CallLimit(per_minute=services.config.max_creates_per_minute)
     return limited(
-        services, creates_key(session.installation_id, session.person_id), limit, refusal
+        services, [(creates_key(session.installation_id, session.person_id), limit)], refusal
     )
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scheduling.actions.access import open_access
-from scheduling.actions.throttled import ENDPOINT_CALLS, endpoint_key, limited
+from scheduling.actions.throttled import endpoint_calls, limited
 from scheduling.actions.titles import Titles, read_titles
 from scheduling.channels import chat
 from scheduling.channels.kinds import channels
@@ -198,17 +198,18 @@ async def preview_endpoint(
 async def send_test(services: Services, session: Session, endpoint_id: str) -> str:
     """Deliver a `test` event now (one request, within this one: a signed POST, or a chat
     message) and keep what came back with the endpoint: `200`, `410`, `timeout`, … . One at
-    a time and five a minute per endpoint (`throttled.ENDPOINT_CALLS`); beyond that 429
-    `too_many_tests`, nothing sent."""
+    a time and five a minute per person, and a few at once per installation
+    (`throttled.endpoint_calls`); beyond that 429 `too_many_tests`, nothing sent."""
     endpoint = await endpoint_of(services, session, endpoint_id)
-    async with limited(services, endpoint_key(endpoint.id), ENDPOINT_CALLS, too_many(session)):
+    limits = endpoint_calls(session.installation_id, session.person_id)
+    async with limited(services, limits, too_many(session)):
         return await _send_test(services.for_visitors(), endpoint)
 
 
 def too_many(
     session: Session, code: str = "too_many_tests", title: str = "Too many test events"
 ) -> Callable[[int], Refusal]:
-    """The refusal of a call to an endpoint past `ENDPOINT_CALLS`: nothing sent."""
+    """The refusal of a call to an endpoint past its limits: nothing sent."""
 
     def refusal(wait_ms: int) -> Refusal:
         return Refusal.too_many(

@@ -7,7 +7,7 @@ answering 410 Gone or for days of failing. A manage launch only, as for every en
 from __future__ import annotations
 
 from scheduling.actions.notifications import endpoint_of, too_many
-from scheduling.actions.throttled import ENDPOINT_CALLS, endpoint_key, limited
+from scheduling.actions.throttled import endpoint_calls, limited
 from scheduling.domain.notifications import REPLAY_SINCE_HOURS
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
@@ -26,7 +26,8 @@ async def send_again(
     retries start again from now should this attempt fail."""
     endpoint = await endpoint_of(services, session, endpoint_id)
     refusal = too_many(session, "too_many_sends_again", "Too many deliveries sent again")
-    async with limited(services, endpoint_key(endpoint.id), ENDPOINT_CALLS, refusal):
+    limits = endpoint_calls(session.installation_id, session.person_id)
+    async with limited(services, limits, refusal):
         now = services.clock.now_ms()
         if not is_id(delivery_id) or not await redelivery.send_again(
             services.db, endpoint.installation_id, endpoint.id, delivery_id, now

@@ -75,7 +75,8 @@ def canonical_zone(typed: str) -> str | None:
 
 def zone_suggestions(typed: str) -> tuple[str, ...]:
     """Up to three known names close to `typed`, the closest first: by the whole name, or by
-    its last part alone (`Berln` finds `Europe/Berlin`). None for long text."""
+    its last part alone (`Berln` finds `Europe/Berlin`). Never the name `typed` is itself
+    (`Europe/Kiev` gets `Europe/Kyiv`, not itself again). None for long text."""
     wanted = typed.strip().lower() if isinstance(typed, str) else ""
     if not wanted or len(wanted) > LONGEST_NAME:
         return ()
@@ -87,6 +88,8 @@ def zone_suggestions(typed: str) -> tuple[str, ...]:
     for lower, name in _by_lower_name().items():
         if lower.startswith(("etc/gmt+", "etc/gmt-")):
             continue  # `Etc/GMT+2` is two hours behind UTC: never offered for "UTC+2"
+        if lower == wanted:
+            continue
         best = 0.0
         for candidate in (lower, lower.rsplit("/", 1)[-1]):
             matcher.set_seq1(candidate)

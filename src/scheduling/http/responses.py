@@ -13,6 +13,11 @@ BASE_HEADERS = (
     ("cache-control", "no-store"),
 )
 
+# Sent when PUBLIC_ORIGIN is https: a browser that reached the plugin once over HTTPS goes
+# on using it for a year, so a network on the way cannot hand it a plain-HTTP page (no
+# includeSubDomains: the names under the plugin's host are not the plugin's to rule).
+STRICT_TRANSPORT = ("strict-transport-security", "max-age=31536000")
+
 PAGE_CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
@@ -42,9 +47,12 @@ class Response:
                 return value
         return None
 
-    def with_base_headers(self) -> Response:
+    def with_base_headers(self, *, https: bool = False) -> Response:
+        """The headers every answer carries; with `https` (PUBLIC_ORIGIN is https),
+        Strict-Transport-Security too."""
         present = {name.lower() for name, _ in self.headers}
-        self.headers.extend(pair for pair in BASE_HEADERS if pair[0] not in present)
+        base = (*BASE_HEADERS, STRICT_TRANSPORT) if https else BASE_HEADERS
+        self.headers.extend(pair for pair in base if pair[0] not in present)
         return self
 
 

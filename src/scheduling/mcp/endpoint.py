@@ -58,7 +58,7 @@ async def mcp(request: Request, services: Services) -> Response:
                 " expired, or was revoked. A person mints one on their Scheduling page.",
                 status=401,
             )
-        async with limited(services, f"agent:{key.id}", CALLS, _too_many):
+        async with limited(services, [(f"agent:{key.id}", CALLS)], _too_many):
             found = _parse(request.body)
             ident = found.id
             answer = await _answer(request, services, key, found)

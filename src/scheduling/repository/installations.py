@@ -53,11 +53,12 @@ async def get(db: Database, installation_id: str) -> Installation | None:
 async def mark_unauthorized(db: Database, installation_id: str, now: int) -> None:
     """Dee Wan answered `plugin_unauthorized` to a call with the installation's token: it no
     longer accepts the installation (uninstalled, or its token replaced). Written once, until
-    a rotation gives it a new token."""
+    a rotation gives it a new token or a launch exchange succeeds with it again."""
     await (
         db.prepare(
             "UPDATE installations SET unauthorized_at = ?2"
-            " WHERE id = ?1 AND coalesce(unauthorized_at, -1) < token_rotated_at"
+            " WHERE id = ?1 AND (coalesce(unauthorized_at, -1) < token_rotated_at"
+            " OR unauthorized_at < coalesce(token_accepted_at, -1))"
         )
         .bind(installation_id, now)
         .run()
@@ -173,6 +174,7 @@ async def delete_all_data(db: Database, installation_id: str) -> bool:
         "DELETE FROM schedule_attempts WHERE schedule_id IN"
         " (SELECT id FROM schedules WHERE installation_id = ?1)",
         "DELETE FROM schedules WHERE installation_id = ?1",
+        "DELETE FROM schedule_revisions WHERE installation_id = ?1",
         "DELETE FROM sessions WHERE installation_id = ?1",
         "DELETE FROM proposals WHERE installation_id = ?1",
         "DELETE FROM agent_keys WHERE installation_id = ?1",

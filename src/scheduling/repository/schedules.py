@@ -45,8 +45,17 @@ _SUPERSEDE = (
     "UPDATE schedules SET status = ?5, next_attempt_at = NULL, updated_at = ?1"
     " WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4 AND status IN (?6, ?7)"
 )
-# The revision and the idempotency key are computed inside the insert, so two
-# racing creates cannot both take the same revision: the unique indexes refuse one.
+# The revision is the content and kind's counter plus one (`schedule_revisions`, which the
+# retention purge never touches), counted in the same batch as the insert: a refused insert
+# rolls the count back. The revision and the idempotency key are computed inside the insert,
+# so two racing creates cannot both take the same revision: the unique indexes refuse one.
+# A content and kind with no counter yet starts after the schedules kept, if any.
+_COUNT_REVISION = """
+INSERT INTO schedule_revisions (installation_id, content_id, kind, last_revision)
+SELECT ?1, ?2, ?3, COALESCE(MAX(revision), 0) + 1 FROM schedules
+ WHERE installation_id = ?1 AND content_id = ?2 AND kind = ?3
+ON CONFLICT (installation_id, content_id, kind) DO UPDATE SET last_revision = last_revision + 1
+"""
 _INSERT = """
 INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
     workflow_revision, revision, idempotency_key, due_at, timezone, local_time, fold, status,
@@ -54,7 +63,7 @@ INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_
     title_sealed)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, r.next, 'sched:' || ?2 || ':' || ?1 || ':r' || r.next,
        ?8, ?9, ?10, ?11, ?15, 0, ?8, ?12, ?13, ?14, ?14, ?16
-  FROM (SELECT COALESCE(MAX(revision), 0) + 1 AS next FROM schedules
+  FROM (SELECT last_revision AS next FROM schedule_revisions
          WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4) AS r
 """
 
@@ -78,11 +87,12 @@ async def create(db: Database, new: NewSchedule, now: int) -> int:
     is running: the one-live unique index refuses the insert and the batch rolls back.
     """
     try:
-        superseded, _ = await db.batch(
+        superseded, _, _ = await db.batch(
             [
                 db.prepare(_SUPERSEDE).bind(
                     now, new.installation_id, new.content_id, new.kind, Status.SUPERSEDED, *WAITING
                 ),
+                db.prepare(_COUNT_REVISION).bind(new.installation_id, new.content_id, new.kind),
                 db.prepare(_INSERT).bind(
                     new.id,
                     new.installation_id,

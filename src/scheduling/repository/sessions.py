@@ -97,10 +97,14 @@ async def create(
     now: int,
     expires_at: int,
 ) -> None:
-    """Insert the session; expired sessions go in the same batch, so delegations do not linger."""
+    """Insert the session; expired sessions go in the same batch, so delegations do not linger.
+    Its launch exchange just succeeded with the installation's token: Dee Wan accepts it."""
     await db.batch(
         [
             db.prepare("DELETE FROM sessions WHERE expires_at <= ?").bind(now),
+            db.prepare("UPDATE installations SET token_accepted_at = ?2 WHERE id = ?1").bind(
+                installation_id, now
+            ),
             db.prepare(
                 "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
                 " context_kind, content_id, delegation_sealed, delegation_expires_at, created_at,"
@@ -123,12 +127,15 @@ async def create(
 
 
 # Whether Dee Wan said `plugin_unauthorized` for the session's installation since its token
-# was last set: to a page's call (`installations.unauthorized_at`), or to the runner (a
-# schedule refused so, read through the partial index `schedules_unauthorized`).
-_GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at, 0) OR EXISTS (
+# was last set and since a launch exchange last succeeded with it (which proves Dee Wan
+# accepts it again; at the same millisecond the refusal wins): to a page's call
+# (`installations.unauthorized_at`), or to the runner (a schedule refused so, read through
+# the partial index `schedules_unauthorized`).
+_GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at
+                AND i.unauthorized_at >= coalesce(i.token_accepted_at, -1), 0) OR EXISTS (
     SELECT 1 FROM schedules
      WHERE installation_id = s.installation_id AND result_code = 'plugin_unauthorized'
-       AND updated_at >= i.token_rotated_at)"""
+       AND updated_at >= i.token_rotated_at AND updated_at >= coalesce(i.token_accepted_at, -1))"""
 
 
 FIND_LIVE_SQL = (

@@ -63,3 +63,12 @@ async def release(db: Database, taken: Taken, now: int) -> None:
         .bind(taken.key, taken.token, now)
         .run()
     )
+
+
+async def give_back(db: Database, taken: Taken) -> None:
+    """The call was not made after all (another limit refused it): it does not count."""
+    await (
+        db.prepare("DELETE FROM throttle_slots WHERE key = ?1 AND token = ?2")
+        .bind(taken.key, taken.token)
+        .run()
+    )

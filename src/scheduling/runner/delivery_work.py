@@ -40,7 +40,7 @@ class DeliveryWork(OnEngine):
         self.outbox = outbox
         self.named = named
         self.channels: dict[str, Channel] = channels(services)
-        self.batch_size = services.config.max_rows_per_tick
+        self.batch_size = services.config.max_rows_per_batch
         self.lease_ms = services.config.lease_ms
         self.rng = services.rng
         self._targets: dict[str, DeliveryTarget] = {}

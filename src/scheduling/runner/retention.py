@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from scheduling.events import emit
-from scheduling.ports import Database, LimitReached
+from scheduling.ports import LimitReached
 from scheduling.repository import retention
+from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner.budget import Budget
 from scheduling.services import Services
 
@@ -34,14 +34,6 @@ MAX_STEPS = 50
 MAX_PURGE_MS = 5_000
 
 
-class Spending(Protocol):
-    """What the invocation has sent to D1 so far (its store), which the purge adds to."""
-
-    db: Database
-    statements: int
-    round_trips: int
-
-
 @dataclass
 class PurgeReport:
     steps: int = 0
@@ -51,10 +43,16 @@ class PurgeReport:
 
 
 async def purge(
-    services: Services, store: Spending, budget: Budget, *, now: int, elapsed_ms: Callable[[], int]
+    services: Services,
+    trips: RoundTrips,
+    budget: Budget,
+    *,
+    now: int,
+    elapsed_ms: Callable[[], int],
 ) -> PurgeReport:
     """Steps while there is more to purge, the budget allows one more and `MAX_STEPS` are
-    not taken; logs one `retention_purged` line when anything went."""
+    not taken; logs one `retention_purged` line when anything went. Each step is a round
+    trip of the invocation's (`trips`, which counts it)."""
     cutoff = now - services.config.retention_days * DAY_MS
     report = PurgeReport()
     started = elapsed_ms()
@@ -63,17 +61,14 @@ async def purge(
         and elapsed_ms() - started < MAX_PURGE_MS
         and budget.allows(
             elapsed_ms=elapsed_ms(),
-            statements=store.statements + retention.STEP_STATEMENTS,
+            statements=trips.statements + retention.STEP_STATEMENTS,
             sends=0,
         )
     ):
-        statements = retention.step(store.db, cutoff, STEP_ROWS)
         try:
-            results = await store.db.batch(statements)
+            results = await trips.send(retention.step(trips.db, cutoff, STEP_ROWS))
         except LimitReached:
             break  # the invocation may send D1 nothing more; the rest waits for a tick
-        store.statements += len(statements)
-        store.round_trips += 1
         step = retention.purged(results)
         report.steps += 1
         report.schedules += step.schedules

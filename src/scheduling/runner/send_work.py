@@ -120,7 +120,7 @@ class SendWork(OnEngine):
         # batch's settle (`latest`: what it then notes).
         self.last_sent_later = last_sent_later
         self.latest: dict[str, int] = {}
-        self.batch_size = config.max_rows_per_tick
+        self.batch_size = config.max_rows_per_batch
         self.caps = Caps(
             max_attempts=config.max_attempts,
             max_lateness_ms=config.max_lateness_ms,

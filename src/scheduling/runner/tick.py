@@ -12,6 +12,7 @@ from scheduling.runner import retention
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.report import TickReport
 from scheduling.runner.send_work import DueRows
+from scheduling.runner.tick_window import TickTimeRefused, window_problem
 from scheduling.runner.watchdog import Watchdog
 from scheduling.services import Services
 
@@ -19,7 +20,13 @@ from scheduling.services import Services
 async def tick(services: Services, scheduled_time: int) -> dict[str, int]:
     """One runner tick for the cron invocation of `scheduled_time` (epoch ms), as
     `scheduled()` and the local cron run it; it runs at that instant or, delivered late,
-    at the wall clock."""
+    at the wall clock. A `scheduled_time` too far from the wall clock is refused
+    (`TickTimeRefused`), nothing run, whoever asked."""
+    now = services.clock.now_ms()
+    problem = window_problem(scheduled_time, now, services.config.max_lateness_ms)
+    if problem is not None:
+        emit("runner_tick_refused", scheduled_time=scheduled_time, now=now)
+        raise TickTimeRefused(problem)
     invocation = Invocation.begin(services.clock, scheduled_time)
     try:
         return await run_tick(services, invocation)

@@ -48,7 +48,7 @@ class Watchdog:
         statement = wake_ups.read_wake_ups(tick.trips.db, tick.clock() + WATCHDOG_HORIZON_MS)
         [result] = await tick.trips.send([statement])
         due = list(wake_ups.wake_ups_from(result.results).items())
-        room = max(0, engine.budget.sends - engine.subrequests() - config.max_rows_per_tick)
+        room = max(0, engine.budget.sends - engine.subrequests() - config.max_rows_per_batch)
         if len(due) > room:
             self.report.limit_reached = 1  # the rest are told by the next tick
         told = due[:room]

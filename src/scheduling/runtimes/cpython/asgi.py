@@ -21,6 +21,7 @@ from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response, json_response
+from scheduling.runner.tick_window import window_problem, window_words
 from scheduling.services import log
 
 # The ASGI spec's types (as servers and httpx's ASGITransport declare them).
@@ -32,13 +33,8 @@ Tick = Callable[[int | None], Awaitable[Any]]
 
 # A client has this long to send its whole body once the headers are in.
 BODY_TIMEOUT_S = 10.0
-# How far `/__scheduled?time=` may lie from now. Ahead: far enough to run the tick of a
-# schedule made a few minutes ahead without waiting for it, and never past MAX_LATENESS_MS,
-# so a moved tick may send a schedule early but never ends one that is not yet due as too
-# late (a tick 300 days ahead would end every pending schedule unsent). Behind: the tick
-# runs at the wall clock anyway, as a late delivery does; a day bounds the delay it records.
-MAX_TICK_AHEAD_MS = 15 * 60 * 1000
-MAX_TICK_BEHIND_MS = 24 * 60 * 60 * 1000
+# How far `/__scheduled?time=` may lie from now: the tick's own window (the tick refuses
+# it too), said here as a 400 before it starts.
 # The names a developer's own terminal reaches the local server by (with the served port).
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _EPOCH_MS = re.compile(r"[0-9]{1,15}")
@@ -114,8 +110,7 @@ class AsgiApp:
             return self.app.render(request, Refusal(404, "not_found", "There is nothing here."))
         try:
             _check_trigger(request, config.public_origin, served_port)
-            ahead_ms = min(MAX_TICK_AHEAD_MS, config.max_lateness_ms)
-            when = _tick_time(request, self.app.services.clock.now_ms(), ahead_ms)
+            when = _tick_time(request, self.app.services.clock.now_ms(), config.max_lateness_ms)
         except Refusal as refusal:
             return self.app.render(request, refusal)
         except Misconfigured as exc:
@@ -187,20 +182,16 @@ def _own_origins(public_origin: str, served_port: int) -> set[str]:
     return origins
 
 
-def _tick_time(request: Request, now_ms: int, ahead_ms: int) -> int | None:
+def _tick_time(request: Request, now_ms: int, max_lateness_ms: int) -> int | None:
     """The `scheduledTime` `/__scheduled` stands for (None: now), or a refusal."""
     when = request.query.get("time")
     if when is None:
         return None
-    if (
-        not _EPOCH_MS.fullmatch(when)
-        or int(when) > now_ms + ahead_ms
-        or int(when) < now_ms - MAX_TICK_BEHIND_MS
-    ):
-        raise invalid_request(
-            f"time must be epoch milliseconds at most {ahead_ms // 1000} s after now"
-            f" and at most {MAX_TICK_BEHIND_MS // 3_600_000} h before it"
-        )
+    if not _EPOCH_MS.fullmatch(when):
+        raise invalid_request(window_words(max_lateness_ms))
+    problem = window_problem(int(when), now_ms, max_lateness_ms)
+    if problem is not None:
+        raise invalid_request(problem)
     return int(when)
 
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from scheduling.config import SECRETS, VARIABLES
+from scheduling.config import RENAMED, SECRETS, VARIABLES
 
 
 def parse_dev_vars(text: str) -> dict[str, str]:
@@ -27,7 +27,7 @@ def parse_dev_vars(text: str) -> dict[str, str]:
 
 def load_vars(path: Path | None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     values = parse_dev_vars(path.read_text("utf-8")) if path else {}
-    for name in (*VARIABLES, *SECRETS):
+    for name in (*VARIABLES, *RENAMED, *SECRETS):
         if name in environ:
             values[name] = environ[name]
     return values

@@ -24,6 +24,7 @@ import uvicorn
 from scheduling import events
 from scheduling.app import App
 from scheduling.config import Configuration
+from scheduling.limits import VISITOR_CONNECTIONS
 from scheduling.runtimes.cpython import repeated_logs
 from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
@@ -47,14 +48,20 @@ LISTEN_BACKLOG = 2048
 # socket, imports) and each outbound pool at its fullest.
 BASE_FILES = 32
 OUTBOUND_CONNECTIONS = 100  # Dee Wan's calls and the runner's (httpx's default pool)
-VISITOR_CONNECTIONS = 16  # calls a visitor can trigger: test events
 # The most inbound connections held at once, whatever the limit allows, and the fewest
 # worth starting with.
 MAX_CONNECTIONS = 1_000
 MIN_CONNECTIONS = 16
 # Connections accepted in one go before any is looked at (asyncio accepts up to the
-# server's backlog at once), so the cap leaves room for one such burst.
+# server's backlog at once).
 ACCEPT_BURST = 128
+# How many such bursts can be open before the cap closes a connection for the first of them:
+# asyncio accepts a burst in one turn of its loop, makes their transports in the next, calls
+# `connection_made` (where the cap closes the oldest) in the one after, and the socket is
+# closed in the fourth; the listening socket may be read at every turn. With room for one
+# burst only, a flood under load reached the open-file limit ("socket.accept() out of
+# system resource", a traceback, and a second without accepting).
+BURSTS_IN_FLIGHT = 4
 
 
 @dataclass(frozen=True)
@@ -67,13 +74,13 @@ class Connections:
     @classmethod
     def within(cls, file_limit: int | None = None) -> Connections:
         """Below the open-file limit (this process's, by default), with room for the outbound
-        pools and one burst of accepts, and at most `MAX_CONNECTIONS`."""
+        pools and the bursts of accepts in flight, and at most `MAX_CONNECTIONS`."""
         if file_limit is None:
             file_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         outbound = OUTBOUND_CONNECTIONS + VISITOR_CONNECTIONS
         room = file_limit - BASE_FILES - outbound
-        burst = max(1, min(ACCEPT_BURST, room // 4))
-        cap = min(MAX_CONNECTIONS, room - burst)
+        burst = max(1, min(ACCEPT_BURST, room // (2 * BURSTS_IN_FLIGHT)))
+        cap = min(MAX_CONNECTIONS, room - BURSTS_IN_FLIGHT * burst)
         if cap < MIN_CONNECTIONS:
             raise StartupError(
                 f"the open-file limit ({file_limit}) leaves room for {max(cap, 0)} connections:"
@@ -142,7 +149,10 @@ def server_config(
         host=HOST,
         port=port,
         http=timed_h11_protocol(
-            header_timeout_s, max_head_bytes=MAX_HEAD_BYTES, max_connections=connections.cap
+            header_timeout_s,
+            max_head_bytes=MAX_HEAD_BYTES,
+            max_connections=connections.cap,
+            https=asgi.app.services.config.is_https,
         ),
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         backlog=connections.accept_burst,

@@ -35,7 +35,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from scheduling.http.responses import BASE_HEADERS
+from scheduling.http.responses import BASE_HEADERS, STRICT_TRANSPORT
 from scheduling.runtimes.cpython import h11_headers
 
 log = logging.getLogger("scheduling")
@@ -69,13 +69,17 @@ class HeadLimitedConnection(h11.Connection):
         return event
 
 
-def server_answer(status: int, reason: str, code: str, message: str) -> list[bytes]:
+def server_answer(
+    status: int, reason: str, code: str, message: str, *, https: bool = False
+) -> list[bytes]:
     """An answer the server writes itself: (head, body) as bytes, a JSON refusal with the
-    security headers every answer carries, its length, and `Connection: close`."""
+    security headers every answer carries (with `https`, PUBLIC_ORIGIN being https,
+    Strict-Transport-Security too), its length, and `Connection: close`."""
     body = json.dumps({"code": code, "message": message}, separators=(",", ":")).encode()
     headers = [
         ("content-type", "application/json"),
         *BASE_HEADERS,
+        *([STRICT_TRANSPORT] if https else []),
         ("content-length", str(len(body))),
         ("connection", "close"),
     ]
@@ -90,6 +94,7 @@ def timed_h11_protocol(
     *,
     max_head_bytes: int,
     max_connections: int | None = None,
+    https: bool = False,
 ) -> type[H11Protocol]:
     """The protocol class to give `uvicorn.Config(http=…)`: one per server, as its
     connections share the cap."""
@@ -127,6 +132,7 @@ def timed_h11_protocol(
                     "Service Unavailable",
                     "server_busy",
                     "Too many connections are open; try again in a second.",
+                    https=https,
                 )
             )
             self.transport.close()
@@ -140,7 +146,11 @@ def timed_h11_protocol(
             """uvicorn's answer to a request it could not read, as the app would write it."""
             self.transport.writelines(
                 server_answer(
-                    400, "Bad Request", "invalid_request", "The request could not be read."
+                    400,
+                    "Bad Request",
+                    "invalid_request",
+                    "The request could not be read.",
+                    https=https,
                 )
             )
             self.transport.close()

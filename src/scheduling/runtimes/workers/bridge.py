@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from scheduling import events
-from scheduling.config import SECRETS, VARIABLES, Configuration
+from scheduling.config import RENAMED, SECRETS, VARIABLES, Configuration
 from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
@@ -48,7 +48,7 @@ def configure_logging() -> None:
 
 def read_env(env: Any) -> dict[str, Any]:
     values = {}
-    for name in (*VARIABLES, *SECRETS):
+    for name in (*VARIABLES, *RENAMED, *SECRETS):
         value = getattr(env, name, None)
         if value is not None and str(value) != "undefined":
             values[name] = value if isinstance(value, int | float) else str(value)
