@@ -7,8 +7,14 @@ same way, whatever the host has installed.
 from __future__ import annotations
 
 import functools
-import importlib.resources
+from pathlib import Path
 from zoneinfo import ZoneInfo
+
+import tzdata
+
+# tzdata's files read as files: `importlib.resources` would import its own eight modules into
+# the Worker's top level, and each zone's directory as a package on the first page to use it.
+_TZDATA = Path(tzdata.__file__).parent
 
 # No IANA name is longer than 32 characters; text much longer than that gets no suggestions
 # (their cost grows with its length) and is quoted back shortened.
@@ -26,7 +32,7 @@ class UnknownTimezone(Exception):
 
 @functools.cache
 def zone_names() -> frozenset[str]:
-    listing = importlib.resources.files("tzdata").joinpath("zones").read_text("utf-8")
+    listing = (_TZDATA / "zones").read_text("utf-8")
     return frozenset(line.strip() for line in listing.splitlines() if line.strip())
 
 
@@ -34,8 +40,7 @@ def zone_names() -> frozenset[str]:
 def get_zone(name: str) -> ZoneInfo:
     if name not in zone_names():
         raise UnknownTimezone(name)
-    resource = importlib.resources.files("tzdata.zoneinfo").joinpath(*name.split("/"))
-    with resource.open("rb") as data:
+    with _TZDATA.joinpath("zoneinfo", *name.split("/")).open("rb") as data:
         return ZoneInfo.from_file(data, key=name)
 
 
@@ -94,8 +99,6 @@ def known_zone(name: str) -> bool:
 
 
 def tzdata_version() -> str:
-    import tzdata
-
     return str(tzdata.IANA_VERSION)
 
 
