@@ -139,10 +139,15 @@ def _finish(request: Request, response: Response) -> Response:
     return response.with_base_headers()
 
 
+# Its patterns compiled once, at import: in a Worker's memory snapshot, not in the isolate's
+# first request.
+ROUTER = Router(ROUTES)
+
+
 class App:
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.router = Router(ROUTES)
+        self.router = ROUTER
 
     async def handle(self, request: Request) -> Response:
         try:

@@ -117,3 +117,9 @@ def years_ahead(ms: int) -> int:
 
 def years_text(years: int) -> str:
     return "1 year" if years == 1 else f"{years} years"
+
+
+# strptime's first call with a format imports `_strptime` and compiles the format's pattern:
+# done at import on a fixed day (no clock read), in a Worker's memory snapshot, not in an
+# isolate's first page (`localtime.py` parses the same format).
+wall_text("2000-01-01T00:00")

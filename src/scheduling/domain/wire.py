@@ -33,3 +33,9 @@ def instant_ms(value: str) -> int:
     """Epoch ms of an `Instant` (already validated)."""
     moment = datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
+
+
+# strptime imports `_strptime` (and `calendar`) and compiles a pattern for each format on its
+# first call: done at import, on a fixed day (no clock read), that is in a Worker's memory
+# snapshot rather than in an isolate's first request (time_words.py does its format too).
+_existing_instant("2000-01-01T00:00:00Z")
