@@ -1,11 +1,17 @@
 """What an isolate's first request would otherwise do once: done at import, so that a Worker's
-memory snapshot holds it (the route table's patterns, strptime's module and formats)."""
+memory snapshot holds it (the route table's patterns), or not needed at all (strptime's module:
+wall times and instants are read without it)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime
 
+import pytest
+
+from scheduling.domain.time_words import parse_wall
+from scheduling.domain.wire import _existing_instant, instant_ms
 from tests.pyodide_harness.harness import ROOT
 
 FIRST_REQUEST = """
@@ -39,3 +45,38 @@ def test_a_first_request_s_app_routing_and_time_parsing_import_and_compile_nothi
         check=True,
     )
     assert result.stdout.strip() == "[] []"
+
+
+WALLS = ["2026-03-29T02:30", "2024-02-29T23:59", "2026-02-29T12:00", "2026-13-01T00:00",
+         "2026-01-01T24:00", "2026-01-01T10:60", "0000-01-01T00:00", "2026-3-29T2:30",
+         "2026-03-29 02:30", "", "2026-03-29T02:30Z"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", WALLS)
+def test_a_wall_time_reads_as_strptime_reads_it(text: str) -> None:
+    try:
+        expected: datetime | type[ValueError] = datetime.strptime(text, "%Y-%m-%dT%H:%M")
+    except ValueError:
+        expected = ValueError
+    try:
+        got: datetime | type[ValueError] = parse_wall(text)
+    except ValueError:
+        got = ValueError
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-07-01T13:00:00Z", "2024-02-29T23:59:59Z", "2026-02-29T00:00:00Z",
+             "2026-07-01T13:00:60Z", "2026-07-01T24:00:00Z"],
+)  # fmt: skip
+def test_an_instant_reads_as_strptime_reads_it(text: str) -> None:
+    try:
+        moment = datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        expected: int | type[ValueError] = int(moment.timestamp() * 1000)
+    except ValueError:
+        expected = ValueError
+    try:
+        got: int | type[ValueError] = instant_ms(_existing_instant(text))
+    except ValueError:
+        got = ValueError
+    assert got == expected
