@@ -8,15 +8,11 @@ from collections.abc import Sequence
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.handlers import (
-    activate,
-    activation_codes,
-    delete_data,
     home,
     installation,
     manifest,
     notifications,
     operator,
-    operator_page,
     schedules,
     static,
     status,
@@ -32,13 +28,41 @@ from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
 
+
+# Rare routes, whose modules (an activation's model, the operator page's charts and queries,
+# the deletion) are imported by their own first request: out of the Worker's startup, and
+# never an editor's page. Every other route's modules are imported here.
+async def _activate(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.activate import activate
+
+    return await activate(request, services)
+
+
+async def _mint(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.activation_codes import mint
+
+    return await mint(request, services)
+
+
+async def _delete_data(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.delete_data import delete_data
+
+    return await delete_data(request, services)
+
+
+async def _operator_page(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.operator_page import operator
+
+    return await operator(request, services)
+
+
 ROUTES = [
     Route("GET", "/", home.home),
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
-    Route("POST", "/dee-wan/activate", activate.activate),
-    Route("POST", "/admin/activation-codes", activation_codes.mint),
-    Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
-    Route("GET", "/admin", operator_page.operator),
+    Route("POST", "/dee-wan/activate", _activate),
+    Route("POST", "/admin/activation-codes", _mint),
+    Route("POST", "/admin/installations/{installation_id}/delete-data", _delete_data),
+    Route("GET", "/admin", _operator_page),
     Route("GET", "/admin/status", status.runner_status),
     Route("GET", "/admin/metrics", operator.metrics),
     Route("GET", "/healthz", operator.healthz),
