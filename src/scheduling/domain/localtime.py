@@ -33,6 +33,8 @@ FIRST_YEAR, LAST_YEAR = 1970, 2199
 
 @dataclass(frozen=True)
 class ResolvedTime:
+    """A wall time resolved in its zone: the instant it is due, and how it was read."""
+
     due_at_ms: int
     local_time: str  # as entered, YYYY-MM-DDTHH:MM
     timezone: str  # the canonical IANA name, whatever case it was typed in
@@ -50,6 +52,8 @@ class Retry:
 
 @dataclass(frozen=True)
 class TimeRefusal:
+    """Why a wall time cannot be scheduled, and the times that could be instead."""
+
     code: str  # e.g. nonexistent_local_time, ambiguous_local_time, unknown_timezone, past_time
     message: str
     retries: tuple[Retry, ...] = ()

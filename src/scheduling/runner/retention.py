@@ -44,6 +44,8 @@ class Spending(Protocol):
 
 @dataclass
 class PurgeReport:
+    """What one retention purge removed."""
+
     steps: int = 0
     schedules: int = 0
     attempts: int = 0

@@ -70,6 +70,8 @@ def page(model: PageModel, status: int = 200) -> Response:
 
 @dataclass(frozen=True)
 class ErrorPage:
+    """The page for a refusal."""
+
     template: ClassVar[str] = "error.html"
 
     title: str
