@@ -80,3 +80,21 @@ def test_an_instant_reads_as_strptime_reads_it(text: str) -> None:
     except ValueError:
         got = ValueError
     assert got == expected
+
+
+def test_the_workers_runtime_turns_off_pydantic_s_plugin_scan_before_any_model() -> None:
+    """pydantic reads the variable when it builds its first model: the package sets it, and
+    every module of the Worker that builds one is imported through it."""
+    code = (
+        "import os, scheduling.runtimes.workers, pydantic.plugin._loader as loader;"
+        "print(os.environ['PYDANTIC_DISABLE_PLUGINS'], list(loader.get_plugins()))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["__all__", "[]"]
