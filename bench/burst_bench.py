@@ -1,24 +1,16 @@
-"""A burst at a round hour: N schedules due in the same minute.
+"""A burst at a round hour: N schedules due in the same minute, the cron-only model (no
+SCHEDULE_CLOCK: the tick sends inline).
 
 The core answers every transition after 200 ms. Ticks run at T, T+1 min, T+2 min, …
 until nothing is live. Prints, for the CPython runtime and for the real Worker entry
-under Pyodide (the harness, which queues a seventh connection as workerd does):
+under Pyodide (the harness, which holds a seventh connection back as workerd does):
 how many were sent and how late (p50/p99/max from due_at to the request leaving),
 how many within 2 minutes of due, ticks used, D1 statements per tick, and the
 send rate as a ratio to the platform's limit (SEND_CONCURRENCY ÷ latency).
-Asserts nothing.
+Asserts nothing. The burst over 100 installations with an alarm clock each is
+bench/clock_bench.py's.
 
-Inline (no queue): the burst over 10 installations. Fan-out (`--fanout-rows`): the burst over
-100 installations, the tick dispatching to queue consumers (the local runtime's MemoryQueue
-with `--consumers` consumers on CPython; the harness's Queues with that max_concurrency under
-Pyodide, each delivery its own invocation with six connections), at Queues' own delays
-(1 s batch timeout, 1 s retry). It also prints the consumers used, the most requests one
-installation's core had in flight at once (against MAX_IN_FLIGHT_PER_INSTALLATION), D1
-statements per invocation (max) and in all, D1's time per statement here, and the send rate
-against consumers x 6 / latency.
-
-    python -m bench.burst_bench [--rows 1000 10000] [--fanout-rows 10000] [--consumers 8]
-                                [--latency 0.2] [--runtime cpython pyodide]
+    python -m bench.burst_bench [--rows 1000 10000] [--latency 0.2] [--runtime cpython pyodide]
 
 Run from the repo root with the venv's Python (it imports `tests` for the app's test wiring).
 """
@@ -28,19 +20,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from scheduling.app import App
 from scheduling.domain import associated_data
 from scheduling.ports import Result, Statement
 from scheduling.repository.tick_history import LAST_TICK_SQL
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
-from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import TOKEN_KEY, base_env, make_app
@@ -53,7 +44,7 @@ HOUR = 3_600_000
 T = (int(time.time() * 1000) // HOUR + 3) * HOUR
 T_LOCAL = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(T // 1000))
 INSTALLATIONS = 10
-FANOUT_INSTALLATIONS = 100
+MANY_INSTALLATIONS = 100  # bench/clock_bench.py's burst
 SEND_CONCURRENCY = 6
 MAX_IN_FLIGHT = 6  # MAX_IN_FLIGHT_PER_INSTALLATION's default
 MAX_TICKS = 40
@@ -68,16 +59,6 @@ class Burst:
     tick_seconds: list[float] = field(default_factory=list)
     lateness_ms: list[int] = field(default_factory=list)  # first attempt of each schedule
     statuses: dict[str, int] = field(default_factory=dict)
-    # Fan-out runs only.
-    consumers: int = 0
-    consumers_used: int = 0
-    consumer_statements: list[int] = field(default_factory=list)  # D1 statements each
-    invocations: int = 0
-    peak_per_installation: int = 0
-    peak_total: int = 0
-    busy_seconds: float = 0.0  # from the first tick's start until the last row settled
-    sends: int = 0
-    d1_ms_per_statement: float = 0.0
 
 
 def installation_rows(
@@ -224,9 +205,6 @@ def run_pyodide(rows: int, latency_s: float) -> Burst:
     return burst
 
 
-# -- fan-out: the tick dispatches, queue consumers send -----------------------------------
-
-
 class TimedDatabase:
     """SqliteDatabase, noting the time its round trips take (D1's single writer, played here)."""
 
@@ -245,95 +223,6 @@ class TimedDatabase:
         finally:
             self.seconds += time.perf_counter() - started
             self.statements += len(statements)
-
-
-async def run_cpython_fanout(rows: int, latency_s: float, consumers: int) -> Burst:
-    burst = Burst("CPython", rows, latency_s, consumers=consumers)
-    with loopback_core(latency_s) as core:
-        db = SqliteDatabase(":memory:")
-        apply_migrations(db.connection)
-        crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
-        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        timed = TimedDatabase(db)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
-        app.services.db = timed
-        reports: list[dict[str, int]] = []
-        clients = [HttpxClient() for _ in range(consumers)]
-
-        def consumer(client: HttpxClient) -> Any:
-            # Each consumer with its own connections, as `serve` runs them (LocalQueue).
-            own = App(replace(app.services, http=client))
-
-            async def consume(messages: Any) -> None:
-                reports.append(await own.consume(messages))
-
-            return consume
-
-        queue = MemoryQueue([consumer(client) for client in clients])  # Queues' own delays
-        app.services.queue = queue
-        sealed = {}
-        for i in range(FANOUT_INSTALLATIONS):
-            context = associated_data.installation_token(f"ins_{i}")
-            sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
-        statements = installation_rows(
-            core.base_url, lambda _plain, context: sealed[context], FANOUT_INSTALLATIONS
-        )
-        statements += list(schedule_rows(rows, FANOUT_INSTALLATIONS))
-        await db.batch([db.prepare(sql).bind(*params) for sql, params in statements])
-        timed.seconds, timed.statements = 0.0, 0
-        queue.start()
-        started = time.perf_counter()
-        for k in range(MAX_TICKS):
-            burst.ticks.append(await app.tick(T + k * MINUTE))
-            await queue.idle()
-            if (await db.prepare(LIVE_SQL).first() or {}).get("n") == 0:
-                break
-        burst.busy_seconds = time.perf_counter() - started
-        await queue.stop()
-        for client in clients:
-            await client.aclose()
-        burst.consumers_used = queue.stats.max_concurrent
-        burst.consumer_statements = [r["d1_statements"] for r in reports]
-        burst.invocations = len(reports)
-        burst.sends = sum(r["sends"] for r in reports)
-        burst.peak_per_installation = max(core.max_in_flight_by.values(), default=0)
-        burst.peak_total = core.max_in_flight
-        burst.d1_ms_per_statement = 1000 * timed.seconds / max(1, timed.statements)
-        burst.lateness_ms = [r["late"] for r in (await db.prepare(LATENESS_SQL).all()).results]
-        burst.statuses = {r["k"]: r["n"] for r in (await db.prepare(STATUS_SQL).all()).results}
-    return burst
-
-
-def run_pyodide_fanout(rows: int, latency_s: float, consumers: int) -> Burst:
-    from tests.pyodide_harness.harness import shared_harness
-
-    burst = Burst("Pyodide", rows, latency_s, consumers=consumers)
-    worker = shared_harness()
-    with (
-        loopback_core(latency_s) as core,
-        worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
-        worker.bound_queue(max_batch_size=10, max_concurrency=consumers),
-    ):
-        seed_pyodide(worker, core.base_url, rows, FANOUT_INSTALLATIONS)
-        worker.fetch_stats(reset=True)
-        started = time.perf_counter()
-        for k in range(MAX_TICKS):
-            worker.scheduled(T + k * MINUTE, timeout_s=1800)  # answers once consumers are done
-            [record] = worker.sql(LAST_TICK_SQL)
-            burst.ticks.append(record)
-            if worker.sql(LIVE_SQL)[0]["n"] == 0:
-                break
-        burst.busy_seconds = time.perf_counter() - started
-        queue = worker.queue()
-        burst.consumers_used = queue["max_concurrent"]
-        burst.consumer_statements = [i["d1"] for i in queue["invocations"]]
-        burst.invocations = len(queue["invocations"])
-        burst.sends = worker.fetch_stats()["started_total"]
-        burst.peak_per_installation = max(core.max_in_flight_by.values(), default=0)
-        burst.peak_total = core.max_in_flight
-        burst.lateness_ms = [r["late"] for r in worker.sql(LATENESS_SQL)]
-        burst.statuses = {r["k"]: r["n"] for r in worker.sql(STATUS_SQL)}
-    return burst
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -373,74 +262,24 @@ def show(burst: Burst) -> None:
     print(f"           end state: {dict(sorted(burst.statuses.items()))}")
 
 
-def show_fanout(burst: Burst) -> None:
-    sent = len(burst.lateness_ms)
-    in_time = sum(1 for late in burst.lateness_ms if late <= 2 * MINUTE)
-    limit = burst.consumers * SEND_CONCURRENCY / burst.latency_s
-    tick_statements = [t.get("d1_statements", 0) for t in burst.ticks]
-    every = burst.consumer_statements + tick_statements
-    print(
-        f"  {burst.runtime:8} {burst.rows:>6,} due at T over {FANOUT_INSTALLATIONS} installations:"
-        f" sent {sent:,} ({in_time:,} within 2 min of due), ticks {len(burst.ticks)},"
-        f" consumer invocations {burst.invocations:,}"
-    )
-    print(
-        f"           lateness due→request: p50 {percentile(burst.lateness_ms, 0.5) / 1000:.1f} s, "
-        f"p99 {percentile(burst.lateness_ms, 0.99) / 1000:.1f} s, "
-        f"max {max(burst.lateness_ms, default=0) / 1000:.1f} s"
-    )
-    print(
-        f"           consumers: {burst.consumers} ({burst.consumers_used} at once at most);"
-        f" peak in flight at the core: {burst.peak_per_installation} for one installation"
-        f" (cap {MAX_IN_FLIGHT}), {burst.peak_total} in all"
-    )
-    print(
-        f"           D1 statements per invocation: max {max(every, default=0)} (consumers"
-        f" {max(burst.consumer_statements, default=0)}, ticks {max(tick_statements, default=0)}),"
-        f" total {sum(every):,} ({sum(every) / max(1, sent):.2f} per send)"
-        + (
-            f"; SQLite here {burst.d1_ms_per_statement:.2f} ms a statement"
-            if burst.d1_ms_per_statement
-            else ""
-        )
-    )
-    rate = sent / burst.busy_seconds if burst.busy_seconds else 0.0
-    print(
-        f"           send rate {rate:.1f}/s over {burst.busy_seconds:.1f} s = {rate / limit:.2f}x"
-        f" the limit ({burst.consumers} consumers x {SEND_CONCURRENCY} connections"
-        f" / {burst.latency_s * 1000:.0f} ms = {limit:.0f}/s)"
-    )
-    print(f"           end state: {dict(sorted(burst.statuses.items()))}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="*", default=[1000, 10_000])
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide"])
-    parser.add_argument("--fanout-rows", type=int, nargs="*", default=[10_000])
-    parser.add_argument("--consumers", type=int, default=8)
     args = parser.parse_args()
     print(
-        f"Burst: N schedules due at one round hour over {INSTALLATIONS} installations, "
-        f"core answering in {args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_TICK=20, "
-        f"SEND_CONCURRENCY={SEND_CONCURRENCY}, TICK_BUDGET_MS=45000, MAX_LATENESS_MS=900000"
+        f"Burst: N schedules due at one round hour over {INSTALLATIONS} installations, no "
+        f"SCHEDULE_CLOCK (the tick sends inline), core answering in "
+        f"{args.latency * 1000:.0f} ms; defaults MAX_ROWS_PER_TICK=20, "
+        f"SEND_CONCURRENCY={SEND_CONCURRENCY}, TICK_BUDGET_MS=45000, MAX_LATENESS_MS=900000; "
+        f"load average before: {os.getloadavg()[0]:.2f}"
     )
     for rows in args.rows:
         if "cpython" in args.runtime:
             show(asyncio.run(run_cpython(rows, args.latency)))
         if "pyodide" in args.runtime:
             show(run_pyodide(rows, args.latency))
-    if args.fanout_rows:
-        print(
-            f"Fan-out: the tick dispatches to queue consumers (QUEUE_CONSUMERS={args.consumers};"
-            f" max_concurrency under Pyodide), MAX_IN_FLIGHT_PER_INSTALLATION={MAX_IN_FLIGHT}"
-        )
-    for rows in args.fanout_rows:
-        if "cpython" in args.runtime:
-            show_fanout(asyncio.run(run_cpython_fanout(rows, args.latency, args.consumers)))
-        if "pyodide" in args.runtime:
-            show_fanout(run_pyodide_fanout(rows, args.latency, args.consumers))
 
 
 if __name__ == "__main__":

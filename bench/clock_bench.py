@@ -1,7 +1,9 @@
 """Sends on the second: an alarm clock per installation, the cron silenced.
 
 Two runs, each on CPython (the app on sqlite3 with the local runtime's clocks, each
-installation's alarm with its own HTTP client) and on the real Worker entry under Pyodide
+installation's alarm with its own HTTP client), through the real `serve` with its clocks in
+`--clock-processes` processes (bench/serve_clocks.py, with the CPU one send costs), and on
+the real Worker entry under Pyodide
 (the harness: its Durable Object namespace of the entry's own `ScheduleClock`, each
 `alarm()` its own invocation with six connections, as in workerd). The rows are written
 straight into D1 and each installation's clock is told as a create tells it after its
@@ -13,11 +15,11 @@ answers every transition after `--latency`.
   request leaving (p50 / p99 / max, and how many left before it: must be 0), and the
   lead the alarms used: woken `CLOCK_LEAD_MS` early, how long each then waited for its
   second (what the invocation itself took is the lead less that).
-- Burst (`--burst-rows 10000`): N due at one second over 100 installations, beside the
-  queue fan-out's row of bench/burst_bench.py (`--queue`, 8 consumers, the same core).
+- Burst (`--burst-rows 10000`): N due at one second over 100 installations.
 
-    python -m bench.clock_bench [--spread-rows 100] [--burst-rows 10000] [--queue]
-                                [--latency 0.2] [--runtime cpython pyodide]
+    python -m bench.clock_bench [--spread-rows 100] [--burst-rows 10000]
+                                [--latency 0.2] [--runtime cpython serve pyodide model]
+                                [--clock-processes 2]
 
 Run from the repo root with the venv's Python. Asserts nothing.
 """
@@ -36,18 +38,15 @@ from typing import Any
 import looptime
 
 from bench.burst_bench import (
-    FANOUT_INSTALLATIONS,
     INSTALLATIONS,
+    MANY_INSTALLATIONS,
     SEND_CONCURRENCY,
     STATUS_SQL,
     TimedDatabase,
     installation_rows,
     percentile,
-    run_cpython_fanout,
-    run_pyodide_fanout,
     schedule_rows,
     seed_pyodide,
-    show_fanout,
 )
 from bench.core_process import core_process
 from scheduling.actions.clock import tell_clock
@@ -61,7 +60,7 @@ from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, TOKEN_KEY, LoopClock, base_env, make_app
-from tests.support.queue import InFlight
+from tests.support.in_flight import InFlight
 from tests.support.world import MINUTE, World, insert_due
 
 SECOND = 1_000
@@ -93,6 +92,8 @@ class Run:
     busy_seconds: float = 0.0  # from the first due second until the last row settled
     max_connections: int = 0  # under Pyodide: the most one invocation had waiting at once
     d1_ms_per_statement: float = 0.0
+    cpu_seconds: float = 0.0  # through serve: its CPU and its clock processes'
+    sent_twice: int | None = None  # through serve: keys the core saw more than once
 
 
 def spread_due(start: int, rows: int, minutes: float) -> Callable[[int], int]:
@@ -324,6 +325,13 @@ def show(run: Run) -> None:
             f" sends/s ({run.installations} clocks x {SEND_CONCURRENCY} connections /"
             f" {run.latency_s * 1000:.0f} ms = {limit:.0f}/s at most)"
         )
+    if run.cpu_seconds:
+        print(
+            f"           CPU of serve and its clock processes: {run.cpu_seconds:.1f} s,"
+            f" {1000 * run.cpu_seconds / max(1, len(late)):.2f} ms a send"
+        )
+    if run.sent_twice is not None:
+        print(f"           sent twice: {run.sent_twice}")
     print(f"           end state: {dict(sorted(run.statuses.items()))}")
 
 
@@ -332,10 +340,9 @@ def main() -> None:
     parser.add_argument("--spread-rows", type=int, nargs="*", default=[100])
     parser.add_argument("--spread-minutes", type=float, default=3.0)
     parser.add_argument("--burst-rows", type=int, nargs="*", default=[10_000])
-    parser.add_argument("--queue", action="store_true", help="the queue fan-out's row beside")
-    parser.add_argument("--consumers", type=int, default=8)
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide", "model"])
+    parser.add_argument("--runtime", nargs="+", default=["cpython", "serve", "pyodide", "model"])
+    parser.add_argument("--clock-processes", type=int, default=2, help="for --runtime serve")
     parser.add_argument("--d1-ms", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     args = parser.parse_args()
     print(
@@ -344,25 +351,28 @@ def main() -> None:
         f" MAX_IN_FLIGHT_PER_INSTALLATION={MAX_IN_FLIGHT}, SEND_CONCURRENCY={SEND_CONCURRENCY};"
         f" load average before: {os.getloadavg()[0]:.2f}"
     )
+    from bench.serve_clocks import run_serve  # built on this module's Run
+
+    processes = args.clock_processes
     for rows in args.spread_rows:
         how = {"minutes": args.spread_minutes}
         if "cpython" in args.runtime:
             show(asyncio.run(run_cpython("spread", rows, INSTALLATIONS, args.latency, **how)))
+        if "serve" in args.runtime:
+            show(run_serve("spread", rows, INSTALLATIONS, args.latency, processes, **how))
         if "pyodide" in args.runtime:
             show(run_pyodide("spread", rows, INSTALLATIONS, args.latency, **how))
         for ms in args.d1_ms if "model" in args.runtime else ():
             show(run_model("spread", rows, INSTALLATIONS, args.latency, d1_ms=ms, **how))
     for rows in args.burst_rows:
         if "cpython" in args.runtime:
-            show(asyncio.run(run_cpython("burst", rows, FANOUT_INSTALLATIONS, args.latency)))
-            if args.queue:
-                show_fanout(asyncio.run(run_cpython_fanout(rows, args.latency, args.consumers)))
+            show(asyncio.run(run_cpython("burst", rows, MANY_INSTALLATIONS, args.latency)))
+        if "serve" in args.runtime:
+            show(run_serve("burst", rows, MANY_INSTALLATIONS, args.latency, processes))
         if "pyodide" in args.runtime:
-            show(run_pyodide("burst", rows, FANOUT_INSTALLATIONS, args.latency, ahead_s=20))
-            if args.queue:
-                show_fanout(run_pyodide_fanout(rows, args.latency, args.consumers))
+            show(run_pyodide("burst", rows, MANY_INSTALLATIONS, args.latency, ahead_s=20))
         for ms in args.d1_ms if "model" in args.runtime else ():
-            show(run_model("burst", rows, FANOUT_INSTALLATIONS, args.latency, d1_ms=ms))
+            show(run_model("burst", rows, MANY_INSTALLATIONS, args.latency, d1_ms=ms))
     print(f"Load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -1,27 +1,29 @@
 """1,000 schedules refused in one burst, each told to its installation's webhook endpoint: how
-long from each settle to its delivery's first attempt, without and with the queue.
+long from each settle to its delivery's first attempt, with the cron alone and with an alarm
+clock per installation.
 
-The same burst as bench/burst_bench.py (N schedules due at one round hour over 10
+The same burst as bench/burst_bench.py (N schedules due at one instant over 10
 installations, a core on loopback answering after 200 ms), but the core refuses every
 transition (409 scheduled_target_stale) and each installation has one endpoint subscribed
 to `schedule.refused`, a receiver on loopback answering 204 after `--receiver-latency`.
-Ticks run at T, T+1 min, … until nothing is live and the outbox is empty.
 
-Printed side by side, in one run, on CPython (sqlite3, httpx) and on the real Worker entry
-under Pyodide (the harness: Miniflare's D1, six connections an invocation, its Queues):
+Printed side by side, in one run, on CPython (sqlite3, httpx, the local runtime's clocks)
+and on the real Worker entry under Pyodide (the harness: Miniflare's D1, six connections an
+invocation, its Durable Objects):
 
-- inline, at the defaults: the tick sends the 1,000 transitions, using its 1,000
-  subrequests, so the deliveries wait for the next tick;
-- with the queue (`--consumers` consumers, Queues' own delays): the tick dispatches,
-  consumer invocations send and settle, and a settle whose invocation still has sends to
-  make hands its events to the queue at once, as delivery messages other invocations take.
+- cron only, at the defaults: ticks at T, T+1 min, … (a round hour ahead); the tick sends
+  the 1,000 transitions, using its 1,000 subrequests, so the deliveries wait for the next
+  tick;
+- clocks on (`SCHEDULE_CLOCK`), the cron silenced: the rows are due a few seconds ahead of
+  the wall clock; each installation's alarm sends its rows and, every two seconds of
+  sending, delivers the events its settles wrote, in the same invocation.
 
 For each: the transitions' lateness (due → the request leaving), the deliveries (verified
 with the official `standardwebhooks`), and settle → first attempt p50/p99/max (the goal with
-the queue: p99 ≤ 5 s). Asserts nothing.
+the clocks: p99 ≤ 5 s). Asserts nothing.
 
     python -m bench.webhook_bench [--rows 1000] [--latency 0.2] [--receiver-latency 0.02]
-                                  [--consumers 8] [--runtime cpython pyodide]
+                                  [--runtime cpython pyodide] [--model cron clocks]
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import asyncio
 import base64
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from bench.burst_bench import (
@@ -44,12 +46,12 @@ from bench.burst_bench import (
     schedule_rows,
     seed_pyodide,
 )
-from scheduling.app import App
+from scheduling.actions.clock import tell_clock
 from scheduling.domain import associated_data, webhook_signing
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
-from scheduling.runtimes.cpython.memory_queue import MemoryQueue
+from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import TOKEN_KEY, base_env, make_app
@@ -57,6 +59,8 @@ from tests.support.loopback_core import Reply, loopback_core
 from tests.support.webhooks import LoopbackReceiver, Received, loopback_receiver, signed_by
 
 MAX_TICKS = 10
+SECOND = 1_000
+AHEAD_S = 10  # clocks on: the rows are due this long after they are written
 STALE = Reply(409, b'{"code":"scheduled_target_stale"}')
 LIVE_SQL = (
     "SELECT (SELECT count(*) FROM schedules WHERE status IN ('pending', 'retrying', 'running'))"
@@ -67,19 +71,21 @@ FIRST_ATTEMPT_SQL = (
     "SELECT last_attempt_at - created_at AS delay FROM webhook_deliveries"
     " WHERE status = 'delivered' AND attempt_count = 1"
 )
-QUEUED_TOTAL = "deliveries_queued"
+# Clocks on: the alarms, and how many deliveries each made.
+ALARMS_SQL = "SELECT webhooks_delivered FROM tick_history WHERE kind = 'alarm'"
+LABELS = {"cron": "cron only", "clocks": "clocks on, the cron silenced"}
 
 
 @dataclass
 class Run:
     label: str
     runtime: str
-    ticks: list[dict[str, Any]] = field(default_factory=list)
     lateness_ms: list[int] = field(default_factory=list)
     first_attempt_ms: list[int] = field(default_factory=list)
     received: int = 0
     verified: int = 0
-    queued: int = 0  # deliveries handed to the queue at once
+    invocations: int = 0  # ticks (cron only) or alarms (clocks on)
+    delivering: int = 0  # of those, the ones that delivered something
 
 
 def new_secret(installation_id: str, secrets: dict[str, str]) -> tuple[str, str, str]:
@@ -110,7 +116,7 @@ def endpoint_rows(
 
 def signed(secrets: dict[str, str], delivery: Received) -> bool:
     """The official library's signature for the endpoint's secret (without its five-minute
-    window: the ticks run at T, hours ahead of the wall clock)."""
+    window: the cron-only ticks run at T, hours ahead of the wall clock)."""
     endpoint_id = "whe_" + delivery.headers["webhook-id"].rsplit("_whe_", 1)[1]
     return signed_by(secrets[endpoint_id], delivery)
 
@@ -121,20 +127,29 @@ def received(run: Run, receiver: LoopbackReceiver, secrets: dict[str, str]) -> N
     receiver.deliveries.clear()
 
 
-# -- CPython: the app on sqlite3 + httpx; the queue is the local runtime's MemoryQueue ----------
+def seconds_ahead(seconds: int) -> int:
+    return (int(time.time()) + seconds) * SECOND
 
 
-async def run_cpython(
-    rows: int, latency_s: float, receiver: LoopbackReceiver, consumers: int
-) -> Run:
-    run = Run(f"with the queue ({consumers} consumers)" if consumers else "inline", "CPython")
+def counted(run: Run, reports: list[dict[str, Any]]) -> None:
+    run.invocations = len(reports)
+    run.delivering = sum(1 for r in reports if r.get("webhooks_delivered"))
+
+
+# -- CPython: the app on sqlite3 + httpx, the local runtime's clocks ----------------------------
+
+
+async def run_cpython(rows: int, latency_s: float, receiver: LoopbackReceiver, model: str) -> Run:
+    run = Run(LABELS[model], "CPython")
+    clocks_on = model == "clocks"
     receiver_origin = receiver.url.rsplit("/", 1)[0]
     with loopback_core(latency_s, lambda _body, _headers: STALE) as core:
         db = SqliteDatabase(":memory:")
         apply_migrations(db.connection)
         crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
         origins = f"{core.base_url},{receiver_origin}"
-        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=origins)
+        clock_var = {"SCHEDULE_CLOCK": "1"} if clocks_on else {}
+        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=origins, **clock_var)
         app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         sealed: dict[str, str] = {}
         for i in range(INSTALLATIONS):
@@ -146,34 +161,27 @@ async def run_cpython(
             endpoint_id, secret, context = new_secret(f"ins_{i}", secrets)
             sealed_secret = await crypto.seal(secret, context)
             statements += endpoint_rows(f"ins_{i}", endpoint_id, receiver.url, sealed_secret)
-        statements += list(schedule_rows(rows))
+        start = seconds_ahead(AHEAD_S) if clocks_on else T
+        statements += list(schedule_rows(rows, INSTALLATIONS, lambda i: start))
         await db.batch([db.prepare(sql).bind(*params) for sql, params in statements])
-        reports: list[dict[str, int]] = []
-        queue, clients = None, [HttpxClient() for _ in range(consumers)]
-        if consumers:
-            owns = [App(replace(app.services, http=client)) for client in clients]
-
-            def consumer(own: App) -> Any:
-                async def consume(messages: Any) -> None:
-                    reports.append(await own.consume(messages))
-
-                return consume
-
-            queue = MemoryQueue([consumer(own) for own in owns])  # Queues' own delays
-            for services in (app.services, *(own.services for own in owns)):
-                services.queue = queue
-            queue.start()
-        for k in range(MAX_TICKS):
-            run.ticks.append(await app.tick(T + k * MINUTE))
-            if queue is not None:
-                await queue.idle()
-            if (await db.prepare(LIVE_SQL).first() or {}).get("n") == 0:
-                break
-        if queue is not None:
-            await queue.stop()
-        for client in clients:
-            await client.aclose()
-        run.queued = sum(r.get(QUEUED_TOTAL, 0) for r in reports)
+        if clocks_on:
+            clocks = LocalClocks(app)  # each installation's alarms with their own client
+            app.services.clocks = clocks
+            for i in range(INSTALLATIONS):  # as each create tells its clock after its write
+                await tell_clock(app.services, f"ins_{i}")
+            await asyncio.sleep(max(0, start / 1000 - time.time()))
+            while (await db.prepare(LIVE_SQL).first() or {}).get("n"):  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+            await clocks.idle()
+            await clocks.stop()
+            counted(run, (await db.prepare(ALARMS_SQL).all()).results)
+        else:
+            reports = []
+            for k in range(MAX_TICKS):
+                reports.append(await app.tick(T + k * MINUTE))
+                if (await db.prepare(LIVE_SQL).first() or {}).get("n") == 0:
+                    break
+            counted(run, reports)
         run.lateness_ms = [r["late"] for r in (await db.prepare(LATENESS_SQL).all()).results]
         run.first_attempt_ms = [
             r["delay"] for r in (await db.prepare(FIRST_ATTEMPT_SQL).all()).results
@@ -183,13 +191,13 @@ async def run_cpython(
     return run
 
 
-# -- Pyodide: the real Worker entry under the harness, its Queues for the fan-out -------------
+# -- Pyodide: the real Worker entry under the harness, its Durable Objects for the clocks --------
 
 
-def run_pyodide(rows: int, latency_s: float, receiver: LoopbackReceiver, consumers: int) -> Run:
+def run_pyodide(rows: int, latency_s: float, receiver: LoopbackReceiver, model: str) -> Run:
     from tests.pyodide_harness.harness import shared_harness
 
-    run = Run(f"with the queue ({consumers} consumers)" if consumers else "inline", "Pyodide")
+    run = Run(LABELS[model], "Pyodide")
     worker = shared_harness()
     receiver_origin = receiver.url.rsplit("/", 1)[0]
     with loopback_core(latency_s, lambda _body, _headers: STALE) as core:
@@ -206,14 +214,11 @@ def run_pyodide(rows: int, latency_s: float, receiver: LoopbackReceiver, consume
                 endpoint_id, secret, context = new_secret(f"ins_{i}", secrets)
                 sealed = worker.seal(secret, context)
                 worker.execute(*endpoint_rows(f"ins_{i}", endpoint_id, receiver.url, sealed))
-            consumed = len(worker.events("runner_consume"))
-            if consumers:
-                with worker.bound_queue(max_batch_size=10, max_concurrency=consumers):
-                    ticks(run, worker)
+            if model == "clocks":
+                with worker.bound_clock():
+                    alarms(run, worker, rows)
             else:
                 ticks(run, worker)
-            reports = worker.events("runner_consume")[consumed:]
-            run.queued = sum(int(r.get(QUEUED_TOTAL, 0)) for r in reports)
             run.lateness_ms = [r["late"] for r in worker.sql(LATENESS_SQL)]
             run.first_attempt_ms = [r["delay"] for r in worker.sql(FIRST_ATTEMPT_SQL)]
             received(run, receiver, secrets)
@@ -221,10 +226,31 @@ def run_pyodide(rows: int, latency_s: float, receiver: LoopbackReceiver, consume
 
 
 def ticks(run: Run, worker: Any) -> None:
+    reports = []
     for k in range(MAX_TICKS):
-        run.ticks.append(worker.scheduled(T + k * MINUTE, timeout_s=1800))
+        worker.scheduled(T + k * MINUTE, timeout_s=1800)
+        [report] = worker.sql(
+            "SELECT webhooks_delivered FROM tick_history WHERE kind = 'tick'"
+            " ORDER BY rowid DESC LIMIT 1"
+        )
+        reports.append(report)
         if worker.sql(LIVE_SQL)[0]["n"] == 0:
-            return
+            break
+    counted(run, reports)
+
+
+def alarms(run: Run, worker: Any, rows: int) -> None:
+    """The rows moved to a second a few seconds ahead, each clock told, then waited for."""
+    start = seconds_ahead(AHEAD_S)
+    move = "UPDATE schedules SET due_at = ?1, next_attempt_at = ?1 WHERE id = ?2"
+    for first in range(0, rows, 500):
+        worker.execute(*((move, [start, f"sch_{i}"]) for i in range(first, min(rows, first + 500))))
+    worker.clock(tell=[f"ins_{i}" for i in range(INSTALLATIONS)])
+    time.sleep(max(0, start / 1000 - time.time()))
+    while worker.sql(LIVE_SQL)[0]["n"]:
+        time.sleep(0.2)
+    worker.clock(wait=True)
+    counted(run, worker.sql(ALARMS_SQL))
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -236,6 +262,7 @@ def seconds(values: list[int], p: float) -> str:
 
 def show(run: Run) -> None:
     late, first = run.lateness_ms, run.first_attempt_ms
+    kind = "alarms" if run.label.startswith("clocks") else "ticks"
     print(f"  {run.runtime:8} {run.label}")
     print(
         f"           transitions: {len(late):,} sent, lateness due→request p50 "
@@ -243,8 +270,8 @@ def show(run: Run) -> None:
     )
     print(
         f"           deliveries: {len(first):,} delivered at the first attempt ({run.received:,}"
-        f" received, {run.verified:,} verified with standardwebhooks), {run.queued:,} handed"
-        f" to the queue at once"
+        f" received, {run.verified:,} verified with standardwebhooks); {run.invocations:,}"
+        f" {kind}, {run.delivering:,} of them delivering"
     )
     print(
         f"           settle → first attempt: p50 {seconds(first, 0.5)}, "
@@ -257,22 +284,22 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--receiver-latency", type=float, default=0.02)
-    parser.add_argument("--consumers", type=int, default=8)
     parser.add_argument("--runtime", nargs="+", default=["cpython", "pyodide"])
+    parser.add_argument("--model", nargs="+", default=["cron", "clocks"], choices=list(LABELS))
     args = parser.parse_args()
     print(
-        f"{args.rows:,} schedules due at one round hour over {INSTALLATIONS} installations, all "
+        f"{args.rows:,} schedules due at one instant over {INSTALLATIONS} installations, all "
         f"refused by a core answering in {args.latency * 1000:.0f} ms; one endpoint per "
         f"installation, answering in {args.receiver_latency * 1000:.0f} ms. "
         f"Load average before: {os.getloadavg()[0]:.2f}"
     )
     started = time.perf_counter()
     with loopback_receiver(args.receiver_latency) as receiver:
-        for consumers in (0, args.consumers):
+        for model in args.model:
             if "cpython" in args.runtime:
-                show(asyncio.run(run_cpython(args.rows, args.latency, receiver, consumers)))
+                show(asyncio.run(run_cpython(args.rows, args.latency, receiver, model)))
             if "pyodide" in args.runtime:
-                show(run_pyodide(args.rows, args.latency, receiver, consumers))
+                show(run_pyodide(args.rows, args.latency, receiver, model))
     print(
         f"Load average after: {os.getloadavg()[0]:.2f} "
         f"({time.perf_counter() - started:.0f} s of runs)"

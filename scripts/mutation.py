@@ -72,7 +72,7 @@ MODULES: dict[str, Target] = {
         (
             "tests/test_runner.py",
             "tests/test_runner_drain.py",
-            "tests/test_queue_fanout.py",
+            "tests/test_schedule_clock.py",
             "tests/test_notifications.py",
         )
     ),

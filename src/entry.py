@@ -1,6 +1,5 @@
-"""The Worker entry: route fetch to the app, run one runner tick from the cron trigger,
-consume the runner's queue messages (when `SEND_QUEUE` and this Worker's consumer are set),
-and, with the `SCHEDULE_CLOCK` binding, an alarm clock per installation (`ScheduleClock`).
+"""The Worker entry: route fetch to the app, run one runner tick from the cron trigger, and,
+with the `SCHEDULE_CLOCK` binding, an alarm clock per installation (`ScheduleClock`).
 
 What this top level imports lands in the memory snapshot Cloudflare takes at deploy, and
 counts against the startup limit: the runner's path and the HTTP app with its pages and
@@ -25,9 +24,6 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
         await isolate.scheduled(self.env, controller)
-
-    async def queue(self, batch: Any, env: Any = None, ctx: Any = None) -> None:
-        await isolate.queue(self.env, batch)
 
 
 class ScheduleClock(DurableObject):  # type: ignore[misc]

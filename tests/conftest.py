@@ -49,7 +49,6 @@ SERVERS = frozenset(
         "test_local_runtime",
         "test_packaging",
         "test_parser_work",
-        "test_queue_local",
         "test_slow_input",
     }
 )

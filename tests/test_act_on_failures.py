@@ -540,7 +540,11 @@ async def test_an_error_page_names_no_dee_wan_to_a_stranger(world: World) -> Non
     stranger = Browser(world.app)
     refused = await stranger.get(f"/installations/{installation.id}")
     assert refused.status == 401
-    assert next_steps(refused.body.decode()) == {}
+    # Issue 38: it still leads somewhere, by the plugin's own addresses only.
+    assert next_steps(refused.body.decode()) == {
+        "retry": f"/installations/{installation.id}",
+        "about": "/",
+    }
     assert world.core.base_url not in refused.body.decode()
     # Nor to a session of another installation.
     elsewhere = await world.open_page(other)

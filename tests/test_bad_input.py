@@ -219,8 +219,8 @@ async def test_head_on_a_launch_url_consumes_nothing(world: World) -> None:
     [
         ("/installations/ins_1/nothing", None, True),
         ("/installations", "text/html", True),
-        ("/favicon.ico", "text/html,application/xhtml+xml", True),
-        ("/favicon.ico", None, False),
+        ("/nothing.ico", "text/html,application/xhtml+xml", True),  # /favicon.ico: 204
+        ("/nothing.ico", None, False),
         ("/admin/nothing", "text/html", False),
         ("/dee-wan/nothing", "text/html", False),
     ],

@@ -1293,13 +1293,21 @@ def test_every_error_page_leads_somewhere(
         assert down is not None
         assert down.status == 503
         assert page.locator('[data-error-code="dee_wan_unavailable"]').is_visible()
-        assert page.get_by_role("link", name="Try again").count() == 0  # the code is used
+        # Issue 38: the same launch again (its code was not checked), and the schedules this
+        # browser's session shows.
+        retry = page.get_by_role("link", name="Try again").get_attribute("href") or ""
+        assert "dee_wan_launch=" in retry
+        assert page.get_by_role("link", name="Back to the schedules").is_visible()
         audit_wide_and_narrow(page, "error-launch-while-down", down, shots)
         with page.expect_navigation():
             page.get_by_role("link", name="Back to Dee Wan").click()
         assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
     finally:
         switch(page, stack, "Back to normal")
+    # Dee Wan answers again within the code's minute: Try again opens the page.
+    opened = page.goto(f"{stack.plugin_origin}{retry}" if retry.startswith("/") else retry)
+    assert opened is not None
+    assert opened.status == 200
 
 
 def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
@@ -1362,3 +1370,89 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     assert done.inner_text().startswith(f"Deleted the endpoint {receiver}.")
     assert page.locator("article.endpoint").filter(has_text=receiver).count() == 0
     audit_wide_and_narrow(page, "endpoint-deleted", deleted, shots)
+
+
+# -- issue 38: collisions said before and after, and pages that lead somewhere --------------
+
+
+def test_a_collision_is_said_before_and_after_and_the_second_needs_a_new_pin(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    seed(stack, "cnt_clash", "Spring sale")
+    core_action(stack, "cnt_clash", "publish")
+    core_action(stack, "cnt_clash", "edit")  # a newer draft: publish and unpublish are offered
+    landed = launch(page, stack, "cnt_clash")
+    ins = installation_id(stack)
+    header = page.locator("header.top")
+    assert header.get_by_role("link", name="Back to Dee Wan").get_attribute("href") == (
+        stack.core_origin
+    )
+    soon, due_ms = minutes_ahead("Europe/Paris", 2)
+    publish = create_by_mouse(page, soon, "Europe/Paris")
+    # Before Schedule is pressed: the unpublish choice says what a second schedule would do.
+    warning = page.locator(f'[data-collides-with="{publish}"]')
+    assert warning.get_attribute("data-for") == "unpublish:draft"
+    assert "Whichever of the two runs second will be refused" in warning.inner_text()
+    audit_wide_and_narrow(page, "content-collision-warning", landed, shots)
+    page.locator('input[name="transition"][value="unpublish:draft"]').check()
+    unpublish = create_by_mouse(page, next_summer_morning(), "Europe/Paris")
+    assert page.locator('[data-confirmation] [data-conflict="stale-after"]').is_visible()
+    assert schedule_item(page, publish).get_attribute("data-conflict") == "makes-stale"
+    later = schedule_item(page, unpublish)
+    assert later.get_attribute("data-conflict") == "stale-after"
+    assert "Will be refused unless pinned again" in later.inner_text()
+    shown = page.reload()
+    audit_wide_and_narrow(page, "content-collision-cards", shown, shots)
+    picture(page, "editor-collision", shots, show='[data-conflict="makes-stale"]')
+
+    # The publish is done: the unpublish needs a new pin at once, in Needs attention.
+    run_tick(stack.plugin_origin, due_ms + 1000)
+    assert stored_status(stack, publish) == "completed"
+    reloaded = page.goto(f"{stack.plugin_origin}/installations/{ins}")
+    later = schedule_item(page, unpublish)
+    assert later.get_attribute("data-needs-repin") == "true"
+    assert later.get_attribute("data-conflict") is None
+    assert "Needs a new pin" in later.inner_text()
+    audit_wide_and_narrow(page, "content-needs-repin", reloaded, shots)
+    managed = launch(page, stack)
+    attention = page.goto(f"{stack.plugin_origin}/installations/{ins}?show=attention")
+    assert schedule_item(page, unpublish).get_attribute("data-needs-repin") == "true"
+    audit_wide_and_narrow(page, "manage-needs-repin", attention or managed, shots)
+
+
+def test_pages_without_a_session_and_a_reloaded_form_lead_somewhere(
+    stack: DevStack, browser: Browser, page: Page, shots: Path
+) -> None:
+    ins = installation_id(stack)
+    # The chat message's link, in a browser that never opened Scheduling.
+    fresh = browser.new_context(locale="en-US", viewport=DESKTOP)
+    try:
+        stranger = fresh.new_page()
+        refused = stranger.goto(f"{stack.plugin_origin}/installations/{ins}")
+        assert refused is not None
+        assert refused.status == 401
+        steps = stranger.get_by_role("navigation", name="What you can do now")
+        assert steps.get_by_role("link", name="Try again").is_visible()
+        assert steps.get_by_role("link", name="What Scheduling is, and how to open it").is_visible()
+        assert stack.core_origin not in stranger.content()
+        audit_wide_and_narrow(stranger, "error-no-session-next-steps", refused, shots)
+    finally:
+        fresh.close()
+
+    # A refused form's address reloaded: the page, not a 405. A past time offers the next minute.
+    launch(page, stack, "cnt_events")
+    page.locator("#local_time").fill(f"{date.today().year - 1}-07-01T09:00")
+    page.locator("#timezone").fill("Europe/Paris")
+    with page.expect_navigation() as navigated:
+        page.get_by_role("button", name="Schedule", exact=True).click()
+    past = navigated.value
+    assert past is not None
+    assert past.status == 422
+    button = page.locator("button[data-retry-local-time]")
+    assert button.inner_text().startswith("Schedule it at ")
+    audit_wide_and_narrow(page, "content-past-next-minute", past, shots)
+    # Restoring the tab later asks for its address again, by a GET.
+    again = page.goto(page.url)
+    assert again is not None
+    assert again.status == 200
+    assert page.url == f"{stack.plugin_origin}/installations/{ins}"

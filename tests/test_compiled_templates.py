@@ -6,6 +6,7 @@ from __future__ import annotations
 import jinja2
 import pytest
 
+from scheduling.http.next_steps import NextSteps
 from scheduling.http.pages import render as rendering
 from scheduling.http.pages.templates import SOURCES
 from scripts import compile_templates
@@ -43,7 +44,7 @@ def test_a_compiled_page_renders_as_its_source_does() -> None:
         "relaunch": True,
         "resend": (("a", "1"), ("b", "<2>")),
         "resend_to": "/x",
-        "steps": {"retry_href": "/r", "back_href": "", "dee_wan_href": "/d"},
+        "steps": NextSteps(retry_href="/r", dee_wan_href="/d", after_launch=True),
         "person_name": "Ada",
     }
     expected = from_sources.get_template("error.html").render(**context)

@@ -132,26 +132,21 @@ def test_per_tick_budgets_must_fit_one_batch() -> None:
     )
 
 
-def test_queue_settings_default_to_inline_sending_and_six_per_installation() -> None:
+def test_the_cap_per_installation_defaults_to_six() -> None:
     config = Configuration.from_mapping(base_env())
-    assert (config.queue_consumers, config.max_in_flight_per_installation) == (0, 6)
-    config = Configuration.from_mapping(
-        base_env(QUEUE_CONSUMERS="4", MAX_IN_FLIGHT_PER_INSTALLATION="2")
-    )
-    assert (config.queue_consumers, config.max_in_flight_per_installation) == (4, 2)
+    assert config.max_in_flight_per_installation == 6
+    config = Configuration.from_mapping(base_env(MAX_IN_FLIGHT_PER_INSTALLATION="2"))
+    assert config.max_in_flight_per_installation == 2
     assert config.problems == {}
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("QUEUE_CONSUMERS", "-1"),
-        ("QUEUE_CONSUMERS", "65"),
-        ("QUEUE_CONSUMERS", "four"),
         ("MAX_IN_FLIGHT_PER_INSTALLATION", "0"),
         ("MAX_IN_FLIGHT_PER_INSTALLATION", "51"),
     ],
 )
-def test_queue_settings_out_of_range_are_named(name: str, value: str) -> None:
+def test_the_cap_per_installation_out_of_range_is_named(name: str, value: str) -> None:
     config = Configuration.from_mapping(base_env(**{name: value}))
     assert config.problems[name].startswith("input should be")

@@ -76,6 +76,27 @@ def test_the_site_builds_strictly_without_the_network(tmp_path: Path) -> None:
     }
     assert loaded == {}
     assert (site / "editors" / "index.html").is_file()
+    _axe_finds_nothing_on_the_home(site)
+
+
+def _axe_finds_nothing_on_the_home(site: Path) -> None:
+    """Issue 38: Material's defaults failed axe's color-contrast and link-in-text-block on the
+    docs home; docs/stylesheets/extra.css answers both. Checked where Chromium is installed."""
+    from tests.support.browser import CHROMIUM, axe_violations, missing_pieces
+
+    if missing_pieces() is not None:
+        return
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            for width in (1280, 390):
+                shown = browser.new_page(viewport={"width": width, "height": 900})
+                shown.goto((site / "index.html").as_uri())
+                assert axe_violations(shown) == [], width
+        finally:
+            browser.close()
 
 
 def test_the_asset_check_sees_a_font_or_script_from_elsewhere() -> None:

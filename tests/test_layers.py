@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
     ("the use cases and the runner", frozenset({"actions", "runner"})),
     ("HTTP: requests, responses, guards", frozenset({"http"})),
     ("the pages", frozenset({"http.pages"})),
-    ("the handlers", frozenset({"http.handlers"})),
+    ("the handlers and the agents' MCP endpoint", frozenset({"http.handlers", "mcp"})),
     ("the app: routes, refusals, the tick", frozenset({"app"})),
     (
         "the runtimes and the command line",
@@ -207,6 +207,8 @@ def test_the_snapshot_holds_the_whole_app_and_no_template_source() -> None:
         "scheduling.http.handlers.delete_data",
         "scheduling.http.handlers.operator_page",
         "scheduling.http.pages.operator_charts",
+        "scheduling.mcp",
+        "scheduling.mcp.endpoint",
     }
     assert rare & loaded == set()
 

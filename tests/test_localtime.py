@@ -83,27 +83,40 @@ def test_what_is_not_a_wall_time_is_refused_with_why(local: object, message: str
     assert field_of(refused) == "local_time"
 
 
+def assert_passed(refused: object, said: str, soonest: str) -> None:
+    """A past time is refused with the next whole minute in its zone offered (issue 38)."""
+    assert isinstance(refused, TimeRefusal)
+    assert refused.code == "past_time"
+    assert refused.message.startswith(f"{said} The next minute you can choose is ")
+    assert [(r.field, r.value) for r in refused.retries] == [("local_time", soonest)]
+
+
 def test_the_years_bounds_are_inclusive() -> None:
     assert resolve("2199-12-31T23:59", "UTC") == ResolvedTime(
         7_258_118_340_000, "2199-12-31T23:59", "UTC", None
     )
     # 1970 is a year a schedule may name; its instants are all past.
-    assert resolve("1970-01-01T00:00", "UTC") == refusal(
-        "past_time", "Thu 1 Jan 1970, 00:00 UTC has already passed."
+    assert_passed(
+        resolve("1970-01-01T00:00", "UTC"),
+        "Thu 1 Jan 1970, 00:00 UTC has already passed.",
+        "2026-01-01T00:01",
     )
 
 
 def test_exactly_now_has_passed_and_a_minute_later_has_not() -> None:
-    assert resolve("2026-01-01T00:00", "UTC") == refusal(
-        "past_time", "Thu 1 Jan 2026, 00:00 UTC has already passed."
+    assert_passed(
+        resolve("2026-01-01T00:00", "UTC"),
+        "Thu 1 Jan 2026, 00:00 UTC has already passed.",
+        "2026-01-01T00:01",
     )
     assert resolve("2026-01-01T00:01", "UTC") == ResolvedTime(
         1_767_225_660_000, "2026-01-01T00:01", "UTC", None
     )
     # Now as another zone writes it: 10:30 in Adelaide (UTC+10:30 in January) is this instant.
-    assert resolve("2026-01-01T10:30", "Australia/Adelaide") == refusal(
-        "past_time",
+    assert_passed(
+        resolve("2026-01-01T10:30", "Australia/Adelaide"),
         "Thu 1 Jan 2026, 10:30 ACDT (Australia/Adelaide; 00:00 UTC) has already passed.",
+        "2026-01-01T10:31",
     )
     assert resolve("2026-01-01T10:31", "Australia/Adelaide") == ResolvedTime(
         1_767_225_660_000, "2026-01-01T10:31", "Australia/Adelaide", None
@@ -112,8 +125,10 @@ def test_exactly_now_has_passed_and_a_minute_later_has_not() -> None:
 
 def test_now_may_be_given_in_any_zone() -> None:
     now = datetime(2026, 1, 1, 1, 0, tzinfo=BERLIN)  # the same instant as NOW
-    assert resolve_local_time("2026-01-01T01:00", "Europe/Berlin", None, now=now) == refusal(
-        "past_time", "Thu 1 Jan 2026, 01:00 CET (Europe/Berlin; 00:00 UTC) has already passed."
+    assert_passed(
+        resolve_local_time("2026-01-01T01:00", "Europe/Berlin", None, now=now),
+        "Thu 1 Jan 2026, 01:00 CET (Europe/Berlin; 00:00 UTC) has already passed.",
+        "2026-01-01T01:01",
     )
     assert resolve_local_time("2026-01-01T01:01", "Europe/Berlin", None, now=now) == (
         ResolvedTime(1_767_225_660_000, "2026-01-01T01:01", "Europe/Berlin", None)

@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from scheduling.domain.lateness import BOUNDS_MS
+from scheduling.mcp.tools import TOOLS
 from scheduling.ports import Database
+from scheduling.repository import agent_calls
 from scheduling.runner.health import STALL_AFTER_MS
 from scheduling.runner.metrics import REFUSAL_RESULT_CODES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -212,6 +214,9 @@ async def every_metric(world: World, ticks: int) -> None:
     for outcome in ("delivered", "retrying", "failed"):
         expect("scheduling_webhook_deliveries_total", 0, outcome=outcome)
     expect("scheduling_webhook_lost_leases_total", 0)
+    for tool in TOOLS:  # no agent in this story: its counters are there, at zero
+        for outcome in agent_calls.OUTCOMES:
+            expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
     for bound in BOUNDS_MS:
         expect(
             "scheduling_send_lateness_seconds_bucket",
@@ -264,6 +269,7 @@ async def every_metric(world: World, ticks: int) -> None:
         "scheduling_webhook_events": "counter",
         "scheduling_webhook_deliveries": "counter",
         "scheduling_webhook_lost_leases": "counter",
+        "scheduling_agent_calls": "counter",
         "scheduling_send_lateness_seconds": "histogram",
     }
 

@@ -96,7 +96,9 @@ async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world:
         r'<input type="radio" name="transition"[^>]*value="publish:published"[^>]*>', page
     )
     assert publish
-    assert "aria-describedby" not in publish.group(0)
+    assert "-replaces" not in publish.group(0)
+    # It collides with the waiting unpublish instead (issue 38), and says so.
+    assert 'aria-describedby="t-1-collides"' in publish.group(0)
     assert (
         "A new schedule replaces the waiting one of version"
         f" {world.core.state.group_of('cnt_pub').published_version_id} for Thu 2 Jul 2026,"

@@ -1,6 +1,7 @@
-"""The runner in the real Worker entry under Pyodide, with the harness queueing a seventh
-connection as workerd does: SEND_CONCURRENCY keeps every timeout for a request that has
-its connection; sending everything at once (the old behaviour) times requests out in the queue.
+"""The runner in the real Worker entry under Pyodide, with the harness holding a seventh
+connection back as workerd does: SEND_CONCURRENCY keeps every timeout for a request that has
+its connection; sending everything at once (the old behaviour) times requests out while they
+wait.
 """
 
 from __future__ import annotations

@@ -21,14 +21,12 @@ from scheduling.runtimes.workers.bindings import LAUNCH_LIMITER_BINDING, SCHEDUL
 from scripts.wrangler_config import parse_config, read_config
 from tests.pyodide_harness.harness import (
     HERE,
-    ROOT,
     SERVE,
     WRANGLER_EXAMPLE,
     Harness,
     node_path,
     shared_harness,
 )
-from tests.support.wrangler_example import queue_switched_on
 
 pytestmark = pytest.mark.pyodide
 
@@ -149,25 +147,17 @@ def wrangler_runner(
     return run_wrangler
 
 
-def test_wrangler_4_86_accepts_the_example_as_it_is_and_with_its_queue(tmp_path: Path) -> None:
-    # With the queue switched on, as its comment says, beside the same src/ (paths in a
-    # config are relative to it).
-    switched = tmp_path / "switched"
-    switched.mkdir()
-    (switched / "src").symlink_to(ROOT / "src")
-    (switched / "wrangler.jsonc").write_text(
-        queue_switched_on(WRANGLER_EXAMPLE.read_text("utf-8")), "utf-8"
+def test_wrangler_4_86_accepts_the_example_as_it_is(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    deploy = wrangler_runner(tmp_path, WRANGLER_EXAMPLE)(
+        "deploy", "--dry-run", "--outdir", str(out)
     )
-    for config, queue in ((WRANGLER_EXAMPLE, False), (switched / "wrangler.jsonc", True)):
-        out = tmp_path / f"out-{queue}"
-        deploy = wrangler_runner(tmp_path, config)("deploy", "--dry-run", "--outdir", str(out))
-        output = deploy.stdout + deploy.stderr
-        assert deploy.returncode == 0, output
-        assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
-        assert "env.LAUNCH_LIMITER" in output
-        assert ("env.SEND_QUEUE (dee-wan-scheduling-sends)" in output) is queue
-        assert "env.MAX_ROWS_PER_TICK (20)" in output
-        assert (out / "entry.py").exists()
+    output = deploy.stdout + deploy.stderr
+    assert deploy.returncode == 0, output
+    assert "env.PLUGIN_DB (dee-wan-scheduling)" in output
+    assert "env.LAUNCH_LIMITER" in output
+    assert "env.MAX_ROWS_PER_TICK (20)" in output
+    assert (out / "entry.py").exists()
     migrations = wrangler_runner(tmp_path, WRANGLER_EXAMPLE)(
         "d1",
         "migrations",

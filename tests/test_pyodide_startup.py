@@ -30,9 +30,14 @@ def test_importing_the_entry_draws_randomness_only_where_the_sdk_allows() -> Non
     # The snapshot holds the runner and the HTTP app with its compiled templates, so an
     # isolate's first request imports nothing; the template sources and difflib stay out.
     loaded = set(report["loaded"])
-    assert {"scheduling.runner.tick", "scheduling.app", "jinja2", "pydantic"} <= loaded
+    assert {
+        "scheduling.runner.tick",
+        "scheduling.runner.alarm",
+        "scheduling.app",
+        "jinja2",
+    } <= loaded
     assert "scheduling.http.pages.compiled_templates" in loaded
-    assert not {"scheduling.http.pages.templates", "difflib"} & loaded
+    assert not {"scheduling.http.pages.templates", "difflib", "scheduling.mcp"} & loaded
 
 
 def test_a_module_level_draw_in_the_entry_s_imports_is_found(tmp_path: Path) -> None:

@@ -111,26 +111,29 @@ def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
         assert len(receiver.deliveries) == 1  # delivered once
 
 
-def test_with_a_queue_the_consumer_that_settles_a_refusal_tells_it(
+def test_with_the_clocks_the_alarm_that_settles_a_refusal_tells_it(
     harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
 ) -> None:
-    """`SEND_QUEUE` bound: the tick dispatches, a `queue()` invocation sends, settles and then
-    delivers the event its settle wrote, signed with WebCrypto."""
-    with _refusal_due(harness, core, receiver) as (_, secret, due):
-        ticks, consumed = (
-            len(harness.events("runner_tick")),
-            len(harness.events("runner_consume")),
+    """`SCHEDULE_CLOCK` bound: the installation's clock's `alarm()` sends, settles and then
+    delivers the event its settle wrote, in the same invocation, signed with WebCrypto."""
+    with _refusal_due(harness, core, receiver) as (installation_id, secret, _):
+        soon = int(time.time() * 1000) + 2_000  # its second, moved near
+        harness.execute(
+            (
+                "UPDATE schedules SET due_at = ?1, next_attempt_at = ?1 WHERE installation_id = ?2",
+                [soon, installation_id],
+            )
         )
-        with harness.bound_queue(max_batch_size=2, max_concurrency=2, delay_scale=0.05):
-            harness.scheduled(due)  # answered once the dispatched work is done too
+        alarms = len(harness.events("runner_alarm"))
+        with harness.bound_clock():
+            harness.clock(tell=[installation_id])
+            time.sleep(max(0.0, soon / 1000 + 1 - time.time()))
+            harness.clock(wait=True)
         [delivery] = receiver.deliveries
         event = verify(secret, delivery)
         assert event["type"] == "schedule.refused"
         assert event["data"]["result_code"] == "workflow_conflict"
-        [tick] = harness.events("runner_tick")[ticks:]
-        assert (tick["dispatched"], tick["sends"], tick["webhook_sends"]) == (1, 0, 0)
-        invocations = harness.events("runner_consume")[consumed:]
-        [settling] = [line for line in invocations if line["refused"]]
+        [settling] = [line for line in harness.events("runner_alarm")[alarms:] if line["refused"]]
         assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
 
 
@@ -257,3 +260,47 @@ def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str
     )
     assert made.status_code == 303, made.text
     return due
+
+
+def test_a_completion_tells_at_once_of_the_schedule_it_put_out_of_date(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> None:
+    """Issue 38 in the real D1: the settle's trigger marks the waiting unpublish the done
+    publish put out of date, and the same batch writes its `schedule.stale` event."""
+    origin = receiver.url.rsplit("/", 1)[0]
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        browser = Browser(client, harness.origin)
+        try:
+            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+            core.control("POST", "content", {"content_id": "cnt_spring", "action": "publish"})
+            core.control("POST", "content", {"content_id": "cnt_spring", "action": "edit"})
+            due = _schedule_soon(core, browser, installation_id)
+            csrf = launch(core, browser, installation_id, content_id="cnt_spring")
+            later = browser.post_form(
+                f"/installations/{installation_id}/schedules",
+                {
+                    **browser.shown,
+                    "csrf_token": csrf,
+                    "transition": "unpublish:draft",
+                    "local_time": f"{datetime.now(UTC).year + 1}-07-01T09:00",
+                    "timezone": "UTC",
+                    "fold": "",
+                },
+            )
+            assert later.status_code == 303, later.text
+            unpublish = later.headers["location"].rsplit("=", 1)[1]
+            harness.scheduled(due)
+            [row] = harness.sql(
+                "SELECT status, made_stale_by FROM schedules WHERE id = ?", unpublish
+            )
+            assert row["status"] == "pending"
+            assert row["made_stale_by"] is not None
+            [delivery] = receiver.deliveries
+            event = verify(secret, delivery)
+            assert event["type"] == "schedule.stale"
+            assert event["data"]["schedule_id"] == unpublish
+            assert "Needs a new pin" in event["data"]["message"]
+        finally:
+            remove_installation(harness, installation_id)

@@ -16,7 +16,6 @@ from scheduling.domain.delivery_policy import GIVE_UP_AFTER_MS, RETRY_DELAYS_MS
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
-from tests.support.queue import Consumers
 from tests.support.webhooks import (
     HOOK_URL,
     Receiver,
@@ -283,7 +282,7 @@ async def test_replay_failures_since_sends_again_those_of_the_window_only(
     waiting = await hooks.mine("status = 'waiting'")
     assert sorted(w["id"] for w in waiting) == sorted(r["id"] for r in recent)
     assert {(w["attempt_count"], w["next_attempt_at"]) for w in waiting} == {(0, now)}
-    await tick_at(world, now)  # the next tick (no queue here) sends them, same ids
+    await tick_at(world, now)  # the next tick sends them, same ids
     again = hooks.failing.deliveries[sent:]
     assert sorted(d.id for d in again) == sorted(r["id"] for r in recent)
     assert [d["status"] for d in await hooks.mine()] == ["failed", "delivered", "delivered"]
@@ -309,31 +308,6 @@ async def test_replay_failures_since_sends_again_those_of_the_window_only(
     replay = await hooks.manage.post(f"{base}/replay", {**hooks.form(), "since_hours": "72"})
     assert replay.status == 303
     assert [w["id"] for w in await hooks.mine("status = 'waiting'")] == [old["id"]]
-
-
-async def test_with_a_queue_a_replay_is_handed_to_it_at_once(world: World, hooks: Hooks) -> None:
-    await hooks.set_up()
-    await hooks.refusals(3, HOUR)
-    await run_clock(world, world.clock.now_ms() + 3 * HOUR, hooks=hooks)
-    await (
-        world.db.prepare(
-            "UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL,"
-            " finished_at = created_at + 1 WHERE endpoint_id = ?"
-        )
-        .bind(hooks.endpoint_id)
-        .run()
-    )
-    hooks.failing.default = 204
-    await hooks.page()
-    base = f"/installations/{hooks.installation.id}/notifications/{hooks.endpoint_id}"
-    async with Consumers(world.app) as consumers:
-        replay = await hooks.manage.post(f"{base}/replay", {**hooks.form(), "since_hours": "24"})
-        assert replay.status == 303
-        await consumers.queue.idle()
-    [handed] = [body for body in consumers.sent if "deliveries" in body]
-    assert len(handed["deliveries"]) == 3
-    assert {d["status"] for d in await hooks.mine()} == {"delivered"}
-    assert consumers.total("webhooks_delivered") == 3
 
 
 async def test_only_a_manage_launch_may_send_again_or_replay(world: World, hooks: Hooks) -> None:

@@ -15,7 +15,7 @@ from scheduling.domain.outcomes import AnswerRule, Retry
 from scheduling.domain.statuses import Status
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env, runner_status
-from tests.support.queue import Yielding
+from tests.support.in_flight import Yielding
 from tests.support.world import (
     MINUTE,
     World,

@@ -1,19 +1,20 @@
 """Platform limits hit at run time are not failures: with D1 and fetch refusing past 50 calls
 in an invocation (Workers Free, where the operator never set the 50s), the runner stops
 claiming, hands back what it claimed and did not send (status restored, attempt not
-counted), records `limit_reached`, and the rest drains over later invocations."""
+counted), records `limit_reached`, and the rest drains over later invocations; a delivery
+refused the same way goes back to waiting and is delivered once by a later tick."""
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 
-from scheduling.runner.consume import retry_delay_s
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.platform_limits import limit, limited_tick
-from tests.support.queue import Consumers
+from tests.support.webhooks import Receiver, add_endpoint, signed_by, with_receivers
 from tests.support.world import MINUTE, World, bulk_due
 
 FREE = 50
@@ -46,8 +47,7 @@ async def burst(world: World, rows: int, due: int) -> None:
 async def test_inline_ticks_at_free_limits_drain_a_1000_row_burst_without_a_failed_tick(
     db: SqliteDatabase, clock: FakeClock
 ) -> None:
-    # An hour's cap, so that fifty a minute can send all of it (see the fan-out test below
-    # for the same burst within the default 15 minutes).
+    # An hour's cap, so that fifty a minute can send all of it.
     world = World(db, clock, env=base_env(MAX_LATENESS_MS="3600000"))
     due = clock.now + MINUTE
     await burst(world, 1000, due)
@@ -76,56 +76,6 @@ async def test_inline_ticks_at_free_limits_drain_a_1000_row_burst_without_a_fail
     assert attempts == {"most": 1, "rows": 1000}
 
 
-async def test_queue_consumers_at_free_limits_drain_a_1000_row_burst_within_minutes(
-    db: SqliteDatabase, clock: FakeClock
-) -> None:
-    world = World(db, clock)
-    due = clock.now + MINUTE
-    await burst(world, 1000, due)
-    limit(world.app, queries=FREE, subrequests=FREE)
-    async with Consumers(world.app, consumers=4, max_batch_size=10) as consumers:
-        tick = await consumers.tick(due)
-        assert tick["dispatched"] == 1000
-        for minute in range(1, 5):
-            if not await live(world):
-                break
-            await consumers.tick(due + minute * MINUTE)
-    ended = await statuses(world)
-    # Consumers running at once may each meet D1's limit before one of them has learnt it:
-    # what they had out then cannot be settled, and is sent again with its key after the
-    # lease (Dee Wan replays it). Nothing is lost and nothing applied twice.
-    replayed = ended.pop("completed:idempotent_replay", 0)
-    assert ended == {"completed:transition_applied": 1000 - replayed}
-    assert replayed <= consumers.total("unsettled")
-    assert set(applied(world).values()) == {1}
-    reports = consumers.reports
-    assert max(r["sends"] for r in reports) <= FREE
-    assert max(r["d1_statements"] for r in reports) <= FREE
-    # A consumer meets a limit; later invocations of this process budget below it, each
-    # leaving the rest to its messages' next delivery. (Whether the first to meet it still
-    # had claims to hand back depends on where its batches stood: the hand-back itself is
-    # the single invocation's test above.)
-    assert consumers.total("platform_limit") >= 1
-    assert consumers.total("retried") > 0
-    assert len(reports) >= 1000 // FREE
-    # Claims D1 would not let a consumer settle stay leased, and count under their
-    # installation's cap, until their lease runs out: this test's clock stands still within
-    # a tick, so the messages held back behind them can only run out of retries (on Workers
-    # the lease ends within their retries, which back off). Otherwise none is dead-lettered;
-    # either way, nothing is lost (every row completed, above).
-    if consumers.total("unsettled") == 0:
-        assert consumers.queue.stats.dead_letters == []
-    assert all(t <= 2 * MINUTE for t in await lateness(world))  # the queue's reason to be
-
-
-async def lateness(world: World) -> list[int]:
-    result = await world.db.prepare(
-        "SELECT a.started_at - s.due_at AS late FROM schedule_attempts a"
-        " JOIN schedules s ON s.id = a.schedule_id"
-    ).all()
-    return [r["late"] for r in result.results]
-
-
 @pytest.mark.parametrize("queries", [12, 25])
 async def test_when_d1_refuses_mid_tick_the_claims_it_cannot_settle_are_reclaimed_with_their_key(
     db: SqliteDatabase, clock: FakeClock, queries: int
@@ -151,44 +101,47 @@ async def test_when_d1_refuses_mid_tick_the_claims_it_cannot_settle_are_reclaime
     assert sum(t["unsettled"] for t in ticks) >= 1
 
 
-class Message:
-    """A queue message as the consumer gets it, delivered `attempts` times so far."""
-
-    def __init__(self, message_id: str, body: dict[str, object], attempts: int) -> None:
-        self.id, self.body, self.attempts = message_id, body, attempts
-        self.acked = False
-        self.retried_after: int | None = None
-
-    def ack(self) -> None:
-        self.acked = True
-
-    def retry(self, delay_s: int) -> None:
-        self.retried_after = delay_s
+async def subscribed(world: World, receiver: Receiver, events: tuple[str, ...]) -> tuple[Any, str]:
+    """An installation with one endpoint (the receiver) hearing of `events`; and its secret."""
+    with_receivers(world, receiver)
+    installation = await world.install()
+    manage = await world.browser_for(installation, content_id=None)
+    return installation, await add_endpoint(manage, installation.id, receiver.url, events)
 
 
-async def test_a_consumer_serves_the_message_delivered_most_often_first_then_backs_off(
+async def deliveries(world: World) -> list[dict[str, Any]]:
+    result = await world.db.prepare("SELECT * FROM webhook_deliveries ORDER BY id").all()
+    return result.results
+
+
+async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_later(
     db: SqliteDatabase, clock: FakeClock
 ) -> None:
-    """With room for one message's rows, the one delivered seven times goes before a fresh
-    one listed ahead of it; the one left comes back after a second, and a message retried
-    for the 25th time after three (a second more for each ten deliveries, at most ten)."""
-    room = {"MAX_SENDS_PER_TICK": "20", "MAX_ROWS_PER_TICK": "20"}
-    world = World(db, clock, env=base_env(**room, MAX_IN_FLIGHT_PER_INSTALLATION="20"))
-    due = clock.now + MINUTE
-    bodies = []
-    for prefix in ("fresh_", "old_"):
-        installation = await world.install()
-        await bulk_due(world, installation, 20, due, prefix)
-        ids = [f"sch_{prefix}{i}" for i in range(20)]
-        bodies.append({"v": 1, "at": due, "sent": due, "ids": {installation.id: ids}})
-    clock.now = due
-    fresh, old = Message("m-fresh", bodies[0], 1), Message("m-old", bodies[1], 7)
-    report = await world.app.consume([fresh, old])
-    assert report["sends"] == 20
-    assert (old.acked, old.retried_after) == (True, None)
-    assert (fresh.acked, fresh.retried_after) == (False, 1)
-    again = Message("m-again", bodies[0], 25)
-    await world.app.consume([again, Message("m-old", bodies[1], 1)])
-    assert (again.acked, again.retried_after) == (True, None)  # served first, done
-    assert retry_delay_s(1) == retry_delay_s(10) == 1
-    assert (retry_delay_s(11), retry_delay_s(25), retry_delay_s(100)) == (2, 3, 10)
+    world = World(db, clock)
+    receiver = Receiver()
+    installation, secret = await subscribed(world, receiver, ("schedule.completed",))
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 25, due, "lim")
+    limit(world.app, subrequests=25)  # the transitions use all of the first invocation's
+    first = await limited_tick(world.app, due)
+    assert (first["completed"], first["webhook_events"]) == (25, 25)
+    assert (first["platform_limit"], first["webhook_sends"], first["webhooks_delivered"]) == (
+        1,
+        0,
+        0,
+    )
+    assert first["webhooks_handed_back"] == 20  # the first batch claimed; the rest still waits
+    assert receiver.deliveries == []
+    stored = await deliveries(world)
+    assert {(d["status"], d["attempt_count"]) for d in stored} == {("waiting", 0)}
+    assert all(d["next_attempt_at"] <= due + MINUTE for d in stored)
+    # Later invocations stay below what the first met, and deliver the rest once each.
+    for n in (1, 2):
+        report = await limited_tick(world.app, due + n * MINUTE)
+        assert report["platform_limit"] == 0
+        assert report["webhook_sends"] <= 25
+    assert len(receiver.deliveries) == 25
+    assert set(Counter(d.id for d in receiver.deliveries).values()) == {1}
+    assert all(signed_by(secret, d) for d in receiver.deliveries)
+    stored = await deliveries(world)
+    assert {(d["status"], d["attempt_count"]) for d in stored} == {("delivered", 1)}

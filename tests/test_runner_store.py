@@ -1,5 +1,5 @@
-"""The lease contract (the leases store and the dispatch marks), on SQLite and on Miniflare's D1
-through the Workers adapter.
+"""The lease contract (the leases store), on SQLite and on Miniflare's D1 through the Workers
+adapter.
 
 `any_db` runs every test twice. The D1 database is shared by the test session,
 so each test works with installations of its own and at instants in 1970,
@@ -19,7 +19,6 @@ from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
 from scheduling.ports import Database
-from scheduling.repository.dispatch_marks import DispatchMarks
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
@@ -33,7 +32,6 @@ class Setup:
     db: Database
     store: Leases
     trips: RoundTrips
-    marks: DispatchMarks
     prefix: str
 
     def installation(self, n: int) -> str:
@@ -108,7 +106,7 @@ async def setup(any_db: Database) -> AsyncIterator[Setup]:
         )
     trips = RoundTrips(any_db)
     outbox = Outbox(trips)
-    yield Setup(any_db, Leases(trips, outbox), trips, DispatchMarks(trips, outbox), prefix)
+    yield Setup(any_db, Leases(trips, outbox), trips, prefix)
     like = f"{prefix}_%"
     await any_db.batch(
         [
@@ -284,10 +282,10 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
     assert retrying == {"n": 50}
 
 
-# -- queue consumers: the per-installation cap in the claim, dispatch marks, hand-backs --
+# -- the per-installation cap in the claim (the clocks, the watchdog), hand-backs --
 
 
-async def test_a_consumer_claim_never_takes_an_installation_past_its_cap(setup: Setup) -> None:
+async def test_a_capped_claim_never_takes_an_installation_past_its_cap(setup: Setup) -> None:
     for n in range(2):  # two live claims of installation 0 already, by another runner
         await setup.schedule(0, 100 + n, status="running", lease_until=NOW + LEASE_MS)
     await setup.schedule(0, 200, status="running", lease_until=NOW)  # expired: not live
@@ -334,35 +332,6 @@ async def test_the_cap_holds_across_the_statements_of_one_claim(setup: Setup) ->
     won, _, held = await setup.store.claim_within(seen, [], "lease", NOW, LEASE_MS, 25)
     assert setup.trips.statements - statements == 4  # live claims, two claims, attempts
     assert (len(won), len(held)) == (25, 5)
-
-
-async def test_due_among_reads_only_the_named_rows_that_are_due(setup: Setup) -> None:
-    waiting = await setup.schedule(0, 1)
-    later = await setup.schedule(0, 2, ready_at=NOW + 1)
-    leased = await setup.schedule(1, 1, status="running", lease_until=NOW + 1)
-    expired = await setup.schedule(1, 2, status="running", lease_until=NOW)
-    await setup.schedule(2, 1)  # due, but not named
-    named = [waiting, later, leased, expired, f"{setup.prefix}_gone"]
-    assert sorted(ids(await setup.store.due_among(named, NOW, 20))) == sorted([waiting, expired])
-
-
-async def test_a_dispatch_marks_due_rows_round_robin_until_a_claim_or_a_lease_later(
-    setup: Setup,
-) -> None:
-    a = [await setup.schedule(0, n, ready_at=NOW - 10 + n) for n in range(3)]
-    b = [await setup.schedule(1, n, ready_at=NOW) for n in range(2)]
-    marked = await setup.marks.mark(NOW, NOW - LEASE_MS, 100)
-    assert [row.id for row in marked] == [a[0], b[0], a[1], b[1], a[2]]
-    assert await setup.marks.mark(NOW + 1, NOW + 1 - LEASE_MS, 100) == []
-    # A claim clears the mark; the claim's lease then keeps the row from the next dispatch.
-    seen = await setup.store.due_among([a[0]], NOW, 20)
-    await setup.store.claim_within(seen, [], "lease", NOW, LEASE_MS, 6)
-    assert (await setup.row(a[0]))["dispatched_at"] is None
-    # Unclaimed for a lease: dispatched again (its message may have been lost).
-    again = await setup.marks.mark(NOW + LEASE_MS, NOW, 100)
-    assert sorted(row.id for row in again) == sorted([*a, *b])  # a[0]: its lease ran out
-    await setup.marks.unmark([b[0]], NOW + LEASE_MS)
-    assert (await setup.row(b[0]))["dispatched_at"] is None
 
 
 async def test_a_handed_back_claim_waits_again_as_it_was(setup: Setup) -> None:

@@ -20,8 +20,9 @@ from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, LoopClock, base_env, call
+from tests.support.in_flight import InFlight
 from tests.support.metrics import scrape, value
-from tests.support.queue import InFlight
+from tests.support.webhooks import HOOK_URL, Receiver, add_endpoint, with_receivers
 from tests.support.world import MINUTE, World, attempts, bulk_due, row, schedule, sends
 
 SECOND = 1_000
@@ -192,6 +193,40 @@ async def test_a_burst_is_sent_on_its_second_six_at_a_time_per_installation(
     assert watched.peak_total == 18  # each installation's clock with its own six
     alarms = [h for h in await history(world) if h["kind"] == "alarm"]
     assert [h["sends"] for h in alarms] == [20, 20, 20]
+    await clocks.stop()
+
+
+@pytest.mark.looptime
+async def test_an_alarm_still_sending_tells_its_refusals_within_seconds_then_sends_on(
+    db: SqliteDatabase,
+) -> None:
+    """60 refusals due at one second, six at a time and 500 ms each: five seconds of sends.
+    The alarm does not keep their events for its end: once it has sent for two seconds, it
+    delivers what its settles wrote, then sends the rest, all in the same invocation."""
+    world, clocks = clock_world(db)
+    world.core.faults.set_latency(0.5)
+    receiver = Receiver(HOOK_URL, clock=world.clock.now_ms)
+    with_receivers(world, receiver)
+    installation = await world.install()
+    await add_endpoint(await world.browser_for(installation, content_id=None), installation.id)
+    due = START_MS + 3 * MINUTE
+    await bulk_due(world, installation, 60, due, "r_")
+    refused = Fault.respond(409, "workflow_conflict")
+    world.core.faults.push(refused, endpoint="transitions", times=60)
+    assert await clocks.start() == 1
+
+    await until(world.clock, due + MINUTE)
+    await clocks.idle()
+
+    told = await world.db.prepare(
+        "SELECT status, last_attempt_at - created_at AS waited FROM webhook_deliveries"
+    ).all()
+    assert len(told.results) == len(receiver.deliveries) == 60
+    assert {r["status"] for r in told.results} == {"delivered"}
+    # Sent alone, the first wave's events would wait the five seconds of the rest.
+    assert max(r["waited"] for r in told.results) < 3 * SECOND
+    [alarm] = [h for h in await history(world) if h["kind"] == "alarm"]
+    assert alarm["sends"] == 60
     await clocks.stop()
 
 

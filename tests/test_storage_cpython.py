@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,6 @@ from scheduling.repository import (
     tick_history,
 )
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
-from scheduling.repository.dispatch_marks import DISPATCH_SQL
 from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.migrations import (
@@ -94,6 +94,39 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
     assert names == ["0001_initial.sql", *later]
+    database.close()
+
+
+def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) -> None:
+    """A database migrated to 0013, with a queue consumer's history row and totals: 0014
+    drops the column, those rows and totals, and keeps every tick and alarm as it was."""
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in MIGRATIONS_DIR.glob("*.sql"):
+        if path.name < "0014":
+            shutil.copy(path, before)
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    connection = database.connection
+    apply_migrations(connection, before)
+    columns = [row[1] for row in connection.execute("PRAGMA table_info(tick_history)")]
+    row = ", ".join("?" for _ in columns)
+    for at, kind in ((1, "tick"), (2, "consumer"), (3, "alarm")):
+        values = [at, kind, None, *[7] * (len(columns) - 3)]
+        connection.execute(f"INSERT INTO tick_history VALUES ({row})", values)
+    connection.executemany(
+        "INSERT INTO runner_totals (name, value) VALUES (?, 5)",
+        [("ticks:tick",), ("ticks:consumer",), ("ticks_failed:consumer",), ("ticks:alarm",)],
+    )
+    assert apply_migrations(connection)[0] == "0014_drop_queue_fanout.sql"
+    history = connection.execute("SELECT at, kind, backlog FROM tick_history ORDER BY at")
+    assert [tuple(r) for r in history] == [(1, "tick", 7), (3, "alarm", 7)]
+    totals = connection.execute("SELECT name FROM runner_totals ORDER BY name")
+    assert [name for (name,) in totals] == ["ticks:alarm", "ticks:tick"]
+    assert "dispatched_at" not in {r[1] for r in connection.execute("PRAGMA table_info(schedules)")}
+    with pytest.raises(sqlite3.IntegrityError):
+        connection.execute(f"INSERT INTO tick_history VALUES ({row})", [4, "consumer", *values[2:]])
+    indexes = {r[1] for r in connection.execute("PRAGMA index_list(tick_history)")}
+    assert indexes == {"tick_history_at", "tick_history_ok"}
     database.close()
 
 
@@ -287,7 +320,8 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
 @pytest.mark.parametrize(
     ("sql", "groups"),
     [
-        (DUE_SQL, [WAITING, (Status.RUNNING,)]),
+        # and the other kind's waiting schedule a completion would make stale (issue 38)
+        (DUE_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
         (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
         (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
         (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
@@ -349,15 +383,7 @@ def _plan(sql: str, params: list[object]) -> list[str]:
     return steps
 
 
-def test_a_dispatch_reads_only_the_runners_partial_indexes() -> None:
-    steps = _plan(DISPATCH_SQL, [0, 0, 2000])
-    reads = [s for s in steps if s.startswith(("SCAN schedules", "SEARCH schedules"))]
-    assert any("INDEX schedules_waiting" in s for s in reads), steps
-    assert any("INDEX schedules_leased" in s for s in reads), steps
-    assert not any(s.startswith("SCAN schedules") for s in steps), steps
-
-
-def test_a_consumer_claim_counts_live_claims_by_index_before_it_changes_a_row() -> None:
+def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row() -> None:
     """The candidates and their installation's live claims are materialised first (no row
     changed yet when they are counted), and each count reads one installation's running rows
     by index."""
@@ -409,13 +435,12 @@ def test_the_outbox_reads_only_its_partial_indexes_and_keys(sql: str, params: li
 @pytest.mark.parametrize(
     ("sql", "groups"),
     [
-        (DISPATCH_SQL, [WAITING, (Status.RUNNING,), (Status.RUNNING,)]),
-        (lease_sql.DUE_AMONG_SQL, [WAITING, (Status.RUNNING,)]),
+        (lease_sql.DUE_FOR_SQL, [WAITING, WAITING, (Status.RUNNING,)]),  # one: issue 38
         (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
     ],
-    ids=["dispatch", "due among a message's ids", "live claims"],
+    ids=["one installation's due rows", "live claims"],
 )
-def test_the_queue_statements_write_the_enums_groups(
+def test_the_capped_claims_statements_write_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
 ) -> None:
     assert _status_groups_in(sql) == groups

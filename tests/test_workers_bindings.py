@@ -24,7 +24,6 @@ from scheduling.runtimes.workers.bindings import (
     UnboundDatabase,
     clock_binding,
     d1_binding,
-    queue_binding,
 )
 from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.services import Services
@@ -102,17 +101,6 @@ async def test_a_tick_without_the_binding_fails_naming_it() -> None:
         await unbound_app().tick(Clock().now_ms())
 
 
-def test_a_queue_producer_is_taken_only_when_it_can_send_batches() -> None:
-    class WorkerQueue:
-        async def sendBatch(self, messages: Any) -> None:
-            pass
-
-    producer = WorkerQueue()
-    assert queue_binding(SimpleNamespace(SEND_QUEUE=producer)) is producer
-    assert queue_binding(SimpleNamespace()) is None
-    assert queue_binding(SimpleNamespace(SEND_QUEUE="a variable")) is None
-
-
 def test_the_clocks_namespace_is_taken_only_when_it_names_objects() -> None:
     class DurableObjectNamespace:
         def getByName(self, name: str) -> Any:
@@ -138,7 +126,7 @@ def test_the_clocks_namespace_is_taken_only_when_it_names_objects() -> None:
         ),
         ("Error: D1_ERROR: no such table: schedules", None),
         ("TypeError: fetch failed", None),
-        ("Error: Too many requests", None),  # Queues' throughput limit: not this invocation's
+        ("Error: Too many requests", None),  # a service's throughput limit: not this invocation's
     ],
 )
 def test_the_platforms_limit_texts_are_recognised_and_nothing_else(

@@ -1,17 +1,16 @@
 """wrangler.example.jsonc deploys as it is once the D1 id is filled in (issue 26.10): it binds
-nothing that must be created first but that database, and the queue fan-out is one commented
-block to switch on. Its outbound fetches are strictly public (issue 31.4). wrangler itself
-reads both shapes in tests/test_pyodide_runtime.py."""
+nothing that must be created first but that database. Its outbound fetches are strictly public
+(issue 31.4). wrangler itself reads it in tests/test_pyodide_runtime.py."""
 
 from __future__ import annotations
 
 import re
 
-from scripts.wrangler_config import parse_config, read_config
-from tests.support.wrangler_example import EXAMPLE, queue_switched_on
+from scripts.wrangler_config import read_config
+from tests.support.wrangler_example import EXAMPLE
 
 # What a config may hold when nothing but its D1 database has to exist before `wrangler
-# deploy`: a queue, a KV namespace, an R2 bucket, a service or a Durable Object named in it
+# deploy`: a KV namespace, an R2 bucket, a service or a Durable Object named in it
 # would have to be created (or deployed) first, or the deploy fails.
 NEEDS_NOTHING_CREATED = {
     "name",
@@ -38,19 +37,6 @@ def test_as_it_is_the_example_needs_only_its_d1_database_created() -> None:
         PLACEHOLDER
     ]
     assert not {"account_id", "routes", "route"} & set(config)
-
-
-def test_the_queue_fan_out_is_one_commented_block_that_switches_on() -> None:
-    text = EXAMPLE.read_text("utf-8")
-    switched = parse_config(queue_switched_on(text))
-    assert set(switched) - set(read_config(EXAMPLE)) == {"queues"}
-    assert switched["queues"]["producers"] == [
-        {"binding": "SEND_QUEUE", "queue": "dee-wan-scheduling-sends"}
-    ]
-    # The comment above it says how: both queues created, then the block uncommented.
-    assert "npx wrangler queues create dee-wan-scheduling-sends\n" in text
-    assert "npx wrangler queues create dee-wan-scheduling-sends-dead\n" in text
-    assert 'remove the `// ` in front of each line from "queues" to its closing `},`' in text
 
 
 def test_outbound_fetches_are_strictly_public_and_the_example_says_why() -> None:

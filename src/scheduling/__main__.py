@@ -1,4 +1,5 @@
-"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]`, and
+"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]
+[--clock-processes N]`, and
 `python -m scheduling contract` (prints the plugin contract core checks)."""
 
 from __future__ import annotations
@@ -24,6 +25,27 @@ def _port(value: str) -> int:
     if port is None or port > 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
     return port
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+MAX_CLOCK_PROCESSES = 256
+
+
+def _clock_processes(value: str) -> int:
+    if (
+        not (value.isascii() and value.isdigit() and len(value) <= 3)
+        or int(value) > MAX_CLOCK_PROCESSES
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of processes (0-{MAX_CLOCK_PROCESSES})"
+        )
+    return int(value)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -52,6 +74,15 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--vars", type=Path, required=True, help=".dev.vars-style KEY=VALUE file")
     serve.add_argument("--no-cron", action="store_true", help="do not tick every minute")
+    serve.add_argument(
+        "--clock-processes",
+        type=_clock_processes,
+        default=cpu_count(),
+        metavar="N",
+        help="with SCHEDULE_CLOCK=1, run the installations' alarm clocks in N processes, each"
+        " the clocks of a fixed set of installations, as Workers give each clock its own"
+        f" isolate ({cpu_count()}: the CPU count; 0 or 1: in the server's process)",
+    )
     commands.add_parser(
         "contract",
         help="print the plugin contract (plugin-contract.json) core's contract test checks",
@@ -101,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 stop=stop,
                 vars_path=args.vars,
                 secret_in_environment="ADMIN_SECRET" in os.environ,
+                clock_processes=args.clock_processes,
             )
         )
     except ConfigurationError as exc:

@@ -1,13 +1,12 @@
 """The application: a route table, the one place refusals are rendered, and the runner's
-invocations (the cron's tick, a queue consumer's batch, a clock's alarm)."""
+invocations (the cron's tick, a clock's alarm)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.handlers import (
+    agents,
     home,
     installation,
     manifest,
@@ -16,22 +15,21 @@ from scheduling.http.handlers import (
     schedules,
     static,
     status,
+    ways_back,
 )
 from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.ports import QueueMessage
 from scheduling.runner.alarm import alarm
-from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
 
 
 # Rare routes, whose modules (an activation's model, the operator page's charts and queries,
-# the deletion) are imported by their own first request: out of the Worker's startup, and
-# never an editor's page. Every other route's modules are imported here.
+# the deletion, the agents' MCP endpoint) are imported by their own first request: out of the
+# Worker's startup, and never an editor's page. Every other route's modules are imported here.
 async def _activate(request: Request, services: Services) -> Response:
     from scheduling.http.handlers.activate import activate
 
@@ -56,6 +54,12 @@ async def _operator_page(request: Request, services: Services) -> Response:
     return await operator(request, services)
 
 
+async def _mcp(request: Request, services: Services) -> Response:
+    from scheduling.mcp.endpoint import mcp  # an agent's calls: the MCP package and its tools
+
+    return await mcp(request, services)
+
+
 ROUTES = [
     Route("GET", "/", home.home),
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
@@ -68,6 +72,15 @@ ROUTES = [
     Route("GET", "/healthz", operator.healthz),
     Route("GET", "/installations/{installation_id}", installation.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
+    # A reloaded or restored refused form: back to the page (issue 38), never a 405.
+    Route("GET", "/installations/{installation_id}/schedules", ways_back.to_page),
+    Route(
+        "GET", "/installations/{installation_id}/schedules/{schedule_id}/retry", ways_back.to_page
+    ),
+    Route(
+        "GET", "/installations/{installation_id}/schedules/{schedule_id}/dismiss", ways_back.to_page
+    ),
+    Route("GET", "/installations/{installation_id}/notifications", ways_back.to_page),
     Route(
         "GET",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
@@ -130,10 +143,24 @@ ROUTES = [
         notifications.enable_endpoint,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
+    Route("POST", "/installations/{installation_id}/agent-keys", agents.mint),
+    Route("POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents.revoke),
+    Route(
+        "POST",
+        "/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        agents.confirm_proposal,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/proposals/{proposal_id}/decline",
+        agents.decline_proposal,
+    ),
+    Route("POST", "/mcp", _mcp),
+    Route("GET", "/favicon.ico", ways_back.favicon),
 ]
 
 # Dee Wan core and the operator read JSON; people read pages.
-_MACHINE_PREFIXES = ("/dee-wan/", "/admin/")
+_MACHINE_PREFIXES = ("/dee-wan/", "/admin/", "/mcp")
 _PAGE_PREFIXES = ("/installations/", "/static/")
 
 
@@ -208,10 +235,6 @@ class App:
     async def tick(self, scheduled_time: int) -> dict[str, int]:
         """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""
         return await tick(self.services, scheduled_time)
-
-    async def consume(self, messages: Sequence[QueueMessage]) -> dict[str, int]:
-        """One queue consumer invocation over a delivered batch (`runner.consume.consume`)."""
-        return await consume(self.services, messages)
 
     async def alarm(self, installation_id: str, set_for: int | None = None) -> int | None:
         """One alarm of an installation's clock (`runner.alarm.alarm`)."""

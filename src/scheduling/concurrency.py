@@ -1,7 +1,7 @@
 """Calls to Dee Wan run at most `SEND_CONCURRENCY` at a time, on every runtime.
 
 Workers lets one invocation have six connections waiting for response headers
-and queues the rest; a request's timeout must not run while it waits for a
+and holds the rest back; a request's timeout must not run while it waits for a
 slot. So the core admits each call to a slot itself, and only then does the
 call (and its timer) start.
 """

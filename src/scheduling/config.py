@@ -32,7 +32,6 @@ VARIABLES = (
     "MAX_D1_QUERIES_PER_TICK",
     "MAX_SENDS_PER_TICK",
     "MAX_IN_FLIGHT_PER_INSTALLATION",
-    "QUEUE_CONSUMERS",
     "RETENTION_DAYS",
     "MAX_CREATES_PER_MINUTE",
     "CLOCK_LEAD_MS",
@@ -164,9 +163,6 @@ class _Settings(BaseModel):
     MAX_SENDS_PER_TICK: PositiveInt = 1_000
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
-    # The local runtime's queue consumers (0: the tick sends inline). The Worker's come from
-    # its queue consumer's `max_concurrency` in wrangler.jsonc instead.
-    QUEUE_CONSUMERS: Annotated[int, Field(ge=0, le=64)] = 0
     # Finished schedules (and what hangs off them) and ended webhook deliveries are purged
     # this many days after they ended.
     RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
@@ -324,10 +320,6 @@ class Configuration:
     @property
     def max_in_flight_per_installation(self) -> int:
         return int(self._need("MAX_IN_FLIGHT_PER_INSTALLATION"))
-
-    @property
-    def queue_consumers(self) -> int:
-        return int(self._need("QUEUE_CONSUMERS"))
 
     @property
     def retention_days(self) -> int:

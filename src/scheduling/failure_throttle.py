@@ -31,7 +31,7 @@ counted. So at most `MAX_IN_FLIGHT` exchanges of one client with one
 installation run at once (a person's second click still goes through); a
 further one is refused at once. A burst then reaches Dee Wan at most
 `LAUNCH_FAILURES_PER_MINUTE + MAX_IN_FLIGHT` times, however it is sent.
-Refusing rather than queueing is deliberate: a request that waits for a turn
+Refusing rather than making it wait is deliberate: a request that waits for a turn
 would be woken by another request's work, and in workerd a request waiting on
 what another request started can be left hanging when that one ends.
 """

@@ -42,7 +42,10 @@ FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 # The outbox (repository/outbox.py): events written with a settle or an unsent refusal, and
 # the deliveries' settle with its updates of the endpoints, by id.
-EVENTS = StatementShape(fixed=2, width=4)
+# An events row is a settled schedule's id and the JSON array of the events its settle raises
+# (its own, and a completion's stale notice of the other kind's schedule: issue 38), so a
+# batch's settle still costs one row per claim.
+EVENTS = StatementShape(fixed=2, width=2)
 SETTLE_DELIVERIES = StatementShape(fixed=2, width=8)
 ENDPOINT_IDS = StatementShape(fixed=2, width=1)
 # Claiming deliveries: the claim, a chat endpoint's next minute, reading their endpoints and
@@ -56,9 +59,9 @@ RECORD_STATEMENTS = 3
 
 def batch_cost(rows: int, *, capped: bool = False) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals and their events, claims, opening attempts; a queue consumer's claim also reads
-    how many claims each installation holds) and its settle round trip (settles and their
-    events, finished or dropped attempts, each installation's last send)."""
+    (refusals and their events, claims, opening attempts; a claim under the per-installation
+    cap also reads how many claims each installation holds) and its settle round trip (settles
+    and their events, finished or dropped attempts, each installation's last send)."""
     claim = 1 + CLAIM_WITHIN.statements(rows) if capped else CLAIM.statements(rows)
     claim += REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows) + 1
     settle = SETTLE.statements(rows) + EVENTS.statements(rows) + FINISH_ATTEMPTS.statements(rows)
@@ -72,7 +75,3 @@ def delivery_batch_cost(messages: int) -> int:
     of those)."""
     settle = 2 * SETTLE_DELIVERIES.statements(messages) + 5 * ENDPOINT_IDS.statements(messages)
     return CLAIM_DELIVERIES_COST + settle
-
-
-# Cloudflare Queues: at most 100 messages in one `sendBatch` (and 256 KB; ours are far smaller).
-MAX_MESSAGES_PER_SEND = 100

@@ -69,7 +69,7 @@ class Database(Protocol):
 class LimitReached(Exception):
     """The invocation reached one of the platform's limits and the call was refused unmade.
 
-    `kind` is "d1" (D1 queries, and other calls to Cloudflare services such as a queue) or
+    `kind` is "d1" (D1 queries, and other calls to Cloudflare services) or
     "subrequests" (outbound `fetch`). Nothing more of that kind can be done in this
     invocation; the next invocation has its own allowance. It is not a failure of the
     thing called: the runner stops claiming and leaves the rest for the next invocation.
@@ -176,44 +176,6 @@ async def answer_to(
             "%s failed unexpectedly: %s", what, type(exc).__name__
         )
         return TransportError(type(exc).__name__)
-
-
-# -- queue (Cloudflare Queues' shape) ------------------------------------------
-
-
-class QueueProducer(Protocol):
-    async def send_batch(self, bodies: Sequence[Mapping[str, Any]]) -> None:
-        """Enqueue one message per body (JSON-shaped), at most 100 at once.
-
-        Delivery is at least once, in no promised order. Raises `LimitReached` when the
-        invocation may call no more services (nothing was enqueued), `QueueUnavailable`
-        for any other failure.
-        """
-        ...
-
-
-class QueueUnavailable(Exception):
-    """The queue refused or failed a send; none of the batch is known to be enqueued."""
-
-
-class QueueMessage(Protocol):
-    """One delivered message: acknowledged, or retried after a delay, once each delivery.
-
-    A message neither acknowledged nor retried when the consumer returns counts as
-    acknowledged; one left so by a consumer that fails is delivered again."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def body(self) -> Any: ...
-
-    @property
-    def attempts(self) -> int: ...
-
-    def ack(self) -> None: ...
-
-    def retry(self, delay_s: int) -> None: ...
 
 
 # -- alarm clocks (one per installation; Durable Objects' alarms) -------------

@@ -19,7 +19,6 @@ from scheduling.ports import (
     Crypto,
     Database,
     HttpClient,
-    QueueProducer,
     RateLimiter,
     ScheduleClocks,
 )
@@ -41,8 +40,6 @@ class Services:
     # Counts failed launch exchanges and operator sign-ins (Workers' binding); None: counted
     # in memory here.
     rate_limiter: RateLimiter | None = None
-    # With a queue, a tick dispatches what is due to the queue's consumers instead of sending.
-    queue: QueueProducer | None = None
     # Calls a visitor can trigger (a test event, later a replay) go out through a pool of
     # their own where the runtime has one, so none can keep Dee Wan's or the runner's calls
     # waiting for a connection; None: `http` (on Workers each invocation has its own).

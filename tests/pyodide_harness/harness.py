@@ -161,8 +161,7 @@ class Harness:
         return response.json()
 
     def scheduled(self, time_ms: int, *, timeout_s: float = 60) -> dict[str, Any]:
-        """Run the entry's scheduled() at controller.scheduledTime = time_ms; returns when done
-        (with a queue bound, when the work it dispatched is done too)."""
+        """Run the entry's scheduled() at controller.scheduledTime = time_ms; returns when done."""
         response = self.control.post(
             "/__harness/scheduled", params={"time": time_ms}, timeout=timeout_s
         )
@@ -224,8 +223,8 @@ class Harness:
         return stats
 
     def invocations(self, *, reset: bool = False) -> list[dict[str, Any]]:
-        """Each invocation since the last reset, oldest first: `handler` (fetch, scheduled,
-        queue), `cpu_ms` (the harness process's CPU time over it) and `wall_ms`."""
+        """Each invocation since the last reset, oldest first: `handler` (fetch or
+        scheduled), `cpu_ms` (the harness process's CPU time over it) and `wall_ms`."""
         answer: dict[str, list[dict[str, Any]]] = self._post("invocations", {"reset": reset})
         return answer["invocations"]
 
@@ -281,27 +280,6 @@ class Harness:
         finally:
             self.rate_limiter(limit=None)
 
-    def queue(self, **change: Any) -> dict[str, Any]:
-        """The Worker's SEND_QUEUE stand-in and its consumer (serve.mjs `QueueBroker`):
-        `bind={settings}` binds a fresh one, `bind=None` removes it, `send=[bodies]` enqueues
-        as the producer would, `wait=True` answers once every message is acknowledged or
-        dead-lettered; no argument only reads. Answers its counters (`sent`, `deliveries`,
-        `acked`, `retried`, `dead_letters`, `max_concurrent`, and per delivery `invocations`:
-        the messages, D1 queries and subrequests it used, and whether queue() threw)."""
-        answer: dict[str, Any] = self._post("queue", change)
-        return answer
-
-    @contextlib.contextmanager
-    def bound_queue(self, **settings: Any) -> Iterator[None]:
-        """Run with SEND_QUEUE bound and this Worker as its consumer (`settings` as in
-        wrangler's consumer: max_batch_size, max_batch_timeout_ms, max_concurrency,
-        max_retries, retry_delay_s; and delay_scale, duplicate_every for tests)."""
-        self.queue(bind=settings)
-        try:
-            yield
-        finally:
-            self.queue(bind=None)
-
     def clock(self, **change: Any) -> dict[str, Any]:
         """The Worker's SCHEDULE_CLOCK stand-in (serve.mjs `ClockHost`): `bind={settings}`
         binds a fresh namespace, `bind=None` removes it, `drop=[names]` / `twice=[names]` drop
@@ -326,8 +304,8 @@ class Harness:
 
     @contextlib.contextmanager
     def limits(self, *, d1: int | None = None, subrequests: int | None = None) -> Iterator[None]:
-        """Run with each invocation refused past `d1` D1 queries (each statement of a batch,
-        and each queue send, counts) or `subrequests` fetches, with workerd's texts."""
+        """Run with each invocation refused past `d1` D1 queries (each statement of a batch
+        counts) or `subrequests` fetches, with workerd's texts."""
         self._post("limits", {"d1": d1, "subrequests": subrequests})
         try:
             yield
@@ -352,7 +330,7 @@ class Harness:
     # -- lifecycle -------------------------------------------------------------
 
     def events(self, name: str) -> list[dict[str, Any]]:
-        """The Worker's JSON log lines of event `name` so far (`runner_tick`, `runner_consume`)."""
+        """The Worker's JSON log lines of event `name` so far (`runner_tick`, `runner_alarm`)."""
         self._log.flush()
         text = self.log_path.read_text("utf-8", errors="replace")
         prefix = f'[worker] {{"event":"{name}"'

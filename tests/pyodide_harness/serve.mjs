@@ -33,8 +33,6 @@ const DATABASE_ID = "00000000-0000-4000-8000-000000000001";
 const DB_BINDING = "PLUGIN_DB";
 // The optional Rate Limiting binding (wrangler `ratelimits`); present only when a test asks.
 const LIMITER_BINDING = "LAUNCH_LIMITER";
-// The optional queue producer (wrangler `queues.producers`); present only when a test asks.
-const QUEUE_BINDING = "SEND_QUEUE";
 // The optional Durable Object namespace of the alarm clocks; present only when a test asks.
 const CLOCK_BINDING = "SCHEDULE_CLOCK";
 // The texts workerd gives a call past an invocation's limits (see the plugin's
@@ -44,7 +42,7 @@ const TOO_MANY_SUBREQUESTS =
   "Too many subrequests by single Worker invocation. To configure this limit, refer to " +
   "https://developers.cloudflare.com/workers/platform/limits/";
 const CRON = "* * * * *";
-// workerd: fetches of one invocation waiting for response headers at once; the rest queue.
+// workerd: fetches of one invocation waiting for response headers at once; the rest wait.
 const MAX_CONNECTIONS = 6;
 
 function parseArgs(argv) {
@@ -330,250 +328,6 @@ class ExecutionContext {
   }
 }
 
-// -- Queues: a producer binding, and batches delivered to the entry's queue() -----
-//
-// What Cloudflare Queues does, as far as a consumer can tell: delivery at least once;
-// batches of up to max_batch_size messages, delivered once that many are ready or
-// max_batch_timeout_ms after the first one was; at most max_concurrency consumer
-// invocations at once, each its own invocation (six connections, its own allowances);
-// ack() or retry({delaySeconds}) per message; a consumer that returns leaves the rest
-// acknowledged, one that throws leaves every message it did not acknowledge to come back
-// after retry_delay_s; past max_retries a message goes to the dead letters. `delay_scale`
-// shrinks every delay for tests; `duplicate_every: N` delivers every Nth message twice.
-
-// The SDK's env wrapper recognises a queue producer by workerd's class name.
-class WorkerQueue {
-  #broker;
-  #stats;
-  constructor(broker, stats) {
-    this.#broker = broker;
-    this.#stats = stats;
-  }
-  async send(body, options) {
-    return this.sendBatch([{ body, ...(options ?? {}) }]);
-  }
-  async sendBatch(messages) {
-    const list = Array.from(messages);
-    if (list.length > 100) throw new Error("sendBatch() takes at most 100 messages");
-    const bodies = list.map((message) => structuredClone(message.body));
-    if (bodies.some((body) => JSON.stringify(body).length > 128_000)) {
-      throw new Error("Queue message too large");
-    }
-    // A call to a service: it spends the invocation's allowance and holds one of its
-    // connections while it is made (the six count every outbound connection).
-    const invocation = currentInvocation();
-    invocation?.spend("d1", 1);
-    const slots = invocation?.slots;
-    await slots?.acquire(undefined);
-    try {
-      await new Promise((resolve) => setImmediate(resolve));
-      this.#broker.enqueue(bodies);
-    } finally {
-      slots?.release();
-    }
-  }
-}
-
-// workerd's class names for what queue() receives.
-class QueueMessage {
-  #outcome;
-  constructor(stored, outcome) {
-    this.id = stored.id;
-    this.timestamp = new Date(stored.timestamp);
-    this.body = structuredClone(stored.body);
-    this.attempts = stored.attempts;
-    this.#outcome = outcome;
-  }
-  ack() {
-    this.#outcome.set(this.id, { kind: "ack" });
-  }
-  retry(options) {
-    this.#outcome.set(this.id, { kind: "retry", delaySeconds: options?.delaySeconds });
-  }
-}
-
-class QueueController {
-  #outcome;
-  constructor(queueName, stored) {
-    this.#outcome = new Map();
-    this.queue = queueName;
-    this.messages = stored.map((m) => new QueueMessage(m, this.#outcome));
-  }
-  ackAll() {
-    for (const m of this.messages) m.ack();
-  }
-  retryAll(options) {
-    for (const m of this.messages) m.retry(options);
-  }
-  outcomeOf(id) {
-    return this.#outcome.get(id);
-  }
-}
-
-class QueueBroker {
-  #deliver;
-  #newInvocation;
-  #settings = null;
-  #waiting = [];
-  #running = 0;
-  #outstanding = 0;
-  #nextId = 1;
-  #timer = null;
-  #firstReadyAt = null;
-  #idle = [];
-  #stats;
-
-  constructor(deliver, newInvocation) {
-    this.#deliver = deliver;
-    this.#newInvocation = newInvocation;
-    this.#stats = QueueBroker.#freshStats();
-  }
-
-  static #freshStats() {
-    return {
-      sent: 0,
-      deliveries: 0,
-      delivered: 0,
-      acked: 0,
-      retried: 0,
-      failed_deliveries: 0,
-      dead_letters: [],
-      max_concurrent: 0,
-      invocations: [], // per delivery: messages, d1 queries and subrequests it used, threw
-    };
-  }
-
-  configure(settings) {
-    this.#settings =
-      settings === null
-        ? null
-        : {
-            max_batch_size: 10,
-            max_batch_timeout_ms: 1000,
-            max_concurrency: 10,
-            max_retries: 100,
-            retry_delay_s: 1,
-            delay_scale: 1,
-            duplicate_every: 0,
-            ...settings,
-          };
-    this.#waiting = [];
-    this.#outstanding = 0;
-    this.#stats = QueueBroker.#freshStats();
-    this.#wakeIdle();
-  }
-
-  report() {
-    return {
-      bound: this.#settings !== null,
-      settings: this.#settings,
-      waiting: this.#waiting.length,
-      running: this.#running,
-      outstanding: this.#outstanding,
-      ...this.#stats,
-    };
-  }
-
-  enqueue(bodies) {
-    if (this.#settings === null) throw new Error("no queue is bound");
-    const now = Date.now();
-    for (const body of bodies) {
-      this.#stats.sent += 1;
-      const copies = this.#settings.duplicate_every &&
-        this.#stats.sent % this.#settings.duplicate_every === 0 ? 2 : 1;
-      for (let i = 0; i < copies; i += 1) {
-        this.#waiting.push({
-          id: `msg-${this.#nextId++}`, body, attempts: 1, timestamp: now, readyAt: now,
-        });
-        this.#outstanding += 1;
-      }
-    }
-    this.#pump();
-  }
-
-  idle() {
-    if (this.#outstanding === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
-  }
-
-  #wakeIdle() {
-    if (this.#outstanding !== 0) return;
-    for (const resolve of this.#idle.splice(0)) resolve();
-  }
-
-  #delay(seconds) {
-    return seconds * 1000 * this.#settings.delay_scale;
-  }
-
-  #pump() {
-    if (this.#settings === null) return;
-    clearTimeout(this.#timer);
-    this.#timer = null;
-    const settings = this.#settings;
-    for (;;) {
-      const now = Date.now();
-      const ready = this.#waiting.filter((m) => m.readyAt <= now);
-      if (ready.length === 0) {
-        this.#firstReadyAt = null;
-        break;
-      }
-      this.#firstReadyAt ??= now;
-      const timeout = settings.max_batch_timeout_ms * settings.delay_scale;
-      const full = ready.length >= settings.max_batch_size;
-      if (!full && now - this.#firstReadyAt < timeout) {
-        this.#timer = setTimeout(() => this.#pump(), this.#firstReadyAt + timeout - now);
-        return;
-      }
-      if (this.#running >= settings.max_concurrency) return; // a finishing delivery pumps
-      const batch = ready.slice(0, settings.max_batch_size);
-      this.#waiting = this.#waiting.filter((m) => !batch.includes(m));
-      this.#firstReadyAt = null;
-      this.#run(batch);
-    }
-    const later = this.#waiting.map((m) => m.readyAt).filter((t) => t > Date.now());
-    if (later.length) this.#timer = setTimeout(() => this.#pump(), Math.min(...later) - Date.now());
-  }
-
-  async #run(batch) {
-    this.#running += 1;
-    this.#stats.deliveries += 1;
-    this.#stats.delivered += batch.length;
-    this.#stats.max_concurrent = Math.max(this.#stats.max_concurrent, this.#running);
-    const controller = new QueueController("scheduling-sends", batch);
-    const invocation = this.#newInvocation();
-    let threw = false;
-    try {
-      await this.#deliver(controller, invocation);
-    } catch (error) {
-      threw = true;
-      log("queue() threw:", error?.message ?? error);
-    }
-    this.#running -= 1;
-    if (this.#settings === null) return; // unbound meanwhile: nothing left to settle
-    this.#stats.invocations.push({ messages: batch.length, ...invocation.used, threw });
-    if (threw) this.#stats.failed_deliveries += 1;
-    const now = Date.now();
-    for (const stored of batch) {
-      const outcome = controller.outcomeOf(stored.id) ??
-        (threw ? { kind: "retry" } : { kind: "ack" });
-      if (outcome.kind === "ack") {
-        this.#stats.acked += 1;
-        this.#outstanding -= 1;
-      } else if (stored.attempts > this.#settings.max_retries) {
-        this.#stats.dead_letters.push(stored.body);
-        this.#outstanding -= 1;
-      } else {
-        this.#stats.retried += 1;
-        stored.attempts += 1;
-        stored.readyAt = now + this.#delay(outcome.delaySeconds ?? this.#settings.retry_delay_s);
-        this.#waiting.push(stored);
-      }
-    }
-    this.#wakeIdle();
-    this.#pump();
-  }
-}
-
 // -- Durable Objects: the SCHEDULE_CLOCK namespace, its objects and their alarms ------------
 //
 // What workerd does for a Durable Object namespace, as far as the Worker can tell: one object
@@ -791,7 +545,7 @@ class ClockHost {
 // -- Outbound fetch: workerd's connection cap per invocation ------------------
 //
 // In production one invocation has at most `max` fetches waiting for response
-// headers; a further fetch waits in a queue until one of them has its headers.
+// headers; a further fetch waits until one of them has its headers.
 // Its AbortSignal keeps running meanwhile, so a timeout can expire before the
 // request is even sent. Local workerd does not enforce this; the harness does,
 // so that tests see what production does. Only the fetch that Pyodide's `js`
@@ -807,8 +561,7 @@ function currentInvocation() {
 // Per-invocation limits a test set (`/__harness/limits`); null: none (as local workerd).
 const platformLimits = { d1: null, subrequests: null, refused: { d1: 0, subrequests: 0 } };
 
-// One invocation: its own connection slots, and its own D1 queries (calls to services such
-// as a queue's sendBatch count there too) and subrequests.
+// One invocation: its own connection slots, and its own D1 queries and subrequests.
 class Invocation {
   constructor(slots) {
     this.slots = slots;
@@ -1078,10 +831,7 @@ async function main() {
   }
 
   async function invoke(handler, ...args) {
-    return invokeAs(newInvocation(), handler, ...args);
-  }
-
-  async function invokeAs(invocation, handler, ...args) {
+    const invocation = newInvocation();
     const ctx = new ExecutionContext();
     const cpu = process.cpuUsage();
     const started = performance.now();
@@ -1102,11 +852,6 @@ async function main() {
   }
 
   const invocationTimes = []; // the latest invocations' CPU and wall time, oldest first
-
-  const queue = new QueueBroker(
-    (batch, invocation) => invokeAs(invocation, "queue", batch),
-    newInvocation,
-  );
 
   // A call into a Durable Object of the entry's ScheduleClock class, as its own invocation.
   const clocks = new ClockHost(async (invocation, name, method, args) => {
@@ -1133,8 +878,6 @@ async function main() {
         const time = Number(url.searchParams.get("time") ?? Date.now());
         const cron = url.searchParams.get("cron") ?? CRON;
         await invoke("scheduled", new ScheduledController(time, cron));
-        // As `/__scheduled` in development: answered once the work it dispatched is done too.
-        if (env[QUEUE_BINDING] !== undefined) await queue.idle();
         return json(res, 200, { outcome: "ok", scheduledTime: time, cron });
       }
       case "/__harness/sql": {
@@ -1170,7 +913,7 @@ async function main() {
         // Replace the variables and secrets (not the D1 binding), as a redeploy with new
         // vars would; the entry notices through its env fingerprint.
         for (const name of Object.keys(env)) {
-          if (![DB_BINDING, LIMITER_BINDING, QUEUE_BINDING, CLOCK_BINDING].includes(name)) {
+          if (![DB_BINDING, LIMITER_BINDING, CLOCK_BINDING].includes(name)) {
             delete env[name];
           }
         }
@@ -1187,21 +930,6 @@ async function main() {
         const limiter = env[LIMITER_BINDING];
         if (input.reset) limiter?.endWindow();
         return json(res, 200, { bound: limiter !== undefined, calls: limiter?.calls ?? [] });
-      }
-      case "/__harness/queue": {
-        // `{"bind": {settings}}` binds a fresh SEND_QUEUE and its consumer (this Worker's
-        // queue()), `{"bind": null}` removes them; `{"send": [bodies]}` enqueues as the
-        // producer would (a duplicate, say); `{}` only reads. Answers the queue's counters.
-        if (input.bind === null) {
-          delete env[QUEUE_BINDING];
-          queue.configure(null);
-        } else if (input.bind !== undefined) {
-          queue.configure(input.bind);
-          env[QUEUE_BINDING] = new WorkerQueue(queue, fetchStats);
-        }
-        if (input.send !== undefined) queue.enqueue(input.send);
-        if (input.wait) await queue.idle();
-        return json(res, 200, queue.report());
       }
       case "/__harness/clock": {
         // `{"bind": {settings}}` binds a fresh SCHEDULE_CLOCK namespace (its objects forgotten),

@@ -11,7 +11,6 @@ OLD_README_HEADINGS = (
     "Notifications",
     "Time",
     "Runner",
-    "Past one invocation: fan-out over a queue",
     "Platform limits met at run time",
     "Operator status",
     "The tick history",

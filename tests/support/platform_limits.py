@@ -3,12 +3,13 @@ refuse with `LimitReached` past N calls in one invocation, as the Workers adapte
 D1 answers "Too many API requests by single Worker invocation." or `fetch` "Too many
 subrequests by single Worker invocation." (src/scheduling/runtimes/workers/platform_limits.py).
 
-The invocation is `tests.support.queue.invocation`: each consumer delivery and each tick a
-test runs through `Consumers` (or `limited_tick`) is its own.
+The invocation is `invocation`: each tick a test runs through `limited_tick`, and each alarm,
+is its own.
 """
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 from collections import Counter
 from collections.abc import Sequence
@@ -25,8 +26,9 @@ from scheduling.ports import (
     Row,
     Statement,
 )
-from tests.support.queue import invocation
 
+# The invocation a piece of work runs in: each sets its own.
+invocation: contextvars.ContextVar[int] = contextvars.ContextVar("invocation", default=0)
 _ticks = itertools.count(1_000_000)
 
 

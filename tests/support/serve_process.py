@@ -1,5 +1,5 @@
 """`python -m scheduling serve` as a real process on a free port, for tests that need the
-whole local runtime (its cron, its queue consumers, its log lines)."""
+whole local runtime (its cron, its clocks, its log lines)."""
 
 from __future__ import annotations
 

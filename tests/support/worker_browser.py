@@ -118,6 +118,8 @@ def remove_installation(harness: Harness, installation_id: str) -> None:
         ),
         ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM proposals WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM agent_keys WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM installations WHERE id = ?", [installation_id]),
     )

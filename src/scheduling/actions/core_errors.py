@@ -64,8 +64,10 @@ def launch_refusal(error: CoreError) -> Refusal:
     """A launch exchange failed: Dee Wan did not confirm it (401), or is not answering (503)."""
     if error.code == UNAVAILABLE:
         return _unavailable(
-            "Dee Wan is not answering right now, so this launch could not be checked. "
-            "Nothing was changed; open Scheduling from Dee Wan again in a minute.",
+            "Dee Wan is not answering right now, so Scheduling could not check who opened it"
+            " and cannot show this site's schedules yet. Nothing was changed, and waiting"
+            " schedules are still sent at their time. Try again in a minute; if the link has"
+            " expired by then, open Scheduling from Dee Wan again.",
             relaunch=False,
         )
     return Refusal(

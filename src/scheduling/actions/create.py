@@ -54,6 +54,7 @@ class ScheduleRequest:
     timezone: str
     fold: str
     repin_of: str | None = None
+    proposed_by: str | None = None  # a confirmed proposal's agent, as its history names it
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleR
         access = await open_access(services, session)
         read = await read_launched_content(services, access)
     draft = _Draft(access, read, await _form(services, access, read, asked))
-    return await _store(services, draft, shown)
+    return await _store(services, draft, shown, asked.proposed_by)
 
 
 async def retry_schedule(
@@ -185,9 +186,14 @@ async def retry_schedule(
     return await _store(services, _Draft(access, read, form, retry_of=old.id), shown)
 
 
-async def _store(services: Services, draft: _Draft, shown: ShownVersions) -> Created:
+async def _store(
+    services: Services, draft: _Draft, shown: ShownVersions, proposed_by: str | None = None
+) -> Created:
     now = services.clock.now_ms()
-    new = await _with_title(services, _new_schedule(services, draft, shown, now), draft.read)
+    new = _new_schedule(services, draft, shown, now)
+    if proposed_by is not None:  # the person confirmed an agent's proposal: both are named
+        new = replace(new, requested_by_name=f"{new.requested_by_name}, confirming {proposed_by}")
+    new = await _with_title(services, new, draft.read)
     try:
         superseded = await schedules.create(services.db, new, now)
     except RunningConflict:

@@ -25,8 +25,9 @@ from scheduling.repository.schedules import SchedulePage
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
 
-# A slow Dee Wan costs the page this long at most; titles not read by then show their ids.
-TITLES_BUDGET_S = 4.0
+# A slow Dee Wan costs the page this long at most; titles not read by then show their ids (issue
+# 38: 4 s on top of a slow launch made a 10 s wait with no sign of progress).
+TITLES_BUDGET_S = 2.5
 
 
 @dataclass(frozen=True)
@@ -39,13 +40,17 @@ class ManageView:
     asked_page: int  # the page asked for
     schedules: tuple[Listed, ...]
     titles: Titles
-    site_zone: str  # as a title read reported it; UTC when none was read
+    site_zone: str  # as a title read reported it; else the latest schedule's; else UTC
     cancelled: Schedule | None  # the schedule a cancel just ended, to name it
     dismissed: Schedule | None  # the one a dismiss just took out of Needs attention
     only: str | None  # the one schedule shown, when a link asked for one
     now_ms: int
     notifications: NotificationsView
     notice: str | None = None  # what the session's last action says, once
+    # Where `site_zone` came from (issue 38: it is said, never changed quietly): "site"
+    # (Dee Wan reported it), "latest" (no read answered in time: the zone the latest schedule
+    # listed was entered in), "utc" (neither).
+    zone_from: str = "site"
 
 
 async def show_manage(
@@ -81,6 +86,7 @@ async def show_manage(
     content_ids = {s.content_id for s in page.schedules} | notifications.content_ids
     content_ids |= {s.content_id for s in (ended, put_aside) if s is not None}
     titles = await read_titles(services, access, content_ids, budget_s=TITLES_BUDGET_S)
+    zone, zone_from = _site_zone(titles, page.schedules)
     return ManageView(
         access=access,
         page=page,
@@ -88,7 +94,8 @@ async def show_manage(
         asked_page=page_number,
         schedules=listed(page.schedules, session.rights, titles.reads),
         titles=titles,
-        site_zone=next((r.site.timezone for r in titles.reads.values() if r is not None), "UTC"),
+        site_zone=zone,
+        zone_from=zone_from,
         cancelled=ended,
         dismissed=put_aside,
         only=only if only is not None and page.schedules else None,
@@ -96,6 +103,17 @@ async def show_manage(
         notifications=notifications,
         notice=await sessions.take_notice(services.db, session) if reveal else None,
     )
+
+
+def _site_zone(titles: Titles, listed: tuple[Schedule, ...]) -> tuple[str, str]:
+    """The site's zone as a read reported it; when none answered in time, the zone the latest
+    schedule listed was entered in (what an editor of the site chose last); else UTC."""
+    read = next((r.site.timezone for r in titles.reads.values() if r is not None), None)
+    if read is not None:
+        return read, "site"
+    if listed:
+        return max(listed, key=lambda s: s.created_at).timezone, "latest"
+    return "UTC", "utc"
 
 
 async def _ended(

@@ -64,6 +64,9 @@ class NotificationsView:
     endpoints: tuple[Endpoint, ...]
     revealed: tuple[str, str] | None  # (endpoint id, its new secret or chat URL), shown once
     refused: EndpointFormRefusal | None = None
+    # In development, the local origins an endpoint may also have (`DEE_WAN_DEV_ORIGINS`):
+    # the form's hint names them rather than say https on the public internet only.
+    dev_origins: tuple[str, ...] = ()
 
     @property
     def content_ids(self) -> set[str]:
@@ -257,7 +260,9 @@ async def notifications_view(
             opened = await channels(services)[endpoint.kind].open(endpoint.target())
             if opened is not None:
                 revealed = (endpoint.id, opened.url if endpoint.kind == CHAT else opened.secret)
-    return NotificationsView(tuple(endpoints), revealed, refused)
+    config = services.config
+    dev_origins = config.dev_origins if config.is_development else ()
+    return NotificationsView(tuple(endpoints), revealed, refused, dev_origins)
 
 
 async def _installation(services: Services, session: Session) -> None:

@@ -1,8 +1,7 @@
 """A person acting on a delivery that failed, from the manage page: **Send again** one (the
-same `webhook-id`, sent within the request), **Replay failures since …** an endpoint's
-(waiting again, due now: handed to the queue at once when it is bound, else sent by the next
-tick), and **Enable again** an endpoint disabled for answering 410 Gone or for days of
-failing. A manage launch only, as for every endpoint action.
+same `webhook-id`, sent within the request), **Replay failures since …** an endpoint's (waiting
+again, due now: the next tick sends them), and **Enable again** an endpoint disabled for
+answering 410 Gone or for days of failing. A manage launch only, as for every endpoint action.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.repository import redelivery
 from scheduling.repository.sessions import Session
-from scheduling.runner.deliver_now import deliver_now, to_the_runner
+from scheduling.runner.deliver_now import deliver_now
 from scheduling.services import Services, log
 
 HOUR_MS = 3_600_000
@@ -57,13 +56,11 @@ async def replay_failures(
     ids = await redelivery.replay_failures(
         services.db, endpoint.installation_id, endpoint.id, now - hours * HOUR_MS, now
     )
-    queued = await to_the_runner(services, ids)
     log.info(
-        "installation %s: endpoint %s: %d failed deliveries replayed (%s)",
+        "installation %s: endpoint %s: %d failed deliveries replayed",
         endpoint.installation_id,
         endpoint.id,
         len(ids),
-        "queued" if queued else "for the next tick",
     )
     return len(ids)
 

@@ -16,7 +16,13 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduling.domain.notifications import COMPLETED, REFUSED, RETRYING
+from scheduling.domain.notifications import (
+    COMPLETED,
+    PROPOSAL_CREATED,
+    REFUSED,
+    RETRYING,
+    STALE,
+)
 from scheduling.domain.time_words import zoned_clock_text
 
 MAX_LINES = 10
@@ -25,6 +31,10 @@ _VERBS = {
     REFUSED: {"publish": "Could not publish", "unpublish": "Could not unpublish"},
     COMPLETED: {"publish": "Published", "unpublish": "Unpublished"},
     RETRYING: {"publish": "Will try again to publish", "unpublish": "Will try again to unpublish"},
+    STALE: {
+        "publish": "Out of date: the schedule to publish",
+        "unpublish": "Out of date: the schedule to unpublish",
+    },
 }
 TEST_TEXT = "A test message from Scheduling: this chat will hear of your schedules here."
 
@@ -39,6 +49,8 @@ def event_line(body: bytes, title: str | None) -> str:
     so (a completed one needs no reason)."""
     event = json.loads(body)
     data = event["data"]
+    if event["type"] == PROPOSAL_CREATED:
+        return _proposal_line(data)
     name = (title or "").strip() or str(data["content_id"])
     if len(name) > MAX_TITLE_CHARS:
         name = name[: MAX_TITLE_CHARS - 1].rstrip() + "…"
@@ -49,6 +61,18 @@ def event_line(body: bytes, title: str | None) -> str:
     said = f"{verb} “{name}” ({data['version_id']}) at {when}"
     reason = str(data.get("message") or "")
     said = f"{said}." if event["type"] == COMPLETED or not reason else f"{said}: {reason}"
+    return escape(" ".join(said.split()))
+
+
+def _proposal_line(data: dict[str, object]) -> str:
+    """`Release bot proposes to publish cnt_en at 09:00 CEST, for Ada: confirm or decline it on
+    the Scheduling page.` (no title: a proposal has read nothing from Dee Wan)."""
+    due_at = int(datetime.fromisoformat(str(data["due_at"])).timestamp() * 1000)
+    when = zoned_clock_text(due_at, str(data["timezone"]))
+    said = (
+        f"{data['proposed_by']} proposes to {data['kind']} {data['content_id']} at {when},"
+        f" for {data['for']}: confirm or decline it on the Scheduling page."
+    )
     return escape(" ".join(said.split()))
 
 

@@ -1,5 +1,5 @@
 """The runner's records of schedule sends: a due row as the runner saw it, a claim of it, how
-the claim ended, and a row a tick named in a queue message.
+the claim ended.
 
 The leases store (`repository/leases.py`) reads and writes them; the engine's schedule work
 (`runner/send_work.py`) decides with them.
@@ -7,13 +7,27 @@ The leases store (`repository/leases.py`) reads and writes them; the engine's sc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scheduling.domain.outbox import OutboxEvent
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The other kind's waiting schedule of a due row's content: once the due row is done,
+    its pin is out of date (issue 38), and its stale notice names it."""
+
+    id: str
+    kind: str
+    to_state: str
+    version_id: str
+    due_at: int
+    timezone: str
+    local_time: str
+    attempt_count: int
 
 
 @dataclass(frozen=True)
@@ -33,6 +47,7 @@ class DueRow:
     timezone: str = "UTC"
     local_time: str = ""
     subscribed: frozenset[str] = frozenset()  # the events its installation's endpoints hear of
+    collides: Waiting | None = None  # the other kind's waiting schedule of its content
 
     @property
     def due_at(self) -> int:
@@ -40,25 +55,6 @@ class DueRow:
 
     def observed(self) -> tuple[object, ...]:
         return (self.id, self.status, self.lease_token or "", self.attempt_count)
-
-
-@dataclass(frozen=True)
-class DispatchedRow:
-    """A due row a tick put in a queue message."""
-
-    id: str
-    installation_id: str
-    ready_at: int  # since when it is due (its retry time, or its expired lease)
-
-
-def round_robin(rows: Sequence[DispatchedRow]) -> list[DispatchedRow]:
-    """Each installation's oldest row, then each one's second, and so on."""
-    turns: dict[str, int] = {}
-    ranked = []
-    for row in sorted(rows, key=lambda r: (r.installation_id, r.ready_at, r.id)):
-        turns[row.installation_id] = turns.get(row.installation_id, 0) + 1
-        ranked.append((turns[row.installation_id], row.ready_at, row.id, row))
-    return [row for *_, row in sorted(ranked, key=lambda r: r[:3])]
 
 
 @dataclass(frozen=True)
@@ -79,6 +75,7 @@ class SettledClaim:
     settlement: Settlement
     attempt: Attempt | None
     event: OutboxEvent | None = None
+    stale_event: OutboxEvent | None = None  # a completion's notice of the schedule it made stale
 
     @property
     def handed_back(self) -> bool:

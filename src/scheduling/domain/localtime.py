@@ -118,12 +118,27 @@ def resolve_local_time(
 
     instant = chosen.astimezone(UTC)
     if instant <= now.astimezone(UTC):
-        return TimeRefusal("past_time", f"{_text(chosen)} has already passed.")
+        return _passed(chosen, name, now)
     return ResolvedTime(
         due_at_ms=int(instant.timestamp() * 1000),
         local_time=local,
         timezone=name,
         fold=kept_fold,
+    )
+
+
+def _passed(chosen: datetime, zone: str, now: datetime) -> TimeRefusal:
+    """A time already past: say so, and offer the next whole minute in the same zone (issue
+    38), as a gap offers its first minute. Not where that minute happens twice (the hour the
+    clocks go back): the button keeps the form's occurrence, which may not be that one."""
+    wall, fold = next_minute_wall(int(now.timestamp() * 1000), zone)
+    soonest = datetime.strptime(wall, "%Y-%m-%dT%H:%M").replace(tzinfo=get_zone(zone))
+    if fold is not None:
+        return TimeRefusal("past_time", f"{_text(chosen)} has already passed.")
+    return TimeRefusal(
+        "past_time",
+        f"{_text(chosen)} has already passed. The next minute you can choose is {_text(soonest)}.",
+        (Retry("local_time", wall, _short(soonest)),),
     )
 
 

@@ -20,8 +20,12 @@ from scheduling.domain.wording import explain_result
 REFUSED = "schedule.refused"
 COMPLETED = "schedule.completed"
 RETRYING = "schedule.retrying"
+PROPOSAL_CREATED = "proposal.created"  # an agent proposes; a person is to decide (issue 39)
+# A waiting schedule the other kind's completion put out of date (issue 38): it would be
+# refused at its time. Not a choice of its own: the endpoints that hear of refusals hear of it.
+STALE = "schedule.stale"
 # The events an endpoint may subscribe to, in the order the form offers them.
-EVENT_TYPES = (REFUSED, COMPLETED, RETRYING)
+EVENT_TYPES = (REFUSED, COMPLETED, RETRYING, PROPOSAL_CREATED)
 DEFAULT_EVENTS = (REFUSED,)
 TEST_EVENT = "test"
 MAX_ENDPOINTS = 5
@@ -78,9 +82,12 @@ class ScheduleEvent:
     last_http_status: int | None = None
     ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`EndedBy`)
     max_lateness_ms: int = 0  # the lateness cap, which the sentence names when it ended it
+    said: str | None = None  # the card's sentence, where it is not how it ended (a stale one)
 
     def message(self) -> str:
         """The card's own sentence for how it ended."""
+        if self.said is not None:
+            return self.said
         return explain_result(
             self.result_code,
             self.last_code,
@@ -127,6 +134,42 @@ def body_of_test_event(
         "page_url": page_url(public_origin, installation_id),
     }
     return _json({"type": TEST_EVENT, "timestamp": rfc3339(at), "data": data})
+
+
+@dataclass(frozen=True)
+class ProposalEvent:
+    """An agent's proposal, as an endpoint hears of it: never its note (the person reads it on
+    their page), never a key."""
+
+    at: int
+    installation_id: str
+    proposal_id: str
+    content_id: str
+    kind: str
+    to_state: str | None
+    due_at: int
+    local_time: str
+    timezone: str
+    proposed_by: str  # the agent key's name
+    for_person: str  # whom the key acts for
+
+    def body(self, public_origin: str) -> bytes:
+        data = {
+            "installation_id": self.installation_id,
+            "proposal_id": self.proposal_id,
+            "content_id": self.content_id,
+            "kind": self.kind,
+            "to": self.to_state,
+            "due_at": rfc3339(self.due_at),
+            "local_time": self.local_time,
+            "timezone": self.timezone,
+            "proposed_by": self.proposed_by,
+            "for": self.for_person,
+            "message": f"{self.proposed_by} proposes this; a person confirms or declines it on"
+            " the content's Scheduling page.",
+            "page_url": page_url(public_origin, self.installation_id),
+        }
+        return _json({"type": PROPOSAL_CREATED, "timestamp": rfc3339(self.at), "data": data})
 
 
 def _json(value: dict[str, Any]) -> bytes:

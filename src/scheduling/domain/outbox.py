@@ -22,6 +22,13 @@ class OutboxEvent:
     schedule_id: str
     type: str
     body: bytes  # the event's JSON: a webhook's body, a chat line's facts
+    # The schedule whose settle raises it, when not `schedule_id` itself: a completion raises
+    # the stale notice of the other kind's waiting schedule it put out of date (issue 38).
+    raised_by: str | None = None
+
+    @property
+    def settled_id(self) -> str:
+        return self.raised_by or self.schedule_id
 
 
 @dataclass(frozen=True)

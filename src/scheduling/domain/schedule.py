@@ -93,6 +93,10 @@ class Schedule:
     dismissed_by_name: str | None = None
     dismissed_at: int | None = None
     resolved_by: str | None = None  # a later schedule of the same change that was done
+    # The other kind's schedule of the same content whose completion put this one's pin out of
+    # date while it waited (migration 0017), and when: it would be refused at its time.
+    made_stale_by: str | None = None
+    made_stale_at: int | None = None
     attempts: tuple[Attempt, ...] = ()
 
     @property
@@ -102,3 +106,8 @@ class Schedule:
         return self.status == Status.REFUSED and (
             self.dismissed_at is not None or self.resolved_by is not None
         )
+
+    @property
+    def needs_repin(self) -> bool:
+        """Waiting, with a pin the other kind's completed schedule put out of date."""
+        return self.made_stale_by is not None and self.status in (Status.PENDING, Status.RETRYING)

@@ -37,6 +37,9 @@ SHAPES = {
     "installation_token": SecretShape("dwp_"),
     "launch_code": SecretShape("dwl_"),
     "delegation_token": SecretShape("dwd_"),
+    # An agent key (issue 39): a person mints it for an agent; it never leaves the plugin's
+    # hands but for the agent's.
+    "agent_key": SecretShape("dwk_"),
     "session_id": SecretShape(""),
     "csrf_token": SecretShape(""),
 }

@@ -52,9 +52,12 @@ GROUPS: dict[str, tuple[Status, ...]] = {
 SETTLED_GROUP = "finished"
 
 
-def group_of(status: Status, settled: bool = False) -> str:
+def group_of(status: Status, settled: bool = False, needs_repin: bool = False) -> str:
+    """`needs_repin`: a pending schedule a collision put out of date needs attention."""
     if settled and status == Status.REFUSED:
         return SETTLED_GROUP
+    if needs_repin and status == Status.PENDING:
+        return "attention"
     return next(name for name, statuses in GROUPS.items() if status in statuses)
 
 

@@ -37,6 +37,27 @@ def zone_names() -> frozenset[str]:
 
 
 @functools.cache
+def offered_zones() -> tuple[str, ...]:
+    """The names a zone field suggests (issue 38): the zones of tzdata's own (its `Z` lines)
+    and every country's (zone.tab), and UTC; not `Factory` nor the old aliases tzdata keeps
+    for compatibility (`Asia/Calcutta` is offered as `Asia/Kolkata`). Any name of
+    `zone_names` is still accepted when typed."""
+    data = _TZDATA / "zoneinfo"
+    own = {
+        line.split()[1]
+        for line in data.joinpath("tzdata.zi").read_text("utf-8").splitlines()
+        if line.startswith("Z ")
+    }
+    countries = {
+        line.split("\t")[2]
+        for line in data.joinpath("zone.tab").read_text("utf-8").splitlines()
+        if line and not line.startswith("#")
+    }
+    offered = (own | countries | {"UTC"}) - {"Factory"}
+    return tuple(sorted(offered & zone_names()))
+
+
+@functools.cache
 def get_zone(name: str) -> ZoneInfo:
     if name not in zone_names():
         raise UnknownTimezone(name)
@@ -102,6 +123,7 @@ def tzdata_version() -> str:
     return str(tzdata.IANA_VERSION)
 
 
-# Read once at import: the memory snapshot of a Worker holds the list, so no invocation of an
-# isolate reads tzdata's listing again.
+# Read once at import: the memory snapshot of a Worker holds the lists, so no invocation of an
+# isolate reads tzdata's listings again (the zone fields' list on its first page included).
 _by_lower_name()
+offered_zones()

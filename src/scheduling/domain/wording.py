@@ -105,6 +105,8 @@ EVENTS = {
     "schedule.refused": "A schedule ends not done (refused)",
     "schedule.completed": "A schedule is done",
     "schedule.retrying": "A schedule will try again",
+    "proposal.created": "An agent proposes a schedule",
+    "schedule.stale": "A schedule needs a new pin (it would be refused)",
     "test": "Test event",
 }
 

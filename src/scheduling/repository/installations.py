@@ -163,7 +163,7 @@ _NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 
 
 async def delete_all_data(db: Database, installation_id: str) -> bool:
     """Remove the installation and everything of it (its schedules, sessions, codes,
-    notification endpoints and their deliveries), unless a schedule is running.
+    agent keys and proposals, notification endpoints and their deliveries), unless a schedule is running.
 
     Each statement re-checks "none running", so a claim that lands between the
     caller's check and this batch leaves everything in place. Returns whether
@@ -178,6 +178,8 @@ async def delete_all_data(db: Database, installation_id: str) -> bool:
         " (SELECT id FROM schedules WHERE installation_id = ?1)",
         "DELETE FROM schedules WHERE installation_id = ?1",
         "DELETE FROM sessions WHERE installation_id = ?1",
+        "DELETE FROM proposals WHERE installation_id = ?1",
+        "DELETE FROM agent_keys WHERE installation_id = ?1",
         "DELETE FROM activation_codes WHERE installation_id = ?1",
         "DELETE FROM installations WHERE id = ?1",
     ]

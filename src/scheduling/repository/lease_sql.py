@@ -35,7 +35,15 @@ SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.ki
        (SELECT group_concat(sub.event_type, ' ')
           FROM notification_endpoints e
           JOIN notification_subscriptions sub ON sub.endpoint_id = e.id
-         WHERE e.installation_id = s.installation_id AND e.disabled_at IS NULL) AS subscribed
+         WHERE e.installation_id = s.installation_id AND e.disabled_at IS NULL) AS subscribed,
+       (SELECT json_object('id', o.id, 'kind', o.kind, 'to_state', o.to_state,
+                           'version_id', o.version_id, 'due_at', o.due_at,
+                           'timezone', o.timezone, 'local_time', o.local_time,
+                           'attempt_count', o.attempt_count)
+          FROM schedules o
+         WHERE o.installation_id = s.installation_id AND o.content_id = s.content_id
+           AND o.kind <> s.kind AND o.status IN ('pending', 'retrying')
+           AND o.made_stale_by IS NULL) AS collides
   FROM ranked
   JOIN schedules s ON s.id = ranked.id
   JOIN installations i ON i.id = s.installation_id
@@ -56,23 +64,6 @@ SELECT chosen.*, outbox.next_at AS outbox_next_at
   FROM outbox LEFT JOIN chosen ON 1
  ORDER BY chosen.turn, chosen.ready_at, chosen.id
 """
-)
-
-# The same, among the ids a queue message named (a JSON array in ?3): a message only says
-# what to try; what is due is decided here, on the rows as they are now.
-DUE_AMONG_SQL = (
-    """
-WITH wanted AS (SELECT DISTINCT value AS id FROM json_each(?3)),
-due AS (
-    SELECT s.id, s.next_attempt_at AS ready_at FROM wanted JOIN schedules s ON s.id = wanted.id
-     WHERE s.status IN ('pending', 'retrying') AND s.next_attempt_at <= ?1
-    UNION ALL
-    SELECT s.id, s.lease_until AS ready_at FROM wanted JOIN schedules s ON s.id = wanted.id
-     WHERE s.status = 'running' AND s.lease_until <= ?1
-),
-"""
-    + _RANKED
-    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 
 # The same, for one installation (?3): its clock's alarm claims only its own rows, read from
@@ -106,15 +97,14 @@ CLAIM_SQL = (
     + "\nRETURNING id, attempt_count"
 )
 
-# A queue consumer's claim: the same compare-and-set, and one installation's live claims
-# (running under a lease that has not expired) never exceed ?5, counting those already held
-# by any runner. The candidates are numbered per installation before any row changes, so
-# one statement can never take an installation past the cap, and two claimers are
-# serialised by D1's single writer. A claim also ends the row's dispatch mark.
+# A claim under the per-installation cap (a clock's alarm, the watchdog): the same
+# compare-and-set, and one installation's live claims (running under a lease that has not
+# expired) never exceed ?5, counting those already held by any runner. The candidates are
+# numbered per installation before any row changes, so one statement can never take an
+# installation past the cap, and two claimers are serialised by D1's single writer.
 CLAIM_WITHIN_SQL = """UPDATE schedules
    SET status = ?4, lease_token = ?1, lease_until = ?2,
-       attempt_count = attempt_count + 1, next_attempt_at = NULL, dispatched_at = NULL,
-       updated_at = ?3
+       attempt_count = attempt_count + 1, next_attempt_at = NULL, updated_at = ?3
   FROM (SELECT s.id AS id,
                ROW_NUMBER() OVER (PARTITION BY s.installation_id
                                   ORDER BY coalesce(s.next_attempt_at, s.lease_until), s.id)

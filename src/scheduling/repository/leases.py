@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
-from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent
+from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent, Waiting
 from scheduling.domain.outbox import OutboxEvent
 from scheduling.domain.schedule import Command
 from scheduling.domain.statuses import Status
@@ -32,7 +32,6 @@ from scheduling.repository.lease_sql import (
     CLAIM_SQL,
     CLAIM_WITHIN_SQL,
     DROP_ATTEMPTS_SQL,
-    DUE_AMONG_SQL,
     DUE_FOR_SQL,
     DUE_SQL,
     FINISH_ATTEMPTS_SQL,
@@ -61,6 +60,7 @@ def due_row(row: Row) -> DueRow:
         timezone=row["timezone"],
         local_time=row["local_time"],
         subscribed=frozenset((row["subscribed"] or "").split()),
+        collides=Waiting(**json.loads(row["collides"])) if row["collides"] else None,
     )
 
 
@@ -111,16 +111,6 @@ class Leases:
         rows = result.results
         self.outbox.next_at = rows[0]["outbox_next_at"] if rows else None
         return [due_row(row) for row in rows if row["id"] is not None]
-
-    async def due_among(self, ids: Sequence[str], now: int, limit: int) -> list[DueRow]:
-        """Up to `limit` of the schedules `ids` that are due at `now`, taken as `due` takes
-        them (round-robin across installations). Ids of rows that are not due, or no longer
-        exist, are left out."""
-        if not ids:
-            return []
-        statement = self.db.prepare(DUE_AMONG_SQL).bind(now, limit, json.dumps(list(ids)))
-        [result] = await self.trips.send([statement])
-        return [due_row(row) for row in result.results]
 
     async def due_for(self, installation_id: str, now: int, limit: int) -> list[DueRow]:
         """Up to `limit` of one installation's rows due at `now`, oldest first."""
@@ -264,7 +254,7 @@ class Leases:
         ]
         statements = values(SETTLE_SQL, SETTLE, (lease_token, now, Status.RUNNING), ends)
         settle_count = len(statements)
-        events = [s.event for s in settled if s.event is not None]
+        events = [e for s in settled for e in (s.event, s.stale_event) if e is not None]
         if events:
             statements += self.outbox.event_statements(lease_token, now, events)
         event_end = len(statements)

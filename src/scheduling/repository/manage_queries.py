@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from scheduling.domain.statuses import GROUPS, SETTLED_GROUP, Status, sql_list
 from scheduling.ports import Database
-from scheduling.repository.schedules import SETTLED_SQL, SchedulePage, listing
+from scheduling.repository.schedules import NEEDS_REPIN_SQL, SETTLED_SQL, SchedulePage, listing
 
-# SQL text built from the constants above, never from request text.
-_NEEDS_ATTENTION = f"(status = '{Status.REFUSED}' AND NOT {SETTLED_SQL})"
+# SQL text built from the constants above, never from request text. A pending schedule whose
+# pin a collision put out of date needs attention too (`Schedule.needs_repin`).
+_NEEDS_ATTENTION = f"((status = '{Status.REFUSED}' AND NOT {SETTLED_SQL}) OR {NEEDS_REPIN_SQL})"
 _RANK = (
     f"CASE WHEN status = '{Status.RETRYING}' THEN 0 WHEN {_NEEDS_ATTENTION} THEN 1"
     f" WHEN status IN ('{Status.PENDING}', '{Status.RUNNING}') THEN 2"
@@ -31,6 +32,8 @@ def _group_sql(group: str) -> str:
         return f"(status IN {others} OR {_NEEDS_ATTENTION})"
     if group == SETTLED_GROUP:
         return f"(status IN {others} OR (status = '{Status.REFUSED}' AND {SETTLED_SQL}))"
+    if Status.PENDING in GROUPS[group]:
+        return f"(status IN {others} AND NOT {NEEDS_REPIN_SQL})"
     return f"status IN {others}"
 
 
@@ -68,5 +71,7 @@ def group_count(page: SchedulePage, group: str | None) -> int:
         return page.total
     count = sum(page.counts.get(status, 0) for status in GROUPS[group])
     if Status.REFUSED in GROUPS[group]:
-        return count - page.settled
+        return count - page.settled + page.stale
+    if Status.PENDING in GROUPS[group]:
+        return count - page.stale
     return count + (page.settled if group == SETTLED_GROUP else 0)

@@ -57,16 +57,16 @@ from scheduling.repository.round_trips import RoundTrips
 class Outbox:
     """The deliveries' store. It also keeps what the invocation learnt of the outbox: how many
     events its settles wrote (`events_written`) and when a delivery is next due (`next_at`,
-    as of the last due query or dispatch that read it; None: nothing waits)."""
+    as of the last due query that read it; None: nothing waits)."""
 
     def __init__(self, trips: RoundTrips) -> None:
         self.trips = trips
         self.events_written = 0
         self.next_at: int | None = None
-        self.fresh: list[str] = []  # written by this invocation, not yet handed off
+        self.fresh: list[str] = []  # written by this invocation, not yet delivered by name
 
     def take_fresh(self) -> list[str]:
-        """The deliveries written since the last take (to hand to the queue)."""
+        """The deliveries written since the last take (for the invocation to deliver)."""
         taken, self.fresh = self.fresh, []
         return taken
 
@@ -79,7 +79,12 @@ class Outbox:
         self, lease_token: str, now: int, events: Sequence[OutboxEvent]
     ) -> list[Statement]:
         """The inserts of `events`, for the batch of the settle (or refusal) that raises them."""
-        rows = [(e.id, e.schedule_id, e.type, e.body.decode("utf-8")) for e in events]
+        raised: dict[str, list[list[str]]] = {}
+        for e in events:
+            raised.setdefault(e.settled_id, []).append(
+                [e.id, e.schedule_id, e.type, e.body.decode("utf-8")]
+            )
+        rows = [(settled, _json_text(listed)) for settled, listed in raised.items()]
         return self.trips.values(EVENTS_SQL, EVENTS, (lease_token, now), rows)
 
     def written(self, results: Sequence[Result]) -> None:
@@ -202,3 +207,7 @@ def _values(settled: SettledMessage, key: str) -> tuple[object, ...]:
         settled.error,
         int(settled.handed_back),
     )
+
+
+def _json_text(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

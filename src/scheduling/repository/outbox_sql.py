@@ -7,14 +7,27 @@ Every claim and settle reads the partial indexes `webhook_deliveries_waiting` an
 
 # `?1` the batch's lease token (what its settle wrote into `settled_by`), `?2` the instant. A
 # chat endpoint's row waits for the minute its next message may leave.
+# Each VALUES row: a settled schedule's id, and the JSON array of its events, each
+# `[message id, schedule id, type, body]`. A stale notice (`schedule.stale`) names the other
+# kind's schedule the settle's completion put out of date, and is written only when the
+# trigger of migration 0017 marked it so; endpoints that hear of refusals hear of it.
 EVENTS_SQL = """INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
     event_type, payload, created_at, status, attempt_count, next_attempt_at)
-SELECT ev.column1 || '_' || e.id, e.id, s.installation_id, s.id, ev.column3, ev.column4, ?2,
-       'waiting', 0, max(?2, coalesce(e.next_message_at, 0))
+SELECT json_extract(m.value, '$[0]') || '_' || e.id, e.id, s.installation_id,
+       json_extract(m.value, '$[1]'), json_extract(m.value, '$[2]'),
+       json_extract(m.value, '$[3]'), ?2, 'waiting', 0, max(?2, coalesce(e.next_message_at, 0))
   FROM (VALUES {values}) AS ev
-  JOIN schedules s ON s.id = ev.column2 AND s.settled_by = ?1
+  JOIN schedules s ON s.id = ev.column1 AND s.settled_by = ?1
+  JOIN json_each(ev.column2) AS m
   JOIN notification_endpoints e ON e.installation_id = s.installation_id AND e.disabled_at IS NULL
-  JOIN notification_subscriptions sub ON sub.endpoint_id = e.id AND sub.event_type = ev.column3
+  JOIN notification_subscriptions sub ON sub.endpoint_id = e.id
+   AND sub.event_type = CASE json_extract(m.value, '$[2]')
+                        WHEN 'schedule.stale' THEN 'schedule.refused'
+                        ELSE json_extract(m.value, '$[2]') END
+ WHERE json_extract(m.value, '$[1]') = s.id
+    OR EXISTS (SELECT 1 FROM schedules t
+                WHERE t.id = json_extract(m.value, '$[1]') AND t.made_stale_by = s.id
+                  AND json_extract(m.value, '$[2]') = 'schedule.stale')
 RETURNING id"""
 
 # Waiting deliveries whose time came and sending ones whose lease expired, as up to ?4
@@ -45,7 +58,7 @@ _CLAIM = """UPDATE webhook_deliveries
 RETURNING id, endpoint_id, installation_id, schedule_id, payload, created_at, attempt_count,
           coalesce(retries_from, created_at) AS tried_from"""
 CLAIM_DELIVERIES_SQL = _DUE_MESSAGES.format(among="") + _CLAIM
-# The same among the deliveries a queue message named (a JSON array in ?5).
+# The same among the deliveries named (a JSON array in ?5): an alarm's own events, a page's.
 CLAIM_NAMED_SQL = (
     _DUE_MESSAGES.format(among="\n       AND due.id IN (SELECT value FROM json_each(?5))") + _CLAIM
 )

@@ -25,6 +25,7 @@ class SchedulePage:
     counts: dict[str, int]  # status -> rows in the listing's scope, whatever the filter
     live: tuple[Schedule, ...] = ()  # a content's live schedules, whichever page is shown
     settled: int = 0  # of the refused ones, those settled (when the listing counts them)
+    stale: int = 0  # of the pending ones, those that need a new pin (`Schedule.needs_repin`)
 
     @property
     def total(self) -> int:
@@ -123,12 +124,15 @@ _LATER_DONE = (
 )
 # A refused schedule that no longer needs attention (`Schedule.settled`), as SQL.
 SETTLED_SQL = f"(dismissed_at IS NOT NULL OR EXISTS (SELECT 1 {_LATER_DONE}))"
+# A waiting schedule whose pin the other kind's completion put out of date
+# (`Schedule.needs_repin`), as SQL: it needs attention before its time.
+NEEDS_REPIN_SQL = f"(status = '{Status.PENDING}' AND made_stale_by IS NOT NULL)"
 
 SCHEDULE_COLUMNS = (
     "id, installation_id, content_id, kind, to_state, version_id, workflow_revision, revision,"
     " idempotency_key, due_at, timezone, local_time, fold, status, result_code, attempt_count,"
     " next_attempt_at, requested_by, requested_by_name, created_at, updated_at, cancelled_by_name,"
-    " cancelled_at, ended_by, dismissed_by_name, dismissed_at,"
+    " cancelled_at, ended_by, dismissed_by_name, dismissed_at, made_stale_by, made_stale_at,"
     f" CASE WHEN status = '{Status.REFUSED}' THEN (SELECT later.id {_LATER_DONE}"
     " ORDER BY later.revision LIMIT 1) END AS resolved_by"
 )
@@ -194,13 +198,13 @@ async def listing(
     bound = (*params, (page_number - 1) * PAGE_SIZE, *narrowed_by)
     settled = (
         f", sum(CASE WHEN status = '{Status.REFUSED}' AND {SETTLED_SQL} THEN 1 ELSE 0 END)"
+        f" AS settled, sum(CASE WHEN {NEEDS_REPIN_SQL} THEN 1 ELSE 0 END) AS stale"
         if count_settled
-        else ", 0"
+        else ", 0 AS settled, 0 AS stale"
     )
     statements: Sequence[Statement] = [
         db.prepare(
-            f"SELECT status, count(*) AS n{settled} AS settled FROM schedules WHERE {scope}"
-            " GROUP BY status"
+            f"SELECT status, count(*) AS n{settled} FROM schedules WHERE {scope} GROUP BY status"
         ).bind(*params),
         db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*bound),
         db.prepare(
@@ -217,6 +221,7 @@ async def listing(
         counts={str(row["status"]): int(row["n"]) for row in counted.results},
         live=tuple(_schedule(row) for row in rest[0].results) if rest else (),
         settled=sum(int(row["settled"] or 0) for row in counted.results),
+        stale=sum(int(row["stale"] or 0) for row in counted.results),
     )
 
 

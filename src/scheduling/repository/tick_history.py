@@ -1,5 +1,4 @@
-"""The tick history: one row per tick (and per queue consumer invocation, and per alarm of an
-installation's clock), kept 7 days, and the running totals behind the operator's counters.
+"""The tick history: one row per tick (and per alarm of an installation's clock), kept 7 days, and the running totals behind the operator's counters.
 
 An invocation's row, the totals it adds to and the pruning of rows past the retention go
 in one write (`write`, three statements) that the invocation sends as its last round
@@ -21,7 +20,7 @@ from scheduling.repository.backlog import DUE_COUNT_SQL, WORK_DUE_SQL
 
 RETENTION_MS = 7 * 24 * 60 * 60_000
 PRUNE_ROWS = 10
-KINDS = ("tick", "consumer", "alarm")  # a cron tick; a queue consumer; a clock's alarm
+KINDS = ("tick", "alarm")  # a cron tick; a clock's alarm
 # The report's counts, one column each (runner/report.py's fields), then the lateness buckets.
 REPORT_COLUMNS: tuple[str, ...] = (
     "cron_delay_ms",

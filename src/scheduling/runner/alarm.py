@@ -1,11 +1,13 @@
-"""An alarm of one installation's clock: a third kind of runner invocation beside the cron's
-tick and a queue consumer's, on the same engine (claim, send through its own six slots,
+"""An alarm of one installation's clock: the second kind of runner invocation beside the
+cron's tick, on the same engine (claim, send through its own six slots,
 settle) with the same compare-and-set claim and lease.
 
 It woke `CLOCK_LEAD_MS` before its installation's earliest due second (`domain/wake_ups.py`);
 it waits for that second, awake, then claims that installation's due rows, never more live
 claims than MAX_IN_FLIGHT_PER_INSTALLATION whoever holds them, sends, settles, and delivers
-the events its settles wrote. While the next due second is within the lead (and the budget
+the events its settles wrote: once its due rows are sent, or, while it still has some to send,
+once it has sent for `TELL_AFTER_MS` (then it sends on), so a refusal is told within seconds
+by the invocation that settled it. While the next due second is within the lead (and the budget
 allows), it waits for it in the same invocation; then it answers its next wake-up, read from
 D1 (a retry's `next_attempt_at` included), for its clock to set (`runner/alarm_clock.py`).
 Nothing is claimed before it is due: the due query reads the real time.
@@ -14,7 +16,8 @@ Nothing is claimed before it is due: the due query reads the real time.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from scheduling.domain.claims import DueRow
@@ -33,6 +36,9 @@ from scheduling.services import Services
 # worth at a time, each on what was read (the claim's compare-and-set): one read for a
 # hundred rows rather than one a batch, when a burst is all D1's writer can take.
 READ_AHEAD = 100
+# An alarm with events to deliver stops claiming after sending this long, delivers them once
+# what it holds has settled, and sends on: a burst's refusals are not told only at its end.
+TELL_AFTER_MS = 2_000
 
 
 class InstallationRows:
@@ -46,10 +52,13 @@ class InstallationRows:
     # Not won is waiting, whoever holds the cap's claims: no statement to tell them apart.
     apart = False
 
-    def __init__(self, leases: Leases, installation_id: str, cap: int) -> None:
+    def __init__(
+        self, leases: Leases, installation_id: str, cap: int, pause: Callable[[], bool]
+    ) -> None:
         self.leases = leases
         self.installation_id = installation_id
         self.cap = cap
+        self.pause = pause  # True: end this pass here, to deliver what it wrote
         self.live = 0  # this invocation's claims not yet settled
         self.held = False
         self.blocked = False
@@ -65,6 +74,8 @@ class InstallationRows:
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             self.held = False
             now = work.clock()
+        if self.pause():
+            return []
         if not self.ahead:
             self.ahead = await self.leases.due_for(self.installation_id, now, READ_AHEAD)
         room = min(limit, self.cap - self.live)
@@ -139,7 +150,8 @@ class Alarm(RunnerInvocation):
             if due > now:
                 await asyncio.sleep((due - now) / 1000)
                 self.report.waited_ms += self.clock() - now
-            rows = InstallationRows(self.leases, self.installation_id, self.in_flight_cap)
+            pause = partial(self._time_to_tell, self.clock())
+            rows = InstallationRows(self.leases, self.installation_id, self.in_flight_cap, pause)
             # Its installation's latest send noted once a pass, not with each batch of six.
             work = await self._send(rows, last_sent_later=True)
             try:
@@ -156,6 +168,10 @@ class Alarm(RunnerInvocation):
                 # Another runner holds the cap's claims (or took the rows first): again soon.
                 self.next_wake = self.clock() + HELD_BACK_RETRY_MS
                 return
+
+    def _time_to_tell(self, since: int) -> bool:
+        """Events of this pass to deliver, and sending since `since` for `TELL_AFTER_MS`."""
+        return bool(self.outbox.fresh) and self.clock() - since >= TELL_AFTER_MS
 
     async def _next_due(self) -> int | None:
         statement = wake_ups.read_next_due(self.trips.db, self.installation_id)

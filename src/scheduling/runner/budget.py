@@ -1,6 +1,6 @@
-"""What one invocation of the runner (a tick, or a queue consumer's) may spend: time before
-new work starts, D1 statements, and subrequests (requests to Dee Wan and to webhook
-endpoints, and calls to the queue)."""
+"""What one invocation of the runner (a tick, or a clock's alarm) may spend: time before new
+work starts, D1 statements, and subrequests (requests to Dee Wan and to webhook endpoints,
+and calls to the installations' clocks)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ from scheduling.services import log
 
 
 class DeliveryWork(OnEngine):
-    """`named`: only these deliveries (a queue message's), rather than all that are due."""
+    """`named`: only these deliveries (an alarm's own events, a page's), rather than all that
+    are due."""
 
     def __init__(self, engine: Engine, outbox: Outbox, named: Sequence[str] | None = None) -> None:
         services = engine.services
@@ -44,13 +45,6 @@ class DeliveryWork(OnEngine):
         self.rng = services.rng
         self._targets: dict[str, DeliveryTarget] = {}
         self._opened: dict[str, OpenTarget | None] = {}
-        self.finished = False  # it claimed until nothing (named) was due
-        self.left: set[str] = set()  # claimed and not settled: handed back, or left to a lease
-
-    def done_with(self, delivery_ids: Sequence[str]) -> bool:
-        """Every one of `delivery_ids` was settled here or found not due (a queue message
-        naming them may be acknowledged)."""
-        return self.finished and not self.left.intersection(delivery_ids)
 
     def cost(self) -> int:
         return delivery_batch_cost(self.batch_size)
@@ -62,13 +56,11 @@ class DeliveryWork(OnEngine):
             lease_token, at, self.lease_ms, self.batch_size, self.named
         )
         if not claimed:
-            self.finished = True
             return None
         self._targets.update(targets)
         messages = self._messages(claimed)
         # Fewer than asked: the outbox had no more due (nothing is written meanwhile).
         last = len(messages) < self.batch_size
-        self.finished = last
         return Batch(messages, lease_token, last=last, claimed_at=at)
 
     def _messages(self, claimed: Sequence[ClaimedDelivery]) -> list[Message]:
@@ -99,7 +91,6 @@ class DeliveryWork(OnEngine):
 
     def handed_back(self, item: Message, at: int) -> SettledMessage:
         self.report.webhooks_handed_back += len(item.deliveries)
-        self.left.update(d.id for d in item.deliveries)
         return SettledMessage.given_back(item, at)
 
     async def send(self, item: Message, at: int) -> SettledMessage:
@@ -122,7 +113,6 @@ class DeliveryWork(OnEngine):
         except LimitReached as limit:  # left to the lease: sent again after it, same id
             self.engine.reached(limit)
             log.warning("%d messages left to their lease: the settle was refused", len(done))
-            self.left.update(d.id for end in done for d in end.message.deliveries)
             return
         self.report.webhook_lost_lease += len(lost)
         for delivery_id in lost:

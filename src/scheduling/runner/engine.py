@@ -85,7 +85,7 @@ async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[None]) -> bool:
 
 
 class OnEngine:
-    """What runs on an engine (a work, a dispatch) reads the invocation's services, report and
+    """What runs on an engine (a work) reads the invocation's services, report and
     clock from it."""
 
     engine: Engine
@@ -125,14 +125,12 @@ class Engine:
         self.slots = asyncio.Semaphore(services.config.send_concurrency)
         self.limit: LimitReached | None = None
         self.claims = 0  # claim rounds of this invocation, of any work
-        self.claiming = False  # a run's loop may still claim another batch
-        self.queue_calls = 0  # hand-offs to the queue (they take a connection too)
         self.clock_calls = 0  # the watchdog's calls to installations' clocks
         self._in_flight: list[asyncio.Task[None]] = []
 
     def subrequests(self) -> int:
         report = self.report
-        return report.sends + report.webhook_sends + self.queue_calls + self.clock_calls
+        return report.sends + report.webhook_sends + self.clock_calls
 
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,
@@ -173,7 +171,6 @@ class Engine:
         """Roll batches of `work` until it has none, the budget is spent or a platform limit
         is reached; returns once every batch it started has settled."""
         self._in_flight = []
-        self.claiming = True
         try:
             while True:
                 if self.claims and not self.room(work):
@@ -199,7 +196,6 @@ class Engine:
                     task.cancel()
             raise
         finally:
-            self.claiming = False
             outcomes = await asyncio.gather(*self._in_flight, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):

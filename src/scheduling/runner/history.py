@@ -1,10 +1,9 @@
 """Recording an invocation of the runner: its row of the tick history and what it adds to the
 running totals, in the write it sends last.
 
-Any invocation calls this with its report: the cron's tick (`kind` "tick"), where the queue
-fan-out runs each consumer invocation ("consumer"), and each alarm of an installation's clock
-("alarm"). A failed invocation records its row too, with the exception's type and what it
-had counted before it failed.
+Any invocation calls this with its report: the cron's tick (`kind` "tick") and each alarm of an
+installation's clock ("alarm"). A failed invocation records its row too, with the exception's
+type and what it had counted before it failed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One invocation of the runner, a cron tick, a queue consumer's or a clock's alarm: its
+"""One invocation of the runner, a cron tick or a clock's alarm: its
 instant and clock, its engine (schedule sends, then notification deliveries, over one
 budget), its stores, and its record written last (its row of the tick history, in the same
 round trip as the totals it adds to) with its log line. A failed invocation records its row
@@ -15,13 +15,11 @@ from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.limits import RECORD_STATEMENTS
 from scheduling.ports import Clock, LimitReached, Statement
-from scheduling.repository.dispatch_marks import DispatchMarks
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner import history
 from scheduling.runner.budget import Budget
-from scheduling.runner.delivery_handoff import DeliveryHandoff
 from scheduling.runner.delivery_work import DeliveryWork
 from scheduling.runner.engine import Engine
 from scheduling.runner.report import TickReport
@@ -57,9 +55,9 @@ class Invocation:
 
 
 class RunnerInvocation:
-    """What a tick, a queue consumer invocation and an alarm share; each says what its work is."""
+    """What a tick and an alarm share; each says what its work is."""
 
-    kind: ClassVar[str]  # its rows in the tick history: "tick", "consumer" or "alarm"
+    kind: ClassVar[str]  # its rows in the tick history: "tick" or "alarm"
     log_event: ClassVar[str]  # its log line
 
     def __init__(
@@ -77,7 +75,6 @@ class RunnerInvocation:
         self.trips = RoundTrips(services.db)
         self.outbox = Outbox(self.trips)
         self.leases = Leases(self.trips, self.outbox)
-        self.marks = DispatchMarks(self.trips, self.outbox)
         self.report = report
         self.engine = Engine(
             services,
@@ -117,17 +114,9 @@ class RunnerInvocation:
         return {}
 
     async def _send(self, source: RowSource, *, last_sent_later: bool = False) -> SendWork:
-        """The schedules `source` gives, claimed, sent and settled; with a queue, the events
-        their settles wrote that this invocation cannot send now are handed to it at once."""
-        queue = self.services.queue
-        handoff = None if queue is None else DeliveryHandoff(self.engine, self.outbox, queue)
+        """The schedules `source` gives, claimed, sent and settled."""
         work = SendWork(
-            self.engine,
-            self.leases,
-            source,
-            cap=self.cap,
-            handoff=handoff,
-            last_sent_later=last_sent_later,
+            self.engine, self.leases, source, cap=self.cap, last_sent_later=last_sent_later
         )
         await self.engine.run(work)
         return work

@@ -33,7 +33,7 @@ REFUSAL_RESULT_CODES: tuple[str, ...] = (
     TOKEN_UNREADABLE,
 )
 OUTCOMES = ("completed", "refused", "retrying")
-# Invocations that record history: the cron's ticks (and queue consumers, where they run).
+# Invocations that record history: the cron's ticks (and clocks' alarms, where they run).
 KINDS = ("tick",)
 
 
@@ -183,8 +183,8 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
     return [
         _counter(
             "scheduling_ticks",
-            "Runner invocations recorded, by kind (tick: the cron's; consumer: a queue "
-            "consumer's; alarm: an installation's alarm clock waking).",
+            "Runner invocations recorded, by kind (tick: the cron's; alarm: an "
+            "installation's alarm clock waking).",
             [({"kind": k}, totals.get(history.invocations(k), 0)) for k in kinds],
         ),
         _counter(

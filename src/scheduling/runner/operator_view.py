@@ -49,7 +49,7 @@ class Slot:
 
     start: int
     invocations: int
-    ticks: int  # the cron's (the others are queue consumers' and clocks' alarms)
+    ticks: int  # the cron's (the others are clocks' alarms)
     failed: int
     backlog: int
     cron_delay_ms: int

@@ -8,7 +8,14 @@ settle applied, once per subscribed endpoint.
 from __future__ import annotations
 
 from scheduling.domain.claims import Claim, DueRow
-from scheduling.domain.notifications import REFUSED, ScheduleEvent, event_type, outcome_unknown
+from scheduling.domain.collisions import needs_repin_said
+from scheduling.domain.notifications import (
+    REFUSED,
+    STALE,
+    ScheduleEvent,
+    event_type,
+    outcome_unknown,
+)
 from scheduling.domain.outbox import OutboxEvent
 from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome
 from scheduling.domain.retry_policy import Settlement
@@ -77,6 +84,36 @@ class EventMaker:
             next_attempt_at=settlement.next_attempt_at,
             ended_by=settlement.ended_by,
         )
+
+    def stale(self, claim: Claim, settlement: Settlement, at: int) -> OutboxEvent | None:
+        """A completion that puts the other kind's waiting schedule of its content out of date
+        (issue 38): that one's notice, now rather than at its time, to the endpoints that hear
+        of refusals. Written only where the settle applied and the schedule was marked so."""
+        row, other = claim.row, claim.row.collides
+        if other is None or settlement.status != Status.COMPLETED or REFUSED not in row.subscribed:
+            return None
+        command = row.command
+        event = ScheduleEvent(
+            type=STALE,
+            at=at,
+            installation_id=row.installation_id,
+            schedule_id=other.id,
+            content_id=command.content_id,
+            kind=other.kind,
+            to_state=other.to_state,
+            version_id=other.version_id,
+            due_at=other.due_at,
+            local_time=other.local_time,
+            timezone=other.timezone,
+            status=Status.PENDING,
+            result_code=None,
+            attempts=other.attempt_count,
+            outcome_unknown=False,
+            said=needs_repin_said(other.kind, at, other.timezone),
+        )
+        message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
+        body = event.body(self.services.config.public_origin)
+        return OutboxEvent(message_id, other.id, STALE, body, raised_by=row.id)
 
     def _event(
         self,

@@ -1,4 +1,4 @@
-"""What one runner invocation (a tick, a queue consumer's or a clock's alarm) did, counted
+"""What one runner invocation (a tick or a clock's alarm) did, counted
 exactly: logged as one JSON line, kept as a row of the tick history, and added to the
 running totals behind /admin/metrics."""
 
@@ -44,19 +44,13 @@ class TickReport:
     webhook_lost_lease: int = 0
     webhooks_handed_back: int = 0  # claimed, never sent because of a platform limit
     webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
-    deliveries_queued: int = 0  # handed to the queue at once: this invocation could not send them
     # 1: it stopped before it was done, at a budget (time, D1 queries, sends) or at a limit
     # of the platform (`platform_limit`); the rest waits for the next invocation.
     limit_reached: int = 0
     platform_limit: int = 0  # 1: D1 or fetch refused a call, the invocation's allowance used
     handed_back: int = 0  # claimed, never sent because of that limit: back to waiting, due now
     unsettled: int = 0  # sent or claimed, but the limit refused the settle: left to the lease
-    held_back: int = 0  # a queue consumer left due for MAX_IN_FLIGHT_PER_INSTALLATION
-    dispatched: int = 0  # rows a tick put in queue messages (the queue's consumers send them)
-    messages: int = 0  # queue messages a tick sent, or a consumer was handed
-    acked: int = 0  # a consumer's messages acknowledged (all they named is settled or not due)
-    retried: int = 0  # a consumer's messages given back to the queue (something left due)
-    queue_delay_ms: int = 0  # a consumer: the longest a message waited from its tick to here
+    held_back: int = 0  # left due for MAX_IN_FLIGHT_PER_INSTALLATION (a clock, the watchdog)
     # With an alarm clock per installation. A watchdog tick: the rows it took that no clock
     # had (sent or ended unsent), and the clocks it found set later than what they had due
     # (or unset). An alarm: how long it waited, awake, for its due second.

@@ -2,8 +2,8 @@
 any send (refused unsent, or claimed under the batch's lease), each claim's command sent to
 Dee Wan, and the batch settled with the events its ends raise.
 
-A tick's source is every due row (`DueRows`); a queue consumer's, the rows its messages name
-(`consume.MessageRows`); a clock's alarm, its installation's (`alarm.InstallationRows`).
+A tick's source is every due row (`DueRows`); a clock's alarm, its installation's
+(`alarm.InstallationRows`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from scheduling.domain.statuses import Status
 from scheduling.limits import batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.leases import Leases, latest_sends
-from scheduling.runner.delivery_handoff import DeliveryHandoff
 from scheduling.runner.engine import Batch, Engine, OnEngine
 from scheduling.runner.outbox_events import EventMaker
 from scheduling.services import log
@@ -97,10 +96,10 @@ class SendWork(OnEngine):
     Every decision (a claim, the lateness cap when a request leaves, a retry's plan, a
     settle) reads the engine's clock. Installation tokens are opened once per invocation.
 
-    `cap`, for a queue consumer, is MAX_IN_FLIGHT_PER_INSTALLATION enforced in D1 by the
-    claim itself: no installation ever has more live claims, whoever holds them, so never
-    more requests in flight. (A tick sending inline claims without it, as it always did:
-    its SEND_CONCURRENCY slots bound it.)
+    `cap`, for a clock's alarm and the clocks' watchdog, is MAX_IN_FLIGHT_PER_INSTALLATION
+    enforced in D1 by the claim itself: no installation ever has more live claims, whoever
+    holds them, so never more requests in flight. (A tick sending inline claims without it,
+    as it always did: its SEND_CONCURRENCY slots bound it, and no other runner sends.)
     """
 
     def __init__(
@@ -110,7 +109,6 @@ class SendWork(OnEngine):
         source: RowSource,
         *,
         cap: int | None = None,
-        handoff: DeliveryHandoff | None = None,
         last_sent_later: bool = False,
     ) -> None:
         config = engine.services.config
@@ -118,7 +116,6 @@ class SendWork(OnEngine):
         self.leases = leases
         self.source = source
         self.cap = cap
-        self.handoff = handoff
         # Each installation's latest send noted by the caller once it is done, not with each
         # batch's settle (`latest`: what it then notes).
         self.last_sent_later = last_sent_later
@@ -246,7 +243,8 @@ class SendWork(OnEngine):
         self.report.ended(settlement.status)
         attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
         event = self.events.sent(item, settlement, outcome, finished)
-        return SettledClaim(item, settlement, attempt, event)
+        stale = self.events.stale(item, settlement, finished)
+        return SettledClaim(item, settlement, attempt, event, stale)
 
     async def settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
         """Every claim under the batch's lease, in one round trip."""
@@ -278,8 +276,6 @@ class SendWork(OnEngine):
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
         self.source.settled(Settled(done, lost, written=True))
-        if self.handoff is not None:
-            await self.handoff.settled()
 
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once; None when TOKEN_KEY cannot open it."""

@@ -1,8 +1,7 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
-tick's budget is spent, or, with a queue, dispatch what is due to the queue's consumers, or,
-with an alarm clock per installation, watch the clocks (`watchdog.py`); then deliver the
-notifications the outbox has due; then purge what is past the retention window
-(`retention.py`), within what is left; then record itself (`invocation.py`).
+tick's budget is spent, or, with an alarm clock per installation, watch the clocks
+(`watchdog.py`); then deliver the notifications the outbox has due; then purge what is past the
+retention window (`retention.py`), within what is left; then record itself (`invocation.py`).
 """
 
 from __future__ import annotations
@@ -10,7 +9,6 @@ from __future__ import annotations
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.runner import retention
-from scheduling.runner.dispatch import Dispatch
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.report import TickReport
 from scheduling.runner.send_work import DueRows
@@ -42,9 +40,8 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 
 class Tick(RunnerInvocation):
-    """Sends what is due (inline), or, with a queue, dispatches it to the queue's consumers;
-    with an alarm clock per installation, watches the clocks instead (`watchdog.py`); then
-    delivers the notifications due."""
+    """Sends what is due (inline), or, with an alarm clock per installation, watches the
+    clocks instead (`watchdog.py`); then delivers the notifications due."""
 
     kind = "tick"
     log_event = "runner_tick"
@@ -56,13 +53,11 @@ class Tick(RunnerInvocation):
         super().__init__(services, invocation, report, cap=cap)
 
     async def _work(self) -> None:
-        queue, clocks = self.services.queue, self.services.clocks
+        clocks = self.services.clocks
         if clocks is not None:
             await Watchdog(self, clocks).run()
-        elif queue is None:
-            await self._send(DueRows(self.leases))
         else:
-            await Dispatch(self.engine, self.marks, queue).run()
+            await self._send(DueRows(self.leases))
         await self._deliver()
         await retention.purge(
             self.services, self.trips, self.engine.budget, now=self.now, elapsed_ms=self.elapsed_ms

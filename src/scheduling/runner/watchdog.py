@@ -18,7 +18,6 @@ from scheduling.concurrency import gather_limited
 from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS, wake_for
 from scheduling.ports import ClockUnavailable, LimitReached, ScheduleClocks
 from scheduling.repository import wake_ups
-from scheduling.runner.dispatch import Dispatch
 from scheduling.runner.invocation import RunnerInvocation
 from scheduling.runner.send_work import DueRows
 from scheduling.services import log
@@ -37,13 +36,8 @@ class Watchdog:
         tick = self.tick
         if tick.engine.limit is not None:
             return
-        queue = tick.services.queue
-        if queue is None:
-            await tick._send(DueRows(tick.leases, lag_ms=WATCHDOG_GRACE_MS))
-            self.report.caught = self.report.claimed + self.report.refused_unsent
-        else:
-            await Dispatch(tick.engine, tick.marks, queue, lag_ms=WATCHDOG_GRACE_MS).run()
-            self.report.caught = self.report.dispatched
+        await tick._send(DueRows(tick.leases, lag_ms=WATCHDOG_GRACE_MS))
+        self.report.caught = self.report.claimed + self.report.refused_unsent
 
     async def _tell_clocks(self) -> None:
         """Each installation's clock told when it next has something due (the earliest

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from scheduling.actions.agent_keys import page_agents
 from scheduling.actions.content_page import show_content
 from scheduling.actions.launch import launch
 from scheduling.actions.manage_page import show_manage
 from scheduling.domain.secret_shapes import is_id
 from scheduling.http.guards import require_session, session_cookie
 from scheduling.http.listing_query import page_number, view_query
+from scheduling.http.pages.agents_page import with_agents
 from scheduling.http.pages.content_page import content_page
 from scheduling.http.pages.manage_page import manage_page
 from scheduling.http.pages.render import page
@@ -35,7 +37,9 @@ async def installation_page(request: Request, services: Services) -> Response:
         cancelled=query.get("cancelled"),
     )
     lateness = services.config.max_lateness_ms
-    return page(content_page(shown, lateness, fold_ignored=query.get("fold_ignored")))
+    model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
+    agents = await page_agents(services, session)
+    return page(with_agents(model, session, agents, model.pins, shown.live))
 
 
 async def _manage(request: Request, services: Services, session: Session) -> Response:
@@ -53,7 +57,8 @@ async def _manage(request: Request, services: Services, session: Session) -> Res
         # A secret or a notice waiting is shown by a GET only (a HEAD must not use it up).
         reveal=request.method == "GET",
     )
-    return page(manage_page(view, services.config.max_lateness_ms, query))
+    model = manage_page(view, services.config.max_lateness_ms, query)
+    return page(with_agents(model, session, await page_agents(services, session), None))
 
 
 async def _launch(request: Request, services: Services, code: str) -> Response:

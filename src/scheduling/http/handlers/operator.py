@@ -20,5 +20,10 @@ async def healthz(request: Request, services: Services) -> Response:
 
 
 async def metrics(request: Request, services: Services) -> Response:
+    # The agents' series name every MCP tool: the MCP package waits for the first scrape (or
+    # the first agent call), out of the Worker's startup.
+    from scheduling.mcp.metrics import agent_call_families
+
     await require_operator(request, services)
-    return exposition(await read_metrics(services.db, services.clock.now_ms()))
+    families = await read_metrics(services.db, services.clock.now_ms())
+    return exposition([*families, *await agent_call_families(services.db)])

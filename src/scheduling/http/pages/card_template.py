@@ -36,7 +36,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
 {% endmacro %}
 
 {% macro schedule_card(s, page, level=3) %}
-  <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.ended_by %} data-ended-by="{{ s.ended_by }}"{% endif %}{% if s.settled %} data-settled="true"{% endif %}{% if s.resolved_by %} data-resolved-by="{{ s.resolved_by }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %}{% if s.late_ms %} data-late-ms="{{ s.late_ms }}"{% endif %} data-content-id="{{ s.content_id }}">
+  <li class="schedule{% if s.stale %} is-stale{% endif %}" id="schedule-{{ s.id }}" data-schedule-id="{{ s.id }}" data-status="{{ s.status }}"{% if s.result_code %} data-result-code="{{ s.result_code }}"{% endif %}{% if s.ended_by %} data-ended-by="{{ s.ended_by }}"{% endif %}{% if s.settled %} data-settled="true"{% endif %}{% if s.resolved_by %} data-resolved-by="{{ s.resolved_by }}"{% endif %}{% if s.stale %} data-pin-stale="true"{% endif %}{% if s.late_ms %} data-late-ms="{{ s.late_ms }}"{% endif %}{% if s.conflict %} data-conflict="{{ s.conflict.role }}" data-conflict-with="{{ s.conflict.other_id }}"{% endif %}{% if s.needs_repin %} data-needs-repin="true"{% endif %} data-content-id="{{ s.content_id }}">
     <div class="card-head">
     <h{{ level }}>{{ s.kind_label }} version <code>{{ s.version_id }}</code>{% if page.show_content %} of {% if s.title is not none %}“{{ s.title }}”{% else %}content <code>{{ s.content_id }}</code>{% endif %}{% endif %}</h{{ level }}>
     {% if s.cancellable %}
@@ -55,9 +55,12 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <dt>Requested by</dt>
       <dd>{{ s.requested_by_name }}</dd>
     </dl>
-    {% if s.stale %}
+    {% if s.conflict %}
+    <div class="warning conflict"><p><strong>Collision.</strong> {{ s.conflict.text }}</p></div>
+    {% endif %}
+    {% if s.stale or s.needs_repin %}
     <div class="stale">
-      <p><strong>Out of date.</strong> {{ s.stale }}</p>
+      <p><strong>Out of date.</strong> {{ s.needs_repin or s.stale }}</p>
       {% if s.repin_version %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules" class="repin">
         {{ session_fields(page.csrf_token, page.opened_for) }}
@@ -65,9 +68,9 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
         <input type="hidden" name="repin_of" value="{{ s.id }}">
         <button type="submit">Pin {{ s.repin_version }} instead, same time<span class="visually-hidden"> ({{ s.kind_label|lower }} at {{ s.when_short }})</span></button>
       </form>
-      {% elif page.context_kind == "content" %}
+      {% elif page.context_kind == "content" and s.stale %}
       <p>You may not make this change now, so it cannot be pinned again from here.</p>
-      {% else %}
+      {% elif page.context_kind != "content" %}
       <p>To pin it again, use <strong>Schedule</strong> on this content in Dee Wan.</p>
       {% endif %}
     </div>
@@ -82,6 +85,8 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
         <button type="submit" data-retry-of="{{ s.id }}"{% if s.retry.replaces %} aria-describedby="retry-{{ s.id }}-replaces"{% endif %}>Try again{% if s.retry.version %} with {{ s.retry.version }}{% endif %}<span class="visually-hidden"> ({{ s.change }}, which was not done)</span></button>
       </form>
       <p class="hint">A new schedule of the same change, sent at the next minute{% if s.retry.version %}, pinned to {{ s.retry.version }}: Dee Wan reports it now instead of {{ s.version_id }}{% endif %}.</p>
+      {% elif page.context_kind == "content" and page.unread %}
+      <p data-unread-step>Dee Wan is not answering, so it cannot be tried again until it does: <strong>Try again</strong> at the top of the page shows it again.</p>
       {% elif page.context_kind == "content" %}
       <p>You may not make this change now, so it cannot be tried again from here.</p>
       {% elif not s.settled %}

@@ -23,6 +23,13 @@ def _base_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         l_0_person_name = resolve('person_name')
+        l_0_dee_wan_href = resolve('dee_wan_href')
+        try:
+            t_1 = environment.tests['defined']
+        except KeyError:
+            @internalcode
+            def t_1(*unused):
+                raise TemplateRuntimeError("No test named 'defined' found.")
         pass
         yield '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>'
         yield from context.blocks['title'][0](context)
@@ -31,6 +38,11 @@ def _base_html(environment):
             pass
             yield '<p class="who">Opened from Dee Wan by '
             yield escape((undefined(name='person_name') if l_0_person_name is missing else l_0_person_name))
+            if (t_1((undefined(name='dee_wan_href') if l_0_dee_wan_href is missing else l_0_dee_wan_href)) and (undefined(name='dee_wan_href') if l_0_dee_wan_href is missing else l_0_dee_wan_href)):
+                pass
+                yield ' · <a href="'
+                yield escape((undefined(name='dee_wan_href') if l_0_dee_wan_href is missing else l_0_dee_wan_href))
+                yield '" data-dee-wan>Back to Dee Wan</a>'
             yield '</p>'
         yield '</header>\n<main id="main" tabindex="-1">\n'
         yield from context.blocks['main'][0](context)
@@ -57,7 +69,7 @@ def _base_html(environment):
         pass
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '6=13&13=15&16=21&6=24&16=35'
+    debug_info = '6=20&13=22&16=33&6=36&16=47'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'base.html'}
 
 
@@ -88,9 +100,9 @@ def _error_html(environment):
         l_0_code = resolve('code')
         l_0_message = resolve('message')
         l_0_relaunch = resolve('relaunch')
+        l_0_steps = resolve('steps')
         l_0_resend = resolve('resend')
         l_0_resend_to = resolve('resend_to')
-        l_0_steps = resolve('steps')
         pass
         yield '<h1>'
         yield escape((undefined(name='title') if l_0_title is missing else l_0_title))
@@ -104,6 +116,9 @@ def _error_html(environment):
         if (undefined(name='relaunch') if l_0_relaunch is missing else l_0_relaunch):
             pass
             yield '<p>Open Scheduling again from Dee Wan: use <strong>Schedule</strong> on a content item, or <strong>Scheduling</strong> in the plugin menu.</p>'
+        if environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'after_launch'):
+            pass
+            yield '<p data-after-launch>Came here from a chat message or a bookmark? Open Scheduling from Dee Wan in this browser first (you sign in there, not here); then <strong>Try again</strong> shows this page.</p>'
         if (undefined(name='resend') if l_0_resend is missing else l_0_resend):
             pass
             yield '<form method="post" action="'
@@ -119,7 +134,7 @@ def _error_html(environment):
                 yield '">'
             l_1_name = l_1_value = missing
             yield '  <button type="submit">Send it again</button>\n</form>\n'
-        if ((environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'retry_href') or environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'back_href')) or environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'dee_wan_href')):
+        if (((environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'retry_href') or environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'back_href')) or environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'dee_wan_href')) or environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'about_href')):
             pass
             yield '<nav class="next-steps" aria-label="What you can do now">\n  <p class="inline">\n'
             if environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'retry_href'):
@@ -137,10 +152,15 @@ def _error_html(environment):
                 yield '<a href="'
                 yield escape(environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'dee_wan_href'))
                 yield '" data-next="dee-wan">Back to Dee Wan</a>'
+            if environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'about_href'):
+                pass
+                yield '<a href="'
+                yield escape(environment.getattr((undefined(name='steps') if l_0_steps is missing else l_0_steps), 'about_href'))
+                yield '" data-next="about">What Scheduling is, and how to open it</a>'
             yield '  </p>\n</nav>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=12&2=17&3=33&4=35&5=37&6=39&8=41&9=44&10=47&11=49&15=59&18=62&19=67&20=72'
+    debug_info = '1=12&2=17&3=33&4=35&5=37&6=39&8=41&9=44&10=47&11=50&12=52&16=62&19=65&20=70&21=75&22=80'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'error.html'}
 
 
@@ -400,6 +420,20 @@ def _cards_html(environment):
                     escape(environment.getattr(l_1_s, 'late_ms')),
                     '"',
                 ))
+            if environment.getattr(l_1_s, 'conflict'):
+                pass
+                t_6.extend((
+                    ' data-conflict="',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'conflict'), 'role')),
+                    '" data-conflict-with="',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'conflict'), 'other_id')),
+                    '"',
+                ))
+            if environment.getattr(l_1_s, 'needs_repin'):
+                pass
+                t_6.append(
+                    ' data-needs-repin="true"',
+                )
             t_6.extend((
                 ' data-content-id="',
                 escape(environment.getattr(l_1_s, 'content_id')),
@@ -532,11 +566,18 @@ def _cards_html(environment):
                 escape(environment.getattr(l_1_s, 'requested_by_name')),
                 '</dd>\n    </dl>\n',
             ))
-            if environment.getattr(l_1_s, 'stale'):
+            if environment.getattr(l_1_s, 'conflict'):
+                pass
+                t_6.extend((
+                    '    <div class="warning conflict"><p><strong>Collision.</strong> ',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'conflict'), 'text')),
+                    '</p></div>\n',
+                ))
+            if (environment.getattr(l_1_s, 'stale') or environment.getattr(l_1_s, 'needs_repin')):
                 pass
                 t_6.extend((
                     '    <div class="stale">\n      <p><strong>Out of date.</strong> ',
-                    escape(environment.getattr(l_1_s, 'stale')),
+                    escape((environment.getattr(l_1_s, 'needs_repin') or environment.getattr(l_1_s, 'stale'))),
                     '</p>\n',
                 ))
                 if environment.getattr(l_1_s, 'repin_version'):
@@ -558,12 +599,12 @@ def _cards_html(environment):
                         escape(environment.getattr(l_1_s, 'when_short')),
                         ')</span></button>\n      </form>\n',
                     ))
-                elif (environment.getattr(l_1_page, 'context_kind') == 'content'):
+                elif ((environment.getattr(l_1_page, 'context_kind') == 'content') and environment.getattr(l_1_s, 'stale')):
                     pass
                     t_6.append(
                         '      <p>You may not make this change now, so it cannot be pinned again from here.</p>\n',
                     )
-                else:
+                elif (environment.getattr(l_1_page, 'context_kind') != 'content'):
                     pass
                     t_6.append(
                         '      <p>To pin it again, use <strong>Schedule</strong> on this content in Dee Wan.</p>\n',
@@ -631,6 +672,11 @@ def _cards_html(environment):
                         ))
                     t_6.append(
                         '.</p>\n',
+                    )
+                elif ((environment.getattr(l_1_page, 'context_kind') == 'content') and environment.getattr(l_1_page, 'unread')):
+                    pass
+                    t_6.append(
+                        '      <p data-unread-step>Dee Wan is not answering, so it cannot be tried again until it does: <strong>Try again</strong> at the top of the page shows it again.</p>\n',
                     )
                 elif (environment.getattr(l_1_page, 'context_kind') == 'content'):
                     pass
@@ -767,7 +813,7 @@ def _cards_html(environment):
         context.vars['schedule_list'] = l_0_schedule_list = Macro(environment, macro, 'schedule_list', ('schedules', 'page', 'label', 'level', 'empty'), False, False, False, context.eval_ctx.autoescape)
 
     blocks = {}
-    debug_info = '1=30&2=36&3=45&4=47&7=54&8=59&11=74&12=86&14=142&15=173&16=177&21=187&23=213&24=258&26=262&29=267&31=270&33=274&34=277&35=281&36=283&37=285&38=287&39=289&41=296&48=309&50=314&51=316&52=327&53=331&54=333&55=335&57=359&58=370&60=375&61=380&63=395&64=399&65=403&66=405&67=407&73=415&75=419&77=422&78=427&79=430&85=456&89=463&90=476&91=480&92=483&94=493&95=497'
+    debug_info = '1=30&2=36&3=45&4=47&7=54&8=59&11=74&12=86&14=156&15=187&16=191&21=201&23=227&24=272&26=276&29=281&31=284&32=288&34=291&36=295&37=298&38=302&39=304&40=306&41=308&42=310&44=317&46=322&51=330&53=335&54=337&55=348&56=352&57=354&58=356&60=380&61=391&63=396&65=401&66=406&68=421&69=425&70=429&71=431&72=433&78=441&80=445&82=448&83=453&84=456&90=482&94=489&95=502&96=506&97=509&99=519&100=523'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'cards.html'}
 
 
@@ -930,23 +976,36 @@ def _content_html(environment):
         l_0_current = resolve('current')
         l_0_card_page = resolve('card_page')
         l_0_history = resolve('history')
+        l_0_agents = resolve('agents')
         try:
-            t_3 = environment.filters['length']
+            t_3 = environment.filters['join']
         except KeyError:
             @internalcode
             def t_3(*unused):
-                raise TemplateRuntimeError("No filter named 'length' found.")
+                raise TemplateRuntimeError("No filter named 'join' found.")
         try:
-            t_4 = environment.filters['lower']
+            t_4 = environment.filters['length']
         except KeyError:
             @internalcode
             def t_4(*unused):
-                raise TemplateRuntimeError("No filter named 'lower' found.")
+                raise TemplateRuntimeError("No filter named 'length' found.")
         try:
-            t_5 = environment.tests['none']
+            t_5 = environment.filters['lower']
         except KeyError:
             @internalcode
             def t_5(*unused):
+                raise TemplateRuntimeError("No filter named 'lower' found.")
+        try:
+            t_6 = environment.filters['select']
+        except KeyError:
+            @internalcode
+            def t_6(*unused):
+                raise TemplateRuntimeError("No filter named 'select' found.")
+        try:
+            t_7 = environment.tests['none']
+        except KeyError:
+            @internalcode
+            def t_7(*unused):
                 raise TemplateRuntimeError("No test named 'none' found.")
         pass
         if (undefined(name='content') if l_0_content is missing else l_0_content):
@@ -974,7 +1033,7 @@ def _content_html(environment):
                 yield '<dt>Translation of</dt><dd data-primary-id="'
                 yield escape(environment.getattr((undefined(name='content') if l_0_content is missing else l_0_content), 'primary_id'))
                 yield '">'
-                if (not t_5((undefined(name='primary_title') if l_0_primary_title is missing else l_0_primary_title))):
+                if (not t_7((undefined(name='primary_title') if l_0_primary_title is missing else l_0_primary_title))):
                     pass
                     yield '“'
                     yield escape((undefined(name='primary_title') if l_0_primary_title is missing else l_0_primary_title))
@@ -1013,19 +1072,19 @@ def _content_html(environment):
         if (undefined(name='stale') if l_0_stale is missing else l_0_stale):
             pass
             yield '<div class="warning" role="status" data-stale-count="'
-            yield escape(t_3((undefined(name='stale') if l_0_stale is missing else l_0_stale)))
+            yield escape(t_4((undefined(name='stale') if l_0_stale is missing else l_0_stale)))
             yield '"><p>'
-            if (t_3((undefined(name='stale') if l_0_stale is missing else l_0_stale)) == 1):
+            if (t_4((undefined(name='stale') if l_0_stale is missing else l_0_stale)) == 1):
                 pass
                 yield 'One waiting schedule pins'
             else:
                 pass
-                yield escape(t_3((undefined(name='stale') if l_0_stale is missing else l_0_stale)))
+                yield escape(t_4((undefined(name='stale') if l_0_stale is missing else l_0_stale)))
                 yield ' waiting schedules pin'
             yield ' what Dee Wan no longer reports, so it would be refused: <a href="#schedule-'
             yield escape(environment.getattr(environment.getitem((undefined(name='stale') if l_0_stale is missing else l_0_stale), 0), 'id'))
             yield '">see '
-            if (t_3((undefined(name='stale') if l_0_stale is missing else l_0_stale)) == 1):
+            if (t_4((undefined(name='stale') if l_0_stale is missing else l_0_stale)) == 1):
                 pass
                 yield 'it'
             else:
@@ -1039,7 +1098,7 @@ def _content_html(environment):
             yield '<div class="notice" role="status" data-confirmation="'
             yield escape(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'id'))
             yield '">\n  <p>Scheduled: '
-            yield escape(t_4(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'kind_label')))
+            yield escape(t_5(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'kind_label')))
             yield ' the pinned version <code>'
             yield escape(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'version_id'))
             yield '</code> at <time datetime="'
@@ -1063,6 +1122,15 @@ def _content_html(environment):
             yield '">'
             yield escape(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'deadline_label'))
             yield '</time>.</p>\n'
+            if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'):
+                pass
+                yield '<p data-conflict="'
+                yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'role'))
+                yield '" data-conflict-with="'
+                yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'other_id'))
+                yield '"><strong>Collision:</strong> '
+                yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'text'))
+                yield '</p>'
             if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'years_ahead'):
                 pass
                 yield '<p data-years-ahead="'
@@ -1133,6 +1201,7 @@ def _content_html(environment):
             yield '>\n    <legend>Change</legend>\n'
             l_1_loop = missing
             for l_1_c, l_1_loop in LoopContext((undefined(name='choices') if l_0_choices is missing else l_0_choices), undefined):
+                l_1_described = missing
                 _loop_vars = {}
                 pass
                 yield '    <div class="choice">\n      <input type="radio" name="transition" id="t-'
@@ -1146,11 +1215,13 @@ def _content_html(environment):
                 if environment.getattr(l_1_c, 'disabled'):
                     pass
                     yield ' disabled'
-                if environment.getattr(l_1_c, 'replaces'):
+                l_1_described = t_3(context.eval_ctx, t_6(context, [(environment.getattr(l_1_c, 'replaces') and ('t-%d-replaces' % environment.getattr(l_1_loop, 'index'))), ((environment.getattr(l_1_c, 'collides') and (not environment.getattr(l_1_c, 'disabled'))) and ('t-%d-collides' % environment.getattr(l_1_loop, 'index')))]), ' ')
+                _loop_vars['described'] = l_1_described
+                if (undefined(name='described') if l_1_described is missing else l_1_described):
                     pass
-                    yield ' aria-describedby="t-'
-                    yield escape(environment.getattr(l_1_loop, 'index'))
-                    yield '-replaces"'
+                    yield ' aria-describedby="'
+                    yield escape((undefined(name='described') if l_1_described is missing else l_1_described))
+                    yield '"'
                 yield '>\n      <label for="t-'
                 yield escape(environment.getattr(l_1_loop, 'index'))
                 yield '">'
@@ -1167,7 +1238,18 @@ def _content_html(environment):
                     yield '">'
                     yield escape(environment.getattr(l_1_c, 'replaces'))
                     yield '</p>'
-            l_1_loop = l_1_c = missing
+                if (environment.getattr(l_1_c, 'collides') and (not environment.getattr(l_1_c, 'disabled'))):
+                    pass
+                    yield '<p class="hint collides" id="t-'
+                    yield escape(environment.getattr(l_1_loop, 'index'))
+                    yield '-collides" data-collides-with="'
+                    yield escape(environment.getattr(l_1_c, 'collides_id'))
+                    yield '" data-for="'
+                    yield escape(environment.getattr(l_1_c, 'value'))
+                    yield '"><strong>Collision:</strong> '
+                    yield escape(environment.getattr(l_1_c, 'collides'))
+                    yield '</p>'
+            l_1_loop = l_1_c = l_1_described = missing
             yield '  </fieldset>\n  <div class="field">\n    <label for="local_time">Date and time</label>\n    <p class="hint" id="local_time-hint">The time on the clock in the time zone below.'
             if (undefined(name='time_entered') if l_0_time_entered is missing else l_0_time_entered):
                 pass
@@ -1291,9 +1373,17 @@ def _content_html(environment):
             yield '\n</details>\n'
         yield escape(context.call((undefined(name='page_links') if l_0_page_links is missing else l_0_page_links), (undefined(name='pager') if l_0_pager is missing else l_0_pager), 'bottom', _block_vars=_block_vars))
         yield '\n</section>\n'
+        if (undefined(name='agents') if l_0_agents is missing else l_0_agents):
+            pass
+            template = environment.get_template('agents.html', 'content.html')
+            gen = template.root_render_func(template.new_context(context.get_all(), True, {'made': l_0_made}))
+            try:
+                for event in gen:
+                    yield event
+            finally: gen.close()
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=179&19=182&21=184&22=186&23=188&24=190&25=199&28=217&30=219&31=222&32=224&33=226&34=230&38=233&39=240&40=262&41=264&42=267&43=269&44=277&45=287&46=293&47=300&53=311&54=314&55=320&56=322&57=332&58=335&59=339&60=341&61=343&64=346&67=348&68=351&69=353&70=355&71=357&73=362&75=366&76=382&78=386&83=399&84=405&85=415&89=428&90=434&91=444&93=452&94=455&96=459&97=461&98=470&103=477&112=484&113=491&114=493&115=495&116=497&118=502&120=504&121=507&122=515&123=517&126=519'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=192&19=195&21=197&22=199&23=201&24=203&25=212&28=230&30=232&31=235&32=237&33=239&34=243&38=246&39=253&40=275&41=277&42=280&43=282&44=290&45=300&46=306&47=315&48=322&54=333&55=336&56=342&57=344&58=354&59=357&60=361&61=363&62=365&65=368&68=370&69=373&70=375&71=377&72=379&74=384&76=389&77=407&79=411&80=422&85=435&86=441&87=451&91=464&92=470&93=480&95=488&96=491&98=495&99=497&100=506&105=513&114=520&115=527&116=529&117=531&118=533&120=538&122=540&123=543&124=551&125=553&128=555&130=557'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -1341,6 +1431,7 @@ def _manage_html(environment):
         l_0_installation_id = resolve('installation_id')
         l_0_show = resolve('show')
         l_0_page_number = resolve('page_number')
+        l_0_zone_note = resolve('zone_note')
         l_0_zone_input = resolve('zone_input')
         l_0_zone_problem = resolve('zone_problem')
         l_0_zones = resolve('zones')
@@ -1354,6 +1445,7 @@ def _manage_html(environment):
         l_0_now_label = resolve('now_label')
         l_0_page_links = resolve('page_links')
         l_0_sections = resolve('sections')
+        l_0_agents = resolve('agents')
         try:
             t_1 = environment.filters['length']
         except KeyError:
@@ -1416,7 +1508,13 @@ def _manage_html(environment):
             yield '<input type="hidden" name="page" value="'
             yield escape((undefined(name='page_number') if l_0_page_number is missing else l_0_page_number))
             yield '">'
-        yield '  <div class="field">\n    <label for="agenda-zone">Days and times in</label>\n    <p class="hint" id="agenda-zone-hint">An IANA name such as Europe/Paris, in any case; type to see suggestions.</p>\n    <div class="inline">\n      <input type="text" id="agenda-zone" name="zone" list="zones" autocomplete="off" spellcheck="false" value="'
+        yield '  <div class="field">\n    <label for="agenda-zone">Days and times in</label>\n    <p class="hint" id="agenda-zone-hint">'
+        if (undefined(name='zone_note') if l_0_zone_note is missing else l_0_zone_note):
+            pass
+            yield '<span data-zone-note>'
+            yield escape((undefined(name='zone_note') if l_0_zone_note is missing else l_0_zone_note))
+            yield '</span> '
+        yield 'An IANA name such as Europe/Paris, in any case; type to see suggestions.</p>\n    <div class="inline">\n      <input type="text" id="agenda-zone" name="zone" list="zones" autocomplete="off" spellcheck="false" value="'
         yield escape((undefined(name='zone_input') if l_0_zone_input is missing else l_0_zone_input))
         yield '" aria-describedby="agenda-zone-hint'
         if (undefined(name='zone_problem') if l_0_zone_problem is missing else l_0_zone_problem):
@@ -1585,10 +1683,234 @@ def _manage_html(environment):
             for event in gen:
                 yield event
         finally: gen.close()
+        if (undefined(name='agents') if l_0_agents is missing else l_0_agents):
+            pass
+            template = environment.get_template('agents.html', 'manage.html')
+            gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
+            try:
+                for event in gen:
+                    yield event
+            finally: gen.close()
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=22&4=30&7=66&8=82&12=88&13=92&18=108&19=110&20=115&25=121&28=131&31=139&32=168&33=177&34=182&36=190&37=212&39=215&40=221&41=225&42=229&43=231&44=235&45=241&48=247&50=249&51=252&52=258&53=265&58=273&61=281&62=283'
+    debug_info = '1=13&2=16&3=22&4=30&7=68&8=84&12=90&13=94&18=110&19=112&20=117&23=123&25=129&28=139&31=147&32=176&33=185&34=190&36=198&37=220&39=223&40=229&41=233&42=237&43=239&44=243&45=249&48=255&50=257&51=260&52=266&53=273&58=281&61=289&62=291&63=297'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'manage.html'}
+
+
+def _agents_html(environment):
+    name = 'agents.html'
+
+    def root(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        l_0_agents = resolve('agents')
+        l_0_session_fields = missing
+        try:
+            t_1 = environment.filters['lower']
+        except KeyError:
+            @internalcode
+            def t_1(*unused):
+                raise TemplateRuntimeError("No filter named 'lower' found.")
+        pass
+        def macro(l_1_panel):
+            t_2 = []
+            if l_1_panel is missing:
+                l_1_panel = undefined("parameter 'panel' was not provided", name='panel')
+            pass
+            t_2.extend((
+                '  <input type="hidden" name="csrf_token" value="',
+                escape(environment.getattr(l_1_panel, 'csrf_token')),
+                '">\n  <input type="hidden" name="opened_for" value="',
+                escape(environment.getattr(l_1_panel, 'opened_for')),
+                '">\n',
+            ))
+            return concat(t_2)
+        context.exported_vars.add('session_fields')
+        context.vars['session_fields'] = l_0_session_fields = Macro(environment, macro, 'session_fields', ('panel',), False, False, False, context.eval_ctx.autoescape)
+        yield '<section class="agents" aria-labelledby="proposals-heading">\n  <h2 id="proposals-heading">Proposed by agents</h2>\n'
+        if environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'proposals'):
+            pass
+            yield '  <ul class="proposals">\n'
+            for l_1_p in environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'proposals'):
+                _loop_vars = {}
+                pass
+                yield '    <li data-proposal-id="'
+                yield escape(environment.getattr(l_1_p, 'id'))
+                yield '">\n      <p><strong>'
+                yield escape(environment.getattr(l_1_p, 'key_name'))
+                yield '</strong> proposes: '
+                yield escape(environment.getattr(l_1_p, 'change_words'))
+                yield ' on '
+                yield escape(environment.getattr(l_1_p, 'when'))
+                yield ' — for '
+                yield escape(environment.getattr(l_1_p, 'person_name'))
+                yield '</p>\n'
+                if environment.getattr(l_1_p, 'note'):
+                    pass
+                    yield '<blockquote class="note">'
+                    yield escape(environment.getattr(l_1_p, 'note'))
+                    yield '</blockquote>'
+                if environment.getattr(l_1_p, 'replaces'):
+                    pass
+                    yield '<p class="warning" data-warning="replace">Confirming replaces the waiting schedule to '
+                    yield escape(environment.getattr(l_1_p, 'replaces'))
+                    yield '.</p>'
+                if environment.getattr(l_1_p, 'collides'):
+                    pass
+                    yield '<p class="warning" data-warning="collision">'
+                    yield escape(environment.getattr(l_1_p, 'collides'))
+                    yield '</p>'
+                if environment.getattr(l_1_p, 'may_decide'):
+                    pass
+                    yield '      <div class="inline">\n'
+                    if environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'pins'):
+                        pass
+                        yield '      <form method="post" action="/installations/'
+                        yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'installation_id'))
+                        yield '/proposals/'
+                        yield escape(environment.getattr(l_1_p, 'id'))
+                        yield '/confirm" class="inline">\n        '
+                        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='agents') if l_0_agents is missing else l_0_agents), _loop_vars=_loop_vars))
+                        yield '\n        <input type="hidden" name="version_id" value="'
+                        yield escape(environment.getattr(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'pins'), 'current'))
+                        yield '">\n        <input type="hidden" name="published_version_id" value="'
+                        yield escape((environment.getattr(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'pins'), 'published') or ''))
+                        yield '">\n        <button type="submit" data-proposal-action="confirm">Confirm<span class="visually-hidden"> '
+                        yield escape(t_1(environment.getattr(l_1_p, 'change_words')))
+                        yield ' on '
+                        yield escape(environment.getattr(l_1_p, 'when'))
+                        yield '</span></button>\n      </form>\n'
+                    yield '      <form method="post" action="/installations/'
+                    yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'installation_id'))
+                    yield '/proposals/'
+                    yield escape(environment.getattr(l_1_p, 'id'))
+                    yield '/decline" class="inline">\n        '
+                    yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='agents') if l_0_agents is missing else l_0_agents), _loop_vars=_loop_vars))
+                    yield '\n        <button type="submit" class="secondary" data-proposal-action="decline">Decline</button>\n      </form>\n      </div>\n'
+                    if (not environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'pins')):
+                        pass
+                        yield '<p>To confirm it, open this content from Dee Wan and press Confirm there: Scheduling pins the version you see then.</p>'
+                else:
+                    pass
+                    yield '      <p>Dee Wan does not let you make this change, so someone who may confirms or declines it.</p>\n'
+                yield '    </li>\n'
+            l_1_p = missing
+            yield '  </ul>\n'
+        else:
+            pass
+            yield '  <p>No agent proposes anything '
+            yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'scope_words'))
+            yield ' now.</p>\n'
+        yield '\n  <h2 id="agent-keys-heading">Agent keys</h2>\n  <p>A key lets an agent (an assistant, a release bot) read the schedules '
+        yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'scope_words'))
+        yield ' and propose new ones; only a person confirms them. It acts for you and can never do more than you may.</p>\n'
+        if environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'keys'):
+            pass
+            yield '  <ul class="agent-keys">\n'
+            for l_1_k in environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'keys'):
+                _loop_vars = {}
+                pass
+                yield '    <li data-agent-key-id="'
+                yield escape(environment.getattr(l_1_k, 'id'))
+                yield '">'
+                yield escape(environment.getattr(l_1_k, 'name'))
+                yield ', for '
+                yield escape(environment.getattr(l_1_k, 'person_name'))
+                yield ': until '
+                yield escape(environment.getattr(l_1_k, 'expires'))
+                yield '; '
+                yield escape(environment.getattr(l_1_k, 'last_use'))
+                if environment.getattr(l_1_k, 'read_only'):
+                    pass
+                    yield '; reads only'
+                yield '.\n      <form method="post" action="/installations/'
+                yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'installation_id'))
+                yield '/agent-keys/'
+                yield escape(environment.getattr(l_1_k, 'id'))
+                yield '/revoke" class="inline">\n        '
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='agents') if l_0_agents is missing else l_0_agents), _loop_vars=_loop_vars))
+                yield '\n        <button type="submit" class="secondary">Revoke<span class="visually-hidden"> '
+                yield escape(environment.getattr(l_1_k, 'name'))
+                yield '</span></button>\n      </form>\n    </li>\n'
+            l_1_k = missing
+            yield '  </ul>\n'
+        yield '  <form method="post" action="/installations/'
+        yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'installation_id'))
+        yield '/agent-keys" class="mint-key">\n    '
+        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='agents') if l_0_agents is missing else l_0_agents)))
+        yield '\n    <label for="agent-key-name">Agent\'s name</label>\n    <input id="agent-key-name" name="name" maxlength="80" required>\n    <label for="agent-key-days">Lasts</label>\n    <select id="agent-key-days" name="days">\n'
+        for l_1_d in environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'day_choices'):
+            _loop_vars = {}
+            pass
+            yield '<option value="'
+            yield escape(l_1_d)
+            yield '"'
+            if (l_1_d == 7):
+                pass
+                yield ' selected'
+            yield '>'
+            yield escape(l_1_d)
+            yield ' day'
+            yield escape(('s' if (l_1_d != 1) else cond_expr_undefined("the inline if-expression on line 61 in 'agents.html' evaluated to false and no else section was defined.")))
+            yield '</option>'
+        l_1_d = missing
+        yield '    </select>\n    <button type="submit">Create a key</button>\n  </form>\n</section>'
+
+    blocks = {}
+    debug_info = '1=19&2=26&3=28&7=35&9=38&10=42&11=44&12=52&13=57&14=62&15=67&17=70&18=73&19=77&20=79&21=81&22=83&25=88&26=92&30=94&38=106&42=109&43=111&45=114&46=118&47=131&48=135&49=137&55=142&56=144&61=146'
+    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'agents.html'}
+
+
+def _agent_key_html(environment):
+    name = 'agent_key.html'
+
+    def root(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        parent_template = None
+        pass
+        parent_template = environment.get_template('base.html', 'agent_key.html')
+        for name, parent_block in parent_template.blocks.items():
+            context.blocks.setdefault(name, []).append(parent_block)
+        yield from parent_template.root_render_func(context)
+
+    def block_main(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        _block_vars = {}
+        l_0_title = resolve('title')
+        l_0_key_name = resolve('key_name')
+        l_0_expires = resolve('expires')
+        l_0_secret = resolve('secret')
+        l_0_snippet = resolve('snippet')
+        l_0_installation_id = resolve('installation_id')
+        pass
+        yield '<h1>'
+        yield escape((undefined(name='title') if l_0_title is missing else l_0_title))
+        yield '</h1>\n<p role="status">This is the key for <strong>'
+        yield escape((undefined(name='key_name') if l_0_key_name is missing else l_0_key_name))
+        yield '</strong>, until '
+        yield escape((undefined(name='expires') if l_0_expires is missing else l_0_expires))
+        yield '. It is shown this once: copy it now. Scheduling keeps only a fingerprint of it.</p>\n<p><label for="agent-key">Agent key</label><br><input id="agent-key" readonly value="'
+        yield escape((undefined(name='secret') if l_0_secret is missing else l_0_secret))
+        yield '" size="50" data-agent-key></p>\n<p>Give the agent\'s MCP client this address and header:</p>\n<pre><code>'
+        yield escape((undefined(name='snippet') if l_0_snippet is missing else l_0_snippet))
+        yield '</code></pre>\n<p><a href="/installations/'
+        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+        yield '">Back to the schedules</a></p>\n'
+
+    blocks = {'main': block_main}
+    debug_info = '1=12&2=17&3=32&4=34&5=38&7=40&8=42'
+    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'agent_key.html'}
 
 
 def _notifications_html(environment):
@@ -1824,7 +2146,21 @@ def _notifications_html(environment):
                 yield escape(environment.getattr(l_1_k, 'label'))
                 yield '</label></div>\n'
             l_1_k = missing
-            yield '    </fieldset>\n    <div class="field">\n      <label for="endpoint-url">Endpoint URL</label>\n      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>\n      <input type="url" id="endpoint-url" name="url" value="'
+            yield '    </fieldset>\n    <div class="field">\n      <label for="endpoint-url">Endpoint URL</label>\n      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB'
+            if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'dev_origins'):
+                pass
+                yield '; in development also an address on <span data-dev-origins>'
+                l_1_loop = missing
+                for l_1_o, l_1_loop in LoopContext(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'dev_origins'), undefined):
+                    _loop_vars = {}
+                    pass
+                    yield escape(l_1_o)
+                    if (not environment.getattr(l_1_loop, 'last')):
+                        pass
+                        yield ' or '
+                l_1_loop = l_1_o = missing
+                yield '</span> (<code>DEE_WAN_DEV_ORIGINS</code>)'
+            yield '. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>\n      <input type="url" id="endpoint-url" name="url" value="'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'url'))
             yield '" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint'
             if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'):
@@ -1864,7 +2200,7 @@ def _notifications_html(environment):
         yield '</section>'
 
     blocks = {}
-    debug_info = '1=27&2=33&6=37&7=42&8=59&9=63&12=66&14=68&16=71&17=82&20=84&21=89&22=94&23=102&24=105&25=109&26=111&31=114&33=116&34=118&37=124&38=128&39=130&41=132&42=135&44=144&46=152&47=155&48=159&49=161&50=163&51=165&53=179&56=181&57=183&64=195&65=202&66=205&67=207&69=209&72=217&73=221&79=235&83=246&84=250&90=269'
+    debug_info = '1=27&2=33&6=37&7=42&8=59&9=63&12=66&14=68&16=71&17=82&20=84&21=89&22=94&23=102&24=105&25=109&26=111&31=114&33=116&34=118&37=124&38=128&39=130&41=132&42=135&44=144&46=152&47=155&48=159&49=161&50=163&51=165&53=179&56=181&57=183&64=195&65=202&66=205&67=207&69=209&72=217&73=221&78=235&79=249&83=260&84=264&90=283'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 
@@ -2728,6 +3064,8 @@ TEMPLATES: dict[str, Callable[[Any], dict[str, Any]]] = {
     'cards.html': _cards_html,
     'content.html': _content_html,
     'manage.html': _manage_html,
+    'agents.html': _agents_html,
+    'agent_key.html': _agent_key_html,
     'notifications.html': _notifications_html,
     'deliveries.html': _deliveries_html,
     'endpoint_confirm.html': _endpoint_confirm_html,

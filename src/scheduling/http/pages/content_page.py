@@ -10,12 +10,13 @@ from typing import ClassVar
 from scheduling.actions.content_page import ContentView
 from scheduling.actions.create import FormRefusal, FormValues
 from scheduling.dee_wan import UNAVAILABLE
+from scheduling.domain.collisions import Conflict, before_text, conflicts
 from scheduling.domain.content import Content, ContentRead
 from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import WAITING, Status
 from scheduling.domain.time_words import (
     duration_words,
     instant_text,
@@ -23,9 +24,10 @@ from scheduling.domain.time_words import (
     years_ahead,
     years_text,
 )
-from scheduling.domain.timezones import canonical_zone, zone_names
+from scheduling.domain.timezones import canonical_zone, offered_zones
 from scheduling.domain.wording import change_text
 from scheduling.http.pages import time_labels
+from scheduling.http.pages.agents_page import AgentsPanel
 from scheduling.http.pages.view_models import (
     CardPage,
     Moment,
@@ -49,6 +51,8 @@ class Choice:
     disabled: bool
     replaces: str | None = None  # what choosing it does to the live schedule of its kind
     replaces_id: str | None = None
+    collides: str | None = None  # the other kind's waiting schedule it would collide with
+    collides_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Receipt:
     replaced_id: str | None
     replaced_version: str | None
     years_ahead: str | None  # "5 years", when it is more than a year ahead
+    conflict: Conflict | None = None  # it collides with the other kind's waiting schedule
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,9 @@ class ContentPage:
     history: History
     card_page: CardPage
     pager: Pager
+    agents: AgentsPanel | None = None  # proposals and agent keys (issue 39)
+    # The header's Back to Dee Wan: a session proves the browser came from there.
+    dee_wan_href: str | None = None
 
 
 def content_page(
@@ -212,7 +220,7 @@ def content_page(
         pins=pins,
         primary_title=view.primary_title,
         site_timezone=site_zone,
-        zones=tuple(sorted(zone_names())),
+        zones=offered_zones(),
         choices=choices,
         form=form,
         time_entered=_entered(form, error is not None),
@@ -239,8 +247,11 @@ def content_page(
             replaced=view.page.counts.get(Status.SUPERSEDED, 0),
             open=view.page_number > 1,
         ),
-        card_page=card_page(session, pins=pins, back=_back(view.page_number)),
+        card_page=card_page(
+            session, pins=pins, back=_back(view.page_number), unread=view.unread is not None
+        ),
         pager=_pager(view),
+        dee_wan_href=view.access.installation.base_url,
     )
 
 
@@ -333,6 +344,7 @@ def _receipt(view: ContentView, moment: Moment) -> Receipt | None:
         replaced_id=replaced.id if replaced else None,
         replaced_version=replaced.version_id if replaced else None,
         years_ahead=years_text(ahead) if ahead else None,
+        conflict=conflicts(view.live).get(made.id),
     )
 
 
@@ -361,6 +373,10 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
             )
             disabled = published is None
         existing = by_kind.get(t.kind)
+        other = next(
+            (s for s in live if s.kind != t.kind and s.status in WAITING and not s.needs_repin),
+            None,
+        )
         choices.append(
             Choice(
                 f"{t.kind}:{t.to}",
@@ -368,6 +384,8 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
                 disabled,
                 replaces=replaces_text(existing) if existing else None,
                 replaces_id=existing.id if existing else None,
+                collides=before_text(other) if other else None,
+                collides_id=other.id if other else None,
             )
         )
     return tuple(choices)

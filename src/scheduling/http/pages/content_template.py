@@ -53,6 +53,7 @@ CONTENT = """{% extends "base.html" %}
   <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at <time datetime="{{ made.when_iso }}">{{ made.when_label }}</time>.</p>
   {% if notice.replaced %}<p data-replaced="{{ notice.replaced_id }}">It replaces the schedule of version <code>{{ notice.replaced_version }}</code> for {{ notice.replaced }}, which will not be sent; it is kept in the history below.</p>{% endif %}
   <p data-deadline="{{ made.deadline_iso }}">If Dee Wan cannot be reached, nothing is sent after <time datetime="{{ made.deadline_iso }}">{{ made.deadline_label }}</time>.</p>
+  {% if notice.conflict %}<p data-conflict="{{ notice.conflict.role }}" data-conflict-with="{{ notice.conflict.other_id }}"><strong>Collision:</strong> {{ notice.conflict.text }}</p>{% endif %}
   {% if notice.years_ahead %}<p data-years-ahead="{{ notice.years_ahead }}"><strong>Note:</strong> that is about {{ notice.years_ahead }} from now. If you meant an earlier year, schedule it again with the right date: the new schedule replaces this one.</p>{% endif %}
   {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ made.when_short }} happens only once, so that choice was not needed and was ignored.</p>{% endif %}
 </div>
@@ -82,10 +83,11 @@ CONTENT = """{% extends "base.html" %}
     <legend>Change</legend>
     {% for c in choices %}
     <div class="choice">
-      <input type="radio" name="transition" id="t-{{ loop.index }}" value="{{ c.value }}"{% if c.value == form.transition %} checked{% endif %}{% if c.disabled %} disabled{% endif %}{% if c.replaces %} aria-describedby="t-{{ loop.index }}-replaces"{% endif %}>
+      <input type="radio" name="transition" id="t-{{ loop.index }}" value="{{ c.value }}"{% if c.value == form.transition %} checked{% endif %}{% if c.disabled %} disabled{% endif %}{% set described = [c.replaces and "t-%d-replaces" % loop.index, c.collides and not c.disabled and "t-%d-collides" % loop.index]|select|join(" ") %}{% if described %} aria-describedby="{{ described }}"{% endif %}>
       <label for="t-{{ loop.index }}">{{ c.label }}</label>
     </div>
     {% if c.replaces %}<p class="hint replaces" id="t-{{ loop.index }}-replaces" data-replaces="{{ c.replaces_id }}" data-for="{{ c.value }}">{{ c.replaces }}</p>{% endif %}
+    {% if c.collides and not c.disabled %}<p class="hint collides" id="t-{{ loop.index }}-collides" data-collides-with="{{ c.collides_id }}" data-for="{{ c.value }}"><strong>Collision:</strong> {{ c.collides }}</p>{% endif %}
     {% endfor %}
   </fieldset>
   <div class="field">
@@ -135,5 +137,6 @@ CONTENT = """{% extends "base.html" %}
 {% endif %}
 {{ page_links(pager, "bottom") }}
 </section>
+{% if agents %}{% include "agents.html" %}{% endif %}
 {% endblock %}
 """

@@ -14,10 +14,11 @@ from scheduling.actions.titles import Titles
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import instant_text
-from scheduling.domain.timezones import quoted, zone_names, zone_suggestions
+from scheduling.domain.timezones import offered_zones, quoted, zone_suggestions
 from scheduling.domain.wording import change_text, content_text
 from scheduling.http.listing_query import SHOWS, ignored, view_query
 from scheduling.http.pages import time_labels
+from scheduling.http.pages.agents_page import AgentsPanel
 from scheduling.http.pages.notifications_page import (
     Lines,
     NotificationsSection,
@@ -113,6 +114,10 @@ class ManagePage:
     pager: Pager
     notifications: NotificationsSection
     notice: str | None  # what the session's last action did, said once
+    zone_note: str | None  # which zone is shown and why, when it is not the site's as read
+    agents: AgentsPanel | None = None  # proposals and agent keys (issue 39)
+    # The header's Back to Dee Wan: a session proves the browser came from there.
+    dee_wan_href: str | None = None
 
 
 def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]) -> ManagePage:
@@ -157,7 +162,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         notes=_notes(view, unused),
         titles_note=_titles_note(view.titles),
         titles_missing=view.titles.late + view.titles.failed,
-        zones=tuple(sorted(zone_names())),
+        zones=offered_zones(),
         now_label=instant_text(view.now_ms, zone),
         sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
         card_page=card_page(session, viewer_zone=zone, back=back),
@@ -173,6 +178,8 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
             Lines(zone, view.now_ms, view.titles, session.installation_id),
         ),
         notice=view.notice,
+        zone_note=_zone_note(view) if "zone" not in chosen else None,
+        dee_wan_href=view.access.installation.base_url,
     )
 
 
@@ -204,6 +211,23 @@ def _notes(view: ManageView, unused: Mapping[str, str]) -> tuple[tuple[str, str]
         )
         notes.append(("page_corrected", f"There is no page {view.asked_page}: {there}."))
     return tuple(notes)
+
+
+def _zone_note(view: ManageView) -> str | None:
+    """Issue 38: the zone is never changed quietly. Said when Dee Wan did not report the
+    site's zone in time."""
+    if view.zone_from == "latest":
+        return (
+            f"Times are in {view.site_zone}, the zone of the latest schedule listed: Dee Wan did"
+            " not say the site's zone in time. Choose another zone below, or reload for the"
+            " site's."
+        )
+    if view.zone_from == "utc" and view.titles.late + view.titles.failed:
+        return (
+            "Times are in UTC: Dee Wan did not say the site's zone in time. Choose a zone"
+            " below, or reload for the site's."
+        )
+    return None
 
 
 def _titles_note(titles: Titles) -> str | None:

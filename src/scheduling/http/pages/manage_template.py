@@ -22,7 +22,7 @@ MANAGE = """{% extends "base.html" %}
   {% if page_number > 1 %}<input type="hidden" name="page" value="{{ page_number }}">{% endif %}
   <div class="field">
     <label for="agenda-zone">Days and times in</label>
-    <p class="hint" id="agenda-zone-hint">An IANA name such as Europe/Paris, in any case; type to see suggestions.</p>
+    <p class="hint" id="agenda-zone-hint">{% if zone_note %}<span data-zone-note>{{ zone_note }}</span> {% endif %}An IANA name such as Europe/Paris, in any case; type to see suggestions.</p>
     <div class="inline">
       <input type="text" id="agenda-zone" name="zone" list="zones" autocomplete="off" spellcheck="false" value="{{ zone_input }}" aria-describedby="agenda-zone-hint{% if zone_problem %} zone-problem{% endif %}"{% if zone_problem %} aria-invalid="true"{% endif %}>
       <button type="submit">Show</button>
@@ -62,5 +62,6 @@ MANAGE = """{% extends "base.html" %}
 
 {{ page_links(pager, "bottom") }}
 {% include "notifications.html" %}
+{% if agents %}{% include "agents.html" %}{% endif %}
 {% endblock %}
 """

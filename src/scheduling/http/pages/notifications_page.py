@@ -110,6 +110,7 @@ class NotificationsSection:
     choices: tuple[EventChoice, ...]
     problem_code: str | None
     problem: str | None
+    dev_origins: tuple[str, ...] = ()  # development only: local origins also accepted
 
 
 def notifications_section(view: NotificationsView, lines: Lines) -> NotificationsSection:
@@ -124,6 +125,7 @@ def notifications_section(view: NotificationsView, lines: Lines) -> Notification
         choices=tuple(EventChoice(e, EVENTS[e], e in form.events) for e in EVENT_TYPES),
         problem_code=refused.code if refused is not None else None,
         problem=refused.message if refused is not None else None,
+        dev_origins=view.dev_origins,
     )
 
 

@@ -8,6 +8,7 @@ works with forms and links alone.
 
 from __future__ import annotations
 
+from scheduling.http.pages.agents_template import AGENT_KEY, AGENTS
 from scheduling.http.pages.cancel_template import CANCEL
 from scheduling.http.pages.card_template import CARDS, PAGER, PIN_FIELDS
 from scheduling.http.pages.content_template import CONTENT
@@ -32,7 +33,7 @@ BASE = """<!doctype html>
 <a class="skip" href="#main">Skip to main content</a>
 <header class="top">
   <p class="brand">Scheduling <span>for Dee Wan</span></p>
-  {% if person_name %}<p class="who">Opened from Dee Wan by {{ person_name }}</p>{% endif %}
+  {% if person_name %}<p class="who">Opened from Dee Wan by {{ person_name }}{% if dee_wan_href is defined and dee_wan_href %} · <a href="{{ dee_wan_href }}" data-dee-wan>Back to Dee Wan</a>{% endif %}</p>{% endif %}
 </header>
 <main id="main" tabindex="-1">
 {% block main %}{% endblock %}
@@ -49,18 +50,20 @@ ERROR = """{% extends "base.html" %}
   <p class="support">For support: code {{ code }}.</p>
 </div>
 {% if relaunch %}<p>Open Scheduling again from Dee Wan: use <strong>Schedule</strong> on a content item, or <strong>Scheduling</strong> in the plugin menu.</p>{% endif %}
+{% if steps.after_launch %}<p data-after-launch>Came here from a chat message or a bookmark? Open Scheduling from Dee Wan in this browser first (you sign in there, not here); then <strong>Try again</strong> shows this page.</p>{% endif %}
 {% if resend %}
 <form method="post" action="{{ resend_to }}" data-resend>
   {% for name, value in resend %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
   <button type="submit">Send it again</button>
 </form>
 {% endif %}
-{% if steps.retry_href or steps.back_href or steps.dee_wan_href %}
+{% if steps.retry_href or steps.back_href or steps.dee_wan_href or steps.about_href %}
 <nav class="next-steps" aria-label="What you can do now">
   <p class="inline">
   {% if steps.retry_href %}<a class="button secondary" href="{{ steps.retry_href }}" data-next="retry">Try again</a>{% endif %}
   {% if steps.back_href %}<a class="button secondary" href="{{ steps.back_href }}" data-next="back">Back to the schedules</a>{% endif %}
   {% if steps.dee_wan_href %}<a href="{{ steps.dee_wan_href }}" data-next="dee-wan">Back to Dee Wan</a>{% endif %}
+  {% if steps.about_href %}<a href="{{ steps.about_href }}" data-next="about">What Scheduling is, and how to open it</a>{% endif %}
   </p>
 </nav>
 {% endif %}
@@ -75,6 +78,8 @@ SOURCES = {
     "cards.html": CARDS,
     "content.html": CONTENT,
     "manage.html": MANAGE,
+    "agents.html": AGENTS,
+    "agent_key.html": AGENT_KEY,
     "notifications.html": NOTIFICATIONS,
     "deliveries.html": DELIVERIES,
     "endpoint_confirm.html": ENDPOINT_CONFIRM,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from scheduling.actions.listing import Listed, last_page
+from scheduling.domain.collisions import Conflict, conflicts, needs_repin_text
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.notifications import outcome_unknown
 from scheduling.domain.pins import ShownVersions
@@ -97,6 +98,8 @@ class ScheduleCard:
     repin_version: str | None = None
     retry: RetryOffer | None = None
     dismissable: bool = False
+    conflict: Conflict | None = None  # it collides with the other kind's waiting schedule
+    needs_repin: str | None = None  # the other kind's completion put its pin out of date
 
     @property
     def change(self) -> str:
@@ -115,6 +118,7 @@ class CardPage:
     pins: ShownVersions | None  # what a content page shows (its cards' forms carry it)
     viewer_zone: str | None
     back: tuple[tuple[str, str], ...]  # the view a cancel or a dismiss comes back to
+    unread: bool = False  # Dee Wan could not be read: what it allows now is not known
 
     @property
     def show_content(self) -> bool:
@@ -148,6 +152,7 @@ def card_page(
     pins: ShownVersions | None = None,
     viewer_zone: str | None = None,
     back: Iterable[tuple[str, str]] = (),
+    unread: bool = False,
 ) -> CardPage:
     return CardPage(
         installation_id=session.installation_id,
@@ -157,6 +162,7 @@ def card_page(
         pins=pins,
         viewer_zone=viewer_zone,
         back=tuple(back),
+        unread=unread,
     )
 
 
@@ -205,7 +211,7 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
         attempts=tuple(_attempt_line(a, zone) for a in schedule.attempts),
         next_label=next_label,
         next_note=next_note,
-        group=group_of(schedule.status, schedule.settled),
+        group=group_of(schedule.status, schedule.settled, schedule.needs_repin),
         settled=schedule.settled,
         ended_by=schedule.ended_by,
         dismissed_label=_by_whom(schedule.dismissed_by_name, schedule.dismissed_at, zone),
@@ -220,13 +226,21 @@ def cards(
     viewer_zone: str | None = None,
     live: Iterable[Schedule] = (),
 ) -> tuple[ScheduleCard, ...]:
-    """`live`: the content's live schedules, which a Try again would replace."""
+    """`live`: the content's live schedules, which a Try again would replace, and which the
+    listed ones may collide with (`collisions.conflicts`)."""
+    rows = tuple(rows)
+    live = tuple(live)
     by_kind = {s.kind: s for s in live}
-    return tuple(_card(row, moment, viewer_zone, by_kind) for row in rows)
+    found = conflicts({s.id: s for s in (*live, *(r.schedule for r in rows))}.values())
+    return tuple(_card(row, moment, viewer_zone, by_kind, found) for row in rows)
 
 
 def _card(
-    row: Listed, moment: Moment, viewer_zone: str | None, live: dict[str, Schedule]
+    row: Listed,
+    moment: Moment,
+    viewer_zone: str | None,
+    live: dict[str, Schedule],
+    found: dict[str, Conflict],
 ) -> ScheduleCard:
     schedule = row.schedule
     card = schedule_card(schedule, moment, viewer_zone)
@@ -249,6 +263,8 @@ def _card(
         repin_version=row.repin_version,
         retry=retry,
         dismissable=row.dismissable,
+        conflict=found.get(schedule.id),
+        needs_repin=needs_repin_text(schedule, viewer_zone) if schedule.needs_repin else None,
     )
 
 

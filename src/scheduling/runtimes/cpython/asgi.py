@@ -21,7 +21,6 @@ from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response, json_response
-from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 from scheduling.services import log
 
 # The ASGI spec's types (as servers and httpx's ASGITransport declare them).
@@ -51,16 +50,12 @@ _QUERY_SAFE = _PATH_SAFE + "?"
 
 def app_tick(app: App) -> Tick:
     """What `/__scheduled` runs: the tick of a cron invocation whose `scheduledTime` is the
-    `time` asked for (now, without it). With local queue consumers it answers once they have
-    also finished what the tick dispatched (acknowledged or dead-lettered every message)."""
+    `time` asked for (now, without it)."""
 
     async def tick(scheduled_time: int | None) -> dict[str, int]:
         if scheduled_time is None:
             scheduled_time = app.services.clock.now_ms()
-        report = await app.tick(scheduled_time)
-        if isinstance(app.services.queue, MemoryQueue):
-            await app.services.queue.idle()
-        return report
+        return await app.tick(scheduled_time)
 
     return tick
 

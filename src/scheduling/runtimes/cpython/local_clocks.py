@@ -97,14 +97,18 @@ class LocalClocks:
     async def arm(self, installation_id: str, wake_at: int) -> bool:
         return await self._clock(installation_id).clock.arm(wake_at)
 
-    async def start(self) -> int:
-        """Arm every installation with something live, from D1; returns how many."""
+    async def start(self, owns: Callable[[str], bool] | None = None) -> int:
+        """Arm every installation with something live (those `owns` names, if given), from
+        D1; returns how many."""
         rows = await wake_ups.read_wake_ups(self.services.db, MAX_STORED_INTEGER).all()
         lead = self.services.config.clock_lead_ms
         found = wake_ups.wake_ups_from(rows.results)
+        armed = 0
         for installation_id, due_at in found.items():
-            await self.arm(installation_id, wake_for(due_at, lead))
-        return len(found)
+            if owns is None or owns(installation_id):
+                await self.arm(installation_id, wake_for(due_at, lead))
+                armed += 1
+        return armed
 
     async def stop(self) -> None:
         """Stop every timer and every alarm under way (a send already out is abandoned to its

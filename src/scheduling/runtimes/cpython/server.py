@@ -13,7 +13,7 @@ import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,10 +27,10 @@ from scheduling.config import Configuration
 from scheduling.runtimes.cpython import repeated_logs
 from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
 from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.clock_processes import ClockProcesses
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient, outbound_client
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
-from scheduling.runtimes.cpython.memory_queue import MemoryQueue
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -48,7 +48,6 @@ LISTEN_BACKLOG = 2048
 BASE_FILES = 32
 OUTBOUND_CONNECTIONS = 100  # Dee Wan's calls and the runner's (httpx's default pool)
 VISITOR_CONNECTIONS = 16  # calls a visitor can trigger: test events
-CONSUMER_CONNECTIONS = 16  # each local queue consumer's pool
 # The most inbound connections held at once, whatever the limit allows, and the fewest
 # worth starting with.
 MAX_CONNECTIONS = 1_000
@@ -66,12 +65,12 @@ class Connections:
     accept_burst: int = ACCEPT_BURST
 
     @classmethod
-    def within(cls, file_limit: int | None = None, *, consumers: int = 0) -> Connections:
+    def within(cls, file_limit: int | None = None) -> Connections:
         """Below the open-file limit (this process's, by default), with room for the outbound
         pools and one burst of accepts, and at most `MAX_CONNECTIONS`."""
         if file_limit is None:
             file_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        outbound = OUTBOUND_CONNECTIONS + VISITOR_CONNECTIONS + consumers * CONSUMER_CONNECTIONS
+        outbound = OUTBOUND_CONNECTIONS + VISITOR_CONNECTIONS
         room = file_limit - BASE_FILES - outbound
         burst = max(1, min(ACCEPT_BURST, room // 4))
         cap = min(MAX_CONNECTIONS, room - burst)
@@ -95,48 +94,22 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
     return App(services)
 
 
-class LocalQueue(MemoryQueue):
-    """The queue `serve` runs, with the HTTP clients of its consumers."""
-
-    def __init__(self, app: App, clients: list[HttpxClient], **options: Any) -> None:
-        # Each consumer is its own App over the same database with its own connections, as
-        # each consumer invocation of a Worker has its own six.
-        consumers = [App(replace(app.services, http=client)) for client in clients]
-        super().__init__([consumer.consume for consumer in consumers], **options)
-        for consumer in consumers:  # their settles hand deliveries to this queue too
-            consumer.services.queue = self
-        self.clients = clients
-
-    async def stop(self) -> None:
-        await super().stop()
-        for client in self.clients:
-            await client.aclose()
-
-
-def attach_queue(app: App, **options: Any) -> LocalQueue | None:
-    """With QUEUE_CONSUMERS above 0, the app's ticks dispatch to an in-process queue whose
-    consumers run `App.consume`, as a Worker with a `SEND_QUEUE` binding does; else None
-    (the tick sends inline). The caller starts and stops it."""
-    consumers = app.services.config.queue_consumers
-    if consumers == 0:
-        return None
-    public_only = not app.services.config.is_development
-    clients = [
-        outbound_client(max_connections=CONSUMER_CONNECTIONS, public_only=public_only)
-        for _ in range(consumers)
-    ]
-    queue = LocalQueue(app, clients, **options)
-    app.services.queue = queue
-    return queue
-
-
-def attach_clocks(app: App) -> LocalClocks | None:
-    """With SCHEDULE_CLOCK=1, an alarm clock per installation in this process, as a Worker
-    with the `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None.
-    The caller starts and stops them."""
+def attach_clocks(
+    app: App, *, processes: int = 1, env: Mapping[str, Any] | None = None
+) -> LocalClocks | ClockProcesses | None:
+    """With SCHEDULE_CLOCK=1, an alarm clock per installation, as a Worker with the
+    `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None. With
+    `processes` above 1 (and a database file), the clocks run across that many child
+    processes (`clock_processes.py`), each told `env`; else in this process. The caller
+    starts and stops them."""
     if not app.services.config.schedule_clock:
         return None
-    clocks = LocalClocks(app)
+    db = app.services.db
+    clocks: LocalClocks | ClockProcesses
+    if processes > 1 and isinstance(db, SqliteDatabase) and db.path != ":memory:":
+        clocks = ClockProcesses(processes, db.path, {k: str(v) for k, v in (env or {}).items()})
+    else:
+        clocks = LocalClocks(app)
     app.services.clocks = clocks
     return clocks
 
@@ -278,6 +251,7 @@ def banner(
     cron: bool,
     vars_path: Path | None,
     secret_in_environment: bool,
+    clock_processes: int = 1,
 ) -> list[str]:
     """What the server prints once it listens: where, and how to ask the runner how it is."""
     base = f"http://{HOST}:{port}"
@@ -285,11 +259,11 @@ def banner(
         secret = "$ADMIN_SECRET"  # noqa: S105 - the shell variable's name, shown in a hint
     else:
         secret = f"$(sed -n 's/^ADMIN_SECRET=//p' {shlex.quote(str(vars_path))})"
-    consumers = config.queue_consumers
-    queue = f", {consumers} queue consumers" if consumers else ""
     clocks = ", an alarm clock per installation" if config.schedule_clock else ""
+    if clocks and clock_processes > 1:
+        clocks += f" in {clock_processes} clock processes"
     lines = [
-        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{queue}{clocks})",
+        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{clocks})",
         f'runner status: curl -H "Authorization: Bearer {secret}" {base}/admin/status',
     ]
     if config.is_development:
@@ -306,6 +280,7 @@ async def serve(
     stop: StopSignals,
     vars_path: Path | None = None,
     secret_in_environment: bool = False,
+    clock_processes: int = 1,
 ) -> None:
     """Serve until `stop` hears SIGINT or SIGTERM; then stop the cron task and close what was
     opened. A signal heard during start-up stops it before its next stage.
@@ -314,7 +289,7 @@ async def serve(
     """
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
-    connections = Connections.within(consumers=config.queue_consumers)
+    connections = Connections.within()
     if not stop.heard:
         db = open_database(db_path)
         try:
@@ -325,6 +300,7 @@ async def serve(
                     cron=cron,
                     vars_path=vars_path,
                     secret_in_environment=secret_in_environment,
+                    clock_processes=clock_processes,
                 )
                 await _listen_and_serve(
                     port,
@@ -334,6 +310,7 @@ async def serve(
                     cron=cron,
                     banner_lines=banner_lines,
                     connections=connections,
+                    clock_processes=clock_processes,
                 )
         finally:
             db.close()
@@ -349,6 +326,7 @@ async def _listen_and_serve(
     cron: bool,
     banner_lines: Callable[[int], list[str]],
     connections: Connections,
+    clock_processes: int = 1,
 ) -> None:
     sock = listen(port)
     try:
@@ -359,10 +337,7 @@ async def _listen_and_serve(
         http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
         visitor_http = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
         app = build_app(env, db, http=http, visitor_http=visitor_http)
-        clocks = attach_clocks(app)
-        queue = attach_queue(app)
-        if queue is not None:
-            queue.start()
+        clocks = attach_clocks(app, processes=clock_processes, env=env)
         if clocks is not None:
             armed = await clocks.start()
             log.info("alarm clocks armed from D1 (installations with something live): %d", armed)
@@ -385,8 +360,6 @@ async def _listen_and_serve(
                 await asyncio.gather(cron_task, return_exceptions=True)
             if clocks is not None:
                 await clocks.stop()
-            if queue is not None:
-                await queue.stop()
             await http.aclose()
             await visitor_http.aclose()
             repeated.cancel()

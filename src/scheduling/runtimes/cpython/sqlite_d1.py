@@ -4,19 +4,38 @@
 - `batch` is one transaction: every statement or none.
 - Foreign keys are enforced, as D1 always does.
 `round_trips` counts calls that would each be one D1 round trip.
+
+Several processes may write the same file (`serve --clock-processes`): it is in WAL mode
+with synchronous=NORMAL, and a statement that finds another writer holding the lock waits
+on the event loop and tries again (up to `BUSY_WAIT_S`), rather than blocking the loop in
+SQLite's own busy wait, so the process's other alarms and requests go on meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduling.ports import DatabaseError, Meta, Result, Row, Statement
+
+T = TypeVar("T")
+
+# How long a statement waits for another writer before it fails (sqlite3's own default
+# wait was 10 s), and its waits between tries: the first short, then doubling to the last.
+BUSY_WAIT_S = 10.0
+FIRST_BUSY_PAUSE_S = 0.001
+LAST_BUSY_PAUSE_S = 0.025
+
+
+class _Busy(Exception):
+    """Another connection holds the lock; nothing of the statement or batch was done."""
 
 
 class SqliteStatement:
@@ -29,13 +48,13 @@ class SqliteStatement:
         return SqliteStatement(self._db, self.sql, values)
 
     async def all(self) -> Result:
-        return self._db.execute_one(self)
+        return await self._db.execute_one(self)
 
     async def run(self) -> Result:
-        return self._db.execute_one(self)
+        return await self._db.execute_one(self)
 
     async def first(self) -> Row | None:
-        result = self._db.execute_one(self)
+        result = await self._db.execute_one(self)
         return result.results[0] if result.results else None
 
 
@@ -50,16 +69,22 @@ def create_private(path: Path) -> None:
 
 
 class SqliteDatabase:
-    def __init__(self, path: str | Path = ":memory:") -> None:
-        if str(path) != ":memory:":
+    def __init__(self, path: str | Path = ":memory:", *, busy_wait_s: float = BUSY_WAIT_S) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
             create_private(Path(path))
+        # timeout=0: SQLite answers "busy" at once and `_when_free` waits on the event loop.
         self._conn = sqlite3.connect(
-            str(path), isolation_level=None, check_same_thread=False, timeout=10.0
+            self.path, isolation_level=None, check_same_thread=False, timeout=0
         )
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA foreign_keys = ON")
-        if str(path) != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
+        if self.path != ":memory:":
+            # Switching to WAL takes the lock once, whoever else is starting: wait for it.
+            _blocking_when_free(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+            # In WAL, NORMAL loses no integrity, only the last commits on a power cut.
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+        self.busy_wait_s = busy_wait_s
         self._lock = threading.Lock()
         self.round_trips = 0
 
@@ -74,26 +99,53 @@ class SqliteDatabase:
         own = [stmt for stmt in statements if isinstance(stmt, SqliteStatement)]
         if len(own) != len(statements):
             raise TypeError("batch() takes statements prepared on this database")
+        self.round_trips += 1
+        return await self._when_free(lambda: self._batch(own))
+
+    def _batch(self, statements: list[SqliteStatement]) -> list[Result]:
         with self._lock:
-            self.round_trips += 1
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                results = [self._execute(stmt) for stmt in own]
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                _raise_busy(exc)
+                raise
+            try:
+                results = [self._execute(stmt) for stmt in statements]
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
             return results
 
-    def execute_one(self, statement: SqliteStatement) -> Result:
+    async def execute_one(self, statement: SqliteStatement) -> Result:
+        self.round_trips += 1
+        return await self._when_free(lambda: self._execute_alone(statement))
+
+    def _execute_alone(self, statement: SqliteStatement) -> Result:
         with self._lock:
-            self.round_trips += 1
             return self._execute(statement)
+
+    async def _when_free(self, attempt: Callable[[], T]) -> T:
+        """`attempt()`, tried again after a pause on the event loop while another writer
+        holds the lock, until `busy_wait_s` has passed."""
+        pause, deadline = FIRST_BUSY_PAUSE_S, time.monotonic() + self.busy_wait_s
+        while True:
+            try:
+                return attempt()
+            except _Busy as busy:
+                if time.monotonic() >= deadline:
+                    waited = f"database is locked (waited {self.busy_wait_s:g} s)"
+                    raise DatabaseError(waited) from busy
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, LAST_BUSY_PAUSE_S)
 
     def _execute(self, statement: SqliteStatement) -> Result:
         try:
             cursor = self._conn.execute(statement.sql, statement.params)
             rows = [dict(row) for row in cursor.fetchall()] if cursor.description else []
+        except sqlite3.OperationalError as exc:
+            _raise_busy(exc)
+            raise DatabaseError(f"{exc} in: {_first_line(statement.sql)}") from exc
         except sqlite3.IntegrityError as exc:
             raise DatabaseError(f"{exc} in: {_first_line(statement.sql)}", constraint=True) from exc
         except sqlite3.Error as exc:
@@ -103,6 +155,24 @@ class SqliteDatabase:
 
     def close(self) -> None:
         self._conn.close()
+
+
+def _raise_busy(exc: sqlite3.OperationalError) -> None:
+    if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        raise _Busy(str(exc)) from exc
+
+
+def _blocking_when_free(attempt: Callable[[], Any]) -> None:
+    """For what runs before any event loop (opening the file): wait as sqlite3 would."""
+    deadline = time.monotonic() + BUSY_WAIT_S
+    while True:
+        try:
+            attempt()
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(FIRST_BUSY_PAUSE_S * 10)
 
 
 def _first_line(sql: str) -> str:

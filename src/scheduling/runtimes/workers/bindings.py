@@ -6,9 +6,6 @@ answers 500 `misconfigured` naming the binding, like a missing variable.
 Rate Limiting (`LAUNCH_LIMITER`, optional): counts failed launch exchanges across the
 isolates of a Cloudflare location. Without it each isolate counts on its own.
 
-Queue producer (`SEND_QUEUE`, optional): with it the cron tick dispatches what is due to the
-queue's consumers (this Worker's `queue()`); without it the tick sends inline.
-
 Durable Object namespace (`SCHEDULE_CLOCK`, optional): an alarm clock per installation
 (`ScheduleClock` in `src/entry.py`); with it each installation's due rows are sent at their
 second by its clock's alarm, and the cron's tick is their watchdog.
@@ -27,7 +24,6 @@ from scheduling.services import log
 
 DB_BINDING = "PLUGIN_DB"
 LAUNCH_LIMITER_BINDING = "LAUNCH_LIMITER"
-SEND_QUEUE_BINDING = "SEND_QUEUE"
 SCHEDULE_CLOCK_BINDING = "SCHEDULE_CLOCK"
 
 
@@ -72,16 +68,6 @@ def rate_limit_binding(env: Any, name: str = LAUNCH_LIMITER_BINDING) -> Any | No
     except AttributeError:
         return None
     return binding if callable(getattr(binding, "limit", None)) else None
-
-
-def queue_binding(env: Any, name: str = SEND_QUEUE_BINDING) -> Any | None:
-    """The queue producer binding named `name`, or None when the env has none (or something
-    without `sendBatch`, such as a variable of that name)."""
-    try:
-        binding = getattr(env, name)
-    except AttributeError:
-        return None
-    return binding if callable(getattr(binding, "sendBatch", None)) else None
 
 
 def clock_binding(env: Any, name: str = SCHEDULE_CLOCK_BINDING) -> Any | None:

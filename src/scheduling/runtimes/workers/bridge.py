@@ -1,6 +1,6 @@
 """The Services a Worker's env describes, and what every invocation of the isolate shares.
 
-Everything here is on the path of the cron and queue invocations, so the entry imports it at
+Everything here is on the path of the cron and alarm invocations, so the entry imports it at
 its top level and it lands in the memory snapshot. The HTTP app is in `edge.py`."""
 
 from __future__ import annotations
@@ -16,19 +16,16 @@ from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     LAUNCH_LIMITER_BINDING,
     SCHEDULE_CLOCK_BINDING,
-    SEND_QUEUE_BINDING,
     BindingRateLimiter,
     UnboundDatabase,
     clock_binding,
     d1_binding,
-    queue_binding,
     rate_limit_binding,
 )
 from scheduling.runtimes.workers.clock import WorkersClock
 from scheduling.runtimes.workers.crypto import WebCrypto
 from scheduling.runtimes.workers.d1 import D1Database
 from scheduling.runtimes.workers.fetch_client import WorkersFetch
-from scheduling.runtimes.workers.queue import WorkersQueue
 from scheduling.runtimes.workers.schedule_clock import DurableClocks
 from scheduling.services import Services
 
@@ -60,15 +57,13 @@ def read_env(env: Any) -> dict[str, Any]:
 
 def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
     """Identifies the configuration an App was built from (the env wrapper is new per request):
-    its variables, and whether the optional rate limiting, queue and clock bindings are there."""
+    its variables, and whether the optional rate limiting and clock bindings are there."""
     limiter = "bound" if rate_limit_binding(env) is not None else "unbound"
-    queue = "bound" if queue_binding(env) is not None else "unbound"
     clocks = "bound" if clock_binding(env) is not None else "unbound"
     variables = sorted((name, repr(value)) for name, value in read_env(env).items())
     return (
         *variables,
         (LAUNCH_LIMITER_BINDING, limiter),
-        (SEND_QUEUE_BINDING, queue),
         (SCHEDULE_CLOCK_BINDING, clocks),
     )
 
@@ -82,7 +77,6 @@ def build_services(env: Any) -> Services:
     # one, else in this isolate (also the binding's stand-in should it fail).
     in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
     limiter_binding = rate_limit_binding(env)
-    send_queue = queue_binding(env)
     clocks = clock_binding(env)
     return Services(
         config=Configuration.from_mapping(read_env(env)),
@@ -95,6 +89,5 @@ def build_services(env: Any) -> Services:
             if limiter_binding is not None
             else in_isolate
         ),
-        queue=WorkersQueue(send_queue) if send_queue is not None else None,
         clocks=DurableClocks(clocks) if clocks is not None else None,
     )

@@ -21,7 +21,7 @@ class WorkersFetch:
             # A 3xx is an answer to classify, never something to follow.
             "redirect": "manual",
             # Aborts the whole exchange, body included. The caller admits the request to
-            # one of the invocation's connections first, so this never times a queue.
+            # one of the invocation's connections first, so this never times its wait.
             "signal": js.AbortSignal.timeout(int(request.timeout_s * 1000)),
         }
         if request.body is not None:

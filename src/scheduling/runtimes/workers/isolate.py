@@ -14,11 +14,9 @@ from typing import Any
 
 from scheduling.app import App
 from scheduling.runner.alarm import alarm
-from scheduling.runner.consume import consume
 from scheduling.runner.tick import tick
 from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
 from scheduling.runtimes.workers.edge import build_app, to_core_request, to_workers_response
-from scheduling.runtimes.workers.queue import WorkersMessage
 from scheduling.services import Services
 
 Fingerprint = tuple[tuple[str, str], ...]
@@ -51,10 +49,6 @@ async def fetch(env: Any, request: Any) -> Any:
 
 async def scheduled(env: Any, controller: Any) -> None:
     await tick(services_for(env), int(controller.scheduledTime))
-
-
-async def queue(env: Any, batch: Any) -> None:
-    await consume(services_for(env), [WorkersMessage(message) for message in batch.messages])
 
 
 def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:

@@ -1,15 +1,15 @@
 """Which errors are the platform's per-invocation limits, by the texts workerd gives them.
 
-- D1 (and any call to a Cloudflare service from a binding, such as a queue's `sendBatch`)
-  past the invocation's allowance (50 D1 queries on Workers Free, 1,000 on Paid; 1,000
-  calls to services): `Too many API requests by single Worker invocation.`
+- D1 (and any call to a Cloudflare service from a binding) past the invocation's allowance
+  (50 D1 queries on Workers Free, 1,000 on Paid; 1,000 calls to services):
+  `Too many API requests by single Worker invocation.`
 - `fetch` past the subrequest limit (50 on Free): `Too many subrequests by single Worker
   invocation.`, which newer runtimes follow with `To configure this limit, refer to
   https://developers.cloudflare.com/workers/platform/limits/`.
 
 Case varies between releases ("worker invocation"), so the match ignores it. The adapters
-(`d1.py`, `fetch_client.py`, `queue.py`) turn a match into the port's `LimitReached`, which
-the runner treats as the end of this invocation's allowance, not as a failure.
+(`d1.py`, `fetch_client.py`, `schedule_clock.py`) turn a match into the port's `LimitReached`,
+which the runner treats as the end of this invocation's allowance, not as a failure.
 
 Imports no `js`, `pyodide` or `workers`, so it is tested under CPython too.
 """

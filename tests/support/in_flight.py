@@ -1,86 +1,22 @@
-"""The app with an in-process queue and consumers (the local runtime's `MemoryQueue`), and
-what a test watches of it: each consumer invocation's report, the messages sent, and the
-requests each installation's Dee Wan had in flight at once."""
+"""What a test watches of the runner's traffic: the requests each installation's Dee Wan had
+in flight at once (`InFlight`), and a Database that yields before every round trip as a
+remote D1 does (`Yielding`)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import itertools
-from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from collections.abc import Sequence
+from typing import Any
 
-from scheduling.app import App
 from scheduling.ports import (
     Database,
     HttpClient,
     OutboundRequest,
     OutboundResponse,
-    QueueMessage,
     Result,
     Row,
     Statement,
 )
-from scheduling.runtimes.cpython.memory_queue import MemoryQueue
-
-# The consumer invocation (or tick) a piece of work runs in: each delivery sets its own.
-invocation: contextvars.ContextVar[int] = contextvars.ContextVar("invocation", default=0)
-_invocations = itertools.count(1)
-
-
-class Consumers:
-    """`app`'s ticks dispatch to a MemoryQueue whose consumers run `app.consume`, each
-    delivery as its own invocation (`invocation` names it). Delays are scaled down so tests
-    do not wait Queues' seconds."""
-
-    def __init__(
-        self,
-        app: App,
-        *,
-        consumers: int = 3,
-        max_batch_size: int = 4,
-        max_retries: int = 100,
-        delay_scale: float = 0.001,
-    ) -> None:
-        self.app = app
-        self.reports: list[dict[str, int]] = []
-        self.sent: list[dict[str, Any]] = []  # every message body the producer was given
-        self.queue = MemoryQueue(
-            [self._consume] * consumers,
-            max_batch_size=max_batch_size,
-            max_retries=max_retries,
-            delay_scale=delay_scale,
-        )
-        self._send = self.queue.send_batch
-        self.queue.send_batch = self._record  # type: ignore[method-assign]
-        app.services.queue = self.queue
-
-    async def _record(self, bodies: Sequence[Mapping[str, Any]]) -> None:
-        await self._send(bodies)
-        self.sent.extend(dict(body) for body in bodies)
-
-    async def _consume(self, messages: Sequence[QueueMessage]) -> None:
-        invocation.set(next(_invocations))
-        self.reports.append(await self.app.consume(messages))
-
-    async def __aenter__(self) -> Self:
-        self.queue.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.queue.stop()
-
-    async def tick(self, at: int) -> dict[str, int]:
-        """A tick at `at` (the test clock set there), answered once its consumers are done."""
-        clock = self.app.services.clock
-        clock.now = at  # type: ignore[attr-defined]
-        invocation.set(next(_invocations))
-        report = await self.app.tick(at)
-        await asyncio.wait_for(self.queue.idle(), timeout=60)
-        return report
-
-    def total(self, name: str) -> int:
-        return sum(report.get(name, 0) for report in self.reports)
 
 
 class InFlight:
@@ -140,7 +76,7 @@ class YieldingStatement:
 
 class Yielding:
     """A Database that hands control to the event loop before every round trip, as a remote
-    D1 does: consumers then really interleave between reading a row and claiming it."""
+    D1 does: concurrent runners then really interleave between reading a row and claiming it."""
 
     def __init__(self, inner: Database) -> None:
         self.inner = inner

@@ -1,0 +1,263 @@
+"""Agents propose, people decide: a proposal made with an agent key, withdrawn by its agent,
+and confirmed or declined by a person on their page.
+
+A proposal pins nothing and publishes nothing. Its time is resolved by the form's rules (a
+gap, a fold, an unknown zone or a past time is refused with the form's suggestions). Confirm
+is the ordinary create, with the confirming person's session: the content read with their
+delegation, pinned to what their page showed, refused as a form would be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from scheduling.actions.create import Created, ScheduleRequest, create_schedule
+from scheduling.domain.localtime import Retry, TimeRefusal, resolve_local_time
+from scheduling.domain.notifications import ProposalEvent
+from scheduling.domain.refusals import Refusal
+from scheduling.domain.secret_shapes import is_id
+from scheduling.repository import proposals
+from scheduling.repository.agent_keys import AgentKey
+from scheduling.repository.proposals import Proposal
+from scheduling.repository.sessions import Session
+from scheduling.services import Services, log
+
+KINDS = ("publish", "unpublish")
+MAX_NOTE_CHARS = 500
+MAX_PENDING = 100  # an installation's pending proposals at once
+
+
+class TimeRefused(Refusal):
+    """The proposed time is not one the form would take: the form's code, words and ways out."""
+
+    def __init__(self, refused: TimeRefusal) -> None:
+        super().__init__(422, refused.code, refused.message)
+        self.retries: tuple[Retry, ...] = refused.retries
+
+
+@dataclass(frozen=True)
+class Proposed:
+    installation_id: str
+    content_id: str
+    kind: str
+    to_state: str | None
+    local_time: str
+    timezone: str
+    fold: str | None
+    note: str
+
+
+def _change(key: AgentKey, asked: Proposed) -> str | None:
+    """The `to` of the change, when the key's person may make it (None: whichever of that kind
+    the confirming person's page offers); refused when they may not."""
+    if not is_id(asked.content_id):
+        raise Refusal(422, "invalid_content_id", "A content id is 1 to 64 letters, digits, - or _.")
+    if not key.reaches(asked.content_id):
+        raise Refusal.explained(403, "other_content")
+    if asked.kind not in KINDS:
+        raise Refusal(422, "invalid_kind", "Propose a publish or an unpublish.")
+    if key.offered is None:
+        return asked.to_state
+    offered = sorted(to for kind, to in key.offered if kind == asked.kind)
+    if asked.to_state is not None and asked.to_state not in offered:
+        offered = []
+    if not offered:
+        raise Refusal(
+            403,
+            "transition_not_allowed",
+            f"{key.person_name} may not make this change to this content, so their key may not"
+            " propose it.",
+        )
+    return asked.to_state or offered[0]
+
+
+async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposal:
+    to_state = _change(key, asked)
+    note = asked.note.strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise Refusal(422, "note_too_long", f"A note is at most {MAX_NOTE_CHARS} characters.")
+    now = services.clock.now_ms()
+    resolved = resolve_local_time(
+        asked.local_time.strip(),
+        asked.timezone.strip(),
+        asked.fold or None,
+        now=datetime.fromtimestamp(now / 1000, UTC),
+    )
+    if isinstance(resolved, TimeRefusal):
+        raise TimeRefused(resolved)
+    pending = await proposals.pending(
+        services.db, key.installation_id, None, now, limit=MAX_PENDING
+    )
+    if len(pending) >= MAX_PENDING:
+        raise Refusal(
+            409,
+            "too_many_proposals",
+            f"This installation has {MAX_PENDING} proposals waiting for a person already.",
+        )
+    proposal = Proposal(
+        id="prp_" + services.crypto.random_token()[:22],
+        installation_id=key.installation_id,
+        key_id=key.id,
+        key_name=key.name,
+        person_name=key.person_name,
+        content_id=asked.content_id,
+        kind=asked.kind,
+        to_state=to_state,
+        local_time=resolved.local_time,
+        timezone=resolved.timezone,
+        fold=resolved.fold,
+        due_at=resolved.due_at_ms,
+        note=note,
+        status=proposals.PENDING,
+        schedule_id=None,
+        decided_by_name=None,
+        created_at=now,
+    )
+    event = ProposalEvent(
+        at=now,
+        installation_id=proposal.installation_id,
+        proposal_id=proposal.id,
+        content_id=proposal.content_id,
+        kind=proposal.kind,
+        to_state=proposal.to_state,
+        due_at=proposal.due_at,
+        local_time=proposal.local_time,
+        timezone=proposal.timezone,
+        proposed_by=proposal.key_name,
+        for_person=proposal.person_name,
+    )
+    await proposals.insert(services.db, proposal, event.body(services.config.public_origin))
+    # Never the note: it is the agent's text, for the person's page only.
+    log.info(
+        "installation %s: proposal %s made by agent key %s",
+        key.installation_id,
+        proposal.id,
+        key.id,
+    )
+    return proposal
+
+
+async def withdraw(services: Services, key: AgentKey, proposal_id: str) -> Proposal:
+    """The agent takes back one of its own pending proposals."""
+    found = await _found(services, key.installation_id, proposal_id)
+    if found.key_id != key.id:
+        raise _not_found()
+    now = services.clock.now_ms()
+    ended = await proposals.decide(
+        services.db, key.installation_id, proposal_id, proposals.WITHDRAWN, now, key_id=key.id
+    )
+    if not ended:
+        raise _not_pending(found, now)
+    return await _found(services, key.installation_id, proposal_id)
+
+
+async def decline(services: Services, session: Session, proposal_id: str) -> Proposal:
+    """A person who could make the change ends it (on the manage view: a site admin)."""
+    found = await _for_page(services, session, proposal_id)
+    if session.context_kind != "manage" and not any(
+        kind == found.kind for kind, _ in session.offered or ()
+    ):
+        raise Refusal(
+            403,
+            "decline_not_allowed",
+            "You may not make this change to this content, so you may not decline it either.",
+        )
+    now = services.clock.now_ms()
+    ended = await proposals.decide(
+        services.db,
+        session.installation_id,
+        proposal_id,
+        proposals.DECLINED,
+        now,
+        by_name=session.person_name,
+    )
+    if not ended:
+        raise _not_pending(found, now)
+    log.info("installation %s: proposal %s declined", session.installation_id, proposal_id)
+    return found
+
+
+async def confirm(
+    services: Services, session: Session, proposal_id: str, version_id: str, published: str
+) -> Created:
+    """The ordinary create, for the proposal's change and time, with the person's session and
+    pinned to what their page showed; the proposal names the schedule it made."""
+    found = await _for_page(services, session, proposal_id)
+    now = services.clock.now_ms()
+    if found.status_at(now) != proposals.PENDING:
+        raise _not_pending(found, now)
+    offered = sorted(to for kind, to in session.offered or () if kind == found.kind)
+    to_state = found.to_state or (offered[0] if offered else "")
+    created = await create_schedule(
+        services,
+        session,
+        ScheduleRequest(
+            version_id=version_id,
+            published_version_id=published,
+            transition=f"{found.kind}:{to_state}",
+            local_time=found.local_time,
+            timezone=found.timezone,
+            fold=found.fold or "",
+            proposed_by=f"the proposal of {found.key_name} (an agent key of {found.person_name})",
+        ),
+    )
+    decided = await proposals.decide(
+        services.db,
+        session.installation_id,
+        proposal_id,
+        proposals.CONFIRMED,
+        services.clock.now_ms(),
+        by_name=session.person_name,
+        schedule_id=created.schedule_id,
+    )
+    if not decided:  # withdrawn or confirmed elsewhere meanwhile: the schedule stands, as made
+        log.warning(
+            "installation %s: proposal %s ended while confirmed",
+            session.installation_id,
+            proposal_id,
+        )
+    log.info(
+        "installation %s: proposal %s confirmed as schedule %s",
+        session.installation_id,
+        proposal_id,
+        created.schedule_id,
+    )
+    return created
+
+
+def _page_content(session: Session) -> str:
+    return session.content_primary_id or session.content_id or ""
+
+
+async def _for_page(services: Services, session: Session, proposal_id: str) -> Proposal:
+    found = await _found(services, session.installation_id, proposal_id)
+    if session.context_kind != "manage" and found.content_id != _page_content(session):
+        raise Refusal.explained(403, "other_content")
+    return found
+
+
+async def _found(services: Services, installation_id: str, proposal_id: str) -> Proposal:
+    found = (
+        await proposals.get(services.db, installation_id, proposal_id)
+        if is_id(proposal_id)
+        else None
+    )
+    if found is None:
+        raise _not_found()
+    return found
+
+
+def _not_found() -> Refusal:
+    return Refusal(404, "proposal_not_found", "There is no such proposal in this installation.")
+
+
+def _not_pending(found: Proposal, now: int) -> Refusal:
+    status = found.status_at(now)
+    return Refusal(
+        409,
+        "proposal_ended",
+        f"This proposal was {status} already: nothing was changed."
+        if status != proposals.EXPIRED
+        else "This proposal's time has passed: nothing was changed.",
+    )

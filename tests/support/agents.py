@@ -1,0 +1,104 @@
+"""Agent keys minted as a person mints them (their page's form), and MCP requests sent as a
+client would send them to the App."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+from fake_core.state import Installation
+from scheduling.http.responses import Response
+from tests.support.app import call
+from tests.support.world import Browser, World
+
+STATELESS = "2026-07-28"
+
+
+async def mint_key(
+    world: World,
+    installation: Installation,
+    *,
+    person: str = "usr_editor",
+    content_id: str | None = None,
+    name: str = "Release bot",
+    days: str = "7",
+) -> str:
+    """A key minted on the person's page (the manage view, or a content page)."""
+    browser = await world.browser_for(installation, person=person, content_id=content_id)
+    page = await browser.get(f"/installations/{installation.id}")
+    assert page.status == 200, page.body[:300]
+    return await mint_with(browser, installation.id, name=name, days=days)
+
+
+async def mint_with(browser: Browser, installation_id: str, *, name: str, days: str = "7") -> str:
+    minted = await browser.post(
+        f"/installations/{installation_id}/agent-keys",
+        {
+            "csrf_token": browser.csrf(),
+            "opened_for": _opened_for(browser),
+            "name": name,
+            "days": days,
+        },
+    )
+    assert minted.status == 201, minted.body[:500]
+    found = re.search(r'value="(dwk_[^"]+)" size="50" data-agent-key', minted.body.decode())
+    assert found, "the key is shown on its page"
+    return html.unescape(found.group(1))
+
+
+def _opened_for(browser: Browser) -> str:
+    found = re.search(r'name="opened_for" value="([^"]*)"', browser.page())
+    assert found
+    return html.unescape(found.group(1))
+
+
+def stateless(method: str, params: dict[str, Any] | None = None, ident: int = 1) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": STATELESS,
+        "io.modelcontextprotocol/clientInfo": {"name": "test-agent", "version": "1.0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {
+        "jsonrpc": "2.0",
+        "id": ident,
+        "method": method,
+        "params": {**(params or {}), "_meta": meta},
+    }
+
+
+async def post_mcp(
+    world: World,
+    key: str | None,
+    message: dict[str, Any] | bytes,
+    *,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """One POST /mcp, with the stateless revision's headers taken from the message."""
+    sent = dict(headers or {})
+    if key is not None:
+        sent["authorization"] = f"Bearer {key}"
+    if isinstance(message, dict):
+        sent.setdefault("mcp-protocol-version", STATELESS)
+        sent.setdefault("mcp-method", message.get("method", ""))
+        name = message.get("params", {}).get("name")
+        if name:
+            sent.setdefault("mcp-name", name)
+        body = json.dumps(message).encode()
+    else:
+        body = message
+    sent.setdefault("content-type", "application/json")
+    sent.setdefault("accept", "application/json, text/event-stream")
+    return await call(world.app, "POST", "/mcp", headers=sent, body=body)
+
+
+async def call_tool(world: World, key: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A tools/call in the stateless revision; its JSON-RPC result."""
+    response = await post_mcp(
+        world, key, stateless("tools/call", {"name": name, "arguments": arguments})
+    )
+    assert response.status == 200, response.body[:500]
+    answer = json.loads(response.body)
+    assert "result" in answer, answer
+    return dict(answer["result"])

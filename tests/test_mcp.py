@@ -1,0 +1,360 @@
+"""The agents' MCP endpoint, spoken to by the official MCP client (the `mcp` package, over
+streamable HTTP) against the local server, and by hand for each revision's rules: agents
+propose, people confirm on their page."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.agents import call_tool, mint_key, post_mcp, stateless
+from tests.support.app import FakeClock
+from tests.support.local_server import local_server
+from tests.support.world import World, schedule
+
+TOOLS = {
+    "list_schedules",
+    "get_schedule",
+    "agenda",
+    "propose_schedule",
+    "withdraw_proposal",
+    "cancel_schedule",
+}
+# 2026-07-01T10:00Z is noon in Paris: tomorrow morning is ahead.
+TOMORROW = "2026-07-02T08:30"
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    return World(db, clock)
+
+
+def proposal_ids(page: str) -> list[str]:
+    return re.findall(r'data-proposal-id="([^"]+)"', page)
+
+
+async def confirm_on_page(
+    world: World, installation_id: str, proposal_id: str, **fields: str
+) -> Any:
+    """The person opens the content's page and presses Confirm on the proposal."""
+    browser = await world.browser_for(await _installation(world, installation_id))
+    page = await browser.get(f"/installations/{installation_id}")
+    assert proposal_id in proposal_ids(page.body.decode())
+    return browser, await browser.post(
+        f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        {"csrf_token": browser.csrf(), "opened_for": "cnt_en", **browser.shown(), **fields},
+    )
+
+
+async def _installation(world: World, installation_id: str) -> Any:
+    return world.core.state.installations[installation_id]
+
+
+async def test_the_official_client_lists_the_tools_and_calls_each(world: World) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    async with (
+        local_server(AsgiApp(world.app)) as port,
+        httpx.AsyncClient(headers={"authorization": f"Bearer {key}"}) as http,
+        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as (
+            read,
+            write,
+            _,
+        ),
+        ClientSession(read, write) as session,
+    ):
+        initialized = await session.initialize()
+        assert initialized.protocolVersion == "2025-11-25"
+        listed = await session.list_tools()
+        assert {tool.name for tool in listed.tools} == TOOLS
+        assert all(tool.inputSchema and tool.outputSchema for tool in listed.tools)
+
+        proposed = await session.call_tool(
+            "propose_schedule",
+            {
+                "content_id": "cnt_en",
+                "change": "publish",
+                "local_time": TOMORROW,
+                "timezone": "Europe/Paris",
+                "note": "For the launch mail",
+            },
+        )
+        assert not proposed.isError, proposed.content
+        proposal = proposed.structuredContent["proposal"]  # type: ignore[index]
+        assert proposal["status"] == "pending"
+        assert proposal["due_at"] == "2026-07-02T06:30:00Z"
+
+        agenda = await session.call_tool("agenda", {"timezone": "Europe/Paris"})
+        assert [item["id"] for item in agenda.structuredContent["items"]] == [proposal["id"]]  # type: ignore[index]
+
+        listed_before = await session.call_tool("list_schedules", {})
+        assert listed_before.structuredContent == {"schedules": [], "more": False}
+
+        # Nothing is scheduled until a person confirms it on their page.
+        _, confirmed = await confirm_on_page(world, installation.id, proposal["id"])
+        assert confirmed.status == 303, confirmed.body[:500]
+        schedule_id = confirmed.header("location").split("created=")[1]
+
+        got = await session.call_tool("get_schedule", {"schedule_id": schedule_id})
+        assert not got.isError, got.content
+        history = got.structuredContent["history"]  # type: ignore[index]
+        assert "Release bot" in history[0]
+        assert "Ada Lovelace" in history[1]
+
+        cancelled = await session.call_tool("cancel_schedule", {"schedule_id": schedule_id})
+        assert cancelled.structuredContent["schedule"]["status"] == "cancelled"  # type: ignore[index]
+
+        again = await session.call_tool(
+            "propose_schedule",
+            {
+                "content_id": "cnt_en",
+                "change": "publish",
+                "local_time": TOMORROW,
+                "timezone": "Europe/Paris",
+            },
+        )
+        withdrawn = await session.call_tool(
+            "withdraw_proposal",
+            {"proposal_id": again.structuredContent["proposal"]["id"]},  # type: ignore[index]
+        )
+        assert withdrawn.structuredContent["proposal"]["status"] == "withdrawn"  # type: ignore[index]
+
+
+async def test_a_confirmed_proposal_is_sent_pinned_and_requested_by_the_person(
+    world: World,
+) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    made = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {
+            "content_id": "cnt_en",
+            "change": "publish",
+            "local_time": TOMORROW,
+            "timezone": "Europe/Paris",
+        },
+    )
+    proposal_id = made["structuredContent"]["proposal"]["id"]
+    browser, confirmed = await confirm_on_page(world, installation.id, proposal_id)
+    schedule_id = confirmed.header("location").split("created=")[1]
+    row = (
+        await world.db.prepare("SELECT version_id, requested_by FROM schedules WHERE id = ?")
+        .bind(schedule_id)
+        .first()
+    )
+    assert row == {"version_id": browser.shown()["version_id"], "requested_by": "usr_editor"}
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert proposal_id not in proposal_ids(page)  # confirmed: no longer proposed
+    # Its card names the person who confirmed it and the agent that proposed it.
+    assert (
+        "Ada Lovelace, confirming the proposal of Release bot (an agent key of Ada Lovelace)"
+        in page
+    )
+
+
+async def test_a_proposal_confirmed_after_the_content_changed_is_refused_as_the_form_is(
+    world: World,
+) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    made = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {
+            "content_id": "cnt_en",
+            "change": "publish",
+            "local_time": TOMORROW,
+            "timezone": "Europe/Paris",
+        },
+    )
+    proposal_id = made["structuredContent"]["proposal"]["id"]
+    _, refused = await confirm_on_page(world, installation.id, proposal_id, version_id="ver_other")
+    assert refused.status == 409
+    assert b"content_changed" in refused.body
+    count = await world.db.prepare("SELECT count(*) AS n FROM schedules").first()
+    assert count == {"n": 0}
+
+
+@pytest.mark.parametrize(
+    ("local_time", "zone", "code"),
+    [
+        ("2026-03-29T02:30", "Europe/Paris", "nonexistent_local_time"),
+        ("2026-10-25T02:30", "Europe/Paris", "ambiguous_local_time"),
+        ("2026-07-02T08:30", "Europe/Pariss", "unknown_timezone"),
+        ("2026-06-30T08:30", "Europe/Paris", "past_time"),
+    ],
+)
+async def test_a_time_the_form_refuses_is_a_tool_error_with_its_code(
+    world: World, local_time: str, zone: str, code: str
+) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    result = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {"content_id": "cnt_en", "change": "publish", "local_time": local_time, "timezone": zone},
+    )
+    assert result["isError"] is True
+    assert result["_meta"]["code"] == code
+    assert f"(code: {code})" in result["content"][0]["text"]
+
+
+async def test_server_discover_and_the_stateless_headers(world: World) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    discovered = await post_mcp(world, key, stateless("server/discover"))
+    result = json.loads(discovered.body)["result"]
+    assert "2026-07-28" in result["supportedVersions"]
+    assert result["resultType"] == "complete"
+    # The headers must say what the body says.
+    message = stateless("tools/call", {"name": "agenda", "arguments": {}})
+    wrong_name = await post_mcp(world, key, message, headers={"mcp-name": "list_schedules"})
+    assert wrong_name.status == 400
+    wrong_method = await post_mcp(
+        world, key, stateless("tools/list"), headers={"mcp-method": "tools/call"}
+    )
+    assert wrong_method.status == 400
+    wrong_version = await post_mcp(
+        world, key, stateless("tools/list"), headers={"mcp-protocol-version": "2025-11-25"}
+    )
+    assert wrong_version.status == 400
+    unknown = stateless("tools/list")
+    unknown["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
+    answered = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2030-01-01"})
+    assert answered.status == 400
+    assert json.loads(answered.body)["error"]["data"]["supportedVersions"]
+    for part in ("clientInfo", "clientCapabilities"):
+        lacking = stateless("tools/list")
+        del lacking["params"]["_meta"][f"io.modelcontextprotocol/{part}"]
+        refused = await post_mcp(world, key, lacking)
+        assert refused.status == 400
+        assert json.loads(refused.body)["error"]["code"] == -32602
+
+
+async def test_list_schedules_filters(world: World) -> None:
+    installation = await world.install()
+    made = await schedule(world, installation, in_minutes=90)
+    key = await mint_key(world, installation)
+
+    async def ids(**arguments: Any) -> list[str]:
+        listed = await call_tool(world, key, "list_schedules", arguments)
+        assert listed["isError"] is False, listed
+        return [s["id"] for s in listed["structuredContent"]["schedules"]]
+
+    assert await ids() == [made["id"]]
+    assert await ids(status="pending", content_id="cnt_en") == [made["id"]]
+    assert await ids(status="completed") == []
+    assert await ids(content_id="cnt_pub") == []
+    assert await ids(needs_attention=True) == []
+    assert await ids(due_from="2026-07-01T11:00:00Z", due_to="2026-07-01T12:00:00Z") == [made["id"]]
+    assert await ids(due_to="2026-07-01T11:00:00+00:00") == []
+    refused = await call_tool(world, key, "list_schedules", {"status": "lost", "extra": 1})
+    assert refused["isError"] is True
+    assert refused["_meta"]["code"] == "invalid_arguments"
+    assert "status" in refused["content"][0]["text"]
+
+
+async def test_the_2025_11_25_handshake_by_hand(world: World) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    legacy = {"mcp-protocol-version": "", "mcp-method": ""}  # no stateless headers
+    hello = {
+        "jsonrpc": "2.0",
+        "id": "a",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    answered = await post_mcp(world, key, hello, headers=legacy)
+    assert json.loads(answered.body)["result"]["protocolVersion"] == "2025-11-25"
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    accepted = await post_mcp(
+        world, key, initialized, headers={"mcp-protocol-version": "2025-11-25"}
+    )
+    assert accepted.status == 202
+    assert accepted.body == b""
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    listed = await post_mcp(world, key, listing, headers={"mcp-protocol-version": "2025-11-25"})
+    assert len(json.loads(listed.body)["result"]["tools"]) == len(TOOLS)
+    wrong = await post_mcp(world, key, listing, headers={"mcp-protocol-version": "1999-01-01"})
+    assert wrong.status == 400
+    assert json.loads(wrong.body)["error"]["data"]["code"] == "unsupported_protocol_version"
+    unknown = {"jsonrpc": "2.0", "id": 3, "method": "resources/list"}
+    missing = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2025-11-25"})
+    assert json.loads(missing.body)["error"]["code"] == -32601
+
+
+async def test_a_proposal_that_would_replace_a_waiting_schedule_says_so_before_confirm(
+    world: World,
+) -> None:
+    installation = await world.install()
+    waiting = await schedule(world, installation, in_minutes=90)
+    key = await mint_key(world, installation)
+    made = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {
+            "content_id": "cnt_en",
+            "change": "publish",
+            "local_time": TOMORROW,
+            "timezone": "Europe/Paris",
+        },
+    )
+    proposal_id = made["structuredContent"]["proposal"]["id"]
+    browser = await world.browser_for(installation)
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+    assert 'data-warning="replace"' in item
+    _, confirmed = await confirm_on_page(world, installation.id, proposal_id)
+    assert confirmed.status == 303
+    old = (
+        await world.db.prepare("SELECT status FROM schedules WHERE id = ?")
+        .bind(waiting["id"])
+        .first()
+    )
+    assert old == {"status": "superseded"}
+
+
+async def test_a_proposal_that_would_collide_with_the_other_kind_says_so_before_confirm(
+    world: World,
+) -> None:
+    installation = await world.install()
+    world.core.state.edit("cnt_pub")  # a draft newer than the published version: both offered
+    unpublish = await schedule(
+        world, installation, "cnt_pub", in_minutes=90, transition="unpublish:draft"
+    )
+    key = await mint_key(world, installation)
+    made = await call_tool(
+        world,
+        key,
+        "propose_schedule",
+        {
+            "content_id": "cnt_pub",
+            "change": "publish",
+            "local_time": TOMORROW,
+            "timezone": "Europe/Paris",
+        },
+    )
+    proposal_id = made["structuredContent"]["proposal"]["id"]
+    browser = await world.browser_for(installation, content_id="cnt_pub")
+    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+    assert 'data-warning="collision"' in item
+    assert f"unpublish of version {unpublish['version_id']}" in item
+    assert "Whichever of the two runs second will be refused" in item
