@@ -2,8 +2,9 @@
 with the `SCHEDULE_CLOCK` binding, an alarm clock per installation (`ScheduleClock`).
 
 What this top level imports lands in the memory snapshot Cloudflare takes at deploy, and
-counts against the startup limit: the runner's path only, which every invocation needs. The
-HTTP app is imported by an isolate's first request (`runtimes/workers/isolate.py`).
+counts against the startup limit: the runner's path and the HTTP app with its pages and
+compiled templates (`runtimes/workers/isolate.py`), so that an isolate's first request
+imports nothing. `bench/startup_bench.py` weighs it against Cloudflare's FastAPI example.
 """
 
 from typing import Any

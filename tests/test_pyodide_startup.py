@@ -27,10 +27,17 @@ def test_importing_the_entry_draws_randomness_only_where_the_sdk_allows() -> Non
     assert report["violations"] == {}
     # Exactly what the SDK's patch allows: it fails the deploy on a leftover allowance too.
     assert report["allowed"] == {"pydantic_core": 2}
-    # The snapshot holds the runner's path; the HTTP app waits for the first request.
+    # The snapshot holds the runner and the HTTP app with its compiled templates, so an
+    # isolate's first request imports nothing; the template sources and difflib stay out.
     loaded = set(report["loaded"])
-    assert {"scheduling.runner.tick", "scheduling.runner.alarm", "pydantic"} <= loaded
-    assert not {"scheduling.app", "jinja2", "difflib"} & loaded
+    assert {
+        "scheduling.runner.tick",
+        "scheduling.runner.alarm",
+        "scheduling.app",
+        "jinja2",
+    } <= loaded
+    assert "scheduling.http.pages.compiled_templates" in loaded
+    assert not {"scheduling.http.pages.templates", "difflib", "scheduling.mcp"} & loaded
 
 
 def test_a_module_level_draw_in_the_entry_s_imports_is_found(tmp_path: Path) -> None:

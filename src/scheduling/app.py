@@ -6,16 +6,12 @@ from __future__ import annotations
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.handlers import (
-    activate,
-    activation_codes,
     agents,
-    delete_data,
     home,
     installation,
     manifest,
     notifications,
     operator,
-    operator_page,
     schedules,
     static,
     status,
@@ -26,18 +22,51 @@ from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.mcp.endpoint import mcp
 from scheduling.runner.alarm import alarm
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
 
+
+# Rare routes, whose modules (an activation's model, the operator page's charts and queries,
+# the deletion, the agents' MCP endpoint) are imported by their own first request: out of the
+# Worker's startup, and never an editor's page. Every other route's modules are imported here.
+async def _activate(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.activate import activate
+
+    return await activate(request, services)
+
+
+async def _mint(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.activation_codes import mint
+
+    return await mint(request, services)
+
+
+async def _delete_data(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.delete_data import delete_data
+
+    return await delete_data(request, services)
+
+
+async def _operator_page(request: Request, services: Services) -> Response:
+    from scheduling.http.handlers.operator_page import operator
+
+    return await operator(request, services)
+
+
+async def _mcp(request: Request, services: Services) -> Response:
+    from scheduling.mcp.endpoint import mcp  # an agent's calls: the MCP package and its tools
+
+    return await mcp(request, services)
+
+
 ROUTES = [
     Route("GET", "/", home.home),
     Route("GET", "/dee-wan/manifest.json", manifest.manifest),
-    Route("POST", "/dee-wan/activate", activate.activate),
-    Route("POST", "/admin/activation-codes", activation_codes.mint),
-    Route("POST", "/admin/installations/{installation_id}/delete-data", delete_data.delete_data),
-    Route("GET", "/admin", operator_page.operator),
+    Route("POST", "/dee-wan/activate", _activate),
+    Route("POST", "/admin/activation-codes", _mint),
+    Route("POST", "/admin/installations/{installation_id}/delete-data", _delete_data),
+    Route("GET", "/admin", _operator_page),
     Route("GET", "/admin/status", status.runner_status),
     Route("GET", "/admin/metrics", operator.metrics),
     Route("GET", "/healthz", operator.healthz),
@@ -126,7 +155,7 @@ ROUTES = [
         "/installations/{installation_id}/proposals/{proposal_id}/decline",
         agents.decline_proposal,
     ),
-    Route("POST", "/mcp", mcp),
+    Route("POST", "/mcp", _mcp),
     Route("GET", "/favicon.ico", ways_back.favicon),
 ]
 
@@ -161,10 +190,15 @@ def _finish(request: Request, response: Response, *, https: bool) -> Response:
     return response.with_base_headers(https=https)
 
 
+# Its patterns compiled once, at import: in a Worker's memory snapshot, not in the isolate's
+# first request.
+ROUTER = Router(ROUTES)
+
+
 class App:
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.router = Router(ROUTES)
+        self.router = ROUTER
 
     async def handle(self, request: Request) -> Response:
         try:

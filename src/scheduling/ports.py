@@ -19,12 +19,16 @@ Row = dict[str, Any]
 
 @dataclass(frozen=True)
 class Meta:
+    """What a statement changed."""
+
     changes: int = 0
     last_row_id: int | None = None
 
 
 @dataclass(frozen=True)
 class Result:
+    """The rows a statement returned, and what it changed."""
+
     results: list[Row] = field(default_factory=list)
     meta: Meta = field(default_factory=Meta)
 
@@ -108,6 +112,8 @@ class Crypto(Protocol):
 
 @dataclass(frozen=True)
 class OutboundRequest:
+    """A request to another service."""
+
     method: str
     url: str
     headers: Mapping[str, str]
@@ -119,6 +125,8 @@ class OutboundRequest:
 
 @dataclass(frozen=True)
 class OutboundResponse:
+    """Another service's answer, its body cut at the request's limit."""
+
     status: int
     headers: Mapping[str, str]  # lower-case names
     body: bytes

@@ -28,6 +28,8 @@ log = logging.getLogger("scheduling")
 
 @dataclass
 class Services:
+    """What the core runs on: configuration, database, HTTP, clock, crypto and randomness."""
+
     config: Configuration
     db: Database
     http: HttpClient

@@ -409,16 +409,25 @@ class FakeCoreProcess:
 
 
 def import_probe(
-    module: str = "entry", *, draws: bool = False, src: Path | None = None
+    module: str = "entry",
+    *,
+    draws: bool = False,
+    src: Path | None = None,
+    preload: str = "",
+    wheels: Path | None = None,
 ) -> dict[str, Any]:
     """Import `module` (or several, separated by commas) of the Worker in a fresh Pyodide, as
     workerd does before its snapshot (startup.mjs): `import_ms`, `import_cpu_ms`, `modules`;
     with `draws`, also `allowed`, `violations` (random draws by module, see
-    startup_probe.py), `loaded`, `slowest_cpu_ms` and `cpu_ms_by_package`."""
+    startup_probe.py), `loaded`, `slowest_cpu_ms` and `cpu_ms_by_package`. `preload` is
+    imported first and counted in none of them (`"workerd"`: workerd's own imports);
+    `wheels`, a dir of more wheels to install (another program's, with `src`)."""
     ensure_installed()
     command = [node_path() or "node", str(STARTUP), "--module", module]
     command += ["--draws"] if draws else []
     command += ["--src", str(src)] if src is not None else []
+    command += ["--preload", preload] if preload else []
+    command += ["--wheels", str(wheels)] if wheels is not None else []
     result = subprocess.run(
         command, cwd=HERE, capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False
     )

@@ -695,6 +695,36 @@ async function startPython(options, env, compatFlags, fetchStats) {
   return { pyodide, glue };
 }
 
+// workerd's host objects (D1, fetch, WebCrypto, Request/Response) are native and warm in any
+// isolate; their stand-ins here are JavaScript (Miniflare's client, Node's undici and
+// WebCrypto) that V8 compiles on first use, which would be charged to the isolate's first
+// invocation. One call of each at start, from JavaScript only: nothing of the Worker runs.
+async function warmHostStandIns(db) {
+  await db.prepare("SELECT 1").all();
+  const bytes = new Uint8Array(32);
+  const aes = await crypto.subtle.importKey("raw", bytes, "AES-GCM", false, ["encrypt", "decrypt"]);
+  const iv = new Uint8Array(12);
+  const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv }, aes, bytes);
+  await crypto.subtle.decrypt({ name: "AES-GCM", iv }, aes, sealed);
+  await crypto.subtle.digest("SHA-256", bytes);
+  const hmac = await crypto.subtle.importKey(
+    "raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"],
+  );
+  await crypto.subtle.verify("HMAC", hmac, await crypto.subtle.sign("HMAC", hmac, bytes), bytes);
+  const server = http.createServer((_req, res) => res.end("ok"));
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const answer = await fetch(`http://127.0.0.1:${server.address().port}/`, {
+    method: "POST",
+    headers: [["content-type", "text/plain"]],
+    body: "warm",
+    redirect: "manual",
+    signal: AbortSignal.timeout(5000),
+  });
+  await answer.text();
+  server.close();
+  await new Response("warm", { status: 200, headers: [["x-warm", "1"]] }).arrayBuffer();
+}
+
 // -- HTTP --------------------------------------------------------------------
 
 function readBody(req) {
@@ -788,6 +818,7 @@ async function main() {
   const { mf, db } = await startD1(options);
   const env = { [DB_BINDING]: new D1Database(db), ...vars };
   const fetchStats = newFetchStats(options.maxConnections);
+  await warmHostStandIns(env[DB_BINDING]);
   const { pyodide, glue } = await startPython(options, env, options.compatFlags, fetchStats);
 
   // One invocation: its own connection slots, for everything it starts (waitUntil included).

@@ -3,18 +3,23 @@
 // memory snapshot, and prints one JSON line: the import's wall and CPU time and, with
 // --draws, every random draw it made (startup_probe.py says which are allowed).
 //
-//   node startup.mjs --module entry [--draws] [--src DIR]
+// --preload imports modules first, outside the figures (workerd's own imports before the
+// Worker's top level); --wheels adds a dir of wheels (the benchmark's FastAPI example).
+//
+//   node startup.mjs --module entry [--draws] [--src DIR] [--preload a,b] [--wheels DIR]
 
 import nodeCrypto from "node:crypto";
 
 import { SRC, loadWorkerPython } from "./worker_python.mjs";
 
 function parseArgs(argv) {
-  const options = { module: "entry", draws: false, src: SRC };
+  const options = { module: "entry", draws: false, src: SRC, preload: "", wheels: [] };
   for (let i = 0; i < argv.length; i += 1) {
     if (argv[i] === "--draws") options.draws = true;
     else if (argv[i] === "--module") options.module = argv[++i];
     else if (argv[i] === "--src") options.src = argv[++i];
+    else if (argv[i] === "--preload") options.preload = argv[++i];
+    else if (argv[i] === "--wheels") options.wheels.push(argv[++i]);
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return options;
@@ -30,7 +35,7 @@ nodeCrypto.randomFillSync = function counted(...args) {
   return randomFillSync.apply(this, args);
 };
 
-const pyodide = await loadWorkerPython({ src: options.src });
+const pyodide = await loadWorkerPython({ src: options.src, extraWheels: options.wheels });
 pyodide.registerJsModule("_harness_probe", {
   draws: () => entropyCalls,
   cpu_ms: () => {
@@ -39,6 +44,7 @@ pyodide.registerJsModule("_harness_probe", {
   },
 });
 const probe = pyodide.pyimport("startup_probe");
+probe.preload(options.preload);
 const cpuBefore = process.cpuUsage();
 const report = JSON.parse(probe.probe(options.module, options.draws));
 const cpu = process.cpuUsage(cpuBefore);

@@ -25,6 +25,7 @@ export const DEFAULT_COMPAT_FLAGS = [
 // `cloudflareWorkersModule` hands over.
 export async function loadWorkerPython({
   packages = PACKAGES,
+  extraWheels = [],
   src = SRC,
   env = {},
   compatFlags = DEFAULT_COMPAT_FLAGS,
@@ -37,9 +38,13 @@ export async function loadWorkerPython({
   if (!fs.existsSync(wheelsDir)) {
     throw new Error(`no packages in ${packages}: run tests/pyodide_harness/setup.sh`);
   }
-  for (const name of fs.readdirSync(wheelsDir).sort()) {
-    if (name.endsWith(".whl")) {
-      pyodide.unpackArchive(new Uint8Array(fs.readFileSync(path.join(wheelsDir, name))), "wheel");
+  // `extraWheels`: more wheel dirs, for a program other than the Worker (the benchmark's
+  // FastAPI example); a wheel there replaces none of the Worker's.
+  for (const dir of [wheelsDir, ...extraWheels]) {
+    for (const name of fs.readdirSync(dir).sort()) {
+      if (name.endsWith(".whl")) {
+        pyodide.unpackArchive(new Uint8Array(fs.readFileSync(path.join(dir, name))), "wheel");
+      }
     }
   }
   const mount = (hostDir, at) => {

@@ -20,6 +20,8 @@ from scheduling.services import Services
 
 @dataclass(frozen=True)
 class Access:
+    """What a request may act with: its session, installation, Dee Wan token and delegation."""
+
     session: Session
     installation: Installation
     token: str

@@ -26,6 +26,8 @@ MAX_LIVE_KEYS = 20  # an installation's usable keys at once
 
 @dataclass(frozen=True)
 class MintedKey:
+    """An agent key just minted: its record, and its secret shown once."""
+
     key: AgentKey
     secret: str  # the one place the raw key exists: shown once, stored only as its hash
 

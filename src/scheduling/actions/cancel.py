@@ -30,6 +30,8 @@ TITLE_BUDGET_S = 2.0
 
 @dataclass(frozen=True)
 class CancelPreview:
+    """What the cancel confirmation shows: the schedule, its content's title, and now."""
+
     schedule: Schedule
     title: str | None  # the content's title, when Dee Wan gave it in time
     now_ms: int

@@ -38,6 +38,8 @@ UNREADABLE = (UNAVAILABLE, UNTRUSTED)
 
 @dataclass(frozen=True)
 class ContentView:
+    """What the content page shows: the access, Dee Wan's read and a page of schedules."""
+
     access: Access
     read: ContentRead | None  # None: Dee Wan could not be read now, `unread` says why
     page: SchedulePage

@@ -95,6 +95,8 @@ class FormRefusal(Refusal):
 
 @dataclass(frozen=True)
 class Created:
+    """A schedule made: where it is, and whether a fold given for it was ignored."""
+
     installation_id: str
     schedule_id: str
     fold_ignored: str | None  # a fold given for a wall time that happens once

@@ -16,6 +16,8 @@ from scheduling.repository.schedules import PAGE_SIZE
 
 @dataclass(frozen=True)
 class Listed:
+    """One schedule in a listing, with what the page can offer for it."""
+
     schedule: Schedule
     cancellable: bool  # the Cancel button: `Rights.shows_cancel`
     title: str | None = None  # the content's title, read now (None: not read)

@@ -32,6 +32,8 @@ TITLES_BUDGET_S = 2.5
 
 @dataclass(frozen=True)
 class ManageView:
+    """What the manage page shows: a page of the installation's schedules and their titles."""
+
     access: Access
     page: SchedulePage
     page_number: int  # the page shown: the last one when the one asked for is past it

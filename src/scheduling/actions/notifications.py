@@ -59,6 +59,8 @@ class EndpointFormRefusal(Refusal):
 
 @dataclass(frozen=True)
 class NotificationsView:
+    """What the notifications page shows: the endpoints, a secret just revealed, a refusal."""
+
     endpoints: tuple[Endpoint, ...]
     revealed: tuple[str, str] | None  # (endpoint id, its new secret or chat URL), shown once
     refused: EndpointFormRefusal | None = None

@@ -38,6 +38,8 @@ class TimeRefused(Refusal):
 
 @dataclass(frozen=True)
 class Proposed:
+    """What an agent's proposal asks for: a change of a content at a wall time."""
+
     installation_id: str
     content_id: str
     kind: str

@@ -20,6 +20,8 @@ from scheduling.services import Services, log
 
 @dataclass(frozen=True)
 class Titles:
+    """Content titles read from Dee Wan for a page, and how many reads failed or came late."""
+
     reads: dict[str, ContentRead | None]  # content id -> its read, None when not read
     late: int = 0  # reads the budget ran out on, or Dee Wan did not answer (slow or down)
     failed: int = 0  # reads Dee Wan refused, or answered in a way that cannot be trusted

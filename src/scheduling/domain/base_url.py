@@ -21,7 +21,6 @@ In development (`ENVIRONMENT=development`) an exact origin listed in
 from __future__ import annotations
 
 import re
-from encodings import idna
 from typing import Protocol
 
 MAX_HOST_LENGTH = 253
@@ -142,6 +141,8 @@ def _valid_idna(label: str) -> bool:
         return True
     if not label.startswith("xn--"):
         return False
+    from encodings import idna  # with stringprep and unicodedata: for an `xn--` label only
+
     try:
         name = label[4:].encode("ascii").decode("punycode")
         return idna.ToASCII(name) == label.encode("ascii")

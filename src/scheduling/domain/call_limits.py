@@ -17,6 +17,8 @@ WINDOW_MS = 60_000
 
 @dataclass(frozen=True)
 class CallLimit:
+    """How many calls a minute, and at once, a caller may make."""
+
     per_minute: int
     at_once: int | None = None  # calls under way at once; None: no limit
     # How long a call counts as under way unless it ends sooner (it outlives a runtime that
@@ -26,6 +28,8 @@ class CallLimit:
 
 @dataclass(frozen=True)
 class Call:
+    """One call counted against a limit: when it started, until when it counts as busy."""
+
     started_at: int
     busy_until: int
 

@@ -30,6 +30,8 @@ WAYS_OUT = (
 
 @dataclass(frozen=True)
 class Conflict:
+    """A collision with another waiting schedule of the content: which way, and its words."""
+
     role: str  # STALE_AFTER or MAKES_STALE
     other_id: str
     text: str

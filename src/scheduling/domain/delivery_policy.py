@@ -58,6 +58,8 @@ SECRET_UNREADABLE = "secret_unreadable"
 
 @dataclass(frozen=True)
 class AttemptResult:
+    """What one webhook delivery attempt got back."""
+
     http_status: int | None  # None: no answer
     error: str | None  # None: delivered
     retry_after_ms: int | None = None  # a 429's usable Retry-After
@@ -106,6 +108,8 @@ def classify(answer: OutboundResponse | TransportError, *, now_ms: int = 0) -> A
 
 @dataclass(frozen=True)
 class DeliverySettlement:
+    """Where a delivery stands after an attempt: its status and next attempt."""
+
     status: DeliveryStatus
     next_attempt_at: int | None = None
     finished_at: int | None = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from scheduling.domain.time_words import clock_text, instant_text, wall_text
+from scheduling.domain.time_words import clock_text, instant_text, parse_wall, wall_text
 from scheduling.domain.timezones import (
     UnknownTimezone,
     canonical_zone,
@@ -33,6 +33,8 @@ FIRST_YEAR, LAST_YEAR = 1970, 2199
 
 @dataclass(frozen=True)
 class ResolvedTime:
+    """A wall time resolved in its zone: the instant it is due, and how it was read."""
+
     due_at_ms: int
     local_time: str  # as entered, YYYY-MM-DDTHH:MM
     timezone: str  # the canonical IANA name, whatever case it was typed in
@@ -50,6 +52,8 @@ class Retry:
 
 @dataclass(frozen=True)
 class TimeRefusal:
+    """Why a wall time cannot be scheduled, and the times that could be instead."""
+
     code: str  # e.g. nonexistent_local_time, ambiguous_local_time, unknown_timezone, past_time
     message: str
     retries: tuple[Retry, ...] = ()
@@ -78,7 +82,7 @@ def resolve_local_time(
     if not FIRST_YEAR <= int(local[:4]) <= LAST_YEAR:
         return TimeRefusal("invalid_local_time", f"Enter a year from {FIRST_YEAR} to {LAST_YEAR}.")
     try:
-        wall = datetime.strptime(local, "%Y-%m-%dT%H:%M")
+        wall = parse_wall(local)
     except ValueError:
         return TimeRefusal(
             "invalid_local_time", "That date or time does not exist on the calendar."
@@ -222,7 +226,7 @@ def occurrences(local: str, zone: str) -> tuple[datetime, datetime] | None:
     """Both readings of a wall time that happens twice in `zone`; None for any other input."""
     name = canonical_zone(zone)
     try:
-        wall = datetime.strptime(local, "%Y-%m-%dT%H:%M")
+        wall = parse_wall(local)
         tz = get_zone(name or "")
     except (ValueError, TypeError, UnknownTimezone):
         return None

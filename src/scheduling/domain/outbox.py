@@ -33,6 +33,8 @@ class OutboxEvent:
 
 @dataclass(frozen=True)
 class ClaimedDelivery:
+    """A webhook delivery claimed for sending."""
+
     id: str  # the webhook-id
     endpoint_id: str
     installation_id: str

@@ -24,6 +24,8 @@ class OutcomeKind(enum.Enum):
 
 @dataclass(frozen=True)
 class Outcome:
+    """What one attempt to send a schedule's change came to."""
+
     kind: OutcomeKind
     code: str  # what the attempt row records
     http_status: int | None = None

@@ -20,6 +20,8 @@ JITTER = (0.5, 1.0)
 
 @dataclass(frozen=True)
 class Caps:
+    """The limits a schedule's attempts live within."""
+
     max_attempts: int
     max_lateness_ms: int
     max_retry_after_ms: int
@@ -28,6 +30,8 @@ class Caps:
 
 @dataclass(frozen=True)
 class Settlement:
+    """Where a schedule stands after an attempt: its status and next attempt."""
+
     status: Status  # completed, refused or retrying; pending or retrying when handed back
     result_code: str | None  # None: the row keeps the code it had
     next_attempt_at: int | None = None

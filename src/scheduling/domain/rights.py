@@ -25,6 +25,8 @@ def offered_by(read: ContentRead) -> frozenset[Change]:
 
 @dataclass(frozen=True)
 class Rights:
+    """What a launch lets the person do: manage, or schedule one content's changes."""
+
     manage: bool
     content_id: str | None = None  # a content launch's content (primary id)
     offered: frozenset[Change] = frozenset()

@@ -64,6 +64,8 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Schedule:
+    """One scheduled change of a content item, as stored."""
+
     id: str
     installation_id: str
     content_id: str

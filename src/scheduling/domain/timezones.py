@@ -7,8 +7,14 @@ same way, whatever the host has installed.
 from __future__ import annotations
 
 import functools
-import importlib.resources
+from pathlib import Path
 from zoneinfo import ZoneInfo
+
+import tzdata
+
+# tzdata's files read as files: `importlib.resources` would import its own eight modules into
+# the Worker's top level, and each zone's directory as a package on the first page to use it.
+_TZDATA = Path(tzdata.__file__).parent
 
 # No IANA name is longer than 32 characters; text much longer than that gets no suggestions
 # (their cost grows with its length) and is quoted back shortened.
@@ -26,7 +32,7 @@ class UnknownTimezone(Exception):
 
 @functools.cache
 def zone_names() -> frozenset[str]:
-    listing = importlib.resources.files("tzdata").joinpath("zones").read_text("utf-8")
+    listing = (_TZDATA / "zones").read_text("utf-8")
     return frozenset(line.strip() for line in listing.splitlines() if line.strip())
 
 
@@ -36,7 +42,7 @@ def offered_zones() -> tuple[str, ...]:
     and every country's (zone.tab), and UTC; not `Factory` nor the old aliases tzdata keeps
     for compatibility (`Asia/Calcutta` is offered as `Asia/Kolkata`). Any name of
     `zone_names` is still accepted when typed."""
-    data = importlib.resources.files("tzdata.zoneinfo")
+    data = _TZDATA / "zoneinfo"
     own = {
         line.split()[1]
         for line in data.joinpath("tzdata.zi").read_text("utf-8").splitlines()
@@ -55,8 +61,7 @@ def offered_zones() -> tuple[str, ...]:
 def get_zone(name: str) -> ZoneInfo:
     if name not in zone_names():
         raise UnknownTimezone(name)
-    resource = importlib.resources.files("tzdata.zoneinfo").joinpath(*name.split("/"))
-    with resource.open("rb") as data:
+    with _TZDATA.joinpath("zoneinfo", *name.split("/")).open("rb") as data:
         return ZoneInfo.from_file(data, key=name)
 
 
@@ -118,11 +123,10 @@ def known_zone(name: str) -> bool:
 
 
 def tzdata_version() -> str:
-    import tzdata
-
     return str(tzdata.IANA_VERSION)
 
 
-# Read once at import: the memory snapshot of a Worker holds the list, so no invocation of an
-# isolate reads tzdata's listing again.
+# Read once at import: the memory snapshot of a Worker holds the lists, so no invocation of an
+# isolate reads tzdata's listings again (the zone fields' list on its first page included).
 _by_lower_name()
+offered_zones()

@@ -30,6 +30,8 @@ _NOTHING_TO_REPEAT = ("not_found", "method_not_allowed")
 
 @dataclass(frozen=True)
 class NextSteps:
+    """Where a refusal's page leads: try again, back, to Dee Wan, or to what Scheduling is."""
+
     retry_href: str | None = None  # the same page again
     back_href: str | None = None  # the page a refused form came from
     dee_wan_href: str | None = None  # the installation's Dee Wan

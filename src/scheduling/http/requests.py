@@ -75,6 +75,8 @@ class Headers(Mapping[str, str]):
 
 @dataclass
 class Request:
+    """A request as the core sees it."""
+
     method: str
     url: str
     headers: Headers = field(default_factory=Headers)

@@ -26,6 +26,8 @@ PAGE_CSP = (
 
 @dataclass
 class Response:
+    """An answer as the core makes it."""
+
     status: int = 200
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)

@@ -18,6 +18,8 @@ _PARAM = re.compile(r"\{(\w+)\}")
 
 @dataclass(frozen=True)
 class Route:
+    """A method and a path pattern, and the handler that answers them."""
+
     method: str
     pattern: str
     handler: Handler

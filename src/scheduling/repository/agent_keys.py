@@ -14,6 +14,8 @@ EVERY_CHANGE = "*"
 
 @dataclass(frozen=True)
 class AgentKey:
+    """An agent key as the pages and tools read it: whose, for what, until when (never its secret)."""
+
     id: str
     installation_id: str
     name: str

@@ -55,6 +55,8 @@ SELECT status, COUNT(*) AS n FROM schedules
 
 @dataclass(frozen=True)
 class Backlog:
+    """How many schedules are due and unsent, and the oldest of them."""
+
     size: int
     oldest_id: str | None = None
     oldest_installation_id: str | None = None

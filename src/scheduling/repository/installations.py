@@ -16,6 +16,8 @@ from scheduling.ports import Database, DatabaseError, Row, Statement
 
 @dataclass(frozen=True)
 class Installation:
+    """An installation of the plugin on a Dee Wan site."""
+
     id: str
     site_id: str
     base_url: str
@@ -28,6 +30,8 @@ class Installation:
 
 @dataclass(frozen=True)
 class ActivationCode:
+    """A code the operator minted for activating or rotating an installation."""
+
     kind: str
     installation_id: str | None
     expires_at: int

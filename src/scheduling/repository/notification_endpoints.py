@@ -29,6 +29,8 @@ class AboutSchedule:
 
 @dataclass(frozen=True)
 class Delivery:
+    """One webhook delivery to an endpoint, as stored."""
+
     id: str
     event_type: str
     created_at: int
@@ -70,6 +72,8 @@ class Delivery:
 
 @dataclass(frozen=True)
 class Endpoint:
+    """One notification endpoint of an installation, as stored."""
+
     id: str
     installation_id: str
     url: str  # a chat endpoint's: its host and last 4 characters (the URL is sealed)

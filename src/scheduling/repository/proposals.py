@@ -16,6 +16,8 @@ EXPIRED = "expired"  # read, never stored: pending past its time
 
 @dataclass(frozen=True)
 class Proposal:
+    """An agent's proposal, as stored."""
+
     id: str
     installation_id: str
     key_id: str

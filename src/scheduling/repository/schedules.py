@@ -18,6 +18,8 @@ FEW_ENDED = 3
 
 @dataclass(frozen=True)
 class SchedulePage:
+    """A page of a listing's schedules, with the counts its filters show."""
+
     schedules: tuple[Schedule, ...]  # at most PAGE_SIZE
     has_next: bool
     counts: dict[str, int]  # status -> rows in the listing's scope, whatever the filter

@@ -17,6 +17,8 @@ from scheduling.ports import Database, Row
 
 @dataclass(frozen=True)
 class Session:
+    """A person's session, opened from a Dee Wan launch."""
+
     id_hash: str
     installation_id: str
     csrf_token: str

@@ -29,6 +29,8 @@ _CALLS = "SELECT token, started_at, busy_until FROM throttle_slots WHERE key = ?
 
 @dataclass(frozen=True)
 class Taken:
+    """A call counted against a throttle's limit."""
+
     key: str
     token: str
 

@@ -110,6 +110,8 @@ SERIES_SQL = (
 
 @dataclass(frozen=True)
 class LastTick:
+    """The latest tick: when, how long, and what it did."""
+
     at: int
     duration_ms: int
     report: dict[str, int]
@@ -117,6 +119,8 @@ class LastTick:
 
 @dataclass(frozen=True)
 class Health:
+    """Whether the runner ticks, and whether work is waiting."""
+
     last_at: int | None  # the last tick that ran to its end
     work_due: bool
 

@@ -39,6 +39,8 @@ KINDS = ("tick",)
 
 @dataclass(frozen=True)
 class Sample:
+    """One sample of a metric family."""
+
     suffix: str  # appended to the family's name: "", "_total", "_bucket", "_sum", "_count"
     labels: tuple[tuple[str, str], ...]
     value: float
@@ -46,6 +48,8 @@ class Sample:
 
 @dataclass(frozen=True)
 class Family:
+    """One metric, its help and its samples."""
+
     name: str
     kind: str  # gauge, counter or histogram
     help: str

@@ -16,6 +16,8 @@ from scheduling.domain.statuses import Status
 
 @dataclass
 class TickReport:
+    """What one tick did, for its log line and history."""
+
     cron_delay_ms: int = 0  # the invocation's start minus its scheduledTime (0 if not late)
     due: int = 0  # rows the due queries returned (a row retried within the tick counts again)
     claimed: int = 0

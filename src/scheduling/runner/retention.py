@@ -36,6 +36,8 @@ MAX_PURGE_MS = 5_000
 
 @dataclass
 class PurgeReport:
+    """What one retention purge removed."""
+
     steps: int = 0
     schedules: int = 0
     attempts: int = 0

@@ -7,7 +7,6 @@ from scheduling.http.guards import require_operator
 from scheduling.http.prometheus import exposition
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
-from scheduling.mcp.metrics import agent_call_families
 from scheduling.runner.health import read_stalled
 from scheduling.runner.metrics import read_metrics
 from scheduling.services import Services
@@ -21,6 +20,10 @@ async def healthz(request: Request, services: Services) -> Response:
 
 
 async def metrics(request: Request, services: Services) -> Response:
+    # The agents' series name every MCP tool: the MCP package waits for the first scrape (or
+    # the first agent call), out of the Worker's startup.
+    from scheduling.mcp.metrics import agent_call_families
+
     await require_operator(request, services)
     families = await read_metrics(services.db, services.clock.now_ms())
     return exposition([*families, *await agent_call_families(services.db)])

@@ -23,6 +23,8 @@ DAY_CHOICES = (1, 3, 7, 14, 30)
 
 @dataclass(frozen=True)
 class ProposalItem:
+    """One agent's proposal waiting for a person, as the page lists it."""
+
     id: str
     key_name: str
     person_name: str
@@ -36,6 +38,8 @@ class ProposalItem:
 
 @dataclass(frozen=True)
 class KeyItem:
+    """One agent key, as the page lists it."""
+
     id: str
     name: str
     person_name: str
@@ -46,6 +50,8 @@ class KeyItem:
 
 @dataclass(frozen=True)
 class AgentsPanel:
+    """The agents' part of a page: the proposals, the keys and the form to mint one."""
+
     installation_id: str
     csrf_token: str
     opened_for: str
@@ -132,6 +138,8 @@ def with_agents(
 
 @dataclass(frozen=True)
 class AgentKeyPage:
+    """The page showing a just-minted agent key's secret, once."""
+
     template: ClassVar[str] = "agent_key.html"
 
     title: str

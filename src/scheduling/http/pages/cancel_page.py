@@ -15,6 +15,8 @@ from scheduling.repository.sessions import Session
 
 @dataclass(frozen=True)
 class CancelPage:
+    """The page asking to confirm a cancellation."""
+
     template: ClassVar[str] = "cancel.html"
 
     title: str

@@ -44,6 +44,8 @@ from scheduling.http.pages.view_models import (
 
 @dataclass(frozen=True)
 class Choice:
+    """One change the form offers."""
+
     value: str  # "kind:to"
     label: str
     disabled: bool
@@ -55,6 +57,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class FormError:
+    """Why the form was refused, and the times it offers instead."""
+
     code: str
     text: str
     field: str
@@ -64,6 +68,8 @@ class FormError:
 
 @dataclass(frozen=True)
 class Receipt:
+    """What a schedule just made says: its card, and what it replaced."""
+
     card: ScheduleCard
     replaced: str | None  # the replaced schedule's time, in words
     replaced_id: str | None
@@ -119,6 +125,8 @@ class Unread:
 
 @dataclass(frozen=True)
 class ContentPage:
+    """The content page: the content, the form and its schedules."""
+
     template: ClassVar[str] = "content.html"
 
     title: str

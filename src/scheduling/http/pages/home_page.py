@@ -8,6 +8,8 @@ from typing import ClassVar
 
 @dataclass(frozen=True)
 class HomePage:
+    """The page at `/`: what this service is."""
+
     template: ClassVar[str] = "home.html"
 
     title: str

@@ -45,6 +45,8 @@ LABELS = {
 
 @dataclass(frozen=True)
 class Filter:
+    """One status filter of the manage page, with its count."""
+
     name: str
     label: str
     count: int
@@ -54,6 +56,8 @@ class Filter:
 
 @dataclass(frozen=True)
 class Day:
+    """The schedules of one day on the manage page."""
+
     key: str
     label: str
     cards: tuple[ScheduleCard, ...]
@@ -74,12 +78,16 @@ class Section:
 
 @dataclass(frozen=True)
 class Suggestion:
+    """A zone offered for one typed that names none."""
+
     zone: str
     href: str
 
 
 @dataclass(frozen=True)
 class ManagePage:
+    """The manage page: the installation's schedules, by day."""
+
     template: ClassVar[str] = "manage.html"
 
     title: str

@@ -36,6 +36,8 @@ from scheduling.repository.sessions import Session
 
 @dataclass(frozen=True)
 class DeliveryLine:
+    """One webhook delivery, as the notifications page lists it."""
+
     id: str
     event_label: str
     when_label: str
@@ -69,6 +71,8 @@ class Lines:
 
 @dataclass(frozen=True)
 class EndpointCard:
+    """One notification endpoint, as the notifications page shows it."""
+
     id: str
     kind: str  # webhook or chat
     kind_label: str
@@ -87,6 +91,8 @@ class EndpointCard:
 
 @dataclass(frozen=True)
 class EventChoice:
+    """One event an endpoint may be told of."""
+
     value: str
     label: str
     checked: bool
@@ -94,6 +100,8 @@ class EventChoice:
 
 @dataclass(frozen=True)
 class NotificationsSection:
+    """The notifications page: its endpoints and the form to add one."""
+
     endpoints: tuple[EndpointCard, ...]
     can_add: bool
     max_endpoints: int

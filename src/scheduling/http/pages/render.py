@@ -1,14 +1,57 @@
-"""Rendering whole pages as responses: a frozen page model into its template."""
+"""Rendering whole pages as responses: a frozen page model into its template.
+
+The templates are compiled ahead of time (`compiled_templates.py`, from `templates.py`):
+one jinja2 Environment builds each Template from its compiled function, all of them when
+this module is imported, so that neither the Worker's top level nor any request lexes or
+parses a template.
+"""
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from dataclasses import dataclass, fields
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
+
+import jinja2
 
 from scheduling.domain.refusals import Refusal
 from scheduling.http.next_steps import NextSteps
-from scheduling.http.pages.templates import render
+from scheduling.http.pages.compiled_templates import TEMPLATES
 from scheduling.http.responses import Response, html_response
+
+
+class _Compiled(jinja2.BaseLoader):
+    """Templates from their compiled functions; `{% extends %}` and imports come here too."""
+
+    def load(
+        self,
+        environment: jinja2.Environment,
+        name: str,
+        globals: MutableMapping[str, Any] | None = None,
+    ) -> jinja2.Template:
+        if name not in TEMPLATES:
+            raise jinja2.TemplateNotFound(name)
+        namespace: dict[str, Any] = TEMPLATES[name](environment)
+        return environment.template_class.from_module_dict(
+            environment, namespace, environment.make_globals(globals)
+        )
+
+
+# The options the templates were compiled with (scripts/compile_templates.py; a test keeps
+# both alike): trimming, autoescaping and strict names shape the compiled code.
+_ENVIRONMENT = jinja2.Environment(
+    loader=_Compiled(),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+for _name in TEMPLATES:  # each built once, here: the Environment caches them
+    _ENVIRONMENT.get_template(_name)
+
+
+def render(name: str, **context: Any) -> str:
+    return _ENVIRONMENT.get_template(name).render(**context)
 
 
 class PageModel(Protocol):
@@ -27,6 +70,8 @@ def page(model: PageModel, status: int = 200) -> Response:
 
 @dataclass(frozen=True)
 class ErrorPage:
+    """The page for a refusal."""
+
     template: ClassVar[str] = "error.html"
 
     title: str

@@ -1,15 +1,12 @@
 """Page templates, kept in Python so they ship inside the Worker bundle with the code.
 
-One jinja2 Environment, autoescaping everything. No script anywhere: every
-page works with forms and links alone.
+These are the sources: the pages render them compiled ahead of time
+(`compiled_templates.py`, written by `python -m scripts.compile_templates`), so nothing
+imports this module at run time. Autoescaping everything; no script anywhere: every page
+works with forms and links alone.
 """
 
 from __future__ import annotations
-
-import functools
-from typing import Any
-
-import jinja2
 
 from scheduling.http.pages.agents_template import AGENT_KEY, AGENTS
 from scheduling.http.pages.cancel_template import CANCEL
@@ -73,7 +70,7 @@ ERROR = """{% extends "base.html" %}
 {% endblock %}
 """
 
-_SOURCES = {
+SOURCES = {
     "base.html": BASE,
     "error.html": ERROR,
     "pin_fields.html": PIN_FIELDS,
@@ -90,28 +87,3 @@ _SOURCES = {
     "home.html": HOME,
     "operator.html": OPERATOR,
 }
-
-
-@functools.cache
-def environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.DictLoader(_SOURCES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-def render(name: str, **context: Any) -> str:
-    return environment().get_template(name).render(**context)
-
-
-def _compile_all() -> None:
-    """Every template compiled once, when this module is imported: an isolate's first request
-    imports the pages, and no request after it compiles a template again."""
-    for name in _SOURCES:
-        environment().get_template(name)
-
-
-_compile_all()

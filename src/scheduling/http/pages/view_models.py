@@ -38,6 +38,8 @@ class Moment:
 
 @dataclass(frozen=True)
 class AttemptLine:
+    """One attempt of a schedule, as its card lists it."""
+
     number: int
     started_label: str
     finished_at: int | None
@@ -57,6 +59,8 @@ class RetryOffer:
 
 @dataclass(frozen=True)
 class ScheduleCard:
+    """One schedule, as the pages show it."""
+
     id: str
     content_id: str
     kind: str
@@ -129,6 +133,8 @@ class CardPage:
 
 @dataclass(frozen=True)
 class Pager:
+    """Where a page of a listing stands, and links to the others."""
+
     page_number: int
     last_page: int
     total: int

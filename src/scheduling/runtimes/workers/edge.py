@@ -1,9 +1,7 @@
 """A request at the Worker's edge: converted for the HTTP app, answered by it, converted back.
 
-Only `fetch()` needs this, and with it the route table, the handlers, the pages and jinja2:
-the entry imports it on an isolate's first request, so the cron and alarm invocations never
-load it and the memory snapshot holds only what every invocation needs (see the README's
-Benchmarks for what each costs)."""
+The entry's top level imports it with the route table, the handlers, the pages and jinja2,
+so they are in the memory snapshot and an isolate's first request imports nothing."""
 
 from __future__ import annotations
 

@@ -1,23 +1,23 @@
 """What one isolate keeps between invocations, and the events workerd hands it.
 
 The Services for the env (built again when the vars or bindings change) serve every
-invocation. The HTTP app is built, and `edge.py` with the routes, handlers, pages and
-jinja2 imported, by the isolate's first request: the cron and alarm invocations never load
-them, so the memory snapshot taken after the entry's top level holds only the runner's path.
+invocation, and the HTTP app built on them every request. Everything is imported here, at
+the entry's top level: the routes, handlers, pages, jinja2 and the compiled templates land
+in the memory snapshot with the runner, so an isolate's first page costs about what a later
+one does (the README's Benchmarks: the top level against Cloudflare's FastAPI example).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from scheduling.app import App
 from scheduling.runner.alarm import alarm
 from scheduling.runner.tick import tick
 from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
+from scheduling.runtimes.workers.edge import build_app, to_core_request, to_workers_response
 from scheduling.services import Services
-
-if TYPE_CHECKING:
-    from scheduling.app import App
 
 Fingerprint = tuple[tuple[str, str], ...]
 
@@ -38,15 +38,11 @@ def app_for(env: Any) -> App:
     services = services_for(env)
     key = env_fingerprint(env)
     if key not in _apps:
-        from scheduling.runtimes.workers.edge import build_app  # the isolate's first request
-
         _apps[key] = build_app(services)
     return _apps[key]
 
 
 async def fetch(env: Any, request: Any) -> Any:
-    from scheduling.runtimes.workers.edge import to_core_request, to_workers_response
-
     response = await app_for(env).handle(await to_core_request(request))
     return to_workers_response(response)
 
