@@ -66,16 +66,10 @@ MODULES: dict[str, Target] = {
     "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
     "domain/outcomes.py": Target(("tests/test_plugin_contract.py", "tests/test_docs.py")),
     "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
-    # The runner's one engine (its batch loop: issue 28 replaced drain.py with it), and its
-    # schedule sends (the claim/send/settle unit that replaced batch.py).
-    "runner/engine.py": Target(
-        (
-            "tests/test_runner.py",
-            "tests/test_runner_drain.py",
-            "tests/test_schedule_clock.py",
-            "tests/test_notifications.py",
-        )
-    ),
+    # The runner's one engine (issue 28), and its two kinds of work: each mapped first to its
+    # unit suite on known inputs (issue 40: a mutant costs milliseconds there), then to a
+    # suite of whole invocations as the integration net.
+    "runner/engine.py": Target(("tests/test_engine_units.py",)),
     "runner/send_work.py": Target(("tests/test_runner.py", "tests/test_runner_limits.py")),
 }
 
