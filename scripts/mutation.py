@@ -70,7 +70,7 @@ MODULES: dict[str, Target] = {
     # unit suite on known inputs (issue 40: a mutant costs milliseconds there), then to a
     # suite of whole invocations as the integration net.
     "runner/engine.py": Target(("tests/test_engine_units.py",)),
-    "runner/send_work.py": Target(("tests/test_runner.py", "tests/test_runner_limits.py")),
+    "runner/send_work.py": Target(("tests/test_send_work_units.py",)),
 }
 
 # mutmut's statuses, as this table counts them.

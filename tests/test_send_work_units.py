@@ -1,0 +1,556 @@
+"""The engine's schedule sends on known inputs: rows written straight into an in-memory D1
+(the CPython SQLite one, every migration applied), a Dee Wan whose answers the test chooses
+and a clock the test moves, driven through `SendWork` on one `Engine`. Each decision at its
+edge: the lateness cap on its millisecond before the claim and as the request leaves, the
+attempts cap at its last attempt, a token that does not open, a claim lost between the read
+and the claim, a lease lost before the settle, a settle D1 refuses, a send fetch refuses, the
+per-installation cap, and what the report counts of each.
+
+The mutation map points `runner/send_work.py` here first (issue 40)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from scheduling.domain.claims import DueRow
+from scheduling.domain.installation_token import seal_token
+from scheduling.limits import batch_cost
+from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
+from scheduling.repository.leases import Leases
+from scheduling.repository.outbox import Outbox
+from scheduling.repository.round_trips import RoundTrips
+from scheduling.runner.budget import Budget
+from scheduling.runner.engine import Engine
+from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import Claimed, DueRows, SendWork, Settled
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import FakeClock, base_env, make_app, memory_db
+from tests.support.world import insert_due
+
+DUE = 1_780_000_000_000
+LATENESS = 900_000  # MAX_LATENESS_MS's default
+BASE = "https://core.example"
+JSON = {"content-type": "application/json"}
+
+
+def applied() -> OutboundResponse:
+    return OutboundResponse(200, JSON, json.dumps({"code": "transition_applied"}).encode())
+
+
+def refused() -> OutboundResponse:
+    return OutboundResponse(409, JSON, json.dumps({"code": "workflow_conflict"}).encode())
+
+
+def unavailable() -> OutboundResponse:
+    return OutboundResponse(503, JSON, b"{}")
+
+
+@dataclass
+class DeeWan:
+    """Answers by content id (applied unless told), each `step` ms after it was asked;
+    `refuse`: content ids whose request the platform refuses unmade (fetch's limit)."""
+
+    clock: FakeClock
+    answers: dict[str, OutboundResponse] = field(default_factory=dict)
+    refuse: set[str] = field(default_factory=set)
+    step: int = 0
+    asked: list[OutboundRequest] = field(default_factory=list)
+    during: Any = None  # called with the request, as it is asked (another runner's move)
+
+    async def send(self, request: OutboundRequest) -> OutboundResponse:
+        content = json.loads(request.body or b"{}")["content_id"]
+        if content in self.refuse:
+            raise LimitReached("subrequests")
+        self.asked.append(request)
+        if self.during is not None:
+            await self.during(request)
+        self.clock.now += self.step
+        return self.answers.get(content, applied())
+
+
+@dataclass
+class Store:
+    db: SqliteDatabase
+    clock: FakeClock
+    dee: DeeWan
+    env: dict[str, str]
+
+    def engine(self, **budget: int) -> Engine:
+        services = make_app(self.db, self.clock, http=self.dee, env=base_env(**self.env)).services
+        self.services = services
+        trips = RoundTrips(self.db)
+        figures = {"ms": 60_000, "queries": 1_000, "sends": 1_000, **budget}
+        return Engine(
+            services,
+            trips,
+            TickReport(),
+            self.clock.now_ms,
+            now=self.clock.now,
+            budget=Budget(**figures),
+        )
+
+    async def rows(self, *contents: str, installation: str = "ins_1", due_at: int = DUE) -> None:
+        for content in contents:
+            await insert_due(self.db, installation, content, due_at)
+
+    async def row(self, content: str) -> dict[str, Any]:
+        result = (
+            await self.db.prepare("SELECT * FROM schedules WHERE id = ?")
+            .bind(f"sch_{content}")
+            .all()
+        )
+        return dict(result.results[0])
+
+    async def run(
+        self,
+        engine: Engine,
+        *,
+        cap: int | None = None,
+        last_sent_later: bool = False,
+        source: Any = None,
+    ) -> SendWork:
+        leases = Leases(engine.trips, Outbox(engine.trips))
+        work = SendWork(
+            engine, leases, source or DueRows(leases), cap=cap, last_sent_later=last_sent_later
+        )
+        await engine.run(work)
+        return work
+
+
+async def store(*installations: str, **env: str) -> Store:
+    db = memory_db()
+    clock = FakeClock(DUE)
+    s = Store(db, clock, DeeWan(clock), env)
+    services = make_app(db, clock, env=base_env(**env)).services
+    for installation in installations or ("ins_1",):
+        sealed = await seal_token(services.crypto, installation, f"dwi_{installation}")
+        await (
+            db.prepare(
+                "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+                " token_rotated_at) VALUES (?, 'site_1', ?, ?, 0, 0)"
+            )
+            .bind(installation, BASE, sealed)
+            .run()
+        )
+    return s
+
+
+def counts(report: TickReport, *names: str) -> dict[str, int]:
+    return {name: getattr(report, name) for name in names}
+
+
+# -- a batch through: claim, send, settle ---------------------------------------------------
+
+
+async def test_a_due_row_is_claimed_sent_and_completed() -> None:
+    s = await store()
+    await s.rows("c1")
+    s.dee.step = 40
+    engine = s.engine()
+    work = await s.run(engine)
+    row = await s.row("c1")
+    assert (row["status"], row["result_code"], row["attempt_count"]) == (
+        "completed",
+        "transition_applied",
+        1,
+    )
+    [request] = s.dee.asked
+    assert request.headers["authorization"] == "Bearer dwi_ins_1"
+    assert request.url == f"{BASE}/api/plugins/v1/transitions"
+    report = engine.report
+    assert counts(report, "batches", "due", "claimed", "sends", "completed", "lost_claim") == {
+        "batches": 1,
+        "due": 1,
+        "claimed": 1,
+        "sends": 1,
+        "completed": 1,
+        "lost_claim": 0,
+    }
+    assert report.lateness_max_ms == 0
+    assert work.cost() == batch_cost(20, capped=False)
+    assert work.batch_size == 20
+    attempt = await s.db.prepare("SELECT * FROM schedule_attempts").all()
+    [a] = attempt.results
+    assert (a["started_at"], a["finished_at"], a["http_status"]) == (DUE, DUE + 40, 200)
+
+
+async def test_nothing_due_claims_nothing() -> None:
+    s = await store()
+    await s.rows("c1", due_at=DUE + 1)
+    engine = s.engine()
+    await s.run(engine)
+    assert counts(engine.report, "batches", "due", "claimed") == {
+        "batches": 0,
+        "due": 0,
+        "claimed": 0,
+    }
+    assert s.dee.asked == []
+
+
+async def test_a_refusal_is_counted_by_its_code() -> None:
+    s = await store()
+    await s.rows("c1", "c2")
+    s.dee.answers["c1"] = refused()
+    engine = s.engine()
+    await s.run(engine)
+    assert (await s.row("c1"))["status"] == "refused"
+    assert engine.report.refusals() == {"workflow_conflict": 1}
+    assert counts(engine.report, "refused", "completed") == {"refused": 1, "completed": 1}
+
+
+async def test_a_retry_is_planned_from_when_the_answer_came() -> None:
+    s = await store()
+    await s.rows("c1")
+    s.dee.answers["c1"] = unavailable()
+    s.dee.step = 1_234
+    engine = s.engine()
+    await s.run(engine)
+    row = await s.row("c1")
+    assert row["status"] == "retrying"
+    assert row["result_code"] == "server_error"
+    # Backoff from the answer's time (DUE + 1234), never from the request's.
+    assert DUE + 1_234 + 1_000 <= row["next_attempt_at"] <= DUE + 1_234 + 60_000
+    assert engine.report.retrying == 1
+    assert engine.report.refusals() == {}
+
+
+async def test_batches_of_max_rows_per_tick() -> None:
+    s = await store(MAX_ROWS_PER_TICK="2")
+    await s.rows("c1", "c2", "c3")
+    engine = s.engine()
+    await s.run(engine)
+    assert counts(engine.report, "batches", "due", "claimed", "completed") == {
+        "batches": 2,
+        "due": 3,
+        "claimed": 3,
+        "completed": 3,
+    }
+
+
+# -- the caps, before the claim and as the request leaves ----------------------------------
+
+
+async def test_the_lateness_cap_on_its_millisecond_before_the_claim() -> None:
+    s = await store()
+    await s.rows("on_time", due_at=DUE - LATENESS)
+    await s.rows("late", due_at=DUE - LATENESS - 1)
+    engine = s.engine()
+    await s.run(engine)
+    assert (await s.row("on_time"))["status"] == "completed"
+    late = await s.row("late")
+    assert (late["status"], late["result_code"], late["ended_by"]) == (
+        "refused",
+        "retry_exhausted",
+        "lateness",
+    )
+    assert engine.report.refused_unsent == 1
+    assert engine.report.refusals() == {"retry_exhausted": 1}
+    assert [json.loads(r.body or b"")["content_id"] for r in s.dee.asked] == ["on_time"]
+
+
+async def test_the_attempts_cap_at_its_last_attempt() -> None:
+    s = await store(MAX_ATTEMPTS="3")
+    await s.rows("last", "over")
+    await s.db.prepare(
+        "UPDATE schedules SET attempt_count = CASE id WHEN 'sch_last' THEN 2 ELSE 3 END,"
+        " status = 'retrying'"
+    ).run()
+    s.dee.answers["last"] = unavailable()
+    engine = s.engine()
+    await s.run(engine)
+    last, over = await s.row("last"), await s.row("over")
+    assert (last["status"], last["attempt_count"], last["ended_by"]) == ("refused", 3, "attempts")
+    assert (over["status"], over["attempt_count"], over["ended_by"]) == ("refused", 3, "attempts")
+    assert engine.report.refused_unsent == 1
+    assert len(s.dee.asked) == 1
+
+
+async def test_claimed_on_time_but_past_the_cap_when_its_slot_comes() -> None:
+    s = await store(SEND_CONCURRENCY="1", LEASE_MS="300000")
+    await s.rows("first", due_at=DUE - LATENESS + 100)
+    await s.rows("second", due_at=DUE - LATENESS + 100)
+    s.dee.step = 100  # the first answers as the second reaches its cap: still sent
+    engine = s.engine()
+    await s.run(engine)
+    assert (await s.row("second"))["status"] == "completed"
+    s2 = await store(SEND_CONCURRENCY="1", LEASE_MS="300000")
+    await s2.rows("first", due_at=DUE - LATENESS + 100)
+    await s2.rows("second", due_at=DUE - LATENESS + 100)
+    s2.dee.step = 101  # one millisecond more: past it, never sent
+    engine = s2.engine()
+    await s2.run(engine)
+    second = await s2.row("second")
+    assert (second["status"], second["result_code"], second["ended_by"]) == (
+        "refused",
+        "retry_exhausted",
+        "lateness",
+    )
+    assert second["attempt_count"] == 0  # its attempt given back: nothing was sent
+    assert engine.report.refused_unsent_late == 1
+    assert engine.report.refusals() == {"retry_exhausted": 1}
+    assert len(s2.dee.asked) == 1
+
+
+async def test_a_token_that_does_not_open_refuses_its_installations_rows_unsent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    s = await store("ins_1", "ins_2")
+    await s.rows("c1", installation="ins_1")
+    await s.rows("c2", "c3", installation="ins_2")
+    await s.db.prepare("UPDATE installations SET token_sealed = 'garbage' WHERE id = 'ins_2'").run()
+    engine = s.engine()
+    with caplog.at_level(logging.WARNING):
+        work = await s.run(engine)
+    c2 = await s.row("c2")
+    assert (c2["status"], c2["result_code"]) == ("refused", "token_unreadable")
+    assert engine.report.refusals() == {"token_unreadable": 2}
+    assert engine.report.refused_unsent == 2
+    assert (await s.row("c1"))["status"] == "completed"
+    assert work._tokens == {"ins_1": "dwi_ins_1", "ins_2": None}
+
+
+async def test_each_installations_token_is_opened_once() -> None:
+    s = await store()
+    await s.rows("c1", "c2", "c3")
+    engine = s.engine()
+    opened: list[str] = []
+    crypto = engine.services.crypto
+    real = crypto.open
+
+    async def counting(sealed: str, context: str) -> str:
+        opened.append(sealed)
+        return await real(sealed, context)
+
+    crypto.open = counting  # type: ignore[method-assign]
+    await s.run(engine)
+    assert len(opened) == 1
+
+
+# -- claims and leases lost to another runner ----------------------------------------------
+
+
+class Racing(DueRows):
+    """Another runner changes `taken` between our read and our claim."""
+
+    def __init__(self, leases: Leases, db: SqliteDatabase, taken: Sequence[str]) -> None:
+        super().__init__(leases)
+        self.db = db
+        self.taken = taken
+        self.heard: list[Claimed] = []
+
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+        rows = await super().next(now, limit, work)
+        for content in self.taken:
+            await (
+                self.db.prepare(
+                    "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+                    " lease_token = 'theirs', lease_until = ?, attempt_count = attempt_count + 1"
+                    " WHERE id = ?"
+                )
+                .bind(now + 60_000, f"sch_{content}")
+                .run()
+            )
+        self.taken = []
+        return rows
+
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        self.heard.append(claimed)
+
+
+async def test_a_claim_lost_between_the_read_and_the_claim() -> None:
+    s = await store()
+    await s.rows("c1", "c2")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    source = Racing(leases, s.db, ["c1"])
+    await s.run(engine, source=source)
+    assert engine.report.lost_claim == 1
+    assert engine.report.claimed == 1
+    assert [len(c.won) for c in source.heard] == [1]
+    assert (await s.row("c1"))["lease_token"] == "theirs"
+
+
+async def test_every_claim_lost_ends_the_work() -> None:
+    s = await store()
+    await s.rows("c1", "c2")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    source = Racing(leases, s.db, ["c1", "c2"])
+    await s.run(engine, source=source)
+    assert engine.report.lost_claim == 2
+    assert engine.claims == 1  # nothing won: the rest is left to the other runner
+    assert s.dee.asked == []
+
+
+async def test_a_lease_lost_before_the_settle(caplog: pytest.LogCaptureFixture) -> None:
+    s = await store()
+    await s.rows("c1", "c2")
+    s.dee.answers["c1"] = refused()
+    s.dee.answers["c2"] = refused()
+
+    async def reclaim(request: OutboundRequest) -> None:
+        if json.loads(request.body or b"")["content_id"] == "c1":
+            await s.db.prepare(
+                "UPDATE schedules SET lease_token = 'theirs' WHERE id = 'sch_c1'"
+            ).run()
+
+    s.dee.during = reclaim
+    engine = s.engine()
+    with caplog.at_level(logging.WARNING, logger="scheduling"):
+        await s.run(engine)
+    assert engine.report.lost_lease == 1
+    # Only the settle that applied counts its refusal.
+    assert engine.report.refusals() == {"workflow_conflict": 1}
+    assert (await s.row("c1"))["status"] == "running"
+    assert "schedule sch_c1: lease lost before settle; left to its new runner" in [
+        r.getMessage() for r in caplog.records
+    ]
+
+
+# -- platform limits -----------------------------------------------------------------------
+
+
+async def test_a_send_fetch_refuses_is_handed_back_unsent() -> None:
+    s = await store(SEND_CONCURRENCY="1", LEASE_MS="300000")
+    await s.rows("c1", "c2", "c3")
+    s.dee.refuse = {"c2"}
+    engine = s.engine()
+    await s.run(engine)
+    assert counts(engine.report, "sends", "completed", "handed_back", "platform_limit") == {
+        "sends": 1,
+        "completed": 1,
+        "handed_back": 2,
+        "platform_limit": 1,
+    }
+    assert engine.report.lateness_max_ms == 0
+    c2, c3 = await s.row("c2"), await s.row("c3")
+    assert (c2["status"], c2["attempt_count"], c2["next_attempt_at"]) == ("pending", 0, DUE)
+    assert (c3["status"], c3["attempt_count"]) == ("pending", 0)
+
+
+async def test_a_retry_handed_back_stays_retrying() -> None:
+    s = await store()
+    await s.rows("c1")
+    await s.db.prepare(
+        "UPDATE schedules SET status = 'retrying', attempt_count = 1, result_code = 'timeout'"
+    ).run()
+    s.dee.refuse = {"c1"}
+    engine = s.engine()
+    await s.run(engine)
+    row = await s.row("c1")
+    assert (row["status"], row["attempt_count"], row["result_code"]) == ("retrying", 1, "timeout")
+
+
+class RefusingSettle(DueRows):
+    def __init__(self, leases: Leases) -> None:
+        super().__init__(leases)
+        self.heard: list[Settled] = []
+
+    def settled(self, settled: Settled) -> None:
+        self.heard.append(settled)
+
+
+async def test_a_settle_refused_by_d1s_limit_leaves_the_claims_to_their_lease(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    s = await store()
+    await s.rows("c1", "c2")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+
+    async def refuse(*args: Any, **kwargs: Any) -> list[str]:
+        raise LimitReached("d1")
+
+    leases.settle = refuse  # type: ignore[method-assign]
+    source = RefusingSettle(leases)
+    work = SendWork(engine, leases, source)
+    with caplog.at_level(logging.WARNING, logger="scheduling"):
+        await engine.run(work)
+    assert engine.report.unsettled == 2
+    assert engine.limit is not None
+    assert engine.limit.kind == "d1"
+    [heard] = source.heard
+    assert (len(heard.claims), heard.lost_lease, heard.written) == (2, [], False)
+    assert (await s.row("c1"))["status"] == "running"
+    assert (
+        "2 claims could not be settled (D1 refused): their lease runs out and they are claimed"
+        " again, with the same idempotency key"
+    ) in [r.getMessage() for r in caplog.records]
+
+
+async def test_the_source_hears_each_written_settle() -> None:
+    s = await store()
+    await s.rows("c1")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    source = RefusingSettle(leases)
+    await engine.run(SendWork(engine, leases, source))
+    [heard] = source.heard
+    assert (len(heard.claims), heard.lost_lease, heard.written) == (1, [], True)
+
+
+# -- a capped claim and the latest send ----------------------------------------------------
+
+
+async def test_a_capped_claim_holds_back_what_the_cap_has_no_room_for() -> None:
+    s = await store()
+    await s.rows("c1", "c2", "c3")
+    await (
+        s.db.prepare(
+            "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+            " lease_token = 'theirs', lease_until = ? WHERE id = 'sch_c1'"
+        )
+        .bind(DUE + 60_000)
+        .run()
+    )
+    await s.db.prepare("UPDATE schedules SET due_at = due_at - 1 WHERE id = 'sch_c3'").run()
+    engine = s.engine()
+    work = await s.run(engine, cap=2)
+    assert work.cost() == batch_cost(20, capped=True)
+    # c3 (due first) is won beside their one claim, c2 held back; once c3 settled, c2 is won.
+    assert counts(engine.report, "batches", "claimed", "held_back", "lost_claim") == {
+        "batches": 2,
+        "claimed": 2,
+        "held_back": 1,
+        "lost_claim": 0,
+    }
+
+
+async def test_the_latest_send_noted_later_is_each_installations_latest() -> None:
+    s = await store("ins_1", "ins_2", MAX_ROWS_PER_TICK="1", SEND_CONCURRENCY="1")
+    await s.rows("a1", "a2", installation="ins_1")
+    await s.rows("b1", installation="ins_2")
+    s.dee.step = 10  # one at a time, each 10 ms after the last
+    engine = s.engine()
+    work = await s.run(engine, last_sent_later=True)
+    assert [json.loads(r.body or b"")["content_id"] for r in s.dee.asked] == ["a1", "a2", "b1"]
+    assert work.latest == {"ins_1": DUE + 10, "ins_2": DUE + 20}
+    sent_at = await s.db.prepare("SELECT last_sent_at FROM installations").all()
+    assert {r["last_sent_at"] for r in sent_at.results} == {None}
+
+
+async def test_the_latest_send_written_with_each_settle_by_default() -> None:
+    s = await store()
+    await s.rows("c1")
+    engine = s.engine()
+    work = await s.run(engine)
+    assert work.latest == {}
+    sent_at = await s.db.prepare("SELECT last_sent_at FROM installations").all()
+    assert [r["last_sent_at"] for r in sent_at.results] == [DUE]
+
+
+async def test_due_rows_with_a_lag_leave_the_recent_ones() -> None:
+    s = await store()
+    await s.rows("old", due_at=DUE - 30_000)
+    await s.rows("recent", due_at=DUE - 29_999)
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    await engine.run(SendWork(engine, leases, DueRows(leases, lag_ms=30_000)))
+    assert (await s.row("old"))["status"] == "completed"
+    assert (await s.row("recent"))["status"] == "pending"
