@@ -71,6 +71,7 @@ MODULES: dict[str, Target] = {
     # suite of whole invocations as the integration net.
     "runner/engine.py": Target(("tests/test_engine_units.py",)),
     "runner/send_work.py": Target(("tests/test_send_work_units.py",)),
+    "runner/delivery_work.py": Target(("tests/test_delivery_work_units.py",)),
     # An installation's alarm clock (issue 35): earlier never later, a failed alarm's retry.
     "runner/alarm_clock.py": Target(("tests/test_alarm_units.py",)),
 }
