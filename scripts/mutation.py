@@ -74,6 +74,7 @@ MODULES: dict[str, Target] = {
     "runner/delivery_work.py": Target(("tests/test_delivery_work_units.py",)),
     # An installation's alarm clock (issue 35): earlier never later, a failed alarm's retry.
     "runner/alarm_clock.py": Target(("tests/test_alarm_units.py",)),
+    "runner/alarm.py": Target(("tests/test_alarm_units.py",)),
     "runner/watchdog.py": Target(("tests/test_watchdog_units.py",)),
 }
 
