@@ -10,6 +10,7 @@ The mutation map points `runner/send_work.py` here first (issue 40)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ import pytest
 
 from scheduling.domain.claims import DueRow
 from scheduling.limits import batch_cost
-from scheduling.ports import LimitReached, OutboundRequest
+from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.runner.report import TickReport
@@ -433,7 +434,9 @@ async def test_the_latest_send_written_with_each_settle_by_default() -> None:
     s = await store()
     await s.rows("c1")
     engine = s.engine()
-    work = await s.run(engine)
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    work = SendWork(engine, leases, DueRows(leases))
+    await engine.run(work)
     assert work.latest == {}
     sent_at = await s.db.prepare("SELECT last_sent_at FROM installations").all()
     assert [r["last_sent_at"] for r in sent_at.results] == [DUE]
@@ -448,3 +451,251 @@ async def test_due_rows_with_a_lag_leave_the_recent_ones() -> None:
     await engine.run(SendWork(engine, leases, DueRows(leases, lag_ms=30_000)))
     assert (await s.row("old"))["status"] == "completed"
     assert (await s.row("recent"))["status"] == "pending"
+
+
+# -- the events each end raises, for an installation whose endpoint hears of them -----------
+
+EVENTS = ("schedule.refused", "schedule.completed", "schedule.retrying")
+
+
+def said(event: dict[str, Any]) -> tuple[Any, ...]:
+    data = event["data"]
+    return (
+        event["type"],
+        event["timestamp"],
+        data["schedule_id"],
+        data["result_code"],
+        data["ended_by"],
+        data["attempts"],
+    )
+
+
+async def test_a_refusal_before_the_claim_raises_its_event() -> None:
+    s = await store()
+    await s.subscribe(*EVENTS)
+    await s.rows("late", due_at=DUE - LATENESS - 1)
+    s.clock.now += 1_000  # the claim's instant, a second on
+    await s.run(s.engine())
+    assert [said(e) for e in await s.events()] == [
+        ("schedule.refused", "2026-05-28T20:26:41Z", "sch_late", "retry_exhausted", "lateness", 0)
+    ]
+
+
+async def test_a_refusal_when_its_slot_comes_raises_its_event() -> None:
+    s = await store(SEND_CONCURRENCY="1", LEASE_MS="300000")
+    await s.subscribe(*EVENTS)
+    await s.rows("first", "second", due_at=DUE - LATENESS + 100)
+    s.dee.step = 1_500  # the second's slot comes 1.5 s on, past its cap
+    await s.run(s.engine())
+    first, second = await s.events()
+    assert said(first) == (
+        "schedule.completed",
+        "2026-05-28T20:26:41Z",
+        "sch_first",
+        "transition_applied",
+        None,
+        1,
+    )
+    assert said(second) == (
+        "schedule.refused",
+        "2026-05-28T20:26:41Z",
+        "sch_second",
+        "retry_exhausted",
+        "lateness",
+        0,
+    )
+
+
+async def test_a_sent_refusal_and_retry_raise_theirs_from_when_the_answer_came() -> None:
+    s = await store()
+    await s.subscribe(*EVENTS)
+    await s.rows("no", "later")
+    s.dee.answers["no"] = refused()
+    s.dee.answers["later"] = unavailable()
+    s.dee.step = 1_000
+    await s.run(s.engine())
+    events = {e["data"]["schedule_id"]: e for e in await s.events()}
+    assert said(events["sch_no"])[0] == "schedule.refused"
+    assert said(events["sch_no"])[3:] == ("workflow_conflict", None, 1)
+    assert events["sch_later"]["type"] == "schedule.retrying"
+    assert events["sch_later"]["data"]["next_attempt_at"] is not None
+    attempts = await s.db.prepare("SELECT code, http_status FROM schedule_attempts").all()
+    assert sorted((r["code"], r["http_status"]) for r in attempts.results) == [
+        ("server_error", 503),
+        ("workflow_conflict", 409),
+    ]
+
+
+async def test_a_retry_after_past_its_cap_ends_the_schedule() -> None:
+    s = await store(MAX_RETRY_AFTER_MS="300000")
+    await s.rows("soon", "never")
+    s.dee.answers["soon"] = OutboundResponse(429, {"retry-after": "300"}, b"{}")
+    s.dee.answers["never"] = OutboundResponse(429, {"retry-after": "301"}, b"{}")
+    await s.run(s.engine())
+    soon, never = await s.row("soon"), await s.row("never")
+    assert (soon["status"], soon["next_attempt_at"]) == ("retrying", DUE + 300_000)
+    assert (never["status"], never["ended_by"]) == ("refused", "retry_after")
+
+
+# -- what a source hears, and counts over more than one batch --------------------------------
+
+
+class Listening(DueRows):
+    """Hears every claim, and checks it is asked by the work it feeds."""
+
+    def __init__(self, leases: Leases) -> None:
+        super().__init__(leases)
+        self.heard: list[tuple[list[str], Claimed]] = []
+        self.works: list[SendWork] = []
+
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+        self.works.append(work)
+        return await super().next(now, limit, work)
+
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        self.heard.append(([row.id for row in rows], claimed))
+
+
+async def test_the_source_hears_the_rows_won_refused_and_held_back() -> None:
+    s = await store()
+    await s.rows("theirs", "late_one", "mine", "held")
+    await (
+        s.db.prepare(
+            "UPDATE schedules SET due_at = ?, next_attempt_at = ? WHERE id = 'sch_late_one'"
+        )
+        .bind(DUE - LATENESS - 1, DUE - LATENESS - 1)
+        .run()
+    )
+    await (
+        s.db.prepare(
+            "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+            " lease_token = 'theirs', lease_until = ? WHERE id = 'sch_theirs'"
+        )
+        .bind(DUE + 60_000)
+        .run()
+    )
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    source = Listening(leases)
+    work = SendWork(engine, leases, source, cap=2)
+    await engine.run(work)
+    assert source.works
+    assert all(w is work for w in source.works)
+    rows, first = source.heard[0]
+    assert sorted(rows) == ["sch_held", "sch_late_one", "sch_mine"]
+    assert first.refused == ["sch_late_one"]
+    assert len(first.won) == 1
+    assert len(first.held) == 1
+
+
+async def test_refusals_before_the_claim_add_up_over_batches() -> None:
+    s = await store(MAX_ROWS_PER_TICK="1", SEND_CONCURRENCY="1", LEASE_MS="300000")
+    await s.rows("late1", "late2", due_at=DUE - LATENESS - 1)
+    await s.rows("ok1", "ok2", "ok3")
+    engine = s.engine()
+    await s.run(engine)
+    assert engine.report.refused_unsent == 2
+    assert engine.report.completed == 3
+
+
+class TakingTheFirst(DueRows):
+    """Another runner takes the first row of every read, before our claim."""
+
+    def __init__(self, leases: Leases, db: SqliteDatabase) -> None:
+        super().__init__(leases)
+        self.db = db
+
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+        rows = await super().next(now, limit, work)
+        if rows:
+            await (
+                self.db.prepare(
+                    "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+                    " lease_token = 'theirs', lease_until = ? WHERE id = ?"
+                )
+                .bind(now + 60_000, rows[0].id)
+                .run()
+            )
+        return rows
+
+
+async def test_claims_lost_add_up_over_batches() -> None:
+    s = await store(MAX_ROWS_PER_TICK="2")
+    await s.rows("c1", "c2", "c3", "c4")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    await s.run(engine, source=TakingTheFirst(leases, s.db))
+    assert engine.report.lost_claim == 2
+    assert engine.report.claimed == 2
+
+
+async def test_refusals_at_the_slot_add_up_over_batches() -> None:
+    s = await store(MAX_ROWS_PER_TICK="2", SEND_CONCURRENCY="1", LEASE_MS="300000")
+    await s.rows("a", "b", due_at=DUE - LATENESS + 100)
+    await s.rows("c", "d", due_at=DUE - LATENESS + 250)
+    # a answers 151 ms on, past b's cap; c and d are claimed then, c answers at 302 ms,
+    # past d's.
+    s.dee.step = 151
+    engine = s.engine()
+    await s.run(engine)
+    assert engine.report.refused_unsent_late == 2
+
+
+async def test_leases_lost_add_up_over_batches() -> None:
+    s = await store(MAX_ROWS_PER_TICK="1")
+    await s.rows("c1", "c2")
+
+    async def reclaim(request: OutboundRequest) -> None:
+        content = json.loads(request.body or b"")["content_id"]
+        await (
+            s.db.prepare("UPDATE schedules SET lease_token = 'theirs' WHERE id = ?")
+            .bind(f"sch_{content}")
+            .run()
+        )
+
+    s.dee.during = reclaim
+    engine = s.engine()
+    await s.run(engine)
+    assert engine.report.lost_lease == 2
+
+
+async def test_settles_refused_add_up_over_batches() -> None:
+    s = await store(MAX_ROWS_PER_TICK="1")
+    await s.rows("c1", "c2")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+
+    async def refuse(*args: Any, **kwargs: Any) -> list[str]:
+        raise LimitReached("d1")
+
+    leases.settle = refuse  # type: ignore[method-assign]
+    gate = asyncio.Event()
+
+    async def held(request: OutboundRequest) -> None:
+        await gate.wait()
+
+    s.dee.during = held
+    running = asyncio.create_task(engine.run(SendWork(engine, leases, DueRows(leases))))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    gate.set()
+    await running
+    assert engine.report.unsettled == 2
+
+
+async def test_an_earlier_send_settled_later_keeps_the_latest() -> None:
+    s = await store(MAX_ROWS_PER_TICK="1")
+    await s.rows("a1", "a2")
+    gate = asyncio.Event()
+
+    async def slow_first(request: OutboundRequest) -> None:
+        if json.loads(request.body or b"")["content_id"] == "a1":
+            s.clock.now += 10  # a2 is claimed and sent 10 ms later
+            await gate.wait()
+        else:
+            gate.set()
+
+    s.dee.during = slow_first
+    engine = s.engine()
+    work = await s.run(engine, last_sent_later=True)
+    assert work.latest == {"ins_1": DUE + 10}

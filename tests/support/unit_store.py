@@ -92,6 +92,34 @@ class Store:
         for content in contents:
             await insert_due(self.db, installation, content, due_at)
 
+    async def subscribe(self, *events: str, installation: str = "ins_1") -> None:
+        """A webhook endpoint of `installation` hearing of `events` (schedule.refused…)."""
+        endpoint = f"end_{installation}"
+        await (
+            self.db.prepare(
+                "INSERT INTO notification_endpoints (id, installation_id, url, secret_sealed,"
+                " created_at, secret_rotated_at)"
+                " VALUES (?, ?, 'https://hooks.example/in', 's', 0, 0)"
+            )
+            .bind(endpoint, installation)
+            .run()
+        )
+        for event in events:
+            await (
+                self.db.prepare(
+                    "INSERT INTO notification_subscriptions (endpoint_id, event_type) VALUES (?, ?)"
+                )
+                .bind(endpoint, event)
+                .run()
+            )
+
+    async def events(self) -> list[dict[str, Any]]:
+        """The outbox's events, oldest first: each body's type, timestamp and data."""
+        result = await self.db.prepare(
+            "SELECT payload FROM webhook_deliveries ORDER BY created_at, schedule_id"
+        ).all()
+        return [json.loads(row["payload"]) for row in result.results]
+
     async def row(self, content: str) -> dict[str, Any]:
         result = (
             await self.db.prepare("SELECT * FROM schedules WHERE id = ?")
