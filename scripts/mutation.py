@@ -66,9 +66,10 @@ MODULES: dict[str, Target] = {
     "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
     "domain/outcomes.py": Target(("tests/test_plugin_contract.py", "tests/test_docs.py")),
     "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
-    # The runner's one engine (issue 28), and its two kinds of work: each mapped first to its
-    # unit suite on known inputs (issue 40: a mutant costs milliseconds there), then to a
-    # suite of whole invocations as the integration net.
+    # The runner (issue 40): each module mapped to its unit suite on known inputs, where a
+    # mutant costs milliseconds. The end-to-end suites (test_runner, test_schedule_clock,
+    # test_notifications…) stay the integration net in `bash scripts/test`, not here: each
+    # survivor would run them all, seconds a mutant, and the fresh pass again.
     "runner/engine.py": Target(("tests/test_engine_units.py",)),
     "runner/send_work.py": Target(("tests/test_send_work_units.py",)),
     "runner/delivery_work.py": Target(("tests/test_delivery_work_units.py",)),
