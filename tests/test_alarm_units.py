@@ -7,17 +7,20 @@ The mutation map points `runner/alarm_clock.py` here first (issue 40)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from scheduling.domain.wake_ups import HELD_BACK_RETRY_MS
 from scheduling.limits import batch_cost
 from scheduling.ports import Database, LimitReached, Result, Statement
-from scheduling.runner.alarm import Alarm, alarm, run_alarm
+from scheduling.runner.alarm import Alarm, InstallationRows, alarm, run_alarm
 from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runner.report import TickReport
+from scheduling.runner.send_work import Claimed, Settled
 from tests.support.app import FakeClock, LoopClock
 from tests.support.unit_store import DUE, Store, store
 
@@ -312,3 +315,109 @@ async def test_run_alarm_answers_the_next_wake_up() -> None:
     await s.rows("c1", due_at=DUE + 60_000)
     assert await run_alarm(s.services(), "ins_1", None) == DUE + 60_000 - LEAD
     assert await alarm(s.services(), "ins_1", None) == DUE + 60_000 - LEAD
+
+
+# -- an alarm's source: its installation's rows, within the cap ------------------------------
+
+
+class Rows:
+    """An installation's due rows as `Leases.due_for` reads them (ids only matter here)."""
+
+    def __init__(self, count: int) -> None:
+        self.rows = [f"r{n}" for n in range(count)]
+        self.reads: list[tuple[str, int, int]] = []
+
+    async def due_for(self, installation_id: str, now: int, limit: int) -> list[str]:
+        self.reads.append((installation_id, now, limit))
+        return self.rows[:limit]
+
+
+class Work:
+    """What the source asks of the work it feeds: the engine's unsettled batches, the clock."""
+
+    def __init__(self, now: int) -> None:
+        self.now = now
+        self.batches: list[asyncio.Future[None]] = []
+        self.engine = self
+
+    def unsettled(self) -> list[asyncio.Future[None]]:
+        return [b for b in self.batches if not b.done()]
+
+    def clock(self) -> int:
+        return self.now
+
+
+def fake_work(now: int) -> Any:
+    return Work(now)
+
+
+def source(rows: Rows, cap: int = 6, pause: bool = False) -> InstallationRows:
+    return InstallationRows(rows, "ins_1", cap, lambda: pause)  # type: ignore[arg-type]
+
+
+def claimed(won: int, refused: int = 0, held: int = 0) -> Claimed:
+    return Claimed([object()] * won, ["x"] * refused, ["h"] * held)  # type: ignore[list-item]
+
+
+async def test_it_reads_a_hundred_at_once_and_hands_out_a_caps_worth() -> None:
+    rows, work = Rows(150), fake_work(NOW)
+    s = source(rows, cap=6)
+    assert await s.next(NOW, 20, work) == ["r0", "r1", "r2", "r3", "r4", "r5"]  # type: ignore[comparison-overlap]
+    assert rows.reads == [("ins_1", NOW, 100)]
+    s.claimed([], claimed(won=2, refused=4))
+    assert (s.live, s.taken, s.held) == (2, 6, False)
+    assert await s.next(NOW, 3, work) == ["r6", "r7", "r8"]  # type: ignore[comparison-overlap]
+    assert len(rows.reads) == 1  # claimed as read while every claim wins
+    s.settled(Settled([object()] * 2, [], written=True))  # type: ignore[list-item]
+    assert s.live == 0
+
+
+async def test_with_the_cap_full_it_waits_for_one_of_its_batches_then_reads_on() -> None:
+    rows, work = Rows(10), fake_work(NOW)
+    s = source(rows, cap=2)
+    await s.next(NOW, 20, work)
+    s.claimed([], claimed(won=2))
+    batch = asyncio.get_running_loop().create_future()
+    work.batches = [batch]
+    waiting = asyncio.ensure_future(s.next(NOW, 20, work))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    s.settled(Settled([object()], [], written=True))  # type: ignore[list-item]
+    work.now = NOW + 70
+    batch.set_result(None)
+    assert await waiting == ["r2"]  # type: ignore[comparison-overlap]
+    assert not s.blocked
+
+
+async def test_held_back_it_reads_again_once_a_batch_of_its_settles() -> None:
+    rows, work = Rows(10), fake_work(NOW)
+    s = source(rows, cap=3)
+    await s.next(NOW, 20, work)
+    s.claimed([], claimed(won=1, held=2))
+    assert (s.held, s.ahead, s.taken) == (True, [], 1)
+    batch = asyncio.get_running_loop().create_future()
+    work.batches = [batch]
+    waiting = asyncio.ensure_future(s.next(NOW, 20, work))
+    await asyncio.sleep(0)
+    work.now = NOW + 40
+    batch.set_result(None)
+    assert await waiting == ["r0", "r1"]  # type: ignore[comparison-overlap]
+    assert rows.reads[-1] == ("ins_1", NOW + 40, 100)
+    assert s.held is False
+
+
+async def test_held_back_with_none_of_its_own_in_flight_it_is_blocked() -> None:
+    rows, work = Rows(10), fake_work(NOW)
+    s = source(rows, cap=3)
+    await s.next(NOW, 20, work)
+    s.claimed([], claimed(won=0, held=3))
+    assert await s.next(NOW, 20, work) == []
+    assert s.blocked
+
+
+async def test_a_pause_hands_out_nothing() -> None:
+    rows, work = Rows(10), fake_work(NOW)
+    s = source(rows, pause=True)
+    assert await s.next(NOW, 20, work) == []
+    assert rows.reads == []
+    assert not s.blocked
