@@ -22,7 +22,7 @@ from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runner.report import TickReport
 from scheduling.runner.send_work import Claimed, Settled
 from tests.support.app import FakeClock, LoopClock
-from tests.support.unit_store import DUE, Store, store
+from tests.support.unit_store import DUE, Store, refused, store
 
 LEAD = 1_500  # CLOCK_LEAD_MS's default
 
@@ -288,6 +288,35 @@ async def test_a_limit_noting_the_latest_send_keeps_what_was_sent() -> None:
     assert (await s.row("c1"))["status"] == "completed"
     assert alarm.next_wake == DUE
     assert alarm.engine.limit is not None
+
+
+async def test_refusals_are_told_after_two_seconds_of_sends_and_the_sends_go_on() -> None:
+    s = await store(MAX_IN_FLIGHT_PER_INSTALLATION="1")
+    await s.subscribe("schedule.refused")
+    await s.rows("c1", "c2", "c3", "c4", due_at=DUE)
+    for content in ("c1", "c2", "c3", "c4"):
+        s.dee.answers[content] = refused()
+    s.dee.step = 1_000  # two sends, then exactly TELL_AFTER_MS
+    next_wake, _ = await ring(s)
+    assert s.dee.order == ["c1", "c2", "hook", "hook", "c3", "c4", "hook", "hook"]
+    assert next_wake is None
+
+
+async def test_refusals_before_a_claim_are_told_in_the_same_alarm() -> None:
+    s = await store()
+    await s.subscribe("schedule.refused")
+    await s.rows("late", due_at=DUE - 900_001)
+    next_wake, report = await ring(s)
+    assert (report.refused_unsent, len(s.dee.hooks)) == (1, 1)
+    assert next_wake is None
+
+
+async def test_nothing_to_tell_sends_no_event() -> None:
+    s = await store()
+    await s.subscribe("schedule.refused")
+    await s.rows("c1", due_at=DUE)
+    await ring(s)
+    assert s.dee.order == ["c1"]
 
 
 async def test_an_alarm_that_fails_says_so_and_raises(caplog: pytest.LogCaptureFixture) -> None:

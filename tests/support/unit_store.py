@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.domain.installation_token import seal_token
+from scheduling.domain.webhook_signing import seal_secret
 from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
@@ -51,10 +52,17 @@ class DeeWan:
     refuse: set[str] = field(default_factory=set)
     step: int = 0
     asked: list[OutboundRequest] = field(default_factory=list)
+    hooks: list[OutboundRequest] = field(default_factory=list)  # to webhook endpoints
+    order: list[str] = field(default_factory=list)  # content ids sent to, and "hook"s
     during: Any = None  # called with the request, as it is asked (another runner's move)
 
     async def send(self, request: OutboundRequest) -> OutboundResponse:
+        if not request.url.startswith(BASE):  # a webhook endpoint's: it takes every event
+            self.hooks.append(request)
+            self.order.append("hook")
+            return OutboundResponse(204, {}, b"")
         content = json.loads(request.body or b"{}")["content_id"]
+        self.order.append(content)
         if content in self.refuse:
             raise LimitReached("subrequests")
         self.asked.append(request)
@@ -95,13 +103,15 @@ class Store:
     async def subscribe(self, *events: str, installation: str = "ins_1") -> None:
         """A webhook endpoint of `installation` hearing of `events` (schedule.refused…)."""
         endpoint = f"end_{installation}"
+        crypto = self.services().crypto
+        sealed = await seal_secret(crypto, installation, endpoint, "whsec_" + "a2tr" * 10 + "a2s=")
         await (
             self.db.prepare(
                 "INSERT INTO notification_endpoints (id, installation_id, url, secret_sealed,"
                 " created_at, secret_rotated_at)"
-                " VALUES (?, ?, 'https://hooks.example/in', 's', 0, 0)"
+                " VALUES (?, ?, 'https://hooks.example/in', ?, 0, 0)"
             )
-            .bind(endpoint, installation)
+            .bind(endpoint, installation, sealed)
             .run()
         )
         for event in events:
