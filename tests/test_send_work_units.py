@@ -699,3 +699,31 @@ async def test_an_earlier_send_settled_later_keeps_the_latest() -> None:
     engine = s.engine()
     work = await s.run(engine, last_sent_later=True)
     assert work.latest == {"ins_1": DUE + 10}
+
+
+async def test_a_capped_claim_writes_the_events_of_its_refusals() -> None:
+    s = await store()
+    await s.subscribe(*EVENTS)
+    await s.rows("late", due_at=DUE - LATENESS - 1)
+    await s.run(s.engine(), cap=2)
+    assert [said(e)[2:4] for e in await s.events()] == [("sch_late", "retry_exhausted")]
+
+
+class Apart(TakingTheFirst):
+    """A capped source that tells the rows the cap held back apart from those another runner
+    took (`apart`), or one that does not."""
+
+    def __init__(self, leases: Leases, db: SqliteDatabase, apart: bool) -> None:
+        super().__init__(leases, db)
+        self.apart = apart
+
+
+@pytest.mark.parametrize(("apart", "lost", "held"), [(True, 1, 0), (False, 0, 1)])
+async def test_a_row_another_runner_took_under_a_cap(apart: bool, lost: int, held: int) -> None:
+    s = await store(MAX_ROWS_PER_TICK="2")
+    await s.rows("c1", "c2")
+    engine = s.engine()
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    await s.run(engine, cap=6, source=Apart(leases, s.db, apart))
+    assert (engine.report.lost_claim, engine.report.held_back) == (lost, held)
+    assert engine.report.claimed == 1
