@@ -8,6 +8,7 @@ The mutation map points `runner/alarm_clock.py` here first (issue 40)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -35,12 +36,15 @@ class Storage:
     def __init__(self, at: int | None = None) -> None:
         self.at = at
         self.sets: list[int] = []
+        self.hold: asyncio.Event | None = None  # a read that waits for it
 
     def clear(self) -> None:
         """As after its alarm rang: nothing set."""
         self.at = None
 
     async def get_alarm(self) -> int | None:
+        if self.hold is not None:
+            await self.hold.wait()
         return self.at
 
     async def set_alarm(self, at: int) -> None:
@@ -130,6 +134,32 @@ async def test_a_failed_alarm_sets_a_retry_doubling_to_a_minute_and_raises() -> 
     with pytest.raises(RuntimeError):
         await clock.ring(failing)
     assert storage.at == time.now + 2_000  # the first failure again
+
+
+async def test_a_time_told_as_the_alarm_fails_is_a_wake_up_it_needs() -> None:
+    clock, storage, _ = clock_with()
+    failing_now = asyncio.Event()
+
+    async def failing() -> int | None:
+        await failing_now.wait()
+        raise RuntimeError("D1 down")
+
+    async def turns() -> None:
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    ringing = asyncio.ensure_future(clock.ring(failing))
+    await turns()
+    storage.hold = asyncio.Event()
+    told = asyncio.ensure_future(clock.arm(NOW + 1_000))  # reading the alarm as it fails
+    await turns()
+    failing_now.set()
+    await turns()
+    storage.hold.set()
+    assert await told is True  # the failed alarm reads no next wake-up: this one is needed
+    with pytest.raises(RuntimeError):
+        await ringing
+    assert storage.at == NOW + 1_000  # earlier than the retry: kept
 
 
 async def test_a_retry_never_moves_an_earlier_alarm_later() -> None:
@@ -319,6 +349,74 @@ async def test_nothing_to_tell_sends_no_event() -> None:
     assert s.dee.order == ["c1"]
 
 
+async def test_its_log_line_names_its_installation_and_delay(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    s = await store()
+    with caplog.at_level(logging.INFO):
+        await run_alarm(s.services(), "ins_1", DUE - 700)
+        await alarm(s.services(), "ins_1", DUE - 300)
+    lines = [json.loads(r.getMessage()) for r in caplog.records if "runner_alarm" in r.getMessage()]
+    assert [(line["installation_id"], line["cron_delay_ms"]) for line in lines] == [
+        ("ins_1", 700),
+        ("ins_1", 300),
+    ]
+
+
+@pytest.mark.looptime
+async def test_each_wait_of_an_alarm_adds_to_its_waited_time() -> None:
+    s = await store()
+    s.clock = s.dee.clock = LoopClock(DUE)
+    await s.rows("c1", due_at=DUE + 1_000)
+    await s.rows("c2", due_at=DUE + 2_500)
+    next_wake, report = await ring(s)
+    assert (report.completed, report.waited_ms, next_wake) == (2, 2_500, None)
+
+
+async def test_a_row_due_when_a_budget_has_a_millisecond_left_is_sent() -> None:
+    s = await store(TICK_BUDGET_MS="1000")
+    await s.rows("c1", due_at=DUE)
+    await s.rows("c2", due_at=DUE + 999)
+    s.dee.step = 999  # c1 answers as c2 falls due, a millisecond of the budget left
+    next_wake, report = await ring(s)
+    assert (report.completed, next_wake) == (2, None)
+
+
+async def test_an_alarm_tells_only_its_own_events() -> None:
+    s = await store()
+    await s.subscribe("schedule.refused")
+    await s.db.prepare(
+        "INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,"
+        " event_type, payload, created_at, status, next_attempt_at)"
+        " VALUES ('old', 'end_ins_1', 'ins_1', 'sch_x', 'schedule.refused', '{}', 0, 'waiting', 0)"
+    ).run()
+    await s.rows("late", due_at=DUE - 900_001)
+    await ring(s)
+    # The old delivery (another invocation's, due) waits for the cron's tick.
+    assert [hook.headers["webhook-id"] for hook in s.dee.hooks] != ["old"]
+    assert len(s.dee.hooks) == 1
+
+
+async def test_a_cap_another_runner_fills_again_ends_the_pass_for_a_second() -> None:
+    s = await store(MAX_IN_FLIGHT_PER_INSTALLATION="2")
+    await s.rows("t1", "a", "b", "c", due_at=DUE)
+    take = (
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+        " lease_token = 'theirs', lease_until = ? WHERE id = ?"
+    )
+    await s.db.prepare(take).bind(DUE + 60_000, "sch_t1").run()
+
+    async def another_runner(request: Any) -> None:  # takes c while a is sent
+        await s.db.prepare(take).bind(DUE + 60_000, "sch_c").run()
+
+    s.dee.during = another_runner
+    next_wake, report = await ring(s)
+    # a won beside their t1, b held back; with none of its own in flight then, the pass ends
+    # and the alarm tries again in a second, rather than claiming b again at once.
+    assert (report.claimed, report.held_back, report.batches) == (1, 1, 1)
+    assert next_wake == DUE + HELD_BACK_RETRY_MS
+
+
 async def test_an_alarm_that_fails_says_so_and_raises(caplog: pytest.LogCaptureFixture) -> None:
     s = await store()
     services = s.services()
@@ -397,8 +495,10 @@ async def test_it_reads_a_hundred_at_once_and_hands_out_a_caps_worth() -> None:
     assert (s.live, s.taken, s.held) == (2, 6, False)
     assert await s.next(NOW, 3, work) == ["r6", "r7", "r8"]  # type: ignore[comparison-overlap]
     assert len(rows.reads) == 1  # claimed as read while every claim wins
+    s.claimed([], claimed(won=3))
+    assert (s.live, s.taken) == (5, 9)
     s.settled(Settled([object()] * 2, [], written=True))  # type: ignore[list-item]
-    assert s.live == 0
+    assert s.live == 3
 
 
 async def test_with_the_cap_full_it_waits_for_one_of_its_batches_then_reads_on() -> None:
@@ -407,7 +507,8 @@ async def test_with_the_cap_full_it_waits_for_one_of_its_batches_then_reads_on()
     await s.next(NOW, 20, work)
     s.claimed([], claimed(won=2))
     batch = asyncio.get_running_loop().create_future()
-    work.batches = [batch]
+    never = asyncio.get_running_loop().create_future()
+    work.batches = [batch, never]  # the first of them to settle is enough
     waiting = asyncio.ensure_future(s.next(NOW, 20, work))
     await asyncio.sleep(0)
     assert not waiting.done()
