@@ -60,6 +60,7 @@ class Outbox:
 
     claims: list[tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]]
     asked: list[tuple[Any, ...]] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)  # the lease token of each claim
     settled: list[tuple[str, int, list[SettledMessage], int]] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     refuse_settle: bool = False
@@ -68,6 +69,7 @@ class Outbox:
         self, lease_token: str, now: int, lease_ms: int, limit: int, named: Sequence[str] | None
     ) -> tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]:
         self.asked.append((now, lease_ms, limit, named))
+        self.tokens.append(lease_token)
         return self.claims.pop(0) if self.claims else ([], {})
 
     async def settle(
@@ -90,10 +92,10 @@ class Channel:
     refuse: set[str] = field(default_factory=set)
     step: int = 0
     opened: list[str] = field(default_factory=list)
-    sent: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
+    sent: list[tuple[str, tuple[str, str], int]] = field(default_factory=list)
 
     async def event(self, target: DeliveryTarget, deliveries: Sequence[ClaimedDelivery]) -> Event:
-        return Event(",".join(d.id for d in deliveries), b"{}")
+        return Event(",".join(d.id for d in deliveries), target.id.encode())
 
     async def open(self, target: DeliveryTarget) -> OpenTarget | None:
         self.opened.append(target.id)
@@ -102,7 +104,7 @@ class Channel:
     async def deliver(self, opened: Any, event: Any, now_ms: int) -> AttemptResult:
         if opened.id in self.refuse:
             raise LimitReached("subrequests")
-        self.sent.append((opened.id, event, now_ms))
+        self.sent.append((opened.id, (event.id, event.body.decode()), now_ms))
         self.clock.now += self.step
         return self.answers.get(opened.id, AttemptResult(200, None))
 
@@ -160,6 +162,8 @@ async def test_a_delivery_is_claimed_sent_and_settled_under_its_lease() -> None:
     [(token, lease_until, [done], settled_at)] = s.outbox.settled
     assert (lease_until, settled_at) == (NOW + 60_000, NOW + 25)
     assert token
+    assert s.outbox.tokens == [token]  # claimed and settled under the same lease
+    assert s.webhook.sent == [("e1", ("d1", "e1"), NOW)]
     assert (done.status, done.attempted_at, done.finished_at, done.http_status) == (
         DeliveryStatus.DELIVERED,
         NOW,
@@ -365,3 +369,31 @@ async def test_a_lease_lost_before_the_settle(caplog: pytest.LogCaptureFixture) 
 async def test_nothing_ends_at_ready() -> None:
     s = setup()
     assert s.work().ready(Message("e1", (delivery("d1", "e1"),)), NOW) is None
+
+
+def test_each_kind_has_its_channel() -> None:
+    s = setup()
+    work = DeliveryWork(s.engine, s.outbox)  # type: ignore[arg-type]
+    assert {kind: channel.groups for kind, channel in work.channels.items()} == {
+        "webhook": False,
+        "chat": True,
+    }
+
+
+async def test_an_endpoint_not_sent_to_ends_when_it_was_found_so() -> None:
+    s = setup(([delivery("d1", "gone")], {}))
+    s.clock.now = NOW + 42
+    await s.run()
+    [(_, _, [done], _)] = s.outbox.settled
+    assert (done.attempted_at, done.finished_at, done.sent) == (NOW + 42, NOW + 42, False)
+
+
+async def test_leases_lost_add_up_over_batches() -> None:
+    s = setup(
+        ([delivery("d1", "e1")], {"e1": target("e1")}),
+        ([delivery("d2", "e1")], {}),
+        MAX_ROWS_PER_TICK="1",
+    )
+    s.outbox.lost = ["dX"]
+    await s.run()
+    assert s.engine.report.webhook_lost_lease == 2

@@ -19,6 +19,7 @@ from scheduling.ports import ClockUnavailable, LimitReached
 from scheduling.runner.invocation import Invocation
 from scheduling.runner.report import TickReport
 from scheduling.runner.tick import Tick
+from scheduling.runner.watchdog import Watchdog
 from tests.support.unit_store import DUE, Store, store
 
 LEAD = 1_500  # CLOCK_LEAD_MS's default
@@ -161,3 +162,18 @@ async def test_what_is_overdue_by_the_grace_is_sent_and_counted_as_caught() -> N
         ("ins_1", DUE - WATCHDOG_GRACE_MS - LEAD),
         ("ins_2", DUE - WATCHDOG_GRACE_MS - 5 - LEAD),
     ]
+
+
+async def test_what_the_invocation_used_before_counts_against_the_clocks_room() -> None:
+    s = await store("ins_1", "ins_2", "ins_3", MAX_SENDS_PER_TICK="25")
+    for n, installation in enumerate(("ins_1", "ins_2", "ins_3")):
+        await s.rows(f"r{n}", installation=installation, due_at=DUE + 1_000 * (n + 1))
+    services = s.services()
+    clocks = Clocks()
+    services.clocks = clocks
+    tick = Tick(services, Invocation(DUE, DUE))
+    # Two subrequests and one clock already counted: 25 - 3 - 20 rows leaves room for two.
+    tick.report.sends, tick.engine.clock_calls, tick.report.clocks_rearmed = 2, 1, 4
+    await Watchdog(tick, clocks).run()
+    assert [i for i, _ in clocks.told] == ["ins_1", "ins_2"]
+    assert (tick.engine.clock_calls, tick.report.clocks_rearmed) == (3, 6)
