@@ -727,3 +727,30 @@ async def test_a_row_another_runner_took_under_a_cap(apart: bool, lost: int, hel
     await s.run(engine, cap=6, source=Apart(leases, s.db, apart))
     assert (engine.report.lost_claim, engine.report.held_back) == (lost, held)
     assert engine.report.claimed == 1
+
+
+async def test_a_lease_that_ends_on_the_millisecond_is_claimed_again_under_a_new_one() -> None:
+    s = await store()
+    await s.rows("ended", "running")
+    lease = (
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL, attempt_count = 1,"
+        " lease_token = 'dead', lease_until = ? WHERE id = ?"
+    )
+    await s.db.prepare(lease).bind(DUE, "sch_ended").run()  # its runner died; it ends now
+    await s.db.prepare(lease).bind(DUE + 1, "sch_running").run()  # a millisecond left
+    leases: list[tuple[str, int]] = []
+
+    async def seen(request: OutboundRequest) -> None:
+        row = await s.row("ended")
+        leases.append((row["lease_token"], row["lease_until"]))
+
+    s.dee.during = seen
+    engine = s.engine()
+    await s.run(engine)
+    [(token, until)] = leases
+    assert token != "dead"
+    assert until == DUE + 60_000  # LEASE_MS from the claim
+    ended, running = await s.row("ended"), await s.row("running")
+    assert (ended["status"], ended["attempt_count"]) == ("completed", 2)
+    assert (running["status"], running["lease_token"]) == ("running", "dead")
+    assert engine.report.claimed == 1
