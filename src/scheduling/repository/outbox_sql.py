@@ -45,7 +45,7 @@ keyed AS (
     SELECT due.id, due.ready_at,
            CASE WHEN e.kind = 'chat' THEN 'chat:' || e.id ELSE due.id END AS message
       FROM due LEFT JOIN notification_endpoints e ON e.id = due.endpoint_id
-     WHERE e.kind IS NOT 'chat' OR coalesce(e.next_message_at, 0) <= ?3{among}
+     WHERE (e.kind IS NOT 'chat' OR coalesce(e.next_message_at, 0) <= ?3){among}
 ),
 chosen AS (
     SELECT message FROM keyed GROUP BY message ORDER BY min(ready_at), message LIMIT ?4
