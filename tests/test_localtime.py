@@ -381,3 +381,27 @@ def test_the_next_minute_on_the_zones_clock_with_its_occurrence(
     now: str, zone: str, wall: tuple[str, str | None]
 ) -> None:
     assert next_minute_wall(utc_ms(now), zone) == wall
+
+
+def test_a_past_time_offers_the_next_minute_in_its_own_zone_word_for_word() -> None:
+    """The button is the zone's next minute, labelled in that zone (not the host's, not UTC)."""
+    refused = resolve_local_time(
+        "2026-07-01T10:00", "Europe/Paris", None, now=datetime(2026, 7, 1, 8, 30, 20, tzinfo=UTC)
+    )
+    assert refused == TimeRefusal(
+        "past_time",
+        "Wed 1 Jul 2026, 10:00 CEST (Europe/Paris; 08:00 UTC) has already passed. The next"
+        " minute you can choose is Wed 1 Jul 2026, 10:31 CEST (Europe/Paris; 08:31 UTC).",
+        (Retry("local_time", "2026-07-01T10:31", "Wed 1 Jul 2026, 10:31 CEST"),),
+    )
+
+
+def test_a_past_time_offers_no_button_when_the_next_minute_happens_twice() -> None:
+    """At 02:30 CEST on the night the clocks go back, the next minute is in the repeated hour:
+    a button would keep the form's occurrence, so the refusal says only that it passed."""
+    refused = resolve_local_time(
+        "2026-10-24T10:00", "Europe/Paris", None, now=datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
+    )
+    assert refused == TimeRefusal(
+        "past_time", "Sat 24 Oct 2026, 10:00 CEST (Europe/Paris; 08:00 UTC) has already passed."
+    )

@@ -754,3 +754,33 @@ async def test_a_lease_that_ends_on_the_millisecond_is_claimed_again_under_a_new
     assert (ended["status"], ended["attempt_count"]) == ("completed", 2)
     assert (running["status"], running["lease_token"]) == ("running", "dead")
     assert engine.report.claimed == 1
+
+
+async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale() -> None:
+    """Issue 38: a publish completed puts the waiting unpublish of its content out of date;
+    the endpoints that hear of refusals hear of it in the same settle, stamped when it ended."""
+    s = await store()
+    await s.subscribe("schedule.refused")
+    await s.rows("c1")
+    await (
+        s.db.prepare(
+            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
+            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
+            " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
+            " VALUES ('sch_off', 'ins_1', 'c1', 'unpublish', 'draft', 'ver_1', 1, 1,"
+            " 'sched:ins_1:sch_off:r1', ?, 'UTC', '2026-07-01T10:15', 'pending', ?, 'usr_editor',"
+            " 'Ada', 0, 0)"
+        )
+        .bind(DUE + 600_000, DUE + 600_000)
+        .run()
+    )
+    s.dee.step = 1_000
+    await s.run(s.engine())
+    assert (await s.row("off"))["made_stale_by"] == "sch_c1"
+    [event] = await s.events()
+    assert (event["type"], event["data"]["schedule_id"], event["data"]["status"]) == (
+        "schedule.stale",
+        "sch_off",
+        "pending",
+    )
+    assert event["timestamp"] == "2026-05-28T20:26:41Z"  # the answer's instant, a second on
