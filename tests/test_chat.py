@@ -310,7 +310,7 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     world = World(database, clock)
     chat = Chat(world)
     installation = await chat.set_up()
-    assert f"data-chat-url>{CHAT_URL}<" in chat.shown_once
+    assert f"data-secret-url>{CHAT_URL}<" in chat.shown_once
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
@@ -321,7 +321,7 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     ]
     for shown in pages:
         assert SHOWN in shown
-        assert "data-chat-url" not in shown
+        assert "data-secret-url" not in shown
     stored = await world.db.prepare("SELECT url, secret_sealed FROM notification_endpoints").all()
     assert stored.results[0]["url"] == SHOWN
     database.close()

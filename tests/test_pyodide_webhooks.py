@@ -203,7 +203,7 @@ def _add_chat_endpoint(
     added = _post_endpoint(core, browser, installation_id, url, kind="chat")
     assert added.status_code == 303, added.text
     page = browser.get(f"/installations/{installation_id}").text
-    assert f"data-chat-url>{url}<" in page, page[-3000:]
+    assert f"data-secret-url>{url}<" in page, page[-3000:]
     assert url not in browser.get(f"/installations/{installation_id}").text  # once
     [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
     [row] = harness.sql(

@@ -404,11 +404,11 @@ def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row() ->
 @pytest.mark.parametrize(
     ("sql", "params"),
     [
-        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20]),
-        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["msg_a_whe_b"]']),
-        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0]),
+        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
+        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
+        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
         (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
-        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, 10]),
+        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
         (
             outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],

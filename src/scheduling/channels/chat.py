@@ -1,7 +1,7 @@
 """The chat channel: a Slack-compatible incoming webhook (`POST {"text": …}`), which Slack,
 Google Chat, Mattermost, Rocket.Chat and Discord's `/slack` URL take. The URL is the secret:
 it is kept sealed and opened only to send. A chat endpoint's due deliveries make one message
-(`chat_lines.digest`), at most one a minute (`repository/outbox.py` keeps the minute).
+(`chat_lines.digest`), at most one a minute (its entry in `kinds.py`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ HEADERS = {"content-type": "application/json"}
 
 
 class SlackChat:
-    groups = True  # an endpoint's due deliveries are one message
-
     def __init__(self, services: Services) -> None:
         self.services = services  # its HTTP client and crypto are read when used
         self.public_origin = services.config.public_origin

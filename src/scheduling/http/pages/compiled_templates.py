@@ -1975,9 +1975,11 @@ def _notifications_html(environment):
             yield '" class="endpoint-url"><code>'
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</code></h3>\n'
-            if (environment.getattr(l_1_e, 'secret') and (environment.getattr(l_1_e, 'kind') == 'chat')):
+            if (environment.getattr(l_1_e, 'secret') and environment.getattr(l_1_e, 'reveals_url')):
                 pass
-                yield '    <div class="notice secret" role="status">\n      <p><strong>Chat URL saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>\n      <p><code class="secret-value" data-chat-url>'
+                yield '    <div class="notice secret" role="status">\n      <p><strong>'
+                yield escape(environment.getattr(l_1_e, 'revealed_name'))
+                yield ' saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>\n      <p><code class="secret-value" data-secret-url>'
                 yield escape(environment.getattr(l_1_e, 'secret'))
                 yield '</code></p>\n    </div>\n'
             elif environment.getattr(l_1_e, 'secret'):
@@ -2044,7 +2046,7 @@ def _notifications_html(environment):
             yield '\n        <button type="submit">Send test event<span class="visually-hidden"> to '
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</span></button>\n      </form>\n'
-            if (environment.getattr(l_1_e, 'kind') != 'chat'):
+            if environment.getattr(l_1_e, 'rotates'):
                 pass
                 yield '      <a class="button secondary" href="/installations/'
                 yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
@@ -2200,7 +2202,7 @@ def _notifications_html(environment):
         yield '</section>'
 
     blocks = {}
-    debug_info = '1=27&2=33&6=37&7=42&8=59&9=63&12=66&14=68&16=71&17=82&20=84&21=89&22=94&23=102&24=105&25=109&26=111&31=114&33=116&34=118&37=124&38=128&39=130&41=132&42=135&44=144&46=152&47=155&48=159&49=161&50=163&51=165&53=179&56=181&57=183&64=195&65=202&66=205&67=207&69=209&72=217&73=221&78=235&79=249&83=260&84=264&90=283'
+    debug_info = '1=27&2=33&6=37&7=42&8=59&9=63&11=66&12=68&14=70&16=73&17=84&20=86&21=91&22=96&23=104&24=107&25=111&26=113&31=116&33=118&34=120&37=126&38=130&39=132&41=134&42=137&44=146&46=154&47=157&48=161&49=163&50=165&51=167&53=181&56=183&57=185&64=197&65=204&66=207&67=209&69=211&72=219&73=223&78=237&79=251&83=262&84=266&90=285'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 

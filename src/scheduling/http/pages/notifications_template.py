@@ -32,10 +32,10 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
   {% for e in n.endpoints %}
   <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}" data-endpoint-kind="{{ e.kind }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
     <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
-    {% if e.secret and e.kind == "chat" %}
+    {% if e.secret and e.reveals_url %}
     <div class="notice secret" role="status">
-      <p><strong>Chat URL saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
-      <p><code class="secret-value" data-chat-url>{{ e.secret }}</code></p>
+      <p><strong>{{ e.revealed_name }} saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
+      <p><code class="secret-value" data-secret-url>{{ e.secret }}</code></p>
     </div>
     {% elif e.secret %}
     <div class="notice secret" role="status">
@@ -64,7 +64,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
       </form>
-      {% if e.kind != "chat" %}
+      {% if e.rotates %}
       <a class="button secondary" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate?zone={{ zone|urlencode }}">Rotate secret…<span class="visually-hidden"> of {{ e.url }}</span></a>
       {% endif %}
       <a class="button danger" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete?zone={{ zone|urlencode }}">Delete…<span class="visually-hidden"> {{ e.url }}</span></a>
