@@ -1933,10 +1933,16 @@ def _notifications_html(environment):
             def t_1(*unused):
                 raise TemplateRuntimeError("No filter named 'join' found.")
         try:
-            t_2 = environment.filters['urlencode']
+            t_2 = environment.filters['lower']
         except KeyError:
             @internalcode
             def t_2(*unused):
+                raise TemplateRuntimeError("No filter named 'lower' found.")
+        try:
+            t_3 = environment.filters['urlencode']
+        except KeyError:
+            @internalcode
+            def t_3(*unused):
                 raise TemplateRuntimeError("No filter named 'urlencode' found.")
         pass
         included_template = environment.get_template('cards.html', 'notifications.html')._get_default_module(context)
@@ -1987,10 +1993,11 @@ def _notifications_html(environment):
                 yield '    <div class="notice secret" role="status">\n      <p><strong>'
                 if environment.getattr(l_1_e, 'rotated'):
                     pass
-                    yield 'New signing secret'
+                    yield 'New '
+                    yield escape(t_2(environment.getattr(l_1_e, 'revealed_name')))
                 else:
                     pass
-                    yield 'Signing secret'
+                    yield escape(environment.getattr(l_1_e, 'revealed_name'))
                 yield ': copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.'
                 if environment.getattr(l_1_e, 'rotated'):
                     pass
@@ -2053,7 +2060,7 @@ def _notifications_html(environment):
                 yield '/notifications/'
                 yield escape(environment.getattr(l_1_e, 'id'))
                 yield '/rotate?zone='
-                yield escape(t_2((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
+                yield escape(t_3((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
                 yield '">Rotate secret…<span class="visually-hidden"> of '
                 yield escape(environment.getattr(l_1_e, 'url'))
                 yield '</span></a>\n'
@@ -2062,7 +2069,7 @@ def _notifications_html(environment):
             yield '/notifications/'
             yield escape(environment.getattr(l_1_e, 'id'))
             yield '/delete?zone='
-            yield escape(t_2((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
+            yield escape(t_3((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
             yield '">Delete…<span class="visually-hidden"> '
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</span></a>\n    </div>\n'
@@ -2202,7 +2209,7 @@ def _notifications_html(environment):
         yield '</section>'
 
     blocks = {}
-    debug_info = '1=27&2=33&6=37&7=42&8=59&9=63&11=66&12=68&14=70&16=73&17=84&20=86&21=91&22=96&23=104&24=107&25=111&26=113&31=116&33=118&34=120&37=126&38=130&39=132&41=134&42=137&44=146&46=154&47=157&48=161&49=163&50=165&51=167&53=181&56=183&57=185&64=197&65=204&66=207&67=209&69=211&72=219&73=223&78=237&79=251&83=262&84=266&90=285'
+    debug_info = '1=33&2=39&6=43&7=48&8=65&9=69&11=72&12=74&14=76&16=79&17=91&20=93&21=98&22=103&23=111&24=114&25=118&26=120&31=123&33=125&34=127&37=133&38=137&39=139&41=141&42=144&44=153&46=161&47=164&48=168&49=170&50=172&51=174&53=188&56=190&57=192&64=204&65=211&66=214&67=216&69=218&72=226&73=230&78=244&79=258&83=269&84=273&90=292'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 

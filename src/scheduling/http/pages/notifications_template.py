@@ -39,7 +39,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     </div>
     {% elif e.secret %}
     <div class="notice secret" role="status">
-      <p><strong>{% if e.rotated %}New signing secret{% else %}Signing secret{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
+      <p><strong>{% if e.rotated %}New {{ e.revealed_name|lower }}{% else %}{{ e.revealed_name }}{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
       <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
     </div>
     {% endif %}
