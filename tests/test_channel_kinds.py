@@ -113,7 +113,7 @@ async def test_a_kind_registered_here_alone_is_offered_sends_retries_and_shows(
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     report = await tick_at(world, s["due_at"])
-    assert report["webhook_sends"] == 1
+    assert report["delivery_sends"] == 1
     [waiting] = await _deliveries(world)
     assert (waiting["status"], waiting["last_http_status"]) == ("waiting", 500)
     assert waiting["next_attempt_at"] > s["due_at"]  # on the backoff

@@ -134,7 +134,7 @@ def test_with_the_clocks_the_alarm_that_settles_a_refusal_tells_it(
         assert event["type"] == "schedule.refused"
         assert event["data"]["result_code"] == "workflow_conflict"
         [settling] = [line for line in harness.events("runner_alarm")[alarms:] if line["refused"]]
-        assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
+        assert settling["delivery_events"] == settling["deliveries_delivered"] == 1
 
 
 def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(

@@ -33,3 +33,17 @@ SELECT id, installation_id, url, secret_sealed, created_at, secret_rotated_at, d
   FROM notification_endpoints_copy;
 DROP TABLE notification_endpoints_copy;
 CREATE INDEX notification_endpoints_by_installation ON notification_endpoints (installation_id);
+
+-- The notification counters count every kind: they say `delivery`, not `webhook` (the
+-- metrics keep their old names too for one release; CHANGELOG.md).
+ALTER TABLE tick_history RENAME COLUMN webhook_events TO delivery_events;
+ALTER TABLE tick_history RENAME COLUMN webhook_sends TO delivery_sends;
+ALTER TABLE tick_history RENAME COLUMN webhooks_delivered TO deliveries_delivered;
+ALTER TABLE tick_history RENAME COLUMN webhooks_retrying TO deliveries_retrying;
+ALTER TABLE tick_history RENAME COLUMN webhooks_failed TO deliveries_failed;
+ALTER TABLE tick_history RENAME COLUMN webhook_lost_lease TO delivery_lost_lease;
+ALTER TABLE tick_history RENAME COLUMN webhook_delay_max_ms TO delivery_delay_max_ms;
+UPDATE runner_totals SET name = 'delivery_events' WHERE name = 'webhook_events';
+UPDATE runner_totals SET name = 'delivery_lost_leases' WHERE name = 'webhook_lost_leases';
+UPDATE runner_totals SET name = 'deliveries:' || substr(name, length('webhook_deliveries:') + 1)
+ WHERE name LIKE 'webhook\_deliveries:%' ESCAPE '\';

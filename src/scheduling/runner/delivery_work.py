@@ -90,19 +90,19 @@ class DeliveryWork(OnEngine):
         return None
 
     def handed_back(self, item: Message, at: int) -> SettledMessage:
-        self.report.webhooks_handed_back += len(item.deliveries)
+        self.report.deliveries_handed_back += len(item.deliveries)
         return SettledMessage.given_back(item, at)
 
     async def send(self, item: Message, at: int) -> SettledMessage:
         target, opened = self._targets[item.endpoint_id], self._opened[item.endpoint_id]
         assert opened is not None  # sent only when it opened
         channel = self.channels[target.kind]
-        self.report.webhook_sends += 1
+        self.report.delivery_sends += 1
         try:
             event = await channel.event(target, item.deliveries)
             result = await channel.deliver(opened, event, at)
         except LimitReached:
-            self.report.webhook_sends -= 1
+            self.report.delivery_sends -= 1
             raise
         return self._ended(item, at, result, sent=True)
 
@@ -114,7 +114,7 @@ class DeliveryWork(OnEngine):
             self.engine.reached(limit)
             log.warning("%d messages left to their lease: the settle was refused", len(done))
             return
-        self.report.webhook_lost_lease += len(lost)
+        self.report.delivery_lost_lease += len(lost)
         for delivery_id in lost:
             log.warning(
                 "delivery %s: lease lost before settle; left to its new runner", delivery_id
