@@ -15,7 +15,7 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.domain import chat_lines
+from scheduling.channels import chat_lines
 from scheduling.domain.notifications import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling.channels import http_post
+from scheduling.channels import chat_lines, http_post
 from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain import associated_data, chat_lines, sealing
+from scheduling.domain import associated_data, sealing
 from scheduling.domain.delivery_policy import AttemptResult
 from scheduling.domain.notifications import page_url
 from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
