@@ -15,10 +15,10 @@ from typing import Any
 
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.mcp.tools import TOOLS
+from scheduling.operator.health import STALL_AFTER_MS
+from scheduling.operator.metrics import REFUSAL_RESULT_CODES
 from scheduling.ports import Database
 from scheduling.repository import agent_calls
-from scheduling.runner.health import STALL_AFTER_MS
-from scheduling.runner.metrics import REFUSAL_RESULT_CODES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, body, call, runner_status
 from tests.support.day import (

@@ -18,12 +18,12 @@ from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, UNTRUSTED
 from scheduling.domain.statuses import LIVE
+from scheduling.operator.health import is_stalled
 from scheduling.ports import Database
 from scheduling.repository import backlog, tick_history
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.tick_history import LastTick
 from scheduling.runner import history
-from scheduling.runner.health import is_stalled
 
 # Every code a schedule can be refused with: Dee Wan's refusals, and the plugin's own.
 REFUSAL_RESULT_CODES: tuple[str, ...] = (
