@@ -54,6 +54,7 @@ class ChannelKind:
     digest: bool = False  # an endpoint's due deliveries are one message
     interval_ms: int = 0  # at most one message per this long (0: as they come)
     titled_lines: int = 0  # a digest's first lines that name their content by its title
+    url_hint: str = ""  # what the form's URL hint adds for this kind
 
     def revealed(self, opened: OpenTarget) -> str:
         """What the page shows once of an endpoint just added or rotated."""
@@ -92,6 +93,7 @@ CHAT = ChannelKind(
     digest=True,
     interval_ms=MESSAGE_INTERVAL_MS,
     titled_lines=chat_lines.MAX_LINES,
+    url_hint="For a chat, its incoming-webhook URL: it is kept sealed and shown once.",
 )
 
 # In the order the form offers them; the first is the default.

@@ -2169,7 +2169,16 @@ def _notifications_html(environment):
                         yield ' or '
                 l_1_loop = l_1_o = missing
                 yield '</span> (<code>DEE_WAN_DEV_ORIGINS</code>)'
-            yield '. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>\n      <input type="url" id="endpoint-url" name="url" value="'
+            yield '.'
+            for l_1_k in environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'kinds'):
+                _loop_vars = {}
+                pass
+                if environment.getattr(l_1_k, 'hint'):
+                    pass
+                    yield ' '
+                    yield escape(environment.getattr(l_1_k, 'hint'))
+            l_1_k = missing
+            yield '</p>\n      <input type="url" id="endpoint-url" name="url" value="'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'url'))
             yield '" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint'
             if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'):
@@ -2209,7 +2218,7 @@ def _notifications_html(environment):
         yield '</section>'
 
     blocks = {}
-    debug_info = '1=33&2=39&6=43&7=48&8=65&9=69&11=72&12=74&14=76&16=79&17=91&20=93&21=98&22=103&23=111&24=114&25=118&26=120&31=123&33=125&34=127&37=133&38=137&39=139&41=141&42=144&44=153&46=161&47=164&48=168&49=170&50=172&51=174&53=188&56=190&57=192&64=204&65=211&66=214&67=216&69=218&72=226&73=230&78=244&79=258&83=269&84=273&90=292'
+    debug_info = '1=33&2=39&6=43&7=48&8=65&9=69&11=72&12=74&14=76&16=79&17=91&20=93&21=98&22=103&23=111&24=114&25=118&26=120&31=123&33=125&34=127&37=133&38=137&39=139&41=141&42=144&44=153&46=161&47=164&48=168&49=170&50=172&51=174&53=188&56=190&57=192&64=204&65=211&66=214&67=216&69=218&72=226&73=230&78=244&79=267&83=278&84=282&90=301'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 

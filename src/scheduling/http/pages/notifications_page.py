@@ -101,6 +101,16 @@ class EventChoice:
 
 
 @dataclass(frozen=True)
+class KindChoice:
+    """One kind of endpoint the form offers."""
+
+    value: str
+    label: str
+    checked: bool
+    hint: str  # what the URL's hint adds for it
+
+
+@dataclass(frozen=True)
 class NotificationsSection:
     """The notifications page: its endpoints and the form to add one."""
 
@@ -108,7 +118,7 @@ class NotificationsSection:
     can_add: bool
     max_endpoints: int
     url: str
-    kinds: tuple[EventChoice, ...]
+    kinds: tuple[KindChoice, ...]
     choices: tuple[EventChoice, ...]
     problem_code: str | None
     problem: str | None
@@ -123,7 +133,9 @@ def notifications_section(view: NotificationsView, lines: Lines) -> Notification
         can_add=len(view.endpoints) < MAX_ENDPOINTS,
         max_endpoints=MAX_ENDPOINTS,
         url=form.url,
-        kinds=tuple(EventChoice(k.name, k.label, k.name == form.kind) for k in kinds.kinds()),
+        kinds=tuple(
+            KindChoice(k.name, k.label, k.name == form.kind, k.url_hint) for k in kinds.kinds()
+        ),
         choices=tuple(EventChoice(e, EVENTS[e], e in form.events) for e in EVENT_TYPES),
         problem_code=refused.code if refused is not None else None,
         problem=refused.message if refused is not None else None,

@@ -101,7 +101,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     </fieldset>
     <div class="field">
       <label for="endpoint-url">Endpoint URL</label>
-      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB{% if n.dev_origins %}; in development also an address on <span data-dev-origins>{% for o in n.dev_origins %}{{ o }}{% if not loop.last %} or {% endif %}{% endfor %}</span> (<code>DEE_WAN_DEV_ORIGINS</code>){% endif %}. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>
+      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB{% if n.dev_origins %}; in development also an address on <span data-dev-origins>{% for o in n.dev_origins %}{{ o }}{% if not loop.last %} or {% endif %}{% endfor %}</span> (<code>DEE_WAN_DEV_ORIGINS</code>){% endif %}.{% for k in n.kinds %}{% if k.hint %} {{ k.hint }}{% endif %}{% endfor %}</p>
       <input type="url" id="endpoint-url" name="url" value="{{ n.url }}" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint{% if n.problem %} endpoint-problem{% endif %}"{% if n.problem_code == "invalid_endpoint_url" %} aria-invalid="true"{% endif %}>
     </div>
     <fieldset>
