@@ -66,17 +66,17 @@ MODULES: dict[str, Target] = {
     "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
     "domain/outcomes.py": Target(("tests/test_plugin_contract.py", "tests/test_docs.py")),
     "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
-    # The runner's one engine (its batch loop: issue 28 replaced drain.py with it), and its
-    # schedule sends (the claim/send/settle unit that replaced batch.py).
-    "runner/engine.py": Target(
-        (
-            "tests/test_runner.py",
-            "tests/test_runner_drain.py",
-            "tests/test_schedule_clock.py",
-            "tests/test_notifications.py",
-        )
-    ),
-    "runner/send_work.py": Target(("tests/test_runner.py", "tests/test_runner_limits.py")),
+    # The runner (issue 40): each module mapped to its unit suite on known inputs, where a
+    # mutant costs milliseconds. The end-to-end suites (test_runner, test_schedule_clock,
+    # test_notifications…) stay the integration net in `bash scripts/test`, not here: each
+    # survivor would run them all, seconds a mutant, and the fresh pass again.
+    "runner/engine.py": Target(("tests/test_engine_units.py",)),
+    "runner/send_work.py": Target(("tests/test_send_work_units.py",)),
+    "runner/delivery_work.py": Target(("tests/test_delivery_work_units.py",)),
+    # An installation's alarm clock (issue 35): earlier never later, a failed alarm's retry.
+    "runner/alarm_clock.py": Target(("tests/test_alarm_units.py",)),
+    "runner/alarm.py": Target(("tests/test_alarm_units.py",)),
+    "runner/watchdog.py": Target(("tests/test_watchdog_units.py",)),
 }
 
 # mutmut's statuses, as this table counts them.

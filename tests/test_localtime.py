@@ -15,6 +15,7 @@ from scheduling.domain.localtime import (
     TimeRefusal,
     first_minute_after_gap,
     format_utc,
+    next_minute_wall,
     occurrence_labels,
     occurrences,
     resolve_local_time,
@@ -355,3 +356,28 @@ def test_instants_for_machines_are_written_in_utc_whatever_the_hosts_zone(
     ms: int, utc: str, rfc: str
 ) -> None:
     assert (format_utc(ms), rfc3339(ms)) == (utc, rfc)
+
+
+def utc_ms(text: str) -> int:
+    return int(datetime.fromisoformat(text).timestamp() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("now", "zone", "wall"),
+    [
+        # Exactly on a minute: the next one; a millisecond before it: that one.
+        ("2026-07-01T10:04:00+00:00", "Asia/Kolkata", ("2026-07-01T15:35", None)),
+        ("2026-07-01T10:03:59.999+00:00", "Asia/Kolkata", ("2026-07-01T15:34", None)),
+        # Paris falls back at 03:00 CEST on 25 October: 02:30 happens twice.
+        ("2026-10-25T00:29:00+00:00", "Europe/Paris", ("2026-10-25T02:30", "earlier")),
+        ("2026-10-25T01:29:30+00:00", "europe/paris", ("2026-10-25T02:30", "later")),
+        # Into a gap's far side: 02:00 does not exist on 29 March, 03:00 is the next minute.
+        ("2026-03-29T00:59:00+00:00", "Europe/Paris", ("2026-03-29T03:00", None)),
+        # A zone no one knows reads in UTC.
+        ("2026-07-01T10:04:00.001+00:00", "Mars/Olympus", ("2026-07-01T10:05", None)),
+    ],
+)
+def test_the_next_minute_on_the_zones_clock_with_its_occurrence(
+    now: str, zone: str, wall: tuple[str, str | None]
+) -> None:
+    assert next_minute_wall(utc_ms(now), zone) == wall

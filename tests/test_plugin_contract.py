@@ -14,7 +14,7 @@ import pytest
 from scheduling.__main__ import main
 from scheduling.dee_wan import classify
 from scheduling.domain.manifest import build_manifest
-from scheduling.domain.outcomes import OutcomeKind
+from scheduling.domain.outcomes import RULES, OutcomeKind, outcome_of
 from scheduling.domain.retry_policy import Caps, after_attempt
 from scheduling.domain.secret_shapes import has_shape
 from scheduling.plugin_contract import as_text, contract
@@ -98,6 +98,16 @@ def test_each_runner_row_is_what_the_runner_does(row: dict[str, Any]) -> None:
         expected = row["result_code"] or code or row["code_when_missing"]
         assert outcome.code == expected, (row["answer"], example)
         assert (plan.next_attempt_at is None) == (row["retry"] == "none")
+        status = example.status if isinstance(example, OutboundResponse) else None
+        assert outcome.http_status == status, (row["answer"], example)
+
+
+def test_only_a_rule_that_waits_for_retry_after_keeps_it() -> None:
+    assert outcome_of(RULES["429"], None, 429, 5_000).retry_after_ms == 5_000
+    for answer_name in ("5xx", "200", "409"):
+        rule = RULES[answer_name]
+        code = (rule.codes or ("busy",))[0]
+        assert outcome_of(rule, code, rule.statuses[0], 5_000).retry_after_ms is None
 
 
 def test_past_a_cap_nothing_more_is_sent() -> None:

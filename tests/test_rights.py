@@ -64,3 +64,13 @@ def test_the_cancel_button_shows_on_waiting_schedules_one_may_cancel(
     assert EDITOR.shows_cancel(stored_schedule(status=status)) is shown
     assert Rights.everything().shows_cancel(stored_schedule(status=status)) is shown
     assert not EDITOR.shows_cancel(stored_schedule(status=status, content_id="cnt_2"))
+
+
+def test_the_dismiss_button_is_a_managers_on_a_refusal_still_in_needs_attention() -> None:
+    refused = stored_schedule(status=Status.REFUSED)
+    manager = Rights.everything()
+    assert manager.shows_dismiss(refused)
+    assert not EDITOR.shows_dismiss(refused)  # a content launch never dismisses
+    assert not manager.shows_dismiss(stored_schedule(status=Status.COMPLETED))
+    dismissed = stored_schedule(status=Status.REFUSED, dismissed_at=1, dismissed_by_name="Ada")
+    assert not manager.shows_dismiss(dismissed)

@@ -133,9 +133,6 @@ class SendWork(OnEngine):
     def cost(self) -> int:
         return batch_cost(self.batch_size, capped=self.cap is not None)
 
-    def room(self) -> bool:
-        return self.engine.room(self)
-
     async def claim(self, engine: Engine) -> Batch[Claim] | None:
         """The source's next rows, decided: None when it has none, or when another runner
         changed every row first (the rest is left to it)."""

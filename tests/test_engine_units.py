@@ -1,0 +1,461 @@
+"""The runner's engine on known inputs: a scripted kind of work (`Script`) on an engine with a
+clock the test moves, each decision at its edge: the budget checked before every claim but
+the first, spent by exactly one statement, one send or one millisecond; the next batch claimed
+once every item holds a slot and not before; a platform limit met in a claim, a send or a
+settle; a batch that fails before or after its items are admitted; a cancelled run.
+
+The mutation map points `runner/engine.py` here first (issue 40): it runs in well under a
+second, so each mutant costs milliseconds."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+import pytest
+
+from scheduling.ports import LimitReached
+from scheduling.repository.round_trips import RoundTrips
+from scheduling.runner.budget import Budget
+from scheduling.runner.engine import Batch, Engine
+from scheduling.runner.report import TickReport
+from tests.support.app import FakeClock, base_env, make_app, memory_db
+
+NOW = 1_000_000
+
+
+@dataclass
+class Script:
+    """A kind of work whose claims, sends and settles are scripted. Items are strings:
+    `u…` ends unslotted, `r…` ends at `ready`, `L…` is refused by a platform limit as it
+    leaves, `g…` waits for `gate` before it answers; the rest are sent at once."""
+
+    engine: Engine
+    batches: list[Batch[str] | Exception | None]
+    batch_size: int = 2
+    batch_cost: int = 5
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    log: list[str] = field(default_factory=list)
+    settled: list[tuple[str, list[str]]] = field(default_factory=list)
+    sending: int = 0
+    peak: int = 0
+    clock_step: int = 0  # ms the clock moves during each send
+    settle_error: Exception | None = None
+
+    def cost(self) -> int:
+        return self.batch_cost
+
+    async def claim(self, engine: Engine) -> Batch[str] | None:
+        assert engine is self.engine
+        self.log.append("claim")
+        if not self.batches:
+            return None
+        batch = self.batches.pop(0)
+        if isinstance(batch, Exception):
+            raise batch
+        return batch
+
+    async def unslotted(self, item: str) -> str | None:
+        if item.startswith("!"):
+            raise RuntimeError(f"unslotted {item}")
+        return f"unslotted {item}" if item.startswith("u") else None
+
+    def ready(self, item: str, at: int) -> str | None:
+        return f"late {item}@{at}" if item.startswith("r") else None
+
+    async def send(self, item: str, at: int) -> str:
+        self.log.append(f"send {item}")
+        self.sending += 1
+        self.peak = max(self.peak, self.sending)
+        try:
+            if item.startswith("g"):
+                await self.gate.wait()
+            await asyncio.sleep(0)
+            clock.now += self.clock_step
+            if item.startswith("L"):
+                raise LimitReached("subrequests")
+            self.engine.report.sends += 1
+            return f"sent {item}@{at}"
+        finally:
+            self.sending -= 1
+
+    def handed_back(self, item: str, at: int) -> str:
+        return f"back {item}@{at}"
+
+    async def settle(self, batch: Batch[str], done: list[str]) -> None:
+        self.log.append(f"settle {batch.lease_token}")
+        self.settled.append((batch.lease_token, done))
+        if self.settle_error is not None:
+            raise self.settle_error
+
+
+clock = FakeClock(NOW)
+
+
+def engine(
+    *, concurrency: int = 2, ms: int = 10_000, queries: int = 100, sends: int = 100
+) -> Engine:
+    clock.now = NOW
+    services = make_app(
+        memory_db(), clock, env=base_env(SEND_CONCURRENCY=str(concurrency))
+    ).services
+    return Engine(
+        services,
+        RoundTrips(services.db),
+        TickReport(),
+        clock.now_ms,
+        now=NOW,
+        budget=Budget(ms=ms, queries=queries, sends=sends, reserved_queries=1),
+    )
+
+
+def batch(token: str, *items: str, last: bool = False) -> Batch[str]:
+    return Batch(list(items), token, last=last)
+
+
+# -- what the engine counts ----------------------------------------------------------------
+
+
+def test_subrequests_are_sends_delivery_sends_and_clock_calls() -> None:
+    e = engine()
+    assert (e.subrequests(), e.clock_calls) == (0, 0)
+    e.report.sends, e.report.delivery_sends, e.clock_calls = 3, 5, 7
+    assert e.subrequests() == 15
+    assert e.slots._value == 2  # SEND_CONCURRENCY's slots
+    assert (e.limit, e.claims, e.clock_calls, e.unsettled()) == (None, 0, 7, [])
+
+
+def test_a_limit_notes_what_was_used_and_stops_the_invocation_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    e = engine()
+    e.report.sends, e.report.delivery_sends, e.clock_calls = 4, 2, 1
+    e.trips.statements = 30
+    with caplog.at_level(logging.WARNING, logger="scheduling"):
+        first = LimitReached("subrequests")
+        e.reached(first)
+        e.report.sends = 2  # sends withdrawn meanwhile: the next refusal notes fewer
+        e.reached(LimitReached("subrequests"))
+        e.report.sends = 9
+        e.reached(LimitReached("subrequests"))  # never raised by a later refusal
+        e.reached(LimitReached("d1"))
+    assert e.limit is first
+    assert e.services.limits_met == {"subrequests": 5, "d1": 30}
+    assert (e.report.limit_reached, e.report.platform_limit) == (1, 1)
+    assert [r.getMessage() for r in caplog.records] == [
+        "the invocation's subrequests limit was reached: it stops claiming, hands back what it"
+        " has not sent, and leaves the rest for the next invocation (later invocations here"
+        " stay below it)"
+    ]
+
+
+def test_a_limit_met_by_an_earlier_invocation_is_kept_when_lower() -> None:
+    e = engine()
+    e.services.limits_met["d1"] = 12
+    e.trips.statements = 20
+    e.reached(LimitReached("d1"))
+    assert e.services.limits_met == {"d1": 12}
+
+
+# -- room for one more batch: each bound at its edge ---------------------------------------
+
+
+def test_room_for_a_batch_at_the_edge_of_time() -> None:
+    e = engine(ms=1_000)
+    work = Script(e, [])
+    clock.now = NOW + 999
+    assert e.room(work)
+    clock.now = NOW + 1_000
+    assert not e.room(work)
+
+
+def test_room_for_a_batch_at_the_edge_of_statements() -> None:
+    e = engine(queries=26)
+    work = Script(e, [], batch_cost=5)
+    e.trips.statements = 20  # + 5 for the batch + 1 reserved = 26
+    assert e.room(work)
+    e.trips.statements = 21
+    assert not e.room(work)
+
+
+async def test_room_counts_each_unsettled_batch_at_its_most_expensive() -> None:
+    e = engine(queries=16)
+    work = Script(e, [], batch_cost=5)
+    pending = asyncio.get_running_loop().create_future()
+    e._in_flight = [asyncio.ensure_future(pending), asyncio.ensure_future(asyncio.sleep(0))]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert len(e.unsettled()) == 1
+    e.trips.statements = 5  # 5 + (1 unsettled + 1) * 5 + 1 = 16
+    assert e.room(work)
+    e.trips.statements = 6
+    assert not e.room(work)
+    pending.set_result(None)
+    await asyncio.gather(*e._in_flight)
+    assert e.unsettled() == []
+
+
+def test_room_at_the_edge_of_subrequests() -> None:
+    e = engine(sends=10)
+    work = Script(e, [], batch_size=4)
+    e.report.sends, e.report.delivery_sends, e.clock_calls = 3, 2, 1  # 6 + 4 = 10
+    assert e.room(work)
+    e.clock_calls = 2
+    assert not e.room(work)
+
+
+def test_no_room_once_a_limit_is_reached() -> None:
+    e = engine()
+    work = Script(e, [])
+    assert e.room(work)
+    e.reached(LimitReached("d1"))
+    assert not e.room(work)
+
+
+# -- the loop --------------------------------------------------------------------------------
+
+
+async def test_batches_until_the_work_has_none() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "x1", "x2"), batch("b", "x3")])
+    await e.run(work)
+    assert work.settled == [("a", [f"sent x1@{NOW}", f"sent x2@{NOW}"]), ("b", [f"sent x3@{NOW}"])]
+    assert work.log.count("claim") == 3
+    assert (e.claims, e.report.limit_reached) == (3, 0)
+
+
+async def test_a_last_batch_ends_the_claims() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "x1", last=True), batch("b", "x2")])
+    await e.run(work)
+    assert work.log == ["claim", "send x1", "settle a"]
+    assert e.claims == 1
+
+
+async def test_an_empty_batch_claims_on_without_settling() -> None:
+    e = engine()
+    work = Script(e, [batch("a"), batch("b", "x1")])
+    await e.run(work)
+    assert work.settled == [("b", [f"sent x1@{NOW}"])]
+    assert e.claims == 3
+
+
+async def test_an_empty_last_batch_ends_the_claims() -> None:
+    e = engine()
+    work = Script(e, [batch("a", last=True), batch("b", "x1")])
+    await e.run(work)
+    assert work.settled == []
+    assert e.claims == 1
+
+
+async def test_the_first_claim_needs_no_room_the_second_does() -> None:
+    e = engine(ms=0)  # no time at all: one batch still goes
+    work = Script(e, [batch("a", "x1"), batch("b", "x2")])
+    await e.run(work)
+    assert work.settled == [("a", [f"sent x1@{NOW}"])]
+    assert (e.claims, e.report.limit_reached) == (1, 1)
+    # A second work of the same invocation is not its first claim: it needs room.
+    other = Script(e, [batch("c", "x3")])
+    await e.run(other)
+    assert (other.log, e.claims) == ([], 1)
+
+
+async def test_the_next_batch_is_claimed_once_every_item_holds_a_slot() -> None:
+    e = engine(concurrency=2)
+    work = Script(e, [batch("a", "g1", "g2"), batch("b", "g3")])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    # Both of a's items hold a slot and wait: b is claimed already, its item waits for one.
+    assert work.log == ["claim", "send g1", "send g2", "claim"]
+    assert e.claims == 2
+    assert len(e.unsettled()) == 2
+    work.gate.set()
+    await running
+    assert work.settled == [("a", [f"sent g1@{NOW}", f"sent g2@{NOW}"]), ("b", [f"sent g3@{NOW}"])]
+    assert work.log.count("claim") == 3
+    assert work.peak == 2
+
+
+async def test_no_claim_while_an_item_waits_for_its_slot() -> None:
+    e = engine(concurrency=2)
+    work = Script(e, [batch("a", "g1", "g2", "g3"), batch("b", "x4")])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert work.log == ["claim", "send g1", "send g2"]
+    work.gate.set()
+    await running
+    assert work.log.index("send g3") < work.log.index("claim", 1)
+    assert work.peak == 2
+
+
+async def test_an_unslotted_item_needs_no_slot() -> None:
+    e = engine(concurrency=1)
+    work = Script(e, [batch("a", "g1", "u2"), batch("b", "u3", last=True)])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    # g1 holds the only slot; u2 ended without one, so b was claimed, and u3 too.
+    assert work.settled == [("b", ["unslotted u3"])]
+    work.gate.set()
+    await running
+    assert work.settled[-1] == ("a", [f"sent g1@{NOW}", "unslotted u2"])
+
+
+async def test_an_item_ready_ends_without_a_send() -> None:
+    e = engine()
+    clock.now = NOW + 7
+    work = Script(e, [batch("a", "r1", "x2")])
+    await e.run(work)
+    assert work.settled == [("a", [f"late r1@{NOW + 7}", f"sent x2@{NOW + 7}"])]
+    assert work.log.count("send r1") == 0
+
+
+# -- platform limits -----------------------------------------------------------------------
+
+
+async def test_a_send_refused_by_a_limit_is_handed_back_and_the_rest_too() -> None:
+    e = engine(concurrency=1)
+    work = Script(e, [batch("a", "L1", "x2", "r3"), batch("b", "x4")], clock_step=250)
+    await e.run(work)
+    # L1 was refused as it left, 250 ms in: handed back at that time, not the slot's.
+    # x2 then never leaves; r3 still ends at ready (its end comes before any send).
+    assert work.settled == [
+        ("a", [f"back L1@{NOW + 250}", f"back x2@{NOW + 250}", f"late r3@{NOW + 250}"])
+    ]
+    assert isinstance(e.limit, LimitReached)
+    assert e.limit.kind == "subrequests"
+    assert e.claims == 1
+    assert "send x2" not in work.log
+
+
+async def test_a_claim_refused_by_a_limit_ends_the_loop_and_settles_what_was_sent() -> None:
+    e = engine(concurrency=2)
+    work = Script(e, [batch("a", "g1", "g2"), LimitReached("d1"), batch("c", "x3")])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not running.done()  # a's sends are still out: the run waits for its settle
+    work.gate.set()
+    await running
+    assert work.settled == [("a", [f"sent g1@{NOW}", f"sent g2@{NOW}"])]
+    assert e.limit is not None
+    assert e.limit.kind == "d1"
+    assert e.report.platform_limit == 1
+    assert e.claims == 2
+
+
+async def test_a_limit_met_in_a_batch_stops_the_next_claim() -> None:
+    e = engine(concurrency=2)
+    work = Script(e, [batch("a", "L1"), batch("b", "x2")])
+    await e.run(work)
+    assert e.claims == 1
+    assert work.settled == [("a", [f"back L1@{NOW}"])]
+
+
+async def test_a_limit_met_before_the_run_hands_back_every_item() -> None:
+    e = engine()
+    e.reached(LimitReached("d1"))
+    work = Script(e, [batch("a", "x1", "u2")])
+    await e.run(work)
+    assert work.settled == [("a", [f"back x1@{NOW}", "unslotted u2"])]
+    assert work.log == ["claim", "settle a"]
+
+
+# -- failures --------------------------------------------------------------------------------
+
+
+async def test_a_batch_that_fails_before_its_admission_fails_the_run_at_once() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "!1", "x2"), batch("b", "x3")])
+    with pytest.raises(RuntimeError, match="unslotted !1"):
+        await e.run(work)
+    assert work.log.count("claim") == 1
+    assert work.settled == []
+
+
+async def test_a_failed_settle_fails_the_run_after_every_batch_ends() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "x1"), batch("b", "x2")], settle_error=ValueError("settle"))
+    with pytest.raises(ValueError, match="settle"):
+        await e.run(work)
+    assert [token for token, _ in work.settled] == ["a", "b"]
+
+
+async def test_a_failed_claim_still_waits_for_the_batches_out() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "g1"), KeyError("claim")])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert not running.done()
+    work.gate.set()
+    with pytest.raises(KeyError):
+        await running
+    assert work.settled == [("a", [f"sent g1@{NOW}"])]
+    assert e.limit is None
+
+
+async def test_a_cancelled_run_cancels_its_sends() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "g1", "g2"), batch("b", "g3")])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    sends = list(e._in_flight)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert all(task.cancelled() for task in sends)
+    assert work.settled == []
+
+
+async def test_a_run_starts_with_none_of_the_last_runs_batches() -> None:
+    e = engine()
+    first = Script(e, [batch("a", "x1")])
+    await e.run(first)
+    old = e._in_flight
+    second = Script(e, [batch("b", "x2")])
+    await e.run(second)
+    assert len(old) == 1
+    assert len(e._in_flight) == 1
+    assert e._in_flight[0] is not old[0]
+
+
+async def test_a_failed_settle_of_the_last_batch_fails_the_run() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "x1", last=True)], settle_error=ValueError("settle"))
+    with pytest.raises(ValueError, match="settle"):
+        await e.run(work)
+
+
+async def test_a_failed_settle_fails_the_run_when_the_budget_ends_it() -> None:
+    e = engine(ms=0)
+    work = Script(e, [batch("a", "x1"), batch("b", "x2")], settle_error=ValueError("settle"))
+    with pytest.raises(ValueError, match="settle"):
+        await e.run(work)
+    assert e.report.limit_reached == 1
+
+
+async def test_a_failed_batch_fails_the_run_only_once_every_other_batch_has_settled() -> None:
+    e = engine()
+    work = Script(e, [batch("a", "x1"), batch("b", "g2")])
+    settle = work.settle
+
+    async def failing_a(batch: Batch[str], done: list[str]) -> None:
+        await settle(batch, done)
+        if batch.lease_token == "a":
+            raise ValueError("settle a")
+
+    work.settle = failing_a  # type: ignore[method-assign]
+    running = asyncio.create_task(e.run(work))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert work.log[:3] == ["claim", "send x1", "claim"]
+    assert not running.done()  # b's send is still out
+    work.gate.set()
+    with pytest.raises(ValueError, match="settle a"):
+        await running
+    assert [token for token, _ in work.settled] == ["a", "b"]
