@@ -72,7 +72,7 @@ FIRST_ATTEMPT_SQL = (
     " WHERE status = 'delivered' AND attempt_count = 1"
 )
 # Clocks on: the alarms, and how many deliveries each made.
-ALARMS_SQL = "SELECT webhooks_delivered FROM tick_history WHERE kind = 'alarm'"
+ALARMS_SQL = "SELECT deliveries_delivered FROM tick_history WHERE kind = 'alarm'"
 LABELS = {"cron": "cron only", "clocks": "clocks on, the cron silenced"}
 
 
@@ -133,7 +133,7 @@ def seconds_ahead(seconds: int) -> int:
 
 def counted(run: Run, reports: list[dict[str, Any]]) -> None:
     run.invocations = len(reports)
-    run.delivering = sum(1 for r in reports if r.get("webhooks_delivered"))
+    run.delivering = sum(1 for r in reports if r.get("deliveries_delivered"))
 
 
 # -- CPython: the app on sqlite3 + httpx, the local runtime's clocks ----------------------------
@@ -230,7 +230,7 @@ def ticks(run: Run, worker: Any) -> None:
     for k in range(MAX_TICKS):
         worker.scheduled(T + k * MINUTE, timeout_s=1800)
         [report] = worker.sql(
-            "SELECT webhooks_delivered FROM tick_history WHERE kind = 'tick'"
+            "SELECT deliveries_delivered FROM tick_history WHERE kind = 'tick'"
             " ORDER BY rowid DESC LIMIT 1"
         )
         reports.append(report)

@@ -15,7 +15,7 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.domain import chat_lines
+from scheduling.channels import chat_lines
 from scheduling.domain.notifications import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result
@@ -93,7 +93,7 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     world.core.faults.push(fault, endpoint="transitions")
     report = await tick_at(world, s["due_at"])
     assert (await row(world, s["id"]))["result_code"] == code
-    assert (report["webhook_events"], report["webhook_sends"]) == (1, 1)
+    assert (report["delivery_events"], report["delivery_sends"]) == (1, 1)
     [text] = chat.receiver.texts()
     [line] = chat.lines(text)
     assert line.startswith(
@@ -200,8 +200,8 @@ async def test_a_burst_of_50_refusals_is_one_message_then_one_more_the_next_minu
         Fault.respond(409, "workflow_conflict"), endpoint="transitions", times=55
     )
     report = await tick_at(world, due)
-    assert (report["refused"], report["webhook_events"], report["webhook_sends"]) == (50, 50, 1)
-    assert report["webhooks_delivered"] == 50  # one message tells all fifty
+    assert (report["refused"], report["delivery_events"], report["delivery_sends"]) == (50, 50, 1)
+    assert report["deliveries_delivered"] == 50  # one message tells all fifty
     [text] = chat.receiver.texts()
     lines = chat.lines(text)
     assert len(lines) == 10
@@ -212,8 +212,8 @@ async def test_a_burst_of_50_refusals_is_one_message_then_one_more_the_next_minu
     # Five more refused later in the same minute wait for the next one.
     await bulk_due(world, installation, 5, due + 20_000, "later")
     later = await tick_at(world, due + 30_000)
-    assert (later["webhook_events"], later["webhook_sends"]) == (5, 0)
-    assert (await tick_at(world, due + 59_999))["webhook_sends"] == 0
+    assert (later["delivery_events"], later["delivery_sends"]) == (5, 0)
+    assert (await tick_at(world, due + 59_999))["delivery_sends"] == 0
     await tick_at(world, due + MINUTE)
     first, second = chat.receiver.deliveries
     assert second.at - first.at >= MINUTE
@@ -244,7 +244,7 @@ async def test_each_chat_endpoint_and_each_webhook_hears_on_its_own(
         Fault.respond(409, "workflow_conflict"), endpoint="transitions", times=12
     )
     report = await tick_at(world, due)
-    assert report["webhook_sends"] == 1 + 1 + 12  # a message per chat, a POST per event
+    assert report["delivery_sends"] == 1 + 1 + 12  # a message per chat, a POST per event
     assert [len(chat.lines(t)) for t in (*chat.receiver.texts(), *other.texts())] == [10, 10]
     assert len(hook.deliveries) == 12
     assert all(json.loads(d.body)["type"] == "schedule.refused" for d in hook.deliveries)
@@ -310,7 +310,7 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     world = World(database, clock)
     chat = Chat(world)
     installation = await chat.set_up()
-    assert f"data-chat-url>{CHAT_URL}<" in chat.shown_once
+    assert f"data-secret-url>{CHAT_URL}<" in chat.shown_once
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
@@ -321,7 +321,7 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     ]
     for shown in pages:
         assert SHOWN in shown
-        assert "data-chat-url" not in shown
+        assert "data-secret-url" not in shown
     stored = await world.db.prepare("SELECT url, secret_sealed FROM notification_endpoints").all()
     assert stored.results[0]["url"] == SHOWN
     database.close()

@@ -79,7 +79,7 @@ def test_token_key_not_base64_is_named_without_its_value() -> None:
     assert "not base64 !!" not in str(raised.value)
 
 
-def test_short_admin_secret_names_variable_not_value() -> None:
+def test_short_admin_revealed_names_variable_not_value() -> None:
     config = Configuration.from_mapping(base_env(ADMIN_SECRET="short-secret"))
     assert "at least 16" in config.problems["ADMIN_SECRET"]
     with pytest.raises(ConfigurationError) as raised:

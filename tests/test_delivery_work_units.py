@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from scheduling.channels import kinds
 from scheduling.channels.port import Event, OpenTarget
 from scheduling.domain.delivery_policy import (
     ENDPOINT_GONE,
@@ -29,7 +30,13 @@ from scheduling.domain.delivery_policy import (
     AttemptResult,
     DeliveryStatus,
 )
-from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget, Message, SettledMessage
+from scheduling.domain.outbox import (
+    ClaimedDelivery,
+    DeliveryTarget,
+    Message,
+    Pacing,
+    SettledMessage,
+)
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
@@ -66,8 +73,15 @@ class Outbox:
     refuse_settle: bool = False
 
     async def claim(
-        self, lease_token: str, now: int, lease_ms: int, limit: int, named: Sequence[str] | None
+        self,
+        lease_token: str,
+        now: int,
+        lease_ms: int,
+        limit: int,
+        pacing: Pacing,
+        named: Sequence[str] | None,
     ) -> tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]:
+        assert pacing == kinds.pacing()  # the registry's, bound into the claim's SQL
         self.asked.append((now, lease_ms, limit, named))
         self.tokens.append(lease_token)
         return self.claims.pop(0) if self.claims else ([], {})
@@ -86,7 +100,6 @@ class Channel:
     """Answers as told by endpoint id (delivered unless told), `step` ms after it was asked."""
 
     clock: FakeClock
-    groups: bool = False
     answers: dict[str, AttemptResult] = field(default_factory=dict)
     unreadable: set[str] = field(default_factory=set)
     refuse: set[str] = field(default_factory=set)
@@ -140,7 +153,7 @@ def setup(*claims: tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]], **en
         now=NOW,
         budget=Budget(ms=60_000, queries=1_000, sends=1_000),
     )
-    return Setup(engine, Outbox(list(claims)), Channel(clock), Channel(clock, groups=True), clock)
+    return Setup(engine, Outbox(list(claims)), Channel(clock), Channel(clock), clock)
 
 
 def ends(s: Setup) -> list[tuple[str, DeliveryStatus, int | None, str | None, bool]]:
@@ -172,7 +185,7 @@ async def test_a_delivery_is_claimed_sent_and_settled_under_its_lease() -> None:
     )
     assert (done.sent, done.error, done.next_attempt_at) == (True, None, None)
     report = s.engine.report
-    assert (report.webhook_sends, report.webhooks_delivered, report.webhook_delay_max_ms) == (
+    assert (report.delivery_sends, report.deliveries_delivered, report.delivery_delay_max_ms) == (
         1,
         1,
         1_025,
@@ -250,7 +263,7 @@ async def test_a_chat_digest_waits_a_minute_at_least_a_webhook_its_backoff() -> 
     assert by_id["c1"][1] == DeliveryStatus.WAITING
     assert NOW + 24_000 <= (by_id["w1"][2] or 0) <= NOW + 7 + 30_000
     report = s.engine.report
-    assert (report.webhooks_retrying, report.webhook_sends) == (3, 2)
+    assert (report.deliveries_retrying, report.delivery_sends) == (3, 2)
 
 
 async def test_a_chat_digests_later_retry_is_kept() -> None:
@@ -272,7 +285,7 @@ async def test_a_delivery_past_its_72_hours_fails() -> None:
     s.webhook.answers["e1"] = AttemptResult(503, HTTP_STATUS)
     await s.run()
     assert ends(s) == [("d1", DeliveryStatus.FAILED, None, HTTP_STATUS, True)]
-    assert s.engine.report.webhooks_failed == 1
+    assert s.engine.report.deliveries_failed == 1
 
 
 # -- endpoints not sent to -------------------------------------------------------------------
@@ -301,7 +314,7 @@ async def test_an_endpoint_disabled_deleted_or_unreadable_is_not_sent_to() -> No
     assert got["d3"][0] == DeliveryStatus.WAITING  # it waits for the secret to open again
     assert NOW + 24_000 <= (got["d3"][1] or 0) <= NOW + 30_000
     assert s.webhook.sent == []
-    assert s.engine.report.webhook_sends == 0
+    assert s.engine.report.delivery_sends == 0
 
 
 async def test_each_endpoint_is_opened_once() -> None:
@@ -329,7 +342,7 @@ async def test_a_send_fetch_refuses_is_handed_back_its_count_undone() -> None:
     assert got["d3"].handed_back
     assert (got["d2"].next_attempt_at, got["d2"].status) == (NOW + 5, DeliveryStatus.WAITING)
     report = s.engine.report
-    assert (report.webhook_sends, report.webhooks_handed_back) == (1, 2)
+    assert (report.delivery_sends, report.deliveries_handed_back) == (1, 2)
     assert s.engine.limit is not None
 
 
@@ -337,8 +350,8 @@ async def test_a_digest_handed_back_counts_each_delivery() -> None:
     s = setup(([delivery("c1", "chat"), delivery("c2", "chat")], {"chat": target("chat", "chat")}))
     s.chat.refuse = {"chat"}
     await s.run()
-    assert s.engine.report.webhooks_handed_back == 2
-    assert s.engine.report.webhook_sends == 0
+    assert s.engine.report.deliveries_handed_back == 2
+    assert s.engine.report.delivery_sends == 0
 
 
 async def test_a_settle_refused_by_d1s_limit_is_left_to_the_lease(
@@ -360,7 +373,7 @@ async def test_a_lease_lost_before_the_settle(caplog: pytest.LogCaptureFixture) 
     s.outbox.lost = ["d2"]
     with caplog.at_level(logging.WARNING, logger="scheduling"):
         await s.run()
-    assert s.engine.report.webhook_lost_lease == 1
+    assert s.engine.report.delivery_lost_lease == 1
     assert "delivery d2: lease lost before settle; left to its new runner" in [
         r.getMessage() for r in caplog.records
     ]
@@ -374,10 +387,8 @@ async def test_nothing_ends_at_ready() -> None:
 def test_each_kind_has_its_channel() -> None:
     s = setup()
     work = DeliveryWork(s.engine, s.outbox)  # type: ignore[arg-type]
-    assert {kind: channel.groups for kind, channel in work.channels.items()} == {
-        "webhook": False,
-        "chat": True,
-    }
+    assert set(work.channels) == {kind.name for kind in kinds.kinds()} == {"webhook", "chat"}
+    assert {kind.name: kind.digest for kind in kinds.kinds()} == {"webhook": False, "chat": True}
 
 
 async def test_an_endpoint_not_sent_to_ends_when_it_was_found_so() -> None:
@@ -396,4 +407,4 @@ async def test_leases_lost_add_up_over_batches() -> None:
     )
     s.outbox.lost = ["dX"]
     await s.run()
-    assert s.engine.report.webhook_lost_lease == 2
+    assert s.engine.report.delivery_lost_lease == 2

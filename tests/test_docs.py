@@ -22,10 +22,10 @@ from scheduling.domain.retry_policy import Caps, after_attempt, backoff_ms, may_
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import CODES
 from scheduling.domain.wording import STATUS as STATUS_WORDS
+from scheduling.operator.health import status_json
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.tick_history import LastTick
-from scheduling.runner.health import status_json
 from tests.support.app import FakeClock, make_app, memory_db
 from tests.support.docs import fenced, page, section, table_cells, table_lines
 from tests.support.metrics import scrape

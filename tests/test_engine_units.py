@@ -117,10 +117,10 @@ def batch(token: str, *items: str, last: bool = False) -> Batch[str]:
 # -- what the engine counts ----------------------------------------------------------------
 
 
-def test_subrequests_are_sends_webhook_sends_and_clock_calls() -> None:
+def test_subrequests_are_sends_delivery_sends_and_clock_calls() -> None:
     e = engine()
     assert (e.subrequests(), e.clock_calls) == (0, 0)
-    e.report.sends, e.report.webhook_sends, e.clock_calls = 3, 5, 7
+    e.report.sends, e.report.delivery_sends, e.clock_calls = 3, 5, 7
     assert e.subrequests() == 15
     assert e.slots._value == 2  # SEND_CONCURRENCY's slots
     assert (e.limit, e.claims, e.clock_calls, e.unsettled()) == (None, 0, 7, [])
@@ -130,7 +130,7 @@ def test_a_limit_notes_what_was_used_and_stops_the_invocation_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     e = engine()
-    e.report.sends, e.report.webhook_sends, e.clock_calls = 4, 2, 1
+    e.report.sends, e.report.delivery_sends, e.clock_calls = 4, 2, 1
     e.trips.statements = 30
     with caplog.at_level(logging.WARNING, logger="scheduling"):
         first = LimitReached("subrequests")
@@ -199,7 +199,7 @@ async def test_room_counts_each_unsettled_batch_at_its_most_expensive() -> None:
 def test_room_at_the_edge_of_subrequests() -> None:
     e = engine(sends=10)
     work = Script(e, [], batch_size=4)
-    e.report.sends, e.report.webhook_sends, e.clock_calls = 3, 2, 1  # 6 + 4 = 10
+    e.report.sends, e.report.delivery_sends, e.clock_calls = 3, 2, 1  # 6 + 4 = 10
     assert e.room(work)
     e.clock_calls = 2
     assert not e.room(work)

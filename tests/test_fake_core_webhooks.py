@@ -100,7 +100,7 @@ async def test_a_delivery_from_the_plugin_is_verified_once_its_secret_is_pasted(
     s = await schedule(world, installation)
     world.core.state.edit("cnt_en")  # it will be refused as stale
     report = await tick_at(world, s["due_at"])
-    assert report["webhooks_retrying"] == 1  # no secret pasted: 401, tried again
+    assert report["deliveries_retrying"] == 1  # no secret pasted: 401, tried again
     [first] = world.core.state.webhooks
     assert (first.verified, first.finding) == (False, "no signing secret pasted yet")
 
@@ -113,7 +113,7 @@ async def test_a_delivery_from_the_plugin_is_verified_once_its_secret_is_pasted(
     assert pasted.status == 303
     retry = (await db.prepare("SELECT next_attempt_at FROM webhook_deliveries").first()) or {}
     report = await tick_at(world, retry["next_attempt_at"])
-    assert report["webhooks_delivered"] == 1
+    assert report["deliveries_delivered"] == 1
     second = world.core.state.webhooks[-1]
     assert second.verified
     assert second.webhook_id == first.webhook_id
@@ -160,7 +160,7 @@ async def test_the_chat_beside_it_shows_the_plugins_messages_as_a_chat_would(
     s = await schedule(world, installation)
     world.core.state.edit("cnt_en")  # it will be refused as stale
     report = await tick_at(world, s["due_at"])
-    assert report["webhooks_delivered"] == 1
+    assert report["deliveries_delivered"] == 1
     [message] = world.core.state.chat_messages
     assert message.channel == "editors"
     home = (await core_app.dispatch("GET", "/", {}, b"")).body.decode()

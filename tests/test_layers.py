@@ -35,7 +35,10 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         "the Dee Wan client, the notification channels and the repository",
         frozenset({"dee_wan", "channels", "repository"}),
     ),
-    ("the use cases and the runner", frozenset({"actions", "runner"})),
+    (
+        "the use cases, the runner and the operator's read models",
+        frozenset({"actions", "runner", "operator"}),
+    ),
     ("HTTP: requests, responses, guards", frozenset({"http"})),
     ("the pages", frozenset({"http.pages"})),
     ("the handlers and the agents' MCP endpoint", frozenset({"http.handlers", "mcp"})),

@@ -321,7 +321,8 @@ async def test_delete_data_removes_endpoints_and_deliveries_and_status_counts_th
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
     last = (await runner_status(world.app))["last_tick"]
-    assert last["webhooks"] == {
+    assert last["webhooks"] == last["deliveries"]  # its deprecated name, for one release
+    assert last["deliveries"] == {
         "events": 1,
         "sends": 1,
         "delivered": 1,
@@ -332,10 +333,13 @@ async def test_delete_data_removes_endpoints_and_deliveries_and_status_counts_th
     }
     # /admin/metrics counts them too, read as Prometheus would.
     types, samples = await scrape(world.app)
-    assert types["scheduling_webhook_deliveries"] == "counter"
+    assert types["scheduling_deliveries"] == "counter"
+    assert value(samples, "scheduling_delivery_events_total") == 1
+    assert value(samples, "scheduling_deliveries_total", outcome="delivered") == 1
+    assert value(samples, "scheduling_deliveries_total", outcome="retrying") == 0
+    # ... and under their deprecated names, the same counts, for one release.
     assert value(samples, "scheduling_webhook_events_total") == 1
     assert value(samples, "scheduling_webhook_deliveries_total", outcome="delivered") == 1
-    assert value(samples, "scheduling_webhook_deliveries_total", outcome="retrying") == 0
     response = await call(
         world.app, "POST", f"/admin/installations/{installation.id}/delete-data", headers=OPERATOR
     )

@@ -101,8 +101,8 @@ async def test_each_refusal_by_dee_wan_is_told_once_to_each_subscribed_endpoint_
     world.core.faults.push(fault, endpoint="transitions")
     report = await tick_at(world, s["due_at"])
     assert (await row(world, s["id"]))["result_code"] == code
-    assert report["webhook_events"] == 2
-    assert report["webhooks_delivered"] == 2
+    assert report["delivery_events"] == 2
+    assert report["deliveries_delivered"] == 2
     for receiver in (hooks.loud, hooks.other):
         [event] = refused_events(receiver)
         [delivery] = receiver.deliveries
@@ -339,7 +339,7 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
         # 30 s, 2 min, 10 min, 1 h, 3 h, each 80–100 % of that (jitter)
         assert 0.8 * delay <= waiting["next_attempt_at"] - now <= delay
         now = waiting["next_attempt_at"]
-        assert (await tick_at(world, now - 1))["webhook_sends"] == 0  # not before its time
+        assert (await tick_at(world, now - 1))["delivery_sends"] == 0  # not before its time
         await tick_at(world, now)
     ids = {d.id for d in hooks.loud.deliveries}
     bodies = {d.body for d in hooks.loud.deliveries}
@@ -487,9 +487,9 @@ async def test_a_runner_killed_mid_delivery_leaves_it_to_be_resent_with_the_same
     hooks.loud.send = real_send  # type: ignore[method-assign]
     [sent] = hooks.loud.deliveries
     # Not sent again while its lease holds; once it expired, the same id again.
-    assert (await tick_at(world, s["due_at"] + 59_000))["webhook_sends"] == 0
+    assert (await tick_at(world, s["due_at"] + 59_000))["delivery_sends"] == 0
     # (the other endpoint's delivery was in the same killed batch)
-    assert (await tick_at(world, s["due_at"] + 60_000))["webhooks_delivered"] == 2
+    assert (await tick_at(world, s["due_at"] + 60_000))["deliveries_delivered"] == 2
     assert [d.id for d in hooks.loud.deliveries] == [sent.id, sent.id]
 
 
@@ -529,7 +529,7 @@ async def test_a_settle_that_lost_its_lease_writes_no_event(world: World, hooks:
     )
     report = await slow
     assert report["lost_lease"] == 1
-    assert report["webhook_events"] == 0
+    assert report["delivery_events"] == 0
     assert await deliveries(world) == []
     assert hooks.loud.deliveries == []
 
@@ -542,4 +542,4 @@ async def test_a_tick_with_no_endpoint_costs_what_it_did(world: World) -> None:
     # due; claim + open attempt; next due; settle + finish attempt + last send; the retention
     # purge's step (3); the record (3)
     assert (report["d1_statements"], report["d1_round_trips"]) == (13, 6)
-    assert report["webhook_events"] == 0
+    assert report["delivery_events"] == 0

@@ -15,10 +15,10 @@ from typing import Any
 
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.mcp.tools import TOOLS
+from scheduling.operator.health import STALL_AFTER_MS
+from scheduling.operator.metrics import REFUSAL_RESULT_CODES
 from scheduling.ports import Database
 from scheduling.repository import agent_calls
-from scheduling.runner.health import STALL_AFTER_MS
-from scheduling.runner.metrics import REFUSAL_RESULT_CODES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, body, call, runner_status
 from tests.support.day import (
@@ -209,11 +209,14 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_lost_claims_total", 0)
     expect("scheduling_lost_leases_total", 0)
     expect("scheduling_limit_reached_total", 1)
-    # No notification endpoint in this story: the webhook counters are there, at zero.
-    expect("scheduling_webhook_events_total", 0)
+    # No notification endpoint in this story: the delivery counters are there, at zero, and
+    # under their deprecated `webhook` names too (one release).
+    for name in ("delivery", "webhook"):
+        expect(f"scheduling_{name}_events_total", 0)
+        expect(f"scheduling_{name}_lost_leases_total", 0)
     for outcome in ("delivered", "retrying", "failed"):
+        expect("scheduling_deliveries_total", 0, outcome=outcome)
         expect("scheduling_webhook_deliveries_total", 0, outcome=outcome)
-    expect("scheduling_webhook_lost_leases_total", 0)
     for tool in TOOLS:  # no agent in this story: its counters are there, at zero
         for outcome in agent_calls.OUTCOMES:
             expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
@@ -239,9 +242,9 @@ async def every_metric(world: World, ticks: int) -> None:
         *(f"refusals:{code}" for code in REFUSAL_RESULT_CODES),
         "refused_unsent:late",
         "refused_unsent:other",
-        "webhook_events",
-        *(f"webhook_deliveries:{o}" for o in ("delivered", "retrying", "failed")),
-        "webhook_lost_leases",
+        "delivery_events",
+        *(f"deliveries:{o}" for o in ("delivered", "retrying", "failed")),
+        "delivery_lost_leases",
         "lost_claims",
         "lost_leases",
         "limit_reached",
@@ -266,6 +269,9 @@ async def every_metric(world: World, ticks: int) -> None:
         "scheduling_lost_claims": "counter",
         "scheduling_lost_leases": "counter",
         "scheduling_limit_reached": "counter",
+        "scheduling_delivery_events": "counter",
+        "scheduling_deliveries": "counter",
+        "scheduling_delivery_lost_leases": "counter",
         "scheduling_webhook_events": "counter",
         "scheduling_webhook_deliveries": "counter",
         "scheduling_webhook_lost_leases": "counter",

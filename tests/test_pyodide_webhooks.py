@@ -134,7 +134,7 @@ def test_with_the_clocks_the_alarm_that_settles_a_refusal_tells_it(
         assert event["type"] == "schedule.refused"
         assert event["data"]["result_code"] == "workflow_conflict"
         [settling] = [line for line in harness.events("runner_alarm")[alarms:] if line["refused"]]
-        assert settling["webhook_events"] == settling["webhooks_delivered"] == 1
+        assert settling["delivery_events"] == settling["deliveries_delivered"] == 1
 
 
 def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(
@@ -203,7 +203,7 @@ def _add_chat_endpoint(
     added = _post_endpoint(core, browser, installation_id, url, kind="chat")
     assert added.status_code == 303, added.text
     page = browser.get(f"/installations/{installation_id}").text
-    assert f"data-chat-url>{url}<" in page, page[-3000:]
+    assert f"data-secret-url>{url}<" in page, page[-3000:]
     assert url not in browser.get(f"/installations/{installation_id}").text  # once
     [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
     [row] = harness.sql(

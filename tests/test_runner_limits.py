@@ -124,13 +124,13 @@ async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_late
     await bulk_due(world, installation, 25, due, "lim")
     limit(world.app, subrequests=25)  # the transitions use all of the first invocation's
     first = await limited_tick(world.app, due)
-    assert (first["completed"], first["webhook_events"]) == (25, 25)
-    assert (first["platform_limit"], first["webhook_sends"], first["webhooks_delivered"]) == (
+    assert (first["completed"], first["delivery_events"]) == (25, 25)
+    assert (first["platform_limit"], first["delivery_sends"], first["deliveries_delivered"]) == (
         1,
         0,
         0,
     )
-    assert first["webhooks_handed_back"] == 20  # the first batch claimed; the rest still waits
+    assert first["deliveries_handed_back"] == 20  # the first batch claimed; the rest still waits
     assert receiver.deliveries == []
     stored = await deliveries(world)
     assert {(d["status"], d["attempt_count"]) for d in stored} == {("waiting", 0)}
@@ -139,7 +139,7 @@ async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_late
     for n in (1, 2):
         report = await limited_tick(world.app, due + n * MINUTE)
         assert report["platform_limit"] == 0
-        assert report["webhook_sends"] <= 25
+        assert report["delivery_sends"] <= 25
     assert len(receiver.deliveries) == 25
     assert set(Counter(d.id for d in receiver.deliveries).values()) == {1}
     assert all(signed_by(secret, d) for d in receiver.deliveries)

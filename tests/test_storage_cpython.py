@@ -97,6 +97,60 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     database.close()
 
 
+def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
+    tmp_path: Path,
+) -> None:
+    """A database migrated to 0017 with a chat endpoint, its subscription and a delivery,
+    and the `webhook_` totals: 0018 keeps every row and the index, the keys still hold, the
+    table no longer lists the kinds, and the counters continue under their new names."""
+    before = tmp_path / "before"
+    before.mkdir()
+    for path in MIGRATIONS_DIR.glob("*.sql"):
+        if path.name < "0018":
+            shutil.copy(path, before)
+    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
+    connection = database.connection
+    apply_migrations(connection, before)
+    connection.executescript(
+        """INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
+               token_rotated_at) VALUES ('ins_1', 'site', 'https://cms.example', 's', 0, 0);
+           INSERT INTO notification_endpoints (id, installation_id, url, secret_sealed,
+               created_at, secret_rotated_at, kind, next_message_at)
+               VALUES ('whe_1', 'ins_1', 'chat.example …Zq9X', 'sealed', 1, 1, 'chat', 60000);
+           INSERT INTO notification_subscriptions VALUES ('whe_1', 'schedule.refused');
+           INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
+               event_type, payload, created_at, status, next_attempt_at)
+               VALUES ('msg_1', 'whe_1', 'ins_1', 'sch_1', 'schedule.refused', '{}', 1,
+                       'waiting', 2);
+           INSERT INTO runner_totals (name, value) VALUES ('webhook_events', 3),
+               ('webhook_deliveries:delivered', 2), ('webhook_lost_leases', 1);"""
+    )
+    assert apply_migrations(connection) == ["0018_channel_kinds.sql"]
+    endpoint = connection.execute("SELECT id, kind, next_message_at FROM notification_endpoints")
+    assert [tuple(r) for r in endpoint] == [("whe_1", "chat", 60000)]
+    assert connection.execute("SELECT count(*) FROM notification_subscriptions").fetchone()[0] == 1
+    assert connection.execute("SELECT count(*) FROM webhook_deliveries").fetchone()[0] == 1
+    assert list(connection.execute("PRAGMA foreign_key_check")) == []
+    indexes = {r[1] for r in connection.execute("PRAGMA index_list(notification_endpoints)")}
+    assert "notification_endpoints_by_installation" in indexes
+    with pytest.raises(sqlite3.IntegrityError):  # what refers to it still holds it
+        connection.execute("DELETE FROM notification_endpoints")
+    connection.execute(  # a kind only the registry knows: the table takes it
+        "INSERT INTO notification_endpoints (id, installation_id, url, secret_sealed,"
+        " created_at, secret_rotated_at, kind) VALUES ('whe_2', 'ins_1', 'u', 's', 1, 1, 'pager')"
+    )
+    totals = connection.execute("SELECT name, value FROM runner_totals ORDER BY name")
+    assert [tuple(r) for r in totals] == [
+        ("deliveries:delivered", 2),
+        ("delivery_events", 3),
+        ("delivery_lost_leases", 1),
+    ]
+    columns = {r[1] for r in connection.execute("PRAGMA table_info(tick_history)")}
+    assert {"delivery_sends", "deliveries_delivered"} <= columns
+    assert not {c for c in columns if c.startswith("webhook")}
+    database.close()
+
+
 def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) -> None:
     """A database migrated to 0013, with a queue consumer's history row and totals: 0014
     drops the column, those rows and totals, and keeps every tick and alarm as it was."""
@@ -404,11 +458,11 @@ def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row() ->
 @pytest.mark.parametrize(
     ("sql", "params"),
     [
-        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20]),
-        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["msg_a_whe_b"]']),
-        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0]),
+        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
+        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
+        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
         (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
-        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, 10]),
+        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
         (
             outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],

@@ -168,7 +168,7 @@ DEE_WAN_REFUSALS = [
 ]
 
 
-CHAT_URL_VALUE = re.compile(r"data-chat-url>([^<]+)<")
+CHAT_URL_VALUE = re.compile(r"data-secret-url>([^<]+)<")
 
 
 async def add_chat_endpoint(

@@ -15,17 +15,15 @@ names the endpoint and what would be lost (`preview_endpoint`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduling.actions.access import open_access
 from scheduling.actions.throttled import endpoint_calls, limited
 from scheduling.actions.titles import Titles, read_titles
-from scheduling.channels import chat
-from scheduling.channels.kinds import channels
-from scheduling.domain import webhook_signing
+from scheduling.channels import kinds
+from scheduling.channels.kinds import ChannelKind
 from scheduling.domain.call_limits import seconds
-from scheduling.domain.endpoint_url import endpoint_url_problem
-from scheduling.domain.notifications import CHAT, EVENT_TYPES, KINDS, MAX_ENDPOINTS, WEBHOOK
+from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.wording import explain
@@ -46,7 +44,7 @@ class EndpointForm:
 
     url: str = ""
     events: tuple[str, ...] = ()
-    kind: str = WEBHOOK
+    kind: str = field(default_factory=lambda: kinds.default().name)
 
 
 class EndpointFormRefusal(Refusal):
@@ -98,26 +96,21 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     Nothing is stored when refused."""
     require_manage(session)
     await _installation(services, session)
-    _check(services, form)
+    kind = _check(services, form)
     too_many = EndpointFormRefusal(409, "too_many_endpoints", explain("too_many_endpoints"), form)
     installation_id = session.installation_id
     if await notification_endpoints.count(services.db, installation_id) >= MAX_ENDPOINTS:
         raise too_many
     endpoint_id = _new_id(services, "whe_")
-    if form.kind == CHAT:
-        shown = chat.shown_url(form.url)
-        sealed = await chat.seal_url(services.crypto, installation_id, endpoint_id, form.url)
-    else:
-        shown = form.url
-        sealed = await _new_sealed_secret(services, installation_id, endpoint_id)
+    kept = await kind.keep(services.crypto, installation_id, endpoint_id, form.url)
     created = await notification_endpoints.create(
         services.db,
         endpoint_id=endpoint_id,
         installation_id=installation_id,
         kind=form.kind,
-        url=shown,
+        url=kept.shown_url,
         events=tuple(event for event in EVENT_TYPES if event in form.events),
-        secret_sealed=sealed,
+        secret_sealed=kept.sealed,
         now=services.clock.now_ms(),
     )
     if not created:
@@ -127,13 +120,15 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     return endpoint_id
 
 
-def _check(services: Services, form: EndpointForm) -> None:
-    """The form's kind, URL and events, each refused with its own code."""
-    if form.kind not in KINDS:
+def _check(services: Services, form: EndpointForm) -> ChannelKind:
+    """The form's kind (as registered), URL (by its kind's rule) and events, each refused
+    with its own code."""
+    kind = kinds.kind_of(form.kind)
+    if kind is None:
         raise EndpointFormRefusal(
             422, "unknown_endpoint_kind", explain("unknown_endpoint_kind"), form
         )
-    problem = endpoint_url_problem(form.url, services.config)
+    problem = kind.url_problem(form.url, services.config)
     if problem is not None:
         raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form)
     unknown = [event for event in form.events if event not in EVENT_TYPES]
@@ -141,15 +136,19 @@ def _check(services: Services, form: EndpointForm) -> None:
         raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form)
     if not form.events:
         raise EndpointFormRefusal(422, "no_events", explain("no_events"), form)
+    return kind
 
 
 async def rotate_secret(services: Services, session: Session, endpoint_id: str) -> None:
-    """A new secret replaces the old at once: every later attempt is signed with it. A chat
-    endpoint has none (its URL is its secret: delete it and add the new URL)."""
+    """A new secret replaces the old at once: every later attempt is signed with it. A kind
+    whose secret does not rotate (a chat's URL is its secret: delete it and add the new URL)
+    is refused."""
     endpoint = await endpoint_of(services, session, endpoint_id)
-    if endpoint.kind == CHAT:
+    kind = kinds.kind_of(endpoint.kind)
+    if kind is None or not kind.rotates:
         raise Refusal.explained(409, "chat_has_no_secret")
-    sealed = await _new_sealed_secret(services, endpoint.installation_id, endpoint.id)
+    kept = await kind.keep(services.crypto, endpoint.installation_id, endpoint.id, endpoint.url)
+    sealed = kept.sealed
     now = services.clock.now_ms()
     if not await notification_endpoints.rotate(
         services.db, endpoint.installation_id, endpoint.id, sealed, now
@@ -228,7 +227,7 @@ def too_many(
 
 async def _send_test(services: Services, endpoint: Endpoint) -> str:
     now = services.clock.now_ms()
-    channel = channels(services)[endpoint.kind]
+    channel = kinds.channels(services)[endpoint.kind]
     target = endpoint.target()
     opened = await channel.open(target)
     if opened is None:
@@ -257,10 +256,11 @@ async def notifications_view(
     revealed = None
     shown = await sessions.take_reveal(services.db, session) if reveal else None
     for endpoint in endpoints:
-        if endpoint.id == shown:
-            opened = await channels(services)[endpoint.kind].open(endpoint.target())
+        kind = kinds.kind_of(endpoint.kind)
+        if endpoint.id == shown and kind is not None:
+            opened = await kind.channel(services).open(endpoint.target())
             if opened is not None:
-                revealed = (endpoint.id, opened.url if endpoint.kind == CHAT else opened.secret)
+                revealed = (endpoint.id, kind.revealed(opened))
     config = services.config
     dev_origins = config.dev_origins if config.is_development else ()
     return NotificationsView(tuple(endpoints), revealed, refused, dev_origins)
@@ -282,11 +282,6 @@ async def endpoint_of(services: Services, session: Session, endpoint_id: str) ->
     if endpoint is None:
         raise Refusal.explained(404, "endpoint_not_found")
     return endpoint
-
-
-async def _new_sealed_secret(services: Services, installation_id: str, endpoint_id: str) -> str:
-    secret = webhook_signing.new_secret(services.crypto.random_token())
-    return await webhook_signing.seal_secret(services.crypto, installation_id, endpoint_id, secret)
 
 
 def _new_id(services: Services, prefix: str) -> str:

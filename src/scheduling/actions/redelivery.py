@@ -38,7 +38,7 @@ async def send_again(
         "installation %s: delivery %s sent again (%d request)",
         endpoint.installation_id,
         delivery_id,
-        report.webhook_sends,
+        report.delivery_sends,
     )
 
 

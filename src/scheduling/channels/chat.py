@@ -1,16 +1,16 @@
 """The chat channel: a Slack-compatible incoming webhook (`POST {"text": …}`), which Slack,
 Google Chat, Mattermost, Rocket.Chat and Discord's `/slack` URL take. The URL is the secret:
 it is kept sealed and opened only to send. A chat endpoint's due deliveries make one message
-(`chat_lines.digest`), at most one a minute (`repository/outbox.py` keeps the minute).
+(`chat_lines.digest`), at most one a minute (its entry in `kinds.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling.channels import http_post
+from scheduling.channels import chat_lines, http_post
 from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain import associated_data, chat_lines, sealing
+from scheduling.domain import associated_data, sealing
 from scheduling.domain.delivery_policy import AttemptResult
 from scheduling.domain.notifications import page_url
 from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
@@ -21,8 +21,6 @@ HEADERS = {"content-type": "application/json"}
 
 
 class SlackChat:
-    groups = True  # an endpoint's due deliveries are one message
-
     def __init__(self, services: Services) -> None:
         self.services = services  # its HTTP client and crypto are read when used
         self.public_origin = services.config.public_origin

@@ -37,11 +37,8 @@ class Event:
 
 
 class Channel(Protocol):
-    # Whether an endpoint's due deliveries make one message (a chat digest), or one each.
-    groups: bool
-
     async def event(self, target: DeliveryTarget, deliveries: Sequence[ClaimedDelivery]) -> Event:
-        """What one attempt at `deliveries` (one, unless the channel groups) carries."""
+        """What one attempt at `deliveries` (one, unless its kind is a digest) carries."""
         ...
 
     def test_event(self, target: DeliveryTarget, event_id: str, at: int) -> Event:

@@ -15,8 +15,6 @@ from scheduling.services import Services
 
 
 class StandardWebhook:
-    groups = False  # one delivery, one signed POST
-
     def __init__(self, services: Services) -> None:
         self.services = services  # its HTTP client and crypto are read when used
         self.public_origin = services.config.public_origin

@@ -29,10 +29,7 @@ EVENT_TYPES = (REFUSED, COMPLETED, RETRYING, PROPOSAL_CREATED)
 DEFAULT_EVENTS = (REFUSED,)
 TEST_EVENT = "test"
 MAX_ENDPOINTS = 5
-# The kinds of endpoint: a signed Standard Webhook (the default), or a chat's incoming webhook.
-WEBHOOK = "webhook"
-CHAT = "chat"
-KINDS = (WEBHOOK, CHAT)
+# The kinds of endpoint are registered in `channels/kinds.py`, one entry each.
 # How far back "Replay failures since …" may reach, in hours (its choices, in order).
 REPLAY_SINCE_HOURS = (1, 6, 24, 72, 168)
 

@@ -8,7 +8,8 @@ The outbox store (`repository/outbox.py`) reads and writes them; the engine's de
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from scheduling.domain.delivery_policy import DeliveryStatus
 
@@ -52,16 +53,26 @@ class DeliveryTarget:
 
     id: str
     installation_id: str
-    url: str  # a chat endpoint's: what the pages show of it (its URL is sealed)
-    secret_sealed: str  # a webhook's signing secret, a chat endpoint's URL
+    url: str  # what the pages show of it (all of it, unless its URL is its secret)
+    secret_sealed: str  # what its kind keeps sealed: a signing secret, or the URL itself
     disabled: bool
-    kind: str = "webhook"
+    kind: str
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """What the outbox's claim is told of the channel kinds (`channels/kinds.py`), bound as
+    values rather than written into its SQL."""
+
+    digests: tuple[str, ...] = ()  # kinds whose endpoint's due deliveries are one message
+    intervals: Mapping[str, int] = field(default_factory=dict)  # kind: ms between messages
+    titled: Mapping[str, int] = field(default_factory=dict)  # kind: lines that name a title
 
 
 @dataclass(frozen=True)
 class Message:
-    """What one attempt tells one endpoint: one delivery, or all a chat endpoint had due as
-    one digest (settled together, by endpoint, under the batch's lease)."""
+    """What one attempt tells one endpoint: one delivery, or all a digest kind's endpoint had
+    due as one digest (settled together, by endpoint, under the batch's lease)."""
 
     endpoint_id: str
     deliveries: tuple[ClaimedDelivery, ...]

@@ -69,7 +69,7 @@ CODES = {
     "too_many_endpoints": "An installation has at most 5 notification endpoints. Delete one first.",
     "too_many_tests": "A test event is sent to an endpoint one at a time, and at most 5 a minute.",
     "too_many_sends_again": "A delivery is sent again to an endpoint one at a time, and at most 5 a minute with its test events.",
-    "unknown_endpoint_kind": "Choose a signed webhook or a chat message.",
+    "unknown_endpoint_kind": "Choose one of the kinds of endpoint the form offers.",
     "not_sendable_again": "Only a delivery that was delivered or has failed can be sent again, and only to an endpoint that is enabled.",
     "endpoint_disabled": "This endpoint is disabled: enable it again first.",
     "endpoint_not_disabled": "This endpoint is not disabled.",
@@ -108,12 +108,6 @@ EVENTS = {
     "proposal.created": "An agent proposes a schedule",
     "schedule.stale": "A schedule needs a new pin (it would be refused)",
     "test": "Test event",
-}
-
-# The kinds of endpoint, as the Notifications form names them.
-ENDPOINT_KINDS = {
-    "webhook": "Signed webhook, for a program (Standard Webhooks)",
-    "chat": "Chat message (Slack, Google Chat, Mattermost, Rocket.Chat, Discord's /slack URL)",
 }
 
 # A delivery's state, and why an attempt did not deliver.

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable
 
 from scheduling.http.responses import Response
-from scheduling.runner.metrics import Family, Sample
+from scheduling.operator.metrics import Family, Sample
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

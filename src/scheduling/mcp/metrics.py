@@ -5,9 +5,9 @@ outcome is a series from the start, at 0, so a rate is defined before the first 
 from __future__ import annotations
 
 from scheduling.mcp.tools import TOOLS
+from scheduling.operator.metrics import Family, Sample
 from scheduling.ports import Database
 from scheduling.repository import agent_calls
-from scheduling.runner.metrics import Family, Sample
 
 
 async def agent_call_families(db: Database) -> list[Family]:

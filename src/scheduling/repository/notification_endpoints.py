@@ -87,7 +87,7 @@ class Endpoint:
     test_result: str | None
     deliveries: tuple[Delivery, ...] = ()  # the latest RECENT_DELIVERIES
     delivery_count: int = 0  # all it holds, which a delete removes with it
-    kind: str = "webhook"
+    kind: str = ""  # its channel kind's name, as stored (`channels/kinds.py`)
     disabled_reason: str | None = None
 
     def target(self) -> DeliveryTarget:

@@ -11,9 +11,9 @@ subscribed endpoint, its id the `webhook-id`.
 A delivery is claimed by a compare-and-set (waiting and due, or sending
 with an expired lease) that `RETURNING`s what it won, and settled only while
 its lease token still holds, so two runners never send the same attempt and a
-runner killed mid-delivery leaves it to be sent again, with the same id. A chat
-endpoint's due deliveries are claimed together, at most once a minute, and
-settled together: one message, a digest (`outbox_sql.py`).
+runner killed mid-delivery leaves it to be sent again, with the same id. An endpoint
+of a digest kind (a chat) has its due deliveries claimed together, at most once its kind's
+interval, and settled together: one message, a digest (`outbox_sql.py`).
 """
 
 from __future__ import annotations
@@ -21,17 +21,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from scheduling.domain.chat_lines import MAX_LINES
 from scheduling.domain.delivery_policy import (
     DISABLE_AFTER_FAILING_MS,
     ENDPOINT_GONE,
-    MESSAGE_INTERVAL_MS,
     DeliveryStatus,
 )
 from scheduling.domain.outbox import (
     ClaimedDelivery,
     DeliveryTarget,
     OutboxEvent,
+    Pacing,
     SettledMessage,
 )
 from scheduling.limits import EVENTS, SETTLE_DELIVERIES
@@ -99,28 +98,31 @@ class Outbox:
         now: int,
         lease_ms: int,
         limit: int,
+        pacing: Pacing,
         named: Sequence[str] | None = None,
     ) -> tuple[list[ClaimedDelivery], dict[str, DeliveryTarget]]:
         """Claim up to `limit` messages' deliveries due at `now` (waiting ones whose time
         came, sending ones whose lease expired; among `named` only, when given), oldest first,
         under `lease_token` until `now + lease_ms`; with the endpoints they go to, read in the
-        same batch. A chat endpoint claimed sends its next message a minute later at the
-        earliest."""
+        same batch. How the kinds group and pace their messages is `pacing`: an endpoint of a
+        paced kind claimed sends its next message that kind's interval later at the earliest."""
         lease_until = now + lease_ms
         db = self.trips.db
-        lease = (lease_token, lease_until, now, limit)
+        lease = (lease_token, lease_until, now, limit, _json_text(list(pacing.digests)))
         claim = (
             db.prepare(CLAIM_DELIVERIES_SQL).bind(*lease)
             if named is None
             else db.prepare(CLAIM_NAMED_SQL).bind(*lease, json.dumps(list(named)))
         )
-        next_message = now + MESSAGE_INTERVAL_MS
+        intervals = _json_text(dict(pacing.intervals))
         claimed, _, targets, titles = await self.trips.send(
             [
                 claim,
-                db.prepare(NEXT_MESSAGE_SQL).bind(lease_token, lease_until, next_message),
+                db.prepare(NEXT_MESSAGE_SQL).bind(lease_token, lease_until, now, intervals),
                 db.prepare(CLAIMED_ENDPOINTS_SQL).bind(lease_token, lease_until),
-                db.prepare(CLAIMED_TITLES_SQL).bind(lease_token, lease_until, MAX_LINES),
+                db.prepare(CLAIMED_TITLES_SQL).bind(
+                    lease_token, lease_until, _json_text(dict(pacing.titled))
+                ),
             ]
         )
         sealed = {str(row["id"]): str(row["title_sealed"]) for row in titles.results}

@@ -1,12 +1,12 @@
 """The outbox's statements: events written with a settle, deliveries claimed as messages under
-a lease, settled by id (one delivery) or by endpoint (a chat digest), and the endpoints marked.
+a lease, settled by id (one delivery) or by endpoint (a digest), and the endpoints marked.
 
 Every claim and settle reads the partial indexes `webhook_deliveries_waiting` and
 `webhook_deliveries_leased` (`tests/test_storage_cpython.py` reads their plans).
 """
 
 # `?1` the batch's lease token (what its settle wrote into `settled_by`), `?2` the instant. A
-# chat endpoint's row waits for the minute its next message may leave.
+# paced endpoint's row waits for the time its next message may leave.
 # Each VALUES row: a settled schedule's id, and the JSON array of its events, each
 # `[message id, schedule id, type, body]`. A stale notice (`schedule.stale`) names the other
 # kind's schedule the settle's completion put out of date, and is written only when the
@@ -31,9 +31,10 @@ SELECT json_extract(m.value, '$[0]') || '_' || e.id, e.id, s.installation_id,
 RETURNING id"""
 
 # Waiting deliveries whose time came and sending ones whose lease expired, as up to ?4
-# messages, oldest first: a webhook delivery is a message of its own; everything a chat
-# endpoint has due is one (claimed whole), once its minute has come. `?1` the lease token,
-# `?2` its end, `?3` the instant.
+# messages, oldest first: a delivery is a message of its own, but everything an endpoint of a
+# digest kind (?5, a JSON array of the channel kinds that group) has due is one (claimed
+# whole). An endpoint whose kind is paced waits for its next message's time (`next_message_at`
+# is set for paced kinds alone). `?1` the lease token, `?2` its end, `?3` the instant.
 _DUE_MESSAGES = """WITH due AS (
     SELECT id, endpoint_id, next_attempt_at AS ready_at FROM webhook_deliveries
      WHERE next_attempt_at <= ?3
@@ -43,9 +44,10 @@ _DUE_MESSAGES = """WITH due AS (
 ),
 keyed AS (
     SELECT due.id, due.ready_at,
-           CASE WHEN e.kind = 'chat' THEN 'chat:' || e.id ELSE due.id END AS message
+           CASE WHEN e.kind IN (SELECT value FROM json_each(?5)) THEN 'digest:' || e.id
+                ELSE due.id END AS message
       FROM due LEFT JOIN notification_endpoints e ON e.id = due.endpoint_id
-     WHERE (e.kind IS NOT 'chat' OR coalesce(e.next_message_at, 0) <= ?3){among}
+     WHERE coalesce(e.next_message_at, 0) <= ?3{among}
 ),
 chosen AS (
     SELECT message FROM keyed GROUP BY message ORDER BY min(ready_at), message LIMIT ?4
@@ -58,29 +60,33 @@ _CLAIM = """UPDATE webhook_deliveries
 RETURNING id, endpoint_id, installation_id, schedule_id, payload, created_at, attempt_count,
           coalesce(retries_from, created_at) AS tried_from"""
 CLAIM_DELIVERIES_SQL = _DUE_MESSAGES.format(among="") + _CLAIM
-# The same among the deliveries named (a JSON array in ?5): an alarm's own events, a page's.
+# The same among the deliveries named (a JSON array in ?6): an alarm's own events, a page's.
 CLAIM_NAMED_SQL = (
-    _DUE_MESSAGES.format(among="\n       AND due.id IN (SELECT value FROM json_each(?5))") + _CLAIM
+    _DUE_MESSAGES.format(among="\n       AND due.id IN (SELECT value FROM json_each(?6))") + _CLAIM
 )
 
-# A chat endpoint claimed now sends its next message a minute later at the earliest (`?3`).
-NEXT_MESSAGE_SQL = """UPDATE notification_endpoints SET next_message_at = ?3
- WHERE kind = 'chat'
-   AND id IN (SELECT endpoint_id FROM webhook_deliveries WHERE lease_until = ?2 AND lease_token = ?1)"""
+# An endpoint of a paced kind claimed now (`?3`) sends its next message that kind's interval
+# later at the earliest (`?4`, a JSON object: kind -> milliseconds).
+NEXT_MESSAGE_SQL = """UPDATE notification_endpoints SET next_message_at = ?3 + pace.value
+  FROM json_each(?4) AS pace
+ WHERE pace.key = notification_endpoints.kind
+   AND notification_endpoints.id IN (SELECT endpoint_id FROM webhook_deliveries WHERE lease_until = ?2 AND lease_token = ?1)"""
 
 CLAIMED_ENDPOINTS_SQL = """SELECT id, installation_id, kind, url, secret_sealed, disabled_at
   FROM notification_endpoints
  WHERE id IN (SELECT endpoint_id FROM webhook_deliveries WHERE lease_until = ?2 AND lease_token = ?1)"""
 
-# The sealed titles a chat digest's first ?3 lines name (`chat_lines.MAX_LINES`).
+# The sealed titles the first lines of a digest name, for the kinds whose lines name them
+# (`?3`, a JSON object: kind -> how many lines).
 CLAIMED_TITLES_SQL = """SELECT id, title_sealed FROM (
-    SELECT d.id, s.title_sealed,
+    SELECT d.id, s.title_sealed, titled.value AS lines,
            ROW_NUMBER() OVER (PARTITION BY d.endpoint_id ORDER BY d.created_at, d.id) AS line
       FROM webhook_deliveries d
-      JOIN notification_endpoints e ON e.id = d.endpoint_id AND e.kind = 'chat'
+      JOIN notification_endpoints e ON e.id = d.endpoint_id
+      JOIN json_each(?3) AS titled ON titled.key = e.kind
       JOIN schedules s ON s.id = d.schedule_id
      WHERE d.lease_until = ?2 AND d.lease_token = ?1)
- WHERE line <= ?3 AND title_sealed IS NOT NULL"""
+ WHERE line <= lines AND title_sealed IS NOT NULL"""
 
 # A message settles its deliveries by id (one delivery) or by endpoint (a digest), under the
 # batch's lease (`?1`, until `?2`). One handed back unsent (`done.column8` = 1) keeps its

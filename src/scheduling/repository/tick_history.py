@@ -43,14 +43,14 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "limit_reached",
     "lateness_sum_ms",
     *BUCKET_COLUMNS,
-    # Webhooks (migration 0009).
-    "webhook_events",
-    "webhook_sends",
-    "webhooks_delivered",
-    "webhooks_retrying",
-    "webhooks_failed",
-    "webhook_lost_lease",
-    "webhook_delay_max_ms",
+    # Notifications, every channel kind (migration 0009; renamed by 0018).
+    "delivery_events",
+    "delivery_sends",
+    "deliveries_delivered",
+    "deliveries_retrying",
+    "deliveries_failed",
+    "delivery_lost_lease",
+    "delivery_delay_max_ms",
     # An alarm clock per installation (migration 0013).
     "caught",
     "clocks_rearmed",

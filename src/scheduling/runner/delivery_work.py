@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling.channels.kinds import channels
+from scheduling.channels.kinds import channels, kind_of, pacing
 from scheduling.channels.port import Channel, OpenTarget
 from scheduling.domain.delivery_policy import (
     ENDPOINT_GONE,
-    MESSAGE_INTERVAL_MS,
     SECRET_UNREADABLE,
     AttemptResult,
     after_attempt,
@@ -53,7 +52,7 @@ class DeliveryWork(OnEngine):
         lease_token = engine.services.crypto.random_token()
         at = self.clock()
         claimed, targets = await self.outbox.claim(
-            lease_token, at, self.lease_ms, self.batch_size, self.named
+            lease_token, at, self.lease_ms, self.batch_size, pacing(), self.named
         )
         if not claimed:
             return None
@@ -64,12 +63,13 @@ class DeliveryWork(OnEngine):
         return Batch(messages, lease_token, last=last, claimed_at=at)
 
     def _messages(self, claimed: Sequence[ClaimedDelivery]) -> list[Message]:
-        """One message a delivery, but one a grouping channel's endpoint (oldest first)."""
+        """One message a delivery, but one a digest kind's endpoint (oldest first)."""
         messages: list[Message] = []
         grouped: dict[str, list[ClaimedDelivery]] = {}
         for delivery in claimed:
             target = self._targets.get(delivery.endpoint_id)
-            if target is not None and self.channels[target.kind].groups:
+            kind = None if target is None else kind_of(target.kind)
+            if kind is not None and kind.digest:
                 grouped.setdefault(delivery.endpoint_id, []).append(delivery)
             else:
                 messages.append(Message(delivery.endpoint_id, (delivery,)))
@@ -90,19 +90,19 @@ class DeliveryWork(OnEngine):
         return None
 
     def handed_back(self, item: Message, at: int) -> SettledMessage:
-        self.report.webhooks_handed_back += len(item.deliveries)
+        self.report.deliveries_handed_back += len(item.deliveries)
         return SettledMessage.given_back(item, at)
 
     async def send(self, item: Message, at: int) -> SettledMessage:
         target, opened = self._targets[item.endpoint_id], self._opened[item.endpoint_id]
         assert opened is not None  # sent only when it opened
         channel = self.channels[target.kind]
-        self.report.webhook_sends += 1
+        self.report.delivery_sends += 1
         try:
             event = await channel.event(target, item.deliveries)
             result = await channel.deliver(opened, event, at)
         except LimitReached:
-            self.report.webhook_sends -= 1
+            self.report.delivery_sends -= 1
             raise
         return self._ended(item, at, result, sent=True)
 
@@ -114,7 +114,7 @@ class DeliveryWork(OnEngine):
             self.engine.reached(limit)
             log.warning("%d messages left to their lease: the settle was refused", len(done))
             return
-        self.report.webhook_lost_lease += len(lost)
+        self.report.delivery_lost_lease += len(lost)
         for delivery_id in lost:
             log.warning(
                 "delivery %s: lease lost before settle; left to its new runner", delivery_id
@@ -128,8 +128,10 @@ class DeliveryWork(OnEngine):
             result, attempt=item.attempt, tried_from=item.tried_from, now=finished, rng=self.rng
         )
         next_at = settlement.next_attempt_at
-        if next_at is not None and item.digest:  # a chat endpoint's next message: a minute on
-            next_at = max(next_at, started + MESSAGE_INTERVAL_MS)
+        target = self._targets.get(item.endpoint_id)
+        kind = None if target is None else kind_of(target.kind)
+        if next_at is not None and kind is not None:  # a paced kind's next message: no sooner
+            next_at = max(next_at, started + kind.interval_ms)
         for delivery in item.deliveries:
             self.report.delivery_ended(settlement.status, finished - delivery.created_at)
         return SettledMessage(

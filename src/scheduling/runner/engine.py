@@ -130,7 +130,7 @@ class Engine:
 
     def subrequests(self) -> int:
         report = self.report
-        return report.sends + report.webhook_sends + self.clock_calls
+        return report.sends + report.delivery_sends + self.clock_calls
 
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,

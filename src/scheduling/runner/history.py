@@ -24,9 +24,10 @@ LIMIT_REACHED = "limit_reached"
 LATENESS_LE = "lateness_le:"  # + bound in ms
 LATENESS_COUNT = "lateness_count"
 LATENESS_SUM_MS = "lateness_sum_ms"
-WEBHOOK_EVENTS = "webhook_events"  # outbox rows written with settles
-WEBHOOK_DELIVERIES = "webhook_deliveries:"  # + delivered | retrying | failed
-WEBHOOK_LOST_LEASES = "webhook_lost_leases"
+# Notifications of every channel kind (migration 0018 renamed the `webhook_` series).
+DELIVERY_EVENTS = "delivery_events"  # outbox rows written with settles
+DELIVERIES = "deliveries:"  # + delivered | retrying | failed
+DELIVERY_LOST_LEASES = "delivery_lost_leases"
 # With an alarm clock per installation: the ticks that ran as its watchdog, and what they
 # caught ("schedules" no clock took, "clocks" asleep past what they had due).
 WATCHDOG_TICKS = "watchdog_ticks"
@@ -64,11 +65,11 @@ def totals(kind: str, report: TickReport, *, failed: bool) -> dict[str, int]:
         LIMIT_REACHED: report.limit_reached,
         LATENESS_COUNT: report.sends,
         LATENESS_SUM_MS: report.lateness_sum_ms(),
-        WEBHOOK_EVENTS: report.webhook_events,
-        WEBHOOK_DELIVERIES + "delivered": report.webhooks_delivered,
-        WEBHOOK_DELIVERIES + "retrying": report.webhooks_retrying,
-        WEBHOOK_DELIVERIES + "failed": report.webhooks_failed,
-        WEBHOOK_LOST_LEASES: report.webhook_lost_lease,
+        DELIVERY_EVENTS: report.delivery_events,
+        DELIVERIES + "delivered": report.deliveries_delivered,
+        DELIVERIES + "retrying": report.deliveries_retrying,
+        DELIVERIES + "failed": report.deliveries_failed,
+        DELIVERY_LOST_LEASES: report.delivery_lost_lease,
         WATCHDOG_TICKS: report.watchdog,
         WATCHDOG_CAUGHT + "schedules": report.caught,
         WATCHDOG_CAUGHT + "clocks": report.clocks_rearmed,

@@ -140,7 +140,7 @@ class RunnerInvocation:
             self.engine.reached(limit)
 
     def _counts(self) -> dict[str, int]:
-        self.report.webhook_events = self.outbox.events_written
+        self.report.delivery_events = self.outbox.events_written
         self.report.d1_statements = self.trips.statements
         self.report.d1_round_trips = self.trips.round_trips
         return self.report.as_record()

@@ -35,15 +35,16 @@ class TickReport:
     lateness_max_ms: int = 0
     d1_statements: int = 0
     d1_round_trips: int = 0
-    # Webhooks: outbox rows the tick's settles wrote, and the deliveries it made.
-    webhook_events: int = 0
-    webhook_sends: int = 0  # requests that left for an endpoint
-    webhooks_delivered: int = 0
-    webhooks_retrying: int = 0
-    webhooks_failed: int = 0
-    webhook_lost_lease: int = 0
-    webhooks_handed_back: int = 0  # claimed, never sent because of a platform limit
-    webhook_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
+    # Notifications, every channel kind: outbox rows the tick's settles wrote, and the
+    # deliveries it made.
+    delivery_events: int = 0
+    delivery_sends: int = 0  # requests that left for an endpoint
+    deliveries_delivered: int = 0
+    deliveries_retrying: int = 0
+    deliveries_failed: int = 0
+    delivery_lost_lease: int = 0
+    deliveries_handed_back: int = 0  # claimed, never sent because of a platform limit
+    delivery_delay_max_ms: int = 0  # the event's settle → its delivery, over this tick's deliveries
     # 1: it stopped before it was done, at a budget (time, D1 queries, sends) or at a limit
     # of the platform (`platform_limit`); the rest waits for the next invocation.
     limit_reached: int = 0
@@ -92,12 +93,12 @@ class TickReport:
     def delivery_ended(self, status: DeliveryStatus, delay_ms: int) -> None:
         """A claimed delivery settled as delivered, waiting (to retry) or failed."""
         if status == DeliveryStatus.DELIVERED:
-            self.webhooks_delivered += 1
-            self.webhook_delay_max_ms = max(self.webhook_delay_max_ms, delay_ms)
+            self.deliveries_delivered += 1
+            self.delivery_delay_max_ms = max(self.delivery_delay_max_ms, delay_ms)
         elif status == DeliveryStatus.WAITING:
-            self.webhooks_retrying += 1
+            self.deliveries_retrying += 1
         else:
-            self.webhooks_failed += 1
+            self.deliveries_failed += 1
 
     def refused_with(self, code: str) -> None:
         """A schedule this tick ended `refused` (sent or not), by its result code."""

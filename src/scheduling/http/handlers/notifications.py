@@ -4,6 +4,7 @@ failures, enable a disabled one; and the pages that ask before a rotation or a d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from urllib.parse import urlencode
 
 from scheduling.actions import notifications, redelivery
@@ -23,8 +24,9 @@ async def add_endpoint(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     fields = request.form_lists()
     url = fields.get("url", [""])[0].strip()
-    kind = fields.get("kind", ["webhook"])[0]
-    form = EndpointForm(url=url, events=tuple(fields.get("events", ())), kind=kind)
+    form = EndpointForm(url=url, events=tuple(fields.get("events", ())))
+    if "kind" in fields:  # otherwise the default kind
+        form = replace(form, kind=fields["kind"][0])
     try:
         await notifications.add_endpoint(services, session, form)
     except EndpointFormRefusal as refused:

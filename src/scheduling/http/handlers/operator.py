@@ -7,8 +7,8 @@ from scheduling.http.guards import require_operator
 from scheduling.http.prometheus import exposition
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
-from scheduling.runner.health import read_stalled
-from scheduling.runner.metrics import read_metrics
+from scheduling.operator.health import read_stalled
+from scheduling.operator.metrics import read_metrics
 from scheduling.services import Services
 
 

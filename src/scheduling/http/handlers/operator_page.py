@@ -8,7 +8,7 @@ from scheduling.http.pages.operator_page import operator_page
 from scheduling.http.pages.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
-from scheduling.runner.operator_view import read_operator_view
+from scheduling.operator.view import read_operator_view
 from scheduling.services import Services
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from scheduling.http.guards import require_operator
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
-from scheduling.runner.health import read_status
+from scheduling.operator.health import read_status
 from scheduling.services import Services
 
 

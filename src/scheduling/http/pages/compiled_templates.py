@@ -1933,10 +1933,16 @@ def _notifications_html(environment):
             def t_1(*unused):
                 raise TemplateRuntimeError("No filter named 'join' found.")
         try:
-            t_2 = environment.filters['urlencode']
+            t_2 = environment.filters['lower']
         except KeyError:
             @internalcode
             def t_2(*unused):
+                raise TemplateRuntimeError("No filter named 'lower' found.")
+        try:
+            t_3 = environment.filters['urlencode']
+        except KeyError:
+            @internalcode
+            def t_3(*unused):
                 raise TemplateRuntimeError("No filter named 'urlencode' found.")
         pass
         included_template = environment.get_template('cards.html', 'notifications.html')._get_default_module(context)
@@ -1975,9 +1981,11 @@ def _notifications_html(environment):
             yield '" class="endpoint-url"><code>'
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</code></h3>\n'
-            if (environment.getattr(l_1_e, 'secret') and (environment.getattr(l_1_e, 'kind') == 'chat')):
+            if (environment.getattr(l_1_e, 'secret') and environment.getattr(l_1_e, 'reveals_url')):
                 pass
-                yield '    <div class="notice secret" role="status">\n      <p><strong>Chat URL saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>\n      <p><code class="secret-value" data-chat-url>'
+                yield '    <div class="notice secret" role="status">\n      <p><strong>'
+                yield escape(environment.getattr(l_1_e, 'revealed_name'))
+                yield ' saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>\n      <p><code class="secret-value" data-secret-url>'
                 yield escape(environment.getattr(l_1_e, 'secret'))
                 yield '</code></p>\n    </div>\n'
             elif environment.getattr(l_1_e, 'secret'):
@@ -1985,10 +1993,11 @@ def _notifications_html(environment):
                 yield '    <div class="notice secret" role="status">\n      <p><strong>'
                 if environment.getattr(l_1_e, 'rotated'):
                     pass
-                    yield 'New signing secret'
+                    yield 'New '
+                    yield escape(t_2(environment.getattr(l_1_e, 'revealed_name')))
                 else:
                     pass
-                    yield 'Signing secret'
+                    yield escape(environment.getattr(l_1_e, 'revealed_name'))
                 yield ': copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.'
                 if environment.getattr(l_1_e, 'rotated'):
                     pass
@@ -2044,14 +2053,14 @@ def _notifications_html(environment):
             yield '\n        <button type="submit">Send test event<span class="visually-hidden"> to '
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</span></button>\n      </form>\n'
-            if (environment.getattr(l_1_e, 'kind') != 'chat'):
+            if environment.getattr(l_1_e, 'rotates'):
                 pass
                 yield '      <a class="button secondary" href="/installations/'
                 yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
                 yield '/notifications/'
                 yield escape(environment.getattr(l_1_e, 'id'))
                 yield '/rotate?zone='
-                yield escape(t_2((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
+                yield escape(t_3((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
                 yield '">Rotate secret…<span class="visually-hidden"> of '
                 yield escape(environment.getattr(l_1_e, 'url'))
                 yield '</span></a>\n'
@@ -2060,7 +2069,7 @@ def _notifications_html(environment):
             yield '/notifications/'
             yield escape(environment.getattr(l_1_e, 'id'))
             yield '/delete?zone='
-            yield escape(t_2((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
+            yield escape(t_3((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
             yield '">Delete…<span class="visually-hidden"> '
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</span></a>\n    </div>\n'
@@ -2160,7 +2169,16 @@ def _notifications_html(environment):
                         yield ' or '
                 l_1_loop = l_1_o = missing
                 yield '</span> (<code>DEE_WAN_DEV_ORIGINS</code>)'
-            yield '. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>\n      <input type="url" id="endpoint-url" name="url" value="'
+            yield '.'
+            for l_1_k in environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'kinds'):
+                _loop_vars = {}
+                pass
+                if environment.getattr(l_1_k, 'hint'):
+                    pass
+                    yield ' '
+                    yield escape(environment.getattr(l_1_k, 'hint'))
+            l_1_k = missing
+            yield '</p>\n      <input type="url" id="endpoint-url" name="url" value="'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'url'))
             yield '" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint'
             if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'):
@@ -2200,7 +2218,7 @@ def _notifications_html(environment):
         yield '</section>'
 
     blocks = {}
-    debug_info = '1=27&2=33&6=37&7=42&8=59&9=63&12=66&14=68&16=71&17=82&20=84&21=89&22=94&23=102&24=105&25=109&26=111&31=114&33=116&34=118&37=124&38=128&39=130&41=132&42=135&44=144&46=152&47=155&48=159&49=161&50=163&51=165&53=179&56=181&57=183&64=195&65=202&66=205&67=207&69=209&72=217&73=221&78=235&79=249&83=260&84=264&90=283'
+    debug_info = '1=33&2=39&6=43&7=48&8=65&9=69&11=72&12=74&14=76&16=79&17=91&20=93&21=98&22=103&23=111&24=114&25=118&26=120&31=123&33=125&34=127&37=133&38=137&39=139&41=141&42=144&44=153&46=161&47=164&48=168&49=170&50=172&51=174&53=188&56=190&57=192&64=204&65=211&66=214&67=216&69=218&72=226&73=230&78=244&79=267&83=278&84=282&90=301'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 

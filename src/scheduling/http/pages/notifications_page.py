@@ -11,11 +11,11 @@ from urllib.parse import urlencode
 
 from scheduling.actions.notifications import EndpointForm, EndpointPreview, NotificationsView
 from scheduling.actions.titles import Titles
+from scheduling.channels import kinds
 from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
 from scheduling.domain.notifications import (
     DEFAULT_EVENTS,
     EVENT_TYPES,
-    KINDS,
     MAX_ENDPOINTS,
     REPLAY_SINCE_HOURS,
     TEST_EVENT,
@@ -23,7 +23,6 @@ from scheduling.domain.notifications import (
 from scheduling.domain.time_words import duration_text, instant_text
 from scheduling.domain.wording import (
     DELIVERY_STATUS,
-    ENDPOINT_KINDS,
     EVENTS,
     KIND,
     content_text,
@@ -74,15 +73,18 @@ class EndpointCard:
     """One notification endpoint, as the notifications page shows it."""
 
     id: str
-    kind: str  # webhook or chat
+    kind: str  # its channel kind's name (`channels/kinds.py`)
     kind_label: str
-    url: str  # a chat endpoint's: its host and last 4 characters
+    url: str  # when its URL is its secret: its host and last 4 characters
     event_labels: tuple[str, ...]
     disabled_label: str | None
     disabled_reason: str | None  # gone (410) or failing (nothing accepted for days)
     failing_label: str | None  # failing for an hour or more
     test_label: str | None
-    secret: str | None  # new: shown this once (a chat endpoint's: its URL)
+    secret: str | None  # new: shown this once (its URL, when that is its secret)
+    revealed_name: str  # what its kind calls what `secret` holds
+    reveals_url: bool  # its URL is its secret (no signing secret of its own)
+    rotates: bool  # its kind's secret may be rotated
     rotated: bool  # its secret replaced one (the receiver must be given the new one)
     delivery_count: int  # all it holds; `deliveries` are the latest
     deliveries: tuple[DeliveryLine, ...]
@@ -99,6 +101,16 @@ class EventChoice:
 
 
 @dataclass(frozen=True)
+class KindChoice:
+    """One kind of endpoint the form offers."""
+
+    value: str
+    label: str
+    checked: bool
+    hint: str  # what the URL's hint adds for it
+
+
+@dataclass(frozen=True)
 class NotificationsSection:
     """The notifications page: its endpoints and the form to add one."""
 
@@ -106,7 +118,7 @@ class NotificationsSection:
     can_add: bool
     max_endpoints: int
     url: str
-    kinds: tuple[EventChoice, ...]
+    kinds: tuple[KindChoice, ...]
     choices: tuple[EventChoice, ...]
     problem_code: str | None
     problem: str | None
@@ -121,7 +133,9 @@ def notifications_section(view: NotificationsView, lines: Lines) -> Notification
         can_add=len(view.endpoints) < MAX_ENDPOINTS,
         max_endpoints=MAX_ENDPOINTS,
         url=form.url,
-        kinds=tuple(EventChoice(k, ENDPOINT_KINDS[k], k == form.kind) for k in KINDS),
+        kinds=tuple(
+            KindChoice(k.name, k.label, k.name == form.kind, k.url_hint) for k in kinds.kinds()
+        ),
         choices=tuple(EventChoice(e, EVENTS[e], e in form.events) for e in EVENT_TYPES),
         problem_code=refused.code if refused is not None else None,
         problem=refused.message if refused is not None else None,
@@ -134,10 +148,11 @@ def endpoint_card(
 ) -> EndpointCard:
     failing = endpoint.failing_since
     zone, now_ms = lines.zone, lines.now_ms
+    kind = kinds.kind_of(endpoint.kind) or kinds.default()
     return EndpointCard(
         id=endpoint.id,
         kind=endpoint.kind,
-        kind_label=ENDPOINT_KINDS.get(endpoint.kind, endpoint.kind),
+        kind_label=kind.label,
         url=endpoint.url,
         event_labels=tuple(EVENTS[e] for e in endpoint.events),
         disabled_label=(
@@ -155,6 +170,9 @@ def endpoint_card(
         ),
         test_label=_test(endpoint, zone),
         secret=revealed[1] if revealed and revealed[0] == endpoint.id else None,
+        revealed_name=kind.revealed_name,
+        reveals_url=kind.url_is_secret,
+        rotates=kind.rotates,
         rotated=endpoint.secret_rotated_at > endpoint.created_at,
         delivery_count=endpoint.delivery_count,
         deliveries=tuple(

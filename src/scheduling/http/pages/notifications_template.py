@@ -32,14 +32,14 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
   {% for e in n.endpoints %}
   <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}" data-endpoint-kind="{{ e.kind }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
     <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
-    {% if e.secret and e.kind == "chat" %}
+    {% if e.secret and e.reveals_url %}
     <div class="notice secret" role="status">
-      <p><strong>Chat URL saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
-      <p><code class="secret-value" data-chat-url>{{ e.secret }}</code></p>
+      <p><strong>{{ e.revealed_name }} saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
+      <p><code class="secret-value" data-secret-url>{{ e.secret }}</code></p>
     </div>
     {% elif e.secret %}
     <div class="notice secret" role="status">
-      <p><strong>{% if e.rotated %}New signing secret{% else %}Signing secret{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
+      <p><strong>{% if e.rotated %}New {{ e.revealed_name|lower }}{% else %}{{ e.revealed_name }}{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
       <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
     </div>
     {% endif %}
@@ -64,7 +64,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
         {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
         <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
       </form>
-      {% if e.kind != "chat" %}
+      {% if e.rotates %}
       <a class="button secondary" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate?zone={{ zone|urlencode }}">Rotate secret…<span class="visually-hidden"> of {{ e.url }}</span></a>
       {% endif %}
       <a class="button danger" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete?zone={{ zone|urlencode }}">Delete…<span class="visually-hidden"> {{ e.url }}</span></a>
@@ -101,7 +101,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     </fieldset>
     <div class="field">
       <label for="endpoint-url">Endpoint URL</label>
-      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB{% if n.dev_origins %}; in development also an address on <span data-dev-origins>{% for o in n.dev_origins %}{{ o }}{% if not loop.last %} or {% endif %}{% endfor %}</span> (<code>DEE_WAN_DEV_ORIGINS</code>){% endif %}. For a chat, its incoming-webhook URL: it is kept sealed and shown once.</p>
+      <p class="hint" id="endpoint-url-hint">An https:// address on the public internet, at most 2 KiB{% if n.dev_origins %}; in development also an address on <span data-dev-origins>{% for o in n.dev_origins %}{{ o }}{% if not loop.last %} or {% endif %}{% endfor %}</span> (<code>DEE_WAN_DEV_ORIGINS</code>){% endif %}.{% for k in n.kinds %}{% if k.hint %} {{ k.hint }}{% endif %}{% endfor %}</p>
       <input type="url" id="endpoint-url" name="url" value="{{ n.url }}" autocomplete="off" spellcheck="false" aria-describedby="endpoint-url-hint{% if n.problem %} endpoint-problem{% endif %}"{% if n.problem_code == "invalid_endpoint_url" %} aria-invalid="true"{% endif %}>
     </div>
     <fieldset>

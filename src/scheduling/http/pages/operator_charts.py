@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from scheduling.domain.wording import counted
 from scheduling.http.pages import charts
 from scheduling.http.pages.charts import Chart, Frame, Series, duration_label
-from scheduling.runner.operator_view import Slot, Window
+from scheduling.operator.view import Slot, Window
 
 MINUTE_MS = 60_000
 

@@ -15,8 +15,8 @@ from scheduling.domain.time_words import instant_text
 from scheduling.domain.wording import KIND, counted, explain_result
 from scheduling.http.pages.charts import Chart, Frame, duration_label
 from scheduling.http.pages.operator_charts import window_charts
-from scheduling.runner.health import STALL_AFTER_MS
-from scheduling.runner.operator_view import DAY, OperatorView, Slot, Window
+from scheduling.operator.health import STALL_AFTER_MS
+from scheduling.operator.view import DAY, OperatorView, Slot, Window
 
 MINUTE_MS = 60_000
 

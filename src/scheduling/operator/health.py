@@ -66,6 +66,15 @@ def status_json(
 
 def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
     report = TickReport.from_record(last.report)
+    deliveries = {  # notifications of every channel kind
+        "events": report.delivery_events,
+        "sends": report.delivery_sends,
+        "delivered": report.deliveries_delivered,
+        "retrying": report.deliveries_retrying,
+        "failed": report.deliveries_failed,
+        "lost_lease": report.delivery_lost_lease,
+        "delay_max_ms": report.delivery_delay_max_ms,
+    }
     return {
         "at": rfc3339(last.at),
         "age_ms": max(0, now - last.at),
@@ -82,15 +91,8 @@ def _tick_json(now: int, last: LastTick) -> dict[str, Any]:
         "lost_lease": report.lost_lease,
         "lateness_ms": {"p50": report.lateness_p50_ms, "max": report.lateness_max_ms},
         "d1": {"statements": report.d1_statements, "round_trips": report.d1_round_trips},
-        "webhooks": {
-            "events": report.webhook_events,
-            "sends": report.webhook_sends,
-            "delivered": report.webhooks_delivered,
-            "retrying": report.webhooks_retrying,
-            "failed": report.webhooks_failed,
-            "lost_lease": report.webhook_lost_lease,
-            "delay_max_ms": report.webhook_delay_max_ms,
-        },
+        "deliveries": deliveries,
+        "webhooks": deliveries,  # deprecated: its name before every channel kind, one release
     }
 
 

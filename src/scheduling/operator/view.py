@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduling.domain.lateness import BUCKET_COLUMNS
+from scheduling.operator.health import FINISHED_WINDOW_MS, status_json
 from scheduling.ports import Database, Row
 from scheduling.repository import backlog, operator_queries, tick_history
 from scheduling.repository.operator_queries import InstallationLine, RecentRefusal
-from scheduling.runner.health import FINISHED_WINDOW_MS, status_json
 
 MINUTE_MS = 60_000
 

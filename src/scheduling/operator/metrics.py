@@ -18,12 +18,12 @@ from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, UNTRUSTED
 from scheduling.domain.statuses import LIVE
+from scheduling.operator.health import is_stalled
 from scheduling.ports import Database
 from scheduling.repository import backlog, tick_history
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.tick_history import LastTick
 from scheduling.runner import history
-from scheduling.runner.health import is_stalled
 
 # Every code a schedule can be refused with: Dee Wan's refusals, and the plugin's own.
 REFUSAL_RESULT_CODES: tuple[str, ...] = (
@@ -221,26 +221,7 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
             "Settles that found their lease taken over (the row was left to its new runner).",
             [({}, totals.get(history.LOST_LEASES, 0))],
         ),
-        _counter(
-            "scheduling_webhook_events",
-            "Webhook events written to the outbox, one per subscribed endpoint, with the settle "
-            "that raised them.",
-            [({}, totals.get(history.WEBHOOK_EVENTS, 0))],
-        ),
-        _counter(
-            "scheduling_webhook_deliveries",
-            "Webhook delivery attempts, by how they ended: delivered (2xx), retrying (will be "
-            "tried again) or failed (410, or 24 h of failures).",
-            [
-                ({"outcome": o}, totals.get(history.WEBHOOK_DELIVERIES + o, 0))
-                for o in ("delivered", "retrying", "failed")
-            ],
-        ),
-        _counter(
-            "scheduling_webhook_lost_leases",
-            "Webhook delivery settles that found their lease taken over.",
-            [({}, totals.get(history.WEBHOOK_LOST_LEASES, 0))],
-        ),
+        *_deliveries(totals),
         _counter(
             "scheduling_limit_reached",
             "Invocations that stopped at a budget (time, D1 queries, sends) rather than when "
@@ -248,6 +229,49 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
             [({}, totals.get(history.LIMIT_REACHED, 0))],
         ),
     ]
+
+
+def _deliveries(totals: Mapping[str, int]) -> list[Family]:
+    """The notifications' counters, every channel kind; each also under the name it had
+    before kinds other than webhooks (`scheduling_webhook_*`), deprecated, for one release."""
+    outcomes = ("delivered", "retrying", "failed")
+    families: list[tuple[str, str, list[tuple[dict[str, str], int]]]] = [
+        (
+            "delivery_events",
+            "Notification events written to the outbox, one per subscribed endpoint, with the "
+            "settle that raised them.",
+            [({}, totals.get(history.DELIVERY_EVENTS, 0))],
+        ),
+        (
+            "deliveries",
+            "Notification delivery attempts, by how they ended: delivered (2xx), retrying (will "
+            "be tried again) or failed (410, or past the retry horizon).",
+            [({"outcome": o}, totals.get(history.DELIVERIES + o, 0)) for o in outcomes],
+        ),
+        (
+            "delivery_lost_leases",
+            "Notification delivery settles that found their lease taken over.",
+            [({}, totals.get(history.DELIVERY_LOST_LEASES, 0))],
+        ),
+    ]
+    current = [_counter(f"scheduling_{name}", text, samples) for name, text, samples in families]
+    deprecated = [
+        _counter(
+            f"scheduling_{DEPRECATED_NAMES[name]}",
+            f"Deprecated: scheduling_{name}, under its old name until the next release.",
+            samples,
+        )
+        for name, text, samples in families
+    ]
+    return current + deprecated
+
+
+# The notification counters' names before every kind was counted (issue 36), kept one release.
+DEPRECATED_NAMES = {
+    "delivery_events": "webhook_events",
+    "deliveries": "webhook_deliveries",
+    "delivery_lost_leases": "webhook_lost_leases",
+}
 
 
 def _lateness(totals: Mapping[str, int]) -> Family:
