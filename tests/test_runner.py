@@ -14,7 +14,7 @@ from fake_core import Fault
 from scheduling.domain import outcomes
 from scheduling.domain.outcomes import AnswerRule, Retry
 from scheduling.domain.statuses import Status
-from scheduling.runner.tick_window import TickTimeRefused
+from scheduling.runner.tick import TickTimeRefused
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env, runner_status
 from tests.support.in_flight import Yielding

@@ -15,7 +15,7 @@ def due_soon() -> int:
     """A whole minute five to six minutes ahead of the real clock. The Worker's tick runs at
     the later of `scheduledTime` and the wall clock, so a tick chosen in the future runs at
     exactly that instant, while one chosen in the past would run now (a late delivery); and
-    a tick refuses a `scheduledTime` more than 15 minutes ahead (`runner/tick_window.py`).
+    a tick refuses a `scheduledTime` more than 15 minutes ahead (`runner/tick.py`).
     Each test takes its own when it starts: a run of the suite lasts longer than that."""
     return (int(time.time() * 1000) // MINUTE + 6) * MINUTE
 

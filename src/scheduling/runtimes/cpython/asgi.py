@@ -21,7 +21,7 @@ from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response, json_response
-from scheduling.runner.tick_window import window_problem, window_words
+from scheduling.runner.tick import window_problem, window_words
 from scheduling.services import log
 
 # The ASGI spec's types (as servers and httpx's ASGITransport declare them).
