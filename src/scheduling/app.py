@@ -54,6 +54,14 @@ async def _operator_page(request: Request, services: Services) -> Response:
     return await operator(request, services)
 
 
+async def _metrics(request: Request, services: Services) -> Response:
+    # The agents' series name every MCP tool: the MCP package waits for the first scrape (or
+    # the first agent call), out of the Worker's startup.
+    from scheduling.mcp.metrics import agent_call_families
+
+    return await operator.metrics(request, services, more=agent_call_families)
+
+
 async def _mcp(request: Request, services: Services) -> Response:
     from scheduling.mcp.endpoint import mcp  # an agent's calls: the MCP package and its tools
 
@@ -68,7 +76,7 @@ ROUTES = [
     Route("POST", "/admin/installations/{installation_id}/delete-data", _delete_data),
     Route("GET", "/admin", _operator_page),
     Route("GET", "/admin/status", status.runner_status),
-    Route("GET", "/admin/metrics", operator.metrics),
+    Route("GET", "/admin/metrics", _metrics),
     Route("GET", "/healthz", operator.healthz),
     Route("GET", "/installations/{installation_id}", installation.installation_page),
     Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),

@@ -3,12 +3,15 @@ authentication, nothing but ok or stalled) and `GET /admin/metrics` for Promethe
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from scheduling.http.guards import require_operator
 from scheduling.http.prometheus import exposition
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
 from scheduling.operator.health import read_stalled
-from scheduling.operator.metrics import read_metrics
+from scheduling.operator.metrics import Family, read_metrics
+from scheduling.ports import Database
 from scheduling.services import Services
 
 
@@ -19,11 +22,13 @@ async def healthz(request: Request, services: Services) -> Response:
     return json_response({"status": "ok"})
 
 
-async def metrics(request: Request, services: Services) -> Response:
-    # The agents' series name every MCP tool: the MCP package waits for the first scrape (or
-    # the first agent call), out of the Worker's startup.
-    from scheduling.mcp.metrics import agent_call_families
-
+async def metrics(
+    request: Request,
+    services: Services,
+    more: Callable[[Database], Awaitable[list[Family]]] | None = None,
+) -> Response:
+    """The runner's families, then `more`'s (the agents' calls, which the app passes in)."""
     await require_operator(request, services)
     families = await read_metrics(services.db, services.clock.now_ms())
-    return exposition([*families, *await agent_call_families(services.db)])
+    extra = await more(services.db) if more is not None else []
+    return exposition([*families, *extra])
