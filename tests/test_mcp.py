@@ -15,7 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.agents import call_tool, mint_key, post_mcp, stateless
+from tests.support.agents import call_tool, mint_key, post_mcp, proposal, propose, stateless
 from tests.support.app import FakeClock
 from tests.support.local_server import local_server
 from tests.support.world import World, schedule
@@ -28,8 +28,6 @@ TOOLS = {
     "withdraw_proposal",
     "cancel_schedule",
 }
-# 2026-07-01T10:00Z is noon in Paris: tomorrow morning is ahead.
-TOMORROW = "2026-07-02T08:30"
 
 
 @pytest.fixture
@@ -77,29 +75,20 @@ async def test_the_official_client_lists_the_tools_and_calls_each(world: World) 
         assert {tool.name for tool in listed.tools} == TOOLS
         assert all(tool.inputSchema and tool.outputSchema for tool in listed.tools)
 
-        proposed = await session.call_tool(
-            "propose_schedule",
-            {
-                "content_id": "cnt_en",
-                "change": "publish",
-                "local_time": TOMORROW,
-                "timezone": "Europe/Paris",
-                "note": "For the launch mail",
-            },
-        )
+        proposed = await session.call_tool("propose_schedule", proposal(note="For the launch mail"))
         assert not proposed.isError, proposed.content
-        proposal = proposed.structuredContent["proposal"]  # type: ignore[index]
-        assert proposal["status"] == "pending"
-        assert proposal["due_at"] == "2026-07-02T06:30:00Z"
+        made = proposed.structuredContent["proposal"]  # type: ignore[index]
+        assert made["status"] == "pending"
+        assert made["due_at"] == "2026-07-02T06:30:00Z"
 
         agenda = await session.call_tool("agenda", {"timezone": "Europe/Paris"})
-        assert [item["id"] for item in agenda.structuredContent["items"]] == [proposal["id"]]  # type: ignore[index]
+        assert [item["id"] for item in agenda.structuredContent["items"]] == [made["id"]]  # type: ignore[index]
 
         listed_before = await session.call_tool("list_schedules", {})
         assert listed_before.structuredContent == {"schedules": [], "more": False}
 
         # Nothing is scheduled until a person confirms it on their page.
-        _, confirmed = await confirm_on_page(world, installation.id, proposal["id"])
+        _, confirmed = await confirm_on_page(world, installation.id, made["id"])
         assert confirmed.status == 303, confirmed.body[:500]
         schedule_id = confirmed.header("location").split("created=")[1]
 
@@ -112,15 +101,7 @@ async def test_the_official_client_lists_the_tools_and_calls_each(world: World) 
         cancelled = await session.call_tool("cancel_schedule", {"schedule_id": schedule_id})
         assert cancelled.structuredContent["schedule"]["status"] == "cancelled"  # type: ignore[index]
 
-        again = await session.call_tool(
-            "propose_schedule",
-            {
-                "content_id": "cnt_en",
-                "change": "publish",
-                "local_time": TOMORROW,
-                "timezone": "Europe/Paris",
-            },
-        )
+        again = await session.call_tool("propose_schedule", proposal())
         withdrawn = await session.call_tool(
             "withdraw_proposal",
             {"proposal_id": again.structuredContent["proposal"]["id"]},  # type: ignore[index]
@@ -133,18 +114,7 @@ async def test_a_confirmed_proposal_is_sent_pinned_and_requested_by_the_person(
 ) -> None:
     installation = await world.install()
     key = await mint_key(world, installation)
-    made = await call_tool(
-        world,
-        key,
-        "propose_schedule",
-        {
-            "content_id": "cnt_en",
-            "change": "publish",
-            "local_time": TOMORROW,
-            "timezone": "Europe/Paris",
-        },
-    )
-    proposal_id = made["structuredContent"]["proposal"]["id"]
+    proposal_id = await propose(world, key)
     browser, confirmed = await confirm_on_page(world, installation.id, proposal_id)
     schedule_id = confirmed.header("location").split("created=")[1]
     row = (
@@ -167,18 +137,7 @@ async def test_a_proposal_confirmed_after_the_content_changed_is_refused_as_the_
 ) -> None:
     installation = await world.install()
     key = await mint_key(world, installation)
-    made = await call_tool(
-        world,
-        key,
-        "propose_schedule",
-        {
-            "content_id": "cnt_en",
-            "change": "publish",
-            "local_time": TOMORROW,
-            "timezone": "Europe/Paris",
-        },
-    )
-    proposal_id = made["structuredContent"]["proposal"]["id"]
+    proposal_id = await propose(world, key)
     _, refused = await confirm_on_page(world, installation.id, proposal_id, version_id="ver_other")
     assert refused.status == 409
     assert b"content_changed" in refused.body
@@ -305,18 +264,7 @@ async def test_a_proposal_that_would_replace_a_waiting_schedule_says_so_before_c
     installation = await world.install()
     waiting = await schedule(world, installation, in_minutes=90)
     key = await mint_key(world, installation)
-    made = await call_tool(
-        world,
-        key,
-        "propose_schedule",
-        {
-            "content_id": "cnt_en",
-            "change": "publish",
-            "local_time": TOMORROW,
-            "timezone": "Europe/Paris",
-        },
-    )
-    proposal_id = made["structuredContent"]["proposal"]["id"]
+    proposal_id = await propose(world, key)
     browser = await world.browser_for(installation)
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
@@ -340,18 +288,7 @@ async def test_a_proposal_that_would_collide_with_the_other_kind_says_so_before_
         world, installation, "cnt_pub", in_minutes=90, transition="unpublish:draft"
     )
     key = await mint_key(world, installation)
-    made = await call_tool(
-        world,
-        key,
-        "propose_schedule",
-        {
-            "content_id": "cnt_pub",
-            "change": "publish",
-            "local_time": TOMORROW,
-            "timezone": "Europe/Paris",
-        },
-    )
-    proposal_id = made["structuredContent"]["proposal"]["id"]
+    proposal_id = await propose(world, key, "cnt_pub")
     browser = await world.browser_for(installation, content_id="cnt_pub")
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]

@@ -11,7 +11,7 @@ import pytest
 
 from scheduling.mcp.endpoint import CALLS, MAX_BODY_BYTES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.agents import call_tool, mint_key, post_mcp, stateless
+from tests.support.agents import call_tool, mint_key, post_mcp, proposal, stateless
 from tests.support.app import ADMIN_SECRET, FakeClock, call
 from tests.support.metrics import scrape, value
 from tests.support.webhooks import (
@@ -25,16 +25,11 @@ from tests.support.webhooks import (
 from tests.support.world import World, schedule, tick_at
 
 DAY_MS = 86_400_000
-TOMORROW = {"local_time": "2026-07-02T08:30", "timezone": "Europe/Paris"}
 
 
 @pytest.fixture
 def world(db: SqliteDatabase, clock: FakeClock) -> World:
     return World(db, clock)
-
-
-def propose(content_id: str = "cnt_en", note: str = "") -> dict[str, str]:
-    return {"content_id": content_id, "change": "publish", "note": note, **TOMORROW}
 
 
 async def test_a_key_of_one_installation_sees_nothing_of_another(world: World) -> None:
@@ -46,7 +41,7 @@ async def test_a_key_of_one_installation_sees_nothing_of_another(world: World) -
     got = await call_tool(world, key_a, "get_schedule", {"schedule_id": made["id"]})
     assert got["_meta"]["code"] == "schedule_not_found"
     key_b = await mint_key(world, b)
-    proposed = await call_tool(world, key_b, "propose_schedule", propose())
+    proposed = await call_tool(world, key_b, "propose_schedule", proposal())
     withdrawn = await call_tool(
         world,
         key_a,
@@ -64,7 +59,7 @@ async def test_a_content_key_reaches_its_content_only(world: World) -> None:
     key = await mint_key(world, installation, content_id="cnt_en")
     got = await call_tool(world, key, "get_schedule", {"schedule_id": other["id"]})
     assert got["_meta"]["code"] == "schedule_not_found"
-    refused = await call_tool(world, key, "propose_schedule", propose("cnt_pub"))
+    refused = await call_tool(world, key, "propose_schedule", proposal("cnt_pub"))
     assert refused["_meta"]["code"] == "other_content"
 
 
@@ -110,7 +105,7 @@ async def test_a_viewers_key_reads_but_cannot_propose(world: World) -> None:
     key = await mint_key(world, installation, person="usr_viewer", content_id="cnt_en")
     listed = await call_tool(world, key, "list_schedules", {})
     assert listed["isError"] is False
-    refused = await call_tool(world, key, "propose_schedule", propose())
+    refused = await call_tool(world, key, "propose_schedule", proposal())
     assert refused["isError"] is True
     assert refused["_meta"]["code"] == "transition_not_allowed"
     count = await world.db.prepare("SELECT count(*) AS n FROM proposals").first()
@@ -133,7 +128,7 @@ async def test_no_key_or_note_in_the_logs_and_a_hostile_note_is_escaped(
     hostile = '<script>alert("x")</script> secret-note-words'
     name = "<img src=x onerror=alert(1)>"
     key = await mint_key(world, installation, name=name)
-    await call_tool(world, key, "propose_schedule", propose(note=hostile))
+    await call_tool(world, key, "propose_schedule", proposal(note=hostile))
     browser = await world.browser_for(installation)
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert "&lt;script&gt;" in page
@@ -190,7 +185,7 @@ async def test_agent_calls_are_counted_by_tool_and_outcome(world: World) -> None
     installation = await world.install()
     key = await mint_key(world, installation)
     await call_tool(world, key, "list_schedules", {})
-    await call_tool(world, key, "propose_schedule", propose("cnt_en") | {"timezone": "Mars/Base"})
+    await call_tool(world, key, "propose_schedule", proposal("cnt_en") | {"timezone": "Mars/Base"})
     await call_tool(world, key, "agenda", {"hours": 0})
     types, samples = await scrape(world.app)
     assert types["scheduling_agent_calls"] == "counter"
@@ -209,7 +204,7 @@ async def test_a_new_proposal_is_an_event_the_endpoints_hear(world: World) -> No
     secret = await add_endpoint(manage, installation.id, receiver.url, ("proposal.created",))
     await add_chat_endpoint(manage, installation.id, CHAT_URL, ("proposal.created",))
     key = await mint_key(world, installation, name="Release bot")
-    made = await call_tool(world, key, "propose_schedule", propose(note="secret-note-words"))
+    made = await call_tool(world, key, "propose_schedule", proposal(note="secret-note-words"))
     await tick_at(world, world.clock.now_ms())
     [delivered] = receiver.deliveries
     assert signed_by(secret, delivered)
@@ -251,7 +246,7 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
 ) -> None:
     installation = await world.install()
     key = await mint_key(world, installation)
-    first = await call_tool(world, key, "propose_schedule", propose())
+    first = await call_tool(world, key, "propose_schedule", proposal())
     first_id = first["structuredContent"]["proposal"]["id"]
     viewer = await world.browser_for(installation, person="usr_viewer")
     seen = (await viewer.get(f"/installations/{installation.id}")).body.decode()
@@ -269,7 +264,7 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
     again = await call_tool(world, key, "withdraw_proposal", {"proposal_id": first_id})
     assert again["_meta"]["code"] == "proposal_ended"
 
-    second = await call_tool(world, key, "propose_schedule", propose())
+    second = await call_tool(world, key, "propose_schedule", proposal())
     second_id = second["structuredContent"]["proposal"]["id"]
     assert second_id in (await editor.get(f"/installations/{installation.id}")).body.decode()
     world.clock.now += 2 * DAY_MS  # past its time: it expired

@@ -14,6 +14,8 @@ from tests.support.app import call
 from tests.support.world import Browser, World
 
 STATELESS = "2026-07-28"
+# 2026-07-01T10:00Z (the tests' clock) is noon in Paris: tomorrow morning is ahead.
+TOMORROW = {"local_time": "2026-07-02T08:30", "timezone": "Europe/Paris"}
 
 
 async def mint_key(
@@ -102,3 +104,14 @@ async def call_tool(world: World, key: str, name: str, arguments: dict[str, Any]
     answer = json.loads(response.body)
     assert "result" in answer, answer
     return dict(answer["result"])
+
+
+def proposal(content_id: str = "cnt_en", change: str = "publish", note: str = "") -> dict[str, str]:
+    """propose_schedule's arguments: a change of `content_id` tomorrow morning in Paris."""
+    return {"content_id": content_id, "change": change, "note": note, **TOMORROW}
+
+
+async def propose(world: World, key: str, content_id: str = "cnt_en") -> str:
+    """A publish of `content_id` proposed with `key`; the proposal's id."""
+    made = await call_tool(world, key, "propose_schedule", proposal(content_id))
+    return str(made["structuredContent"]["proposal"]["id"])
