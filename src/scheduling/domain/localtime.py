@@ -132,7 +132,7 @@ def _passed(chosen: datetime, zone: str, now: datetime) -> TimeRefusal:
     38), as a gap offers its first minute. Not where that minute happens twice (the hour the
     clocks go back): the button keeps the form's occurrence, which may not be that one."""
     wall, fold = next_minute_wall(int(now.timestamp() * 1000), zone)
-    soonest = datetime.strptime(wall, "%Y-%m-%dT%H:%M").replace(tzinfo=get_zone(zone))
+    soonest = parse_wall(wall).replace(tzinfo=get_zone(zone))
     if fold is not None:
         return TimeRefusal("past_time", f"{_text(chosen)} has already passed.")
     return TimeRefusal(
