@@ -111,9 +111,7 @@ class EventMaker:
             outcome_unknown=False,
             said=needs_repin_said(other.kind, at, other.timezone),
         )
-        message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
-        body = event.body(self.services.config.public_origin)
-        return OutboxEvent(message_id, other.id, STALE, body, raised_by=row.id)
+        return self._written(event, raised_by=row.id)
 
     def _event(
         self,
@@ -153,6 +151,10 @@ class EventMaker:
             ended_by=ended_by,
             max_lateness_ms=self.services.config.max_lateness_ms,
         )
+        return self._written(event)
+
+    def _written(self, event: ScheduleEvent, raised_by: str | None = None) -> OutboxEvent:
+        """`event` as the outbox keeps it: a message id of its own, its body as sent."""
         message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
         body = event.body(self.services.config.public_origin)
-        return OutboxEvent(message_id, row.id, kind, body)
+        return OutboxEvent(message_id, event.schedule_id, event.type, body, raised_by=raised_by)
