@@ -74,3 +74,13 @@ def test_the_dismiss_button_is_a_managers_on_a_refusal_still_in_needs_attention(
     assert not manager.shows_dismiss(stored_schedule(status=Status.COMPLETED))
     dismissed = stored_schedule(status=Status.REFUSED, dismissed_at=1, dismissed_by_name="Ada")
     assert not manager.shows_dismiss(dismissed)
+
+
+def test_who_may_decide_an_agents_proposal() -> None:
+    """Confirm and Decline: a manage launch always; a content launch for a kind of change Dee
+    Wan offered it, whatever the state it leads to."""
+    editor = Rights.of_content("cnt_1", {("publish", "published")})
+    assert Rights.everything().may_decide("unpublish")
+    assert editor.may_decide("publish")
+    assert not editor.may_decide("unpublish")
+    assert not Rights.of_content("cnt_1", ()).may_decide("publish")

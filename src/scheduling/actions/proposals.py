@@ -157,9 +157,7 @@ async def withdraw(services: Services, key: AgentKey, proposal_id: str) -> Propo
 async def decline(services: Services, session: Session, proposal_id: str) -> Proposal:
     """A person who could make the change ends it (on the manage view: a site admin)."""
     found = await _for_page(services, session, proposal_id)
-    if session.context_kind != "manage" and not any(
-        kind == found.kind for kind, _ in session.offered or ()
-    ):
+    if not session.rights.may_decide(found.kind):
         raise Refusal(
             403,
             "decline_not_allowed",

@@ -47,6 +47,11 @@ class Rights:
         """May this person make this change to their content now?"""
         return (kind, to) in self.offered
 
+    def may_decide(self, kind: str) -> bool:
+        """May this person confirm or decline an agent's proposal of a `kind` change? A
+        manage launch may; a content launch only where Dee Wan offered a change of that kind."""
+        return self.manage or any(offered == kind for offered, _ in self.offered)
+
     def cancel_refusal(self, schedule: Schedule) -> str | None:
         """Why this person may not cancel `schedule` (a refusal code), None when they may.
 

@@ -100,8 +100,7 @@ def agents_panel(
                 note=p.note,
                 replaces=replaces(p),
                 collides=collides(p),
-                may_decide=session.context_kind == "manage"
-                or any(kind == p.kind for kind, _ in session.offered or ()),
+                may_decide=session.rights.may_decide(p.kind),
             )
             for p in proposals
         ),

@@ -6,6 +6,7 @@ from pydantic import AwareDatetime, Field
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.refusals import Refusal
+from scheduling.domain.statuses import LIVE
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.timezones import canonical_zone, zone_suggestions
 from scheduling.mcp.tool import Answer, Arguments, Tool
@@ -55,7 +56,7 @@ async def agenda(services: Services, key: AgentKey, asked: AgendaArguments) -> A
     end = start + asked.hours * HOUR_MS
     filters = agent_queries.Filters(content_id=key.content_id, due_from=start, due_to=end)
     found, _ = await agent_queries.listing(services.db, key.installation_id, filters)
-    waiting = [s for s in found if s.status.value in ("pending", "retrying", "running")]
+    waiting = [s for s in found if s.status in LIVE]
     pending = [
         p
         for p in await proposals.pending(services.db, key.installation_id, key.content_id, now, 50)
