@@ -295,3 +295,27 @@ async def test_a_proposal_that_would_collide_with_the_other_kind_says_so_before_
     assert 'data-warning="collision"' in item
     assert f"unpublish of version {unpublish['version_id']}" in item
     assert "Whichever of the two runs second will be refused" in item
+
+
+async def test_an_agent_cancelling_a_schedule_being_sent_is_told_as_the_page_tells_it(
+    world: World,
+) -> None:
+    installation = await world.install()
+    key = await mint_key(world, installation)
+    proposal_id = await propose(world, key)
+    _, confirmed = await confirm_on_page(world, installation.id, proposal_id)
+    schedule_id = confirmed.header("location").split("created=")[1]
+    running = (
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
+        " lease_token = 'lease_1', lease_until = due_at WHERE id = ?"
+    )
+    await world.db.prepare(running).bind(schedule_id).run()
+    refused = await call_tool(world, key, "cancel_schedule", {"schedule_id": schedule_id})
+    assert refused["isError"] is True
+    assert refused["_meta"]["code"] == "execution_in_progress"
+    row = (
+        await world.db.prepare("SELECT status FROM schedules WHERE id = ?")
+        .bind(schedule_id)
+        .first()
+    )
+    assert row == {"status": "running"}

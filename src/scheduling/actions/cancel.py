@@ -47,20 +47,40 @@ async def preview_cancel(services: Services, session: Session, schedule_id: str)
 
 
 async def cancel_schedule(services: Services, session: Session, schedule_id: str) -> None:
-    db, installation_id = services.db, session.installation_id
-    await _allowed(db, session, schedule_id)
+    await _allowed(services.db, session, schedule_id)
+    await cancel_allowed(
+        services,
+        session.installation_id,
+        schedule_id,
+        person_id=session.person_id,
+        person_name=session.person_name,
+    )
+
+
+async def cancel_allowed(
+    services: Services,
+    installation_id: str,
+    schedule_id: str,
+    *,
+    person_id: str,
+    person_name: str,
+    by: str = "",
+) -> None:
+    """The cancel itself, once the caller judged it may (a page's session, an agent's key):
+    one compare-and-set on "still waiting", then the installation's clock told."""
+    db = services.db
     cancelled = await schedules.cancel(
         db,
         installation_id,
         schedule_id,
         services.clock.now_ms(),
-        person_id=session.person_id,
-        person_name=session.person_name,
+        person_id=person_id,
+        person_name=person_name,
     )
     if not cancelled:
         current = await schedules.get(db, installation_id, schedule_id)
         raise _not_waiting(current)
-    log.info("installation %s: schedule %s cancelled", installation_id, schedule_id)
+    log.info("installation %s: schedule %s cancelled%s", installation_id, schedule_id, by)
     await tell_clock(services, installation_id)
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from scheduling.actions.clock import tell_clock
+from scheduling.actions.cancel import cancel_allowed
 from scheduling.domain.refusals import Refusal
 from scheduling.mcp.shapes import ScheduleShape, schedule_shape
 from scheduling.mcp.tool import Answer, Arguments, Tool
 from scheduling.mcp.tools.get_schedule import reachable
-from scheduling.repository import proposals, schedules
+from scheduling.repository import proposals
 from scheduling.repository.agent_keys import AgentKey
-from scheduling.services import Services, log
+from scheduling.services import Services
 
 
 class CancelArguments(Arguments):
@@ -35,23 +35,14 @@ async def cancel_schedule(
             "An agent cancels only schedules made from its own key's confirmed proposals."
             " A person cancels this one on the Scheduling page.",
         )
-    cancelled = await schedules.cancel(
-        services.db,
+    await cancel_allowed(
+        services,
         key.installation_id,
         found.id,
-        services.clock.now_ms(),
         person_id=key.person_id,
         person_name=f"{key.person_name}'s agent “{key.name}”",
+        by=f" by agent key {key.id}",
     )
-    if not cancelled:
-        raise Refusal.explained(409, "not_cancellable")
-    log.info(
-        "installation %s: schedule %s cancelled by agent key %s",
-        key.installation_id,
-        found.id,
-        key.id,
-    )
-    await tell_clock(services, key.installation_id)
     return CancelAnswer(schedule=schedule_shape(await reachable(services, key, found.id)))
 
 
