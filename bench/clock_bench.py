@@ -54,7 +54,7 @@ from bench.burst_bench import (
     seed_pyodide,
 )
 from bench.core_process import core_process
-from scheduling.actions.clock import tell_clock
+from scheduling.actions.tell_clock import tell_clock
 from scheduling.config import Configuration
 from scheduling.domain import associated_data
 from scheduling.ports import Result, Statement

@@ -46,7 +46,7 @@ from bench.burst_bench import (
     schedule_rows,
     seed_pyodide,
 )
-from scheduling.actions.clock import tell_clock
+from scheduling.actions.tell_clock import tell_clock
 from scheduling.domain import associated_data, webhook_signing
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto

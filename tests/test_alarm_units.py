@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.domain.wake_ups import HELD_BACK_RETRY_MS
+from scheduling.domain.wake_times import HELD_BACK_RETRY_MS
 from scheduling.limits import batch_cost
 from scheduling.ports import Database, LimitReached, Result, Statement
 from scheduling.runner.alarm import Alarm, InstallationRows, alarm, run_alarm

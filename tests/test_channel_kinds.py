@@ -15,8 +15,8 @@ from fake_core import Fault
 from scheduling.channels import http_post, kinds
 from scheduling.channels.kinds import ChannelKind, Kept
 from scheduling.channels.port import Event, OpenTarget
+from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
 from scheduling.ports import Crypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.services import Services

@@ -16,7 +16,7 @@ import pytest
 from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.channels import chat_lines
-from scheduling.domain.notifications import REFUSED, ScheduleEvent
+from scheduling.domain.notification_events import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.migrations import apply_migrations

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS
+from scheduling.domain.wake_times import WATCHDOG_GRACE_MS
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase

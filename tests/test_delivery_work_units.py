@@ -21,6 +21,13 @@ import pytest
 
 from scheduling.channels import kinds
 from scheduling.channels.port import Event, OpenTarget
+from scheduling.domain.deliveries import (
+    ClaimedDelivery,
+    DeliveryTarget,
+    Message,
+    Pacing,
+    SettledMessage,
+)
 from scheduling.domain.delivery_policy import (
     ENDPOINT_GONE,
     GIVE_UP_AFTER_MS,
@@ -29,13 +36,6 @@ from scheduling.domain.delivery_policy import (
     SECRET_UNREADABLE,
     AttemptResult,
     DeliveryStatus,
-)
-from scheduling.domain.outbox import (
-    ClaimedDelivery,
-    DeliveryTarget,
-    Message,
-    Pacing,
-    SettledMessage,
 )
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached

@@ -629,7 +629,7 @@ endpoint_kinds = (
 def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> None:
     from scheduling.channels.chat import shown_url
     from scheduling.domain.endpoint_url import endpoint_url_problem
-    from scheduling.domain.notifications import EVENT_TYPES
+    from scheduling.domain.notification_events import EVENT_TYPES
 
     browser = stage.manage
     path = f"{stage.page_path}/notifications"

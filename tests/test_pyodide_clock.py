@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS
+from scheduling.domain.wake_times import WATCHDOG_GRACE_MS
 from tests.pyodide_harness.harness import Harness
 from tests.support.d1_rows import installation_row, removal, schedule_row
 from tests.support.loopback_core import LoopbackCore, loopback_core

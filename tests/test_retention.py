@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from scheduling.config import Configuration, minimum_queries_per_tick
-from scheduling.runner import retention
+from scheduling.runner import purge
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env, make_app
 from tests.support.world import World, schedule, tick_at
@@ -117,8 +117,8 @@ async def test_a_shorter_window_purges_sooner(db: SqliteDatabase, clock: FakeClo
 async def test_a_backlog_goes_in_bounded_steps_over_ticks(
     db: SqliteDatabase, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(retention, "STEP_ROWS", 10)
-    monkeypatch.setattr(retention, "MAX_STEPS", 3)
+    monkeypatch.setattr(purge, "STEP_ROWS", 10)
+    monkeypatch.setattr(purge, "MAX_STEPS", 3)
     seed(db, OLD, 95, prefix="old", status="completed")
     seed(db, RECENT, 5, prefix="recent", status="refused")
     app = make_app(db, clock)
@@ -139,7 +139,7 @@ async def test_the_purge_stays_within_the_ticks_d1_budget(
 ) -> None:
     """With as few D1 queries as a tick may have (one batch and its record), the purge takes
     only the steps that fit, and the tick never goes over."""
-    monkeypatch.setattr(retention, "STEP_ROWS", 5)
+    monkeypatch.setattr(purge, "STEP_ROWS", 5)
     seed(db, OLD, 200, prefix="old", status="completed")
     config = Configuration.from_mapping(base_env())
     least = minimum_queries_per_tick(config.max_rows_per_batch)
@@ -173,8 +173,8 @@ async def test_a_tick_purges_for_at_most_max_purge_ms(
 ) -> None:
     """However much is left and however many steps the budget would allow, a tick starts no
     step after `MAX_PURGE_MS` of purging: D1's one writer is left to the rest."""
-    monkeypatch.setattr(retention, "STEP_ROWS", 5)
-    monkeypatch.setattr(retention, "MAX_PURGE_MS", 2_500)
+    monkeypatch.setattr(purge, "STEP_ROWS", 5)
+    monkeypatch.setattr(purge, "MAX_PURGE_MS", 2_500)
     seed(db, OLD, 100, prefix="old", status="completed")
 
     class Slow(FakeClock):

@@ -14,7 +14,7 @@ import logging
 
 import pytest
 
-from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS
+from scheduling.domain.wake_times import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS
 from scheduling.ports import ClockUnavailable, LimitReached
 from scheduling.runner.invocation import Invocation
 from scheduling.runner.report import TickReport

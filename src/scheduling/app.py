@@ -57,7 +57,7 @@ async def _operator_page(request: Request, services: Services) -> Response:
 async def _metrics(request: Request, services: Services) -> Response:
     # The agents' series name every MCP tool: the MCP package waits for the first scrape (or
     # the first agent call), out of the Worker's startup.
-    from scheduling.mcp.metrics import agent_call_families
+    from scheduling.mcp.call_metrics import agent_call_families
 
     return await operator.metrics(request, services, more=agent_call_families)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.actions.access import open_access
-from scheduling.actions.clock import tell_clock
+from scheduling.actions.tell_clock import tell_clock
 from scheduling.actions.titles import read_titles
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.schedule import Schedule

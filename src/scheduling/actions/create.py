@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from scheduling.actions.access import Access, open_access, read_launched_content
-from scheduling.actions.clock import tell_clock
+from scheduling.actions.tell_clock import tell_clock
 from scheduling.actions.throttled import creates_key, limited
 from scheduling.domain import associated_data
 from scheduling.domain.call_limits import CallLimit, seconds

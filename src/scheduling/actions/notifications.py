@@ -23,7 +23,7 @@ from scheduling.actions.titles import Titles, read_titles
 from scheduling.channels import kinds
 from scheduling.channels.kinds import ChannelKind
 from scheduling.domain.call_limits import seconds
-from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS
+from scheduling.domain.notification_events import EVENT_TYPES, MAX_ENDPOINTS
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.wording import explain

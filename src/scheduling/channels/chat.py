@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from scheduling.channels import chat_lines, http_post
 from scheduling.channels.port import Event, OpenTarget
 from scheduling.domain import associated_data, sealing
+from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.notifications import page_url
-from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
+from scheduling.domain.notification_events import page_url
 from scheduling.ports import Crypto
 from scheduling.services import Services
 

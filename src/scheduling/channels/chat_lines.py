@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduling.domain.notifications import (
+from scheduling.domain.notification_events import (
     COMPLETED,
     PROPOSAL_CREATED,
     REFUSED,

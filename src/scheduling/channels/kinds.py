@@ -3,7 +3,7 @@ whether that rotates, how its address is checked, whether its due deliveries mak
 message (a digest) and how often it may send, its words, and its channel.
 
 Nothing outside this room names a kind: the actions, the outbox's SQL (the kinds are bound
-values, `domain/outbox.Pacing`), the pages and the database (migration 0018 keeps no list of
+values, `domain/deliveries.Pacing`), the pages and the database (migration 0018 keeps no list of
 kinds) all read this registry. A new kind is one `ChannelKind` given to `register`.
 """
 
@@ -18,9 +18,9 @@ from scheduling.channels.port import Channel, OpenTarget
 from scheduling.channels.webhook import StandardWebhook
 from scheduling.domain import webhook_signing
 from scheduling.domain.base_url import Environment
+from scheduling.domain.deliveries import Pacing
 from scheduling.domain.delivery_policy import MESSAGE_INTERVAL_MS
 from scheduling.domain.endpoint_url import endpoint_url_problem
-from scheduling.domain.outbox import Pacing
 from scheduling.ports import Crypto
 from scheduling.services import Services
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from scheduling.channels import http_post
 from scheduling.channels.port import Event, OpenTarget
 from scheduling.domain import webhook_signing
+from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.notifications import body_of_test_event
-from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget
+from scheduling.domain.notification_events import body_of_test_event
 from scheduling.services import Services
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.domain.outbox import OutboxEvent
+from scheduling.domain.deliveries import OutboxEvent
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from scheduling import safe_json
-from scheduling.actions.agent_keys import key_for
-from scheduling.actions.proposals import TimeRefused
+from scheduling.actions.agent_access import key_for
+from scheduling.actions.agents_propose import TimeRefused
 from scheduling.actions.throttled import limited
 from scheduling.domain.call_limits import CallLimit, seconds
 from scheduling.domain.refusals import Refusal

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent, Waiting
-from scheduling.domain.outbox import OutboxEvent
+from scheduling.domain.deliveries import OutboxEvent
 from scheduling.domain.schedule import Command
 from scheduling.domain.statuses import Status
 from scheduling.limits import (

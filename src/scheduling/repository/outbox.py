@@ -21,17 +21,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from scheduling.domain.delivery_policy import (
-    DISABLE_AFTER_FAILING_MS,
-    ENDPOINT_GONE,
-    DeliveryStatus,
-)
-from scheduling.domain.outbox import (
+from scheduling.domain.deliveries import (
     ClaimedDelivery,
     DeliveryTarget,
     OutboxEvent,
     Pacing,
     SettledMessage,
+)
+from scheduling.domain.delivery_policy import (
+    DISABLE_AFTER_FAILING_MS,
+    ENDPOINT_GONE,
+    DeliveryStatus,
 )
 from scheduling.limits import EVENTS, SETTLE_DELIVERIES
 from scheduling.ports import Result, Row, Statement

@@ -2,7 +2,7 @@
 cron's tick, on the same engine (claim, send through its own six slots,
 settle) with the same compare-and-set claim and lease.
 
-It woke `CLOCK_LEAD_MS` before its installation's earliest due second (`domain/wake_ups.py`);
+It woke `CLOCK_LEAD_MS` before its installation's earliest due second (`domain/wake_times.py`);
 it waits for that second, awake, then claims that installation's due rows, never more live
 claims than MAX_IN_FLIGHT_PER_INSTALLATION whoever holds them, sends, settles, and delivers
 the events its settles wrote: once its due rows are sent, or, while it still has some to send,
@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from scheduling.domain.claims import DueRow
-from scheduling.domain.wake_ups import HELD_BACK_RETRY_MS, wake_for
+from scheduling.domain.wake_times import HELD_BACK_RETRY_MS, wake_for
 from scheduling.events import emit
 from scheduling.limits import batch_cost
 from scheduling.ports import LimitReached

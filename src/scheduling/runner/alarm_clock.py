@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from scheduling.domain.wake_ups import retry_after_failure
+from scheduling.domain.wake_times import retry_after_failure
 from scheduling.ports import AlarmStore
 
 

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 
 from scheduling.channels.kinds import channels, kind_of, pacing
 from scheduling.channels.port import Channel, OpenTarget
+from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget, Message, SettledMessage
 from scheduling.domain.delivery_policy import (
     ENDPOINT_GONE,
     SECRET_UNREADABLE,
     AttemptResult,
     after_attempt,
 )
-from scheduling.domain.outbox import ClaimedDelivery, DeliveryTarget, Message, SettledMessage
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.outbox import Outbox

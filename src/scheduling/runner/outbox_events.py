@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from scheduling.domain.claims import Claim, DueRow
 from scheduling.domain.collisions import needs_repin_said
-from scheduling.domain.notifications import (
+from scheduling.domain.deliveries import OutboxEvent
+from scheduling.domain.notification_events import (
     REFUSED,
     STALE,
     ScheduleEvent,
     event_type,
     outcome_unknown,
 )
-from scheduling.domain.outbox import OutboxEvent
 from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.statuses import Status

@@ -1,14 +1,14 @@
 """One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
 tick's budget is spent, or, with an alarm clock per installation, watch the clocks
 (`watchdog.py`); then deliver the notifications the outbox has due; then purge what is past the
-retention window (`retention.py`), within what is left; then record itself (`invocation.py`).
+retention window (`purge.py`), within what is left; then record itself (`invocation.py`).
 """
 
 from __future__ import annotations
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
-from scheduling.runner import retention
+from scheduling.runner import purge
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.report import TickReport
 from scheduling.runner.send_work import DueRows
@@ -98,6 +98,6 @@ class Tick(RunnerInvocation):
         else:
             await self._send(DueRows(self.leases))
         await self._deliver()
-        await retention.purge(
+        await purge.purge(
             self.services, self.trips, self.engine.budget, now=self.now, elapsed_ms=self.elapsed_ms
         )

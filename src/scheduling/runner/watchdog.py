@@ -15,7 +15,7 @@ from collections import Counter
 from functools import partial
 
 from scheduling.concurrency import gather_limited
-from scheduling.domain.wake_ups import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS, wake_for
+from scheduling.domain.wake_times import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS, wake_for
 from scheduling.ports import ClockUnavailable, LimitReached, ScheduleClocks
 from scheduling.repository import wake_ups
 from scheduling.runner.invocation import RunnerInvocation

@@ -3,10 +3,10 @@ there."""
 
 from __future__ import annotations
 
-from scheduling.actions.agent_keys import mint_key, revoke_key
+from scheduling.actions.agent_access import mint_key, revoke_key
+from scheduling.actions.agents_propose import confirm, decline
 from scheduling.actions.content_page import content_view
 from scheduling.actions.create import FormRefusal
-from scheduling.actions.proposals import confirm, decline
 from scheduling.http.guards import require_form_post
 from scheduling.http.pages.agents_page import agent_key_page
 from scheduling.http.pages.content_page import content_page

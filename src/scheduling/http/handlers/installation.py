@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduling.actions.agent_keys import page_agents
+from scheduling.actions.agent_access import page_agents
 from scheduling.actions.content_page import show_content
 from scheduling.actions.launch import launch
 from scheduling.actions.manage_page import show_manage

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from urllib.parse import urlencode
 
-from scheduling.actions import notifications, redelivery
+from scheduling.actions import notifications
+from scheduling.actions import send_again as again
 from scheduling.actions.manage_page import show_manage
 from scheduling.actions.notifications import EndpointForm, EndpointFormRefusal
 from scheduling.http.guards import require_form_post, require_session
@@ -77,7 +78,7 @@ async def send_test(request: Request, services: Services) -> Response:
 async def send_again(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     params = request.path_params
-    await redelivery.send_again(services, session, params["endpoint_id"], params["delivery_id"])
+    await again.send_again(services, session, params["endpoint_id"], params["delivery_id"])
     return _back(session.installation_id, request)
 
 
@@ -85,13 +86,13 @@ async def replay_failures(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     since_hours = request.form_lists().get("since_hours", [""])[0]
     endpoint_id = request.path_params["endpoint_id"]
-    await redelivery.replay_failures(services, session, endpoint_id, since_hours)
+    await again.replay_failures(services, session, endpoint_id, since_hours)
     return _back(session.installation_id, request)
 
 
 async def enable_endpoint(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
-    await redelivery.enable_endpoint(services, session, request.path_params["endpoint_id"])
+    await again.enable_endpoint(services, session, request.path_params["endpoint_id"])
     return _back(session.installation_id, request)
 
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import ClassVar, TypeVar
 
-from scheduling.actions.agent_keys import PageAgents
+from scheduling.actions.agent_access import PageAgents
 from scheduling.domain.collisions import before_text
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule

@@ -13,7 +13,7 @@ from scheduling.actions.notifications import EndpointForm, EndpointPreview, Noti
 from scheduling.actions.titles import Titles
 from scheduling.channels import kinds
 from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
-from scheduling.domain.notifications import (
+from scheduling.domain.notification_events import (
     DEFAULT_EVENTS,
     EVENT_TYPES,
     MAX_ENDPOINTS,

@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from scheduling.actions.listing import Listed, last_page
 from scheduling.domain.collisions import Conflict, conflicts, needs_repin_text
 from scheduling.domain.localtime import rfc3339
-from scheduling.domain.notifications import outcome_unknown
+from scheduling.domain.notification_events import outcome_unknown
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Attempt, Schedule
 from scheduling.domain.statuses import WAITING, Status, group_of

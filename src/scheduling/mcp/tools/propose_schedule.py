@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scheduling.actions.proposals import MAX_NOTE_CHARS, Proposed, propose
+from scheduling.actions.agents_propose import MAX_NOTE_CHARS, Proposed, propose
 from scheduling.mcp.shapes import ProposalShape, proposal_shape
 from scheduling.mcp.tool import Answer, Arguments, Tool
 from scheduling.repository.agent_keys import AgentKey

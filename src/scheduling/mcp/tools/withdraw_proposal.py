@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from scheduling.actions.proposals import withdraw
+from scheduling.actions.agents_propose import withdraw
 from scheduling.mcp.shapes import ProposalShape, proposal_shape
 from scheduling.mcp.tool import Answer, Arguments, Tool
 from scheduling.repository.agent_keys import AgentKey

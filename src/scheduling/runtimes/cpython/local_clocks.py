@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from scheduling.app import App
-from scheduling.domain.wake_ups import wake_for
+from scheduling.domain.wake_times import wake_for
 from scheduling.limits import MAX_STORED_INTEGER
 from scheduling.ports import HttpClient
 from scheduling.repository import wake_ups

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from scheduling.actions.notifications import endpoint_of, too_many
 from scheduling.actions.throttled import endpoint_calls, limited
-from scheduling.domain.notifications import REPLAY_SINCE_HOURS
+from scheduling.domain.notification_events import REPLAY_SINCE_HOURS
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.repository import redelivery

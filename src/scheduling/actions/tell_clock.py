@@ -10,7 +10,7 @@ a minute, and what it leaves overdue the watchdog sends.
 
 from __future__ import annotations
 
-from scheduling.domain.wake_ups import wake_for
+from scheduling.domain.wake_times import wake_for
 from scheduling.repository import wake_ups
 from scheduling.services import Services, log
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from scheduling.actions.create import Created, ScheduleRequest, create_schedule
 from scheduling.domain.localtime import Retry, TimeRefusal, resolve_local_time
-from scheduling.domain.notifications import ProposalEvent
+from scheduling.domain.notification_events import ProposalEvent
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.repository import proposals
