@@ -114,7 +114,9 @@ async def runtime(
     """The plugin on each runtime, as browsers, Dee Wan and the edge reach it
     (tests/support/runtimes.py): a behaviour written once, run on both."""
     if request.param == "cpython":
-        yield CpythonRuntime(World(db, clock))
+        cpython = CpythonRuntime(World(db, clock))
+        yield cpython
+        await cpython.close()
         return
     harness, core = request.getfixturevalue("harness"), request.getfixturevalue("pyodide_core")
     async with pyodide_runtime(harness, core) as runtime:

@@ -11,6 +11,8 @@ runtime's own tests.
 from __future__ import annotations
 
 import contextlib
+import re
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -33,9 +35,15 @@ LOOPBACK = "127.0.0.1"
 
 class Runtime(Protocol):
     name: str
+    content: str  # a content of Dee Wan's sample, with a draft to publish
 
     @property
     def origin(self) -> str: ...
+
+    @property
+    def dee_wan_url(self) -> str:
+        """Dee Wan's own address, where the plugin's pages lead back to."""
+        ...
 
     def http(self, *, client: str | None = None) -> httpx.AsyncClient:
         """A client for the plugin's origin; `client` is the address the runtime reports for
@@ -66,6 +74,75 @@ class Runtime(Protocol):
     def launch_limiter(self, limit: int) -> contextlib.AbstractContextManager[Limiter]:
         """Run with a Rate Limiting binding of `limit` per window bound."""
         ...
+
+    def now_ms(self) -> int:
+        """The time the plugin reads now."""
+        ...
+
+    def dee_wan_down(self, minutes: int) -> contextlib.AbstractContextManager[None]:
+        """Run with Dee Wan answering every call 503 for `minutes` (its own switch)."""
+        ...
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """A read of the plugin's database, for assertions."""
+        ...
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        """A person opens Scheduling from Dee Wan (`launch_path`'s launch) and is shown
+        its page: a visitor with its session, CSRF token and the versions shown."""
+        ...
+
+    async def close(self) -> None:
+        """Close the visitors' connections."""
+        ...
+
+
+SESSION_COOKIE = "__Host-scheduling_session"
+
+
+class Visitor:
+    """A browser on the plugin's origin. It keeps the session's `__Host-` cookie by hand:
+    http.cookiejar sends no `Secure` cookie over http://localhost, which browsers do."""
+
+    def __init__(self, http: httpx.AsyncClient, origin: str) -> None:
+        self.http, self.origin = http, origin
+        self.cookie: str | None = None
+        self.csrf = ""
+        self.shown: dict[str, str] = {}  # the versions the last page's form carries
+
+    async def get(self, url: str) -> httpx.Response:
+        return self._keep(await self.http.get(url, headers=self._headers()))
+
+    async def post_form(self, path: str, fields: dict[str, Any]) -> httpx.Response:
+        """A same-origin form; a list value repeats its field (checkboxes)."""
+        headers = {**self._headers(), "origin": self.origin, "sec-fetch-site": "same-origin"}
+        return self._keep(await self.http.post(path, data=fields, headers=headers))
+
+    def _headers(self) -> dict[str, str]:
+        return {"cookie": f"{SESSION_COOKIE}={self.cookie}"} if self.cookie else {}
+
+    def _keep(self, response: httpx.Response) -> httpx.Response:
+        for header in response.headers.get_list("set-cookie"):
+            name, _, rest = header.partition("=")
+            if name == SESSION_COOKIE:
+                self.cookie = rest.split(";", 1)[0]
+        found = re.search(r'name="csrf_token" value="([A-Za-z0-9_-]{43})"', response.text)
+        if found:
+            self.csrf = found.group(1)
+        shown = re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', response.text)
+        if shown:
+            self.shown = dict(shown)
+        return response
+
+
+async def visit(runtime: Runtime, opened: list[httpx.AsyncClient], launch: str) -> Visitor:
+    opened.append(runtime.http())
+    visitor = Visitor(opened[-1], runtime.origin)
+    exchanged = await visitor.get(launch)
+    assert exchanged.status_code == 303, exchanged.text
+    page = await visitor.get(exchanged.headers["location"])
+    assert page.status_code == 200, page.text[:2000]
+    return visitor
 
 
 @dataclass
@@ -102,6 +179,8 @@ class CpythonRuntime:
     world: World
     name: str = "cpython"
     origin: str = ORIGIN
+    content: str = "cnt_en"
+    opened: list[httpx.AsyncClient] = field(default_factory=list)
 
     def http(self, *, client: str | None = None) -> httpx.AsyncClient:
         async def current(scope: Any, receive: Any, send: Any) -> None:
@@ -149,6 +228,31 @@ class CpythonRuntime:
         finally:
             self.world.app = before
 
+    @property
+    def dee_wan_url(self) -> str:
+        return self.world.core.base_url
+
+    def now_ms(self) -> int:
+        return self.world.clock.now_ms()
+
+    @contextlib.contextmanager
+    def dee_wan_down(self, minutes: int) -> Iterator[None]:
+        self.world.core.faults.down_for(minutes, self.now_ms())
+        try:
+            yield
+        finally:
+            self.world.core.faults.clear()
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return (await self.world.db.prepare(sql).bind(*params).all()).results
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        return await visit(self, self.opened, self.launch_path(installation_id, **context))
+
+    async def close(self) -> None:
+        for http in self.opened:
+            await http.aclose()
+
 
 @dataclass
 class PyodideRuntime:
@@ -157,7 +261,9 @@ class PyodideRuntime:
     harness: Any  # tests.pyodide_harness.harness.Harness
     core: Any  # tests.pyodide_harness.harness.FakeCoreProcess
     name: str = "pyodide"
+    content: str = "cnt_spring"
     installed: list[str] = field(default_factory=list)
+    opened: list[httpx.AsyncClient] = field(default_factory=list)
 
     @property
     def origin(self) -> str:
@@ -208,6 +314,35 @@ class PyodideRuntime:
         [row] = self.harness.sql(sql, installation_id)
         return int(row["n"])
 
+    @property
+    def dee_wan_url(self) -> str:
+        return str(self.core.base_url)
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    @contextlib.contextmanager
+    def dee_wan_down(self, minutes: int) -> Iterator[None]:
+        form = {"content": f"minutes={minutes}"}
+        pressed = self.core.client.post(
+            "/ui/fail-down", headers={"content-type": "application/x-www-form-urlencoded"}, **form
+        )
+        assert pressed.status_code == 303, pressed.text
+        try:
+            yield
+        finally:
+            self.core.control("DELETE", "faults")
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return list(self.harness.sql(sql, *params))
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        return await visit(self, self.opened, self.launch_path(installation_id, **context))
+
+    async def close(self) -> None:
+        for http in self.opened:
+            await http.aclose()
+
     @contextlib.contextmanager
     def launch_limiter(self, limit: int) -> Iterator[Limiter]:
         with self.harness.launch_limiter(limit):
@@ -230,6 +365,7 @@ async def pyodide_runtime(harness: Any, core: Any) -> AsyncIterator[PyodideRunti
     try:
         yield runtime
     finally:
+        await runtime.close()
         for installation_id in runtime.installed:
             remove_installation(harness, installation_id)
         harness.set_vars(harness.base_vars)
