@@ -26,6 +26,7 @@ from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.workers.bindings import BindingRateLimiter
 from tests.pyodide_harness.harness import ADMIN_SECRET as HARNESS_SECRET
 from tests.support.app import ORIGIN, base_env, make_app
+from tests.support.local_server import local_server
 from tests.support.world import World
 
 # Where no test says who is asking: the local runtime's peer, and the harness's edge
@@ -96,6 +97,11 @@ class Runtime(Protocol):
         """Close the visitors' connections."""
         ...
 
+    def served(self) -> contextlib.AbstractAsyncContextManager[str]:
+        """The plugin on a real socket, for clients that make their own connections: its
+        base URL."""
+        ...
+
 
 SESSION_COOKIE = "__Host-scheduling_session"
 
@@ -109,6 +115,7 @@ class Visitor:
         self.cookie: str | None = None
         self.csrf = ""
         self.shown: dict[str, str] = {}  # the versions the last page's form carries
+        self.page = ""  # the last answer's text
 
     async def get(self, url: str) -> httpx.Response:
         return self._keep(await self.http.get(url, headers=self._headers()))
@@ -122,6 +129,7 @@ class Visitor:
         return {"cookie": f"{SESSION_COOKIE}={self.cookie}"} if self.cookie else {}
 
     def _keep(self, response: httpx.Response) -> httpx.Response:
+        self.page = response.text
         for header in response.headers.get_list("set-cookie"):
             name, _, rest = header.partition("=")
             if name == SESSION_COOKIE:
@@ -253,6 +261,11 @@ class CpythonRuntime:
         for http in self.opened:
             await http.aclose()
 
+    @contextlib.asynccontextmanager
+    async def served(self) -> AsyncIterator[str]:
+        async with local_server(AsgiApp(self.world.app)) as port:
+            yield f"http://127.0.0.1:{port}"
+
 
 @dataclass
 class PyodideRuntime:
@@ -342,6 +355,10 @@ class PyodideRuntime:
     async def close(self) -> None:
         for http in self.opened:
             await http.aclose()
+
+    @contextlib.asynccontextmanager
+    async def served(self) -> AsyncIterator[str]:
+        yield self.origin
 
     @contextlib.contextmanager
     def launch_limiter(self, limit: int) -> Iterator[Limiter]:
