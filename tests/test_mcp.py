@@ -71,17 +71,30 @@ async def mint_on_page(runtime: Runtime, installation_id: str) -> str:
     return html.unescape(found.group(1))
 
 
+async def confirm_as_editor(runtime: Runtime, installation_id: str, proposal_id: str) -> str:
+    """The editor opens the content's page and presses Confirm: the schedule's id."""
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    assert proposal_id in proposal_ids(editor.page)
+    confirmed = await editor.post_form(
+        f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        {"csrf_token": editor.csrf, "opened_for": runtime.content, **editor.shown},
+    )
+    assert confirmed.status_code == 303, confirmed.text[:2000]
+    return confirmed.headers["location"].split("created=")[1]
+
+
+def proposed_in_two_days(runtime: Runtime) -> tuple[dict[str, str], datetime]:
+    """propose_schedule's arguments for 09:00 UTC the day after tomorrow, and that time."""
+    day = runtime.now_ms() // DAY * DAY + 2 * DAY + 9 * 3_600_000
+    when = datetime.fromtimestamp(day / 1000, UTC)
+    asked = {"content_id": runtime.content, "change": "publish", "timezone": "UTC"}
+    return {**asked, "local_time": when.strftime("%Y-%m-%dT%H:%M")}, when
+
+
 async def test_the_official_client_lists_the_tools_and_calls_each(runtime: Runtime) -> None:
     installation_id = await runtime.install()
     key = await mint_on_page(runtime, installation_id)
-    day = runtime.now_ms() // DAY * DAY + 2 * DAY + 9 * 3_600_000
-    when = datetime.fromtimestamp(day / 1000, UTC)
-    asked = {
-        "content_id": runtime.content,
-        "change": "publish",
-        "local_time": when.strftime("%Y-%m-%dT%H:%M"),
-        "timezone": "UTC",
-    }
+    asked, when = proposed_in_two_days(runtime)
     async with (
         runtime.served() as base_url,
         httpx.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
@@ -107,14 +120,7 @@ async def test_the_official_client_lists_the_tools_and_calls_each(runtime: Runti
         assert listed_before.structuredContent == {"schedules": [], "more": False}
 
         # Nothing is scheduled until a person confirms it on their page.
-        editor = await runtime.open_page(installation_id, content_id=runtime.content)
-        assert made["id"] in proposal_ids(editor.page)
-        confirmed = await editor.post_form(
-            f"/installations/{installation_id}/proposals/{made['id']}/confirm",
-            {"csrf_token": editor.csrf, "opened_for": runtime.content, **editor.shown},
-        )
-        assert confirmed.status_code == 303, confirmed.text[:2000]
-        schedule_id = confirmed.headers["location"].split("created=")[1]
+        schedule_id = await confirm_as_editor(runtime, installation_id, made["id"])
 
         got = await session.call_tool("get_schedule", {"schedule_id": schedule_id})
         assert not got.isError, got.content
