@@ -14,7 +14,7 @@ refused. Here a head larger than `max_head_bytes` is refused (400, connection
 closed) however its bytes arrive.
 
 The server never holds more than `max_connections` connections (set below the
-process's open-file limit by `server.py`): a flood of half-sent heads once took every
+process's open-file limit by `startup.py`): a flood of half-sent heads once took every
 file descriptor, and an honest request waited 9.8 s. Past the cap, the connection that
 has waited longest for a head (a slow client's, or an idle keep-alive one) is closed to
 make room; when every connection has a request under way, the new one is answered 503
