@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from scheduling.config import Configuration
-from scheduling.runtimes.cpython.server import banner, origin_port_warning
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.startup import banner, origin_port_warning
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 from tests.support.loopback_core import loopback_core
 from tests.support.serve_process import free_port, prepare_database, write_vars
