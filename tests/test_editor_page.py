@@ -6,6 +6,7 @@ status codes, and the `data-*` attributes and words of the pages.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -375,6 +376,10 @@ async def test_the_page_after_a_cancel_is_shown_while_dee_wan_is_down(runtime: R
     made = await editor.post_form(f"/installations/{installation_id}/schedules", fields)
     assert made.status_code == 303, made.text
     sid = made.headers["location"].split("created=", 1)[1]
+    # The rights the page was shown with are kept with the session: the cancel needs no call.
+    sql = "SELECT offered_transitions FROM sessions WHERE installation_id = ?"
+    [session] = await runtime.rows(sql, installation_id)
+    assert json.loads(session["offered_transitions"]) == [["publish", "published"]]
     with runtime.dee_wan_down(5):
         cancel = f"/installations/{installation_id}/schedules/{sid}/cancel"
         cancelled = await editor.post_form(cancel, {"csrf_token": editor.csrf})

@@ -824,40 +824,6 @@ def test_the_content_page_speaks_plainly_under_pyodide(
     assert re.search(rf"Cancelled: the schedule to publish version \S+ at {INSTANT}", after)
 
 
-def test_a_content_launch_cancels_with_dee_wan_gone(
-    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
-) -> None:
-    """The rights the page was shown with are kept with the session (in D1): with Dee Wan
-    refusing every connection, the cancel still answers 303 and cancels."""
-    installation_id = install(core, client)["id"]
-    browser = Browser(client, dev_worker.origin)
-    csrf = launch(core, browser, installation_id, content_id="cnt_spring")
-    zone = "Europe/Paris"
-    made = browser.post_form(
-        f"/installations/{installation_id}/schedules",
-        {
-            "transition": "publish:published",
-            "timezone": zone,
-            "fold": "",
-            "local_time": wall_time(2, zone),
-            "csrf_token": csrf,
-            **browser.shown,
-        },
-    )
-    assert made.status_code == 303, made.text
-    schedule_id = made.headers["location"].rsplit("created=", 1)[1]
-    [session] = dev_worker.sql("SELECT offered_transitions FROM sessions")
-    assert json.loads(session["offered_transitions"]) == [["publish", "published"]]
-    core.close()  # nothing listens on Dee Wan's port any more
-    cancelled = browser.post_form(
-        f"/installations/{installation_id}/schedules/{schedule_id}/cancel", {"csrf_token": csrf}
-    )
-    assert cancelled.status_code == 303, cancelled.text
-    assert dev_worker.sql("SELECT status FROM schedules") == [{"status": "cancelled"}]
-    # The page after it: tests/test_editor_page.py, on both runtimes.
-    assert browser.get(cancelled.headers["location"]).status_code == 200
-
-
 def test_tick_gives_up_on_a_silent_core_after_ten_seconds(
     worker: Harness, recorder: Recorder
 ) -> None:
