@@ -75,42 +75,7 @@ def client(worker: Harness) -> Iterator[httpx.Client]:
 # -- what exists for any deployment -------------------------------------------
 
 
-def test_manifest_is_built_from_public_origin(worker: Harness, client: httpx.Client) -> None:
-    response = client.get("/dee-wan/manifest.json")
-    assert response.status_code == 200
-    assert response.headers["content-type"] == "application/json"
-    assert response.headers["x-content-type-options"] == "nosniff"
-    assert response.headers["cache-control"] == "no-store"
-    manifest = response.json()
-    origin = worker.origin
-    assert manifest["origin"] == origin
-    assert manifest["activation_url"] == f"{origin}/dee-wan/activate"
-    assert {launch["url"] for launch in manifest["launches"]} == {
-        f"{origin}/installations/{{installation_id}}"
-    }
-    assert manifest["capabilities"] == ["content:read", "workflow:publish", "workflow:unpublish"]
-
-
-def test_manifest_follows_a_changed_public_origin(worker: Harness, client: httpx.Client) -> None:
-    with worker.vars(PUBLIC_ORIGIN="https://scheduling.example"):
-        assert client.get("/dee-wan/manifest.json").json()["origin"] == (
-            "https://scheduling.example"
-        )
-    assert client.get("/dee-wan/manifest.json").json()["origin"] == worker.origin
-
-
-def test_head_answers_like_get_without_a_body(client: httpx.Client) -> None:
-    response = client.head("/dee-wan/manifest.json")
-    assert response.status_code == 200
-    assert response.content == b""
-
-
-def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None:
-    response = client.get("/no/such/route")
-    assert (response.status_code, response.json()["code"]) == (404, "not_found")
-    response = client.post("/dee-wan/manifest.json")
-    assert (response.status_code, response.json()["code"]) == (405, "method_not_allowed")
-    assert response.headers["allow"] == "GET, HEAD"
+# The manifest, HEAD, 404 and 405: tests/test_manifest.py, on both runtimes.
 
 
 @pytest.mark.parametrize("method", ["PROPFIND", "PURGE", "QUERY", "PATCH"])
