@@ -11,6 +11,8 @@ runtime's own tests.
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -26,7 +28,7 @@ from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.workers.bindings import BindingRateLimiter
 from tests.pyodide_harness.harness import ADMIN_SECRET as HARNESS_SECRET
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
-from tests.support.app import ORIGIN, base_env, make_app
+from tests.support.app import ADMIN_SECRET, ORIGIN, base_env, make_app
 from tests.support.local_server import local_server
 from tests.support.world import World
 
@@ -111,6 +113,7 @@ class Runtime:
     origin: str
     content: str  # a content of Dee Wan's sample, with a draft to publish
     dee_wan_url: str  # Dee Wan's own address, where the plugin's pages lead back to
+    operator: dict[str, str]  # the operator's bearer header
 
     def __init__(self) -> None:
         self.opened: list[httpx.AsyncClient] = []
@@ -157,6 +160,18 @@ class Runtime:
         """The plugin on a real socket, for clients that make their own connections."""
         raise NotImplementedError
 
+    async def tick(self, at: int) -> None:
+        """The cron's tick for the minute `at` (a failed one raises)."""
+        raise NotImplementedError
+
+    def log_text(self) -> str:
+        """What the plugin logged so far."""
+        raise NotImplementedError
+
+    def minute_ahead(self, minutes: int = 6) -> int:
+        """A whole minute some minutes from now (a tick may stand for at most 15 ahead)."""
+        return (self.now_ms() // 60_000 + minutes) * 60_000
+
     async def count(self, table: str, installation_id: str) -> int:
         """Rows of `table` for one installation."""
         sql = f"SELECT count(*) AS n FROM {table} WHERE installation_id = ?"
@@ -188,6 +203,10 @@ class CpythonRuntime(Runtime):
         super().__init__()
         self.world = world
         self.dee_wan_url = world.core.base_url
+        self.operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+        self.log = io.StringIO()
+        self.handler = logging.StreamHandler(self.log)
+        logging.getLogger("scheduling").addHandler(self.handler)
 
     def http(self, *, client: str | None = None) -> httpx.AsyncClient:
         async def current(scope: Any, receive: Any, send: Any) -> None:
@@ -243,6 +262,17 @@ class CpythonRuntime(Runtime):
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return (await self.world.db.prepare(sql).bind(*params).all()).results
 
+    async def tick(self, at: int) -> None:
+        self.world.clock.now = at
+        await self.world.app.tick(at)
+
+    def log_text(self) -> str:
+        return self.log.getvalue()
+
+    async def close(self) -> None:
+        logging.getLogger("scheduling").removeHandler(self.handler)
+        await super().close()
+
     @contextlib.asynccontextmanager
     async def served(self) -> AsyncIterator[str]:
         async with local_server(AsgiApp(self.world.app)) as port:
@@ -259,6 +289,7 @@ class PyodideRuntime(Runtime):
         super().__init__()
         self.harness, self.core = harness, core
         self.origin, self.dee_wan_url = harness.origin, core.base_url
+        self.operator = {"authorization": f"Bearer {HARNESS_SECRET}"}
         self.installed: list[str] = []
 
     @property
@@ -283,8 +314,7 @@ class PyodideRuntime(Runtime):
 
     async def install(self) -> str:
         async with self.http() as http:
-            operator = {"authorization": f"Bearer {HARNESS_SECRET}"}
-            minted = await http.post("/admin/activation-codes", headers=operator, json={})
+            minted = await http.post("/admin/activation-codes", headers=self.operator, json={})
         assert minted.status_code == 201, minted.text
         answer = self.core.control("POST", "install", {"code": minted.json()["code"]})
         assert answer["code"] == "installed", answer
@@ -316,6 +346,12 @@ class PyodideRuntime(Runtime):
 
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return list(self.harness.sql(sql, *params))
+
+    async def tick(self, at: int) -> None:
+        self.harness.scheduled(at)
+
+    def log_text(self) -> str:
+        return self.harness.log_tail(400)
 
     @contextlib.asynccontextmanager
     async def served(self) -> AsyncIterator[str]:
