@@ -108,6 +108,14 @@ def pyodide_core(harness: Harness) -> Iterator[FakeCoreProcess]:
     process.close()
 
 
+@pytest.fixture
+def core(pyodide_core: FakeCoreProcess) -> FakeCoreProcess:
+    """The session's `python -m fake_core` for the Pyodide tests, reset to the demo site."""
+    pyodide_core.control("POST", "reset")
+    pyodide_core.control("POST", "seed", {"demo": True})
+    return pyodide_core
+
+
 @pytest.fixture(params=["cpython", pytest.param("pyodide", marks=pytest.mark.pyodide)])
 async def runtime(
     request: pytest.FixtureRequest, db: SqliteDatabase, clock: FakeClock
@@ -119,7 +127,7 @@ async def runtime(
         yield cpython
         await cpython.close()
         return
-    harness, core = request.getfixturevalue("harness"), request.getfixturevalue("pyodide_core")
+    harness, core = request.getfixturevalue("harness"), request.getfixturevalue("core")
     async with pyodide_runtime(harness, core) as runtime:
         yield runtime
 

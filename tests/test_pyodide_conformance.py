@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -400,18 +399,9 @@ def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
 # -- end to end with fake_core --------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def core(harness: Harness) -> Iterator[FakeCoreProcess]:
-    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core.log")
-    yield process
-    process.close()
-
-
 @pytest.fixture
 def dev_worker(worker: Harness, core: FakeCoreProcess) -> Iterator[Harness]:
     """Development mode, so the Worker accepts fake core's http://localhost base URL."""
-    core.control("POST", "reset")
-    core.control("POST", "seed", {"demo": True})
     with worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url):
         yield worker
 

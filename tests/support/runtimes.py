@@ -368,12 +368,10 @@ class PyodideRuntime(Runtime):
 
 @contextlib.asynccontextmanager
 async def pyodide_runtime(harness: Harness, core: FakeCoreProcess) -> AsyncIterator[Runtime]:
-    """The harness as a runtime for one test: development mode, a fresh fake core; every
-    installation the test made removed after it."""
+    """The harness as a runtime for one test, in development mode with `core` (reset to the
+    demo site); every installation the test made removed after it."""
     from tests.support.worker_browser import remove_installation
 
-    core.control("POST", "reset")
-    core.control("POST", "seed", {"demo": True})
     runtime = PyodideRuntime(harness, core)
     runtime.set_vars()
     try:
