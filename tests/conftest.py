@@ -108,6 +108,31 @@ def pyodide_core(harness: Harness) -> Iterator[FakeCoreProcess]:
     process.close()
 
 
+# What a Pyodide scenario may leave in the shared harness's D1, children first.
+WORKER_TABLES = (
+    "webhook_deliveries",
+    "notification_subscriptions",
+    "notification_endpoints",
+    "schedule_attempts",
+    "schedules",
+    "sessions",
+    "activation_codes",
+    "installations",
+    "tick_history",
+    "runner_totals",
+)
+
+
+@pytest.fixture
+def worker(harness: Harness) -> Iterator[Harness]:
+    """The shared harness with an empty database and the base variables, for the Pyodide
+    scenarios that seed D1 themselves."""
+    harness.set_vars(harness.base_vars)
+    harness.execute(*((f"DELETE FROM {table}", []) for table in WORKER_TABLES))
+    yield harness
+    harness.set_vars(harness.base_vars)
+
+
 @pytest.fixture
 def core(pyodide_core: FakeCoreProcess) -> FakeCoreProcess:
     """The session's `python -m fake_core` for the Pyodide tests, reset to the demo site."""

@@ -42,27 +42,6 @@ from tests.support.worker_browser import (
 pytestmark = pytest.mark.pyodide
 
 OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
-TABLES = (
-    "webhook_deliveries",
-    "notification_subscriptions",
-    "notification_endpoints",
-    "schedule_attempts",
-    "schedules",
-    "sessions",
-    "activation_codes",
-    "installations",
-    "tick_history",
-    "runner_totals",
-)
-
-
-@pytest.fixture
-def worker(harness: Harness) -> Iterator[Harness]:
-    """The harness with an empty database and the base variables."""
-    harness.set_vars(harness.base_vars)
-    harness.execute(*((f"DELETE FROM {table}", []) for table in TABLES))
-    yield harness
-    harness.set_vars(harness.base_vars)
 
 
 @pytest.fixture
