@@ -167,6 +167,12 @@ def app(db: SqliteDatabase, clock: FakeClock) -> App:
     return make_app(db, clock)
 
 
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    """The plugin and an in-process fake Dee Wan, wired together (tests/support/world.py)."""
+    return World(db, clock)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In CI (SCHEDULING_REQUIRE_ALL=1) a skipped test fails the run: nothing quietly not run."""
     if not os.environ.get("SCHEDULING_REQUIRE_ALL"):

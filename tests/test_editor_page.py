@@ -16,16 +16,9 @@ from scheduling.domain.schedule import NewSchedule
 from scheduling.http.responses import Response
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.repository import schedules
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.runtimes import Runtime
 from tests.support.world import MINUTE, Browser, World, local, schedules_on, session_csrf
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
 
 FIELDS = {
     "transition": "publish:published",
