@@ -19,6 +19,8 @@ from tests.support.runtimes import CpythonRuntime, Runtime, pyodide_runtime
 from tests.support.world import World
 
 if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
     from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 
 
@@ -155,6 +157,29 @@ async def runtime(
     harness, core = request.getfixturevalue("harness"), request.getfixturevalue("core")
     async with pyodide_runtime(harness, core) as runtime:
         yield runtime
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium for a module of the browser tests (tests/support/browser.py)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser tests' screenshots go: BROWSER_SCREENSHOTS, or a temporary folder."""
+    chosen = os.environ.get("BROWSER_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots in {folder}")
+    return folder
 
 
 @pytest.fixture
