@@ -236,6 +236,20 @@ def test_no_handler_function_is_over_30_lines() -> None:
     assert {name: n for name, n in lengths.items() if n > HANDLER_MAX_LINES} == {}
 
 
+def test_no_route_catches_a_refusal() -> None:
+    """A refused form is shown again by its route's `again`, which `App.handle` calls: no
+    module of handlers (`*_routes`, or a small page's one module) catches a refusal."""
+    catching = []
+    for path in sorted((CORE / "pages").rglob("*.py")):
+        if path.name.endswith(("_read.py", "_view.py", "_template.py")):
+            continue  # what a page reads, or shows: no handler there
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            caught = node.type if isinstance(node, ast.ExceptHandler) else None
+            if caught is not None and "Refusal" in ast.unparse(caught):
+                catching.append(f"{path.name}:{caught.lineno}")
+    assert catching == []
+
+
 def test_no_two_modules_share_a_file_name() -> None:
     """A file name says where to look: the runtimes' parallel adapters aside."""
     names = [

@@ -74,7 +74,12 @@ ROUTES = [
     Route("GET", "/admin/metrics", _metrics),
     Route("GET", "/healthz", operator_routes.healthz),
     Route("GET", "/installations/{installation_id}", installation.installation_page),
-    Route("POST", "/installations/{installation_id}/schedules", content_routes.create_schedule),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules",
+        content_routes.create_schedule,
+        content_routes.form_again,
+    ),
     # A reloaded or restored refused form: back to the page (issue 38), never a 405.
     Route("GET", "/installations/{installation_id}/schedules", ways_back.to_page),
     Route(
@@ -98,6 +103,7 @@ ROUTES = [
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/retry",
         content_routes.retry_schedule,
+        content_routes.form_again,
     ),
     Route(
         "POST",
@@ -105,7 +111,10 @@ ROUTES = [
         manage_routes.dismiss_schedule,
     ),
     Route(
-        "POST", "/installations/{installation_id}/notifications", notifications_routes.add_endpoint
+        "POST",
+        "/installations/{installation_id}/notifications",
+        notifications_routes.add_endpoint,
+        notifications_routes.add_again,
     ),
     Route(
         "GET",
@@ -156,6 +165,7 @@ ROUTES = [
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/confirm",
         agents_routes.confirm_proposal,
+        agents_routes.confirm_again,
     ),
     Route(
         "POST",
@@ -239,7 +249,16 @@ class App:
     async def _dispatch(self, request: Request) -> Response:
         if len(request.body) > MAX_BODY_BYTES:
             raise invalid_request(f"The body is larger than {MAX_BODY_BYTES} bytes.")
-        return await self.router.dispatch(request, self.services)
+        route = self.router.route(request)
+        try:
+            return await route.handler(request, self.services)
+        except Refusal as refused:
+            # A refused form: its page again, with what was entered and why, when its route
+            # shows it (`Route.again`); any other refusal is rendered by `handle`.
+            again = await route.again(request, self.services, refused) if route.again else None
+            if again is None:
+                raise
+            return again
 
     async def tick(self, scheduled_time: int) -> dict[str, int]:
         """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from scheduling.actions.create import FormRefusal, FormValues
+from scheduling.actions.create import FormRefusal, ScheduleForm
 from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.collisions import Conflict, before_text, conflicts
 from scheduling.domain.content import Content, ContentRead
@@ -108,7 +108,7 @@ class KeptForm:
     """What a create or a Try again posted, kept when Dee Wan could not be read to judge it:
     the page comes back with it, to be sent again once Dee Wan answers."""
 
-    form: FormValues | None  # a create's fields, as entered
+    form: ScheduleForm | None  # a create's fields, as entered
     pins: ShownVersions | None  # the versions the posted page showed
     retry_of: str | None = None  # a Try again of this schedule
 
@@ -141,7 +141,7 @@ class ContentPage:
     site_timezone: str | None
     zones: tuple[str, ...]
     choices: tuple[Choice, ...]
-    form: FormValues
+    form: ScheduleForm
     time_entered: str | None  # the form's time, written the one way (the picker writes its own)
     error: FormError | None
     notice: Receipt | None
@@ -282,10 +282,10 @@ def _unread(view: ContentView) -> Unread | None:
 
 def _unread_form(
     view: ContentView, kept: KeptForm | None
-) -> tuple[ShownVersions | None, tuple[Choice, ...], FormValues, FormError | None]:
+) -> tuple[ShownVersions | None, tuple[Choice, ...], ScheduleForm, FormError | None]:
     """Without a read, the only form is the one that was posted: its change as it was
     offered, the rest as entered, and above it why nothing was scheduled."""
-    empty = FormValues("", "", "", "")
+    empty = ScheduleForm()
     if kept is None or view.unread is None:
         return None, (), empty, None
     why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
@@ -391,7 +391,7 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
     return tuple(choices)
 
 
-def _entered(form: FormValues, refused: bool) -> str | None:
+def _entered(form: ScheduleForm, refused: bool) -> str | None:
     """The picker writes dates the browser's way; the hint says the same time the one way."""
     if not form.local_time:
         return None
@@ -404,10 +404,10 @@ def _entered(form: FormValues, refused: bool) -> str | None:
     return f"Suggested: {said}, the first whole hour at least {lead} from now."
 
 
-def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> FormValues:
+def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> ScheduleForm:
     """A fresh form: the first change offered, the first whole hour in `zone` at least
     `SUGGESTION_LEAD_MS` ahead."""
-    return FormValues(
+    return ScheduleForm(
         transition=next((c.value for c in choices if not c.disabled), ""),
         local_time=time_labels.suggested_local_time(zone, now_ms),
         timezone=zone,

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from scheduling.actions import notifications
 from scheduling.actions import send_again as again
 from scheduling.actions.notifications import EndpointForm, EndpointFormRefusal
+from scheduling.domain.refusals import Refusal
 from scheduling.http.guards import require_form_post, require_session
 from scheduling.http.html.render import page
 from scheduling.http.listing_query import view_query
@@ -22,20 +23,20 @@ from scheduling.services import Services
 
 
 async def add_endpoint(request: Request, services: Services) -> Response:
+    """A new endpoint; a refused form comes back on the manage page (`add_again`)."""
     session = await require_form_post(request, services)
-    fields = request.form_lists()
-    url = fields.get("url", [""])[0].strip()
-    form = EndpointForm(url=url, events=tuple(fields.get("events", ())))
-    if "kind" in fields:  # otherwise the default kind
-        form = replace(form, kind=fields["kind"][0])
-    try:
-        await notifications.add_endpoint(services, session, form)
-    except EndpointFormRefusal as refused:
-        # The manage page again, with what was entered and what was wrong with it.
-        view = await show_manage(services, session, group=None, page_number=1, refused=refused)
-        lateness = services.config.max_lateness_ms
-        return page(manage_page(view, lateness, {}), refused.status)
+    await notifications.add_endpoint(services, session, _posted(request.form_lists()))
     return _back(session.installation_id)
+
+
+async def add_again(request: Request, services: Services, refused: Refusal) -> Response | None:
+    """The manage page again, with what was entered and what was wrong with it (`App.handle`
+    calls it); any other refusal is shown as it is."""
+    if not isinstance(refused, EndpointFormRefusal):
+        return None
+    session = await require_session(request, services)
+    view = await show_manage(services, session, group=None, page_number=1, refused=refused)
+    return page(manage_page(view, services.config.max_lateness_ms, {}), refused.status)
 
 
 async def confirm_rotate(request: Request, services: Services) -> Response:
@@ -94,6 +95,14 @@ async def enable_endpoint(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await again.enable_endpoint(services, session, request.path_params["endpoint_id"])
     return _back(session.installation_id, request)
+
+
+def _posted(fields: dict[str, list[str]]) -> EndpointForm:
+    """The endpoint form as the browser posted it: without a kind, the default kind."""
+    form = EndpointForm(
+        url=fields.get("url", [""])[0].strip(), events=tuple(fields.get("events", ()))
+    )
+    return replace(form, kind=fields["kind"][0]) if "kind" in fields else form
 
 
 def _back(installation_id: str, request: Request | None = None) -> Response:
