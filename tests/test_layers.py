@@ -250,6 +250,18 @@ def test_no_route_catches_a_refusal() -> None:
     assert catching == []
 
 
+def test_no_page_module_is_over_400_lines() -> None:
+    """A room is read whole: its modules stay short (the generated templates aside)."""
+    paths = [*(CORE / "pages").rglob("*.py"), *(CORE / "http").rglob("*.py"), CORE / "app.py"]
+    long = {
+        path.name: n
+        for path in paths
+        if path.name != "compiled_templates.py"
+        and (n := len(path.read_text("utf-8").splitlines())) > 400
+    }
+    assert long == {}
+
+
 def test_no_two_modules_share_a_file_name() -> None:
     """A file name says where to look: the runtimes' parallel adapters aside."""
     names = [

@@ -16,13 +16,14 @@ from scheduling.http.listing_query import page_number
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
 from scheduling.pages.agents.agents_view import with_agents
+from scheduling.pages.content.content_form import KeptForm
 from scheduling.pages.content.content_read import (
     UNREADABLE,
     content_view,
     show_content,
     unread_view,
 )
-from scheduling.pages.content.content_view import KeptForm, content_page
+from scheduling.pages.content.content_view import content_page
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
 

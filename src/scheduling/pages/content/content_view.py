@@ -8,22 +8,19 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from scheduling.actions.create import FormRefusal, ScheduleForm
-from scheduling.dee_wan import UNAVAILABLE
-from scheduling.domain.collisions import Conflict, before_text, conflicts
-from scheduling.domain.content import Content, ContentRead
-from scheduling.domain.localtime import FOLDS, Retry, occurrence_labels, occurrences
+from scheduling.domain.collisions import Conflict, conflicts
+from scheduling.domain.content import Content
+from scheduling.domain.localtime import FOLDS
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import WAITING, Status
+from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import (
-    duration_words,
     instant_text,
-    wall_text,
     years_ahead,
     years_text,
 )
-from scheduling.domain.timezones import canonical_zone, offered_zones
+from scheduling.domain.timezones import offered_zones
 from scheduling.domain.wording import change_text
 from scheduling.http.html import time_labels
 from scheduling.http.html.view_models import (
@@ -35,35 +32,17 @@ from scheduling.http.html.view_models import (
     card_page,
     cards,
     pager,
-    replaces_text,
     schedule_card,
 )
 from scheduling.pages.agents.agents_view import AgentsPanel
+from scheduling.pages.content.content_form import (
+    UNREAD_NOTES,
+    Choice,
+    FormError,
+    KeptForm,
+    form_part,
+)
 from scheduling.pages.content.content_read import ContentView
-
-
-@dataclass(frozen=True)
-class Choice:
-    """One change the form offers."""
-
-    value: str  # "kind:to"
-    label: str
-    disabled: bool
-    replaces: str | None = None  # what choosing it does to the live schedule of its kind
-    replaces_id: str | None = None
-    collides: str | None = None  # the other kind's waiting schedule it would collide with
-    collides_id: str | None = None
-
-
-@dataclass(frozen=True)
-class FormError:
-    """Why the form was refused, and the times it offers instead."""
-
-    code: str
-    text: str
-    field: str
-    retries: tuple[Retry, ...]  # one-click ways out: the same form with one field changed
-    retry_of: str | None = None  # refused on a Try again of this schedule: offer it again
 
 
 @dataclass(frozen=True)
@@ -101,16 +80,6 @@ class History:
         if len(self.cards) != self.count:
             said += f" ({len(self.cards)} on this page)"
         return said
-
-
-@dataclass(frozen=True)
-class KeptForm:
-    """What a create or a Try again posted, kept when Dee Wan could not be read to judge it:
-    the page comes back with it, to be sent again once Dee Wan answers."""
-
-    form: ScheduleForm | None  # a create's fields, as entered
-    pins: ShownVersions | None  # the versions the posted page showed
-    retry_of: str | None = None  # a Try again of this schedule
 
 
 @dataclass(frozen=True)
@@ -172,42 +141,17 @@ def content_page(
     fold_ignored: str | None = None,
     kept: KeptForm | None = None,
 ) -> ContentPage:
-    """`refusal`: the form comes back with what was entered and what was wrong with it.
-    Without Dee Wan's read (`view.unread`), `kept` is what a refused create or Try again
-    posted: it comes back with Dee Wan's state said above it."""
+    """`refusal` and `kept`: the form shown again (`content_form.form_part`)."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
     shown = cards(view.schedules, moment, live=view.live)
-    if read is not None:
-        pins: ShownVersions | None = ShownVersions(
-            read.content.current_version_id, read.content.published_version_id
-        )
-        choices = _choices(read, view.live)
-        # After a create, offer the zone just used rather than the site's again.
-        zone = view.made.timezone if view.made is not None else read.site.timezone
-        form = refusal.form if refusal else _defaults(choices, zone, view.now_ms)
-        error = (
-            FormError(
-                refusal.code, refusal.message, refusal.field, refusal.retries, refusal.retry_of
-            )
-            if refusal
-            else None
-        )
-    else:
-        pins, choices, form, error = _unread_form(view, kept)
+    if read is None:
         shown = _offer_again(shown, kept)
+    part = form_part(view, refusal, kept)
     in_view = view.page.in_view if view.page_number == 1 else 0
-    current, folded = shown[:in_view], shown[in_view:]
     notice = _receipt(view, moment)
-    # A zone typed in any case is written back the canonical way.
-    form_zone = canonical_zone(form.timezone)
-    if form_zone is not None:
-        form = replace(form, timezone=form_zone)
     site_zone = read.site.timezone if read is not None else None
-    now_zone = form_zone or site_zone or "UTC"
-    both = occurrences(form.local_time, form.timezone)
-    fold_choices = tuple(occurrence_labels(*both)) if both else None
-    history_count = view.page.total - view.page.in_view
+    now_zone = part.zone or site_zone or "UTC"
     content_id = read.content.id if read is not None else session.content_id or ""
     return ContentPage(
         title=f"Schedule {read.content.title}" if read else f"Schedules of content {content_id}",
@@ -217,57 +161,54 @@ def content_page(
         opened_for=session.opened_for,
         content=read.content if read is not None else None,
         content_id=content_id,
-        pins=pins,
+        pins=part.pins,
         primary_title=view.primary_title,
         site_timezone=site_zone,
         zones=offered_zones(),
-        choices=choices,
-        form=form,
-        time_entered=_entered(form, error is not None),
-        error=error,
+        choices=part.choices,
+        form=part.form,
+        time_entered=part.time_entered,
+        error=part.error,
         notice=notice,
         fold_ignored=fold_ignored if notice and fold_ignored in FOLDS else None,
         now_zone=now_zone,
         now_label=time_labels.now_in(now_zone, view.now_ms),
-        fold_choices=fold_choices,
-        focus_fold=bool(error and error.code == "ambiguous_local_time" and fold_choices),
+        fold_choices=part.fold_choices,
+        focus_fold=part.focus_fold,
         flash=_cancelled(view.cancelled),
         cancelled_id=view.cancelled.id if view.cancelled else None,
-        page_note=(
-            f"There is no page {view.asked_page}: this is the last one, page {view.page_number}."
-            if view.asked_page != view.page_number
-            else None
-        ),
+        page_note=_page_note(view),
         unread=_unread(view),
         stale=tuple(card for card in shown if card.stale),
-        current=current,
-        history=History(
-            cards=folded,
-            count=history_count,
-            replaced=view.page.counts.get(Status.SUPERSEDED, 0),
-            open=view.page_number > 1,
-        ),
+        current=shown[:in_view],
+        history=_history(view, shown[in_view:]),
         card_page=card_page(
-            session, pins=pins, back=_back(view.page_number), unread=view.unread is not None
+            session, pins=part.pins, back=_back(view.page_number), unread=view.unread is not None
         ),
         pager=_pager(view),
         dee_wan_href=view.access.installation.base_url,
     )
 
 
-_UNREAD_NOTES = {
-    UNAVAILABLE: "Dee Wan is not answering right now",
-    UNTRUSTED: (
-        "Dee Wan answered about this content in a way its plugin protocol does not allow"
-        " (a garbled or unexpected answer)"
-    ),
-}
+def _page_note(view: ContentView) -> str | None:
+    if view.asked_page == view.page_number:
+        return None
+    return f"There is no page {view.asked_page}: this is the last one, page {view.page_number}."
+
+
+def _history(view: ContentView, folded: tuple[ScheduleCard, ...]) -> History:
+    return History(
+        cards=folded,
+        count=view.page.total - view.page.in_view,
+        replaced=view.page.counts.get(Status.SUPERSEDED, 0),
+        open=view.page_number > 1,
+    )
 
 
 def _unread(view: ContentView) -> Unread | None:
     if view.unread is None:
         return None
-    why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
+    why = UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
     text = (
         f"{why}, so this page shows the schedules as Scheduling keeps them, without the"
         " content's details, and nothing new can be scheduled until Dee Wan answers. Waiting"
@@ -278,47 +219,6 @@ def _unread(view: ContentView) -> Unread | None:
     base = f"/installations/{view.access.installation.id}"
     page = f"{base}?page={view.page_number}" if view.page_number > 1 else base
     return Unread(view.unread.code, text, page, view.access.installation.base_url)
-
-
-def _unread_form(
-    view: ContentView, kept: KeptForm | None
-) -> tuple[ShownVersions | None, tuple[Choice, ...], ScheduleForm, FormError | None]:
-    """Without a read, the only form is the one that was posted: its change as it was
-    offered, the rest as entered, and above it why nothing was scheduled."""
-    empty = ScheduleForm()
-    if kept is None or view.unread is None:
-        return None, (), empty, None
-    why = _UNREAD_NOTES.get(view.unread.code, "Dee Wan could not be read")
-    form = kept.form or empty
-    choice = _posted_choice(form.transition, kept.pins)
-    if kept.retry_of:
-        then = "press Try again on it in a minute"
-    elif choice is not None:
-        then = "the form keeps what you entered: press Schedule again in a minute"
-    else:
-        then = "try again in a minute"
-    error = FormError(
-        view.unread.code,
-        f"{why}, so this could not be checked and nothing was scheduled; {then}.",
-        "transition",
-        (),
-    )
-    return kept.pins, (choice,) if choice else (), form, error
-
-
-def _posted_choice(transition: str, pins: ShownVersions | None) -> Choice | None:
-    kind, _, _ = transition.partition(":")
-    if pins is None or kind not in ("publish", "unpublish"):
-        return None
-    version = pins.pin(kind)
-    if version is None:
-        return None
-    label = (
-        f"Publish version {version}"
-        if kind == "publish"
-        else f"Unpublish published version {version}"
-    )
-    return Choice(transition, label, False)
 
 
 def _offer_again(
@@ -355,64 +255,6 @@ def _cancelled(schedule: Schedule | None) -> str | None:
     change = change_text(schedule.kind, schedule.version_id)
     when = instant_text(schedule.due_at, schedule.timezone)
     return f"Cancelled: the schedule to {change} at {when}. Nothing was sent to Dee Wan."
-
-
-def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...]:
-    by_kind = {s.kind: s for s in live}
-    choices = []
-    for t in read.workflow.transitions:
-        if t.kind == "publish":
-            label = f"Publish version {read.content.current_version_id}"
-            disabled = False
-        else:
-            published = read.content.published_version_id
-            label = (
-                f"Unpublish published version {published}"
-                if published
-                else "Unpublish (nothing is published)"
-            )
-            disabled = published is None
-        existing = by_kind.get(t.kind)
-        other = next(
-            (s for s in live if s.kind != t.kind and s.status in WAITING and not s.needs_repin),
-            None,
-        )
-        choices.append(
-            Choice(
-                f"{t.kind}:{t.to}",
-                label,
-                disabled,
-                replaces=replaces_text(existing) if existing else None,
-                replaces_id=existing.id if existing else None,
-                collides=before_text(other) if other else None,
-                collides_id=other.id if other else None,
-            )
-        )
-    return tuple(choices)
-
-
-def _entered(form: ScheduleForm, refused: bool) -> str | None:
-    """The picker writes dates the browser's way; the hint says the same time the one way."""
-    if not form.local_time:
-        return None
-    said = wall_text(form.local_time)
-    if said == form.local_time:
-        return None  # not a value the picker sends: nothing to restate
-    if refused:
-        return f"You entered {said}."
-    lead = duration_words(time_labels.SUGGESTION_LEAD_MS)
-    return f"Suggested: {said}, the first whole hour at least {lead} from now."
-
-
-def _defaults(choices: tuple[Choice, ...], zone: str, now_ms: int) -> ScheduleForm:
-    """A fresh form: the first change offered, the first whole hour in `zone` at least
-    `SUGGESTION_LEAD_MS` ahead."""
-    return ScheduleForm(
-        transition=next((c.value for c in choices if not c.disabled), ""),
-        local_time=time_labels.suggested_local_time(zone, now_ms),
-        timezone=zone,
-        fold="",
-    )
 
 
 def _back(page_number: int) -> tuple[tuple[str, str], ...]:

@@ -129,14 +129,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
     shown = cards(view.schedules, Moment(view.now_ms, max_lateness_ms), viewer_zone=zone)
     number = view.page_number
 
-    def href(show: str = show, page: int = number, zone: str = zone) -> str:
-        params = {"show": show, "page": str(page), "zone": zone}
-        if show == "all":
-            del params["show"]
-        if page == 1:
-            del params["page"]
-        return f"/installations/{session.installation_id}?" + urlencode(params)
-
+    href = _Hrefs(session.installation_id, show, number, zone)
     typed_zone = unused.get("zone", "")
     back = sorted(view_query({"show": show, "page": str(number), "zone": zone}).items())
     return ManagePage(
@@ -147,18 +140,13 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         cancelled_id=view.cancelled.id if view.cancelled else None,
         dismissed_id=view.dismissed.id if view.dismissed else None,
         only_href=href() if view.only else None,
-        filters=tuple(
-            Filter(name, LABELS[name], _count(view, name), name == show, href(name, 1))
-            for name in SHOWS
-        ),
+        filters=_filters(view, show, href),
         show=show,
         page_number=number,
         zone=zone,
         zone_input=typed_zone.strip() or zone,
         zone_problem=_zone_problem(typed_zone, zone),
-        zone_suggestions=tuple(
-            Suggestion(name, href(zone=name)) for name in zone_suggestions(typed_zone)
-        ),
+        zone_suggestions=tuple(Suggestion(n, href(zone=n)) for n in zone_suggestions(typed_zone)),
         notes=_notes(view, unused),
         titles_note=_titles_note(view.titles),
         titles_missing=view.titles.late + view.titles.failed,
@@ -166,13 +154,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         now_label=instant_text(view.now_ms, zone),
         sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
         card_page=card_page(session, viewer_zone=zone, back=back),
-        pager=pager(
-            lambda page: href(page=page),
-            number,
-            len(shown) if view.only else _count(view, show),
-            len(shown),
-            view.page.has_next,
-        ),
+        pager=_pager(view, show, shown, href),
         notifications=notifications_section(
             view.notifications,
             Lines(zone, view.now_ms, view.titles, session.installation_id),
@@ -180,6 +162,44 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         notice=view.notice,
         zone_note=_zone_note(view) if "zone" not in chosen else None,
         dee_wan_href=view.access.installation.base_url,
+    )
+
+
+@dataclass(frozen=True)
+class _Hrefs:
+    """The view's address with one of its choices changed (the rest as shown)."""
+
+    installation_id: str
+    show: str
+    page: int
+    zone: str
+
+    def __call__(
+        self, show: str | None = None, page: int | None = None, zone: str | None = None
+    ) -> str:
+        params = {
+            "show": self.show if show is None else show,
+            "page": str(self.page if page is None else page),
+            "zone": self.zone if zone is None else zone,
+        }
+        if params["show"] == "all":
+            del params["show"]
+        if params["page"] == "1":
+            del params["page"]
+        return f"/installations/{self.installation_id}?" + urlencode(params)
+
+
+def _filters(view: ManageView, show: str, href: _Hrefs) -> tuple[Filter, ...]:
+    return tuple(
+        Filter(name, LABELS[name], _count(view, name), name == show, href(name, 1))
+        for name in SHOWS
+    )
+
+
+def _pager(view: ManageView, show: str, shown: tuple[ScheduleCard, ...], href: _Hrefs) -> Pager:
+    total = len(shown) if view.only else _count(view, show)
+    return pager(
+        lambda page: href(page=page), view.page_number, total, len(shown), view.page.has_next
     )
 
 
