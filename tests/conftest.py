@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -67,20 +67,18 @@ def db() -> Iterator[SqliteDatabase]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("d1", marks=pytest.mark.pyodide)])
-def any_db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    """A migrated database: in-memory SQLite, then Miniflare's D1 through the Workers adapter.
-
-    The D1 one is the shared Pyodide harness's, which lives for the whole session:
-    use unique ids and remove the rows (or tables) a test creates.
-    """
+async def any_db(request: pytest.FixtureRequest) -> AsyncIterator[Database]:
+    """An empty, migrated database: in-memory SQLite, then Miniflare's D1 through the Workers
+    adapter (the harness's second D1, which the Worker never sees, emptied before each test;
+    tests/test_store_contract.py)."""
     if request.param == "sqlite":
         database = memory_db()
         yield database
         database.close()
         return
-    from tests.pyodide_harness.remote_d1 import RemoteD1Database
+    from tests.pyodide_harness.remote_d1 import contract_database
 
-    yield RemoteD1Database(request.getfixturevalue("harness").control_url)
+    yield await contract_database(request.getfixturevalue("harness").control_url)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,6 @@
-"""The CPython adapters keep D1's and WebCrypto's contracts."""
+"""The CPython adapters keep D1's and WebCrypto's contracts: migrations as wrangler applies
+them, WebCrypto's sealing, and the plans SQLite makes of the store's statements (what the
+store's statements do, on SQLite and on D1 alike, is tests/test_store_contract.py's)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
-from scheduling.ports import DatabaseError, UnreadableSecret
+from scheduling.ports import UnreadableSecret
 from scheduling.repository import (
     lease_sql,
     operator_queries,
@@ -28,52 +30,6 @@ from scheduling.runtimes.cpython.migrations import (
     apply_migrations,
 )
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-
-
-async def test_batch_is_all_or_nothing(db: SqliteDatabase) -> None:
-    insert = (
-        "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at)"
-        " VALUES (?, 'activate', 0, 1)"
-    )
-    with pytest.raises(DatabaseError) as raised:
-        await db.batch([db.prepare(insert).bind("a"), db.prepare(insert).bind("a")])
-    assert raised.value.constraint
-    assert await db.prepare("SELECT count(*) AS n FROM activation_codes").first() == {"n": 0}
-    results = await db.batch([db.prepare(insert).bind("a"), db.prepare(insert).bind("b")])
-    assert [r.meta.changes for r in results] == [1, 1]
-
-
-async def test_rows_are_dicts_and_changes_are_counted(db: SqliteDatabase) -> None:
-    insert = (
-        "INSERT INTO activation_codes (code_hash, kind, created_at, expires_at)"
-        " VALUES (?, 'activate', 0, ?)"
-    )
-    await db.prepare(insert).bind("a", 5).run()
-    await db.prepare(insert).bind("b", 6).run()
-    result = (
-        await db.prepare("UPDATE activation_codes SET used_at = 1 WHERE expires_at > ?")
-        .bind(0)
-        .run()
-    )
-    assert result.meta.changes == 2
-    rows = (
-        await db.prepare("SELECT code_hash, used_at FROM activation_codes ORDER BY 1").all()
-    ).results
-    assert rows == [{"code_hash": "a", "used_at": 1}, {"code_hash": "b", "used_at": 1}]
-    assert (
-        await db.prepare("SELECT 1 FROM activation_codes WHERE code_hash = ?").bind("zz").first()
-        is None
-    )
-
-
-async def test_foreign_keys_are_enforced_as_in_d1(db: SqliteDatabase) -> None:
-    with pytest.raises(DatabaseError) as raised:
-        await db.prepare(
-            "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
-            " context_kind, delegation_sealed, delegation_expires_at, created_at, expires_at)"
-            " VALUES ('h', 'ins_missing', 'c', 'p', 'n', 'manage', 's', 0, 0, 0)"
-        ).run()
-    assert raised.value.constraint
 
 
 def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) -> None:
@@ -216,65 +172,6 @@ def test_the_migrations_are_the_packages_and_wrangler_reads_the_same_folder() ->
         if path.parent != MIGRATIONS_DIR and "node_modules" not in path.parts
     ]
     assert elsewhere == []
-
-
-async def test_only_a_cancelled_row_names_who_cancelled_it(db: SqliteDatabase) -> None:
-    await _insert_schedule(db, "s1", "pending", 1)
-    with pytest.raises(DatabaseError) as raised:
-        await db.prepare(
-            "UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
-            " cancelled_at = 5 WHERE id = 's1'"
-        ).run()
-    assert raised.value.constraint
-    with pytest.raises(DatabaseError):
-        await db.prepare(
-            "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
-            " cancelled_by = 'usr_1', cancelled_at = 5 WHERE id = 's1'"
-        ).run()
-    await db.prepare(
-        "UPDATE schedules SET status = 'cancelled', next_attempt_at = NULL,"
-        " cancelled_by = 'usr_1', cancelled_by_name = 'Ada', cancelled_at = 5"
-        " WHERE id = 's1'"
-    ).run()
-
-
-async def _insert_schedule(db: SqliteDatabase, sid: str, status: str, revision: int) -> None:
-    await db.prepare(
-        "INSERT OR IGNORE INTO installations"
-        " (id, site_id, base_url, token_sealed, created_at, token_rotated_at)"
-        " VALUES ('ins_1', 'site_1', 'https://cms.example', 'x', 0, 0)"
-    ).run()
-    live = status in ("pending", "retrying")
-    await (
-        db.prepare(
-            "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-            " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-            " next_attempt_at, lease_token, lease_until, requested_by, requested_by_name,"
-            " created_at, updated_at)"
-            " VALUES (?, 'ins_1', 'cnt_1', 'publish', 'published', 'ver_1', 1, ?, ?, 0, 'UTC',"
-            " '2026-07-01T09:00', ?, ?, ?, ?, 'usr_1', 'Ada', 0, 0)"
-        )
-        .bind(
-            sid,
-            revision,
-            f"key-{sid}",
-            status,
-            0 if live else None,
-            "lease" if status == "running" else None,
-            0 if status == "running" else None,
-        )
-        .run()
-    )
-
-
-async def test_database_allows_one_live_schedule_per_content_and_kind(db: SqliteDatabase) -> None:
-    await _insert_schedule(db, "s1", "pending", 1)
-    for status in ("pending", "retrying", "running"):
-        with pytest.raises(DatabaseError) as raised:
-            await _insert_schedule(db, f"s-{status}", status, 2)
-        assert raised.value.constraint
-    await _insert_schedule(db, "s2", "completed", 2)
-    await _insert_schedule(db, "s3", "superseded", 3)
 
 
 async def test_crypto_seals_with_a_fresh_iv_and_binds_the_context() -> None:

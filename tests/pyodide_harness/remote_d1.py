@@ -66,10 +66,15 @@ class RemoteD1Statement:
 
 
 class RemoteD1Database:
-    """The harness's D1 behind `control_url` (`Harness.control_url`), as a Database port."""
+    """The harness's D1 behind `control_url` (`Harness.control_url`), as a Database port:
+    the Worker's own (`database="plugin"`), or the one only the store-contract tests use
+    (`"contract"`: empty until they migrate it)."""
 
-    def __init__(self, control_url: str, *, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, control_url: str, *, database: str = "plugin", timeout_s: float = 60.0
+    ) -> None:
         self.control_url = control_url
+        self.database = database
         self.timeout_s = timeout_s
         self.round_trips = 0
 
@@ -95,7 +100,11 @@ class RemoteD1Database:
     async def request(self, op: str, statements: Sequence[RemoteD1Statement]) -> dict[str, Any]:
         """One round trip; raises DatabaseError or WorkerRaised as the Worker's adapter did."""
         self.round_trips += 1
-        payload = {"op": op, "statements": [stmt.to_json() for stmt in statements]}
+        payload = {
+            "op": op,
+            "statements": [stmt.to_json() for stmt in statements],
+            "database": self.database,
+        }
         # A client per call: tests run each on its own event loop.
         async with httpx.AsyncClient(base_url=self.control_url, timeout=self.timeout_s) as client:
             response = await client.post("/__harness/d1", json=payload)
@@ -108,3 +117,32 @@ class RemoteD1Database:
         if error["type"] == "DatabaseError":
             raise DatabaseError(error["message"], constraint=error["constraint"])
         raise WorkerRaised(error["type"], error["message"])
+
+
+_migrated: set[str] = set()
+
+
+async def contract_database(control_url: str) -> RemoteD1Database:
+    """The harness's contract D1, migrated on first use (each file one batch, the statements
+    split as the CPython runtime splits them, less a comment after the last `;`, which D1
+    takes for a statement of its own) and emptied of rows on every call: each store test
+    starts from the same empty, migrated database as on SQLite."""
+    from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, _statements
+
+    db = RemoteD1Database(control_url, database="contract")
+    if control_url not in _migrated:
+        for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+            statements = _statements(path.read_text("utf-8"))
+            await db.batch([db.prepare(sql[: sql.rindex(";") + 1]) for sql in statements])
+        _migrated.add(control_url)
+    tables = await db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'"
+    ).all()
+    await db.batch(
+        [
+            db.prepare("PRAGMA defer_foreign_keys = ON"),
+            *(db.prepare(f'DELETE FROM "{row["name"]}"') for row in tables.results),
+        ]
+    )
+    return db

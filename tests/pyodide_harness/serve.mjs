@@ -31,6 +31,11 @@ const COMPATIBILITY_DATE = "2026-11-01";
 const DATABASE_NAME = "plugin-db";
 const DATABASE_ID = "00000000-0000-4000-8000-000000000001";
 const DB_BINDING = "PLUGIN_DB";
+// A second D1, never migrated by wrangler and never seen by the Worker: the store-contract
+// tests (tests/test_store_contract.py) migrate and empty it themselves, through the Workers
+// adapter, so that they may assert on whole tables without touching the Worker's own.
+const CONTRACT_BINDING = "CONTRACT_DB";
+const CONTRACT_DATABASE_ID = "00000000-0000-4000-8000-000000000002";
 // The optional Rate Limiting binding (wrangler `ratelimits`); present only when a test asks.
 const LIMITER_BINDING = "LAUNCH_LIMITER";
 // The optional Durable Object namespace of the alarm clocks; present only when a test asks.
@@ -145,8 +150,8 @@ function statement(db, { sql, params }) {
 }
 export default {
   async fetch(request, env) {
-    const { op, statements, column, options, sql } = await request.json();
-    const db = env.${DB_BINDING};
+    const { binding, op, statements, column, options, sql } = await request.json();
+    const db = env[binding];
     try {
       let result;
       if (op === "batch") result = await db.batch(statements.map((s) => statement(db, s)));
@@ -169,11 +174,11 @@ async function startD1(options) {
     modules: true,
     script: D1_WORKER,
     compatibilityDate: "2026-04-01",
-    d1Databases: { [DB_BINDING]: DATABASE_ID },
+    d1Databases: { [DB_BINDING]: DATABASE_ID, [CONTRACT_BINDING]: CONTRACT_DATABASE_ID },
     d1Persist: path.join(options.persist, "v3", "d1"),
   });
   await mf.ready;
-  return { mf, db: new D1Client(mf) };
+  return { mf, db: new D1Client(mf, DB_BINDING), contract: new D1Client(mf, CONTRACT_BINDING) };
 }
 
 // Values as D1's bind() will see them in workerd: JSON alone would turn undefined into null
@@ -190,13 +195,15 @@ function tagged(value) {
 
 class D1Client {
   #mf;
-  constructor(mf) {
+  #binding;
+  constructor(mf, binding) {
     this.#mf = mf;
+    this.#binding = binding;
   }
   async call(request) {
     const response = await this.#mf.dispatchFetch("http://d1.harness/", {
       method: "POST",
-      body: JSON.stringify(request),
+      body: JSON.stringify({ ...request, binding: this.#binding }),
     });
     const answer = await response.json();
     if (answer.error) {
@@ -815,8 +822,11 @@ async function main() {
   const vars = options.vars ? JSON.parse(fs.readFileSync(options.vars, "utf8")) : {};
 
   applyMigrations(options);
-  const { mf, db } = await startD1(options);
+  const { mf, db, contract } = await startD1(options);
   const env = { [DB_BINDING]: new D1Database(db), ...vars };
+  // What `/__harness/d1` hands the adapter for `"database": "contract"`: the same binding
+  // name, on the contract tests' own database.
+  const contractEnv = { [DB_BINDING]: new D1Database(contract) };
   const fetchStats = newFetchStats(options.maxConnections);
   await warmHostStandIns(env[DB_BINDING]);
   const { pyodide, glue } = await startPython(options, env, options.compatFlags, fetchStats);
@@ -968,7 +978,9 @@ async function main() {
       case "/__harness/d1": {
         // One call of the Database port (scheduling.runtimes.workers.d1) on the live binding.
         // The body goes to Python as text, so params are Python values, as the Worker binds them.
-        return jsonText(res, 200, await asInvocation(() => glue.d1(env, body.toString("utf8"))));
+        // `"database": "contract"` runs it on the contract tests' database instead.
+        const on = input.database === "contract" ? contractEnv : env;
+        return jsonText(res, 200, await asInvocation(() => glue.d1(on, body.toString("utf8"))));
       }
       case "/__harness/send": {
         // WorkersFetch().send for every request at once, from one invocation.
