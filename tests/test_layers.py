@@ -128,7 +128,7 @@ GRAPH = unit_imports()
 def test_units_are_named_by_package() -> None:
     assert unit_of("scheduling.http.html") == "http.html"
     assert unit_of("scheduling.http.html.render") == "http.html"
-    assert unit_of("scheduling.pages.content.content_view") == "pages"
+    assert unit_of("scheduling.pages.content.content_page") == "pages"
     assert unit_of("scheduling.http.guards") == "http"
     assert unit_of("scheduling.runtimes.cpython.server") == "runtimes.cpython"
     assert unit_of("scheduling.domain.pins") == "domain"

@@ -13,9 +13,9 @@ from scheduling.http.routing import Route, Router
 from scheduling.pages import cancel_page, home, installation, static, ways_back
 from scheduling.pages.activation import manifest_route
 from scheduling.pages.admin import operator_routes
-from scheduling.pages.agents import agents_routes
-from scheduling.pages.content import content_routes
-from scheduling.pages.manage import manage_routes
+from scheduling.pages.agents import agents_page
+from scheduling.pages.content import content_page
+from scheduling.pages.manage import manage_page
 from scheduling.pages.notifications import notifications_routes
 from scheduling.runner.alarm import alarm
 from scheduling.runner.tick import tick
@@ -77,8 +77,8 @@ ROUTES = [
     Route(
         "POST",
         "/installations/{installation_id}/schedules",
-        content_routes.create_schedule,
-        content_routes.form_again,
+        content_page.create_schedule,
+        content_page.form_again,
     ),
     # A reloaded or restored refused form: back to the page (issue 38), never a 405.
     Route("GET", "/installations/{installation_id}/schedules", ways_back.to_page),
@@ -102,13 +102,13 @@ ROUTES = [
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/retry",
-        content_routes.retry_schedule,
-        content_routes.form_again,
+        content_page.retry_schedule,
+        content_page.form_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/dismiss",
-        manage_routes.dismiss_schedule,
+        manage_page.dismiss_schedule,
     ),
     Route(
         "POST",
@@ -157,20 +157,20 @@ ROUTES = [
         notifications_routes.enable_endpoint,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
-    Route("POST", "/installations/{installation_id}/agent-keys", agents_routes.mint),
+    Route("POST", "/installations/{installation_id}/agent-keys", agents_page.mint),
     Route(
-        "POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents_routes.revoke
+        "POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents_page.revoke
     ),
     Route(
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/confirm",
-        agents_routes.confirm_proposal,
-        agents_routes.confirm_again,
+        agents_page.confirm_proposal,
+        content_page.confirm_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/decline",
-        agents_routes.decline_proposal,
+        agents_page.decline_proposal,
     ),
     Route("POST", "/mcp", _mcp),
     Route("GET", "/favicon.ico", ways_back.favicon),

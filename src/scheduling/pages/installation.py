@@ -7,8 +7,8 @@ from scheduling.actions.launch import launch
 from scheduling.http.guards import require_session, session_cookie
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
-from scheduling.pages.content import content_routes
-from scheduling.pages.manage import manage_routes
+from scheduling.pages.content import content_page
+from scheduling.pages.manage import manage_page
 from scheduling.services import Services
 
 
@@ -20,8 +20,8 @@ async def installation_page(request: Request, services: Services) -> Response:
         return await _launch(request, services, code)
     session = await require_session(request, services)
     if session.context_kind == "manage":
-        return await manage_routes.show(request, services, session)
-    return await content_routes.show(request, services, session)
+        return await manage_page.show(request, services, session)
+    return await content_page.show(request, services, session)
 
 
 async def _launch(request: Request, services: Services, code: str) -> Response:

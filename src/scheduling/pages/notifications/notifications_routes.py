@@ -16,8 +16,8 @@ from scheduling.http.html.render import page
 from scheduling.http.listing_query import view_query
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
+from scheduling.pages.manage.manage_page import manage_page
 from scheduling.pages.manage.manage_read import show_manage
-from scheduling.pages.manage.manage_view import manage_page
 from scheduling.pages.notifications.notifications_view import endpoint_confirm_page
 from scheduling.services import Services
 

@@ -1,6 +1,9 @@
-"""The manage view as the template reads it: filters with counts, the agenda by day in a
-chosen zone, the finished group with its replaced schedules folded away, the pager, and a
-word for everything the view could not do as asked."""
+"""The manage view (a manage launch): `GET /installations/{id}` shows it; a refused schedule
+is dismissed from its Needs attention.
+
+The view as the template reads it: filters with counts, the agenda by day in a chosen zone,
+the finished group with its replaced schedules folded away, the pager, and a word for
+everything the view could not do as asked."""
 
 from __future__ import annotations
 
@@ -9,13 +12,18 @@ from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import urlencode
 
+from scheduling.actions.agent_access import page_agents
+from scheduling.actions.dismiss import dismiss_schedule as dismiss
 from scheduling.actions.titles import Titles
 from scheduling.domain.schedule import Schedule
+from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.timezones import offered_zones, quoted, zone_suggestions
 from scheduling.domain.wording import change_text, content_text
+from scheduling.http.guards import require_form_post
 from scheduling.http.html import time_labels
+from scheduling.http.html.render import page
 from scheduling.http.html.view_models import (
     CardPage,
     Moment,
@@ -25,15 +33,19 @@ from scheduling.http.html.view_models import (
     cards,
     pager,
 )
-from scheduling.http.listing_query import SHOWS, ignored, view_query
-from scheduling.pages.agents.agents_view import AgentsPanel
-from scheduling.pages.manage.manage_read import ManageView
+from scheduling.http.listing_query import SHOWS, back_query, ignored, page_number, view_query
+from scheduling.http.requests import Request
+from scheduling.http.responses import Response, redirect
+from scheduling.pages.agents.agents_page import AgentsPanel, with_agents
+from scheduling.pages.manage.manage_read import ManageView, show_manage
 from scheduling.pages.notifications.notifications_view import (
     Lines,
     NotificationsSection,
     notifications_section,
 )
 from scheduling.repository.manage_queries import group_count
+from scheduling.repository.sessions import Session
+from scheduling.services import Services
 
 LABELS = {
     "all": "All",
@@ -325,3 +337,33 @@ def _days(group: list[ScheduleCard], zone: str) -> tuple[Day, ...]:
             days.append((key, time_labels.day_label(card.due_at, zone), []))
         days[-1][2].append(card)
     return tuple(Day(key, label, tuple(day)) for key, label, day in days)
+
+
+async def show(request: Request, services: Services, session: Session) -> Response:
+    """The manage view for a session of a manage launch."""
+    query = request.query
+    shown = view_query(query).get("show", "all")
+    only = query.get("schedule")
+    view = await show_manage(
+        services,
+        session,
+        group=None if shown == "all" else shown,
+        page_number=page_number(query),
+        cancelled=query.get("cancelled"),
+        dismissed=query.get("dismissed"),
+        only=only if only is not None and is_id(only) else None,
+        # A secret or a notice waiting is shown by a GET only (a HEAD must not use it up).
+        reveal=request.method == "GET",
+    )
+    model = manage_page(view, services.config.max_lateness_ms, query)
+    return page(with_agents(model, session, await page_agents(services, session), None))
+
+
+async def dismiss_schedule(request: Request, services: Services) -> Response:
+    """A refused schedule leaves Needs attention; back to the view it was dismissed from."""
+    session = await require_form_post(request, services)
+    schedule_id = request.path_params["schedule_id"]
+    # Everything the answer needs is built before the write: nothing may fail after it.
+    back = back_query(request.form())
+    await dismiss(services.db, services.clock.now_ms(), session, schedule_id)
+    return redirect(f"/installations/{session.installation_id}?dismissed={schedule_id}{back}")

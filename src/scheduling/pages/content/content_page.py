@@ -1,18 +1,27 @@
-"""The content page as the template reads it: the content, the form with the time arithmetic
-done for the editor, a receipt after a create, and the content's schedules: the live ones and
-the latest few ended ones in view, the rest folded into a history, paged."""
+"""The content page (a content launch): `GET /installations/{id}` shows it, its form creates
+a schedule, and a refused schedule's Try again makes a new one (session + CSRF); a refused
+form comes back on the page (`form_again`, `confirm_again`, which `App.handle` calls).
+
+The page as the template reads it: the content, the form (`content_form.py`), a receipt
+after a create, and the content's schedules: the live ones and the latest few ended ones in
+view, the rest folded into a history, paged."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from scheduling.actions.create import FormRefusal, ScheduleForm
+from scheduling.actions.access import open_access
+from scheduling.actions.agent_access import page_agents
+from scheduling.actions.create import Created, FormRefusal, ScheduleForm, posted_versions
+from scheduling.actions.create import create_schedule as create
+from scheduling.actions.create import retry_schedule as retry
 from scheduling.domain.collisions import Conflict, conflicts
 from scheduling.domain.content import Content
 from scheduling.domain.localtime import FOLDS
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.pins import ShownVersions
+from scheduling.domain.refusals import Refusal
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
 from scheduling.domain.time_words import (
@@ -22,7 +31,9 @@ from scheduling.domain.time_words import (
 )
 from scheduling.domain.timezones import offered_zones
 from scheduling.domain.wording import change_text
+from scheduling.http.guards import require_form_post, require_session
 from scheduling.http.html import time_labels
+from scheduling.http.html.render import page
 from scheduling.http.html.view_models import (
     CardPage,
     Moment,
@@ -34,7 +45,10 @@ from scheduling.http.html.view_models import (
     pager,
     schedule_card,
 )
-from scheduling.pages.agents.agents_view import AgentsPanel
+from scheduling.http.listing_query import page_number
+from scheduling.http.requests import Request
+from scheduling.http.responses import Response, redirect
+from scheduling.pages.agents.agents_page import AgentsPanel, with_agents
 from scheduling.pages.content.content_form import (
     UNREAD_NOTES,
     Choice,
@@ -42,7 +56,15 @@ from scheduling.pages.content.content_form import (
     KeptForm,
     form_part,
 )
-from scheduling.pages.content.content_read import ContentView
+from scheduling.pages.content.content_read import (
+    UNREADABLE,
+    ContentView,
+    content_view,
+    show_content,
+    unread_view,
+)
+from scheduling.repository.sessions import Session
+from scheduling.services import Services
 
 
 @dataclass(frozen=True)
@@ -270,3 +292,77 @@ def _pager(view: ContentView) -> Pager:
         len(view.schedules),
         view.page.has_next,
     )
+
+
+async def show(request: Request, services: Services, session: Session) -> Response:
+    """The content page for a session of a content launch."""
+    query = request.query
+    shown = await show_content(
+        services,
+        session,
+        page_number=page_number(query),
+        created=query.get("created"),
+        cancelled=query.get("cancelled"),
+    )
+    lateness = services.config.max_lateness_ms
+    model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
+    agents = await page_agents(services, session)
+    return page(with_agents(model, session, agents, model.pins, shown.live))
+
+
+async def create_schedule(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    return _to_receipt(await create(services, session, ScheduleForm.posted(request.form())))
+
+
+async def retry_schedule(request: Request, services: Services) -> Response:
+    """A refused schedule's Try again: a new schedule of its change, at the next minute."""
+    session = await require_form_post(request, services)
+    fields = request.form()
+    shown = (fields.get("version_id", ""), fields.get("published_version_id", ""))
+    created = await retry(services, session, request.path_params["schedule_id"], *shown)
+    return _to_receipt(created)
+
+
+async def form_again(request: Request, services: Services, refused: Refusal) -> Response | None:
+    """A refused create or Try again: the same page again, with what was entered and what was
+    wrong with it. When Dee Wan could not be read to judge the form, the page from the
+    database, with the form as it was sent and the reason above it (503 while Dee Wan is
+    down). Any other refusal is shown as it is (None)."""
+    if isinstance(refused, FormRefusal):
+        return await refused_form(services, refused)
+    if refused.code not in UNREADABLE:
+        return None
+    fields = request.form()
+    pins = posted_versions(fields.get("version_id", ""), fields.get("published_version_id", ""))
+    schedule_id = request.path_params.get("schedule_id")
+    if schedule_id is not None:  # a Try again: its button comes back
+        kept = KeptForm(None, pins, schedule_id)
+    else:
+        kept = KeptForm(ScheduleForm.posted(fields).as_entered(), pins)
+    access = await open_access(services, await require_session(request, services))
+    view = await unread_view(services, access, refused)
+    lateness = services.config.max_lateness_ms
+    response = page(content_page(view, lateness, kept=kept), refused.status)
+    response.headers.extend(refused.headers)
+    return response
+
+
+async def confirm_again(request: Request, services: Services, refused: Refusal) -> Response | None:
+    """A proposal's confirm refused on its form: the content page again, with the form as
+    the proposal filled it and why; any other refusal is shown as it is."""
+    return await refused_form(services, refused) if isinstance(refused, FormRefusal) else None
+
+
+async def refused_form(services: Services, refused: FormRefusal) -> Response:
+    """The content page again, with the form as entered and what was wrong with it."""
+    view = await content_view(services, refused.access, refused.read)
+    lateness = services.config.max_lateness_ms
+    return page(content_page(view, lateness, refusal=refused), refused.status)
+
+
+def _to_receipt(created: Created) -> Response:
+    # A fold for a time that happens once is not needed: the receipt says it was ignored.
+    ignored = f"&fold_ignored={created.fold_ignored}" if created.fold_ignored else ""
+    receipt = f"?created={created.schedule_id}{ignored}"
+    return redirect(f"/installations/{created.installation_id}{receipt}")

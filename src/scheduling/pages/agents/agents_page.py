@@ -1,5 +1,6 @@
 """The agents' part of a page, as a model: proposals waiting for a person and the agent keys,
-and the page that shows a key once."""
+and the page that shows a key once; keys minted and revoked, proposals confirmed or declined
+(a confirm refused on its form is the content page's `confirm_again`)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ import json
 from dataclasses import dataclass, replace
 from typing import ClassVar, TypeVar
 
-from scheduling.actions.agent_access import PageAgents
+from scheduling.actions.agent_access import PageAgents, mint_key, revoke_key
+from scheduling.actions.agents_propose import confirm, decline
 from scheduling.domain.collisions import before_text
 from scheduling.domain.pins import ShownVersions
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import WAITING
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.wording import KIND
+from scheduling.http.guards import require_form_post
+from scheduling.http.html.render import page
+from scheduling.http.requests import Request
+from scheduling.http.responses import Response, redirect
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.repository.proposals import Proposal
 from scheduling.repository.sessions import Session
+from scheduling.services import Services
 
 DAY_CHOICES = (1, 3, 7, 14, 30)
 
@@ -171,3 +178,35 @@ def agent_key_page(
         secret=secret,
         snippet=json.dumps(config, indent=2),
     )
+
+
+async def mint(request: Request, services: Services) -> Response:
+    """A new key, shown on its own page this once (its hash alone is kept)."""
+    session = await require_form_post(request, services)
+    fields = request.form()
+    minted = await mint_key(services, session, fields.get("name", ""), fields.get("days", ""))
+    origin = services.config.public_origin
+    model = agent_key_page(session, minted.key.name, minted.key.expires_at, minted.secret, origin)
+    return page(model, 201)
+
+
+async def revoke(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await revoke_key(services, session, request.path_params["key_id"])
+    return redirect(f"/installations/{session.installation_id}?revoked=1")
+
+
+async def confirm_proposal(request: Request, services: Services) -> Response:
+    """The ordinary create, pinned to what the page showed; refused as a form would be
+    (`content_page.confirm_again`)."""
+    session = await require_form_post(request, services)
+    fields = request.form()
+    shown = (fields.get("version_id", ""), fields.get("published_version_id", ""))
+    created = await confirm(services, session, request.path_params["proposal_id"], *shown)
+    return redirect(f"/installations/{created.installation_id}?created={created.schedule_id}")
+
+
+async def decline_proposal(request: Request, services: Services) -> Response:
+    session = await require_form_post(request, services)
+    await decline(services, session, request.path_params["proposal_id"])
+    return redirect(f"/installations/{session.installation_id}?declined=1")
