@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from scheduling.domain.wording import counted
-from scheduling.http.html import charts
-from scheduling.http.html.charts import Chart, Frame, Series, duration_label
 from scheduling.operator.view import Slot, Window
+from scheduling.pages.admin import charts
+from scheduling.pages.admin.charts import Chart, Frame, Series, duration_label
 
 MINUTE_MS = 60_000
 

@@ -14,12 +14,12 @@ from scheduling.domain.statuses import FINISHED, LIVE
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.wording import KIND, counted, explain_result
 from scheduling.http.guards import require_operator_login
-from scheduling.http.html.charts import Chart, Frame, duration_label
 from scheduling.http.html.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 from scheduling.operator.health import STALL_AFTER_MS
 from scheduling.operator.view import DAY, OperatorView, Slot, Window, read_operator_view
+from scheduling.pages.admin.charts import Chart, Frame, duration_label
 from scheduling.pages.admin.operator_charts import window_charts
 from scheduling.services import Services
 
