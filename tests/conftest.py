@@ -19,6 +19,8 @@ from tests.support.runtimes import CpythonRuntime, Runtime, pyodide_runtime
 from tests.support.world import World
 
 if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
     from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 
 
@@ -108,6 +110,39 @@ def pyodide_core(harness: Harness) -> Iterator[FakeCoreProcess]:
     process.close()
 
 
+# What a Pyodide scenario may leave in the shared harness's D1, children first.
+WORKER_TABLES = (
+    "webhook_deliveries",
+    "notification_subscriptions",
+    "notification_endpoints",
+    "schedule_attempts",
+    "schedules",
+    "sessions",
+    "activation_codes",
+    "installations",
+    "tick_history",
+    "runner_totals",
+)
+
+
+@pytest.fixture
+def worker(harness: Harness) -> Iterator[Harness]:
+    """The shared harness with an empty database and the base variables, for the Pyodide
+    scenarios that seed D1 themselves."""
+    harness.set_vars(harness.base_vars)
+    harness.execute(*((f"DELETE FROM {table}", []) for table in WORKER_TABLES))
+    yield harness
+    harness.set_vars(harness.base_vars)
+
+
+@pytest.fixture
+def core(pyodide_core: FakeCoreProcess) -> FakeCoreProcess:
+    """The session's `python -m fake_core` for the Pyodide tests, reset to the demo site."""
+    pyodide_core.control("POST", "reset")
+    pyodide_core.control("POST", "seed", {"demo": True})
+    return pyodide_core
+
+
 @pytest.fixture(params=["cpython", pytest.param("pyodide", marks=pytest.mark.pyodide)])
 async def runtime(
     request: pytest.FixtureRequest, db: SqliteDatabase, clock: FakeClock
@@ -119,9 +154,32 @@ async def runtime(
         yield cpython
         await cpython.close()
         return
-    harness, core = request.getfixturevalue("harness"), request.getfixturevalue("pyodide_core")
+    harness, core = request.getfixturevalue("harness"), request.getfixturevalue("core")
     async with pyodide_runtime(harness, core) as runtime:
         yield runtime
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium for a module of the browser tests (tests/support/browser.py)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the browser tests' screenshots go: BROWSER_SCREENSHOTS, or a temporary folder."""
+    chosen = os.environ.get("BROWSER_SCREENSHOTS")
+    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots in {folder}")
+    return folder
 
 
 @pytest.fixture
@@ -132,6 +190,12 @@ def clock() -> FakeClock:
 @pytest.fixture
 def app(db: SqliteDatabase, clock: FakeClock) -> App:
     return make_app(db, clock)
+
+
+@pytest.fixture
+def world(db: SqliteDatabase, clock: FakeClock) -> World:
+    """The plugin and an in-process fake Dee Wan, wired together (tests/support/world.py)."""
+    return World(db, clock)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

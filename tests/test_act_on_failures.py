@@ -28,11 +28,6 @@ from tests.support.world import (
 )
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 def card(page: str, schedule_id: str) -> str:
     """One card's HTML (its attempts are a list of their own: it ends after its support line)."""
     start = page.index(f'<li class="schedule" id="schedule-{schedule_id}"')

@@ -12,6 +12,7 @@ from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import activation, install, mint, post_activate, token
 from tests.support.app import OPERATOR, FakeClock, base_env, body, call, make_app
+from tests.support.runtimes import Runtime
 
 
 async def count(db: SqliteDatabase, table: str, where: str = "1") -> int:
@@ -97,18 +98,21 @@ async def test_mint_needs_the_operator_bearer(
 
 @pytest.mark.parametrize("secret", [None, "fifteen-chars!!"])
 async def test_admin_routes_are_misconfigured_without_a_proper_secret(
-    db: SqliteDatabase, clock: FakeClock, secret: str | None, caplog: pytest.LogCaptureFixture
+    runtime: Runtime, secret: str | None
 ) -> None:
-    app = make_app(db, clock, env=base_env(ADMIN_SECRET=secret))
-    for path in ("/admin/activation-codes", "/admin/installations/ins_1/delete-data"):
-        response = await call(app, "POST", path, headers={"authorization": f"Bearer {secret}"})
-        assert response.status == 500
-        assert body(response)["code"] == "misconfigured"
-    assert "ADMIN_SECRET" in caplog.text
-    if secret:
-        assert secret not in caplog.text
-    # Routes that do not need the secret keep working.
-    assert (await call(app, "GET", "/dee-wan/manifest.json")).status == 200
+    async with runtime.http() as http:
+        wrong = await http.post("/admin/activation-codes", headers={"authorization": "Bearer no"})
+        assert wrong.status_code == 401
+        assert wrong.headers["www-authenticate"].startswith("Bearer")
+        with runtime.vars(ADMIN_SECRET=secret):
+            for path in ("/admin/activation-codes", "/admin/installations/ins_1/delete-data"):
+                answer = await http.post(path, headers={"authorization": f"Bearer {secret}"})
+                assert (answer.status_code, answer.json()["code"]) == (500, "misconfigured")
+                assert "ADMIN_SECRET" in answer.json()["message"]
+            # Routes that do not need the secret keep working.
+            assert (await http.get("/dee-wan/manifest.json")).status_code == 200
+    assert "ADMIN_SECRET" in runtime.log_text()
+    assert not secret or secret not in runtime.log_text()
 
 
 # -- activate / rotate: protocol §3 ---------------------------------------
@@ -596,13 +600,29 @@ async def test_delete_data_unknown_installation_is_404_and_needs_operator(app: A
     assert response.status == 401
 
 
+@pytest.mark.parametrize("bad_key", ["not base64 at all", "c2hvcnQ=", None])
 async def test_misconfigured_token_key_only_fails_what_needs_it(
-    db: SqliteDatabase, clock: FakeClock
+    runtime: Runtime, bad_key: str | None
 ) -> None:
-    app = make_app(db, clock, env=base_env(TOKEN_KEY=None))
-    response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR)
-    assert (response.status, body(response)["code"]) == (500, "misconfigured")
-    assert (await call(app, "GET", "/dee-wan/manifest.json")).status == 200
+    async with runtime.http() as http:
+        with runtime.vars(TOKEN_KEY=bad_key):
+            assert (await http.get("/dee-wan/manifest.json")).status_code == 200
+            minted = await http.post("/admin/activation-codes", headers=runtime.operator)
+            assert (minted.status_code, minted.json()) == (
+                500,
+                {"code": "misconfigured", "message": "TOKEN_KEY is not configured correctly"},
+            )
+            activated = await http.post("/dee-wan/activate", json=activation("dwa_" + "A" * 43))
+            assert (activated.status_code, activated.json()["code"]) == (500, "misconfigured")
+            # Routes that do not touch TOKEN_KEY keep working.
+            path = "/admin/installations/ins_nobody/delete-data"
+            deleted = await http.post(path, headers=runtime.operator)
+            assert (deleted.status_code, deleted.json()["code"]) == (404, "installation_not_found")
+            await runtime.tick(runtime.minute_ahead())
+        assert not bad_key or bad_key not in runtime.log_text()
+        # Restored: the app is rebuilt with the good key.
+        again = await http.post("/admin/activation-codes", headers=runtime.operator)
+        assert again.status_code == 201
 
 
 async def test_expired_codes_are_removed_when_the_next_is_minted(

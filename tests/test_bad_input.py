@@ -15,16 +15,11 @@ from scheduling.http.requests import Headers
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import activation, mint, post_activate
-from tests.support.app import OPERATOR, ORIGIN, FakeClock, body, call
+from tests.support.app import OPERATOR, ORIGIN, body, call
 from tests.support.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
 from tests.support.world import Browser, World
 
 DEEP_ARRAY = b"[" * 20_000 + b"]" * 20_000
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 async def count(db: SqliteDatabase, table: str) -> int:

@@ -16,7 +16,6 @@ taken with them (`picture`, tests/support/doc_pictures.py).
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -27,15 +26,13 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
 from tests.support.browser import (
     AXE,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     PERSON,
     confirmed_id,
     free_port,
@@ -96,14 +93,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
         yield dev
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
 def context(browser: Browser) -> Iterator[BrowserContext]:
     """A fresh profile (no cookies) per story; en-US fixes how datetime-local takes keys."""
@@ -115,15 +104,6 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
 @pytest.fixture
 def page(context: BrowserContext) -> Page:
     return context.new_page()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    chosen = os.environ.get("BROWSER_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"screenshots in {folder}")
-    return folder
 
 
 def installation_id(stack: DevStack) -> str:
@@ -434,6 +414,62 @@ def test_launch_from_dee_wan_and_the_error_pages(
         stranger.close()
 
 
+def a_time_twice_is_refused_asking_which(page: Page, shots: Path) -> str:
+    """A wall time that happens twice, no fold chosen: refused, the input kept, both instants
+    named, and focus on the choice; that wall time."""
+    twice = next_ambiguous_half_past("Europe/Berlin")
+    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
+    assert refused.status == 422
+    error = page.locator('[data-error-code="ambiguous_local_time"]')
+    assert error.is_visible()
+    earlier_label, later_label = (spoken(twice, "Europe/Berlin", fold) for fold in (0, 1))
+    assert f"{earlier_label}, or {later_label}" in error.inner_text()
+    assert page.title().startswith("Not scheduled: ")
+    focused = active(page)
+    assert focused["id"] == "fold-earlier", "focus moves to the choice after an ambiguous time"
+    assert focused["outline"] != "none", focused
+    assert focused["width"] >= 2, focused
+    assert page.get_by_label(f"The later one: {later_label}").count() == 1
+    assert page.locator("#local_time").input_value() == twice
+    assert page.locator("#timezone").input_value() == "Europe/Berlin"
+    assert not page.locator("#fold-earlier").is_checked()
+    assert not page.locator("#fold-later").is_checked()
+    # Or one click on either instant, as for a time the clocks skip.
+    assert error.get_by_role("button", name=re.compile(r"\(the later one\)$")).is_visible()
+    assert page.locator("[data-confirmation]").count() == 0
+    audit_wide_and_narrow(page, "content-refusal", refused, shots)
+    picture(page, "editor-time-twice", shots)
+    assert active(page)["id"] == "fold-earlier"  # the audit moved nothing
+    return twice
+
+
+def cancel_asks_first(page: Page, stack: DevStack, shots: Path, second: str, when: str) -> None:
+    """The card's Cancel leads to a page naming the change, the version and the time (`when`);
+    its button posts the cancel, and the message names what was cancelled."""
+    with page.expect_navigation() as navigated:
+        schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel")).click()
+    confirm = navigated.value
+    assert confirm is not None
+    assert confirm.status == 200
+    assert page.get_by_role("heading", level=1).inner_text() == "Cancel this schedule?"
+    facts = page.locator("dl.facts").inner_text()
+    assert "“Summer news”" in facts
+    assert when in facts
+    assert stored_status(stack, second) == "pending"
+    audit_wide_and_narrow(page, "cancel-confirm", confirm, shots)
+    picture(page, "editor-cancel", shots)
+    with page.expect_navigation() as navigated:
+        page.get_by_role("button", name="Cancel the schedule").click()
+    cancelled = navigated.value
+    assert cancelled is not None
+    assert cancelled.status == 200
+    assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
+    flash = page.get_by_role("status").filter(has_text="Cancelled: the schedule to publish")
+    assert flash.is_visible()
+    assert when in flash.inner_text()
+    audit_wide_and_narrow(page, "content-cancelled", cancelled, shots)
+
+
 def test_keyboard_create_refusal_fix_supersede_and_cancel(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
@@ -470,31 +506,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     warning.scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "content-replace-warning", made, shots)
 
-    # 3. A wall time that happens twice, no fold chosen: refused, the input kept, both
-    #    instants named, and focus on the choice.
-    twice = next_ambiguous_half_past("Europe/Berlin")
-    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
-    assert refused.status == 422
-    error = page.locator('[data-error-code="ambiguous_local_time"]')
-    assert error.is_visible()
-    earlier_label, later_label = (spoken(twice, "Europe/Berlin", fold) for fold in (0, 1))
-    assert f"{earlier_label}, or {later_label}" in error.inner_text()
-    assert page.title().startswith("Not scheduled: ")
-    focused = active(page)
-    assert focused["id"] == "fold-earlier", "focus moves to the choice after an ambiguous time"
-    assert focused["outline"] != "none", focused
-    assert focused["width"] >= 2, focused
-    assert page.get_by_label(f"The later one: {later_label}").count() == 1
-    assert page.locator("#local_time").input_value() == twice
-    assert page.locator("#timezone").input_value() == "Europe/Berlin"
-    assert not page.locator("#fold-earlier").is_checked()
-    assert not page.locator("#fold-later").is_checked()
-    # Or one click on either instant, as for a time the clocks skip.
-    assert error.get_by_role("button", name=re.compile(r"\(the later one\)$")).is_visible()
-    assert page.locator("[data-confirmation]").count() == 0
-    audit_wide_and_narrow(page, "content-refusal", refused, shots)
-    picture(page, "editor-time-twice", shots)
-    assert active(page)["id"] == "fold-earlier"  # the audit moved nothing
+    twice = a_time_twice_is_refused_asking_which(page, shots)
 
     # 4. Fixed with the keyboard from there: the arrow key picks the later one, Tab, Enter.
     #    The receipt names the schedule it replaced, by its time.
@@ -518,30 +530,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     assert schedule_item(page, first).get_by_role("button").count() == 0
     audit_wide_and_narrow(page, "content-receipt-replaced", fixed, shots)
 
-    # 5. Cancel asks first: the card's Cancel leads to a page naming the change, the version
-    #    and the time; its button posts the cancel, and the message names what was cancelled.
-    with page.expect_navigation() as navigated:
-        schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel")).click()
-    confirm = navigated.value
-    assert confirm is not None
-    assert confirm.status == 200
-    assert page.get_by_role("heading", level=1).inner_text() == "Cancel this schedule?"
-    facts = page.locator("dl.facts").inner_text()
-    assert "“Summer news”" in facts
-    assert spoken(twice, "Europe/Berlin", fold=1) in facts
-    assert stored_status(stack, second) == "pending"
-    audit_wide_and_narrow(page, "cancel-confirm", confirm, shots)
-    picture(page, "editor-cancel", shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    cancelled = navigated.value
-    assert cancelled is not None
-    assert cancelled.status == 200
-    assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
-    flash = page.get_by_role("status").filter(has_text="Cancelled: the schedule to publish")
-    assert flash.is_visible()
-    assert spoken(twice, "Europe/Berlin", fold=1) in flash.inner_text()
-    audit_wide_and_narrow(page, "content-cancelled", cancelled, shots)
+    cancel_asks_first(page, stack, shots, second, spoken(twice, "Europe/Berlin", fold=1))
 
 
 def stored_status(stack: DevStack, schedule_id: str) -> str:
@@ -785,6 +774,24 @@ def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) 
         assert made.status_code == 303, made.text
 
 
+def pages_forth_and_back_in_the_zone(page: Page, shots: Path, on_page_2: int) -> None:
+    """Paging: the next page, then back; the agenda's zone is kept."""
+    with page.expect_navigation() as navigated:
+        page.locator('nav.pager-top a[rel="next"]').click()
+    second = navigated.value
+    assert second is not None
+    assert second.status == 200
+    assert page.locator("li.schedule").count() == on_page_2
+    assert page.locator('a[rel="next"]').count() == 0
+    assert "page 2 of 2" in page.locator(".page-info").inner_text()
+    audit(page, "manage-page-2", second, shots)
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"  # kept
+    with page.expect_navigation():
+        page.locator('nav.pager-bottom a[rel="prev"]').click()
+    assert "page 1 of 2" in page.locator(".page-info").inner_text()
+    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
+
+
 def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Path) -> None:
     start = datetime.now(UTC).date() + timedelta(days=3)
     for i in range(BULK):
@@ -825,21 +832,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     assert "(Asia/Tokyo; " in first_bulk.locator("dd").first.inner_text()
     audit(page, "manage-agenda-tokyo", tokyo, shots)
 
-    # Paging: the next page, then back.
-    with page.expect_navigation() as navigated:
-        page.locator('nav.pager-top a[rel="next"]').click()
-    second = navigated.value
-    assert second is not None
-    assert second.status == 200
-    assert page.locator("li.schedule").count() == counts["all"] - 50
-    assert page.locator('a[rel="next"]').count() == 0
-    assert "page 2 of 2" in page.locator(".page-info").inner_text()
-    audit(page, "manage-page-2", second, shots)
-    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"  # kept
-    with page.expect_navigation():
-        page.locator('nav.pager-bottom a[rel="prev"]').click()
-    assert "page 1 of 2" in page.locator(".page-info").inner_text()
-    assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
+    pages_forth_and_back_in_the_zone(page, shots, counts["all"] - 50)
 
     # A filter narrows to one group, with its count.
     with page.expect_navigation() as navigated:
@@ -859,18 +852,10 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     audit_wide_and_narrow(page, "manage-finished", finished, shots)
 
 
-def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_wan(
-    stack: DevStack, page: Page, shots: Path
-) -> None:
-    """The walkthrough's step (docs/developers/walkthrough.md): add the local Dee Wan's
-    receiver as an endpoint, paste the secret shown once into it, schedule something Dee Wan
-    will refuse, and see the webhook arrive, verified, after the tick."""
-    seed(stack, "cnt_notify", "Notify me")
-    page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
-    launch(page, stack)  # manage, as the site admin
+def add_the_local_receiver(page: Page, shots: Path, receiver: str) -> str:
+    """The receiver added as an endpoint on the manage page: its secret, shown once."""
     section = page.locator("#notifications")
     assert section.get_by_role("heading", name="Notifications").is_visible()
-    receiver = f"{stack.core_origin}/webhooks"
     section.get_by_label("Endpoint URL").fill(receiver)
     assert section.get_by_role("checkbox", name=re.compile("refused")).is_checked()
     assert not section.get_by_role("checkbox", name=re.compile("is done")).is_checked()
@@ -886,6 +871,20 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     assert page.locator("[data-webhook-secret]").count() == 0  # shown once
     assert secret not in page.content()
     audit(page, "notifications-after-reload", reloaded)
+    return secret
+
+
+def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_wan(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    """The walkthrough's step (docs/developers/walkthrough.md): add the local Dee Wan's
+    receiver as an endpoint, paste the secret shown once into it, schedule something Dee Wan
+    will refuse, and see the webhook arrive, verified, after the tick."""
+    seed(stack, "cnt_notify", "Notify me")
+    page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
+    launch(page, stack)  # manage, as the site admin
+    receiver = f"{stack.core_origin}/webhooks"
+    secret = add_the_local_receiver(page, shots, receiver)
 
     # The local Dee Wan keeps the secret to verify what arrives.
     open_home(page, stack)
@@ -1244,24 +1243,11 @@ def test_a_site_admin_dismisses_a_refusal(stack: DevStack, page: Page, shots: Pa
     assert f"Dismissed by {ADMIN} at " in schedule_item(page, made).inner_text()
 
 
-def test_every_error_page_leads_somewhere(
-    stack: DevStack, browser: Browser, page: Page, context: BrowserContext, shots: Path
+def a_late_cancel_leads_back_to_the_schedules(
+    stack: DevStack, page: Page, context: BrowserContext, shots: Path, ins: str
 ) -> None:
-    launch(page, stack, "cnt_events")
-    ins = installation_id(stack)
-
-    # A page that cannot be shown: Try again, and back to Dee Wan.
-    missing = page.goto(f"{stack.plugin_origin}/installations/{ins}/schedules/sch_gone/cancel")
-    assert missing is not None
-    assert missing.status == 404
-    steps = page.get_by_role("navigation", name="What you can do now")
-    assert steps.get_by_role("link", name="Try again").is_visible()
-    assert steps.get_by_role("link", name="Back to Dee Wan").get_attribute("href") == (
-        stack.core_origin
-    )
-    audit_wide_and_narrow(page, "error-not-found-next-steps", missing, shots)
-
-    # A form refused: back to the schedules. Two tabs confirm one cancel; the second is late.
+    """A form refused: two tabs confirm one cancel, the second is late (409) and leads back
+    to the schedules."""
     page.goto(f"{stack.plugin_origin}/installations/{ins}")
     made = create_by_mouse(page, f"{date.today().year + 1}-09-09T09:00", "Europe/Paris")
     other = context.new_page()
@@ -1280,6 +1266,26 @@ def test_every_error_page_leads_somewhere(
     with page.expect_navigation():
         back.click()
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"
+
+
+def test_every_error_page_leads_somewhere(
+    stack: DevStack, browser: Browser, page: Page, context: BrowserContext, shots: Path
+) -> None:
+    launch(page, stack, "cnt_events")
+    ins = installation_id(stack)
+
+    # A page that cannot be shown: Try again, and back to Dee Wan.
+    missing = page.goto(f"{stack.plugin_origin}/installations/{ins}/schedules/sch_gone/cancel")
+    assert missing is not None
+    assert missing.status == 404
+    steps = page.get_by_role("navigation", name="What you can do now")
+    assert steps.get_by_role("link", name="Try again").is_visible()
+    assert steps.get_by_role("link", name="Back to Dee Wan").get_attribute("href") == (
+        stack.core_origin
+    )
+    audit_wide_and_narrow(page, "error-not-found-next-steps", missing, shots)
+
+    a_late_cancel_leads_back_to_the_schedules(stack, page, context, shots, ins)
 
     # Dee Wan down while a person opens Scheduling: the launch cannot be checked; the page
     # says so and leads back to Dee Wan (this browser has a session of the installation).
@@ -1310,22 +1316,12 @@ def test_every_error_page_leads_somewhere(
     assert opened.status == 200
 
 
-def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
-    stack: DevStack, page: Page, shots: Path
+def the_delivery_links_to_its_card(
+    page: Page, stack: DevStack, shots: Path, receiver: str, made: str
 ) -> None:
-    seed(stack, "cnt_hooked", "Hooked news")
-    launch(page, stack)
-    section = page.locator("#notifications")
-    receiver = f"{stack.core_origin}/webhooks?copy=confirm"
-    section.get_by_label("Endpoint URL").fill(receiver)
-    with page.expect_navigation():
-        section.get_by_role("button", name="Add endpoint").click()
-    first_secret = page.locator("[data-webhook-secret]").inner_text()
-    made = refused_on_purpose(page, stack, "cnt_hooked")
-
+    """On the manage page, each delivery names its schedule and links to its card."""
     launch(page, stack)
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
-    # Each delivery names its schedule and links to its card.
     delivery = endpoint.locator(f'tr[data-schedule-id="{made}"]')
     # By its title (or its id, when Dee Wan was too slow for the page's budget under load:
     # the in-process tests check the title itself).
@@ -1339,6 +1335,22 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     assert page.locator("li.schedule").count() == 1
     assert schedule_item(page, made).is_visible()
     audit(page, "manage-one-schedule", linked, shots)
+
+
+def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
+    stack: DevStack, page: Page, shots: Path
+) -> None:
+    seed(stack, "cnt_hooked", "Hooked news")
+    launch(page, stack)
+    section = page.locator("#notifications")
+    receiver = f"{stack.core_origin}/webhooks?copy=confirm"
+    section.get_by_label("Endpoint URL").fill(receiver)
+    with page.expect_navigation():
+        section.get_by_role("button", name="Add endpoint").click()
+    first_secret = page.locator("[data-webhook-secret]").inner_text()
+    made = refused_on_purpose(page, stack, "cnt_hooked")
+
+    the_delivery_links_to_its_card(page, stack, shots, receiver, made)
 
     launch(page, stack)
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)

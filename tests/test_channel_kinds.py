@@ -18,9 +18,7 @@ from scheduling.channels.port import Event, OpenTarget
 from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
 from scheduling.ports import Crypto
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.services import Services
-from tests.support.app import FakeClock
 from tests.support.webhooks import Receiver, with_receivers
 from tests.support.world import Browser, World, schedule, tick_at
 
@@ -78,11 +76,6 @@ PAGER = ChannelKind(
 def pager() -> Iterator[ChannelKind]:
     with kinds.registered(PAGER) as kind:
         yield kind
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 async def _add(manage: Browser, installation_id: str, kind: str, url: str) -> Any:

@@ -68,11 +68,6 @@ class Chat:
 
 
 @pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
-@pytest.fixture
 def chat(world: World) -> Chat:
     return Chat(world)
 

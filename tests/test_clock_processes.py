@@ -21,16 +21,13 @@ import httpx
 import pytest
 
 from scheduling.__main__ import cpu_count, parser
-from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.clock_processes import owner_of
-from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.activation import install
-from tests.support.app import make_app
 from tests.support.loopback_core import LoopbackCore, loopback_core
 from tests.support.serve_process import (
     development_env,
     free_port,
+    prepare_database,
     start_serve,
     wait_until_up,
     write_vars,
@@ -134,12 +131,7 @@ def serving(tmp_path: Path) -> Iterator[tuple[int, Path, LoopbackCore, subproces
     db_path = tmp_path / "plugin.sqlite3"
     with loopback_core(delay_s=0.0) as core:
         env = development_env(port, core.base_url, SCHEDULE_CLOCK="1")
-        prepared = SqliteDatabase(db_path)
-        apply_migrations(prepared.connection)
-        app = make_app(prepared, SystemClock(), env=env)
-        for installation in INSTALLATIONS:
-            asyncio.run(install(app, installation, core.base_url))
-        prepared.close()
+        prepare_database(db_path, env, core.base_url, INSTALLATIONS)
         vars_file = write_vars(tmp_path / "vars", **env)
         process = start_serve(db_path, vars_file, port, "--no-cron", "--clock-processes", "2")
         try:

@@ -5,7 +5,6 @@ most, never past the per-installation cap and never before its second."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sqlite3
 import time
@@ -15,20 +14,15 @@ from pathlib import Path
 import httpx
 
 from scheduling.domain.wake_times import WATCHDOG_GRACE_MS
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.activation import install
-from tests.support.app import make_app
-from tests.support.loopback_core import loopback_core
+from tests.support.loopback_core import LoopbackCore, loopback_core
 from tests.support.serve_process import (
     development_env,
     free_port,
+    prepare_database,
     start_serve,
     wait_until_up,
     write_vars,
 )
-from tests.support.world import insert_due
 
 CAP = 4
 ROWS = 10
@@ -43,6 +37,30 @@ def rows(db_path: Path) -> list[sqlite3.Row]:
             "SELECT s.id, s.status, s.due_at, s.idempotency_key, a.started_at FROM schedules s"
             " LEFT JOIN schedule_attempts a ON a.schedule_id = s.id ORDER BY s.id, a.attempt"
         ).fetchall()
+
+
+def kill_with_an_alarm_out(db_path: Path, vars_file: Path, port: int, core: LoopbackCore) -> None:
+    """The first `serve`, killed with SIGKILL once its clock's alarm has its cap's worth of
+    requests out; returns once those requests ended at the core."""
+    first = start_serve(db_path, vars_file, port, "--no-cron")
+    try:
+        wait_until_up(port, first)
+        deadline = time.monotonic() + 30
+        while core.in_flight < CAP and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert core.in_flight == CAP  # its clock's alarm has its cap's worth out
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=10)
+    left = Counter(r["status"] for r in rows(db_path))
+    assert left == {"running": CAP, "pending": ROWS - CAP}
+    # The dead process's requests end at the core (after its 4 s) long before their
+    # 25 s lease would let anyone reclaim them; the development tick below jumps ahead
+    # of the wall clock, so it waits for that here rather than overlap them.
+    deadline = time.monotonic() + 30
+    while core.in_flight and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert core.in_flight == 0
 
 
 def test_killed_mid_alarm_and_restarted_each_row_is_sent_once_more_at_most(
@@ -60,35 +78,12 @@ def test_killed_mid_alarm_and_restarted_each_row_is_sent_once_more_at_most(
             LEASE_MS=str(LEASE_MS),
             TICK_BUDGET_MS="20000",
         )
-        prepared = SqliteDatabase(db_path)
-        apply_migrations(prepared.connection)
-        app = make_app(prepared, SystemClock(), env=env)
-        asyncio.run(install(app, "ins_k", core.base_url))
         due = (int(time.time()) + 6) * SECOND
-        for i in range(ROWS):
-            asyncio.run(insert_due(prepared, "ins_k", f"cnt_{i}", due))
-        prepared.close()
+        rows_due = {f"cnt_{i}": due for i in range(ROWS)}
+        prepare_database(db_path, env, core.base_url, ("ins_k",), rows_due)
         vars_file = write_vars(tmp_path / "vars", **env)
 
-        first = start_serve(db_path, vars_file, port, "--no-cron")
-        try:
-            wait_until_up(port, first)
-            deadline = time.monotonic() + 30
-            while core.in_flight < CAP and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert core.in_flight == CAP  # its clock's alarm has its cap's worth out
-        finally:
-            first.send_signal(signal.SIGKILL)
-            first.communicate(timeout=10)
-        left = Counter(r["status"] for r in rows(db_path))
-        assert left == {"running": CAP, "pending": ROWS - CAP}
-        # The dead process's requests end at the core (after its 4 s) long before their
-        # 25 s lease would let anyone reclaim them; the development tick below jumps ahead
-        # of the wall clock, so it waits for that here rather than overlap them.
-        deadline = time.monotonic() + 30
-        while core.in_flight and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert core.in_flight == 0
+        kill_with_an_alarm_out(db_path, vars_file, port, core)
 
         second = start_serve(db_path, vars_file, port, "--no-cron")
         try:

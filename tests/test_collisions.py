@@ -8,17 +8,8 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 from fake_core.state import Installation
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock
 from tests.support.world import MINUTE, World, local, row, schedule, schedules_on, tick_at
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 def text(html: str) -> str:

@@ -12,16 +12,9 @@ import pytest
 
 from fake_core.app import FakeCoreApp
 from fake_core.testing import ORIGIN
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock
 from tests.support.world import MINUTE, World, row, schedule, tick_at
 
 HOST = "127.0.0.1:8787"
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 @pytest.fixture

@@ -8,16 +8,15 @@ Screenshots go to pytest's temporary directory (printed with `-s`), or $BROWSER_
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
+from playwright.sync_api import Browser, Page, ViewportSize
 
 from scripts.devstack import DevStack
-from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, axe_violations, free_port, missing_pieces
+from tests.support.browser import axe_violations, free_port, missing_pieces
 
 WIDE: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
@@ -40,23 +39,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     with dev:
         dev.install()
         yield dev
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    chosen = os.environ.get("BROWSER_SCREENSHOTS")
-    folder = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"screenshots in {folder}")
-    return folder
 
 
 def opened(browser: Browser, url: str, size: ViewportSize) -> Page:

@@ -404,6 +404,46 @@ def password_of(authorization: str | None) -> str | None:
     return decoded.split(":", 1)[1] if ":" in decoded else None
 
 
+def operator_answer_holds(
+    path: str, method: str, authorization: str | None, origin: str, response: Response
+) -> None:
+    """/healthz says only ok or stalled, /admin/metrics is for the bearer secret alone,
+    /admin for the Basic secret alone over HTTPS; anything else is a refusal with its code."""
+    present = {name.lower() for name, _ in response.headers}
+    assert all(name in present for name, _ in BASE_HEADERS)
+    if method == "HEAD":
+        assert response.body == b""
+    if method not in ("GET", "HEAD"):
+        assert response.status == 405
+    elif path == "/healthz":
+        assert response.status in (200, 503)
+        if method == "GET":
+            status = "ok" if response.status == 200 else "stalled"
+            assert json.loads(response.body) == {"status": status}
+        return
+    elif path == "/admin/metrics":
+        allowed = authorization == f"Bearer {ADMIN_SECRET}"
+        assert (response.status == 200) == allowed, response.status
+        if allowed and method == "GET":
+            families = list(text_string_to_metric_families(response.body.decode()))
+            assert (
+                len(families) == 22
+            )  # three delivery families, their webhook names kept a release
+    else:
+        secure = origin.startswith("https://")
+        if not secure:
+            assert response.status == 403
+            assert response.header("www-authenticate") is None
+        elif password_of(authorization) == ADMIN_SECRET:
+            assert response.status == 200
+        else:
+            assert response.status == 401
+            assert response.header("www-authenticate") is not None
+    if response.status >= 400 and method == "GET":
+        assert refusal_code(response)
+    assert ADMIN_SECRET.encode() not in response.body
+
+
 def test_arbitrary_requests_on_the_operator_routes(stage: Stage) -> None:
     """Any method, query, credentials, scheme and moment (stalled or not): /healthz says only
     ok or stalled, /admin/metrics is Prometheus text for the bearer secret alone, /admin a
@@ -442,39 +482,7 @@ def test_arbitrary_requests_on_the_operator_routes(stage: Stage) -> None:
         response = stage.run(stage.world.app.handle(request))
         event(f"{path} {response.status}")
         assert stage.snapshot() == before  # reading never writes
-        present = {name.lower() for name, _ in response.headers}
-        assert all(name in present for name, _ in BASE_HEADERS)
-        if method == "HEAD":
-            assert response.body == b""
-        if method not in ("GET", "HEAD"):
-            assert response.status == 405
-        elif path == "/healthz":
-            assert response.status in (200, 503)
-            if method == "GET":
-                status = "ok" if response.status == 200 else "stalled"
-                assert json.loads(response.body) == {"status": status}
-            return
-        elif path == "/admin/metrics":
-            allowed = authorization == f"Bearer {ADMIN_SECRET}"
-            assert (response.status == 200) == allowed, response.status
-            if allowed and method == "GET":
-                families = list(text_string_to_metric_families(response.body.decode()))
-                assert (
-                    len(families) == 22
-                )  # three delivery families, their webhook names kept a release
-        else:
-            secure = origin.startswith("https://")
-            if not secure:
-                assert response.status == 403
-                assert response.header("www-authenticate") is None
-            elif password_of(authorization) == ADMIN_SECRET:
-                assert response.status == 200
-            else:
-                assert response.status == 401
-                assert response.header("www-authenticate") is not None
-        if response.status >= 400 and method == "GET":
-            assert refusal_code(response)
-        assert ADMIN_SECRET.encode() not in response.body
+        operator_answer_holds(path, method, authorization, origin, response)
 
     try:
         one()
@@ -523,6 +531,26 @@ transitions = weighted(
 )
 
 
+# Fields a form never has, now and then many of them.
+extra_fields = weighted(
+    (4, st.just({})),
+    (1, st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=10), max_size=50)),
+)
+
+
+def made_as_entered(stage: Stage, local_time: str) -> None:
+    """The schedule just made keeps the wall time as entered, due ahead and before 2200."""
+    made = stage.run(
+        stage.db.prepare(
+            "SELECT local_time, due_at FROM schedules ORDER BY created_at DESC, rowid DESC"
+        ).first()
+    )
+    assert made is not None
+    assert made["local_time"] == local_time.strip()
+    assert made["local_time"].isascii()
+    assert stage.world.clock.now_ms() < made["due_at"] < 7_258_204_800_000  # before 2200 UTC
+
+
 def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
     browser = stage.browser
     path = f"{stage.page_path}/schedules"
@@ -533,13 +561,7 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
         local_times,
         zones,
         folds,
-        weighted(
-            (4, st.just({})),
-            (
-                1,
-                st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=10), max_size=50),
-            ),
-        ),
+        extra_fields,
         weighted((6, st.just(True)), (1, st.just(False))),
     )
     def one(
@@ -569,15 +591,7 @@ def test_arbitrary_form_values_with_a_live_session(stage: Stage) -> None:
             assert response.status in (400, 409, 422), response.status
             assert stage.snapshot() == before
             return
-        made = stage.run(
-            stage.db.prepare(
-                "SELECT local_time, due_at FROM schedules ORDER BY created_at DESC, rowid DESC"
-            ).first()
-        )
-        assert made is not None
-        assert made["local_time"] == local_time.strip()
-        assert made["local_time"].isascii()
-        assert stage.world.clock.now_ms() < made["due_at"] < 7_258_204_800_000  # before 2200 UTC
+        made_as_entered(stage, local_time)
 
     one()
 
@@ -626,14 +640,37 @@ endpoint_kinds = (
 )
 
 
-def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> None:
+def endpoint_kept_as_sent(stage: Stage, url: str, events: list[str], kind: str) -> str:
+    """The endpoint just added, as the form sent it (a chat's URL sealed: only its host and
+    last 4 kept plain), with its events; its id."""
     from scheduling.channels.chat import shown_url
     from scheduling.domain.endpoint_url import endpoint_url_problem
     from scheduling.domain.notification_events import EVENT_TYPES
 
+    stored = stage.db.connection.execute(
+        "SELECT id, url, kind, secret_sealed FROM notification_endpoints"
+        " ORDER BY created_at DESC, rowid DESC"
+    ).fetchall()
+    assert len(stored) <= 5
+    endpoint_id, kept, kept_kind, sealed = stored[0]
+    assert kept_kind == kind
+    assert endpoint_url_problem(url.strip(), stage.world.app.services.config) is None
+    if kept_kind == "chat":
+        assert kept == shown_url(url.strip())
+        assert url.strip() not in sealed
+    else:
+        assert kept == url.strip()
+    subscribed = stage.db.connection.execute(
+        "SELECT event_type FROM notification_subscriptions WHERE endpoint_id = ?",
+        (endpoint_id,),
+    ).fetchall()
+    assert {e for (e,) in subscribed} == set(events) <= set(EVENT_TYPES)
+    return str(endpoint_id)
+
+
+def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> None:
     browser = stage.manage
     path = f"{stage.page_path}/notifications"
-    config = stage.world.app.services.config
 
     @settings(FUZZ, max_examples=EXAMPLES["endpoint"])
     @given(
@@ -653,24 +690,7 @@ def test_arbitrary_endpoint_forms_with_a_live_manage_session(stage: Stage) -> No
             assert response.status in (400, 409, 422), response.status
             assert stage.snapshot() == before
             return
-        stored = stage.db.connection.execute(
-            "SELECT id, url, kind, secret_sealed FROM notification_endpoints"
-            " ORDER BY created_at DESC, rowid DESC"
-        ).fetchall()
-        assert len(stored) <= 5
-        endpoint_id, kept, kept_kind, sealed = stored[0]
-        assert kept_kind == next((v for k, v in fields if k == "kind"), "webhook")
-        assert endpoint_url_problem(url.strip(), config) is None
-        if kept_kind == "chat":  # the URL is sealed: only its host and last 4 are kept plain
-            assert kept == shown_url(url.strip())
-            assert url.strip() not in sealed
-        else:
-            assert kept == url.strip()
-        subscribed = stage.db.connection.execute(
-            "SELECT event_type FROM notification_subscriptions WHERE endpoint_id = ?",
-            (endpoint_id,),
-        ).fetchall()
-        assert {e for (e,) in subscribed} == set(events) <= set(EVENT_TYPES)
+        endpoint_id = endpoint_kept_as_sent(stage, url, events, "webhook" if kind is None else kind)
         # Take it away again through its own form, so the next case has room.
         page = stage.run(browser.follow(response))
         assert page.status == 200

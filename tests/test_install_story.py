@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fake_core.install import InstallError
+from fake_core.state import Installation
 from scheduling.ports import OutboundRequest
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -25,7 +26,7 @@ from tests.support.webhooks import (
     signed_by,
     with_receivers,
 )
-from tests.support.world import World
+from tests.support.world import Browser, World
 
 RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9+/=]{20,}")
 
@@ -80,6 +81,86 @@ async def run_at(world: World, due: int, content_id: str) -> dict[str, object]:
     return row
 
 
+async def add_endpoints(
+    world: World, installation: Installation, seen: list[str]
+) -> tuple[Browser, str, list[bytes]]:
+    """Notifications: an endpoint's secret is shown once, then rotated (shown once again); a
+    chat endpoint's URL is its secret, shown once too. The manage browser, the webhook's
+    secret now, and the page shown after the first."""
+    manage = await world.browser_for(installation, content_id=None)
+    webhook_secret = await add_endpoint(manage, installation.id)
+    seen.append(webhook_secret)
+    later_pages = [(await manage.get(f"/installations/{installation.id}")).body]
+    endpoint_id = re.findall(rb'data-endpoint-id="([^"]+)"', later_pages[0])[0].decode()
+    rotated_page = await manage.follow(
+        await manage.post(
+            f"/installations/{installation.id}/notifications/{endpoint_id}/rotate",
+            {"csrf_token": manage.csrf(), "opened_for": "manage"},
+        )
+    )
+    webhook_secret = re.findall(r"data-webhook-secret>([^<]+)<", rotated_page.body.decode())[0]
+    seen.append(webhook_secret)
+    await add_chat_endpoint(manage, installation.id, CHAT_URL)
+    seen.append(CHAT_URL.split("/services/")[1])
+    return manage, webhook_secret, later_pages
+
+
+async def rotate_the_token(world: World, installation_id: str, seen: list[str]) -> None:
+    """A rotation code for this installation only; the core sends a new token, the old one
+    is refused and the new one sends; the code is single use."""
+    first_token = world.core.state.installations[installation_id].token
+    rotation_code = await mint(world.app, installation_id)
+    seen.append(rotation_code)
+    rotated = await world.core.rotate(installation_id, rotation_code)
+    assert rotated.token != first_token
+    seen.append(rotated.token)
+    assert await core_answers(world, first_token) == 401  # the old token is refused by core
+    due = await schedule_soon(world, installation_id, "cnt_page")
+    assert (await run_at(world, due, "cnt_page"))["status"] == "completed"  # the new one works
+    assert (
+        world.core.calls.of("transitions")[-1].header("Authorization") == f"Bearer {rotated.token}"
+    )
+    with pytest.raises(InstallError):
+        await world.core.rotate(installation_id, rotation_code)
+
+
+async def stored_bytes(file_db: SqliteDatabase, folder: Path) -> bytes:
+    """The database file and its WAL, checkpointed."""
+    file_db.connection.execute("PRAGMA wal_checkpoint(FULL)")
+    stored = b"".join(p.read_bytes() for p in folder.glob("plugin.sqlite3*"))
+    assert len(stored) > 10_000
+    assert b"v1." in stored  # the sealed token really is in the file, under its own name
+    return stored
+
+
+def sent_to(*receivers: Receiver) -> bytes:
+    return b"".join(d.body + repr(d.headers).encode() for r in receivers for d in r.deliveries)
+
+
+def assert_no_raw_secret(
+    world: World,
+    stored: bytes,
+    caplog: pytest.LogCaptureFixture,
+    seen: list[str],
+    shown_after: list[bytes],
+) -> None:
+    """Every raw secret the flows used, and any value of their shapes, is absent from the
+    database file and from every log line; nor in a page after the one that showed it, nor
+    in what was sent to the endpoints."""
+    for call in world.core.calls.calls:
+        if call.endpoint == "exchange" and isinstance(call.body, dict):
+            seen.append(str(call.body.get("code")))
+    seen.extend(world.core.state.delegations)  # every delegation token core issued
+    assert world.core.state.delegations
+    logs = caplog.text.encode()
+    assert "activated" in caplog.text  # the log is being captured
+    for place in (stored, logs, *shown_after):
+        assert RAW_SECRET.findall(place) == []
+        for secret in seen:
+            for form in (secret, secret.removeprefix("whsec_")):
+                assert form.encode() not in place
+
+
 @pytest.fixture
 def file_db(tmp_path: Path) -> SqliteDatabase:
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
@@ -99,48 +180,16 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
 
     # Install: the core fetches the manifest, takes the code, activates with a fresh token.
     installation = await world.install()
-    first_token = installation.token
-    seen.append(first_token)
+    seen.append(installation.token)
     assert installation.id in world.core.state.installations
 
-    # Notifications: an endpoint's secret is shown once, then rotated (shown once again).
-    manage = await world.browser_for(installation, content_id=None)
-    webhook_secret = await add_endpoint(manage, installation.id)
-    seen.append(webhook_secret)
-    later_pages = [(await manage.get(f"/installations/{installation.id}")).body]
-    endpoint_id = re.findall(rb'data-endpoint-id="([^"]+)"', later_pages[0])[0].decode()
-    rotated_page = await manage.follow(
-        await manage.post(
-            f"/installations/{installation.id}/notifications/{endpoint_id}/rotate",
-            {"csrf_token": manage.csrf(), "opened_for": "manage"},
-        )
-    )
-    webhook_secret = re.findall(r"data-webhook-secret>([^<]+)<", rotated_page.body.decode())[0]
-    seen.append(webhook_secret)
-    # A chat endpoint: its URL is its secret, shown once too.
-    await add_chat_endpoint(manage, installation.id, CHAT_URL)
-    seen.append(CHAT_URL.split("/services/")[1])
+    manage, webhook_secret, later_pages = await add_endpoints(world, installation, seen)
 
     # Use it: a launch (delegation sealed into a session) and a schedule sent with the token.
     due = await schedule_soon(world, installation.id, "cnt_en")
     assert (await run_at(world, due, "cnt_en"))["status"] == "completed"
 
-    # Rotate: a rotation code for this installation only; the core sends a new token.
-    rotation_code = await mint(world.app, installation.id)
-    seen.append(rotation_code)
-    rotated = await world.core.rotate(installation.id, rotation_code)
-    assert rotated.token != first_token
-    seen.append(rotated.token)
-    assert await core_answers(world, first_token) == 401  # the old token is refused by core
-    due = await schedule_soon(world, installation.id, "cnt_page")
-    assert (await run_at(world, due, "cnt_page"))["status"] == "completed"  # the new one works
-    assert (
-        world.core.calls.of("transitions")[-1].header("Authorization") == f"Bearer {rotated.token}"
-    )
-
-    # A rotation code is single use and bound to its installation.
-    with pytest.raises(InstallError):
-        await world.core.rotate(installation.id, rotation_code)
+    await rotate_the_token(world, installation.id, seen)
 
     # Uninstall: core revokes the token; the plugin learns it from core's answers.
     world.core.state.add_content("cnt_late", "Later")
@@ -158,35 +207,8 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     assert page.status == 401
     assert 'data-error-code="plugin_unauthorized"' in page.body.decode()
 
-    # Every raw secret the flows used, and any value of their shapes, is absent from the
-    # database file (and its WAL) and from every log line.
-    for call in world.core.calls.calls:
-        if call.endpoint == "exchange" and isinstance(call.body, dict):
-            seen.append(str(call.body.get("code")))
-    seen.extend(world.core.state.delegations)  # every delegation token core issued
-    assert world.core.state.delegations
-    file_db.connection.execute("PRAGMA wal_checkpoint(FULL)")
-    stored = b"".join(p.read_bytes() for p in tmp_path.glob("plugin.sqlite3*"))
-    assert len(stored) > 10_000
-    assert RAW_SECRET.findall(stored) == []
-    logs = caplog.text.encode()
-    assert "activated" in caplog.text  # the log is being captured
-    assert RAW_SECRET.findall(logs) == []
-    for secret in seen:
-        for form in (secret, secret.removeprefix("whsec_")):
-            assert form.encode() not in stored
-            assert form.encode() not in logs
-    # Nor in a page after the one that showed it, nor in what was sent to the endpoint.
-    sent = b"".join(
-        d.body + repr(d.headers).encode() for d in (*receiver.deliveries, *chat.deliveries)
-    )
-    for shown_after in (*later_pages, sent):
-        assert RAW_SECRET.findall(shown_after) == []
-        for secret in seen:
-            assert secret.encode() not in shown_after
-            assert secret.removeprefix("whsec_").encode() not in shown_after
-    # The sealed token really is in the file, under its own name.
-    assert b"v1." in stored
+    stored = await stored_bytes(file_db, tmp_path)
+    assert_no_raw_secret(world, stored, caplog, seen, [*later_pages, sent_to(receiver, chat)])
 
 
 async def test_install_refused_by_the_plugin_is_not_kept_by_core(

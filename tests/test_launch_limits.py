@@ -46,11 +46,6 @@ BOB = "198.51.100.23"
 MOST_CALLS = LAUNCH_FAILURES_PER_MINUTE + 1
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 def guess_path(installation_id: str) -> str:
     """A launch URL with a well-formed, random, never-issued code."""
     return f"/installations/{installation_id}?dee_wan_launch=dwl_{secrets.token_urlsafe(32)}"

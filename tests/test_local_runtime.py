@@ -24,14 +24,11 @@ import httpx
 import pytest
 
 from scheduling.config import Configuration
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.cpython.startup import banner, origin_port_warning
-from tests.support.activation import install
-from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 from tests.support.loopback_core import loopback_core
-from tests.support.serve_process import free_port, write_vars
+from tests.support.serve_process import free_port, prepare_database, write_vars
 from tests.support.world import insert_due
 
 
@@ -297,10 +294,7 @@ def test_a_tick_delivered_75_s_late_sends_nothing_past_a_60_s_cap(tmp_path: Path
             "ADMIN_SECRET": ADMIN_SECRET,
             "TOKEN_KEY": TOKEN_KEY,
         }
-        prepared = SqliteDatabase(db_path)
-        apply_migrations(prepared.connection)
-        asyncio.run(install(make_app(prepared, SystemClock(), env=env), "ins_late", core.base_url))
-        prepared.close()
+        prepare_database(db_path, env, core.base_url, ("ins_late",))
         process = serve(tmp_path, write_vars(tmp_path / "vars", **env), port, "--no-cron")
         try:
             wait_until_up(port, process)

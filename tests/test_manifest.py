@@ -1,69 +1,81 @@
+"""The manifest (protocol §2) and what every route answers, on both runtimes."""
+
 from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
-from scheduling.app import App
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env, call, make_app
+from tests.support.runtimes import Runtime
 
 
-async def test_manifest_is_protocol_section_2_with_urls_from_public_origin(app: App) -> None:
-    response = await call(app, "GET", "/dee-wan/manifest.json")
-    assert response.status == 200
-    assert response.header("content-type") == "application/json"
-    assert json.loads(response.body) == {
+async def get(runtime: Runtime, path: str, method: str = "GET") -> httpx.Response:
+    async with runtime.http() as http:
+        return await http.request(method, path)
+
+
+async def test_manifest_is_protocol_section_2_with_urls_from_public_origin(
+    runtime: Runtime,
+) -> None:
+    response = await get(runtime, "/dee-wan/manifest.json")
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    origin = runtime.origin
+    assert response.json() == {
         "manifest_version": 1,
         "protocol": "v1",
         "id": "com.example.scheduling",
         "name": "Scheduling",
         "version": "0.1.0",
-        "origin": "https://scheduling.example",
-        "activation_url": "https://scheduling.example/dee-wan/activate",
+        "origin": origin,
+        "activation_url": f"{origin}/dee-wan/activate",
         "launches": [
             {
                 "kind": "content",
                 "action": "schedule",
                 "label": "Schedule",
-                "url": "https://scheduling.example/installations/{installation_id}",
+                "url": f"{origin}/installations/{{installation_id}}",
             },
             {
                 "kind": "manage",
                 "label": "Scheduling",
-                "url": "https://scheduling.example/installations/{installation_id}",
+                "url": f"{origin}/installations/{{installation_id}}",
             },
         ],
         "capabilities": ["content:read", "workflow:publish", "workflow:unpublish"],
     }
 
 
-async def test_manifest_follows_another_origin(db: SqliteDatabase, clock: FakeClock) -> None:
-    app = make_app(db, clock, env=base_env(PUBLIC_ORIGIN="http://localhost:8788"))
-    body = json.loads((await call(app, "GET", "/dee-wan/manifest.json")).body)
+async def test_manifest_follows_another_origin(runtime: Runtime) -> None:
+    with runtime.vars(PUBLIC_ORIGIN="http://localhost:8788"):
+        body = (await get(runtime, "/dee-wan/manifest.json")).json()
     assert body["origin"] == "http://localhost:8788"
     assert body["activation_url"] == "http://localhost:8788/dee-wan/activate"
+    assert (await get(runtime, "/dee-wan/manifest.json")).json()["origin"] == runtime.origin
 
 
-async def test_every_response_carries_the_base_headers(app: App) -> None:
+async def test_every_response_carries_the_base_headers(runtime: Runtime) -> None:
     for path in ("/dee-wan/manifest.json", "/nowhere"):
-        response = await call(app, "GET", path)
-        assert response.header("referrer-policy") == "no-referrer"
-        assert response.header("x-content-type-options") == "nosniff"
-        assert response.header("cache-control") == "no-store"
+        response = await get(runtime, path)
+        assert response.headers["referrer-policy"] == "no-referrer"
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["cache-control"] == "no-store"
 
 
-async def test_unknown_route_404_and_wrong_method_405(app: App) -> None:
-    assert (await call(app, "GET", "/nowhere")).status == 404
-    response = await call(app, "POST", "/dee-wan/manifest.json")
-    assert response.status == 405
-    assert json.loads(response.body)["code"] == "method_not_allowed"
+async def test_unknown_route_404_and_wrong_method_405(runtime: Runtime) -> None:
+    missing = await get(runtime, "/nowhere")
+    assert (missing.status_code, missing.json()["code"]) == (404, "not_found")
+    response = await get(runtime, "/dee-wan/manifest.json", "POST")
+    assert (response.status_code, response.json()["code"]) == (405, "method_not_allowed")
+    assert response.headers["allow"] == "GET, HEAD"
 
 
-async def test_head_has_no_body(app: App) -> None:
-    response = await call(app, "HEAD", "/dee-wan/manifest.json")
-    assert response.status == 200
-    assert response.body == b""
+async def test_head_has_no_body(runtime: Runtime) -> None:
+    response = await get(runtime, "/dee-wan/manifest.json", "HEAD")
+    assert (response.status_code, response.content) == (200, b"")
 
 
 async def test_missing_public_origin_answers_misconfigured(

@@ -15,9 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.agents import call_tool, mint_key, post_mcp, propose, stateless
-from tests.support.app import FakeClock
 from tests.support.runtimes import Runtime
 from tests.support.world import World, schedule
 
@@ -30,11 +28,6 @@ TOOLS = {
     "withdraw_proposal",
     "cancel_schedule",
 }
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 def proposal_ids(page: str) -> list[str]:

@@ -10,9 +10,8 @@ import logging
 import pytest
 
 from scheduling.mcp.endpoint import CALLS, MAX_BODY_BYTES
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.agents import call_tool, mint_key, post_mcp, proposal, stateless
-from tests.support.app import ADMIN_SECRET, FakeClock, call
+from tests.support.app import ADMIN_SECRET, call
 from tests.support.metrics import scrape, value
 from tests.support.webhooks import (
     CHAT_URL,
@@ -25,11 +24,6 @@ from tests.support.webhooks import (
 from tests.support.world import World, schedule, tick_at
 
 DAY_MS = 86_400_000
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 async def test_a_key_of_one_installation_sees_nothing_of_another(world: World) -> None:

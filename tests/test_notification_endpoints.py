@@ -27,11 +27,6 @@ from tests.support.world import Browser, World, schedule, tick_at
 LONG_PATH = "https://hooks.example/" + "a" * (2048 - len("https://hooks.example/"))
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 def snapshot(db: SqliteDatabase) -> dict[str, list[tuple[Any, ...]]]:
     tables = [
         r[0]

@@ -40,11 +40,6 @@ OTHER_URL = "https://relay.example.org/hooks/sched?team=7"
 QUIET_URL = "https://quiet.example.net/in"
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 class Endpoints:
     """Three endpoints on one installation: two hear of refusals, one of completions only."""
 

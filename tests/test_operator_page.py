@@ -164,18 +164,8 @@ class Page(HTMLParser):
             parts.append(data)
 
 
-async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tables(
-    db: SqliteDatabase,
-) -> None:
-    world = day_world(db)
-    await play_day(world)
-    world.clock.now = minute(DAY_MINUTES) + 30_000
-    response = await call(world.app, "GET", "/admin", headers=basic(ADMIN_SECRET))
-    assert response.status == 200
-    html = response.body.decode()
-    page = Page(html)
-
-    # Two windows of four charts, each an <svg role="img"> named and described by text.
+def every_chart_is_named_and_described(page: Page) -> None:
+    """Two windows of four charts, each an <svg role="img"> named and described by text."""
     names = [svg["aria-labelledby"] for svg in page.svgs]
     assert names == [
         f"{window}-{chart}-title"
@@ -197,6 +187,39 @@ async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tabl
     )
     assert "10 minutes had no tick" in page.ids["day-cron-summary"]
     assert "up to 20 s late" in page.ids["day-cron-summary"]
+
+
+def the_latest_refusals_and_the_installations(html: str) -> None:
+    """The latest refusals, newest first: words first, the code after them for support, and
+    which limit ended a retry_exhausted one; the installations, the shop first."""
+    rows_ = re.findall(r'<tr data-code="([a-z_]+)"([^>]*)>(.*?)</tr>', html)
+    assert [code for code, _, _ in rows_] == ["retry_exhausted", "scheduled_target_stale"]
+    assert 'data-ended-by="lateness"' in rows_[0][1]
+    exhausted = rows_[0][2]
+    assert '<td class="why">It was still not sent 5 minutes after its time had passed' in exhausted
+    assert "(code retry_exhausted)" in exhausted
+    assert f'<td class="why">{explain("scheduled_target_stale")}' in rows_[1][2]
+    assert "The latest 2 schedules refused, across installations, newest first" in html
+    assert re.search(r'<td class="when">Wed 1 Jul 2026, \d\d:\d\d:\d\d UTC</td>', html)
+    # Installations: the shop (a live schedule, two refusals) first.
+    rows = re.findall(r'<tr data-installation="([^"]+)">(.*?)</tr>', html)
+    assert len(rows) == 2
+    assert re.findall(r"<td>(\d+)</td><td>(\d+)</td>", rows[0][1]) == [("1", "2")]
+    assert "2026-07-01 15:10 UTC" in rows[0][1]  # its last send, the gap's second schedule
+
+
+async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tables(
+    db: SqliteDatabase,
+) -> None:
+    world = day_world(db)
+    await play_day(world)
+    world.clock.now = minute(DAY_MINUTES) + 30_000
+    response = await call(world.app, "GET", "/admin", headers=basic(ADMIN_SECRET))
+    assert response.status == 200
+    html = response.body.decode()
+    page = Page(html)
+
+    every_chart_is_named_and_described(page)
     # The failed tick and the gap are drawn in both windows.
     assert html.count('class="failed"') >= 2
     assert html.count('<rect class="gap"') >= 2
@@ -217,22 +240,7 @@ async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tabl
     )
     assert minute(GAP[0]) == minute(0) + 300 * 60_000  # 15:00, the shaded slot above
 
-    # The latest refusals, newest first: words first, the code after them for support, and
-    # which limit ended a retry_exhausted one.
-    rows_ = re.findall(r'<tr data-code="([a-z_]+)"([^>]*)>(.*?)</tr>', html)
-    assert [code for code, _, _ in rows_] == ["retry_exhausted", "scheduled_target_stale"]
-    assert 'data-ended-by="lateness"' in rows_[0][1]
-    exhausted = rows_[0][2]
-    assert '<td class="why">It was still not sent 5 minutes after its time had passed' in exhausted
-    assert "(code retry_exhausted)" in exhausted
-    assert f'<td class="why">{explain("scheduled_target_stale")}' in rows_[1][2]
-    assert "The latest 2 schedules refused, across installations, newest first" in html
-    assert re.search(r'<td class="when">Wed 1 Jul 2026, \d\d:\d\d:\d\d UTC</td>', html)
-    # Installations: the shop (a live schedule, two refusals) first.
-    rows = re.findall(r'<tr data-installation="([^"]+)">(.*?)</tr>', html)
-    assert len(rows) == 2
-    assert re.findall(r"<td>(\d+)</td><td>(\d+)</td>", rows[0][1]) == [("1", "2")]
-    assert "2026-07-01 15:10 UTC" in rows[0][1]  # its last send, the gap's second schedule
+    the_latest_refusals_and_the_installations(html)
 
 
 async def test_a_new_plugin_shows_empty_charts_that_say_so(

@@ -28,11 +28,6 @@ from tests.support.world import Browser, World, row, schedules_on, tick_at
 MINUTE = 60_000
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 FIELDS = {
     "transition": "publish:published",
     "local_time": "2026-07-02T09:00",

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -43,27 +42,6 @@ from tests.support.worker_browser import (
 pytestmark = pytest.mark.pyodide
 
 OTHER_KEY = "ZGlmZmVyZW50IGtleSBkaWZmZXJlbnQga2V5IDEyMzQ="  # 32 bytes, not TOKEN_KEY
-TABLES = (
-    "webhook_deliveries",
-    "notification_subscriptions",
-    "notification_endpoints",
-    "schedule_attempts",
-    "schedules",
-    "sessions",
-    "activation_codes",
-    "installations",
-    "tick_history",
-    "runner_totals",
-)
-
-
-@pytest.fixture
-def worker(harness: Harness) -> Iterator[Harness]:
-    """The harness with an empty database and the base variables."""
-    harness.set_vars(harness.base_vars)
-    harness.execute(*((f"DELETE FROM {table}", []) for table in TABLES))
-    yield harness
-    harness.set_vars(harness.base_vars)
 
 
 @pytest.fixture
@@ -75,42 +53,7 @@ def client(worker: Harness) -> Iterator[httpx.Client]:
 # -- what exists for any deployment -------------------------------------------
 
 
-def test_manifest_is_built_from_public_origin(worker: Harness, client: httpx.Client) -> None:
-    response = client.get("/dee-wan/manifest.json")
-    assert response.status_code == 200
-    assert response.headers["content-type"] == "application/json"
-    assert response.headers["x-content-type-options"] == "nosniff"
-    assert response.headers["cache-control"] == "no-store"
-    manifest = response.json()
-    origin = worker.origin
-    assert manifest["origin"] == origin
-    assert manifest["activation_url"] == f"{origin}/dee-wan/activate"
-    assert {launch["url"] for launch in manifest["launches"]} == {
-        f"{origin}/installations/{{installation_id}}"
-    }
-    assert manifest["capabilities"] == ["content:read", "workflow:publish", "workflow:unpublish"]
-
-
-def test_manifest_follows_a_changed_public_origin(worker: Harness, client: httpx.Client) -> None:
-    with worker.vars(PUBLIC_ORIGIN="https://scheduling.example"):
-        assert client.get("/dee-wan/manifest.json").json()["origin"] == (
-            "https://scheduling.example"
-        )
-    assert client.get("/dee-wan/manifest.json").json()["origin"] == worker.origin
-
-
-def test_head_answers_like_get_without_a_body(client: httpx.Client) -> None:
-    response = client.head("/dee-wan/manifest.json")
-    assert response.status_code == 200
-    assert response.content == b""
-
-
-def test_unknown_route_is_404_and_wrong_method_405(client: httpx.Client) -> None:
-    response = client.get("/no/such/route")
-    assert (response.status_code, response.json()["code"]) == (404, "not_found")
-    response = client.post("/dee-wan/manifest.json")
-    assert (response.status_code, response.json()["code"]) == (405, "method_not_allowed")
-    assert response.headers["allow"] == "GET, HEAD"
+# The manifest, HEAD, 404 and 405: tests/test_manifest.py, on both runtimes.
 
 
 @pytest.mark.parametrize("method", ["PROPFIND", "PURGE", "QUERY", "PATCH"])
@@ -141,48 +84,7 @@ def test_refusals_at_the_edge_of_the_worker(client: httpx.Client) -> None:
         assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
 
 
-@pytest.mark.parametrize("bad_key", ["not base64 at all", "c2hvcnQ=", None])
-def test_bad_token_key_fails_only_the_routes_that_need_it(
-    worker: Harness, client: httpx.Client, bad_key: str | None
-) -> None:
-    with worker.vars(TOKEN_KEY=bad_key):
-        assert client.get("/dee-wan/manifest.json").status_code == 200
-        minted = client.post("/admin/activation-codes", headers=OPERATOR)
-        assert minted.status_code == 500
-        assert minted.json() == {
-            "code": "misconfigured",
-            "message": "TOKEN_KEY is not configured correctly",
-        }
-        activation = {
-            "protocol": "v1",
-            "action": "activate",
-            "code": "dwa_" + "A" * 43,
-            "installation_id": "ins_x",
-            "site_id": "site_x",
-            "base_url": "https://cms.example",
-            "token": "dwp_" + "B" * 43,
-        }
-        activated = client.post("/dee-wan/activate", json=activation)
-        assert (activated.status_code, activated.json()["code"]) == (500, "misconfigured")
-        # Routes that do not touch TOKEN_KEY keep working.
-        deleted = client.post("/admin/installations/ins_nobody/delete-data", headers=OPERATOR)
-        assert (deleted.status_code, deleted.json()["code"]) == (404, "installation_not_found")
-        due = due_soon()
-        assert worker.scheduled(due) == {"outcome": "ok", "scheduledTime": due, "cron": "* * * * *"}
-    if bad_key:
-        assert bad_key not in worker.log_tail(400)
-    # Restored: the app is rebuilt with the good key.
-    assert client.post("/admin/activation-codes", headers=OPERATOR).status_code == 201
-
-
-def test_operator_routes_need_the_admin_secret(worker: Harness, client: httpx.Client) -> None:
-    refused = client.post("/admin/activation-codes", headers={"authorization": "Bearer nope"})
-    assert refused.status_code == 401
-    assert refused.headers["www-authenticate"].startswith("Bearer")
-    with worker.vars(ADMIN_SECRET="short"):
-        response = client.post("/admin/activation-codes", headers=OPERATOR)
-        assert (response.status_code, response.json()["code"]) == (500, "misconfigured")
-        assert "ADMIN_SECRET" in response.json()["message"]
+# A bad TOKEN_KEY or ADMIN_SECRET: tests/test_activation.py, on both runtimes.
 
 
 def test_scheduled_tick_on_an_empty_database(worker: Harness) -> None:
@@ -476,18 +378,9 @@ def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
 # -- end to end with fake_core --------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def core(harness: Harness) -> Iterator[FakeCoreProcess]:
-    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core.log")
-    yield process
-    process.close()
-
-
 @pytest.fixture
 def dev_worker(worker: Harness, core: FakeCoreProcess) -> Iterator[Harness]:
     """Development mode, so the Worker accepts fake core's http://localhost base URL."""
-    core.control("POST", "reset")
-    core.control("POST", "seed", {"demo": True})
     with worker.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url):
         yield worker
 
@@ -822,40 +715,6 @@ def test_the_content_page_speaks_plainly_under_pyodide(
     after = browser.get(cancelled.headers["location"]).text
     assert f'data-cancelled="{second_id}"' in after
     assert re.search(rf"Cancelled: the schedule to publish version \S+ at {INSTANT}", after)
-
-
-def test_a_content_launch_cancels_with_dee_wan_gone(
-    dev_worker: Harness, core: FakeCoreProcess, client: httpx.Client
-) -> None:
-    """The rights the page was shown with are kept with the session (in D1): with Dee Wan
-    refusing every connection, the cancel still answers 303 and cancels."""
-    installation_id = install(core, client)["id"]
-    browser = Browser(client, dev_worker.origin)
-    csrf = launch(core, browser, installation_id, content_id="cnt_spring")
-    zone = "Europe/Paris"
-    made = browser.post_form(
-        f"/installations/{installation_id}/schedules",
-        {
-            "transition": "publish:published",
-            "timezone": zone,
-            "fold": "",
-            "local_time": wall_time(2, zone),
-            "csrf_token": csrf,
-            **browser.shown,
-        },
-    )
-    assert made.status_code == 303, made.text
-    schedule_id = made.headers["location"].rsplit("created=", 1)[1]
-    [session] = dev_worker.sql("SELECT offered_transitions FROM sessions")
-    assert json.loads(session["offered_transitions"]) == [["publish", "published"]]
-    core.close()  # nothing listens on Dee Wan's port any more
-    cancelled = browser.post_form(
-        f"/installations/{installation_id}/schedules/{schedule_id}/cancel", {"csrf_token": csrf}
-    )
-    assert cancelled.status_code == 303, cancelled.text
-    assert dev_worker.sql("SELECT status FROM schedules") == [{"status": "cancelled"}]
-    # The page after it: tests/test_editor_page.py, on both runtimes.
-    assert browser.get(cancelled.headers["location"]).status_code == 200
 
 
 def test_tick_gives_up_on_a_silent_core_after_ten_seconds(

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,14 +25,6 @@ pytestmark = pytest.mark.pyodide
 
 MINUTE = 60_000
 DAY = 86_400_000
-
-
-@pytest.fixture
-def core(harness: Harness) -> Iterator[FakeCoreProcess]:
-    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core_defects.log")
-    process.control("POST", "seed", {"demo": True})
-    yield process
-    process.close()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import gzip
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,15 +28,6 @@ pytestmark = pytest.mark.pyodide
 LIMIT = 64 * 1024
 # The old entry waited for the whole body; one that never ends was never answered.
 ANSWER_WITHIN_S = 30.0
-TABLES = ("schedule_attempts", "schedules", "sessions", "activation_codes", "installations")
-
-
-@pytest.fixture
-def worker(harness: Harness) -> Iterator[Harness]:
-    harness.set_vars(harness.base_vars)
-    harness.execute(*((f"DELETE FROM {table}", []) for table in TABLES))
-    yield harness
-    harness.set_vars(harness.base_vars)
 
 
 def chunk(data: bytes) -> bytes:

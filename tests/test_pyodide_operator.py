@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,24 +17,7 @@ from tests.support.metrics import CONTENT_TYPE, parse, value
 pytestmark = pytest.mark.pyodide
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
-TABLES = (
-    "schedule_attempts",
-    "schedules",
-    "sessions",
-    "activation_codes",
-    "installations",
-    "tick_history",
-    "runner_totals",
-)
 HOUR = 3_600_000
-
-
-@pytest.fixture
-def worker(harness: Harness) -> Iterator[Harness]:
-    harness.set_vars(harness.base_vars)
-    harness.execute(*((f"DELETE FROM {table}", []) for table in TABLES))
-    yield harness
-    harness.set_vars(harness.base_vars)
 
 
 def basic(password: str) -> dict[str, str]:

@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx
 import pytest
@@ -42,14 +41,6 @@ def test_webcrypto_hmac_is_the_standard_librarys(
     harness: Harness, key: bytes, message: bytes
 ) -> None:
     assert harness.hmac_sha256(key, message) == hmac.digest(key, message, hashlib.sha256)
-
-
-@pytest.fixture
-def core(harness: Harness) -> Iterator[FakeCoreProcess]:
-    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core_webhooks.log")
-    process.control("POST", "seed", {"demo": True})
-    yield process
-    process.close()
 
 
 @pytest.fixture

@@ -14,8 +14,6 @@ from fake_core.state import Installation
 from scheduling.actions.throttled import ENDPOINT_CALLS
 from scheduling.domain.delivery_policy import GIVE_UP_AFTER_MS, RETRY_DELAYS_MS
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock
 from tests.support.webhooks import (
     HOOK_URL,
     Receiver,
@@ -28,11 +26,6 @@ from tests.support.world import MINUTE, Browser, World, schedule, tick_at
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 OTHER_URL = "https://relay.example.org/hooks/sched"
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 class Hooks:

@@ -31,12 +31,6 @@ from tests.support.world import (
     tick_until_sent,
 )
 
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 # -- the happy path and what is sent ------------------------------------------------------
 
 

@@ -17,17 +17,10 @@ from fake_core import Fault
 from scheduling import dee_wan
 from scheduling.domain import retry_after
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import FakeClock
 from tests.support.world import World, attempts, row, schedule, sends, tick_at
 
 HOSTILE_CONTENT = "cnt_en"
 HONEST_CONTENT = "cnt_page"
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 async def tick_with_one_hostile_answer(

@@ -33,11 +33,6 @@ class SlowTransport(FakeCoreTransport):
         return await super().send(request)
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 def tick_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     return [json.loads(r.getMessage()) for r in caplog.records if r.name == "scheduling.events"]
 

@@ -256,6 +256,40 @@ class FaultyClocks(LocalClocks):
         clock.ringing.cancel()
 
 
+async def none_early_the_clocks_on_time(
+    world: World, dropped: str, doubled: str, untold: str
+) -> None:
+    """None before its second; the clocks' own on time."""
+    late = await world.db.prepare(
+        "SELECT s.installation_id AS i, min(a.started_at - s.due_at) AS early,"
+        " max(a.started_at - s.due_at) AS late FROM schedule_attempts a"
+        " JOIN schedules s ON s.id = a.schedule_id GROUP BY 1"
+    ).all()
+    by = {r["i"]: r for r in late.results}
+    assert min(r["early"] for r in by.values()) >= 0
+    assert by[doubled]["late"] < 2 * SECOND
+    assert by[untold]["late"] < 2 * SECOND
+    # What the dropped alarm and the killed one left, the watchdog caught once it was overdue
+    # past the grace (the first cron tick, below): it sent some itself and woke both clocks,
+    # which sent the rest.
+    assert by[dropped]["early"] >= 30 * SECOND
+
+
+async def the_operator_sees_the_clocks(world: World, reports: list[dict[str, int]]) -> None:
+    """The operator sees the clocks' alarms and what the watchdog caught."""
+    _, samples = await scrape(world.app)
+    alarms = [h for h in await history(world) if h["kind"] == "alarm"]
+    assert value(samples, "scheduling_ticks_total", kind="alarm") == len(alarms) > 3
+    caught = sum(r["caught"] for r in reports)
+    assert value(samples, "scheduling_watchdog_caught_total", what="schedules") == caught
+    assert value(samples, "scheduling_watchdog_caught_total", what="clocks") == 1 + sum(
+        r["clocks_rearmed"] for r in reports
+    )
+    fact = await clock_fact(world)
+    assert fact is not None
+    assert f"the watchdog sent {caught} schedules no clock took and woke 3 clocks" in fact
+
+
 @pytest.mark.looptime
 async def test_chaos_every_schedule_is_sent_once_and_the_watchdog_catches_what_clocks_miss(
     db: SqliteDatabase,
@@ -299,37 +333,14 @@ async def test_chaos_every_schedule_is_sent_once_and_the_watchdog_catches_what_c
     applied = Counter(entry.idempotency_key for entry in world.core.state.log)
     assert len(applied) == 60
     assert set(applied.values()) == {1}
-    # None before its second; the clocks' own on time.
-    late = await world.db.prepare(
-        "SELECT s.installation_id AS i, min(a.started_at - s.due_at) AS early,"
-        " max(a.started_at - s.due_at) AS late FROM schedule_attempts a"
-        " JOIN schedules s ON s.id = a.schedule_id GROUP BY 1"
-    ).all()
-    by = {r["i"]: r for r in late.results}
-    assert min(r["early"] for r in by.values()) >= 0
-    assert by[doubled.id]["late"] < 2 * SECOND
-    assert by[untold.id]["late"] < 2 * SECOND
-    # What the dropped alarm and the killed one left, the watchdog caught once it was overdue
-    # past the grace: it sent some itself and woke both clocks, which sent the rest.
-    assert by[dropped.id]["early"] >= 30 * SECOND
+    await none_early_the_clocks_on_time(world, dropped.id, doubled.id, untold.id)
     assert reports[0]["clocks_rearmed"] == 2
     assert reports[0]["caught"] > 0
     # Never past the cap, though clocks and the watchdog sent to one installation at once.
     assert max(watched.peak.values()) <= 6
     assert watched.peak_per_schedule == 1
     assert watched.sent_after_completed == []
-    # The operator sees the clocks' alarms and what the watchdog caught.
-    _, samples = await scrape(world.app)
-    alarms = [h for h in await history(world) if h["kind"] == "alarm"]
-    assert value(samples, "scheduling_ticks_total", kind="alarm") == len(alarms) > 3
-    caught = sum(r["caught"] for r in reports)
-    assert value(samples, "scheduling_watchdog_caught_total", what="schedules") == caught
-    assert value(samples, "scheduling_watchdog_caught_total", what="clocks") == 1 + sum(
-        r["clocks_rearmed"] for r in reports
-    )
-    fact = await clock_fact(world)
-    assert fact is not None
-    assert f"the watchdog sent {caught} schedules no clock took and woke 3 clocks" in fact
+    await the_operator_sees_the_clocks(world, reports)
     await clocks.stop()
 
 

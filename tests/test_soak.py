@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter, defaultdict
+from typing import Any
 
 import pytest
 
@@ -71,6 +72,47 @@ async def crashing_tick(world: World, now: int) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
+async def tick_until_drained(world: World, rng: random.Random) -> tuple[int, int]:
+    """A tick a minute, one in twelve or so crashing, until no schedule is live; how many
+    ticks, and how many crashed."""
+    ticks = crashes = 0
+    while True:
+        world.clock.advance(MINUTE)
+        live = await world.db.prepare(
+            "SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'retrying', 'running')"
+        ).first()
+        if not live or live["n"] == 0:
+            return ticks, crashes
+        if rng.random() < 0.08:
+            await crashing_tick(world, world.clock.now_ms())
+            crashes += 1
+        else:
+            await world.app.tick(world.clock.now_ms())
+        ticks += 1
+        assert ticks < 500, "the soak did not drain"
+
+
+def sends_within_their_caps(
+    calls: list[Any], key_to_id: dict[str, str], created: dict[str, NewSchedule]
+) -> Counter[str]:
+    """Nothing sent past its cap, nor more often than MAX_ATTEMPTS; the sends per schedule."""
+    sends_per_schedule: Counter[str] = Counter()
+    for call in calls:
+        sid = key_to_id[call.header("Idempotency-Key") or ""]
+        sends_per_schedule[sid] += 1
+        assert call.at_ms <= created[sid].due_at + MAX_LATENESS_MS, sid
+    assert max(sends_per_schedule.values()) <= MAX_ATTEMPTS
+    return sends_per_schedule
+
+
+async def the_operator_sees_it_drained(world: World, ended: Counter[str]) -> None:
+    """Nothing waiting, nothing stalled, every row counted once."""
+    status = await runner_status(world.app)
+    assert (status["due_backlog"], status["stalled"]) == (0, False)
+    assert set(status["schedules"].values()) == {0}
+    assert {k: v for k, v in status["finished_last_24h"].items() if v} == dict(ended)
+
+
 @pytest.mark.soak
 async def test_soak_no_double_apply_no_loss_no_late_send(
     db: SqliteDatabase, clock: FakeClock
@@ -90,21 +132,7 @@ async def test_soak_no_double_apply_no_loss_no_late_send(
     assert len(created) >= 2000
     world.core.faults.policy = RandomFaults(seed=7, rate=0.3)
 
-    ticks = crashes = 0
-    while True:
-        clock.advance(MINUTE)
-        live = await db.prepare(
-            "SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'retrying', 'running')"
-        ).first()
-        if not live or live["n"] == 0:
-            break
-        if rng.random() < 0.08:
-            await crashing_tick(world, clock.now_ms())
-            crashes += 1
-        else:
-            await world.app.tick(clock.now_ms())
-        ticks += 1
-        assert ticks < 500, "the soak did not drain"
+    ticks, crashes = await tick_until_drained(world, rng)
 
     rows = {r["id"]: r for r in (await db.prepare("SELECT * FROM schedules").all()).results}
     attempt_rows = (await db.prepare("SELECT * FROM schedule_attempts").all()).results
@@ -123,13 +151,7 @@ async def test_soak_no_double_apply_no_loss_no_late_send(
         if rows[sid]["status"] == "completed":
             assert applied[key] == 1, sid
 
-    # Nothing sent past its cap, nor more often than MAX_ATTEMPTS.
-    sends_per_schedule: Counter[str] = Counter()
-    for call in calls:
-        sid = key_to_id[call.header("Idempotency-Key") or ""]
-        sends_per_schedule[sid] += 1
-        assert call.at_ms <= created[sid].due_at + MAX_LATENESS_MS, sid
-    assert max(sends_per_schedule.values()) <= MAX_ATTEMPTS
+    sends_per_schedule = sends_within_their_caps(calls, key_to_id, created)
 
     # The attempt rows are the sends core recorded, one for one.
     attempts_per_schedule = Counter(a["schedule_id"] for a in attempt_rows)
@@ -142,13 +164,7 @@ async def test_soak_no_double_apply_no_loss_no_late_send(
     assert crashes > 0
     assert unknown
 
-    # The operator's view agrees: nothing waiting, nothing stalled, every row counted once.
-    status = await runner_status(world.app)
-    assert (status["due_backlog"], status["stalled"]) == (0, False)
-    assert set(status["schedules"].values()) == {0}
-    assert {k: v for k, v in status["finished_last_24h"].items() if v} == dict(
-        Counter(r["status"] for r in rows.values())
-    )
+    await the_operator_sees_it_drained(world, Counter(r["status"] for r in rows.values()))
 
     outcomes: dict[str, Counter[str]] = defaultdict(Counter)
     for r in rows.values():

@@ -20,11 +20,6 @@ from tests.support.world import Browser, World, row, schedules_on, tick_at
 MINUTE = 60_000
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 async def post(browser: Browser, installation: Installation, **fields: str) -> Response:
     sent = {
         "csrf_token": browser.csrf(),

@@ -9,14 +9,8 @@ import re
 import pytest
 
 from scheduling.http.responses import Response
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ORIGIN, OTHER_TOKEN_KEY, FakeClock
 from tests.support.world import Browser, World, schedules_on, session_csrf
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 def form(browser: Browser, **fields: str) -> dict[str, str]:

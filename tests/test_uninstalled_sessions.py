@@ -12,19 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from fake_core import Fault
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import FakeClock
 from tests.support.webhooks import HOOK_URL
 from tests.support.world import Browser, World, schedule, tick_at
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 def tables(db: SqliteDatabase) -> tuple[Any, ...]:

@@ -49,11 +49,6 @@ class Hanging:
         return OutboundResponse(204, {}, b"")
 
 
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
-
-
 async def endpoints(world: World, count: int) -> tuple[str, Browser, list[str]]:
     installation = await world.install()
     browser = await world.browser_for(installation, content_id=None)

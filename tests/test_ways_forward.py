@@ -6,16 +6,9 @@ from __future__ import annotations
 import html
 import re
 
-import pytest
-
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.world import Browser, World
-
-
-@pytest.fixture
-def world(db: SqliteDatabase, clock: FakeClock) -> World:
-    return World(db, clock)
 
 
 def words(page: str) -> str:

@@ -11,11 +11,13 @@ runtime's own tests.
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any
 
 import httpx
 
@@ -25,82 +27,14 @@ from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, M
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.workers.bindings import BindingRateLimiter
 from tests.pyodide_harness.harness import ADMIN_SECRET as HARNESS_SECRET
-from tests.support.app import ORIGIN, base_env, make_app
+from tests.pyodide_harness.harness import FakeCoreProcess, Harness
+from tests.support.app import ADMIN_SECRET, ORIGIN, base_env, make_app
 from tests.support.local_server import local_server
 from tests.support.world import World
 
 # Where no test says who is asking: the local runtime's peer, and the harness's edge
 # reporting the loopback peer, are both this address.
 LOOPBACK = "127.0.0.1"
-
-
-class Runtime(Protocol):
-    name: str
-    content: str  # a content of Dee Wan's sample, with a draft to publish
-
-    @property
-    def origin(self) -> str: ...
-
-    @property
-    def dee_wan_url(self) -> str:
-        """Dee Wan's own address, where the plugin's pages lead back to."""
-        ...
-
-    def http(self, *, client: str | None = None) -> httpx.AsyncClient:
-        """A client for the plugin's origin; `client` is the address the runtime reports for
-        the caller (the local peer, or the Worker's `CF-Connecting-IP`)."""
-        ...
-
-    def vars(self, **overrides: Any) -> contextlib.AbstractContextManager[None]:
-        """Run with variables changed (None removes one)."""
-        ...
-
-    async def install(self) -> str:
-        """Dee Wan installs the plugin with a fresh activation code: the installation's id."""
-        ...
-
-    def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
-        """A launch link Dee Wan issues to `person`: by default, a manage launch to a site
-        admin, or a content launch (`content_id=…`) to an editor."""
-        ...
-
-    def exchange_calls(self) -> int:
-        """How many launch exchanges reached Dee Wan so far."""
-        ...
-
-    async def count(self, table: str, installation_id: str) -> int:
-        """Rows of `table` for one installation."""
-        ...
-
-    def launch_limiter(self, limit: int) -> contextlib.AbstractContextManager[Limiter]:
-        """Run with a Rate Limiting binding of `limit` per window bound."""
-        ...
-
-    def now_ms(self) -> int:
-        """The time the plugin reads now."""
-        ...
-
-    def dee_wan_down(self, minutes: int) -> contextlib.AbstractContextManager[None]:
-        """Run with Dee Wan answering every call 503 for `minutes` (its own switch)."""
-        ...
-
-    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
-        """A read of the plugin's database, for assertions."""
-        ...
-
-    async def open_page(self, installation_id: str, **context: str) -> Visitor:
-        """A person opens Scheduling from Dee Wan (`launch_path`'s launch) and is shown
-        its page: a visitor with its session, CSRF token and the versions shown."""
-        ...
-
-    async def close(self) -> None:
-        """Close the visitors' connections."""
-        ...
-
-    def served(self) -> contextlib.AbstractAsyncContextManager[str]:
-        """The plugin on a real socket, for clients that make their own connections: its
-        base URL."""
-        ...
 
 
 SESSION_COOKIE = "__Host-scheduling_session"
@@ -143,16 +77,6 @@ class Visitor:
         return response
 
 
-async def visit(runtime: Runtime, opened: list[httpx.AsyncClient], launch: str) -> Visitor:
-    opened.append(runtime.http())
-    visitor = Visitor(opened[-1], runtime.origin)
-    exchanged = await visitor.get(launch)
-    assert exchanged.status_code == 303, exchanged.text
-    page = await visitor.get(exchanged.headers["location"])
-    assert page.status_code == 200, page.text[:2000]
-    return visitor
-
-
 @dataclass
 class Limiter:
     """A Rate Limiting binding's stand-in: every call so far (`{"key", "success"}`), and
@@ -182,13 +106,107 @@ class Ratelimit:
         return {"success": success}
 
 
-@dataclass
-class CpythonRuntime:
-    world: World
-    name: str = "cpython"
-    origin: str = ORIGIN
-    content: str = "cnt_en"
-    opened: list[httpx.AsyncClient] = field(default_factory=list)
+class Runtime:
+    """The contract both runtimes keep; each method says what it means once, here."""
+
+    name: str
+    origin: str
+    content: str  # a content of Dee Wan's sample, with a draft to publish
+    dee_wan_url: str  # Dee Wan's own address, where the plugin's pages lead back to
+    operator: dict[str, str]  # the operator's bearer header
+
+    def __init__(self) -> None:
+        self.opened: list[httpx.AsyncClient] = []
+
+    def http(self, *, client: str | None = None) -> httpx.AsyncClient:
+        """A client for the plugin's origin; `client` is the address the runtime reports for
+        the caller (the local peer, or the Worker's `CF-Connecting-IP`)."""
+        raise NotImplementedError
+
+    def vars(self, **overrides: Any) -> contextlib.AbstractContextManager[None]:
+        """Run with variables changed (None removes one)."""
+        raise NotImplementedError
+
+    async def install(self) -> str:
+        """Dee Wan installs the plugin with a fresh activation code: the installation's id."""
+        raise NotImplementedError
+
+    def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
+        """A launch link Dee Wan issues to `person`: by default, a manage launch to a site
+        admin, or a content launch (`content_id=…`) to an editor."""
+        raise NotImplementedError
+
+    def exchange_calls(self) -> int:
+        """How many launch exchanges reached Dee Wan so far."""
+        raise NotImplementedError
+
+    def launch_limiter(self, limit: int) -> contextlib.AbstractContextManager[Limiter]:
+        """Run with a Rate Limiting binding of `limit` per window bound."""
+        raise NotImplementedError
+
+    def now_ms(self) -> int:
+        """The time the plugin reads now."""
+        raise NotImplementedError
+
+    def dee_wan_down(self, minutes: int) -> contextlib.AbstractContextManager[None]:
+        """Run with Dee Wan answering every call 503 for `minutes` (its own switch)."""
+        raise NotImplementedError
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """A read of the plugin's database, for assertions."""
+        raise NotImplementedError
+
+    def served(self) -> contextlib.AbstractAsyncContextManager[str]:
+        """The plugin on a real socket, for clients that make their own connections."""
+        raise NotImplementedError
+
+    async def tick(self, at: int) -> None:
+        """The cron's tick for the minute `at` (a failed one raises)."""
+        raise NotImplementedError
+
+    def log_text(self) -> str:
+        """What the plugin logged so far."""
+        raise NotImplementedError
+
+    def minute_ahead(self, minutes: int = 6) -> int:
+        """A whole minute some minutes from now (a tick may stand for at most 15 ahead)."""
+        return (self.now_ms() // 60_000 + minutes) * 60_000
+
+    async def count(self, table: str, installation_id: str) -> int:
+        """Rows of `table` for one installation."""
+        sql = f"SELECT count(*) AS n FROM {table} WHERE installation_id = ?"
+        [row] = await self.rows(sql, installation_id)
+        return int(row["n"])
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        """A person opens Scheduling from Dee Wan (`launch_path`'s launch) and is shown its
+        page: a visitor with its session, CSRF token and the versions shown."""
+        self.opened.append(self.http())
+        visitor = Visitor(self.opened[-1], self.origin)
+        exchanged = await visitor.get(self.launch_path(installation_id, **context))
+        assert exchanged.status_code == 303, exchanged.text
+        page = await visitor.get(exchanged.headers["location"])
+        assert page.status_code == 200, page.text[:2000]
+        return visitor
+
+    async def close(self) -> None:
+        for http in self.opened:
+            await http.aclose()
+
+
+class CpythonRuntime(Runtime):
+    """The app in-process behind the local runtime's ASGI adapter, sample_core, a test clock."""
+
+    name, origin, content = "cpython", ORIGIN, "cnt_en"
+
+    def __init__(self, world: World) -> None:
+        super().__init__()
+        self.world = world
+        self.dee_wan_url = world.core.base_url
+        self.operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
+        self.log = io.StringIO()
+        self.handler = logging.StreamHandler(self.log)
+        logging.getLogger("scheduling").addHandler(self.handler)
 
     def http(self, *, client: str | None = None) -> httpx.AsyncClient:
         async def current(scope: Any, receive: Any, send: Any) -> None:
@@ -219,12 +237,6 @@ class CpythonRuntime:
     def exchange_calls(self) -> int:
         return sum(1 for call in self.world.core.calls.calls if call.endpoint == "exchange")
 
-    async def count(self, table: str, installation_id: str) -> int:
-        sql = f"SELECT count(*) AS n FROM {table} WHERE installation_id = ?"
-        found = await self.world.db.prepare(sql).bind(installation_id).first()
-        assert found is not None
-        return int(found["n"])
-
     @contextlib.contextmanager
     def launch_limiter(self, limit: int) -> Iterator[Limiter]:
         before, binding = self.world.app, Ratelimit(limit)
@@ -235,10 +247,6 @@ class CpythonRuntime:
             yield Limiter(calls=lambda: list(binding.calls), end_window=binding.counts.clear)
         finally:
             self.world.app = before
-
-    @property
-    def dee_wan_url(self) -> str:
-        return self.world.core.base_url
 
     def now_ms(self) -> int:
         return self.world.clock.now_ms()
@@ -254,12 +262,16 @@ class CpythonRuntime:
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return (await self.world.db.prepare(sql).bind(*params).all()).results
 
-    async def open_page(self, installation_id: str, **context: str) -> Visitor:
-        return await visit(self, self.opened, self.launch_path(installation_id, **context))
+    async def tick(self, at: int) -> None:
+        self.world.clock.now = at
+        await self.world.app.tick(at)
+
+    def log_text(self) -> str:
+        return self.log.getvalue()
 
     async def close(self) -> None:
-        for http in self.opened:
-            await http.aclose()
+        logging.getLogger("scheduling").removeHandler(self.handler)
+        await super().close()
 
     @contextlib.asynccontextmanager
     async def served(self) -> AsyncIterator[str]:
@@ -267,20 +279,18 @@ class CpythonRuntime:
             yield f"http://127.0.0.1:{port}"
 
 
-@dataclass
-class PyodideRuntime:
-    """The shared harness in development mode (fake core's base URL is http://localhost)."""
+class PyodideRuntime(Runtime):
+    """The real Worker entry in the shared harness, in development mode (fake core's base
+    URL is http://localhost), with `python -m fake_core` and the wall clock."""
 
-    harness: Any  # tests.pyodide_harness.harness.Harness
-    core: Any  # tests.pyodide_harness.harness.FakeCoreProcess
-    name: str = "pyodide"
-    content: str = "cnt_spring"
-    installed: list[str] = field(default_factory=list)
-    opened: list[httpx.AsyncClient] = field(default_factory=list)
+    name, content = "pyodide", "cnt_spring"
 
-    @property
-    def origin(self) -> str:
-        return str(self.harness.origin)
+    def __init__(self, harness: Harness, core: FakeCoreProcess) -> None:
+        super().__init__()
+        self.harness, self.core = harness, core
+        self.origin, self.dee_wan_url = harness.origin, core.base_url
+        self.operator = {"authorization": f"Bearer {HARNESS_SECRET}"}
+        self.installed: list[str] = []
 
     @property
     def development(self) -> dict[str, str]:
@@ -304,8 +314,7 @@ class PyodideRuntime:
 
     async def install(self) -> str:
         async with self.http() as http:
-            operator = {"authorization": f"Bearer {HARNESS_SECRET}"}
-            minted = await http.post("/admin/activation-codes", headers=operator, json={})
+            minted = await http.post("/admin/activation-codes", headers=self.operator, json={})
         assert minted.status_code == 201, minted.text
         answer = self.core.control("POST", "install", {"code": minted.json()["code"]})
         assert answer["code"] == "installed", answer
@@ -322,24 +331,13 @@ class PyodideRuntime:
     def exchange_calls(self) -> int:
         return len(self.core.control("GET", "calls", endpoint="exchange")["calls"])
 
-    async def count(self, table: str, installation_id: str) -> int:
-        sql = f"SELECT count(*) AS n FROM {table} WHERE installation_id = ?"
-        [row] = self.harness.sql(sql, installation_id)
-        return int(row["n"])
-
-    @property
-    def dee_wan_url(self) -> str:
-        return str(self.core.base_url)
-
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
     @contextlib.contextmanager
     def dee_wan_down(self, minutes: int) -> Iterator[None]:
-        form = {"content": f"minutes={minutes}"}
-        pressed = self.core.client.post(
-            "/ui/fail-down", headers={"content-type": "application/x-www-form-urlencoded"}, **form
-        )
+        form = {"content-type": "application/x-www-form-urlencoded"}
+        pressed = self.core.client.post("/ui/fail-down", content=f"minutes={minutes}", headers=form)
         assert pressed.status_code == 303, pressed.text
         try:
             yield
@@ -349,12 +347,11 @@ class PyodideRuntime:
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return list(self.harness.sql(sql, *params))
 
-    async def open_page(self, installation_id: str, **context: str) -> Visitor:
-        return await visit(self, self.opened, self.launch_path(installation_id, **context))
+    async def tick(self, at: int) -> None:
+        self.harness.scheduled(at)
 
-    async def close(self) -> None:
-        for http in self.opened:
-            await http.aclose()
+    def log_text(self) -> str:
+        return self.harness.log_tail(400)
 
     @contextlib.asynccontextmanager
     async def served(self) -> AsyncIterator[str]:
@@ -370,13 +367,11 @@ class PyodideRuntime:
 
 
 @contextlib.asynccontextmanager
-async def pyodide_runtime(harness: Any, core: Any) -> AsyncIterator[PyodideRuntime]:
-    """The harness as a runtime for one test: development mode, a fresh fake core; every
-    installation the test made removed after it."""
+async def pyodide_runtime(harness: Harness, core: FakeCoreProcess) -> AsyncIterator[Runtime]:
+    """The harness as a runtime for one test, in development mode with `core` (reset to the
+    demo site); every installation the test made removed after it."""
     from tests.support.worker_browser import remove_installation
 
-    core.control("POST", "reset")
-    core.control("POST", "seed", {"demo": True})
     runtime = PyodideRuntime(harness, core)
     runtime.set_vars()
     try:

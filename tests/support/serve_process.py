@@ -3,6 +3,7 @@ whole local runtime (its cron, its clocks, its log lines)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import socket
@@ -13,7 +14,12 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.app import ADMIN_SECRET, TOKEN_KEY
+from scheduling.runtimes.cpython.clock import SystemClock
+from scheduling.runtimes.cpython.migrations import apply_migrations
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.activation import install
+from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
+from tests.support.world import insert_due
 
 
 def free_port() -> int:
@@ -32,6 +38,25 @@ def development_env(port: int, core_url: str, **more: str) -> dict[str, str]:
         "TOKEN_KEY": TOKEN_KEY,
         **more,
     }
+
+
+def prepare_database(
+    db_path: Path,
+    env: dict[str, str],
+    core_url: str,
+    installations: tuple[str, ...],
+    due: dict[str, int] | None = None,
+) -> None:
+    """The file `serve` will open: migrated, each installation installed from `core_url`,
+    and a pending publish of each content of `due` (content id: due instant) for the first."""
+    prepared = SqliteDatabase(db_path)
+    apply_migrations(prepared.connection)
+    app = make_app(prepared, SystemClock(), env=env)
+    for installation in installations:
+        asyncio.run(install(app, installation, core_url))
+    for content_id, at in (due or {}).items():
+        asyncio.run(insert_due(prepared, installations[0], content_id, at))
+    prepared.close()
 
 
 def write_vars(path: Path, **values: str) -> Path:
