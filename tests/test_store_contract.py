@@ -16,8 +16,12 @@ from typing import Any
 
 import pytest
 
+from scheduling.domain.call_limits import WINDOW_MS, CallLimit
 from scheduling.domain.claims import DueRow, SettledClaim
-from scheduling.domain.deliveries import OutboxEvent
+from scheduling.domain.deliveries import Message, OutboxEvent, Pacing, SettledMessage
+from scheduling.domain.delivery_policy import DISABLE_AFTER_FAILING_MS, ENDPOINT_GONE
+from scheduling.domain.delivery_policy import DeliveryStatus as D
+from scheduling.domain.notification_events import MAX_ENDPOINTS
 from scheduling.domain.outcomes import EndedBy
 from scheduling.domain.retry_policy import Settlement, handed_back
 from scheduling.domain.schedule import Attempt, NewSchedule
@@ -25,8 +29,22 @@ from scheduling.domain.statuses import Status
 from scheduling.limits import MAX_STORED_INTEGER
 from scheduling.ports import Database, DatabaseError, Statement
 from scheduling.repository import (
+    agent_calls,
+    agent_keys,
+    agent_queries,
+    backlog,
+    installations,
+    manage_queries,
     notification_endpoints,
+    operator_queries,
+    proposals,
+    redelivery,
+    retention,
     schedules,
+    sessions,
+    throttles,
+    tick_history,
+    wake_ups,
 )
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
@@ -498,6 +516,7 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
 # -- leases: due rows, claims, settles (the runner's compare-and-sets) ----------------------
 
 LONG_AGO = 10_000_000
+DONE: dict[str, Any] = {"status": "completed"}
 
 
 @pytest.fixture
@@ -764,3 +783,975 @@ async def test_a_handed_back_claim_waits_again_as_it_was(any_db: Database, lease
         | {"next_attempt_at": LONG_AGO + 5},
     ]
     assert await attempts_of(any_db, pending) == await attempts_of(any_db, retrying) == []
+
+
+# -- the outbox: deliveries claimed under a lease, settled, endpoints marked -----------------
+
+PACING = Pacing(digests=("chat",), intervals={"chat": MINUTE}, titled={"chat": 2})
+
+
+@pytest.fixture
+async def outbox(any_db: Database) -> Outbox:
+    await installation(any_db)
+    return Outbox(RoundTrips(any_db))
+
+
+async def deliveries(db: Database) -> list[dict[str, Any]]:
+    return await rows(
+        db,
+        "SELECT id, status, attempt_count, next_attempt_at, last_http_status, last_error,"
+        " finished_at, lease_token FROM webhook_deliveries ORDER BY id",
+    )
+
+
+def settled(
+    claimed: list[Any],
+    status: D,
+    *,
+    at: int = NOW,
+    http: int | None = 204,
+    error: str | None = None,
+) -> SettledMessage:
+    """One message of `claimed` (a digest when there are several) ended as `status` at `at`."""
+    message = Message(claimed[0].endpoint_id, tuple(claimed), digest=len(claimed) > 1)
+    retry = at + MINUTE if status == D.WAITING else None
+    finished = at if status in (D.DELIVERED, D.FAILED) else None
+    return SettledMessage(message, status, retry, finished, at, http, error, True)
+
+
+async def test_a_delivery_is_claimed_once_under_its_lease_and_settled_only_under_it(
+    any_db: Database, outbox: Outbox
+) -> None:
+    assert await outbox.claim("a", NOW, LEASE_MS, 10, PACING) == ([], {})
+    await endpoint(any_db)
+    first = await delivery(any_db, "d1", created_at=NOW - 1)
+    await delivery(any_db, "d2", at=NOW + 1)
+    await delivery(any_db, "d3", status="failed")
+    claimed, targets = await outbox.claim("a", NOW, LEASE_MS, 10, PACING)
+    assert [(d.id, d.attempt, d.payload, d.tried_from) for d in claimed] == [
+        (first, 1, '{"n":"é"}'.encode(), NOW - 1)
+    ]
+    assert (targets["whe_1"].url, targets["whe_1"].kind, targets["whe_1"].disabled) == (
+        "https://hooks.example/whe_1",
+        "webhook",
+        False,
+    )
+    assert await outbox.claim("b", NOW, LEASE_MS, 10, PACING) == ([], {})  # leased
+    # The lease runs out: the next runner claims it again, with the one due since.
+    again, _ = await outbox.claim("b", NOW + LEASE_MS, LEASE_MS, 10, PACING)
+    assert [(d.id, d.attempt) for d in again] == [("d1", 2), ("d2", 1)]
+    assert await outbox.settle("a", NOW + LEASE_MS, [settled(claimed, D.DELIVERED)], NOW) == ["d1"]
+    lease_b = NOW + 2 * LEASE_MS
+    assert (
+        await outbox.settle("b", lease_b, [settled([again[0]], D.DELIVERED, at=NOW + 5)], NOW + 5)
+        == []
+    )
+    assert (
+        await outbox.settle(
+            "b",
+            lease_b,
+            [SettledMessage.given_back(Message("whe_1", (again[1],)), NOW + 7)],
+            NOW + 7,
+        )
+        == []
+    )
+    assert await deliveries(any_db) == [
+        {"id": "d1", "status": "delivered", "attempt_count": 2, "next_attempt_at": None}
+        | {
+            "last_http_status": 204,
+            "last_error": None,
+            "finished_at": NOW + 5,
+            "lease_token": None,
+        },
+        {"id": "d2", "status": "waiting", "attempt_count": 0, "next_attempt_at": NOW + 7}
+        | {"last_http_status": None, "last_error": None, "finished_at": None, "lease_token": None},
+        {"id": "d3", "status": "failed", "attempt_count": 1, "next_attempt_at": None}
+        | {"last_http_status": None, "last_error": None, "finished_at": NOW, "lease_token": None},
+    ]
+    named, _ = await outbox.claim("c", NOW + 7, LEASE_MS, 10, PACING, named=["d_other"])
+    assert named == []
+    named, _ = await outbox.claim("c", NOW + 7, LEASE_MS, 10, PACING, named=["d2"])
+    assert [d.id for d in named] == ["d2"]
+
+
+async def test_failures_mark_the_endpoint_and_disable_it_when_gone_or_failing_for_days(
+    any_db: Database, outbox: Outbox
+) -> None:
+    for eid in ("whe_slow", "whe_gone"):
+        await endpoint(any_db, eid)
+        await delivery(any_db, f"{eid}_1", eid)
+        await delivery(any_db, f"{eid}_2", eid, at=NOW + 10 * DISABLE_AFTER_FAILING_MS)
+    claimed, _ = await outbox.claim("a", NOW, LEASE_MS, 10, PACING)
+    slow, gone = sorted(claimed, key=lambda d: d.endpoint_id, reverse=True)
+    await outbox.settle(
+        "a",
+        NOW + LEASE_MS,
+        [
+            settled([slow], D.WAITING, http=500, error=None),
+            settled([gone], D.FAILED, http=410, error=ENDPOINT_GONE),
+        ],
+        NOW,
+    )
+    marks = "SELECT id, failing_since, disabled_at, disabled_reason FROM notification_endpoints"
+    assert await rows(any_db, f"{marks} ORDER BY id") == [
+        {"id": "whe_gone", "failing_since": NOW, "disabled_at": NOW, "disabled_reason": "gone"},
+        {"id": "whe_slow", "failing_since": None, "disabled_at": None, "disabled_reason": None},
+    ]
+    assert (await one(any_db, "SELECT last_error FROM webhook_deliveries WHERE id = 'whe_gone_2'"))[
+        "last_error"
+    ] == "endpoint_gone"
+    later = NOW + MINUTE
+    [again], _ = await outbox.claim("b", later, LEASE_MS, 10, PACING)
+    await outbox.settle(
+        "b", later + LEASE_MS, [settled([again], D.WAITING, at=later, error="timeout")], later
+    )
+    assert (await one(any_db, f"{marks} WHERE id = 'whe_slow'"))["failing_since"] == later
+    days = later + DISABLE_AFTER_FAILING_MS
+    [third], _ = await outbox.claim("c", days, LEASE_MS, 10, PACING)
+    await outbox.settle(
+        "c", days + LEASE_MS, [settled([third], D.WAITING, at=days, error="timeout")], days
+    )
+    assert await rows(any_db, f"{marks} WHERE id = 'whe_slow'") == [
+        {
+            "id": "whe_slow",
+            "failing_since": later,
+            "disabled_at": days,
+            "disabled_reason": "failing",
+        }
+    ]
+    assert await rows(
+        any_db,
+        "SELECT id, status, last_error FROM webhook_deliveries WHERE endpoint_id = 'whe_slow'"
+        " ORDER BY id",
+    ) == [
+        {"id": "whe_slow_1", "status": "failed", "last_error": "endpoint_disabled"},
+        {"id": "whe_slow_2", "status": "failed", "last_error": "endpoint_disabled"},
+    ]
+
+
+async def test_a_digest_kinds_endpoint_is_claimed_whole_paced_and_named_by_its_titles(
+    any_db: Database, outbox: Outbox
+) -> None:
+    await endpoint(any_db, "whe_chat", kind="chat")
+    for n in range(3):
+        sid = await schedule(any_db, f"sch_{n}")
+        await (
+            any_db.prepare("UPDATE schedules SET title_sealed = ? WHERE id = ?")
+            .bind(f"title-{n}-ü", sid)
+            .run()
+        )
+        await delivery(any_db, f"d{n}", "whe_chat", created_at=NOW + n, schedule_id=sid)
+    claimed, targets = await outbox.claim("a", NOW, LEASE_MS, 1, PACING)
+    assert [(d.id, d.title_sealed) for d in claimed] == [
+        ("d0", "title-0-ü"),
+        ("d1", "title-1-ü"),
+        ("d2", None),  # past the kind's titled lines
+    ]
+    assert targets["whe_chat"].kind == "chat"
+    paced = await one(any_db, "SELECT next_message_at FROM notification_endpoints")
+    assert paced == {"next_message_at": NOW + MINUTE}
+    # Written now, it waits for the endpoint's next message.
+    outbox_event = OutboxEvent("msg_new", "sch_0", "schedule.refused", b"{}")
+    await any_db.prepare("UPDATE schedules SET settled_by = 'lease-x' WHERE id = 'sch_0'").run()
+    await any_db.batch(outbox.event_statements("lease-x", NOW + 1, [outbox_event]))
+    assert (
+        await one(
+            any_db,
+            "SELECT next_attempt_at FROM webhook_deliveries WHERE id = ?",
+            "msg_new_whe_chat",
+        )
+    ) == {"next_attempt_at": NOW + MINUTE}
+    assert await outbox.claim("b", NOW + LEASE_MS - 1, LEASE_MS, 10, PACING) == ([], {})
+    await outbox.settle("a", NOW + LEASE_MS, [settled(claimed, D.DELIVERED)], NOW)
+    assert [r["status"] for r in await deliveries(any_db)] == ["delivered"] * 3 + ["waiting"]
+
+
+# -- redelivery: sent again, replayed, an endpoint enabled again -----------------------------
+
+
+async def test_send_again_and_replay_put_ended_deliveries_back_with_their_ids(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await endpoint(any_db)
+    await delivery(any_db, "ok", status="delivered", created_at=NOW - 10)
+    await delivery(any_db, "old", status="failed", created_at=NOW - 10)
+    await delivery(any_db, "new", status="failed", created_at=NOW)
+    await delivery(any_db, "waits")
+    assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "waits", NOW)
+    assert not await redelivery.send_again(any_db, "ins_other", "whe_1", "ok", NOW)
+    assert await redelivery.send_again(any_db, "ins_1", "whe_1", "ok", NOW + 1)
+    assert await redelivery.replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == ["new"]
+    assert await redelivery.replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == []
+    again = "SELECT id, status, attempt_count, retries_from, next_attempt_at, finished_at"
+    assert await rows(
+        any_db, f"{again} FROM webhook_deliveries WHERE id IN ('ok', 'new') ORDER BY id"
+    ) == [
+        {"id": "new", "status": "waiting", "attempt_count": 0, "retries_from": NOW + 2}
+        | {"next_attempt_at": NOW + 2, "finished_at": None},
+        {"id": "ok", "status": "waiting", "attempt_count": 0, "retries_from": NOW + 1}
+        | {"next_attempt_at": NOW + 1, "finished_at": None},
+    ]
+    assert not await redelivery.enable(any_db, "ins_1", "whe_1")  # not disabled
+    await any_db.prepare(
+        "UPDATE notification_endpoints SET disabled_at = 1, disabled_reason = 'failing',"
+        " failing_since = 0"
+    ).run()
+    assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "old", NOW)
+    assert not await redelivery.enable(any_db, "ins_other", "whe_1")
+    assert await redelivery.enable(any_db, "ins_1", "whe_1")
+    assert await rows(
+        any_db, "SELECT disabled_at, disabled_reason, failing_since FROM notification_endpoints"
+    ) == [{"disabled_at": None, "disabled_reason": None, "failing_since": None}]
+
+
+# -- notification endpoints: at most five, listed with their latest deliveries --------------
+
+
+async def test_an_installation_has_at_most_five_endpoints_each_listed_with_its_deliveries(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    assert (
+        await notification_endpoints.list_for(any_db, "ins_1"),
+        await notification_endpoints.count(any_db, "ins_1"),
+    ) == ([], 0)
+    assert await notification_endpoints.get(any_db, "ins_1", "whe_0") is None
+    for n in range(MAX_ENDPOINTS):
+        await endpoint(
+            any_db, f"whe_{n}", events=("proposal.created", "schedule.refused"), now=NOW + n
+        )
+    sixth = await notification_endpoints.create(
+        any_db, endpoint_id="whe_6", installation_id="ins_1", kind="webhook", url="u",
+        events=["schedule.refused"], secret_sealed="s", now=NOW,
+    )  # fmt: skip
+    assert not sixth
+    assert (
+        await rows(any_db, "SELECT * FROM notification_subscriptions WHERE endpoint_id = 'whe_6'")
+        == []
+    )
+    await schedule(any_db, "sch_1")
+    for n in range(12):
+        await delivery(
+            any_db, f"d{n:02}", "whe_0", created_at=NOW + n, schedule_id="sch_1" if n else "test"
+        )
+    listed = await notification_endpoints.list_for(any_db, "ins_1")
+    assert [e.id for e in listed] == [f"whe_{n}" for n in range(MAX_ENDPOINTS)]
+    first = listed[0]
+    assert (first.events, first.delivery_count, first.kind, first.disabled_reason) == (
+        ("schedule.refused", "proposal.created"),
+        12,
+        "webhook",
+        None,
+    )
+    assert [d.id for d in first.deliveries] == [f"d{n:02}" for n in range(11, 1, -1)]
+    assert first.deliveries[0].status == D.WAITING
+    about = first.deliveries[0].schedule
+    assert about is not None
+    assert (about.id, about.due_at, about.timezone) == ("sch_1", NOW, "UTC")
+    assert first.target().secret_sealed == "secret-whe_0"
+    assert listed[1].deliveries == ()
+    assert await notification_endpoints.list_for(any_db, "ins_2") == []
+    assert await notification_endpoints.rotate(any_db, "ins_1", "whe_0", "new-secret", NOW + 9)
+    assert not await notification_endpoints.rotate(any_db, "ins_2", "whe_0", "x", NOW)
+    await notification_endpoints.record_test(any_db, "ins_1", "whe_0", NOW + 10, "204 ✓")
+    got = await notification_endpoints.get(any_db, "ins_1", "whe_0")
+    assert got is not None
+    assert (got.secret_sealed, got.secret_rotated_at, got.tested_at, got.test_result) == (
+        "new-secret",
+        NOW + 9,
+        NOW + 10,
+        "204 ✓",
+    )
+    assert not await notification_endpoints.delete(any_db, "ins_2", "whe_0")
+    assert await notification_endpoints.delete(any_db, "ins_1", "whe_0")
+    assert await notification_endpoints.get(any_db, "ins_1", "whe_0") is None
+    assert await rows(any_db, "SELECT count(*) AS n FROM webhook_deliveries") == [{"n": 0}]
+    assert await notification_endpoints.count(any_db, "ins_1") == MAX_ENDPOINTS - 1
+
+
+# -- sessions: opened, found while live, the installation gone, read once -------------------
+
+
+async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: Any) -> None:
+    await sessions.create(
+        db,
+        id_hash=id_hash,
+        installation_id="ins_1",
+        csrf_token=f"csrf-{id_hash}",
+        person_id="usr_1",
+        person_name=ADA,
+        context_kind=kind.get("context_kind", "content"),
+        content_id=kind.get("content_id", "cnt_en"),
+        delegation_sealed="sealed",
+        delegation_expires_at=now + MINUTE,
+        now=now,
+        expires_at=now + 10 * MINUTE,
+    )
+
+
+async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next(
+    any_db: Database,
+) -> None:
+    await installation(any_db, token_rotated_at=NOW - 5)
+    await open_session(any_db, "old", now=NOW - 10 * MINUTE)
+    assert await sessions.find_live(any_db, "old", NOW - 1) is not None
+    assert await sessions.find_live(any_db, "old", NOW) is None  # expired at NOW
+    assert await sessions.installation_of(any_db, "old") == "ins_1"
+    await open_session(any_db, "h1")
+    assert await sessions.installation_of(any_db, "old") is None  # gone with the create
+    assert await sessions.installation_of(any_db, "nobody") is None
+    assert await one(any_db, "SELECT token_accepted_at FROM installations") == {
+        "token_accepted_at": NOW
+    }
+    found = await sessions.find_live(any_db, "h1", NOW)
+    assert found is not None
+    assert (found.person_name, found.content_id, found.content_primary_id, found.offered) == (
+        ADA,
+        "cnt_en",
+        None,
+        None,
+    )
+    assert (found.reveal_endpoint_id, found.notice, found.installation_gone) == (None, None, False)
+    offered = {("publish", "published"), ("unpublish", "draft")}
+    await sessions.remember_read(any_db, found, "cnt_1", offered)
+    read = await sessions.find_live(any_db, "h1", NOW)
+    assert read is not None
+    assert (read.content_primary_id, read.offered) == ("cnt_1", frozenset(offered))
+    await sessions.remember_read(any_db, read, "cnt_other", set())  # the primary id stays
+    again = await sessions.find_live(any_db, "h1", NOW)
+    assert again is not None
+    assert (again.content_primary_id, again.offered) == ("cnt_1", frozenset())
+
+
+NOTICE = "L'adresse a été supprimée ✓"
+
+
+async def test_a_secret_to_reveal_and_a_notice_are_taken_once(any_db: Database) -> None:
+    await installation(any_db)
+    await open_session(any_db, "h1", context_kind="manage", content_id=None)
+    await sessions.reveal_next(any_db, "h1", "whe_1")
+    await sessions.say_next(any_db, "h1", NOTICE)
+    found = await sessions.find_live(any_db, "h1", NOW)
+    assert found is not None
+    assert (found.reveal_endpoint_id, found.notice) == ("whe_1", NOTICE)
+    assert await sessions.take_reveal(any_db, found) == "whe_1"
+    assert await sessions.take_reveal(any_db, found) is None  # a second page loaded at once
+    assert await sessions.take_notice(any_db, found) == NOTICE
+    assert await sessions.take_notice(any_db, found) is None
+    taken = await sessions.find_live(any_db, "h1", NOW)
+    assert taken is not None
+    assert (taken.reveal_endpoint_id, taken.notice) == (None, None)
+    assert await sessions.take_notice(any_db, taken) is None
+
+
+async def test_an_installation_is_gone_once_dee_wan_refuses_its_token_until_it_accepts_it(
+    any_db: Database,
+) -> None:
+    await installation(any_db, token_rotated_at=NOW - 5)
+
+    async def gone() -> bool:
+        found = await sessions.find_live(any_db, "h1", NOW + 100)
+        assert found is not None
+        return found.installation_gone
+
+    await open_session(any_db, "h1", now=NOW - 1)
+    await installations.mark_unauthorized(any_db, "ins_1", NOW)
+    assert await gone()
+    await installations.mark_unauthorized(any_db, "ins_1", NOW + 50)  # written once
+    assert await one(any_db, "SELECT unauthorized_at FROM installations") == {
+        "unauthorized_at": NOW
+    }
+    await open_session(any_db, "h2", now=NOW + 1)  # a launch exchange succeeded since
+    assert not await gone()
+    await schedule(
+        any_db, "s1", status="refused", result_code="plugin_unauthorized", updated_at=NOW + 2
+    )
+    assert await gone()  # the runner's send was refused so
+    await any_db.prepare("UPDATE installations SET token_rotated_at = ?").bind(NOW + 3).run()
+    assert not await gone()
+
+
+# -- installations: codes, activation, rotation, deleting all their data ---------------------
+
+
+async def test_a_code_activates_or_rotates_once_and_expired_codes_go(any_db: Database) -> None:
+    await installations.insert_code(any_db, "old", "activate", None, NOW - MINUTE, MINUTE)
+    await installations.insert_code(any_db, "c1", "activate", None, NOW, MINUTE)
+    assert await installations.find_code(any_db, "old") is None
+    code = await installations.find_code(any_db, "c1")
+    assert code == installations.ActivationCode("activate", None, NOW + MINUTE, None)
+    assert code.usable_for("activate", "ins_1", NOW)
+    assert await installations.get(any_db, "ins_1") is None
+    made = {"installation_id": "ins_1", "site_id": "site", "base_url": "https://cms.example"}
+    assert await installations.activate(
+        any_db, code_hash="c1", marker="m1", token_sealed="t1", now=NOW, **made
+    )
+    assert not await installations.activate(
+        any_db, code_hash="c1", marker="m2", token_sealed="t2", now=NOW, **made
+    )
+    assert await installations.get(any_db, "ins_1") == installations.Installation(
+        "ins_1", "site", "https://cms.example", "t1"
+    )
+    used = await installations.find_code(any_db, "c1")
+    assert used is not None
+    assert (used.used_at, used.usable_for("activate", "ins_1", NOW)) == (NOW, False)
+    await installations.insert_code(any_db, "c2", "activate", None, NOW, MINUTE)
+    with pytest.raises(installations.AlreadyExists):
+        await installations.activate(
+            any_db, code_hash="c2", marker="m3", token_sealed="t3", now=NOW, **made
+        )
+    assert (await installations.find_code(any_db, "c2")) == installations.ActivationCode(
+        "activate", None, NOW + MINUTE, None
+    )  # the batch rolled back: the code is still unused
+    await installations.insert_code(any_db, "r1", "rotate", "ins_1", NOW, MINUTE)
+    rotation = {"installation_id": "ins_1", "token_sealed": "t4"}
+    assert not await installations.rotate(
+        any_db, code_hash="r1", marker="x", now=NOW + MINUTE, **rotation
+    )
+    assert await installations.rotate(any_db, code_hash="r1", marker="x", now=NOW + 1, **rotation)
+    assert not await installations.rotate(
+        any_db, code_hash="r1", marker="y", now=NOW + 2, **rotation
+    )
+    assert await one(any_db, "SELECT token_sealed, token_rotated_at FROM installations") == {
+        "token_sealed": "t4",
+        "token_rotated_at": NOW + 1,
+    }
+
+
+async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_running(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    await schedule(any_db, "s1", status="running", lease_until=NOW)
+    await schedule(any_db, "s2", status="completed")
+    await any_db.prepare(
+        "INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES ('s2', 1, 0)"
+    ).run()
+    await endpoint(any_db)
+    await delivery(any_db, "d1")
+    await open_session(any_db, "h1")
+    await installations.insert_code(any_db, "r1", "rotate", "ins_1", NOW, MINUTE)
+    await agent_keys.insert(any_db, agent_key("key_1"), "hash_1")
+    await proposals.insert(any_db, proposal("prop_1"), b"{}")
+    await schedule(any_db, "other", "ins_2")
+    assert await installations.has_running_schedule(any_db, "ins_1")
+    assert not await installations.has_running_schedule(any_db, "ins_2")
+    assert not await installations.delete_all_data(any_db, "ins_1")
+    assert await installations.get(any_db, "ins_1") is not None
+    assert (await one(any_db, "SELECT count(*) AS n FROM webhook_deliveries")) == {"n": 1}
+    await any_db.prepare(
+        "UPDATE schedules SET status = 'completed', lease_token = NULL, lease_until = NULL"
+        " WHERE id = 's1'"
+    ).run()
+    assert await installations.delete_all_data(any_db, "ins_1")
+    tables = await rows(
+        any_db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+        " AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT IN ('d1_migrations', ?)",
+        TABLE,
+    )
+    left = {
+        t["name"]: (await one(any_db, f"SELECT count(*) AS n FROM {t['name']}"))["n"]
+        for t in tables
+    }
+    assert {name: n for name, n in left.items() if n} == {"installations": 1, "schedules": 1}
+    assert not await installations.delete_all_data(any_db, "ins_1")
+
+
+# -- agent keys and proposals ---------------------------------------------------------------
+
+
+def agent_key(kid: str, **changes: Any) -> agent_keys.AgentKey:
+    made = agent_keys.AgentKey(
+        id=kid,
+        installation_id="ins_1",
+        name="Mon agent ✨",
+        person_id="usr_1",
+        person_name=ADA,
+        content_id="cnt_1",
+        offered=frozenset({("publish", "published")}),
+        created_at=NOW,
+        expires_at=NOW + 10 * MINUTE,
+        revoked_at=None,
+        last_used_at=None,
+    )
+    return replace(made, **changes)
+
+
+async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    key = agent_key("key_1")
+    await agent_keys.insert(any_db, key, "hash_1")
+    await agent_keys.insert(
+        any_db, agent_key("key_all", content_id=None, offered=None, created_at=NOW - 1), "hash_2"
+    )
+    assert await agent_keys.find_live(any_db, "hash_1", NOW) == key
+    assert (await agent_keys.find_live(any_db, "hash_1", NOW + 1)) == replace(key, last_used_at=NOW)
+    assert (await one(any_db, "SELECT last_used_at FROM agent_keys WHERE id = 'key_1'")) == {
+        "last_used_at": NOW
+    }  # not moved within the minute
+    manage = await agent_keys.find_live(any_db, "hash_2", NOW)
+    assert manage is not None
+    assert (manage.offered, manage.reaches("cnt_any")) == (None, True)
+    assert await agent_keys.find_live(any_db, "hash_1", NOW + 10 * MINUTE) is None  # expired
+    assert await agent_keys.find_live(any_db, "nope", NOW) is None
+    assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_1", "key_all"]
+    assert not await agent_keys.revoke(any_db, "ins_other", "key_1", NOW)
+    assert await agent_keys.revoke(any_db, "ins_1", "key_1", NOW)
+    assert not await agent_keys.revoke(any_db, "ins_1", "key_1", NOW + 1)
+    assert await agent_keys.find_live(any_db, "hash_1", NOW) is None
+    assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_all"]
+    await installations.mark_unauthorized(any_db, "ins_1", NOW)  # uninstalled
+    assert await agent_keys.find_live(any_db, "hash_2", NOW) is None
+    # A month on, the next key takes the ended ones with it.
+    later = NOW + agent_keys.ENDED_KEPT_MS + 10 * MINUTE + 1
+    await agent_keys.insert(
+        any_db, agent_key("key_new", created_at=later, expires_at=later + 1), "h3"
+    )
+    assert await rows(any_db, "SELECT id FROM agent_keys") == [{"id": "key_new"}]
+
+
+def proposal(pid: str, **changes: Any) -> proposals.Proposal:
+    made = proposals.Proposal(
+        id=pid,
+        installation_id="ins_1",
+        key_id="key_1",
+        key_name="Mon agent ✨",
+        person_name=ADA,
+        content_id="cnt_1",
+        kind="publish",
+        to_state=None,
+        local_time="2026-06-01T09:00",
+        timezone="Europe/Paris",
+        fold=None,
+        due_at=NOW + MINUTE,
+        note="Après relecture — merci !",
+        status=proposals.PENDING,
+        schedule_id=None,
+        decided_by_name=None,
+        created_at=NOW,
+    )
+    return replace(made, **changes)
+
+
+async def test_a_proposal_tells_its_endpoints_and_is_decided_once_before_its_time(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await endpoint(any_db, "whe_hears", events=("proposal.created",))
+    await endpoint(any_db, "whe_not", events=("schedule.refused",))
+    first = proposal("prop_1")
+    await proposals.insert(any_db, first, '{"note":"é"}'.encode())
+    await proposals.insert(any_db, proposal("prop_2", content_id="cnt_2", due_at=NOW + 2), b"{}")
+    await proposals.insert(any_db, proposal("prop_past", due_at=NOW), b"{}")
+    assert await rows(
+        any_db,
+        "SELECT id, endpoint_id, event_type, payload, next_attempt_at FROM webhook_deliveries"
+        " WHERE schedule_id = 'prop_1'",
+    ) == [
+        {"id": "prop_1_whe_hears", "endpoint_id": "whe_hears", "event_type": "proposal.created"}
+        | {"payload": '{"note":"é"}', "next_attempt_at": NOW}
+    ]
+    assert await proposals.get(any_db, "ins_1", "prop_1") == first
+    assert await proposals.get(any_db, "ins_other", "prop_1") is None
+    assert [p.id for p in await proposals.pending(any_db, "ins_1", None, NOW)] == [
+        "prop_2",
+        "prop_1",
+    ]
+    assert [p.id for p in await proposals.pending(any_db, "ins_1", "cnt_1", NOW)] == ["prop_1"]
+    assert await proposals.pending(any_db, "ins_1", "cnt_1", NOW + MINUTE) == []
+    assert first.status_at(NOW + MINUTE) == proposals.EXPIRED
+    assert not await proposals.decide(any_db, "ins_1", "prop_past", proposals.DECLINED, NOW)
+    assert not await proposals.decide(
+        any_db, "ins_1", "prop_1", proposals.WITHDRAWN, NOW, key_id="key_other"
+    )
+    assert await proposals.decide(
+        any_db, "ins_1", "prop_1", proposals.CONFIRMED, NOW, by_name=ADA, schedule_id="sch_9"
+    )
+    assert not await proposals.decide(any_db, "ins_1", "prop_1", proposals.DECLINED, NOW)
+    decided = await proposals.of_schedule(any_db, "ins_1", "sch_9")
+    assert decided == replace(
+        first, status=proposals.CONFIRMED, schedule_id="sch_9", decided_by_name=ADA
+    )
+    assert await proposals.of_schedule(any_db, "ins_1", "sch_none") is None
+
+
+async def test_agent_calls_are_counted_by_tool_and_outcome(any_db: Database) -> None:
+    assert await agent_calls.totals(any_db) == {}
+    for outcome in ("ok", "ok", "refused"):
+        await agent_calls.count(any_db, "list_schedules", outcome)
+    await agent_calls.count(any_db, "cancel_schedule", "invalid")
+    assert await agent_calls.totals(any_db) == {
+        ("list_schedules", "ok"): 2,
+        ("list_schedules", "refused"): 1,
+        ("cancel_schedule", "invalid"): 1,
+    }
+
+
+# -- tick history: the invocation's row, totals and pruning in one write; the operator's reads
+
+
+def report(**counts: int) -> dict[str, int]:
+    return {column: counts.get(column, 0) for column in tick_history.REPORT_COLUMNS}
+
+
+async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> None:
+    await db.batch(
+        tick_history.write(
+            db,
+            at=at,
+            kind=kind,
+            error=options.get("error"),
+            duration_ms=options.get("duration_ms", 5),
+            ended_at=at,
+            counts=options.get("counts", report()),
+            totals=options.get("totals", {}),
+        )
+    )
+
+
+async def reads(db: Database, now: int) -> tuple[Any, ...]:
+    last, health, totals = await db.batch(
+        [
+            tick_history.read_last(db),
+            tick_history.read_health(db, now),
+            tick_history.read_totals(db),
+        ]
+    )
+    return (
+        tick_history.last_from(last.results),
+        tick_history.health_from(health.results),
+        tick_history.totals_from(totals.results),
+    )
+
+
+async def test_the_history_records_each_invocation_and_its_totals_and_reads_them_back(
+    any_db: Database,
+) -> None:
+    assert await reads(any_db, NOW) == (None, tick_history.Health(None, False), {})
+    await installation(any_db)
+    await schedule(any_db, "due", ready_at=NOW - 1)
+    await schedule(any_db, "later", ready_at=NOW + MINUTE)
+    big = report(sends=3, cron_delay_ms=1_000, lateness_sum_ms=MAX_STORED_INTEGER)
+    totals = {"ticks:tick": 1, "sends": 3, "idle": 0}
+    await record(any_db, NOW, counts=big, totals=totals, duration_ms=42)
+    await record(any_db, NOW + MINUTE, error="d1 refused ✗", totals={"ticks:tick": 1})
+    await record(any_db, NOW + MINUTE + 1, "alarm", counts=report(caught=2), totals={"sends": 1})
+    with pytest.raises(ValueError, match="tick"):
+        tick_history.write(
+            any_db, at=NOW, kind="consumer", error=None, duration_ms=0, ended_at=NOW,
+            counts=big, totals={},
+        )  # fmt: skip
+    last, health, added = await reads(any_db, NOW)
+    assert (last.at, last.duration_ms) == (NOW, 42)  # the last tick that ended well
+    assert {k: v for k, v in last.report.items() if v} == {
+        "sends": 3,
+        "cron_delay_ms": 1_000,
+        "lateness_sum_ms": MAX_STORED_INTEGER,
+    }
+    assert health == tick_history.Health(NOW, True)
+    assert added == {"ticks:tick": 2, "sends": 4}
+    stored = "SELECT at, kind, backlog FROM tick_history ORDER BY at"
+    assert await rows(any_db, stored) == [
+        {"at": NOW, "kind": "tick", "backlog": 1},
+        {"at": NOW + MINUTE, "kind": "tick", "backlog": 2},  # `later` is due by then
+        {"at": NOW + MINUTE + 1, "kind": "alarm", "backlog": 2},
+    ]
+    assert (await reads(any_db, NOW - 2))[1] == tick_history.Health(NOW, False)
+    # Slots of ten minutes: a tick counts in the minute it stands for (less its cron delay).
+    series = await tick_history.read_series(
+        any_db, NOW - 10 * MINUTE, NOW + 10 * MINUTE, 10 * MINUTE
+    ).all()
+    assert [
+        (r["slot"], r["invocations"], r["ticks"], r["failed"], r["alarms"], r["sends"], r["caught"])
+        for r in series.results
+    ] == [(0, 1, 1, 0, 0, 3, 0), (1, 2, 1, 1, 1, 0, 2)]
+
+
+async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Database) -> None:
+    for n in range(12):
+        await record(any_db, n)
+    await record(any_db, tick_history.RETENTION_MS + 100)
+    assert await rows(any_db, "SELECT at FROM tick_history ORDER BY at") == [
+        {"at": 10},
+        {"at": 11},
+        {"at": tick_history.RETENTION_MS + 100},
+    ]
+
+
+# -- what is due: the backlog, the counts, the clocks' wake-ups ------------------------------
+
+
+async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database) -> None:
+    async def read(now: int) -> tuple[Any, ...]:
+        due, counts, live, wakes = await any_db.batch(
+            [
+                backlog.read_backlog(any_db, now),
+                backlog.read_counts(any_db, NOW - MINUTE),
+                backlog.read_live_counts(any_db),
+                wake_ups.read_wake_ups(any_db, now),
+            ]
+        )
+        return (
+            backlog.backlog_from(due.results),
+            backlog.counts_from(counts.results),
+            backlog.counts_from(live.results),
+            wake_ups.wake_ups_from(wakes.results),
+        )
+
+    assert await read(NOW) == (backlog.Backlog(0), {"running": 0}, {"running": 0}, {})
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    assert await wake_ups.next_due(any_db, "ins_1") is None
+    await any_db.batch(
+        [
+            schedule_row(any_db, "a_wait", ready_at=NOW - 5),
+            schedule_row(any_db, "a_retry", status="retrying", ready_at=NOW + 5, attempts=1),
+            schedule_row(any_db, "a_run", status="running", lease_until=NOW - 1),
+            schedule_row(any_db, "b_run", "ins_2", status="running", lease_until=NOW - 9),
+            schedule_row(any_db, "b_late", "ins_2", ready_at=MAX_STORED_INTEGER),
+            schedule_row(any_db, "done_now", status="completed", updated_at=NOW),
+            schedule_row(any_db, "done_long_ago", status="refused", updated_at=0),
+        ]
+    )
+    assert await read(NOW) == (
+        backlog.Backlog(3, "a_wait", "ins_1", NOW - 5),
+        {"pending": 2, "retrying": 1, "running": 2, "completed": 1},
+        {"pending": 2, "retrying": 1, "running": 2},
+        {"ins_2": NOW - 9, "ins_1": NOW - 5},
+    )
+    assert await wake_ups.next_due(any_db, "ins_1") == NOW - 5
+    assert await wake_ups.next_due(any_db, "ins_2") == NOW - 9
+    assert (await read(MAX_STORED_INTEGER))[3] == {"ins_2": NOW - 9, "ins_1": NOW - 5}
+    assert (await read(MAX_STORED_INTEGER))[0].size == 5
+
+
+async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_watch(
+    any_db: Database,
+) -> None:
+    async def read() -> tuple[Any, ...]:
+        refusals, lines = await any_db.batch(
+            [
+                operator_queries.read_recent_refusals(any_db),
+                operator_queries.read_installations(any_db, NOW - MINUTE),
+            ]
+        )
+        return (
+            operator_queries.refusals_from(refusals.results),
+            operator_queries.installations_from(lines.results),
+        )
+
+    assert await read() == ((), ())
+    await installation(any_db, "ins_quiet")
+    await installation(any_db, "ins_busy", last_sent_at=NOW)
+    await installation(any_db, "ins_bad")
+    refused: dict[str, Any] = {"status": "refused"}
+    await any_db.batch(
+        [
+            schedule_row(any_db, "r1", "ins_bad", **refused, result_code="no", updated_at=NOW),
+            schedule_row(any_db, "r2", "ins_bad", **refused, updated_at=NOW + 1),
+            schedule_row(any_db, "r_old", "ins_busy", **refused, updated_at=0),
+            schedule_row(any_db, "ok", "ins_busy", status="completed", updated_at=NOW),
+            schedule_row(any_db, "live", "ins_busy"),
+        ]
+    )  # fmt: skip
+    refusals, lines = await read()
+    assert [(r.schedule_id, r.code, r.at) for r in refusals] == [
+        ("r2", "", NOW + 1),
+        ("r1", "no", NOW),
+        ("r_old", "", 0),
+    ]
+    assert [(i.id, i.live, i.refused_recently, i.last_sent_at) for i in lines] == [
+        ("ins_bad", 0, 2, None),
+        ("ins_busy", 1, 0, NOW),
+        ("ins_quiet", 0, 0, None),
+    ]
+
+
+# -- the manage view's and the agents' reads -------------------------------------------------
+
+
+async def test_the_manage_view_pages_by_group_with_settled_refusals_among_the_finished(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await any_db.batch(
+        [
+            schedule_row(any_db, "retry", status="retrying", ready_at=NOW + 2, attempts=1),
+            schedule_row(any_db, "refused", status="refused", updated_at=NOW),
+            schedule_row(any_db, "dismissed", status="refused", updated_at=NOW + 1),
+            schedule_row(any_db, "redone_1", content="c_redo", status="refused", updated_at=5),
+            schedule_row(any_db, "redone_2", content="c_redo", **DONE, revision=2, updated_at=6),
+            schedule_row(any_db, "stale", ready_at=NOW + 1),
+            schedule_row(any_db, "soon", ready_at=NOW),
+            schedule_row(any_db, "running", status="running", ready_at=NOW + 3, lease_until=NOW),
+            schedule_row(any_db, "replaced", status="superseded", updated_at=NOW + 5),
+        ]
+    )  # fmt: skip
+    await any_db.batch(
+        [
+            any_db.prepare(
+                "UPDATE schedules SET dismissed_by = 'u', dismissed_by_name = 'Ada',"
+                " dismissed_at = 1 WHERE id = 'dismissed'"
+            ),
+            any_db.prepare(
+                "UPDATE schedules SET made_stale_by = 'x', made_stale_at = 1 WHERE id = 'stale'"
+            ),
+        ]
+    )
+    every = await manage_queries.manage_page(any_db, "ins_1", None, 1)
+    assert [s.id for s in every.schedules] == [
+        "retry",
+        "refused",
+        "stale",
+        "soon",
+        "running",
+        "dismissed",
+        "redone_2",
+        "redone_1",
+        "replaced",
+    ]
+    assert (every.settled, every.stale, manage_queries.group_count(every, None)) == (2, 1, 9)
+    assert [
+        manage_queries.group_count(every, g) for g in ("attention", "upcoming", "finished")
+    ] == [
+        3,
+        2,
+        4,
+    ]
+    for group, expected in (
+        ("attention", ["retry", "refused", "stale"]),
+        ("upcoming", ["soon", "running"]),
+        ("finished", ["dismissed", "redone_2", "redone_1", "replaced"]),
+    ):
+        page = await manage_queries.manage_page(any_db, "ins_1", group, 1)
+        assert [s.id for s in page.schedules] == expected
+    only = await manage_queries.manage_page(any_db, "ins_1", "finished", 1, only="redone_1")
+    assert [(s.id, s.resolved_by) for s in only.schedules] == [("redone_1", "redone_2")]
+    assert (await manage_queries.manage_page(any_db, "ins_other", None, 1)).schedules == ()
+
+
+async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await any_db.batch(
+        [
+            *(
+                schedule_row(any_db, f"s{n}", content="cnt_1", ready_at=NOW + n, **DONE, revision=n)
+                for n in range(1, 4)
+            ),
+            schedule_row(any_db, "other", content="cnt_2", ready_at=NOW - 1, status="retrying"),
+            schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
+            any_db.prepare(
+                "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at,"
+                " code, http_status) VALUES ('other', 1, 1, 2, 'timeout', NULL)"
+            ),
+        ]
+    )  # fmt: skip
+    every, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters())
+    assert ([s.id for s in every], more) == (["other", "s1", "s2", "s3", "refused"], False)
+    assert every[0].attempts == (Attempt(1, 1, 2, "timeout", None),)
+    two, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters(), limit=2)
+    assert ([s.id for s in two], more) == (["other", "s1"], True)
+    filters = agent_queries.Filters(content_id="cnt_1", due_from=NOW + 1, due_to=NOW + 2)
+    assert [s.id for s in (await agent_queries.listing(any_db, "ins_1", filters))[0]] == ["s1"]
+    attention = agent_queries.Filters(needs_attention=True)
+    assert [s.id for s in (await agent_queries.listing(any_db, "ins_1", attention))[0]] == [
+        "other",
+        "refused",
+    ]
+    by_status = agent_queries.Filters(status="refused")
+    assert [s.id for s in (await agent_queries.listing(any_db, "ins_1", by_status))[0]] == [
+        "refused"
+    ]
+    assert await agent_queries.listing(any_db, "ins_2", agent_queries.Filters()) == ([], False)
+    read = await agent_queries.one(any_db, "ins_1", "other")
+    assert read is not None
+    assert (read.status, read.attempts) == ("retrying", (Attempt(1, 1, 2, "timeout", None),))
+    assert await agent_queries.one(any_db, "ins_2", "other") is None
+
+
+# -- throttles: calls counted by key for a minute --------------------------------------------
+
+
+async def test_a_throttle_takes_calls_within_its_minute_and_at_once_and_says_the_wait(
+    any_db: Database,
+) -> None:
+    limit = CallLimit(per_minute=2, at_once=1, hold_ms=10_000)
+    first = await throttles.take(any_db, "test:usr_1 ✓", limit, "t1", NOW)
+    assert first == throttles.Taken("test:usr_1 ✓", "t1")
+    assert await throttles.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 1) == 9_999  # busy
+    assert isinstance(await throttles.take(any_db, "test:other", limit, "t9", NOW), throttles.Taken)
+    await throttles.release(any_db, first, NOW + 2)
+    second = await throttles.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 3)
+    assert isinstance(second, throttles.Taken)
+    await throttles.release(any_db, second, NOW + 4)
+    assert await throttles.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 5) == WINDOW_MS - 5
+    await throttles.give_back(any_db, second)  # not made after all: it does not count
+    assert isinstance(
+        await throttles.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 6), throttles.Taken
+    )
+    # A minute on, the calls of the minute before are gone, every key's.
+    later = await throttles.take(any_db, "test:usr_1 ✓", limit, "t4", NOW + 6 + WINDOW_MS)
+    assert isinstance(later, throttles.Taken)
+    assert await rows(any_db, "SELECT key, token FROM throttle_slots") == [
+        {"key": "test:usr_1 ✓", "token": "t4"}
+    ]
+
+
+# -- retention: what ended before the cutoff, in bounded steps -------------------------------
+
+
+async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
+    any_db: Database,
+) -> None:
+    async def step(cutoff: int, bound: int) -> retention.Purged:
+        return retention.purged(await any_db.batch(retention.step(any_db, cutoff, bound)))
+
+    assert await step(NOW, 10) == retention.Purged(0, 0, 0)
+    await installation(any_db)
+    await endpoint(any_db)
+    ended = ("completed", "refused", "cancelled", "superseded")
+    await any_db.batch(
+        [
+            *(schedule_row(any_db, f"old_{s}", status=s, updated_at=NOW - 1) for s in ended),
+            schedule_row(any_db, "kept", status="completed", updated_at=NOW),
+            schedule_row(any_db, "live", updated_at=0),
+            *(
+                any_db.prepare(
+                    "INSERT INTO schedule_attempts (schedule_id, attempt, started_at)"
+                    " VALUES (?, ?, 0)"
+                ).bind(sid, n)
+                for sid in ("old_completed", "kept", "live")
+                for n in (1, 2)
+            ),
+        ]
+    )
+    for n in range(3):
+        await delivery(any_db, f"gone_{n}", status="delivered", at=NOW - 1)
+    await delivery(any_db, "kept", status="failed", at=NOW)
+    await delivery(any_db, "waits", at=0)
+    first = await step(NOW, 2)
+    assert (first.deliveries, first.attempts + first.schedules <= 4) == (2, True)
+    while (purged := await step(NOW, 2)) != retention.Purged(0, 0, 0):
+        assert max(purged.attempts, purged.schedules, purged.deliveries) <= 2
+    assert await rows(any_db, "SELECT id FROM schedules ORDER BY id") == [
+        {"id": "kept"},
+        {"id": "live"},
+    ]
+    assert await rows(
+        any_db, "SELECT schedule_id, count(*) AS n FROM schedule_attempts GROUP BY 1 ORDER BY 1"
+    ) == [
+        {"schedule_id": "kept", "n": 2},
+        {"schedule_id": "live", "n": 2},
+    ]
+    assert await rows(any_db, "SELECT id FROM webhook_deliveries ORDER BY id") == [
+        {"id": "kept"},
+        {"id": "waits"},
+    ]
