@@ -47,7 +47,8 @@ from bench.burst_bench import (
     seed_pyodide,
 )
 from scheduling.actions.tell_clock import tell_clock
-from scheduling.domain import associated_data, webhook_signing
+from scheduling.channels import webhook_signing
+from scheduling.domain import associated_data
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
 from scheduling.runtimes.cpython.http_client import HttpxClient
@@ -94,7 +95,7 @@ def new_secret(installation_id: str, secrets: dict[str, str]) -> tuple[str, str,
     endpoint_id = f"whe_{installation_id}"
     secret = webhook_signing.new_secret(base64.urlsafe_b64encode(os.urandom(32)).decode())
     secrets[endpoint_id] = secret
-    return endpoint_id, secret, associated_data.webhook_secret(installation_id, endpoint_id)
+    return endpoint_id, secret, webhook_signing.secret_context(installation_id, endpoint_id)
 
 
 def endpoint_rows(

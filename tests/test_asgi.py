@@ -15,8 +15,8 @@ import pytest
 from scheduling.app import App
 from scheduling.http.responses import BASE_HEADERS
 from scheduling.runtimes.cpython.asgi import AsgiApp, Message
-from scheduling.runtimes.cpython.server import Connections
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.startup import Connections
 from tests.support.app import (
     ADMIN_SECRET,
     ORIGIN,

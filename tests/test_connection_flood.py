@@ -30,7 +30,7 @@ import pytest
 
 from scheduling.limits import VISITOR_CONNECTIONS
 from scheduling.runtimes.cpython.repeated_logs import OncePerInterval
-from scheduling.runtimes.cpython.server import (
+from scheduling.runtimes.cpython.startup import (
     BASE_FILES,
     BURSTS_IN_FLIGHT,
     OUTBOUND_CONNECTIONS,

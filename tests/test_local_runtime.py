@@ -26,8 +26,8 @@ import pytest
 from scheduling.config import Configuration
 from scheduling.runtimes.cpython.clock import SystemClock
 from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.server import banner, origin_port_warning
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.startup import banner, origin_port_warning
 from tests.support.activation import install
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
 from tests.support.loopback_core import loopback_core

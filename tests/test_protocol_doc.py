@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.dee_wan import CONTENT_ERRORS, EXCHANGE_ERRORS
+from scheduling.dee_wan import CONTENT_READ, LAUNCH_EXCHANGE, TRANSITION, CallCodes
 from scheduling.domain.manifest import build_manifest
-from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES
 from scheduling.domain.secret_shapes import PATTERNS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,15 +36,13 @@ def test_the_manifest_shown_is_the_one_served() -> None:
 
 
 @pytest.mark.parametrize(
-    ("number", "codes"),
-    [(4, EXCHANGE_ERRORS), (5, CONTENT_ERRORS), (6, {**SUCCESS_CODES, **REFUSAL_CODES})],
+    "call",
+    [LAUNCH_EXCHANGE, CONTENT_READ, TRANSITION],
     ids=["launch exchange", "content read", "transition"],
 )
-def test_every_code_the_client_knows_is_documented_with_its_status(
-    number: int, codes: dict[str, int]
-) -> None:
-    text = section(number)
-    for code, status in codes.items():
+def test_every_code_the_client_knows_is_documented_with_its_status(call: CallCodes) -> None:
+    text = section(call.section)
+    for code, status in call.statuses.items():
         assert f"`{code}`" in text, code
         assert str(status) in text, (code, status)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scheduling.domain import associated_data
+from scheduling.channels import chat, webhook_signing
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 from tests.support.webhooks import SECRET_VALUE, LoopbackReceiver, loopback_receiver, verify
 from tests.support.worker_browser import Browser, install, launch, remove_installation
@@ -211,7 +211,7 @@ def _add_chat_endpoint(
     )
     assert row["url"] == f"127.0.0.1:{url.split(':')[2].split('/')[0]} …{url[-4:]}"
     assert url not in row["secret_sealed"]
-    context = associated_data.chat_url(installation_id, endpoint_id)
+    context = chat.url_context(installation_id, endpoint_id)
     assert harness.open(row["secret_sealed"], context) == {"plaintext": url}
     return url
 
@@ -237,7 +237,7 @@ def _add_endpoint(
         "SELECT secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
     )
     assert secret not in row["secret_sealed"]
-    context = associated_data.webhook_secret(installation_id, endpoint_id)
+    context = webhook_signing.secret_context(installation_id, endpoint_id)
     assert harness.open(row["secret_sealed"], context) == {"plaintext": secret}
     return secret
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from scheduling.config import Configuration, minimum_queries_per_tick
+from scheduling.config import Configuration
+from scheduling.limits import minimum_queries_per_tick
 from scheduling.runner import purge
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env, make_app

@@ -113,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from scheduling.config import ConfigurationError
     from scheduling.runtimes.cpython.dev_vars import load_vars
-    from scheduling.runtimes.cpython.server import StartupError, configure_logging
+    from scheduling.runtimes.cpython.server import configure_logging
     from scheduling.runtimes.cpython.server import serve as run_server
+    from scheduling.runtimes.cpython.startup import StartupError
 
     configure_logging()
     try:

@@ -15,10 +15,17 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
 from scheduling.domain.secret_strength import admin_secret_problem, token_key_problem
-from scheduling.limits import RECORD_STATEMENTS, REQUEST_TIMEOUT_MS, batch_cost
+from scheduling.limits import (
+    D1_QUERIES,
+    INVOCATION_LIMITS,
+    REQUEST_TIMEOUT_MS,
+    SUBREQUESTS,
+    TICK_TIME,
+    InvocationLimit,
+)
 
 log = logging.getLogger("scheduling")
 
@@ -32,9 +39,7 @@ VARIABLES = (
     "MAX_RETRY_AFTER_MS",
     "MAX_ROWS_PER_BATCH",
     "SEND_CONCURRENCY",
-    "TICK_BUDGET_MS",
-    "MAX_D1_QUERIES_PER_TICK",
-    "MAX_SENDS_PER_TICK",
+    *(limit.variable for limit in INVOCATION_LIMITS),
     "MAX_IN_FLIGHT_PER_INSTALLATION",
     "RETENTION_DAYS",
     "MAX_CREATES_PER_MINUTE",
@@ -159,6 +164,8 @@ LEASE_MARGIN_MS = 5_000
 
 
 class _Settings(BaseModel):
+    """The settings but the invocation limits, which `_SETTINGS` adds from their entries."""
+
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     PUBLIC_ORIGIN: Annotated[str | None, BeforeValidator(_origin)] = None
@@ -170,12 +177,6 @@ class _Settings(BaseModel):
     MAX_RETRY_AFTER_MS: PositiveInt = 300_000
     MAX_ROWS_PER_BATCH: Annotated[int, Field(gt=0, le=500)] = 20
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
-    TICK_BUDGET_MS: PositiveInt = 45_000
-    # Workers Paid allows 1,000 D1 queries per invocation (Free: 50).
-    MAX_D1_QUERIES_PER_TICK: PositiveInt = 1_000
-    # Subrequests per invocation: 50 on Workers Free; 10,000 by default on Paid, configurable
-    # (see docs/operators/runner.md).
-    MAX_SENDS_PER_TICK: PositiveInt = 1_000
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
     # Finished schedules (and what hangs off them) and ended webhook deliveries are purged
@@ -192,6 +193,16 @@ class _Settings(BaseModel):
     TOKEN_KEY: Annotated[bytes | None, BeforeValidator(_token_key)] = None
 
 
+_LIMIT_FIELDS: dict[str, Any] = {
+    limit.variable: (PositiveInt, limit.default) for limit in INVOCATION_LIMITS
+}
+_SETTINGS = create_model("_SETTINGS", __base__=_Settings, **_LIMIT_FIELDS)
+
+
+def _setting(settings: _Settings, name: str) -> int:
+    return int(getattr(settings, name))
+
+
 def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
     """The longest a batch can hold its rows: claimed while the batch before sends its last
     wave, then its own sends in waves of `send_concurrency`, each up to the timeout."""
@@ -205,9 +216,7 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
         "LEASE_MS",
         "MAX_ROWS_PER_BATCH",
         "SEND_CONCURRENCY",
-        "TICK_BUDGET_MS",
-        "MAX_D1_QUERIES_PER_TICK",
-        "MAX_SENDS_PER_TICK",
+        *(limit.variable for limit in INVOCATION_LIMITS),
     )
     if any(name in problems for name in names):
         return {}
@@ -220,17 +229,10 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
             f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
             f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
-    if settings.TICK_BUDGET_MS >= settings.LEASE_MS:
-        found["TICK_BUDGET_MS"] = f"must be less than LEASE_MS ({settings.LEASE_MS})"
-    rows = settings.MAX_ROWS_PER_BATCH
-    one_batch = minimum_queries_per_tick(rows)
-    if one_batch > settings.MAX_D1_QUERIES_PER_TICK:
-        found["MAX_D1_QUERIES_PER_TICK"] = (
-            f"must be at least {one_batch} for MAX_ROWS_PER_BATCH={rows}: "
-            "one batch must fit in a tick"
-        )
-    if rows > settings.MAX_SENDS_PER_TICK:
-        found["MAX_SENDS_PER_TICK"] = f"must be at least MAX_ROWS_PER_BATCH ({rows})"
+    for limit in INVOCATION_LIMITS:
+        problem = limit.fits(lambda name: _setting(settings, name))
+        if problem is not None:
+            found[limit.variable] = problem
     return found
 
 
@@ -243,11 +245,6 @@ def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
         log.warning("%s is now called %s: its value is read as %s; rename it", old, new, new)
     else:
         log.warning("%s is now called %s: both are set, %s is read; remove %s", old, new, new, old)
-
-
-def minimum_queries_per_tick(rows_per_batch: int) -> int:
-    """One batch at its most expensive, and the tick's record."""
-    return batch_cost(rows_per_batch) + RECORD_STATEMENTS
 
 
 class Configuration:
@@ -271,7 +268,7 @@ class Configuration:
         problems: dict[str, str] = {}
         while True:
             try:
-                settings = _Settings.model_validate(raw)
+                settings = _SETTINGS.model_validate(raw)
                 break
             except ValidationError as exc:
                 # Drop each bad field, remember why, and validate the rest again.
@@ -342,17 +339,21 @@ class Configuration:
     def send_concurrency(self) -> int:
         return int(self._need("SEND_CONCURRENCY"))
 
+    def allowance(self, limit: InvocationLimit) -> int:
+        """What the operator allows one invocation of `limit` (`limits.INVOCATION_LIMITS`)."""
+        return int(self._need(limit.variable))
+
     @property
     def tick_budget_ms(self) -> int:
-        return int(self._need("TICK_BUDGET_MS"))
+        return self.allowance(TICK_TIME)
 
     @property
     def max_d1_queries_per_tick(self) -> int:
-        return int(self._need("MAX_D1_QUERIES_PER_TICK"))
+        return self.allowance(D1_QUERIES)
 
     @property
     def max_sends_per_tick(self) -> int:
-        return int(self._need("MAX_SENDS_PER_TICK"))
+        return self.allowance(SUBREQUESTS)
 
     @property
     def max_in_flight_per_installation(self) -> int:

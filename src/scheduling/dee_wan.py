@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pydantic import ValidationError
@@ -22,7 +23,9 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.launch_grant import LaunchExchange
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.outcomes import (
+    REFUSAL_CODES,
     RULES,
+    SUCCESS_CODES,
     UNTRUSTED,
     Outcome,
     OutcomeKind,
@@ -33,6 +36,7 @@ from scheduling.domain.outcomes import (
 from scheduling.domain.retry_after import parse_retry_after
 from scheduling.domain.schedule import Command
 from scheduling.domain.wire import WireModel
+from scheduling.domain.wording import explain
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
     HttpClient,
@@ -62,13 +66,39 @@ class CoreError(Exception):
 
 # -- §4–§5 calls -------------------------------------------------------------------------
 
-EXCHANGE_ERRORS = {"invalid_request": 400, "plugin_unauthorized": 401, "launch_not_found": 404}
-CONTENT_ERRORS = {
-    "plugin_unauthorized": 401,
-    "requester_unauthorized": 403,
-    "capability_refused": 403,
-    "content_not_found": 404,
-}
+
+@dataclass(frozen=True)
+class CallCodes:
+    """One Dee Wan call's codes (its section of the protocol): the status core sends each
+    with, which the client checks an answer against, and what a person is told of a refusal
+    where the call has words of its own (`told`; otherwise `wording.explain` of the code)."""
+
+    section: int
+    statuses: Mapping[str, int]
+    told: Mapping[str, str] = field(default_factory=dict)
+
+
+LAUNCH_EXCHANGE = CallCodes(
+    4,
+    {"invalid_request": 400, "plugin_unauthorized": 401, "launch_not_found": 404},
+    told={
+        "launch_not_found": (
+            "This launch link was already used or has expired (links last 60 seconds)."
+        ),
+        "plugin_unauthorized": explain("plugin_unauthorized"),
+    },
+)
+CONTENT_READ = CallCodes(
+    5,
+    {
+        "plugin_unauthorized": 401,
+        "requester_unauthorized": 403,
+        "capability_refused": 403,
+        "content_not_found": 404,
+    },
+)
+# The transition's codes are the Runner table's (`domain/outcomes.py`): its rows decide.
+TRANSITION = CallCodes(6, {**SUCCESS_CODES, **REFUSAL_CODES})
 
 Answer = TypeVar("Answer", bound=WireModel)
 
@@ -92,7 +122,7 @@ def _request(
 
 
 async def _call(
-    http: HttpClient, request: OutboundRequest, errors: dict[str, int], answer: type[Answer]
+    http: HttpClient, request: OutboundRequest, codes: CallCodes, answer: type[Answer]
 ) -> Answer:
     """Send; a listed error becomes its CoreError, no answer, a 5xx or a 429 `UNAVAILABLE`,
     anything else off-spec `untrusted_response`."""
@@ -110,7 +140,7 @@ async def _call(
         raise CoreError(UNTRUSTED) from None
     code = data.get("code") if isinstance(data, dict) else None
     if response.status != 200:
-        if isinstance(code, str) and errors.get(code) == response.status:
+        if isinstance(code, str) and codes.statuses.get(code) == response.status:
             raise CoreError(code)
         raise CoreError(UNTRUSTED)
     try:
@@ -127,7 +157,7 @@ async def exchange_launch(http: HttpClient, base_url: str, token: str, code: str
         {"authorization": f"Bearer {token}"},
         {"code": code},
     )
-    return await _call(http, request, EXCHANGE_ERRORS, LaunchExchange)
+    return await _call(http, request, LAUNCH_EXCHANGE, LaunchExchange)
 
 
 async def read_content(
@@ -139,7 +169,7 @@ async def read_content(
         f"{base_url}/api/plugins/v1/content/{content_id}",
         {"authorization": f"Bearer {token}", "dee-wan-delegation": delegation},
     )
-    return await _call(http, request, CONTENT_ERRORS, ContentRead)
+    return await _call(http, request, CONTENT_READ, ContentRead)
 
 
 # -- §6 the transition command and its outcome ---------------------------------------------

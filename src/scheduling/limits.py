@@ -4,10 +4,19 @@ The Dee Wan client obeys the request timeout, the wire models the largest
 integer D1 can store, and the runner store D1's bound-parameter limit;
 `config` checks the settings against all three (a lease must outlive a batch's
 timeouts, one batch must fit in a tick's D1 queries).
+
+`INVOCATION_LIMITS` holds what one runner invocation may spend, one entry each: `config`
+reads its variable from it (default, bounds, how it must fit the other settings),
+`runner/budget.py` bounds the invocation by it (lowered to what the platform refused at
+before), the engine counts what it spends (`Engine.spent`), and
+`runtimes/workers/platform_limits.py` knows the platform's refusal by its text. A new limit
+is a new entry here (and a row in docs/reference/configuration.md, which a test checks); only
+a limit on something the engine does not count yet also needs that count in `Engine.spent`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Every call to Dee Wan gives up after this long, body included (protocol §6, the Runner table).
@@ -79,3 +88,110 @@ def delivery_batch_cost(messages: int) -> int:
     of those)."""
     settle = 2 * SETTLE_DELIVERIES.statements(messages) + 5 * ENDPOINT_IDS.statements(messages)
     return CLAIM_DELIVERIES_COST + settle
+
+
+def minimum_queries_per_tick(rows_per_batch: int) -> int:
+    """One batch at its most expensive, and the tick's record."""
+    return batch_cost(rows_per_batch) + RECORD_STATEMENTS
+
+
+# Reads another setting by its variable's name (validated, so an int).
+Setting = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class InvocationLimit:
+    """One bound on what a runner invocation (a tick, a clock's alarm) may spend.
+
+    `name` is its allowance's keyword in `Budget` and `spent` what counts toward it (a
+    keyword of `Budget.allows`, a key of `Engine.spent`). `variable` configures it: a
+    positive integer, `default` when unset. `fits` says what is wrong with a value beside
+    the other settings (None: nothing). `ends_at_allowance`: reaching the allowance already
+    ends the invocation (time), rather than being the last allowed (a count). When the
+    platform enforces it too, `refused_as` is the `LimitReached` kind its refusal becomes,
+    recognised by `refusal` (a regular expression, case ignored, over workerd's error text),
+    and the least an earlier invocation was refused at lowers the allowance of later ones.
+    `platform` is the platform's own figure, for people."""
+
+    name: str
+    variable: str
+    default: int
+    spent: str
+    meaning: str
+    platform: str
+    fits: Callable[[Setting], str | None]
+    ends_at_allowance: bool = False
+    refused_as: str | None = None
+    refusal: str | None = None
+
+    def allows(self, spent: int, allowance: int) -> bool:
+        return spent < allowance if self.ends_at_allowance else spent <= allowance
+
+
+def _ends_before_the_lease(setting: Setting) -> str | None:
+    lease_ms = setting("LEASE_MS")
+    return (
+        None if setting("TICK_BUDGET_MS") < lease_ms else f"must be less than LEASE_MS ({lease_ms})"
+    )
+
+
+def _fits_one_batch_of_queries(setting: Setting) -> str | None:
+    rows = setting("MAX_ROWS_PER_BATCH")
+    one_batch = minimum_queries_per_tick(rows)
+    if one_batch <= setting("MAX_D1_QUERIES_PER_TICK"):
+        return None
+    return (
+        f"must be at least {one_batch} for MAX_ROWS_PER_BATCH={rows}: one batch must fit in a tick"
+    )
+
+
+def _fits_one_batch_of_sends(setting: Setting) -> str | None:
+    rows = setting("MAX_ROWS_PER_BATCH")
+    return (
+        None
+        if rows <= setting("MAX_SENDS_PER_TICK")
+        else f"must be at least MAX_ROWS_PER_BATCH ({rows})"
+    )
+
+
+TICK_TIME = InvocationLimit(
+    name="ms",
+    variable="TICK_BUDGET_MS",
+    default=45_000,
+    spent="elapsed_ms",
+    meaning="no new batch starts after this much of an invocation",
+    platform="15 minutes of wall time for a Cron Trigger or an alarm",
+    fits=_ends_before_the_lease,
+    ends_at_allowance=True,
+)
+D1_QUERIES = InvocationLimit(
+    name="queries",
+    variable="MAX_D1_QUERIES_PER_TICK",
+    default=1_000,
+    spent="statements",
+    meaning="D1 statements one invocation may send",
+    platform="1,000 D1 queries per invocation on Workers Paid, 50 on Free",
+    fits=_fits_one_batch_of_queries,
+    refused_as="d1",
+    # D1, and any call to a Cloudflare service from a binding, past the invocation's allowance.
+    refusal=r"too many api requests by single worker invocation",
+)
+SUBREQUESTS = InvocationLimit(
+    name="sends",
+    variable="MAX_SENDS_PER_TICK",
+    default=1_000,
+    spent="sends",
+    meaning="subrequests one invocation may make: commands, deliveries, calls to clocks",
+    platform="50 subrequests per invocation on Workers Free; 10,000 by default on Paid",
+    fits=_fits_one_batch_of_sends,
+    refused_as="subrequests",
+    # `fetch` past the subrequest limit (newer runtimes add where to configure it).
+    refusal=r"too many subrequests",
+)
+INVOCATION_LIMITS = (TICK_TIME, D1_QUERIES, SUBREQUESTS)
+
+
+def refused_as(kind: str) -> InvocationLimit:
+    """The invocation limit a platform refusal (`LimitReached.kind`) is of."""
+    [limit] = [limit for limit in INVOCATION_LIMITS if limit.refused_as == kind]
+    return limit

@@ -10,8 +10,9 @@ from contextlib import asynccontextmanager
 import uvicorn
 
 from scheduling.runtimes.cpython.asgi import AsgiApp
-from scheduling.runtimes.cpython.server import Connections, server_config
+from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S
+from scheduling.runtimes.cpython.startup import Connections
 
 
 @asynccontextmanager

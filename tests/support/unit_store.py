@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduling.channels.webhook_signing import seal_secret
 from scheduling.domain.installation_token import seal_token
-from scheduling.domain.webhook_signing import seal_secret
 from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scheduling.actions.create import Created, ScheduleRequest, create_schedule
-from scheduling.domain.localtime import Retry, TimeRefusal, resolve_local_time
+from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
 from scheduling.domain.notification_events import ProposalEvent
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
@@ -80,23 +80,8 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
     if len(note) > MAX_NOTE_CHARS:
         raise Refusal(422, "note_too_long", f"A note is at most {MAX_NOTE_CHARS} characters.")
     now = services.clock.now_ms()
-    resolved = resolve_local_time(
-        asked.local_time.strip(),
-        asked.timezone.strip(),
-        asked.fold or None,
-        now=datetime.fromtimestamp(now / 1000, UTC),
-    )
-    if isinstance(resolved, TimeRefusal):
-        raise TimeRefused(resolved)
-    pending = await proposals.pending(
-        services.db, key.installation_id, None, now, limit=MAX_PENDING
-    )
-    if len(pending) >= MAX_PENDING:
-        raise Refusal(
-            409,
-            "too_many_proposals",
-            f"This installation has {MAX_PENDING} proposals waiting for a person already.",
-        )
+    resolved = _time_of(asked, now)
+    await _room_for_one_more(services, key.installation_id, now)
     proposal = Proposal(
         id="prp_" + services.crypto.random_token()[:22],
         installation_id=key.installation_id,
@@ -116,8 +101,46 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         decided_by_name=None,
         created_at=now,
     )
-    event = ProposalEvent(
-        at=now,
+    event = _made(proposal)
+    await proposals.insert(services.db, proposal, event.body(services.config.public_origin))
+    # Never the note: it is the agent's text, for the person's page only.
+    log.info(
+        "installation %s: proposal %s made by agent key %s",
+        key.installation_id,
+        proposal.id,
+        key.id,
+    )
+    return proposal
+
+
+def _time_of(asked: Proposed, now: int) -> ResolvedTime:
+    """The proposed wall time resolved by the form's rules, or refused with the form's words."""
+    resolved = resolve_local_time(
+        asked.local_time.strip(),
+        asked.timezone.strip(),
+        asked.fold or None,
+        now=datetime.fromtimestamp(now / 1000, UTC),
+    )
+    if isinstance(resolved, TimeRefusal):
+        raise TimeRefused(resolved)
+    return resolved
+
+
+async def _room_for_one_more(services: Services, installation_id: str, now: int) -> None:
+    """Refused when the installation has `MAX_PENDING` proposals waiting already."""
+    pending = await proposals.pending(services.db, installation_id, None, now, limit=MAX_PENDING)
+    if len(pending) >= MAX_PENDING:
+        raise Refusal(
+            409,
+            "too_many_proposals",
+            f"This installation has {MAX_PENDING} proposals waiting for a person already.",
+        )
+
+
+def _made(proposal: Proposal) -> ProposalEvent:
+    """The event a new proposal raises for the installation's channels."""
+    return ProposalEvent(
+        at=proposal.created_at,
         installation_id=proposal.installation_id,
         proposal_id=proposal.id,
         content_id=proposal.content_id,
@@ -129,15 +152,6 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         proposed_by=proposal.key_name,
         for_person=proposal.person_name,
     )
-    await proposals.insert(services.db, proposal, event.body(services.config.public_origin))
-    # Never the note: it is the agent's text, for the person's page only.
-    log.info(
-        "installation %s: proposal %s made by agent key %s",
-        key.installation_id,
-        proposal.id,
-        key.id,
-    )
-    return proposal
 
 
 async def withdraw(services: Services, key: AgentKey, proposal_id: str) -> Proposal:

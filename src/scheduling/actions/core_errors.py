@@ -3,7 +3,7 @@ place a `CoreError` becomes a refusal with a status."""
 
 from __future__ import annotations
 
-from scheduling.dee_wan import UNAVAILABLE, CoreError
+from scheduling.dee_wan import CONTENT_READ, LAUNCH_EXCHANGE, UNAVAILABLE, CoreError
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.wording import explain
@@ -12,19 +12,6 @@ NOT_OPENED = "Could not open Scheduling"
 NOT_ANSWERING = "Dee Wan is not answering right now"
 # Dee Wan down or slow is temporary: 503 with a hint of when to try again.
 RETRY_AFTER_S = 60
-
-# The status each code answers with when a page's content read fails (§5).
-_READ_STATUS = {
-    "untrusted_response": 502,
-    "plugin_unauthorized": 401,
-    "content_not_found": 404,
-    "requester_unauthorized": 403,
-    "capability_refused": 403,
-}
-_LAUNCH_MESSAGES = {
-    "launch_not_found": "This launch link was already used or has expired (links last 60 seconds).",
-    "plugin_unauthorized": explain("plugin_unauthorized"),
-}
 
 
 def _unavailable(message: str, *, relaunch: bool) -> Refusal:
@@ -53,7 +40,7 @@ def read_refusal(error: CoreError) -> Refusal:
     if error.code == UNTRUSTED:
         return Refusal(502, UNTRUSTED, _GARBLED_READ)
     return Refusal(
-        _READ_STATUS.get(error.code, 403),
+        CONTENT_READ.statuses.get(error.code, 403),
         error.code,
         explain(error.code),
         relaunch=error.code == "plugin_unauthorized",
@@ -73,7 +60,7 @@ def launch_refusal(error: CoreError) -> Refusal:
     return Refusal(
         401,
         error.code,
-        _LAUNCH_MESSAGES.get(error.code, "Dee Wan did not confirm this launch."),
+        LAUNCH_EXCHANGE.told.get(error.code, "Dee Wan did not confirm this launch."),
         title=NOT_OPENED,
         relaunch=True,
     )

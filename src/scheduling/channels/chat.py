@@ -62,15 +62,20 @@ class SlackChat:
         return page_url(self.public_origin, target.installation_id)
 
 
+def url_context(installation_id: str, endpoint_id: str) -> str:
+    """What a sealed chat URL is bound to: its installation and endpoint."""
+    return f"chat-url:{installation_id}:{endpoint_id}"
+
+
 async def seal_url(crypto: Crypto, installation_id: str, endpoint_id: str, url: str) -> str:
-    return await crypto.seal(url, associated_data.chat_url(installation_id, endpoint_id))
+    return await crypto.seal(url, url_context(installation_id, endpoint_id))
 
 
 async def open_url(
     crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
 ) -> str | None:
     """The chat URL; None, logged (by its endpoint's id only), when TOKEN_KEY cannot open it."""
-    context = associated_data.chat_url(installation_id, endpoint_id)
+    context = url_context(installation_id, endpoint_id)
     return await sealing.open_or_none(crypto, sealed, context, f"endpoint {endpoint_id}: chat URL")
 
 

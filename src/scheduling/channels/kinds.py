@@ -13,10 +13,9 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from scheduling.channels import chat, chat_lines
+from scheduling.channels import chat, chat_lines, webhook_signing
 from scheduling.channels.port import Channel, OpenTarget
 from scheduling.channels.webhook import StandardWebhook
-from scheduling.domain import webhook_signing
 from scheduling.domain.base_url import Environment
 from scheduling.domain.deliveries import Pacing
 from scheduling.domain.delivery_policy import MESSAGE_INTERVAL_MS

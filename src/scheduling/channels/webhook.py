@@ -1,13 +1,12 @@
 """The Standard Webhook channel: each attempt a POST of the event's JSON body, signed for this
-attempt with the endpoint's `whsec_` secret (`domain/webhook_signing.py`)."""
+attempt with the endpoint's `whsec_` secret (`webhook_signing.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling.channels import http_post
+from scheduling.channels import http_post, webhook_signing
 from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain import webhook_signing
 from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
 from scheduling.domain.notification_events import body_of_test_event

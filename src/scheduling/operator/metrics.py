@@ -175,11 +175,22 @@ def _watchdog(totals: Mapping[str, int]) -> list[Family]:
 
 
 def _counters(totals: Mapping[str, int]) -> list[Family]:
+    return [
+        *_invocations(totals),
+        *_schedules(totals),
+        *_deliveries(totals),
+        _counter(
+            "scheduling_limit_reached",
+            "Invocations that stopped at a budget (time, D1 queries, sends) rather than when "
+            "nothing was left.",
+            [({}, totals.get(history.LIMIT_REACHED, 0))],
+        ),
+    ]
+
+
+def _invocations(totals: Mapping[str, int]) -> list[Family]:
+    """The runner's invocations, by kind: each kind recorded, the usual ones even at 0."""
     kinds = (*KINDS, *sorted(_seen(totals, "ticks:") - set(KINDS)))
-    codes = (
-        *REFUSAL_RESULT_CODES,
-        *sorted(_seen(totals, history.REFUSALS) - {*REFUSAL_RESULT_CODES}),
-    )
     return [
         _counter(
             "scheduling_ticks",
@@ -192,6 +203,16 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
             "Runner invocations that failed (each also counts in scheduling_ticks_total).",
             [({"kind": k}, totals.get(history.failed_invocations(k), 0)) for k in kinds],
         ),
+    ]
+
+
+def _schedules(totals: Mapping[str, int]) -> list[Family]:
+    """The schedules' sends and how they ended; every refusal code, the known ones at 0."""
+    codes = (
+        *REFUSAL_RESULT_CODES,
+        *sorted(_seen(totals, history.REFUSALS) - {*REFUSAL_RESULT_CODES}),
+    )
+    return [
         _counter(
             "scheduling_sends",
             "Commands sent to Dee Wan, by how the schedule settled after the answer.",
@@ -220,13 +241,6 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
             "scheduling_lost_leases",
             "Settles that found their lease taken over (the row was left to its new runner).",
             [({}, totals.get(history.LOST_LEASES, 0))],
-        ),
-        *_deliveries(totals),
-        _counter(
-            "scheduling_limit_reached",
-            "Invocations that stopped at a budget (time, D1 queries, sends) rather than when "
-            "nothing was left.",
-            [({}, totals.get(history.LIMIT_REACHED, 0))],
         ),
     ]
 

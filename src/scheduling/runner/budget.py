@@ -1,43 +1,58 @@
-"""What one invocation of the runner (a tick, or a clock's alarm) may spend: time before new
-work starts, D1 statements, and subrequests (requests to Dee Wan and to webhook endpoints,
-and calls to the installations' clocks)."""
+"""What one invocation of the runner (a tick, or a clock's alarm) may spend: an allowance for
+each of `limits.INVOCATION_LIMITS` (time before new work starts, D1 statements, and
+subrequests: requests to Dee Wan and to webhook endpoints, and calls to the installations'
+clocks)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from scheduling.limits import D1_QUERIES, INVOCATION_LIMITS, InvocationLimit
 from scheduling.services import Services
 
 
-@dataclass(frozen=True)
 class Budget:
-    """Time before a new batch starts, D1 statements and subrequests, each checked against
-    the next batch at its most expensive."""
+    """An allowance per invocation limit, by its name (`ms`, `queries`, `sends`), each
+    checked against the next batch at its most expensive; `reserved_queries` D1 statements
+    are held back for what is written last (the invocation's record)."""
 
-    ms: int
-    queries: int
-    sends: int
-    reserved_queries: int = 1  # statements written last (the invocation's record)
+    __slots__ = ("allowed", "reserved_queries")
+
+    def __init__(self, *, reserved_queries: int = 1, **allowed: int) -> None:
+        missing = {limit.name for limit in INVOCATION_LIMITS} - allowed.keys()
+        if missing:
+            raise TypeError(f"no allowance for {', '.join(sorted(missing))}")
+        self.allowed = allowed
+        self.reserved_queries = reserved_queries
 
     @classmethod
     def of(cls, services: Services, *, reserved_queries: int = 1) -> Budget:
-        """The configured budgets, lowered to a platform limit an earlier invocation of this
-        isolate met (an operator on Workers Free who never set the 50s)."""
-        config = services.config
-        met = services.limits_met
-        queries, sends = config.max_d1_queries_per_tick, config.max_sends_per_tick
-        return cls(
-            ms=config.tick_budget_ms,
-            queries=min(queries, met.get("d1", queries)),
-            sends=min(sends, met.get("subrequests", sends)),
-            reserved_queries=reserved_queries,
+        """The configured allowances, each lowered to a platform limit an earlier invocation
+        of this isolate met (an operator on Workers Free who never set the 50s)."""
+        config, met = services.config, services.limits_met
+        allowed = {}
+        for limit in INVOCATION_LIMITS:
+            figure = config.allowance(limit)
+            if limit.refused_as is not None:
+                figure = min(figure, met.get(limit.refused_as, figure))
+            allowed[limit.name] = figure
+        return cls(reserved_queries=reserved_queries, **allowed)
+
+    def allowance(self, limit: InvocationLimit) -> int:
+        return self.allowed[limit.name]
+
+    def allows(self, **spent: int) -> bool:
+        """Whether work that would bring the invocation to what `spent` says of each limit
+        (`elapsed_ms`, `statements` with the reserved ones not included, `sends`) may
+        start."""
+        spent = {**spent, D1_QUERIES.spent: spent[D1_QUERIES.spent] + self.reserved_queries}
+        return all(
+            limit.allows(spent[limit.spent], self.allowance(limit)) for limit in INVOCATION_LIMITS
         )
 
-    def allows(self, *, elapsed_ms: int, statements: int, sends: int) -> bool:
-        """Whether work that would bring the invocation to `statements` D1 statements (the
-        reserved ones not included) and `sends` subrequests may start `elapsed_ms` in."""
-        return (
-            elapsed_ms < self.ms
-            and statements + self.reserved_queries <= self.queries
-            and sends <= self.sends
-        )
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Budget):
+            return NotImplemented
+        return (self.allowed, self.reserved_queries) == (other.allowed, other.reserved_queries)
+
+    def __repr__(self) -> str:
+        figures = ", ".join(f"{name}={figure}" for name, figure in self.allowed.items())
+        return f"Budget({figures}, reserved_queries={self.reserved_queries})"

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from scheduling.limits import refused_as
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner.budget import Budget
@@ -132,10 +133,19 @@ class Engine:
         report = self.report
         return report.sends + report.delivery_sends + self.clock_calls
 
+    def spent(self) -> dict[str, int]:
+        """What the invocation has spent so far toward each of its limits
+        (`InvocationLimit.spent`)."""
+        return {
+            "elapsed_ms": self.clock() - self.now,
+            "statements": self.trips.statements,
+            "sends": self.subrequests(),
+        }
+
     def reached(self, limit: LimitReached) -> None:
         """A platform limit refused a call: nothing more is claimed or sent in this invocation,
         and later ones of this isolate budget below what this one had used."""
-        used = self.subrequests() if limit.kind == "subrequests" else self.trips.statements
+        used = self.spent()[refused_as(limit.kind).spent]
         met = self.services.limits_met
         # Each refusal notes it: sends counted as they left and refused meanwhile are
         # withdrawn, so the last refusal sees what really went out.
@@ -156,12 +166,12 @@ class Engine:
         """Time, D1 statements and subrequests left for one more batch of `work` at its most
         expensive, the settles not yet sent counted in full. What is left over stays due for
         the next invocation (the operator sees it as backlog)."""
-        cost = work.cost()
-        return self.limit is None and self.budget.allows(
-            elapsed_ms=self.clock() - self.now,
-            statements=self.trips.statements + (len(self.unsettled()) + 1) * cost,
-            sends=self.subrequests() + work.batch_size,
-        )
+        if self.limit is not None:
+            return False
+        spent = self.spent()
+        spent["statements"] += (len(self.unsettled()) + 1) * work.cost()
+        spent["sends"] += work.batch_size
+        return self.budget.allows(**spent)
 
     def unsettled(self) -> list[asyncio.Task[None]]:
         """Batches started and not yet settled."""

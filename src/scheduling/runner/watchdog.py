@@ -16,6 +16,7 @@ from functools import partial
 
 from scheduling.concurrency import gather_limited
 from scheduling.domain.wake_times import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS, wake_for
+from scheduling.limits import SUBREQUESTS
 from scheduling.ports import ClockUnavailable, LimitReached, ScheduleClocks
 from scheduling.repository import wake_ups
 from scheduling.runner.invocation import RunnerInvocation
@@ -48,7 +49,8 @@ class Watchdog:
         statement = wake_ups.read_wake_ups(tick.trips.db, tick.clock() + WATCHDOG_HORIZON_MS)
         [result] = await tick.trips.send([statement])
         due = list(wake_ups.wake_ups_from(result.results).items())
-        room = max(0, engine.budget.sends - engine.subrequests() - config.max_rows_per_batch)
+        left = engine.budget.allowance(SUBREQUESTS) - engine.subrequests()
+        room = max(0, left - config.max_rows_per_batch)
         if len(due) > room:
             self.report.limit_reached = 1  # the rest are told by the next tick
         told = due[:room]

@@ -14,7 +14,7 @@ refused. Here a head larger than `max_head_bytes` is refused (400, connection
 closed) however its bytes arrive.
 
 The server never holds more than `max_connections` connections (set below the
-process's open-file limit by `server.py`): a flood of half-sent heads once took every
+process's open-file limit by `startup.py`): a flood of half-sent heads once took every
 file descriptor, and an honest request waited 9.8 s. Past the cap, the connection that
 has waited longest for a head (a slow client's, or an idle keep-alive one) is closed to
 make room; when every connection has a request under way, the new one is answered 503
@@ -30,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -89,6 +90,105 @@ def server_answer(
     return [(head + "\r\n").encode("ascii"), body]
 
 
+@dataclass(frozen=True)
+class ConnectionRules:
+    """One server's limits on its connections, and those of its connections waiting for a
+    head, the longest-waiting first (a dict keeps its order): shared by all of them, as the
+    cap counts them all."""
+
+    header_timeout_s: float
+    max_head_bytes: int
+    max_connections: int | None
+    https: bool
+    waiting: dict[TimedH11Protocol, None] = field(default_factory=dict)
+
+
+class TimedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol under one server's `rules` (`timed_h11_protocol` makes the
+    class for a server)."""
+
+    rules: ClassVar[ConnectionRules]
+    _head_deadline: asyncio.TimerHandle | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = HeadLimitedConnection(self.rules.max_head_bytes)
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._expect_head()
+        cap = self.rules.max_connections
+        if cap is not None and len(self.connections) > cap:
+            self._make_room(cap)
+
+    def _make_room(self, cap: int) -> None:
+        oldest = next((other for other in self.rules.waiting if other is not self), None)
+        if oldest is not None:
+            log.warning(
+                "connections: at the cap of %d, the one waiting longest for a head was closed",
+                cap,
+            )
+            oldest._cancel_deadline()
+            oldest.transport.close()
+            return
+        log.warning("connections: at the cap of %d, a new one was refused", cap)
+        self._cancel_deadline()
+        self.transport.writelines(
+            server_answer(
+                503,
+                "Service Unavailable",
+                "server_busy",
+                "Too many connections are open; try again in a second.",
+                https=self.rules.https,
+            )
+        )
+        self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:  # the head is in
+            self._cancel_deadline()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request it could not read, as the app would write it."""
+        self.transport.writelines(
+            server_answer(
+                400,
+                "Bad Request",
+                "invalid_request",
+                "The request could not be read.",
+                https=self.rules.https,
+            )
+        )
+        self.transport.close()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+            self._expect_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_deadline()
+        super().connection_lost(exc)
+
+    def _expect_head(self) -> None:
+        self._cancel_deadline()
+        self._head_deadline = self.loop.call_later(self.rules.header_timeout_s, self._head_too_slow)
+        self.rules.waiting[self] = None
+
+    def _cancel_deadline(self) -> None:
+        self.rules.waiting.pop(self, None)
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        self.rules.waiting.pop(self, None)
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
+
+
 def timed_h11_protocol(
     header_timeout_s: float = HEADER_TIMEOUT_S,
     *,
@@ -98,87 +198,9 @@ def timed_h11_protocol(
 ) -> type[H11Protocol]:
     """The protocol class to give `uvicorn.Config(http=…)`: one per server, as its
     connections share the cap."""
-    # Connections waiting for a head, the longest-waiting first (a dict keeps its order).
-    waiting: dict[Any, None] = {}
+    server_rules = ConnectionRules(header_timeout_s, max_head_bytes, max_connections, https)
 
-    class TimedH11Protocol(H11Protocol):
-        _head_deadline: asyncio.TimerHandle | None = None
+    class ServerProtocol(TimedH11Protocol):
+        rules = server_rules
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.conn = HeadLimitedConnection(max_head_bytes)
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._expect_head()
-            if max_connections is not None and len(self.connections) > max_connections:
-                self._make_room()
-
-        def _make_room(self) -> None:
-            oldest = next((other for other in waiting if other is not self), None)
-            if oldest is not None:
-                log.warning(
-                    "connections: at the cap of %d, the one waiting longest for a head was closed",
-                    max_connections,
-                )
-                oldest._cancel_deadline()
-                oldest.transport.close()
-                return
-            log.warning("connections: at the cap of %d, a new one was refused", max_connections)
-            self._cancel_deadline()
-            self.transport.writelines(
-                server_answer(
-                    503,
-                    "Service Unavailable",
-                    "server_busy",
-                    "Too many connections are open; try again in a second.",
-                    https=https,
-                )
-            )
-            self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:  # the head is in
-                self._cancel_deadline()
-
-        def send_400_response(self, msg: str) -> None:
-            """uvicorn's answer to a request it could not read, as the app would write it."""
-            self.transport.writelines(
-                server_answer(
-                    400,
-                    "Bad Request",
-                    "invalid_request",
-                    "The request could not be read.",
-                    https=https,
-                )
-            )
-            self.transport.close()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-                self._expect_head()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._cancel_deadline()
-            super().connection_lost(exc)
-
-        def _expect_head(self) -> None:
-            self._cancel_deadline()
-            self._head_deadline = self.loop.call_later(header_timeout_s, self._head_too_slow)
-            waiting[self] = None
-
-        def _cancel_deadline(self) -> None:
-            waiting.pop(self, None)
-            if self._head_deadline is not None:
-                self._head_deadline.cancel()
-                self._head_deadline = None
-
-        def _head_too_slow(self) -> None:
-            self._head_deadline = None
-            waiting.pop(self, None)
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                self.transport.close()
-
-    return TimedH11Protocol
+    return ServerProtocol

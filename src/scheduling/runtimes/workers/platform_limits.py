@@ -1,4 +1,5 @@
-"""Which errors are the platform's per-invocation limits, by the texts workerd gives them.
+"""Which errors are the platform's per-invocation limits, by the texts workerd gives them:
+each of `limits.INVOCATION_LIMITS` the platform enforces names its text (`refusal`), e.g.
 
 - D1 (and any call to a Cloudflare service from a binding) past the invocation's allowance
   (50 D1 queries on Workers Free, 1,000 on Paid; 1,000 calls to services):
@@ -18,18 +19,21 @@ from __future__ import annotations
 
 import re
 
+from scheduling.limits import INVOCATION_LIMITS
 from scheduling.ports import LimitReached
 
-_API_REQUESTS = re.compile(r"too many api requests by single worker invocation", re.IGNORECASE)
-_SUBREQUESTS = re.compile(r"too many subrequests", re.IGNORECASE)
+_REFUSALS = tuple(
+    (re.compile(limit.refusal, re.IGNORECASE), limit.refused_as)
+    for limit in INVOCATION_LIMITS
+    if limit.refusal is not None and limit.refused_as is not None
+)
 
 
 def limit_of(message: str) -> LimitReached | None:
     """The limit an error's text names, or None for any other error."""
-    if _API_REQUESTS.search(message):
-        return LimitReached("d1")
-    if _SUBREQUESTS.search(message):
-        return LimitReached("subrequests")
+    for text, kind in _REFUSALS:
+        if text.search(message):
+            return LimitReached(kind)
     return None
 
 

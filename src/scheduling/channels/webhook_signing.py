@@ -15,7 +15,7 @@ import base64
 import binascii
 import logging
 
-from scheduling.domain import associated_data, sealing
+from scheduling.domain import sealing
 from scheduling.ports import Crypto
 
 log = logging.getLogger("scheduling")
@@ -67,14 +67,19 @@ async def signed_headers(
     }
 
 
+def secret_context(installation_id: str, endpoint_id: str) -> str:
+    """What a sealed signing secret is bound to: its installation and endpoint."""
+    return f"webhook-secret:{installation_id}:{endpoint_id}"
+
+
 async def seal_secret(crypto: Crypto, installation_id: str, endpoint_id: str, secret: str) -> str:
-    return await crypto.seal(secret, associated_data.webhook_secret(installation_id, endpoint_id))
+    return await crypto.seal(secret, secret_context(installation_id, endpoint_id))
 
 
 async def open_secret(
     crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
 ) -> str | None:
     """The raw secret; None, logged, when it does not open under the current TOKEN_KEY."""
-    context = associated_data.webhook_secret(installation_id, endpoint_id)
+    context = secret_context(installation_id, endpoint_id)
     what = f"endpoint {endpoint_id}: signing secret"
     return await sealing.open_or_none(crypto, sealed, context, what)
