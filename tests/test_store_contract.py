@@ -228,7 +228,9 @@ async def test_the_contract_d1_has_the_workers_schema(any_db: Database) -> None:
     ours = await read(any_db)
     assert {"schedules", "schedule_attempts", "schedules_made_stale"} <= {r[1] for r in ours}
     if isinstance(any_db, RemoteD1Database):
-        assert ours == await read(RemoteD1Database(any_db.control_url))
+        workers = RemoteD1Database(any_db.control_url)
+        assert ours == await read(workers)
+        await workers.aclose()
 
 
 async def test_insert_returning_gives_the_row_none_as_null_and_meta(
