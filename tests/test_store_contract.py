@@ -638,6 +638,7 @@ async def test_refusing_unsent_ends_the_row_on_what_was_observed_and_writes_its_
         {"id": f"msg_{first}_whe_1", "payload": '{"a":"é"}', "status": "waiting"}
     ]
     assert (leases.outbox.events_written, leases.outbox.take_fresh()) == (1, [f"msg_{first}_whe_1"])
+    assert leases.outbox.due(0)  # its events are to be delivered by this invocation
 
 
 def done(claim: Any, code: str = "transition_applied", at: int = LONG_AGO) -> SettledClaim:
@@ -766,6 +767,11 @@ async def test_the_cap_holds_across_the_statements_of_one_claim(
     won, _, held = await leases.claim_within(seen, [], "lease", LONG_AGO, LEASE_MS, 25)
     assert leases.trips.statements - statements == 4  # live claims, two claims, attempts
     assert (len(won), len(held)) == (25, 5)
+    # Without `apart`, every row not won is held back, and no live claims are counted.
+    rest = [row for row in seen if row.id in held]
+    won, _, held = await leases.claim_within(rest, [], "b", LONG_AGO, LEASE_MS, 25, apart=False)
+    assert (won, sorted(held)) == ([], sorted(row.id for row in rest))
+    assert await leases.claim([], [], "c", LONG_AGO, LEASE_MS) == ([], [])
 
 
 async def test_a_handed_back_claim_waits_again_as_it_was(any_db: Database, leases: Leases) -> None:
@@ -825,6 +831,7 @@ async def test_a_delivery_is_claimed_once_under_its_lease_and_settled_only_under
     any_db: Database, outbox: Outbox
 ) -> None:
     assert await outbox.claim("a", NOW, LEASE_MS, 10, PACING) == ([], {})
+    assert (await outbox.settle("a", NOW, [], NOW), outbox.due(NOW)) == ([], False)
     await endpoint(any_db)
     first = await delivery(any_db, "d1", created_at=NOW - 1)
     await delivery(any_db, "d2", at=NOW + 1)
@@ -1403,18 +1410,23 @@ def report(**counts: int) -> dict[str, int]:
 
 
 async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> None:
-    await db.batch(
-        tick_history.write(
+    """The invocation's record as the engine sends it: its last round trip, counted."""
+    trips = RoundTrips(db)
+    counts = options.get("counts", report())
+    await trips.record(
+        lambda: tick_history.write(
             db,
             at=at,
             kind=kind,
             error=options.get("error"),
             duration_ms=options.get("duration_ms", 5),
             ended_at=at,
-            counts=options.get("counts", report()),
+            counts=counts,
             totals=options.get("totals", {}),
-        )
+        ),
+        3,
     )
+    assert (trips.round_trips, trips.statements) == (1, 3)
 
 
 async def reads(db: Database, now: int) -> tuple[Any, ...]:
