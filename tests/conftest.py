@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,9 +15,11 @@ from scheduling.app import App
 from scheduling.ports import Database
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, make_app, memory_db
+from tests.support.runtimes import CpythonRuntime, Runtime, pyodide_runtime
+from tests.support.world import World
 
 if TYPE_CHECKING:
-    from tests.pyodide_harness.harness import Harness
+    from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,7 +42,10 @@ settings.load_profile("suite")
 SERVERS = frozenset(
     {
         "test_asgi",
+        "test_clock_processes",
+        "test_clock_serve",
         "test_compressed_answers",
+        "test_connection_flood",
         "test_dev_command",
         "test_docs_site",
         "test_fake_core_server",
@@ -92,6 +98,32 @@ def harness() -> Harness:
     if node_path() is None:
         pytest.skip("node is not installed: the Pyodide harness needs Node 20+")
     return shared_harness()
+
+
+@pytest.fixture(scope="session")
+def pyodide_core(harness: Harness) -> Iterator[FakeCoreProcess]:
+    """`python -m fake_core` for the harness's Worker, shared by the session's runtime tests."""
+    from tests.pyodide_harness.harness import FakeCoreProcess
+
+    process = FakeCoreProcess(harness.origin, Path(harness.workdir) / "fake_core_runtime.log")
+    yield process
+    process.close()
+
+
+@pytest.fixture(params=["cpython", pytest.param("pyodide", marks=pytest.mark.pyodide)])
+async def runtime(
+    request: pytest.FixtureRequest, db: SqliteDatabase, clock: FakeClock
+) -> AsyncIterator[Runtime]:
+    """The plugin on each runtime, as browsers, Dee Wan and the edge reach it
+    (tests/support/runtimes.py): a behaviour written once, run on both."""
+    if request.param == "cpython":
+        cpython = CpythonRuntime(World(db, clock))
+        yield cpython
+        await cpython.close()
+        return
+    harness, core = request.getfixturevalue("harness"), request.getfixturevalue("pyodide_core")
+    async with pyodide_runtime(harness, core) as runtime:
+        yield runtime
 
 
 @pytest.fixture

@@ -52,3 +52,11 @@ def test_each_bound_at_its_edge() -> None:
     assert not budget.allows(elapsed_ms=0, statements=0, sends=41)
     assert Budget(ms=1_000, queries=50, sends=40).allows(elapsed_ms=0, statements=49, sends=0)
     assert not Budget(ms=1_000, queries=50, sends=40).allows(elapsed_ms=0, statements=50, sends=0)
+
+
+def test_work_is_checked_against_the_limits_it_spends_toward() -> None:
+    budget = Budget(ms=1_000, queries=50, sends=0)
+    assert budget.allows(elapsed_ms=0, statements=49)  # spends no subrequests (the purge)
+    assert not budget.allows(elapsed_ms=0, statements=49, sends=1)
+    with pytest.raises(TypeError, match="no invocation limit counts cpu_ms"):
+        budget.allows(elapsed_ms=0, statements=0, sends=0, cpu_ms=1)

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 import re
 
-from scheduling.app import App
-from scheduling.http.requests import Headers, Request
-from scheduling.http.responses import Response
+import httpx
+
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import ADMIN_SECRET, ORIGIN, TOKEN_KEY, FakeClock, base_env, make_app
+from tests.support.app import ADMIN_SECRET, ORIGIN, TOKEN_KEY, FakeClock
+from tests.support.runtimes import Runtime
 from tests.support.world import World
 
 CORE = "http://localhost:8787"
+PRODUCTION = {"ENVIRONMENT": "production", "DEE_WAN_DEV_ORIGINS": None}
 
 
-async def get(app: App, method: str = "GET", accept: str = "text/html") -> Response:
-    return await app.handle(Request(method, f"{ORIGIN}/", Headers({"accept": accept}), b""))
+async def home(runtime: Runtime, method: str = "GET", accept: str = "text/html") -> httpx.Response:
+    async with runtime.http() as http:
+        return await http.request(method, "/", headers={"accept": accept})
 
 
-async def test_it_says_what_this_is_and_where_to_go(app: App) -> None:
-    response = await get(app)
-    assert response.status == 200
-    html = response.body.decode()
+async def test_it_says_what_this_is_and_where_to_go(runtime: Runtime) -> None:
+    with runtime.vars(**PRODUCTION):
+        response = await home(runtime)
+    assert response.status_code == 200
+    html = response.text
     assert "<h1>Scheduling for Dee Wan</h1>" in html
     assert "There is nothing at this address" not in html
     assert "press <strong>Schedule</strong>" in html
@@ -32,9 +35,9 @@ async def test_it_says_what_this_is_and_where_to_go(app: App) -> None:
     assert "In development" not in html
 
 
-async def test_it_carries_the_security_headers_and_no_script(app: App) -> None:
-    response = await get(app)
-    headers = {name.lower(): value for name, value in response.headers}
+async def test_it_carries_the_security_headers_and_no_script(runtime: Runtime) -> None:
+    response = await home(runtime)
+    headers = response.headers
     assert headers["content-type"] == "text/html; charset=utf-8"
     assert headers["content-security-policy"].startswith("default-src 'none';")
     assert "frame-ancestors 'none'" in headers["content-security-policy"]
@@ -42,21 +45,19 @@ async def test_it_carries_the_security_headers_and_no_script(app: App) -> None:
     assert headers["referrer-policy"] == "no-referrer"
     assert headers["cache-control"] == "no-store"
     assert "set-cookie" not in headers
-    assert "<script" not in response.body.decode()
+    assert "<script" not in response.text
 
 
-async def test_head_answers_without_a_body_and_post_is_refused(app: App) -> None:
-    head = await get(app, "HEAD")
-    assert (head.status, head.body) == (200, b"")
-    posted = await get(app, "POST", accept="application/json")
-    assert (posted.status, posted.header("allow")) == (405, "GET, HEAD")
+async def test_head_answers_without_a_body_and_post_is_refused(runtime: Runtime) -> None:
+    head = await home(runtime, "HEAD")
+    assert (head.status_code, head.content) == (200, b"")
+    posted = await home(runtime, "POST", accept="application/json")
+    assert (posted.status_code, posted.headers.get("allow")) == (405, "GET, HEAD")
 
 
-async def test_in_development_it_links_the_local_dee_wan(
-    db: SqliteDatabase, clock: FakeClock
-) -> None:
-    env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=f"{CORE},http://127.0.0.1:9")
-    html = (await get(make_app(db, clock, env=env))).body.decode()
+async def test_in_development_it_links_the_local_dee_wan(runtime: Runtime) -> None:
+    with runtime.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=f"{CORE},http://127.0.0.1:9"):
+        html = (await home(runtime)).text
     links = re.findall(r'<a href="([^"]+)">', html)
     assert links == [f"{CORE}/", "http://127.0.0.1:9/"]
     assert "In development, the local Dee Wan:" in html

@@ -4,8 +4,10 @@ propose, people confirm on their page."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -13,13 +15,13 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.agents import call_tool, mint_key, post_mcp, proposal, propose, stateless
+from tests.support.agents import call_tool, mint_key, post_mcp, propose, stateless
 from tests.support.app import FakeClock
-from tests.support.local_server import local_server
+from tests.support.runtimes import Runtime
 from tests.support.world import World, schedule
 
+DAY = 86_400_000
 TOOLS = {
     "list_schedules",
     "get_schedule",
@@ -56,17 +58,47 @@ async def _installation(world: World, installation_id: str) -> Any:
     return world.core.state.installations[installation_id]
 
 
-async def test_the_official_client_lists_the_tools_and_calls_each(world: World) -> None:
-    installation = await world.install()
-    key = await mint_key(world, installation)
+async def mint_on_page(runtime: Runtime, installation_id: str) -> str:
+    """A key minted on the manage view's form, as a site admin mints one."""
+    manager = await runtime.open_page(installation_id)
+    minted = await manager.post_form(
+        f"/installations/{installation_id}/agent-keys",
+        {"csrf_token": manager.csrf, "opened_for": "manage", "name": "Release bot", "days": "7"},
+    )
+    assert minted.status_code == 201, minted.text[:2000]
+    found = re.search(r'value="(dwk_[^"]+)" size="50" data-agent-key', minted.text)
+    assert found
+    return html.unescape(found.group(1))
+
+
+async def confirm_as_editor(runtime: Runtime, installation_id: str, proposal_id: str) -> str:
+    """The editor opens the content's page and presses Confirm: the schedule's id."""
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    assert proposal_id in proposal_ids(editor.page)
+    confirmed = await editor.post_form(
+        f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        {"csrf_token": editor.csrf, "opened_for": runtime.content, **editor.shown},
+    )
+    assert confirmed.status_code == 303, confirmed.text[:2000]
+    return confirmed.headers["location"].split("created=")[1]
+
+
+def proposed_in_two_days(runtime: Runtime) -> tuple[dict[str, str], datetime]:
+    """propose_schedule's arguments for 09:00 UTC the day after tomorrow, and that time."""
+    day = runtime.now_ms() // DAY * DAY + 2 * DAY + 9 * 3_600_000
+    when = datetime.fromtimestamp(day / 1000, UTC)
+    asked = {"content_id": runtime.content, "change": "publish", "timezone": "UTC"}
+    return {**asked, "local_time": when.strftime("%Y-%m-%dT%H:%M")}, when
+
+
+async def test_the_official_client_lists_the_tools_and_calls_each(runtime: Runtime) -> None:
+    installation_id = await runtime.install()
+    key = await mint_on_page(runtime, installation_id)
+    asked, when = proposed_in_two_days(runtime)
     async with (
-        local_server(AsgiApp(world.app)) as port,
-        httpx.AsyncClient(headers={"authorization": f"Bearer {key}"}) as http,
-        streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http) as (
-            read,
-            write,
-            _,
-        ),
+        runtime.served() as base_url,
+        httpx.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write, _),
         ClientSession(read, write) as session,
     ):
         initialized = await session.initialize()
@@ -75,33 +107,33 @@ async def test_the_official_client_lists_the_tools_and_calls_each(world: World) 
         assert {tool.name for tool in listed.tools} == TOOLS
         assert all(tool.inputSchema and tool.outputSchema for tool in listed.tools)
 
-        proposed = await session.call_tool("propose_schedule", proposal(note="For the launch mail"))
+        proposed = await session.call_tool("propose_schedule", {**asked, "note": "For the mail"})
         assert not proposed.isError, proposed.content
         made = proposed.structuredContent["proposal"]  # type: ignore[index]
         assert made["status"] == "pending"
-        assert made["due_at"] == "2026-07-02T06:30:00Z"
+        assert made["due_at"] == when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
-        agenda = await session.call_tool("agenda", {"timezone": "Europe/Paris"})
+        agenda = await session.call_tool("agenda", {"hours": 72})
         assert [item["id"] for item in agenda.structuredContent["items"]] == [made["id"]]  # type: ignore[index]
 
         listed_before = await session.call_tool("list_schedules", {})
         assert listed_before.structuredContent == {"schedules": [], "more": False}
 
         # Nothing is scheduled until a person confirms it on their page.
-        _, confirmed = await confirm_on_page(world, installation.id, made["id"])
-        assert confirmed.status == 303, confirmed.body[:500]
-        schedule_id = confirmed.header("location").split("created=")[1]
+        schedule_id = await confirm_as_editor(runtime, installation_id, made["id"])
 
         got = await session.call_tool("get_schedule", {"schedule_id": schedule_id})
         assert not got.isError, got.content
         history = got.structuredContent["history"]  # type: ignore[index]
         assert "Release bot" in history[0]
         assert "Ada Lovelace" in history[1]
+        mine = await session.call_tool("list_schedules", {"content_id": runtime.content})
+        assert schedule_id in str(mine.structuredContent)
 
         cancelled = await session.call_tool("cancel_schedule", {"schedule_id": schedule_id})
         assert cancelled.structuredContent["schedule"]["status"] == "cancelled"  # type: ignore[index]
 
-        again = await session.call_tool("propose_schedule", proposal())
+        again = await session.call_tool("propose_schedule", asked)
         withdrawn = await session.call_tool(
             "withdraw_proposal",
             {"proposal_id": again.structuredContent["proposal"]["id"]},  # type: ignore[index]

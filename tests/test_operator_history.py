@@ -11,6 +11,7 @@ parser), whose counters never decrease from one tick to the next.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from scheduling.domain.lateness import BOUNDS_MS
@@ -108,19 +109,13 @@ async def the_gap(world: World) -> None:
     assert value(samples, "scheduling_due_backlog") == 2  # 307's is due too by now
 
 
-async def the_history(world: World, ticks: int) -> None:
-    rows = await history(world.db)
-    assert len(rows) == ticks == DAY_MINUTES - (GAP[1] - GAP[0])
-    assert {row["kind"] for row in rows} == {"tick"}
-    by_minute = {(row["at"] - START_MS) // MINUTE: row for row in rows}
-    assert not any(GAP[0] <= m < GAP[1] for m in by_minute)
-    attempts = await sent_attempts(world.db)
+def the_burst(by_minute: dict[int, Any], attempts: list[dict[str, Any]]) -> None:
+    """More than one tick can send within its 45 s budget at 0.5 s a send."""
 
     def left_in(m: int) -> list[int]:
         """How late each request of the tick of minute `m` left."""
         return sorted(a["late"] for a in attempts if minute(m) <= a["started_at"] < minute(m + 1))
 
-    # The burst: more than one tick can send within its 45 s budget at 0.5 s a send.
     first, second = by_minute[60], by_minute[61]
     assert first["limit_reached"] == 1
     assert second["limit_reached"] == 0
@@ -139,6 +134,17 @@ async def the_history(world: World, ticks: int) -> None:
         assert row["lateness_sum_ms"] == sum(late)
         assert row["lateness_le_30s"] == sum(1 for ms in late if ms <= 30 * SECOND)
     assert second["lateness_p50_ms"] > 45 * SECOND  # the tail waited for the next minute
+
+
+async def the_history(world: World, ticks: int) -> None:
+    rows = await history(world.db)
+    assert len(rows) == ticks == DAY_MINUTES - (GAP[1] - GAP[0])
+    assert {row["kind"] for row in rows} == {"tick"}
+    by_minute = {(row["at"] - START_MS) // MINUTE: row for row in rows}
+    assert not any(GAP[0] <= m < GAP[1] for m in by_minute)
+    attempts = await sent_attempts(world.db)
+
+    the_burst(by_minute, attempts)
 
     # The Dee Wan that was down: three network failures, then the change is applied.
     assert [by_minute[m]["retrying"] for m in range(*DOWN)] == [1, 1, 1]
@@ -171,6 +177,73 @@ async def the_history(world: World, ticks: int) -> None:
     # Every row adds up to what the attempts say.
     assert sum(row["sends"] for row in rows) == len(attempts)
     assert sum(row["lateness_sum_ms"] for row in rows) == sum(a["late"] for a in attempts)
+
+
+METRIC_TYPES = {
+    "scheduling_due_backlog": "gauge",
+    "scheduling_oldest_overdue_age_seconds": "gauge",
+    "scheduling_live_schedules": "gauge",
+    "scheduling_stalled": "gauge",
+    "scheduling_last_tick_age_seconds": "gauge",
+    "scheduling_last_tick_cron_delay_seconds": "gauge",
+    "scheduling_ticks": "counter",
+    "scheduling_ticks_failed": "counter",
+    "scheduling_sends": "counter",
+    "scheduling_refusals": "counter",
+    "scheduling_refused_unsent": "counter",
+    "scheduling_lost_claims": "counter",
+    "scheduling_lost_leases": "counter",
+    "scheduling_limit_reached": "counter",
+    "scheduling_delivery_events": "counter",
+    "scheduling_deliveries": "counter",
+    "scheduling_delivery_lost_leases": "counter",
+    "scheduling_webhook_events": "counter",
+    "scheduling_webhook_deliveries": "counter",
+    "scheduling_webhook_lost_leases": "counter",
+    "scheduling_agent_calls": "counter",
+    "scheduling_send_lateness_seconds": "histogram",
+}
+
+
+async def the_totals_behind_them(world: World) -> None:
+    """One row per series that moved, from a fixed catalogue."""
+    names = {
+        str(r["name"])
+        for r in (await world.db.prepare("SELECT name FROM runner_totals").all()).results
+    }
+    catalogue = {
+        "ticks:tick",
+        "ticks_failed:tick",
+        *(f"sends:{o}" for o in ("completed", "refused", "retrying")),
+        *(f"refusals:{code}" for code in REFUSAL_RESULT_CODES),
+        "refused_unsent:late",
+        "refused_unsent:other",
+        "delivery_events",
+        *(f"deliveries:{o}" for o in ("delivered", "retrying", "failed")),
+        "delivery_lost_leases",
+        "lost_claims",
+        "lost_leases",
+        "limit_reached",
+        *(f"lateness_le:{bound}" for bound in BOUNDS_MS),
+        "lateness_count",
+        "lateness_sum_ms",
+    }
+    assert names <= catalogue
+    assert len(catalogue) == 43
+
+
+def expect_the_idle_counters(expect: Callable[..., None]) -> None:
+    """No notification endpoint and no agent in this story: their counters are there, at
+    zero (the deliveries' under their deprecated `webhook` names too, for one release)."""
+    for name in ("delivery", "webhook"):
+        expect(f"scheduling_{name}_events_total", 0)
+        expect(f"scheduling_{name}_lost_leases_total", 0)
+    for outcome in ("delivered", "retrying", "failed"):
+        expect("scheduling_deliveries_total", 0, outcome=outcome)
+        expect("scheduling_webhook_deliveries_total", 0, outcome=outcome)
+    for tool in TOOLS:
+        for outcome in agent_calls.OUTCOMES:
+            expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
 
 
 async def every_metric(world: World, ticks: int) -> None:
@@ -209,17 +282,7 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_lost_claims_total", 0)
     expect("scheduling_lost_leases_total", 0)
     expect("scheduling_limit_reached_total", 1)
-    # No notification endpoint in this story: the delivery counters are there, at zero, and
-    # under their deprecated `webhook` names too (one release).
-    for name in ("delivery", "webhook"):
-        expect(f"scheduling_{name}_events_total", 0)
-        expect(f"scheduling_{name}_lost_leases_total", 0)
-    for outcome in ("delivered", "retrying", "failed"):
-        expect("scheduling_deliveries_total", 0, outcome=outcome)
-        expect("scheduling_webhook_deliveries_total", 0, outcome=outcome)
-    for tool in TOOLS:  # no agent in this story: its counters are there, at zero
-        for outcome in agent_calls.OUTCOMES:
-            expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
+    expect_the_idle_counters(expect)
     for bound in BOUNDS_MS:
         expect(
             "scheduling_send_lateness_seconds_bucket",
@@ -230,54 +293,8 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_send_lateness_seconds_count", len(late))
     expect("scheduling_send_lateness_seconds_sum", sum(late) / 1000)
     assert samples == expected
-    # The totals behind them: one row per series that moved, from a fixed catalogue.
-    names = {
-        str(r["name"])
-        for r in (await world.db.prepare("SELECT name FROM runner_totals").all()).results
-    }
-    catalogue = {
-        "ticks:tick",
-        "ticks_failed:tick",
-        *(f"sends:{o}" for o in ("completed", "refused", "retrying")),
-        *(f"refusals:{code}" for code in REFUSAL_RESULT_CODES),
-        "refused_unsent:late",
-        "refused_unsent:other",
-        "delivery_events",
-        *(f"deliveries:{o}" for o in ("delivered", "retrying", "failed")),
-        "delivery_lost_leases",
-        "lost_claims",
-        "lost_leases",
-        "limit_reached",
-        *(f"lateness_le:{bound}" for bound in BOUNDS_MS),
-        "lateness_count",
-        "lateness_sum_ms",
-    }
-    assert names <= catalogue
-    assert len(catalogue) == 43
-    assert types == {
-        "scheduling_due_backlog": "gauge",
-        "scheduling_oldest_overdue_age_seconds": "gauge",
-        "scheduling_live_schedules": "gauge",
-        "scheduling_stalled": "gauge",
-        "scheduling_last_tick_age_seconds": "gauge",
-        "scheduling_last_tick_cron_delay_seconds": "gauge",
-        "scheduling_ticks": "counter",
-        "scheduling_ticks_failed": "counter",
-        "scheduling_sends": "counter",
-        "scheduling_refusals": "counter",
-        "scheduling_refused_unsent": "counter",
-        "scheduling_lost_claims": "counter",
-        "scheduling_lost_leases": "counter",
-        "scheduling_limit_reached": "counter",
-        "scheduling_delivery_events": "counter",
-        "scheduling_deliveries": "counter",
-        "scheduling_delivery_lost_leases": "counter",
-        "scheduling_webhook_events": "counter",
-        "scheduling_webhook_deliveries": "counter",
-        "scheduling_webhook_lost_leases": "counter",
-        "scheduling_agent_calls": "counter",
-        "scheduling_send_lateness_seconds": "histogram",
-    }
+    await the_totals_behind_them(world)
+    assert types == METRIC_TYPES
 
 
 async def test_counters_never_decrease_as_the_history_is_pruned(

@@ -6,12 +6,14 @@ integer D1 can store, and the runner store D1's bound-parameter limit;
 timeouts, one batch must fit in a tick's D1 queries).
 
 `INVOCATION_LIMITS` holds what one runner invocation may spend, one entry each: `config`
-reads its variable from it (default, bounds, how it must fit the other settings),
-`runner/budget.py` bounds the invocation by it (lowered to what the platform refused at
-before), the engine counts what it spends (`Engine.spent`), and
-`runtimes/workers/platform_limits.py` knows the platform's refusal by its text. A new limit
-is a new entry here (and a row in docs/reference/configuration.md, which a test checks); only
-a limit on something the engine does not count yet also needs that count in `Engine.spent`.
+reads and checks its variable from it (default, how it must fit the other settings),
+`runner/budget.py` holds an allowance for it (lowered to what the platform refused at
+before), the engine checks each batch against every entry (`Engine.allows`, from what it
+has spent: `Engine.spent`), and `runtimes/workers/platform_limits.py` knows the platform's
+refusal by its text. A new limit is a new entry here and a row in
+docs/reference/configuration.md (`tests/test_invocation_limits.py` checks each entry end to
+end); only a limit on something the engine does not count yet also needs that count, one
+line in `Engine.spent`.
 """
 
 from __future__ import annotations
@@ -110,15 +112,12 @@ class InvocationLimit:
     ends the invocation (time), rather than being the last allowed (a count). When the
     platform enforces it too, `refused_as` is the `LimitReached` kind its refusal becomes,
     recognised by `refusal` (a regular expression, case ignored, over workerd's error text),
-    and the least an earlier invocation was refused at lowers the allowance of later ones.
-    `platform` is the platform's own figure, for people."""
+    and the least an earlier invocation was refused at lowers the allowance of later ones."""
 
     name: str
     variable: str
     default: int
     spent: str
-    meaning: str
-    platform: str
     fits: Callable[[Setting], str | None]
     ends_at_allowance: bool = False
     refused_as: str | None = None
@@ -130,9 +129,9 @@ class InvocationLimit:
 
 def _ends_before_the_lease(setting: Setting) -> str | None:
     lease_ms = setting("LEASE_MS")
-    return (
-        None if setting("TICK_BUDGET_MS") < lease_ms else f"must be less than LEASE_MS ({lease_ms})"
-    )
+    if setting("TICK_BUDGET_MS") < lease_ms:
+        return None
+    return f"must be less than LEASE_MS ({lease_ms})"
 
 
 def _fits_one_batch_of_queries(setting: Setting) -> str | None:
@@ -147,42 +146,40 @@ def _fits_one_batch_of_queries(setting: Setting) -> str | None:
 
 def _fits_one_batch_of_sends(setting: Setting) -> str | None:
     rows = setting("MAX_ROWS_PER_BATCH")
-    return (
-        None
-        if rows <= setting("MAX_SENDS_PER_TICK")
-        else f"must be at least MAX_ROWS_PER_BATCH ({rows})"
-    )
+    if rows <= setting("MAX_SENDS_PER_TICK"):
+        return None
+    return f"must be at least MAX_ROWS_PER_BATCH ({rows})"
 
 
+# No new batch starts after this much of an invocation (the platform allows 15 minutes of
+# wall time to a Cron Trigger or an alarm).
 TICK_TIME = InvocationLimit(
     name="ms",
     variable="TICK_BUDGET_MS",
     default=45_000,
     spent="elapsed_ms",
-    meaning="no new batch starts after this much of an invocation",
-    platform="15 minutes of wall time for a Cron Trigger or an alarm",
     fits=_ends_before_the_lease,
     ends_at_allowance=True,
 )
+# D1 statements one invocation may send (the platform: 1,000 D1 queries per invocation on
+# Workers Paid, 50 on Free).
 D1_QUERIES = InvocationLimit(
     name="queries",
     variable="MAX_D1_QUERIES_PER_TICK",
     default=1_000,
     spent="statements",
-    meaning="D1 statements one invocation may send",
-    platform="1,000 D1 queries per invocation on Workers Paid, 50 on Free",
     fits=_fits_one_batch_of_queries,
     refused_as="d1",
     # D1, and any call to a Cloudflare service from a binding, past the invocation's allowance.
     refusal=r"too many api requests by single worker invocation",
 )
+# Subrequests one invocation may make: commands, deliveries, calls to clocks (the platform:
+# 50 per invocation on Workers Free; 10,000 by default on Paid, configurable).
 SUBREQUESTS = InvocationLimit(
     name="sends",
     variable="MAX_SENDS_PER_TICK",
     default=1_000,
     spent="sends",
-    meaning="subrequests one invocation may make: commands, deliveries, calls to clocks",
-    platform="50 subrequests per invocation on Workers Free; 10,000 by default on Paid",
     fits=_fits_one_batch_of_sends,
     refused_as="subrequests",
     # `fetch` past the subrequest limit (newer runtimes add where to configure it).

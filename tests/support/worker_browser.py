@@ -45,6 +45,7 @@ class Browser:
     origin: str
     cookie: str | None = None
     shown: dict[str, str] = field(default_factory=dict)  # the versions the last page's form carries
+    receipt: str = ""  # the page a schedule's create led to
 
     def get(self, url: str) -> httpx.Response:
         response = self.http.get(url, headers=self._headers())

@@ -182,10 +182,8 @@ class Alarm(RunnerInvocation):
         """Room in the budget to wait `wait_ms`, then claim and settle a batch of its cap and
         read its next wake-up."""
         cap = self.in_flight_cap
-        return self.engine.budget.allows(
-            elapsed_ms=self.elapsed_ms() + max(0, wait_ms),
-            statements=self.trips.statements + batch_cost(cap, capped=True) + 1,
-            sends=self.engine.subrequests() + cap,
+        return self.engine.allows(
+            elapsed_ms=max(0, wait_ms), statements=batch_cost(cap, capped=True) + 1, sends=cap
         )
 
     def _log_fields(self) -> dict[str, Any]:

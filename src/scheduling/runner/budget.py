@@ -41,11 +41,18 @@ class Budget:
 
     def allows(self, **spent: int) -> bool:
         """Whether work that would bring the invocation to what `spent` says of each limit
-        (`elapsed_ms`, `statements` with the reserved ones not included, `sends`) may
-        start."""
-        spent = {**spent, D1_QUERIES.spent: spent[D1_QUERIES.spent] + self.reserved_queries}
+        (by `InvocationLimit.spent`: `elapsed_ms`, `statements` with the reserved ones not
+        included, `sends`) may start. A limit `spent` does not name is not one this work
+        spends toward (the engine's checks name them all: `Engine.allows`)."""
+        unknown = spent.keys() - {limit.spent for limit in INVOCATION_LIMITS}
+        if unknown:
+            raise TypeError(f"no invocation limit counts {', '.join(sorted(unknown))}")
+        if D1_QUERIES.spent in spent:
+            spent[D1_QUERIES.spent] += self.reserved_queries
         return all(
-            limit.allows(spent[limit.spent], self.allowance(limit)) for limit in INVOCATION_LIMITS
+            limit.allows(spent[limit.spent], self.allowance(limit))
+            for limit in INVOCATION_LIMITS
+            if limit.spent in spent
         )
 
     def __eq__(self, other: object) -> bool:

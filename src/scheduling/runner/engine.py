@@ -166,11 +166,16 @@ class Engine:
         """Time, D1 statements and subrequests left for one more batch of `work` at its most
         expensive, the settles not yet sent counted in full. What is left over stays due for
         the next invocation (the operator sees it as backlog)."""
-        if self.limit is not None:
-            return False
+        return self.limit is None and self.allows(
+            statements=(len(self.unsettled()) + 1) * work.cost(), sends=work.batch_size
+        )
+
+    def allows(self, **more: int) -> bool:
+        """Whether the budget has room for `more` (by `InvocationLimit.spent`) beyond what the
+        invocation has spent toward each of its limits."""
         spent = self.spent()
-        spent["statements"] += (len(self.unsettled()) + 1) * work.cost()
-        spent["sends"] += work.batch_size
+        for counted, amount in more.items():
+            spent[counted] += amount
         return self.budget.allows(**spent)
 
     def unsettled(self) -> list[asyncio.Task[None]]:

@@ -62,9 +62,7 @@ async def purge(
         report.steps < MAX_STEPS
         and elapsed_ms() - started < MAX_PURGE_MS
         and budget.allows(
-            elapsed_ms=elapsed_ms(),
-            statements=trips.statements + retention.STEP_STATEMENTS,
-            sends=0,
+            elapsed_ms=elapsed_ms(), statements=trips.statements + retention.STEP_STATEMENTS
         )
     ):
         try:

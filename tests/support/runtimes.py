@@ -1,0 +1,388 @@
+"""One behaviour test, both runtimes: the `runtime` fixture (tests/conftest.py) hands a test
+the plugin as a browser, Dee Wan and the edge see it, on CPython (the app in-process behind
+the local runtime's ASGI adapter, an in-process fake Dee Wan, a test clock) or on Pyodide
+(the real Worker entry in the shared harness, `python -m fake_core`, the wall clock).
+
+A test speaks HTTP to `runtime.http(client=…)` and asks Dee Wan through the runtime; what
+only one runtime can show (a clock moved by hand, an isolate's connections) stays in that
+runtime's own tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import httpx
+
+from fake_core.transport import FakeCoreTransport
+from scheduling.app import App
+from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
+from scheduling.runtimes.cpython.asgi import AsgiApp
+from scheduling.runtimes.workers.bindings import BindingRateLimiter
+from tests.pyodide_harness.harness import ADMIN_SECRET as HARNESS_SECRET
+from tests.support.app import ORIGIN, base_env, make_app
+from tests.support.local_server import local_server
+from tests.support.world import World
+
+# Where no test says who is asking: the local runtime's peer, and the harness's edge
+# reporting the loopback peer, are both this address.
+LOOPBACK = "127.0.0.1"
+
+
+class Runtime(Protocol):
+    name: str
+    content: str  # a content of Dee Wan's sample, with a draft to publish
+
+    @property
+    def origin(self) -> str: ...
+
+    @property
+    def dee_wan_url(self) -> str:
+        """Dee Wan's own address, where the plugin's pages lead back to."""
+        ...
+
+    def http(self, *, client: str | None = None) -> httpx.AsyncClient:
+        """A client for the plugin's origin; `client` is the address the runtime reports for
+        the caller (the local peer, or the Worker's `CF-Connecting-IP`)."""
+        ...
+
+    def vars(self, **overrides: Any) -> contextlib.AbstractContextManager[None]:
+        """Run with variables changed (None removes one)."""
+        ...
+
+    async def install(self) -> str:
+        """Dee Wan installs the plugin with a fresh activation code: the installation's id."""
+        ...
+
+    def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
+        """A launch link Dee Wan issues to `person`: by default, a manage launch to a site
+        admin, or a content launch (`content_id=…`) to an editor."""
+        ...
+
+    def exchange_calls(self) -> int:
+        """How many launch exchanges reached Dee Wan so far."""
+        ...
+
+    async def count(self, table: str, installation_id: str) -> int:
+        """Rows of `table` for one installation."""
+        ...
+
+    def launch_limiter(self, limit: int) -> contextlib.AbstractContextManager[Limiter]:
+        """Run with a Rate Limiting binding of `limit` per window bound."""
+        ...
+
+    def now_ms(self) -> int:
+        """The time the plugin reads now."""
+        ...
+
+    def dee_wan_down(self, minutes: int) -> contextlib.AbstractContextManager[None]:
+        """Run with Dee Wan answering every call 503 for `minutes` (its own switch)."""
+        ...
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        """A read of the plugin's database, for assertions."""
+        ...
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        """A person opens Scheduling from Dee Wan (`launch_path`'s launch) and is shown
+        its page: a visitor with its session, CSRF token and the versions shown."""
+        ...
+
+    async def close(self) -> None:
+        """Close the visitors' connections."""
+        ...
+
+    def served(self) -> contextlib.AbstractAsyncContextManager[str]:
+        """The plugin on a real socket, for clients that make their own connections: its
+        base URL."""
+        ...
+
+
+SESSION_COOKIE = "__Host-scheduling_session"
+
+
+class Visitor:
+    """A browser on the plugin's origin. It keeps the session's `__Host-` cookie by hand:
+    http.cookiejar sends no `Secure` cookie over http://localhost, which browsers do."""
+
+    def __init__(self, http: httpx.AsyncClient, origin: str) -> None:
+        self.http, self.origin = http, origin
+        self.cookie: str | None = None
+        self.csrf = ""
+        self.shown: dict[str, str] = {}  # the versions the last page's form carries
+        self.page = ""  # the last answer's text
+
+    async def get(self, url: str) -> httpx.Response:
+        return self._keep(await self.http.get(url, headers=self._headers()))
+
+    async def post_form(self, path: str, fields: dict[str, Any]) -> httpx.Response:
+        """A same-origin form; a list value repeats its field (checkboxes)."""
+        headers = {**self._headers(), "origin": self.origin, "sec-fetch-site": "same-origin"}
+        return self._keep(await self.http.post(path, data=fields, headers=headers))
+
+    def _headers(self) -> dict[str, str]:
+        return {"cookie": f"{SESSION_COOKIE}={self.cookie}"} if self.cookie else {}
+
+    def _keep(self, response: httpx.Response) -> httpx.Response:
+        self.page = response.text
+        for header in response.headers.get_list("set-cookie"):
+            name, _, rest = header.partition("=")
+            if name == SESSION_COOKIE:
+                self.cookie = rest.split(";", 1)[0]
+        found = re.search(r'name="csrf_token" value="([A-Za-z0-9_-]{43})"', response.text)
+        if found:
+            self.csrf = found.group(1)
+        shown = re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', response.text)
+        if shown:
+            self.shown = dict(shown)
+        return response
+
+
+async def visit(runtime: Runtime, opened: list[httpx.AsyncClient], launch: str) -> Visitor:
+    opened.append(runtime.http())
+    visitor = Visitor(opened[-1], runtime.origin)
+    exchanged = await visitor.get(launch)
+    assert exchanged.status_code == 303, exchanged.text
+    page = await visitor.get(exchanged.headers["location"])
+    assert page.status_code == 200, page.text[:2000]
+    return visitor
+
+
+@dataclass
+class Limiter:
+    """A Rate Limiting binding's stand-in: every call so far (`{"key", "success"}`), and
+    the end of its window."""
+
+    calls: Callable[[], list[dict[str, Any]]]
+    end_window: Callable[[], Any]
+
+
+def context_of(context: dict[str, str]) -> dict[str, str]:
+    return {"kind": "content", **context} if context else {"kind": "manage"}
+
+
+class Ratelimit:
+    """The shape of Workers' Rate Limiting binding: `limit({"key"})` answers `{"success"}`."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit_value = limit
+        self.counts: dict[str, int] = {}
+        self.calls: list[dict[str, Any]] = []
+
+    async def limit(self, options: dict[str, str]) -> dict[str, bool]:
+        key = options["key"]
+        success = self.counts.get(key, 0) < self.limit_value
+        self.counts[key] = self.counts.get(key, 0) + success
+        self.calls.append({"key": key, "success": success})
+        return {"success": success}
+
+
+@dataclass
+class CpythonRuntime:
+    world: World
+    name: str = "cpython"
+    origin: str = ORIGIN
+    content: str = "cnt_en"
+    opened: list[httpx.AsyncClient] = field(default_factory=list)
+
+    def http(self, *, client: str | None = None) -> httpx.AsyncClient:
+        async def current(scope: Any, receive: Any, send: Any) -> None:
+            await AsgiApp(self.world.app)(scope, receive, send)  # the app `vars` set
+
+        transport = httpx.ASGITransport(app=current, client=(client or LOOPBACK, 50_000))
+        return httpx.AsyncClient(transport=transport, base_url=self.origin)
+
+    @contextlib.contextmanager
+    def vars(self, **overrides: Any) -> Iterator[None]:
+        world, before = self.world, self.world.app
+        http = FakeCoreTransport(world.core)
+        world.app = make_app(world.db, world.clock, http=http, env=base_env(**overrides))
+        try:
+            yield
+        finally:
+            world.app = before
+
+    async def install(self) -> str:
+        return (await self.world.install()).id
+
+    def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
+        # sample_core's editor is its site admin too.
+        person = person or "usr_editor"
+        launch = self.world.core.issue_launch(installation_id, person, context_of(context))
+        return launch.url.removeprefix(self.origin)
+
+    def exchange_calls(self) -> int:
+        return sum(1 for call in self.world.core.calls.calls if call.endpoint == "exchange")
+
+    async def count(self, table: str, installation_id: str) -> int:
+        sql = f"SELECT count(*) AS n FROM {table} WHERE installation_id = ?"
+        found = await self.world.db.prepare(sql).bind(installation_id).first()
+        assert found is not None
+        return int(found["n"])
+
+    @contextlib.contextmanager
+    def launch_limiter(self, limit: int) -> Iterator[Limiter]:
+        before, binding = self.world.app, Ratelimit(limit)
+        fallback = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, self.world.clock)
+        limiter = BindingRateLimiter(binding, fallback)
+        self.world.app = App(replace(before.services, rate_limiter=limiter))  # a fresh isolate's
+        try:
+            yield Limiter(calls=lambda: list(binding.calls), end_window=binding.counts.clear)
+        finally:
+            self.world.app = before
+
+    @property
+    def dee_wan_url(self) -> str:
+        return self.world.core.base_url
+
+    def now_ms(self) -> int:
+        return self.world.clock.now_ms()
+
+    @contextlib.contextmanager
+    def dee_wan_down(self, minutes: int) -> Iterator[None]:
+        self.world.core.faults.down_for(minutes, self.now_ms())
+        try:
+            yield
+        finally:
+            self.world.core.faults.clear()
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return (await self.world.db.prepare(sql).bind(*params).all()).results
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        return await visit(self, self.opened, self.launch_path(installation_id, **context))
+
+    async def close(self) -> None:
+        for http in self.opened:
+            await http.aclose()
+
+    @contextlib.asynccontextmanager
+    async def served(self) -> AsyncIterator[str]:
+        async with local_server(AsgiApp(self.world.app)) as port:
+            yield f"http://127.0.0.1:{port}"
+
+
+@dataclass
+class PyodideRuntime:
+    """The shared harness in development mode (fake core's base URL is http://localhost)."""
+
+    harness: Any  # tests.pyodide_harness.harness.Harness
+    core: Any  # tests.pyodide_harness.harness.FakeCoreProcess
+    name: str = "pyodide"
+    content: str = "cnt_spring"
+    installed: list[str] = field(default_factory=list)
+    opened: list[httpx.AsyncClient] = field(default_factory=list)
+
+    @property
+    def origin(self) -> str:
+        return str(self.harness.origin)
+
+    @property
+    def development(self) -> dict[str, str]:
+        return {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": self.core.base_url}
+
+    def http(self, *, client: str | None = None) -> httpx.AsyncClient:
+        headers = {"cf-connecting-ip": client} if client else {}
+        return httpx.AsyncClient(base_url=self.origin, headers=headers, timeout=60)
+
+    def set_vars(self, **overrides: Any) -> None:
+        changed = {**self.harness.base_vars, **self.development, **overrides}
+        self.harness.set_vars({name: value for name, value in changed.items() if value is not None})
+
+    @contextlib.contextmanager
+    def vars(self, **overrides: Any) -> Iterator[None]:
+        self.set_vars(**overrides)
+        try:
+            yield
+        finally:
+            self.set_vars()
+
+    async def install(self) -> str:
+        async with self.http() as http:
+            operator = {"authorization": f"Bearer {HARNESS_SECRET}"}
+            minted = await http.post("/admin/activation-codes", headers=operator, json={})
+        assert minted.status_code == 201, minted.text
+        answer = self.core.control("POST", "install", {"code": minted.json()["code"]})
+        assert answer["code"] == "installed", answer
+        installation_id: str = answer["installation"]["id"]
+        self.installed.append(installation_id)
+        return installation_id
+
+    def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
+        person = person or ("usr_editor" if context else "usr_admin")  # the demo's people
+        body = {"installation_id": installation_id, "person_id": person, **context}
+        url: str = self.core.control("POST", "launch", body)["url"]
+        return url.removeprefix(self.origin)
+
+    def exchange_calls(self) -> int:
+        return len(self.core.control("GET", "calls", endpoint="exchange")["calls"])
+
+    async def count(self, table: str, installation_id: str) -> int:
+        sql = f"SELECT count(*) AS n FROM {table} WHERE installation_id = ?"
+        [row] = self.harness.sql(sql, installation_id)
+        return int(row["n"])
+
+    @property
+    def dee_wan_url(self) -> str:
+        return str(self.core.base_url)
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    @contextlib.contextmanager
+    def dee_wan_down(self, minutes: int) -> Iterator[None]:
+        form = {"content": f"minutes={minutes}"}
+        pressed = self.core.client.post(
+            "/ui/fail-down", headers={"content-type": "application/x-www-form-urlencoded"}, **form
+        )
+        assert pressed.status_code == 303, pressed.text
+        try:
+            yield
+        finally:
+            self.core.control("DELETE", "faults")
+
+    async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return list(self.harness.sql(sql, *params))
+
+    async def open_page(self, installation_id: str, **context: str) -> Visitor:
+        return await visit(self, self.opened, self.launch_path(installation_id, **context))
+
+    async def close(self) -> None:
+        for http in self.opened:
+            await http.aclose()
+
+    @contextlib.asynccontextmanager
+    async def served(self) -> AsyncIterator[str]:
+        yield self.origin
+
+    @contextlib.contextmanager
+    def launch_limiter(self, limit: int) -> Iterator[Limiter]:
+        with self.harness.launch_limiter(limit):
+            yield Limiter(
+                calls=lambda: list(self.harness.rate_limiter()["calls"]),
+                end_window=lambda: self.harness.rate_limiter(reset=True),
+            )
+
+
+@contextlib.asynccontextmanager
+async def pyodide_runtime(harness: Any, core: Any) -> AsyncIterator[PyodideRuntime]:
+    """The harness as a runtime for one test: development mode, a fresh fake core; every
+    installation the test made removed after it."""
+    from tests.support.worker_browser import remove_installation
+
+    core.control("POST", "reset")
+    core.control("POST", "seed", {"demo": True})
+    runtime = PyodideRuntime(harness, core)
+    runtime.set_vars()
+    try:
+        yield runtime
+    finally:
+        await runtime.close()
+        for installation_id in runtime.installed:
+            remove_installation(harness, installation_id)
+        harness.set_vars(harness.base_vars)
