@@ -11,7 +11,7 @@ largest stored integer and text beyond ASCII.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -35,9 +35,11 @@ from scheduling.repository import (
     agent_queries,
     backlog,
     installations,
+    lease_sql,
     manage_queries,
     notification_endpoints,
     operator_queries,
+    outbox_sql,
     proposals,
     redelivery,
     retention,
@@ -47,6 +49,8 @@ from scheduling.repository import (
     tick_history,
     wake_ups,
 )
+from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
+from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
@@ -1717,3 +1721,210 @@ async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
     assert await values(any_db, attempts) == [("kept", 2), ("live", 2)]
     kept = await values(any_db, "SELECT id FROM webhook_deliveries ORDER BY id")
     assert kept == [("kept",), ("waits",)]
+
+
+# -- plans: every read by index, on CPython's SQLite and on D1's (a newer one) ----------------
+#
+# A fresh, never-analysed database, as a new D1 is, and one analysed while it holds mostly
+# history: the planner must still pick the partial indexes, so that the cost (and D1's
+# rows-read bill) follows live rows, the day's activity and 7 days of history, never the
+# tables' size. The statements take the most rows D1 binds (100 parameters).
+
+
+async def plan(db: Database, sql: str, params: Sequence[object]) -> list[str]:
+    found = await db.prepare("EXPLAIN QUERY PLAN " + sql).bind(*params).all()
+    return [str(row["detail"]) for row in found.results]
+
+
+def listed(width: int, fixed: int = 0, rows: int = 20) -> tuple[str, list[int]]:
+    """A `{values}` list of `rows` rows of `width` (at most D1's 100 parameters in all) after
+    `fixed` parameters, and parameters for all of them."""
+    rows = min(rows, (100 - fixed) // width) if width else rows
+    values = ", ".join(
+        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
+        for i in range(rows)
+    )
+    return values, [0] * (fixed + rows * width)
+
+
+def table_reads(steps: list[str]) -> list[str]:
+    """The steps that read a table: not the VALUES lists the batch statements are given."""
+    lists = ("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent")
+    return [
+        s
+        for s in steps
+        if s.startswith(("SCAN", "SEARCH"))
+        and "CONSTANT ROW" not in s
+        and "VALUES CLAUSE" not in s
+        and not s.startswith(lists)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
+    ids=["runner due rows", "status backlog", "status counts"],
+)
+async def test_runner_and_status_queries_read_only_the_partial_indexes(
+    any_db: Database, sql: str, params: tuple[int, ...]
+) -> None:
+    steps = await plan(any_db, sql, params)
+    reads = [step for step in steps if step.startswith(("SCAN schedules", "SEARCH schedules"))]
+    assert reads, steps
+    partial = ("schedules_waiting", "schedules_leased", "schedules_finished")
+    assert all(any(f"INDEX {name}" in step for name in partial) for step in reads), steps
+
+
+@pytest.mark.parametrize(
+    ("sql", "width", "fixed"),
+    [
+        (lease_sql.CLAIM_SQL, 4, 4),
+        (lease_sql.REFUSE_UNSENT_SQL, 6, 2),
+        (lease_sql.SETTLE_SQL, 6, 3),
+        (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
+        (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
+        (lease_sql.OPEN_ATTEMPTS_SQL, 0, 3),
+    ],
+    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
+)
+async def test_batch_statements_find_each_row_by_key_never_by_scan(
+    any_db: Database, sql: str, width: int, fixed: int
+) -> None:
+    values, params = listed(width, fixed)
+    steps = await plan(any_db, sql.format(values=values), params)
+    assert table_reads(steps), steps
+    assert all(step.startswith("SEARCH") for step in table_reads(steps)), steps
+
+
+async def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row(
+    any_db: Database,
+) -> None:
+    """The candidates and their installation's live claims are materialised first (no row
+    changed yet when they are counted), and each count reads one installation's running rows
+    by index."""
+    values, params = listed(4, 5)
+    steps = await plan(any_db, lease_sql.CLAIM_WITHIN_SQL.format(values=values), params)
+    assert "MATERIALIZE pick" in steps, steps
+    by_installation = "INDEX schedules_running_by_installation"
+    assert any(s.startswith("SEARCH busy USING") and by_installation in s for s in steps), steps
+    busy = await plan(any_db, lease_sql.BUSY_SQL, [0, '["ins_a"]'])
+    assert any(by_installation in s for s in busy), busy
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
+        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
+        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
+        (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
+        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
+        (
+            outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],
+        ),
+    ],
+    ids=["claim", "claim named", "chat minute", "endpoints", "titles", "settle a digest"],
+)
+async def test_the_outbox_reads_only_its_partial_indexes_and_keys(
+    any_db: Database, sql: str, params: list[object]
+) -> None:
+    """Claims read the waiting and leased indexes; what a claim or a settle reads back finds
+    its rows by the lease (a digest's too, not by its endpoint's whole history)."""
+    steps = await plan(any_db, sql, params)
+    deliveries = ("SCAN webhook_deliveries", "SEARCH webhook_deliveries", "SCAN d", "SEARCH d")
+    assert [s for s in steps if s.startswith(deliveries)], steps
+    assert not any(s.startswith(("SCAN webhook_deliveries", "SCAN d ")) for s in steps), steps
+    assert not any("webhook_deliveries_by_endpoint" in s for s in steps), steps
+
+
+HISTORY_HEAVY = (
+    """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 30)
+    INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
+        token_rotated_at, last_sent_at)
+    SELECT 'ins_' || i, 's', 'https://cms.example', 'x', 0, 0, i FROM n""",
+    """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 3000)
+    INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
+        workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,
+        result_code, next_attempt_at, requested_by, requested_by_name, created_at,
+        updated_at)
+    SELECT 'sch_' || i, 'ins_' || (i % 30), 'cnt_' || i, 'publish', 'published', 'v', 1, 1,
+           'k' || i, i, 'UTC', 'x',
+           CASE WHEN i % 100 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'refused'
+                ELSE 'completed' END,
+           CASE WHEN i % 100 = 0 THEN NULL ELSE 'transition_applied' END,
+           CASE WHEN i % 100 = 0 THEN i END, 'usr', 'Ada', i, i
+      FROM n""",
+    "ANALYZE",
+)  # 3,000 schedules of 30 installations, 1 in 100 live, then ANALYZE
+TABLES = frozenset(
+    {"schedules", "schedule_attempts", "installations", "tick_history", "runner_totals"}
+    | {"webhook_deliveries", "sessions", "s", "i"}
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (tick_history.HEALTH_SQL, (0,)),
+        (tick_history.LAST_TICK_SQL, ()),
+        (LIVE_COUNTS_SQL, ()),
+        (tick_history.SERIES_SQL, (0, 1, 600_000)),
+        (operator_queries.RECENT_REFUSALS_SQL, ()),
+        (operator_queries.INSTALLATIONS_SQL, (0,)),
+        (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
+        (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
+        (tick_history.PRUNE_SQL, (0,)),
+        (lease_sql.LAST_SENT_SQL.format(values=listed(2)[0]), listed(2)[1]),
+        (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
+        (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
+        (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
+        (sessions.FIND_LIVE_SQL, ("h", 0)),
+        (wake_ups.NEXT_DUE_SQL, ("ins_1",)),
+        (wake_ups.WAKE_UPS_SQL, (0,)),
+    ],
+    ids=[
+        "healthz",
+        "last tick",
+        "live counts",
+        "history window",
+        "latest refusals",
+        "installations",
+        "history row",
+        "totals",
+        "pruning",
+        "last send",
+        "retention: attempts",
+        "retention: schedules",
+        "retention: deliveries",
+        "a session, its installation gone or not",
+        "a clock's next due",
+        "the clocks' wake-ups",
+    ],
+)
+@pytest.mark.parametrize("analysed", [False, True], ids=["never analysed", "analysed"])
+async def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_by_scan(
+    any_db: Database, sql: str, params: tuple[object, ...], analysed: bool
+) -> None:
+    """/healthz, /admin/metrics, /admin, the tick's write and the clocks' wake-ups: every read
+    of a table goes through an index (a partial one of live rows for schedules). The totals
+    table is read whole: one row per counter series (a fixed set,
+    tests/test_operator_history.py counts them), never more."""
+    if analysed:
+        # Statistics of a table that is mostly history: the planner then prefers whole-index
+        # scans that avoid a sort, unless a statement pins its partial index.
+        await any_db.batch([any_db.prepare(sql) for sql in HISTORY_HEAVY])
+    steps = await plan(any_db, sql, params)
+    reads = [s for s in table_reads(steps) if s.split()[1] in TABLES]
+    live_indexes = ["schedules_one_live", "schedules_waiting", "schedules_leased"]
+    live_indexes += ["schedules_waiting_by_installation", "schedules_running_by_installation"]
+    for step in reads:
+        if step == "SCAN runner_totals":
+            continue
+        if step.startswith("SCAN schedules"):  # only a partial index of live rows, whole
+            assert any(step.endswith(f"INDEX {name}") for name in live_indexes), steps
+        assert " USING " in step, steps
+        assert any(used in step for used in ("INDEX", "INTEGER PRIMARY KEY", "PRIMARY KEY")), steps
+    if sql is tick_history.HEALTH_SQL:
+        assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
+        assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps

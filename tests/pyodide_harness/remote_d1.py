@@ -142,8 +142,8 @@ _migrated: set[str] = set()
 async def contract_database(control_url: str) -> RemoteD1Database:
     """The harness's contract D1, migrated on first use (each file one batch, the statements
     split as the CPython runtime splits them, less a comment after the last `;`, which D1
-    takes for a statement of its own) and emptied of rows on every call: each store test
-    starts from the same empty, migrated database as on SQLite."""
+    takes for a statement of its own) and emptied of rows (and statistics) on every call: each
+    store test starts from the same empty, migrated, never-analysed database as on SQLite."""
     from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, _statements
 
     db = RemoteD1Database(control_url, database="contract")
@@ -160,6 +160,7 @@ async def contract_database(control_url: str) -> RemoteD1Database:
         [
             db.prepare("PRAGMA defer_foreign_keys = ON"),
             *(db.prepare(f'DELETE FROM "{row["name"]}"') for row in tables.results),
+            db.prepare("DROP TABLE IF EXISTS sqlite_stat1"),  # a test's ANALYZE, forgotten
         ]
     )
     return db
