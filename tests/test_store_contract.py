@@ -54,6 +54,7 @@ from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.pyodide_harness.remote_d1 import RemoteD1Database
 
 T = TypeVar("T")
@@ -265,6 +266,7 @@ async def test_insert_returning_gives_the_row_none_as_null_and_meta(
     [row] = result.results
     assert row == {"id": row["id"], "label": "a", "n": 7, "note": None, "note_type": "null"}
     assert (result.meta.changes, result.meta.last_row_id) == (1, row["id"])
+    assert (await any_db.prepare(f"SELECT label FROM {table}").all()).meta.changes == 0
     assert await any_db.prepare(f"SELECT id FROM {table} WHERE label = ?").bind("b").first() is None
 
 
@@ -354,6 +356,13 @@ async def test_a_constraint_error_rolls_the_whole_batch_back_and_says_where(
     assert f"in: {failing}" in str(alone.value)
 
 
+async def test_a_batch_takes_only_statements_prepared_on_its_database(any_db: Database) -> None:
+    """A statement of another kind of database (each adapter checks the kind) is refused."""
+    other = SqliteDatabase(":memory:") if on_d1(any_db) else RemoteD1Database("http://unused")
+    with pytest.raises(TypeError, match=r"batch\(\) takes statements prepared on this database"):
+        await any_db.batch([any_db.prepare("SELECT 1"), other.prepare("SELECT 1")])
+
+
 async def test_a_syntax_error_is_a_database_error_but_no_constraint(any_db: Database) -> None:
     with pytest.raises(DatabaseError) as raised:
         await any_db.prepare("SELEC 1").all()
@@ -371,6 +380,7 @@ async def test_foreign_keys_are_enforced(any_db: Database) -> None:
             " VALUES ('h', 'ins_missing', 'c', 'p', 'n', 'manage', 's', 0, 0, 0)"
         ).run()
     assert raised.value.constraint
+    assert "INSERT INTO sessions" in str(raised.value)  # the log says which statement
 
 
 async def test_one_live_schedule_per_content_and_kind_and_only_a_cancelled_one_names_who(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import httpx
 
@@ -87,12 +87,10 @@ class RemoteD1Database:
         return RemoteD1Statement(self, sql)
 
     async def batch(self, statements: Sequence[Statement]) -> list[Result]:
-        own = [stmt for stmt in statements if isinstance(stmt, RemoteD1Statement)]
-        if len(own) != len(statements) or any(stmt._db is not self for stmt in own):
-            raise TypeError("batch() takes statements prepared on this database")
-        return await self.call("batch", own)
+        """A statement prepared elsewhere goes as such: the Worker's adapter refuses it."""
+        return await self.call("batch", statements)
 
-    async def call(self, op: str, statements: Sequence[RemoteD1Statement]) -> list[Result]:
+    async def call(self, op: str, statements: Sequence[Statement]) -> list[Result]:
         answer = await self.request(op, statements)
         return [
             Result(
@@ -101,6 +99,9 @@ class RemoteD1Database:
             )
             for item in answer["results"]
         ]
+
+    def _owns(self, statement: Statement) -> TypeGuard[RemoteD1Statement]:
+        return isinstance(statement, RemoteD1Statement) and statement._db is self
 
     def _client_now(self) -> httpx.AsyncClient:
         """This event loop's client: each test runs on a loop of its own, and a client's
@@ -116,12 +117,14 @@ class RemoteD1Database:
             await self._client.aclose()
         self._client = None
 
-    async def request(self, op: str, statements: Sequence[RemoteD1Statement]) -> dict[str, Any]:
+    async def request(self, op: str, statements: Sequence[Statement]) -> dict[str, Any]:
         """One round trip; raises DatabaseError or WorkerRaised as the Worker's adapter did."""
         self.round_trips += 1
         payload = {
             "op": op,
-            "statements": [stmt.to_json() for stmt in statements],
+            "statements": [
+                stmt.to_json() if self._owns(stmt) else {"foreign": True} for stmt in statements
+            ],
             "database": self.database,
         }
         response = await self._client_now().post("/__harness/d1", json=payload)
@@ -133,6 +136,8 @@ class RemoteD1Database:
             return answer
         if error["type"] == "DatabaseError":
             raise DatabaseError(error["message"], constraint=error["constraint"])
+        if error["type"] == "TypeError":  # a misuse of the port, as the adapter raised it
+            raise TypeError(error["message"])
         raise WorkerRaised(error["type"], error["message"])
 
 
