@@ -73,7 +73,7 @@ def chip_rows(units: Sequence[str]) -> list[list[str]]:
 
 
 def unit_label(unit: str) -> str:
-    """A unit as the code names it: `domain/`, `http/pages/`, `ports.py`, `__main__.py`."""
+    """A unit as the code names it: `domain/`, `http/html/`, `ports.py`, `__main__.py`."""
     folder = unit.replace(".", "/")
     return f"{folder}/" if (CORE / folder).is_dir() else f"{unit}.py"
 

@@ -1,4 +1,4 @@
-"""The operator page's chart geometry (http/pages/charts.py), without a browser: data in, the
+"""The operator page's chart geometry (pages/admin/charts.py), without a browser: data in, the
 coordinates of an SVG out."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from scheduling.http.pages import charts
-from scheduling.http.pages.charts import (
+from scheduling.pages.admin import charts
+from scheduling.pages.admin.charts import (
     BOTTOM,
     HEIGHT,
     LEFT,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import jinja2
 import pytest
 
+from scheduling.http.html import render as rendering
 from scheduling.http.next_steps import NextSteps
-from scheduling.http.pages import render as rendering
-from scheduling.http.pages.templates import SOURCES
+from scheduling.pages.template_sources import SOURCES
 from scripts import compile_templates
 from scripts.compile_templates import TARGET, compiling_environment, generate
 

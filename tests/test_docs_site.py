@@ -141,7 +141,7 @@ def test_the_layer_diagram_is_drawn_from_the_layers_table() -> None:
 def test_the_layer_diagram_reads_the_whole_table_and_changes_with_it() -> None:
     layers = layers_table(TABLE.read_text("utf-8"))
     units = {unit for _, names in layers for unit in names}
-    assert {"ports", "domain", "repository", "runner", "http.pages", "runtimes.workers"} <= units
+    assert {"ports", "domain", "repository", "runner", "http.html", "runtimes.workers"} <= units
     moved = [(name, names) for name, names in layers if "domain" not in names]
     assert "domain/" not in render(moved)
     assert render(moved) != render(layers)

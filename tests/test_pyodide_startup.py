@@ -36,8 +36,8 @@ def test_importing_the_entry_draws_randomness_only_where_the_sdk_allows() -> Non
         "scheduling.app",
         "jinja2",
     } <= loaded
-    assert "scheduling.http.pages.compiled_templates" in loaded
-    assert not {"scheduling.http.pages.templates", "difflib", "scheduling.mcp"} & loaded
+    assert "scheduling.http.html.compiled_templates" in loaded
+    assert not {"scheduling.pages.template_sources", "difflib", "scheduling.mcp"} & loaded
 
 
 def test_a_module_level_draw_in_the_entry_s_imports_is_found(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from scheduling.domain.time_words import duration_text, instant_text, wall_text, years_ahead
-from scheduling.http.pages import time_labels
+from scheduling.http.html import time_labels
 
 
 def ms(text: str) -> int:

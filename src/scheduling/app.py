@@ -5,23 +5,18 @@ from __future__ import annotations
 
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
-from scheduling.http.handlers import (
-    agents,
-    home,
-    installation,
-    manifest,
-    notifications,
-    operator,
-    schedules,
-    static,
-    status,
-    ways_back,
-)
+from scheduling.http.html.render import refusal_page
 from scheduling.http.next_steps import NextSteps, local_steps, next_steps
-from scheduling.http.pages.render import refusal_page
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
+from scheduling.pages import cancel_page, home, installation, static, ways_back
+from scheduling.pages.activation import manifest_route
+from scheduling.pages.admin import operator_routes
+from scheduling.pages.agents import agents_page
+from scheduling.pages.content import content_page
+from scheduling.pages.manage import manage_page
+from scheduling.pages.notifications import notifications_routes
 from scheduling.runner.alarm import alarm
 from scheduling.runner.tick import tick
 from scheduling.services import Services, log
@@ -31,25 +26,25 @@ from scheduling.services import Services, log
 # the deletion, the agents' MCP endpoint) are imported by their own first request: out of the
 # Worker's startup, and never an editor's page. Every other route's modules are imported here.
 async def _activate(request: Request, services: Services) -> Response:
-    from scheduling.http.handlers.activate import activate
+    from scheduling.pages.activation.activate import activate
 
     return await activate(request, services)
 
 
 async def _mint(request: Request, services: Services) -> Response:
-    from scheduling.http.handlers.activation_codes import mint
+    from scheduling.pages.activation.activation_codes import mint
 
     return await mint(request, services)
 
 
 async def _delete_data(request: Request, services: Services) -> Response:
-    from scheduling.http.handlers.delete_data import delete_data
+    from scheduling.pages.admin.delete_data import delete_data
 
     return await delete_data(request, services)
 
 
 async def _operator_page(request: Request, services: Services) -> Response:
-    from scheduling.http.handlers.operator_page import operator
+    from scheduling.pages.admin.operator_page import operator
 
     return await operator(request, services)
 
@@ -59,7 +54,7 @@ async def _metrics(request: Request, services: Services) -> Response:
     # the first agent call), out of the Worker's startup.
     from scheduling.mcp.call_metrics import agent_call_families
 
-    return await operator.metrics(request, services, more=agent_call_families)
+    return await operator_routes.metrics(request, services, more=agent_call_families)
 
 
 async def _mcp(request: Request, services: Services) -> Response:
@@ -70,16 +65,21 @@ async def _mcp(request: Request, services: Services) -> Response:
 
 ROUTES = [
     Route("GET", "/", home.home),
-    Route("GET", "/dee-wan/manifest.json", manifest.manifest),
+    Route("GET", "/dee-wan/manifest.json", manifest_route.manifest),
     Route("POST", "/dee-wan/activate", _activate),
     Route("POST", "/admin/activation-codes", _mint),
     Route("POST", "/admin/installations/{installation_id}/delete-data", _delete_data),
     Route("GET", "/admin", _operator_page),
-    Route("GET", "/admin/status", status.runner_status),
+    Route("GET", "/admin/status", operator_routes.runner_status),
     Route("GET", "/admin/metrics", _metrics),
-    Route("GET", "/healthz", operator.healthz),
+    Route("GET", "/healthz", operator_routes.healthz),
     Route("GET", "/installations/{installation_id}", installation.installation_page),
-    Route("POST", "/installations/{installation_id}/schedules", schedules.create_schedule),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules",
+        content_page.create_schedule,
+        content_page.form_again,
+    ),
     # A reloaded or restored refused form: back to the page (issue 38), never a 405.
     Route("GET", "/installations/{installation_id}/schedules", ways_back.to_page),
     Route(
@@ -92,76 +92,85 @@ ROUTES = [
     Route(
         "GET",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
-        schedules.cancel_page,
+        cancel_page.cancel_page,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
-        schedules.cancel_schedule,
+        cancel_page.cancel_schedule,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/retry",
-        schedules.retry_schedule,
+        content_page.retry_schedule,
+        content_page.form_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/dismiss",
-        schedules.dismiss_schedule,
+        manage_page.dismiss_schedule,
     ),
-    Route("POST", "/installations/{installation_id}/notifications", notifications.add_endpoint),
+    Route(
+        "POST",
+        "/installations/{installation_id}/notifications",
+        notifications_routes.add_endpoint,
+        notifications_routes.add_again,
+    ),
     Route(
         "GET",
         "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
-        notifications.confirm_rotate,
+        notifications_routes.confirm_rotate,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
-        notifications.rotate_secret,
+        notifications_routes.rotate_secret,
     ),
     Route(
         "GET",
         "/installations/{installation_id}/notifications/{endpoint_id}/delete",
-        notifications.confirm_delete,
+        notifications_routes.confirm_delete,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/delete",
-        notifications.delete_endpoint,
+        notifications_routes.delete_endpoint,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/test",
-        notifications.send_test,
+        notifications_routes.send_test,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/deliveries/{delivery_id}/send-again",
-        notifications.send_again,
+        notifications_routes.send_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/replay",
-        notifications.replay_failures,
+        notifications_routes.replay_failures,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/enable",
-        notifications.enable_endpoint,
+        notifications_routes.enable_endpoint,
     ),
     Route("GET", "/static/app.css", static.stylesheet),
-    Route("POST", "/installations/{installation_id}/agent-keys", agents.mint),
-    Route("POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents.revoke),
+    Route("POST", "/installations/{installation_id}/agent-keys", agents_page.mint),
+    Route(
+        "POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents_page.revoke
+    ),
     Route(
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/confirm",
-        agents.confirm_proposal,
+        agents_page.confirm_proposal,
+        content_page.confirm_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/decline",
-        agents.decline_proposal,
+        agents_page.decline_proposal,
     ),
     Route("POST", "/mcp", _mcp),
     Route("GET", "/favicon.ico", ways_back.favicon),
@@ -240,7 +249,16 @@ class App:
     async def _dispatch(self, request: Request) -> Response:
         if len(request.body) > MAX_BODY_BYTES:
             raise invalid_request(f"The body is larger than {MAX_BODY_BYTES} bytes.")
-        return await self.router.dispatch(request, self.services)
+        route = self.router.route(request)
+        try:
+            return await route.handler(request, self.services)
+        except Refusal as refused:
+            # A refused form: its page again, with what was entered and why, when its route
+            # shows it (`Route.again`); any other refusal is rendered by `handle`.
+            again = await route.again(request, self.services, refused) if route.again else None
+            if again is None:
+                raise
+            return again
 
     async def tick(self, scheduled_time: int) -> dict[str, int]:
         """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from scheduling.actions.create import Created, ScheduleRequest, create_schedule
+from scheduling.actions.create import Created, ScheduleForm, create_schedule
 from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
 from scheduling.domain.notification_events import ProposalEvent
 from scheduling.domain.refusals import Refusal
@@ -206,7 +206,7 @@ async def confirm(
     created = await create_schedule(
         services,
         session,
-        ScheduleRequest(
+        ScheduleForm(
             version_id=version_id,
             published_version_id=published,
             transition=f"{found.kind}:{to_state}",

@@ -12,7 +12,7 @@ content and kind.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -44,27 +44,42 @@ from scheduling.services import Services, log
 
 
 @dataclass(frozen=True)
-class ScheduleRequest:
-    """What a create form sent, as text; the action checks every field."""
+class ScheduleForm:
+    """The content page's form, the one model of it: what a create sends, as text (the action
+    checks every field), and what the page shows again after a refusal (as entered, or as a
+    re-pin or a Try again fills it)."""
 
-    version_id: str  # the versions the page showed
-    published_version_id: str
-    transition: str  # "kind:to"
-    local_time: str
-    timezone: str
-    fold: str
+    transition: str = ""  # "kind:to"
+    local_time: str = ""
+    timezone: str = ""
+    fold: str = ""
+    version_id: str = ""  # the versions the page showed
+    published_version_id: str = ""
     repin_of: str | None = None
     proposed_by: str | None = None  # a confirmed proposal's agent, as its history names it
 
+    @classmethod
+    def posted(cls, fields: Mapping[str, str]) -> ScheduleForm:
+        """The form as a browser posted it; a field it did not send is empty."""
+        return cls(
+            transition=fields.get("transition", ""),
+            local_time=fields.get("local_time", ""),
+            timezone=fields.get("timezone", ""),
+            fold=fields.get("fold", ""),
+            version_id=fields.get("version_id", ""),
+            published_version_id=fields.get("published_version_id", ""),
+            repin_of=fields.get("repin_of"),
+        )
 
-@dataclass(frozen=True)
-class FormValues:
-    """The form as it is shown again after a refusal: what was entered (or re-pinned)."""
-
-    transition: str
-    local_time: str
-    timezone: str
-    fold: str
+    def as_entered(self) -> ScheduleForm:
+        """The fields a person typed or chose, without the spaces around them."""
+        return replace(
+            self,
+            transition=self.transition.strip(),
+            local_time=self.local_time.strip(),
+            timezone=self.timezone.strip(),
+            fold=self.fold.strip(),
+        )
 
 
 class FormRefusal(Refusal):
@@ -80,7 +95,7 @@ class FormRefusal(Refusal):
         field: str,
         access: Access,
         read: ContentRead,
-        form: FormValues,
+        form: ScheduleForm,
         retries: tuple[Retry, ...] = (),
         retry_of: str | None = None,
     ) -> None:
@@ -108,7 +123,7 @@ class _Draft:
 
     access: Access
     read: ContentRead
-    form: FormValues
+    form: ScheduleForm
     retry_of: str | None = None
 
     def refuse(
@@ -133,7 +148,7 @@ class _Draft:
         )
 
 
-async def create_schedule(services: Services, session: Session, asked: ScheduleRequest) -> Created:
+async def create_schedule(services: Services, session: Session, asked: ScheduleForm) -> Created:
     if session.context_kind != "content":
         raise Refusal(
             403,
@@ -182,7 +197,7 @@ async def retry_schedule(
         raise Refusal.explained(409, "not_retryable")
     now = services.clock.now_ms()
     local_time, fold = next_minute_wall(now, old.timezone)
-    form = FormValues(f"{old.kind}:{old.to_state}", local_time, old.timezone, fold or "")
+    form = ScheduleForm(f"{old.kind}:{old.to_state}", local_time, old.timezone, fold or "")
     return await _store(services, _Draft(access, read, form, retry_of=old.id), shown)
 
 
@@ -223,7 +238,7 @@ def _person_limit(
     )
 
 
-def _too_many(session: Session, asked: ScheduleRequest, wait_ms: int) -> Refusal:
+def _too_many(session: Session, asked: ScheduleForm, wait_ms: int) -> Refusal:
     """Past the person's creates for the minute: nothing read or stored, and the form kept
     (the page sends it again as it was)."""
     fields = {
@@ -254,38 +269,41 @@ def _too_many_with(fields: dict[str, str], wait_ms: int) -> Refusal:
 
 def shown_versions(version_id: str, published_version_id: str) -> ShownVersions:
     """The versions a form says its page showed; a form without them did not come from it."""
-    current, published = version_id.strip(), published_version_id.strip()
-    if not is_id(current) or (published and not is_id(published)):
+    shown = posted_versions(version_id, published_version_id)
+    if shown is None:
         raise Refusal(
             400,
             "invalid_request",
             "This form does not say which version it showed. Reload the page and try again.",
         )
+    return shown
+
+
+def posted_versions(version_id: str, published_version_id: str) -> ShownVersions | None:
+    """The versions a posted form says its page showed, or None when it does not say them."""
+    current, published = version_id.strip(), published_version_id.strip()
+    if not is_id(current) or (published and not is_id(published)):
+        return None
     return ShownVersions(current, published or None)
 
 
 async def _form(
-    services: Services, access: Access, read: ContentRead, asked: ScheduleRequest
-) -> FormValues:
+    services: Services, access: Access, read: ContentRead, asked: ScheduleForm
+) -> ScheduleForm:
     """What to create: the form's fields, or for a re-pin the old schedule's; the site's zone
     when none was given."""
     if asked.repin_of is not None:
         form = await _repinned(services, access, read, asked.repin_of)
     else:
-        form = FormValues(
-            asked.transition.strip(),
-            asked.local_time.strip(),
-            asked.timezone.strip(),
-            asked.fold.strip(),
-        )
+        form = asked.as_entered()
     if form.timezone:
         return form
-    return FormValues(form.transition, form.local_time, read.site.timezone, form.fold)
+    return replace(form, timezone=read.site.timezone)
 
 
 async def _repinned(
     services: Services, access: Access, read: ContentRead, old_id: str
-) -> FormValues:
+) -> ScheduleForm:
     """The old schedule's change, local time, zone and fold, as a create form sends them."""
     installation_id = access.installation.id
     old = await schedules.get(services.db, installation_id, old_id) if is_id(old_id) else None
@@ -302,7 +320,7 @@ async def _repinned(
             "Only a schedule that is still waiting can be pinned again; this one has ended or "
             "was replaced since the page was shown. Reload the page to see it.",
         )
-    return FormValues(f"{old.kind}:{old.to_state}", old.local_time, old.timezone, old.fold or "")
+    return ScheduleForm(f"{old.kind}:{old.to_state}", old.local_time, old.timezone, old.fold or "")
 
 
 def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: int) -> NewSchedule:

@@ -12,17 +12,22 @@ from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 
 Handler = Callable[[Request, Any], Awaitable[Response]]
+# A refused request's page shown again (a form with what was entered and why), or None when
+# the refusal is not one its page shows: `App.handle` calls it with what the handler raised.
+Again = Callable[[Request, Any, Refusal], Awaitable[Response | None]]
 
 _PARAM = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
 class Route:
-    """A method and a path pattern, and the handler that answers them."""
+    """A method and a path pattern, the handler that answers them and, for a form, how its
+    page is shown again when it is refused (`again`)."""
 
     method: str
     pattern: str
     handler: Handler
+    again: Again | None = None
 
     def compile(self) -> re.Pattern[str]:
         parts, pos = [], 0
@@ -42,21 +47,23 @@ class Router:
     def __init__(self, routes: Sequence[Route]) -> None:
         self._routes = [(route, route.compile()) for route in routes]
 
-    def match(self, request: Request) -> tuple[Handler | None, dict[str, str], tuple[str, ...]]:
-        """(handler, params, allowed methods). No handler with some methods allowed means 405."""
+    def match(self, request: Request) -> tuple[Route | None, dict[str, str], tuple[str, ...]]:
+        """(route, params, allowed methods). No route with some methods allowed means 405."""
         allowed: list[str] = []
         for route, regex in self._routes:
             found = regex.match(request.path)
             if not found:
                 continue
             if request.method in route.methods():
-                return route.handler, found.groupdict(), route.methods()
+                return route, found.groupdict(), route.methods()
             allowed.extend(m for m in route.methods() if m not in allowed)
         return None, {}, tuple(allowed)
 
-    async def dispatch(self, request: Request, services: Any) -> Response:
-        handler, params, allowed = self.match(request)
-        if handler is None:
+    def route(self, request: Request) -> Route:
+        """The route that answers `request`, its path's parameters set on it; refused 404 or
+        405 when there is none."""
+        route, params, allowed = self.match(request)
+        if route is None:
             if allowed:
                 raise Refusal(
                     405,
@@ -66,4 +73,4 @@ class Router:
                 )
             raise Refusal(404, "not_found", "There is nothing at this address.")
         request.path_params = params
-        return await handler(request, services)
+        return route

@@ -1,0 +1,1 @@
+"""Agent keys and proposals, on the content page and the manage view."""
