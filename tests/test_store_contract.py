@@ -383,6 +383,18 @@ async def test_foreign_keys_are_enforced(any_db: Database) -> None:
     assert "INSERT INTO sessions" in str(raised.value)  # the log says which statement
 
 
+async def test_an_endpoints_address_is_at_most_2_kib_counted_in_bytes(any_db: Database) -> None:
+    await installation(any_db)
+    made: dict[str, Any] = {"installation_id": "ins_1", "kind": "webhook", "now": NOW}
+    made |= {"events": ["schedule.refused"], "secret_sealed": "s"}
+    fits = "https://h.example/" + "é" * ((2048 - 18) // 2)  # 2,048 bytes, 1,033 characters
+    assert await notification_endpoints.create(any_db, endpoint_id="whe_1", url=fits, **made)
+    with pytest.raises(DatabaseError) as raised:
+        await notification_endpoints.create(any_db, endpoint_id="whe_2", url=fits + "x", **made)
+    assert raised.value.constraint
+    assert [e.url for e in await notification_endpoints.list_for(any_db, "ins_1")] == [fits]
+
+
 async def test_one_live_schedule_per_content_and_kind_and_only_a_cancelled_one_names_who(
     any_db: Database,
 ) -> None:
