@@ -9,10 +9,11 @@ same test (see the `any_db` fixture in tests/conftest.py).
 Values cross as JSON, so `bind` takes None, bool, int, float and str. Inside the
 Worker, Pyodide turns an int with |value| <= 2**53 - 2 into a JS number (exact);
 from 2**53 - 1 (`Number.MAX_SAFE_INTEGER`) on it becomes a BigInt, which D1
-refuses at bind time with `D1_TYPE_ERROR` — a `JsException`, not a
-`DatabaseError`, in the Worker; here a `WorkerRaised`. D1 answers numbers as
-JS numbers: an INTEGER above 2**53 reads back rounded, and a REAL with no
-fraction (2.0) reads back as the int 2.
+refuses at bind time with `D1_TYPE_ERROR` (the adapter's `DatabaseError`). D1 binds
+every number as a REAL (`typeof(?)` is 'real': a bound division is not whole) and
+answers numbers as JS numbers: an INTEGER above 2**53 reads back rounded, and a REAL
+with no fraction (2.0) reads back as the int 2. Anything else the adapter lets escape
+is raised here as `WorkerRaised`.
 """
 
 from __future__ import annotations
