@@ -142,30 +142,29 @@ class RemoteD1Database:
         raise WorkerRaised(error["type"], error["message"])
 
 
-_migrated: set[str] = set()
-
-
 async def contract_database(control_url: str) -> RemoteD1Database:
-    """The harness's contract D1, migrated on first use (each file one batch, the statements
-    split as the CPython runtime splits them, less a comment after the last `;`, which D1
-    takes for a statement of its own) and emptied of rows (and statistics) on every call: each
-    store test starts from the same empty, migrated, never-analysed database as on SQLite."""
+    """The harness's contract D1, migrated when it holds no table yet (each file one batch, the
+    statements split as the CPython runtime splits them, less a comment after the last `;`,
+    which D1 takes for a statement of its own) and emptied of rows (and statistics) on every
+    call: each store test starts from the same empty, migrated, never-analysed database as on
+    SQLite."""
     from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, _statements
 
     db = RemoteD1Database(control_url, database="contract")
-    if control_url not in _migrated:
+    listed = db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'"
+    )
+    tables = [str(row["name"]) for row in (await listed.all()).results]
+    if not tables:
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
             statements = _statements(path.read_text("utf-8"))
             await db.batch([db.prepare(sql[: sql.rindex(";") + 1]) for sql in statements])
-        _migrated.add(control_url)
-    tables = await db.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table'"
-        " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'"
-    ).all()
+        tables = [str(row["name"]) for row in (await listed.all()).results]
     await db.batch(
         [
             db.prepare("PRAGMA defer_foreign_keys = ON"),
-            *(db.prepare(f'DELETE FROM "{row["name"]}"') for row in tables.results),
+            *(db.prepare(f'DELETE FROM "{name}"') for name in tables),
             db.prepare("DROP TABLE IF EXISTS sqlite_stat1"),  # a test's ANALYZE, forgotten
         ]
     )
