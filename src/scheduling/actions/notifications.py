@@ -92,8 +92,8 @@ def require_manage(session: Session) -> None:
 
 
 async def add_endpoint(services: Services, session: Session, form: EndpointForm) -> str:
-    """Store a new endpoint with a fresh secret (or its URL, sealed, when that is its kind's secret); returns its id.
-    Nothing is stored when refused."""
+    """Store a new endpoint with a fresh secret (or its URL, sealed, when that is its kind's
+    secret); returns its id. Nothing is stored when refused."""
     require_manage(session)
     await _installation(services, session)
     kind = _check(services, form)
