@@ -238,7 +238,8 @@ def test_no_handler_function_is_over_30_lines() -> None:
 
 def test_no_route_catches_a_refusal() -> None:
     """A refused form is shown again by its route's `again`, which `App.handle` calls: no
-    module of handlers (`*_routes`, or a small page's one module) catches a refusal."""
+    module of handlers (a room's `_page` or `_routes`, or a small page's one module) catches
+    a refusal."""
     catching = []
     for path in sorted((CORE / "pages").rglob("*.py")):
         if path.name.endswith(("_read.py", "_view.py", "_template.py")):

@@ -1,5 +1,6 @@
-"""The application: a route table, the one place refusals are rendered, and the runner's
-invocations (the cron's tick, a clock's alarm)."""
+"""The application: a route table (one entry a route, each handled in its page's room under
+`pages/`), the one place refusals are rendered (a refused form as its page again, through its
+route's `again`), and the runner's invocations (the cron's tick, a clock's alarm)."""
 
 from __future__ import annotations
 
