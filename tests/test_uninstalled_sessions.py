@@ -5,7 +5,8 @@ read, a launch exchange), every session of that installation is refused at once 
 and cancel for up to 30 minutes. A rotation (Dee Wan gives the installation a new token)
 lets new sessions in again.
 
-In-process, with the fake Dee Wan's uninstall.
+On both runtimes where the test takes `runtime`; in-process, with the fake Dee Wan's
+uninstall, otherwise.
 """
 
 from __future__ import annotations
@@ -13,99 +14,92 @@ from __future__ import annotations
 from typing import Any
 
 from fake_core import Fault
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import FakeClock
+from tests.support.runtimes import Runtime, Visitor
 from tests.support.webhooks import HOOK_URL
-from tests.support.world import Browser, World, schedule, tick_at
+from tests.support.world import Browser, World, local, schedule, tick_at
 
 
-def tables(db: SqliteDatabase) -> tuple[Any, ...]:
-    return tuple(
-        db.connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in ("notification_endpoints", "schedules")
-    ) + tuple(db.connection.execute("SELECT status FROM schedules ORDER BY id").fetchall())
+async def tables(runtime: Runtime, installation_id: str) -> tuple[Any, ...]:
+    sql = "SELECT status FROM schedules WHERE installation_id = ? ORDER BY id"
+    statuses = [row["status"] for row in await runtime.rows(sql, installation_id)]
+    return await runtime.count("notification_endpoints", installation_id), statuses
+
+
+async def create(runtime: Runtime, editor: Visitor, installation_id: str, minutes: int) -> str:
+    """A publish through the content page's form, due `minutes` whole minutes ahead (UTC)."""
+    fields = {**editor.shown, "csrf_token": editor.csrf, "transition": "publish:published",
+              "local_time": local(runtime.minute_ahead(minutes)), "timezone": "UTC"}  # fmt: skip
+    made = await editor.post_form(f"/installations/{installation_id}/schedules", fields)
+    assert made.status_code == 303, made.text
+    return made.headers["location"].split("created=", 1)[1]
+
+
+async def sessions(runtime: Runtime) -> tuple[str, Visitor, Visitor, str]:
+    """An installation with a schedule waiting half an hour, a manage and an editor session."""
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    waiting = await create(runtime, editor, installation_id, 30)
+    return installation_id, await runtime.open_page(installation_id), editor, waiting
 
 
 async def forms_refused(
-    world: World, installation_id: str, manage: Browser, editor: Browser, waiting_id: str
+    runtime: Runtime, installation_id: str, manage: Visitor, editor: Visitor, waiting_id: str
 ) -> None:
     """Every session of the installation: pages and forms, 401 `plugin_unauthorized`, and
     nothing changed."""
-    before = tables(world.db)
+    before = await tables(runtime, installation_id)
+    schedule = f"/installations/{installation_id}/schedules/{waiting_id}"
+    endpoint = {"csrf_token": manage.csrf, "opened_for": "manage", "url": HOOK_URL,
+                "events": ["schedule.refused"]}  # fmt: skip
     answers = [
-        await manage.post_pairs(
-            f"/installations/{installation_id}/notifications",
-            [
-                ("csrf_token", manage.csrf()),
-                ("opened_for", "manage"),
-                ("url", HOOK_URL),
-                ("events", "schedule.refused"),
-            ],
-        ),
-        await manage.post(
-            f"/installations/{installation_id}/schedules/{waiting_id}/cancel",
-            {"csrf_token": manage.csrf(), "opened_for": "manage"},
-        ),
-        await editor.post(
-            f"/installations/{installation_id}/schedules/{waiting_id}/cancel",
-            {"csrf_token": editor.csrf(), "opened_for": "cnt_en"},
-        ),
+        await manage.post_form(f"/installations/{installation_id}/notifications", endpoint),
+        await manage.post_form(f"{schedule}/cancel", {"csrf_token": manage.csrf}),
+        await editor.post_form(f"{schedule}/cancel", {"csrf_token": editor.csrf}),
         await manage.get(f"/installations/{installation_id}"),
-        await editor.get(f"/installations/{installation_id}/schedules/{waiting_id}/cancel"),
+        await editor.get(f"{schedule}/cancel"),
     ]
     for answer in answers:
-        assert answer.status == 401, answer.body[:300]
-        assert 'data-error-code="plugin_unauthorized"' in answer.body.decode()
-    assert tables(world.db) == before
+        assert answer.status_code == 401, answer.text[:300]
+        assert 'data-error-code="plugin_unauthorized"' in answer.text
+    assert await tables(runtime, installation_id) == before
 
 
 async def test_after_the_runner_is_told_plugin_unauthorized_every_session_is_refused(
-    world: World, clock: FakeClock
+    runtime: Runtime,
 ) -> None:
-    installation = await world.install()
-    world.core.state.add_content("cnt_b", "Second")
-    due = await schedule(world, installation, "cnt_b", in_minutes=2)
-    waiting = await schedule(world, installation, "cnt_en", in_minutes=30)
-    manage = await world.browser_for(installation, content_id=None)
-    await manage.get(f"/installations/{installation.id}")
-    editor = await world.open_page(installation)
-    world.core.uninstall(installation.id)
-    await tick_at(world, due["due_at"])  # its send is answered 401 plugin_unauthorized
-    refused = world.db.connection.execute(
-        "SELECT status, result_code FROM schedules WHERE id = ?", (due["id"],)
-    ).fetchone()
-    assert tuple(refused) == ("refused", "plugin_unauthorized")
-    await forms_refused(world, installation.id, manage, editor, waiting["id"])
+    installation_id, manage, editor, waiting = await sessions(runtime)
+    due = await create(runtime, editor, installation_id, 2)
+    runtime.uninstall(installation_id)
+    sql = "SELECT due_at, status, result_code FROM schedules WHERE id = ?"
+    [row] = await runtime.rows(sql, due)
+    await runtime.tick(row["due_at"])  # its send is answered 401 plugin_unauthorized
+    [row] = await runtime.rows(sql, due)
+    assert (row["status"], row["result_code"]) == ("refused", "plugin_unauthorized")
+    await forms_refused(runtime, installation_id, manage, editor, waiting)
 
 
 async def test_after_a_page_is_told_plugin_unauthorized_every_session_is_refused(
-    world: World,
+    runtime: Runtime,
 ) -> None:
-    installation = await world.install()
-    waiting = await schedule(world, installation, "cnt_en", in_minutes=30)
-    manage = await world.browser_for(installation, content_id=None)
-    await manage.get(f"/installations/{installation.id}")
-    editor = await world.open_page(installation)
-    reader = await world.browser_for(installation, content_id="cnt_pub")
-    world.core.uninstall(installation.id)
-    # Another person's content page: its read is the call that is refused.
-    assert (await reader.get(f"/installations/{installation.id}")).status == 401
-    await forms_refused(world, installation.id, manage, editor, waiting["id"])
+    installation_id, manage, editor, waiting = await sessions(runtime)
+    reader = await runtime.open_page(installation_id, content_id=runtime.content)
+    runtime.uninstall(installation_id)
+    # Another session's content page: its read is the call that is refused.
+    assert (await reader.get(f"/installations/{installation_id}")).status_code == 401
+    await forms_refused(runtime, installation_id, manage, editor, waiting)
 
 
 async def test_after_a_launch_is_told_plugin_unauthorized_every_session_is_refused(
-    world: World,
+    runtime: Runtime,
 ) -> None:
-    installation = await world.install()
-    waiting = await schedule(world, installation, "cnt_en", in_minutes=30)
-    manage = await world.browser_for(installation, content_id=None)
-    await manage.get(f"/installations/{installation.id}")
-    editor = await world.open_page(installation)
-    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
-    world.core.uninstall(installation.id)
-    assert (await Browser(world.app).get(launch.url)).status == 401  # the exchange refused
-    await forms_refused(world, installation.id, manage, editor, waiting["id"])
+    installation_id, manage, editor, waiting = await sessions(runtime)
+    launch = runtime.launch_path(installation_id)
+    runtime.uninstall(installation_id)
+    async with runtime.http() as http:
+        assert (await http.get(launch)).status_code == 401  # the exchange refused
+    await forms_refused(runtime, installation_id, manage, editor, waiting)
 
 
 async def test_other_installations_sessions_are_not_touched(world: World) -> None:

@@ -131,6 +131,11 @@ class Runtime:
         """Dee Wan installs the plugin with a fresh activation code: the installation's id."""
         raise NotImplementedError
 
+    def uninstall(self, installation_id: str) -> None:
+        """Dee Wan uninstalls the plugin: the installation's token is answered
+        `plugin_unauthorized` from now on."""
+        raise NotImplementedError
+
     def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
         """A launch link Dee Wan issues to `person`: by default, a manage launch to a site
         admin, or a content launch (`content_id=…`) to an editor."""
@@ -228,6 +233,9 @@ class CpythonRuntime(Runtime):
     async def install(self) -> str:
         return (await self.world.install()).id
 
+    def uninstall(self, installation_id: str) -> None:
+        self.world.core.uninstall(installation_id)
+
     def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
         # sample_core's editor is its site admin too.
         person = person or "usr_editor"
@@ -321,6 +329,9 @@ class PyodideRuntime(Runtime):
         installation_id: str = answer["installation"]["id"]
         self.installed.append(installation_id)
         return installation_id
+
+    def uninstall(self, installation_id: str) -> None:
+        self.core.control("POST", "uninstall", {"installation_id": installation_id})
 
     def launch_path(self, installation_id: str, person: str | None = None, **context: str) -> str:
         person = person or ("usr_editor" if context else "usr_admin")  # the demo's people
