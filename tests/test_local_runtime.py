@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
 import os
 import signal
 import socket
-import sqlite3
 import stat
 import subprocess
 import sys
@@ -24,12 +22,9 @@ import httpx
 import pytest
 
 from scheduling.config import Configuration
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.cpython.startup import banner, origin_port_warning
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY
-from tests.support.loopback_core import loopback_core
-from tests.support.serve_process import free_port, prepare_database, wait_until_up, write_vars
-from tests.support.world import insert_due
+from tests.support.serve_process import free_port, wait_until_up, write_vars
 
 
 def clean_env(**overrides: str) -> dict[str, str]:
@@ -263,59 +258,6 @@ def test_status_reports_a_tick_and_the_process_logs_it_as_one_json_line(tmp_path
         0,
     )
     assert ADMIN_SECRET not in output
-
-
-def test_a_tick_delivered_75_s_late_sends_nothing_past_a_60_s_cap(tmp_path: Path) -> None:
-    """The real process: `/__scheduled?time=T` stands for the cron invocation of minute T, and
-    it arrives 75 s after T. The row due at T is refused unsent; one due 45 s after T is sent."""
-    port = free_port()
-    db_path = tmp_path / "plugin.sqlite3"
-    with loopback_core(delay_s=0) as core:
-        env = {
-            "ENVIRONMENT": "development",
-            "PUBLIC_ORIGIN": f"http://localhost:{port}",
-            "DEE_WAN_DEV_ORIGINS": core.base_url,
-            "MAX_LATENESS_MS": "60000",
-            "ADMIN_SECRET": ADMIN_SECRET,
-            "TOKEN_KEY": TOKEN_KEY,
-        }
-        prepare_database(db_path, env, core.base_url, ("ins_late",))
-        process = serve(tmp_path, write_vars(tmp_path / "vars", **env), port, "--no-cron")
-        try:
-            wait_until_up(port, process)
-            minute = int(time.time() * 1000) - 75_000
-            due = SqliteDatabase(db_path)
-            asyncio.run(insert_due(due, "ins_late", "cnt_late", minute))
-            asyncio.run(insert_due(due, "ins_late", "cnt_in_time", minute + 45_000))
-            due.close()
-            base = f"http://127.0.0.1:{port}"
-            answer = httpx.get(
-                f"{base}/__scheduled", params={"cron": "* * * * *", "time": str(minute)}
-            )
-            after = int(time.time() * 1000)
-            assert answer.status_code == 200, answer.text
-            operator = {"authorization": f"Bearer {ADMIN_SECRET}"}
-            last = httpx.get(f"{base}/admin/status", headers=operator).json()["last_tick"]
-        finally:
-            process.terminate()
-            output, _ = process.communicate(timeout=10)
-        assert core.keys == ["sched:ins_late:sch_cnt_in_time:r1"]
-    assert 75_000 <= last["cron_delay_ms"] <= after - minute
-    assert (last["refused_unsent"], last["sends"]) == (1, 1)
-    with sqlite3.connect(db_path) as conn:
-        rows = conn.execute(
-            "SELECT content_id, status, result_code, attempt_count FROM schedules ORDER BY 1"
-        ).fetchall()
-    assert rows == [
-        ("cnt_in_time", "completed", "transition_applied", 1),
-        ("cnt_late", "refused", "retry_exhausted", 0),
-    ]
-    [line] = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
-    assert (line["event"], line["cron_delay_ms"], line["at"]) == (
-        "runner_tick",
-        last["cron_delay_ms"],
-        last["at"],
-    )
 
 
 def file_modes(db_path: Path) -> dict[str, str]:

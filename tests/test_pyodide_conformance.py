@@ -287,50 +287,6 @@ def test_tick_sends_due_transitions_and_settles_each_in_d1(
     assert token not in log
 
 
-def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_the_cap(
-    worker: Harness, recorder: Recorder, client: httpx.Client
-) -> None:
-    """scheduledTime is the minute the invocation stands for; it reaches the entry 75 s after it
-    (a row due then, 75 s in the real past). The tick runs at the wall clock, so the row is
-    past its 60 s cap and refused unsent, while a row due 45 s after that minute is sent."""
-    token = "dwp_" + "l" * 43
-    recorder.answers = {"cnt_in_time": (200, {"code": "transition_applied"})}
-    before = int(time.time() * 1000)
-    minute = before - 75_000
-    worker.execute(
-        installation_row(
-            "ins_late", recorder.base_url, worker.seal(token, "installation-token:ins_late")
-        ),
-        schedule_row("sch_late", "ins_late", "cnt_late", due_at=minute),
-        schedule_row("sch_in_time", "ins_late", "cnt_in_time", due_at=minute + 45_000),
-    )
-    with worker.vars(MAX_LATENESS_MS="60000"):
-        worker.scheduled(minute)
-        status = client.get("/admin/status", headers=OPERATOR).json()
-    after = int(time.time() * 1000)
-
-    assert [r["body"]["content_id"] for r in recorder.requests] == ["cnt_in_time"]
-    rows = {
-        row["id"]: (row["status"], row["result_code"], row["attempt_count"])
-        for row in worker.sql("SELECT id, status, result_code, attempt_count FROM schedules")
-    }
-    assert rows == {
-        "sch_late": ("refused", "retry_exhausted", 0),
-        "sch_in_time": ("completed", "transition_applied", 1),
-    }
-    last = status["last_tick"]
-    assert 75_000 <= last["cron_delay_ms"] <= after - minute
-    assert (last["refused_unsent"], last["sends"]) == (1, 1)
-    assert last["lateness_ms"]["max"] >= 30_000  # judged from the wall clock, not the minute
-    ticks = [
-        json.loads(line.removeprefix("[worker] "))
-        for line in worker.log_tail(200).splitlines()
-        if line.startswith('[worker] {"event":"runner_tick"')
-    ]
-    assert ticks[-1]["cron_delay_ms"] == last["cron_delay_ms"]
-    assert rfc3339(before) <= ticks[-1]["at"] <= rfc3339(after)
-
-
 def test_tick_never_follows_a_redirect_and_retries_an_unreachable_core(
     worker: Harness, recorder: Recorder
 ) -> None:

@@ -6,17 +6,14 @@ import json
 import logging
 from typing import Any
 
-import httpx
 import pytest
 
 from fake_core import Fault
 from fake_core.transport import FakeCoreTransport
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runner.report import TickReport
-from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.app import ADMIN_SECRET, FakeClock, base_env, body, call, runner_status
-from tests.support.world import MINUTE, World, crash_during_send, row, schedule, tick_at
+from tests.support.app import ADMIN_SECRET, body, call, runner_status
+from tests.support.world import MINUTE, World, crash_during_send, schedule, tick_at
 
 STALL = 3 * MINUTE
 
@@ -223,50 +220,6 @@ async def test_a_failed_tick_logs_its_error_type_and_leaves_the_last_record(
     world.db.connection.execute("ALTER TABLE schedules_gone RENAME TO schedules")
     status = await runner_status(world.app)
     assert status["last_tick"]["at"] == "2026-07-01T10:04:00Z"  # the last one that ran through
-
-
-async def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_the_cap(
-    db: SqliteDatabase, clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
-    """`/__scheduled?time=T` stands for the invocation of minute T; it arrives at T + 75 s.
-    The tick runs at the wall clock: the row due at T is past its 60 s cap and refused unsent;
-    the row due a minute later is 15 s late and sent. The delay is logged and reported."""
-    caplog.set_level(logging.INFO, logger="scheduling.events")
-    env = base_env(ENVIRONMENT="development", MAX_LATENESS_MS="60000")
-    world = World(db, clock, env=env)
-    installation = await world.install()
-    late = await schedule(world, installation)
-    in_time = await schedule(world, installation, "cnt_page", in_minutes=6)
-    minute = late["due_at"]
-    assert in_time["due_at"] == minute + MINUTE
-
-    world.clock.now = minute + 75_000
-    asgi = AsgiApp(world.app, app_tick(world.app))
-    transport = httpx.ASGITransport(app=asgi)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788") as client:
-        answer = await client.get("/__scheduled", params={"cron": "* * * * *", "time": minute})
-    assert answer.status_code == 200, answer.text
-    report = answer.json()["report"]
-    assert report["cron_delay_ms"] == 75_000
-    assert (report["refused_unsent"], report["sends"], report["completed"]) == (1, 1, 1)
-    assert report["lateness_max_ms"] == 15_000  # judged from the wall clock, not the minute
-
-    sent = [c.body["content_id"] for c in world.core.calls.of("transitions")]
-    assert sent == ["cnt_page"]
-    refused = await row(world, late["id"])
-    assert (refused["status"], refused["result_code"], refused["attempt_count"]) == (
-        "refused",
-        "retry_exhausted",
-        0,
-    )
-    last = (await runner_status(world.app))["last_tick"]
-    assert (last["at"], last["cron_delay_ms"]) == ("2026-07-01T10:06:15Z", 75_000)
-    [line] = tick_lines(caplog)
-    assert (line["event"], line["at"], line["cron_delay_ms"]) == (
-        "runner_tick",
-        "2026-07-01T10:06:15Z",
-        75_000,
-    )
 
 
 async def test_an_invocation_on_time_or_ahead_of_the_clock_runs_at_its_minute(

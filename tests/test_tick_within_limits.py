@@ -14,8 +14,10 @@ from scheduling.runtimes.cpython.http_client import HttpxClient
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
 from tests.support.app import START_MS, FakeClock, LoopClock, base_env, make_app, runner_status
+from tests.support.d1_rows import schedule_row
 from tests.support.loopback_core import loopback_core
-from tests.support.world import MINUTE, World, bulk_due, insert_due, tick_at
+from tests.support.runtimes import Runtime
+from tests.support.world import MINUTE, World, bulk_due, insert_due, local, tick_at
 
 SECOND = 1_000
 
@@ -85,6 +87,47 @@ async def test_sends_leave_only_before_the_lateness_cap_the_rest_are_refused_uns
     attempts = await db.prepare("SELECT count(*) AS n FROM schedule_attempts").first()
     assert attempts == {"n": 18}  # one per request that left, none for the unsent
     assert report["lateness_max_ms"] <= 60 * SECOND
+
+
+async def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_a_60_s_cap(
+    runtime: Runtime,
+) -> None:
+    """The tick stands for the minute T and reaches the plugin 75 s after it: the row due at T
+    is past its 60 s cap and refused unsent, while one due 45 s after T is sent."""
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    fields = {**editor.shown, "csrf_token": editor.csrf, "transition": "publish:published",
+              "local_time": local(runtime.minute_ahead(30)), "timezone": "UTC"}  # fmt: skip
+    made = await editor.post_form(f"/installations/{installation_id}/schedules", fields)
+    assert made.status_code == 303, made.text
+    in_time = made.headers["location"].split("created=", 1)[1]
+    minute = runtime.now_ms() - 75_000  # rows in the past, which no form takes
+    await runtime.execute(
+        "UPDATE schedules SET due_at = ?, next_attempt_at = ? WHERE id = ?",
+        *(minute + 45_000, minute + 45_000, in_time),
+    )
+    late, values = schedule_row(f"sch_{installation_id}_late", installation_id, "cnt_late",
+                                due_at=minute)  # fmt: skip
+    await runtime.execute(late, *values)
+    async with runtime.http() as http:
+        with runtime.vars(MAX_LATENESS_MS="60000"):
+            await runtime.tick(minute)
+            status = (await http.get("/admin/status", headers=runtime.operator)).json()
+    after = runtime.now_ms()
+    sql = "SELECT content_id, status, result_code, attempt_count FROM schedules"
+    sql += " WHERE installation_id = ?"
+    rows = {row.pop("content_id"): row for row in await runtime.rows(sql, installation_id)}
+    assert rows == {
+        runtime.content: {"status": "completed", "result_code": "transition_applied",
+                          "attempt_count": 1},
+        "cnt_late": {"status": "refused", "result_code": "retry_exhausted", "attempt_count": 0},
+    }  # fmt: skip
+    last = status["last_tick"]
+    assert 75_000 <= last["cron_delay_ms"] <= after - minute
+    assert (last["refused_unsent"], last["sends"]) == (1, 1)
+    assert last["lateness_ms"]["max"] >= 30_000  # judged from the clock, not the minute
+    ticks = [line for line in runtime.log_text().splitlines() if '"event":"runner_tick"' in line]
+    assert f'"cron_delay_ms":{last["cron_delay_ms"]},' in ticks[-1]
 
 
 @pytest.mark.looptime

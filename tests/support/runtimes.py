@@ -161,12 +161,17 @@ class Runtime:
         """A read of the plugin's database, for assertions."""
         raise NotImplementedError
 
+    async def execute(self, sql: str, *params: Any) -> None:
+        """A write to the plugin's database, to set up what no page can (a row in the past)."""
+        raise NotImplementedError
+
     def served(self) -> contextlib.AbstractAsyncContextManager[str]:
         """The plugin on a real socket, for clients that make their own connections."""
         raise NotImplementedError
 
     async def tick(self, at: int) -> None:
-        """The cron's tick for the minute `at` (a failed one raises)."""
+        """The cron's tick for the minute `at` (a failed one raises), delivered now if `at` is
+        past: the plugin's clock never goes back."""
         raise NotImplementedError
 
     def log_text(self) -> str:
@@ -212,6 +217,9 @@ class CpythonRuntime(Runtime):
         self.log = io.StringIO()
         self.handler = logging.StreamHandler(self.log)
         logging.getLogger("scheduling").addHandler(self.handler)
+        self.events = logging.getLogger("scheduling.events")
+        self.events_level = self.events.level
+        self.events.setLevel(logging.INFO)  # the event lines, as the Worker's log has them
 
     def http(self, *, client: str | None = None) -> httpx.AsyncClient:
         async def current(scope: Any, receive: Any, send: Any) -> None:
@@ -270,8 +278,11 @@ class CpythonRuntime(Runtime):
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return (await self.world.db.prepare(sql).bind(*params).all()).results
 
+    async def execute(self, sql: str, *params: Any) -> None:
+        await self.world.db.prepare(sql).bind(*params).run()
+
     async def tick(self, at: int) -> None:
-        self.world.clock.now = at
+        self.world.clock.now = max(self.world.clock.now, at)
         await self.world.app.tick(at)
 
     def log_text(self) -> str:
@@ -279,6 +290,7 @@ class CpythonRuntime(Runtime):
 
     async def close(self) -> None:
         logging.getLogger("scheduling").removeHandler(self.handler)
+        self.events.setLevel(self.events_level)
         await super().close()
 
     @contextlib.asynccontextmanager
@@ -357,6 +369,9 @@ class PyodideRuntime(Runtime):
 
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return list(self.harness.sql(sql, *params))
+
+    async def execute(self, sql: str, *params: Any) -> None:
+        self.harness.execute((sql, list(params)))
 
     async def tick(self, at: int) -> None:
         self.harness.scheduled(at)
