@@ -15,10 +15,10 @@ import pytest
 
 from scheduling.domain.wording import explain
 from scheduling.http.responses import BASE_HEADERS
-from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock, base_env, body, call, make_app
 from tests.support.day import DAY_MINUTES, FAILED, GAP, day_world, minute, play_day
+from tests.support.runtimes import Runtime
 
 REALM = 'Basic realm="Scheduling operator", charset="UTF-8"'
 
@@ -104,25 +104,28 @@ async def test_basic_over_plain_http_is_refused_outside_development(
     assert plain.status == 200
 
 
-@pytest.mark.parametrize(("environment", "status"), [("production", 403), ("development", 200)])
-async def test_the_local_server_says_its_own_socket_is_plain_http(
-    db: SqliteDatabase, clock: FakeClock, environment: str, status: int
+async def test_a_plain_http_socket_is_refused_outside_development_whatever_the_headers_say(
+    runtime: Runtime,
 ) -> None:
-    """PUBLIC_ORIGIN says https, and a client may claim it in forwarding headers: the local
-    server speaks plain HTTP all the same, so outside development the page is refused."""
-    app = make_app(db, clock, env=base_env(ENVIRONMENT=environment))
-    transport = httpx.ASGITransport(app=AsgiApp(app))
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788") as client:
-        response = await client.get(
-            "/admin",
-            headers={
-                **basic(ADMIN_SECRET),
-                "x-forwarded-proto": "https",
-                "cf-visitor": '{"scheme":"https"}',
-                "forwarded": "proto=https",
-            },
-        )
-    assert response.status_code == status, response.text[:300]
+    """The local server's socket, or the Worker reached at http://localhost: plain HTTP,
+    whatever a client claims in forwarding headers, so outside development the page is
+    refused before any challenge; in development the Basic secret opens it."""
+    claims = {"x-forwarded-proto": "https", "cf-visitor": '{"scheme":"https"}',
+              "forwarded": "proto=https"}  # fmt: skip
+    with runtime.vars(ENVIRONMENT="production", DEE_WAN_DEV_ORIGINS=None):
+        async with runtime.served() as base, httpx.AsyncClient(base_url=base) as client:
+            plain = await client.get("/admin", headers={**basic(ADMIN_SECRET), **claims})
+    assert (plain.status_code, plain.json()["code"]) == (403, "https_required"), plain.text
+    assert "www-authenticate" not in plain.headers
+    with runtime.vars(ENVIRONMENT="development", ADMIN_SECRET=ADMIN_SECRET):
+        async with runtime.served() as base, httpx.AsyncClient(base_url=base) as client:
+            asked = await client.get("/admin", headers=BROWSER)
+            assert (asked.status_code, asked.headers["www-authenticate"]) == (401, REALM)
+            page = await client.get("/admin", headers={**basic(ADMIN_SECRET), **claims})
+            assert page.status_code == 200, page.text[:300]
+            assert page.text.count('role="img"') == 8
+            assert "default-src 'none'" in page.headers["content-security-policy"]
+            assert (await client.get("/admin", headers=basic("wrong"))).status_code == 401
 
 
 async def test_a_misconfigured_secret_lets_nobody_in(db: SqliteDatabase, clock: FakeClock) -> None:

@@ -1,10 +1,10 @@
 """Issue 21 through the real Worker entry under Pyodide (Miniflare's D1, migrations applied by
 wrangler): the tick's history row and totals in its last write, a failed tick's row,
-/healthz, /admin/metrics (parsed with prometheus_client) and the /admin page's rules."""
+/healthz and /admin/metrics (parsed with prometheus_client). The /admin page's rules over
+plain HTTP: tests/test_operator_page.py, on both runtimes."""
 
 from __future__ import annotations
 
-import base64
 import time
 
 import pytest
@@ -18,10 +18,6 @@ pytestmark = pytest.mark.pyodide
 
 OPERATOR = {"authorization": f"Bearer {ADMIN_SECRET}"}
 HOUR = 3_600_000
-
-
-def basic(password: str) -> dict[str, str]:
-    return {"authorization": "Basic " + base64.b64encode(f"op:{password}".encode()).decode()}
 
 
 def test_a_tick_records_its_row_and_its_totals_in_its_last_write(worker: Harness) -> None:
@@ -88,25 +84,6 @@ def test_a_failed_tick_records_its_row_with_the_exception_type(worker: Harness) 
     with worker.client() as client:
         status = client.get("/admin/status", headers=OPERATOR).json()
     assert status["last_tick"] is None  # a failed tick does not say the runner is alive
-
-
-def test_the_operator_page_wants_https_and_the_secret(worker: Harness) -> None:
-    """The harness serves http://localhost: refused in production before any challenge;
-    in development the Basic secret opens the page."""
-    with worker.client() as client:
-        plain = client.get("/admin", headers=basic(ADMIN_SECRET))
-        assert (plain.status_code, plain.json()["code"]) == (403, "https_required")
-        assert "www-authenticate" not in plain.headers
-    worker.scheduled(due_soon())
-    with worker.vars(ENVIRONMENT="development"), worker.client() as client:
-        asked = client.get("/admin", headers={"accept": "text/html"})
-        assert asked.status_code == 401
-        assert asked.headers["www-authenticate"].startswith('Basic realm="Scheduling operator"')
-        page = client.get("/admin", headers=basic(ADMIN_SECRET))
-        assert page.status_code == 200, page.text[:300]
-        assert page.text.count('role="img"') == 8
-        assert "default-src 'none'" in page.headers["content-security-policy"]
-        assert client.get("/admin", headers=basic("wrong-password-here")).status_code == 401
 
 
 def test_scheduled_refuses_a_time_far_from_the_wall_clock(worker: Harness) -> None:
