@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import secrets
 
+import httpx
 import pytest
 
 from scheduling.app import App
@@ -377,13 +379,10 @@ async def test_http_only_in_development_for_listed_exact_origins(
     assert response.status == 422
 
 
-async def test_internal_names_only_as_exact_development_origins(
-    db: SqliteDatabase, clock: FakeClock
-) -> None:
-    """A single label or an internal suffix is accepted only as a listed development origin."""
+async def test_internal_names_only_as_exact_development_origins(runtime: Runtime) -> None:
+    """A single label or an internal suffix is accepted only as a listed development origin.
+    A refused activation consumes nothing: its code activates after, once."""
     origins = "https://vm:41853,https://cms.internal,http://intranet:8080"
-    dev = make_app(db, clock, env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=origins))
-    prod = make_app(db, clock, env=base_env(DEE_WAN_DEV_ORIGINS=origins))
     cases = [
         ("https://vm:41853", 201),
         ("https://cms.internal/core", 201),
@@ -391,15 +390,29 @@ async def test_internal_names_only_as_exact_development_origins(
         ("https://vm:41854", 422),
         ("https://intranet", 422),
     ]
-    for index, (url, status) in enumerate(cases):
-        response = await post_activate(
-            dev, activation(await mint(dev), installation_id=f"ins_d{index}", base_url=url)
-        )
-        assert response.status == status, url
-        response = await post_activate(
-            prod, activation(await mint(prod), installation_id=f"ins_p{index}", base_url=url)
-        )
-        assert (response.status, body(response)["code"]) == (422, "invalid_base_url"), url
+    async with runtime.http() as http:
+
+        async def activate(url: str, code: str | None = None) -> httpx.Response:
+            if code is None:
+                minted = await http.post("/admin/activation-codes", headers=runtime.operator)
+                code = minted.json()["code"]
+            runtime.installed.append(f"ins_{secrets.token_hex(6)}")
+            payload = activation(code, installation_id=runtime.installed[-1], base_url=url)
+            return await http.post("/dee-wan/activate", json=payload)
+
+        for environment in ("development", "production"):
+            with runtime.vars(ENVIRONMENT=environment, DEE_WAN_DEV_ORIGINS=origins):
+                for url, status in cases:
+                    answer = await activate(url)
+                    expected = status if environment == "development" else 422
+                    assert answer.status_code == expected, (environment, url, answer.text)
+                    assert expected == 201 or answer.json()["code"] == "invalid_base_url"
+        minted = await http.post("/admin/activation-codes", headers=runtime.operator)
+        code = minted.json()["code"]
+        assert (await activate("https://intranet", code)).status_code == 422
+        assert (await activate("https://cms.example", code)).status_code == 201
+        again = await activate("https://cms.example", code)
+        assert (again.status_code, again.json()["code"]) == (401, "invalid_code")
 
 
 async def test_refused_base_url_says_why(app: App) -> None:

@@ -117,6 +117,7 @@ class Runtime:
 
     def __init__(self) -> None:
         self.opened: list[httpx.AsyncClient] = []
+        self.installed: list[str] = []  # installations to remove after the test, where shared
 
     def http(self, *, client: str | None = None) -> httpx.AsyncClient:
         """A client for the plugin's origin; `client` is the address the runtime reports for
@@ -310,7 +311,6 @@ class PyodideRuntime(Runtime):
         self.harness, self.core = harness, core
         self.origin, self.dee_wan_url = harness.origin, core.base_url
         self.operator = {"authorization": f"Bearer {HARNESS_SECRET}"}
-        self.installed: list[str] = []
 
     @property
     def development(self) -> dict[str, str]:
