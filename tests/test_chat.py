@@ -22,6 +22,7 @@ from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
+from tests.support.runtimes import Runtime
 from tests.support.webhooks import (
     CHAT_URL,
     DEE_WAN_REFUSALS,
@@ -331,11 +332,11 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
 
 
 async def test_a_chat_url_follows_the_host_rules_and_bad_kinds_are_refused_with_a_code(
-    world: World,
+    runtime: Runtime,
 ) -> None:
-    installation = await world.install()
-    manage = await world.browser_for(installation, content_id=None)
-    path = f"/installations/{installation.id}/notifications"
+    installation_id = await runtime.install()
+    manage = await runtime.open_page(installation_id)
+    path = f"/installations/{installation_id}/notifications"
     for kind, url, code in (
         ("chat", "http://chat.example.com/hook", "invalid_endpoint_url"),
         ("chat", "https://127.0.0.1/hook", "invalid_endpoint_url"),
@@ -343,14 +344,13 @@ async def test_a_chat_url_follows_the_host_rules_and_bad_kinds_are_refused_with_
         ("sms", CHAT_URL, "unknown_endpoint_kind"),
         ("", CHAT_URL, "unknown_endpoint_kind"),
     ):
-        await manage.get(f"/installations/{installation.id}")
-        fields = [("csrf_token", manage.csrf()), ("opened_for", "manage"), ("kind", kind)]
-        fields += [("url", url), ("events", "schedule.refused")]
-        response = await manage.post_pairs(path, fields)
-        assert response.status == 422, (kind, url)
-        assert f'data-error-code="{code}"'.encode() in response.body
-    count = await world.db.prepare("SELECT count(*) AS n FROM notification_endpoints").first()
-    assert count == {"n": 0}
+        await manage.get(f"/installations/{installation_id}")
+        fields = {"csrf_token": manage.csrf, "opened_for": "manage", "kind": kind, "url": url,
+                  "events": ["schedule.refused"]}  # fmt: skip
+        response = await manage.post_form(path, fields)
+        assert response.status_code == 422, (kind, url)
+        assert f'data-error-code="{code}"' in response.text
+    assert await runtime.count("notification_endpoints", installation_id) == 0
 
 
 # -- the lines themselves ------------------------------------------------------------------

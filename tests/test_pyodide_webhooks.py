@@ -152,30 +152,6 @@ def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(
         assert url not in "".join(json.dumps(e) for e in harness.events("runner_tick"))
 
 
-def test_a_chat_endpoint_of_an_unknown_kind_is_refused_with_a_code(
-    harness: Harness, core: FakeCoreProcess
-) -> None:
-    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": core.base_url}
-    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
-        installation_id = install(core, client)["id"]
-        browser = Browser(client, harness.origin)
-        try:
-            refused = _post_endpoint(
-                core, browser, installation_id, "https://chat.example.com/hook", kind="sms"
-            )
-            assert refused.status_code == 422
-            assert 'data-error-code="unknown_endpoint_kind"' in refused.text
-            assert (
-                harness.sql(
-                    "SELECT id FROM notification_endpoints WHERE installation_id = ?",
-                    installation_id,
-                )
-                == []
-            )
-        finally:
-            remove_installation(harness, installation_id)
-
-
 def _post_endpoint(
     core: FakeCoreProcess, browser: Browser, installation_id: str, url: str, *, kind: str
 ) -> httpx.Response:
