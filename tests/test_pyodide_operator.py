@@ -1,7 +1,8 @@
 """Issue 21 through the real Worker entry under Pyodide (Miniflare's D1, migrations applied by
 wrangler): the tick's history row and totals in its last write, a failed tick's row,
 /healthz and /admin/metrics (parsed with prometheus_client). The /admin page's rules over
-plain HTTP: tests/test_operator_page.py, on both runtimes."""
+plain HTTP: tests/test_operator_page.py; a tick far from the wall clock refused:
+tests/test_runner.py; both on both runtimes."""
 
 from __future__ import annotations
 
@@ -84,24 +85,3 @@ def test_a_failed_tick_records_its_row_with_the_exception_type(worker: Harness) 
     with worker.client() as client:
         status = client.get("/admin/status", headers=OPERATOR).json()
     assert status["last_tick"] is None  # a failed tick does not say the runner is alive
-
-
-def test_scheduled_refuses_a_time_far_from_the_wall_clock(worker: Harness) -> None:
-    """Issue 37, item 5: the Worker's `scheduled()` trusted `scheduledTime`; under `wrangler
-    dev --test-scheduled` any page could ask for a tick 300 days ahead, which ended every
-    pending schedule unsent. The tick itself refuses it, as the local trigger does."""
-    now = int(time.time() * 1000)
-    sealed = worker.seal("dwp_" + "f" * 43, associated_data.installation_token("ins_far"))
-    worker.execute(
-        installation_row("ins_far", "https://cms.example", sealed),
-        schedule_row("sch_far", "ins_far", "cnt_far", due_at=now + HOUR),
-    )
-    refused = len(worker.events("runner_tick_refused"))
-    for far in (now + 300 * 24 * HOUR, now + 16 * 60_000, now - 25 * HOUR):
-        with pytest.raises(AssertionError):  # the harness answers the failed invocation 500
-            worker.scheduled(far)
-    assert len(worker.events("runner_tick_refused")) == refused + 3
-    assert worker.sql("SELECT status, attempt_count FROM schedules") == [
-        {"status": "pending", "attempt_count": 0}
-    ]
-    assert worker.sql("SELECT count(*) AS n FROM tick_history") == [{"n": 0}]

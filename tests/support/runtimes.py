@@ -114,6 +114,7 @@ class Runtime:
     content: str  # a content of Dee Wan's sample, with a draft to publish
     dee_wan_url: str  # Dee Wan's own address, where the plugin's pages lead back to
     operator: dict[str, str]  # the operator's bearer header
+    slack_ms = 0  # how far the plugin's clock may move between `now_ms()` and what follows
 
     def __init__(self) -> None:
         self.opened: list[httpx.AsyncClient] = []
@@ -170,9 +171,10 @@ class Runtime:
         """The plugin on a real socket, for clients that make their own connections."""
         raise NotImplementedError
 
-    async def tick(self, at: int) -> None:
+    async def tick(self, at: int, *, asked_now: bool = False) -> None:
         """The cron's tick for the minute `at` (a failed one raises), delivered now if `at` is
-        past: the plugin's clock never goes back."""
+        past: the plugin's clock never goes back. `asked_now`: a tick for `at` asked for now,
+        whatever `at` says (`wrangler dev --test-scheduled`, `/__scheduled?time=`)."""
         raise NotImplementedError
 
     def log_text(self) -> str:
@@ -282,8 +284,9 @@ class CpythonRuntime(Runtime):
     async def execute(self, sql: str, *params: Any) -> None:
         await self.world.db.prepare(sql).bind(*params).run()
 
-    async def tick(self, at: int) -> None:
-        self.world.clock.now = max(self.world.clock.now, at)
+    async def tick(self, at: int, *, asked_now: bool = False) -> None:
+        if not asked_now:
+            self.world.clock.now = max(self.world.clock.now, at)
         await self.world.app.tick(at)
 
     def log_text(self) -> str:
@@ -305,6 +308,7 @@ class PyodideRuntime(Runtime):
     URL is http://localhost), with `python -m fake_core` and the wall clock."""
 
     name, content = "pyodide", "cnt_spring"
+    slack_ms = 60_000  # the wall clock, while the harness answers
 
     def __init__(self, harness: Harness, core: FakeCoreProcess) -> None:
         super().__init__()
@@ -373,8 +377,8 @@ class PyodideRuntime(Runtime):
     async def execute(self, sql: str, *params: Any) -> None:
         self.harness.execute((sql, list(params)))
 
-    async def tick(self, at: int) -> None:
-        self.harness.scheduled(at)
+    async def tick(self, at: int, *, asked_now: bool = False) -> None:
+        self.harness.scheduled(at)  # the wall clock: always asked now
 
     def log_text(self) -> str:
         return self.harness.log_tail(400)
