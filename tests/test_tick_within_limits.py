@@ -4,6 +4,7 @@ leaves, draining a backlog in batches within the tick's budget."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -109,10 +110,8 @@ async def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_a_60_s_c
     late, values = schedule_row(f"sch_{installation_id}_late", installation_id, "cnt_late",
                                 due_at=minute)  # fmt: skip
     await runtime.execute(late, *values)
-    async with runtime.http() as http:
-        with runtime.vars(MAX_LATENESS_MS="60000"):
-            await runtime.tick(minute)
-            status = (await http.get("/admin/status", headers=runtime.operator)).json()
+    with runtime.vars(MAX_LATENESS_MS="60000"):
+        await runtime.tick(minute)
     after = runtime.now_ms()
     sql = "SELECT content_id, status, result_code, attempt_count FROM schedules"
     sql += " WHERE installation_id = ?"
@@ -122,12 +121,12 @@ async def test_a_cron_invocation_delivered_75_s_late_sends_nothing_past_a_60_s_c
                           "attempt_count": 1},
         "cnt_late": {"status": "refused", "result_code": "retry_exhausted", "attempt_count": 0},
     }  # fmt: skip
-    last = status["last_tick"]
+    # The tick's line (the status's last tick is the latest minute, which another may hold).
+    lines = [line for line in runtime.log_text().splitlines() if '"event":"runner_tick"' in line]
+    last = json.loads(lines[-1][lines[-1].index("{") :])
     assert 75_000 <= last["cron_delay_ms"] <= after - minute
     assert (last["refused_unsent"], last["sends"]) == (1, 1)
-    assert last["lateness_ms"]["max"] >= 30_000  # judged from the clock, not the minute
-    ticks = [line for line in runtime.log_text().splitlines() if '"event":"runner_tick"' in line]
-    assert f'"cron_delay_ms":{last["cron_delay_ms"]},' in ticks[-1]
+    assert last["lateness_max_ms"] >= 30_000  # judged from the clock, not the minute
 
 
 @pytest.mark.looptime
