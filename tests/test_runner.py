@@ -471,7 +471,8 @@ async def test_a_tick_far_from_the_wall_clock_is_refused_whoever_asks(runtime: R
     sql = "SELECT status, attempt_count FROM schedules WHERE installation_id = ?"
     assert await runtime.rows(sql, installation_id) == [{"status": "pending", "attempt_count": 0}]
     assert await runtime.rows(ticks) == [before]
-    assert runtime.log_text().count('"event":"runner_tick_refused"') == 3
+    lines = [line for line in runtime.log_text().splitlines() if '"event":"runner_tick' in line]
+    assert all('"event":"runner_tick_refused"' in line for line in lines[-3:]), lines[-3:]
     # Within the window's edges the tick runs.
     await runtime.tick(now + 15 * MINUTE - slack, asked_now=True)
     await runtime.tick(now - day + slack, asked_now=True)
