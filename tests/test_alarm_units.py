@@ -23,7 +23,7 @@ from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runner.report import TickReport
 from scheduling.runner.send_work import Claimed, Settled
 from tests.support.app import FakeClock, LoopClock
-from tests.support.unit_store import DUE, Store, refused, store
+from tests.support.unit_store import DUE, Store, refused, store, theirs
 
 LEAD = 1_500  # CLOCK_LEAD_MS's default
 
@@ -274,14 +274,7 @@ async def test_its_delay_is_from_the_time_it_was_set_for() -> None:
 async def test_rows_another_runner_holds_the_cap_for_are_tried_again_in_a_second() -> None:
     s = await store(MAX_IN_FLIGHT_PER_INSTALLATION="1")
     await s.rows("theirs", "mine", due_at=DUE)
-    await (
-        s.db.prepare(
-            "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-            " lease_token = 'theirs', lease_until = ? WHERE id = 'sch_theirs'"
-        )
-        .bind(DUE + 60_000)
-        .run()
-    )
+    await theirs(s.db, "sch_theirs", DUE + 60_000)
     next_wake, report = await ring(s)
     assert next_wake == DUE + HELD_BACK_RETRY_MS
     assert (report.claimed, report.held_back) == (0, 1)
@@ -418,14 +411,10 @@ async def test_an_alarm_tells_only_its_own_events() -> None:
 async def test_a_cap_another_runner_fills_again_ends_the_pass_for_a_second() -> None:
     s = await store(MAX_IN_FLIGHT_PER_INSTALLATION="2")
     await s.rows("t1", "a", "b", "c", due_at=DUE)
-    take = (
-        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-        " lease_token = 'theirs', lease_until = ? WHERE id = ?"
-    )
-    await s.db.prepare(take).bind(DUE + 60_000, "sch_t1").run()
+    await theirs(s.db, "sch_t1", DUE + 60_000)
 
     async def another_runner(request: Any) -> None:  # takes c while a is sent
-        await s.db.prepare(take).bind(DUE + 60_000, "sch_c").run()
+        await theirs(s.db, "sch_c", DUE + 60_000)
 
     s.dee.during = another_runner
     next_wake, report = await ring(s)

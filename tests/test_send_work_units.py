@@ -32,19 +32,13 @@ from tests.support.unit_store import (
     LATENESS,
     refused,
     store,
+    theirs,
     unavailable,
 )
 
 
 def counts(report: TickReport, *names: str) -> dict[str, int]:
     return {name: getattr(report, name) for name in names}
-
-
-async def theirs(db: SqliteDatabase, schedule_id: str, until: int, claimed: str = "") -> None:
-    """Another runner holds `schedule_id` under its lease until `until`."""
-    sql = "UPDATE schedules SET status = 'running', next_attempt_at = NULL, {}"
-    sql += " lease_token = 'theirs', lease_until = ? WHERE id = ?"
-    await db.prepare(sql.format(claimed)).bind(until, schedule_id).run()
 
 
 # -- a batch through: claim, send, settle ---------------------------------------------------
