@@ -339,14 +339,6 @@ def test_wire_time_format() -> None:
 # -- the Manage launch is a site admin's ------------------------------------------------
 
 
-async def test_manage_is_issued_to_a_site_admin_only(core: FakeCore, ins: Installation) -> None:
-    with pytest.raises(ValueError, match="only a site admin is offered the Manage launch"):
-        core.issue_launch(ins.id, "usr_viewer", {"kind": "manage"})
-    assert core.state.launches == {}
-    # A content launch is anyone's: what they may do there is the content read's to say.
-    core.issue_launch(ins.id, "usr_viewer", {"kind": "content", "content_id": "cnt_en"})
-
-
 async def test_a_manage_launch_of_someone_no_longer_admin_is_not_found(
     core: FakeCore, ins: Installation, http: FakeCoreTransport
 ) -> None:
