@@ -86,7 +86,9 @@ async def any_db(request: pytest.FixtureRequest) -> AsyncIterator[Database]:
         return
     from tests.pyodide_harness.remote_d1 import contract_database
 
-    yield await contract_database(request.getfixturevalue("harness").control_url)
+    d1 = await contract_database(request.getfixturevalue("harness").control_url)
+    yield d1
+    await d1.aclose()
 
 
 @pytest.fixture(scope="session")

@@ -465,7 +465,7 @@ async def test_rotate_asks_first_and_says_the_receiver_needs_the_new_secret(worl
     )
     assert done.status == 303
     after = (await manage.follow(done)).body.decode()
-    new = re.findall(r"data-webhook-secret>(whsec_[^<]+)<", after)[0]
+    new = re.findall(r"data-signing-secret>(whsec_[^<]+)<", after)[0]
     assert new != secret
     assert "paste this one into the receiver now" in words(after)
 

@@ -862,13 +862,13 @@ def add_the_local_receiver(page: Page, shots: Path, receiver: str) -> str:
     with page.expect_navigation() as added:
         section.get_by_role("button", name="Add endpoint").click()
     shown = added.value
-    secret = page.locator("[data-webhook-secret]").inner_text()
+    secret = page.locator("[data-signing-secret]").inner_text()
     assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{43}=", secret)
     page.locator("#notifications").scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "notifications-secret", shown, shots)
     picture(page, "admin-endpoint-secret", shots)
     reloaded = page.reload()
-    assert page.locator("[data-webhook-secret]").count() == 0  # shown once
+    assert page.locator("[data-signing-secret]").count() == 0  # shown once
     assert secret not in page.content()
     audit(page, "notifications-after-reload", reloaded)
     return secret
@@ -1347,7 +1347,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     section.get_by_label("Endpoint URL").fill(receiver)
     with page.expect_navigation():
         section.get_by_role("button", name="Add endpoint").click()
-    first_secret = page.locator("[data-webhook-secret]").inner_text()
+    first_secret = page.locator("[data-signing-secret]").inner_text()
     made = refused_on_purpose(page, stack, "cnt_hooked")
 
     the_delivery_links_to_its_card(page, stack, shots, receiver, made)
@@ -1363,7 +1363,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     with page.expect_navigation() as navigated:
         page.get_by_role("button", name="Rotate the secret").click()
     rotated = navigated.value
-    new_secret = page.locator("[data-webhook-secret]").inner_text()
+    new_secret = page.locator("[data-signing-secret]").inner_text()
     assert new_secret != first_secret
     assert "paste this one into the receiver now" in page.locator(".secret").inner_text()
     audit(page, "endpoint-rotated", rotated, shots)

@@ -99,7 +99,7 @@ async def test_a_kind_registered_here_alone_is_offered_sends_retries_and_shows(
     assert added.status == 303, added.body[:500]
     shown_once = (await manage.follow(added)).body.decode()
     assert "Routing key: copy it now." in shown_once  # its own secret, shown once
-    key = shown_once.split("data-webhook-secret>")[1].split("<")[0]
+    key = shown_once.split("data-signing-secret>")[1].split("<")[0]
     assert key.startswith("rk_")
 
     receiver.answer_next(500)  # the first attempt fails: tried again on the backoff
@@ -121,7 +121,7 @@ async def test_a_kind_registered_here_alone_is_offered_sends_retries_and_shows(
     page = (await manage.get(f"/installations/{installation.id}")).body.decode()
     assert 'data-endpoint-kind="pager"' in page
     assert PAGER_LABEL in page
-    assert "data-webhook-secret" not in page  # shown that once only
+    assert "data-signing-secret" not in page  # shown that once only
     assert f"/notifications/{done['endpoint_id']}/rotate" in page  # its entry says it rotates
     assert "Delivered" in page
 

@@ -98,7 +98,7 @@ async def add_endpoints(
             {"csrf_token": manage.csrf(), "opened_for": "manage"},
         )
     )
-    webhook_secret = re.findall(r"data-webhook-secret>([^<]+)<", rotated_page.body.decode())[0]
+    webhook_secret = re.findall(r"data-signing-secret>([^<]+)<", rotated_page.body.decode())[0]
     seen.append(webhook_secret)
     await add_chat_endpoint(manage, installation.id, CHAT_URL)
     seen.append(CHAT_URL.split("/services/")[1])

@@ -184,7 +184,7 @@ async def test_the_secret_is_shown_once_then_never_again(world: World) -> None:
     assert head.status == 200
     again = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert secret not in again
-    assert "data-webhook-secret" not in again
+    assert "data-signing-secret" not in again
     assert ANY_SECRET.findall(again.encode()) == []
     [endpoint_id] = endpoints_on(again)
     # Rotate: a new one, shown once, and the old no longer signs.

@@ -175,33 +175,6 @@ def test_wrangler_4_86_accepts_the_example_as_it_is(tmp_path: Path) -> None:
     assert "Unexpected fields" not in output, output
 
 
-def test_d1_adapter_maps_miniflare_d1_results_and_errors(harness: Harness) -> None:
-    seen = harness.d1_check()
-    assert seen["run"]["changes"] == 1
-    assert isinstance(seen["run"]["last_row_id"], int)
-    assert seen["first"] == {
-        "code_hash": "harness-check:a",
-        "kind": "activate",
-        "installation_id": None,  # bound None is stored as SQL NULL
-        "expires_at": 2,
-        "used_at": None,
-    }
-    assert seen["first_missing"] is None
-    assert seen["all"] == {"results": [{"code_hash": "harness-check:a"}], "changes": 0}
-    for name in ("unique", "check"):
-        assert seen[name]["type"] == "DatabaseError", name
-        assert seen[name]["constraint"] is True, name
-        assert "INSERT INTO activation_codes" in seen[name]["message"], name
-    assert seen["syntax"]["type"] == "DatabaseError"
-    assert seen["syntax"]["constraint"] is False
-    assert seen["batch"] == [1, 2]
-    assert seen["batch_failed"]["constraint"] is True
-    # The failed batch was one transaction: its first insert did not stay.
-    assert seen["after_failed_batch"] == ["harness-check:a", "harness-check:c"]
-    assert seen["foreign_statement"] == "batch() takes statements prepared on this database"
-    assert seen["cleaned"] == 2
-
-
 def test_a_worker_without_its_d1_binding_answers_misconfigured_naming_it(
     harness: Harness, tmp_path: Path
 ) -> None:

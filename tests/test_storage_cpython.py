@@ -16,9 +16,7 @@ from scheduling.ports import UnreadableSecret
 from scheduling.repository import (
     lease_sql,
     operator_queries,
-    outbox_sql,
     retention,
-    sessions,
     tick_history,
 )
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
@@ -199,66 +197,6 @@ async def test_crypto_tokens_and_hashes() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("sql", "params"),
-    [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
-    ids=["runner due rows", "status backlog", "status counts"],
-)
-def test_runner_and_status_queries_read_only_the_partial_indexes(
-    sql: str, params: tuple[int, ...]
-) -> None:
-    # A fresh, never-analysed database, as a new D1 is: the planner must still pick them.
-    database = SqliteDatabase(":memory:")
-    apply_migrations(database.connection)
-    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
-    reads = [step for step in steps if step.startswith(("SCAN schedules", "SEARCH schedules"))]
-    assert reads, steps
-    partial = ("schedules_waiting", "schedules_leased", "schedules_finished")
-    assert all(any(f"INDEX {name}" in step for name in partial) for step in reads), steps
-    database.close()
-
-
-@pytest.mark.parametrize(
-    ("sql", "width", "fixed"),
-    [
-        (lease_sql.CLAIM_SQL, 4, 4),
-        (lease_sql.REFUSE_UNSENT_SQL, 6, 2),
-        (lease_sql.SETTLE_SQL, 6, 3),
-        (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
-        (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
-        (lease_sql.OPEN_ATTEMPTS_SQL, 0, 3),
-    ],
-    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
-)
-def test_batch_statements_find_each_row_by_key_never_by_scan(
-    sql: str, width: int, fixed: int
-) -> None:
-    database = SqliteDatabase(":memory:")
-    apply_migrations(database.connection)
-    rows = 20
-    values = ", ".join(
-        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
-        for i in range(rows)
-    )
-    params = [0] * (fixed + rows * width)
-    steps = [
-        row[3]
-        for row in database.connection.execute(
-            "EXPLAIN QUERY PLAN " + sql.format(values=values), params
-        )
-    ]
-    table_reads = [
-        s
-        for s in steps
-        if s.startswith(("SCAN", "SEARCH"))
-        and "CONSTANT ROW" not in s
-        and not s.startswith(("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent"))
-    ]
-    assert table_reads, steps
-    assert all(step.startswith("SEARCH") for step in table_reads), steps
-    database.close()
-
-
 def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
     """Every `status IN ('a', 'b')` and `status = 'a'` written as literal text in `sql`."""
     groups = [
@@ -326,63 +264,6 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
     assert sql_list(WAITING) == "('pending', 'retrying')"
 
 
-def _plan(sql: str, params: list[object]) -> list[str]:
-    database = SqliteDatabase(":memory:")
-    apply_migrations(database.connection)
-    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
-    database.close()
-    return steps
-
-
-def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row() -> None:
-    """The candidates and their installation's live claims are materialised first (no row
-    changed yet when they are counted), and each count reads one installation's running rows
-    by index."""
-    rows, fixed, width = 20, 5, 4
-    values = ", ".join(
-        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
-        for i in range(rows)
-    )
-    steps = _plan(lease_sql.CLAIM_WITHIN_SQL.format(values=values), [0] * (fixed + rows * width))
-    assert "MATERIALIZE pick" in steps, steps
-    assert any("SEARCH busy USING INDEX schedules_running_by_installation" in s for s in steps), (
-        steps
-    )
-    busy = _plan(lease_sql.BUSY_SQL, [0, '["ins_a"]'])
-    assert any("INDEX schedules_running_by_installation" in s for s in busy), busy
-
-
-@pytest.mark.parametrize(
-    ("sql", "params"),
-    [
-        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
-        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
-        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
-        (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
-        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
-        (
-            outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
-            ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],
-        ),
-    ],
-    ids=["claim", "claim named", "chat minute", "endpoints", "titles", "settle a digest"],
-)
-def test_the_outbox_reads_only_its_partial_indexes_and_keys(sql: str, params: list[object]) -> None:
-    """Claims read the waiting and leased indexes; what a claim or a settle reads back finds
-    its rows by the lease (a digest's too, not by its endpoint's whole history)."""
-    steps = _plan(sql, params)
-    reads = [
-        s
-        for s in steps
-        if s.startswith(
-            ("SCAN webhook_deliveries", "SEARCH webhook_deliveries", "SCAN d", "SEARCH d")
-        )
-    ]
-    assert reads, steps
-    assert not any(s.startswith(("SCAN webhook_deliveries", "SCAN d ")) for s in steps), steps
-    assert not any("webhook_deliveries_by_endpoint" in s for s in steps), steps
-
-
 @pytest.mark.parametrize(
     ("sql", "groups"),
     [
@@ -395,118 +276,3 @@ def test_the_capped_claims_statements_write_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
 ) -> None:
     assert _status_groups_in(sql) == groups
-
-
-# -- issue 21: the operator's reads and the tick's record ------------------------------------
-
-_TABLES = (
-    "schedules",
-    "schedule_attempts",
-    "installations",
-    "tick_history",
-    "runner_totals",
-    "webhook_deliveries",
-    "sessions",
-)
-
-
-def _history_heavy(database: SqliteDatabase) -> None:
-    """3,000 schedules of 30 installations, 1 in 100 live, then ANALYZE."""
-    connection = database.connection
-    connection.executescript(
-        """
-        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 30)
-        INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
-            token_rotated_at, last_sent_at)
-        SELECT 'ins_' || i, 's', 'https://cms.example', 'x', 0, 0, i FROM n;
-        WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 3000)
-        INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
-            workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,
-            result_code, next_attempt_at, requested_by, requested_by_name, created_at,
-            updated_at)
-        SELECT 'sch_' || i, 'ins_' || (i % 30), 'cnt_' || i, 'publish', 'published', 'v', 1, 1,
-               'k' || i, i, 'UTC', 'x',
-               CASE WHEN i % 100 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'refused'
-                    ELSE 'completed' END,
-               CASE WHEN i % 100 = 0 THEN NULL ELSE 'transition_applied' END,
-               CASE WHEN i % 100 = 0 THEN i END, 'usr', 'Ada', i, i
-          FROM n;
-        ANALYZE;
-        """
-    )
-
-
-def _values(rows: int, width: int) -> str:
-    return ", ".join(
-        "(" + ", ".join(f"?{i * width + j + 1}" for j in range(width)) + ")" for i in range(rows)
-    )
-
-
-@pytest.mark.parametrize(
-    ("sql", "params"),
-    [
-        (tick_history.HEALTH_SQL, (0,)),
-        (tick_history.LAST_TICK_SQL, ()),
-        (LIVE_COUNTS_SQL, ()),
-        (tick_history.SERIES_SQL, (0, 1, 600_000)),
-        (operator_queries.RECENT_REFUSALS_SQL, ()),
-        (operator_queries.INSTALLATIONS_SQL, (0,)),
-        (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
-        (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
-        (tick_history.PRUNE_SQL, (0,)),
-        (lease_sql.LAST_SENT_SQL.format(values=_values(20, 2)), (0,) * 40),
-        (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
-        (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
-        (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
-        (sessions.FIND_LIVE_SQL, ("h", 0)),
-    ],
-    ids=[
-        "healthz",
-        "last tick",
-        "live counts",
-        "history window",
-        "latest refusals",
-        "installations",
-        "history row",
-        "totals",
-        "pruning",
-        "last send",
-        "retention: attempts",
-        "retention: schedules",
-        "retention: deliveries",
-        "a session, its installation gone or not",
-    ],
-)
-@pytest.mark.parametrize("analysed", [False, True], ids=["never analysed", "analysed"])
-def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_by_scan(
-    sql: str, params: tuple[object, ...], analysed: bool
-) -> None:
-    """/healthz, /admin/metrics, /admin and the tick's write, on a fresh, never-analysed
-    database: every read of a table goes through an index (a partial one for schedules), so
-    the cost follows live rows, the day's activity and the 7 days of history, never the
-    table's size. The totals table is read whole: one row per counter series (a fixed set,
-    tests/test_operator_history.py counts them), never more."""
-    database = SqliteDatabase(":memory:")
-    apply_migrations(database.connection)
-    if analysed:
-        # Statistics of a table that is mostly history: the planner then prefers whole-index
-        # scans that avoid a sort, unless a statement pins its partial index.
-        _history_heavy(database)
-    steps = [row[3] for row in database.connection.execute("EXPLAIN QUERY PLAN " + sql, params)]
-    reads = [
-        step
-        for step in steps
-        if step.startswith(("SCAN", "SEARCH")) and step.split()[1] in (*_TABLES, "s", "i")
-    ]
-    live_indexes = ("schedules_one_live", "schedules_waiting", "schedules_leased")
-    for step in reads:
-        if step == "SCAN runner_totals":
-            continue
-        if step.startswith("SCAN schedules"):  # only a partial index of live rows, whole
-            assert any(step.endswith(f"INDEX {name}") for name in live_indexes), steps
-        assert " USING " in step, steps
-        assert any(used in step for used in ("INDEX", "INTEGER PRIMARY KEY", "PRIMARY KEY")), steps
-    if sql is tick_history.HEALTH_SQL:
-        assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
-        assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps
-    database.close()

@@ -11,13 +11,18 @@ largest stored integer and text beyond ASCII.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
+from scheduling.domain.call_limits import WINDOW_MS, CallLimit
 from scheduling.domain.claims import DueRow, SettledClaim
-from scheduling.domain.deliveries import OutboxEvent
+from scheduling.domain.deliveries import Message, OutboxEvent, Pacing, SettledMessage
+from scheduling.domain.delivery_policy import DISABLE_AFTER_FAILING_MS, ENDPOINT_GONE
+from scheduling.domain.delivery_policy import DeliveryStatus as D
+from scheduling.domain.notification_events import MAX_ENDPOINTS
 from scheduling.domain.outcomes import EndedBy
 from scheduling.domain.retry_policy import Settlement, handed_back
 from scheduling.domain.schedule import Attempt, NewSchedule
@@ -25,18 +30,52 @@ from scheduling.domain.statuses import Status
 from scheduling.limits import MAX_STORED_INTEGER
 from scheduling.ports import Database, DatabaseError, Statement
 from scheduling.repository import (
+    agent_calls,
+    agent_keys,
+    agent_queries,
+    backlog,
+    installations,
+    lease_sql,
+    manage_queries,
     notification_endpoints,
+    operator_queries,
+    outbox_sql,
+    proposals,
+    redelivery,
+    retention,
     schedules,
+    sessions,
+    throttles,
+    tick_history,
+    wake_ups,
 )
+from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
+from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.pyodide_harness.remote_d1 import RemoteD1Database
 
+T = TypeVar("T")
 NOW = 1_780_000_000_000
 MINUTE = 60_000
 LEASE_MS = 60_000
 ADA = "Ada Lovelace-Ünal 🗓"  # a name beyond ASCII, as Dee Wan may send one
+
+
+async def present(read: Awaitable[T | None]) -> T:
+    """What a read found: it must find something."""
+    value = await read
+    assert value is not None
+    return value
+
+
+def pick(found: Any, names: str) -> tuple[Any, ...]:
+    """The fields (or a row's columns) `names` lists, in that order."""
+    if isinstance(found, dict):
+        return tuple(found[name] for name in names.split())
+    return tuple(getattr(found, name) for name in names.split())
 
 
 def on_d1(db: Database) -> bool:
@@ -45,6 +84,11 @@ def on_d1(db: Database) -> bool:
 
 async def rows(db: Database, sql: str, *params: Any) -> list[dict[str, Any]]:
     return (await db.prepare(sql).bind(*params).all()).results
+
+
+async def values(db: Database, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """The rows' values, in the order the statement names them."""
+    return [tuple(row.values()) for row in await rows(db, sql, *params)]
 
 
 async def one(db: Database, sql: str, *params: Any) -> dict[str, Any]:
@@ -210,7 +254,9 @@ async def test_the_contract_d1_has_the_workers_schema(any_db: Database) -> None:
     ours = await read(any_db)
     assert {"schedules", "schedule_attempts", "schedules_made_stale"} <= {r[1] for r in ours}
     if isinstance(any_db, RemoteD1Database):
-        assert ours == await read(RemoteD1Database(any_db.control_url))
+        workers = RemoteD1Database(any_db.control_url)
+        assert ours == await read(workers)
+        await workers.aclose()
 
 
 async def test_insert_returning_gives_the_row_none_as_null_and_meta(
@@ -227,6 +273,7 @@ async def test_insert_returning_gives_the_row_none_as_null_and_meta(
     [row] = result.results
     assert row == {"id": row["id"], "label": "a", "n": 7, "note": None, "note_type": "null"}
     assert (result.meta.changes, result.meta.last_row_id) == (1, row["id"])
+    assert (await any_db.prepare(f"SELECT label FROM {table}").all()).meta.changes == 0
     assert await any_db.prepare(f"SELECT id FROM {table} WHERE label = ?").bind("b").first() is None
 
 
@@ -316,6 +363,13 @@ async def test_a_constraint_error_rolls_the_whole_batch_back_and_says_where(
     assert f"in: {failing}" in str(alone.value)
 
 
+async def test_a_batch_takes_only_statements_prepared_on_its_database(any_db: Database) -> None:
+    """A statement of another kind of database (each adapter checks the kind) is refused."""
+    other = SqliteDatabase(":memory:") if on_d1(any_db) else RemoteD1Database("http://unused")
+    with pytest.raises(TypeError, match=r"batch\(\) takes statements prepared on this database"):
+        await any_db.batch([any_db.prepare("SELECT 1"), other.prepare("SELECT 1")])
+
+
 async def test_a_syntax_error_is_a_database_error_but_no_constraint(any_db: Database) -> None:
     with pytest.raises(DatabaseError) as raised:
         await any_db.prepare("SELEC 1").all()
@@ -333,6 +387,19 @@ async def test_foreign_keys_are_enforced(any_db: Database) -> None:
             " VALUES ('h', 'ins_missing', 'c', 'p', 'n', 'manage', 's', 0, 0, 0)"
         ).run()
     assert raised.value.constraint
+    assert "INSERT INTO sessions" in str(raised.value)  # the log says which statement
+
+
+async def test_an_endpoints_address_is_at_most_2_kib_counted_in_bytes(any_db: Database) -> None:
+    await installation(any_db)
+    made: dict[str, Any] = {"installation_id": "ins_1", "kind": "webhook", "now": NOW}
+    made |= {"events": ["schedule.refused"], "secret_sealed": "s"}
+    fits = "https://h.example/" + "é" * ((2048 - 18) // 2)  # 2,048 bytes, 1,033 characters
+    assert await notification_endpoints.create(any_db, endpoint_id="whe_1", url=fits, **made)
+    with pytest.raises(DatabaseError) as raised:
+        await notification_endpoints.create(any_db, endpoint_id="whe_2", url=fits + "x", **made)
+    assert raised.value.constraint
+    assert [e.url for e in await notification_endpoints.list_for(any_db, "ins_1")] == [fits]
 
 
 async def test_one_live_schedule_per_content_and_kind_and_only_a_cancelled_one_names_who(
@@ -383,40 +450,31 @@ async def test_a_created_schedule_reads_back_as_written_and_the_next_supersedes_
 ) -> None:
     await installation(any_db)
     assert await schedules.create(any_db, new_schedule("sch_1"), NOW) == 0
-    made = await schedules.get(any_db, "ins_1", "sch_1")
-    assert made is not None
-    assert (made.status, made.revision, made.idempotency_key) == (
+    made = await present(schedules.get(any_db, "ins_1", "sch_1"))
+    assert pick(made, "status revision idempotency_key") == (
         Status.PENDING,
         1,
         "sched:ins_1:sch_1:r1",
     )
-    assert (made.due_at, made.next_attempt_at, made.fold, made.requested_by_name) == (
+    assert pick(made, "due_at next_attempt_at fold requested_by_name") == (
         MAX_STORED_INTEGER,
         MAX_STORED_INTEGER,
         "later",
         ADA,
     )
-    assert (made.result_code, made.cancelled_at, made.resolved_by, made.attempts) == (
-        None,
-        None,
-        None,
-        (),
-    )
+    assert pick(made, "result_code cancelled_at resolved_by attempts") == (None, None, None, ())
     assert await schedules.get(any_db, "ins_other", "sch_1") is None
     assert await schedules.replaced_by(any_db, made) is None
     later = new_schedule("sch_2", fold=None, title_sealed="sealed-title")
     assert await schedules.create(any_db, later, NOW + 1) == 1
-    second = await schedules.get(any_db, "ins_1", "sch_2")
-    assert second is not None
+    second = await present(schedules.get(any_db, "ins_1", "sch_2"))
     assert (second.revision, second.fold) == (2, None)
-    replaced = await schedules.replaced_by(any_db, second)
-    assert replaced is not None
+    replaced = await present(schedules.replaced_by(any_db, second))
     assert (replaced.id, replaced.status, replaced.updated_at) == ("sch_1", "superseded", NOW + 1)
     # The revision counter outlives the rows (retention), and starts after those kept.
     await any_db.prepare("DELETE FROM schedules").run()
     await schedules.create(any_db, new_schedule("sch_3"), NOW + 2)
-    third = await schedules.get(any_db, "ins_1", "sch_3")
-    assert third is not None
+    third = await present(schedules.get(any_db, "ins_1", "sch_3"))
     assert third.revision == 3
 
 
@@ -442,24 +500,14 @@ async def test_cancel_and_dismiss_are_compare_and_sets_on_the_status(any_db: Dat
     assert await schedules.cancel(any_db, "ins_1", "waits", NOW, **person)
     assert not await schedules.cancel(any_db, "ins_1", "waits", NOW + 1, **person)
     assert not await schedules.cancel(any_db, "ins_1", "refused", NOW, **person)
-    cancelled = await schedules.get(any_db, "ins_1", "waits")
-    assert cancelled is not None
-    assert (cancelled.status, cancelled.cancelled_by_name, cancelled.cancelled_at) == (
-        "cancelled",
-        ADA,
-        NOW,
-    )
+    cancelled = await present(schedules.get(any_db, "ins_1", "waits"))
+    assert pick(cancelled, "status cancelled_by_name cancelled_at") == ("cancelled", ADA, NOW)
     assert cancelled.next_attempt_at is None
     assert not await schedules.dismiss(any_db, "ins_1", "waits", NOW, **person)
     assert await schedules.dismiss(any_db, "ins_1", "refused", NOW, **person)
     assert not await schedules.dismiss(any_db, "ins_1", "refused", NOW + 1, **person)
-    dismissed = await schedules.get(any_db, "ins_1", "refused")
-    assert dismissed is not None
-    assert (dismissed.status, dismissed.dismissed_by_name, dismissed.dismissed_at) == (
-        "refused",
-        ADA,
-        NOW,
-    )
+    dismissed = await present(schedules.get(any_db, "ins_1", "refused"))
+    assert pick(dismissed, "status dismissed_by_name dismissed_at") == ("refused", ADA, NOW)
 
 
 async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_pages(
@@ -498,6 +546,7 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
 # -- leases: due rows, claims, settles (the runner's compare-and-sets) ----------------------
 
 LONG_AGO = 10_000_000
+DONE: dict[str, Any] = {"status": "completed"}
 
 
 @pytest.fixture
@@ -512,8 +561,8 @@ async def leased(db: Database, installation_n: int, n: int, **options: Any) -> s
     return await schedule(db, f"s{installation_n}_{n}", f"ins{installation_n}", **options)
 
 
-async def attempts_of(db: Database, sid: str) -> list[dict[str, Any]]:
-    return await rows(
+async def attempts_of(db: Database, sid: str) -> list[tuple[Any, ...]]:
+    return await values(
         db,
         "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
         " WHERE schedule_id = ? ORDER BY attempt",
@@ -560,17 +609,14 @@ async def test_a_claim_wins_once_sets_the_lease_and_opens_the_attempt(
     again, _ = await leases.claim(seen, [], "lease-b", LONG_AGO, LEASE_MS)  # same observation
     assert again == []
     row = await one(any_db, "SELECT * FROM schedules WHERE id = ?", sid)
-    assert (row["status"], row["lease_token"], row["lease_until"], row["attempt_count"]) == (
+    assert pick(row, "status lease_token lease_until attempt_count") == (
         "running",
         "lease-a",
         LONG_AGO + LEASE_MS,
         1,
     )
     assert row["next_attempt_at"] is None
-    assert await attempts_of(any_db, sid) == [
-        {"attempt": 1, "started_at": LONG_AGO, "finished_at": None, "code": None}
-        | {"http_status": None}
-    ]
+    assert await attempts_of(any_db, sid) == [(1, LONG_AGO, None, None, None)]
 
 
 async def test_a_crashed_claim_is_reclaimed_on_its_expired_lease(
@@ -586,7 +632,7 @@ async def test_a_crashed_claim_is_reclaimed_on_its_expired_lease(
     )
     won, _ = await leases.claim(await leases.due(LONG_AGO, 20), [], "new", LONG_AGO, LEASE_MS)
     assert [c.attempt for c in won] == [2]
-    assert [a["attempt"] for a in await attempts_of(any_db, sid)] == [1, 2]
+    assert [a[0] for a in await attempts_of(any_db, sid)] == [1, 2]
 
 
 async def test_refusing_unsent_ends_the_row_on_what_was_observed_and_writes_its_events(
@@ -613,10 +659,11 @@ async def test_refusing_unsent_ends_the_row_on_what_was_observed_and_writes_its_
     }  # someone else's change wins
     assert await attempts_of(any_db, first) == []
     # Only the refusal that applied wrote its event.
-    assert await rows(any_db, "SELECT id, payload, status FROM webhook_deliveries") == [
-        {"id": f"msg_{first}_whe_1", "payload": '{"a":"é"}', "status": "waiting"}
+    assert await values(any_db, "SELECT id, payload, status FROM webhook_deliveries") == [
+        (f"msg_{first}_whe_1", '{"a":"é"}', "waiting")
     ]
     assert (leases.outbox.events_written, leases.outbox.take_fresh()) == (1, [f"msg_{first}_whe_1"])
+    assert leases.outbox.due(0)  # its events are to be delivered by this invocation
 
 
 def done(claim: Any, code: str = "transition_applied", at: int = LONG_AGO) -> SettledClaim:
@@ -642,17 +689,16 @@ async def test_a_settle_applies_only_under_its_own_lease_with_its_events_and_las
         "lease_token": "z"
     }  # the new runner's row, untouched
     assert await attempts_of(any_db, kept) == [
-        {"attempt": 1, "started_at": LONG_AGO + 5, "finished_at": LONG_AGO + 9}
-        | {"code": "transition_applied", "http_status": 200}
+        (1, LONG_AGO + 5, LONG_AGO + 9, "transition_applied", 200)
     ]
     assert await rows(any_db, "SELECT id FROM webhook_deliveries") == [{"id": f"msg_{kept}_whe_1"}]
     sent = await one(any_db, "SELECT last_sent_at FROM installations WHERE id = 'ins0'")
     assert sent == {"last_sent_at": LONG_AGO + 5}
     await leases.note_last_sent({"ins0": LONG_AGO, "ins1": MAX_STORED_INTEGER})  # only later
-    assert await rows(any_db, "SELECT id, last_sent_at FROM installations ORDER BY id") == [
-        {"id": "ins0", "last_sent_at": LONG_AGO + 5},
-        {"id": "ins1", "last_sent_at": MAX_STORED_INTEGER},
-        {"id": "ins2", "last_sent_at": None},
+    assert await values(any_db, "SELECT last_sent_at FROM installations ORDER BY id") == [
+        (LONG_AGO + 5,),
+        (MAX_STORED_INTEGER,),
+        (None,),
     ]
 
 
@@ -664,7 +710,7 @@ async def test_an_unsent_settle_drops_the_attempt_and_gives_it_back(
     refusal = Settlement(Status.REFUSED, "retry_exhausted", None, EndedBy.ATTEMPTS)
     await leases.settle("l", [SettledClaim(claim, refusal, None)], LONG_AGO + 1)
     row = await one(any_db, "SELECT * FROM schedules WHERE id = ?", sid)
-    assert (row["status"], row["result_code"], row["attempt_count"], row["ended_by"]) == (
+    assert pick(row, "status result_code attempt_count ended_by") == (
         "refused",
         "retry_exhausted",
         0,
@@ -745,6 +791,11 @@ async def test_the_cap_holds_across_the_statements_of_one_claim(
     won, _, held = await leases.claim_within(seen, [], "lease", LONG_AGO, LEASE_MS, 25)
     assert leases.trips.statements - statements == 4  # live claims, two claims, attempts
     assert (len(won), len(held)) == (25, 5)
+    # Without `apart`, every row not won is held back, and no live claims are counted.
+    rest = [row for row in seen if row.id in held]
+    won, _, held = await leases.claim_within(rest, [], "b", LONG_AGO, LEASE_MS, 25, apart=False)
+    assert (won, sorted(held)) == ([], sorted(row.id for row in rest))
+    assert await leases.claim([], [], "c", LONG_AGO, LEASE_MS) == ([], [])
 
 
 async def test_a_handed_back_claim_waits_again_as_it_was(any_db: Database, leases: Leases) -> None:
@@ -754,13 +805,1142 @@ async def test_a_handed_back_claim_waits_again_as_it_was(any_db: Database, lease
     settles = [SettledClaim(c, handed_back(c.row.status, LONG_AGO + 5), None) for c in won]
     assert all(s.handed_back for s in settles)
     await leases.settle("l", settles, LONG_AGO + 5)
-    assert await rows(
-        any_db,
-        "SELECT status, result_code, attempt_count, next_attempt_at FROM schedules ORDER BY id",
-    ) == [
-        {"status": "pending", "result_code": None, "attempt_count": 0}
-        | {"next_attempt_at": LONG_AGO + 5},
-        {"status": "retrying", "result_code": "busy", "attempt_count": 1}
-        | {"next_attempt_at": LONG_AGO + 5},
+    back = "SELECT status, result_code, attempt_count, next_attempt_at FROM schedules ORDER BY id"
+    assert await values(any_db, back) == [
+        ("pending", None, 0, LONG_AGO + 5),
+        ("retrying", "busy", 1, LONG_AGO + 5),
     ]
     assert await attempts_of(any_db, pending) == await attempts_of(any_db, retrying) == []
+
+
+# -- the outbox: deliveries claimed under a lease, settled, endpoints marked -----------------
+
+PACING = Pacing(digests=("chat",), intervals={"chat": MINUTE}, titled={"chat": 2})
+
+
+@pytest.fixture
+async def outbox(any_db: Database) -> Outbox:
+    await installation(any_db)
+    return Outbox(RoundTrips(any_db))
+
+
+async def deliveries(db: Database) -> list[tuple[Any, ...]]:
+    return await values(
+        db,
+        "SELECT id, status, attempt_count, next_attempt_at, last_http_status, last_error,"
+        " finished_at, lease_token FROM webhook_deliveries ORDER BY id",
+    )
+
+
+def settled(
+    claimed: list[Any],
+    status: D,
+    *,
+    at: int = NOW,
+    http: int | None = 204,
+    error: str | None = None,
+) -> SettledMessage:
+    """One message of `claimed` (a digest when there are several) ended as `status` at `at`."""
+    message = Message(claimed[0].endpoint_id, tuple(claimed), digest=len(claimed) > 1)
+    retry = at + MINUTE if status == D.WAITING else None
+    finished = at if status in (D.DELIVERED, D.FAILED) else None
+    return SettledMessage(message, status, retry, finished, at, http, error, True)
+
+
+async def test_a_delivery_is_claimed_once_under_its_lease_and_settled_only_under_it(
+    any_db: Database, outbox: Outbox
+) -> None:
+    assert await outbox.claim("a", NOW, LEASE_MS, 10, PACING) == ([], {})
+    assert (await outbox.settle("a", NOW, [], NOW), outbox.due(NOW)) == ([], False)
+    await endpoint(any_db)
+    first = await delivery(any_db, "d1", created_at=NOW - 1)
+    await delivery(any_db, "d2", at=NOW + 1)
+    await delivery(any_db, "d3", status="failed")
+    claimed, targets = await outbox.claim("a", NOW, LEASE_MS, 10, PACING)
+    assert [(d.id, d.attempt, d.payload, d.tried_from) for d in claimed] == [
+        (first, 1, '{"n":"é"}'.encode(), NOW - 1)
+    ]
+    assert (targets["whe_1"].url, targets["whe_1"].kind, targets["whe_1"].disabled) == (
+        "https://hooks.example/whe_1",
+        "webhook",
+        False,
+    )
+    assert await outbox.claim("b", NOW, LEASE_MS, 10, PACING) == ([], {})  # leased
+    # The lease runs out: the next runner claims it again, with the one due since.
+    again, _ = await outbox.claim("b", NOW + LEASE_MS, LEASE_MS, 10, PACING)
+    assert [(d.id, d.attempt) for d in again] == [("d1", 2), ("d2", 1)]
+    assert await outbox.settle("a", NOW + LEASE_MS, [settled(claimed, D.DELIVERED)], NOW) == ["d1"]
+    lease_b = NOW + 2 * LEASE_MS
+    assert (
+        await outbox.settle("b", lease_b, [settled([again[0]], D.DELIVERED, at=NOW + 5)], NOW + 5)
+        == []
+    )
+    assert (
+        await outbox.settle(
+            "b",
+            lease_b,
+            [SettledMessage.given_back(Message("whe_1", (again[1],)), NOW + 7)],
+            NOW + 7,
+        )
+        == []
+    )
+    assert await deliveries(any_db) == [
+        ("d1", "delivered", 2, None, 204, None, NOW + 5, None),
+        ("d2", "waiting", 0, NOW + 7, None, None, None, None),
+        ("d3", "failed", 1, None, None, None, NOW, None),
+    ]
+    named, _ = await outbox.claim("c", NOW + 7, LEASE_MS, 10, PACING, named=["d_other"])
+    assert named == []
+    named, _ = await outbox.claim("c", NOW + 7, LEASE_MS, 10, PACING, named=["d2"])
+    assert [d.id for d in named] == ["d2"]
+
+
+async def test_failures_mark_the_endpoint_and_disable_it_when_gone_or_failing_for_days(
+    any_db: Database, outbox: Outbox
+) -> None:
+    for eid in ("whe_slow", "whe_gone"):
+        await endpoint(any_db, eid)
+        await delivery(any_db, f"{eid}_1", eid)
+        await delivery(any_db, f"{eid}_2", eid, at=NOW + 10 * DISABLE_AFTER_FAILING_MS)
+    claimed, _ = await outbox.claim("a", NOW, LEASE_MS, 10, PACING)
+    slow, gone = sorted(claimed, key=lambda d: d.endpoint_id, reverse=True)
+    await outbox.settle(
+        "a",
+        NOW + LEASE_MS,
+        [
+            settled([slow], D.WAITING, http=500, error=None),
+            settled([gone], D.FAILED, http=410, error=ENDPOINT_GONE),
+        ],
+        NOW,
+    )
+    marks = "SELECT id, failing_since, disabled_at, disabled_reason FROM notification_endpoints"
+    assert await values(any_db, f"{marks} ORDER BY id") == [
+        ("whe_gone", NOW, NOW, "gone"),
+        ("whe_slow", None, None, None),
+    ]
+    assert (await one(any_db, "SELECT last_error FROM webhook_deliveries WHERE id = 'whe_gone_2'"))[
+        "last_error"
+    ] == "endpoint_gone"
+    later = NOW + MINUTE
+    [again], _ = await outbox.claim("b", later, LEASE_MS, 10, PACING)
+    await outbox.settle(
+        "b", later + LEASE_MS, [settled([again], D.WAITING, at=later, error="timeout")], later
+    )
+    assert (await one(any_db, f"{marks} WHERE id = 'whe_slow'"))["failing_since"] == later
+    days = later + DISABLE_AFTER_FAILING_MS
+    [third], _ = await outbox.claim("c", days, LEASE_MS, 10, PACING)
+    await outbox.settle(
+        "c", days + LEASE_MS, [settled([third], D.WAITING, at=days, error="timeout")], days
+    )
+    assert await values(any_db, f"{marks} WHERE id = 'whe_slow'") == [
+        ("whe_slow", later, days, "failing")
+    ]
+    left = "SELECT status, last_error FROM webhook_deliveries WHERE endpoint_id = 'whe_slow'"
+    assert await values(any_db, left) == [("failed", "endpoint_disabled")] * 2
+
+
+async def test_a_digest_kinds_endpoint_is_claimed_whole_paced_and_named_by_its_titles(
+    any_db: Database, outbox: Outbox
+) -> None:
+    await endpoint(any_db, "whe_chat", kind="chat")
+    for n in range(3):
+        sid = await schedule(any_db, f"sch_{n}")
+        await (
+            any_db.prepare("UPDATE schedules SET title_sealed = ? WHERE id = ?")
+            .bind(f"title-{n}-ü", sid)
+            .run()
+        )
+        await delivery(any_db, f"d{n}", "whe_chat", created_at=NOW + n, schedule_id=sid)
+    claimed, targets = await outbox.claim("a", NOW, LEASE_MS, 1, PACING)
+    assert [(d.id, d.title_sealed) for d in claimed] == [
+        ("d0", "title-0-ü"),
+        ("d1", "title-1-ü"),
+        ("d2", None),  # past the kind's titled lines
+    ]
+    assert targets["whe_chat"].kind == "chat"
+    paced = await one(any_db, "SELECT next_message_at FROM notification_endpoints")
+    assert paced == {"next_message_at": NOW + MINUTE}
+    # Written now, it waits for the endpoint's next message.
+    outbox_event = OutboxEvent("msg_new", "sch_0", "schedule.refused", b"{}")
+    await any_db.prepare("UPDATE schedules SET settled_by = 'lease-x' WHERE id = 'sch_0'").run()
+    await any_db.batch(outbox.event_statements("lease-x", NOW + 1, [outbox_event]))
+    assert (
+        await one(
+            any_db,
+            "SELECT next_attempt_at FROM webhook_deliveries WHERE id = ?",
+            "msg_new_whe_chat",
+        )
+    ) == {"next_attempt_at": NOW + MINUTE}
+    assert await outbox.claim("b", NOW + LEASE_MS - 1, LEASE_MS, 10, PACING) == ([], {})
+    await outbox.settle("a", NOW + LEASE_MS, [settled(claimed, D.DELIVERED)], NOW)
+    assert [r[1] for r in await deliveries(any_db)] == ["delivered"] * 3 + ["waiting"]
+
+
+# -- redelivery: sent again, replayed, an endpoint enabled again -----------------------------
+
+
+async def test_send_again_and_replay_put_ended_deliveries_back_with_their_ids(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await endpoint(any_db)
+    await delivery(any_db, "ok", status="delivered", created_at=NOW - 10)
+    await delivery(any_db, "old", status="failed", created_at=NOW - 10)
+    await delivery(any_db, "new", status="failed", created_at=NOW)
+    await delivery(any_db, "waits")
+    assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "waits", NOW)
+    assert not await redelivery.send_again(any_db, "ins_other", "whe_1", "ok", NOW)
+    assert await redelivery.send_again(any_db, "ins_1", "whe_1", "ok", NOW + 1)
+    assert await redelivery.replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == ["new"]
+    assert await redelivery.replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == []
+    again = "SELECT id, status, attempt_count, retries_from, next_attempt_at, finished_at"
+    again += " FROM webhook_deliveries WHERE id IN ('ok', 'new') ORDER BY id"
+    assert await values(any_db, again) == [
+        ("new", "waiting", 0, NOW + 2, NOW + 2, None),
+        ("ok", "waiting", 0, NOW + 1, NOW + 1, None),
+    ]
+    assert not await redelivery.enable(any_db, "ins_1", "whe_1")  # not disabled
+    await any_db.prepare(
+        "UPDATE notification_endpoints SET disabled_at = 1, disabled_reason = 'failing',"
+        " failing_since = 0"
+    ).run()
+    assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "old", NOW)
+    assert not await redelivery.enable(any_db, "ins_other", "whe_1")
+    assert await redelivery.enable(any_db, "ins_1", "whe_1")
+    assert await rows(
+        any_db, "SELECT disabled_at, disabled_reason, failing_since FROM notification_endpoints"
+    ) == [{"disabled_at": None, "disabled_reason": None, "failing_since": None}]
+
+
+# -- notification endpoints: at most five, listed with their latest deliveries --------------
+
+
+async def test_an_installation_has_at_most_five_endpoints_each_listed_with_its_deliveries(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    assert (
+        await notification_endpoints.list_for(any_db, "ins_1"),
+        await notification_endpoints.count(any_db, "ins_1"),
+    ) == ([], 0)
+    assert await notification_endpoints.get(any_db, "ins_1", "whe_0") is None
+    for n in range(MAX_ENDPOINTS):
+        await endpoint(
+            any_db, f"whe_{n}", events=("proposal.created", "schedule.refused"), now=NOW + n
+        )
+    sixth = await notification_endpoints.create(
+        any_db, endpoint_id="whe_6", installation_id="ins_1", kind="webhook", url="u",
+        events=["schedule.refused"], secret_sealed="s", now=NOW,
+    )  # fmt: skip
+    assert not sixth
+    assert (
+        await rows(any_db, "SELECT * FROM notification_subscriptions WHERE endpoint_id = 'whe_6'")
+        == []
+    )
+    await schedule(any_db, "sch_1")
+    for n in range(12):
+        await delivery(
+            any_db, f"d{n:02}", "whe_0", created_at=NOW + n, schedule_id="sch_1" if n else "test"
+        )
+    listed = await notification_endpoints.list_for(any_db, "ins_1")
+    assert [e.id for e in listed] == [f"whe_{n}" for n in range(MAX_ENDPOINTS)]
+    first = listed[0]
+    assert pick(first, "events delivery_count kind disabled_reason") == (
+        ("schedule.refused", "proposal.created"),
+        12,
+        "webhook",
+        None,
+    )
+    assert [d.id for d in first.deliveries] == [f"d{n:02}" for n in range(11, 1, -1)]
+    assert first.deliveries[0].status == D.WAITING
+    about = first.deliveries[0].schedule
+    assert about is not None
+    assert (about.id, about.due_at, about.timezone) == ("sch_1", NOW, "UTC")
+    assert first.target().secret_sealed == "secret-whe_0"
+    assert listed[1].deliveries == ()
+    assert await notification_endpoints.list_for(any_db, "ins_2") == []
+
+
+async def test_an_endpoint_is_rotated_tested_and_deleted_with_its_deliveries_by_its_own(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    await endpoint(any_db, "whe_0")
+    await endpoint(any_db, "whe_1")
+    await delivery(any_db, "d1", "whe_0")
+    assert await notification_endpoints.rotate(any_db, "ins_1", "whe_0", "new-secret", NOW + 9)
+    assert not await notification_endpoints.rotate(any_db, "ins_2", "whe_0", "x", NOW)
+    await notification_endpoints.record_test(any_db, "ins_1", "whe_0", NOW + 10, "204 ✓")
+    got = await present(notification_endpoints.get(any_db, "ins_1", "whe_0"))
+    assert pick(got, "secret_sealed secret_rotated_at tested_at test_result") == (
+        "new-secret",
+        NOW + 9,
+        NOW + 10,
+        "204 ✓",
+    )
+    assert not await notification_endpoints.delete(any_db, "ins_2", "whe_0")
+    assert await notification_endpoints.delete(any_db, "ins_1", "whe_0")
+    assert await notification_endpoints.get(any_db, "ins_1", "whe_0") is None
+    assert await rows(any_db, "SELECT count(*) AS n FROM webhook_deliveries") == [{"n": 0}]
+    assert await notification_endpoints.count(any_db, "ins_1") == 1
+
+
+# -- sessions: opened, found while live, the installation gone, read once -------------------
+
+
+async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: Any) -> None:
+    await sessions.create(
+        db,
+        id_hash=id_hash,
+        installation_id="ins_1",
+        csrf_token=f"csrf-{id_hash}",
+        person_id="usr_1",
+        person_name=ADA,
+        context_kind=kind.get("context_kind", "content"),
+        content_id=kind.get("content_id", "cnt_en"),
+        delegation_sealed="sealed",
+        delegation_expires_at=now + MINUTE,
+        now=now,
+        expires_at=now + 10 * MINUTE,
+    )
+
+
+async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next(
+    any_db: Database,
+) -> None:
+    await installation(any_db, token_rotated_at=NOW - 5)
+    await open_session(any_db, "old", now=NOW - 10 * MINUTE)
+    assert await sessions.find_live(any_db, "old", NOW - 1) is not None
+    assert await sessions.find_live(any_db, "old", NOW) is None  # expired at NOW
+    assert await sessions.installation_of(any_db, "old") == "ins_1"
+    await open_session(any_db, "h1")
+    assert await sessions.installation_of(any_db, "old") is None  # gone with the create
+    assert await sessions.installation_of(any_db, "nobody") is None
+    assert await one(any_db, "SELECT token_accepted_at FROM installations") == {
+        "token_accepted_at": NOW
+    }
+    found = await present(sessions.find_live(any_db, "h1", NOW))
+    assert pick(found, "person_name content_id content_primary_id offered") == (
+        ADA,
+        "cnt_en",
+        None,
+        None,
+    )
+    assert (found.reveal_endpoint_id, found.notice, found.installation_gone) == (None, None, False)
+    offered = {("publish", "published"), ("unpublish", "draft")}
+    await sessions.remember_read(any_db, found, "cnt_1", offered)
+    read = await present(sessions.find_live(any_db, "h1", NOW))
+    assert (read.content_primary_id, read.offered) == ("cnt_1", frozenset(offered))
+    await sessions.remember_read(any_db, read, "cnt_other", set())  # the primary id stays
+    again = await present(sessions.find_live(any_db, "h1", NOW))
+    assert (again.content_primary_id, again.offered) == ("cnt_1", frozenset())
+
+
+NOTICE = "L'adresse a été supprimée ✓"
+
+
+async def test_a_secret_to_reveal_and_a_notice_are_taken_once(any_db: Database) -> None:
+    await installation(any_db)
+    await open_session(any_db, "h1", context_kind="manage", content_id=None)
+    await sessions.reveal_next(any_db, "h1", "whe_1")
+    await sessions.say_next(any_db, "h1", NOTICE)
+    found = await present(sessions.find_live(any_db, "h1", NOW))
+    assert (found.reveal_endpoint_id, found.notice) == ("whe_1", NOTICE)
+    assert await sessions.take_reveal(any_db, found) == "whe_1"
+    assert await sessions.take_reveal(any_db, found) is None  # a second page loaded at once
+    assert await sessions.take_notice(any_db, found) == NOTICE
+    assert await sessions.take_notice(any_db, found) is None
+    taken = await present(sessions.find_live(any_db, "h1", NOW))
+    assert (taken.reveal_endpoint_id, taken.notice) == (None, None)
+    assert await sessions.take_notice(any_db, taken) is None
+
+
+async def test_an_installation_is_gone_once_dee_wan_refuses_its_token_until_it_accepts_it(
+    any_db: Database,
+) -> None:
+    await installation(any_db, token_rotated_at=NOW - 5)
+
+    async def gone() -> bool:
+        found = await present(sessions.find_live(any_db, "h1", NOW + 100))
+        return found.installation_gone
+
+    await open_session(any_db, "h1", now=NOW - 1)
+    await installations.mark_unauthorized(any_db, "ins_1", NOW)
+    assert await gone()
+    await installations.mark_unauthorized(any_db, "ins_1", NOW + 50)  # written once
+    assert await one(any_db, "SELECT unauthorized_at FROM installations") == {
+        "unauthorized_at": NOW
+    }
+    await open_session(any_db, "h2", now=NOW + 1)  # a launch exchange succeeded since
+    assert not await gone()
+    await schedule(
+        any_db, "s1", status="refused", result_code="plugin_unauthorized", updated_at=NOW + 2
+    )
+    assert await gone()  # the runner's send was refused so
+    await any_db.prepare("UPDATE installations SET token_rotated_at = ?").bind(NOW + 3).run()
+    assert not await gone()
+
+
+# -- installations: codes, activation, rotation, deleting all their data ---------------------
+
+
+async def test_a_code_activates_or_rotates_once_and_expired_codes_go(any_db: Database) -> None:
+    await installations.insert_code(any_db, "old", "activate", None, NOW - MINUTE, MINUTE)
+    await installations.insert_code(any_db, "c1", "activate", None, NOW, MINUTE)
+    assert await installations.find_code(any_db, "old") is None
+    code = await installations.find_code(any_db, "c1")
+    assert code == installations.ActivationCode("activate", None, NOW + MINUTE, None)
+    assert code.usable_for("activate", "ins_1", NOW)
+    assert await installations.get(any_db, "ins_1") is None
+    made = {"installation_id": "ins_1", "site_id": "site", "base_url": "https://cms.example"}
+    assert await installations.activate(
+        any_db, code_hash="c1", marker="m1", token_sealed="t1", now=NOW, **made
+    )
+    assert not await installations.activate(
+        any_db, code_hash="c1", marker="m2", token_sealed="t2", now=NOW, **made
+    )
+    assert await installations.get(any_db, "ins_1") == installations.Installation(
+        "ins_1", "site", "https://cms.example", "t1"
+    )
+    used = await present(installations.find_code(any_db, "c1"))
+    assert (used.used_at, used.usable_for("activate", "ins_1", NOW)) == (NOW, False)
+    await installations.insert_code(any_db, "c2", "activate", None, NOW, MINUTE)
+    with pytest.raises(installations.AlreadyExists):
+        await installations.activate(
+            any_db, code_hash="c2", marker="m3", token_sealed="t3", now=NOW, **made
+        )
+    assert (await installations.find_code(any_db, "c2")) == installations.ActivationCode(
+        "activate", None, NOW + MINUTE, None
+    )  # the batch rolled back: the code is still unused
+    await installations.insert_code(any_db, "r1", "rotate", "ins_1", NOW, MINUTE)
+    rotation = {"installation_id": "ins_1", "token_sealed": "t4"}
+    assert not await installations.rotate(
+        any_db, code_hash="r1", marker="x", now=NOW + MINUTE, **rotation
+    )
+    assert await installations.rotate(any_db, code_hash="r1", marker="x", now=NOW + 1, **rotation)
+    assert not await installations.rotate(
+        any_db, code_hash="r1", marker="y", now=NOW + 2, **rotation
+    )
+    assert await one(any_db, "SELECT token_sealed, token_rotated_at FROM installations") == {
+        "token_sealed": "t4",
+        "token_rotated_at": NOW + 1,
+    }
+
+
+async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_running(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    await schedule(any_db, "s1", status="running", lease_until=NOW)
+    await schedule(any_db, "s2", status="completed")
+    await any_db.prepare(
+        "INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES ('s2', 1, 0)"
+    ).run()
+    await endpoint(any_db)
+    await delivery(any_db, "d1")
+    await open_session(any_db, "h1")
+    await installations.insert_code(any_db, "r1", "rotate", "ins_1", NOW, MINUTE)
+    await agent_keys.insert(any_db, agent_key("key_1"), "hash_1")
+    await proposals.insert(any_db, proposal("prop_1"), b"{}")
+    await schedule(any_db, "other", "ins_2")
+    assert await installations.has_running_schedule(any_db, "ins_1")
+    assert not await installations.has_running_schedule(any_db, "ins_2")
+    assert not await installations.delete_all_data(any_db, "ins_1")
+    assert await installations.get(any_db, "ins_1") is not None
+    assert (await one(any_db, "SELECT count(*) AS n FROM webhook_deliveries")) == {"n": 1}
+    await any_db.prepare(
+        "UPDATE schedules SET status = 'completed', lease_token = NULL, lease_until = NULL"
+        " WHERE id = 's1'"
+    ).run()
+    assert await installations.delete_all_data(any_db, "ins_1")
+    tables = await rows(
+        any_db,
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+        " AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT IN ('d1_migrations', ?)",
+        TABLE,
+    )
+    left = {
+        t["name"]: (await one(any_db, f"SELECT count(*) AS n FROM {t['name']}"))["n"]
+        for t in tables
+    }
+    assert {name: n for name, n in left.items() if n} == {"installations": 1, "schedules": 1}
+    assert not await installations.delete_all_data(any_db, "ins_1")
+
+
+# -- agent keys and proposals ---------------------------------------------------------------
+
+
+def agent_key(kid: str, **changes: Any) -> agent_keys.AgentKey:
+    made = agent_keys.AgentKey(
+        id=kid,
+        installation_id="ins_1",
+        name="Mon agent ✨",
+        person_id="usr_1",
+        person_name=ADA,
+        content_id="cnt_1",
+        offered=frozenset({("publish", "published")}),
+        created_at=NOW,
+        expires_at=NOW + 10 * MINUTE,
+        revoked_at=None,
+        last_used_at=None,
+    )
+    return replace(made, **changes)
+
+
+async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    key = agent_key("key_1")
+    await agent_keys.insert(any_db, key, "hash_1")
+    await agent_keys.insert(
+        any_db, agent_key("key_all", content_id=None, offered=None, created_at=NOW - 1), "hash_2"
+    )
+    assert await agent_keys.find_live(any_db, "hash_1", NOW) == key
+    assert (await agent_keys.find_live(any_db, "hash_1", NOW + 1)) == replace(key, last_used_at=NOW)
+    assert (await one(any_db, "SELECT last_used_at FROM agent_keys WHERE id = 'key_1'")) == {
+        "last_used_at": NOW
+    }  # not moved within the minute
+    manage = await present(agent_keys.find_live(any_db, "hash_2", NOW))
+    assert (manage.offered, manage.reaches("cnt_any")) == (None, True)
+    assert await agent_keys.find_live(any_db, "hash_1", NOW + 10 * MINUTE) is None  # expired
+    assert await agent_keys.find_live(any_db, "nope", NOW) is None
+    assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_1", "key_all"]
+    assert not await agent_keys.revoke(any_db, "ins_other", "key_1", NOW)
+    assert await agent_keys.revoke(any_db, "ins_1", "key_1", NOW)
+    assert not await agent_keys.revoke(any_db, "ins_1", "key_1", NOW + 1)
+    assert await agent_keys.find_live(any_db, "hash_1", NOW) is None
+    assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_all"]
+    await installations.mark_unauthorized(any_db, "ins_1", NOW)  # uninstalled
+    assert await agent_keys.find_live(any_db, "hash_2", NOW) is None
+    # A month on, the next key takes the ended ones with it.
+    later = NOW + agent_keys.ENDED_KEPT_MS + 10 * MINUTE + 1
+    await agent_keys.insert(
+        any_db, agent_key("key_new", created_at=later, expires_at=later + 1), "h3"
+    )
+    assert await rows(any_db, "SELECT id FROM agent_keys") == [{"id": "key_new"}]
+
+
+def proposal(pid: str, **changes: Any) -> proposals.Proposal:
+    made = proposals.Proposal(
+        id=pid,
+        installation_id="ins_1",
+        key_id="key_1",
+        key_name="Mon agent ✨",
+        person_name=ADA,
+        content_id="cnt_1",
+        kind="publish",
+        to_state=None,
+        local_time="2026-06-01T09:00",
+        timezone="Europe/Paris",
+        fold=None,
+        due_at=NOW + MINUTE,
+        note="Après relecture — merci !",
+        status=proposals.PENDING,
+        schedule_id=None,
+        decided_by_name=None,
+        created_at=NOW,
+    )
+    return replace(made, **changes)
+
+
+async def test_a_proposal_tells_its_endpoints_and_is_decided_once_before_its_time(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await endpoint(any_db, "whe_hears", events=("proposal.created",))
+    await endpoint(any_db, "whe_not", events=("schedule.refused",))
+    first = proposal("prop_1")
+    await proposals.insert(any_db, first, '{"note":"é"}'.encode())
+    await proposals.insert(any_db, proposal("prop_2", content_id="cnt_2", due_at=NOW + 2), b"{}")
+    await proposals.insert(any_db, proposal("prop_past", due_at=NOW), b"{}")
+    told = "SELECT id, event_type, payload, next_attempt_at FROM webhook_deliveries"
+    assert await values(any_db, f"{told} WHERE schedule_id = 'prop_1'") == [
+        ("prop_1_whe_hears", "proposal.created", '{"note":"é"}', NOW)
+    ]
+    assert await proposals.get(any_db, "ins_1", "prop_1") == first
+    assert await proposals.get(any_db, "ins_other", "prop_1") is None
+    assert [p.id for p in await proposals.pending(any_db, "ins_1", None, NOW)] == [
+        "prop_2",
+        "prop_1",
+    ]
+    assert [p.id for p in await proposals.pending(any_db, "ins_1", "cnt_1", NOW)] == ["prop_1"]
+    assert await proposals.pending(any_db, "ins_1", "cnt_1", NOW + MINUTE) == []
+    assert first.status_at(NOW + MINUTE) == proposals.EXPIRED
+    assert not await proposals.decide(any_db, "ins_1", "prop_past", proposals.DECLINED, NOW)
+    assert not await proposals.decide(
+        any_db, "ins_1", "prop_1", proposals.WITHDRAWN, NOW, key_id="key_other"
+    )
+    assert await proposals.decide(
+        any_db, "ins_1", "prop_1", proposals.CONFIRMED, NOW, by_name=ADA, schedule_id="sch_9"
+    )
+    assert not await proposals.decide(any_db, "ins_1", "prop_1", proposals.DECLINED, NOW)
+    decided = await proposals.of_schedule(any_db, "ins_1", "sch_9")
+    assert decided == replace(
+        first, status=proposals.CONFIRMED, schedule_id="sch_9", decided_by_name=ADA
+    )
+    assert await proposals.of_schedule(any_db, "ins_1", "sch_none") is None
+
+
+async def test_agent_calls_are_counted_by_tool_and_outcome(any_db: Database) -> None:
+    assert await agent_calls.totals(any_db) == {}
+    for outcome in ("ok", "ok", "refused"):
+        await agent_calls.count(any_db, "list_schedules", outcome)
+    await agent_calls.count(any_db, "cancel_schedule", "invalid")
+    assert await agent_calls.totals(any_db) == {
+        ("list_schedules", "ok"): 2,
+        ("list_schedules", "refused"): 1,
+        ("cancel_schedule", "invalid"): 1,
+    }
+
+
+# -- tick history: the invocation's row, totals and pruning in one write; the operator's reads
+
+
+def report(**counts: int) -> dict[str, int]:
+    return {column: counts.get(column, 0) for column in tick_history.REPORT_COLUMNS}
+
+
+async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> None:
+    """The invocation's record as the engine sends it: its last round trip, counted."""
+    trips = RoundTrips(db)
+    counts = options.get("counts", report())
+    await trips.record(
+        lambda: tick_history.write(
+            db,
+            at=at,
+            kind=kind,
+            error=options.get("error"),
+            duration_ms=options.get("duration_ms", 5),
+            ended_at=at,
+            counts=counts,
+            totals=options.get("totals", {}),
+        ),
+        3,
+    )
+    assert (trips.round_trips, trips.statements) == (1, 3)
+
+
+async def reads(db: Database, now: int) -> tuple[Any, ...]:
+    last, health, totals = await db.batch(
+        [
+            tick_history.read_last(db),
+            tick_history.read_health(db, now),
+            tick_history.read_totals(db),
+        ]
+    )
+    return (
+        tick_history.last_from(last.results),
+        tick_history.health_from(health.results),
+        tick_history.totals_from(totals.results),
+    )
+
+
+async def test_the_history_records_each_invocation_and_its_totals_and_reads_them_back(
+    any_db: Database,
+) -> None:
+    assert await reads(any_db, NOW) == (None, tick_history.Health(None, False), {})
+    await installation(any_db)
+    await schedule(any_db, "due", ready_at=NOW - 1)
+    await schedule(any_db, "later", ready_at=NOW + MINUTE)
+    big = report(sends=3, cron_delay_ms=1_000, lateness_sum_ms=MAX_STORED_INTEGER)
+    totals = {"ticks:tick": 1, "sends": 3, "idle": 0}
+    await record(any_db, NOW, counts=big, totals=totals, duration_ms=42)
+    await record(any_db, NOW + MINUTE, error="d1 refused ✗", totals={"ticks:tick": 1})
+    await record(any_db, NOW + MINUTE + 1, "alarm", counts=report(caught=2), totals={"sends": 1})
+    with pytest.raises(ValueError, match="tick"):
+        tick_history.write(
+            any_db, at=NOW, kind="consumer", error=None, duration_ms=0, ended_at=NOW,
+            counts=big, totals={},
+        )  # fmt: skip
+    last, health, added = await reads(any_db, NOW)
+    assert (last.at, last.duration_ms) == (NOW, 42)  # the last tick that ended well
+    assert {k: v for k, v in last.report.items() if v} == {
+        "sends": 3,
+        "cron_delay_ms": 1_000,
+        "lateness_sum_ms": MAX_STORED_INTEGER,
+    }
+    assert health == tick_history.Health(NOW, True)
+    assert added == {"ticks:tick": 2, "sends": 4}
+    stored = "SELECT at, kind, backlog FROM tick_history ORDER BY at"
+    assert await values(any_db, stored) == [
+        (NOW, "tick", 1),
+        (NOW + MINUTE, "tick", 2),  # `later` is due by then
+        (NOW + MINUTE + 1, "alarm", 2),
+    ]
+    assert (await reads(any_db, NOW - 2))[1] == tick_history.Health(NOW, False)
+    # Slots of ten minutes: a tick counts in the minute it stands for (less its cron delay).
+    series = await tick_history.read_series(
+        any_db, NOW - 10 * MINUTE, NOW + 10 * MINUTE, 10 * MINUTE
+    ).all()
+    assert [
+        (r["slot"], r["invocations"], r["ticks"], r["failed"], r["alarms"], r["sends"], r["caught"])
+        for r in series.results
+    ] == [(0, 1, 1, 0, 0, 3, 0), (1, 2, 1, 1, 1, 0, 2)]
+
+
+async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Database) -> None:
+    for n in range(12):
+        await record(any_db, n)
+    await record(any_db, tick_history.RETENTION_MS + 100)
+    kept = await values(any_db, "SELECT at FROM tick_history ORDER BY at")
+    assert kept == [(10,), (11,), (tick_history.RETENTION_MS + 100,)]
+
+
+# -- what is due: the backlog, the counts, the clocks' wake-ups ------------------------------
+
+
+async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database) -> None:
+    async def read(now: int) -> tuple[Any, ...]:
+        due, counts, live, wakes = await any_db.batch(
+            [
+                backlog.read_backlog(any_db, now),
+                backlog.read_counts(any_db, NOW - MINUTE),
+                backlog.read_live_counts(any_db),
+                wake_ups.read_wake_ups(any_db, now),
+            ]
+        )
+        return (
+            backlog.backlog_from(due.results),
+            backlog.counts_from(counts.results),
+            backlog.counts_from(live.results),
+            wake_ups.wake_ups_from(wakes.results),
+        )
+
+    assert await read(NOW) == (backlog.Backlog(0), {"running": 0}, {"running": 0}, {})
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    assert await wake_ups.next_due(any_db, "ins_1") is None
+    await any_db.batch(
+        [
+            schedule_row(any_db, "a_wait", ready_at=NOW - 5),
+            schedule_row(any_db, "a_retry", status="retrying", ready_at=NOW + 5, attempts=1),
+            schedule_row(any_db, "a_run", status="running", lease_until=NOW - 1),
+            schedule_row(any_db, "b_run", "ins_2", status="running", lease_until=NOW - 9),
+            schedule_row(any_db, "b_late", "ins_2", ready_at=MAX_STORED_INTEGER),
+            schedule_row(any_db, "done_now", status="completed", updated_at=NOW),
+            schedule_row(any_db, "done_long_ago", status="refused", updated_at=0),
+        ]
+    )
+    assert await read(NOW) == (
+        backlog.Backlog(3, "a_wait", "ins_1", NOW - 5),
+        {"pending": 2, "retrying": 1, "running": 2, "completed": 1},
+        {"pending": 2, "retrying": 1, "running": 2},
+        {"ins_2": NOW - 9, "ins_1": NOW - 5},
+    )
+    assert await wake_ups.next_due(any_db, "ins_1") == NOW - 5
+    assert await wake_ups.next_due(any_db, "ins_2") == NOW - 9
+    assert (await read(MAX_STORED_INTEGER))[3] == {"ins_2": NOW - 9, "ins_1": NOW - 5}
+    assert (await read(MAX_STORED_INTEGER))[0].size == 5
+
+
+async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_watch(
+    any_db: Database,
+) -> None:
+    async def read() -> tuple[Any, ...]:
+        refusals, lines = await any_db.batch(
+            [
+                operator_queries.read_recent_refusals(any_db),
+                operator_queries.read_installations(any_db, NOW - MINUTE),
+            ]
+        )
+        return (
+            operator_queries.refusals_from(refusals.results),
+            operator_queries.installations_from(lines.results),
+        )
+
+    assert await read() == ((), ())
+    await installation(any_db, "ins_quiet")
+    await installation(any_db, "ins_busy", last_sent_at=NOW)
+    await installation(any_db, "ins_bad")
+    refused: dict[str, Any] = {"status": "refused"}
+    await any_db.batch(
+        [
+            schedule_row(any_db, "r1", "ins_bad", **refused, result_code="no", updated_at=NOW),
+            schedule_row(any_db, "r2", "ins_bad", **refused, updated_at=NOW + 1),
+            schedule_row(any_db, "r_old", "ins_busy", **refused, updated_at=0),
+            schedule_row(any_db, "ok", "ins_busy", status="completed", updated_at=NOW),
+            schedule_row(any_db, "live", "ins_busy"),
+        ]
+    )  # fmt: skip
+    refusals, lines = await read()
+    assert [(r.schedule_id, r.code, r.at) for r in refusals] == [
+        ("r2", "", NOW + 1),
+        ("r1", "no", NOW),
+        ("r_old", "", 0),
+    ]
+    assert [(i.id, i.live, i.refused_recently, i.last_sent_at) for i in lines] == [
+        ("ins_bad", 0, 2, None),
+        ("ins_busy", 1, 0, NOW),
+        ("ins_quiet", 0, 0, None),
+    ]
+
+
+# -- the manage view's and the agents' reads -------------------------------------------------
+
+
+async def agenda(db: Database) -> dict[str, list[str]]:
+    """An installation's schedules of every kind, and the manage view's groups of them in order:
+    a refused one dismissed or done later since is finished; a pending one made stale by the
+    other kind's completion needs attention."""
+    await installation(db)
+    await db.batch(
+        [
+            schedule_row(db, "retry", status="retrying", ready_at=NOW + 2, attempts=1),
+            schedule_row(db, "refused", status="refused", updated_at=NOW),
+            schedule_row(db, "dismissed", status="refused", updated_at=NOW + 1),
+            schedule_row(db, "redone_1", content="c_redo", status="refused", updated_at=5),
+            schedule_row(db, "redone_2", content="c_redo", **DONE, revision=2, updated_at=6),
+            schedule_row(db, "stale", ready_at=NOW + 1),
+            schedule_row(db, "soon", ready_at=NOW),
+            schedule_row(db, "running", status="running", ready_at=NOW + 3, lease_until=NOW),
+            schedule_row(db, "replaced", status="superseded", updated_at=NOW + 5),
+            db.prepare(
+                "UPDATE schedules SET dismissed_by = 'u', dismissed_by_name = 'Ada',"
+                " dismissed_at = 1 WHERE id = 'dismissed'"
+            ),
+            db.prepare(
+                "UPDATE schedules SET made_stale_by = 'x', made_stale_at = 1 WHERE id = 'stale'"
+            ),
+        ]
+    )
+    return {
+        "attention": ["retry", "refused", "stale"],
+        "upcoming": ["soon", "running"],
+        "finished": ["dismissed", "redone_2", "redone_1", "replaced"],
+    }
+
+
+async def test_the_manage_view_pages_by_group_with_settled_refusals_among_the_finished(
+    any_db: Database,
+) -> None:
+    groups = await agenda(any_db)
+    every = await manage_queries.manage_page(any_db, "ins_1", None, 1)
+    assert [s.id for s in every.schedules] == [sid for listed in groups.values() for sid in listed]
+    assert (every.settled, every.stale, manage_queries.group_count(every, None)) == (2, 1, 9)
+    for group, expected in groups.items():
+        assert manage_queries.group_count(every, group) == len(expected)
+        page = await manage_queries.manage_page(any_db, "ins_1", group, 1)
+        assert [s.id for s in page.schedules] == expected
+    only = await manage_queries.manage_page(any_db, "ins_1", "finished", 1, only="redone_1")
+    assert [(s.id, s.resolved_by) for s in only.schedules] == [("redone_1", "redone_2")]
+    assert (await manage_queries.manage_page(any_db, "ins_other", None, 1)).schedules == ()
+
+
+async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await any_db.batch(
+        [
+            *(
+                schedule_row(any_db, f"s{n}", content="cnt_1", ready_at=NOW + n, **DONE, revision=n)
+                for n in range(1, 4)
+            ),
+            schedule_row(any_db, "other", content="cnt_2", ready_at=NOW - 1, status="retrying"),
+            schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
+            any_db.prepare(
+                "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at,"
+                " code, http_status) VALUES ('other', 1, 1, 2, 'timeout', NULL)"
+            ),
+        ]
+    )  # fmt: skip
+    every, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters())
+    assert ([s.id for s in every], more) == (["other", "s1", "s2", "s3", "refused"], False)
+    assert every[0].attempts == (Attempt(1, 1, 2, "timeout", None),)
+    two, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters(), limit=2)
+    assert ([s.id for s in two], more) == (["other", "s1"], True)
+    filters = agent_queries.Filters(content_id="cnt_1", due_from=NOW + 1, due_to=NOW + 2)
+    assert [s.id for s in (await agent_queries.listing(any_db, "ins_1", filters))[0]] == ["s1"]
+    attention = agent_queries.Filters(needs_attention=True)
+    assert [s.id for s in (await agent_queries.listing(any_db, "ins_1", attention))[0]] == [
+        "other",
+        "refused",
+    ]
+    by_status = agent_queries.Filters(status="refused")
+    assert [s.id for s in (await agent_queries.listing(any_db, "ins_1", by_status))[0]] == [
+        "refused"
+    ]
+    assert await agent_queries.listing(any_db, "ins_2", agent_queries.Filters()) == ([], False)
+    read = await present(agent_queries.one(any_db, "ins_1", "other"))
+    assert (read.status, read.attempts) == ("retrying", (Attempt(1, 1, 2, "timeout", None),))
+    assert await agent_queries.one(any_db, "ins_2", "other") is None
+
+
+# -- throttles: calls counted by key for a minute --------------------------------------------
+
+
+async def test_a_throttle_takes_calls_within_its_minute_and_at_once_and_says_the_wait(
+    any_db: Database,
+) -> None:
+    limit = CallLimit(per_minute=2, at_once=1, hold_ms=10_000)
+    first = await throttles.take(any_db, "test:usr_1 ✓", limit, "t1", NOW)
+    assert first == throttles.Taken("test:usr_1 ✓", "t1")
+    assert await throttles.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 1) == 9_999  # busy
+    assert isinstance(await throttles.take(any_db, "test:other", limit, "t9", NOW), throttles.Taken)
+    await throttles.release(any_db, first, NOW + 2)
+    second = await throttles.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 3)
+    assert isinstance(second, throttles.Taken)
+    await throttles.release(any_db, second, NOW + 4)
+    assert await throttles.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 5) == WINDOW_MS - 5
+    await throttles.give_back(any_db, second)  # not made after all: it does not count
+    assert isinstance(
+        await throttles.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 6), throttles.Taken
+    )
+    # A minute on, the calls of the minute before are gone, every key's.
+    later = await throttles.take(any_db, "test:usr_1 ✓", limit, "t4", NOW + 6 + WINDOW_MS)
+    assert isinstance(later, throttles.Taken)
+    assert await values(any_db, "SELECT key, token FROM throttle_slots") == [("test:usr_1 ✓", "t4")]
+
+
+# -- retention: what ended before the cutoff, in bounded steps -------------------------------
+
+
+async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
+    any_db: Database,
+) -> None:
+    async def step(cutoff: int, bound: int) -> retention.Purged:
+        return retention.purged(await any_db.batch(retention.step(any_db, cutoff, bound)))
+
+    assert await step(NOW, 10) == retention.Purged(0, 0, 0)
+    await installation(any_db)
+    await endpoint(any_db)
+    ended = ("completed", "refused", "cancelled", "superseded")
+    await any_db.batch(
+        [
+            *(schedule_row(any_db, f"old_{s}", status=s, updated_at=NOW - 1) for s in ended),
+            schedule_row(any_db, "kept", status="completed", updated_at=NOW),
+            schedule_row(any_db, "live", updated_at=0),
+            *(
+                any_db.prepare(
+                    "INSERT INTO schedule_attempts (schedule_id, attempt, started_at)"
+                    " VALUES (?, ?, 0)"
+                ).bind(sid, n)
+                for sid in ("old_completed", "kept", "live")
+                for n in (1, 2)
+            ),
+        ]
+    )
+    for n in range(3):
+        await delivery(any_db, f"gone_{n}", status="delivered", at=NOW - 1)
+    await delivery(any_db, "kept", status="failed", at=NOW)
+    await delivery(any_db, "waits", at=0)
+    first = await step(NOW, 2)
+    assert (first.deliveries, first.attempts + first.schedules <= 4) == (2, True)
+    while (purged := await step(NOW, 2)) != retention.Purged(0, 0, 0):
+        assert max(purged.attempts, purged.schedules, purged.deliveries) <= 2
+    assert await values(any_db, "SELECT id FROM schedules ORDER BY id") == [("kept",), ("live",)]
+    attempts = "SELECT schedule_id, count(*) FROM schedule_attempts GROUP BY 1 ORDER BY 1"
+    assert await values(any_db, attempts) == [("kept", 2), ("live", 2)]
+    kept = await values(any_db, "SELECT id FROM webhook_deliveries ORDER BY id")
+    assert kept == [("kept",), ("waits",)]
+
+
+# -- plans: every read by index, on CPython's SQLite and on D1's (a newer one) ----------------
+#
+# A fresh, never-analysed database, as a new D1 is, and one analysed while it holds mostly
+# history: the planner must still pick the partial indexes, so that the cost (and D1's
+# rows-read bill) follows live rows, the day's activity and 7 days of history, never the
+# tables' size. The statements take the most rows D1 binds (100 parameters).
+
+
+async def plan(db: Database, sql: str, params: Sequence[object]) -> list[str]:
+    found = await db.prepare("EXPLAIN QUERY PLAN " + sql).bind(*params).all()
+    return [str(row["detail"]) for row in found.results]
+
+
+def listed(width: int, fixed: int = 0, rows: int = 20) -> tuple[str, list[int]]:
+    """A `{values}` list of `rows` rows of `width` (at most D1's 100 parameters in all) after
+    `fixed` parameters, and parameters for all of them."""
+    rows = min(rows, (100 - fixed) // width) if width else rows
+    values = ", ".join(
+        "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
+        for i in range(rows)
+    )
+    return values, [0] * (fixed + rows * width)
+
+
+def table_reads(steps: list[str]) -> list[str]:
+    """The steps that read a table: not the VALUES lists the batch statements are given."""
+    lists = ("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent")
+    return [
+        s
+        for s in steps
+        if s.startswith(("SCAN", "SEARCH"))
+        and "CONSTANT ROW" not in s
+        and "VALUES CLAUSE" not in s
+        and not s.startswith(lists)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
+    ids=["runner due rows", "status backlog", "status counts"],
+)
+async def test_runner_and_status_queries_read_only_the_partial_indexes(
+    any_db: Database, sql: str, params: tuple[int, ...]
+) -> None:
+    steps = await plan(any_db, sql, params)
+    reads = [step for step in steps if step.startswith(("SCAN schedules", "SEARCH schedules"))]
+    assert reads, steps
+    partial = ("schedules_waiting", "schedules_leased", "schedules_finished")
+    assert all(any(f"INDEX {name}" in step for name in partial) for step in reads), steps
+
+
+@pytest.mark.parametrize(
+    ("sql", "width", "fixed"),
+    [
+        (lease_sql.CLAIM_SQL, 4, 4),
+        (lease_sql.REFUSE_UNSENT_SQL, 6, 2),
+        (lease_sql.SETTLE_SQL, 6, 3),
+        (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
+        (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
+        (lease_sql.OPEN_ATTEMPTS_SQL, 0, 3),
+    ],
+    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
+)
+async def test_batch_statements_find_each_row_by_key_never_by_scan(
+    any_db: Database, sql: str, width: int, fixed: int
+) -> None:
+    values, params = listed(width, fixed)
+    steps = await plan(any_db, sql.format(values=values), params)
+    assert table_reads(steps), steps
+    assert all(step.startswith("SEARCH") for step in table_reads(steps)), steps
+
+
+async def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row(
+    any_db: Database,
+) -> None:
+    """The candidates and their installation's live claims are materialised first (no row
+    changed yet when they are counted), and each count reads one installation's running rows
+    by index."""
+    values, params = listed(4, 5)
+    steps = await plan(any_db, lease_sql.CLAIM_WITHIN_SQL.format(values=values), params)
+    assert "MATERIALIZE pick" in steps, steps
+    by_installation = "INDEX schedules_running_by_installation"
+    assert any(s.startswith("SEARCH busy USING") and by_installation in s for s in steps), steps
+    busy = await plan(any_db, lease_sql.BUSY_SQL, [0, '["ins_a"]'])
+    assert any(by_installation in s for s in busy), busy
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
+        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
+        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
+        (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
+        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
+        (
+            outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],
+        ),
+    ],
+    ids=["claim", "claim named", "chat minute", "endpoints", "titles", "settle a digest"],
+)
+async def test_the_outbox_reads_only_its_partial_indexes_and_keys(
+    any_db: Database, sql: str, params: list[object]
+) -> None:
+    """Claims read the waiting and leased indexes; what a claim or a settle reads back finds
+    its rows by the lease (a digest's too, not by its endpoint's whole history)."""
+    steps = await plan(any_db, sql, params)
+    deliveries = ("SCAN webhook_deliveries", "SEARCH webhook_deliveries", "SCAN d", "SEARCH d")
+    assert [s for s in steps if s.startswith(deliveries)], steps
+    assert not any(s.startswith(("SCAN webhook_deliveries", "SCAN d ")) for s in steps), steps
+    assert not any("webhook_deliveries_by_endpoint" in s for s in steps), steps
+
+
+HISTORY_HEAVY = (
+    """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 30)
+    INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
+        token_rotated_at, last_sent_at)
+    SELECT 'ins_' || i, 's', 'https://cms.example', 'x', 0, 0, i FROM n""",
+    """WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < 3000)
+    INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
+        workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,
+        result_code, next_attempt_at, requested_by, requested_by_name, created_at,
+        updated_at)
+    SELECT 'sch_' || i, 'ins_' || (i % 30), 'cnt_' || i, 'publish', 'published', 'v', 1, 1,
+           'k' || i, i, 'UTC', 'x',
+           CASE WHEN i % 100 = 0 THEN 'pending' WHEN i % 10 = 1 THEN 'refused'
+                ELSE 'completed' END,
+           CASE WHEN i % 100 = 0 THEN NULL ELSE 'transition_applied' END,
+           CASE WHEN i % 100 = 0 THEN i END, 'usr', 'Ada', i, i
+      FROM n""",
+    "ANALYZE",
+)  # 3,000 schedules of 30 installations, 1 in 100 live, then ANALYZE
+TABLES = frozenset(
+    {"schedules", "schedule_attempts", "installations", "tick_history", "runner_totals"}
+    | {"webhook_deliveries", "sessions", "s", "i"}
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        (tick_history.HEALTH_SQL, (0,)),
+        (tick_history.LAST_TICK_SQL, ()),
+        (LIVE_COUNTS_SQL, ()),
+        (tick_history.SERIES_SQL, (0, 1, 600_000)),
+        (operator_queries.RECENT_REFUSALS_SQL, ()),
+        (operator_queries.INSTALLATIONS_SQL, (0,)),
+        (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
+        (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
+        (tick_history.PRUNE_SQL, (0,)),
+        (lease_sql.LAST_SENT_SQL.format(values=listed(2)[0]), listed(2)[1]),
+        (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
+        (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
+        (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
+        (sessions.FIND_LIVE_SQL, ("h", 0)),
+        (wake_ups.NEXT_DUE_SQL, ("ins_1",)),
+        (wake_ups.WAKE_UPS_SQL, (0,)),
+    ],
+    ids=[
+        "healthz",
+        "last tick",
+        "live counts",
+        "history window",
+        "latest refusals",
+        "installations",
+        "history row",
+        "totals",
+        "pruning",
+        "last send",
+        "retention: attempts",
+        "retention: schedules",
+        "retention: deliveries",
+        "a session, its installation gone or not",
+        "a clock's next due",
+        "the clocks' wake-ups",
+    ],
+)
+@pytest.mark.parametrize("analysed", [False, True], ids=["never analysed", "analysed"])
+async def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_by_scan(
+    any_db: Database, sql: str, params: tuple[object, ...], analysed: bool
+) -> None:
+    """/healthz, /admin/metrics, /admin, the tick's write and the clocks' wake-ups: every read
+    of a table goes through an index (a partial one of live rows for schedules). The totals
+    table is read whole: one row per counter series (a fixed set,
+    tests/test_operator_history.py counts them), never more."""
+    if analysed:
+        # Statistics of a table that is mostly history: the planner then prefers whole-index
+        # scans that avoid a sort, unless a statement pins its partial index.
+        await any_db.batch([any_db.prepare(sql) for sql in HISTORY_HEAVY])
+    steps = await plan(any_db, sql, params)
+    reads = [s for s in table_reads(steps) if s.split()[1] in TABLES]
+    live_indexes = ["schedules_one_live", "schedules_waiting", "schedules_leased"]
+    live_indexes += ["schedules_waiting_by_installation", "schedules_running_by_installation"]
+    for step in reads:
+        if step == "SCAN runner_totals":
+            continue
+        if step.startswith("SCAN schedules"):  # only a partial index of live rows, whole
+            assert any(step.endswith(f"INDEX {name}") for name in live_indexes), steps
+        assert " USING " in step, steps
+        assert any(used in step for used in ("INDEX", "INTEGER PRIMARY KEY", "PRIMARY KEY")), steps
+    if sql is tick_history.HEALTH_SQL:
+        assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
+        assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps

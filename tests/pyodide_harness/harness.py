@@ -207,11 +207,6 @@ class Harness:
         digest: str = self._post("crypto/hmac", payload)["hex"]
         return bytes.fromhex(digest)
 
-    def d1_check(self) -> dict[str, Any]:
-        """Run the D1 adapter through its cases inside Pyodide (see harness_glue.d1_check)."""
-        result: dict[str, Any] = self._post("d1-check")
-        return result
-
     def info(self) -> dict[str, Any]:
         result: dict[str, Any] = self._post("info")
         return result

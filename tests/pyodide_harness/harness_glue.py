@@ -158,100 +158,12 @@ def info(env: JsProxy) -> Any:
     return to_js(result, dict_converter=_object_from_entries())
 
 
-async def d1_check(env: JsProxy) -> str:
-    """Exercise the D1 adapter on the Worker's own database; returns what it observed.
-
-    Uses activation_codes rows with a `harness-check:` hash prefix and removes
-    them again, so it can run on a live harness database.
-    """
-    from workers import _EnvWrapper
-
-    from scheduling.ports import DatabaseError
-    from scheduling.runtimes.workers.bindings import DB_BINDING
-    from scheduling.runtimes.workers.d1 import D1Database
-
-    db = D1Database(getattr(_EnvWrapper(env), DB_BINDING))
-    insert = (
-        "INSERT INTO activation_codes (code_hash, kind, installation_id, created_at, expires_at,"
-        " used_at) VALUES (?, ?, ?, ?, ?, ?)"
-    )
-    seen: dict[str, Any] = {}
-
-    def error(exc: DatabaseError) -> dict[str, Any]:
-        return {"type": type(exc).__name__, "constraint": exc.constraint, "message": str(exc)}
-
-    await db.prepare("DELETE FROM activation_codes WHERE code_hash LIKE 'harness-check:%'").run()
-    ran = await db.prepare(insert).bind("harness-check:a", "activate", None, 1, 2, None).run()
-    seen["run"] = {"changes": ran.meta.changes, "last_row_id": ran.meta.last_row_id}
-    seen["first"] = (
-        await db.prepare(
-            "SELECT code_hash, kind, installation_id, expires_at, used_at FROM activation_codes"
-            " WHERE code_hash = ?"
-        )
-        .bind("harness-check:a")
-        .first()
-    )
-    seen["first_missing"] = (
-        await db.prepare("SELECT code_hash FROM activation_codes WHERE code_hash = ?")
-        .bind("harness-check:none")
-        .first()
-    )
-    listed = await db.prepare(
-        "SELECT code_hash FROM activation_codes WHERE code_hash LIKE 'harness-check:%'"
-    ).all()
-    seen["all"] = {"results": listed.results, "changes": listed.meta.changes}
-    for name, statement in {
-        "unique": db.prepare(insert).bind("harness-check:a", "activate", None, 1, 2, None),
-        "check": db.prepare(insert).bind("harness-check:b", "bogus", None, 1, 2, None),
-        "syntax": db.prepare("SELEC nothing"),
-    }.items():
-        try:
-            await statement.run()
-            seen[name] = None
-        except DatabaseError as exc:
-            seen[name] = error(exc)
-    # batch: one transaction, every statement's meta, all or nothing.
-    batched = await db.batch(
-        [
-            db.prepare(insert).bind("harness-check:c", "activate", None, 1, 2, None),
-            db.prepare("UPDATE activation_codes SET used_at = ? WHERE code_hash LIKE ?").bind(
-                5, "harness-check:%"
-            ),
-        ]
-    )
-    seen["batch"] = [result.meta.changes for result in batched]
-    try:
-        await db.batch(
-            [
-                db.prepare(insert).bind("harness-check:d", "activate", None, 1, 2, None),
-                db.prepare(insert).bind("harness-check:a", "activate", None, 1, 2, None),
-            ]
-        )
-        seen["batch_failed"] = None
-    except DatabaseError as exc:
-        seen["batch_failed"] = error(exc)
-    left = await db.prepare(
-        "SELECT code_hash FROM activation_codes WHERE code_hash LIKE 'harness-check:%'"
-        " ORDER BY code_hash"
-    ).all()
-    seen["after_failed_batch"] = [row["code_hash"] for row in left.results]
-    try:
-        await db.batch([object()])  # type: ignore[list-item]
-        seen["foreign_statement"] = None
-    except TypeError as exc:
-        seen["foreign_statement"] = str(exc)
-    cleaned = await db.prepare(
-        "DELETE FROM activation_codes WHERE code_hash LIKE 'harness-check:%'"
-    ).run()
-    seen["cleaned"] = cleaned.meta.changes
-    return json.dumps(seen)  # JSON keeps None as null (to_js would make it undefined)
-
-
 async def d1(env: JsProxy, payload: str) -> str:
     """One call of the Database port, as the Worker makes it: `D1Database` over the env binding.
 
     `payload` is {"op": "all"|"first"|"run"|"batch", "statements": [{"sql", "params"}]};
-    all/first/run take exactly one statement. Answers (as JSON text) {"results": [result, …]}
+    all/first/run take exactly one statement; a batch's `{"foreign": true}` is a statement
+    prepared elsewhere (which the adapter refuses). Answers (as JSON text) {"results": [result, …]}
     (one per statement), {"row": row-or-null} for first, or {"error": {"type", "message",
     "constraint"}} when preparing, binding or running raised; a result is
     {"results": rows, "meta": {"changes", "last_row_id"}}.
@@ -275,8 +187,11 @@ async def d1(env: JsProxy, payload: str) -> str:
     db = D1Database(getattr(_EnvWrapper(env), DB_BINDING))
     answer: dict[str, Any]
     try:
-        statements = [
-            db.prepare(item["sql"]).bind(*item.get("params", [])) for item in request["statements"]
+        statements: list[Any] = [  # a foreign one is any object, which batch() refuses
+            object()
+            if item.get("foreign")
+            else db.prepare(item["sql"]).bind(*item.get("params", []))
+            for item in request["statements"]
         ]
         if op == "batch":
             answer = {"results": [result(item) for item in await db.batch(statements)]}

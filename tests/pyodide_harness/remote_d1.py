@@ -9,16 +9,18 @@ same test (see the `any_db` fixture in tests/conftest.py).
 Values cross as JSON, so `bind` takes None, bool, int, float and str. Inside the
 Worker, Pyodide turns an int with |value| <= 2**53 - 2 into a JS number (exact);
 from 2**53 - 1 (`Number.MAX_SAFE_INTEGER`) on it becomes a BigInt, which D1
-refuses at bind time with `D1_TYPE_ERROR` — a `JsException`, not a
-`DatabaseError`, in the Worker; here a `WorkerRaised`. D1 answers numbers as
-JS numbers: an INTEGER above 2**53 reads back rounded, and a REAL with no
-fraction (2.0) reads back as the int 2.
+refuses at bind time with `D1_TYPE_ERROR` (the adapter's `DatabaseError`). D1 binds
+every number as a REAL (`typeof(?)` is 'real': a bound division is not whole) and
+answers numbers as JS numbers: an INTEGER above 2**53 reads back rounded, and a REAL
+with no fraction (2.0) reads back as the int 2. Anything else the adapter lets escape
+is raised here as `WorkerRaised`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import httpx
 
@@ -77,17 +79,19 @@ class RemoteD1Database:
         self.database = database
         self.timeout_s = timeout_s
         self.round_trips = 0
+        # One client for the calls of one test (one event loop): making a client costs ~20 ms
+        # (its TLS context), more than the call itself.
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def prepare(self, sql: str) -> RemoteD1Statement:
         return RemoteD1Statement(self, sql)
 
     async def batch(self, statements: Sequence[Statement]) -> list[Result]:
-        own = [stmt for stmt in statements if isinstance(stmt, RemoteD1Statement)]
-        if len(own) != len(statements) or any(stmt._db is not self for stmt in own):
-            raise TypeError("batch() takes statements prepared on this database")
-        return await self.call("batch", own)
+        """A statement prepared elsewhere goes as such: the Worker's adapter refuses it."""
+        return await self.call("batch", statements)
 
-    async def call(self, op: str, statements: Sequence[RemoteD1Statement]) -> list[Result]:
+    async def call(self, op: str, statements: Sequence[Statement]) -> list[Result]:
         answer = await self.request(op, statements)
         return [
             Result(
@@ -97,17 +101,34 @@ class RemoteD1Database:
             for item in answer["results"]
         ]
 
-    async def request(self, op: str, statements: Sequence[RemoteD1Statement]) -> dict[str, Any]:
+    def _owns(self, statement: Statement) -> TypeGuard[RemoteD1Statement]:
+        return isinstance(statement, RemoteD1Statement) and statement._db is self
+
+    def _client_now(self) -> httpx.AsyncClient:
+        """This event loop's client: each test runs on a loop of its own, and a client's
+        connections belong to the loop that opened them."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = httpx.AsyncClient(base_url=self.control_url, timeout=self.timeout_s)
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = None
+
+    async def request(self, op: str, statements: Sequence[Statement]) -> dict[str, Any]:
         """One round trip; raises DatabaseError or WorkerRaised as the Worker's adapter did."""
         self.round_trips += 1
         payload = {
             "op": op,
-            "statements": [stmt.to_json() for stmt in statements],
+            "statements": [
+                stmt.to_json() if self._owns(stmt) else {"foreign": True} for stmt in statements
+            ],
             "database": self.database,
         }
-        # A client per call: tests run each on its own event loop.
-        async with httpx.AsyncClient(base_url=self.control_url, timeout=self.timeout_s) as client:
-            response = await client.post("/__harness/d1", json=payload)
+        response = await self._client_now().post("/__harness/d1", json=payload)
         if response.status_code != 200:
             raise RuntimeError(f"/__harness/d1: {response.status_code} {response.text}")
         answer: dict[str, Any] = response.json()
@@ -116,33 +137,35 @@ class RemoteD1Database:
             return answer
         if error["type"] == "DatabaseError":
             raise DatabaseError(error["message"], constraint=error["constraint"])
+        if error["type"] == "TypeError":  # a misuse of the port, as the adapter raised it
+            raise TypeError(error["message"])
         raise WorkerRaised(error["type"], error["message"])
 
 
-_migrated: set[str] = set()
-
-
 async def contract_database(control_url: str) -> RemoteD1Database:
-    """The harness's contract D1, migrated on first use (each file one batch, the statements
-    split as the CPython runtime splits them, less a comment after the last `;`, which D1
-    takes for a statement of its own) and emptied of rows on every call: each store test
-    starts from the same empty, migrated database as on SQLite."""
+    """The harness's contract D1, migrated when it holds no table yet (each file one batch, the
+    statements split as the CPython runtime splits them, less a comment after the last `;`,
+    which D1 takes for a statement of its own) and emptied of rows (and statistics) on every
+    call: each store test starts from the same empty, migrated, never-analysed database as on
+    SQLite."""
     from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, _statements
 
     db = RemoteD1Database(control_url, database="contract")
-    if control_url not in _migrated:
+    listed = db.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table'"
+        " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'"
+    )
+    tables = [str(row["name"]) for row in (await listed.all()).results]
+    if not tables:
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
             statements = _statements(path.read_text("utf-8"))
             await db.batch([db.prepare(sql[: sql.rindex(";") + 1]) for sql in statements])
-        _migrated.add(control_url)
-    tables = await db.prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table'"
-        " AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'"
-    ).all()
+        tables = [str(row["name"]) for row in (await listed.all()).results]
     await db.batch(
         [
             db.prepare("PRAGMA defer_foreign_keys = ON"),
-            *(db.prepare(f'DELETE FROM "{row["name"]}"') for row in tables.results),
+            *(db.prepare(f'DELETE FROM "{name}"') for name in tables),
+            db.prepare("DROP TABLE IF EXISTS sqlite_stat1"),  # a test's ANALYZE, forgotten
         ]
     )
     return db

@@ -973,8 +973,6 @@ async function main() {
         }
         return json(res, 200, platformLimits);
       }
-      case "/__harness/d1-check":
-        return json(res, 200, JSON.parse(await glue.d1_check(env)));
       case "/__harness/d1": {
         // One call of the Database port (scheduling.runtimes.workers.d1) on the live binding.
         // The body goes to Python as text, so params are Python values, as the Worker binds them.

@@ -38,7 +38,7 @@ from tests.support.world import Browser, World
 HOOK_URL = "https://hooks.example/scheduling"
 # A chat's incoming-webhook URL: the part after /services/ is its secret.
 CHAT_URL = "https://chat.example.com/services/T0A1B2C3/B4D5E6F7/k3y0nly1n7h3urlZq9X"
-SECRET_VALUE = re.compile(r"data-webhook-secret>(whsec_[A-Za-z0-9+/=]+)<")
+SECRET_VALUE = re.compile(r"data-signing-secret>(whsec_[A-Za-z0-9+/=]+)<")
 ANY_SECRET = re.compile(rb"whsec_[A-Za-z0-9+/=]{20,}")
 
 

@@ -54,6 +54,8 @@ class ChannelKind:
     interval_ms: int = 0  # at most one message per this long (0: as they come)
     titled_lines: int = 0  # a digest's first lines that name their content by its title
     url_hint: str = ""  # what the form's URL hint adds for this kind
+    told: str = ""  # how the page's introduction says an endpoint of this kind is told
+    about: tuple[str, str] | None = None  # (name, address) the introduction links for more
 
     def revealed(self, opened: OpenTarget) -> str:
         """What the page shows once of an endpoint just added or rotated."""
@@ -80,6 +82,9 @@ WEBHOOK = ChannelKind(
     url_is_secret=False,
     rotates=True,
     revealed_name="Signing secret",
+    told="a signed Standard Webhooks POST, which automation tools and a few lines of code can"
+    " verify",
+    about=("Standard Webhooks", "https://www.standardwebhooks.com/"),
 )
 CHAT = ChannelKind(
     name="chat",
@@ -93,6 +98,8 @@ CHAT = ChannelKind(
     interval_ms=MESSAGE_INTERVAL_MS,
     titled_lines=chat_lines.MAX_LINES,
     url_hint="For a chat, its incoming-webhook URL: it is kept sealed and shown once.",
+    told="a chat message in plain words (at most one a minute, naming up to"
+    f" {chat_lines.MAX_LINES} schedules)",
 )
 
 # In the order the form offers them; the first is the default.

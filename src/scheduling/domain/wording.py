@@ -74,7 +74,7 @@ CODES = {
     "endpoint_disabled": "This endpoint is disabled: enable it again first.",
     "endpoint_not_disabled": "This endpoint is not disabled.",
     "unknown_replay_window": "Choose how far back to replay among the choices the form lists.",
-    "chat_has_no_secret": "A chat endpoint has no signing secret: its URL is the secret. Delete it and add the new URL.",
+    "chat_has_no_secret": "This endpoint has no signing secret to rotate: its URL is its secret. Delete it and add the new URL.",
 }
 
 UNKNOWN_OUTCOME = " Its last try got no answer, so whether Dee Wan applied it is unknown: check the content in Dee Wan."

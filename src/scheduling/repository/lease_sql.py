@@ -1,7 +1,7 @@
 """The lease contract's statements: what is due, a claim (a compare-and-set on what the runner
 observed), an unsent refusal, a settle, and the attempt rows they open and close.
 
-`repository/leases.py` sends them; `tests/test_storage_cpython.py` reads their query plans
+`repository/leases.py` sends them; `tests/test_store_contract.py` reads their query plans
 (only the partial indexes `schedules_waiting` and `schedules_leased`).
 """
 

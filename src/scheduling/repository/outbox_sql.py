@@ -2,7 +2,7 @@
 a lease, settled by id (one delivery) or by endpoint (a digest), and the endpoints marked.
 
 Every claim and settle reads the partial indexes `webhook_deliveries_waiting` and
-`webhook_deliveries_leased` (`tests/test_storage_cpython.py` reads their plans).
+`webhook_deliveries_leased` (`tests/test_store_contract.py` reads their plans).
 """
 
 # `?1` the batch's lease token (what its settle wrote into `settled_by`), `?2` the instant. A

@@ -87,9 +87,11 @@ TOTALS_SQL = "SELECT name, value FROM runner_totals"
 # and the sum of each count, so 10,080 ticks come back as a few hundred rows. A tick falls
 # in the slot of the minute it stands for (its instant less its cron delay), so a late
 # delivery does not look like a minute without a tick; an alarm, in the slot of the time
-# its clock was set for. The cron's delay is the ticks' alone.
+# its clock was set for. The cron's delay is the ticks' alone. D1 binds every number as a
+# REAL, and a REAL divided is not a slot: the bounds are cast, so both databases divide whole.
 SERIES_SQL = (
-    """SELECT (at - cron_delay_ms - ?1) / ?3 AS slot, count(*) AS invocations,
+    """SELECT (at - cron_delay_ms - CAST(?1 AS INTEGER)) / CAST(?3 AS INTEGER) AS slot,
+       count(*) AS invocations,
        sum(kind = 'tick') AS ticks, sum(error IS NOT NULL) AS failed,
        max(duration_ms) AS duration_ms,
        max(backlog) AS backlog,

@@ -4,7 +4,7 @@ row is due (a retry's `next_attempt_at` included) or a running row's lease runs 
 Both read only the partial indexes by installation (`schedules_waiting_by_installation`,
 `schedules_running_by_installation`) or, across installations, the runner's own two
 (`schedules_waiting`, `schedules_leased`); the statuses are literal text so the planner
-matches them (tests/test_storage_cpython.py checks the plans).
+matches them (tests/test_store_contract.py checks the plans).
 """
 
 from __future__ import annotations

@@ -1955,7 +1955,24 @@ def _notifications_html(environment):
         l_0_n = (undefined(name='notifications') if l_0_notifications is missing else l_0_notifications)
         context.vars['n'] = l_0_n
         context.exported_vars.add('n')
-        yield '<section id="notifications" aria-labelledby="notifications-title" class="notifications">\n  <h2 id="notifications-title">Notifications</h2>\n  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a chat message in plain words (at most one a minute, naming up to 10 schedules), or a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which automation tools and a few lines of code can verify.</p>\n'
+        yield '<section id="notifications" aria-labelledby="notifications-title" class="notifications">\n  <h2 id="notifications-title">Notifications</h2>\n  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: '
+        l_1_loop = missing
+        for l_1_k, l_1_loop in LoopContext(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'kinds'), undefined):
+            _loop_vars = {}
+            pass
+            yield escape(environment.getattr(l_1_k, 'told'))
+            if environment.getattr(l_1_k, 'about'):
+                pass
+                yield ' (see <a href="'
+                yield escape(environment.getitem(environment.getattr(l_1_k, 'about'), 1))
+                yield '">'
+                yield escape(environment.getitem(environment.getattr(l_1_k, 'about'), 0))
+                yield '</a>)'
+            if (not environment.getattr(l_1_loop, 'last')):
+                pass
+                yield ', or '
+        l_1_loop = l_1_k = missing
+        yield '.</p>\n'
         for l_1_e in environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'endpoints'):
             l_1_zone = resolve('zone')
             _loop_vars = {}
@@ -2003,7 +2020,7 @@ def _notifications_html(environment):
                 if environment.getattr(l_1_e, 'rotated'):
                     pass
                     yield ' The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).'
-                yield '</p>\n      <p><code class="secret-value" data-webhook-secret>'
+                yield '</p>\n      <p><code class="secret-value" data-signing-secret>'
                 yield escape(environment.getattr(l_1_e, 'secret'))
                 yield '</code></p>\n    </div>\n'
             if environment.getattr(l_1_e, 'failing_label'):
@@ -2219,7 +2236,7 @@ def _notifications_html(environment):
         yield '</section>'
 
     blocks = {}
-    debug_info = '1=33&2=39&6=43&7=48&8=65&9=69&11=72&12=74&14=76&16=79&17=91&20=93&21=98&22=103&23=111&24=114&25=118&26=120&31=123&33=125&34=127&37=133&38=137&39=139&41=141&42=144&44=153&46=161&47=164&48=168&49=170&50=172&51=174&53=188&56=190&57=192&64=204&65=211&66=214&67=216&69=218&72=226&73=230&78=244&79=267&83=278&84=282&90=301'
+    debug_info = '1=33&2=39&5=44&6=60&7=65&8=82&9=86&11=89&12=91&14=93&16=96&17=108&20=110&21=115&22=120&23=128&24=131&25=135&26=137&31=140&33=142&34=144&37=150&38=154&39=156&41=158&42=161&44=170&46=178&47=181&48=185&49=187&50=189&51=191&53=205&56=207&57=209&64=221&65=228&66=231&67=233&69=235&72=243&73=247&78=261&79=284&83=295&84=299&90=318'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 

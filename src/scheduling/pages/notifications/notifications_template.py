@@ -28,7 +28,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
 {% set n = notifications %}
 <section id="notifications" aria-labelledby="notifications-title" class="notifications">
   <h2 id="notifications-title">Notifications</h2>
-  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: a chat message in plain words (at most one a minute, naming up to 10 schedules), or a signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POST, which automation tools and a few lines of code can verify.</p>
+  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: {% for k in n.kinds %}{{ k.told }}{% if k.about %} (see <a href="{{ k.about[1] }}">{{ k.about[0] }}</a>){% endif %}{% if not loop.last %}, or {% endif %}{% endfor %}.</p>
   {% for e in n.endpoints %}
   <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}" data-endpoint-kind="{{ e.kind }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
     <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
@@ -40,7 +40,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     {% elif e.secret %}
     <div class="notice secret" role="status">
       <p><strong>{% if e.rotated %}New {{ e.revealed_name|lower }}{% else %}{{ e.revealed_name }}{% endif %}: copy it now.</strong> It is shown this once; Scheduling keeps it only sealed and will not show it again.{% if e.rotated %} The old secret no longer signs anything: paste this one into the receiver now, as until then it cannot verify the deliveries (they are tried again).{% endif %}</p>
-      <p><code class="secret-value" data-webhook-secret>{{ e.secret }}</code></p>
+      <p><code class="secret-value" data-signing-secret>{{ e.secret }}</code></p>
     </div>
     {% endif %}
     {% if e.failing_label %}<p class="problem failing" role="status">Failing for {{ e.failing_label }}: its deliveries have not been accepted since then. They are tried again; check the receiver.</p>{% endif %}

@@ -108,6 +108,8 @@ class KindChoice:
     label: str
     checked: bool
     hint: str  # what the URL's hint adds for it
+    told: str  # how the introduction says its endpoints are told
+    about: tuple[str, str] | None  # (name, address) linked for more
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,8 @@ def notifications_section(view: NotificationsView, lines: Lines) -> Notification
         max_endpoints=MAX_ENDPOINTS,
         url=form.url,
         kinds=tuple(
-            KindChoice(k.name, k.label, k.name == form.kind, k.url_hint) for k in kinds.kinds()
+            KindChoice(k.name, k.label, k.name == form.kind, k.url_hint, k.told, k.about)
+            for k in kinds.kinds()
         ),
         choices=tuple(EventChoice(e, EVENTS[e], e in form.events) for e in EVENT_TYPES),
         problem_code=refused.code if refused is not None else None,
