@@ -162,12 +162,6 @@ def test_a_version_just_below_what_is_needed_is_named(
     assert set(problems.split("; ")) == {expected.format(bin=bin_dir), NETWORK}
 
 
-def test_the_placeholder_database_id_is_refused(checkout: Path, tmp_path: Path) -> None:
-    with_config(checkout, "00000000-0000-0000-0000-000000000000")
-    line = the_line(run(checkout, machine(tmp_path), "--check"))
-    assert "the D1 database id in wrangler.jsonc (still the placeholder" in line
-
-
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
