@@ -260,12 +260,9 @@ async def test_scheduled_refuses_an_origin_other_than_its_own(
     ["http://localhost:8788", "http://127.0.0.1:8788", "http://[::1]:8788", ORIGIN, None],
 )
 async def test_scheduled_takes_its_own_origin_or_none(
-    db: SqliteDatabase, clock: FakeClock, origin: str | None
+    dev: httpx.AsyncClient, ticks: Ticks, origin: str | None
 ) -> None:
-    ticks = Ticks()
-    headers = {"origin": origin} if origin else {}
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.post("/__scheduled", headers=headers)
+    answer = await dev.post("/__scheduled", headers={"origin": origin} if origin else {})
     assert answer.status_code == 200, answer.text
     assert ticks.at == [None]
 
@@ -300,10 +297,9 @@ async def test_scheduled_time_is_ascii_digits_from_a_day_behind_to_15_minutes_ah
 
 
 async def test_scheduled_time_never_moves_a_tick_past_the_lateness_cap(
-    db: SqliteDatabase, clock: FakeClock
+    db: SqliteDatabase, clock: FakeClock, ticks: Ticks
 ) -> None:
     """A tick moved ahead may send early, but never ends a schedule not yet due as too late."""
-    ticks = Ticks()
     app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="60000"))
     async with client_for(AsgiApp(app, ticks)) as client:
         refused = await client.get("/__scheduled", params={"time": START_MS + 60_001})
@@ -375,8 +371,7 @@ async def test_a_failed_development_tick_is_a_500_with_its_code(
     assert [r.getMessage() for r in caplog.records if r.exc_info] == ["development tick failed"]
 
 
-async def test_scheduled_is_not_found_outside_development(app: App) -> None:
-    ticks = Ticks()
+async def test_scheduled_is_not_found_outside_development(app: App, ticks: Ticks) -> None:
     async with client_for(AsgiApp(app, ticks)) as client:
         answer = await client.get("/__scheduled")
     assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
@@ -384,9 +379,8 @@ async def test_scheduled_is_not_found_outside_development(app: App) -> None:
 
 
 async def test_scheduled_with_a_bad_lateness_cap_is_misconfigured_naming_it(
-    db: SqliteDatabase, clock: FakeClock
+    db: SqliteDatabase, clock: FakeClock, ticks: Ticks
 ) -> None:
-    ticks = Ticks()
     app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="soon"))
     async with client_for(AsgiApp(app, ticks)) as client:
         answer = await client.get("/__scheduled", params={"time": START_MS})
