@@ -266,10 +266,6 @@ def test_a_host_that_answers_anything_is_reachable_and_a_closed_port_is_not(
     assert deploy.unreachable([answering_url, closed], timeout_s=5) == [closed]
 
 
-def test_the_node_minimum_is_the_one_the_pinned_wrangler_declares() -> None:
-    assert deploy.node_minimum() == (22, 12, 0)
-
-
 def test_once_nothing_is_missing_it_installs_the_pinned_tools_migrates_and_deploys(
     checkout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
