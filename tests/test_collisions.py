@@ -9,17 +9,11 @@ import json
 import re
 
 from fake_core.state import Installation
-from tests.support.world import MINUTE, World, local, row, schedule, schedules_on, tick_at
+from tests.support.world import MINUTE, World, card, local, row, schedule, schedules_on, tick_at
 
 
 def text(html: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
-
-
-def card(html: str, schedule_id: str) -> str:
-    found = re.search(rf'<li class="schedule[^"]*" id="schedule-{schedule_id}".*?</li>', html, re.S)
-    assert found, f"no card for {schedule_id}"
-    return found.group(0)
 
 
 async def both(world: World, installation: Installation) -> tuple[dict, dict]:  # type: ignore[type-arg]

@@ -18,7 +18,7 @@ from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.repository import schedules
 from tests.support.app import FakeClock
 from tests.support.runtimes import Runtime
-from tests.support.world import MINUTE, Browser, World, local, schedules_on, session_csrf
+from tests.support.world import MINUTE, Browser, World, card, local, schedules_on, session_csrf
 
 FIELDS = {
     "transition": "publish:published",
@@ -41,12 +41,6 @@ async def rows(world: World) -> list[dict[str, object]]:
 def text(html: str) -> str:
     """What a person reads: tags dropped, white space collapsed."""
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
-
-
-def card(html: str, schedule_id: str) -> str:
-    found = re.search(rf'<li class="schedule[^"]*" id="schedule-{schedule_id}".*?</li>', html, re.S)
-    assert found, f"no card for {schedule_id}"
-    return found.group(0)
 
 
 # -- pin what you saw -------------------------------------------------------------------

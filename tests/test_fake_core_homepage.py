@@ -11,7 +11,6 @@ import json
 import logging
 import re
 import secrets
-import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ORIGIN as APP_ORIGIN
 from tests.support.app import FakeClock, base_env
+from tests.support.serve_process import free_port
 from tests.support.world import World
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
@@ -761,12 +761,6 @@ async def test_the_tick_button_runs_the_real_plugins_tick(
 
 
 # -- the command line -------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_cli_reads_the_secret_from_the_environment_and_never_prints_it() -> None:

@@ -28,7 +28,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.cpython.startup import banner, origin_port_warning
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 from tests.support.loopback_core import loopback_core
-from tests.support.serve_process import free_port, prepare_database, write_vars
+from tests.support.serve_process import free_port, prepare_database, wait_until_up, write_vars
 from tests.support.world import insert_due
 
 
@@ -90,21 +90,6 @@ def serve(
     )
     _started.append(process)
     return process
-
-
-def wait_until_up(port: int, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(
-                f"server exited: {process.stdout.read() if process.stdout else ''}"
-            )
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/dee-wan/manifest.json", timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError("server did not start")
 
 
 @pytest.fixture

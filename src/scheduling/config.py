@@ -179,7 +179,7 @@ class _Settings(BaseModel):
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
-    # Finished schedules (and what hangs off them) and ended webhook deliveries are purged
+    # Finished schedules (and what hangs off them) and ended deliveries are purged
     # this many days after they ended.
     RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
     # Each create reads Dee Wan: at most this many a minute per person.

@@ -63,8 +63,8 @@ DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 EVENTS = StatementShape(fixed=2, width=2)
 SETTLE_DELIVERIES = StatementShape(fixed=2, width=8)
 ENDPOINT_IDS = StatementShape(fixed=2, width=1)
-# Claiming deliveries: the claim, a chat endpoint's next minute, reading their endpoints and
-# the sealed titles a chat digest names.
+# Claiming deliveries: the claim, a paced kind's next message time, reading their endpoints
+# and the sealed titles a digest names.
 CLAIM_DELIVERIES_COST = 4
 LAST_SENT = StatementShape(fixed=0, width=2)
 # A tick's record: its history row, the running totals it adds to, the pruning of old rows

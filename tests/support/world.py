@@ -198,6 +198,13 @@ def schedules_on(html: str) -> list[dict[str, str]]:
     return items
 
 
+def card(html: str, schedule_id: str) -> str:
+    """One schedule's card on a page."""
+    found = re.search(rf'<li class="schedule[^"]*" id="schedule-{schedule_id}".*?</li>', html, re.S)
+    assert found, f"no card for {schedule_id}"
+    return found.group(0)
+
+
 def path_of(url: str) -> str:
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")

@@ -358,7 +358,7 @@ def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: 
 
 
 async def _with_title(services: Services, new: NewSchedule, read: ContentRead) -> NewSchedule:
-    """The content's title, sealed (a chat line names the content by it; none is stored
+    """The content's title, sealed (a digest's line names the content by it; none is stored
     readable)."""
     title = read.content.title[:MAX_TITLE_CHARS]
     context = associated_data.content_title(new.installation_id, new.id)

@@ -1,12 +1,12 @@
-"""Notification endpoints, managed from a manage launch: add one (a signed webhook, or a chat's
-incoming-webhook URL), rotate a webhook's secret or delete one, send it a test event; and
-what the manage page shows of them.
+"""Notification endpoints, managed from a manage launch: add one of any registered kind
+(`channels/kinds.py`), rotate its secret when its kind rotates, delete one, send it a test
+event; and what the manage page shows of them.
 
 A content launch may not see or change them (403 `manage_only`). A new or
-rotated signing secret, and a new chat URL (the URL is a chat's secret), is
+rotated secret, and a new URL that is its kind's secret, is
 shown once: the session's next manage page reveals it, and takes the reveal so
 no later page does. The plugin keeps it only sealed under TOKEN_KEY, bound to
-the installation and the endpoint; a chat URL is shown afterwards only as its
+the installation and the endpoint; a URL that is a secret is shown afterwards only as its
 host and its last 4 characters.
 Rotating and deleting cannot be undone, so each is asked first, on a page that
 names the endpoint and what would be lost (`preview_endpoint`).
@@ -60,7 +60,7 @@ class NotificationsView:
     """What the notifications page shows: the endpoints, a secret just revealed, a refusal."""
 
     endpoints: tuple[Endpoint, ...]
-    revealed: tuple[str, str] | None  # (endpoint id, its new secret or chat URL), shown once
+    revealed: tuple[str, str] | None  # (endpoint id, its new secret or secret URL), shown once
     refused: EndpointFormRefusal | None = None
     # In development, the local origins an endpoint may also have (`DEE_WAN_DEV_ORIGINS`):
     # the form's hint names them rather than say https on the public internet only.
@@ -92,8 +92,8 @@ def require_manage(session: Session) -> None:
 
 
 async def add_endpoint(services: Services, session: Session, form: EndpointForm) -> str:
-    """Store a new endpoint with a fresh secret (a chat's: its URL, sealed); returns its id.
-    Nothing is stored when refused."""
+    """Store a new endpoint with a fresh secret (or its URL, sealed, when that is its kind's
+    secret); returns its id. Nothing is stored when refused."""
     require_manage(session)
     await _installation(services, session)
     kind = _check(services, form)
@@ -141,7 +141,7 @@ def _check(services: Services, form: EndpointForm) -> ChannelKind:
 
 async def rotate_secret(services: Services, session: Session, endpoint_id: str) -> None:
     """A new secret replaces the old at once: every later attempt is signed with it. A kind
-    whose secret does not rotate (a chat's URL is its secret: delete it and add the new URL)
+    whose secret does not rotate (a URL that is the secret: delete it and add the new URL)
     is refused."""
     endpoint = await endpoint_of(services, session, endpoint_id)
     kind = kinds.kind_of(endpoint.kind)
@@ -197,8 +197,8 @@ async def preview_endpoint(
 
 
 async def send_test(services: Services, session: Session, endpoint_id: str) -> str:
-    """Deliver a `test` event now (one request, within this one: a signed POST, or a chat
-    message) and keep what came back with the endpoint: `200`, `410`, `timeout`, … . One at
+    """Deliver a `test` event now (one request, within this one, through the endpoint's kind's
+    channel) and keep what came back with the endpoint: `200`, `410`, `timeout`, … . One at
     a time and five a minute per person, and a few at once per installation
     (`throttled.endpoint_calls`); beyond that 429 `too_many_tests`, nothing sent."""
     endpoint = await endpoint_of(services, session, endpoint_id)

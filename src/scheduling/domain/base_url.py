@@ -60,7 +60,7 @@ def base_url_problem(url: str, config: Environment) -> str | None:
 
 def origin_problem(scheme: str, authority: str, config: Environment) -> str | None:
     """The rule for the `scheme://authority` part of any URL the plugin is told to call (a Dee
-    Wan base URL, a webhook endpoint): a port of 1 to 65535, a development origin listed in
+    Wan base URL, a notification endpoint): a port of 1 to 65535, a development origin listed in
     DEE_WAN_DEV_ORIGINS as it is, otherwise https and a public host (`host_problem`)."""
     host, colon, port = authority.partition(":")
     if host.startswith("["):
@@ -108,7 +108,7 @@ INTERNAL_SUFFIXES = (
 def host_problem(host: str) -> str | None:
     """None when `host` names a machine on the public internet; otherwise why not.
 
-    The one rule for any host the plugin is told to call (a Dee Wan base URL; webhook
+    The one rule for any host the plugin is told to call (a Dee Wan base URL; notification
     endpoints later): a DNS name of at least two labels, not an IP literal, not under a
     suffix only a local network answers for. Case does not matter.
     """

@@ -22,7 +22,7 @@ class OutboxEvent:
     id: str
     schedule_id: str
     type: str
-    body: bytes  # the event's JSON: a webhook's body, a chat line's facts
+    body: bytes  # the event's JSON: the body one message carries, or a digest line's facts
     # The schedule whose settle raises it, when not `schedule_id` itself: a completion raises
     # the stale notice of the other kind's waiting schedule it put out of date (issue 38).
     raised_by: str | None = None
@@ -34,7 +34,7 @@ class OutboxEvent:
 
 @dataclass(frozen=True)
 class ClaimedDelivery:
-    """A webhook delivery claimed for sending."""
+    """A delivery claimed for sending."""
 
     id: str  # the webhook-id
     endpoint_id: str
@@ -43,7 +43,7 @@ class ClaimedDelivery:
     created_at: int  # the settle that wrote it
     attempt: int  # this claim's attempt number
     schedule_id: str = ""
-    title_sealed: str | None = None  # a chat line's: its content's title, sealed
+    title_sealed: str | None = None  # a digest line's: its content's title, sealed
     tried_from: int = 0  # its event, or when a person last sent it again (the horizon's start)
 
 

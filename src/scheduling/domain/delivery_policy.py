@@ -33,7 +33,7 @@ DISABLE_AFTER_FAILING_MS = 5 * 24 * HOUR_MS
 TIMEOUT_MS = REQUEST_TIMEOUT_MS
 # The answer's body is never used: at most this much of it is read.
 MAX_ANSWER_BYTES = 64 << 10
-# A chat endpoint is sent at most one message in this long.
+# A paced kind's endpoint is sent at most one message in this long.
 MESSAGE_INTERVAL_MS = 60_000
 # An endpoint whose deliveries have failed for this long is marked on the manage page.
 FAILING_MARK_AFTER_MS = 3_600_000
@@ -58,7 +58,7 @@ SECRET_UNREADABLE = "secret_unreadable"
 
 @dataclass(frozen=True)
 class AttemptResult:
-    """What one webhook delivery attempt got back."""
+    """What one delivery attempt got back."""
 
     http_status: int | None  # None: no answer
     error: str | None  # None: delivered

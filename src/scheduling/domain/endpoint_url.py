@@ -1,4 +1,4 @@
-"""Which URLs a webhook endpoint may have: the Dee Wan base URL's host rule, with a path and
+"""Which URLs a notification endpoint may have: the Dee Wan base URL's host rule, with a path and
 a query allowed.
 
 - `https://host[:port][/path][?query]`, printable ASCII, at most 2 KiB, with no

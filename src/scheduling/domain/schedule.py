@@ -29,7 +29,7 @@ class NewSchedule:
     fold: str | None
     requested_by: str
     requested_by_name: str
-    title_sealed: str | None = None  # as the editor saw it, sealed: a chat line names it
+    title_sealed: str | None = None  # as the editor saw it, sealed: a digest's line names it
 
 
 # A stored title is cut to this many characters.

@@ -29,7 +29,7 @@ class AboutSchedule:
 
 @dataclass(frozen=True)
 class Delivery:
-    """One webhook delivery to an endpoint, as stored."""
+    """One delivery to an endpoint, as stored."""
 
     id: str
     event_type: str
@@ -76,7 +76,7 @@ class Endpoint:
 
     id: str
     installation_id: str
-    url: str  # a chat endpoint's: its host and last 4 characters (the URL is sealed)
+    url: str  # when the URL is the secret: its host and last 4 characters
     secret_sealed: str
     events: tuple[str, ...]
     created_at: int

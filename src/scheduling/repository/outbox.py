@@ -12,7 +12,7 @@ A delivery is claimed by a compare-and-set (waiting and due, or sending
 with an expired lease) that `RETURNING`s what it won, and settled only while
 its lease token still holds, so two runners never send the same attempt and a
 runner killed mid-delivery leaves it to be sent again, with the same id. An endpoint
-of a digest kind (a chat) has its due deliveries claimed together, at most once its kind's
+of a digest kind has its due deliveries claimed together, at most once its kind's
 interval, and settled together: one message, a digest (`outbox_sql.py`).
 """
 

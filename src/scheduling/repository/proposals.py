@@ -51,7 +51,7 @@ def _proposal(row: Row) -> Proposal:
 
 
 # The event of a new proposal, one delivery per enabled endpoint that hears of it (`?1` the
-# proposal's id, also the delivery's `schedule_id`: what it is about). A chat endpoint's row
+# proposal's id, also the delivery's `schedule_id`: what it is about). A digest kind's row
 # waits for the minute its next message may leave, as a settle's events do.
 _EVENTS = """INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
     event_type, payload, created_at, status, attempt_count, next_attempt_at)

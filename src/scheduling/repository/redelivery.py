@@ -1,5 +1,5 @@
 """Deliveries sent again on a person's word: one (Send again), or an endpoint's failures since
-an instant (Replay), put back to waiting, due now (a chat endpoint's at its next minute),
+an instant (Replay), put back to waiting, due now (a paced kind's when it may next send),
 with the same id and body; and a disabled endpoint enabled again.
 
 A delivery sent again keeps its `webhook-id` and its payload; its attempts count from zero
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from scheduling.ports import Database
 
-# `?1` now. A chat endpoint's delivery waits for the minute its next message may leave.
+# `?1` now. A paced kind's delivery waits for when its next message may leave.
 _AGAIN = """UPDATE webhook_deliveries
    SET status = 'waiting', finished_at = NULL, attempt_count = 0, retries_from = ?1,
        next_attempt_at = max(?1, coalesce((SELECT e.next_message_at FROM notification_endpoints e

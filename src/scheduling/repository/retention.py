@@ -2,7 +2,7 @@
 
 A step is one D1 round trip of `STEP_STATEMENTS` statements, each bounded by `rows`: the
 attempts of up to `rows` finished schedules that ended before the cutoff, those schedules,
-and up to `rows` webhook deliveries that were delivered or failed before it. Every read goes
+and up to `rows` deliveries that were delivered or failed before it. Every read goes
 through an index of what may be purged (`schedules_finished`, the attempts' primary key,
 `webhook_deliveries_finished`), so a step costs what it deletes, never the size of the
 tables, and the runner's partial indexes of live rows are not touched.

@@ -1,6 +1,6 @@
 """What one invocation of the runner (a tick, or a clock's alarm) may spend: an allowance for
 each of `limits.INVOCATION_LIMITS` (time before new work starts, D1 statements, and
-subrequests: requests to Dee Wan and to webhook endpoints, and calls to the installations'
+subrequests: requests to Dee Wan and to notification endpoints, and calls to the installations'
 clocks)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The engine's notification deliveries (it replaces deliveries.py): deliveries claimed from
-the outbox under a lease as messages (one delivery to a webhook, or everything a chat
+the outbox under a lease as messages (one delivery, or everything a digest kind's
 endpoint has due as one digest), each handed to its endpoint's channel in a connection
 slot, and the batch settled (each message's next step, its endpoint marked failing, healthy
 or gone).

@@ -1,5 +1,5 @@
 """The tick's retention purge: finished schedules (with their attempts) and delivered or
-failed webhook deliveries that ended more than `RETENTION_DAYS` ago are deleted, a bounded
+failed deliveries that ended more than `RETENTION_DAYS` ago are deleted, a bounded
 step at a time, after the tick's sends and deliveries and before its record.
 
 Each step is one round trip of a few statements over at most `STEP_ROWS` rows of each

@@ -35,7 +35,7 @@ from scheduling.repository.sessions import Session
 
 @dataclass(frozen=True)
 class DeliveryLine:
-    """One webhook delivery, as the notifications page lists it."""
+    """One delivery, as the notifications page lists it."""
 
     id: str
     event_label: str
