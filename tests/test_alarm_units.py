@@ -23,7 +23,7 @@ from scheduling.runner.alarm_clock import AlarmClock
 from scheduling.runner.report import TickReport
 from scheduling.runner.send_work import Claimed, Settled
 from tests.support.app import FakeClock, LoopClock
-from tests.support.unit_store import DUE, Store, refused, store
+from tests.support.unit_store import DUE, Store, refused, store, theirs
 
 LEAD = 1_500  # CLOCK_LEAD_MS's default
 
@@ -72,25 +72,19 @@ async def test_earlier_moves_it_on_the_millisecond_and_later_or_the_same_never()
     assert storage.at == NOW + 4_999
 
 
-async def test_ringing_sets_the_alarms_next_wake_up() -> None:
+@pytest.mark.parametrize("next_wake", [NOW + 60_000, None])
+async def test_ringing_sets_the_alarms_next_wake_up_and_nothing_live_none(
+    next_wake: int | None,
+) -> None:
     clock, storage, _ = clock_with()
 
     async def alarm() -> int | None:
         assert clock.ringing is True
-        return NOW + 60_000
+        return next_wake
 
-    assert await clock.ring(alarm) == NOW + 60_000
-    assert (storage.at, clock.ringing, clock.failures) == (NOW + 60_000, False, 0)
-
-
-async def test_nothing_live_leaves_the_alarm_unset() -> None:
-    clock, storage, _ = clock_with()
-
-    async def alarm() -> int | None:
-        return None
-
-    assert await clock.ring(alarm) is None
-    assert storage.sets == []
+    assert await clock.ring(alarm) == next_wake
+    sets = [] if next_wake is None else [next_wake]
+    assert (storage.sets, clock.ringing, clock.failures) == (sets, False, 0)
 
 
 async def test_a_time_told_while_it_rings_is_set_but_needs_no_wake_up() -> None:
@@ -274,26 +268,27 @@ async def test_its_delay_is_from_the_time_it_was_set_for() -> None:
 async def test_rows_another_runner_holds_the_cap_for_are_tried_again_in_a_second() -> None:
     s = await store(MAX_IN_FLIGHT_PER_INSTALLATION="1")
     await s.rows("theirs", "mine", due_at=DUE)
-    await (
-        s.db.prepare(
-            "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-            " lease_token = 'theirs', lease_until = ? WHERE id = 'sch_theirs'"
-        )
-        .bind(DUE + 60_000)
-        .run()
-    )
+    await theirs(s.db, "sch_theirs", DUE + 60_000)
     next_wake, report = await ring(s)
     assert next_wake == DUE + HELD_BACK_RETRY_MS
     assert (report.claimed, report.held_back) == (0, 1)
 
 
-async def test_a_limit_reading_its_next_due_hands_over_to_a_fresh_alarm_at_once() -> None:
+@pytest.mark.parametrize(
+    ("statements", "refusing", "status"),
+    [(0, "", "pending"), (1_000, "last_sent_at", "completed")],
+    ids=["reading its next due", "noting the latest send, keeping what was sent"],
+)
+async def test_a_limit_in_d1_hands_over_to_a_fresh_alarm_at_once(
+    statements: int, refusing: str, status: str
+) -> None:
     s = await store()
     await s.rows("c1", due_at=DUE)
     services = s.services()
-    services.db = D1Limit(services.db, 0)
+    services.db = D1Limit(services.db, statements, refusing)
     alarm = Alarm(services, "ins_1", None)
     await alarm.run()
+    assert (await s.row("c1"))["status"] == status
     assert alarm.next_wake == DUE
     assert alarm.engine.limit is not None
 
@@ -306,18 +301,6 @@ async def test_a_limit_met_by_a_send_hands_over_to_a_fresh_alarm_at_once() -> No
     next_wake, report = await ring(s)
     assert next_wake == DUE + 30
     assert (report.completed, report.handed_back) == (1, 1)
-
-
-async def test_a_limit_noting_the_latest_send_keeps_what_was_sent() -> None:
-    s = await store()
-    await s.rows("c1", due_at=DUE)
-    services = s.services()
-    services.db = D1Limit(services.db, 1_000, "last_sent_at")
-    alarm = Alarm(services, "ins_1", None)
-    await alarm.run()
-    assert (await s.row("c1"))["status"] == "completed"
-    assert alarm.next_wake == DUE
-    assert alarm.engine.limit is not None
 
 
 async def test_refusals_are_told_after_two_seconds_of_sends_and_the_sends_go_on() -> None:
@@ -418,14 +401,10 @@ async def test_an_alarm_tells_only_its_own_events() -> None:
 async def test_a_cap_another_runner_fills_again_ends_the_pass_for_a_second() -> None:
     s = await store(MAX_IN_FLIGHT_PER_INSTALLATION="2")
     await s.rows("t1", "a", "b", "c", due_at=DUE)
-    take = (
-        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-        " lease_token = 'theirs', lease_until = ? WHERE id = ?"
-    )
-    await s.db.prepare(take).bind(DUE + 60_000, "sch_t1").run()
+    await theirs(s.db, "sch_t1", DUE + 60_000)
 
     async def another_runner(request: Any) -> None:  # takes c while a is sent
-        await s.db.prepare(take).bind(DUE + 60_000, "sch_c").run()
+        await theirs(s.db, "sch_c", DUE + 60_000)
 
     s.dee.during = another_runner
     next_wake, report = await ring(s)

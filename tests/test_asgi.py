@@ -51,6 +51,39 @@ def dev_app(db: SqliteDatabase, clock: FakeClock) -> App:
     return make_app(db, clock, env=base_env(ENVIRONMENT="development"))
 
 
+@pytest.fixture
+def ticks() -> Ticks:
+    return Ticks()
+
+
+@pytest.fixture
+async def dev(
+    db: SqliteDatabase, clock: FakeClock, ticks: Ticks
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the development app, its `/__scheduled` ticks recorded in `ticks`."""
+    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
+        yield client
+
+
+async def asgi_call(
+    asgi: AsgiApp,
+    method: str,
+    raw: bytes,
+    receive: Any,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> list[Message]:
+    """The messages `asgi` sends for one request whose raw path is `raw`."""
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    path = raw.decode("latin-1")
+    scope = {"type": "http", "method": method, "path": path, "raw_path": raw, "query_string": b""}
+    await asgi({**scope, "headers": headers or []}, receive, send)
+    return sent
+
+
 # -- routing on the path the request carries --------------------------------------------
 
 
@@ -78,30 +111,16 @@ async def test_an_encoded_slash_is_not_a_separator(app: App, path: str) -> None:
 
 
 async def test_a_hash_or_raw_bytes_in_the_path_stay_in_the_path(app: App) -> None:
-    asgi = AsgiApp(app)
-    sent: list[Message] = []
-
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
 
     for raw in (
         b"/admin/status#/dee-wan/manifest.json",
         b"/dee-wan/manifest.json\xff",
         b"http://evil.example/dee-wan/manifest.json",
     ):
-        scope = {
-            "type": "http",
-            "method": "GET",
-            "path": raw.decode("latin-1"),
-            "raw_path": raw,
-            "query_string": b"",
-            "headers": [(b"host", b"evil.example")],
-        }
-        await asgi(scope, receive, send)
-        assert sent[-2]["status"] == 404, raw
+        sent = await asgi_call(AsgiApp(app), "GET", raw, receive, [(b"host", b"evil.example")])
+        assert sent[0]["status"] == 404, raw
 
 
 async def test_405_names_the_allowed_methods(app: App) -> None:
@@ -121,28 +140,16 @@ async def test_405_names_the_allowed_methods(app: App) -> None:
 async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(
     app: App, db: SqliteDatabase
 ) -> None:
-    asgi = AsgiApp(app)
     chunks = [b"{" + b" " * 65_535, b" " * 10, b"}"]
     received: list[bytes] = []
-    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         chunk = chunks.pop(0)
         received.append(chunk)
         return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
 
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/dee-wan/activate",
-        "raw_path": b"/dee-wan/activate",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json")],
-    }
-    await asgi(scope, receive, send)
+    json_type = [(b"content-type", b"application/json")]
+    sent = await asgi_call(AsgiApp(app), "POST", b"/dee-wan/activate", receive, json_type)
     assert sent[0]["status"] == 400
     assert json.loads(sent[1]["body"])["code"] == "invalid_request"
     assert (b"connection", b"close") in sent[0]["headers"]
@@ -150,8 +157,6 @@ async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(
 
 
 async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
-    asgi = AsgiApp(app, body_timeout_s=0.05)
-    sent: list[Message] = []
     first = True
 
     async def receive() -> dict[str, Any]:
@@ -162,18 +167,8 @@ async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
         await asyncio.sleep(10)
         raise AssertionError("not reached")
 
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    scope = {
-        "type": "http",
-        "method": "POST",
-        "path": "/dee-wan/activate",
-        "raw_path": b"/dee-wan/activate",
-        "query_string": b"",
-        "headers": [],
-    }
-    await asyncio.wait_for(asgi(scope, receive, send), 2)
+    asgi = AsgiApp(app, body_timeout_s=0.05)
+    sent = await asyncio.wait_for(asgi_call(asgi, "POST", b"/dee-wan/activate", receive), 2)
     assert sent[0]["status"] == 408
     assert json.loads(sent[1]["body"])["code"] == "request_timeout"
     assert (b"connection", b"close") in sent[0]["headers"]
@@ -201,70 +196,54 @@ async def test_two_cookie_lines_keep_the_session(db: SqliteDatabase, clock: Fake
 # -- /__scheduled (development only) -----------------------------------------------------
 
 
-async def test_scheduled_runs_one_tick_on_get_or_post(db: SqliteDatabase, clock: FakeClock) -> None:
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        assert (await client.get("/__scheduled", params={"cron": "* * * * *"})).status_code == 200
-        answer = await client.post(
-            "/__scheduled",
-            params={"time": str(START_MS + 60_000)},
-            headers={"sec-fetch-site": "same-origin"},
-        )
-        assert answer.status_code == 200
-        assert answer.json()["code"] == "tick_finished"
-        assert answer.headers["x-content-type-options"] == "nosniff"
-        assert answer.headers["cache-control"] == "no-store"
+async def test_scheduled_runs_one_tick_on_get_or_post(dev: httpx.AsyncClient, ticks: Ticks) -> None:
+    assert (await dev.get("/__scheduled", params={"cron": "* * * * *"})).status_code == 200
+    answer = await dev.post(
+        "/__scheduled",
+        params={"time": str(START_MS + 60_000)},
+        headers={"sec-fetch-site": "same-origin"},
+    )
+    assert answer.status_code == 200
+    assert answer.json()["code"] == "tick_finished"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["cache-control"] == "no-store"
     assert ticks.at == [None, START_MS + 60_000]
 
 
 @pytest.mark.parametrize("method", ["PUT", "DELETE", "HEAD", "OPTIONS"])
 async def test_scheduled_takes_get_and_post_only(
-    db: SqliteDatabase, clock: FakeClock, method: str
+    dev: httpx.AsyncClient, ticks: Ticks, method: str
 ) -> None:
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.request(method, "/__scheduled")
+    answer = await dev.request(method, "/__scheduled")
     assert (answer.status_code, answer.headers["allow"]) == (405, "GET, POST")
     assert answer.headers["referrer-policy"] == "no-referrer"
     assert ticks.at == []
 
 
-@pytest.mark.parametrize("site", ["cross-site", "same-site"])
-async def test_scheduled_refuses_other_sites(
-    db: SqliteDatabase, clock: FakeClock, site: str
-) -> None:
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.get("/__scheduled", headers={"sec-fetch-site": site})
-    assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
-    assert answer.headers["x-content-type-options"] == "nosniff"
-    assert ticks.at == []
-
-
 @pytest.mark.parametrize(
-    "origin",
+    "headers",
     [
-        "https://evil.example",
-        "null",  # a sandboxed frame, a file: page
-        "http://localhost:9999",  # another port on this machine
-        "https://localhost:8788",  # this port, but not the scheme it speaks
-        "http://scheduling.example",  # PUBLIC_ORIGIN's host on plain HTTP
-        "https://scheduling.example.evil.example",
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},
+        # A browser without Fetch Metadata (an older Safari) sends `Origin` alone.
+        {"origin": "https://evil.example"},
+        {"origin": "null"},  # a sandboxed frame, a file: page
+        {"origin": "http://localhost:9999"},  # another port on this machine
+        {"origin": "https://localhost:8788"},  # this port, but not the scheme it speaks
+        {"origin": "http://scheduling.example"},  # PUBLIC_ORIGIN's host on plain HTTP
+        {"origin": "https://scheduling.example.evil.example"},
     ],
 )
-async def test_scheduled_refuses_an_origin_other_than_its_own(
-    db: SqliteDatabase, clock: FakeClock, origin: str
+async def test_scheduled_refuses_another_site_or_origin(
+    dev: httpx.AsyncClient, ticks: Ticks, headers: dict[str, str]
 ) -> None:
-    """A browser without Fetch Metadata (an older Safari) sends `Origin` alone: a page of
-    another origin must not run or move the development tick."""
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        for method in ("GET", "POST"):
-            answer = await client.request(
-                method, "/__scheduled", params={"time": START_MS}, headers={"origin": origin}
-            )
-            assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
-            assert answer.headers["x-content-type-options"] == "nosniff"
+    """A page of another site or origin must not run or move the development tick."""
+    for method in ("GET", "POST"):
+        answer = await dev.request(
+            method, "/__scheduled", params={"time": START_MS}, headers=headers
+        )
+        assert (answer.status_code, answer.json()["code"]) == (403, "cross_site_request")
+        assert answer.headers["x-content-type-options"] == "nosniff"
     assert ticks.at == []
 
 
@@ -273,12 +252,9 @@ async def test_scheduled_refuses_an_origin_other_than_its_own(
     ["http://localhost:8788", "http://127.0.0.1:8788", "http://[::1]:8788", ORIGIN, None],
 )
 async def test_scheduled_takes_its_own_origin_or_none(
-    db: SqliteDatabase, clock: FakeClock, origin: str | None
+    dev: httpx.AsyncClient, ticks: Ticks, origin: str | None
 ) -> None:
-    ticks = Ticks()
-    headers = {"origin": origin} if origin else {}
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.post("/__scheduled", headers=headers)
+    answer = await dev.post("/__scheduled", headers={"origin": origin} if origin else {})
     assert answer.status_code == 200, answer.text
     assert ticks.at == [None]
 
@@ -302,23 +278,20 @@ DAY = 86_400_000
     ],
 )
 async def test_scheduled_time_is_ascii_digits_from_a_day_behind_to_15_minutes_ahead(
-    db: SqliteDatabase, clock: FakeClock, when: str
+    dev: httpx.AsyncClient, ticks: Ticks, when: str
 ) -> None:
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.get("/__scheduled", params={"time": when})
-        assert (answer.status_code, answer.json()["code"]) == (400, "invalid_request")
-        assert answer.headers["cache-control"] == "no-store"
-        for edge in (START_MS + 15 * 60_000, START_MS - DAY):
-            assert (await client.get("/__scheduled", params={"time": edge})).status_code == 200
+    answer = await dev.get("/__scheduled", params={"time": when})
+    assert (answer.status_code, answer.json()["code"]) == (400, "invalid_request")
+    assert answer.headers["cache-control"] == "no-store"
+    for edge in (START_MS + 15 * 60_000, START_MS - DAY):
+        assert (await dev.get("/__scheduled", params={"time": edge})).status_code == 200
     assert ticks.at == [START_MS + 15 * 60_000, START_MS - DAY]
 
 
 async def test_scheduled_time_never_moves_a_tick_past_the_lateness_cap(
-    db: SqliteDatabase, clock: FakeClock
+    db: SqliteDatabase, clock: FakeClock, ticks: Ticks
 ) -> None:
     """A tick moved ahead may send early, but never ends a schedule not yet due as too late."""
-    ticks = Ticks()
     app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="60000"))
     async with client_for(AsgiApp(app, ticks)) as client:
         refused = await client.get("/__scheduled", params={"time": START_MS + 60_001})
@@ -344,17 +317,15 @@ async def test_scheduled_time_never_moves_a_tick_past_the_lateness_cap(
     ],
 )
 async def test_scheduled_refuses_a_host_it_is_not_known_by(
-    db: SqliteDatabase, clock: FakeClock, host: str
+    dev: httpx.AsyncClient, ticks: Ticks, host: str
 ) -> None:
     """DNS rebinding: a page on rebind.example, once that name resolves to 127.0.0.1, is
     same-origin with the server. Only its Host gives it away."""
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.get(
-            "/__scheduled",
-            params={"cron": "* * * * *"},
-            headers={"host": host, "sec-fetch-site": "same-origin"},
-        )
+    answer = await dev.get(
+        "/__scheduled",
+        params={"cron": "* * * * *"},
+        headers={"host": host, "sec-fetch-site": "same-origin"},
+    )
     assert (answer.status_code, answer.json()["code"]) == (403, "host_not_allowed")
     assert answer.headers["x-content-type-options"] == "nosniff"
     assert ticks.at == []
@@ -372,11 +343,9 @@ async def test_scheduled_refuses_a_host_it_is_not_known_by(
     ],
 )
 async def test_scheduled_accepts_loopback_on_the_served_port_and_the_public_origin(
-    db: SqliteDatabase, clock: FakeClock, host: str
+    dev: httpx.AsyncClient, ticks: Ticks, host: str
 ) -> None:
-    ticks = Ticks()
-    async with client_for(AsgiApp(dev_app(db, clock), ticks)) as client:
-        answer = await client.get("/__scheduled", headers={"host": host})
+    answer = await dev.get("/__scheduled", headers={"host": host})
     assert answer.status_code == 200, answer.text
     assert ticks.at == [None]
 
@@ -394,8 +363,7 @@ async def test_a_failed_development_tick_is_a_500_with_its_code(
     assert [r.getMessage() for r in caplog.records if r.exc_info] == ["development tick failed"]
 
 
-async def test_scheduled_is_not_found_outside_development(app: App) -> None:
-    ticks = Ticks()
+async def test_scheduled_is_not_found_outside_development(app: App, ticks: Ticks) -> None:
     async with client_for(AsgiApp(app, ticks)) as client:
         answer = await client.get("/__scheduled")
     assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
@@ -403,9 +371,8 @@ async def test_scheduled_is_not_found_outside_development(app: App) -> None:
 
 
 async def test_scheduled_with_a_bad_lateness_cap_is_misconfigured_naming_it(
-    db: SqliteDatabase, clock: FakeClock
+    db: SqliteDatabase, clock: FakeClock, ticks: Ticks
 ) -> None:
-    ticks = Ticks()
     app = make_app(db, clock, env=base_env(ENVIRONMENT="development", MAX_LATENESS_MS="soon"))
     async with client_for(AsgiApp(app, ticks)) as client:
         answer = await client.get("/__scheduled", params={"time": START_MS})
@@ -701,13 +668,7 @@ async def test_every_answer_carries_strict_transport_security_when_the_origin_is
     https = make_app(db, clock)
     answer = await call(https, method, path, headers=headers)
     assert answer.header("strict-transport-security") == "max-age=31536000"
-    plain = make_app(
-        db,
-        clock,
-        env=base_env(
-            ENVIRONMENT="development",
-            PUBLIC_ORIGIN="http://localhost:8787",
-        ),
-    )
+    plain_env = base_env(ENVIRONMENT="development", PUBLIC_ORIGIN="http://localhost:8787")
+    plain = make_app(db, clock, env=plain_env)
     answer = await call(plain, method, path, headers=headers, origin="http://localhost:8787")
     assert answer.header("strict-transport-security") is None

@@ -194,25 +194,22 @@ async def test_a_delivery_is_claimed_sent_and_settled_under_its_lease() -> None:
     assert work.batch_size == 3
 
 
-async def test_a_claim_of_a_whole_batch_claims_again() -> None:
+@pytest.mark.parametrize(
+    ("first", "claims"),
+    [(["d1", "d2"], 2), (["d1"], 1)],
+    ids=["a whole batch claims again", "one fewer than a batch is the last"],
+)
+async def test_a_whole_batch_claims_again_one_fewer_is_the_last(
+    first: list[str], claims: int
+) -> None:
     s = setup(
-        ([delivery("d1", "e1"), delivery("d2", "e1")], {"e1": target("e1")}),
+        ([delivery(d, "e1") for d in first], {"e1": target("e1")}),
         ([delivery("d3", "e1")], {}),
         MAX_ROWS_PER_TICK="2",
     )
     await s.run()
-    assert len(s.outbox.asked) == 2
-    assert [m[0] for m in ends(s)] == ["d1", "d2", "d3"]
-
-
-async def test_a_claim_of_one_fewer_than_a_batch_is_the_last() -> None:
-    s = setup(
-        ([delivery("d1", "e1")], {"e1": target("e1")}),
-        ([delivery("d3", "e1")], {}),
-        MAX_ROWS_PER_TICK="2",
-    )
-    await s.run()
-    assert len(s.outbox.asked) == 1
+    assert len(s.outbox.asked) == claims
+    assert [m[0] for m in ends(s)] == first + ["d3"] * (claims - 1)
 
 
 async def test_nothing_claimed_ends_the_work() -> None:
@@ -307,9 +304,8 @@ async def test_an_endpoint_disabled_deleted_or_unreadable_is_not_sent_to() -> No
     s.webhook.unreadable = {"sealed", "off_sealed"}
     await s.run()
     got = {m[0]: m[1:] for m in ends(s)}
-    assert got["d1"] == (DeliveryStatus.FAILED, None, ENDPOINT_GONE, False)
-    assert got["d2"] == (DeliveryStatus.FAILED, None, ENDPOINT_GONE, False)
-    assert got["d4"] == (DeliveryStatus.FAILED, None, ENDPOINT_GONE, False)
+    for gone in ("d1", "d2", "d4"):
+        assert got[gone] == (DeliveryStatus.FAILED, None, ENDPOINT_GONE, False), gone
     assert got["d3"][2:] == (SECRET_UNREADABLE, False)
     assert got["d3"][0] == DeliveryStatus.WAITING  # it waits for the secret to open again
     assert NOW + 24_000 <= (got["d3"][1] or 0) <= NOW + 30_000

@@ -162,12 +162,6 @@ def test_a_version_just_below_what_is_needed_is_named(
     assert set(problems.split("; ")) == {expected.format(bin=bin_dir), NETWORK}
 
 
-def test_the_placeholder_database_id_is_refused(checkout: Path, tmp_path: Path) -> None:
-    with_config(checkout, "00000000-0000-0000-0000-000000000000")
-    line = the_line(run(checkout, machine(tmp_path), "--check"))
-    assert "the D1 database id in wrangler.jsonc (still the placeholder" in line
-
-
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
@@ -270,10 +264,6 @@ def test_a_host_that_answers_anything_is_reachable_and_a_closed_port_is_not(
         monkeypatch.delenv(name, raising=False)
     closed = f"http://127.0.0.1:{free_port()}/"
     assert deploy.unreachable([answering_url, closed], timeout_s=5) == [closed]
-
-
-def test_the_node_minimum_is_the_one_the_pinned_wrangler_declares() -> None:
-    assert deploy.node_minimum() == (22, 12, 0)
 
 
 def test_once_nothing_is_missing_it_installs_the_pinned_tools_migrates_and_deploys(

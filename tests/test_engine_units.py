@@ -216,37 +216,25 @@ def test_no_room_once_a_limit_is_reached() -> None:
 # -- the loop --------------------------------------------------------------------------------
 
 
-async def test_batches_until_the_work_has_none() -> None:
+@pytest.mark.parametrize(
+    ("batches", "settled", "claims"),
+    [
+        ([("a", ("x1", "x2"), False), ("b", ("x3",), False)], {"a": ["x1", "x2"], "b": ["x3"]}, 3),
+        ([("a", ("x1",), True), ("b", ("x2",), False)], {"a": ["x1"]}, 1),
+        ([("a", (), False), ("b", ("x1",), False)], {"b": ["x1"]}, 3),
+        ([("a", (), True), ("b", ("x1",), False)], {}, 1),
+    ],
+    ids=["until the work has none", "a last batch", "an empty batch", "an empty last batch"],
+)
+async def test_claims_go_on_until_the_work_has_none_or_a_batch_is_the_last(
+    batches: list[tuple[str, tuple[str, ...], bool]], settled: dict[str, list[str]], claims: int
+) -> None:
+    """A batch with items is settled, an empty one is not and the claims go on after it."""
     e = engine()
-    work = Script(e, [batch("a", "x1", "x2"), batch("b", "x3")])
+    work = Script(e, [batch(token, *items, last=last) for token, items, last in batches])
     await e.run(work)
-    assert work.settled == [("a", [f"sent x1@{NOW}", f"sent x2@{NOW}"]), ("b", [f"sent x3@{NOW}"])]
-    assert work.log.count("claim") == 3
-    assert (e.claims, e.report.limit_reached) == (3, 0)
-
-
-async def test_a_last_batch_ends_the_claims() -> None:
-    e = engine()
-    work = Script(e, [batch("a", "x1", last=True), batch("b", "x2")])
-    await e.run(work)
-    assert work.log == ["claim", "send x1", "settle a"]
-    assert e.claims == 1
-
-
-async def test_an_empty_batch_claims_on_without_settling() -> None:
-    e = engine()
-    work = Script(e, [batch("a"), batch("b", "x1")])
-    await e.run(work)
-    assert work.settled == [("b", [f"sent x1@{NOW}"])]
-    assert e.claims == 3
-
-
-async def test_an_empty_last_batch_ends_the_claims() -> None:
-    e = engine()
-    work = Script(e, [batch("a", last=True), batch("b", "x1")])
-    await e.run(work)
-    assert work.settled == []
-    assert e.claims == 1
+    assert work.settled == [(t, [f"sent {i}@{NOW}" for i in done]) for t, done in settled.items()]
+    assert (e.claims, work.log.count("claim"), e.report.limit_reached) == (claims, claims, 0)
 
 
 async def test_the_first_claim_needs_no_room_the_second_does() -> None:

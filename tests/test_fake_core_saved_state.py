@@ -73,12 +73,6 @@ def restarted(core: FakeCore) -> FakeCore:
     return fresh
 
 
-async def test_the_saved_state_reads_back_the_same() -> None:
-    core = (await used_core()).core
-    saved = state_to_json(core.state)
-    assert state_to_json(state_from_json(json.loads(json.dumps(saved)))) == saved
-
-
 async def test_a_restarted_core_answers_the_plugin_as_before() -> None:
     used = await used_core()
     core, fresh = used.core, restarted(used.core)

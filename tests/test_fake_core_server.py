@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import signal
 import socket
 import subprocess
@@ -202,16 +200,6 @@ def test_cli_serves_the_demo_seed() -> None:
         finally:
             process.terminate()
             process.wait(timeout=5)
-
-
-def test_server_reply_is_json_even_for_unknown_paths() -> None:
-    async def run() -> tuple[int, str]:
-        core = FakeCore()
-        app = FakeCoreApp(core)
-        reply = await app.dispatch("GET", "/api/plugins/v2/x", {}, b"")
-        return reply.status, json.loads(reply.body)["code"]
-
-    assert asyncio.run(run()) == (404, "not_found")
 
 
 async def test_control_api_roles_decide_who_may_open_manage(

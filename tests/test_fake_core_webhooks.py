@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from fake_core import FakeCore
+from fake_core import FakeCore, Installation
 from fake_core.app import FakeCoreApp
 from fake_core.saved_state import state_from_json, state_to_json
 from fake_core.webhooks import check
@@ -16,7 +16,7 @@ from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.webhooks import add_chat_endpoint, add_endpoint
-from tests.support.world import World, schedule, tick_at
+from tests.support.world import Browser, World, schedule, tick_at
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 NOW_MS = 1_782_900_000_000
@@ -48,6 +48,19 @@ class ToFakeCore:
             )
             return OutboundResponse(reply.status, dict(reply.headers), reply.body)
         return await self.inner.send(request)
+
+
+async def posting_to_the_fake_core(
+    db: SqliteDatabase, clock: FakeClock
+) -> tuple[World, FakeCoreApp, Installation, Browser]:
+    """The plugin installed in development, what it posts to the fake core's receiver or chat
+    reaching them; a site admin's Manage browser."""
+    env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example")
+    world = World(db, clock, env=env)
+    core_app = FakeCoreApp(world.core)
+    world.app.services.http = ToFakeCore(world.app.services.http, core_app, world.core.base_url)
+    installation = await world.install()
+    return world, core_app, installation, await world.browser_for(installation, content_id=None)
 
 
 @pytest.mark.parametrize(
@@ -87,15 +100,7 @@ def test_it_checks_what_the_official_library_signs(
 async def test_a_delivery_from_the_plugin_is_verified_once_its_secret_is_pasted(
     db: SqliteDatabase, clock: FakeClock
 ) -> None:
-    world = World(
-        db,
-        clock,
-        env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example"),
-    )
-    core_app = FakeCoreApp(world.core)
-    world.app.services.http = ToFakeCore(world.app.services.http, core_app, world.core.base_url)
-    installation = await world.install()
-    manage = await world.browser_for(installation, content_id=None)
+    world, core_app, installation, manage = await posting_to_the_fake_core(db, clock)
     secret = await add_endpoint(manage, installation.id, f"{world.core.base_url}/webhooks")
     s = await schedule(world, installation)
     world.core.state.edit("cnt_en")  # it will be refused as stale
@@ -146,17 +151,8 @@ async def test_the_chat_beside_it_shows_the_plugins_messages_as_a_chat_would(
 ) -> None:
     """A chat endpoint on the fake core's `/chat/…`: the plugin's digest arrives, answered
     `200 ok` as Slack answers, and the home page shows it: who, when, its lines, its link."""
-    world = World(
-        db,
-        clock,
-        env=base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example"),
-    )
-    core_app = FakeCoreApp(world.core)
-    chat_url = f"{world.core.base_url}/chat/editors"
-    world.app.services.http = ToFakeCore(world.app.services.http, core_app, world.core.base_url)
-    installation = await world.install()
-    manage = await world.browser_for(installation, content_id=None)
-    await add_chat_endpoint(manage, installation.id, chat_url)
+    world, core_app, installation, manage = await posting_to_the_fake_core(db, clock)
+    await add_chat_endpoint(manage, installation.id, f"{world.core.base_url}/chat/editors")
     s = await schedule(world, installation)
     world.core.state.edit("cnt_en")  # it will be refused as stale
     report = await tick_at(world, s["due_at"])

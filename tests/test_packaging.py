@@ -69,6 +69,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.fixture(scope="module")
+def python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The Python of a fresh venv with the wheel installed (no checkout on its path)."""
+    target = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=False).create(target)
+    pip = (sys.executable, "-m", "pip", "--python", str(target / "bin" / "python"), "install")
+    run(*pip, "--quiet", "--no-deps", "--no-index", str(wheel), cwd=target)
+    return str(target / "bin" / "python")
+
+
 def test_the_wheel_carries_both_packages_and_the_migrations(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for package, folder in (
@@ -84,49 +94,19 @@ def test_the_wheel_carries_both_packages_and_the_migrations(wheel: Path) -> None
     assert not [n for n in names if n.startswith(("tests/", "bench/", "scripts/"))]
 
 
-def test_the_wheel_carries_the_plugin_contract_and_prints_it(wheel: Path, tmp_path: Path) -> None:
+def test_the_wheel_carries_the_plugin_contract_and_prints_it(
+    wheel: Path, python: str, tmp_path: Path
+) -> None:
     contract = (ROOT / "contract" / "plugin-contract.json").read_text("utf-8")
     assert zipfile.ZipFile(wheel).read("scheduling/plugin-contract.json").decode() == contract
-    target = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=False).create(target)
-    python = target / "bin" / "python"
-    run(
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        str(python),
-        "install",
-        "--quiet",
-        "--no-deps",
-        "--no-index",
-        str(wheel),
-        cwd=tmp_path,
-    )
-    assert run(str(python), "-m", "scheduling", "contract", cwd=tmp_path).stdout == contract
+    assert run(python, "-m", "scheduling", "contract", cwd=tmp_path).stdout == contract
 
 
 def test_a_non_editable_install_applies_the_migrations_it_carries(
-    wheel: Path, tmp_path: Path
+    python: str, tmp_path: Path
 ) -> None:
-    target = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=False).create(target)
-    python = target / "bin" / "python"
-    run(
-        sys.executable,
-        "-m",
-        "pip",
-        "--python",
-        str(python),
-        "install",
-        "--quiet",
-        "--no-deps",
-        "--no-index",
-        str(wheel),
-        cwd=tmp_path,
-    )
     # Run from an empty folder: only the install is importable, not this checkout.
-    seen = json.loads(run(str(python), "-c", APPLY_FROM_THE_INSTALL, cwd=tmp_path).stdout)
+    seen = json.loads(run(python, "-c", APPLY_FROM_THE_INSTALL, cwd=tmp_path).stdout)
     assert Path(seen["module"]).is_relative_to(Path(seen["prefix"]))
     assert Path(seen["dir"]).is_relative_to(Path(seen["prefix"]))
     assert seen["applied"] == sorted(p.name for p in SOURCE_MIGRATIONS.glob("*.sql"))

@@ -16,13 +16,6 @@ JSON_VALUES = st.recursive(
 )
 
 
-def test_deep_nesting_is_refused_before_parsing() -> None:
-    with pytest.raises(UnsafeJson, match="deeper"):
-        safe_json.loads(b"[" * 20_000 + b"]" * 20_000, max_bytes=1 << 20)
-    with pytest.raises(UnsafeJson, match="deeper"):
-        safe_json.loads(b'{"a":' * 33 + b"1" + b"}" * 33, max_bytes=1 << 20)
-
-
 def test_brackets_inside_strings_do_not_count() -> None:
     text = '{"code": "' + "[" * 1000 + '\\"{"}'
     assert safe_json.loads(text.encode(), max_bytes=1 << 20) == {"code": "[" * 1000 + '"{'}
@@ -35,10 +28,6 @@ def test_size_utf8_and_syntax() -> None:
         safe_json.loads(b'"\xff"', max_bytes=10)
     with pytest.raises(UnsafeJson, match="not JSON"):
         safe_json.loads(b"{", max_bytes=10)
-
-
-def test_nesting_at_the_limit_is_accepted() -> None:
-    assert safe_json.loads(b"[" * 32 + b"]" * 32, max_bytes=100) is not None
 
 
 @settings(max_examples=200, derandomize=True)

@@ -32,6 +32,7 @@ from tests.support.unit_store import (
     LATENESS,
     refused,
     store,
+    theirs,
     unavailable,
 )
 
@@ -242,15 +243,8 @@ class Racing(DueRows):
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
         rows = await super().next(now, limit, work)
         for content in self.taken:
-            await (
-                self.db.prepare(
-                    "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-                    " lease_token = 'theirs', lease_until = ?, attempt_count = attempt_count + 1"
-                    " WHERE id = ?"
-                )
-                .bind(now + 60_000, f"sch_{content}")
-                .run()
-            )
+            claimed = "attempt_count = attempt_count + 1,"
+            await theirs(self.db, f"sch_{content}", now + 60_000, claimed)
         self.taken = []
         return rows
 
@@ -396,14 +390,7 @@ async def test_the_source_hears_each_written_settle() -> None:
 async def test_a_capped_claim_holds_back_what_the_cap_has_no_room_for() -> None:
     s = await store()
     await s.rows("c1", "c2", "c3")
-    await (
-        s.db.prepare(
-            "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-            " lease_token = 'theirs', lease_until = ? WHERE id = 'sch_c1'"
-        )
-        .bind(DUE + 60_000)
-        .run()
-    )
+    await theirs(s.db, "sch_c1", DUE + 60_000)
     await s.db.prepare("UPDATE schedules SET due_at = due_at - 1 WHERE id = 'sch_c3'").run()
     engine = s.engine()
     work = await s.run(engine, cap=2)
@@ -487,23 +474,11 @@ async def test_a_refusal_when_its_slot_comes_raises_its_event() -> None:
     await s.rows("first", "second", due_at=DUE - LATENESS + 100)
     s.dee.step = 1_500  # the second's slot comes 1.5 s on, past its cap
     await s.run(s.engine())
-    first, second = await s.events()
-    assert said(first) == (
-        "schedule.completed",
-        "2026-05-28T20:26:41Z",
-        "sch_first",
-        "transition_applied",
-        None,
-        1,
-    )
-    assert said(second) == (
-        "schedule.refused",
-        "2026-05-28T20:26:41Z",
-        "sch_second",
-        "retry_exhausted",
-        "lateness",
-        0,
-    )
+    at = "2026-05-28T20:26:41Z"
+    assert [said(e) for e in await s.events()] == [
+        ("schedule.completed", at, "sch_first", "transition_applied", None, 1),
+        ("schedule.refused", at, "sch_second", "retry_exhausted", "lateness", 0),
+    ]
 
 
 async def test_a_sent_refusal_and_retry_raise_theirs_from_when_the_answer_came() -> None:
@@ -566,14 +541,7 @@ async def test_the_source_hears_the_rows_won_refused_and_held_back() -> None:
         .bind(DUE - LATENESS - 1, DUE - LATENESS - 1)
         .run()
     )
-    await (
-        s.db.prepare(
-            "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-            " lease_token = 'theirs', lease_until = ? WHERE id = 'sch_theirs'"
-        )
-        .bind(DUE + 60_000)
-        .run()
-    )
+    await theirs(s.db, "sch_theirs", DUE + 60_000)
     engine = s.engine()
     leases = Leases(engine.trips, Outbox(engine.trips))
     source = Listening(leases)
@@ -608,14 +576,7 @@ class TakingTheFirst(DueRows):
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
         rows = await super().next(now, limit, work)
         if rows:
-            await (
-                self.db.prepare(
-                    "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-                    " lease_token = 'theirs', lease_until = ? WHERE id = ?"
-                )
-                .bind(now + 60_000, rows[0].id)
-                .run()
-            )
+            await theirs(self.db, rows[0].id, now + 60_000)
         return rows
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import httpx
@@ -43,6 +43,23 @@ async def timed(request: Awaitable[T]) -> tuple[T, float]:
     started = time.monotonic()
     answer = await request
     return answer, time.monotonic() - started
+
+
+async def hostile_beside_honest(
+    db: SqliteDatabase, reply: Callable[[dict[str, object], dict[str, str]], Reply]
+) -> tuple[dict[str, int], dict[str, tuple[str, str]]]:
+    """One tick sends cnt_hostile's and cnt_honest's commands, due a second ago, each of its
+    own installation, to a core answering with `reply`: the report and how each schedule is."""
+    with loopback_core(0.0, reply) as core:
+        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
+        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
+        now = SystemClock().now_ms()
+        for name in ("hostile", "honest"):
+            await install(app, f"ins_{name}", base_url=core.base_url)
+            await insert_due(db, f"ins_{name}", f"cnt_{name}", now - 1_000)
+        report = await app.tick(now)
+    rows = await db.prepare("SELECT content_id, status, result_code FROM schedules").all()
+    return report, {r["content_id"]: (r["status"], r["result_code"]) for r in rows.results}
 
 
 async def test_an_unclosed_string_is_refused_at_once_and_the_server_keeps_answering(
@@ -84,18 +101,9 @@ async def test_a_hostile_answer_does_not_stall_an_honest_installations_send(
             return Reply(200, UNCLOSED, delay_s=0.0)
         return Reply(200, json.dumps({"code": "transition_applied"}).encode(), delay_s=0.5)
 
-    with loopback_core(0.0, reply) as core:
-        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
-        await install(app, "ins_hostile", base_url=core.base_url)
-        await install(app, "ins_honest", base_url=core.base_url)
-        now = SystemClock().now_ms()
-        await insert_due(db, "ins_hostile", "cnt_hostile", now - 1_000)
-        await insert_due(db, "ins_honest", "cnt_honest", now - 1_000)
-        report = await app.tick(now)
+    report, ended = await hostile_beside_honest(db, reply)
     assert (report["sends"], report["completed"]) == (2, 1)
-    rows = await db.prepare("SELECT content_id, status, result_code FROM schedules").all()
-    assert {r["content_id"]: (r["status"], r["result_code"]) for r in rows.results} == {
+    assert ended == {
         "cnt_hostile": ("refused", "untrusted_response"),
         "cnt_honest": ("completed", "transition_applied"),
     }
@@ -142,17 +150,8 @@ async def test_an_answer_header_of_spaces_does_not_stall_an_honest_send(
             return Reply(200, APPLIED, (("content-type", "application/json"), ("x-pad", padding)))
         return Reply(200, APPLIED, delay_s=0.5)
 
-    with loopback_core(0.0, reply) as core:
-        env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url)
-        app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
-        await install(app, "ins_hostile", base_url=core.base_url)
-        await install(app, "ins_honest", base_url=core.base_url)
-        now = SystemClock().now_ms()
-        await insert_due(db, "ins_hostile", "cnt_hostile", now - 1_000)
-        await insert_due(db, "ins_honest", "cnt_honest", now - 1_000)
-        await app.tick(now)
-    rows = await db.prepare("SELECT content_id, status, result_code FROM schedules").all()
-    assert {r["content_id"]: (r["status"], r["result_code"]) for r in rows.results} == {
+    _, ended = await hostile_beside_honest(db, reply)
+    assert ended == {
         "cnt_hostile": ("retrying", "network_error"),
         "cnt_honest": ("completed", "transition_applied"),
     }

@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 
 from scheduling.domain import timezones
-from scheduling.domain.localtime import ResolvedTime, resolve_local_time
+from scheduling.domain.localtime import ResolvedTime, TimeRefusal, resolve_local_time
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def resolve(zone: str) -> ResolvedTime | TimeRefusal:
+    """09:00 next year in `zone`, as the form sends it."""
+    return resolve_local_time("2027-01-01T09:00", zone, None, now=datetime(2026, 1, 1, tzinfo=UTC))
 
 
 def test_the_os_zone_database_is_never_consulted(tmp_path: Path) -> None:
@@ -45,9 +50,7 @@ def test_tzdata_is_the_version_pyproject_pins() -> None:
 
 @pytest.mark.parametrize("name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", ""])
 def test_only_listed_zone_names_resolve(name: str) -> None:
-    result = resolve_local_time(
-        "2027-01-01T09:00", name, None, now=datetime(2026, 1, 1, tzinfo=UTC)
-    )
+    result = resolve(name)
     assert not isinstance(result, ResolvedTime)
     assert result.code == "unknown_timezone"
 
@@ -57,9 +60,7 @@ def test_only_listed_zone_names_resolve(name: str) -> None:
     [("europe/berlin", "Europe/Berlin"), ("EUROPE/BERLIN", "Europe/Berlin"), (" utc ", "UTC")],
 )
 def test_a_zone_is_matched_whatever_its_case_and_stored_canonical(typed: str, stored: str) -> None:
-    result = resolve_local_time(
-        "2027-01-01T09:00", typed, None, now=datetime(2026, 1, 1, tzinfo=UTC)
-    )
+    result = resolve(typed)
     assert isinstance(result, ResolvedTime)
     assert result.timezone == stored
 
@@ -76,9 +77,7 @@ def test_a_zone_is_matched_whatever_its_case_and_stored_canonical(typed: str, st
     ],
 )
 def test_an_unknown_zone_is_said_back_with_up_to_three_close_names(typed: str, first: str) -> None:
-    result = resolve_local_time(
-        "2027-01-01T09:00", typed, None, now=datetime(2026, 1, 1, tzinfo=UTC)
-    )
+    result = resolve(typed)
     assert not isinstance(result, ResolvedTime)
     assert result.code == "unknown_timezone"
     assert f"“{typed}” is not a time zone name this plugin knows." in result.message
@@ -107,8 +106,6 @@ def test_a_zone_is_never_suggested_for_itself(typed: str, itself: str, other: st
 def test_long_text_gets_no_suggestions_and_is_quoted_short() -> None:
     typed = "Europe/" + "x" * 10_000
     assert timezones.zone_suggestions(typed) == ()
-    result = resolve_local_time(
-        "2027-01-01T09:00", typed, None, now=datetime(2026, 1, 1, tzinfo=UTC)
-    )
+    result = resolve(typed)
     assert not isinstance(result, ResolvedTime)
     assert len(result.message) < 300

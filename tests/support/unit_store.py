@@ -30,6 +30,13 @@ BASE = "https://core.example"
 JSON = {"content-type": "application/json"}
 
 
+async def theirs(db: SqliteDatabase, schedule_id: str, until: int, claimed: str = "") -> None:
+    """Another runner holds `schedule_id` under its lease until `until`."""
+    sql = "UPDATE schedules SET status = 'running', next_attempt_at = NULL, {}"
+    sql += " lease_token = 'theirs', lease_until = ? WHERE id = ?"
+    await db.prepare(sql.format(claimed)).bind(until, schedule_id).run()
+
+
 def applied() -> OutboundResponse:
     return OutboundResponse(200, JSON, json.dumps({"code": "transition_applied"}).encode())
 
