@@ -614,15 +614,9 @@ async def test_a_garbled_first_read_is_said_in_plain_words_with_next_steps(world
 async def test_a_zone_typed_in_any_case_is_written_back_in_its_proper_case(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    refused_ = await editor.post(
-        f"/installations/{installation.id}/schedules",
-        {
-            "csrf_token": editor.csrf(),
-            **editor.shown(),
-            "transition": "publish:published",
-            "local_time": "2026-07-01T05:00",  # already past
-            "timezone": "america/new_york",
-        },
+    # Already past:
+    refused_ = await editor.create(
+        installation.id, local_time="2026-07-01T05:00", timezone="america/new_york"
     )
     assert refused_.status == 422
     page = refused_.body.decode()

@@ -86,16 +86,7 @@ async def test_a_body_over_64_kib_is_refused(app: App, db: SqliteDatabase) -> No
 
 
 def form(browser: Browser, **fields: str) -> dict[str, str]:
-    values = {
-        "csrf_token": browser.csrf(),
-        "opened_for": "cnt_en",
-        "transition": "publish:published",
-        "timezone": "Europe/Paris",
-        "local_time": "2026-07-02T09:00",
-        **browser.shown(),
-    }
-    values.update(fields)
-    return values
+    return browser.create_form(opened_for="cnt_en", **fields)
 
 
 async def content_browser(world: World) -> tuple[Browser, str]:

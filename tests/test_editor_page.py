@@ -11,25 +11,13 @@ import re
 
 import pytest
 
-from fake_core.state import Installation
 from scheduling.domain.schedule import NewSchedule
 from scheduling.http.responses import Response
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.repository import schedules
 from tests.support.app import FakeClock
 from tests.support.runtimes import Runtime
-from tests.support.world import MINUTE, Browser, World, card, local, schedules_on, session_csrf
-
-FIELDS = {
-    "transition": "publish:published",
-    "local_time": "2026-07-02T09:00",
-    "timezone": "Europe/Paris",
-}
-
-
-async def post_create(browser: Browser, installation: Installation, **fields: str) -> Response:
-    sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
-    return await browser.post(f"/installations/{installation.id}/schedules", sent)
+from tests.support.world import MINUTE, World, card, local, schedules_on, session_csrf
 
 
 async def rows(world: World) -> list[dict[str, object]]:
@@ -68,7 +56,7 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     browser = await world.open_page(installation)
     seen = browser.shown()["version_id"]
     newer = world.core.state.edit("cnt_en")  # a colleague saves while the editor reads
-    response = await post_create(browser, installation, fold="")
+    response = await browser.create(installation.id, fold="")
     assert response.status == 409
     html = response.body.decode()
     assert 'data-error-code="content_changed"' in html
@@ -79,7 +67,7 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     assert f"Publish version {newer}" in html
     assert 'value="2026-07-02T09:00"' in html
     assert 'value="Europe/Paris"' in html
-    again = await post_create(browser, installation)
+    again = await browser.create(installation.id)
     assert again.status == 303
     assert [r["version_id"] for r in await rows(world)] == [newer]
 
@@ -90,7 +78,7 @@ async def test_unpublish_checks_the_published_version_it_showed(world: World) ->
     state = world.core.state
     state.edit("cnt_pub")
     state.publish_now("cnt_pub", world.clock.now_ms())  # another version went out meanwhile
-    response = await post_create(browser, installation, transition="unpublish:draft")
+    response = await browser.create(installation.id, transition="unpublish:draft")
     assert response.status == 409
     assert 'data-error-code="content_changed"' in response.body.decode()
     assert await rows(world) == []
@@ -100,7 +88,7 @@ async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> No
     installation = await world.install()
     browser = await world.open_page(installation)
     revision = world.core.state.bump_revision("cnt_en")
-    assert (await post_create(browser, installation)).status == 303
+    assert (await browser.create(installation.id)).status == 303
     assert (await rows(world))[0]["workflow_revision"] == revision  # pinned as read at submit
 
 
@@ -119,10 +107,8 @@ async def test_a_form_without_the_shown_version_is_400_invalid_request(
     installation = await world.install()
     browser = await world.open_page(installation)
     reads_before = len(world.core.calls.of("content"))
-    response = await browser.post(
-        f"/installations/{installation.id}/schedules",
-        {"csrf_token": browser.csrf(), **FIELDS, **versions},
-    )
+    sent = {k: v for k, v in browser.create_form().items() if "version_id" not in k}
+    response = await browser.post(f"/installations/{installation.id}/schedules", sent | versions)
     assert response.status == 400
     assert 'data-error-code="invalid_request"' in response.body.decode()
     assert await rows(world) == []
@@ -135,7 +121,7 @@ async def test_a_form_without_the_shown_version_is_400_invalid_request(
 async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await post_create(browser, installation)).status == 303
+    assert (await browser.create(installation.id)).status == 303
     sid = str((await rows(world))[0]["id"])
     pinned = str((await rows(world))[0]["version_id"])
     fresh = (await browser.get(f"/installations/{installation.id}")).body.decode()
@@ -154,9 +140,9 @@ async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(wor
 async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world: World) -> None:
     installation = await world.install()
     pub = await world.open_page(installation, "cnt_pub")
-    assert (await post_create(pub, installation, transition="unpublish:draft")).status == 303
+    assert (await pub.create(installation.id, transition="unpublish:draft")).status == 303
     en = await world.open_page(installation, "cnt_en")
-    assert (await post_create(en, installation)).status == 303
+    assert (await en.create(installation.id)).status == 303
     by_content = {r["content_id"]: r for r in await rows(world)}
     state = world.core.state
     state.unpublish_now("cnt_pub", world.clock.now_ms())
@@ -179,8 +165,8 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
 async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    made = await post_create(
-        browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin", fold="later"
+    made = await browser.create(
+        installation.id, local_time="2026-10-25T02:30", timezone="Europe/Berlin", fold="later"
     )
     assert made.status == 303
     old = (await rows(world))[0]
@@ -211,7 +197,7 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
 async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await post_create(browser, installation)).status == 303
+    assert (await browser.create(installation.id)).status == 303
     sid = str((await rows(world))[0]["id"])
     world.core.state.edit("cnt_en")
     await browser.get(f"/installations/{installation.id}")
@@ -229,7 +215,7 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     assert 'data-error-code="content_changed"' in changed.body.decode()
     assert (await repin("sch_nope")).status == 404
     other = await world.open_page(installation, "cnt_page")
-    assert (await post_create(other, installation)).status == 303
+    assert (await other.create(installation.id)).status == 303
     other_id = next(str(r["id"]) for r in await rows(world) if r["content_id"] == "cnt_page")
     await browser.get(f"/installations/{installation.id}")
     assert (await repin(other_id, browser.shown())).status == 403
@@ -249,7 +235,7 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
 async def test_a_viewer_sees_no_cancel_and_a_posted_cancel_is_403(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await post_create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await rows(world))[0]["id"])
     viewer = await world.open_page(installation, person="usr_viewer")
     html = viewer.page()
@@ -270,7 +256,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
 ) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await post_create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await rows(world))[0]["id"])
     # A manage launch cancels any schedule. Dee Wan offers it to site admins, who need no
     # right to publish themselves.
@@ -295,7 +281,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
 async def test_an_editor_cancels_what_dee_wan_lets_them_change(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await post_create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)
@@ -319,7 +305,7 @@ class RefusingEveryConnection:
 async def test_a_cancel_never_calls_dee_wan_even_when_it_is_down(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await post_create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await rows(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)

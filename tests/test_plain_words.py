@@ -18,27 +18,13 @@ import pytest
 from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.domain.schedule import NewSchedule
-from scheduling.http.responses import Response
 from scheduling.repository import schedules
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock
 from tests.support.time_format import raw_times
-from tests.support.world import Browser, World, row, schedules_on, tick_at
+from tests.support.world import World, row, schedules_on, tick_at
 
 MINUTE = 60_000
-
-
-FIELDS = {
-    "transition": "publish:published",
-    "local_time": "2026-07-02T09:00",
-    "timezone": "Europe/Paris",
-    "fold": "",
-}
-
-
-async def create(browser: Browser, installation: Installation, **fields: str) -> Response:
-    sent = {"csrf_token": browser.csrf(), **browser.shown(), **FIELDS, **fields}
-    return await browser.post(f"/installations/{installation.id}/schedules", sent)
 
 
 def text(page: str) -> str:
@@ -73,7 +59,7 @@ async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world:
     browser = await world.open_page(installation, "cnt_pub")
     fresh = browser.page()
     assert "data-replaces" not in fresh
-    made = await create(browser, installation, transition="unpublish:draft")
+    made = await browser.create(installation.id, transition="unpublish:draft")
     assert made.status == 303
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     sid = str((await stored(world))[0]["id"])
@@ -104,9 +90,9 @@ async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world:
 async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await create(browser, installation, local_time="2027-07-02T09:00")).status == 303
+    assert (await browser.create(installation.id, local_time="2027-07-02T09:00")).status == 303
     first = str((await stored(world))[0]["id"])
-    second = await create(browser, installation, local_time="2026-07-03T08:30")
+    second = await browser.create(installation.id, local_time="2026-07-03T08:30")
     page = (await browser.follow(second)).body.decode()
     receipt = between(page, "data-confirmation=", "</div>")
     assert f'data-replaced="{first}"' in receipt
@@ -120,7 +106,7 @@ async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
 async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await create(browser, installation)).status == 303
+    assert (await browser.create(installation.id)).status == 303
     await world.db.prepare(
         "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
         " lease_token = 'l', lease_until = 1"
@@ -135,7 +121,7 @@ async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
 async def test_cancel_asks_first_naming_change_version_time_and_title(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await create(browser, installation)).status == 303
+    assert (await browser.create(installation.id)).status == 303
     made = (await stored(world))[0]
     sid, version = str(made["id"]), str(made["version_id"])
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
@@ -175,7 +161,7 @@ async def test_cancel_asks_first_naming_change_version_time_and_title(world: Wor
 async def test_the_confirmation_refuses_what_the_cancel_would_refuse(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await stored(world))[0]["id"])
     viewer = await world.open_page(installation, person="usr_viewer")
     refused = await viewer.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
@@ -189,7 +175,7 @@ async def test_the_confirmation_refuses_what_the_cancel_would_refuse(world: Worl
     assert ended.status == 409
     assert 'data-error-code="not_cancellable"' in ended.body.decode()
     # The post keeps its own rules: without the session's CSRF token nothing is cancelled.
-    assert (await create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     other = str((await stored(world))[-1]["id"])
     forged = await editor.post(
         f"/installations/{installation.id}/schedules/{other}/cancel", {"csrf_token": "x" * 43}
@@ -201,7 +187,7 @@ async def test_the_confirmation_refuses_what_the_cancel_would_refuse(world: Worl
 async def test_the_confirmation_and_the_cancel_work_with_dee_wan_down(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await stored(world))[0]["id"])
     world.core.faults.push(Fault.respond(503, "unavailable"), endpoint="content")
     confirm = await editor.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
@@ -216,7 +202,7 @@ async def test_the_confirmation_and_the_cancel_work_with_dee_wan_down(world: Wor
 async def test_the_manage_cancel_message_names_the_content(world: World) -> None:
     installation = await world.install()
     editor = await world.open_page(installation)
-    assert (await create(editor, installation)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     sid = str((await stored(world))[0]["id"])
     manager = await world.browser_for(installation, content_id=None)
     response = await manager.cancel(installation.id, sid, "?show=upcoming")
@@ -235,7 +221,7 @@ async def test_the_deadline_has_its_date_its_zone_and_rfc3339(world: World) -> N
     """00:40 CET on 1 December is 23:40 UTC on 30 November: the deadline says both days."""
     installation = await world.install()
     browser = await world.open_page(installation)
-    response = await create(browser, installation, local_time="2026-12-01T00:40")
+    response = await browser.create(installation.id, local_time="2026-12-01T00:40")
     page = (await browser.follow(response)).body.decode()
     deadline = re.search(r'<p data-deadline="([^"]+)">(.*?)</p>', page, re.S)
     assert deadline
@@ -250,10 +236,10 @@ async def test_done_says_how_late_it_was(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
     due = START_MS + 5 * MINUTE  # 12:05 CEST
-    assert (await create(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    assert (await browser.create(installation.id, local_time="2026-07-01T12:05")).status == 303
     late_id = str((await stored(world))[0]["id"])
     other = await world.open_page(installation, "cnt_page")
-    assert (await create(other, installation, local_time="2026-07-01T12:05")).status == 303
+    assert (await other.create(installation.id, local_time="2026-07-01T12:05")).status == 303
     on_time_id = next(str(r["id"]) for r in await stored(world) if r["content_id"] == "cnt_page")
     # A restart: the tick at the due minute never ran; the next one comes 2 min 10 s late.
     await tick_at(world, due + 2 * MINUTE + 10_000)
@@ -277,14 +263,14 @@ async def test_done_says_how_late_it_was(world: World) -> None:
 async def test_a_time_years_ahead_is_accepted_with_a_note(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    response = await create(browser, installation, local_time="2031-07-02T09:00")
+    response = await browser.create(installation.id, local_time="2031-07-02T09:00")
     assert response.status == 303
     page = (await browser.follow(response)).body.decode()
     note = re.search(r'<p data-years-ahead="([^"]+)">(.*?)</p>', page, re.S)
     assert note
     assert note.group(1) == "5 years"
     assert "that is about 5 years from now. If you meant an earlier year" in text(note.group(2))
-    soon = await create(browser, installation, local_time="2027-06-30T09:00")
+    soon = await browser.create(installation.id, local_time="2027-06-30T09:00")
     assert "data-years-ahead" not in (await browser.follow(soon)).body.decode()
 
 
@@ -294,10 +280,10 @@ async def test_no_page_an_editor_is_shown_writes_a_raw_date_time(world: World) -
     installation = await world.install()
     browser = await world.open_page(installation)
     seen = [browser.page()]
-    refused = await create(browser, installation, local_time="2026-03-29T02:30")
+    refused = await browser.create(installation.id, local_time="2026-03-29T02:30")
     seen.append(refused.body.decode())
-    seen.append((await create(browser, installation, local_time="")).body.decode())
-    made = await create(browser, installation)
+    seen.append((await browser.create(installation.id, local_time="")).body.decode())
+    made = await browser.create(installation.id)
     seen.append((await browser.follow(made)).body.decode())
     sid = str((await stored(world))[0]["id"])
     seen.append(
@@ -327,7 +313,7 @@ async def test_no_page_an_editor_is_shown_writes_a_raw_date_time(world: World) -
 async def test_a_zone_in_any_case_is_stored_canonical(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    response = await create(browser, installation, timezone="europe/berlin")
+    response = await browser.create(installation.id, timezone="europe/berlin")
     assert response.status == 303
     assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
     page = (await browser.follow(response)).body.decode()
@@ -337,7 +323,7 @@ async def test_a_zone_in_any_case_is_stored_canonical(world: World) -> None:
 async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    refused = await create(browser, installation, timezone="Europe/Berln")
+    refused = await browser.create(installation.id, timezone="Europe/Berln")
     assert refused.status == 422
     page = refused.body.decode()
     error = text(between(page, 'id="form-error"', "</div>\n"))
@@ -349,8 +335,10 @@ async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(worl
     assert choices[0]["timezone"] == "Europe/Berlin"
     assert 'data-retry-timezone="Europe/Berlin">Schedule it in Europe/Berlin</button>' in page
     # Everything else entered is kept in the choice's form.
-    assert choices[0]["local_time"] == FIELDS["local_time"]
-    assert choices[0]["transition"] == FIELDS["transition"]
+    assert (choices[0]["local_time"], choices[0]["transition"]) == (
+        "2026-07-02T09:00",
+        "publish:published",
+    )
     response = await browser.post(f"/installations/{installation.id}/schedules", choices[0])
     assert response.status == 303
     assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
@@ -361,8 +349,8 @@ async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
 ) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    refused = await create(
-        browser, installation, local_time="2027-03-28T02:30", timezone="Europe/Berlin"
+    refused = await browser.create(
+        installation.id, local_time="2027-03-28T02:30", timezone="Europe/Berlin"
     )
     assert refused.status == 422
     page = refused.body.decode()
@@ -384,7 +372,7 @@ async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
 async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    refused = await create(browser, installation, local_time="")
+    refused = await browser.create(installation.id, local_time="")
     assert refused.status == 422
     assert "Choose a date and a time: the day, then the hour and minute." in refused.body.decode()
 
@@ -398,7 +386,7 @@ async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:
 async def test_dee_wan_down_on_the_content_read_is_temporary(world: World, fault: Fault) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await create(browser, installation)).status == 303
+    assert (await browser.create(installation.id)).status == 303
     world.core.faults.push(fault, endpoint="content")
     response = await browser.get(f"/installations/{installation.id}")
     # The schedules are the database's: the page is shown, and says Dee Wan is not answering
@@ -423,7 +411,7 @@ async def test_dee_wan_down_at_submit_stores_nothing_and_keeps_the_form(world: W
     installation = await world.install()
     browser = await world.open_page(installation)
     world.core.faults.push(Fault.respond(502, "bad_gateway"), endpoint="content")
-    response = await create(browser, installation, local_time="2026-07-03T08:15")
+    response = await browser.create(installation.id, local_time="2026-07-03T08:15")
     assert response.status == 503
     assert response.header("retry-after") == "60"
     page = response.body.decode()
@@ -464,7 +452,7 @@ async def test_a_garbled_answer_is_said_in_plain_words(world: World) -> None:
 async def test_cards_lead_with_words_and_keep_codes_for_support(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await create(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    assert (await browser.create(installation.id, local_time="2026-07-01T12:05")).status == 303
     await tick_at(world, START_MS + 5 * MINUTE)
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     card = between(page, '<li class="schedule"', "</li>\n</ul>")

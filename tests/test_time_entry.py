@@ -11,25 +11,11 @@ import re
 import pytest
 
 from fake_core import Fault
-from fake_core.state import Installation
-from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env
-from tests.support.world import Browser, World, row, schedules_on, tick_at
+from tests.support.world import World, row, schedules_on, tick_at
 
 MINUTE = 60_000
-
-
-async def post(browser: Browser, installation: Installation, **fields: str) -> Response:
-    sent = {
-        "csrf_token": browser.csrf(),
-        **browser.shown(),
-        "transition": "publish:published",
-        "local_time": "2026-07-02T09:00",
-        "timezone": "Europe/Paris",
-        **fields,
-    }
-    return await browser.post(f"/installations/{installation.id}/schedules", sent)
 
 
 def flat(html: str) -> str:
@@ -77,8 +63,8 @@ async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: Worl
 async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    response = await post(
-        browser, installation, local_time="2026-07-01T05:00", timezone="America/New_York"
+    response = await browser.create(
+        installation.id, local_time="2026-07-01T05:00", timezone="America/New_York"
     )
     assert response.status == 422
     html = response.body.decode()
@@ -93,7 +79,7 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
     assert "Wed 1 Jul 2026, 05:00 EDT (America/New_York; 09:00 UTC) has already passed." in html
     assert "You entered Wed 1 Jul 2026, 05:00." in html
     assert 'data-now-zone="America/New_York"' in html
-    unknown = await post(browser, installation, timezone="Mars/Base")
+    unknown = await browser.create(installation.id, timezone="Mars/Base")
     text = unknown.body.decode()
     assert "data-now-chosen" not in text  # no clock for a zone that does not exist
     assert 'data-now-zone="Europe/Paris"' in text  # the site's zone instead
@@ -102,8 +88,8 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
 async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    response = await post(
-        browser, installation, local_time="2026-10-25T02:30", timezone="Europe/Berlin"
+    response = await browser.create(
+        installation.id, local_time="2026-10-25T02:30", timezone="Europe/Berlin"
     )
     assert response.status == 422
     html = response.body.decode()
@@ -122,8 +108,8 @@ async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(worl
     later_form = box.split('data-retry-fold="later"', 1)[0].rsplit("<form", 1)[1]
     assert 'name="fold" value="later"' in later_form
     assert 'name="local_time" value="2026-10-25T02:30"' in later_form
-    other = await post(
-        browser, installation, local_time="2026-03-29T02:30", timezone="Europe/Berlin"
+    other = await browser.create(
+        installation.id, local_time="2026-03-29T02:30", timezone="Europe/Berlin"
     )
     assert re.findall(r"<[^>]* autofocus[^>]*>", other.body.decode())[0].startswith(
         '<div class="problem"'
@@ -133,7 +119,7 @@ async def test_an_ambiguous_time_names_both_instants_and_focuses_the_choice(worl
 async def test_a_fold_for_a_time_that_happens_once_is_ignored_with_a_note(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    response = await post(browser, installation, fold="later")
+    response = await browser.create(installation.id, fold="later")
     assert response.status == 303
     assert (response.header("location") or "").endswith("&fold_ignored=later")
     stored = await world.db.prepare("SELECT fold FROM schedules").first()
@@ -152,7 +138,7 @@ async def test_the_receipt_says_pin_local_time_utc_and_the_deadline(world: World
     installation = await world.install()
     browser = await world.open_page(installation)
     pinned = browser.shown()["version_id"]
-    html = (await browser.follow(await post(browser, installation))).body.decode()
+    html = (await browser.follow(await browser.create(installation.id))).body.decode()
     receipt = re.search(
         r'<div class="notice" role="status" data-confirmation=.*?</div>', html, re.S
     )
@@ -185,7 +171,9 @@ async def test_the_deadline_follows_max_lateness(
     world = World(db, clock, env=base_env(MAX_LATENESS_MS=lateness))
     installation = await world.install()
     browser = await world.open_page(installation)
-    html = (await browser.follow(await post(browser, installation, local_time=local))).body.decode()
+    html = (
+        await browser.follow(await browser.create(installation.id, local_time=local))
+    ).body.decode()
     assert re.search(
         rf'nothing is sent after <time datetime="[^"]+">{re.escape(deadline)}</time>.', html
     )
@@ -198,7 +186,7 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
     installation = await world.install()
     browser = await world.open_page(installation)
     due = START_MS + 5 * MINUTE  # 12:05 CEST
-    assert (await post(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    assert (await browser.create(installation.id, local_time="2026-07-01T12:05")).status == 303
     sid = str((await world.db.prepare("SELECT id FROM schedules").first() or {})["id"])
 
     world.core.faults.push(Fault.respond(503, "overloaded"))
@@ -254,7 +242,7 @@ async def test_attempts_in_seconds_local_and_utc_and_the_real_next_try(world: Wo
 async def test_a_5xx_that_was_not_retried_is_not_called_temporary(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    assert (await post(browser, installation, local_time="2026-07-01T12:05")).status == 303
+    assert (await browser.create(installation.id, local_time="2026-07-01T12:05")).status == 303
     world.core.faults.push(Fault.respond(501, "not_implemented"))
     await tick_at(world, START_MS + 5 * MINUTE)
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()

@@ -8,28 +8,8 @@ import re
 
 import pytest
 
-from scheduling.http.responses import Response
 from tests.support.app import ORIGIN, OTHER_TOKEN_KEY, FakeClock
 from tests.support.world import Browser, World, schedules_on, session_csrf
-
-
-def form(browser: Browser, **fields: str) -> dict[str, str]:
-    values = {
-        "csrf_token": browser.csrf(),
-        **browser.pins,
-        "transition": "publish:published",
-        "timezone": "Europe/Paris",
-        "local_time": "2026-07-02T09:00",
-    }
-    values.update(fields)
-    return values
-
-
-async def create(browser: Browser, installation_id: str, **fields: str) -> Response:
-    return await browser.post(
-        f"/installations/{installation_id}/schedules", form(browser, **fields)
-    )
-
 
 # -- launch ----------------------------------------------------------------
 
@@ -201,7 +181,7 @@ async def test_time_table_through_the_form(
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    response = await create(browser, installation.id, **fields)
+    response = await browser.create(installation.id, **fields)
     assert response.status == status, response.body[:300]
     if status == 303:
         page = await browser.follow(response)
@@ -221,8 +201,8 @@ async def test_created_schedule_stores_pins_revision_and_key(world: World) -> No
     installation = await world.install()
     browser = await world.browser_for(installation, content_id="cnt_fr")  # a translation
     await browser.get(f"/installations/{installation.id}")
-    response = await create(
-        browser, installation.id, local_time="2026-07-01T09:00", timezone="America/New_York"
+    response = await browser.create(
+        installation.id, local_time="2026-07-01T09:00", timezone="America/New_York"
     )
     assert response.status == 303
     row = await world.db.prepare("SELECT * FROM schedules").first()
@@ -248,7 +228,7 @@ async def test_unpublish_pins_the_published_version(world: World) -> None:
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     group = world.core.state.group_of("cnt_pub")
     assert f"Unpublish published version {group.published_version_id}" in html
-    response = await create(browser, installation.id, transition="unpublish:draft")
+    response = await browser.create(installation.id, transition="unpublish:draft")
     assert response.status == 303
     row = await world.db.prepare("SELECT kind, to_state, version_id FROM schedules").first()
     assert row == {
@@ -263,7 +243,7 @@ async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
     for value in ("unpublish:draft", "publish:archived", "delete:gone", ""):
-        response = await create(browser, installation.id, transition=value)
+        response = await browser.create(installation.id, transition=value)
         assert response.status == 422
         assert 'data-error-code="transition_not_allowed"' in response.body.decode()
     viewer = await world.browser_for(installation, person="usr_viewer")
@@ -271,7 +251,7 @@ async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     assert "nothing to schedule" in html
     viewer.csrf_token = await session_csrf(world, "usr_viewer")
     viewer.pins = browser.shown()  # what the editor's page showed: the same content
-    response = await create(viewer, installation.id)
+    response = await viewer.create(installation.id)
     assert response.status == 422
 
 
@@ -281,8 +261,8 @@ async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    first = await create(browser, installation.id, local_time="2026-07-02T09:00")
-    second = await create(browser, installation.id, local_time="2026-07-03T09:00")
+    first = await browser.create(installation.id, local_time="2026-07-02T09:00")
+    second = await browser.create(installation.id, local_time="2026-07-03T09:00")
     assert (first.status, second.status) == (303, 303)
     html = (await browser.follow(second)).body.decode()
     # The receipt names what it replaced (was: "It replaces the earlier schedule.").
@@ -305,12 +285,12 @@ async def test_a_running_schedule_blocks_a_new_one(world: World) -> None:
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    await create(browser, installation.id)
+    await browser.create(installation.id)
     await world.db.prepare(
         "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
         " lease_token = 'l', lease_until = 1"
     ).run()
-    response = await create(browser, installation.id, local_time="2026-07-05T09:00")
+    response = await browser.create(installation.id, local_time="2026-07-05T09:00")
     assert response.status == 409
     assert 'data-error-code="execution_in_progress"' in response.body.decode()
     rows = (await world.db.prepare("SELECT status FROM schedules").all()).results
@@ -321,7 +301,7 @@ async def test_manage_session_cannot_create(world: World) -> None:
     installation = await world.install()
     editor = await world.browser_for(installation)
     await editor.get(f"/installations/{installation.id}")
-    assert (await create(editor, installation.id)).status == 303
+    assert (await editor.create(installation.id)).status == 303
     await world.db.prepare("DELETE FROM schedules").run()
     browser = await world.browser_for(installation, content_id=None)
     page = await browser.get(f"/installations/{installation.id}")
@@ -332,7 +312,7 @@ async def test_manage_session_cannot_create(world: World) -> None:
         ).first()
         or {}
     )["csrf_token"]
-    response = await create(browser, installation.id)
+    response = await browser.create(installation.id)
     assert response.status == 403
     assert 'data-error-code="manage_cannot_create"' in response.body.decode()
     assert await world.db.prepare("SELECT count(*) AS n FROM schedules").first() == {"n": 0}
@@ -362,7 +342,7 @@ async def test_posts_need_our_origin_and_the_session_csrf_token(
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    fields = form(browser)
+    fields = browser.create_form()
     if not token_ok:
         fields["csrf_token"] = "x" * 43
     response = await browser.post(
@@ -380,7 +360,7 @@ async def test_cancel_pending_and_retrying_only(world: World) -> None:
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    await create(browser, installation.id)
+    await browser.create(installation.id)
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     page = await browser.get(f"/installations/{installation.id}")
     assert f"/schedules/{sid}/cancel" in page.body.decode()
@@ -405,7 +385,7 @@ async def test_cancel_running_is_409_and_other_installation_404(world: World) ->
     other = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    await create(browser, installation.id)
+    await browser.create(installation.id)
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     await world.db.prepare(
         "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
@@ -435,7 +415,7 @@ async def test_manage_launch_lists_and_cancels_across_contents(world: World) -> 
     for content, transition in (("cnt_en", "publish:published"), ("cnt_pub", "unpublish:draft")):
         browser = await world.browser_for(installation, content_id=content)
         await browser.get(f"/installations/{installation.id}")
-        assert (await create(browser, installation.id, transition=transition)).status == 303
+        assert (await browser.create(installation.id, transition=transition)).status == 303
     manager = await world.browser_for(installation, content_id=None)
     html = (await manager.get(f"/installations/{installation.id}")).body.decode()
     listed = schedules_on(html)
@@ -456,7 +436,7 @@ async def test_content_session_cannot_cancel_other_contents_schedule(world: Worl
     installation = await world.install()
     pub = await world.browser_for(installation, content_id="cnt_pub")
     await pub.get(f"/installations/{installation.id}")
-    assert (await create(pub, installation.id, transition="unpublish:draft")).status == 303
+    assert (await pub.create(installation.id, transition="unpublish:draft")).status == 303
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     en = await world.browser_for(installation, content_id="cnt_en")
     await en.get(f"/installations/{installation.id}")
@@ -470,7 +450,7 @@ async def test_list_items_carry_data_attributes_and_plain_language(world: World)
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    await create(browser, installation.id)
+    await browser.create(installation.id)
     await world.db.prepare(
         "UPDATE schedules SET status = 'refused', result_code = 'token_unreadable',"
         " next_attempt_at = NULL"
@@ -558,7 +538,7 @@ async def test_a_launch_in_another_tab_is_explained_not_blamed_on_csrf(world: Wo
     browser = await world.browser_for(installation, content_id="cnt_en")
     page = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert 'name="opened_for" value="cnt_en"' in page
-    fields = form(browser, opened_for="cnt_en")
+    fields = browser.create_form(opened_for="cnt_en")
     other = world.core.issue_launch(
         installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_page"}
     )
@@ -573,7 +553,7 @@ async def test_after_a_create_the_form_offers_the_zone_just_used(world: World) -
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    response = await create(browser, installation.id, timezone="America/New_York")
+    response = await browser.create(installation.id, timezone="America/New_York")
     html = (await browser.follow(response)).body.decode()
     assert 'id="timezone" name="timezone"' in html
     assert re.search(r'name="timezone"[^>]*value="America/New_York"', html)
@@ -583,6 +563,6 @@ async def test_a_stale_csrf_token_asks_to_reload(world: World) -> None:
     installation = await world.install()
     browser = await world.browser_for(installation)
     await browser.get(f"/installations/{installation.id}")
-    response = await create(browser, installation.id, csrf_token="y" * 43)
+    response = await browser.create(installation.id, csrf_token="y" * 43)
     assert response.status == 403
     assert "<title>Please reload the page" in response.body.decode()

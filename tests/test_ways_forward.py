@@ -157,14 +157,9 @@ async def test_the_header_leads_back_to_dee_wan_within_a_session(world: World) -
 async def test_a_past_time_offers_the_next_minute_as_a_button(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
-    fields = {
-        "csrf_token": browser.csrf(),
-        **browser.shown(),
-        "transition": "publish:published",
-        "local_time": "2026-07-01T05:00",
-        "timezone": "America/New_York",
-    }
-    refused = await browser.post(f"/installations/{installation.id}/schedules", fields)
+    refused = await browser.create(
+        installation.id, local_time="2026-07-01T05:00", timezone="America/New_York"
+    )
     assert refused.status == 422
     shown = refused.body.decode()
     assert 'data-error-code="past_time"' in shown
@@ -173,8 +168,8 @@ async def test_a_past_time_offers_the_next_minute_as_a_button(world: World) -> N
     assert button
     assert button.group(1) == "2026-07-01T06:01"
     assert button.group(2) == "Schedule it at Wed 1 Jul 2026, 06:01 EDT instead"
-    made = await browser.post(
-        f"/installations/{installation.id}/schedules", {**fields, "local_time": button.group(1)}
+    made = await browser.create(
+        installation.id, local_time=button.group(1), timezone="America/New_York"
     )
     assert made.status == 303
 
@@ -187,16 +182,7 @@ async def test_the_manage_view_says_its_zone_when_dee_wan_does_not(world: World)
 
     installation = await world.install()
     editor = await world.open_page(installation)
-    made = await editor.post(
-        f"/installations/{installation.id}/schedules",
-        {
-            "csrf_token": editor.csrf(),
-            **editor.shown(),
-            "transition": "publish:published",
-            "local_time": "2026-07-02T09:00",
-            "timezone": "Asia/Tokyo",
-        },
-    )
+    made = await editor.create(installation.id, timezone="Asia/Tokyo")
     assert made.status == 303
     manage = await world.browser_for(installation, content_id=None)
     page = f"/installations/{installation.id}"
@@ -221,16 +207,7 @@ async def test_the_zone_list_offers_no_factory_nor_old_aliases(world: World) -> 
     assert {"Europe/Paris", "Asia/Kolkata", "Europe/Kyiv", "UTC"} <= offered
     assert not offered & {"Factory", "Asia/Calcutta", "Europe/Kiev", "US/Eastern"}
     # An old alias typed by hand is still understood.
-    made = await editor.post(
-        f"/installations/{installation.id}/schedules",
-        {
-            "csrf_token": editor.csrf(),
-            **editor.shown(),
-            "transition": "publish:published",
-            "local_time": "2026-07-02T09:00",
-            "timezone": "Asia/Calcutta",
-        },
-    )
+    made = await editor.create(installation.id, timezone="Asia/Calcutta")
     assert made.status == 303
 
 

@@ -143,6 +143,18 @@ class Browser:
     ) -> Response:
         return await self.post_pairs(url, list(fields.items()), origin=origin, site=site)
 
+    def create_form(self, **fields: str) -> dict[str, str]:
+        """The content page's create form as last shown: a publish on Thu 2 Jul 2026, 09:00
+        Paris time, with `fields` instead."""
+        defaults = {"transition": "publish:published", "local_time": "2026-07-02T09:00"}
+        sent = {"csrf_token": self.csrf(), **self.pins, **defaults, "timezone": "Europe/Paris"}
+        return {**sent, **fields}
+
+    async def create(self, installation_id: str, **fields: str) -> Response:
+        """Press Schedule on the content page (`create_form` with `fields`)."""
+        url = f"/installations/{installation_id}/schedules"
+        return await self.post(url, self.create_form(**fields))
+
     async def post_pairs(
         self,
         url: str,
