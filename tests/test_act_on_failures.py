@@ -20,11 +20,13 @@ from tests.support.world import (
     MINUTE,
     Browser,
     World,
+    next_steps,
     row,
     schedule,
     schedules_on,
     session_csrf,
     tick_at,
+    words,
 )
 
 
@@ -33,12 +35,6 @@ def card(page: str, schedule_id: str) -> str:
     start = page.index(f'<li class="schedule" id="schedule-{schedule_id}"')
     end = page.index('<p class="support">For support: schedule', start)
     return page[start : page.index("</li>", end)]
-
-
-def words(fragment: str) -> str:
-    """The text a person reads: tags dropped, entities decoded, spaces folded."""
-    said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
-    return re.sub(r" ([,.;:])", r"\1", said)
 
 
 def counts(page: str) -> dict[str, int]:
@@ -491,14 +487,6 @@ async def _endpoints(world: World) -> int:
 
 
 # -- 4: no dead ends ---------------------------------------------------------------------------
-
-
-def next_steps(page: str) -> dict[str, str]:
-    """The error page's ways on: `retry`, `back`, `dee-wan` → where each leads."""
-    return {
-        name: html.unescape(href)
-        for href, name in re.findall(r'<a [^>]*href="([^"]+)" data-next="([^"]+)"', page)
-    }
 
 
 async def test_every_error_page_has_a_next_step(world: World) -> None:

@@ -11,11 +11,11 @@ import re
 
 import pytest
 
-from scheduling.domain.schedule import NewSchedule
 from scheduling.http.responses import Response
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.repository import schedules
 from tests.support.app import FakeClock
+from tests.support.records import new_schedule
 from tests.support.runtimes import Runtime
 from tests.support.world import MINUTE, World, card, local, schedules_on, session_csrf
 
@@ -383,21 +383,8 @@ async def test_every_schedule_of_a_content_is_reachable_from_its_page(world: Wor
     installation = await world.install()
     made = set()
     for n in range(230):  # each supersedes the one before: one pending, 229 superseded
-        new = NewSchedule(
-            id=f"sch_{n:03d}",
-            installation_id=installation.id,
-            content_id="cnt_en",
-            kind="publish",
-            to_state="published",
-            version_id="ver_1",
-            workflow_revision=1,
-            due_at=world.clock.now_ms() + 3_600_000,
-            timezone="UTC",
-            local_time="2026-07-01T11:00",
-            fold=None,
-            requested_by="usr_editor",
-            requested_by_name="Ada Lovelace",
-        )
+        due = world.clock.now_ms() + 3_600_000
+        new = new_schedule(id=f"sch_{n:03d}", installation_id=installation.id, due_at=due)
         world.clock.advance(1)
         await schedules.create(world.db, new, world.clock.now_ms())
         made.add(new.id)

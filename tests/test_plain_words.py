@@ -17,20 +17,14 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.domain.schedule import NewSchedule
 from scheduling.repository import schedules
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock
+from tests.support.records import new_schedule
 from tests.support.time_format import raw_times
-from tests.support.world import World, row, schedules_on, tick_at
+from tests.support.world import World, row, schedules_on, tick_at, words
 
 MINUTE = 60_000
-
-
-def text(page: str) -> str:
-    """What a person reads: tags dropped, entities decoded, white space collapsed."""
-    said = re.sub(r"\s+", " ", markup.unescape(re.sub(r"<[^>]+>", " ", page))).strip()
-    return re.sub(r" ([.,;:)])", r"\1", said)
 
 
 def between(page: str, start: str, end: str) -> str:
@@ -83,7 +77,7 @@ async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world:
     assert (
         "A new schedule replaces the waiting one of version"
         f" {world.core.state.group_of('cnt_pub').published_version_id} for Thu 2 Jul 2026,"
-        " 09:00 CEST (Europe/Paris; 07:00 UTC): that one will not be sent." in text(page)
+        " 09:00 CEST (Europe/Paris; 07:00 UTC): that one will not be sent." in words(page)
     )
 
 
@@ -99,7 +93,7 @@ async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
     assert (
         "It replaces the schedule of version ver_1 for Fri 2 Jul 2027, 09:00 CEST"
         " (Europe/Paris; 07:00 UTC),"
-        " which will not be sent" in text(receipt)
+        " which will not be sent" in words(receipt)
     )
 
 
@@ -111,8 +105,8 @@ async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
         "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
         " lease_token = 'l', lease_until = 1"
     ).run()
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
-    assert "is being sent to Dee Wan right now; a new one can be made once it is done" in text(page)
+    said = words((await browser.get(f"/installations/{installation.id}")).body.decode())
+    assert "is being sent to Dee Wan right now; a new one can be made once it is done" in said
 
 
 # -- 2. cancel through a confirmation page ------------------------------------------------
@@ -136,7 +130,7 @@ async def test_cancel_asks_first_naming_change_version_time_and_title(world: Wor
     assert confirm.status == 200
     shown = confirm.body.decode()
     assert f'data-cancel-confirmation="{sid}"' in shown
-    said = text(shown)
+    said = words(shown)
     assert "Cancel this schedule?" in said
     assert "Content “Spring launch”" in said
     assert f"Change Publish version {version}" in said
@@ -154,7 +148,7 @@ async def test_cancel_asks_first_naming_change_version_time_and_title(world: Wor
     flash = between(after, f'data-cancelled="{sid}"', "</div>")
     assert (
         f"Cancelled: the schedule to publish version {version} at Thu 2 Jul 2026, 09:00 CEST"
-        " (Europe/Paris; 07:00 UTC). Nothing was sent to Dee Wan." in text(flash)
+        " (Europe/Paris; 07:00 UTC). Nothing was sent to Dee Wan." in words(flash)
     )
 
 
@@ -192,7 +186,7 @@ async def test_the_confirmation_and_the_cancel_work_with_dee_wan_down(world: Wor
     world.core.faults.push(Fault.respond(503, "unavailable"), endpoint="content")
     confirm = await editor.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
     assert confirm.status == 200
-    assert "(Dee Wan did not give its title)" in text(confirm.body.decode())
+    assert "(Dee Wan did not give its title)" in words(confirm.body.decode())
     transitions = len(world.core.calls.of("transitions"))
     assert (await editor.cancel(installation.id, sid)).status == 303
     assert (await row(world, sid))["status"] == "cancelled"
@@ -210,7 +204,7 @@ async def test_the_manage_cancel_message_names_the_content(world: World) -> None
     assert (response.header("location") or "").endswith(f"?cancelled={sid}&show=upcoming")
     after = (await manager.follow(response)).body.decode()
     assert "Cancelled: the schedule to publish version ver_1 of “Spring launch” at Thu 2 Jul" in (
-        text(after)
+        words(after)
     )
 
 
@@ -226,7 +220,7 @@ async def test_the_deadline_has_its_date_its_zone_and_rfc3339(world: World) -> N
     deadline = re.search(r'<p data-deadline="([^"]+)">(.*?)</p>', page, re.S)
     assert deadline
     assert deadline.group(1) == "2026-11-30T23:55:00Z"
-    assert text(deadline.group(2)) == (
+    assert words(deadline.group(2)) == (
         "If Dee Wan cannot be reached, nothing is sent after"
         " Tue 1 Dec 2026, 00:55 CET (Europe/Paris; Mon 30 Nov 2026, 23:55 UTC)."
     )
@@ -247,7 +241,7 @@ async def test_done_says_how_late_it_was(world: World) -> None:
     item = next(i for i in schedules_on(page) if i["schedule-id"] == late_id)
     assert item["status"] == "completed"
     assert item["late-ms"] == "130000"
-    assert "Done, 2 min late" in text(page)
+    assert "Done, 2 min late" in words(page)
     # A send within the minute is on time: plain "Done".
     await (
         world.db.prepare("UPDATE schedule_attempts SET started_at = ? WHERE schedule_id = ?")
@@ -269,7 +263,7 @@ async def test_a_time_years_ahead_is_accepted_with_a_note(world: World) -> None:
     note = re.search(r'<p data-years-ahead="([^"]+)">(.*?)</p>', page, re.S)
     assert note
     assert note.group(1) == "5 years"
-    assert "that is about 5 years from now. If you meant an earlier year" in text(note.group(2))
+    assert "that is about 5 years from now. If you meant an earlier year" in words(note.group(2))
     soon = await browser.create(installation.id, local_time="2027-06-30T09:00")
     assert "data-years-ahead" not in (await browser.follow(soon)).body.decode()
 
@@ -326,7 +320,7 @@ async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(worl
     refused = await browser.create(installation.id, timezone="Europe/Berln")
     assert refused.status == 422
     page = refused.body.decode()
-    error = text(between(page, 'id="form-error"', "</div>\n"))
+    error = words(between(page, 'id="form-error"', "</div>\n"))
     assert "“Europe/Berln” is not a time zone name this plugin knows." in error
     assert "Did you mean Europe/Berlin" in error
     assert await stored(world) == []
@@ -358,7 +352,7 @@ async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
     assert (
         "Sun 28 Mar 2027, 02:30 does not happen in Europe/Berlin: the clocks jump from 02:00"
         " to 03:00. The first minute after the jump is Sun 28 Mar 2027, 03:00 CEST"
-        " (Europe/Berlin; 01:00 UTC)." in text(page)
+        " (Europe/Berlin; 01:00 UTC)." in words(page)
     )
     [choice] = retry_forms(page)
     assert choice["local_time"] == "2027-03-28T03:00"
@@ -394,7 +388,7 @@ async def test_dee_wan_down_on_the_content_read_is_temporary(world: World, fault
     assert response.status == 200
     page = response.body.decode()
     assert 'data-unread="dee_wan_unavailable"' in page
-    said = text(page)
+    said = words(page)
     assert "Dee Wan is not answering right now, so this page shows the schedules as" in said
     assert "could not be trusted" not in said
     assert len(schedules_on(page)) == 1
@@ -420,7 +414,7 @@ async def test_dee_wan_down_at_submit_stores_nothing_and_keeps_the_form(world: W
     # The form comes back as it was entered, the reason above it.
     assert re.search(r'id="local_time" name="local_time"[^>]*value="2026-07-03T08:15"', page)
     assert 'name="transition" id="t-1" value="publish:published" checked' in page
-    said = text(page)
+    said = words(page)
     assert "the form keeps what you entered: press Schedule again in a minute" in said
     assert said.index("press Schedule again") < said.index("Date and time")
     # Sent again once Dee Wan answers, it is made.
@@ -440,7 +434,7 @@ async def test_a_garbled_answer_is_said_in_plain_words(world: World) -> None:
     assert response.status == 200
     page = response.body.decode()
     assert 'data-unread="untrusted_response"' in page
-    said = text(page)
+    said = words(page)
     assert "in a way its plugin protocol does not allow (a garbled or unexpected answer)" in said
     assert "could not be trusted" not in said
     assert "tell the plugin's operator" in said
@@ -472,7 +466,7 @@ async def test_a_translation_names_its_group_by_title(world: World) -> None:
     page = browser.page()
     assert 'data-primary-id="cnt_en"' in page
     assert "Translation of “Spring launch”: schedules apply to the whole translation group" in (
-        text(page)
+        words(page)
     )
     assert "<code>cnt_en</code>" not in page
 
@@ -484,20 +478,12 @@ async def make_history(world: World, installation: Installation, reschedules: in
     """`reschedules` + 1 publish schedules of cnt_en, each replacing the one before."""
     ids = []
     for n in range(reschedules + 1):
-        new = NewSchedule(
+        new = new_schedule(
             id=f"sch_h{n:03d}",
             installation_id=installation.id,
-            content_id="cnt_en",
-            kind="publish",
-            to_state="published",
-            version_id="ver_1",
-            workflow_revision=1,
             due_at=START_MS + 3_600_000,
             timezone="Europe/Paris",
             local_time="2026-07-01T13:00",
-            fold=None,
-            requested_by="usr_editor",
-            requested_by_name="Ada Lovelace",
         )
         world.clock.advance(1)
         await schedules.create(world.db, new, world.clock.now_ms())
@@ -521,7 +507,7 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     assert 'data-replaced-count="55"' in history.group(1)
     assert " open" not in history.group(1)  # folded on the first page
     # It says how many of them this page shows.
-    assert "History: 55 earlier schedules, all replaced by a newer one (49 on this page)" in text(
+    assert "History: 55 earlier schedules, all replaced by a newer one (49 on this page)" in words(
         history.group(2)
     )
     assert len(re.findall(r'data-status="superseded"', history.group(2))) == 49
@@ -532,8 +518,8 @@ async def test_replaced_schedules_fold_into_a_history_with_their_count(world: Wo
     second = (await browser.get(f"/installations/{installation.id}?page=2")).body.decode()
     assert re.search(r'<details class="history" id="history" [^>]* open>', second)
     assert len(schedules_on(second)) == 6
-    assert "(6 on this page)" in text(second)
-    assert "the latest ended ones are on" in text(second)
+    assert "(6 on this page)" in words(second)
+    assert "the latest ended ones are on" in words(second)
 
 
 async def test_the_latest_ended_schedules_stay_in_view_and_older_ones_fold(world: World) -> None:
@@ -575,7 +561,7 @@ async def test_manage_folds_the_replaced_finished_ones(world: World) -> None:
     assert re.findall(r'data-schedule-id="([^"]+)"', shown) == [ids[-1]]
     assert len(re.findall(r'data-status="superseded"', folded)) == 5
     assert 'data-replaced-count="5"' in folded
-    assert "Replaced by a newer schedule: 5" in text(folded)
+    assert "Replaced by a newer schedule: 5" in words(folded)
 
 
 # -- 9. the manage view says what it could not do --------------------------------------------
@@ -585,20 +571,11 @@ async def seed_many(world: World, installation: Installation, count: int) -> Non
     for i in range(count):
         content_id = f"cnt_x{i:03d}"
         world.core.state.add_content(content_id, f"Item {i}")
-        new = NewSchedule(
+        new = new_schedule(
             id=f"sch_x{i:03d}",
             installation_id=installation.id,
             content_id=content_id,
-            kind="publish",
-            to_state="published",
-            version_id="ver_1",
-            workflow_revision=1,
             due_at=START_MS + (i + 1) * 3_600_000,
-            timezone="UTC",
-            local_time="2026-07-01T11:00",
-            fold=None,
-            requested_by="usr_editor",
-            requested_by_name="Ada Lovelace",
         )
         await schedules.create(world.db, new, START_MS)
 

@@ -8,19 +8,7 @@ import re
 
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
-from tests.support.world import Browser, World
-
-
-def words(page: str) -> str:
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
-
-
-def next_steps(page: str) -> dict[str, str]:
-    return {
-        name: html.unescape(href)
-        for href, name in re.findall(r'<a [^>]*href="([^"]+)" data-next="([^"]+)"', page)
-    }
-
+from tests.support.world import Browser, World, next_steps, words
 
 # -- 1. the chat message's link, opened without a session ------------------------------------
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from scheduling.domain.content import ContentRead
-from scheduling.domain.schedule import Schedule
+from scheduling.domain.schedule import NewSchedule, Schedule
 from scheduling.domain.statuses import Status
 
 SCHEDULE = Schedule(
@@ -21,6 +21,19 @@ SCHEDULE = Schedule(
 def stored_schedule(**changes: Any) -> Schedule:
     """A pending publish of `cnt_1` pinning `ver_13` at workflow revision 4, with `changes`."""
     return replace(SCHEDULE, **changes)
+
+
+NEW_SCHEDULE = NewSchedule(
+    id="sch_1", installation_id="ins_1", content_id="cnt_en", kind="publish",
+    to_state="published", version_id="ver_1", workflow_revision=1, due_at=0, timezone="UTC",
+    local_time="2026-07-01T11:00", fold=None, requested_by="usr_editor",
+    requested_by_name="Ada Lovelace",
+)  # fmt: skip
+
+
+def new_schedule(**changes: Any) -> NewSchedule:
+    """A publish of the sample site's `cnt_en` pinning `ver_1` by Ada, with `changes`."""
+    return replace(NEW_SCHEDULE, **changes)
 
 
 def content_read(

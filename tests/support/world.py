@@ -217,6 +217,18 @@ def card(html: str, schedule_id: str) -> str:
     return found.group(0)
 
 
+def words(page: str) -> str:
+    """What a person reads: tags dropped, entities decoded, white space folded."""
+    said = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+    return re.sub(r" ([.,;:)])", r"\1", said)
+
+
+def next_steps(page: str) -> dict[str, str]:
+    """An error page's ways on (`retry`, `back`, `dee-wan`, `about`) → where each leads."""
+    found = re.findall(r'<a [^>]*href="([^"]+)" data-next="([^"]+)"', page)
+    return {name: html.unescape(href) for href, name in found}
+
+
 def path_of(url: str) -> str:
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")
