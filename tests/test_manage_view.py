@@ -37,23 +37,14 @@ def content(i: int) -> str:
 
 
 async def seed(world: World, installation: Installation, count: int = COUNT) -> dict[str, str]:
-    """`count` contents, each with a publish schedule made through its page:
-    content -> schedule id."""
+    """`count` contents, each with a publish made through its page: content -> schedule id."""
     made = {}
     for i in range(count):
         world.core.state.add_content(content(i), f"Item {i}")
         browser = await world.browser_for(installation, content_id=content(i))
         await browser.get(f"/installations/{installation.id}")
-        response = await browser.post(
-            f"/installations/{installation.id}/schedules",
-            {
-                "csrf_token": browser.csrf(),
-                **browser.shown(),
-                "transition": "publish:published",
-                "local_time": local(FIRST_DUE + i * HALF_HOUR),
-                "timezone": "UTC",
-            },
-        )
+        due = local(FIRST_DUE + i * HALF_HOUR)
+        response = await browser.create(installation.id, local_time=due, timezone="UTC")
         assert response.status == 303, response.body[:300]
         made[content(i)] = (response.header("location") or "").rsplit("=", 1)[1]
     db = world.db

@@ -60,15 +60,20 @@ async def test_the_form_says_what_time_it_is_now_and_suggests_a_time(world: Worl
     assert '<option value="Europe/Paris">' in html
 
 
-async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -> None:
+async def test_a_past_time_says_the_time_in_the_zone_and_offers_the_next_minute(
+    world: World,
+) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
     response = await browser.create(
-        installation.id, local_time="2026-07-01T05:00", timezone="America/New_York"
+        installation.id, local_time="2026-07-01T05:00", timezone="america/new_york"
     )
     assert response.status == 422
     html = response.body.decode()
-    assert "past_time" in html
+    assert 'data-error-code="past_time"' in html
+    # The zone typed in any case is written back in its proper case.
+    assert re.search(r'id="timezone" name="timezone"[^>]*value="America/New_York"', html)
+    assert 'value="america/new_york"' not in html
     # What time it is there is said once, beside the time, in the chosen zone.
     assert html.count("Now in ") == 1
     assert re.search(
@@ -78,7 +83,17 @@ async def test_a_refusal_says_what_time_it_is_in_the_chosen_zone(world: World) -
     )
     assert "Wed 1 Jul 2026, 05:00 EDT (America/New_York; 09:00 UTC) has already passed." in html
     assert "You entered Wed 1 Jul 2026, 05:00." in html
-    assert 'data-now-zone="America/New_York"' in html
+    # Now is 06:00 EDT: the next minute, 06:01, in the same zone, as a one-click retry (issue 38).
+    button = re.search(r'<button type="submit" data-retry-local-time="([^"]+)">([^<]+)<', html)
+    assert button
+    assert button.groups() == (
+        "2026-07-01T06:01",
+        "Schedule it at Wed 1 Jul 2026, 06:01 EDT instead",
+    )
+    made = await browser.create(
+        installation.id, local_time=button.group(1), timezone="America/New_York"
+    )
+    assert made.status == 303
     unknown = await browser.create(installation.id, timezone="Mars/Base")
     text = unknown.body.decode()
     assert "data-now-chosen" not in text  # no clock for a zone that does not exist

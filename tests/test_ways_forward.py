@@ -10,30 +10,6 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.world import Browser, World, next_steps, words
 
-# -- 1. the chat message's link, opened without a session ------------------------------------
-
-
-async def test_a_chat_link_without_a_session_leads_somewhere_without_naming_dee_wan(
-    world: World,
-) -> None:
-    installation = await world.install()
-    stranger = Browser(world.app)
-    page = f"/installations/{installation.id}"
-    refused = await stranger.get(page)
-    assert refused.status == 401
-    shown = refused.body.decode()
-    assert next_steps(shown) == {"retry": page, "about": "/"}
-    assert "Open Scheduling from Dee Wan in this browser first" in words(shown)
-    assert world.core.base_url not in shown
-    # Once opened from Dee Wan in that browser, the same link shows the page.
-    launch = world.core.issue_launch(installation.id, "usr_editor", {"kind": "manage"})
-    assert (await stranger.get(launch.url)).status == 303
-    assert (await stranger.get(page)).status == 200
-    # The page it leads to says how Scheduling is opened.
-    about = await stranger.get("/")
-    assert "open the content item in Dee Wan" in words(about.body.decode())
-
-
 # -- 5. a reloaded refused form ----------------------------------------------------------------
 
 
@@ -137,29 +113,6 @@ async def test_the_header_leads_back_to_dee_wan_within_a_session(world: World) -
     for address in (page, "/", f"{page}/schedules/sch_x/cancel"):
         answer = await Browser(world.app).get(address)
         assert world.core.base_url not in answer.body.decode(), address
-
-
-# -- 6. a past time offers the next valid minute -----------------------------------------------
-
-
-async def test_a_past_time_offers_the_next_minute_as_a_button(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    refused = await browser.create(
-        installation.id, local_time="2026-07-01T05:00", timezone="America/New_York"
-    )
-    assert refused.status == 422
-    shown = refused.body.decode()
-    assert 'data-error-code="past_time"' in shown
-    # Now is 06:00 EDT: the next minute, 06:01, in the same zone, as a one-click retry.
-    button = re.search(r'<button type="submit" data-retry-local-time="([^"]+)">([^<]+)<', shown)
-    assert button
-    assert button.group(1) == "2026-07-01T06:01"
-    assert button.group(2) == "Schedule it at Wed 1 Jul 2026, 06:01 EDT instead"
-    made = await browser.create(
-        installation.id, local_time=button.group(1), timezone="America/New_York"
-    )
-    assert made.status == 303
 
 
 # -- 7. the manage view says which zone it shows, and why ---------------------------------------
