@@ -288,8 +288,7 @@ async def test_who_may_try_again(world: World) -> None:
     assert 'data-error-code="transition_not_allowed"' in refused_.body.decode()
 
     # The manage launch is told where to do it.
-    manage = await world.browser_for(installation, content_id=None)
-    await manage.get(f"/installations/{installation.id}")
+    manage = await world.open_page(installation, None)
     from_manage = await manage.post(
         path, {"csrf_token": manage.csrf(), "opened_for": "manage", **shown}
     )

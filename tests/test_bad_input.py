@@ -91,8 +91,7 @@ def form(browser: Browser, **fields: str) -> dict[str, str]:
 
 async def content_browser(world: World) -> tuple[Browser, str]:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     return browser, installation.id
 
 

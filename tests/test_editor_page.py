@@ -242,8 +242,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     # A manage launch cancels any schedule. Dee Wan offers it to site admins, who need no
     # right to publish themselves.
     world.core.state.add_person("usr_admin", "Mary Admin", set(), role="admin")
-    manager = await world.browser_for(installation, person="usr_admin", content_id=None)
-    await manager.get(f"/installations/{installation.id}")
+    manager = await world.open_page(installation, None, person="usr_admin")
     clock.advance(5_000)
     response = await manager.cancel(installation.id, sid)
     assert response.status == 303

@@ -249,8 +249,7 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
     path = f"/installations/{installation.id}/proposals/{first_id}/decline"
     fields = {"csrf_token": viewer.csrf(), "opened_for": "cnt_en"}
     assert (await viewer.post(path, fields)).status == 403
-    editor = await world.browser_for(installation)
-    await editor.get(f"/installations/{installation.id}")
+    editor = await world.open_page(installation)
     fields = {"csrf_token": editor.csrf(), "opened_for": "cnt_en"}
     assert (await editor.post(path, fields)).status == 303
     page = (await editor.get(f"/installations/{installation.id}")).body.decode()

@@ -67,8 +67,7 @@ async def manage_page_at(world: World, installation_id: str, minutes_later: int)
 
 async def manage_of(world: World) -> tuple[Any, Browser]:
     installation = await world.install()
-    browser = await world.browser_for(installation, content_id=None)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation, None)
     return installation, browser
 
 

@@ -305,8 +305,7 @@ async def test_replay_failures_since_sends_again_those_of_the_window_only(
 
 async def test_only_a_manage_launch_may_send_again_or_replay(world: World, hooks: Hooks) -> None:
     installation = await hooks.set_up()
-    editor = await world.browser_for(installation)
-    await editor.get(f"/installations/{installation.id}")
+    editor = await world.open_page(installation)
     base = f"/installations/{installation.id}/notifications/{hooks.endpoint_id}"
     form = {"csrf_token": editor.csrf(), "opened_for": "cnt_en"}
     for path in (f"{base}/replay", f"{base}/enable", f"{base}/deliveries/msg_x_whe_y/send-again"):

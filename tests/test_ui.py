@@ -179,8 +179,7 @@ async def test_time_table_through_the_form(
     world: World, fields: dict[str, str], status: int, expected: str
 ) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     response = await browser.create(installation.id, **fields)
     assert response.status == status, response.body[:300]
     if status == 303:
@@ -240,8 +239,7 @@ async def test_unpublish_pins_the_published_version(world: World) -> None:
 
 async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     for value in ("unpublish:draft", "publish:archived", "delete:gone", ""):
         response = await browser.create(installation.id, transition=value)
         assert response.status == 422
@@ -259,8 +257,7 @@ async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
     world: World,
 ) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     first = await browser.create(installation.id, local_time="2026-07-02T09:00")
     second = await browser.create(installation.id, local_time="2026-07-03T09:00")
     assert (first.status, second.status) == (303, 303)
@@ -283,8 +280,7 @@ async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
 
 async def test_a_running_schedule_blocks_a_new_one(world: World) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     await browser.create(installation.id)
     await world.db.prepare(
         "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
@@ -299,8 +295,7 @@ async def test_a_running_schedule_blocks_a_new_one(world: World) -> None:
 
 async def test_manage_session_cannot_create(world: World) -> None:
     installation = await world.install()
-    editor = await world.browser_for(installation)
-    await editor.get(f"/installations/{installation.id}")
+    editor = await world.open_page(installation)
     assert (await editor.create(installation.id)).status == 303
     await world.db.prepare("DELETE FROM schedules").run()
     browser = await world.browser_for(installation, content_id=None)
@@ -340,8 +335,7 @@ async def test_posts_need_our_origin_and_the_session_csrf_token(
     world: World, origin: str | None, site: str | None, token_ok: bool, allowed: bool
 ) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     fields = browser.create_form()
     if not token_ok:
         fields["csrf_token"] = "x" * 43
@@ -358,8 +352,7 @@ async def test_posts_need_our_origin_and_the_session_csrf_token(
 
 async def test_cancel_pending_and_retrying_only(world: World) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     await browser.create(installation.id)
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     page = await browser.get(f"/installations/{installation.id}")
@@ -383,8 +376,7 @@ async def test_cancel_pending_and_retrying_only(world: World) -> None:
 async def test_cancel_running_is_409_and_other_installation_404(world: World) -> None:
     installation = await world.install()
     other = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     await browser.create(installation.id)
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
     await world.db.prepare(
@@ -396,8 +388,7 @@ async def test_cancel_running_is_409_and_other_installation_404(world: World) ->
     )
     assert response.status == 409
     assert 'data-error-code="execution_in_progress"' in response.body.decode()
-    other_browser = await world.browser_for(other, content_id=None)
-    await other_browser.get(f"/installations/{other.id}")
+    other_browser = await world.open_page(other, None)
     other_browser.csrf_token = (
         await world.db.prepare("SELECT csrf_token FROM sessions WHERE installation_id = ?")
         .bind(other.id)
@@ -434,12 +425,10 @@ async def test_manage_launch_lists_and_cancels_across_contents(world: World) -> 
 
 async def test_content_session_cannot_cancel_other_contents_schedule(world: World) -> None:
     installation = await world.install()
-    pub = await world.browser_for(installation, content_id="cnt_pub")
-    await pub.get(f"/installations/{installation.id}")
+    pub = await world.open_page(installation, "cnt_pub")
     assert (await pub.create(installation.id, transition="unpublish:draft")).status == 303
     sid = (await world.db.prepare("SELECT id FROM schedules").first() or {})["id"]
-    en = await world.browser_for(installation, content_id="cnt_en")
-    await en.get(f"/installations/{installation.id}")
+    en = await world.open_page(installation, "cnt_en")
     response = await en.post(
         f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": en.csrf()}
     )
@@ -448,8 +437,7 @@ async def test_content_session_cannot_cancel_other_contents_schedule(world: Worl
 
 async def test_list_items_carry_data_attributes_and_plain_language(world: World) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     await browser.create(installation.id)
     await world.db.prepare(
         "UPDATE schedules SET status = 'refused', result_code = 'token_unreadable',"
@@ -551,8 +539,7 @@ async def test_a_launch_in_another_tab_is_explained_not_blamed_on_csrf(world: Wo
 
 async def test_after_a_create_the_form_offers_the_zone_just_used(world: World) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     response = await browser.create(installation.id, timezone="America/New_York")
     html = (await browser.follow(response)).body.decode()
     assert 'id="timezone" name="timezone"' in html
@@ -561,8 +548,7 @@ async def test_after_a_create_the_form_offers_the_zone_just_used(world: World) -
 
 async def test_a_stale_csrf_token_asks_to_reload(world: World) -> None:
     installation = await world.install()
-    browser = await world.browser_for(installation)
-    await browser.get(f"/installations/{installation.id}")
+    browser = await world.open_page(installation)
     response = await browser.create(installation.id, csrf_token="y" * 43)
     assert response.status == 403
     assert "<title>Please reload the page" in response.body.decode()

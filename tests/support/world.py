@@ -65,11 +65,11 @@ class World:
     async def open_page(
         self,
         installation: Installation,
-        content_id: str = "cnt_en",
+        content_id: str | None = "cnt_en",
         person: str = "usr_editor",
     ) -> Browser:
-        """A content launch for `person`, its page opened (its CSRF token and shown fields
-        ready for a form)."""
+        """A content launch (`None`: a manage launch) for `person`, its page opened (its CSRF
+        token and shown fields ready for a form)."""
         browser = await self.browser_for(installation, person=person, content_id=content_id)
         await browser.get(f"/installations/{installation.id}")
         return browser
