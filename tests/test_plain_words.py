@@ -97,18 +97,6 @@ async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
     )
 
 
-async def test_a_running_schedule_is_named_on_its_choice(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    assert (await browser.create(installation.id)).status == 303
-    await world.db.prepare(
-        "UPDATE schedules SET status = 'running', next_attempt_at = NULL,"
-        " lease_token = 'l', lease_until = 1"
-    ).run()
-    said = words((await browser.get(f"/installations/{installation.id}")).body.decode())
-    assert "is being sent to Dee Wan right now; a new one can be made once it is done" in said
-
-
 # -- 2. cancel through a confirmation page ------------------------------------------------
 
 
