@@ -17,18 +17,13 @@ from scheduling.repository import schedules
 from tests.support.app import FakeClock
 from tests.support.records import new_schedule
 from tests.support.runtimes import Runtime
-from tests.support.world import MINUTE, World, card, local, schedules_on, session_csrf
+from tests.support.world import MINUTE, World, card, local, schedules_on, session_csrf, words
 
 
 async def rows(world: World) -> list[dict[str, object]]:
     return (
         await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()
     ).results
-
-
-def text(html: str) -> str:
-    """What a person reads: tags dropped, white space collapsed."""
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
 
 
 # -- pin what you saw -------------------------------------------------------------------
@@ -189,7 +184,7 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
     assert (
         f"It replaces the schedule of version {old['version_id']} for Sun 25 Oct 2026, 02:30 CET"
         " (Europe/Berlin; 01:30 UTC),"
-        " which will not be sent" in text(receipt)
+        " which will not be sent" in words(receipt)
     )
     assert "pin-stale" not in schedules_on(receipt)[0]
 
@@ -255,7 +250,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     )
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     cancelled = "Cancelled by Mary Admin at Wed 1 Jul 2026, 12:00:05 CEST"
-    assert f"{cancelled} (Europe/Paris; 10:00:05 UTC)" in text(card(html, sid))
+    assert f"{cancelled} (Europe/Paris; 10:00:05 UTC)" in words(card(html, sid))
 
 
 class RefusingEveryConnection:
@@ -304,7 +299,7 @@ async def test_who_may_cancel_is_decided_without_calling_dee_wan_even_when_it_is
     assert after.status == 200
     assert len(down.requests) == 1
     cancelled = "Cancelled by Ada Lovelace at Wed 1 Jul 2026, 12:00:00 CEST"
-    assert cancelled in text(card(after.body.decode(), sid))
+    assert cancelled in words(card(after.body.decode(), sid))
 
 
 async def test_the_page_after_a_cancel_is_shown_while_dee_wan_is_down(runtime: Runtime) -> None:
