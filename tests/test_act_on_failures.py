@@ -53,8 +53,7 @@ async def refused(world: World, installation: Installation, fault: Fault) -> dic
 
 
 async def press(browser: Browser, installation_id: str, schedule_id: str, action: str) -> Any:
-    """Press a card's button (`retry`: Try again, `dismiss`: Dismiss) as the last page shows
-    its form."""
+    """Press a card's button (`retry`: Try again, `dismiss`: Dismiss) as the last page shows."""
     path = f"/installations/{installation_id}/schedules/{schedule_id}/{action}"
     form = browser.page().split(f'{path}"', 1)[1].split("</form>", 1)[0]
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))

@@ -1,12 +1,5 @@
-"""The editor's pages in plain words (issue 22): a warning before a schedule replaces another,
-a confirmation before a cancel, one way of writing an instant, forgiving zone names, the first
-minute after a gap, Dee Wan down said as temporary, lateness, history out of the way, and a
-manage view that says what it could not do.
-
-The test clock starts at Wed 1 Jul 2026, 10:00 UTC (12:00 CEST in Paris, the sample site's
-zone). Everything goes through the public surface: forms as pages send them, status codes,
-words and `data-*` attributes.
-"""
+"""The editor's pages in plain words (issue 22), through forms, status codes, words and `data-*`.
+The test clock starts at Wed 1 Jul 2026, 10:00 UTC (12:00 CEST in Paris, the site's zone)."""
 
 from __future__ import annotations
 

@@ -52,8 +52,7 @@ class Hooks:
         return self.installation
 
     async def refusals(self, count: int, every_ms: int) -> None:
-        """`count` schedules, the first due in 5 minutes and one every `every_ms` after, each
-        of which Dee Wan will refuse."""
+        """`count` schedules Dee Wan will refuse, due in 5 minutes and every `every_ms` after."""
         for n in range(count):
             content = f"day{n}"
             self.world.core.state.add_content(content, f"Day {n} news")

@@ -1,8 +1,5 @@
 """Time entry that does the arithmetic, receipts that say until when, and attempt history.
-
-The test clock starts at 2026-07-01 10:00:00 UTC (12:00 CEST in Paris, the
-sample site's zone).
-"""
+The test clock starts at 2026-07-01 10:00:00 UTC (12:00 CEST in Paris, the site's zone)."""
 
 from __future__ import annotations
 
