@@ -36,12 +36,8 @@ async def test_a_key_of_one_installation_sees_nothing_of_another(world: World) -
     assert got["_meta"]["code"] == "schedule_not_found"
     key_b = await mint_key(world, b)
     proposed = await call_tool(world, key_b, "propose_schedule", proposal())
-    withdrawn = await call_tool(
-        world,
-        key_a,
-        "withdraw_proposal",
-        {"proposal_id": proposed["structuredContent"]["proposal"]["id"]},
-    )
+    theirs = {"proposal_id": proposed["structuredContent"]["proposal"]["id"]}
+    withdrawn = await call_tool(world, key_a, "withdraw_proposal", theirs)
     assert withdrawn["_meta"]["code"] == "proposal_not_found"
     agenda = await call_tool(world, key_a, "agenda", {})
     assert agenda["structuredContent"]["items"] == []
