@@ -65,6 +65,14 @@ class Endpoints:
         )
         return installation
 
+    async def one_due(self, fault: Fault | None = None, **push: Any) -> tuple[Any, dict[str, Any]]:
+        """`set_up`, then a publish due in 5 minutes that Dee Wan answers with `fault`."""
+        installation = await self.set_up()
+        made = await schedule(self.world, installation)
+        if fault is not None:
+            self.world.core.faults.push(fault, endpoint="transitions", **push)
+        return installation, made
+
 
 @pytest.fixture
 def hooks(world: World) -> Endpoints:
@@ -91,9 +99,7 @@ async def deliveries(world: World, where: str = "1 = 1") -> list[dict[str, Any]]
 async def test_each_refusal_by_dee_wan_is_told_once_to_each_subscribed_endpoint_in_its_tick(
     world: World, hooks: Endpoints, fault: Fault, code: str
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(fault, endpoint="transitions")
+    _, s = await hooks.one_due(fault)
     report = await tick_at(world, s["due_at"])
     assert (await row(world, s["id"]))["result_code"] == code
     assert report["delivery_events"] == 2
@@ -117,9 +123,7 @@ async def test_each_refusal_by_dee_wan_is_told_once_to_each_subscribed_endpoint_
 async def test_retry_exhausted_by_attempts(db: SqliteDatabase, clock: FakeClock) -> None:
     world = World(db, clock, env=base_env(MAX_ATTEMPTS="2"))
     hooks = Endpoints(world)
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.timeout(), endpoint="transitions", times=2)
+    installation, s = await hooks.one_due(Fault.timeout(), times=2)
     await tick_at(world, s["due_at"])
     assert hooks.loud.deliveries == []  # retrying: not subscribed
     retry_at = (await row(world, s["id"]))["next_attempt_at"]
@@ -141,9 +145,7 @@ async def test_retry_exhausted_by_attempts(db: SqliteDatabase, clock: FakeClock)
 async def test_retry_exhausted_by_the_lateness_cap_at_settle(
     world: World, hooks: Endpoints
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(503, "busy"), endpoint="transitions")
+    _, s = await hooks.one_due(Fault.respond(503, "busy"))
     await tick_at(world, s["due_at"] + 895_000)  # a 15 s backoff cannot fit before the cap
     [event] = refused_events(hooks.loud)
     assert event["data"]["result_code"] == "retry_exhausted"
@@ -158,11 +160,7 @@ async def test_retry_exhausted_by_the_lateness_cap_at_settle(
 async def test_retry_exhausted_by_a_retry_after_past_the_limit(
     world: World, hooks: Endpoints
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(
-        Fault.respond(429, "slow_down", retry_after=7200), endpoint="transitions"
-    )
+    _, s = await hooks.one_due(Fault.respond(429, "slow_down", retry_after=7200))
     await tick_at(world, s["due_at"])
     [event] = refused_events(hooks.loud)
     assert (event["data"]["result_code"], event["data"]["ended_by"]) == (
@@ -174,8 +172,7 @@ async def test_retry_exhausted_by_a_retry_after_past_the_limit(
 
 
 async def test_refused_unsent_past_the_cap(world: World, hooks: Endpoints) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
+    _, s = await hooks.one_due()
     report = await tick_at(world, s["due_at"] + 900_001)  # the cron was down for 15 minutes
     assert report["refused_unsent"] == 1
     [event] = refused_events(hooks.loud)
@@ -191,9 +188,7 @@ async def test_refused_unsent_past_the_cap(world: World, hooks: Endpoints) -> No
 async def test_a_reclaimed_lease_past_the_cap_is_told_with_its_outcome_unknown(
     world: World, hooks: Endpoints
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.delay(5), endpoint="transitions")
+    _, s = await hooks.one_due(Fault.delay(5))
     await crash_during_send(world, s["due_at"])
     await tick_at(world, s["due_at"] + 900_001)
     [event] = refused_events(hooks.loud)
@@ -230,8 +225,7 @@ async def test_claimed_but_past_the_cap_when_its_slot_came(
 async def test_token_unreadable(db: SqliteDatabase, clock: FakeClock) -> None:
     world = World(db, clock)
     hooks = Endpoints(world)
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
+    _, s = await hooks.one_due()
     key = OTHER_TOKEN_KEY
     other = World(db, clock, env=base_env(TOKEN_KEY=key))
     other.core = world.core
@@ -275,8 +269,7 @@ async def test_completed_and_retrying_go_only_where_subscribed(
 async def test_the_body_says_what_happened_and_nothing_secret(
     world: World, hooks: Endpoints
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
+    installation, s = await hooks.one_due()
     world.core.state.edit("cnt_en")  # stale pin
     await tick_at(world, s["due_at"])
     [delivery] = hooks.loud.deliveries
@@ -319,9 +312,7 @@ async def test_the_body_says_what_happened_and_nothing_secret(
 async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answers_2xx(
     world: World, hooks: Endpoints
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict"))
     hooks.loud.answer_next(500, 500, "timeout", "drop", 503)
     now = s["due_at"]
     await tick_at(world, now)
@@ -357,9 +348,7 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
 
 
 async def test_gives_up_72_hours_after_the_event(world: World, hooks: Endpoints) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict"))
     hooks.loud.default = 500
     now = s["due_at"]
     await tick_at(world, now)
@@ -424,9 +413,7 @@ async def test_killed_between_the_settle_and_the_delivery_delivers_after_restart
     apply_migrations(database.connection)
     world = World(database, clock)
     hooks = Endpoints(world)
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict"))
 
     class Killed(BaseException):
         pass
@@ -461,9 +448,7 @@ async def test_killed_between_the_settle_and_the_delivery_delivers_after_restart
 async def test_a_runner_killed_mid_delivery_leaves_it_to_be_resent_with_the_same_id(
     world: World, hooks: Endpoints
 ) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
+    _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict"))
     arrived = asyncio.Event()
     real_send = hooks.loud.send
 
@@ -511,11 +496,7 @@ async def test_two_runners_at_once_never_send_the_same_delivery_twice(
 
 
 async def test_a_settle_that_lost_its_lease_writes_no_event(world: World, hooks: Endpoints) -> None:
-    installation = await hooks.set_up()
-    s = await schedule(world, installation)
-    world.core.faults.push(
-        Fault.respond(409, "workflow_conflict", delay_s=0.05), endpoint="transitions"
-    )
+    _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict", delay_s=0.05))
     slow = await tick_until_sent(world, s["due_at"])
     await (
         world.db.prepare("UPDATE schedules SET lease_token = 'someone-else' WHERE id = ?")
