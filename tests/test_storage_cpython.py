@@ -51,20 +51,24 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     database.close()
 
 
-def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
-    tmp_path: Path,
-) -> None:
-    """A database migrated to 0017 with a chat endpoint, its subscription and a delivery,
-    and the `webhook_` totals: 0018 keeps every row and the index, the keys still hold, the
-    table no longer lists the kinds, and the counters continue under their new names."""
+def migrated_before(tmp_path: Path, number: str) -> sqlite3.Connection:
+    """A database migrated up to (not including) migration `number`."""
     before = tmp_path / "before"
     before.mkdir()
     for path in MIGRATIONS_DIR.glob("*.sql"):
-        if path.name < "0018":
+        if path.name < number:
             shutil.copy(path, before)
-    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
-    connection = database.connection
+    connection = SqliteDatabase(tmp_path / "plugin.sqlite3").connection
     apply_migrations(connection, before)
+    return connection
+
+
+def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
+    tmp_path: Path,
+) -> None:
+    """0018 keeps a chat endpoint's rows and index, the keys hold, any kind goes in, the
+    `webhook_` counters continue under their new names."""
+    connection = migrated_before(tmp_path, "0018")
     connection.executescript(
         """INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
                token_rotated_at) VALUES ('ins_1', 'site', 'https://cms.example', 's', 0, 0);
@@ -102,20 +106,12 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
     columns = {r[1] for r in connection.execute("PRAGMA table_info(tick_history)")}
     assert {"delivery_sends", "deliveries_delivered"} <= columns
     assert not {c for c in columns if c.startswith("webhook")}
-    database.close()
+    connection.close()
 
 
 def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) -> None:
-    """A database migrated to 0013, with a queue consumer's history row and totals: 0014
-    drops the column, those rows and totals, and keeps every tick and alarm as it was."""
-    before = tmp_path / "before"
-    before.mkdir()
-    for path in MIGRATIONS_DIR.glob("*.sql"):
-        if path.name < "0014":
-            shutil.copy(path, before)
-    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
-    connection = database.connection
-    apply_migrations(connection, before)
+    """0014 drops the queue consumer's column, rows and totals; every tick and alarm stays."""
+    connection = migrated_before(tmp_path, "0014")
     columns = [row[1] for row in connection.execute("PRAGMA table_info(tick_history)")]
     row = ", ".join("?" for _ in columns)
     for at, kind in ((1, "tick"), (2, "consumer"), (3, "alarm")):
@@ -135,7 +131,7 @@ def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) 
         connection.execute(f"INSERT INTO tick_history VALUES ({row})", [4, "consumer", *values[2:]])
     indexes = {r[1] for r in connection.execute("PRAGMA index_list(tick_history)")}
     assert indexes == {"tick_history_at", "tick_history_ok"}
-    database.close()
+    connection.close()
 
 
 @pytest.mark.parametrize("made", ["nothing", "an empty folder", "a folder without .sql files"])
@@ -206,36 +202,25 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
     return groups + [(one,) for one in re.findall(r"status = '([a-z]+)'", sql)]
 
 
-@pytest.mark.parametrize(
-    ("sql", "groups"),
-    [
-        # and the other kind's waiting schedule a completion would make stale (issue 38)
-        (DUE_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
-        (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
-        (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
-        (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
-        (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
-        (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
-        (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
-        (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
-        (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
-        (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
-        (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
-    ],
-    ids=[
-        "runner due rows",
-        "status backlog",
-        "status counts",
-        "open attempts",
-        "healthz",
-        "history row's backlog",
-        "live counts",
-        "latest refusals",
-        "installations",
-        "retention: attempts",
-        "retention: schedules",
-    ],
-)
+STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
+    # and the other kind's waiting schedule a completion would make stale (issue 38)
+    "runner due rows": (DUE_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
+    "status backlog": (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
+    "status counts": (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
+    "open attempts": (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
+    "healthz": (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
+    "history row's backlog": (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
+    "live counts": (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
+    "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
+    "installations": (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
+    "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
+    "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
+    "one installation's due rows": (lease_sql.DUE_FOR_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
+    "live claims": (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
+}
+
+
+@pytest.mark.parametrize(("sql", "groups"), STATUS_GROUPS.values(), ids=STATUS_GROUPS)
 def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
 ) -> None:
@@ -262,17 +247,3 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
     assert sql_list(WAITING) == "('pending', 'retrying')"
-
-
-@pytest.mark.parametrize(
-    ("sql", "groups"),
-    [
-        (lease_sql.DUE_FOR_SQL, [WAITING, WAITING, (Status.RUNNING,)]),  # one: issue 38
-        (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
-    ],
-    ids=["one installation's due rows", "live claims"],
-)
-def test_the_capped_claims_statements_write_the_enums_groups(
-    sql: str, groups: list[tuple[Status, ...]]
-) -> None:
-    assert _status_groups_in(sql) == groups

@@ -1879,45 +1879,27 @@ TABLES = frozenset(
 )
 
 
-@pytest.mark.parametrize(
-    ("sql", "params"),
-    [
-        (tick_history.HEALTH_SQL, (0,)),
-        (tick_history.LAST_TICK_SQL, ()),
-        (LIVE_COUNTS_SQL, ()),
-        (tick_history.SERIES_SQL, (0, 1, 600_000)),
-        (operator_queries.RECENT_REFUSALS_SQL, ()),
-        (operator_queries.INSTALLATIONS_SQL, (0,)),
-        (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
-        (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
-        (tick_history.PRUNE_SQL, (0,)),
-        (lease_sql.LAST_SENT_SQL.format(values=listed(2)[0]), listed(2)[1]),
-        (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
-        (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
-        (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
-        (sessions.FIND_LIVE_SQL, ("h", 0)),
-        (wake_ups.NEXT_DUE_SQL, ("ins_1",)),
-        (wake_ups.WAKE_UPS_SQL, (0,)),
-    ],
-    ids=[
-        "healthz",
-        "last tick",
-        "live counts",
-        "history window",
-        "latest refusals",
-        "installations",
-        "history row",
-        "totals",
-        "pruning",
-        "last send",
-        "retention: attempts",
-        "retention: schedules",
-        "retention: deliveries",
-        "a session, its installation gone or not",
-        "a clock's next due",
-        "the clocks' wake-ups",
-    ],
-)
+OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
+    "healthz": (tick_history.HEALTH_SQL, (0,)),
+    "last tick": (tick_history.LAST_TICK_SQL, ()),
+    "live counts": (LIVE_COUNTS_SQL, ()),
+    "history window": (tick_history.SERIES_SQL, (0, 1, 600_000)),
+    "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, ()),
+    "installations": (operator_queries.INSTALLATIONS_SQL, (0,)),
+    "history row": (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
+    "totals": (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
+    "pruning": (tick_history.PRUNE_SQL, (0,)),
+    "last send": (lease_sql.LAST_SENT_SQL.format(values=listed(2)[0]), listed(2)[1]),
+    "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
+    "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
+    "retention: deliveries": (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
+    "a session, its installation gone or not": (sessions.FIND_LIVE_SQL, ("h", 0)),
+    "a clock's next due": (wake_ups.NEXT_DUE_SQL, ("ins_1",)),
+    "the clocks' wake-ups": (wake_ups.WAKE_UPS_SQL, (0,)),
+}
+
+
+@pytest.mark.parametrize(("sql", "params"), OPERATOR_READS.values(), ids=OPERATOR_READS)
 @pytest.mark.parametrize("analysed", [False, True], ids=["never analysed", "analysed"])
 async def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_by_scan(
     any_db: Database, sql: str, params: tuple[object, ...], analysed: bool
