@@ -97,22 +97,23 @@ async def one(db: Database, sql: str, *params: Any) -> dict[str, Any]:
     return found
 
 
+def insert(db: Database, table: str, **columns: Any) -> Statement:
+    """One row written straight into `table`, its columns named."""
+    marks = ", ".join("?" * len(columns))
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+    return db.prepare(sql).bind(*columns.values())
+
+
+def attempt_row(db: Database, sid: str, n: int = 1, *at: Any) -> Statement:
+    """Attempt `n` of `sid` written straight in: started at 0, or `at` is started, finished..."""
+    at_ = dict(zip(("started_at", "finished_at", "code", "http_status"), at or (0,), strict=False))
+    return insert(db, "schedule_attempts", schedule_id=sid, attempt=n, **at_)
+
+
 async def installation(db: Database, ins: str = "ins_1", **columns: Any) -> str:
-    values = {
-        "id": ins,
-        "site_id": "site",
-        "base_url": "https://cms.example",
-        "token_sealed": "sealed",
-        "created_at": 0,
-        "token_rotated_at": 0,
-        **columns,
-    }
-    names = ", ".join(values)
-    await (
-        db.prepare(f"INSERT INTO installations ({names}) VALUES ({', '.join('?' * len(values))})")
-        .bind(*values.values())
-        .run()
-    )
+    made = {"site_id": "site", "base_url": "https://cms.example", "token_sealed": "sealed"}
+    made |= {"created_at": 0, "token_rotated_at": 0} | columns
+    await insert(db, "installations", id=ins, **made).run()
     return ins
 
 
@@ -131,8 +132,7 @@ def schedule_row(
     updated_at: int = 0,
     result_code: str | None = None,
 ) -> Statement:
-    """A schedule written straight in: waiting ones ready at `ready_at`, running ones leased
-    until `lease_until`, ended ones last changed at `updated_at`."""
+    """A schedule written straight in: ready at `ready_at`, leased until `lease_until`."""
     waiting, running = status in ("pending", "retrying"), status == "running"
     return db.prepare(
         "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
@@ -239,9 +239,7 @@ async def table(any_db: Database) -> str:
 
 
 async def test_the_contract_d1_has_the_workers_schema(any_db: Database) -> None:
-    """The D1 these tests migrate through the adapter holds what wrangler made of the
-    Worker's own: the same tables, indexes and trigger, each the same SQL (wrangler drops
-    the comments)."""
+    """The D1 migrated through the adapter holds wrangler's schema: the same SQL, sans comments."""
     schema = "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE '\\_%' ESCAPE '\\'"
     schema += " AND name NOT LIKE 'sqlite_%' AND name NOT IN ('d1_migrations', ?) ORDER BY name"
 
@@ -523,10 +521,7 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
     await any_db.batch(
         [*ended, schedule_row(any_db, "live", content="cnt_1", revision=99, updated_at=100)]
     )
-    await any_db.prepare(
-        "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at, code,"
-        " http_status) VALUES ('old_51', 1, 5, 6, 'transition_applied', 200)"
-    ).run()
+    await attempt_row(any_db, "old_51", 1, 5, 6, "transition_applied", 200).run()
     first = await schedules.list_for(any_db, "ins_1", "cnt_1", 1)
     assert [s.id for s in first.schedules[:4]] == ["live", "old_51", "old_50", "old_49"]
     assert (len(first.schedules), first.has_next, first.total, first.in_view) == (50, True, 53, 4)
@@ -623,13 +618,7 @@ async def test_a_crashed_claim_is_reclaimed_on_its_expired_lease(
     any_db: Database, leases: Leases
 ) -> None:
     sid = await leased(any_db, 0, 1, status="running", lease_until=LONG_AGO - 1, attempts=1)
-    await (
-        any_db.prepare(
-            "INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES (?, 1, 0)"
-        )
-        .bind(sid)
-        .run()
-    )
+    await attempt_row(any_db, sid).run()
     won, _ = await leases.claim(await leases.due(LONG_AGO, 20), [], "new", LONG_AGO, LEASE_MS)
     assert [c.attempt for c in won] == [2]
     assert [a[0] for a in await attempts_of(any_db, sid)] == [1, 2]
@@ -1236,9 +1225,7 @@ async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_runn
     await installation(any_db, "ins_2")
     await schedule(any_db, "s1", status="running", lease_until=NOW)
     await schedule(any_db, "s2", status="completed")
-    await any_db.prepare(
-        "INSERT INTO schedule_attempts (schedule_id, attempt, started_at) VALUES ('s2', 1, 0)"
-    ).run()
+    await attempt_row(any_db, "s2").run()
     await endpoint(any_db)
     await delivery(any_db, "d1")
     await open_session(any_db, "h1")
@@ -1642,10 +1629,7 @@ async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
             ),
             schedule_row(any_db, "other", content="cnt_2", ready_at=NOW - 1, status="retrying"),
             schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
-            any_db.prepare(
-                "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at,"
-                " code, http_status) VALUES ('other', 1, 1, 2, 'timeout', NULL)"
-            ),
+            attempt_row(any_db, "other", 1, 1, 2, "timeout", None),
         ]
     )  # fmt: skip
     every, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters())
@@ -1714,14 +1698,7 @@ async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
             *(schedule_row(any_db, f"old_{s}", status=s, updated_at=NOW - 1) for s in ended),
             schedule_row(any_db, "kept", status="completed", updated_at=NOW),
             schedule_row(any_db, "live", updated_at=0),
-            *(
-                any_db.prepare(
-                    "INSERT INTO schedule_attempts (schedule_id, attempt, started_at)"
-                    " VALUES (?, ?, 0)"
-                ).bind(sid, n)
-                for sid in ("old_completed", "kept", "live")
-                for n in (1, 2)
-            ),
+            *(attempt_row(any_db, s, n) for s in ("old_completed", "kept", "live") for n in (1, 2)),
         ]
     )
     for n in range(3):
