@@ -61,6 +61,7 @@ T = TypeVar("T")
 NOW = 1_780_000_000_000
 MINUTE = 60_000
 LEASE_MS = 60_000
+DONE: dict[str, Any] = {"status": "completed"}
 ADA = "Ada Lovelace-Ünal 🗓"  # a name beyond ASCII, as Dee Wan may send one
 
 
@@ -89,6 +90,11 @@ async def rows(db: Database, sql: str, *params: Any) -> list[dict[str, Any]]:
 async def values(db: Database, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     """The rows' values, in the order the statement names them."""
     return [tuple(row.values()) for row in await rows(db, sql, *params)]
+
+
+async def column(db: Database, sql: str, *params: Any) -> list[Any]:
+    """The first column of every row."""
+    return [row[0] for row in await values(db, sql, *params)]
 
 
 async def one(db: Database, sql: str, *params: Any) -> dict[str, Any]:
@@ -260,14 +266,8 @@ async def test_the_contract_d1_has_the_workers_schema(any_db: Database) -> None:
 async def test_insert_returning_gives_the_row_none_as_null_and_meta(
     any_db: Database, table: str
 ) -> None:
-    result = (
-        await any_db.prepare(
-            f"INSERT INTO {table} (label, n, note) VALUES (?, ?, ?) RETURNING id, label, n, note,"
-            " typeof(note) AS note_type"
-        )
-        .bind("a", 7, None)
-        .run()
-    )
+    sql = f"INSERT INTO {table} (label, n, note) VALUES (?, ?, ?) RETURNING id, label, n, note"
+    result = await any_db.prepare(sql + ", typeof(note) AS note_type").bind("a", 7, None).run()
     [row] = result.results
     assert row == {"id": row["id"], "label": "a", "n": 7, "note": None, "note_type": "null"}
     assert (result.meta.changes, result.meta.last_row_id) == (1, row["id"])
@@ -303,32 +303,20 @@ async def test_update_from_values_returning_reports_the_rows_it_changed(
 ) -> None:
     insert = f"INSERT INTO {table} (label, n) VALUES (?, 0)"
     await any_db.batch([any_db.prepare(insert).bind(label) for label in ("a", "b", "c")])
-    result = (
-        await any_db.prepare(
-            f"UPDATE {table} SET n = v.column2 FROM (VALUES (?, ?), (?, ?)) AS v"
-            f" WHERE {table}.label = v.column1 RETURNING {table}.label, {table}.n"
-        )
-        .bind("a", 10, "c", 30)
-        .run()
-    )
-    assert sorted(result.results, key=lambda row: row["label"]) == [
-        {"label": "a", "n": 10},
-        {"label": "c", "n": 30},
-    ]
-    assert result.meta.changes == 2
+    sql = f"UPDATE {table} SET n = v.column2 FROM (VALUES (?, ?), (?, ?)) AS v"
+    sql += f" WHERE {table}.label = v.column1 RETURNING {table}.label, {table}.n"
+    result = await any_db.prepare(sql).bind("a", 10, "c", 30).run()
+    changed = sorted(result.results, key=lambda row: row["label"])
+    assert (changed, result.meta.changes) == ([{"label": "a", "n": 10}, {"label": "c", "n": 30}], 2)
 
 
 async def test_batch_items_carry_their_own_returning_rows_and_changes(
     any_db: Database, table: str
 ) -> None:
     insert = f"INSERT INTO {table} (label) VALUES (?) RETURNING label"
-    first, second, update = await any_db.batch(
-        [
-            any_db.prepare(insert).bind("a"),
-            any_db.prepare(insert).bind("b"),
-            any_db.prepare(f"UPDATE {table} SET n = 1 RETURNING label").bind(),
-        ]
-    )
+    made = [any_db.prepare(insert).bind(x) for x in "ab"]
+    made.append(any_db.prepare(f"UPDATE {table} SET n = 1 RETURNING label").bind())
+    first, second, update = await any_db.batch(made)
     assert (first.results, first.meta.changes) == ([{"label": "a"}], 1)
     assert (second.results, second.meta.changes) == ([{"label": "b"}], 1)
     assert (sorted(row["label"] for row in update.results), update.meta.changes) == (["a", "b"], 2)
@@ -340,14 +328,9 @@ async def test_a_constraint_error_rolls_the_whole_batch_back_and_says_where(
     await any_db.prepare(f"INSERT INTO {table} (label, n) VALUES ('a', 1)").run()
     first = f"INSERT INTO {table} (label, n) VALUES ('b', 2)"
     failing = f"INSERT INTO {table} (label, n) VALUES ('a', 3)"  # UNIQUE
+    three = [any_db.prepare(sql) for sql in (first, f"UPDATE {table} SET n = 100", failing)]
     with pytest.raises(DatabaseError) as raised:
-        await any_db.batch(
-            [
-                any_db.prepare(first),
-                any_db.prepare(f"UPDATE {table} SET n = 100"),
-                any_db.prepare(failing),
-            ]
-        )
+        await any_db.batch(three)
     assert raised.value.constraint is True
     assert "UNIQUE" in str(raised.value)
     if on_d1(any_db):
@@ -361,15 +344,14 @@ async def test_a_constraint_error_rolls_the_whole_batch_back_and_says_where(
     assert f"in: {failing}" in str(alone.value)
 
 
-async def test_a_batch_takes_only_statements_prepared_on_its_database(any_db: Database) -> None:
+async def test_a_batch_refuses_another_databases_statements_and_bad_sql_is_no_constraint(
+    any_db: Database,
+) -> None:
     """A statement of another kind of database (each adapter checks the kind) is refused."""
     other = SqliteDatabase(":memory:") if on_d1(any_db) else RemoteD1Database("http://unused")
     with pytest.raises(TypeError, match=r"batch\(\) takes statements prepared on this database"):
         await any_db.batch([any_db.prepare("SELECT 1"), other.prepare("SELECT 1")])
-
-
-async def test_a_syntax_error_is_a_database_error_but_no_constraint(any_db: Database) -> None:
-    with pytest.raises(DatabaseError) as raised:
+    with pytest.raises(DatabaseError) as raised:  # a syntax error: no constraint
         await any_db.prepare("SELEC 1").all()
     assert raised.value.constraint is False
 
@@ -449,17 +431,9 @@ async def test_a_created_schedule_reads_back_as_written_and_the_next_supersedes_
     await installation(any_db)
     assert await schedules.create(any_db, new_schedule("sch_1"), NOW) == 0
     made = await present(schedules.get(any_db, "ins_1", "sch_1"))
-    assert pick(made, "status revision idempotency_key") == (
-        Status.PENDING,
-        1,
-        "sched:ins_1:sch_1:r1",
-    )
-    assert pick(made, "due_at next_attempt_at fold requested_by_name") == (
-        MAX_STORED_INTEGER,
-        MAX_STORED_INTEGER,
-        "later",
-        ADA,
-    )
+    key, fields = "sched:ins_1:sch_1:r1", "status revision idempotency_key due_at next_attempt_at"
+    written = (Status.PENDING, 1, key, MAX_STORED_INTEGER, MAX_STORED_INTEGER, "later", ADA)
+    assert pick(made, f"{fields} fold requested_by_name") == written
     assert pick(made, "result_code cancelled_at resolved_by attempts") == (None, None, None, ())
     assert await schedules.get(any_db, "ins_other", "sch_1") is None
     assert await schedules.replaced_by(any_db, made) is None
@@ -472,8 +446,7 @@ async def test_a_created_schedule_reads_back_as_written_and_the_next_supersedes_
     # The revision counter outlives the rows (retention), and starts after those kept.
     await any_db.prepare("DELETE FROM schedules").run()
     await schedules.create(any_db, new_schedule("sch_3"), NOW + 2)
-    third = await present(schedules.get(any_db, "ins_1", "sch_3"))
-    assert third.revision == 3
+    assert (await present(schedules.get(any_db, "ins_1", "sch_3"))).revision == 3
 
 
 async def test_a_create_while_one_runs_is_a_running_conflict_and_changes_nothing(
@@ -512,15 +485,11 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
     any_db: Database,
 ) -> None:
     await installation(any_db)
-    ended = [
-        schedule_row(
-            any_db, f"old_{n:02}", content="cnt_1", status="completed", updated_at=n, revision=n + 1
-        )
-        for n in range(52)
-    ]
-    await any_db.batch(
-        [*ended, schedule_row(any_db, "live", content="cnt_1", revision=99, updated_at=100)]
-    )
+    await any_db.batch([
+        *(schedule_row(any_db, f"old_{n:02}", content="cnt_1", **DONE, updated_at=n, revision=n + 1)
+          for n in range(52)),
+        schedule_row(any_db, "live", content="cnt_1", revision=99, updated_at=100),
+    ])  # fmt: skip
     await attempt_row(any_db, "old_51", 1, 5, 6, "transition_applied", 200).run()
     first = await schedules.list_for(any_db, "ins_1", "cnt_1", 1)
     assert [s.id for s in first.schedules[:4]] == ["live", "old_51", "old_50", "old_49"]
@@ -529,11 +498,8 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
     assert [s.id for s in first.live] == ["live"]
     assert first.schedules[1].attempts == (Attempt(1, 5, 6, "transition_applied", 200),)
     second = await schedules.list_for(any_db, "ins_1", "cnt_1", 2)
-    assert (len(second.schedules), second.has_next, [s.id for s in second.live]) == (
-        3,
-        False,
-        ["live"],
-    )
+    live = [s.id for s in second.live]
+    assert (len(second.schedules), second.has_next, live) == (3, False, ["live"])
     empty = await schedules.list_for(any_db, "ins_1", "cnt_none", 1)
     assert (empty.schedules, empty.has_next, empty.counts, empty.live) == ((), False, {}, ())
 
@@ -541,7 +507,6 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
 # -- leases: due rows, claims, settles (the runner's compare-and-sets) ----------------------
 
 LONG_AGO = 10_000_000
-DONE: dict[str, Any] = {"status": "completed"}
 
 
 @pytest.fixture
@@ -557,12 +522,8 @@ async def leased(db: Database, installation_n: int, n: int, **options: Any) -> s
 
 
 async def attempts_of(db: Database, sid: str) -> list[tuple[Any, ...]]:
-    return await values(
-        db,
-        "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
-        " WHERE schedule_id = ? ORDER BY attempt",
-        sid,
-    )
+    sql = "SELECT attempt, started_at, finished_at, code, http_status FROM schedule_attempts"
+    return await values(db, f"{sql} WHERE schedule_id = ? ORDER BY attempt", sid)
 
 
 def ids(due: list[DueRow]) -> list[str]:
@@ -632,25 +593,17 @@ async def test_refusing_unsent_ends_the_row_on_what_was_observed_and_writes_its_
     seen = {row.id: row for row in await leases.due(LONG_AGO, 20)}
     await any_db.prepare("UPDATE schedules SET attempt_count = 3 WHERE id = ?").bind(changed).run()
     events = [OutboxEvent(f"msg_{s}", s, "schedule.refused", b'{"a":"\xc3\xa9"}') for s in seen]
-    won, refused = await leases.claim(
-        [],
-        [(seen[first], "token_unreadable", None), (seen[changed], "token_unreadable", None)],
-        "lease",
-        LONG_AGO,
-        LEASE_MS,
-        events,
-    )
+    unsent = [(seen[sid], "token_unreadable", None) for sid in (first, changed)]
+    won, refused = await leases.claim([], unsent, "lease", LONG_AGO, LEASE_MS, events)
     assert (won, refused) == ([], [first])
     row = await one(any_db, "SELECT status, result_code FROM schedules WHERE id = ?", first)
     assert row == {"status": "refused", "result_code": "token_unreadable"}
-    assert (await one(any_db, "SELECT status FROM schedules WHERE id = ?", changed)) == {
-        "status": "pending"
-    }  # someone else's change wins
+    status = "SELECT status FROM schedules WHERE id = ?"
+    assert await column(any_db, status, changed) == ["pending"]  # someone else's change wins
     assert await attempts_of(any_db, first) == []
     # Only the refusal that applied wrote its event.
-    assert await values(any_db, "SELECT id, payload, status FROM webhook_deliveries") == [
-        (f"msg_{first}_whe_1", '{"a":"é"}', "waiting")
-    ]
+    written = await values(any_db, "SELECT id, payload, status FROM webhook_deliveries")
+    assert written == [(f"msg_{first}_whe_1", '{"a":"é"}', "waiting")]
     assert (leases.outbox.events_written, leases.outbox.take_fresh()) == (1, [f"msg_{first}_whe_1"])
     assert leases.outbox.due(0)  # its events are to be delivered by this invocation
 
@@ -674,21 +627,16 @@ async def test_a_settle_applies_only_under_its_own_lease_with_its_events_and_las
     assert await leases.settle("a", [done(c) for c in won], LONG_AGO + 10) == [taken]
     row = await one(any_db, "SELECT * FROM schedules WHERE id = ?", kept)
     assert (row["status"], row["lease_token"], row["lease_until"]) == ("completed", None, None)
-    assert (await one(any_db, "SELECT lease_token FROM schedules WHERE id = ?", taken)) == {
-        "lease_token": "z"
-    }  # the new runner's row, untouched
-    assert await attempts_of(any_db, kept) == [
-        (1, LONG_AGO + 5, LONG_AGO + 9, "transition_applied", 200)
-    ]
+    token = "SELECT lease_token FROM schedules WHERE id = ?"
+    assert await column(any_db, token, taken) == ["z"]  # the new runner's row, untouched
+    attempt = (1, LONG_AGO + 5, LONG_AGO + 9, "transition_applied", 200)
+    assert await attempts_of(any_db, kept) == [attempt]
     assert await rows(any_db, "SELECT id FROM webhook_deliveries") == [{"id": f"msg_{kept}_whe_1"}]
     sent = await one(any_db, "SELECT last_sent_at FROM installations WHERE id = 'ins0'")
     assert sent == {"last_sent_at": LONG_AGO + 5}
     await leases.note_last_sent({"ins0": LONG_AGO, "ins1": MAX_STORED_INTEGER})  # only later
-    assert await values(any_db, "SELECT last_sent_at FROM installations ORDER BY id") == [
-        (LONG_AGO + 5,),
-        (MAX_STORED_INTEGER,),
-        (None,),
-    ]
+    sent_at = await column(any_db, "SELECT last_sent_at FROM installations ORDER BY id")
+    assert sent_at == [LONG_AGO + 5, MAX_STORED_INTEGER, None]
 
 
 async def test_an_unsent_settle_drops_the_attempt_and_gives_it_back(
@@ -699,12 +647,8 @@ async def test_an_unsent_settle_drops_the_attempt_and_gives_it_back(
     refusal = Settlement(Status.REFUSED, "retry_exhausted", None, EndedBy.ATTEMPTS)
     await leases.settle("l", [SettledClaim(claim, refusal, None)], LONG_AGO + 1)
     row = await one(any_db, "SELECT * FROM schedules WHERE id = ?", sid)
-    assert pick(row, "status result_code attempt_count ended_by") == (
-        "refused",
-        "retry_exhausted",
-        0,
-        "attempts",
-    )
+    ended = ("refused", "retry_exhausted", 0, "attempts")
+    assert pick(row, "status result_code attempt_count ended_by") == ended
     assert await attempts_of(any_db, sid) == []
 
 
@@ -719,20 +663,14 @@ async def test_fifty_rows_claim_and_settle_in_one_round_trip_each_under_the_para
     won, _ = await leases.claim(seen, [], "lease", LONG_AGO, LEASE_MS)
     assert len(won) == 50
     retry = Settlement(Status.RETRYING, "timeout", LONG_AGO + 30_000)
-    settles = [
-        SettledClaim(c, retry, Attempt(c.attempt, LONG_AGO, LONG_AGO + 1, "timeout", None))
-        for c in won
-    ]
+    timed_out = (LONG_AGO, LONG_AGO + 1, "timeout", None)
+    settles = [SettledClaim(c, retry, Attempt(c.attempt, *timed_out)) for c in won]
     assert await leases.settle("lease", settles, LONG_AGO + 2) == []
     assert await leases.due(LONG_AGO + 2, 50) == []  # retries wait for their backoff
     assert trips.round_trips - before[0] == 3
     assert trips.statements - before[1] > 4  # chunked: D1 refuses over 100 parameters
-    retrying = await one(
-        any_db,
-        "SELECT count(*) AS n FROM schedules WHERE status = 'retrying' AND next_attempt_at = ?",
-        LONG_AGO + 30_000,
-    )
-    assert retrying == {"n": 50}
+    retrying = "SELECT count(*) FROM schedules WHERE status = 'retrying' AND next_attempt_at = ?"
+    assert await column(any_db, retrying, LONG_AGO + 30_000) == [50]
 
 
 async def test_a_capped_claim_never_takes_an_installation_past_its_cap(
@@ -752,13 +690,8 @@ async def test_a_capped_claim_never_takes_an_installation_past_its_cap(
     rest = [row for row in seen if row.id in held]
     again, _, held_again = await leases.claim_within(rest, [], "b", LONG_AGO, LEASE_MS, 4)
     assert (again, sorted(held_again)) == ([], sorted(held))
-    live = await one(
-        any_db,
-        "SELECT count(*) AS n FROM schedules WHERE installation_id = 'ins0'"
-        " AND status = 'running' AND lease_until > ?",
-        LONG_AGO,
-    )
-    assert live == {"n": 4}
+    live = "SELECT count(*) FROM schedules WHERE installation_id = 'ins0' AND status = 'running'"
+    assert await column(any_db, f"{live} AND lease_until > ?", LONG_AGO) == [4]
     # Settling frees the room: the held rows are claimed next.
     completed = Settlement(Status.COMPLETED, "transition_applied", None)
     await leases.settle("a", [SettledClaim(c, completed, None) for c in won], LONG_AGO)
