@@ -728,10 +728,8 @@ async def test_a_handed_back_claim_waits_again_as_it_was(any_db: Database, lease
     assert all(s.handed_back for s in settles)
     await leases.settle("l", settles, LONG_AGO + 5)
     back = "SELECT status, result_code, attempt_count, next_attempt_at FROM schedules ORDER BY id"
-    assert await values(any_db, back) == [
-        ("pending", None, 0, LONG_AGO + 5),
-        ("retrying", "busy", 1, LONG_AGO + 5),
-    ]
+    waiting_again = [("pending", None, 0, LONG_AGO + 5), ("retrying", "busy", 1, LONG_AGO + 5)]
+    assert await values(any_db, back) == waiting_again
     assert await attempts_of(any_db, pending) == await attempts_of(any_db, retrying) == []
 
 
@@ -747,11 +745,8 @@ async def outbox(any_db: Database) -> Outbox:
 
 
 async def deliveries(db: Database) -> list[tuple[Any, ...]]:
-    return await values(
-        db,
-        "SELECT id, status, attempt_count, next_attempt_at, last_http_status, last_error,"
-        " finished_at, lease_token FROM webhook_deliveries ORDER BY id",
-    )
+    sql = "SELECT id, status, attempt_count, next_attempt_at, last_http_status, last_error,"
+    return await values(db, f"{sql} finished_at, lease_token FROM webhook_deliveries ORDER BY id")
 
 
 def settled(
@@ -779,33 +774,20 @@ async def test_a_delivery_is_claimed_once_under_its_lease_and_settled_only_under
     await delivery(any_db, "d2", at=NOW + 1)
     await delivery(any_db, "d3", status="failed")
     claimed, targets = await outbox.claim("a", NOW, LEASE_MS, 10, PACING)
-    assert [(d.id, d.attempt, d.payload, d.tried_from) for d in claimed] == [
-        (first, 1, '{"n":"é"}'.encode(), NOW - 1)
-    ]
-    assert (targets["whe_1"].url, targets["whe_1"].kind, targets["whe_1"].disabled) == (
-        "https://hooks.example/whe_1",
-        "webhook",
-        False,
-    )
+    found = [(d.id, d.attempt, d.payload, d.tried_from) for d in claimed]
+    assert found == [(first, 1, '{"n":"é"}'.encode(), NOW - 1)]
+    url = "https://hooks.example/whe_1"
+    assert pick(targets["whe_1"], "url kind disabled") == (url, "webhook", False)
     assert await outbox.claim("b", NOW, LEASE_MS, 10, PACING) == ([], {})  # leased
     # The lease runs out: the next runner claims it again, with the one due since.
     again, _ = await outbox.claim("b", NOW + LEASE_MS, LEASE_MS, 10, PACING)
     assert [(d.id, d.attempt) for d in again] == [("d1", 2), ("d2", 1)]
     assert await outbox.settle("a", NOW + LEASE_MS, [settled(claimed, D.DELIVERED)], NOW) == ["d1"]
     lease_b = NOW + 2 * LEASE_MS
-    assert (
-        await outbox.settle("b", lease_b, [settled([again[0]], D.DELIVERED, at=NOW + 5)], NOW + 5)
-        == []
-    )
-    assert (
-        await outbox.settle(
-            "b",
-            lease_b,
-            [SettledMessage.given_back(Message("whe_1", (again[1],)), NOW + 7)],
-            NOW + 7,
-        )
-        == []
-    )
+    delivered = settled([again[0]], D.DELIVERED, at=NOW + 5)
+    assert await outbox.settle("b", lease_b, [delivered], NOW + 5) == []
+    given_back = SettledMessage.given_back(Message("whe_1", (again[1],)), NOW + 7)
+    assert await outbox.settle("b", lease_b, [given_back], NOW + 7) == []
     assert await deliveries(any_db) == [
         ("d1", "delivered", 2, None, 204, None, NOW + 5, None),
         ("d2", "waiting", 0, NOW + 7, None, None, None, None),
@@ -826,37 +808,25 @@ async def test_failures_mark_the_endpoint_and_disable_it_when_gone_or_failing_fo
         await delivery(any_db, f"{eid}_2", eid, at=NOW + 10 * DISABLE_AFTER_FAILING_MS)
     claimed, _ = await outbox.claim("a", NOW, LEASE_MS, 10, PACING)
     slow, gone = sorted(claimed, key=lambda d: d.endpoint_id, reverse=True)
-    await outbox.settle(
-        "a",
-        NOW + LEASE_MS,
-        [
-            settled([slow], D.WAITING, http=500, error=None),
-            settled([gone], D.FAILED, http=410, error=ENDPOINT_GONE),
-        ],
-        NOW,
-    )
+    failed = [settled([slow], D.WAITING, http=500, error=None)]
+    failed.append(settled([gone], D.FAILED, http=410, error=ENDPOINT_GONE))
+    await outbox.settle("a", NOW + LEASE_MS, failed, NOW)
     marks = "SELECT id, failing_since, disabled_at, disabled_reason FROM notification_endpoints"
-    assert await values(any_db, f"{marks} ORDER BY id") == [
-        ("whe_gone", NOW, NOW, "gone"),
-        ("whe_slow", None, None, None),
-    ]
-    assert (await one(any_db, "SELECT last_error FROM webhook_deliveries WHERE id = 'whe_gone_2'"))[
-        "last_error"
-    ] == "endpoint_gone"
+    marked = [("whe_gone", NOW, NOW, "gone"), ("whe_slow", None, None, None)]
+    assert await values(any_db, f"{marks} ORDER BY id") == marked
+    error = "SELECT last_error FROM webhook_deliveries WHERE id = 'whe_gone_2'"
+    assert await column(any_db, error) == ["endpoint_gone"]
     later = NOW + MINUTE
     [again], _ = await outbox.claim("b", later, LEASE_MS, 10, PACING)
-    await outbox.settle(
-        "b", later + LEASE_MS, [settled([again], D.WAITING, at=later, error="timeout")], later
-    )
+    timeout: dict[str, Any] = {"at": later, "error": "timeout"}
+    await outbox.settle("b", later + LEASE_MS, [settled([again], D.WAITING, **timeout)], later)
     assert (await one(any_db, f"{marks} WHERE id = 'whe_slow'"))["failing_since"] == later
     days = later + DISABLE_AFTER_FAILING_MS
     [third], _ = await outbox.claim("c", days, LEASE_MS, 10, PACING)
-    await outbox.settle(
-        "c", days + LEASE_MS, [settled([third], D.WAITING, at=days, error="timeout")], days
-    )
-    assert await values(any_db, f"{marks} WHERE id = 'whe_slow'") == [
-        ("whe_slow", later, days, "failing")
-    ]
+    timeout["at"] = days
+    await outbox.settle("c", days + LEASE_MS, [settled([third], D.WAITING, **timeout)], days)
+    disabled = [("whe_slow", later, days, "failing")]
+    assert await values(any_db, f"{marks} WHERE id = 'whe_slow'") == disabled
     left = "SELECT status, last_error FROM webhook_deliveries WHERE endpoint_id = 'whe_slow'"
     assert await values(any_db, left) == [("failed", "endpoint_disabled")] * 2
 
@@ -865,34 +835,23 @@ async def test_a_digest_kinds_endpoint_is_claimed_whole_paced_and_named_by_its_t
     any_db: Database, outbox: Outbox
 ) -> None:
     await endpoint(any_db, "whe_chat", kind="chat")
+    title = "UPDATE schedules SET title_sealed = ? WHERE id = ?"
     for n in range(3):
         sid = await schedule(any_db, f"sch_{n}")
-        await (
-            any_db.prepare("UPDATE schedules SET title_sealed = ? WHERE id = ?")
-            .bind(f"title-{n}-ü", sid)
-            .run()
-        )
+        await any_db.prepare(title).bind(f"title-{n}-ü", sid).run()
         await delivery(any_db, f"d{n}", "whe_chat", created_at=NOW + n, schedule_id=sid)
     claimed, targets = await outbox.claim("a", NOW, LEASE_MS, 1, PACING)
-    assert [(d.id, d.title_sealed) for d in claimed] == [
-        ("d0", "title-0-ü"),
-        ("d1", "title-1-ü"),
-        ("d2", None),  # past the kind's titled lines
-    ]
+    titled = [("d0", "title-0-ü"), ("d1", "title-1-ü"), ("d2", None)]  # d2: past the kind's 2
+    assert [(d.id, d.title_sealed) for d in claimed] == titled
     assert targets["whe_chat"].kind == "chat"
-    paced = await one(any_db, "SELECT next_message_at FROM notification_endpoints")
-    assert paced == {"next_message_at": NOW + MINUTE}
+    paced = await column(any_db, "SELECT next_message_at FROM notification_endpoints")
+    assert paced == [NOW + MINUTE]
     # Written now, it waits for the endpoint's next message.
     outbox_event = OutboxEvent("msg_new", "sch_0", "schedule.refused", b"{}")
     await any_db.prepare("UPDATE schedules SET settled_by = 'lease-x' WHERE id = 'sch_0'").run()
     await any_db.batch(outbox.event_statements("lease-x", NOW + 1, [outbox_event]))
-    assert (
-        await one(
-            any_db,
-            "SELECT next_attempt_at FROM webhook_deliveries WHERE id = ?",
-            "msg_new_whe_chat",
-        )
-    ) == {"next_attempt_at": NOW + MINUTE}
+    waits = "SELECT next_attempt_at FROM webhook_deliveries WHERE id = 'msg_new_whe_chat'"
+    assert await column(any_db, waits) == [NOW + MINUTE]
     assert await outbox.claim("b", NOW + LEASE_MS - 1, LEASE_MS, 10, PACING) == ([], {})
     await outbox.settle("a", NOW + LEASE_MS, [settled(claimed, D.DELIVERED)], NOW)
     assert [r[1] for r in await deliveries(any_db)] == ["delivered"] * 3 + ["waiting"]
