@@ -881,16 +881,13 @@ async def test_send_again_and_replay_put_ended_deliveries_back_with_their_ids(
         ("ok", "waiting", 0, NOW + 1, NOW + 1, None),
     ]
     assert not await redelivery.enable(any_db, "ins_1", "whe_1")  # not disabled
-    await any_db.prepare(
-        "UPDATE notification_endpoints SET disabled_at = 1, disabled_reason = 'failing',"
-        " failing_since = 0"
-    ).run()
+    marks = "disabled_at, disabled_reason, failing_since FROM notification_endpoints"
+    await any_db.prepare("UPDATE notification_endpoints SET disabled_at = 1,"
+                         " disabled_reason = 'failing', failing_since = 0").run()  # fmt: skip
     assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "old", NOW)
     assert not await redelivery.enable(any_db, "ins_other", "whe_1")
     assert await redelivery.enable(any_db, "ins_1", "whe_1")
-    assert await rows(
-        any_db, "SELECT disabled_at, disabled_reason, failing_since FROM notification_endpoints"
-    ) == [{"disabled_at": None, "disabled_reason": None, "failing_since": None}]
+    assert await values(any_db, f"SELECT {marks}") == [(None, None, None)]
 
 
 # -- notification endpoints: at most five, listed with their latest deliveries --------------
@@ -901,38 +898,28 @@ async def test_an_installation_has_at_most_five_endpoints_each_listed_with_its_d
 ) -> None:
     await installation(any_db)
     await installation(any_db, "ins_2")
-    assert (
-        await notification_endpoints.list_for(any_db, "ins_1"),
-        await notification_endpoints.count(any_db, "ins_1"),
-    ) == ([], 0)
+    assert await notification_endpoints.list_for(any_db, "ins_1") == []
+    assert await notification_endpoints.count(any_db, "ins_1") == 0
     assert await notification_endpoints.get(any_db, "ins_1", "whe_0") is None
+    events = ("proposal.created", "schedule.refused")
     for n in range(MAX_ENDPOINTS):
-        await endpoint(
-            any_db, f"whe_{n}", events=("proposal.created", "schedule.refused"), now=NOW + n
-        )
+        await endpoint(any_db, f"whe_{n}", events=events, now=NOW + n)
     sixth = await notification_endpoints.create(
         any_db, endpoint_id="whe_6", installation_id="ins_1", kind="webhook", url="u",
         events=["schedule.refused"], secret_sealed="s", now=NOW,
     )  # fmt: skip
     assert not sixth
-    assert (
-        await rows(any_db, "SELECT * FROM notification_subscriptions WHERE endpoint_id = 'whe_6'")
-        == []
-    )
+    sixths = "SELECT * FROM notification_subscriptions WHERE endpoint_id = 'whe_6'"
+    assert await rows(any_db, sixths) == []
     await schedule(any_db, "sch_1")
     for n in range(12):
-        await delivery(
-            any_db, f"d{n:02}", "whe_0", created_at=NOW + n, schedule_id="sch_1" if n else "test"
-        )
+        about_n = "sch_1" if n else "test"
+        await delivery(any_db, f"d{n:02}", "whe_0", created_at=NOW + n, schedule_id=about_n)
     listed = await notification_endpoints.list_for(any_db, "ins_1")
     assert [e.id for e in listed] == [f"whe_{n}" for n in range(MAX_ENDPOINTS)]
     first = listed[0]
-    assert pick(first, "events delivery_count kind disabled_reason") == (
-        ("schedule.refused", "proposal.created"),
-        12,
-        "webhook",
-        None,
-    )
+    listed_first = (("schedule.refused", "proposal.created"), 12, "webhook", None)
+    assert pick(first, "events delivery_count kind disabled_reason") == listed_first
     assert [d.id for d in first.deliveries] == [f"d{n:02}" for n in range(11, 1, -1)]
     assert first.deliveries[0].status == D.WAITING
     about = first.deliveries[0].schedule
@@ -955,12 +942,8 @@ async def test_an_endpoint_is_rotated_tested_and_deleted_with_its_deliveries_by_
     assert not await notification_endpoints.rotate(any_db, "ins_2", "whe_0", "x", NOW)
     await notification_endpoints.record_test(any_db, "ins_1", "whe_0", NOW + 10, "204 ✓")
     got = await present(notification_endpoints.get(any_db, "ins_1", "whe_0"))
-    assert pick(got, "secret_sealed secret_rotated_at tested_at test_result") == (
-        "new-secret",
-        NOW + 9,
-        NOW + 10,
-        "204 ✓",
-    )
+    changed = ("new-secret", NOW + 9, NOW + 10, "204 ✓")
+    assert pick(got, "secret_sealed secret_rotated_at tested_at test_result") == changed
     assert not await notification_endpoints.delete(any_db, "ins_2", "whe_0")
     assert await notification_endpoints.delete(any_db, "ins_1", "whe_0")
     assert await notification_endpoints.get(any_db, "ins_1", "whe_0") is None
@@ -999,17 +982,10 @@ async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next
     await open_session(any_db, "h1")
     assert await sessions.installation_of(any_db, "old") is None  # gone with the create
     assert await sessions.installation_of(any_db, "nobody") is None
-    assert await one(any_db, "SELECT token_accepted_at FROM installations") == {
-        "token_accepted_at": NOW
-    }
+    assert await column(any_db, "SELECT token_accepted_at FROM installations") == [NOW]
     found = await present(sessions.find_live(any_db, "h1", NOW))
-    assert pick(found, "person_name content_id content_primary_id offered") == (
-        ADA,
-        "cnt_en",
-        None,
-        None,
-    )
-    assert (found.reveal_endpoint_id, found.notice, found.installation_gone) == (None, None, False)
+    fields = "person_name content_id content_primary_id offered reveal_endpoint_id notice"
+    assert pick(found, f"{fields} installation_gone") == (ADA, "cnt_en", *[None] * 4, False)
     offered = {("publish", "published"), ("unpublish", "draft")}
     await sessions.remember_read(any_db, found, "cnt_1", offered)
     read = await present(sessions.find_live(any_db, "h1", NOW))
@@ -1051,14 +1027,11 @@ async def test_an_installation_is_gone_once_dee_wan_refuses_its_token_until_it_a
     await installations.mark_unauthorized(any_db, "ins_1", NOW)
     assert await gone()
     await installations.mark_unauthorized(any_db, "ins_1", NOW + 50)  # written once
-    assert await one(any_db, "SELECT unauthorized_at FROM installations") == {
-        "unauthorized_at": NOW
-    }
+    assert await column(any_db, "SELECT unauthorized_at FROM installations") == [NOW]
     await open_session(any_db, "h2", now=NOW + 1)  # a launch exchange succeeded since
     assert not await gone()
-    await schedule(
-        any_db, "s1", status="refused", result_code="plugin_unauthorized", updated_at=NOW + 2
-    )
+    refused: dict[str, Any] = {"status": "refused", "result_code": "plugin_unauthorized"}
+    await schedule(any_db, "s1", **refused, updated_at=NOW + 2)
     assert await gone()  # the runner's send was refused so
     await any_db.prepare("UPDATE installations SET token_rotated_at = ?").bind(NOW + 3).run()
     assert not await gone()
@@ -1075,39 +1048,26 @@ async def test_a_code_activates_or_rotates_once_and_expired_codes_go(any_db: Dat
     assert code == installations.ActivationCode("activate", None, NOW + MINUTE, None)
     assert code.usable_for("activate", "ins_1", NOW)
     assert await installations.get(any_db, "ins_1") is None
-    made = {"installation_id": "ins_1", "site_id": "site", "base_url": "https://cms.example"}
-    assert await installations.activate(
-        any_db, code_hash="c1", marker="m1", token_sealed="t1", now=NOW, **made
-    )
-    assert not await installations.activate(
-        any_db, code_hash="c1", marker="m2", token_sealed="t2", now=NOW, **made
-    )
-    assert await installations.get(any_db, "ins_1") == installations.Installation(
-        "ins_1", "site", "https://cms.example", "t1"
-    )
+    made: dict[str, Any] = {"installation_id": "ins_1", "site_id": "site", "code_hash": "c1"}
+    made |= {"base_url": "https://cms.example", "now": NOW}
+    assert await installations.activate(any_db, marker="m1", token_sealed="t1", **made)
+    assert not await installations.activate(any_db, marker="m2", token_sealed="t2", **made)
+    activated = installations.Installation("ins_1", "site", "https://cms.example", "t1")
+    assert await installations.get(any_db, "ins_1") == activated
     used = await present(installations.find_code(any_db, "c1"))
     assert (used.used_at, used.usable_for("activate", "ins_1", NOW)) == (NOW, False)
     await installations.insert_code(any_db, "c2", "activate", None, NOW, MINUTE)
+    made["code_hash"] = "c2"
     with pytest.raises(installations.AlreadyExists):
-        await installations.activate(
-            any_db, code_hash="c2", marker="m3", token_sealed="t3", now=NOW, **made
-        )
-    assert (await installations.find_code(any_db, "c2")) == installations.ActivationCode(
-        "activate", None, NOW + MINUTE, None
-    )  # the batch rolled back: the code is still unused
+        await installations.activate(any_db, marker="m3", token_sealed="t3", **made)
+    assert await installations.find_code(any_db, "c2") == code  # rolled back: still unused
     await installations.insert_code(any_db, "r1", "rotate", "ins_1", NOW, MINUTE)
-    rotation = {"installation_id": "ins_1", "token_sealed": "t4"}
-    assert not await installations.rotate(
-        any_db, code_hash="r1", marker="x", now=NOW + MINUTE, **rotation
-    )
-    assert await installations.rotate(any_db, code_hash="r1", marker="x", now=NOW + 1, **rotation)
-    assert not await installations.rotate(
-        any_db, code_hash="r1", marker="y", now=NOW + 2, **rotation
-    )
-    assert await one(any_db, "SELECT token_sealed, token_rotated_at FROM installations") == {
-        "token_sealed": "t4",
-        "token_rotated_at": NOW + 1,
-    }
+    rotation = {"installation_id": "ins_1", "token_sealed": "t4", "code_hash": "r1"}
+    assert not await installations.rotate(any_db, marker="x", now=NOW + MINUTE, **rotation)
+    assert await installations.rotate(any_db, marker="x", now=NOW + 1, **rotation)
+    assert not await installations.rotate(any_db, marker="y", now=NOW + 2, **rotation)
+    rotated = await values(any_db, "SELECT token_sealed, token_rotated_at FROM installations")
+    assert rotated == [("t4", NOW + 1)]
 
 
 async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_running(
