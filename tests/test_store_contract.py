@@ -181,15 +181,9 @@ async def endpoint(
     now: int = NOW,
 ) -> str:
     made = await notification_endpoints.create(
-        db,
-        endpoint_id=eid,
-        installation_id=ins,
-        kind=kind,
-        url=f"https://hooks.example/{eid}",
-        events=events,
-        secret_sealed=f"secret-{eid}",
-        now=now,
-    )
+        db, endpoint_id=eid, installation_id=ins, kind=kind, url=f"https://hooks.example/{eid}",
+        events=events, secret_sealed=f"secret-{eid}", now=now,
+    )  # fmt: skip
     assert made
     return eid
 
@@ -407,21 +401,11 @@ async def test_one_live_schedule_per_content_and_kind_and_only_a_cancelled_one_n
 
 def new_schedule(sid: str, **changes: Any) -> NewSchedule:
     made = NewSchedule(
-        id=sid,
-        installation_id="ins_1",
-        content_id="cnt_1",
-        kind="publish",
-        to_state="published",
-        version_id="ver_13",
-        workflow_revision=4,
-        due_at=MAX_STORED_INTEGER,
-        timezone="Europe/Paris",
-        local_time="2026-10-25T02:30",
-        fold="later",
-        requested_by="usr_1",
-        requested_by_name=ADA,
-        title_sealed=None,
-    )
+        id=sid, installation_id="ins_1", content_id="cnt_1", kind="publish", to_state="published",
+        version_id="ver_13", workflow_revision=4, due_at=MAX_STORED_INTEGER,
+        timezone="Europe/Paris", local_time="2026-10-25T02:30", fold="later",
+        requested_by="usr_1", requested_by_name=ADA, title_sealed=None,
+    )  # fmt: skip
     return replace(made, **changes)
 
 
@@ -956,19 +940,11 @@ async def test_an_endpoint_is_rotated_tested_and_deleted_with_its_deliveries_by_
 
 async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: Any) -> None:
     await sessions.create(
-        db,
-        id_hash=id_hash,
-        installation_id="ins_1",
-        csrf_token=f"csrf-{id_hash}",
-        person_id="usr_1",
-        person_name=ADA,
-        context_kind=kind.get("context_kind", "content"),
-        content_id=kind.get("content_id", "cnt_en"),
-        delegation_sealed="sealed",
-        delegation_expires_at=now + MINUTE,
-        now=now,
-        expires_at=now + 10 * MINUTE,
-    )
+        db, id_hash=id_hash, installation_id="ins_1", csrf_token=f"csrf-{id_hash}",
+        person_id="usr_1", person_name=ADA, context_kind=kind.get("context_kind", "content"),
+        content_id=kind.get("content_id", "cnt_en"), delegation_sealed="sealed",
+        delegation_expires_at=now + MINUTE, now=now, expires_at=now + 10 * MINUTE,
+    )  # fmt: skip
 
 
 async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next(
@@ -1089,22 +1065,14 @@ async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_runn
     assert not await installations.has_running_schedule(any_db, "ins_2")
     assert not await installations.delete_all_data(any_db, "ins_1")
     assert await installations.get(any_db, "ins_1") is not None
-    assert (await one(any_db, "SELECT count(*) AS n FROM webhook_deliveries")) == {"n": 1}
-    await any_db.prepare(
-        "UPDATE schedules SET status = 'completed', lease_token = NULL, lease_until = NULL"
-        " WHERE id = 's1'"
-    ).run()
+    assert await column(any_db, "SELECT count(*) FROM webhook_deliveries") == [1]
+    ended = "status = 'completed', lease_token = NULL, lease_until = NULL"
+    await any_db.prepare(f"UPDATE schedules SET {ended} WHERE id = 's1'").run()
     assert await installations.delete_all_data(any_db, "ins_1")
-    tables = await rows(
-        any_db,
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
-        " AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT IN ('d1_migrations', ?)",
-        TABLE,
-    )
-    left = {
-        t["name"]: (await one(any_db, f"SELECT count(*) AS n FROM {t['name']}"))["n"]
-        for t in tables
-    }
+    tables = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+    tables += " AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT IN ('d1_migrations', ?)"
+    names = await column(any_db, tables, TABLE)
+    left = {t: (await column(any_db, f"SELECT count(*) FROM {t}"))[0] for t in names}
     assert {name: n for name, n in left.items() if n} == {"installations": 1, "schedules": 1}
     assert not await installations.delete_all_data(any_db, "ins_1")
 
@@ -1114,18 +1082,10 @@ async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_runn
 
 def agent_key(kid: str, **changes: Any) -> agent_keys.AgentKey:
     made = agent_keys.AgentKey(
-        id=kid,
-        installation_id="ins_1",
-        name="Mon agent ✨",
-        person_id="usr_1",
-        person_name=ADA,
-        content_id="cnt_1",
-        offered=frozenset({("publish", "published")}),
-        created_at=NOW,
-        expires_at=NOW + 10 * MINUTE,
-        revoked_at=None,
-        last_used_at=None,
-    )
+        id=kid, installation_id="ins_1", name="Mon agent ✨", person_id="usr_1", person_name=ADA,
+        content_id="cnt_1", offered=frozenset({("publish", "published")}), created_at=NOW,
+        expires_at=NOW + 10 * MINUTE, revoked_at=None, last_used_at=None,
+    )  # fmt: skip
     return replace(made, **changes)
 
 
