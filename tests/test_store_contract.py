@@ -1095,14 +1095,12 @@ async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
     await installation(any_db)
     key = agent_key("key_1")
     await agent_keys.insert(any_db, key, "hash_1")
-    await agent_keys.insert(
-        any_db, agent_key("key_all", content_id=None, offered=None, created_at=NOW - 1), "hash_2"
-    )
+    every_content = agent_key("key_all", content_id=None, offered=None, created_at=NOW - 1)
+    await agent_keys.insert(any_db, every_content, "hash_2")
     assert await agent_keys.find_live(any_db, "hash_1", NOW) == key
     assert (await agent_keys.find_live(any_db, "hash_1", NOW + 1)) == replace(key, last_used_at=NOW)
-    assert (await one(any_db, "SELECT last_used_at FROM agent_keys WHERE id = 'key_1'")) == {
-        "last_used_at": NOW
-    }  # not moved within the minute
+    used = "SELECT last_used_at FROM agent_keys WHERE id = 'key_1'"
+    assert await column(any_db, used) == [NOW]  # not moved within the minute
     manage = await present(agent_keys.find_live(any_db, "hash_2", NOW))
     assert (manage.offered, manage.reaches("cnt_any")) == (None, True)
     assert await agent_keys.find_live(any_db, "hash_1", NOW + 10 * MINUTE) is None  # expired
@@ -1117,32 +1115,19 @@ async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
     assert await agent_keys.find_live(any_db, "hash_2", NOW) is None
     # A month on, the next key takes the ended ones with it.
     later = NOW + agent_keys.ENDED_KEPT_MS + 10 * MINUTE + 1
-    await agent_keys.insert(
-        any_db, agent_key("key_new", created_at=later, expires_at=later + 1), "h3"
-    )
+    next_key = agent_key("key_new", created_at=later, expires_at=later + 1)
+    await agent_keys.insert(any_db, next_key, "h3")
     assert await rows(any_db, "SELECT id FROM agent_keys") == [{"id": "key_new"}]
 
 
 def proposal(pid: str, **changes: Any) -> proposals.Proposal:
     made = proposals.Proposal(
-        id=pid,
-        installation_id="ins_1",
-        key_id="key_1",
-        key_name="Mon agent ✨",
-        person_name=ADA,
-        content_id="cnt_1",
-        kind="publish",
-        to_state=None,
-        local_time="2026-06-01T09:00",
-        timezone="Europe/Paris",
-        fold=None,
-        due_at=NOW + MINUTE,
-        note="Après relecture — merci !",
-        status=proposals.PENDING,
-        schedule_id=None,
-        decided_by_name=None,
-        created_at=NOW,
-    )
+        id=pid, installation_id="ins_1", key_id="key_1", key_name="Mon agent ✨", person_name=ADA,
+        content_id="cnt_1", kind="publish", to_state=None, local_time="2026-06-01T09:00",
+        timezone="Europe/Paris", fold=None, due_at=NOW + MINUTE,
+        note="Après relecture — merci !", status=proposals.PENDING, schedule_id=None,
+        decided_by_name=None, created_at=NOW,
+    )  # fmt: skip
     return replace(made, **changes)
 
 
@@ -1157,30 +1142,23 @@ async def test_a_proposal_tells_its_endpoints_and_is_decided_once_before_its_tim
     await proposals.insert(any_db, proposal("prop_2", content_id="cnt_2", due_at=NOW + 2), b"{}")
     await proposals.insert(any_db, proposal("prop_past", due_at=NOW), b"{}")
     told = "SELECT id, event_type, payload, next_attempt_at FROM webhook_deliveries"
-    assert await values(any_db, f"{told} WHERE schedule_id = 'prop_1'") == [
-        ("prop_1_whe_hears", "proposal.created", '{"note":"é"}', NOW)
-    ]
+    heard = [("prop_1_whe_hears", "proposal.created", '{"note":"é"}', NOW)]
+    assert await values(any_db, f"{told} WHERE schedule_id = 'prop_1'") == heard
     assert await proposals.get(any_db, "ins_1", "prop_1") == first
     assert await proposals.get(any_db, "ins_other", "prop_1") is None
-    assert [p.id for p in await proposals.pending(any_db, "ins_1", None, NOW)] == [
-        "prop_2",
-        "prop_1",
-    ]
+    pending = [p.id for p in await proposals.pending(any_db, "ins_1", None, NOW)]
+    assert pending == ["prop_2", "prop_1"]
     assert [p.id for p in await proposals.pending(any_db, "ins_1", "cnt_1", NOW)] == ["prop_1"]
     assert await proposals.pending(any_db, "ins_1", "cnt_1", NOW + MINUTE) == []
     assert first.status_at(NOW + MINUTE) == proposals.EXPIRED
     assert not await proposals.decide(any_db, "ins_1", "prop_past", proposals.DECLINED, NOW)
-    assert not await proposals.decide(
-        any_db, "ins_1", "prop_1", proposals.WITHDRAWN, NOW, key_id="key_other"
-    )
-    assert await proposals.decide(
-        any_db, "ins_1", "prop_1", proposals.CONFIRMED, NOW, by_name=ADA, schedule_id="sch_9"
-    )
+    other, by = {"key_id": "key_other"}, {"by_name": ADA, "schedule_id": "sch_9"}
+    assert not await proposals.decide(any_db, "ins_1", "prop_1", proposals.WITHDRAWN, NOW, **other)
+    assert await proposals.decide(any_db, "ins_1", "prop_1", proposals.CONFIRMED, NOW, **by)
     assert not await proposals.decide(any_db, "ins_1", "prop_1", proposals.DECLINED, NOW)
     decided = await proposals.of_schedule(any_db, "ins_1", "sch_9")
-    assert decided == replace(
-        first, status=proposals.CONFIRMED, schedule_id="sch_9", decided_by_name=ADA
-    )
+    confirmed: dict[str, Any] = {"status": proposals.CONFIRMED, "decided_by_name": ADA}
+    assert decided == replace(first, **confirmed, schedule_id="sch_9")
     assert await proposals.of_schedule(any_db, "ins_1", "sch_none") is None
 
 
@@ -1189,11 +1167,8 @@ async def test_agent_calls_are_counted_by_tool_and_outcome(any_db: Database) -> 
     for outcome in ("ok", "ok", "refused"):
         await agent_calls.count(any_db, "list_schedules", outcome)
     await agent_calls.count(any_db, "cancel_schedule", "invalid")
-    assert await agent_calls.totals(any_db) == {
-        ("list_schedules", "ok"): 2,
-        ("list_schedules", "refused"): 1,
-        ("cancel_schedule", "invalid"): 1,
-    }
+    counted = {("list_schedules", "ok"): 2, ("list_schedules", "refused"): 1}
+    assert await agent_calls.totals(any_db) == counted | {("cancel_schedule", "invalid"): 1}
 
 
 # -- tick history: the invocation's row, totals and pruning in one write; the operator's reads
