@@ -1184,17 +1184,11 @@ async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> N
     counts = options.get("counts", report())
     await trips.record(
         lambda: tick_history.write(
-            db,
-            at=at,
-            kind=kind,
-            error=options.get("error"),
-            duration_ms=options.get("duration_ms", 5),
-            ended_at=at,
-            counts=counts,
-            totals=options.get("totals", {}),
+            db, at=at, kind=kind, error=options.get("error"), ended_at=at, counts=counts,
+            duration_ms=options.get("duration_ms", 5), totals=options.get("totals", {}),
         ),
         3,
-    )
+    )  # fmt: skip
     assert (trips.round_trips, trips.statements) == (1, 3)
 
 
@@ -1232,28 +1226,20 @@ async def test_the_history_records_each_invocation_and_its_totals_and_reads_them
         )  # fmt: skip
     last, health, added = await reads(any_db, NOW)
     assert (last.at, last.duration_ms) == (NOW, 42)  # the last tick that ended well
-    assert {k: v for k, v in last.report.items() if v} == {
-        "sends": 3,
-        "cron_delay_ms": 1_000,
-        "lateness_sum_ms": MAX_STORED_INTEGER,
-    }
+    counted = {"sends": 3, "cron_delay_ms": 1_000, "lateness_sum_ms": MAX_STORED_INTEGER}
+    assert {k: v for k, v in last.report.items() if v} == counted
     assert health == tick_history.Health(NOW, True)
     assert added == {"ticks:tick": 2, "sends": 4}
     stored = "SELECT at, kind, backlog FROM tick_history ORDER BY at"
-    assert await values(any_db, stored) == [
-        (NOW, "tick", 1),
-        (NOW + MINUTE, "tick", 2),  # `later` is due by then
-        (NOW + MINUTE + 1, "alarm", 2),
-    ]
+    # `later` is due by the second.
+    three = [(NOW, "tick", 1), (NOW + MINUTE, "tick", 2), (NOW + MINUTE + 1, "alarm", 2)]
+    assert await values(any_db, stored) == three
     assert (await reads(any_db, NOW - 2))[1] == tick_history.Health(NOW, False)
     # Slots of ten minutes: a tick counts in the minute it stands for (less its cron delay).
-    series = await tick_history.read_series(
-        any_db, NOW - 10 * MINUTE, NOW + 10 * MINUTE, 10 * MINUTE
-    ).all()
-    assert [
-        (r["slot"], r["invocations"], r["ticks"], r["failed"], r["alarms"], r["sends"], r["caught"])
-        for r in series.results
-    ] == [(0, 1, 1, 0, 0, 3, 0), (1, 2, 1, 1, 1, 0, 2)]
+    window = (NOW - 10 * MINUTE, NOW + 10 * MINUTE, 10 * MINUTE)
+    series = (await tick_history.read_series(any_db, *window).all()).results
+    names = "slot invocations ticks failed alarms sends caught"
+    assert [pick(r, names) for r in series] == [(0, 1, 1, 0, 0, 3, 0), (1, 2, 1, 1, 1, 0, 2)]
 
 
 async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Database) -> None:
@@ -1269,14 +1255,10 @@ async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Databa
 
 async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database) -> None:
     async def read(now: int) -> tuple[Any, ...]:
-        due, counts, live, wakes = await any_db.batch(
-            [
-                backlog.read_backlog(any_db, now),
-                backlog.read_counts(any_db, NOW - MINUTE),
-                backlog.read_live_counts(any_db),
-                wake_ups.read_wake_ups(any_db, now),
-            ]
-        )
+        due, counts, live, wakes = await any_db.batch([
+            backlog.read_backlog(any_db, now), backlog.read_counts(any_db, NOW - MINUTE),
+            backlog.read_live_counts(any_db), wake_ups.read_wake_ups(any_db, now),
+        ])  # fmt: skip
         return (
             backlog.backlog_from(due.results),
             backlog.counts_from(counts.results),
@@ -1307,20 +1289,18 @@ async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database
     )
     assert await wake_ups.next_due(any_db, "ins_1") == NOW - 5
     assert await wake_ups.next_due(any_db, "ins_2") == NOW - 9
-    assert (await read(MAX_STORED_INTEGER))[3] == {"ins_2": NOW - 9, "ins_1": NOW - 5}
-    assert (await read(MAX_STORED_INTEGER))[0].size == 5
+    late = await read(MAX_STORED_INTEGER)
+    assert (late[0].size, late[3]) == (5, {"ins_2": NOW - 9, "ins_1": NOW - 5})
 
 
 async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_watch(
     any_db: Database,
 ) -> None:
     async def read() -> tuple[Any, ...]:
-        refusals, lines = await any_db.batch(
-            [
-                operator_queries.read_recent_refusals(any_db),
-                operator_queries.read_installations(any_db, NOW - MINUTE),
-            ]
-        )
+        refusals, lines = await any_db.batch([
+            operator_queries.read_recent_refusals(any_db),
+            operator_queries.read_installations(any_db, NOW - MINUTE),
+        ])  # fmt: skip
         return (
             operator_queries.refusals_from(refusals.results),
             operator_queries.installations_from(lines.results),
@@ -1331,36 +1311,29 @@ async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_w
     await installation(any_db, "ins_busy", last_sent_at=NOW)
     await installation(any_db, "ins_bad")
     refused: dict[str, Any] = {"status": "refused"}
-    await any_db.batch(
-        [
-            schedule_row(any_db, "r1", "ins_bad", **refused, result_code="no", updated_at=NOW),
-            schedule_row(any_db, "r2", "ins_bad", **refused, updated_at=NOW + 1),
-            schedule_row(any_db, "r_old", "ins_busy", **refused, updated_at=0),
-            schedule_row(any_db, "ok", "ins_busy", status="completed", updated_at=NOW),
-            schedule_row(any_db, "live", "ins_busy"),
-        ]
-    )  # fmt: skip
+    await any_db.batch([
+        schedule_row(any_db, "r1", "ins_bad", **refused, result_code="no", updated_at=NOW),
+        schedule_row(any_db, "r2", "ins_bad", **refused, updated_at=NOW + 1),
+        schedule_row(any_db, "r_old", "ins_busy", **refused, updated_at=0),
+        schedule_row(any_db, "ok", "ins_busy", status="completed", updated_at=NOW),
+        schedule_row(any_db, "live", "ins_busy"),
+    ])  # fmt: skip
     refusals, lines = await read()
-    assert [(r.schedule_id, r.code, r.at) for r in refusals] == [
-        ("r2", "", NOW + 1),
-        ("r1", "no", NOW),
-        ("r_old", "", 0),
-    ]
-    assert [(i.id, i.live, i.refused_recently, i.last_sent_at) for i in lines] == [
-        ("ins_bad", 0, 2, None),
-        ("ins_busy", 1, 0, NOW),
-        ("ins_quiet", 0, 0, None),
-    ]
+    latest = [("r2", "", NOW + 1), ("r1", "no", NOW), ("r_old", "", 0)]
+    assert [pick(r, "schedule_id code at") for r in refusals] == latest
+    watch = [("ins_bad", 0, 2, None), ("ins_busy", 1, 0, NOW), ("ins_quiet", 0, 0, None)]
+    assert [pick(i, "id live refused_recently last_sent_at") for i in lines] == watch
 
 
 # -- the manage view's and the agents' reads -------------------------------------------------
 
 
 async def agenda(db: Database) -> dict[str, list[str]]:
-    """An installation's schedules of every kind, and the manage view's groups of them in order:
-    a refused one dismissed or done later since is finished; a pending one made stale by the
-    other kind's completion needs attention."""
+    """Schedules of every kind, and the manage view's groups of them in order: a refused one
+    dismissed or done later is finished; a pending one made stale needs attention."""
     await installation(db)
+    dismiss = "dismissed_by = 'u', dismissed_by_name = 'Ada', dismissed_at = 1"
+    stale = "made_stale_by = 'x', made_stale_at = 1"
     await db.batch(
         [
             schedule_row(db, "retry", status="retrying", ready_at=NOW + 2, attempts=1),
@@ -1372,13 +1345,8 @@ async def agenda(db: Database) -> dict[str, list[str]]:
             schedule_row(db, "soon", ready_at=NOW),
             schedule_row(db, "running", status="running", ready_at=NOW + 3, lease_until=NOW),
             schedule_row(db, "replaced", status="superseded", updated_at=NOW + 5),
-            db.prepare(
-                "UPDATE schedules SET dismissed_by = 'u', dismissed_by_name = 'Ada',"
-                " dismissed_at = 1 WHERE id = 'dismissed'"
-            ),
-            db.prepare(
-                "UPDATE schedules SET made_stale_by = 'x', made_stale_at = 1 WHERE id = 'stale'"
-            ),
+            db.prepare(f"UPDATE schedules SET {dismiss} WHERE id = 'dismissed'"),
+            db.prepare(f"UPDATE schedules SET {stale} WHERE id = 'stale'"),
         ]
     )
     return {
