@@ -148,22 +148,10 @@ def schedule_row(
         " VALUES (?, ?, ?, ?, 'published', 'ver_1', 1, ?, ?, ?, 'UTC', '2026-06-01T09:00', ?,"
         " ?, ?, ?, ?, ?, 'usr', 'Ada', ?, ?)"
     ).bind(
-        sid,
-        ins,
-        content or f"cnt_{sid}",
-        kind,
-        revision,
-        f"key:{sid}",
-        ready_at,
-        status,
-        result_code,
-        attempts,
-        ready_at if waiting else None,
-        "old-lease" if running else None,
-        lease_until if running else None,
-        updated_at,
-        updated_at,
-    )
+        sid, ins, content or f"cnt_{sid}", kind, revision, f"key:{sid}", ready_at, status,
+        result_code, attempts, ready_at if waiting else None, "old-lease" if running else None,
+        lease_until if running else None, updated_at, updated_at,
+    )  # fmt: skip
 
 
 async def schedule(db: Database, sid: str, ins: str = "ins_1", **options: Any) -> str:
@@ -200,6 +188,7 @@ async def delivery(
 ) -> str:
     """A delivery written straight in: waiting until `at`, or ended (delivered/failed) at it."""
     ended = status in ("delivered", "failed")
+    waiting_or_ended = (1, None, at) if ended else (0, at, None)
     await (
         db.prepare(
             "INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,"
@@ -207,16 +196,7 @@ async def delivery(
             " finished_at) SELECT ?, id, installation_id, ?, 'schedule.refused', '{\"n\":\"é\"}',"
             " ?, ?, ?, ?, ? FROM notification_endpoints WHERE id = ?"
         )
-        .bind(
-            did,
-            schedule_id,
-            created_at,
-            status,
-            1 if ended else 0,
-            None if ended else at,
-            at if ended else None,
-            eid,
-        )
+        .bind(did, schedule_id, created_at, status, *waiting_or_ended, eid)
         .run()
     )
     return did
@@ -549,12 +529,8 @@ async def test_a_claim_wins_once_sets_the_lease_and_opens_the_attempt(
     again, _ = await leases.claim(seen, [], "lease-b", LONG_AGO, LEASE_MS)  # same observation
     assert again == []
     row = await one(any_db, "SELECT * FROM schedules WHERE id = ?", sid)
-    assert pick(row, "status lease_token lease_until attempt_count") == (
-        "running",
-        "lease-a",
-        LONG_AGO + LEASE_MS,
-        1,
-    )
+    leased_a = ("running", "lease-a", LONG_AGO + LEASE_MS, 1)
+    assert pick(row, "status lease_token lease_until attempt_count") == leased_a
     assert row["next_attempt_at"] is None
     assert await attempts_of(any_db, sid) == [(1, LONG_AGO, None, None, None)]
 
@@ -687,11 +663,9 @@ async def test_a_capped_claim_never_takes_an_installation_past_its_cap(
 async def test_the_cap_holds_across_the_statements_of_one_claim(
     any_db: Database, leases: Leases
 ) -> None:
-    """Thirty candidates of one installation take two claim statements (D1's 100 bound
-    parameters): the second counts what the first claimed."""
-    await any_db.batch(
-        [schedule_row(any_db, f"s{n}", "ins0", ready_at=LONG_AGO) for n in range(30)]
-    )
+    """Thirty candidates need two claim statements; the second counts what the first claimed."""
+    thirty = [schedule_row(any_db, f"s{n}", "ins0", ready_at=LONG_AGO) for n in range(30)]
+    await any_db.batch(thirty)
     seen = await leases.due(LONG_AGO, 30)
     statements = leases.trips.statements
     won, _, held = await leases.claim_within(seen, [], "lease", LONG_AGO, LEASE_MS, 25)
@@ -1480,8 +1454,7 @@ async def plan(db: Database, sql: str, params: Sequence[object]) -> list[str]:
 
 
 def listed(width: int, fixed: int = 0, rows: int = 20) -> tuple[str, list[int]]:
-    """A `{values}` list of `rows` rows of `width` (at most D1's 100 parameters in all) after
-    `fixed` parameters, and parameters for all of them."""
+    """A `{values}` list of `width`-wide rows after `fixed` parameters (100 at most), bound."""
     rows = min(rows, (100 - fixed) // width) if width else rows
     values = ", ".join(
         "(" + ", ".join(f"?{fixed + i * width + j + 1}" for j in range(width)) + ")"
@@ -1493,14 +1466,8 @@ def listed(width: int, fixed: int = 0, rows: int = 20) -> tuple[str, list[int]]:
 def table_reads(steps: list[str]) -> list[str]:
     """The steps that read a table: not the VALUES lists the batch statements are given."""
     lists = ("SCAN seen", "SCAN done", "SCAN sent", "SCAN unsent")
-    return [
-        s
-        for s in steps
-        if s.startswith(("SCAN", "SEARCH"))
-        and "CONSTANT ROW" not in s
-        and "VALUES CLAUSE" not in s
-        and not s.startswith(lists)
-    ]
+    reads = [s for s in steps if s.startswith(("SCAN", "SEARCH")) and not s.startswith(lists)]
+    return [s for s in reads if "CONSTANT ROW" not in s and "VALUES CLAUSE" not in s]
 
 
 @pytest.mark.parametrize(
@@ -1542,9 +1509,7 @@ async def test_batch_statements_find_each_row_by_key_never_by_scan(
 async def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_row(
     any_db: Database,
 ) -> None:
-    """The candidates and their installation's live claims are materialised first (no row
-    changed yet when they are counted), and each count reads one installation's running rows
-    by index."""
+    """Candidates and live claims are materialised first; each count reads running rows by index."""
     values, params = listed(4, 5)
     steps = await plan(any_db, lease_sql.CLAIM_WITHIN_SQL.format(values=values), params)
     assert "MATERIALIZE pick" in steps, steps
@@ -1572,8 +1537,7 @@ async def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_ro
 async def test_the_outbox_reads_only_its_partial_indexes_and_keys(
     any_db: Database, sql: str, params: list[object]
 ) -> None:
-    """Claims read the waiting and leased indexes; what a claim or a settle reads back finds
-    its rows by the lease (a digest's too, not by its endpoint's whole history)."""
+    """Claims read the partial indexes; what is read back is found by lease, not by endpoint."""
     steps = await plan(any_db, sql, params)
     deliveries = ("SCAN webhook_deliveries", "SEARCH webhook_deliveries", "SCAN d", "SEARCH d")
     assert [s for s in steps if s.startswith(deliveries)], steps
