@@ -1167,13 +1167,9 @@ async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> N
 
 
 async def reads(db: Database, now: int) -> tuple[Any, ...]:
-    last, health, totals = await db.batch(
-        [
-            tick_history.read_last(db),
-            tick_history.read_health(db, now),
-            tick_history.read_totals(db),
-        ]
-    )
+    last, health, totals = await db.batch([
+        tick_history.read_last(db), tick_history.read_health(db, now), tick_history.read_totals(db)
+    ])  # fmt: skip
     return (
         tick_history.last_from(last.results),
         tick_history.health_from(health.results),
@@ -1244,17 +1240,15 @@ async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database
     await installation(any_db)
     await installation(any_db, "ins_2")
     assert await wake_ups.next_due(any_db, "ins_1") is None
-    await any_db.batch(
-        [
-            schedule_row(any_db, "a_wait", ready_at=NOW - 5),
-            schedule_row(any_db, "a_retry", status="retrying", ready_at=NOW + 5, attempts=1),
-            schedule_row(any_db, "a_run", status="running", lease_until=NOW - 1),
-            schedule_row(any_db, "b_run", "ins_2", status="running", lease_until=NOW - 9),
-            schedule_row(any_db, "b_late", "ins_2", ready_at=MAX_STORED_INTEGER),
-            schedule_row(any_db, "done_now", status="completed", updated_at=NOW),
-            schedule_row(any_db, "done_long_ago", status="refused", updated_at=0),
-        ]
-    )
+    await any_db.batch([
+        schedule_row(any_db, "a_wait", ready_at=NOW - 5),
+        schedule_row(any_db, "a_retry", status="retrying", ready_at=NOW + 5, attempts=1),
+        schedule_row(any_db, "a_run", status="running", lease_until=NOW - 1),
+        schedule_row(any_db, "b_run", "ins_2", status="running", lease_until=NOW - 9),
+        schedule_row(any_db, "b_late", "ins_2", ready_at=MAX_STORED_INTEGER),
+        schedule_row(any_db, "done_now", status="completed", updated_at=NOW),
+        schedule_row(any_db, "done_long_ago", status="refused", updated_at=0),
+    ])  # fmt: skip
     assert await read(NOW) == (
         backlog.Backlog(3, "a_wait", "ins_1", NOW - 5),
         {"pending": 2, "retrying": 1, "running": 2, "completed": 1},
@@ -1350,17 +1344,13 @@ async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
     any_db: Database,
 ) -> None:
     await installation(any_db)
-    await any_db.batch(
-        [
-            *(
-                schedule_row(any_db, f"s{n}", content="cnt_1", ready_at=NOW + n, **DONE, revision=n)
-                for n in range(1, 4)
-            ),
-            schedule_row(any_db, "other", content="cnt_2", ready_at=NOW - 1, status="retrying"),
-            schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
-            attempt_row(any_db, "other", 1, 1, 2, "timeout", None),
-        ]
-    )  # fmt: skip
+    await any_db.batch([
+        *(schedule_row(any_db, f"s{n}", content="cnt_1", ready_at=NOW + n, **DONE, revision=n)
+          for n in range(1, 4)),
+        schedule_row(any_db, "other", content="cnt_2", ready_at=NOW - 1, status="retrying"),
+        schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
+        attempt_row(any_db, "other", 1, 1, 2, "timeout", None),
+    ])  # fmt: skip
     every, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters())
     assert ([s.id for s in every], more) == (["other", "s1", "s2", "s3", "refused"], False)
     assert every[0].attempts == (Attempt(1, 1, 2, "timeout", None),)
@@ -1417,14 +1407,12 @@ async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
     await installation(any_db)
     await endpoint(any_db)
     ended = ("completed", "refused", "cancelled", "superseded")
-    await any_db.batch(
-        [
-            *(schedule_row(any_db, f"old_{s}", status=s, updated_at=NOW - 1) for s in ended),
-            schedule_row(any_db, "kept", status="completed", updated_at=NOW),
-            schedule_row(any_db, "live", updated_at=0),
-            *(attempt_row(any_db, s, n) for s in ("old_completed", "kept", "live") for n in (1, 2)),
-        ]
-    )
+    await any_db.batch([
+        *(schedule_row(any_db, f"old_{s}", status=s, updated_at=NOW - 1) for s in ended),
+        schedule_row(any_db, "kept", status="completed", updated_at=NOW),
+        schedule_row(any_db, "live", updated_at=0),
+        *(attempt_row(any_db, s, n) for s in ("old_completed", "kept", "live") for n in (1, 2)),
+    ])  # fmt: skip
     for n in range(3):
         await delivery(any_db, f"gone_{n}", status="delivered", at=NOW - 1)
     await delivery(any_db, "kept", status="failed", at=NOW)
