@@ -1,11 +1,7 @@
-"""The store's contract, written once and run on both databases the plugin runs on.
-
-`any_db` (tests/conftest.py) gives every test an empty, migrated database twice: `[sqlite]`
-(the CPython runtime's `SqliteDatabase`) and `[d1]` (Miniflare's D1 through the Workers
-adapter, marked `pyodide`). First the Database port itself, then each module of
-`scheduling.repository`: what it writes reads back the same, its compare-and-sets win once,
-its batches are all or nothing, and its queries answer the same for nothing, NULLs, the
-largest stored integer and text beyond ASCII.
+"""The store's contract, run on `any_db`'s two databases: `[sqlite]` (CPython's SqliteDatabase)
+and `[d1]` (Miniflare's D1 through the Workers adapter, marked `pyodide`). The Database port,
+then each module of `scheduling.repository`: writes read back the same, compare-and-sets win
+once, batches are all or nothing, for nothing, NULLs, the largest integer and text beyond ASCII.
 """
 
 from __future__ import annotations
@@ -1167,14 +1163,11 @@ async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> N
 
 
 async def reads(db: Database, now: int) -> tuple[Any, ...]:
-    last, health, totals = await db.batch([
+    found = await db.batch([
         tick_history.read_last(db), tick_history.read_health(db, now), tick_history.read_totals(db)
     ])  # fmt: skip
-    return (
-        tick_history.last_from(last.results),
-        tick_history.health_from(health.results),
-        tick_history.totals_from(totals.results),
-    )
+    parse = (tick_history.last_from, tick_history.health_from, tick_history.totals_from)
+    return tuple(read(result.results) for read, result in zip(parse, found, strict=True))
 
 
 async def test_the_history_records_each_invocation_and_its_totals_and_reads_them_back(
@@ -1225,16 +1218,13 @@ async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Databa
 
 async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database) -> None:
     async def read(now: int) -> tuple[Any, ...]:
-        due, counts, live, wakes = await any_db.batch([
+        found = await any_db.batch([
             backlog.read_backlog(any_db, now), backlog.read_counts(any_db, NOW - MINUTE),
             backlog.read_live_counts(any_db), wake_ups.read_wake_ups(any_db, now),
         ])  # fmt: skip
-        return (
-            backlog.backlog_from(due.results),
-            backlog.counts_from(counts.results),
-            backlog.counts_from(live.results),
-            wake_ups.wake_ups_from(wakes.results),
-        )
+        by_status = backlog.counts_from
+        parse = (backlog.backlog_from, by_status, by_status, wake_ups.wake_ups_from)
+        return tuple(parsed(result.results) for parsed, result in zip(parse, found, strict=True))
 
     assert await read(NOW) == (backlog.Backlog(0), {"running": 0}, {"running": 0}, {})
     await installation(any_db)
