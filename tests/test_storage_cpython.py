@@ -13,12 +13,7 @@ import pytest
 
 from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import UnreadableSecret
-from scheduling.repository import (
-    lease_sql,
-    operator_queries,
-    retention,
-    tick_history,
-)
+from scheduling.repository import lease_sql, operator_queries, retention, tick_history
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
 from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.runtimes.cpython.crypto import CpythonCrypto
@@ -38,12 +33,8 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     database = SqliteDatabase(tmp_path / "plugin.sqlite3")
     assert apply_migrations(database.connection, first) == ["0001_initial.sql"]
     later = sorted(path.name for path in MIGRATIONS_DIR.glob("*.sql"))[1:]
-    assert {
-        "0002_runner_status.sql",
-        "0005_notifications.sql",
-        "0006_queue_fanout.sql",
-        "0007_tick_history.sql",
-    } <= set(later)
+    named = {"0002_runner_status.sql", "0005_notifications.sql", "0006_queue_fanout.sql"}
+    assert named | {"0007_tick_history.sql"} <= set(later)
     assert apply_migrations(database.connection) == later
     assert apply_migrations(database.connection) == []
     names = [r[0] for r in database.connection.execute("SELECT name FROM d1_migrations")]
@@ -51,20 +42,24 @@ def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) ->
     database.close()
 
 
-def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
-    tmp_path: Path,
-) -> None:
-    """A database migrated to 0017 with a chat endpoint, its subscription and a delivery,
-    and the `webhook_` totals: 0018 keeps every row and the index, the keys still hold, the
-    table no longer lists the kinds, and the counters continue under their new names."""
+def migrated_before(tmp_path: Path, number: str) -> sqlite3.Connection:
+    """A database migrated up to (not including) migration `number`."""
     before = tmp_path / "before"
     before.mkdir()
     for path in MIGRATIONS_DIR.glob("*.sql"):
-        if path.name < "0018":
+        if path.name < number:
             shutil.copy(path, before)
-    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
-    connection = database.connection
+    connection = SqliteDatabase(tmp_path / "plugin.sqlite3").connection
     apply_migrations(connection, before)
+    return connection
+
+
+def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
+    tmp_path: Path,
+) -> None:
+    """0018 keeps a chat endpoint's rows and index, the keys hold, any kind goes in, the
+    `webhook_` counters continue under their new names."""
+    connection = migrated_before(tmp_path, "0018")
     connection.executescript(
         """INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
                token_rotated_at) VALUES ('ins_1', 'site', 'https://cms.example', 's', 0, 0);
@@ -94,28 +89,17 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
         " created_at, secret_rotated_at, kind) VALUES ('whe_2', 'ins_1', 'u', 's', 1, 1, 'pager')"
     )
     totals = connection.execute("SELECT name, value FROM runner_totals ORDER BY name")
-    assert [tuple(r) for r in totals] == [
-        ("deliveries:delivered", 2),
-        ("delivery_events", 3),
-        ("delivery_lost_leases", 1),
-    ]
+    renamed = [("deliveries:delivered", 2), ("delivery_events", 3), ("delivery_lost_leases", 1)]
+    assert [tuple(r) for r in totals] == renamed
     columns = {r[1] for r in connection.execute("PRAGMA table_info(tick_history)")}
     assert {"delivery_sends", "deliveries_delivered"} <= columns
     assert not {c for c in columns if c.startswith("webhook")}
-    database.close()
+    connection.close()
 
 
 def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) -> None:
-    """A database migrated to 0013, with a queue consumer's history row and totals: 0014
-    drops the column, those rows and totals, and keeps every tick and alarm as it was."""
-    before = tmp_path / "before"
-    before.mkdir()
-    for path in MIGRATIONS_DIR.glob("*.sql"):
-        if path.name < "0014":
-            shutil.copy(path, before)
-    database = SqliteDatabase(tmp_path / "plugin.sqlite3")
-    connection = database.connection
-    apply_migrations(connection, before)
+    """0014 drops the queue consumer's column, rows and totals; every tick and alarm stays."""
+    connection = migrated_before(tmp_path, "0014")
     columns = [row[1] for row in connection.execute("PRAGMA table_info(tick_history)")]
     row = ", ".join("?" for _ in columns)
     for at, kind in ((1, "tick"), (2, "consumer"), (3, "alarm")):
@@ -135,7 +119,7 @@ def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) 
         connection.execute(f"INSERT INTO tick_history VALUES ({row})", [4, "consumer", *values[2:]])
     indexes = {r[1] for r in connection.execute("PRAGMA index_list(tick_history)")}
     assert indexes == {"tick_history_at", "tick_history_ok"}
-    database.close()
+    connection.close()
 
 
 @pytest.mark.parametrize("made", ["nothing", "an empty folder", "a folder without .sql files"])
@@ -206,36 +190,25 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
     return groups + [(one,) for one in re.findall(r"status = '([a-z]+)'", sql)]
 
 
-@pytest.mark.parametrize(
-    ("sql", "groups"),
-    [
-        # and the other kind's waiting schedule a completion would make stale (issue 38)
-        (DUE_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
-        (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
-        (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
-        (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
-        (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
-        (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
-        (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
-        (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
-        (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
-        (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
-        (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
-    ],
-    ids=[
-        "runner due rows",
-        "status backlog",
-        "status counts",
-        "open attempts",
-        "healthz",
-        "history row's backlog",
-        "live counts",
-        "latest refusals",
-        "installations",
-        "retention: attempts",
-        "retention: schedules",
-    ],
-)
+STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
+    # and the other kind's waiting schedule a completion would make stale (issue 38)
+    "runner due rows": (DUE_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
+    "status backlog": (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
+    "status counts": (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
+    "open attempts": (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
+    "healthz": (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
+    "history row's backlog": (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
+    "live counts": (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
+    "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
+    "installations": (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
+    "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
+    "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
+    "one installation's due rows": (lease_sql.DUE_FOR_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
+    "live claims": (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
+}
+
+
+@pytest.mark.parametrize(("sql", "groups"), STATUS_GROUPS.values(), ids=STATUS_GROUPS)
 def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
 ) -> None:
@@ -262,17 +235,3 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
     [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
     assert sql_list(WAITING) == "('pending', 'retrying')"
-
-
-@pytest.mark.parametrize(
-    ("sql", "groups"),
-    [
-        (lease_sql.DUE_FOR_SQL, [WAITING, WAITING, (Status.RUNNING,)]),  # one: issue 38
-        (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
-    ],
-    ids=["one installation's due rows", "live claims"],
-)
-def test_the_capped_claims_statements_write_the_enums_groups(
-    sql: str, groups: list[tuple[Status, ...]]
-) -> None:
-    assert _status_groups_in(sql) == groups
