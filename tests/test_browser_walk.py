@@ -1,17 +1,9 @@
 """A real browser walk through the management UI, with an axe-core audit of every page state.
 
-Headless Debian Chromium (driven by Playwright, never `playwright install`)
-against the real processes of `scripts.devstack.DevStack`: the plugin
-(`python -m scheduling serve`, no cron) and the local Dee Wan
-(`python -m fake_core --seed demo`), the plugin installed. The browser starts
-on the Dee Wan home page and gets into the plugin only through its launch
-buttons. The semantics are tested in-process in test_ui.py; this proves the
-pages work in a browser, with the keyboard, and pass WCAG 2.2 AA rules.
-
-Needs /usr/bin/chromium and tests/browser/node_modules/axe-core: run
-`bash tests/browser/setup.sh`. Screenshots go to pytest's temporary
-directory (printed with `-s`), or to $BROWSER_SCREENSHOTS; the guides' pictures are
-taken with them (`picture`, tests/support/doc_pictures.py).
+Headless Debian Chromium (Playwright) against the real processes of `scripts.devstack.DevStack`
+(see tests/support/browser.py), entering the plugin only through Dee Wan's launch buttons;
+the keyboard works and WCAG 2.2 AA holds. Screenshots: pytest's temporary directory or
+$BROWSER_SCREENSHOTS; the guides' pictures come from them (tests/support/doc_pictures.py).
 """
 
 from __future__ import annotations
@@ -26,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Response as PageResponse
 
@@ -35,7 +27,7 @@ from tests.support.browser import (
     AXE,
     PERSON,
     confirmed_id,
-    free_port,
+    installed_stack,
     minutes_ahead,
     missing_pieces,
     run_tick,
@@ -64,16 +56,9 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    dev = DevStack(
-        plugin_port=free_port(),
-        core_port=free_port(),
-        state_dir=tmp_path_factory.mktemp("devstack"),
-        cron=False,
-        # The walk schedules its bulk items over HTTP as one person within a minute.
-        plugin_vars={"MAX_CREATES_PER_MINUTE": "1000"},
-    )
-    with dev:
-        dev.install()
+    # The walk schedules its bulk items over HTTP as one person within a minute.
+    many = {"MAX_CREATES_PER_MINUTE": "1000"}
+    with installed_stack(tmp_path_factory.mktemp("devstack"), plugin_vars=many) as dev:
         # More content: the manage page shows schedules of several, and pages through many.
         bulk = [{"id": f"cnt_bulk_{i:02d}", "title": f"Bulk item {i:02d}"} for i in range(BULK)]
         seeded = httpx.post(
@@ -269,6 +254,16 @@ def audit_wide_and_narrow(
         page.set_viewport_size(desktop or DESKTOP)
 
 
+def follow(page: Page, target: Locator, key: str = "", status: int | None = 200) -> PageResponse:
+    """Click `target` (or press `key` on it) and return the page it leads to."""
+    with page.expect_navigation() as navigated:
+        target.press(key) if key else target.click()
+    response = navigated.value
+    assert response is not None
+    assert status is None or response.status == status, response.status
+    return response
+
+
 def submit(page: Page, key: str = "Enter") -> PageResponse:
     with page.expect_navigation() as navigated:
         page.keyboard.press(key)
@@ -446,11 +441,9 @@ def a_time_twice_is_refused_asking_which(page: Page, shots: Path) -> str:
 def cancel_asks_first(page: Page, stack: DevStack, shots: Path, second: str, when: str) -> None:
     """The card's Cancel leads to a page naming the change, the version and the time (`when`);
     its button posts the cancel, and the message names what was cancelled."""
-    with page.expect_navigation() as navigated:
-        schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel")).click()
-    confirm = navigated.value
-    assert confirm is not None
-    assert confirm.status == 200
+    confirm = follow(
+        page, schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel"))
+    )
     assert page.get_by_role("heading", level=1).inner_text() == "Cancel this schedule?"
     facts = page.locator("dl.facts").inner_text()
     assert "“Summer news”" in facts
@@ -458,11 +451,7 @@ def cancel_asks_first(page: Page, stack: DevStack, shots: Path, second: str, whe
     assert stored_status(stack, second) == "pending"
     audit_wide_and_narrow(page, "cancel-confirm", confirm, shots)
     picture(page, "editor-cancel", shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    cancelled = navigated.value
-    assert cancelled is not None
-    assert cancelled.status == 200
+    cancelled = follow(page, page.get_by_role("button", name="Cancel the schedule"))
     assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
     flash = page.get_by_role("status").filter(has_text="Cancelled: the schedule to publish")
     assert flash.is_visible()
@@ -544,8 +533,7 @@ def stored_status(stack: DevStack, schedule_id: str) -> str:
 def create_by_mouse(page: Page, local: str, zone: str) -> str:
     page.locator("#local_time").fill(local)
     page.locator("#timezone").fill(zone)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Schedule", exact=True).click()
+    follow(page, page.get_by_role("button", name="Schedule", exact=True), status=None)
     return confirmed_id(page)
 
 
@@ -571,14 +559,13 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     assert schedule_item(page, events).locator(heading).inner_text().endswith(" of “Autumn events”")
     audit(page, "manage", managed, shots)
 
-    with page.expect_navigation():
-        schedule_item(page, events).get_by_role("link", name=re.compile("^Cancel")).click()
+    follow(
+        page,
+        schedule_item(page, events).get_by_role("link", name=re.compile("^Cancel")),
+        status=None,
+    )
     assert "“Autumn events”" in page.locator("dl.facts").inner_text()
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    after = navigated.value
-    assert after is not None
-    assert after.status == 200
+    after = follow(page, page.get_by_role("button", name="Cancel the schedule"))
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert schedule_item(page, events).get_attribute("data-status") == "cancelled"
     assert schedule_item(page, spring).get_attribute("data-status") == "pending"
@@ -684,11 +671,7 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     audit_wide_and_narrow(page, "content-stale-warning", reloaded, shots)
     picture(page, "editor-stale-pin", shots, show='[data-pin-stale="true"]')
 
-    with page.expect_navigation() as navigated:
-        item.get_by_role("button", name=f"Pin {current} instead, same time").click()
-    repinned = navigated.value
-    assert repinned is not None
-    assert repinned.status == 200
+    repinned = follow(page, item.get_by_role("button", name=f"Pin {current} instead, same time"))
     second = confirmed_id(page)
     notice = page.locator("[data-confirmation]").inner_text()
     assert f"the pinned version {current} at {spoken(local, 'Europe/Paris')}" in notice
@@ -726,13 +709,10 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     # From the manage launch a site admin may cancel any schedule; the card names her.
     launch(page, stack)
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=upcoming")
-    with page.expect_navigation():
-        schedule_item(page, made).get_by_role("link", name=re.compile("^Cancel")).click()
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    after = navigated.value
-    assert after is not None
-    assert after.status == 200
+    follow(
+        page, schedule_item(page, made).get_by_role("link", name=re.compile("^Cancel")), status=None
+    )
+    follow(page, page.get_by_role("button", name="Cancel the schedule"))
     assert "show=upcoming" in page.url
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished")
     assert f"Cancelled by {ADMIN} at " in schedule_item(page, made).inner_text()
@@ -776,18 +756,13 @@ def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) 
 
 def pages_forth_and_back_in_the_zone(page: Page, shots: Path, on_page_2: int) -> None:
     """Paging: the next page, then back; the agenda's zone is kept."""
-    with page.expect_navigation() as navigated:
-        page.locator('nav.pager-top a[rel="next"]').click()
-    second = navigated.value
-    assert second is not None
-    assert second.status == 200
+    second = follow(page, page.locator('nav.pager-top a[rel="next"]'))
     assert page.locator("li.schedule").count() == on_page_2
     assert page.locator('a[rel="next"]').count() == 0
     assert "page 2 of 2" in page.locator(".page-info").inner_text()
     audit(page, "manage-page-2", second, shots)
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"  # kept
-    with page.expect_navigation():
-        page.locator('nav.pager-bottom a[rel="prev"]').click()
+    follow(page, page.locator('nav.pager-bottom a[rel="prev"]'), status=None)
     assert "page 1 of 2" in page.locator(".page-info").inner_text()
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
 
@@ -824,9 +799,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
 
     # The agenda in another zone: days and times follow it.
     page.locator("#agenda-zone").fill("Asia/Tokyo")
-    with page.expect_navigation() as navigated:
-        page.locator("#agenda-zone").press("Enter")
-    tokyo = navigated.value
+    tokyo = follow(page, page.locator("#agenda-zone"), key="Enter", status=None)
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
     first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"]')
     assert "(Asia/Tokyo; " in first_bulk.locator("dd").first.inner_text()
@@ -835,9 +808,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     pages_forth_and_back_in_the_zone(page, shots, counts["all"] - 50)
 
     # A filter narrows to one group, with its count.
-    with page.expect_navigation() as navigated:
-        page.locator('nav.filters a[data-filter="finished"]').click()
-    finished = navigated.value
+    finished = follow(page, page.locator('nav.filters a[data-filter="finished"]'), status=None)
     shown = page.locator("li.schedule")
     assert shown.count() == counts["finished"]
     assert {shown.nth(i).get_attribute("data-status") for i in range(shown.count())} <= {
@@ -859,9 +830,7 @@ def add_the_local_receiver(page: Page, shots: Path, receiver: str) -> str:
     section.get_by_label("Endpoint URL").fill(receiver)
     assert section.get_by_role("checkbox", name=re.compile("refused")).is_checked()
     assert not section.get_by_role("checkbox", name=re.compile("is done")).is_checked()
-    with page.expect_navigation() as added:
-        section.get_by_role("button", name="Add endpoint").click()
-    shown = added.value
+    shown = follow(page, section.get_by_role("button", name="Add endpoint"), status=None)
     secret = page.locator("[data-signing-secret]").inner_text()
     assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{43}=", secret)
     page.locator("#notifications").scroll_into_view_if_needed()
@@ -889,8 +858,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     # The local Dee Wan keeps the secret to verify what arrives.
     open_home(page, stack)
     page.get_by_label("Signing secret").fill(secret)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Keep secret").click()
+    follow(page, page.get_by_role("button", name="Keep secret"), status=None)
     assert page.get_by_role("status").filter(has_text="Signing secret kept").is_visible()
     assert secret not in page.content()
 
@@ -933,10 +901,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
 def fill_and_send(page: Page, local: str, zone: str) -> PageResponse:
     page.locator("#local_time").fill(local)
     page.locator("#timezone").fill(zone)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Schedule", exact=True).click()
-    response = navigated.value
-    assert response is not None
+    response = follow(page, page.get_by_role("button", name="Schedule", exact=True), status=None)
     return response
 
 
@@ -953,11 +918,7 @@ def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
     assert "“europe/berln” is not a time zone name this plugin knows." in error.inner_text()
     assert "Did you mean Europe/Berlin" in error.inner_text()
     audit_wide_and_narrow(page, "content-zone-suggestions", refused, shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Schedule it in Europe/Berlin").click()
-    made = navigated.value
-    assert made is not None
-    assert made.status == 200
+    follow(page, page.get_by_role("button", name="Schedule it in Europe/Berlin"))
     assert (
         f"at {spoken(summer, 'Europe/Berlin')}." in page.locator("[data-confirmation]").inner_text()
     )
@@ -979,11 +940,7 @@ def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
         problem.inner_text()
     )
     audit_wide_and_narrow(page, "content-gap", gap, shots)
-    with page.expect_navigation() as navigated:
-        problem.get_by_role("button", name=re.compile("^Schedule it at .* instead$")).click()
-    fixed = navigated.value
-    assert fixed is not None
-    assert fixed.status == 200
+    follow(page, problem.get_by_role("button", name=re.compile("^Schedule it at .* instead$")))
     assert f"at {spoken(after_jump, 'Europe/Berlin')}." in (
         page.locator("[data-confirmation]").inner_text()
     )
@@ -1060,11 +1017,7 @@ def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: P
         stack.core_origin
     )
     audit_wide_and_narrow(page, "content-dee-wan-down", down, shots)
-    with page.expect_navigation() as navigated:
-        note.get_by_role("link", name="Try again").click()  # the fault was for one read
-    back = navigated.value
-    assert back is not None
-    assert back.status == 200
+    follow(page, note.get_by_role("link", name="Try again"))  # the fault was for one read
     assert page.locator("[data-unread]").count() == 0
 
     # A create sent while Dee Wan is down comes back with what was entered, the reason above.
@@ -1119,8 +1072,7 @@ def test_the_manage_view_says_what_it_could_not_do(
     assert "“asia/tokio” is not a time zone name" in page.locator("#zone-problem").inner_text()
     suggestion = page.locator('[data-zone-suggestion="Asia/Tokyo"]')
     audit_wide_and_narrow(page, "manage-zone-suggestions", tokio, shots)
-    with page.expect_navigation():
-        suggestion.click()
+    follow(page, suggestion, status=None)
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
 
     # A slow Dee Wan: titles not read in time are said, not silently replaced by ids.
@@ -1145,8 +1097,7 @@ def switch(page: Page, stack: DevStack, button: str) -> str:
     notice it leaves."""
     open_home(page, stack)
     section = page.locator("form").filter(has=page.get_by_role("button", name=button, exact=True))
-    with page.expect_navigation():
-        section.get_by_role("button", name=button, exact=True).click()
+    follow(page, section.get_by_role("button", name=button, exact=True), status=None)
     return page.get_by_role("status").first.inner_text()
 
 
@@ -1191,11 +1142,7 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
     assert card.get_attribute("data-status") == "refused"
     card.scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "content-refused-try-again", landed, shots)
-    with page.expect_navigation() as navigated:
-        card.get_by_role("button", name=re.compile("^Try again")).click()
-    tried = navigated.value
-    assert tried is not None
-    assert tried.status == 200
+    tried = follow(page, card.get_by_role("button", name=re.compile("^Try again")))
     second = confirmed_id(page)
     assert second != first
     audit(page, "content-tried-again", tried, shots)
@@ -1227,11 +1174,7 @@ def test_a_site_admin_dismisses_a_refusal(stack: DevStack, page: Page, shots: Pa
     before = int(str(page.locator('a[data-filter="attention"]').get_attribute("data-count")))
     item.scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "manage-dismiss", shown, shots)
-    with page.expect_navigation() as navigated:
-        item.get_by_role("button", name=re.compile("^Dismiss")).click()
-    after = navigated.value
-    assert after is not None
-    assert after.status == 200
+    after = follow(page, item.get_by_role("button", name=re.compile("^Dismiss")))
     assert "show=attention" in page.url
     flash = page.locator(f'[data-dismissed="{made}"]')
     assert flash.inner_text().startswith("Dismissed: the schedule to publish version")
@@ -1253,18 +1196,12 @@ def a_late_cancel_leads_back_to_the_schedules(
     other = context.new_page()
     for tab_ in (page, other):
         tab_.goto(f"{stack.plugin_origin}/installations/{ins}/schedules/{made}/cancel")
-    with other.expect_navigation():
-        other.get_by_role("button", name="Cancel the schedule").click()
+    follow(other, other.get_by_role("button", name="Cancel the schedule"))
     other.close()
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    late = navigated.value
-    assert late is not None
-    assert late.status == 409
+    late = follow(page, page.get_by_role("button", name="Cancel the schedule"), status=409)
     back = page.get_by_role("link", name="Back to the schedules")
     audit_wide_and_narrow(page, "error-form-refused-next-steps", late, shots)
-    with page.expect_navigation():
-        back.click()
+    follow(page, back, status=None)
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"
 
 
@@ -1293,11 +1230,7 @@ def test_every_error_page_leads_somewhere(
     try:
         row = page.locator("tr").filter(has=page.get_by_role("cell", name="cnt_events", exact=True))
         form = row.locator("form").filter(has=page.get_by_role("button", name=f"Schedule ({ins})"))
-        with page.expect_navigation() as navigated:
-            form.get_by_role("button", name=f"Schedule ({ins})").click()
-        down = navigated.value
-        assert down is not None
-        assert down.status == 503
+        down = follow(page, form.get_by_role("button", name=f"Schedule ({ins})"), status=503)
         assert page.locator('[data-error-code="dee_wan_unavailable"]').is_visible()
         # Issue 38: the same launch again (its code was not checked), and the schedules this
         # browser's session shows.
@@ -1305,8 +1238,7 @@ def test_every_error_page_leads_somewhere(
         assert "dee_wan_launch=" in retry
         assert page.get_by_role("link", name="Back to the schedules").is_visible()
         audit_wide_and_narrow(page, "error-launch-while-down", down, shots)
-        with page.expect_navigation():
-            page.get_by_role("link", name="Back to Dee Wan").click()
+        follow(page, page.get_by_role("link", name="Back to Dee Wan"), status=None)
         assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
     finally:
         switch(page, stack, "Back to normal")
@@ -1329,9 +1261,7 @@ def the_delivery_links_to_its_card(
         r"Publish version ver_\w+ of (“Hooked news”|content cnt_hooked), due ",
         (delivery.inner_text()),
     )
-    with page.expect_navigation() as navigated:
-        delivery.get_by_role("link").click()
-    linked = navigated.value
+    linked = follow(page, delivery.get_by_role("link"), status=None)
     assert page.locator("li.schedule").count() == 1
     assert schedule_item(page, made).is_visible()
     audit(page, "manage-one-schedule", linked, shots)
@@ -1345,8 +1275,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     section = page.locator("#notifications")
     receiver = f"{stack.core_origin}/webhooks?copy=confirm"
     section.get_by_label("Endpoint URL").fill(receiver)
-    with page.expect_navigation():
-        section.get_by_role("button", name="Add endpoint").click()
+    follow(page, section.get_by_role("button", name="Add endpoint"), status=None)
     first_secret = page.locator("[data-signing-secret]").inner_text()
     made = refused_on_purpose(page, stack, "cnt_hooked")
 
@@ -1354,30 +1283,24 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
 
     launch(page, stack)
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
-    with page.expect_navigation() as navigated:
-        endpoint.get_by_role("link", name=re.compile("^Rotate secret")).click()
-    asked = navigated.value
+    asked = follow(
+        page, endpoint.get_by_role("link", name=re.compile("^Rotate secret")), status=None
+    )
     assert page.get_by_role("heading", level=1).inner_text() == "Rotate the signing secret?"
     assert "cannot verify them until you paste the new secret" in page.locator("main").inner_text()
     audit_wide_and_narrow(page, "endpoint-rotate-confirm", asked, shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Rotate the secret").click()
-    rotated = navigated.value
+    rotated = follow(page, page.get_by_role("button", name="Rotate the secret"), status=None)
     new_secret = page.locator("[data-signing-secret]").inner_text()
     assert new_secret != first_secret
     assert "paste this one into the receiver now" in page.locator(".secret").inner_text()
     audit(page, "endpoint-rotated", rotated, shots)
 
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
-    with page.expect_navigation() as navigated:
-        endpoint.get_by_role("link", name=re.compile("^Delete")).click()
-    asked = navigated.value
+    asked = follow(page, endpoint.get_by_role("link", name=re.compile("^Delete")), status=None)
     assert page.get_by_role("heading", level=1).inner_text() == "Delete this endpoint?"
     assert page.locator(f'tr[data-schedule-id="{made}"]').is_visible()  # what is lost, listed
     audit_wide_and_narrow(page, "endpoint-delete-confirm", asked, shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Delete the endpoint").click()
-    deleted = navigated.value
+    deleted = follow(page, page.get_by_role("button", name="Delete the endpoint"), status=None)
     done = page.locator("[data-done]")
     assert done.inner_text().startswith(f"Deleted the endpoint {receiver}.")
     assert page.locator("article.endpoint").filter(has_text=receiver).count() == 0
@@ -1455,11 +1378,7 @@ def test_pages_without_a_session_and_a_reloaded_form_lead_somewhere(
     launch(page, stack, "cnt_events")
     page.locator("#local_time").fill(f"{date.today().year - 1}-07-01T09:00")
     page.locator("#timezone").fill("Europe/Paris")
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Schedule", exact=True).click()
-    past = navigated.value
-    assert past is not None
-    assert past.status == 422
+    past = follow(page, page.get_by_role("button", name="Schedule", exact=True), status=422)
     button = page.locator("button[data-retry-local-time]")
     assert button.inner_text().startswith("Schedule it at ")
     audit_wide_and_narrow(page, "content-past-next-minute", past, shots)

@@ -1,11 +1,8 @@
 """Fuzz: arbitrary Dee Wan answers to the transition command, through a real tick.
 
-Every example adds two due schedules, one per installation: the first one's
-core answers what hypothesis generates (status, headers, body bytes), the
-other's is an honest fake_core. Properties: the tick never fails; every
-claimed row ends settled (none left running, every attempt finished, codes
-that look like codes); the honest schedule is sent exactly once and completed.
-Derandomized with a fixed budget, so CI runs the same cases every time.
+Each example adds two due schedules: one core answers what hypothesis makes, the other is an
+honest fake_core. The tick never fails, every claimed row ends settled with code-like codes,
+and the honest schedule is sent once and completed. Derandomized, a fixed budget.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ tests/browser/node_modules: `bash tests/browser/setup.sh` installs both.
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from zoneinfo import ZoneInfo
 
 import httpx
 from playwright.sync_api import Locator, Page
+
+from scripts.devstack import DevStack
 
 CHROMIUM = Path("/usr/bin/chromium")
 AXE = Path(__file__).resolve().parents[1] / "browser" / "node_modules" / "axe-core" / "axe.min.js"
@@ -40,6 +44,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def installed_stack(state_dir: Path, **options: Any) -> Iterator[DevStack]:
+    """The plugin (no cron) and the local Dee Wan on free ports, the plugin installed."""
+    dev = DevStack(
+        plugin_port=free_port(), core_port=free_port(), state_dir=state_dir, cron=False, **options
+    )
+    with dev:
+        dev.install()
+        yield dev
 
 
 def wall(local: str, zone: str, fold: int = 0) -> datetime:
