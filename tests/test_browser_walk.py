@@ -264,11 +264,16 @@ def follow(page: Page, target: Locator, key: str = "", status: int | None = 200)
     return response
 
 
-def submit(page: Page, key: str = "Enter") -> PageResponse:
+def confirmation(page: Page) -> str:
+    return page.locator("[data-confirmation]").inner_text()
+
+
+def submit(page: Page, key: str = "Enter", status: int = 200) -> PageResponse:
     with page.expect_navigation() as navigated:
         page.keyboard.press(key)
     response = navigated.value
     assert response is not None
+    assert response.status == status, response.status
     return response
 
 
@@ -332,6 +337,7 @@ def keyboard_schedule(
     fold: str | None = None,
     transition: str | None = None,
     press: str = "Enter",
+    status: int = 200,
 ) -> PageResponse:
     """Fill the whole form and send it with the keyboard alone, from where the page put focus.
     The fold is asked only when the time entered happens twice (after such a refusal)."""
@@ -356,7 +362,7 @@ def keyboard_schedule(
         assert page.locator('input[name="fold"]').count() == 0  # asked only when it matters
     button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
     assert button["text"] == "Schedule"
-    return submit(page, press)
+    return submit(page, press, status)
 
 
 # -- stories -------------------------------------------------------------------
@@ -413,8 +419,7 @@ def a_time_twice_is_refused_asking_which(page: Page, shots: Path) -> str:
     """A wall time that happens twice, no fold chosen: refused, the input kept, both instants
     named, and focus on the choice; that wall time."""
     twice = next_ambiguous_half_past("Europe/Berlin")
-    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
-    assert refused.status == 422
+    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space", status=422)
     error = page.locator('[data-error-code="ambiguous_local_time"]')
     assert error.is_visible()
     earlier_label, later_label = (spoken(twice, "Europe/Berlin", fold) for fold in (0, 1))
@@ -468,10 +473,9 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     #    one way (local, zone, UTC) and the deadline with its own date, zone and RFC 3339 value.
     summer = next_summer_morning()
     made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
-    assert made.status == 200
     assert "?created=" in page.url
     first = confirmed_id(page)
-    notice = page.locator("[data-confirmation]").inner_text()
+    notice = confirmation(page)
     assert f"at {spoken(summer, 'Europe/Berlin')}." in notice
     deadline = page.locator("[data-deadline]")
     last = wall(summer, "Europe/Berlin").astimezone(UTC) + timedelta(minutes=15)
@@ -504,9 +508,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
     assert button["text"] == "Schedule"
     fixed = submit(page)
-    assert fixed.status == 200
     second = confirmed_id(page)
-    notice = page.locator("[data-confirmation]").inner_text()
+    notice = confirmation(page)
     assert f"at {spoken(twice, 'Europe/Berlin', fold=1)}." in notice
     replaced = page.locator("[data-replaced]")
     assert replaced.get_attribute("data-replaced") == first
@@ -673,7 +676,7 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
 
     repinned = follow(page, item.get_by_role("button", name=f"Pin {current} instead, same time"))
     second = confirmed_id(page)
-    notice = page.locator("[data-confirmation]").inner_text()
+    notice = confirmation(page)
     assert f"the pinned version {current} at {spoken(local, 'Europe/Paris')}" in notice
     assert f"It replaces the schedule of version {pinned} for {spoken(local, 'Europe/Paris')}" in (
         notice
@@ -898,11 +901,10 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
 # -- issue 22: the editor's page speaks plainly -----------------------------------------
 
 
-def fill_and_send(page: Page, local: str, zone: str) -> PageResponse:
+def fill_and_send(page: Page, local: str, zone: str, status: int = 200) -> PageResponse:
     page.locator("#local_time").fill(local)
     page.locator("#timezone").fill(zone)
-    response = follow(page, page.get_by_role("button", name="Schedule", exact=True), status=None)
-    return response
+    return follow(page, page.get_by_role("button", name="Schedule", exact=True), status=status)
 
 
 def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
@@ -912,28 +914,21 @@ def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
     summer = next_summer_morning()
 
     # A misspelt zone: said back as typed, with the closest names one click away.
-    refused = fill_and_send(page, summer, "europe/berln")
-    assert refused.status == 422
+    refused = fill_and_send(page, summer, "europe/berln", status=422)
     error = page.locator('[data-error-code="unknown_timezone"]')
     assert "“europe/berln” is not a time zone name this plugin knows." in error.inner_text()
     assert "Did you mean Europe/Berlin" in error.inner_text()
     audit_wide_and_narrow(page, "content-zone-suggestions", refused, shots)
     follow(page, page.get_by_role("button", name="Schedule it in Europe/Berlin"))
-    assert (
-        f"at {spoken(summer, 'Europe/Berlin')}." in page.locator("[data-confirmation]").inner_text()
-    )
+    assert f"at {spoken(summer, 'Europe/Berlin')}." in confirmation(page)
 
     # In lower case it is simply the zone, stored the canonical way.
-    lower = fill_and_send(page, summer, "europe/paris")
-    assert lower.status == 200
-    assert (
-        f"at {spoken(summer, 'Europe/Paris')}." in page.locator("[data-confirmation]").inner_text()
-    )
+    fill_and_send(page, summer, "europe/paris")
+    assert f"at {spoken(summer, 'Europe/Paris')}." in confirmation(page)
 
     # A time the clocks skip: refused, naming the jump, with the first minute after it.
     skipped, after_jump = next_gap_half_past("Europe/Berlin")
-    gap = fill_and_send(page, skipped, "Europe/Berlin")
-    assert gap.status == 422
+    gap = fill_and_send(page, skipped, "Europe/Berlin", status=422)
     problem = page.locator('[data-error-code="nonexistent_local_time"]')
     assert "the clocks jump from 02:00 to 03:00" in problem.inner_text()
     assert f"The first minute after the jump is {spoken(after_jump, 'Europe/Berlin')}." in (
@@ -941,14 +936,11 @@ def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
     )
     audit_wide_and_narrow(page, "content-gap", gap, shots)
     follow(page, problem.get_by_role("button", name=re.compile("^Schedule it at .* instead$")))
-    assert f"at {spoken(after_jump, 'Europe/Berlin')}." in (
-        page.locator("[data-confirmation]").inner_text()
-    )
+    assert f"at {spoken(after_jump, 'Europe/Berlin')}." in confirmation(page)
 
     # Five years ahead (a typo for next year?): accepted, and the receipt says so.
     far = f"{date.today().year + 5}-07-01T09:00"
     accepted = fill_and_send(page, far, "Europe/Paris")
-    assert accepted.status == 200
     note = page.locator("[data-years-ahead]")
     assert note.get_attribute("data-years-ahead") in ("5 years", "6 years")
     assert "If you meant an earlier year" in note.inner_text()
@@ -1026,16 +1018,14 @@ def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: P
         stack,
         faults=[{"kind": "respond", "status": 503, "code": "unavailable", "endpoint": "content"}],
     )
-    kept = fill_and_send(page, local, "Europe/Paris")
-    assert kept.status == 503
+    kept = fill_and_send(page, local, "Europe/Paris", status=503)
     assert kept.headers["retry-after"] == "60"
     problem = page.locator('#form-error[data-error-code="dee_wan_unavailable"]')
     assert "the form keeps what you entered" in problem.inner_text()
     assert page.locator("#local_time").input_value() == local
     assert page.locator("#timezone").input_value() == "Europe/Paris"
     audit_wide_and_narrow(page, "content-create-while-down", kept, shots)
-    again = fill_and_send(page, local, "Europe/Paris")  # Dee Wan answers again
-    assert again.status == 200
+    fill_and_send(page, local, "Europe/Paris")  # Dee Wan answers again
     assert page.locator("[data-confirmation]").count() == 1
 
 
