@@ -1,8 +1,6 @@
-"""fake_core's home page as a person uses it: rotate, one-click codes, the transitions log.
-
-Driven in-process through `FakeCoreApp.dispatch` (forms posted like a browser
-would), with a plugin double that mints one-time codes behind an operator
-secret and accepts each code once, for its own kind and installation.
+"""fake_core's home page as a person uses it: rotate, one-click codes, the transitions log;
+forms posted in-process through `FakeCoreApp.dispatch` to a plugin double that mints one-time
+codes behind an operator secret and accepts each once, for its own kind and installation.
 """
 
 from __future__ import annotations
