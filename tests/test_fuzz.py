@@ -35,14 +35,7 @@ from tests.support.scripted_core import ScriptedCore, content_answer, exchange_a
 from tests.support.world import Browser, World, schedule
 
 # Examples per suite: 4,400 cases, about 20 s on a two-core CI machine.
-EXAMPLES = {
-    "requests": 1600,
-    "form": 800,
-    "exchange": 800,
-    "content": 800,
-    "operator": 400,
-    "endpoint": 400,
-}
+EXAMPLES = dict(requests=1600, form=800, exchange=800, content=800, operator=400, endpoint=400)
 # Statuses the plugin may answer when Dee Wan is unreachable or untrusted (documented).
 DEE_WAN_5XX = {502, 503, 504}
 FUZZ = settings(
