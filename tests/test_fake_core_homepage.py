@@ -384,12 +384,10 @@ async def test_every_ui_post_is_same_origin_only(app: FakeCoreApp, plugin: Plugi
 
 
 async def test_uninstall_and_edit_of_unknown_ids_are_plain_notices(app: FakeCoreApp) -> None:
-    assert (await act(app, "uninstall", {"installation_id": "ins_gone"}))[0] == (
-        "There is no installation ins_gone."
-    )
-    assert (await act(app, "edit", {"content_id": "cnt_gone"}))[
-        0
-    ] == "There is no content cnt_gone."
+    gone, _ = await act(app, "uninstall", {"installation_id": "ins_gone"})
+    assert gone == "There is no installation ins_gone."
+    unknown, _ = await act(app, "edit", {"content_id": "cnt_gone"})
+    assert unknown == "There is no content cnt_gone."
 
 
 # -- the log of transitions -------------------------------------------------------------
@@ -452,21 +450,16 @@ async def test_the_log_escapes_what_it_shows(app: FakeCoreApp, core: FakeCore) -
     headers, body = transition_command(core, installation, "cnt_evil", "publish")
     assert await send(core, headers, body) == (200, "transition_applied")
     headers, body = transition_command(core, installation, "cnt_evil", schedule_id="sch_9")
-    assert await send(core, headers, {**body, "kind": "<script>x</script>"}) == (
-        400,
-        "invalid_request",
-    )
+    refused = await send(core, headers, {**body, "kind": "<script>x</script>"})
+    assert refused == (400, "invalid_request")
     page = await home(app)
     assert "<img" not in page
     assert "<script" not in page
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page  # markupsafe quotes
     assert "&lt;script&gt;x&lt;/script&gt;" in page
     newest, oldest = log_rows(page)
-    assert (newest[2], newest[3], newest[5]) == (
-        hostile,
-        "<script>x</script>",
-        "400 invalid_request",
-    )
+    shown = (newest[2], newest[3], newest[5])
+    assert shown == (hostile, "<script>x</script>", "400 invalid_request")
     assert (oldest[2], oldest[5], oldest[6]) == (hostile, "200 transition_applied", "yes")
 
 
@@ -491,10 +484,8 @@ async def test_the_log_is_kept_across_a_restart(tmp_path: Path, core: FakeCore) 
     assert await send(core, *transition_command(core, installation)) == (200, "transition_applied")
     core.clock.advance(1_000)
     headers, body = transition_command(core, installation, "cnt_pub", "unpublish", schedule_id="s2")
-    assert await send(core, headers, {**body, "version_id": "ver_0"}) == (
-        409,
-        "scheduled_target_stale",
-    )
+    stale = await send(core, headers, {**body, "version_id": "ver_0"})
+    assert stale == (409, "scheduled_target_stale")
     await app.dispatch("GET", "/__fake/state", {}, b"")  # any request saves what changed
     before = log_rows(await home(app))
     assert [row[5] for row in before] == ["409 scheduled_target_stale", "200 transition_applied"]
