@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,8 @@ from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
 from tests.support.browser import (
-    AXE,
     PERSON,
+    axe_violations,
     confirmed_id,
     installed_stack,
     minutes_ahead,
@@ -37,7 +37,6 @@ from tests.support.browser import (
 from tests.support.doc_pictures import picture
 from tests.support.time_format import raw_times
 
-WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
 ADMIN = "Margaret Hamilton (admin)"  # the demo's site admin: Dee Wan offers Manage to her alone
 BULK = 56  # contents with one schedule each, so the manage view has more than one page
@@ -60,21 +59,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     many = {"MAX_CREATES_PER_MINUTE": "1000"}
     with installed_stack(tmp_path_factory.mktemp("devstack"), plugin_vars=many) as dev:
         # More content: the manage page shows schedules of several, and pages through many.
-        bulk = [{"id": f"cnt_bulk_{i:02d}", "title": f"Bulk item {i:02d}"} for i in range(BULK)]
-        seeded = httpx.post(
-            f"{dev.core_origin}/__fake/seed",
-            json={
-                "contents": [
-                    {"id": "cnt_events", "title": "Autumn events"},
-                    {"id": "cnt_repin", "title": "Winter sale"},
-                    {"id": "cnt_zones", "title": "Zone trials"},
-                    {"id": "cnt_history", "title": "Weekly digest"},
-                    *bulk,
-                ]
-            },
-            timeout=10,
-        )
-        seeded.raise_for_status()
+        bulk = [(f"cnt_bulk_{i:02d}", f"Bulk item {i:02d}") for i in range(BULK)]
+        named = [("cnt_events", "Autumn events"), ("cnt_repin", "Winter sale")]
+        named += [("cnt_zones", "Zone trials"), ("cnt_history", "Weekly digest")]
+        seed(dev, *named, *bulk)
         yield dev
 
 
@@ -113,17 +101,15 @@ def spoken(local: str, zone: str, fold: int = 0) -> str:
     return f"{day(moment)}, {moment:%H:%M} {moment:%Z} ({zone}; {utc})"
 
 
-def next_gap_half_past(zone: str) -> tuple[str, str]:
-    """The next wall time HH:30 the clocks skip in `zone` (spring forward), and the first
-    minute after the jump."""
+def next_half_past(zone: str, wanted: Callable[[str], bool], hours: int = 24) -> str:
+    """The first wall time HH:30 from tomorrow on that `wanted` picks."""
     start = datetime.now(UTC).date() + timedelta(days=1)
     for offset in range(800):
-        day = start + timedelta(days=offset)
-        for hour in range(23):
-            local = f"{day.isoformat()}T{hour:02d}:30"
-            if not exists(wall(local, zone)):
-                return local, f"{day.isoformat()}T{hour + 1:02d}:00"
-    raise AssertionError(f"{zone} has no spring-forward hour in the next two years")
+        for hour in range(hours):
+            local = f"{(start + timedelta(days=offset)).isoformat()}T{hour:02d}:30"
+            if wanted(local):
+                return local
+    raise AssertionError(f"{zone} has no such hour in the next two years")
 
 
 def exists(moment: datetime) -> bool:
@@ -131,19 +117,22 @@ def exists(moment: datetime) -> bool:
     return back.replace(tzinfo=None) == moment.replace(tzinfo=None)
 
 
+def next_gap_half_past(zone: str) -> tuple[str, str]:
+    """The next wall time HH:30 the clocks skip in `zone` (spring forward), and the first
+    minute after the jump."""
+    local = next_half_past(zone, lambda local: not exists(wall(local, zone)), hours=23)
+    return local, f"{local[:11]}{int(local[11:13]) + 1:02d}:00"
+
+
 def next_ambiguous_half_past(zone: str) -> str:
-    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more
-    ahead."""
-    start = datetime.now(UTC).date() + timedelta(days=1)
-    for offset in range(800):
-        day = start + timedelta(days=offset)
-        for hour in range(24):
-            local = f"{day.isoformat()}T{hour:02d}:30"
-            earlier, later = wall(local, zone, 0), wall(local, zone, 1)
-            # In a fall-back hour both readings exist; in a spring-forward gap neither round-trips.
-            if earlier.utcoffset() != later.utcoffset() and exists(earlier) and exists(later):
-                return local
-    raise AssertionError(f"{zone} has no fall-back hour in the next two years")
+    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour)."""
+
+    def twice(local: str) -> bool:
+        earlier, later = wall(local, zone, 0), wall(local, zone, 1)
+        # In a fall-back hour both readings exist; in a spring-forward gap neither round-trips.
+        return earlier.utcoffset() != later.utcoffset() and exists(earlier) and exists(later)
+
+    return next_half_past(zone, twice)
 
 
 def next_summer_morning() -> str:
@@ -206,35 +195,14 @@ def assert_no_script_and_strict_csp(page: Page, response: PageResponse | None) -
     assert "script-src-attr" not in directives, csp
 
 
-def run_axe(page: Page) -> list[dict[str, Any]]:
-    """axe-core's WCAG 2.0/2.1/2.2 A and AA rules on the whole document; its violations."""
-    # Evaluated over DevTools, which the page's CSP does not govern: the page keeps its policy.
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.evaluate(AXE.read_text() + "\n;0")
-    result: dict[str, Any] = page.evaluate(
-        """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
-             passes: r.passes.length,
-             violations: r.violations.map(v => ({
-               id: v.id, impact: v.impact, help: v.help,
-               nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
-        WCAG_TAGS,
-    )
-    assert result["passes"] > 0, "axe ran no rules"
-    return list(result["violations"])
-
-
 def audit(page: Page, state: str, response: PageResponse | None, shots: Path | None = None) -> None:
     """No script, a CSP without scripts, time written one way, then zero axe-core violations."""
     assert_no_script_and_strict_csp(page, response)
     assert raw_times(page.content()) == [], f"{state} writes time in a raw format"
     if shots is not None:
         page.screenshot(path=str(shots / f"{state}.png"), full_page=True)
-    violations = run_axe(page)
-    report = "\n".join(
-        f"  {v['id']} ({v['impact']}): {v['help']}\n    " + "\n    ".join(v["nodes"])
-        for v in violations
-    )
-    assert not violations, f"axe found {len(violations)} violation(s) on {state}:\n{report}"
+    violations = axe_violations(page)
+    assert not violations, f"axe found {len(violations)} on {state}:\n" + "\n".join(violations)
 
 
 def audit_wide_and_narrow(
@@ -259,6 +227,13 @@ def follow(page: Page, target: Locator, key: str = "", status: int | None = 200)
     with page.expect_navigation() as navigated:
         target.press(key) if key else target.click()
     response = navigated.value
+    assert response is not None
+    assert status is None or response.status == status, response.status
+    return response
+
+
+def visit(page: Page, url: str, status: int | None = 200) -> PageResponse:
+    response = page.goto(url)
     assert response is not None
     assert status is None or response.status == status, response.status
     return response
@@ -385,7 +360,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     picture(page, "editor-form", shots)
     # The audit is live: an image without a text alternative is reported.
     page.evaluate("document.querySelector('main').append(document.createElement('img'))")
-    assert "image-alt" in {v["id"] for v in run_axe(page)}
+    assert any(v.startswith("image-alt ") for v in axe_violations(page))
 
     # The browser enforces the policy: a script added to the page does not run.
     with pytest.raises(PlaywrightError):
@@ -393,9 +368,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     assert page.evaluate("window.injected === undefined")
 
     # A launch link works once: opening it again explains, and sets no session.
-    used = page.goto(launch_url_of(landed))
-    assert used is not None
-    assert used.status == 401
+    used = visit(page, launch_url_of(landed), status=401)
     assert page.locator('[data-error-code="launch_not_found"]').is_visible()
     assert "dee_wan_launch" not in page.content().split("<body", 1)[1]
     assert "set-cookie" not in used.headers
@@ -405,9 +378,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     stranger = browser.new_context(locale="en-US")
     try:
         other = stranger.new_page()
-        refused = other.goto(f"{stack.plugin_origin}/installations/{ins}")
-        assert refused is not None
-        assert refused.status == 401
+        refused = visit(other, f"{stack.plugin_origin}/installations/{ins}", status=401)
         assert other.locator('[data-error-code="no_session"]').is_visible()
         assert other.get_by_text("Open Scheduling again from Dee Wan").is_visible()
         audit(other, "error-no-session", refused, shots)
@@ -534,9 +505,7 @@ def stored_status(stack: DevStack, schedule_id: str) -> str:
 
 
 def create_by_mouse(page: Page, local: str, zone: str) -> str:
-    page.locator("#local_time").fill(local)
-    page.locator("#timezone").fill(zone)
-    follow(page, page.get_by_role("button", name="Schedule", exact=True), status=None)
+    fill_and_send(page, local, zone)
     return confirmed_id(page)
 
 
@@ -581,12 +550,7 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
     # A new version of published content: both publish and unpublish are offered.
-    edited = httpx.post(
-        f"{stack.core_origin}/__fake/content",
-        json={"content_id": "cnt_about", "action": "edit"},
-        timeout=10,
-    )
-    edited.raise_for_status()
+    core_action(stack, "cnt_about", "edit")
     launch(page, stack, "cnt_about")
     choices = page.locator('input[name="transition"]')
     assert choices.count() == 2
@@ -636,13 +600,10 @@ def core_action(stack: DevStack, content_id: str, action: str) -> None:
     done.raise_for_status()
 
 
-def seed(stack: DevStack, content_id: str, title: str) -> None:
-    """One more content item in the local Dee Wan."""
-    seeded = httpx.post(
-        f"{stack.core_origin}/__fake/seed",
-        json={"contents": [{"id": content_id, "title": title}]},
-        timeout=10,
-    )
+def seed(stack: DevStack, *contents: tuple[str, str]) -> None:
+    """More content items (id, title) in the local Dee Wan."""
+    listed = [{"id": content_id, "title": title} for content_id, title in contents]
+    seeded = httpx.post(f"{stack.core_origin}/__fake/seed", json={"contents": listed}, timeout=10)
     seeded.raise_for_status()
 
 
@@ -721,6 +682,10 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     assert f"Cancelled by {ADMIN} at " in schedule_item(page, made).inner_text()
 
 
+CURRENT_FILTER = 'nav.filters a[aria-current="page"]'
+HIDDEN_FIELD = re.compile(r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"')
+
+
 def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) -> None:
     """A schedule made the way the page's form makes one, without a browser (to seed many)."""
     ins = installation_id(stack)
@@ -735,24 +700,13 @@ def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) 
         # The __Host- cookie is Secure: httpx keeps it from http://localhost, so by hand.
         cookie = exchanged.headers["set-cookie"].split(";", 1)[0]
         shown = http.get(f"/installations/{ins}", headers={"cookie": cookie}).text
-        hidden = dict(
-            re.findall(
-                r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown
-            )
-        )
+        fields = dict(HIDDEN_FIELD.findall(shown))
+        fields |= {"transition": "publish:published", "local_time": local, "timezone": zone}
+        same_origin = {"origin": stack.plugin_origin, "sec-fetch-site": "same-origin"}
         made = http.post(
             f"/installations/{ins}/schedules",
-            data={
-                **hidden,
-                "transition": "publish:published",
-                "local_time": local,
-                "timezone": zone,
-            },
-            headers={
-                "cookie": cookie,
-                "origin": stack.plugin_origin,
-                "sec-fetch-site": "same-origin",
-            },
+            data=fields,
+            headers={"cookie": cookie, **same_origin},
         )
         assert made.status_code == 303, made.text
 
@@ -787,7 +741,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     }
     assert counts["all"] > 50
     assert counts["all"] == sum(v for k, v in counts.items() if k != "all")
-    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
+    assert page.locator(CURRENT_FILTER).get_attribute("data-filter") == "all"
     assert page.locator('a[rel="prev"]').count() == 0
     assert page.locator("h3.day").count() >= 2
     first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"] h4')
@@ -814,15 +768,9 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     finished = follow(page, page.locator('nav.filters a[data-filter="finished"]'), status=None)
     shown = page.locator("li.schedule")
     assert shown.count() == counts["finished"]
-    assert {shown.nth(i).get_attribute("data-status") for i in range(shown.count())} <= {
-        "completed",
-        "cancelled",
-        "superseded",
-    }
-    assert (
-        page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter")
-        == "finished"
-    )
+    statuses = {shown.nth(i).get_attribute("data-status") for i in range(shown.count())}
+    assert statuses <= {"completed", "cancelled", "superseded"}
+    assert page.locator(CURRENT_FILTER).get_attribute("data-filter") == "finished"
     audit_wide_and_narrow(page, "manage-finished", finished, shots)
 
 
@@ -852,7 +800,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     """The walkthrough's step (docs/developers/walkthrough.md): add the local Dee Wan's
     receiver as an endpoint, paste the secret shown once into it, schedule something Dee Wan
     will refuse, and see the webhook arrive, verified, after the tick."""
-    seed(stack, "cnt_notify", "Notify me")
+    seed(stack, ("cnt_notify", "Notify me"))
     page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
     launch(page, stack)  # manage, as the site admin
     receiver = f"{stack.core_origin}/webhooks"
@@ -1036,9 +984,7 @@ def test_the_manage_view_says_what_it_could_not_do(
     base = f"{stack.plugin_origin}/installations/{installation_id(stack)}"
 
     # A page past the last: the last page, said, in the zone asked for.
-    past = page.goto(f"{base}?page=99&zone=Asia/Tokyo")
-    assert past is not None
-    assert past.status == 200
+    past = visit(page, f"{base}?page=99&zone=Asia/Tokyo")
     note = page.locator('[data-notice="page_corrected"]')
     assert note.inner_text().startswith("There is no page 99: there are ")
     info = page.locator(".page-info").inner_text()
@@ -1048,17 +994,15 @@ def test_the_manage_view_says_what_it_could_not_do(
     audit_wide_and_narrow(page, "manage-page-past-end", past, shots)
 
     # A filter that does not exist: all schedules, said.
-    bogus = page.goto(f"{base}?show=bogus")
-    assert bogus is not None
+    bogus = visit(page, f"{base}?show=bogus", status=None)
     assert page.locator('[data-notice="unknown_filter"]').inner_text() == (
         "There is no filter “bogus”: showing all schedules."
     )
-    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
+    assert page.locator(CURRENT_FILTER).get_attribute("data-filter") == "all"
     audit_wide_and_narrow(page, "manage-unknown-filter", bogus, shots)
 
     # A zone misspelt: said back, the site's zone used, the closest names a click away.
-    tokio = page.goto(f"{base}?zone=asia/tokio")
-    assert tokio is not None
+    tokio = visit(page, f"{base}?zone=asia/tokio", status=None)
     assert "“asia/tokio” is not a time zone name" in page.locator("#zone-problem").inner_text()
     suggestion = page.locator('[data-zone-suggestion="Asia/Tokyo"]')
     audit_wide_and_narrow(page, "manage-zone-suggestions", tokio, shots)
@@ -1068,9 +1012,7 @@ def test_the_manage_view_says_what_it_could_not_do(
     # A slow Dee Wan: titles not read in time are said, not silently replaced by ids.
     latency(stack, 5.0)
     try:
-        slow = page.goto(f"{base}?show=upcoming")
-        assert slow is not None
-        assert slow.status == 200
+        slow = visit(page, f"{base}?show=upcoming")
         note = page.locator("[data-titles-missing]")
         assert "Dee Wan did not answer in time for " in note.inner_text()
         assert "Reload the page to try again." in note.inner_text()
@@ -1107,7 +1049,7 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
     """The walkthrough's failure-and-recovery step, from the pages alone."""
-    seed(stack, "cnt_retry", "Press release")
+    seed(stack, ("cnt_retry", "Press release"))
     first = refused_on_purpose(page, stack, "cnt_retry")
 
     # The manage view lists it under Needs attention, and says how to try it again.
@@ -1154,7 +1096,7 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
 
 
 def test_a_site_admin_dismisses_a_refusal(stack: DevStack, page: Page, shots: Path) -> None:
-    seed(stack, "cnt_dismiss", "Old banner")
+    seed(stack, ("cnt_dismiss", "Old banner"))
     made = refused_on_purpose(page, stack, "cnt_dismiss")
     launch(page, stack)
     shown = page.goto(
@@ -1202,9 +1144,9 @@ def test_every_error_page_leads_somewhere(
     ins = installation_id(stack)
 
     # A page that cannot be shown: Try again, and back to Dee Wan.
-    missing = page.goto(f"{stack.plugin_origin}/installations/{ins}/schedules/sch_gone/cancel")
-    assert missing is not None
-    assert missing.status == 404
+    missing = visit(
+        page, f"{stack.plugin_origin}/installations/{ins}/schedules/sch_gone/cancel", status=404
+    )
     steps = page.get_by_role("navigation", name="What you can do now")
     assert steps.get_by_role("link", name="Try again").is_visible()
     assert steps.get_by_role("link", name="Back to Dee Wan").get_attribute("href") == (
@@ -1233,9 +1175,7 @@ def test_every_error_page_leads_somewhere(
     finally:
         switch(page, stack, "Back to normal")
     # Dee Wan answers again within the code's minute: Try again opens the page.
-    opened = page.goto(f"{stack.plugin_origin}{retry}" if retry.startswith("/") else retry)
-    assert opened is not None
-    assert opened.status == 200
+    visit(page, f"{stack.plugin_origin}{retry}" if retry.startswith("/") else retry)
 
 
 def the_delivery_links_to_its_card(
@@ -1260,7 +1200,7 @@ def the_delivery_links_to_its_card(
 def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
-    seed(stack, "cnt_hooked", "Hooked news")
+    seed(stack, ("cnt_hooked", "Hooked news"))
     launch(page, stack)
     section = page.locator("#notifications")
     receiver = f"{stack.core_origin}/webhooks?copy=confirm"
@@ -1303,7 +1243,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
 def test_a_collision_is_said_before_and_after_and_the_second_needs_a_new_pin(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
-    seed(stack, "cnt_clash", "Spring sale")
+    seed(stack, ("cnt_clash", "Spring sale"))
     core_action(stack, "cnt_clash", "publish")
     core_action(stack, "cnt_clash", "edit")  # a newer draft: publish and unpublish are offered
     landed = launch(page, stack, "cnt_clash")
@@ -1353,9 +1293,7 @@ def test_pages_without_a_session_and_a_reloaded_form_lead_somewhere(
     fresh = browser.new_context(locale="en-US", viewport=DESKTOP)
     try:
         stranger = fresh.new_page()
-        refused = stranger.goto(f"{stack.plugin_origin}/installations/{ins}")
-        assert refused is not None
-        assert refused.status == 401
+        refused = visit(stranger, f"{stack.plugin_origin}/installations/{ins}", status=401)
         steps = stranger.get_by_role("navigation", name="What you can do now")
         assert steps.get_by_role("link", name="Try again").is_visible()
         assert steps.get_by_role("link", name="What Scheduling is, and how to open it").is_visible()
@@ -1373,7 +1311,5 @@ def test_pages_without_a_session_and_a_reloaded_form_lead_somewhere(
     assert button.inner_text().startswith("Schedule it at ")
     audit_wide_and_narrow(page, "content-past-next-minute", past, shots)
     # Restoring the tab later asks for its address again, by a GET.
-    again = page.goto(page.url)
-    assert again is not None
-    assert again.status == 200
+    visit(page, page.url)
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"

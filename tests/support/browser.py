@@ -92,13 +92,13 @@ def confirmed_id(page: Page) -> str:
 
 def axe_violations(page: Page) -> list[str]:
     """axe-core's WCAG 2.0/2.1/2.2 A and AA rules on the whole document: each violation as
-    `rule (impact): where`. Injected over DevTools, which the page's CSP does not govern."""
+    `rule (impact): help: where`. Injected over DevTools, which the page's CSP does not govern."""
     if not page.evaluate("typeof axe !== 'undefined'"):
         page.evaluate(AXE.read_text() + "\n;0")
     result: dict[str, Any] = page.evaluate(
         """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
              passes: r.passes.length,
-             violations: r.violations.map(v => v.id + " (" + v.impact + "): "
+             violations: r.violations.map(v => v.id + " (" + v.impact + "): " + v.help + ": "
                + v.nodes.map(n => n.target.join(" ")).join(", "))}))""",
         WCAG_TAGS,
     )
