@@ -590,21 +590,19 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     assert urlsplit(page.url).path == f"/installations/{installation_id(stack)}"
 
 
+def fake(stack: DevStack, control: str, **body: Any) -> None:
+    """One of the local Dee Wan's development controls (`/__fake/...`)."""
+    httpx.post(f"{stack.core_origin}/__fake/{control}", json=body, timeout=10).raise_for_status()
+
+
 def core_action(stack: DevStack, content_id: str, action: str) -> None:
     """A person acting in Dee Wan itself: a new version, a publish, and so on."""
-    done = httpx.post(
-        f"{stack.core_origin}/__fake/content",
-        json={"content_id": content_id, "action": action},
-        timeout=10,
-    )
-    done.raise_for_status()
+    fake(stack, "content", content_id=content_id, action=action)
 
 
 def seed(stack: DevStack, *contents: tuple[str, str]) -> None:
     """More content items (id, title) in the local Dee Wan."""
-    listed = [{"id": content_id, "title": title} for content_id, title in contents]
-    seeded = httpx.post(f"{stack.core_origin}/__fake/seed", json={"contents": listed}, timeout=10)
-    seeded.raise_for_status()
+    fake(stack, "seed", contents=[{"id": cid, "title": title} for cid, title in contents])
 
 
 def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
@@ -837,11 +835,10 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     delivery = endpoint.locator("tr[data-delivery-status]")
     assert delivery.count() == 1
     assert delivery.first.get_attribute("data-delivery-status") == "delivered"
-    with page.expect_navigation() as tested:
-        endpoint.get_by_role("button", name=re.compile("Send test event")).click()
+    tested = follow(page, endpoint.get_by_role("button", name=re.compile("Send test event")))
     assert "HTTP 204" in page.locator("[data-test-result]").inner_text()
     endpoint.scroll_into_view_if_needed()
-    audit_wide_and_narrow(page, "notifications-delivered", tested.value, shots)
+    audit_wide_and_narrow(page, "notifications-delivered", tested, shots)
     picture(page, "admin-deliveries", shots)
     assert launched is not None
 
@@ -926,26 +923,17 @@ def test_history_stays_out_of_the_way(stack: DevStack, page: Page, shots: Path) 
     audit_wide_and_narrow(page, "manage-finished-folded", managed, shots)
 
 
-def fault(stack: DevStack, **body: Any) -> None:
-    pushed = httpx.post(f"{stack.core_origin}/__fake/faults", json=body, timeout=10)
-    pushed.raise_for_status()
-
-
-def latency(stack: DevStack, seconds: float) -> None:
-    set_ = httpx.post(
-        f"{stack.core_origin}/__fake/latency",
-        json={"endpoint": "content", "seconds": seconds},
-        timeout=10,
-    )
-    set_.raise_for_status()
+CONTENT_UNAVAILABLE = {
+    "kind": "respond",
+    "status": 503,
+    "code": "unavailable",
+    "endpoint": "content",
+}
 
 
 def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: Path) -> None:
     launch(page, stack, "cnt_news")
-    fault(
-        stack,
-        faults=[{"kind": "respond", "status": 503, "code": "unavailable", "endpoint": "content"}],
-    )
+    fake(stack, "faults", faults=[CONTENT_UNAVAILABLE])
     # The schedules are the plugin's own: the page is shown, and says Dee Wan is not answering.
     down = page.reload()
     assert down is not None
@@ -962,10 +950,7 @@ def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: P
 
     # A create sent while Dee Wan is down comes back with what was entered, the reason above.
     local = f"{date.today().year + 1}-03-03T08:15"
-    fault(
-        stack,
-        faults=[{"kind": "respond", "status": 503, "code": "unavailable", "endpoint": "content"}],
-    )
+    fake(stack, "faults", faults=[CONTENT_UNAVAILABLE])
     kept = fill_and_send(page, local, "Europe/Paris", status=503)
     assert kept.headers["retry-after"] == "60"
     problem = page.locator('#form-error[data-error-code="dee_wan_unavailable"]')
@@ -1010,7 +995,7 @@ def test_the_manage_view_says_what_it_could_not_do(
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
 
     # A slow Dee Wan: titles not read in time are said, not silently replaced by ids.
-    latency(stack, 5.0)
+    fake(stack, "latency", endpoint="content", seconds=5.0)
     try:
         slow = visit(page, f"{base}?show=upcoming")
         note = page.locator("[data-titles-missing]")
@@ -1018,7 +1003,7 @@ def test_the_manage_view_says_what_it_could_not_do(
         assert "Reload the page to try again." in note.inner_text()
         audit_wide_and_narrow(page, "manage-titles-slow", slow, shots)
     finally:
-        latency(stack, 0.0)
+        fake(stack, "latency", endpoint="content", seconds=0.0)
 
 
 # -- issue 27: every failure can be finished where it is seen ----------------------------------
