@@ -1,24 +1,16 @@
 """A real browser walk through the management UI, with an axe-core audit of every page state.
 
-Headless Debian Chromium (driven by Playwright, never `playwright install`)
-against the real processes of `scripts.devstack.DevStack`: the plugin
-(`python -m scheduling serve`, no cron) and the local Dee Wan
-(`python -m fake_core --seed demo`), the plugin installed. The browser starts
-on the Dee Wan home page and gets into the plugin only through its launch
-buttons. The semantics are tested in-process in test_ui.py; this proves the
-pages work in a browser, with the keyboard, and pass WCAG 2.2 AA rules.
-
-Needs /usr/bin/chromium and tests/browser/node_modules/axe-core: run
-`bash tests/browser/setup.sh`. Screenshots go to pytest's temporary
-directory (printed with `-s`), or to $BROWSER_SCREENSHOTS; the guides' pictures are
-taken with them (`picture`, tests/support/doc_pictures.py).
+Headless Debian Chromium (Playwright) against the real processes of `scripts.devstack.DevStack`
+(see tests/support/browser.py), entering the plugin only through Dee Wan's launch buttons;
+the keyboard works and WCAG 2.2 AA holds. Screenshots: pytest's temporary directory or
+$BROWSER_SCREENSHOTS; the guides' pictures come from them (tests/support/doc_pictures.py).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,16 +18,16 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize
+from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
 from tests.support.browser import (
-    AXE,
     PERSON,
+    axe_violations,
     confirmed_id,
-    free_port,
+    installed_stack,
     minutes_ahead,
     missing_pieces,
     run_tick,
@@ -45,7 +37,6 @@ from tests.support.browser import (
 from tests.support.doc_pictures import picture
 from tests.support.time_format import raw_times
 
-WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
 ADMIN = "Margaret Hamilton (admin)"  # the demo's site admin: Dee Wan offers Manage to her alone
 BULK = 56  # contents with one schedule each, so the manage view has more than one page
@@ -64,32 +55,14 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    dev = DevStack(
-        plugin_port=free_port(),
-        core_port=free_port(),
-        state_dir=tmp_path_factory.mktemp("devstack"),
-        cron=False,
-        # The walk schedules its bulk items over HTTP as one person within a minute.
-        plugin_vars={"MAX_CREATES_PER_MINUTE": "1000"},
-    )
-    with dev:
-        dev.install()
+    # The walk schedules its bulk items over HTTP as one person within a minute.
+    many = {"MAX_CREATES_PER_MINUTE": "1000"}
+    with installed_stack(tmp_path_factory.mktemp("devstack"), plugin_vars=many) as dev:
         # More content: the manage page shows schedules of several, and pages through many.
-        bulk = [{"id": f"cnt_bulk_{i:02d}", "title": f"Bulk item {i:02d}"} for i in range(BULK)]
-        seeded = httpx.post(
-            f"{dev.core_origin}/__fake/seed",
-            json={
-                "contents": [
-                    {"id": "cnt_events", "title": "Autumn events"},
-                    {"id": "cnt_repin", "title": "Winter sale"},
-                    {"id": "cnt_zones", "title": "Zone trials"},
-                    {"id": "cnt_history", "title": "Weekly digest"},
-                    *bulk,
-                ]
-            },
-            timeout=10,
-        )
-        seeded.raise_for_status()
+        bulk = [(f"cnt_bulk_{i:02d}", f"Bulk item {i:02d}") for i in range(BULK)]
+        named = [("cnt_events", "Autumn events"), ("cnt_repin", "Winter sale")]
+        named += [("cnt_zones", "Zone trials"), ("cnt_history", "Weekly digest")]
+        seed(dev, *named, *bulk)
         yield dev
 
 
@@ -128,17 +101,15 @@ def spoken(local: str, zone: str, fold: int = 0) -> str:
     return f"{day(moment)}, {moment:%H:%M} {moment:%Z} ({zone}; {utc})"
 
 
-def next_gap_half_past(zone: str) -> tuple[str, str]:
-    """The next wall time HH:30 the clocks skip in `zone` (spring forward), and the first
-    minute after the jump."""
+def next_half_past(zone: str, wanted: Callable[[str], bool], hours: int = 24) -> str:
+    """The first wall time HH:30 from tomorrow on that `wanted` picks."""
     start = datetime.now(UTC).date() + timedelta(days=1)
     for offset in range(800):
-        day = start + timedelta(days=offset)
-        for hour in range(23):
-            local = f"{day.isoformat()}T{hour:02d}:30"
-            if not exists(wall(local, zone)):
-                return local, f"{day.isoformat()}T{hour + 1:02d}:00"
-    raise AssertionError(f"{zone} has no spring-forward hour in the next two years")
+        for hour in range(hours):
+            local = f"{(start + timedelta(days=offset)).isoformat()}T{hour:02d}:30"
+            if wanted(local):
+                return local
+    raise AssertionError(f"{zone} has no such hour in the next two years")
 
 
 def exists(moment: datetime) -> bool:
@@ -146,19 +117,22 @@ def exists(moment: datetime) -> bool:
     return back.replace(tzinfo=None) == moment.replace(tzinfo=None)
 
 
+def next_gap_half_past(zone: str) -> tuple[str, str]:
+    """The next wall time HH:30 the clocks skip in `zone` (spring forward), and the first
+    minute after the jump."""
+    local = next_half_past(zone, lambda local: not exists(wall(local, zone)), hours=23)
+    return local, f"{local[:11]}{int(local[11:13]) + 1:02d}:00"
+
+
 def next_ambiguous_half_past(zone: str) -> str:
-    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour), a day or more
-    ahead."""
-    start = datetime.now(UTC).date() + timedelta(days=1)
-    for offset in range(800):
-        day = start + timedelta(days=offset)
-        for hour in range(24):
-            local = f"{day.isoformat()}T{hour:02d}:30"
-            earlier, later = wall(local, zone, 0), wall(local, zone, 1)
-            # In a fall-back hour both readings exist; in a spring-forward gap neither round-trips.
-            if earlier.utcoffset() != later.utcoffset() and exists(earlier) and exists(later):
-                return local
-    raise AssertionError(f"{zone} has no fall-back hour in the next two years")
+    """The next wall time HH:30 that happens twice in `zone` (a fall-back hour)."""
+
+    def twice(local: str) -> bool:
+        earlier, later = wall(local, zone, 0), wall(local, zone, 1)
+        # In a fall-back hour both readings exist; in a spring-forward gap neither round-trips.
+        return earlier.utcoffset() != later.utcoffset() and exists(earlier) and exists(later)
+
+    return next_half_past(zone, twice)
 
 
 def next_summer_morning() -> str:
@@ -221,35 +195,14 @@ def assert_no_script_and_strict_csp(page: Page, response: PageResponse | None) -
     assert "script-src-attr" not in directives, csp
 
 
-def run_axe(page: Page) -> list[dict[str, Any]]:
-    """axe-core's WCAG 2.0/2.1/2.2 A and AA rules on the whole document; its violations."""
-    # Evaluated over DevTools, which the page's CSP does not govern: the page keeps its policy.
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.evaluate(AXE.read_text() + "\n;0")
-    result: dict[str, Any] = page.evaluate(
-        """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
-             passes: r.passes.length,
-             violations: r.violations.map(v => ({
-               id: v.id, impact: v.impact, help: v.help,
-               nodes: v.nodes.map(n => n.target.join(" "))}))}))""",
-        WCAG_TAGS,
-    )
-    assert result["passes"] > 0, "axe ran no rules"
-    return list(result["violations"])
-
-
 def audit(page: Page, state: str, response: PageResponse | None, shots: Path | None = None) -> None:
     """No script, a CSP without scripts, time written one way, then zero axe-core violations."""
     assert_no_script_and_strict_csp(page, response)
     assert raw_times(page.content()) == [], f"{state} writes time in a raw format"
     if shots is not None:
         page.screenshot(path=str(shots / f"{state}.png"), full_page=True)
-    violations = run_axe(page)
-    report = "\n".join(
-        f"  {v['id']} ({v['impact']}): {v['help']}\n    " + "\n    ".join(v["nodes"])
-        for v in violations
-    )
-    assert not violations, f"axe found {len(violations)} violation(s) on {state}:\n{report}"
+    violations = axe_violations(page)
+    assert not violations, f"axe found {len(violations)} on {state}:\n" + "\n".join(violations)
 
 
 def audit_wide_and_narrow(
@@ -269,11 +222,33 @@ def audit_wide_and_narrow(
         page.set_viewport_size(desktop or DESKTOP)
 
 
-def submit(page: Page, key: str = "Enter") -> PageResponse:
+def follow(page: Page, target: Locator, key: str = "", status: int | None = 200) -> PageResponse:
+    """Click `target` (or press `key` on it) and return the page it leads to."""
+    with page.expect_navigation() as navigated:
+        target.press(key) if key else target.click()
+    response = navigated.value
+    assert response is not None
+    assert status is None or response.status == status, response.status
+    return response
+
+
+def visit(page: Page, url: str, status: int | None = 200) -> PageResponse:
+    response = page.goto(url)
+    assert response is not None
+    assert status is None or response.status == status, response.status
+    return response
+
+
+def confirmation(page: Page) -> str:
+    return page.locator("[data-confirmation]").inner_text()
+
+
+def submit(page: Page, key: str = "Enter", status: int = 200) -> PageResponse:
     with page.expect_navigation() as navigated:
         page.keyboard.press(key)
     response = navigated.value
     assert response is not None
+    assert response.status == status, response.status
     return response
 
 
@@ -337,6 +312,7 @@ def keyboard_schedule(
     fold: str | None = None,
     transition: str | None = None,
     press: str = "Enter",
+    status: int = 200,
 ) -> PageResponse:
     """Fill the whole form and send it with the keyboard alone, from where the page put focus.
     The fold is asked only when the time entered happens twice (after such a refusal)."""
@@ -361,7 +337,7 @@ def keyboard_schedule(
         assert page.locator('input[name="fold"]').count() == 0  # asked only when it matters
     button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
     assert button["text"] == "Schedule"
-    return submit(page, press)
+    return submit(page, press, status)
 
 
 # -- stories -------------------------------------------------------------------
@@ -384,7 +360,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     picture(page, "editor-form", shots)
     # The audit is live: an image without a text alternative is reported.
     page.evaluate("document.querySelector('main').append(document.createElement('img'))")
-    assert "image-alt" in {v["id"] for v in run_axe(page)}
+    assert any(v.startswith("image-alt ") for v in axe_violations(page))
 
     # The browser enforces the policy: a script added to the page does not run.
     with pytest.raises(PlaywrightError):
@@ -392,9 +368,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     assert page.evaluate("window.injected === undefined")
 
     # A launch link works once: opening it again explains, and sets no session.
-    used = page.goto(launch_url_of(landed))
-    assert used is not None
-    assert used.status == 401
+    used = visit(page, launch_url_of(landed), status=401)
     assert page.locator('[data-error-code="launch_not_found"]').is_visible()
     assert "dee_wan_launch" not in page.content().split("<body", 1)[1]
     assert "set-cookie" not in used.headers
@@ -404,9 +378,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
     stranger = browser.new_context(locale="en-US")
     try:
         other = stranger.new_page()
-        refused = other.goto(f"{stack.plugin_origin}/installations/{ins}")
-        assert refused is not None
-        assert refused.status == 401
+        refused = visit(other, f"{stack.plugin_origin}/installations/{ins}", status=401)
         assert other.locator('[data-error-code="no_session"]').is_visible()
         assert other.get_by_text("Open Scheduling again from Dee Wan").is_visible()
         audit(other, "error-no-session", refused, shots)
@@ -418,8 +390,7 @@ def a_time_twice_is_refused_asking_which(page: Page, shots: Path) -> str:
     """A wall time that happens twice, no fold chosen: refused, the input kept, both instants
     named, and focus on the choice; that wall time."""
     twice = next_ambiguous_half_past("Europe/Berlin")
-    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space")
-    assert refused.status == 422
+    refused = keyboard_schedule(page, twice, "Europe/Berlin", press="Space", status=422)
     error = page.locator('[data-error-code="ambiguous_local_time"]')
     assert error.is_visible()
     earlier_label, later_label = (spoken(twice, "Europe/Berlin", fold) for fold in (0, 1))
@@ -446,11 +417,9 @@ def a_time_twice_is_refused_asking_which(page: Page, shots: Path) -> str:
 def cancel_asks_first(page: Page, stack: DevStack, shots: Path, second: str, when: str) -> None:
     """The card's Cancel leads to a page naming the change, the version and the time (`when`);
     its button posts the cancel, and the message names what was cancelled."""
-    with page.expect_navigation() as navigated:
-        schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel")).click()
-    confirm = navigated.value
-    assert confirm is not None
-    assert confirm.status == 200
+    confirm = follow(
+        page, schedule_item(page, second).get_by_role("link", name=re.compile("^Cancel"))
+    )
     assert page.get_by_role("heading", level=1).inner_text() == "Cancel this schedule?"
     facts = page.locator("dl.facts").inner_text()
     assert "“Summer news”" in facts
@@ -458,11 +427,7 @@ def cancel_asks_first(page: Page, stack: DevStack, shots: Path, second: str, whe
     assert stored_status(stack, second) == "pending"
     audit_wide_and_narrow(page, "cancel-confirm", confirm, shots)
     picture(page, "editor-cancel", shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    cancelled = navigated.value
-    assert cancelled is not None
-    assert cancelled.status == 200
+    cancelled = follow(page, page.get_by_role("button", name="Cancel the schedule"))
     assert schedule_item(page, second).get_attribute("data-status") == "cancelled"
     flash = page.get_by_role("status").filter(has_text="Cancelled: the schedule to publish")
     assert flash.is_visible()
@@ -479,10 +444,9 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     #    one way (local, zone, UTC) and the deadline with its own date, zone and RFC 3339 value.
     summer = next_summer_morning()
     made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
-    assert made.status == 200
     assert "?created=" in page.url
     first = confirmed_id(page)
-    notice = page.locator("[data-confirmation]").inner_text()
+    notice = confirmation(page)
     assert f"at {spoken(summer, 'Europe/Berlin')}." in notice
     deadline = page.locator("[data-deadline]")
     last = wall(summer, "Europe/Berlin").astimezone(UTC) + timedelta(minutes=15)
@@ -515,9 +479,8 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
     assert button["text"] == "Schedule"
     fixed = submit(page)
-    assert fixed.status == 200
     second = confirmed_id(page)
-    notice = page.locator("[data-confirmation]").inner_text()
+    notice = confirmation(page)
     assert f"at {spoken(twice, 'Europe/Berlin', fold=1)}." in notice
     replaced = page.locator("[data-replaced]")
     assert replaced.get_attribute("data-replaced") == first
@@ -542,10 +505,7 @@ def stored_status(stack: DevStack, schedule_id: str) -> str:
 
 
 def create_by_mouse(page: Page, local: str, zone: str) -> str:
-    page.locator("#local_time").fill(local)
-    page.locator("#timezone").fill(zone)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Schedule", exact=True).click()
+    fill_and_send(page, local, zone)
     return confirmed_id(page)
 
 
@@ -571,14 +531,13 @@ def test_manage_lists_all_contents_cannot_create_and_cancels(
     assert schedule_item(page, events).locator(heading).inner_text().endswith(" of “Autumn events”")
     audit(page, "manage", managed, shots)
 
-    with page.expect_navigation():
-        schedule_item(page, events).get_by_role("link", name=re.compile("^Cancel")).click()
+    follow(
+        page,
+        schedule_item(page, events).get_by_role("link", name=re.compile("^Cancel")),
+        status=None,
+    )
     assert "“Autumn events”" in page.locator("dl.facts").inner_text()
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    after = navigated.value
-    assert after is not None
-    assert after.status == 200
+    after = follow(page, page.get_by_role("button", name="Cancel the schedule"))
     assert page.get_by_role("heading", level=1).inner_text() == "All schedules"
     assert schedule_item(page, events).get_attribute("data-status") == "cancelled"
     assert schedule_item(page, spring).get_attribute("data-status") == "pending"
@@ -591,12 +550,7 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
     # A new version of published content: both publish and unpublish are offered.
-    edited = httpx.post(
-        f"{stack.core_origin}/__fake/content",
-        json={"content_id": "cnt_about", "action": "edit"},
-        timeout=10,
-    )
-    edited.raise_for_status()
+    core_action(stack, "cnt_about", "edit")
     launch(page, stack, "cnt_about")
     choices = page.locator('input[name="transition"]')
     assert choices.count() == 2
@@ -636,24 +590,19 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     assert urlsplit(page.url).path == f"/installations/{installation_id(stack)}"
 
 
+def fake(stack: DevStack, control: str, **body: Any) -> None:
+    """One of the local Dee Wan's development controls (`/__fake/...`)."""
+    httpx.post(f"{stack.core_origin}/__fake/{control}", json=body, timeout=10).raise_for_status()
+
+
 def core_action(stack: DevStack, content_id: str, action: str) -> None:
     """A person acting in Dee Wan itself: a new version, a publish, and so on."""
-    done = httpx.post(
-        f"{stack.core_origin}/__fake/content",
-        json={"content_id": content_id, "action": action},
-        timeout=10,
-    )
-    done.raise_for_status()
+    fake(stack, "content", content_id=content_id, action=action)
 
 
-def seed(stack: DevStack, content_id: str, title: str) -> None:
-    """One more content item in the local Dee Wan."""
-    seeded = httpx.post(
-        f"{stack.core_origin}/__fake/seed",
-        json={"contents": [{"id": content_id, "title": title}]},
-        timeout=10,
-    )
-    seeded.raise_for_status()
+def seed(stack: DevStack, *contents: tuple[str, str]) -> None:
+    """More content items (id, title) in the local Dee Wan."""
+    fake(stack, "seed", contents=[{"id": cid, "title": title} for cid, title in contents])
 
 
 def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
@@ -684,13 +633,9 @@ def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(
     audit_wide_and_narrow(page, "content-stale-warning", reloaded, shots)
     picture(page, "editor-stale-pin", shots, show='[data-pin-stale="true"]')
 
-    with page.expect_navigation() as navigated:
-        item.get_by_role("button", name=f"Pin {current} instead, same time").click()
-    repinned = navigated.value
-    assert repinned is not None
-    assert repinned.status == 200
+    repinned = follow(page, item.get_by_role("button", name=f"Pin {current} instead, same time"))
     second = confirmed_id(page)
-    notice = page.locator("[data-confirmation]").inner_text()
+    notice = confirmation(page)
     assert f"the pinned version {current} at {spoken(local, 'Europe/Paris')}" in notice
     assert f"It replaces the schedule of version {pinned} for {spoken(local, 'Europe/Paris')}" in (
         notice
@@ -726,16 +671,17 @@ def test_a_viewer_sees_the_schedules_without_cancel(
     # From the manage launch a site admin may cancel any schedule; the card names her.
     launch(page, stack)
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=upcoming")
-    with page.expect_navigation():
-        schedule_item(page, made).get_by_role("link", name=re.compile("^Cancel")).click()
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    after = navigated.value
-    assert after is not None
-    assert after.status == 200
+    follow(
+        page, schedule_item(page, made).get_by_role("link", name=re.compile("^Cancel")), status=None
+    )
+    follow(page, page.get_by_role("button", name="Cancel the schedule"))
     assert "show=upcoming" in page.url
     page.goto(f"{stack.plugin_origin}/installations/{installation_id(stack)}?show=finished")
     assert f"Cancelled by {ADMIN} at " in schedule_item(page, made).inner_text()
+
+
+CURRENT_FILTER = 'nav.filters a[aria-current="page"]'
+HIDDEN_FIELD = re.compile(r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"')
 
 
 def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) -> None:
@@ -752,42 +698,26 @@ def schedule_over_http(stack: DevStack, content_id: str, local: str, zone: str) 
         # The __Host- cookie is Secure: httpx keeps it from http://localhost, so by hand.
         cookie = exchanged.headers["set-cookie"].split(";", 1)[0]
         shown = http.get(f"/installations/{ins}", headers={"cookie": cookie}).text
-        hidden = dict(
-            re.findall(
-                r'name="(csrf_token|version_id|published_version_id)" value="([^"]*)"', shown
-            )
-        )
+        fields = dict(HIDDEN_FIELD.findall(shown))
+        fields |= {"transition": "publish:published", "local_time": local, "timezone": zone}
+        same_origin = {"origin": stack.plugin_origin, "sec-fetch-site": "same-origin"}
         made = http.post(
             f"/installations/{ins}/schedules",
-            data={
-                **hidden,
-                "transition": "publish:published",
-                "local_time": local,
-                "timezone": zone,
-            },
-            headers={
-                "cookie": cookie,
-                "origin": stack.plugin_origin,
-                "sec-fetch-site": "same-origin",
-            },
+            data=fields,
+            headers={"cookie": cookie, **same_origin},
         )
         assert made.status_code == 303, made.text
 
 
 def pages_forth_and_back_in_the_zone(page: Page, shots: Path, on_page_2: int) -> None:
     """Paging: the next page, then back; the agenda's zone is kept."""
-    with page.expect_navigation() as navigated:
-        page.locator('nav.pager-top a[rel="next"]').click()
-    second = navigated.value
-    assert second is not None
-    assert second.status == 200
+    second = follow(page, page.locator('nav.pager-top a[rel="next"]'))
     assert page.locator("li.schedule").count() == on_page_2
     assert page.locator('a[rel="next"]').count() == 0
     assert "page 2 of 2" in page.locator(".page-info").inner_text()
     audit(page, "manage-page-2", second, shots)
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"  # kept
-    with page.expect_navigation():
-        page.locator('nav.pager-bottom a[rel="prev"]').click()
+    follow(page, page.locator('nav.pager-bottom a[rel="prev"]'), status=None)
     assert "page 1 of 2" in page.locator(".page-info").inner_text()
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
 
@@ -809,7 +739,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     }
     assert counts["all"] > 50
     assert counts["all"] == sum(v for k, v in counts.items() if k != "all")
-    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
+    assert page.locator(CURRENT_FILTER).get_attribute("data-filter") == "all"
     assert page.locator('a[rel="prev"]').count() == 0
     assert page.locator("h3.day").count() >= 2
     first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"] h4')
@@ -824,9 +754,7 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
 
     # The agenda in another zone: days and times follow it.
     page.locator("#agenda-zone").fill("Asia/Tokyo")
-    with page.expect_navigation() as navigated:
-        page.locator("#agenda-zone").press("Enter")
-    tokyo = navigated.value
+    tokyo = follow(page, page.locator("#agenda-zone"), key="Enter", status=None)
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
     first_bulk = page.locator('li.schedule[data-content-id="cnt_bulk_00"]')
     assert "(Asia/Tokyo; " in first_bulk.locator("dd").first.inner_text()
@@ -835,20 +763,12 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     pages_forth_and_back_in_the_zone(page, shots, counts["all"] - 50)
 
     # A filter narrows to one group, with its count.
-    with page.expect_navigation() as navigated:
-        page.locator('nav.filters a[data-filter="finished"]').click()
-    finished = navigated.value
+    finished = follow(page, page.locator('nav.filters a[data-filter="finished"]'), status=None)
     shown = page.locator("li.schedule")
     assert shown.count() == counts["finished"]
-    assert {shown.nth(i).get_attribute("data-status") for i in range(shown.count())} <= {
-        "completed",
-        "cancelled",
-        "superseded",
-    }
-    assert (
-        page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter")
-        == "finished"
-    )
+    statuses = {shown.nth(i).get_attribute("data-status") for i in range(shown.count())}
+    assert statuses <= {"completed", "cancelled", "superseded"}
+    assert page.locator(CURRENT_FILTER).get_attribute("data-filter") == "finished"
     audit_wide_and_narrow(page, "manage-finished", finished, shots)
 
 
@@ -859,9 +779,7 @@ def add_the_local_receiver(page: Page, shots: Path, receiver: str) -> str:
     section.get_by_label("Endpoint URL").fill(receiver)
     assert section.get_by_role("checkbox", name=re.compile("refused")).is_checked()
     assert not section.get_by_role("checkbox", name=re.compile("is done")).is_checked()
-    with page.expect_navigation() as added:
-        section.get_by_role("button", name="Add endpoint").click()
-    shown = added.value
+    shown = follow(page, section.get_by_role("button", name="Add endpoint"), status=None)
     secret = page.locator("[data-signing-secret]").inner_text()
     assert re.fullmatch(r"whsec_[A-Za-z0-9+/]{43}=", secret)
     page.locator("#notifications").scroll_into_view_if_needed()
@@ -880,7 +798,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     """The walkthrough's step (docs/developers/walkthrough.md): add the local Dee Wan's
     receiver as an endpoint, paste the secret shown once into it, schedule something Dee Wan
     will refuse, and see the webhook arrive, verified, after the tick."""
-    seed(stack, "cnt_notify", "Notify me")
+    seed(stack, ("cnt_notify", "Notify me"))
     page.set_viewport_size({"width": 1280, "height": 900})  # wide, then 390 px in each audit
     launch(page, stack)  # manage, as the site admin
     receiver = f"{stack.core_origin}/webhooks"
@@ -889,8 +807,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     # The local Dee Wan keeps the secret to verify what arrives.
     open_home(page, stack)
     page.get_by_label("Signing secret").fill(secret)
-    with page.expect_navigation():
-        page.get_by_role("button", name="Keep secret").click()
+    follow(page, page.get_by_role("button", name="Keep secret"), status=None)
     assert page.get_by_role("status").filter(has_text="Signing secret kept").is_visible()
     assert secret not in page.content()
 
@@ -918,11 +835,10 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
     delivery = endpoint.locator("tr[data-delivery-status]")
     assert delivery.count() == 1
     assert delivery.first.get_attribute("data-delivery-status") == "delivered"
-    with page.expect_navigation() as tested:
-        endpoint.get_by_role("button", name=re.compile("Send test event")).click()
+    tested = follow(page, endpoint.get_by_role("button", name=re.compile("Send test event")))
     assert "HTTP 204" in page.locator("[data-test-result]").inner_text()
     endpoint.scroll_into_view_if_needed()
-    audit_wide_and_narrow(page, "notifications-delivered", tested.value, shots)
+    audit_wide_and_narrow(page, "notifications-delivered", tested, shots)
     picture(page, "admin-deliveries", shots)
     assert launched is not None
 
@@ -930,14 +846,10 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
 # -- issue 22: the editor's page speaks plainly -----------------------------------------
 
 
-def fill_and_send(page: Page, local: str, zone: str) -> PageResponse:
+def fill_and_send(page: Page, local: str, zone: str, status: int = 200) -> PageResponse:
     page.locator("#local_time").fill(local)
     page.locator("#timezone").fill(zone)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Schedule", exact=True).click()
-    response = navigated.value
-    assert response is not None
-    return response
+    return follow(page, page.get_by_role("button", name="Schedule", exact=True), status=status)
 
 
 def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
@@ -947,51 +859,33 @@ def test_zone_names_in_any_case_a_skipped_time_and_a_year_far_ahead(
     summer = next_summer_morning()
 
     # A misspelt zone: said back as typed, with the closest names one click away.
-    refused = fill_and_send(page, summer, "europe/berln")
-    assert refused.status == 422
+    refused = fill_and_send(page, summer, "europe/berln", status=422)
     error = page.locator('[data-error-code="unknown_timezone"]')
     assert "“europe/berln” is not a time zone name this plugin knows." in error.inner_text()
     assert "Did you mean Europe/Berlin" in error.inner_text()
     audit_wide_and_narrow(page, "content-zone-suggestions", refused, shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Schedule it in Europe/Berlin").click()
-    made = navigated.value
-    assert made is not None
-    assert made.status == 200
-    assert (
-        f"at {spoken(summer, 'Europe/Berlin')}." in page.locator("[data-confirmation]").inner_text()
-    )
+    follow(page, page.get_by_role("button", name="Schedule it in Europe/Berlin"))
+    assert f"at {spoken(summer, 'Europe/Berlin')}." in confirmation(page)
 
     # In lower case it is simply the zone, stored the canonical way.
-    lower = fill_and_send(page, summer, "europe/paris")
-    assert lower.status == 200
-    assert (
-        f"at {spoken(summer, 'Europe/Paris')}." in page.locator("[data-confirmation]").inner_text()
-    )
+    fill_and_send(page, summer, "europe/paris")
+    assert f"at {spoken(summer, 'Europe/Paris')}." in confirmation(page)
 
     # A time the clocks skip: refused, naming the jump, with the first minute after it.
     skipped, after_jump = next_gap_half_past("Europe/Berlin")
-    gap = fill_and_send(page, skipped, "Europe/Berlin")
-    assert gap.status == 422
+    gap = fill_and_send(page, skipped, "Europe/Berlin", status=422)
     problem = page.locator('[data-error-code="nonexistent_local_time"]')
     assert "the clocks jump from 02:00 to 03:00" in problem.inner_text()
     assert f"The first minute after the jump is {spoken(after_jump, 'Europe/Berlin')}." in (
         problem.inner_text()
     )
     audit_wide_and_narrow(page, "content-gap", gap, shots)
-    with page.expect_navigation() as navigated:
-        problem.get_by_role("button", name=re.compile("^Schedule it at .* instead$")).click()
-    fixed = navigated.value
-    assert fixed is not None
-    assert fixed.status == 200
-    assert f"at {spoken(after_jump, 'Europe/Berlin')}." in (
-        page.locator("[data-confirmation]").inner_text()
-    )
+    follow(page, problem.get_by_role("button", name=re.compile("^Schedule it at .* instead$")))
+    assert f"at {spoken(after_jump, 'Europe/Berlin')}." in confirmation(page)
 
     # Five years ahead (a typo for next year?): accepted, and the receipt says so.
     far = f"{date.today().year + 5}-07-01T09:00"
     accepted = fill_and_send(page, far, "Europe/Paris")
-    assert accepted.status == 200
     note = page.locator("[data-years-ahead]")
     assert note.get_attribute("data-years-ahead") in ("5 years", "6 years")
     assert "If you meant an earlier year" in note.inner_text()
@@ -1029,26 +923,17 @@ def test_history_stays_out_of_the_way(stack: DevStack, page: Page, shots: Path) 
     audit_wide_and_narrow(page, "manage-finished-folded", managed, shots)
 
 
-def fault(stack: DevStack, **body: Any) -> None:
-    pushed = httpx.post(f"{stack.core_origin}/__fake/faults", json=body, timeout=10)
-    pushed.raise_for_status()
-
-
-def latency(stack: DevStack, seconds: float) -> None:
-    set_ = httpx.post(
-        f"{stack.core_origin}/__fake/latency",
-        json={"endpoint": "content", "seconds": seconds},
-        timeout=10,
-    )
-    set_.raise_for_status()
+CONTENT_UNAVAILABLE = {
+    "kind": "respond",
+    "status": 503,
+    "code": "unavailable",
+    "endpoint": "content",
+}
 
 
 def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: Path) -> None:
     launch(page, stack, "cnt_news")
-    fault(
-        stack,
-        faults=[{"kind": "respond", "status": 503, "code": "unavailable", "endpoint": "content"}],
-    )
+    fake(stack, "faults", faults=[CONTENT_UNAVAILABLE])
     # The schedules are the plugin's own: the page is shown, and says Dee Wan is not answering.
     down = page.reload()
     assert down is not None
@@ -1060,29 +945,20 @@ def test_dee_wan_down_is_said_as_temporary(stack: DevStack, page: Page, shots: P
         stack.core_origin
     )
     audit_wide_and_narrow(page, "content-dee-wan-down", down, shots)
-    with page.expect_navigation() as navigated:
-        note.get_by_role("link", name="Try again").click()  # the fault was for one read
-    back = navigated.value
-    assert back is not None
-    assert back.status == 200
+    follow(page, note.get_by_role("link", name="Try again"))  # the fault was for one read
     assert page.locator("[data-unread]").count() == 0
 
     # A create sent while Dee Wan is down comes back with what was entered, the reason above.
     local = f"{date.today().year + 1}-03-03T08:15"
-    fault(
-        stack,
-        faults=[{"kind": "respond", "status": 503, "code": "unavailable", "endpoint": "content"}],
-    )
-    kept = fill_and_send(page, local, "Europe/Paris")
-    assert kept.status == 503
+    fake(stack, "faults", faults=[CONTENT_UNAVAILABLE])
+    kept = fill_and_send(page, local, "Europe/Paris", status=503)
     assert kept.headers["retry-after"] == "60"
     problem = page.locator('#form-error[data-error-code="dee_wan_unavailable"]')
     assert "the form keeps what you entered" in problem.inner_text()
     assert page.locator("#local_time").input_value() == local
     assert page.locator("#timezone").input_value() == "Europe/Paris"
     audit_wide_and_narrow(page, "content-create-while-down", kept, shots)
-    again = fill_and_send(page, local, "Europe/Paris")  # Dee Wan answers again
-    assert again.status == 200
+    fill_and_send(page, local, "Europe/Paris")  # Dee Wan answers again
     assert page.locator("[data-confirmation]").count() == 1
 
 
@@ -1093,9 +969,7 @@ def test_the_manage_view_says_what_it_could_not_do(
     base = f"{stack.plugin_origin}/installations/{installation_id(stack)}"
 
     # A page past the last: the last page, said, in the zone asked for.
-    past = page.goto(f"{base}?page=99&zone=Asia/Tokyo")
-    assert past is not None
-    assert past.status == 200
+    past = visit(page, f"{base}?page=99&zone=Asia/Tokyo")
     note = page.locator('[data-notice="page_corrected"]')
     assert note.inner_text().startswith("There is no page 99: there are ")
     info = page.locator(".page-info").inner_text()
@@ -1105,36 +979,31 @@ def test_the_manage_view_says_what_it_could_not_do(
     audit_wide_and_narrow(page, "manage-page-past-end", past, shots)
 
     # A filter that does not exist: all schedules, said.
-    bogus = page.goto(f"{base}?show=bogus")
-    assert bogus is not None
+    bogus = visit(page, f"{base}?show=bogus", status=None)
     assert page.locator('[data-notice="unknown_filter"]').inner_text() == (
         "There is no filter “bogus”: showing all schedules."
     )
-    assert page.locator('nav.filters a[aria-current="page"]').get_attribute("data-filter") == "all"
+    assert page.locator(CURRENT_FILTER).get_attribute("data-filter") == "all"
     audit_wide_and_narrow(page, "manage-unknown-filter", bogus, shots)
 
     # A zone misspelt: said back, the site's zone used, the closest names a click away.
-    tokio = page.goto(f"{base}?zone=asia/tokio")
-    assert tokio is not None
+    tokio = visit(page, f"{base}?zone=asia/tokio", status=None)
     assert "“asia/tokio” is not a time zone name" in page.locator("#zone-problem").inner_text()
     suggestion = page.locator('[data-zone-suggestion="Asia/Tokyo"]')
     audit_wide_and_narrow(page, "manage-zone-suggestions", tokio, shots)
-    with page.expect_navigation():
-        suggestion.click()
+    follow(page, suggestion, status=None)
     assert page.locator("[data-zone]").get_attribute("data-zone") == "Asia/Tokyo"
 
     # A slow Dee Wan: titles not read in time are said, not silently replaced by ids.
-    latency(stack, 5.0)
+    fake(stack, "latency", endpoint="content", seconds=5.0)
     try:
-        slow = page.goto(f"{base}?show=upcoming")
-        assert slow is not None
-        assert slow.status == 200
+        slow = visit(page, f"{base}?show=upcoming")
         note = page.locator("[data-titles-missing]")
         assert "Dee Wan did not answer in time for " in note.inner_text()
         assert "Reload the page to try again." in note.inner_text()
         audit_wide_and_narrow(page, "manage-titles-slow", slow, shots)
     finally:
-        latency(stack, 0.0)
+        fake(stack, "latency", endpoint="content", seconds=0.0)
 
 
 # -- issue 27: every failure can be finished where it is seen ----------------------------------
@@ -1145,8 +1014,7 @@ def switch(page: Page, stack: DevStack, button: str) -> str:
     notice it leaves."""
     open_home(page, stack)
     section = page.locator("form").filter(has=page.get_by_role("button", name=button, exact=True))
-    with page.expect_navigation():
-        section.get_by_role("button", name=button, exact=True).click()
+    follow(page, section.get_by_role("button", name=button, exact=True), status=None)
     return page.get_by_role("status").first.inner_text()
 
 
@@ -1166,7 +1034,7 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
     """The walkthrough's failure-and-recovery step, from the pages alone."""
-    seed(stack, "cnt_retry", "Press release")
+    seed(stack, ("cnt_retry", "Press release"))
     first = refused_on_purpose(page, stack, "cnt_retry")
 
     # The manage view lists it under Needs attention, and says how to try it again.
@@ -1191,11 +1059,7 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
     assert card.get_attribute("data-status") == "refused"
     card.scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "content-refused-try-again", landed, shots)
-    with page.expect_navigation() as navigated:
-        card.get_by_role("button", name=re.compile("^Try again")).click()
-    tried = navigated.value
-    assert tried is not None
-    assert tried.status == 200
+    tried = follow(page, card.get_by_role("button", name=re.compile("^Try again")))
     second = confirmed_id(page)
     assert second != first
     audit(page, "content-tried-again", tried, shots)
@@ -1217,7 +1081,7 @@ def test_a_refused_schedule_is_tried_again_and_no_longer_needs_attention(
 
 
 def test_a_site_admin_dismisses_a_refusal(stack: DevStack, page: Page, shots: Path) -> None:
-    seed(stack, "cnt_dismiss", "Old banner")
+    seed(stack, ("cnt_dismiss", "Old banner"))
     made = refused_on_purpose(page, stack, "cnt_dismiss")
     launch(page, stack)
     shown = page.goto(
@@ -1227,11 +1091,7 @@ def test_a_site_admin_dismisses_a_refusal(stack: DevStack, page: Page, shots: Pa
     before = int(str(page.locator('a[data-filter="attention"]').get_attribute("data-count")))
     item.scroll_into_view_if_needed()
     audit_wide_and_narrow(page, "manage-dismiss", shown, shots)
-    with page.expect_navigation() as navigated:
-        item.get_by_role("button", name=re.compile("^Dismiss")).click()
-    after = navigated.value
-    assert after is not None
-    assert after.status == 200
+    after = follow(page, item.get_by_role("button", name=re.compile("^Dismiss")))
     assert "show=attention" in page.url
     flash = page.locator(f'[data-dismissed="{made}"]')
     assert flash.inner_text().startswith("Dismissed: the schedule to publish version")
@@ -1253,18 +1113,12 @@ def a_late_cancel_leads_back_to_the_schedules(
     other = context.new_page()
     for tab_ in (page, other):
         tab_.goto(f"{stack.plugin_origin}/installations/{ins}/schedules/{made}/cancel")
-    with other.expect_navigation():
-        other.get_by_role("button", name="Cancel the schedule").click()
+    follow(other, other.get_by_role("button", name="Cancel the schedule"))
     other.close()
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Cancel the schedule").click()
-    late = navigated.value
-    assert late is not None
-    assert late.status == 409
+    late = follow(page, page.get_by_role("button", name="Cancel the schedule"), status=409)
     back = page.get_by_role("link", name="Back to the schedules")
     audit_wide_and_narrow(page, "error-form-refused-next-steps", late, shots)
-    with page.expect_navigation():
-        back.click()
+    follow(page, back, status=None)
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"
 
 
@@ -1275,9 +1129,9 @@ def test_every_error_page_leads_somewhere(
     ins = installation_id(stack)
 
     # A page that cannot be shown: Try again, and back to Dee Wan.
-    missing = page.goto(f"{stack.plugin_origin}/installations/{ins}/schedules/sch_gone/cancel")
-    assert missing is not None
-    assert missing.status == 404
+    missing = visit(
+        page, f"{stack.plugin_origin}/installations/{ins}/schedules/sch_gone/cancel", status=404
+    )
     steps = page.get_by_role("navigation", name="What you can do now")
     assert steps.get_by_role("link", name="Try again").is_visible()
     assert steps.get_by_role("link", name="Back to Dee Wan").get_attribute("href") == (
@@ -1293,11 +1147,7 @@ def test_every_error_page_leads_somewhere(
     try:
         row = page.locator("tr").filter(has=page.get_by_role("cell", name="cnt_events", exact=True))
         form = row.locator("form").filter(has=page.get_by_role("button", name=f"Schedule ({ins})"))
-        with page.expect_navigation() as navigated:
-            form.get_by_role("button", name=f"Schedule ({ins})").click()
-        down = navigated.value
-        assert down is not None
-        assert down.status == 503
+        down = follow(page, form.get_by_role("button", name=f"Schedule ({ins})"), status=503)
         assert page.locator('[data-error-code="dee_wan_unavailable"]').is_visible()
         # Issue 38: the same launch again (its code was not checked), and the schedules this
         # browser's session shows.
@@ -1305,15 +1155,12 @@ def test_every_error_page_leads_somewhere(
         assert "dee_wan_launch=" in retry
         assert page.get_by_role("link", name="Back to the schedules").is_visible()
         audit_wide_and_narrow(page, "error-launch-while-down", down, shots)
-        with page.expect_navigation():
-            page.get_by_role("link", name="Back to Dee Wan").click()
+        follow(page, page.get_by_role("link", name="Back to Dee Wan"), status=None)
         assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
     finally:
         switch(page, stack, "Back to normal")
     # Dee Wan answers again within the code's minute: Try again opens the page.
-    opened = page.goto(f"{stack.plugin_origin}{retry}" if retry.startswith("/") else retry)
-    assert opened is not None
-    assert opened.status == 200
+    visit(page, f"{stack.plugin_origin}{retry}" if retry.startswith("/") else retry)
 
 
 def the_delivery_links_to_its_card(
@@ -1329,9 +1176,7 @@ def the_delivery_links_to_its_card(
         r"Publish version ver_\w+ of (“Hooked news”|content cnt_hooked), due ",
         (delivery.inner_text()),
     )
-    with page.expect_navigation() as navigated:
-        delivery.get_by_role("link").click()
-    linked = navigated.value
+    linked = follow(page, delivery.get_by_role("link"), status=None)
     assert page.locator("li.schedule").count() == 1
     assert schedule_item(page, made).is_visible()
     audit(page, "manage-one-schedule", linked, shots)
@@ -1340,13 +1185,12 @@ def the_delivery_links_to_its_card(
 def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
-    seed(stack, "cnt_hooked", "Hooked news")
+    seed(stack, ("cnt_hooked", "Hooked news"))
     launch(page, stack)
     section = page.locator("#notifications")
     receiver = f"{stack.core_origin}/webhooks?copy=confirm"
     section.get_by_label("Endpoint URL").fill(receiver)
-    with page.expect_navigation():
-        section.get_by_role("button", name="Add endpoint").click()
+    follow(page, section.get_by_role("button", name="Add endpoint"), status=None)
     first_secret = page.locator("[data-signing-secret]").inner_text()
     made = refused_on_purpose(page, stack, "cnt_hooked")
 
@@ -1354,30 +1198,24 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
 
     launch(page, stack)
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
-    with page.expect_navigation() as navigated:
-        endpoint.get_by_role("link", name=re.compile("^Rotate secret")).click()
-    asked = navigated.value
+    asked = follow(
+        page, endpoint.get_by_role("link", name=re.compile("^Rotate secret")), status=None
+    )
     assert page.get_by_role("heading", level=1).inner_text() == "Rotate the signing secret?"
     assert "cannot verify them until you paste the new secret" in page.locator("main").inner_text()
     audit_wide_and_narrow(page, "endpoint-rotate-confirm", asked, shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Rotate the secret").click()
-    rotated = navigated.value
+    rotated = follow(page, page.get_by_role("button", name="Rotate the secret"), status=None)
     new_secret = page.locator("[data-signing-secret]").inner_text()
     assert new_secret != first_secret
     assert "paste this one into the receiver now" in page.locator(".secret").inner_text()
     audit(page, "endpoint-rotated", rotated, shots)
 
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
-    with page.expect_navigation() as navigated:
-        endpoint.get_by_role("link", name=re.compile("^Delete")).click()
-    asked = navigated.value
+    asked = follow(page, endpoint.get_by_role("link", name=re.compile("^Delete")), status=None)
     assert page.get_by_role("heading", level=1).inner_text() == "Delete this endpoint?"
     assert page.locator(f'tr[data-schedule-id="{made}"]').is_visible()  # what is lost, listed
     audit_wide_and_narrow(page, "endpoint-delete-confirm", asked, shots)
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Delete the endpoint").click()
-    deleted = navigated.value
+    deleted = follow(page, page.get_by_role("button", name="Delete the endpoint"), status=None)
     done = page.locator("[data-done]")
     assert done.inner_text().startswith(f"Deleted the endpoint {receiver}.")
     assert page.locator("article.endpoint").filter(has_text=receiver).count() == 0
@@ -1390,7 +1228,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
 def test_a_collision_is_said_before_and_after_and_the_second_needs_a_new_pin(
     stack: DevStack, page: Page, shots: Path
 ) -> None:
-    seed(stack, "cnt_clash", "Spring sale")
+    seed(stack, ("cnt_clash", "Spring sale"))
     core_action(stack, "cnt_clash", "publish")
     core_action(stack, "cnt_clash", "edit")  # a newer draft: publish and unpublish are offered
     landed = launch(page, stack, "cnt_clash")
@@ -1440,9 +1278,7 @@ def test_pages_without_a_session_and_a_reloaded_form_lead_somewhere(
     fresh = browser.new_context(locale="en-US", viewport=DESKTOP)
     try:
         stranger = fresh.new_page()
-        refused = stranger.goto(f"{stack.plugin_origin}/installations/{ins}")
-        assert refused is not None
-        assert refused.status == 401
+        refused = visit(stranger, f"{stack.plugin_origin}/installations/{ins}", status=401)
         steps = stranger.get_by_role("navigation", name="What you can do now")
         assert steps.get_by_role("link", name="Try again").is_visible()
         assert steps.get_by_role("link", name="What Scheduling is, and how to open it").is_visible()
@@ -1455,16 +1291,10 @@ def test_pages_without_a_session_and_a_reloaded_form_lead_somewhere(
     launch(page, stack, "cnt_events")
     page.locator("#local_time").fill(f"{date.today().year - 1}-07-01T09:00")
     page.locator("#timezone").fill("Europe/Paris")
-    with page.expect_navigation() as navigated:
-        page.get_by_role("button", name="Schedule", exact=True).click()
-    past = navigated.value
-    assert past is not None
-    assert past.status == 422
+    past = follow(page, page.get_by_role("button", name="Schedule", exact=True), status=422)
     button = page.locator("button[data-retry-local-time]")
     assert button.inner_text().startswith("Schedule it at ")
     audit_wide_and_narrow(page, "content-past-next-minute", past, shots)
     # Restoring the tab later asks for its address again, by a GET.
-    again = page.goto(page.url)
-    assert again is not None
-    assert again.status == 200
+    visit(page, page.url)
     assert page.url == f"{stack.plugin_origin}/installations/{ins}"

@@ -1,9 +1,6 @@
 """The local Dee Wan's home page, and the plugin's own `/`, in headless Chromium at 1280 and
-390 px: readable on a phone (a viewport tag, no sideways scrolling, each table row a card),
-axe-core's WCAG 2.2 A/AA rules with 0 violations, and "Run the tick now" through the real
-processes of `scripts.devstack.DevStack`.
-
-Screenshots go to pytest's temporary directory (printed with `-s`), or $BROWSER_SCREENSHOTS.
+390 px: a phone reads it (viewport tag, no sideways scrolling, table rows as cards), 0 axe-core
+WCAG 2.2 A/AA violations, and "Run the tick now" through `scripts.devstack.DevStack`.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, ViewportSize
 
 from scripts.devstack import DevStack
-from tests.support.browser import axe_violations, free_port, missing_pieces
+from tests.support.browser import axe_violations, installed_stack, missing_pieces
 
 WIDE: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
@@ -29,15 +26,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    dev = DevStack(
-        plugin_port=free_port(),
-        core_port=free_port(),
-        state_dir=tmp_path_factory.mktemp("devstack"),
-        cron=False,
-        quiet=True,
-    )
-    with dev:
-        dev.install()
+    with installed_stack(tmp_path_factory.mktemp("devstack"), quiet=True) as dev:
         yield dev
 
 

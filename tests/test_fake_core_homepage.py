@@ -1,8 +1,6 @@
-"""fake_core's home page as a person uses it: rotate, one-click codes, the transitions log.
-
-Driven in-process through `FakeCoreApp.dispatch` (forms posted like a browser
-would), with a plugin double that mints one-time codes behind an operator
-secret and accepts each code once, for its own kind and installation.
+"""fake_core's home page as a person uses it: rotate, one-click codes, the transitions log;
+forms posted in-process through `FakeCoreApp.dispatch` to a plugin double that mints one-time
+codes behind an operator secret and accepts each once, for its own kind and installation.
 """
 
 from __future__ import annotations
@@ -386,12 +384,10 @@ async def test_every_ui_post_is_same_origin_only(app: FakeCoreApp, plugin: Plugi
 
 
 async def test_uninstall_and_edit_of_unknown_ids_are_plain_notices(app: FakeCoreApp) -> None:
-    assert (await act(app, "uninstall", {"installation_id": "ins_gone"}))[0] == (
-        "There is no installation ins_gone."
-    )
-    assert (await act(app, "edit", {"content_id": "cnt_gone"}))[
-        0
-    ] == "There is no content cnt_gone."
+    gone, _ = await act(app, "uninstall", {"installation_id": "ins_gone"})
+    assert gone == "There is no installation ins_gone."
+    unknown, _ = await act(app, "edit", {"content_id": "cnt_gone"})
+    assert unknown == "There is no content cnt_gone."
 
 
 # -- the log of transitions -------------------------------------------------------------
@@ -416,48 +412,28 @@ async def test_the_log_shows_an_applied_publish_then_a_stale_refusal_after_an_ed
     assert await send(core, *page_command) == (200, "idempotent_replay")
     await act(app, "rotate-now", {"installation_id": installation.id})  # old token retired
 
-    rows = log_rows(await home(app))
-    assert rows == [
-        [
-            "1 Jul 2026, 09:01:01",
-            "cnt_page",
-            "About",
-            "publish",
-            page_command[1]["version_id"],
-            "200 idempotent_replay",
-            "no",
-            installation.id,
-        ],
-        [
-            "1 Jul 2026, 09:01:00",
-            "cnt_en",
-            "Spring launch",
-            "publish",
-            pinned,
-            "409 scheduled_target_stale",
-            "no",
-            installation.id,
-        ],
-        [
-            "1 Jul 2026, 09:00:00",
-            "cnt_page",
-            "About",
-            "publish",
-            page_command[1]["version_id"],
-            "200 transition_applied",
-            "yes",
-            installation.id,
-        ],
+    rows, stale = log_rows(await home(app)), "409 scheduled_target_stale"
+    assert [row[:4] + row[5:7] for row in rows] == [
+        ["1 Jul 2026, 09:01:01", "cnt_page", "About", "publish", "200 idempotent_replay", "no"],
+        ["1 Jul 2026, 09:01:00", "cnt_en", "Spring launch", "publish", stale, "no"],
+        ["1 Jul 2026, 09:00:00", "cnt_page", "About", "publish", "200 transition_applied", "yes"],
     ]
+    page_version = page_command[1]["version_id"]
+    assert [row[4] for row in rows] == [page_version, pinned, page_version]
+    assert [row[7] for row in rows] == [installation.id] * 3
     assert pinned != core.state.groups["cnt_en"].current_version_id
+
+
+async def refused_commands(core: FakeCore, installation: Installation, count: int) -> None:
+    for n in range(count):  # a second apart, each a 422 that applies nothing
+        core.clock.advance(1_000)
+        headers, body = transition_command(core, installation, schedule_id=f"sch_{n}")
+        await send(core, headers, {**body, "to": "draft"})
 
 
 async def test_the_log_is_capped_newest_first(app: FakeCoreApp, core: FakeCore) -> None:
     installation = core.register_installation(ORIGIN)
-    for n in range(LOG_LIMIT + 5):
-        core.clock.advance(1_000)
-        headers, body = transition_command(core, installation, schedule_id=f"sch_{n}")
-        await send(core, headers, {**body, "to": "draft"})  # 422, nothing applied
+    await refused_commands(core, installation, LOG_LIMIT + 5)
     page = await home(app)
     rows = log_rows(page)
     assert len(rows) == LOG_LIMIT
@@ -474,21 +450,16 @@ async def test_the_log_escapes_what_it_shows(app: FakeCoreApp, core: FakeCore) -
     headers, body = transition_command(core, installation, "cnt_evil", "publish")
     assert await send(core, headers, body) == (200, "transition_applied")
     headers, body = transition_command(core, installation, "cnt_evil", schedule_id="sch_9")
-    assert await send(core, headers, {**body, "kind": "<script>x</script>"}) == (
-        400,
-        "invalid_request",
-    )
+    refused = await send(core, headers, {**body, "kind": "<script>x</script>"})
+    assert refused == (400, "invalid_request")
     page = await home(app)
     assert "<img" not in page
     assert "<script" not in page
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in page  # markupsafe quotes
     assert "&lt;script&gt;x&lt;/script&gt;" in page
     newest, oldest = log_rows(page)
-    assert (newest[2], newest[3], newest[5]) == (
-        hostile,
-        "<script>x</script>",
-        "400 invalid_request",
-    )
+    shown = (newest[2], newest[3], newest[5])
+    assert shown == (hostile, "<script>x</script>", "400 invalid_request")
     assert (oldest[2], oldest[5], oldest[6]) == (hostile, "200 transition_applied", "yes")
 
 
@@ -513,10 +484,8 @@ async def test_the_log_is_kept_across_a_restart(tmp_path: Path, core: FakeCore) 
     assert await send(core, *transition_command(core, installation)) == (200, "transition_applied")
     core.clock.advance(1_000)
     headers, body = transition_command(core, installation, "cnt_pub", "unpublish", schedule_id="s2")
-    assert await send(core, headers, {**body, "version_id": "ver_0"}) == (
-        409,
-        "scheduled_target_stale",
-    )
+    stale = await send(core, headers, {**body, "version_id": "ver_0"})
+    assert stale == (409, "scheduled_target_stale")
     await app.dispatch("GET", "/__fake/state", {}, b"")  # any request saves what changed
     before = log_rows(await home(app))
     assert [row[5] for row in before] == ["409 scheduled_target_stale", "200 transition_applied"]
@@ -534,10 +503,7 @@ async def test_the_log_is_kept_across_a_restart(tmp_path: Path, core: FakeCore) 
 
 async def test_the_log_keeps_the_last_200_commands(tmp_path: Path, core: FakeCore) -> None:
     installation = core.register_installation(ORIGIN)
-    for n in range(RECEIVED_LIMIT + 5):
-        core.clock.advance(1_000)
-        headers, body = transition_command(core, installation, schedule_id=f"sch_{n}")
-        await send(core, headers, {**body, "to": "draft"})  # 422, nothing applied
+    await refused_commands(core, installation, RECEIVED_LIMIT + 5)
     assert len(core.state.received) == RECEIVED_LIMIT
     oldest = core.state.received[0]
     assert rfc3339(oldest.at_ms) == "2026-07-01T09:00:06Z", "the first five made way"
@@ -752,12 +718,8 @@ async def test_the_tick_button_runs_the_real_plugins_tick(
         "See Transitions received below."
     )
     [row] = log_rows(page)
-    assert (row[1], row[5], row[6], row[7]) == (
-        "cnt_en",
-        "200 transition_applied",
-        "yes",
-        installation.id,
-    )
+    expected = ["cnt_en", "200 transition_applied", "yes", installation.id]
+    assert [row[1], row[5], row[6], row[7]] == expected
 
 
 # -- the command line -------------------------------------------------------------------

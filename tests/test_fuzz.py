@@ -1,15 +1,7 @@
 """Fuzzing the public surface with hypothesis (issue 12): whatever arrives, the plugin answers
 with a refusal that has a code, or does what was asked; it never fails with a 5xx other than
 the documented 502/503/504 for a Dee Wan it cannot reach or trust, and a refusal stores nothing.
-
-Four suites, each against the in-process app with the fake Dee Wan and a live session:
-
-- arbitrary requests on every route (method, path, query, headers, body);
-- arbitrary values in the schedule form, posted with a valid session and CSRF token;
-- arbitrary Dee Wan answers (status, headers, body bytes) to the launch exchange;
-- arbitrary Dee Wan answers to the content read, then the page and a create.
-
-Derandomized with a fixed budget (`EXAMPLES`), so CI runs the same cases every time.
+Requests on every route, form values, Dee Wan's answers; derandomized, a fixed budget.
 """
 
 from __future__ import annotations
@@ -43,14 +35,7 @@ from tests.support.scripted_core import ScriptedCore, content_answer, exchange_a
 from tests.support.world import Browser, World, schedule
 
 # Examples per suite: 4,400 cases, about 20 s on a two-core CI machine.
-EXAMPLES = {
-    "requests": 1600,
-    "form": 800,
-    "exchange": 800,
-    "content": 800,
-    "operator": 400,
-    "endpoint": 400,
-}
+EXAMPLES = dict(requests=1600, form=800, exchange=800, content=800, operator=400, endpoint=400)
 # Statuses the plugin may answer when Dee Wan is unreachable or untrusted (documented).
 DEE_WAN_5XX = {502, 503, 504}
 FUZZ = settings(

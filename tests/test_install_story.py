@@ -52,16 +52,9 @@ async def schedule_soon(world: World, installation_id: str, content_id: str) -> 
     await browser.get(f"/installations/{installation_id}")
     due = (world.clock.now // 60_000 + 5) * 60_000
     local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
-    response = await browser.post(
-        f"/installations/{installation_id}/schedules",
-        {
-            "csrf_token": browser.csrf(),
-            **browser.shown(),
-            "transition": "publish:published",
-            "local_time": local,
-            "timezone": "UTC",
-        },
-    )
+    fields = {"transition": "publish:published", "local_time": local, "timezone": "UTC"}
+    form = {"csrf_token": browser.csrf(), **browser.shown(), **fields}
+    response = await browser.post(f"/installations/{installation_id}/schedules", form)
     assert response.status == 303, response.body[:300]
     return due
 
@@ -69,14 +62,9 @@ async def schedule_soon(world: World, installation_id: str, content_id: str) -> 
 async def run_at(world: World, due: int, content_id: str) -> dict[str, object]:
     world.clock.now = due
     await world.app.tick(due)
-    row = (
-        await world.db.prepare(
-            "SELECT status, result_code FROM schedules WHERE content_id = ?"
-            " ORDER BY created_at DESC LIMIT 1"
-        )
-        .bind(content_id)
-        .first()
-    )
+    latest = "SELECT status, result_code FROM schedules WHERE content_id = ?"
+    latest += " ORDER BY created_at DESC LIMIT 1"
+    row = await world.db.prepare(latest).bind(content_id).first()
     assert row is not None
     return row
 
@@ -117,9 +105,8 @@ async def rotate_the_token(world: World, installation_id: str, seen: list[str]) 
     assert await core_answers(world, first_token) == 401  # the old token is refused by core
     due = await schedule_soon(world, installation_id, "cnt_page")
     assert (await run_at(world, due, "cnt_page"))["status"] == "completed"  # the new one works
-    assert (
-        world.core.calls.of("transitions")[-1].header("Authorization") == f"Bearer {rotated.token}"
-    )
+    sent = world.core.calls.of("transitions")[-1]
+    assert sent.header("Authorization") == f"Bearer {rotated.token}"
     with pytest.raises(InstallError):
         await world.core.rotate(installation_id, rotation_code)
 

@@ -1,10 +1,7 @@
-"""The operator page in headless Chromium (issue 21), served by the real `python -m scheduling
-serve` from a database that holds a day of ticks ending now (tests/support/day.py: a burst,
-a Dee Wan that was down, a stale pin, a failed tick, a 10-minute gap in the cron).
-
-At 1280 and 390 px, tables closed and open: no script, the strict CSP, no sideways
-scrolling, and axe-core's WCAG 2.2 A/AA rules with 0 violations; the sign-in refusal too.
-Screenshots go to pytest's temporary directory (printed with `-s`) or $BROWSER_SCREENSHOTS.
+"""The operator page in headless Chromium (issue 21), served by `python -m scheduling serve`
+from a day of ticks ending now (tests/support/day.py), at 1280 and 390 px, tables closed and
+open, and the sign-in refusal: no script, the strict CSP, no sideways scrolling, 0 axe-core
+WCAG 2.2 A/AA violations. Screenshots: pytest's temporary directory or $BROWSER_SCREENSHOTS.
 """
 
 from __future__ import annotations

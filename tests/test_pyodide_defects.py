@@ -1,10 +1,7 @@
-"""Issue 26 under Pyodide, through the real Worker entry (items 1 and 3; item 2, sessions
-refused after `plugin_unauthorized`, is tests/test_uninstalled_sessions.py on both runtimes):
-"Send test event" is one at a time and five a minute per person, counted in D1 across
-isolates; the tick purges what ended past `RETENTION_DAYS`. (Creates limited per person:
-tests/test_visitor_calls.py, on both runtimes.)
-
-Dee Wan is `python -m fake_core`; the endpoint a receiver on loopback (a development origin).
+"""Issue 26 under Pyodide, through the real Worker entry: "Send test event" is one at a time and
+five a minute per person, counted in D1 across isolates; the tick purges what ended past
+`RETENTION_DAYS`. Dee Wan is `python -m fake_core`, the endpoint a receiver on loopback. (Item 2
+is tests/test_uninstalled_sessions.py; creates per person tests/test_visitor_calls.py.)
 """
 
 from __future__ import annotations

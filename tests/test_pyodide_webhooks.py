@@ -50,29 +50,34 @@ def receiver() -> Iterator[LoopbackReceiver]:
 
 
 @contextmanager
+def _installed(
+    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+) -> Iterator[tuple[str, Browser]]:
+    """An installation, Dee Wan and the receiver development origins; removed after."""
+    origin = receiver.url.rsplit("/", 1)[0]
+    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
+    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
+        installation_id = install(core, client)["id"]
+        try:
+            yield installation_id, Browser(client, harness.origin)
+        finally:
+            remove_installation(harness, installation_id)
+
+
+@contextmanager
 def _refusal_due(
     harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver, kind: str = "webhook"
 ) -> Iterator[tuple[str, str, int]]:
     """An installation with one endpoint of `kind` (the receiver) and a publish due at the
     next whole minute but one, which Dee Wan will refuse (409); yields the installation's id,
     the endpoint's secret (a chat's: its URL) and the due instant, and removes them after."""
-    origin = receiver.url.rsplit("/", 1)[0]
-    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
-    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
-        installation_id = install(core, client)["id"]
-        browser = Browser(client, harness.origin)
-        try:
-            add = _add_chat_endpoint if kind == "chat" else _add_endpoint
-            secret = add(harness, core, browser, installation_id, receiver.url)
-            due = _schedule_soon(core, browser, installation_id)
-            core.control(
-                "POST",
-                "faults",
-                {"faults": [{"kind": "respond", "status": 409, "code": "workflow_conflict"}]},
-            )
-            yield installation_id, secret, due
-        finally:
-            remove_installation(harness, installation_id)
+    with _installed(harness, core, receiver) as (installation_id, browser):
+        add = _add_chat_endpoint if kind == "chat" else _add_endpoint
+        secret = add(harness, core, browser, installation_id, receiver.url)
+        due = _schedule_soon(core, browser, installation_id)
+        refuse = {"kind": "respond", "status": 409, "code": "workflow_conflict"}
+        core.control("POST", "faults", {"faults": [refuse]})
+        yield installation_id, secret, due
 
 
 def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
@@ -187,11 +192,7 @@ def _add_endpoint(
     harness: Harness, core: FakeCoreProcess, browser: Browser, installation_id: str, url: str
 ) -> str:
     """Through the manage page's form; the secret is shown once, and D1 holds it sealed."""
-    csrf = launch(core, browser, installation_id)
-    added = browser.post_form(
-        f"/installations/{installation_id}/notifications",
-        {"csrf_token": csrf, "opened_for": "manage", "url": url, "events": ["schedule.refused"]},
-    )
+    added = _post_endpoint(core, browser, installation_id, url, kind="webhook")
     assert added.status_code == 303, added.text
     page = browser.get(f"/installations/{installation_id}").text
     found = SECRET_VALUE.search(page)
@@ -209,23 +210,24 @@ def _add_endpoint(
     return secret
 
 
-def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str) -> int:
-    """A publish through the content page's form, due at the next whole minute but one (UTC)."""
-    due = (int(time.time() * 1000) // MINUTE + 2) * MINUTE
+def _schedule(
+    core: FakeCoreProcess, browser: Browser, installation_id: str, transition: str, local: str
+) -> str:
+    """A schedule of cnt_spring through the content page's form, in UTC; its id."""
     csrf = launch(core, browser, installation_id, content_id="cnt_spring")
-    local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+    fields = {"csrf_token": csrf, "transition": transition, "local_time": local, "timezone": "UTC"}
     made = browser.post_form(
-        f"/installations/{installation_id}/schedules",
-        {
-            **browser.shown,
-            "csrf_token": csrf,
-            "transition": "publish:published",
-            "local_time": local,
-            "timezone": "UTC",
-            "fold": "",
-        },
+        f"/installations/{installation_id}/schedules", {**browser.shown, **fields, "fold": ""}
     )
     assert made.status_code == 303, made.text
+    return str(made.headers["location"].rsplit("=", 1)[1])
+
+
+def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str) -> int:
+    """A publish due at the next whole minute but one; that instant."""
+    due = (int(time.time() * 1000) // MINUTE + 2) * MINUTE
+    local = datetime.fromtimestamp(due / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+    _schedule(core, browser, installation_id, "publish:published", local)
     return due
 
 
@@ -234,40 +236,19 @@ def test_a_completion_tells_at_once_of_the_schedule_it_put_out_of_date(
 ) -> None:
     """Issue 38 in the real D1: the settle's trigger marks the waiting unpublish the done
     publish put out of date, and the same batch writes its `schedule.stale` event."""
-    origin = receiver.url.rsplit("/", 1)[0]
-    dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
-    with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
-        installation_id = install(core, client)["id"]
-        browser = Browser(client, harness.origin)
-        try:
-            secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
-            core.control("POST", "content", {"content_id": "cnt_spring", "action": "publish"})
-            core.control("POST", "content", {"content_id": "cnt_spring", "action": "edit"})
-            due = _schedule_soon(core, browser, installation_id)
-            csrf = launch(core, browser, installation_id, content_id="cnt_spring")
-            later = browser.post_form(
-                f"/installations/{installation_id}/schedules",
-                {
-                    **browser.shown,
-                    "csrf_token": csrf,
-                    "transition": "unpublish:draft",
-                    "local_time": f"{datetime.now(UTC).year + 1}-07-01T09:00",
-                    "timezone": "UTC",
-                    "fold": "",
-                },
-            )
-            assert later.status_code == 303, later.text
-            unpublish = later.headers["location"].rsplit("=", 1)[1]
-            harness.scheduled(due)
-            [row] = harness.sql(
-                "SELECT status, made_stale_by FROM schedules WHERE id = ?", unpublish
-            )
-            assert row["status"] == "pending"
-            assert row["made_stale_by"] is not None
-            [delivery] = receiver.deliveries
-            event = verify(secret, delivery)
-            assert event["type"] == "schedule.stale"
-            assert event["data"]["schedule_id"] == unpublish
-            assert "Needs a new pin" in event["data"]["message"]
-        finally:
-            remove_installation(harness, installation_id)
+    with _installed(harness, core, receiver) as (installation_id, browser):
+        secret = _add_endpoint(harness, core, browser, installation_id, receiver.url)
+        core.control("POST", "content", {"content_id": "cnt_spring", "action": "publish"})
+        core.control("POST", "content", {"content_id": "cnt_spring", "action": "edit"})
+        due = _schedule_soon(core, browser, installation_id)
+        next_summer = f"{datetime.now(UTC).year + 1}-07-01T09:00"
+        unpublish = _schedule(core, browser, installation_id, "unpublish:draft", next_summer)
+        harness.scheduled(due)
+        [row] = harness.sql("SELECT status, made_stale_by FROM schedules WHERE id = ?", unpublish)
+        assert row["status"] == "pending"
+        assert row["made_stale_by"] is not None
+        [delivery] = receiver.deliveries
+        event = verify(secret, delivery)
+        assert event["type"] == "schedule.stale"
+        assert event["data"]["schedule_id"] == unpublish
+        assert "Needs a new pin" in event["data"]["message"]

@@ -1,7 +1,5 @@
 """Fault-injection soak: thousands of schedules, a hostile core, crashing runners, tick by tick.
-
-Whatever happens, no transition is applied twice, none is lost, nothing is
-sent past its cap, and the attempt rows match what core received.
+No transition is applied twice or lost, none sent past its cap; attempt rows match core's log.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ tests/browser/node_modules: `bash tests/browser/setup.sh` installs both.
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ from zoneinfo import ZoneInfo
 
 import httpx
 from playwright.sync_api import Locator, Page
+
+from scripts.devstack import DevStack
 
 CHROMIUM = Path("/usr/bin/chromium")
 AXE = Path(__file__).resolve().parents[1] / "browser" / "node_modules" / "axe-core" / "axe.min.js"
@@ -40,6 +44,17 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def installed_stack(state_dir: Path, **options: Any) -> Iterator[DevStack]:
+    """The plugin (no cron) and the local Dee Wan on free ports, the plugin installed."""
+    dev = DevStack(
+        plugin_port=free_port(), core_port=free_port(), state_dir=state_dir, cron=False, **options
+    )
+    with dev:
+        dev.install()
+        yield dev
 
 
 def wall(local: str, zone: str, fold: int = 0) -> datetime:
@@ -77,13 +92,13 @@ def confirmed_id(page: Page) -> str:
 
 def axe_violations(page: Page) -> list[str]:
     """axe-core's WCAG 2.0/2.1/2.2 A and AA rules on the whole document: each violation as
-    `rule (impact): where`. Injected over DevTools, which the page's CSP does not govern."""
+    `rule (impact): help: where`. Injected over DevTools, which the page's CSP does not govern."""
     if not page.evaluate("typeof axe !== 'undefined'"):
         page.evaluate(AXE.read_text() + "\n;0")
     result: dict[str, Any] = page.evaluate(
         """tags => axe.run(document, {runOnly: {type: "tag", values: tags}}).then(r => ({
              passes: r.passes.length,
-             violations: r.violations.map(v => v.id + " (" + v.impact + "): "
+             violations: r.violations.map(v => v.id + " (" + v.impact + "): " + v.help + ": "
                + v.nodes.map(n => n.target.join(" ")).join(", "))}))""",
         WCAG_TAGS,
     )

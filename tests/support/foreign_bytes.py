@@ -1,11 +1,9 @@
 """Every parser of foreign bytes in the plugin, with benign and hostile inputs of any size.
 
-One table for the slow-input benchmark (`bench/parser_bench.py`, which times them) and the
-work test (`tests/test_parser_work.py`, which counts their steps). Each parser is a function
-of the bytes a stranger controls (a body, a header, a query, an answer from Dee Wan); a
-refusal (an exception) is work done like any answer. `benign(n)` is what a person, a
-browser or an honest core sends, grown to n bytes; each adversary is a hand-made input of
-n bytes meant to be slow; `tokens` are the pieces hypothesis builds its own from.
+For `bench/parser_bench.py` (times them) and tests/test_parser_work.py (counts their steps).
+A refusal (an exception) is work done like any answer. `benign(n)`: what a person, a browser
+or an honest core sends, n bytes; each adversary: n hand-made bytes meant to be slow;
+`tokens`: the pieces hypothesis builds its own from.
 """
 
 from __future__ import annotations
