@@ -48,11 +48,15 @@ class EndpointForm:
 
 
 class EndpointFormRefusal(Refusal):
-    """A refused endpoint form: the manage page comes back with what was entered and why."""
+    """A refused endpoint form: the manage page comes back, for `session`, with what was
+    entered and why."""
 
-    def __init__(self, status: int, code: str, message: str, form: EndpointForm) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, form: EndpointForm, session: Session
+    ) -> None:
         super().__init__(status, code, message)
         self.form = form
+        self.session = session
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,10 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     secret); returns its id. Nothing is stored when refused."""
     require_manage(session)
     await _installation(services, session)
-    kind = _check(services, form)
-    too_many = EndpointFormRefusal(409, "too_many_endpoints", explain("too_many_endpoints"), form)
+    kind = _check(services, session, form)
+    too_many = EndpointFormRefusal(
+        409, "too_many_endpoints", explain("too_many_endpoints"), form, session
+    )
     installation_id = session.installation_id
     if await notification_endpoints.count(services.db, installation_id) >= MAX_ENDPOINTS:
         raise too_many
@@ -120,22 +126,22 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     return endpoint_id
 
 
-def _check(services: Services, form: EndpointForm) -> ChannelKind:
+def _check(services: Services, session: Session, form: EndpointForm) -> ChannelKind:
     """The form's kind (as registered), URL (by its kind's rule) and events, each refused
     with its own code."""
     kind = kinds.kind_of(form.kind)
     if kind is None:
         raise EndpointFormRefusal(
-            422, "unknown_endpoint_kind", explain("unknown_endpoint_kind"), form
+            422, "unknown_endpoint_kind", explain("unknown_endpoint_kind"), form, session
         )
     problem = kind.url_problem(form.url, services.config)
     if problem is not None:
-        raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form)
+        raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form, session)
     unknown = [event for event in form.events if event not in EVENT_TYPES]
     if unknown:
-        raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form)
+        raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form, session)
     if not form.events:
-        raise EndpointFormRefusal(422, "no_events", explain("no_events"), form)
+        raise EndpointFormRefusal(422, "no_events", explain("no_events"), form, session)
     return kind
 
 

@@ -31,11 +31,10 @@ async def add_endpoint(request: Request, services: Services) -> Response:
 
 async def add_again(request: Request, services: Services, refused: Refusal) -> Response | None:
     """The manage page again, with what was entered and what was wrong with it (`App.handle`
-    calls it); any other refusal is shown as it is."""
+    calls it), for the session the refusal carries; any other refusal is shown as it is."""
     if not isinstance(refused, EndpointFormRefusal):
         return None
-    session = await require_session(request, services)
-    view = await show_manage(services, session, group=None, page_number=1, refused=refused)
+    view = await show_manage(services, refused.session, group=None, page_number=1, refused=refused)
     return page(manage_page(view, services.config.max_lateness_ms, {}), refused.status)
 
 
