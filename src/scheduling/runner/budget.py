@@ -5,16 +5,20 @@ clocks)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from scheduling.limits import D1_QUERIES, INVOCATION_LIMITS, InvocationLimit
 from scheduling.services import Services
 
 
+@dataclass(init=False)
 class Budget:
     """An allowance per invocation limit, by its name (`ms`, `queries`, `sends`), each
     checked against the next batch at its most expensive; `reserved_queries` D1 statements
     are held back for what is written last (the invocation's record)."""
 
-    __slots__ = ("allowed", "reserved_queries")
+    allowed: dict[str, int]
+    reserved_queries: int
 
     def __init__(self, *, reserved_queries: int = 1, **allowed: int) -> None:
         missing = {limit.name for limit in INVOCATION_LIMITS} - allowed.keys()
@@ -54,12 +58,3 @@ class Budget:
             for limit in INVOCATION_LIMITS
             if limit.spent in spent
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Budget):
-            return NotImplemented
-        return (self.allowed, self.reserved_queries) == (other.allowed, other.reserved_queries)
-
-    def __repr__(self) -> str:
-        figures = ", ".join(f"{name}={figure}" for name, figure in self.allowed.items())
-        return f"Budget({figures}, reserved_queries={self.reserved_queries})"
