@@ -24,8 +24,8 @@ from scheduling.runtimes.workers.bindings import (
     UnboundDatabase,
     clock_binding,
     d1_binding,
+    limit_of,
 )
-from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.services import Services
 from tests.support.app import TOKEN_KEY
 
