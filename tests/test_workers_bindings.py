@@ -18,7 +18,7 @@ from scheduling.app import App
 from scheduling.config import Configuration, Misconfigured
 from scheduling.http.requests import Headers, Request
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     UnboundDatabase,
