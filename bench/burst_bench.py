@@ -29,11 +29,8 @@ from typing import Any
 from scheduling.domain import associated_data
 from scheduling.ports import Result, Statement
 from scheduling.repository.tick_history import LAST_TICK_SQL
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.http_client import HttpxClient
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import TOKEN_KEY, base_env, make_app
 from tests.support.loopback_core import loopback_core
 

@@ -1,9 +1,9 @@
 """Sends on the second: an alarm clock per installation, the cron silenced.
 
 Two runs, each on CPython (the app on sqlite3 with the local runtime's clocks, each
-installation's alarm with its own HTTP client), through the real `serve` with its clocks in
-`--clock-processes` processes (`run_serve` below, with the CPU one send costs), and on
-the real Worker entry under Pyodide
+installation's alarm with its own HTTP client), across `--clock-processes` processes on one
+SQLite file (`run_processes` below, bench/clock_processes.py, with the CPU one send costs),
+and on the real Worker entry under Pyodide
 (the harness: its Durable Object namespace of the entry's own `ScheduleClock`, each
 `alarm()` its own invocation with six connections, as in workerd). The rows are written
 straight into D1 and each installation's clock is told as a create tells it after its
@@ -18,7 +18,7 @@ answers every transition after `--latency`.
 - Burst (`--burst-rows 10000`): N due at one second over 100 installations.
 
     python -m bench.clock_bench [--spread-rows 100] [--burst-rows 10000]
-                                [--latency 0.2] [--runtime cpython serve pyodide model]
+                                [--latency 0.2] [--runtime cpython processes pyodide model]
                                 [--clock-processes 2]
 
 Run from the repo root with the venv's Python. Asserts nothing.
@@ -31,9 +31,7 @@ import asyncio
 import base64
 import os
 import sqlite3
-import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,26 +51,18 @@ from bench.burst_bench import (
     schedule_rows,
     seed_pyodide,
 )
+from bench.clock_processes import clock_processes
 from bench.core_process import core_process
 from scheduling.actions.tell_clock import tell_clock
 from scheduling.config import Configuration
 from scheduling.domain import associated_data
 from scheduling.ports import Result, Statement
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import START_MS, TOKEN_KEY, LoopClock, base_env, make_app
 from tests.support.in_flight import InFlight
-from tests.support.serve_process import (
-    development_env,
-    free_port,
-    start_serve,
-    wait_until_up,
-    write_vars,
-)
+from tests.support.serve_process import development_env, free_port, write_vars
 from tests.support.world import MINUTE, World, insert_due
 
 SECOND = 1_000
@@ -104,8 +94,8 @@ class Run:
     busy_seconds: float = 0.0  # from the first due second until the last row settled
     max_connections: int = 0  # under Pyodide: the most one invocation had waiting at once
     d1_ms_per_statement: float = 0.0
-    cpu_seconds: float = 0.0  # through serve: its CPU and its clock processes'
-    sent_twice: int | None = None  # through serve: keys the core saw more than once
+    cpu_seconds: float = 0.0  # across clock processes: their CPU
+    sent_twice: int | None = None  # across clock processes: keys the core saw more than once
 
 
 def spread_due(start: int, rows: int, minutes: float) -> Callable[[int], int]:
@@ -339,7 +329,7 @@ def show(run: Run) -> None:
         )
     if run.cpu_seconds:
         print(
-            f"           CPU of serve and its clock processes: {run.cpu_seconds:.1f} s,"
+            f"           CPU of the clock processes: {run.cpu_seconds:.1f} s,"
             f" {1000 * run.cpu_seconds / max(1, len(late)):.2f} ms a send"
         )
     if run.sent_twice is not None:
@@ -347,34 +337,26 @@ def show(run: Run) -> None:
     print(f"           end state: {dict(sorted(run.statuses.items()))}")
 
 
-# -- The run through the real `serve` (`--runtime serve`): the rows and
-# installations written into a SQLite file, then `python -m scheduling serve --no-cron
-# --clock-processes N` with SCHEDULE_CLOCK=1, whose clock processes arm them from D1 as they
-# start. The CPU of serve and its clock processes is read from /proc (Linux) from just before
-# the first due second until the last row settled, so the CPU one send costs can be read off
-# it: what one installation's isolate would spend on each.
+# -- The run across clock processes (`--runtime processes`): the rows and installations
+# written into a SQLite file, then `--clock-processes N` processes (bench/clock_processes.py),
+# each telling the clocks of its installations as a create tells them. Their CPU is read from
+# /proc (Linux) from just before the first due second until the last row settled, so the CPU
+# one send costs can be read off it: what one installation's isolate would spend on each.
 
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of `pid` and of its children now running."""
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User and system CPU of the processes `pids` now."""
     total = 0.0
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    for each in (str(pid), *children):
+    for pid in pids:
         try:
-            stat = Path(f"/proc/{each}/stat").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except FileNotFoundError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         total += (int(fields[11]) + int(fields[12])) / TICKS_PER_S  # utime, stime
     return total
-
-
-def _drain(process: subprocess.Popen[str], lines: list[str]) -> None:
-    """serve's output, read as it comes (a full pipe would stop it)."""
-    assert process.stdout is not None
-    lines.extend(process.stdout)
 
 
 async def _seal_all(installations: int) -> dict[str, str]:
@@ -386,13 +368,12 @@ async def _seal_all(installations: int) -> dict[str, str]:
     return sealed
 
 
-def run_serve(
+def run_processes(
     kind: str, rows: int, installations: int, latency_s: float, processes: int, **how: Any
 ) -> Run:
-    run = Run(f"serve x{processes}", kind, rows, installations, latency_s)
+    run = Run(f"{processes} processes", kind, rows, installations, latency_s)
     with tempfile.TemporaryDirectory() as folder, core_process(latency_s) as core:
         db_path = Path(folder) / "plugin.sqlite3"
-        port = free_port()
         db = SqliteDatabase(db_path)
         apply_migrations(db.connection)
         sealed = asyncio.run(_seal_all(installations))
@@ -402,26 +383,18 @@ def run_serve(
         statements += list(schedule_rows(rows, installations, due))
         asyncio.run(db.batch([db.prepare(sql).bind(*params) for sql, params in statements]))
         db.close()
-        env = development_env(port, core.base_url, SCHEDULE_CLOCK="1")
+        env = development_env(free_port(), core.base_url, SCHEDULE_CLOCK="1")
         vars_file = write_vars(Path(folder) / "vars", **env)
-        serve = start_serve(
-            db_path, vars_file, port, "--no-cron", "--clock-processes", str(processes)
-        )
-        output: list[str] = []
-        try:
-            wait_until_up(port, serve)
-            threading.Thread(target=_drain, args=(serve, output), daemon=True).start()
-            cpu_before = cpu_seconds(serve.pid)
+        with clock_processes(db_path, vars_file, installations, processes) as running:
+            pids = [process.pid for process in running]
+            cpu_before = cpu_seconds(pids)
             last_due = max(due(i) for i in range(rows))
             time.sleep(max(0, last_due / 1000 - time.time()))
             with sqlite3.connect(db_path) as reader:
                 while reader.execute(LIVE_SQL).fetchone()[0]:
                     time.sleep(0.1)
             run.busy_seconds = time.time() - start / 1000
-            run.cpu_seconds = cpu_seconds(serve.pid) - cpu_before
-        finally:
-            serve.terminate()
-            serve.wait(60)
+            run.cpu_seconds = cpu_seconds(pids) - cpu_before
         with sqlite3.connect(db_path) as reader:
             reader.row_factory = sqlite3.Row
             run.lateness_ms = [r["late"] for r in reader.execute(LATENESS_SQL)]
@@ -431,9 +404,6 @@ def run_serve(
         run.peak_per_installation = max(seen["max_in_flight_by"].values(), default=0)
         run.peak_total = seen["max_in_flight"]
         run.sent_twice = sum(1 for times in seen["keys"].values() if times > 1)
-        restarts = [line for line in output if "clock process" in line and "ended" in line]
-        if restarts:
-            print("".join(restarts), end="")
     return run
 
 
@@ -443,8 +413,10 @@ def main() -> None:
     parser.add_argument("--spread-minutes", type=float, default=3.0)
     parser.add_argument("--burst-rows", type=int, nargs="*", default=[10_000])
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--runtime", nargs="+", default=["cpython", "serve", "pyodide", "model"])
-    parser.add_argument("--clock-processes", type=int, default=2, help="for --runtime serve")
+    parser.add_argument(
+        "--runtime", nargs="+", default=["cpython", "processes", "pyodide", "model"]
+    )
+    parser.add_argument("--clock-processes", type=int, default=2, help="for --runtime processes")
     parser.add_argument("--d1-ms", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     args = parser.parse_args()
     print(
@@ -458,8 +430,8 @@ def main() -> None:
         how = {"minutes": args.spread_minutes}
         if "cpython" in args.runtime:
             show(asyncio.run(run_cpython("spread", rows, INSTALLATIONS, args.latency, **how)))
-        if "serve" in args.runtime:
-            show(run_serve("spread", rows, INSTALLATIONS, args.latency, processes, **how))
+        if "processes" in args.runtime:
+            show(run_processes("spread", rows, INSTALLATIONS, args.latency, processes, **how))
         if "pyodide" in args.runtime:
             show(run_pyodide("spread", rows, INSTALLATIONS, args.latency, **how))
         for ms in args.d1_ms if "model" in args.runtime else ():
@@ -467,8 +439,8 @@ def main() -> None:
     for rows in args.burst_rows:
         if "cpython" in args.runtime:
             show(asyncio.run(run_cpython("burst", rows, MANY_INSTALLATIONS, args.latency)))
-        if "serve" in args.runtime:
-            show(run_serve("burst", rows, MANY_INSTALLATIONS, args.latency, processes))
+        if "processes" in args.runtime:
+            show(run_processes("burst", rows, MANY_INSTALLATIONS, args.latency, processes))
         if "pyodide" in args.runtime:
             show(run_pyodide("burst", rows, MANY_INSTALLATIONS, args.latency, ahead_s=20))
         for ms in args.d1_ms if "model" in args.runtime else ():

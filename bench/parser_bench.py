@@ -3,11 +3,10 @@
 For each parser, the time of the worst input found, divided by the time of a benign input
 of the same size, at 4 KiB, 16 KiB, 64 KiB and 1 MiB, up to the parser's own limit. A
 linear parser keeps the ratio a small constant at every size; a super-linear one shows it
-growing with the size (the JSON pre-scan and h11's header pattern this replaced, measured
-last, for comparison).
+growing with the size (the JSON pre-scan this replaced, measured last, for comparison).
 
 The worst input is the slowest of hand-made adversaries (unclosed strings full of escapes,
-deep nesting, runs of separators, repeated header lines…) and of what hypothesis finds: it
+deep nesting, runs of separators…) and of what hypothesis finds: it
 generates periodic inputs (a prefix, a unit repeated, a suffix) from tokens that mean
 something to that parser, and `hypothesis.target()` steers it towards the most time per
 byte. Times are the best of several runs.
@@ -32,7 +31,6 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import strategies as st
 
-from scheduling.runtimes.cpython import h11_headers
 from tests.support.foreign_bytes import (
     JSON_TOKENS,
     KIB,
@@ -246,21 +244,6 @@ def main() -> None:
         print(
             '| before this fix: the old JSON pre-scan | unclosed string of \\" | '
             f"{old_at(4 * KIB)} | {old_at(16 * KIB)} | not measured (about 18 s) | | |"
-        )
-        old_h11 = re.compile(h11_headers.H11_PATTERN)
-
-        def old_h11_line(line: bytes) -> None:
-            old_h11.fullmatch(line)
-
-        def old_h11_at(size: int) -> str:
-            benign = seconds(old_h11_line, b"x: " + b"a b" * (size // 3))
-            worst = seconds(old_h11_line, b"x:" + b" " * size + b"\x0c", budget_s=0)
-            return f"**{worst / benign:.0f}\N{MULTIPLICATION SIGN}** ({millis(worst)})"
-
-        print(
-            "| before this fix: h11's header-line pattern | spaces, then a form feed | "
-            f"{old_h11_at(4 * KIB)} | {old_h11_at(16 * KIB)} | "
-            f"{old_h11_at(64 * KIB)} | | |"
         )
         old = Parser("old", 16 * KIB, old_prescan, json_document, {}, JSON_TOKENS)
         unit = search(old, args.examples)

@@ -35,8 +35,7 @@ from scheduling.ports import Result, Statement
 from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.repository.retention import EXPIRED_ATTEMPTS_SQL
 from scheduling.runner import purge
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import FakeClock, base_env, make_app
 
 NOW = 1_782_900_000_000

@@ -44,10 +44,9 @@ from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
 from scheduling.repository.lease_sql import DUE_SQL
 from scheduling.runner import history
 from scheduling.runner.report import TickReport
+from scheduling.runtimes.cpython.adapters import HttpxClient
 from scheduling.runtimes.cpython.asgi import AsgiApp
-from scheduling.runtimes.cpython.http_client import HttpxClient
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.activation import mint
 from tests.support.app import ADMIN_SECRET, FakeClock, base_env, make_app
 

@@ -49,12 +49,9 @@ from bench.burst_bench import (
 from scheduling.actions.tell_clock import tell_clock
 from scheduling.channels import webhook_signing
 from scheduling.domain import associated_data
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import TOKEN_KEY, base_env, make_app
 from tests.support.loopback_core import Reply, loopback_core
 from tests.support.webhooks import LoopbackReceiver, Received, loopback_receiver, signed_by

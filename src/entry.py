@@ -12,10 +12,9 @@ from typing import Any
 from workers import DurableObject, WorkerEntrypoint
 
 from scheduling.runtimes.workers import isolate
-from scheduling.runtimes.workers.bridge import configure_logging
 from scheduling.runtimes.workers.schedule_clock import ClockObject
 
-configure_logging()
+isolate.configure_logging()
 
 
 class Default(WorkerEntrypoint):  # type: ignore[misc]

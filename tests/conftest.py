@@ -44,10 +44,8 @@ settings.load_profile("suite")
 SERVERS = frozenset(
     {
         "test_asgi",
-        "test_clock_processes",
         "test_clock_serve",
         "test_compressed_answers",
-        "test_connection_flood",
         "test_dev_command",
         "test_docs_site",
         "test_fake_core_server",

@@ -10,7 +10,7 @@ import pytest
 
 from scheduling.app import App
 from scheduling.domain.associated_data import installation_token
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import activation, install, mint, post_activate, token
 from tests.support.app import OPERATOR, FakeClock, base_env, body, call, make_app

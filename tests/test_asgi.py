@@ -1,5 +1,6 @@
 """The local runtime's edge (issue 12): routing on the path sent, bodies, cookies, `/__scheduled`,
-and deadlines for slow clients, through the ASGI adapter and a real uvicorn socket."""
+every answer's length and the server's lifespan, through the ASGI adapter and a real uvicorn
+socket."""
 
 from __future__ import annotations
 
@@ -13,10 +14,8 @@ import httpx
 import pytest
 
 from scheduling.app import App
-from scheduling.http.responses import BASE_HEADERS
 from scheduling.runtimes.cpython.asgi import AsgiApp, Message
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from scheduling.runtimes.cpython.startup import Connections
 from tests.support.app import (
     ADMIN_SECRET,
     ORIGIN,
@@ -154,25 +153,6 @@ async def test_a_body_over_64_kib_is_refused_without_reading_the_rest(
     assert json.loads(sent[1]["body"])["code"] == "invalid_request"
     assert (b"connection", b"close") in sent[0]["headers"]
     assert len(received) == 2  # the last chunk was never asked for
-
-
-async def test_a_body_that_never_ends_times_out_with_408(app: App) -> None:
-    first = True
-
-    async def receive() -> dict[str, Any]:
-        nonlocal first
-        if first:
-            first = False
-            return {"type": "http.request", "body": b'{"protocol"', "more_body": True}
-        await asyncio.sleep(10)
-        raise AssertionError("not reached")
-
-    asgi = AsgiApp(app, body_timeout_s=0.05)
-    sent = await asyncio.wait_for(asgi_call(asgi, "POST", b"/dee-wan/activate", receive), 2)
-    assert sent[0]["status"] == 408
-    assert json.loads(sent[1]["body"])["code"] == "request_timeout"
-    assert (b"connection", b"close") in sent[0]["headers"]
-    assert (b"x-content-type-options", b"nosniff") in sent[0]["headers"]
 
 
 async def test_two_cookie_lines_keep_the_session(db: SqliteDatabase, clock: FakeClock) -> None:
@@ -381,184 +361,13 @@ async def test_scheduled_with_a_bad_lateness_cap_is_misconfigured_naming_it(
     assert ticks.at == []
 
 
-# -- deadlines for slow clients, on a real socket ---------------------------------------
-
-
-@pytest.fixture
-async def slow_server(app: App) -> AsyncIterator[int]:
-    async with local_server(AsgiApp(app, body_timeout_s=0.5), header_timeout_s=0.5) as port:
-        yield port
-
-
-async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
-    """Everything the server sent before it closed the connection.
-
-    Closing with the client's trickled bytes still unread makes the kernel answer with a
-    reset instead of a FIN (more likely on a loaded machine); that is closed too. What had
-    arrived before the reset is still in the reader's buffer, so no answer hides behind it.
-    """
-    received = bytearray()
-
-    async def until_closed() -> None:
-        while chunk := await reader.read(65536):
-            received.extend(chunk)
-
-    try:
-        await asyncio.wait_for(until_closed(), seconds)
-    except ConnectionResetError:
-        received.extend(reader._buffer)  # type: ignore[attr-defined]
-    return bytes(received)
-
-
-async def test_slow_headers_are_cut_off_and_do_not_hold_the_server(slow_server: int) -> None:
-    port = slow_server
-    loris = [await asyncio.open_connection("127.0.0.1", port) for _ in range(4)]
-    for _, writer in loris:
-        writer.write(b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n")
-        await writer.drain()
-
-    async def trickle(writer: asyncio.StreamWriter) -> None:
-        for _ in range(30):
-            await asyncio.sleep(0.05)
-            writer.write(b"X-Slow: 1\r\n")
-            await writer.drain()
-
-    trickles = [asyncio.create_task(trickle(writer)) for _, writer in loris]
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-        assert (await client.get("/dee-wan/manifest.json")).status_code == 200
-    for reader, _ in loris:
-        assert await closed_within(reader, 3) == b""  # closed without an answer
-    for task in trickles:
-        task.cancel()
-    await asyncio.gather(*trickles, return_exceptions=True)
-
-
-async def test_a_slow_body_gets_408_and_the_connection_closes(slow_server: int) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
-    writer.write(
-        b"POST /dee-wan/activate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b'Content-Length: 100\r\n\r\n{"pro'
-    )
-    await writer.drain()
-    answer = await closed_within(reader, 3)
-    assert answer.startswith(b"HTTP/1.1 408 ")
-    assert b'"code":"request_timeout"' in answer
-    writer.close()
-
-
-async def test_an_idle_connection_is_closed_and_keep_alive_heads_have_a_deadline_too(
-    slow_server: int,
-) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
-    assert await closed_within(reader, 3) == b""
-    writer.close()
-    reader, writer = await asyncio.open_connection("127.0.0.1", slow_server)
-    writer.write(
-        b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n\r\n"
-        b"GET /dee-wan/manifest.json HTTP/1.1\r\n"
-    )
-    await writer.drain()
-    answer = await closed_within(reader, 3)
-    assert answer.count(b"HTTP/1.1 200 ") == 1  # the first answered, the unfinished second cut off
-    writer.close()
-
-
-# -- the request head's size, however it arrives ----------------------------------------
-
-
-def head_of(size: int) -> bytes:
-    """A GET for the manifest whose head (request line to blank line) is exactly `size` bytes."""
-    start = b"GET /dee-wan/manifest.json HTTP/1.1\r\nHost: x\r\n"
-    end = b"\r\n"
-    pads, room = [], size - len(start) - len(end)
-    while room > 0:
-        line = min(room, 1000)
-        pads.append(b"X-Pad: " + b"a" * (line - 9) + b"\r\n")
-        room -= line
-    head = start + b"".join(pads) + end
-    assert len(head) == size, (len(head), size)
-    return head
-
-
-async def send_head(port: int, head: bytes, piece: int | None) -> bytes:
-    """Send `head` in one write, or in pieces of `piece` bytes that arrive one by one (and
-    stop once the server has answered); what the server sent before closing, b"" if it
-    closed without an answer."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    answer = asyncio.create_task(reader.read(65536))
-    try:
-        for at in range(0, len(head), piece or len(head)):
-            if answer.done():
-                break
-            writer.write(head[at : at + (piece or len(head))])
-            await writer.drain()
-            if piece is not None:
-                await asyncio.sleep(0.002)
-        return await asyncio.wait_for(answer, 10)
-    except (ConnectionResetError, BrokenPipeError):
-        return b""  # closed while the head was still being sent
-    finally:
-        answer.cancel()
-        writer.close()
-
-
-@pytest.mark.parametrize("piece", [None, 1024, 7000], ids=["one write", "1 KB", "7 KB"])
-async def test_a_head_over_16_kib_is_refused_however_it_arrives(
-    app: App, piece: int | None
-) -> None:
-    async with local_server(AsgiApp(app)) as port:
-        # One byte over: the last piece completes the head, then it is measured and refused.
-        answer = await send_head(port, head_of(16 * 1024 + 1), piece)
-        assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
-        assert b"connection: close" in answer.lower()
-        # 60 KB: in one write it was served; in pieces the server refuses and closes before
-        # the head ends (the client may see the connection reset before the answer).
-        answer = await send_head(port, head_of(60 * 1024), piece)
-        if piece is None:
-            assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
-        else:
-            assert answer == b"" or answer.startswith(b"HTTP/1.1 400 "), answer[:100]
-
-
-@pytest.mark.parametrize("piece", [None, 1024], ids=["one write", "1 KB"])
-async def test_a_head_of_16_kib_is_served_however_it_arrives(app: App, piece: int | None) -> None:
-    async with local_server(AsgiApp(app)) as port:
-        answer = await send_head(port, head_of(16 * 1024), piece)
-    assert answer.startswith(b"HTTP/1.1 200 "), answer[:100]
-
-
-# -- what the server writes itself, and every answer's length (issue 26, item 4) ------------
+# -- on a real socket: every answer's length, the lifespan ----------------------------------
 
 
 def head_and_body(answer: bytes) -> tuple[dict[str, str], bytes]:
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")[1:]
     return {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}, body
-
-
-@pytest.mark.parametrize(
-    "sent",
-    [
-        b"GARBAGE\r\n\r\n",
-        b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n",
-        "GET /café HTTP/1.1\r\nHost: x\r\n\r\n".encode(),
-        head_of(16 * 1024 + 1),
-    ],
-    ids=["bad request line", "bad header", "non-ASCII target", "head over 16 KiB"],
-)
-async def test_an_answer_written_before_the_app_carries_the_security_headers(
-    app: App, sent: bytes
-) -> None:
-    async with local_server(AsgiApp(app)) as port:
-        answer = await send_head(port, sent, None)
-    assert answer.startswith(b"HTTP/1.1 400 "), answer[:100]
-    headers, body = head_and_body(answer)
-    for name, value in BASE_HEADERS:
-        assert headers[name] == value
-    assert headers["strict-transport-security"] == "max-age=31536000"  # PUBLIC_ORIGIN is https
-    assert headers["content-length"] == str(len(body))
-    assert headers["connection"] == "close"
-    assert json.loads(body)["code"] == "invalid_request"
 
 
 async def test_every_answer_says_its_length_and_none_is_chunked(app: App) -> None:
@@ -591,65 +400,32 @@ async def test_every_answer_says_its_length_and_none_is_chunked(app: App) -> Non
     assert lengths["HEAD /static/app.css"] == lengths["GET /static/app.css"] > 0
 
 
+async def test_the_lifespan_is_entered_before_the_first_request_and_left_at_the_stop(
+    app: App,
+) -> None:
+    seen: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        seen.append("entered")
+        yield
+        seen.append("left")
+
+    async with (
+        local_server(AsgiApp(app, lifespan=lifespan)) as port,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client,
+    ):
+        assert (await client.get("/healthz")).status_code == 200
+        assert seen == ["entered"]
+    assert seen == ["entered", "left"]
+
+
 async def test_the_stylesheet_is_no_store_as_every_answer(app: App) -> None:
     async with client_for(AsgiApp(app)) as client:
         answer = await client.get("/static/app.css")
     assert answer.status_code == 200
     assert answer.headers["cache-control"] == "no-store"
     assert answer.headers["content-type"] == "text/css; charset=utf-8"
-
-
-# -- a cap on connections (issue 26, item 5) ----------------------------------------------
-
-
-async def test_past_the_cap_the_oldest_waiting_head_makes_room(app: App) -> None:
-    async with local_server(AsgiApp(app), connections=Connections(cap=4)) as port:
-        lorises = [await asyncio.open_connection("127.0.0.1", port) for _ in range(12)]
-        for _, writer in lorises:
-            writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # never finished
-            await writer.drain()
-        started = asyncio.get_running_loop().time()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
-            assert (await client.get("/healthz")).status_code == 200
-        assert asyncio.get_running_loop().time() - started < 2  # not the heads' 10 s
-        closed = 0
-        for reader, writer in lorises:
-            with contextlib.suppress(TimeoutError):  # still held: among the last four
-                closed += await asyncio.wait_for(reader.read(), 0.2) == b""
-            writer.close()
-        assert closed >= 12 - 4
-
-
-async def test_past_the_cap_with_every_connection_busy_a_new_one_gets_503_at_once(
-    db: SqliteDatabase, clock: FakeClock
-) -> None:
-    release = asyncio.Event()
-
-    async def slow_tick(when: int | None) -> dict[str, int]:
-        await release.wait()
-        return {}
-
-    asgi = AsgiApp(dev_app(db, clock), slow_tick)
-    async with local_server(asgi, connections=Connections(cap=2)) as port:
-        busy = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
-        for _, writer in busy:  # two requests under way: the development tick waits
-            writer.write(f"GET /__scheduled HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode())
-            await writer.drain()
-        await asyncio.sleep(0.2)
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            answer = await asyncio.wait_for(reader.read(), 2)
-        finally:
-            release.set()  # the server can stop, whatever came
-            for _, other in [*busy, (reader, writer)]:
-                other.close()
-    assert answer.startswith(b"HTTP/1.1 503 "), answer[:100]
-    headers, body = head_and_body(answer)
-    assert json.loads(body)["code"] == "server_busy"
-    assert headers["retry-after"] == "1"
-    assert headers["content-length"] == str(len(body))
-    for name, value in BASE_HEADERS:
-        assert headers[name] == value
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,7 @@ from scheduling.channels import chat_lines
 from scheduling.domain.notification_events import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
 from tests.support.runtimes import Runtime
 from tests.support.webhooks import (

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from scheduling.dee_wan import TRANSITION_ANSWER_LIMIT_BYTES
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.adapters import HttpxClient, SystemClock
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
 from tests.support.app import base_env, make_app

@@ -9,7 +9,7 @@ import pytest
 
 from scheduling import config as config_module
 from scheduling.config import VARIABLES, Configuration, ConfigurationError, Misconfigured
-from scheduling.runtimes.cpython.dev_vars import load_vars
+from scheduling.runtimes.cpython.server import load_vars
 from tests.support.app import base_env
 
 

@@ -30,7 +30,7 @@ import pytest
 from playwright.sync_api import Locator, Page, sync_playwright
 
 from scheduling.config import SECRETS, VARIABLES
-from scheduling.runtimes.cpython.dev_vars import parse_dev_vars
+from scheduling.runtimes.cpython.server import parse_dev_vars
 from tests.support.app import TOKEN_KEY
 from tests.support.browser import (
     CHROMIUM,

@@ -27,8 +27,7 @@ from scheduling.domain.timezones import zone_names
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import BASE_HEADERS, Response
 from scheduling.ports import OutboundResponse
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.activation import mint
 from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock, base_env
 from tests.support.scripted_core import ScriptedCore, content_answer, exchange_answer

@@ -19,8 +19,7 @@ from hypothesis import strategies as st
 
 from fake_core.transport import FakeCoreTransport
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import FakeClock
 from tests.support.world import MINUTE, World, bulk_due, sends
 

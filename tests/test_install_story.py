@@ -14,8 +14,7 @@ import pytest
 from fake_core.install import InstallError
 from fake_core.state import Installation
 from scheduling.ports import OutboundRequest
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock
 from tests.support.webhooks import (

@@ -13,7 +13,7 @@ import pytest
 from scheduling.config import VARIABLES, Configuration
 from scheduling.limits import INVOCATION_LIMITS, InvocationLimit, refused_as
 from scheduling.runner.budget import Budget
-from scheduling.runtimes.workers.platform_limits import limit_of
+from scheduling.runtimes.workers.bindings import limit_of
 from tests.support.app import FakeClock, base_env, make_app, memory_db
 
 REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "configuration.md"

@@ -20,7 +20,7 @@ import pytest
 
 from scheduling.domain.addresses import is_public
 from scheduling.ports import AddressRefused, OutboundRequest, TransportError
-from scheduling.runtimes.cpython.http_client import NotPublic, PublicAddressesOnly, outbound_client
+from scheduling.runtimes.cpython.adapters import NotPublic, PublicAddressesOnly, outbound_client
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock
 from tests.support.webhooks import add_endpoint

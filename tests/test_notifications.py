@@ -13,8 +13,7 @@ import pytest
 
 from fake_core import Fault
 from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
 from tests.support.waiting import until
 from tests.support.webhooks import (

@@ -19,8 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, ViewportSize
 from playwright.sync_api import Response as PageResponse
 
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY
 from tests.support.browser import (
     axe_violations,

@@ -21,7 +21,7 @@ BUILD_INPUTS = ("pyproject.toml", "README.md", "src", "fake_core")
 
 APPLY_FROM_THE_INSTALL = """
 import json, sqlite3, sys
-from scheduling.runtimes.cpython import migrations
+from scheduling.runtimes.cpython import sqlite_d1 as migrations
 connection = sqlite3.connect(":memory:", isolation_level=None)
 applied = migrations.apply_migrations(connection)
 found = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")

@@ -3,13 +3,13 @@
 Work is the Python instructions run (`sys.settrace` opcode events) for n bytes and for the same
 pattern grown to 4n: linear is about 4x, quadratic 16x. Hypothesis (derandomized, `target()`)
 grows periodic inputs from each parser's tokens; the hand-made adversaries run too. Work in C is
-one step here (`bench/parser_bench.py` times it; test_slow_input.py covers the old pre-scan).
+one step here (`bench/parser_bench.py` times it; test_input_rules.py and test_slow_input.py send
+the old pre-scan's worst body).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 
 from scheduling import safe_json
 from scheduling.http import urlencoded
-from scheduling.runtimes.cpython import h11_headers
 from tests.support.foreign_bytes import Parser, fill, parsers
 
 SMALL = 256
@@ -188,38 +187,3 @@ def test_safe_json_takes_nesting_up_to_the_limit(depth: int, opens: bytes) -> No
     else:
         with pytest.raises(safe_json.UnsafeJson, match="nested deeper than 32 levels"):
             safe_json.loads(data, max_bytes=1 << 20)
-
-
-HEADER_PIECES = [
-    b"a",
-    b"X-Y",
-    b":",
-    b" ",
-    b"\t",
-    b"\x0c",
-    b"\x0b",
-    b"\r",
-    b"\x00",
-    b"\x01",
-    b"\xff",
-]
-H11_ORIGINAL = re.compile(h11_headers.H11_PATTERN)
-
-
-@settings(derandomize=True, database=None, max_examples=3000)
-@given(st.lists(st.sampled_from(HEADER_PIECES), max_size=24).map(b"".join))
-def test_the_linear_header_pattern_reads_lines_as_h11s_own(line: bytes) -> None:
-    ours, theirs = h11_headers.LINEAR.fullmatch(line), H11_ORIGINAL.fullmatch(line)
-    assert (ours is None) == (theirs is None)
-    if ours is not None and theirs is not None:
-        assert ours.groupdict() == theirs.groupdict()
-
-
-def test_h11_checks_header_lines_with_the_linear_pattern() -> None:
-    """Installed by the local runtime for its server and its HTTP client alike."""
-    import h11._readers
-
-    import scheduling.runtimes.cpython.http_client
-    import scheduling.runtimes.cpython.slow_clients  # noqa: F401
-
-    assert h11._readers.header_field_re is h11_headers.LINEAR

@@ -14,7 +14,7 @@ import pytest
 
 from scheduling.domain import sealing
 from scheduling.ports import UnreadableSecret
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from tests.pyodide_harness.harness import TOKEN_KEY, Harness
 
 pytestmark = pytest.mark.pyodide

@@ -54,11 +54,11 @@ def test_compat_flags_are_those_on_at_the_example_date(harness: Harness) -> None
 def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> None:
     services = harness.info()["services"]
     assert services == {
-        "db": "scheduling.runtimes.workers.d1.D1Database",
-        "http": "scheduling.runtimes.workers.fetch_client.WorkersFetch",
-        "clock": "scheduling.runtimes.workers.clock.WorkersClock",
-        "crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
-        "make_crypto": "scheduling.runtimes.workers.crypto.WebCrypto",
+        "db": "scheduling.runtimes.workers.adapters.D1Database",
+        "http": "scheduling.runtimes.workers.adapters.WorkersFetch",
+        "clock": "scheduling.runtimes.workers.adapters.WorkersClock",
+        "crypto": "scheduling.runtimes.workers.adapters.WebCrypto",
+        "make_crypto": "scheduling.runtimes.workers.adapters.WebCrypto",
         # No LAUNCH_LIMITER binding: failed launches are counted in the isolate.
         "rate_limiter": "scheduling.failure_throttle.MemoryRateLimiter",
     }
@@ -66,7 +66,7 @@ def test_the_app_is_built_from_the_workers_adapters_only(harness: Harness) -> No
         bound = harness.info()["services"]["rate_limiter"]
     assert bound == "scheduling.runtimes.workers.bindings.BindingRateLimiter"
     loaded = harness.info()["runtime_modules"]
-    assert "scheduling.runtimes.workers.crypto" in loaded
+    assert "scheduling.runtimes.workers.adapters" in loaded
     assert not [name for name in loaded if name.startswith("scheduling.runtimes.cpython")]
 
 

@@ -16,13 +16,13 @@ from scheduling.ports import UnreadableSecret
 from scheduling.repository import lease_sql, operator_queries, retention, tick_history
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
 from scheduling.repository.lease_sql import DUE_SQL
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.migrations import (
+from scheduling.runtimes.cpython.adapters import CpythonCrypto
+from scheduling.runtimes.cpython.sqlite_d1 import (
     MIGRATIONS_DIR,
     MigrationsMissing,
+    SqliteDatabase,
     apply_migrations,
 )
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 
 
 def test_migrations_apply_once_and_are_recorded_like_wrangler(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_missing_migrations_are_a_loud_error_never_none_applied(tmp_path: Path, 
 
 
 def test_the_migrations_are_the_packages_and_wrangler_reads_the_same_folder() -> None:
-    import scheduling.runtimes.cpython.migrations as module
+    import scheduling.runtimes.cpython.sqlite_d1 as module
 
     package = Path(module.__file__).resolve().parents[2]  # scheduling/
     assert package.name == "scheduling"

@@ -10,8 +10,7 @@ import pytest
 
 from fake_core.transport import FakeCoreTransport
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.http_client import HttpxClient
+from scheduling.runtimes.cpython.adapters import HttpxClient, SystemClock
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
 from tests.support.app import START_MS, FakeClock, LoopClock, base_env, make_app, runner_status

@@ -24,8 +24,7 @@ import pytest
 from scheduling.actions.throttled import ENDPOINT_CALLS
 from scheduling.limits import VISITOR_CALLS_PER_INSTALLATION, VISITOR_CONNECTIONS
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.http_client import outbound_client
+from scheduling.runtimes.cpython.adapters import SystemClock, outbound_client
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
 from tests.support.app import FakeClock, base_env, make_app

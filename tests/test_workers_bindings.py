@@ -18,14 +18,14 @@ from scheduling.app import App
 from scheduling.config import Configuration, Misconfigured
 from scheduling.http.requests import Headers, Request
 from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
+from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
     UnboundDatabase,
     clock_binding,
     d1_binding,
+    limit_of,
 )
-from scheduling.runtimes.workers.platform_limits import limit_of
 from scheduling.services import Services
 from tests.support.app import TOKEN_KEY
 

@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-from scheduling.runtimes.cpython.dev_vars import load_vars
+from scheduling.runtimes.cpython.server import load_vars
 from scripts.devstack.errors import DevStackError
 
 HOW_TO_FIX = {

@@ -1,11 +1,12 @@
-"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]
-[--clock-processes N]`, and
+"""`python -m scheduling serve --port 8788 --db PATH --vars FILE [--no-cron]`, and
 `python -m scheduling contract` (prints the plugin contract core checks)."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,34 +19,12 @@ EXAMPLE = """example, from the repository root:
 
 
 def _port(value: str) -> int:
-    # Imported here: nothing slow is imported before serve's signal handlers are in place.
     from scheduling.http.requests import ascii_int
 
     port = ascii_int(value, max_digits=5)
     if port is None or port > 65535:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0-65535)")
     return port
-
-
-def cpu_count() -> int:
-    """The CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-MAX_CLOCK_PROCESSES = 256
-
-
-def _clock_processes(value: str) -> int:
-    if (
-        not (value.isascii() and value.isdigit() and len(value) <= 3)
-        or int(value) > MAX_CLOCK_PROCESSES
-    ):
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a number of processes (0-{MAX_CLOCK_PROCESSES})"
-        )
-    return int(value)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -74,15 +53,6 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--vars", type=Path, required=True, help=".dev.vars-style KEY=VALUE file")
     serve.add_argument("--no-cron", action="store_true", help="do not tick every minute")
-    serve.add_argument(
-        "--clock-processes",
-        type=_clock_processes,
-        default=cpu_count(),
-        metavar="N",
-        help="with SCHEDULE_CLOCK=1, run the installations' alarm clocks in N processes, each"
-        " the clocks of a fixed set of installations, as Workers give each clock its own"
-        f" isolate ({cpu_count()}: the CPU count; 0 or 1: in the server's process)",
-    )
     commands.add_parser(
         "contract",
         help="print the plugin contract (plugin-contract.json) core's contract test checks",
@@ -102,20 +72,29 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(CONTRACT.read_text("utf-8"))
         return 0
 
-    # Before anything slow: from here on a SIGINT or SIGTERM asks the server to stop, at
-    # whatever point of start-up it comes (StopSignals).
-    from scheduling.runtimes.cpython.stop_signals import StopSignals
+    # SIGTERM stops `serve` as Ctrl-C does: uvicorn hears both while it serves, and before
+    # or after that either one unwinds what was opened (KeyboardInterrupt).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        code = _serve(args)
+    except KeyboardInterrupt:
+        code = 0
+    if code == 0:
+        logging.getLogger("scheduling").info("stopped")
+    return code
 
-    stop = StopSignals.install()
 
+def _serve(args: argparse.Namespace) -> int:
     # Imported here so `--help` and `contract` work before the CPython extra is installed.
     import asyncio
 
     from scheduling.config import ConfigurationError
-    from scheduling.runtimes.cpython.dev_vars import load_vars
-    from scheduling.runtimes.cpython.server import configure_logging
-    from scheduling.runtimes.cpython.server import serve as run_server
-    from scheduling.runtimes.cpython.startup import StartupError
+    from scheduling.runtimes.cpython.server import (
+        StartupError,
+        configure_logging,
+        load_vars,
+        serve,
+    )
 
     configure_logging()
     try:
@@ -125,15 +104,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         asyncio.run(
-            run_server(
+            serve(
                 args.port,
                 args.db,
                 env,
                 cron=not args.no_cron,
-                stop=stop,
                 vars_path=args.vars,
                 secret_in_environment="ADMIN_SECRET" in os.environ,
-                clock_processes=args.clock_processes,
             )
         )
     except ConfigurationError as exc:

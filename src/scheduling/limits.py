@@ -9,7 +9,7 @@ timeouts, one batch must fit in a tick's D1 queries).
 reads and checks its variable from it (default, how it must fit the other settings),
 `runner/budget.py` holds an allowance for it (lowered to what the platform refused at
 before), the engine checks each batch against every entry (`Engine.allows`, from what it
-has spent: `Engine.spent`), and `runtimes/workers/platform_limits.py` knows the platform's
+has spent: `Engine.spent`), and `runtimes/workers/bindings.py` knows the platform's
 refusal by its text. A new limit is a new entry here and a row in
 docs/reference/configuration.md (`tests/test_invocation_limits.py` checks each entry end to
 end); only a limit on something the engine does not count yet also needs that count, one

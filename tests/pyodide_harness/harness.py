@@ -184,7 +184,7 @@ class Harness:
         return changes
 
     def seal(self, plaintext: str, context: str, key: str = TOKEN_KEY) -> str:
-        """Seal with scheduling.runtimes.workers.crypto.WebCrypto inside Pyodide."""
+        """Seal with scheduling.runtimes.workers.adapters.WebCrypto inside Pyodide."""
         sealed: str = self._post(
             "crypto/seal", {"key": key, "plaintext": plaintext, "context": context}
         )["sealed"]
@@ -202,7 +202,7 @@ class Harness:
         return digest
 
     def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
-        """HMAC-SHA256 with scheduling.runtimes.workers.crypto.WebCrypto inside Pyodide."""
+        """HMAC-SHA256 with scheduling.runtimes.workers.adapters.WebCrypto inside Pyodide."""
         payload = {"key": TOKEN_KEY, "hmac_key_hex": key.hex(), "message_hex": message.hex()}
         digest: str = self._post("crypto/hmac", payload)["hex"]
         return bytes.fromhex(digest)

@@ -71,7 +71,7 @@ def clock_forget() -> None:
 
 
 def _crypto(key_b64: str) -> Any:
-    from scheduling.runtimes.workers.crypto import WebCrypto
+    from scheduling.runtimes.workers.adapters import WebCrypto
 
     return WebCrypto(base64.b64decode(key_b64, validate=True))
 
@@ -171,8 +171,8 @@ async def d1(env: JsProxy, payload: str) -> str:
     from workers import _EnvWrapper
 
     from scheduling.ports import DatabaseError, Result
+    from scheduling.runtimes.workers.adapters import D1Database
     from scheduling.runtimes.workers.bindings import DB_BINDING
-    from scheduling.runtimes.workers.d1 import D1Database
 
     def result(value: Result) -> dict[str, Any]:
         meta = {"changes": value.meta.changes, "last_row_id": value.meta.last_row_id}
@@ -224,7 +224,7 @@ async def send_all(payload: str) -> str:
     import time
 
     from scheduling.ports import OutboundRequest, TransportError
-    from scheduling.runtimes.workers.fetch_client import WorkersFetch
+    from scheduling.runtimes.workers.adapters import WorkersFetch
 
     client = WorkersFetch()
 

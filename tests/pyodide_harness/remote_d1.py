@@ -1,7 +1,7 @@
 """A `scheduling.ports.Database` in CPython whose every call runs on the harness's D1.
 
 Each `all`/`first`/`run`/`batch` is one `POST /__harness/d1`: inside Pyodide, the
-Worker's own adapter (`scheduling.runtimes.workers.d1.D1Database`, over the env
+Worker's own adapter (`scheduling.runtimes.workers.adapters.D1Database`, over the env
 binding as the `workers` SDK wraps it) runs the statement on Miniflare's D1. So
 store code can be tested on `SqliteDatabase` and on real D1 semantics with the
 same test (see the `any_db` fixture in tests/conftest.py).
@@ -148,7 +148,7 @@ async def contract_database(control_url: str) -> RemoteD1Database:
     which D1 takes for a statement of its own) and emptied of rows (and statistics) on every
     call: each store test starts from the same empty, migrated, never-analysed database as on
     SQLite."""
-    from scheduling.runtimes.cpython.migrations import MIGRATIONS_DIR, _statements
+    from scheduling.runtimes.cpython.sqlite_d1 import MIGRATIONS_DIR, _statements
 
     db = RemoteD1Database(control_url, database="contract")
     listed = db.prepare(

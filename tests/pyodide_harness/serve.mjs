@@ -41,7 +41,7 @@ const LIMITER_BINDING = "LAUNCH_LIMITER";
 // The optional Durable Object namespace of the alarm clocks; present only when a test asks.
 const CLOCK_BINDING = "SCHEDULE_CLOCK";
 // The texts workerd gives a call past an invocation's limits (see the plugin's
-// runtimes/workers/platform_limits.py).
+// runtimes/workers/bindings.py).
 const TOO_MANY_API_REQUESTS = "Too many API requests by single Worker invocation.";
 const TOO_MANY_SUBREQUESTS =
   "Too many subrequests by single Worker invocation. To configure this limit, refer to " +
@@ -974,7 +974,7 @@ async function main() {
         return json(res, 200, platformLimits);
       }
       case "/__harness/d1": {
-        // One call of the Database port (scheduling.runtimes.workers.d1) on the live binding.
+        // One call of the Database port (scheduling.runtimes.workers.adapters) on the live binding.
         // The body goes to Python as text, so params are Python values, as the Worker binds them.
         // `"database": "contract"` runs it on the contract tests' database instead.
         const on = input.database === "contract" ? contractEnv : env;

@@ -14,9 +14,8 @@ from scheduling.config import Configuration
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import Response
 from scheduling.ports import Clock, HttpClient, OutboundRequest, OutboundResponse, TransportError
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.adapters import CpythonCrypto
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from scheduling.services import Services
 
 ORIGIN = "https://scheduling.example"

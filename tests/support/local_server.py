@@ -1,5 +1,5 @@
-"""The local runtime's HTTP server (uvicorn with the slow-client deadlines) in the test's loop,
-on a free port: real sockets, real HTTP/1.1 parsing, the same config `serve` uses."""
+"""The local runtime's HTTP server (uvicorn with `serve`'s settings) in the test's loop, on a
+free port: real sockets, real HTTP/1.1 parsing."""
 
 from __future__ import annotations
 
@@ -11,20 +11,12 @@ import uvicorn
 
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.server import server_config
-from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S
-from scheduling.runtimes.cpython.startup import Connections
 
 
 @asynccontextmanager
-async def local_server(
-    asgi: AsgiApp,
-    *,
-    header_timeout_s: float = HEADER_TIMEOUT_S,
-    connections: Connections | None = None,
-) -> AsyncIterator[int]:
+async def local_server(asgi: AsgiApp) -> AsyncIterator[int]:
     """Serve `asgi` on 127.0.0.1; yields the port."""
-    config = server_config(asgi, 0, header_timeout_s=header_timeout_s, connections=connections)
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(asgi, 0))
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

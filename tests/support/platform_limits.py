@@ -1,7 +1,7 @@
 """Workers' per-invocation limits, played at the ports: a Database and an HttpClient that
 refuse with `LimitReached` past N calls in one invocation, as the Workers adapters do when
 D1 answers "Too many API requests by single Worker invocation." or `fetch` "Too many
-subrequests by single Worker invocation." (src/scheduling/runtimes/workers/platform_limits.py).
+subrequests by single Worker invocation." (src/scheduling/runtimes/workers/bindings.py).
 
 The invocation is `invocation`: each tick a test runs through `limited_tick`, and each alarm,
 is its own.

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -14,9 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.migrations import apply_migrations
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from scheduling.runtimes.cpython.adapters import SystemClock
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.activation import install
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY, make_app
 from tests.support.world import insert_due
@@ -64,11 +62,9 @@ def write_vars(path: Path, **values: str) -> Path:
     return path
 
 
-def start_serve(
-    db_path: Path, vars_file: Path, port: int, *extra: str, open_files: int | None = None
-) -> subprocess.Popen[str]:
+def start_serve(db_path: Path, vars_file: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     """`serve` with only the variables of `vars_file` (the plugin's are taken out of the
-    environment it inherits); `open_files`: its open-file limit (RLIMIT_NOFILE)."""
+    environment it inherits)."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -76,18 +72,8 @@ def start_serve(
     }
     command = [sys.executable, "-m", "scheduling", "serve", "--port", str(port)]
     command += ["--db", str(db_path), "--vars", str(vars_file), *extra]
-
-    def limit_open_files() -> None:
-        if open_files is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
-
     return subprocess.Popen(
-        command,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=limit_open_files,  # only setrlimit, before exec
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
 
 

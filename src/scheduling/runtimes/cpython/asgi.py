@@ -1,4 +1,5 @@
-"""Serve the core App over ASGI, plus the development-only `/__scheduled` trigger.
+"""Serve the core App over ASGI, plus the development-only `/__scheduled` trigger and the
+server's lifespan (what runs beside the requests).
 
 The request the core sees is built from the path the client sent (`raw_path`,
 still percent-encoded) under PUBLIC_ORIGIN's host with the socket's own scheme, never from
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any
 from urllib.parse import quote_from_bytes, urlsplit
 
@@ -30,11 +32,8 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Tick = Callable[[int | None], Awaitable[Any]]
+Lifespan = Callable[[], AbstractAsyncContextManager[None]]
 
-# A client has this long to send its whole body once the headers are in.
-BODY_TIMEOUT_S = 10.0
-# How far `/__scheduled?time=` may lie from now: the tick's own window (the tick refuses
-# it too), said here as a 400 before it starts.
 # The names a developer's own terminal reaches the local server by (with the served port).
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _EPOCH_MS = re.compile(r"[0-9]{1,15}")
@@ -57,34 +56,31 @@ def app_tick(app: App) -> Tick:
 
 
 class AsgiApp:
+    """`app` over ASGI; `tick`: what `/__scheduled` runs; `lifespan`: entered when the server
+    starts and left when it stops."""
+
     def __init__(
-        self, app: App, tick: Tick | None = None, *, body_timeout_s: float = BODY_TIMEOUT_S
+        self, app: App, tick: Tick | None = None, lifespan: Lifespan | None = None
     ) -> None:
         self.app = app
         self._tick = tick
-        self._body_timeout_s = body_timeout_s
+        self._lifespan = lifespan
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await _lifespan(receive, send, self._lifespan)
             return
         if scope["type"] != "http":
             return
         request = _to_request(scope, self._origin())
-        try:
-            read = await asyncio.wait_for(_read_body(receive), self._body_timeout_s)
-        except TimeoutError:
-            refusal = Refusal(408, "request_timeout", "The request body took too long to arrive.")
-            response = self.app.render(request, refusal)
-            complete = False
+        read = await _read_body(receive)
+        if read is None:  # the client left before its body arrived: nobody to answer
+            return
+        request.body, complete = read
+        if request.path == "/__scheduled":
+            response = await self._scheduled(request, _served_port(scope))
         else:
-            if read is None:  # the client left before its body arrived: nobody to answer
-                return
-            request.body, complete = read
-            if request.path == "/__scheduled":
-                response = await self._scheduled(request, _served_port(scope))
-            else:
-                response = await self.app.handle(request)
+            response = await self.app.handle(request)
         if not complete:
             # The rest of the body was never read: the connection cannot carry another request.
             response.headers.append(("connection", "close"))
@@ -235,11 +231,18 @@ async def _read_body(receive: Receive) -> tuple[bytes, bool] | None:
             return b"".join(chunks), True
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+async def _lifespan(receive: Receive, send: Send, lifespan: Lifespan | None) -> None:
+    async with AsyncExitStack() as running:
+        while True:
+            try:
+                message = await receive()
+            except asyncio.CancelledError:  # a forced stop: what it runs stops all the same
+                return
+            if message["type"] == "lifespan.startup":
+                if lifespan is not None:
+                    await running.enter_async_context(lifespan())
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await running.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

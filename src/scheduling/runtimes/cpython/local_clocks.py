@@ -26,7 +26,7 @@ from scheduling.limits import MAX_STORED_INTEGER
 from scheduling.ports import HttpClient
 from scheduling.repository import wake_ups
 from scheduling.runner.alarm_clock import AlarmClock
-from scheduling.runtimes.cpython.http_client import HttpxClient, outbound_client, shared_tls
+from scheduling.runtimes.cpython.adapters import HttpxClient, outbound_client, shared_tls
 from scheduling.services import log
 
 
@@ -92,23 +92,18 @@ class LocalClocks:
         self._make_http = http
         self._tls: ssl.SSLContext | None = None  # one for every installation's client
         self._clocks: dict[str, _Clock] = {}
-        self.alarms = 0  # alarms run (wake-ups that came)
 
     async def arm(self, installation_id: str, wake_at: int) -> bool:
         return await self._clock(installation_id).clock.arm(wake_at)
 
-    async def start(self, owns: Callable[[str], bool] | None = None) -> int:
-        """Arm every installation with something live (those `owns` names, if given), from
-        D1; returns how many."""
+    async def start(self) -> int:
+        """Arm every installation with something live, from D1; returns how many."""
         rows = await wake_ups.read_wake_ups(self.services.db, MAX_STORED_INTEGER).all()
         lead = self.services.config.clock_lead_ms
         found = wake_ups.wake_ups_from(rows.results)
-        armed = 0
         for installation_id, due_at in found.items():
-            if owns is None or owns(installation_id):
-                await self.arm(installation_id, wake_for(due_at, lead))
-                armed += 1
-        return armed
+            await self.arm(installation_id, wake_for(due_at, lead))
+        return len(found)
 
     async def stop(self) -> None:
         """Stop every timer and every alarm under way (a send already out is abandoned to its
@@ -153,7 +148,6 @@ class LocalClocks:
         )
 
     async def _ring(self, installation_id: str, clock: _Clock, set_for: int) -> None:
-        self.alarms += 1
         try:
             await clock.clock.ring(lambda: self._alarm(installation_id, clock, set_for))
         except Exception:

@@ -1,46 +1,186 @@
-"""The local runtime: the same App on sqlite3, `cryptography`, httpx and uvicorn. `serve`
-runs it, once `startup.py` has checked and opened what it needs."""
+"""`python -m scheduling serve`: the same App on sqlite3, `cryptography`, httpx and uvicorn,
+on 127.0.0.1, for development and tests.
+
+Before anything is served, `serve` reads the variables (a `.dev.vars` file, the environment
+overriding), checks them, opens the database file (owner-only, migrated) and binds the port;
+each failure is a `StartupError` in one line. uvicorn then serves with its own settings and
+stops on Ctrl-C or SIGTERM. While it serves, its lifespan (`running`) keeps the cron's
+minute tick and, with SCHEDULE_CLOCK=1, an alarm clock per installation, and stops them
+before the database closes.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import ipaddress
 import logging
+import os
+import shlex
+import socket
+import sqlite3
+import stat
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
 from scheduling import events
 from scheduling.app import App
-from scheduling.config import Configuration
+from scheduling.config import RENAMED, SECRETS, VARIABLES, Configuration
 from scheduling.limits import VISITOR_CONNECTIONS
-from scheduling.runtimes.cpython import repeated_logs
-from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
-from scheduling.runtimes.cpython.clock import SystemClock
-from scheduling.runtimes.cpython.clock_processes import ClockProcesses
-from scheduling.runtimes.cpython.crypto import CpythonCrypto
-from scheduling.runtimes.cpython.http_client import HttpxClient, outbound_client
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
-from scheduling.runtimes.cpython.slow_clients import HEADER_TIMEOUT_S, timed_h11_protocol
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from scheduling.runtimes.cpython.startup import (
-    HOST,
-    OUTBOUND_CONNECTIONS,
-    Connections,
-    banner,
-    listen,
-    open_database,
-    origin_port_warning,
+from scheduling.runtimes.cpython.adapters import (
+    CpythonCrypto,
+    HttpxClient,
+    SystemClock,
+    outbound_client,
 )
-from scheduling.runtimes.cpython.stop_signals import StopSignals
+from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
+from scheduling.runtimes.cpython.local_clocks import LocalClocks
+from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from scheduling.services import Services, log
 
-# A request line and headers larger than this are refused with a 400, however they arrive.
-MAX_HEAD_BYTES = 16 * 1024
+HOST = "127.0.0.1"
+OUTBOUND_CONNECTIONS = 100  # Dee Wan's calls and the runner's (httpx's default pool)
+# Once told to stop, how long uvicorn lets requests under way finish before cancelling them.
+GRACEFUL_STOP_S = 5
+
+
+class StartupError(Exception):
+    """The local server cannot start; the message says why in one line."""
+
+
+def parse_dev_vars(text: str) -> dict[str, str]:
+    """The KEY=VALUE lines of a `.dev.vars` file (the file `wrangler dev` reads)."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"line {number}: expected KEY=VALUE")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def load_vars(path: Path | None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The plugin's variables from `path`, each one set in `environ` overriding the file."""
+    values = parse_dev_vars(path.read_text("utf-8")) if path else {}
+    for name in (*VARIABLES, *RENAMED, *SECRETS):
+        if name in environ:
+            values[name] = environ[name]
+    return values
+
+
+def open_database(path: Path) -> SqliteDatabase:
+    """The SQLite file at `path`, created if missing and migrated; its folder must exist."""
+    if not path.parent.is_dir():
+        raise StartupError(f"--db {path}: the folder {path.parent} does not exist; create it first")
+    if path.is_dir():
+        raise StartupError(f"--db {path}: is a folder; name a file in it")
+    _make_private(path)
+    try:
+        db = SqliteDatabase(path)
+    except sqlite3.Error as exc:
+        raise StartupError(f"--db {path}: cannot open it as an SQLite database ({exc})") from None
+    try:
+        applied = apply_migrations(db.connection)
+    except sqlite3.Error as exc:
+        db.close()
+        raise StartupError(f"--db {path}: cannot apply the migrations ({exc})") from None
+    log.info("database %s: %d migration(s) applied", path, len(applied))
+    return db
+
+
+def _make_private(path: Path) -> None:
+    """A database left readable by others (made before the plugin created them 0600) is made
+    owner-only, with its -wal and -shm: they hold CSRF tokens, names and sealed tokens."""
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = stat.S_IMODE(file.stat().st_mode)
+        except FileNotFoundError:
+            continue
+        if mode & 0o077:
+            try:
+                file.chmod(mode & 0o700)
+            except OSError as exc:
+                raise StartupError(
+                    f"--db {path}: {file} is readable by others and cannot be made"
+                    f" owner-only ({exc.strerror})"
+                ) from None
+            log.warning("%s was readable by others; it is now owner-only", file)
+
+
+def listen(port: int) -> socket.socket:
+    """A socket bound to 127.0.0.1:`port` and listening (0: any free port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+        sock.listen()
+    except (OSError, OverflowError) as exc:
+        sock.close()
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StartupError(f"cannot listen on {HOST}:{port}: {reason}") from None
+    return sock
+
+
+def origin_port_warning(public_origin: str, port: int) -> str | None:
+    """A loopback PUBLIC_ORIGIN must name the port served: the manifest's URLs, the launch
+    redirect and the form's Origin check all use it. Any other host is reached through a
+    proxy, whose port may differ."""
+    parts = urlsplit(public_origin)
+    if parts.hostname is None or not _is_loopback(parts.hostname):
+        return None
+    origin_port = parts.port or (443 if parts.scheme == "https" else 80)
+    if origin_port == port:
+        return None
+    return (
+        f"PUBLIC_ORIGIN is {public_origin} but this server listens on port {port}: "
+        f"browsers and Dee Wan will be sent to port {origin_port}. "
+        f"Serve with --port {origin_port}, or set PUBLIC_ORIGIN's port to {port}."
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def banner(
+    config: Configuration,
+    port: int,
+    *,
+    cron: bool,
+    vars_path: Path | None,
+    secret_in_environment: bool,
+) -> list[str]:
+    """What the server prints once it listens: where, and how to ask the runner how it is."""
+    base = f"http://{HOST}:{port}"
+    if secret_in_environment or vars_path is None:
+        secret = "$ADMIN_SECRET"  # noqa: S105 - the shell variable's name, shown in a hint
+    else:
+        secret = f"$(sed -n 's/^ADMIN_SECRET=//p' {shlex.quote(str(vars_path))})"
+    clocks = ", an alarm clock per installation" if config.schedule_clock else ""
+    lines = [
+        f"serving {config.public_origin} on {base} (cron {'on' if cron else 'off'}{clocks})",
+        f'runner status: curl -H "Authorization: Bearer {secret}" {base}/admin/status',
+    ]
+    if config.is_development:
+        lines.append(f'tick now: curl "{base}/__scheduled?cron=*+*+*+*+*"')
+    return lines
 
 
 def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> App:
@@ -55,22 +195,13 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
     return App(services)
 
 
-def attach_clocks(
-    app: App, *, processes: int = 1, env: Mapping[str, Any] | None = None
-) -> LocalClocks | ClockProcesses | None:
+def attach_clocks(app: App) -> LocalClocks | None:
     """With SCHEDULE_CLOCK=1, an alarm clock per installation, as a Worker with the
-    `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None. With
-    `processes` above 1 (and a database file), the clocks run across that many child
-    processes (`clock_processes.py`), each told `env`; else in this process. The caller
-    starts and stops them."""
+    `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None. The
+    caller starts and stops them."""
     if not app.services.config.schedule_clock:
         return None
-    db = app.services.db
-    clocks: LocalClocks | ClockProcesses
-    if processes > 1 and isinstance(db, SqliteDatabase) and db.path != ":memory:":
-        clocks = ClockProcesses(processes, db.path, {k: str(v) for k, v in (env or {}).items()})
-    else:
-        clocks = LocalClocks(app)
+    clocks = LocalClocks(app)
     app.services.clocks = clocks
     return clocks
 
@@ -88,30 +219,36 @@ async def cron_loop(app: App) -> None:
             log.exception("runner tick failed")
 
 
-def server_config(
-    asgi: AsgiApp,
-    port: int,
-    *,
-    header_timeout_s: float = HEADER_TIMEOUT_S,
-    connections: Connections | None = None,
-) -> uvicorn.Config:
-    """uvicorn on 127.0.0.1, with deadlines for slow clients (the body's is in `asgi`) and a
-    cap on connections below the open-file limit."""
-    connections = connections or Connections.within()
+@asynccontextmanager
+async def running(app: App, *, cron: bool, clients: Sequence[HttpxClient]) -> AsyncIterator[None]:
+    """What runs beside the requests while uvicorn serves (its lifespan): the alarm clocks,
+    armed from D1, and the cron. On the way out they stop (a tick or an alarm under way stops
+    at its next wait; what it left claimed waits for its lease) and the clients close."""
+    clocks = attach_clocks(app)
+    if clocks is not None:
+        armed = await clocks.start()
+        log.info("alarm clocks armed from D1 (installations with something live): %d", armed)
+    cron_task = asyncio.create_task(cron_loop(app)) if cron else None
+    try:
+        yield
+    finally:
+        if cron_task is not None:
+            cron_task.cancel()
+            await asyncio.gather(cron_task, return_exceptions=True)
+        if clocks is not None:
+            await clocks.stop()
+        for client in clients:
+            await client.aclose()
+
+
+def server_config(asgi: AsgiApp, port: int) -> uvicorn.Config:
+    """uvicorn on 127.0.0.1 with its own limits, and the app's lifespan."""
     return uvicorn.Config(
         asgi,
         host=HOST,
         port=port,
-        http=timed_h11_protocol(
-            header_timeout_s,
-            max_head_bytes=MAX_HEAD_BYTES,
-            max_connections=connections.cap,
-            https=asgi.app.services.config.is_https,
-        ),
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        backlog=connections.accept_burst,
-        timeout_keep_alive=5,
-        lifespan="off",
+        lifespan="on",
+        timeout_graceful_shutdown=GRACEFUL_STOP_S,
         # Access logs would print query strings, and launch codes travel in one.
         access_log=False,
         # The client is the peer address. uvicorn would otherwise believe X-Forwarded-For
@@ -119,9 +256,7 @@ def server_config(
         # could then claim to come from a new client.
         proxy_headers=False,
         log_level="warning",
-        # uvicorn's lines go through the process's handlers, where a repeated failure is
-        # written once per interval (`repeated_logs.py`).
-        log_config=None,
+        log_config=None,  # uvicorn's lines go through the process's handlers
     )
 
 
@@ -131,137 +266,40 @@ async def serve(
     env: Mapping[str, Any],
     *,
     cron: bool,
-    stop: StopSignals,
     vars_path: Path | None = None,
     secret_in_environment: bool = False,
-    clock_processes: int = 1,
 ) -> None:
-    """Serve until `stop` hears SIGINT or SIGTERM; then stop the cron task and close what was
-    opened. A signal heard during start-up stops it before its next stage.
+    """Serve until uvicorn hears Ctrl-C or SIGTERM.
 
     Raises ConfigurationError or StartupError, before anything is served, when it cannot start.
     """
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
-    connections = Connections.within()
-    if not stop.heard:
-        db = open_database(db_path)
-        try:
-            if not stop.heard:
-                banner_lines = partial(
-                    banner,
-                    config,
-                    cron=cron,
-                    vars_path=vars_path,
-                    secret_in_environment=secret_in_environment,
-                    clock_processes=clock_processes,
-                )
-                await _listen_and_serve(
-                    port,
-                    db,
-                    env,
-                    stop,
-                    cron=cron,
-                    banner_lines=banner_lines,
-                    connections=connections,
-                    clock_processes=clock_processes,
-                )
-        finally:
-            db.close()
-    log.info("stopped")
-
-
-async def _listen_and_serve(
-    port: int,
-    db: SqliteDatabase,
-    env: Mapping[str, Any],
-    stop: StopSignals,
-    *,
-    cron: bool,
-    banner_lines: Callable[[int], list[str]],
-    connections: Connections,
-    clock_processes: int = 1,
-) -> None:
-    sock = listen(port)
+    db = open_database(db_path)
     try:
-        if stop.heard:
-            return
-        port = sock.getsockname()[1]
-        public_only = not Configuration.from_mapping(env).is_development
-        http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
-        visitor_http = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
-        app = build_app(env, db, http=http, visitor_http=visitor_http)
-        clocks = attach_clocks(app, processes=clock_processes, env=env)
-        if clocks is not None:
-            armed = await clocks.start()
-            log.info("alarm clocks armed from D1 (installations with something live): %d", armed)
-        server = _Server(server_config(AsgiApp(app, app_tick(app)), port, connections=connections))
-        repeated = asyncio.create_task(_say_repeated_failures())
-        stop.on_stop(server.stop)  # at once, if a signal came since the last look
-        for line in banner_lines(port):
-            log.info("%s", line)
-        warning = origin_port_warning(app.services.config.public_origin, port)
-        if warning:
-            log.warning("%s", warning)
-        cron_task = asyncio.create_task(cron_loop(app)) if cron else None
-        try:
+        with listen(port) as sock:
+            port = sock.getsockname()[1]
+            public_only = not config.is_development
+            http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
+            visitor = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
+            app = build_app(env, db, http=http, visitor_http=visitor)
+            lifespan = partial(running, app, cron=cron, clients=(http, visitor))
+            server = uvicorn.Server(server_config(AsgiApp(app, app_tick(app), lifespan), port))
+            said = banner(
+                config,
+                port,
+                cron=cron,
+                vars_path=vars_path,
+                secret_in_environment=secret_in_environment,
+            )
+            for line in said:
+                log.info("%s", line)
+            warning = origin_port_warning(config.public_origin, port)
+            if warning:
+                log.warning("%s", warning)
             await server.serve(sockets=[sock])
-            await server.end_requests()
-        finally:
-            if cron_task is not None:
-                # A tick under way stops at its next wait; sends already out are settled.
-                cron_task.cancel()
-                await asyncio.gather(cron_task, return_exceptions=True)
-            if clocks is not None:
-                await clocks.stop()
-            await http.aclose()
-            await visitor_http.aclose()
-            repeated.cancel()
-            await asyncio.gather(repeated, return_exceptions=True)
     finally:
-        sock.close()
-
-
-async def _say_repeated_failures() -> None:
-    """Every interval, and once more at the end, what a flood repeated and was not written."""
-    once = repeated_logs.install()
-    try:
-        while True:
-            await asyncio.sleep(once.interval_s)
-            once.flush()
-    finally:
-        once.flush(everything=True)
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server without its own signal handling: `serve` hears SIGINT and SIGTERM
-    from its first line (`StopSignals`) and tells the server to stop. (uvicorn would also
-    raise the signal again once stopped, and `serve` still has to close what it opened.)"""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    def stop(self, times: int) -> None:
-        """Stop serving: checked after start-up and every 0.1 s. A second signal stops waiting
-        for open connections and running requests."""
-        self.should_exit = True
-        if times > 1:
-            self.force_exit = True
-
-    async def end_requests(self) -> None:
-        """After a forced stop, end what is still under way before the database closes: close
-        the connections (a request waiting for its body ends as a disconnect, unanswered),
-        then cancel what still runs."""
-        running = set(self.server_state.tasks)
-        if not running:
-            return
-        for connection in list(self.server_state.connections):
-            connection.transport.close()
-        _, left = await asyncio.wait(running, timeout=1)
-        for task in left:
-            task.cancel()
-        await asyncio.gather(*left, return_exceptions=True)
+        db.close()
 
 
 def configure_logging() -> None:

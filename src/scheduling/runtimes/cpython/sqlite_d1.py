@@ -1,41 +1,35 @@
-"""A D1-shaped database over sqlite3, with D1's semantics.
+"""D1 on sqlite3: a D1-shaped database with D1's semantics, and the package's migrations
+applied the way `wrangler d1 migrations apply` applies them.
 
 - Rows come back as dicts, `meta.changes` counts rows written.
 - `batch` is one transaction: every statement or none.
 - Foreign keys are enforced, as D1 always does.
 `round_trips` counts calls that would each be one D1 round trip.
 
-Several processes may write the same file (`serve --clock-processes`): it is in WAL mode
-with synchronous=NORMAL, and a statement that finds another writer holding the lock waits
-on the event loop and tries again (up to `BUSY_WAIT_S`), rather than blocking the loop in
-SQLite's own busy wait, so the process's other alarms and requests go on meanwhile.
+A file is in WAL mode, so whoever reads it meanwhile (a test, a benchmark, a developer's
+`sqlite3` shell) never holds up the server's writes; a write that finds another writer
+holding the lock waits for it, up to `BUSY_WAIT_S`.
+
+The migrations live in `scheduling/migrations/`, the one copy: wrangler reads them there
+(`migrations_dir` in wrangler.example.jsonc) and they ship in the wheel as package data.
+Applied files are recorded in `d1_migrations` (wrangler's table and columns), so applying
+twice is a no-op and a database migrated by either tool is recognised by the other.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sqlite3
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from scheduling.ports import DatabaseError, Meta, Result, Row, Statement
 
-T = TypeVar("T")
-
-# How long a statement waits for another writer before it fails (sqlite3's own default
-# wait was 10 s), and its waits between tries: the first short, then doubling to the last.
 BUSY_WAIT_S = 10.0
-FIRST_BUSY_PAUSE_S = 0.001
-LAST_BUSY_PAUSE_S = 0.025
-
-
-class _Busy(Exception):
-    """Another connection holds the lock; nothing of the statement or batch was done."""
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"  # scheduling/migrations
 
 
 class SqliteStatement:
@@ -48,13 +42,13 @@ class SqliteStatement:
         return SqliteStatement(self._db, self.sql, values)
 
     async def all(self) -> Result:
-        return await self._db.execute_one(self)
+        return self._db.execute_one(self)
 
     async def run(self) -> Result:
-        return await self._db.execute_one(self)
+        return self._db.execute_one(self)
 
     async def first(self) -> Row | None:
-        result = await self._db.execute_one(self)
+        result = self._db.execute_one(self)
         return result.results[0] if result.results else None
 
 
@@ -69,22 +63,19 @@ def create_private(path: Path) -> None:
 
 
 class SqliteDatabase:
-    def __init__(self, path: str | Path = ":memory:", *, busy_wait_s: float = BUSY_WAIT_S) -> None:
+    def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
         if self.path != ":memory:":
             create_private(Path(path))
-        # timeout=0: SQLite answers "busy" at once and `_when_free` waits on the event loop.
         self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=0
+            self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_WAIT_S
         )
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
-            # Switching to WAL takes the lock once, whoever else is starting: wait for it.
-            _blocking_when_free(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+            self._conn.execute("PRAGMA journal_mode = WAL")
             # In WAL, NORMAL loses no integrity, only the last commits on a power cut.
             self._conn.execute("PRAGMA synchronous = NORMAL")
-        self.busy_wait_s = busy_wait_s
         self._lock = threading.Lock()
         self.round_trips = 0
 
@@ -100,52 +91,28 @@ class SqliteDatabase:
         if len(own) != len(statements):
             raise TypeError("batch() takes statements prepared on this database")
         self.round_trips += 1
-        return await self._when_free(lambda: self._batch(own))
-
-    def _batch(self, statements: list[SqliteStatement]) -> list[Result]:
         with self._lock:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                _raise_busy(exc)
-                raise
+            except sqlite3.Error as exc:
+                raise DatabaseError(f"{exc} in: BEGIN IMMEDIATE") from exc
             try:
-                results = [self._execute(stmt) for stmt in statements]
+                results = [self._execute(stmt) for stmt in own]
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
             return results
 
-    async def execute_one(self, statement: SqliteStatement) -> Result:
+    def execute_one(self, statement: SqliteStatement) -> Result:
         self.round_trips += 1
-        return await self._when_free(lambda: self._execute_alone(statement))
-
-    def _execute_alone(self, statement: SqliteStatement) -> Result:
         with self._lock:
             return self._execute(statement)
-
-    async def _when_free(self, attempt: Callable[[], T]) -> T:
-        """`attempt()`, tried again after a pause on the event loop while another writer
-        holds the lock, until `busy_wait_s` has passed."""
-        pause, deadline = FIRST_BUSY_PAUSE_S, time.monotonic() + self.busy_wait_s
-        while True:
-            try:
-                return attempt()
-            except _Busy as busy:
-                if time.monotonic() >= deadline:
-                    waited = f"database is locked (waited {self.busy_wait_s:g} s)"
-                    raise DatabaseError(waited) from busy
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, LAST_BUSY_PAUSE_S)
 
     def _execute(self, statement: SqliteStatement) -> Result:
         try:
             cursor = self._conn.execute(statement.sql, statement.params)
             rows = [dict(row) for row in cursor.fetchall()] if cursor.description else []
-        except sqlite3.OperationalError as exc:
-            _raise_busy(exc)
-            raise DatabaseError(f"{exc} in: {_first_line(statement.sql)}") from exc
         except sqlite3.IntegrityError as exc:
             raise DatabaseError(f"{exc} in: {_first_line(statement.sql)}", constraint=True) from exc
         except sqlite3.Error as exc:
@@ -157,23 +124,66 @@ class SqliteDatabase:
         self._conn.close()
 
 
-def _raise_busy(exc: sqlite3.OperationalError) -> None:
-    if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        raise _Busy(str(exc)) from exc
-
-
-def _blocking_when_free(attempt: Callable[[], Any]) -> None:
-    """For what runs before any event loop (opening the file): wait as sqlite3 would."""
-    deadline = time.monotonic() + BUSY_WAIT_S
-    while True:
-        try:
-            attempt()
-            return
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
-                raise
-        time.sleep(FIRST_BUSY_PAUSE_S * 10)
-
-
 def _first_line(sql: str) -> str:
     return " ".join(sql.split())[:120]
+
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS d1_migrations(
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    name       TEXT UNIQUE,
+    applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL
+)
+"""
+
+
+class MigrationsMissing(RuntimeError):
+    """No migration files where they must be: applying none would only fail later."""
+
+
+def apply_migrations(conn: sqlite3.Connection, directory: Path = MIGRATIONS_DIR) -> list[str]:
+    """Apply pending migrations in name order; returns the names applied now.
+
+    A missing directory, or one without a single `.sql` file, raises
+    `MigrationsMissing`: a database without its tables fails later with "no such
+    table", far from the cause.
+    """
+    files = sorted(directory.glob("*.sql")) if directory.is_dir() else []
+    if not files:
+        raise MigrationsMissing(
+            f"no migrations in {directory}: the package was installed without its"
+            " migrations/*.sql (package data)"
+        )
+    conn.execute(_TABLE)
+    done = {row[0] for row in conn.execute("SELECT name FROM d1_migrations")}
+    applied = []
+    for path in files:
+        if path.name in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(path.read_text("utf-8")):
+                conn.execute(statement)
+            conn.execute("INSERT INTO d1_migrations (name) VALUES (?)", (path.name,))
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        applied.append(path.name)
+    return applied
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (sqlite3 knows where each ends)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in current.splitlines()
+    ):
+        raise ValueError("migration ends with an incomplete statement")
+    return statements

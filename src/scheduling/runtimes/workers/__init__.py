@@ -1,7 +1,8 @@
-"""The Workers runtime: adapters over the `workers` SDK, D1, `crypto.subtle` and `fetch`.
+"""The Workers runtime: the isolate (`isolate.py`), the adapters over D1, `crypto.subtle` and
+`fetch` (`adapters.py`), the installations' clocks on Durable Objects (`schedule_clock.py`).
 
-Only importable under Pyodide (they import `js`, `pyodide` and `workers`), except
-`bindings.py`, which reads the env's D1 binding and imports none of them.
+Only importable under Pyodide (they import `js` and `pyodide`), except `bindings.py`, which
+reads the env's bindings and the platform's limits and imports none of them.
 """
 
 import os

@@ -1,4 +1,5 @@
-"""The Worker's bindings, read from its env.
+"""What the platform hands the Worker besides its code: the bindings on its env, and the
+per-invocation limits, known by the texts of the errors workerd gives them.
 
 D1 (`PLUGIN_DB`): a Worker deployed without it still starts; what needs the database
 answers 500 `misconfigured` naming the binding, like a missing variable.
@@ -10,16 +11,32 @@ Durable Object namespace (`SCHEDULE_CLOCK`, optional): an alarm clock per instal
 (`ScheduleClock` in `src/entry.py`); with it each installation's due rows are sent at their
 second by its clock's alarm, and the cron's tick is their watchdog.
 
+The limits: each of `limits.INVOCATION_LIMITS` the platform enforces names its text
+(`refusal`), e.g.
+
+- D1 (and any call to a Cloudflare service from a binding) past the invocation's allowance
+  (50 D1 queries on Workers Free, 1,000 on Paid; 1,000 calls to services):
+  `Too many API requests by single Worker invocation.`
+- `fetch` past the subrequest limit (50 on Free): `Too many subrequests by single Worker
+  invocation.`, which newer runtimes follow with `To configure this limit, refer to
+  https://developers.cloudflare.com/workers/platform/limits/`.
+
+Case varies between releases ("worker invocation"), so the match ignores it. The adapters
+turn a match into the port's `LimitReached`, which the runner treats as the end of this
+invocation's allowance, not as a failure.
+
 Imports no `js`, `pyodide` or `workers`, so it is tested under CPython too.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from scheduling.config import Misconfigured
-from scheduling.ports import RateLimiter, Result, Statement
+from scheduling.limits import INVOCATION_LIMITS
+from scheduling.ports import LimitReached, RateLimiter, Result, Statement
 from scheduling.services import log
 
 DB_BINDING = "PLUGIN_DB"
@@ -112,3 +129,23 @@ class BindingRateLimiter:
         # The key names a client: it stays out of the log.
         log.warning("%s %s; counting in this isolate instead", self._name, problem)
         return await self._fallback.limit(key)
+
+
+_REFUSALS = tuple(
+    (re.compile(limit.refusal, re.IGNORECASE), limit.refused_as)
+    for limit in INVOCATION_LIMITS
+    if limit.refusal is not None and limit.refused_as is not None
+)
+
+
+def limit_of(message: str) -> LimitReached | None:
+    """The limit an error's text names, or None for any other error."""
+    for text, kind in _REFUSALS:
+        if text.search(message):
+            return LimitReached(kind)
+    return None
+
+
+def refusal(message: str, otherwise: Exception) -> Exception:
+    """What a binding's error means to the core: the limit its text names, or `otherwise`."""
+    return limit_of(message) or otherwise

@@ -1,22 +1,49 @@
 """What one isolate keeps between invocations, and the events workerd hands it.
 
-The Services for the env (built again when the vars or bindings change) serve every
-invocation, and the HTTP app built on them every request. Everything is imported here, at
-the entry's top level: the routes, handlers, pages, jinja2 and the compiled templates land
-in the memory snapshot with the runner, so an isolate's first page costs about what a later
-one does (the README's Benchmarks: the top level against Cloudflare's FastAPI example).
+The Services an env describes (its variables and bindings, `bindings.py`; the adapters
+over the platform, `adapters.py`) are built once and serve every invocation, built again
+when the vars or bindings change; the HTTP app built on them serves every request, each
+converted at the edge for the app and its answer converted back.
+
+Everything is imported here, at the entry's top level: the routes, handlers, pages, jinja2
+and the compiled templates land in the memory snapshot with the runner, so an isolate's
+first page costs about what a later one does (the README's Benchmarks: the top level
+against Cloudflare's FastAPI example).
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from scheduling import events
 from scheduling.app import App
+from scheduling.config import RENAMED, SECRETS, VARIABLES, Configuration
+from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
+from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
+from scheduling.http.responses import Response
 from scheduling.runner.alarm import alarm
 from scheduling.runner.tick import tick
-from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
-from scheduling.runtimes.workers.edge import build_app, to_core_request, to_workers_response
+from scheduling.runtimes.workers.adapters import (
+    D1Database,
+    WebCrypto,
+    WorkersClock,
+    WorkersFetch,
+    read_at_most,
+)
+from scheduling.runtimes.workers.bindings import (
+    DB_BINDING,
+    LAUNCH_LIMITER_BINDING,
+    SCHEDULE_CLOCK_BINDING,
+    BindingRateLimiter,
+    UnboundDatabase,
+    clock_binding,
+    d1_binding,
+    rate_limit_binding,
+)
+from scheduling.runtimes.workers.schedule_clock import DurableClocks
 from scheduling.services import Services
 
 Fingerprint = tuple[tuple[str, str], ...]
@@ -38,7 +65,7 @@ def app_for(env: Any) -> App:
     services = services_for(env)
     key = env_fingerprint(env)
     if key not in _apps:
-        _apps[key] = build_app(services)
+        _apps[key] = App(services)
     return _apps[key]
 
 
@@ -55,3 +82,103 @@ def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:
     """The runner's alarm over this env's services, for an installation's clock to ring."""
     services = services_for(env)
     return lambda installation_id, set_for: alarm(services, installation_id, set_for)
+
+
+def configure_logging() -> None:
+    """Send the app's INFO lines to the Worker's logs (Python's default shows WARNING and up).
+
+    workerd forwards Python's stdout and stderr to the Worker's console; it adds
+    its own timestamps, so the format has none.
+    """
+    logger = logging.getLogger("scheduling")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    events.configure(sys.stderr)
+
+
+def read_env(env: Any) -> dict[str, Any]:
+    values = {}
+    for name in (*VARIABLES, *RENAMED, *SECRETS):
+        value = getattr(env, name, None)
+        if value is not None and str(value) != "undefined":
+            values[name] = value if isinstance(value, int | float) else str(value)
+    return values
+
+
+def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
+    """Identifies the configuration an App was built from (the env wrapper is new per request):
+    its variables, and whether the optional rate limiting and clock bindings are there."""
+    limiter = "bound" if rate_limit_binding(env) is not None else "unbound"
+    clocks = "bound" if clock_binding(env) is not None else "unbound"
+    variables = sorted((name, repr(value)) for name, value in read_env(env).items())
+    return (
+        *variables,
+        (LAUNCH_LIMITER_BINDING, limiter),
+        (SCHEDULE_CLOCK_BINDING, clocks),
+    )
+
+
+def build_services(env: Any) -> Services:
+    """The ports over this env. Nothing here raises for a missing or bad setting: each is
+    reported by name (500 `misconfigured`) by the requests that need it, and by the tick."""
+    binding = d1_binding(env)
+    clock = WorkersClock()
+    # Failed launches: counted by the binding across the location's isolates when there is
+    # one, else in this isolate (also the binding's stand-in should it fail).
+    in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
+    limiter_binding = rate_limit_binding(env)
+    clocks = clock_binding(env)
+    return Services(
+        config=Configuration.from_mapping(read_env(env)),
+        db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
+        http=WorkersFetch(),
+        clock=clock,
+        make_crypto=WebCrypto,
+        rate_limiter=(
+            BindingRateLimiter(limiter_binding, in_isolate)
+            if limiter_binding is not None
+            else in_isolate
+        ),
+        clocks=DurableClocks(clocks) if clocks is not None else None,
+    )
+
+
+async def to_core_request(request: Any) -> Request:
+    """The core's request. `request.url` keeps the path as sent (`%2F` stays encoded)."""
+    # The JS request's own method: the SDK's `request.method` looks it up in an enum and
+    # raises KeyError for one it has no name for (PROPFIND, PURGE, QUERY), which would answer
+    # 500 where the router answers 405 with `Allow`.
+    method = str(request.js_object.method)
+    headers = Headers([(str(k), str(v)) for k, v in request.headers.items()])
+    if method in ("GET", "HEAD"):
+        body = b""
+    elif _declared_length(headers) > MAX_BODY_BYTES:
+        # Not read into the isolate's memory: a body one byte over the cap stands for it,
+        # and the app refuses it as it refuses any body over the cap.
+        body = bytes(MAX_BODY_BYTES + 1)
+    else:
+        # With no Content-Length (chunked) the size is known only by reading: one byte past
+        # the cap is enough to refuse, and the rest is never read (nor waited for).
+        body, _ = await read_at_most(request.body, MAX_BODY_BYTES + 1)
+    # Cloudflare's edge sets CF-Connecting-IP to the connecting client's address, replacing
+    # any a client sent; it is the only client identity a Worker has.
+    client = headers.get("cf-connecting-ip") or None
+    return Request(method, str(request.url), headers, body, client=client)
+
+
+def _declared_length(headers: Headers) -> int:
+    return ascii_int(headers.get("content-length")) or 0
+
+
+def to_workers_response(response: Response) -> Any:
+    from workers import Response as WorkersResponse
+
+    return WorkersResponse(
+        response.body if response.body else None,
+        status=response.status,
+        headers=list(response.headers),
+    )

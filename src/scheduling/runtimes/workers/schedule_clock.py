@@ -19,8 +19,8 @@ from pyodide.ffi import JsException
 
 from scheduling.ports import ClockUnavailable
 from scheduling.runner.alarm_clock import AlarmClock
-from scheduling.runtimes.workers.clock import WorkersClock
-from scheduling.runtimes.workers.platform_limits import refusal
+from scheduling.runtimes.workers.adapters import WorkersClock
+from scheduling.runtimes.workers.bindings import refusal
 
 # The one key an object keeps in its storage besides its alarm.
 INSTALLATION_KEY = "installation"

@@ -1,12 +1,14 @@
-"""Outbound HTTP port over httpx. Never follows redirects: a 3xx is an answer to classify.
+"""The local runtime's ports over CPython's libraries: the wall clock, crypto over
+`cryptography` (AES-GCM) and the standard library (SHA-256, HMAC), outbound HTTP over httpx.
 
-Dee Wan is asked for `accept-encoding: identity` (by `dee_wan.py`, for both runtimes). A
-core that compresses anyway is decoded here, as Workers' `fetch` decodes it, so the two
-runtimes read the same answer: gzip and deflate (zlib-wrapped or raw), with the size limit
-applied to the decoded bytes and never more than that decoded, whatever the body expands to.
-As in fetch, bytes that are not what their encoding says fail the exchange, while a stream
-cut short gives what it decoded so far (then judged like any answer). Anything else (`br`,
-which fetch would decode, or a list of codings) is read as no body: nothing to trust.
+The HTTP client never follows redirects: a 3xx is an answer to classify. Dee Wan is asked
+for `accept-encoding: identity` (by `dee_wan.py`, for both runtimes). A core that compresses
+anyway is decoded here, as Workers' `fetch` decodes it, so the two runtimes read the same
+answer: gzip and deflate (zlib-wrapped or raw), with the size limit applied to the decoded
+bytes and never more than that decoded, whatever the body expands to. As in fetch, bytes
+that are not what their encoding says fail the exchange, while a stream cut short gives what
+it decoded so far (then judged like any answer). Anything else (`br`, which fetch would
+decode, or a list of codings) is read as no body: nothing to trust.
 
 Outside development a client connects a name only to the addresses it resolves to at that
 moment, and only when every one of them is public (`PublicAddressesOnly`): a name that
@@ -19,15 +21,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
+import os
+import secrets
 import socket
 import ssl
+import time
 import zlib
 from collections.abc import Iterable
 from typing import Any
 
 import httpcore
 import httpx
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from scheduling.domain import sealing
 from scheduling.domain.addresses import is_public
 from scheduling.ports import (
     AddressRefused,
@@ -35,10 +45,40 @@ from scheduling.ports import (
     OutboundResponse,
     TransportError,
     TransportTimeout,
+    UnreadableSecret,
 )
-from scheduling.runtimes.cpython import h11_headers
 
-h11_headers.install()  # httpx reads answers' heads with h11: each line in linear time
+
+class SystemClock:
+    """The wall clock, in epoch milliseconds."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class CpythonCrypto:
+    def __init__(self, key: bytes) -> None:
+        self._aead = AESGCM(key)
+
+    async def seal(self, plaintext: str, context: str) -> str:
+        iv = os.urandom(sealing.IV_BYTES)
+        return sealing.frame(iv, self._aead.encrypt(iv, plaintext.encode(), context.encode()))
+
+    async def open(self, sealed: str, context: str) -> str:
+        iv, data = sealing.unframe(sealed)
+        try:
+            return self._aead.decrypt(iv, data, context.encode()).decode()
+        except (InvalidTag, UnicodeDecodeError):
+            raise UnreadableSecret("sealed value does not open under this key") from None
+
+    async def sha256_hex(self, value: str) -> str:
+        return hashlib.sha256(value.encode()).hexdigest()
+
+    async def hmac_sha256(self, key: bytes, message: bytes) -> bytes:
+        return hmac.digest(key, message, "sha256")
+
+    def random_token(self) -> str:
+        return secrets.token_urlsafe(32)
 
 
 def shared_tls() -> ssl.SSLContext:
