@@ -52,6 +52,7 @@ def test_token_key_must_be_exactly_32_bytes(length: int) -> None:
         bytes(range(64, 0, -2)),
         b"\x13\x37" * 16,  # a short block repeated
         bytes(range(100, 116)) * 2,  # two equal halves
+        b"The quick brown fox jumps over t",  # text (issue 45, item 11)
     ],
 )
 def test_a_token_key_whose_bytes_follow_a_pattern_is_refused(key: bytes) -> None:
