@@ -7,7 +7,8 @@ The steps, each only once the one before it succeeded:
 1. the prerequisites nothing here can install: Node.js at the version the pinned wrangler
    needs (`engines` in package.json), the hosts the tools download from and upload to (those
    of pywrangler's first run included), and a `wrangler.jsonc` with the D1 database id filled
-   in, `global_fetch_strictly_public` among its flags and `ENVIRONMENT` set to `production`.
+   in, `global_fetch_strictly_public` among its flags, `ENVIRONMENT` set to `production` and
+   an https `PUBLIC_ORIGIN`.
    `--check` stops here (and checks uv);
 2. the tools, exactly as locked: `npm ci` (wrangler, package-lock.json) and
    `pip install --require-hashes -r requirements/deploy.txt` into .venv (pywrangler, uv);
@@ -171,7 +172,8 @@ def first_database(config: dict[str, Any]) -> dict[str, Any]:
 
 def config_problems(path: Path = WRANGLER_CONFIG) -> list[str]:
     """What the Worker's config lacks: the D1 id, the flag that keeps every fetch on the
-    public Internet (webhook endpoints are URLs installations type in), and production."""
+    public Internet (webhook endpoints are URLs installations type in), production, and an
+    https PUBLIC_ORIGIN."""
     fill = f"copy {EXAMPLE_CONFIG} to {path.name} and put in the id from `wrangler d1 create`"
     if not path.exists():
         return [f"{path.name} ({fill})"]
@@ -191,11 +193,20 @@ def config_problems(path: Path = WRANGLER_CONFIG) -> list[str]:
             f" as {EXAMPLE_CONFIG} says)"
         )
     variables = config.get("vars")
-    environment = variables.get("ENVIRONMENT") if isinstance(variables, dict) else None
+    if not isinstance(variables, dict):
+        variables = {}
+    environment = variables.get("ENVIRONMENT")
     if environment != "production":
         problems.append(
             f'"ENVIRONMENT": "production" in {path.name}\'s vars'
             f" (it is {json.dumps(environment) if environment is not None else 'not set'})"
+        )
+    origin = variables.get("PUBLIC_ORIGIN")
+    if not isinstance(origin, str) or not origin.startswith("https://"):
+        problems.append(
+            f"an https PUBLIC_ORIGIN in {path.name}'s vars (it is"
+            f" {json.dumps(origin) if origin is not None else 'not set'}: the session cookie"
+            " and Strict-Transport-Security need https)"
         )
     return problems
 

@@ -177,6 +177,11 @@ def test_a_version_just_below_what_is_needed_is_named(
             ('"ENVIRONMENT": "production",', ""),
             '"ENVIRONMENT": "production" in wrangler.jsonc\'s vars (it is not set)',
         ),
+        # Issue 45, item 14: a plain-http origin deployed (no secure cookie, no HSTS).
+        (
+            ('"PUBLIC_ORIGIN": "https://', '"PUBLIC_ORIGIN": "http://'),
+            'an https PUBLIC_ORIGIN in wrangler.jsonc\'s vars (it is "http://scheduling.example"',
+        ),
     ],
 )
 def test_a_config_that_lost_the_public_fetch_flag_or_production_is_refused(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import logging
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -236,6 +237,31 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     return found
 
 
+def _plain_http_problem(settings: _Settings, problems: Mapping[str, str]) -> dict[str, str]:
+    """PUBLIC_ORIGIN on plain http outside development: the session cookie (`__Host-`, Secure)
+    and Strict-Transport-Security need https. A loopback host is a trial on this machine."""
+    origin = settings.PUBLIC_ORIGIN
+    if origin is None or not origin.startswith("http://") or settings.ENVIRONMENT == "development":
+        return {}
+    host = urlsplit(origin).hostname or ""
+    if host == "localhost" or host.endswith(".localhost") or _is_loopback(host):
+        return {}
+    return {
+        "PUBLIC_ORIGIN": (
+            f"must be https when ENVIRONMENT is {settings.ENVIRONMENT} (browsers keep the"
+            " session cookie and Strict-Transport-Security only over https); plain http is"
+            " for ENVIRONMENT=development"
+        )
+    }
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
     """Said once per process: a Worker's isolate reads its env on every request."""
     if old in _warned_renamed:
@@ -281,6 +307,7 @@ class Configuration:
             if name not in raw and name not in problems:
                 problems[name] = "is not set"
         problems.update(_timing_problems(settings, problems))
+        problems.update(_plain_http_problem(settings, problems))
         return cls(settings, problems)
 
     def raise_for_problems(self) -> None:
