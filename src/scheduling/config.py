@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 import logging
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -159,6 +158,7 @@ def _environment(value: Any) -> str:
 
 
 PositiveInt = Annotated[int, Field(gt=0)]
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 # Room for the claim and settle round trips around a batch's sends.
 LEASE_MARGIN_MS = 5_000
@@ -237,29 +237,17 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     return found
 
 
-def _plain_http_problem(settings: _Settings, problems: Mapping[str, str]) -> dict[str, str]:
-    """PUBLIC_ORIGIN on plain http outside development: the session cookie (`__Host-`, Secure)
-    and Strict-Transport-Security need https. A loopback host is a trial on this machine."""
-    origin = settings.PUBLIC_ORIGIN
-    if origin is None or not origin.startswith("http://") or settings.ENVIRONMENT == "development":
-        return {}
-    host = urlsplit(origin).hostname or ""
-    if host == "localhost" or host.endswith(".localhost") or _is_loopback(host):
+def _plain_http_problem(settings: _Settings) -> dict[str, str]:
+    """PUBLIC_ORIGIN on plain http outside development and off this machine: the session
+    cookie (`__Host-`, Secure) and Strict-Transport-Security need https."""
+    origin, environment = settings.PUBLIC_ORIGIN or "", settings.ENVIRONMENT
+    host = urlsplit(origin).hostname
+    if not origin.startswith("http://") or environment == "development" or host in _LOOPBACK:
         return {}
     return {
-        "PUBLIC_ORIGIN": (
-            f"must be https when ENVIRONMENT is {settings.ENVIRONMENT} (browsers keep the"
-            " session cookie and Strict-Transport-Security only over https); plain http is"
-            " for ENVIRONMENT=development"
-        )
+        "PUBLIC_ORIGIN": f"must be https when ENVIRONMENT is {environment} (browsers keep the"
+        " session cookie and Strict-Transport-Security only over https)"
     }
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
@@ -307,7 +295,7 @@ class Configuration:
             if name not in raw and name not in problems:
                 problems[name] = "is not set"
         problems.update(_timing_problems(settings, problems))
-        problems.update(_plain_http_problem(settings, problems))
+        problems.update(_plain_http_problem(settings))
         return cls(settings, problems)
 
     def raise_for_problems(self) -> None:

@@ -15,6 +15,7 @@ from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.limits import RECORD_STATEMENTS
 from scheduling.ports import Clock, LimitReached, Statement
+from scheduling.repository import tick_history
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
@@ -52,6 +53,31 @@ class Invocation:
     def cron_delay_ms(self) -> int:
         """How late the invocation was delivered (0 when on time or early)."""
         return max(0, self.started - self.scheduled_time)
+
+
+# How long an isolate trusts that its code knows every migration of its database.
+SCHEMA_RECHECK_MS = 60_000
+
+
+class CodeBehindDatabase(Exception):
+    """The database has migrations this code does not know: newer code migrated it (or a
+    deploy migrated it, then failed to upload the code). The runner does not run on it, so
+    no row is written that the newer schema reads differently."""
+
+
+async def refuse_if_code_behind(services: Services, now: int) -> None:
+    """Raise `CodeBehindDatabase`, saying so in the log, when the database lists a migration
+    this code does not know; asked once a minute per process or isolate (one statement)."""
+    known_at = services.schema_known_at
+    if known_at is not None and 0 <= now - known_at < SCHEMA_RECHECK_MS:
+        return
+    [result] = await services.db.batch([tick_history.read_unknown_migrations(services.db)])
+    unknown = tick_history.unknown_migrations_from(result.results)
+    if unknown:
+        services.schema_known_at = None
+        emit("runner_refused_code_behind_database", unknown_migrations=unknown)
+        raise CodeBehindDatabase(f"the database has migrations this code does not know: {unknown}")
+    services.schema_known_at = now
 
 
 class RunnerInvocation:
@@ -96,6 +122,7 @@ class RunnerInvocation:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
+        await refuse_if_code_behind(self.services, self.started)
         try:
             await self._work()
             await self._write_record()

@@ -9,12 +9,12 @@ one does (the README's Benchmarks: the top level against Cloudflare's FastAPI ex
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from scheduling.app import App
 from scheduling.runner.alarm import alarm
-from scheduling.runner.tick import tick
 from scheduling.runtimes.workers.bridge import build_services, env_fingerprint
 from scheduling.runtimes.workers.edge import build_app, to_core_request, to_workers_response
 from scheduling.services import Services
@@ -42,13 +42,28 @@ def app_for(env: Any) -> App:
     return _apps[key]
 
 
-async def fetch(env: Any, request: Any) -> Any:
-    response = await app_for(env).handle(await to_core_request(request))
+async def fetch(env: Any, request: Any, ctx: Any = None) -> Any:
+    app = app_for(env)
+    response = await app.handle(await to_core_request(request))
+    later = app.after_request()
+    if later is not None and ctx is not None:
+        wait_until(ctx, later)
     return to_workers_response(response)
 
 
+def wait_until(ctx: Any, work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` after the answer, the invocation kept alive for it (`ctx.waitUntil`), as the
+    SDK hands a Python task to JavaScript: a proxy, destroyed once the task is done."""
+    from pyodide.ffi import create_proxy
+
+    task = asyncio.ensure_future(work)
+    proxy = create_proxy(task)
+    task.add_done_callback(lambda _: proxy.destroy())
+    ctx.waitUntil(proxy)
+
+
 async def scheduled(env: Any, controller: Any) -> None:
-    await tick(services_for(env), int(controller.scheduledTime))
+    await app_for(env).tick(int(controller.scheduledTime))
 
 
 def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:
