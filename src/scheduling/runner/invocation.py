@@ -56,7 +56,7 @@ class Invocation:
 
 
 # How long an isolate trusts that its code knows every migration of its database.
-SCHEMA_RECHECK_MS = 60_000
+SCHEMA_RECHECK_MS = 5 * 60_000
 
 
 class CodeBehindDatabase(Exception):
@@ -65,13 +65,18 @@ class CodeBehindDatabase(Exception):
     no row is written that the newer schema reads differently."""
 
 
-async def refuse_if_code_behind(services: Services, now: int) -> None:
+async def refuse_if_code_behind(services: Services, trips: RoundTrips, now: int) -> None:
     """Raise `CodeBehindDatabase`, saying so in the log, when the database lists a migration
-    this code does not know; asked once a minute per process or isolate (one statement)."""
+    this code does not know: one statement of the invocation's, once in five minutes per
+    process or isolate. An invocation with no D1 query left reads nothing, and writes
+    nothing either."""
     known_at = services.schema_known_at
     if known_at is not None and 0 <= now - known_at < SCHEMA_RECHECK_MS:
         return
-    [result] = await services.db.batch([tick_history.read_unknown_migrations(services.db)])
+    try:
+        [result] = await trips.send([tick_history.read_unknown_migrations(trips.db)])
+    except LimitReached:
+        return
     unknown = tick_history.unknown_migrations_from(result.results)
     if unknown:
         services.schema_known_at = None
@@ -122,7 +127,7 @@ class RunnerInvocation:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
-        await refuse_if_code_behind(self.services, self.started)
+        await refuse_if_code_behind(self.services, self.trips, self.started)
         try:
             await self._work()
             await self._write_record()
