@@ -65,24 +65,25 @@ class CodeBehindDatabase(Exception):
     no row is written that the newer schema reads differently."""
 
 
-async def refuse_if_code_behind(services: Services, trips: RoundTrips, now: int) -> None:
+async def refuse_if_code_behind(services: Services, now: int) -> bool:
     """Raise `CodeBehindDatabase`, saying so in the log, when the database lists a migration
-    this code does not know: one statement of the invocation's, once in five minutes per
-    process or isolate. An invocation with no D1 query left reads nothing, and writes
-    nothing either."""
+    this code does not know. Read once in five minutes per process or isolate; True when it
+    read (one D1 statement of the invocation's). With no D1 query left it reads nothing, and
+    the invocation writes nothing either."""
     known_at = services.schema_known_at
     if known_at is not None and 0 <= now - known_at < SCHEMA_RECHECK_MS:
-        return
+        return False
     try:
-        [result] = await trips.send([tick_history.read_unknown_migrations(trips.db)])
+        [result] = await services.db.batch([tick_history.read_unknown_migrations(services.db)])
     except LimitReached:
-        return
+        return False
     unknown = tick_history.unknown_migrations_from(result.results)
     if unknown:
         services.schema_known_at = None
         emit("runner_refused_code_behind_database", unknown_migrations=unknown)
         raise CodeBehindDatabase(f"the database has migrations this code does not know: {unknown}")
     services.schema_known_at = now
+    return True
 
 
 class RunnerInvocation:
@@ -127,7 +128,10 @@ class RunnerInvocation:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
-        await refuse_if_code_behind(self.services, self.trips, self.started)
+        if await refuse_if_code_behind(self.services, self.started):
+            # Its read is the invocation's too: the work has one D1 query less (the report
+            # counts the work's own).
+            self.engine.budget.reserved_queries += 1
         try:
             await self._work()
             await self._write_record()
