@@ -7,12 +7,15 @@ The steps, each only once the one before it succeeded:
 1. the prerequisites nothing here can install: Node.js at the version the pinned wrangler
    needs (`engines` in package.json), the hosts the tools download from and upload to (those
    of pywrangler's first run included), and a `wrangler.jsonc` with the D1 database id filled
-   in, `global_fetch_strictly_public` among its flags and `ENVIRONMENT` set to `production`.
+   in, `global_fetch_strictly_public` among its flags, `ENVIRONMENT` set to `production` and
+   an https `PUBLIC_ORIGIN`.
    `--check` stops here (and checks uv);
 2. the tools, exactly as locked: `npm ci` (wrangler, package-lock.json) and
    `pip install --require-hashes -r requirements/deploy.txt` into .venv (pywrangler, uv);
 3. uv at a version pywrangler accepts;
-4. `wrangler d1 migrations apply <database> --remote`, then `pywrangler deploy`, which
+4. the remote database's applied migrations (`d1_migrations`) read: one this checkout does
+   not hold means newer code migrated it, and the deploy stops;
+5. `wrangler d1 migrations apply <database> --remote`, then `pywrangler deploy`, which
    vendors the pinned packages (`python_modules/`) and runs `wrangler deploy`.
 """
 
@@ -40,23 +43,24 @@ PACKAGE_JSON = ROOT / "package.json"
 DEPLOY_LOCK = ROOT / "requirements" / "deploy.txt"
 VENV = ROOT / ".venv"
 WRANGLER_CONFIG = ROOT / "wrangler.jsonc"
+MIGRATIONS_DIR = ROOT / "src" / "scheduling" / "migrations"
 EXAMPLE_CONFIG = "wrangler.example.jsonc"
 
 # pywrangler 1.17 refuses an older uv (MIN_UV_VERSION in its utils.py).
 MIN_UV = (0, 13, 4)
 # What the deploy reaches: npm (wrangler), PyPI (pywrangler, uv and the Worker's packages),
-# Pyodide's package index (pywrangler resolves the Worker's packages against it), GitHub (on
-# a first run uv downloads a CPython build and pywrangler the Pyodide cross-build environment:
-# release downloads, which github.com hands on to release-assets.githubusercontent.com, the
-# environment's metadata from pyodide.github.io), Cloudflare's API.
+# Pyodide's package index (pywrangler resolves the Worker's packages against it), on a first
+# run uv's CPython build (releases.astral.sh, then GitHub) and the Pyodide cross-build
+# environment (GitHub release downloads, which github.com hands on to
+# release-assets.githubusercontent.com), Cloudflare's API.
 HOSTS = (
     "registry.npmjs.org",
     "pypi.org",
     "files.pythonhosted.org",
     "index.pyodide.org",
+    "releases.astral.sh",
     "github.com",
     "release-assets.githubusercontent.com",
-    "pyodide.github.io",
     "api.cloudflare.com",
 )
 NETWORK_TIMEOUT_S = 10.0
@@ -171,7 +175,8 @@ def first_database(config: dict[str, Any]) -> dict[str, Any]:
 
 def config_problems(path: Path = WRANGLER_CONFIG) -> list[str]:
     """What the Worker's config lacks: the D1 id, the flag that keeps every fetch on the
-    public Internet (webhook endpoints are URLs installations type in), and production."""
+    public Internet (webhook endpoints are URLs installations type in), production, and an
+    https PUBLIC_ORIGIN."""
     fill = f"copy {EXAMPLE_CONFIG} to {path.name} and put in the id from `wrangler d1 create`"
     if not path.exists():
         return [f"{path.name} ({fill})"]
@@ -191,11 +196,20 @@ def config_problems(path: Path = WRANGLER_CONFIG) -> list[str]:
             f" as {EXAMPLE_CONFIG} says)"
         )
     variables = config.get("vars")
-    environment = variables.get("ENVIRONMENT") if isinstance(variables, dict) else None
+    if not isinstance(variables, dict):
+        variables = {}
+    environment = variables.get("ENVIRONMENT")
     if environment != "production":
         problems.append(
             f'"ENVIRONMENT": "production" in {path.name}\'s vars'
             f" (it is {json.dumps(environment) if environment is not None else 'not set'})"
+        )
+    origin = variables.get("PUBLIC_ORIGIN")
+    if not isinstance(origin, str) or not origin.startswith("https://"):
+        problems.append(
+            f"an https PUBLIC_ORIGIN in {path.name}'s vars (it is"
+            f" {json.dumps(origin) if origin is not None else 'not set'}: the session cookie"
+            " and Strict-Transport-Security need https)"
         )
     return problems
 
@@ -239,11 +253,49 @@ def install_tools() -> None:
         pip_stamp.touch()
 
 
-def deploy() -> None:
+def tools_env() -> dict[str, str]:
     # pywrangler runs `uv` and `npx --yes wrangler` from PATH: the pinned ones come first.
     path = os.pathsep.join([str(VENV / "bin"), str(ROOT / "node_modules" / ".bin")])
-    env = {**os.environ, "PATH": path + os.pathsep + os.environ.get("PATH", "")}
-    name = str(first_database(read_config(WRANGLER_CONFIG))["database_name"])
+    return {**os.environ, "PATH": path + os.pathsep + os.environ.get("PATH", "")}
+
+
+def database_name() -> str:
+    return str(first_database(read_config(WRANGLER_CONFIG))["database_name"])
+
+
+def _capture(command: Sequence[str], env: dict[str, str]) -> tuple[int, str]:
+    done = subprocess.run(  # noqa: S603 (fixed tools)
+        command, cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    return done.returncode, done.stdout if done.returncode == 0 else done.stdout + done.stderr
+
+
+def remote_migrations(
+    name: str,
+    env: dict[str, str],
+    run: Callable[[list[str]], tuple[int, str]] | None = None,
+) -> list[str]:
+    """The migrations the remote database lists as applied (wrangler's `d1_migrations`); none
+    for a database no migration has touched yet."""
+    command = ["npx", "wrangler", "d1", "execute", name, "--remote", "--json",
+               "--command", "SELECT name FROM d1_migrations ORDER BY name"]  # fmt: skip
+    code, output = (run or (lambda asked: _capture(asked, env)))(command)
+    if code != 0:
+        if "no such table: d1_migrations" in output:
+            return []
+        raise subprocess.CalledProcessError(code, command, output)
+    return [str(row["name"]) for result in json.loads(output) for row in result["results"]]
+
+
+def code_behind(remote: Iterable[str]) -> list[str]:
+    """What the remote database has applied that this checkout's migrations do not hold."""
+    known = {path.name for path in MIGRATIONS_DIR.glob("*.sql")}
+    return [name for name in remote if name not in known]
+
+
+def deploy(env: dict[str, str], name: str) -> None:
+    """The schema first, then the code: if the upload then fails, the database is ahead of
+    the code still running, whose runner refuses to run until code that knows it is up."""
     _run(["npx", "wrangler", "d1", "migrations", "apply", name, "--remote"], env)
     _run([str(VENV / "bin" / "pywrangler"), "deploy"], env)
 
@@ -272,7 +324,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if problem is not None:
             say_missing([problem])
             return 1
-        deploy()
+        env, name = tools_env(), database_name()
+        unknown = code_behind(remote_migrations(name, env))
+        if unknown:
+            print(f"scripts/deploy: the remote database has migrations this code does not know"
+                  f" ({', '.join(unknown)}): newer code migrated it, and this code would run"
+                  " on a schema it cannot read; deploy that code (or a later one)",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+        deploy(env, name)
     except subprocess.CalledProcessError as failed:
         print(f"scripts/deploy: {' '.join(failed.cmd)} failed (exit {failed.returncode})",
               file=sys.stderr)  # fmt: skip

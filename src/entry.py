@@ -19,7 +19,7 @@ isolate.configure_logging()
 
 class Default(WorkerEntrypoint):  # type: ignore[misc]
     async def fetch(self, request: Any) -> Any:
-        return await isolate.fetch(self.env, request)
+        return await isolate.fetch(self.env, request, self.ctx)
 
     async def scheduled(self, controller: Any, env: Any = None, ctx: Any = None) -> None:
         await isolate.scheduled(self.env, controller)

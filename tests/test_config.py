@@ -52,6 +52,7 @@ def test_token_key_must_be_exactly_32_bytes(length: int) -> None:
         bytes(range(64, 0, -2)),
         b"\x13\x37" * 16,  # a short block repeated
         bytes(range(100, 116)) * 2,  # two equal halves
+        b"The quick brown fox jumps over t",  # text (issue 45, item 11)
     ],
 )
 def test_a_token_key_whose_bytes_follow_a_pattern_is_refused(key: bytes) -> None:
@@ -108,6 +109,26 @@ def test_one_bad_variable_leaves_the_others_usable() -> None:
 def test_public_origin_must_be_a_bare_origin(origin: str) -> None:
     config = Configuration.from_mapping(base_env(PUBLIC_ORIGIN=origin))
     assert "PUBLIC_ORIGIN" in config.problems
+
+
+def test_plain_http_is_refused_outside_development_but_on_this_machine() -> None:
+    """Issue 45, item 14: `PUBLIC_ORIGIN=http://…` in production started, and sent no
+    Strict-Transport-Security."""
+    plain = Configuration.from_mapping(base_env(PUBLIC_ORIGIN="http://scheduling.example"))
+    said = plain.problems["PUBLIC_ORIGIN"]
+    assert said.startswith("must be https when ENVIRONMENT is production")
+    with pytest.raises(ConfigurationError):
+        plain.raise_for_problems()
+    staging = base_env(PUBLIC_ORIGIN="http://10.0.0.7:8788", ENVIRONMENT="staging")
+    assert "PUBLIC_ORIGIN" in Configuration.from_mapping(staging).problems
+    for taken in (
+        base_env(PUBLIC_ORIGIN="http://scheduling.example", ENVIRONMENT="development"),
+        base_env(PUBLIC_ORIGIN="http://localhost:8788"),
+        base_env(PUBLIC_ORIGIN="http://127.0.0.1:8788"),
+        base_env(PUBLIC_ORIGIN="http://[::1]:8788"),
+        base_env(PUBLIC_ORIGIN="https://scheduling.example"),
+    ):
+        assert "PUBLIC_ORIGIN" not in Configuration.from_mapping(taken).problems, taken
 
 
 def test_dev_origins_are_a_list_of_exact_origins() -> None:

@@ -177,6 +177,11 @@ def test_a_version_just_below_what_is_needed_is_named(
             ('"ENVIRONMENT": "production",', ""),
             '"ENVIRONMENT": "production" in wrangler.jsonc\'s vars (it is not set)',
         ),
+        # Issue 45, item 14: a plain-http origin deployed (no secure cookie, no HSTS).
+        (
+            ('"PUBLIC_ORIGIN": "https://', '"PUBLIC_ORIGIN": "http://'),
+            'an https PUBLIC_ORIGIN in wrangler.jsonc\'s vars (it is "http://scheduling.example"',
+        ),
     ],
 )
 def test_a_config_that_lost_the_public_fetch_flag_or_production_is_refused(
@@ -207,9 +212,12 @@ def test_the_example_config_as_copied_has_nothing_missing_but_its_id(tmp_path: P
 
 def test_the_hosts_of_pywranglers_first_run_are_probed_and_the_unreachable_one_named() -> None:
     """Issue 37, item 7: on a first run pywrangler has uv download a CPython build and the
-    Pyodide cross-build environment (GitHub release downloads, served from another host)."""
-    for host in ("github.com", "release-assets.githubusercontent.com", "pyodide.github.io"):
+    Pyodide cross-build environment (GitHub release downloads, served from another host).
+    Issue 45, item 21: uv's build comes from releases.astral.sh first; nothing of the deploy
+    contacts pyodide.github.io."""
+    for host in ("github.com", "release-assets.githubusercontent.com", "releases.astral.sh"):
         assert host in deploy.HOSTS
+    assert "pyodide.github.io" not in deploy.HOSTS
     probed: list[str] = []
 
     def probe(urls: Iterable[str]) -> list[str]:
@@ -278,6 +286,7 @@ def test_once_nothing_is_missing_it_installs_the_pinned_tools_migrates_and_deplo
     monkeypatch.setattr(deploy, "DEPLOY_LOCK", checkout / "requirements" / "deploy.txt")
     monkeypatch.setattr(deploy, "WRANGLER_CONFIG", checkout / "wrangler.jsonc")
     monkeypatch.setattr(deploy, "missing", lambda *, check_uv: [])
+    monkeypatch.setattr(deploy, "remote_migrations", lambda name, env: [])  # a new database
     ran: list[tuple[list[str], str]] = []
 
     def run(command: list[str], env: dict[str, str] | None = None) -> None:

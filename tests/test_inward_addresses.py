@@ -57,6 +57,10 @@ INWARD_NAME = "hooks.example.com"  # public-looking; this machine's resolver say
         ("2002:7f00:1::1", False),  # 6to4 of 127.0.0.1
         ("2002:c0a8:101::1", False),  # 6to4 of 192.168.1.1
         ("2002:5db8:d70e::1", True),  # 6to4 of a public address
+        # Issue 45, item 14: IPv4-translated (SIIT, RFC 6052/7915) was judged public.
+        ("::ffff:0:127.0.0.1", False),
+        ("::ffff:0:a00:7", False),  # 10.0.0.7
+        ("::ffff:0:93.184.215.14", True),
         ("::127.0.0.1", False),  # IPv4-compatible (deprecated)
         ("::93.184.215.14", False),
         ("fec0::1", False),  # site-local

@@ -91,8 +91,12 @@ def test_wrangler_example_declares_the_worker() -> None:
         }
     ]
     assert config["triggers"] == {"crons": ["* * * * *"]}
-    # Workers Logs keep every tick's JSON line (issue 21).
-    assert config["observability"] == {"enabled": True, "head_sampling_rate": 1}
+    # Workers Logs keep every tick's JSON line (issue 21), and no request's URL (issue 45:
+    # a launch's carries its code).
+    assert config["observability"] == {
+        "enabled": True,
+        "logs": {"enabled": True, "head_sampling_rate": 1, "invocation_logs": False},
+    }
     # The binding counts failed launches as the in-memory limiter does; the plugin holds a
     # client back for its own window, so the binding's period must be the same.
     assert config["ratelimits"] == [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,8 @@ from scheduling.runner import purge
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env, make_app
 from tests.support.world import World, schedule, tick_at
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DAY = 86_400_000
 OLD = START_MS - 401 * DAY  # ended before the window
@@ -210,3 +213,11 @@ async def test_a_revision_counts_on_after_the_purge_removed_every_schedule_of_it
     world.core.state.add_content("cnt_b", "Second")
     other = await schedule(world, installation, "cnt_b", in_minutes=30)
     assert other["revision"] == 1  # counted per content and kind
+
+
+def test_the_data_page_says_what_the_purge_leaves_of_a_revision() -> None:
+    """Issue 45, item 17: docs/operators/data.md still said the next schedule starts at 1
+    again after the purge, which the test above shows it does not."""
+    text = " ".join((ROOT / "docs" / "operators" / "data.md").read_text("utf-8").split())
+    assert "starts at 1 again" not in text
+    assert "the next one still gets the number after the last, never 1 again" in text

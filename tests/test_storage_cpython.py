@@ -74,7 +74,7 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
            INSERT INTO runner_totals (name, value) VALUES ('webhook_events', 3),
                ('webhook_deliveries:delivered', 2), ('webhook_lost_leases', 1);"""
     )
-    assert apply_migrations(connection) == ["0018_channel_kinds.sql"]
+    assert apply_migrations(connection)[:1] == ["0018_channel_kinds.sql"]
     endpoint = connection.execute("SELECT id, kind, next_message_at FROM notification_endpoints")
     assert [tuple(r) for r in endpoint] == [("whe_1", "chat", 60000)]
     assert connection.execute("SELECT count(*) FROM notification_subscriptions").fetchone()[0] == 1
@@ -94,6 +94,28 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
     columns = {r[1] for r in connection.execute("PRAGMA table_info(tick_history)")}
     assert {"delivery_sends", "deliveries_delivered"} <= columns
     assert not {c for c in columns if c.startswith("webhook")}
+    connection.close()
+
+
+def test_0020_keeps_the_history_and_takes_backstop_ticks(tmp_path: Path) -> None:
+    """Issue 45, item 18: a tick a request runs when the cron has stopped is its own kind."""
+    connection = migrated_before(tmp_path, "0020")
+    columns = [row[1] for row in connection.execute("PRAGMA table_info(tick_history)")]
+    row = ", ".join("?" for _ in columns)
+    insert = f"INSERT INTO tick_history VALUES ({row})"
+    for at, kind in ((1, "tick"), (2, "alarm")):
+        connection.execute(insert, [at, kind, None, *[7] * (len(columns) - 3)])
+    with pytest.raises(sqlite3.IntegrityError):
+        connection.execute(insert, [3, "backstop", None, *[7] * (len(columns) - 3)])
+    assert "0020_backstop_ticks.sql" in apply_migrations(connection)
+    assert [row[1] for row in connection.execute("PRAGMA table_info(tick_history)")] == columns
+    connection.execute(insert, [3, "backstop", None, *[7] * (len(columns) - 3)])
+    with pytest.raises(sqlite3.IntegrityError):
+        connection.execute(insert, [4, "consumer", None, *[7] * (len(columns) - 3)])
+    kept = connection.execute("SELECT at, kind, due FROM tick_history ORDER BY at")
+    assert [tuple(r) for r in kept] == [(1, "tick", 7), (2, "alarm", 7), (3, "backstop", 7)]
+    indexes = {r[1] for r in connection.execute("PRAGMA index_list(tick_history)")}
+    assert {"tick_history_at", "tick_history_ok"} <= indexes
     connection.close()
 
 

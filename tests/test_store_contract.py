@@ -1549,7 +1549,8 @@ TABLES = frozenset(
 
 
 OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
-    "healthz": (tick_history.HEALTH_SQL, (0,)),
+    "healthz": (tick_history.HEALTH_SQL, (0, tick_history.NEWEST_MIGRATION)),
+    "the backstop's last tick": (tick_history.LATEST_TICK_SQL, ()),
     "last tick": (tick_history.LAST_TICK_SQL, ()),
     "live counts": (LIVE_COUNTS_SQL, ()),
     "history window": (tick_history.SERIES_SQL, (0, 1, 600_000)),

@@ -61,6 +61,9 @@ def loop_world(
     world = World(db, clock, env=base_env(**env))
     slow = SlowCore(world, core_seconds, clock)
     world.app.services.http = slow
+    # Its migrations found known a moment ago: the downgrade guard's read (once in five
+    # minutes, tests/test_schema_guard.py) is in none of these counts.
+    world.app.services.schema_known_at = start_ms
     return world, slow
 
 
@@ -182,9 +185,10 @@ async def test_on_workers_free_a_tick_stays_within_50_queries_and_50_subrequests
     trips = db.round_trips
     report = await tick_at(world, due)
     assert (report["batches"], report["sends"], report["completed"]) == (2, 40, 40)
-    assert report["d1_statements"] <= 50
+    # The downgrade guard's read (this process's first tick's) is one of the 50 too.
+    assert report["d1_statements"] + 1 <= 50
     assert report["sends"] <= 50
-    assert db.round_trips - trips == report["d1_round_trips"]
+    assert db.round_trips - trips == report["d1_round_trips"] + 1
     # What is left stays due, visibly: the next tick takes it.
     assert (await runner_status(world.app))["due_backlog"] == 60
     assert (await tick_at(world, due + MINUTE))["sends"] == 40

@@ -157,3 +157,25 @@ async def test_a_launch_exchange_that_succeeds_with_the_same_token_ends_the_lock
     clock.advance(1_000)
     again = await world.browser_for(installation, content_id=None)
     assert (await again.get(f"/installations/{installation.id}")).status == 200
+
+
+async def test_a_5xx_whose_body_says_plugin_unauthorized_locks_nothing(
+    world: World, clock: FakeClock
+) -> None:
+    """Issue 45, item 13: a 503 with `plugin_unauthorized` in its body locked the
+    installation's sessions and agent keys out. Only a 401 says Dee Wan no longer accepts the
+    installation; a 5xx is Dee Wan failing, and its send is tried again."""
+    from tests.support.agents import call_tool, mint_key
+
+    installation = await world.install()
+    due = await schedule(world, installation, "cnt_en", in_minutes=2)
+    manage = await world.browser_for(installation, content_id=None)
+    key = await mint_key(world, installation)
+    world.core.faults.push(Fault.respond(503, "plugin_unauthorized"), endpoint="transitions")
+    await tick_at(world, due["due_at"])
+    sql = "SELECT status, result_code FROM schedules WHERE id = ?"
+    [row] = (await world.db.prepare(sql).bind(due["id"]).all()).results
+    assert (row["status"], row["result_code"]) == ("retrying", "plugin_unauthorized")
+    assert (await manage.get(f"/installations/{installation.id}")).status == 200
+    listed = await call_tool(world, key, "list_schedules", {})
+    assert not listed.get("isError"), listed

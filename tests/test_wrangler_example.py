@@ -44,3 +44,13 @@ def test_outbound_fetches_are_strictly_public_and_the_example_says_why() -> None
     assert config["compatibility_flags"] == ["python_workers", "global_fetch_strictly_public"]
     text = EXAMPLE.read_text("utf-8")
     assert "straight to that zone's origin server" in text.replace("\n  // ", " ")
+
+
+def test_workers_logs_keep_the_workers_lines_and_no_request_url() -> None:
+    """Issue 45, item 12: at full sampling with the invocation log on, Workers Logs recorded
+    each request's URL, a launch's `?dee_wan_launch=dwl_…` code among them."""
+    observability = read_config(EXAMPLE)["observability"]
+    assert observability["enabled"] is True
+    logs = observability["logs"]
+    assert logs["enabled"] is True
+    assert logs["invocation_logs"] is False

@@ -4,6 +4,9 @@ route's `again`), and the runner's invocations (the cron's tick, a clock's alarm
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
 from scheduling.config import Misconfigured
 from scheduling.domain.refusals import Refusal, invalid_request
 from scheduling.http.html.render import refusal_page
@@ -19,7 +22,7 @@ from scheduling.pages.content import content_page
 from scheduling.pages.manage import manage_page
 from scheduling.pages.notifications import notifications_routes
 from scheduling.runner.alarm import alarm
-from scheduling.runner.tick import tick
+from scheduling.runner.tick import Ticks
 from scheduling.services import Services, log
 
 
@@ -217,6 +220,7 @@ class App:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.router = ROUTER
+        self.ticks = Ticks(services)
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -263,7 +267,12 @@ class App:
 
     async def tick(self, scheduled_time: int) -> dict[str, int]:
         """One runner tick for the cron invocation of `scheduled_time` (`runner.tick.tick`)."""
-        return await tick(self.services, scheduled_time)
+        return await self.ticks.cron(scheduled_time)
+
+    def after_request(self) -> Coroutine[Any, Any, None] | None:
+        """What a runtime runs once a request is answered: the cron's backstop when the cron
+        has stopped (`runner.tick.Ticks`); None nearly always."""
+        return self.ticks.after_request()
 
     async def alarm(self, installation_id: str, set_for: int | None = None) -> int | None:
         """One alarm of an installation's clock (`runner.alarm.alarm`)."""

@@ -158,6 +158,7 @@ def _environment(value: Any) -> str:
 
 
 PositiveInt = Annotated[int, Field(gt=0)]
+_LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 # Room for the claim and settle round trips around a batch's sends.
 LEASE_MARGIN_MS = 5_000
@@ -236,6 +237,19 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     return found
 
 
+def _plain_http_problem(settings: _Settings) -> dict[str, str]:
+    """PUBLIC_ORIGIN on plain http outside development and off this machine: the session
+    cookie (`__Host-`, Secure) and Strict-Transport-Security need https."""
+    origin, environment = settings.PUBLIC_ORIGIN or "", settings.ENVIRONMENT
+    host = urlsplit(origin).hostname
+    if not origin.startswith("http://") or environment == "development" or host in _LOOPBACK:
+        return {}
+    return {
+        "PUBLIC_ORIGIN": f"must be https when ENVIRONMENT is {environment} (browsers keep the"
+        " session cookie and Strict-Transport-Security only over https)"
+    }
+
+
 def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
     """Said once per process: a Worker's isolate reads its env on every request."""
     if old in _warned_renamed:
@@ -281,6 +295,7 @@ class Configuration:
             if name not in raw and name not in problems:
                 problems[name] = "is not set"
         problems.update(_timing_problems(settings, problems))
+        problems.update(_plain_http_problem(settings))
         return cls(settings, problems)
 
     def raise_for_problems(self) -> None:

@@ -50,6 +50,9 @@ class Services:
     # What an invocation of this process or isolate had used when a platform limit refused
     # it ("d1" statements, "subrequests"): later invocations budget below it.
     limits_met: dict[str, int] = field(default_factory=dict)
+    # When this process or isolate last found its database's migrations all known to its code
+    # (`runner/invocation.py` asks again five minutes later: a deploy may migrate it meanwhile).
+    schema_known_at: int | None = None
     _crypto: Crypto | None = field(default=None, init=False, repr=False)
     _failure_throttle: FailureThrottle | None = field(default=None, init=False, repr=False)
 

@@ -142,6 +142,12 @@ class RemoteD1Database:
         raise WorkerRaised(error["type"], error["message"])
 
 
+# wrangler's record of the migrations applied (its table and columns).
+_APPLIED_TABLE = """CREATE TABLE d1_migrations(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT UNIQUE,
+    applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL)"""
+
+
 async def contract_database(control_url: str) -> RemoteD1Database:
     """The harness's contract D1, migrated when it holds no table yet (each file one batch, the
     statements split as the CPython runtime splits them, less a comment after the last `;`,
@@ -157,9 +163,16 @@ async def contract_database(control_url: str) -> RemoteD1Database:
     )
     tables = [str(row["name"]) for row in (await listed.all()).results]
     if not tables:
+        # Each file recorded as wrangler records it: the downgrade guard reads the list.
+        await db.batch([db.prepare(_APPLIED_TABLE)])
         for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
             statements = _statements(path.read_text("utf-8"))
-            await db.batch([db.prepare(sql[: sql.rindex(";") + 1]) for sql in statements])
+            await db.batch(
+                [
+                    *(db.prepare(sql[: sql.rindex(";") + 1]) for sql in statements),
+                    db.prepare("INSERT INTO d1_migrations (name) VALUES (?)").bind(path.name),
+                ]
+            )
         tables = [str(row["name"]) for row in (await listed.all()).results]
     await db.batch(
         [

@@ -50,12 +50,13 @@ def read_refusal(error: CoreError) -> Refusal:
 def launch_refusal(error: CoreError) -> Refusal:
     """A launch exchange failed: Dee Wan did not confirm it (401), or is not answering (503)."""
     if error.code == UNAVAILABLE:
+        # The launch code is never offered again (it would be in a link): Dee Wan mints
+        # another when Scheduling is opened from there.
         return _unavailable(
             "Dee Wan is not answering right now, so Scheduling could not check who opened it"
             " and cannot show this site's schedules yet. Nothing was changed, and waiting"
-            " schedules are still sent at their time. Try again in a minute; if the link has"
-            " expired by then, open Scheduling from Dee Wan again.",
-            relaunch=False,
+            " schedules are still sent at their time. Try again in a minute.",
+            relaunch=True,
         )
     return Refusal(
         401,

@@ -8,16 +8,18 @@ resolves to is checked at connect time. (A base URL or an endpoint URL may not b
 literal at all, in any spelling, so a resolved address is the only one ever judged.)
 
 An IPv6 address can carry an IPv4 one that a translator or a tunnel dials on its behalf:
-IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d` (RFC 6052) and 6to4
-`2002:aabb:ccdd::/48` (RFC 3056). Each is judged by the IPv4 address it carries, since
-`64:ff9b::7f00:1` reaches 127.0.0.1 through a NAT64 gateway.
+IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d` (SIIT, RFC 7915), NAT64
+`64:ff9b::a.b.c.d` (RFC 6052) and 6to4 `2002:aabb:ccdd::/48` (RFC 3056). Each is judged by
+the IPv4 address it carries, since `64:ff9b::7f00:1` reaches 127.0.0.1 through a NAT64
+gateway.
 """
 
 from __future__ import annotations
 
 import ipaddress
 
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+# Each carries an IPv4 address in its last 32 bits: NAT64, and SIIT's IPv4-translated form.
+_CARRIERS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::ffff:0:0:0/96"))
 # Refused whole: where a local-use prefix leads only this network's translator knows
 # (RFC 8215); IPv4-compatible addresses are deprecated (RFC 4291) and lead nowhere public;
 # site-local (fec0::/10) is deprecated but still routed within some sites.
@@ -50,7 +52,7 @@ def _carried_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
         return ip.ipv4_mapped
     if ip.sixtofour is not None:
         return ip.sixtofour
-    if ip in _NAT64:
+    if any(ip in carrier for carrier in _CARRIERS):
         return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
     return None
 

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import ID_PATTERN, has_shape
 from scheduling.http.guards import SESSION_COOKIE
@@ -45,9 +44,9 @@ class NextSteps:
 def local_steps(request: Request, refusal: Refusal) -> NextSteps:
     """What the request itself tells: try a page again, or go back to the page of a form.
 
-    A launch link is offered again only when Dee Wan did not answer its exchange (its code
-    was not checked); otherwise its code is used, or was refused. A session that is gone is
-    not brought back by a reload: the page says to open Scheduling from Dee Wan instead."""
+    A launch link is never offered again: its code is a secret, which no link carries (when
+    Dee Wan did not answer, the page says to open Scheduling from Dee Wan again). A session
+    that is gone is not brought back by a reload: the page says so too."""
     found = _INSTALLATION_PAGE.match(request.path)
     if found is None:
         return NextSteps(about_href="/")
@@ -55,10 +54,6 @@ def local_steps(request: Request, refusal: Refusal) -> NextSteps:
     if request.method not in ("GET", "HEAD"):
         return NextSteps(back_href=page)
     url = urlsplit(request.url)
-    if "dee_wan_launch=" in url.query and refusal.code == UNAVAILABLE:
-        # Dee Wan did not answer the exchange, so the code was not checked: the same launch
-        # may be tried again (Dee Wan refuses it if it was used or has expired meanwhile).
-        return NextSteps(retry_href=url.path + f"?{url.query}")
     if "dee_wan_launch=" in url.query or refusal.relaunch or refusal.code in _NOTHING_TO_REPEAT:
         return NextSteps()
     return NextSteps(retry_href=url.path + (f"?{url.query}" if url.query else ""))

@@ -16,15 +16,17 @@ from scheduling.runner.report import TickReport
 # Three missed minutes: one late cron firing is normal, three in a row is not.
 STALL_AFTER_MS = 3 * 60_000
 FINISHED_WINDOW_MS = 24 * 60 * 60_000
+CODE_BEHIND_DATABASE = "code_behind_database"
 
 
 async def read_status(db: Database, now: int) -> dict[str, Any]:
     """The operator's status at `now`, read in one D1 round trip."""
-    last, waiting, counts = await db.batch(
+    last, waiting, counts, unknown = await db.batch(
         [
             tick_history.read_last(db),
             backlog.read_backlog(db, now),
             backlog.read_counts(db, now - FINISHED_WINDOW_MS),
+            tick_history.read_unknown_migrations(db),
         ]
     )
     return status_json(
@@ -32,6 +34,7 @@ async def read_status(db: Database, now: int) -> dict[str, Any]:
         tick_history.last_from(last.results),
         backlog.backlog_from(waiting.results),
         backlog.counts_from(counts.results),
+        tick_history.unknown_migrations_from(unknown.results),
     )
 
 
@@ -41,19 +44,29 @@ def is_stalled(now: int, last_tick_at: int | None, work_due: bool) -> bool:
     return work_due and (last_tick_at is None or now - last_tick_at > STALL_AFTER_MS)
 
 
-async def read_stalled(db: Database, now: int) -> bool:
-    """/healthz: one statement that reads only indexes."""
+async def read_health(db: Database, now: int) -> str:
+    """/healthz's status: `ok`, `stalled`, or `code_behind_database` (the database has
+    migrations this code does not know, so its runner does not run); one statement that
+    reads only indexes."""
     [result] = await db.batch([tick_history.read_health(db, now)])
     health = tick_history.health_from(result.results)
-    return is_stalled(now, health.last_at, health.work_due)
+    if health.code_behind:
+        return CODE_BEHIND_DATABASE
+    return "stalled" if is_stalled(now, health.last_at, health.work_due) else "ok"
 
 
 def status_json(
-    now: int, last: LastTick | None, backlog: Backlog, counts: dict[str, int]
+    now: int,
+    last: LastTick | None,
+    backlog: Backlog,
+    counts: dict[str, int],
+    unknown_migrations: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "code": "runner_status",
         "now": rfc3339(now),
+        # The migrations the database has and this code does not know: its runner refuses.
+        "code_behind_database": unknown_migrations or [],
         "stalled": is_stalled(now, None if last is None else last.at, backlog.size > 0),
         "stalled_after_ms": STALL_AFTER_MS,
         "last_tick": None if last is None else _tick_json(now, last),

@@ -195,7 +195,8 @@ def _invocations(totals: Mapping[str, int]) -> list[Family]:
         _counter(
             "scheduling_ticks",
             "Runner invocations recorded, by kind (tick: the cron's; alarm: an "
-            "installation's alarm clock waking).",
+            "installation's alarm clock waking; backstop: a request's, the cron having "
+            "stopped).",
             [({"kind": k}, totals.get(history.invocations(k), 0)) for k in kinds],
         ),
         _counter(

@@ -68,6 +68,7 @@ class Slot:
     alarm_lateness_max_ms: int = 0
     caught: int = 0
     clocks_rearmed: int = 0
+    backstops: int = 0  # ticks a request ran because the cron had stopped
 
 
 @dataclass(frozen=True)
@@ -102,9 +103,10 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
             ),
             operator_queries.read_recent_refusals(db),
             operator_queries.read_installations(db, now - FINISHED_WINDOW_MS),
+            tick_history.read_unknown_migrations(db),
         ]
     )
-    last, waiting, counts, *series, refusals, installations = results
+    last, waiting, counts, *series, refusals, installations, unknown = results
     return OperatorView(
         now=now,
         status=status_json(
@@ -112,6 +114,7 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
             tick_history.last_from(last.results),
             backlog.backlog_from(waiting.results),
             backlog.counts_from(counts.results),
+            tick_history.unknown_migrations_from(unknown.results),
         ),
         max_lateness_ms=max_lateness_ms,
         windows=tuple(
@@ -156,4 +159,5 @@ def _slot(start: int, row: Row) -> Slot:
         alarm_lateness_max_ms=n("alarm_lateness_max_ms"),
         caught=n("caught"),
         clocks_rearmed=n("clocks_rearmed"),
+        backstops=n("backstops"),
     )

@@ -108,7 +108,7 @@ def _insert(db: Database, key: AgentKey, key_hash: str, offered: str) -> Stateme
 _INSTALLATION_LIVE = """NOT (coalesce(i.unauthorized_at >= i.token_rotated_at, 0) OR EXISTS (
     SELECT 1 FROM schedules
      WHERE installation_id = k.installation_id AND result_code = 'plugin_unauthorized'
-       AND updated_at >= i.token_rotated_at))"""
+       AND status = 'refused' AND updated_at >= i.token_rotated_at))"""
 
 
 async def find_live(db: Database, key_hash: str, now: int) -> AgentKey | None:

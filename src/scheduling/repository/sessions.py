@@ -132,11 +132,13 @@ async def create(
 # was last set and since a launch exchange last succeeded with it (which proves Dee Wan
 # accepts it again; at the same millisecond the refusal wins): to a page's call
 # (`installations.unauthorized_at`), or to the runner (a schedule refused so, read through
-# the partial index `schedules_unauthorized`).
+# the partial index `schedules_unauthorized`). Only a 401 says it: a 5xx whose body names the
+# code is a retry (`retrying`) and locks nothing.
 _GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at
                 AND i.unauthorized_at >= coalesce(i.token_accepted_at, -1), 0) OR EXISTS (
     SELECT 1 FROM schedules
      WHERE installation_id = s.installation_id AND result_code = 'plugin_unauthorized'
+       AND status = 'refused'
        AND updated_at >= i.token_rotated_at AND updated_at >= coalesce(i.token_accepted_at, -1))"""
 
 

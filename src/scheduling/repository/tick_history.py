@@ -1,4 +1,6 @@
-"""The tick history: one row per tick (and per alarm of an installation's clock), kept 7 days, and the running totals behind the operator's counters.
+"""The tick history: one row per tick (and per alarm of an installation's clock, and per tick a
+request ran as the cron's backstop), kept 7 days, and the running totals behind the operator's
+counters; and whether the database is newer than this code.
 
 An invocation's row, the totals it adds to and the pruning of rows past the retention go
 in one write (`write`, three statements) that the invocation sends as its last round
@@ -20,7 +22,7 @@ from scheduling.repository.backlog import DUE_COUNT_SQL, WORK_DUE_SQL
 
 RETENTION_MS = 7 * 24 * 60 * 60_000
 PRUNE_ROWS = 10
-KINDS = ("tick", "alarm")  # a cron tick; a clock's alarm
+KINDS = ("tick", "alarm", "backstop")  # a cron tick; a clock's alarm; a request's tick
 # The report's counts, one column each (runner/report.py's fields), then the lateness buckets.
 REPORT_COLUMNS: tuple[str, ...] = (
     "cron_delay_ms",
@@ -76,12 +78,24 @@ PRUNE_SQL = f"""DELETE FROM tick_history WHERE rowid IN (
 # The last tick that ran to its end (a failed one does not say the runner is alive).
 LAST_TICK_SQL = """SELECT * FROM tick_history
  WHERE kind = 'tick' AND error IS NULL ORDER BY at DESC LIMIT 1"""
-# /healthz in one statement, reading only indexes: the last good tick's instant, and
-# whether any work is due.
+# The cron's backstop: the latest tick of the cron or of a backstop that ran to its end.
+LATEST_TICK_SQL = """SELECT max(
+  coalesce((SELECT at FROM tick_history WHERE kind = 'tick' AND error IS NULL
+             ORDER BY at DESC LIMIT 1), -1),
+  coalesce((SELECT at FROM tick_history WHERE kind = 'backstop' AND error IS NULL
+             ORDER BY at DESC LIMIT 1), -1)) AS at"""
+# The newest migration this code knows (tests/test_schema_guard.py: the last file of
+# `migrations/`). A database that lists a later one in wrangler's `d1_migrations` was migrated
+# for newer code: this code does not run the runner on it (`runner/invocation.py`).
+NEWEST_MIGRATION = "0020_backstop_ticks.sql"
+UNKNOWN_MIGRATIONS_SQL = "SELECT name FROM d1_migrations WHERE name > ?1 ORDER BY name"
+# /healthz in one statement, reading only indexes: the last good tick's instant, whether any
+# work is due, and how many migrations the database has that this code does not know.
 HEALTH_SQL = f"""SELECT
   (SELECT at FROM tick_history WHERE kind = 'tick' AND error IS NULL
     ORDER BY at DESC LIMIT 1) AS last_at,
-  {WORK_DUE_SQL} AS work_due"""
+  {WORK_DUE_SQL} AS work_due,
+  (SELECT count(*) FROM d1_migrations WHERE name > ?2) AS unknown_migrations"""
 TOTALS_SQL = "SELECT name, value FROM runner_totals"
 # A window of the history in slots of `?3` ms from `?1`: per slot the worst of each gauge
 # and the sum of each count, so 10,080 ticks come back as a few hundred rows. A tick falls
@@ -96,7 +110,7 @@ SERIES_SQL = (
        max(duration_ms) AS duration_ms,
        max(backlog) AS backlog,
        max(CASE WHEN kind = 'tick' THEN cron_delay_ms ELSE 0 END) AS cron_delay_ms,
-       sum(kind = 'alarm') AS alarms,
+       sum(kind = 'alarm') AS alarms, sum(kind = 'backstop') AS backstops,
        max(CASE WHEN kind = 'alarm' THEN lateness_max_ms ELSE 0 END) AS alarm_lateness_max_ms,
        sum(caught) AS caught, sum(clocks_rearmed) AS clocks_rearmed,
        max(lateness_p50_ms) AS lateness_p50_ms, max(lateness_max_ms) AS lateness_max_ms,
@@ -125,6 +139,7 @@ class Health:
 
     last_at: int | None  # the last tick that ran to its end
     work_due: bool
+    code_behind: bool = False  # the database has migrations this code does not know
 
 
 def write(
@@ -167,13 +182,34 @@ def last_from(rows: Sequence[Row]) -> LastTick | None:
 
 
 def read_health(db: Database, now: int) -> Statement:
-    return db.prepare(HEALTH_SQL).bind(now)
+    return db.prepare(HEALTH_SQL).bind(now, NEWEST_MIGRATION)
 
 
 def health_from(rows: Sequence[Row]) -> Health:
     row = rows[0]
     last_at = row["last_at"]
-    return Health(None if last_at is None else int(last_at), bool(row["work_due"]))
+    return Health(
+        None if last_at is None else int(last_at),
+        bool(row["work_due"]),
+        bool(row["unknown_migrations"]),
+    )
+
+
+def read_latest_tick(db: Database) -> Statement:
+    return db.prepare(LATEST_TICK_SQL)
+
+
+def latest_tick_from(rows: Sequence[Row]) -> int | None:
+    at = int(rows[0]["at"])
+    return None if at < 0 else at
+
+
+def read_unknown_migrations(db: Database) -> Statement:
+    return db.prepare(UNKNOWN_MIGRATIONS_SQL).bind(NEWEST_MIGRATION)
+
+
+def unknown_migrations_from(rows: Sequence[Row]) -> list[str]:
+    return [str(row["name"]) for row in rows]
 
 
 def read_totals(db: Database) -> Statement:

@@ -15,6 +15,7 @@ from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
 from scheduling.limits import RECORD_STATEMENTS
 from scheduling.ports import Clock, LimitReached, Statement
+from scheduling.repository import tick_history
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
@@ -52,6 +53,37 @@ class Invocation:
     def cron_delay_ms(self) -> int:
         """How late the invocation was delivered (0 when on time or early)."""
         return max(0, self.started - self.scheduled_time)
+
+
+# How long an isolate trusts that its code knows every migration of its database.
+SCHEMA_RECHECK_MS = 5 * 60_000
+
+
+class CodeBehindDatabase(Exception):
+    """The database has migrations this code does not know: newer code migrated it (or a
+    deploy migrated it, then failed to upload the code). The runner does not run on it, so
+    no row is written that the newer schema reads differently."""
+
+
+async def refuse_if_code_behind(services: Services, now: int) -> bool:
+    """Raise `CodeBehindDatabase`, saying so in the log, when the database lists a migration
+    this code does not know. Read once in five minutes per process or isolate; True when it
+    read (one D1 statement of the invocation's). With no D1 query left it reads nothing, and
+    the invocation writes nothing either."""
+    known_at = services.schema_known_at
+    if known_at is not None and 0 <= now - known_at < SCHEMA_RECHECK_MS:
+        return False
+    try:
+        [result] = await services.db.batch([tick_history.read_unknown_migrations(services.db)])
+    except LimitReached:
+        return False
+    unknown = tick_history.unknown_migrations_from(result.results)
+    if unknown:
+        services.schema_known_at = None
+        emit("runner_refused_code_behind_database", unknown_migrations=unknown)
+        raise CodeBehindDatabase(f"the database has migrations this code does not know: {unknown}")
+    services.schema_known_at = now
+    return True
 
 
 class RunnerInvocation:
@@ -96,6 +128,10 @@ class RunnerInvocation:
         return self.clock() - self.now
 
     async def run(self) -> TickReport:
+        if await refuse_if_code_behind(self.services, self.started):
+            # Its read is the invocation's too: the work has one D1 query less (the report
+            # counts the work's own).
+            self.engine.budget.reserved_queries += 1
         try:
             await self._work()
             await self._write_record()

@@ -2,12 +2,23 @@
 tick's budget is spent, or, with an alarm clock per installation, watch the clocks
 (`watchdog.py`); then deliver the notifications the outbox has due; then purge what is past the
 retention window (`purge.py`), within what is left; then record itself (`invocation.py`).
+
+The cron's backstop (`Ticks`): with the cron stopped nothing would be sent until someone
+looked, so any request a process or isolate serves, /healthz polled by an uptime monitor
+among them, notices a last tick over two minutes old and runs one tick of its own after
+answering, within a shorter budget, recorded as the kind `backstop`. Before the cron's first
+tick there is nothing to go by: no backstop.
 """
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
 from scheduling.domain.localtime import rfc3339
 from scheduling.events import emit
+from scheduling.limits import TICK_TIME
+from scheduling.repository import tick_history
 from scheduling.runner import purge
 from scheduling.runner.invocation import Invocation, RunnerInvocation
 from scheduling.runner.report import TickReport
@@ -101,3 +112,69 @@ class Tick(RunnerInvocation):
         await purge.purge(
             self.services, self.trips, self.engine.budget, now=self.now, elapsed_ms=self.elapsed_ms
         )
+
+
+# The cron fires every minute: a last tick older than two is a cron that has stopped.
+CRON_STOPPED_AFTER_MS = 2 * 60_000
+# No new work past this: Workers keeps a request's `waitUntil` work 30 s after its answer,
+# and the last sends may take REQUEST_TIMEOUT_MS more.
+BACKSTOP_TIME_MS = 15_000
+
+
+class Backstop(Tick):
+    """A tick a request ran because the cron's last one is over two minutes old."""
+
+    kind = "backstop"
+    log_event = "runner_backstop"
+
+    def __init__(self, services: Services, invocation: Invocation) -> None:
+        super().__init__(services, invocation)
+        allowed = self.engine.budget.allowed
+        allowed[TICK_TIME.name] = min(allowed[TICK_TIME.name], BACKSTOP_TIME_MS)
+
+
+class Ticks:
+    """One process's or isolate's ticks: the cron's, and the backstop a request runs when the
+    cron has stopped; one at a time. The last tick's time is kept here a while, so a request
+    reads the database for it at most once per two minutes."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.running = False
+        self.quiet_until = 0  # no look at the history before this instant
+
+    async def cron(self, scheduled_time: int) -> dict[str, int]:
+        self.running = True
+        try:
+            return await tick(self.services, scheduled_time)
+        finally:
+            self.running = False
+            self.quiet_until = self.services.clock.now_ms() + CRON_STOPPED_AFTER_MS
+
+    def after_request(self) -> Coroutine[Any, Any, None] | None:
+        """What to run once a request is answered (`ctx.waitUntil` on Workers, a task locally):
+        a look at the history and, when the cron has stopped, a backstop tick. None (nearly
+        always) when a tick runs here now or was seen recently."""
+        now = self.services.clock.now_ms()
+        if self.running or now < self.quiet_until:
+            return None
+        self.running = True
+        self.quiet_until = now + CRON_STOPPED_AFTER_MS
+        return self._backstop(now)
+
+    async def _backstop(self, now: int) -> None:
+        try:
+            db = self.services.db
+            [result] = await db.batch([tick_history.read_latest_tick(db)])
+            last = tick_history.latest_tick_from(result.results)
+            if last is None:  # the cron has not started yet (/healthz says so once work is due)
+                return
+            if now - last <= CRON_STOPPED_AFTER_MS:
+                self.quiet_until = last + CRON_STOPPED_AFTER_MS
+                return
+            emit("runner_cron_stopped", last_tick_at=rfc3339(last))
+            await Backstop(self.services, Invocation.begin(self.services.clock, now)).run()
+        except Exception as exc:  # its answer is sent: the log is where it can be told
+            emit("runner_backstop_failed", error=type(exc).__name__)
+        finally:
+            self.running = False

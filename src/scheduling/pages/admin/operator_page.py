@@ -102,8 +102,10 @@ def operator_page(view: OperatorView) -> OperatorPage:
     status = view.status
     return OperatorPage(
         title="Operator",
-        stalled=bool(status["stalled"]),
-        facts=_facts(view.now, status) + _clock_facts(view.windows[0]),
+        stalled=bool(status["stalled"] or status["code_behind_database"]),
+        facts=_facts(view.now, status)
+        + _backstop_facts(view.windows[0])
+        + _clock_facts(view.windows[0]),
         windows=tuple(_window(view, window) for window in view.windows),
         refusals=tuple(
             RefusalRow(
@@ -156,7 +158,13 @@ def _ago(ms: int) -> str:
 
 def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
     last = status["last_tick"]
-    if status["stalled"]:
+    if status["code_behind_database"]:
+        runner = (
+            "Not running: the database has migrations this code does not know ("
+            + ", ".join(status["code_behind_database"])
+            + "), so it is newer than the code deployed. Deploy the code that has them."
+        )
+    elif status["stalled"]:
         runner = (
             f"Stalled: work is due and no tick has run to its end for over "
             f"{STALL_AFTER_MS // MINUTE_MS} minutes."
@@ -191,6 +199,20 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         )
     )
     return tuple(facts)
+
+
+def _backstop_facts(day: Window) -> tuple[Fact, ...]:
+    """The ticks requests ran because the cron had stopped (none: nothing to say)."""
+    backstops = sum(s.backstops for s in day.slots if s is not None)
+    if not backstops:
+        return ()
+    return (
+        Fact(
+            "Backstop",
+            f"{counted(backstops, 'tick')} in the last 24 hours ran from a request because the"
+            " cron's last tick was over 2 minutes old: check the Cron Trigger.",
+        ),
+    )
 
 
 def _clock_facts(day: Window) -> tuple[Fact, ...]:

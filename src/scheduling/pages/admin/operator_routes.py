@@ -1,5 +1,6 @@
 """The operator's routes beside /admin/status: `GET /healthz` for uptime monitors (no
-authentication, nothing but ok or stalled) and `GET /admin/metrics` for Prometheus."""
+authentication, nothing but ok, stalled or code_behind_database) and `GET /admin/metrics` for
+Prometheus."""
 
 from __future__ import annotations
 
@@ -9,17 +10,17 @@ from scheduling.http.guards import require_operator
 from scheduling.http.prometheus import exposition
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
-from scheduling.operator.health import read_stalled, read_status
+from scheduling.operator.health import read_health, read_status
 from scheduling.operator.metrics import Family, read_metrics
 from scheduling.ports import Database
 from scheduling.services import Services
 
 
 async def healthz(request: Request, services: Services) -> Response:
-    """200 `{"status":"ok"}`, or 503 `{"status":"stalled"}`: one statement, indexes only."""
-    if await read_stalled(services.db, services.clock.now_ms()):
-        return json_response({"status": "stalled"}, 503)
-    return json_response({"status": "ok"})
+    """200 `{"status":"ok"}`, or 503 `{"status":"stalled"}` or `"code_behind_database"`:
+    one statement, indexes only."""
+    status = await read_health(services.db, services.clock.now_ms())
+    return json_response({"status": status}, 200 if status == "ok" else 503)
 
 
 async def metrics(

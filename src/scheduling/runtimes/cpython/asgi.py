@@ -91,6 +91,9 @@ class AsgiApp:
         headers.append((b"content-length", str(response.content_length).encode()))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
         await send({"type": "http.response.body", "body": response.body})
+        later = self.app.after_request()  # this request's task, after its answer
+        if later is not None:
+            await later
 
     def _origin(self) -> str:
         try:

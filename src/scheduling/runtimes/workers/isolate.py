@@ -13,9 +13,10 @@ against Cloudflare's FastAPI example).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from scheduling import events
@@ -25,7 +26,6 @@ from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, M
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
 from scheduling.http.responses import Response
 from scheduling.runner.alarm import alarm
-from scheduling.runner.tick import tick
 from scheduling.runtimes.workers.adapters import (
     D1Database,
     WebCrypto,
@@ -69,13 +69,28 @@ def app_for(env: Any) -> App:
     return _apps[key]
 
 
-async def fetch(env: Any, request: Any) -> Any:
-    response = await app_for(env).handle(await to_core_request(request))
+async def fetch(env: Any, request: Any, ctx: Any = None) -> Any:
+    app = app_for(env)
+    response = await app.handle(await to_core_request(request))
+    later = app.after_request()
+    if later is not None and ctx is not None:
+        wait_until(ctx, later)
     return to_workers_response(response)
 
 
+def wait_until(ctx: Any, work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` after the answer, the invocation kept alive for it (`ctx.waitUntil`), as the
+    SDK hands a Python task to JavaScript: a proxy, destroyed once the task is done."""
+    from pyodide.ffi import create_proxy
+
+    task = asyncio.ensure_future(work)
+    proxy = create_proxy(task)
+    task.add_done_callback(lambda _: proxy.destroy())
+    ctx.waitUntil(proxy)
+
+
 async def scheduled(env: Any, controller: Any) -> None:
-    await tick(services_for(env), int(controller.scheduledTime))
+    await app_for(env).tick(int(controller.scheduledTime))
 
 
 def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:
