@@ -10,10 +10,11 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 
 from tests.support.agents import call_tool, mint_key, post_mcp, propose, stateless
 from tests.support.runtimes import Runtime
@@ -84,54 +85,67 @@ def proposed_in_two_days(runtime: Runtime) -> tuple[dict[str, str], datetime]:
     return {**asked, "local_time": when.strftime("%Y-%m-%dT%H:%M")}, when
 
 
-async def test_the_official_client_lists_the_tools_and_calls_each(runtime: Runtime) -> None:
+@pytest.mark.parametrize(("mode", "revision"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_the_official_client_lists_the_tools_and_calls_each(
+    runtime: Runtime, mode: str, revision: str
+) -> None:
+    """The official client as an agent runs it: in its default mode (it discovers the server
+    and speaks 2026-07-28) and in its legacy mode (the 2025-11-25 handshake). It checks every
+    answer against its revision's schema and each tool's output against the tool's schema."""
     installation_id = await runtime.install()
     key = await mint_on_page(runtime, installation_id)
     asked, when = proposed_in_two_days(runtime)
     async with (
         runtime.served() as base_url,
-        httpx.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
-        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http), mode=mode) as client,
     ):
-        initialized = await session.initialize()
-        assert initialized.protocolVersion == "2025-11-25"
-        listed = await session.list_tools()
+        assert client.protocol_version == revision
+        listed = await client.list_tools()
         assert {tool.name for tool in listed.tools} == TOOLS
-        assert all(tool.inputSchema and tool.outputSchema for tool in listed.tools)
+        assert all(tool.input_schema and tool.output_schema for tool in listed.tools)
 
-        proposed = await session.call_tool("propose_schedule", {**asked, "note": "For the mail"})
-        assert not proposed.isError, proposed.content
-        made = proposed.structuredContent["proposal"]  # type: ignore[index]
+        proposed = await client.call_tool("propose_schedule", {**asked, "note": "For the mail"})
+        assert not proposed.is_error, proposed.content
+        made = structured(proposed)["proposal"]
         assert made["status"] == "pending"
         assert made["due_at"] == when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
-        agenda = await session.call_tool("agenda", {"hours": 72})
-        assert [item["id"] for item in agenda.structuredContent["items"]] == [made["id"]]  # type: ignore[index]
+        agenda = await client.call_tool("agenda", {"hours": 72})
+        assert [item["id"] for item in structured(agenda)["items"]] == [made["id"]]
 
-        listed_before = await session.call_tool("list_schedules", {})
-        assert listed_before.structuredContent == {"schedules": [], "more": False}
+        listed_before = await client.call_tool("list_schedules", {})
+        assert structured(listed_before) == {"schedules": [], "more": False}
 
         # Nothing is scheduled until a person confirms it on their page.
         schedule_id = await confirm_as_editor(runtime, installation_id, made["id"])
 
-        got = await session.call_tool("get_schedule", {"schedule_id": schedule_id})
-        assert not got.isError, got.content
-        history = got.structuredContent["history"]  # type: ignore[index]
+        got = await client.call_tool("get_schedule", {"schedule_id": schedule_id})
+        assert not got.is_error, got.content
+        history = structured(got)["history"]
         assert "Release bot" in history[0]
         assert "Ada Lovelace" in history[1]
-        mine = await session.call_tool("list_schedules", {"content_id": runtime.content})
-        assert schedule_id in str(mine.structuredContent)
+        mine = await client.call_tool("list_schedules", {"content_id": runtime.content})
+        assert schedule_id in str(structured(mine))
 
-        cancelled = await session.call_tool("cancel_schedule", {"schedule_id": schedule_id})
-        assert cancelled.structuredContent["schedule"]["status"] == "cancelled"  # type: ignore[index]
+        cancelled = await client.call_tool("cancel_schedule", {"schedule_id": schedule_id})
+        assert structured(cancelled)["schedule"]["status"] == "cancelled"
 
-        again = await session.call_tool("propose_schedule", asked)
-        withdrawn = await session.call_tool(
-            "withdraw_proposal",
-            {"proposal_id": again.structuredContent["proposal"]["id"]},  # type: ignore[index]
+        again = await client.call_tool("propose_schedule", asked)
+        withdrawn = await client.call_tool(
+            "withdraw_proposal", {"proposal_id": structured(again)["proposal"]["id"]}
         )
-        assert withdrawn.structuredContent["proposal"]["status"] == "withdrawn"  # type: ignore[index]
+        assert structured(withdrawn)["proposal"]["status"] == "withdrawn"
+
+        # A tool error is an answer of its revision too, in the page's words.
+        refused = await client.call_tool("get_schedule", {"schedule_id": "sch_none"})
+        assert refused.is_error
+        assert "(code: schedule_not_found)" in str(refused.content)
+
+
+def structured(result: CallToolResult) -> Any:
+    assert isinstance(result.structured_content, dict), result.content
+    return result.structured_content
 
 
 async def test_a_confirmed_proposal_is_sent_pinned_and_requested_by_the_person(
@@ -218,13 +232,16 @@ async def test_server_discover_and_the_stateless_headers(world: World) -> None:
     unknown["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
     answered = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2030-01-01"})
     assert answered.status == 400
-    assert json.loads(answered.body)["error"]["data"]["supportedVersions"]
-    for part in ("clientInfo", "clientCapabilities"):
-        lacking = stateless("tools/list")
-        del lacking["params"]["_meta"][f"io.modelcontextprotocol/{part}"]
-        refused = await post_mcp(world, key, lacking)
-        assert refused.status == 400
-        assert json.loads(refused.body)["error"]["code"] == -32602
+    assert json.loads(answered.body)["error"]["data"]["supported"]
+    lacking = stateless("tools/list")
+    del lacking["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    refused = await post_mcp(world, key, lacking)
+    assert refused.status == 400
+    assert json.loads(refused.body)["error"]["code"] == -32602
+    # The client's info is asked for, not required.
+    anonymous = stateless("tools/list")
+    del anonymous["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]
+    assert (await post_mcp(world, key, anonymous)).status == 200
 
 
 async def test_list_schedules_filters(world: World) -> None:
