@@ -361,3 +361,37 @@ async def test_an_agent_cancelling_a_schedule_being_sent_is_told_as_the_page_tel
         .first()
     )
     assert row == {"status": "running"}
+
+
+async def propose_over_http(runtime: Runtime, key: str, asked: dict[str, str]) -> str:
+    """A proposal sent as an agent sends it (2026-07-28, over HTTP): its id."""
+    message = stateless("tools/call", {"name": "propose_schedule", "arguments": asked})
+    headers = {
+        "authorization": f"Bearer {key}",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "propose_schedule",
+    }
+    async with runtime.http() as http:
+        answered = await http.post("/mcp", json=message, headers=headers)
+    assert answered.status_code == 200, answered.text
+    result = answered.json()["result"]
+    assert not result["isError"], result
+    return str(result["structuredContent"]["proposal"]["id"])
+
+
+async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(
+    runtime: Runtime,
+) -> None:
+    """The launch's first page judges the proposals by what its content read just said, as a
+    reload does: the editor is offered Confirm at once."""
+    installation_id = await runtime.install()
+    key = await mint_on_page(runtime, installation_id)
+    proposal_id = await propose_over_http(runtime, key, proposed_in_two_days(runtime)[0])
+    for _ in range(2):  # the first page after a launch, and a reload
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        item = editor.page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+        assert 'data-proposal-action="confirm"' in item, item
+        assert "does not let you make this change" not in item
+        reloaded = await editor.get(f"/installations/{installation_id}")
+        assert 'data-proposal-action="confirm"' in reloaded.text

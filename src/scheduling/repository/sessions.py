@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row
@@ -41,6 +41,11 @@ class Session:
     def opened_for(self) -> str:
         """What its page was opened for; forms carry it so a replaced session is told apart."""
         return self.content_id or "manage"
+
+    def having_read(self, primary_id: str, offered: Iterable[Change]) -> Session:
+        """The session as a read of its content leaves it (`remember_read` keeps the same)."""
+        primary = self.content_primary_id or primary_id
+        return replace(self, content_primary_id=primary, offered=frozenset(offered))
 
     @property
     def rights(self) -> Rights:
