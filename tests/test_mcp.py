@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
 from tests.support.agents import call_tool, mint_key, post_mcp, propose, stateless
@@ -395,3 +396,47 @@ async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(
         assert "does not let you make this change" not in item
         reloaded = await editor.get(f"/installations/{installation_id}")
         assert 'data-proposal-action="confirm"' in reloaded.text
+
+
+def mcp_error_codes(raised: BaseException) -> list[int]:
+    """The JSON-RPC error codes the official client raised (within its task groups)."""
+    if isinstance(raised, BaseExceptionGroup):
+        return [code for inner in raised.exceptions for code in mcp_error_codes(inner)]
+    return [raised.code] if isinstance(raised, MCPError) else []
+
+
+async def calls_with_the_official_client(runtime: Runtime, key: str) -> list[str]:
+    """The official client in its default mode, with `key`: the tools it lists."""
+    async with (
+        runtime.served() as base_url,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+
+async def test_agent_keys_come_back_with_the_sessions_once_a_launch_works_again(
+    runtime: Runtime,
+) -> None:
+    """Dee Wan refused the installation's token (`plugin_unauthorized`) after its last launch:
+    its sessions and its agent keys are refused alike. A launch exchange that then succeeds
+    with the same token proves Dee Wan accepts it again: both come back."""
+    installation_id = await runtime.install()
+    key = await mint_on_page(runtime, installation_id)
+    manager = await runtime.open_page(installation_id)
+    assert set(await calls_with_the_official_client(runtime, key)) == TOOLS
+    # Its token set, then accepted by a launch, then refused to a call a moment ago.
+    now = runtime.now_ms()
+    await runtime.execute(
+        "UPDATE installations SET token_rotated_at = ?, token_accepted_at = ?,"
+        " unauthorized_at = ? WHERE id = ?",
+        *(now - 3, now - 2, now - 1, installation_id),
+    )
+    assert (await manager.get(f"/installations/{installation_id}")).status_code == 401
+    with pytest.raises(BaseExceptionGroup) as refused:
+        await calls_with_the_official_client(runtime, key)
+    assert mcp_error_codes(refused.value) == [-32001]  # 401: no live key
+    await runtime.open_page(installation_id)  # a launch: its exchange succeeds
+    assert (await manager.get(f"/installations/{installation_id}")).status_code == 200
+    assert set(await calls_with_the_official_client(runtime, key)) == TOOLS

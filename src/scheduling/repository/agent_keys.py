@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row, Statement
+from scheduling.repository.installations import GONE_SQL
 
 # A manage launch's key: every change, as a manage session may cancel any schedule.
 EVERY_CHANGE = "*"
@@ -103,14 +104,6 @@ def _insert(db: Database, key: AgentKey, key_hash: str, offered: str) -> Stateme
     )
 
 
-# Dee Wan no longer accepts the installation (uninstalled): its keys end with it, as its
-# sessions do (`sessions.FIND_LIVE_SQL`).
-_INSTALLATION_LIVE = """NOT (coalesce(i.unauthorized_at >= i.token_rotated_at, 0) OR EXISTS (
-    SELECT 1 FROM schedules
-     WHERE installation_id = k.installation_id AND result_code = 'plugin_unauthorized'
-       AND updated_at >= i.token_rotated_at))"""
-
-
 async def find_live(db: Database, key_hash: str, now: int) -> AgentKey | None:
     """The key with this hash, unless it expired or was revoked or its installation was
     uninstalled; its use noted (at most once a minute, so reads stay reads)."""
@@ -119,7 +112,7 @@ async def find_live(db: Database, key_hash: str, now: int) -> AgentKey | None:
         db.prepare(
             f"SELECT {columns} FROM agent_keys k JOIN installations i ON i.id = k.installation_id"
             f" WHERE k.key_hash = ? AND k.revoked_at IS NULL AND k.expires_at > ?"
-            f" AND {_INSTALLATION_LIVE}"
+            f" AND NOT ({GONE_SQL})"  # as its sessions end, while Dee Wan refuses it
         )
         .bind(key_hash, now)
         .first()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row
+from scheduling.repository.installations import GONE_SQL
 
 
 @dataclass(frozen=True)
@@ -133,22 +134,10 @@ async def create(
     )
 
 
-# Whether Dee Wan said `plugin_unauthorized` for the session's installation since its token
-# was last set and since a launch exchange last succeeded with it (which proves Dee Wan
-# accepts it again; at the same millisecond the refusal wins): to a page's call
-# (`installations.unauthorized_at`), or to the runner (a schedule refused so, read through
-# the partial index `schedules_unauthorized`).
-_GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at
-                AND i.unauthorized_at >= coalesce(i.token_accepted_at, -1), 0) OR EXISTS (
-    SELECT 1 FROM schedules
-     WHERE installation_id = s.installation_id AND result_code = 'plugin_unauthorized'
-       AND updated_at >= i.token_rotated_at AND updated_at >= coalesce(i.token_accepted_at, -1))"""
-
-
 FIND_LIVE_SQL = (
     "SELECT "
     + ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
-    + f", {_GONE} AS installation_gone"
+    + f", {GONE_SQL} AS installation_gone"
     " FROM sessions s JOIN installations i ON i.id = s.installation_id"
     " WHERE s.id_hash = ? AND s.expires_at > ?"
 )
