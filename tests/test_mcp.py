@@ -17,7 +17,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
-from tests.support.agents import call_tool, mint_key, post_mcp, propose, stateless
+from tests.support.agents import (
+    call_tool,
+    confirm_on_page,
+    mint_key,
+    post_mcp,
+    proposal_ids,
+    propose,
+    stateless,
+)
 from tests.support.runtimes import Runtime
 from tests.support.world import World, schedule
 
@@ -30,27 +38,6 @@ TOOLS = {
     "withdraw_proposal",
     "cancel_schedule",
 }
-
-
-def proposal_ids(page: str) -> list[str]:
-    return re.findall(r'data-proposal-id="([^"]+)"', page)
-
-
-async def confirm_on_page(
-    world: World, installation_id: str, proposal_id: str, **fields: str
-) -> Any:
-    """The person opens the content's page and presses Confirm on the proposal."""
-    browser = await world.browser_for(await _installation(world, installation_id))
-    page = await browser.get(f"/installations/{installation_id}")
-    assert proposal_id in proposal_ids(page.body.decode())
-    return browser, await browser.post(
-        f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
-        {"csrf_token": browser.csrf(), "opened_for": "cnt_en", **browser.shown(), **fields},
-    )
-
-
-async def _installation(world: World, installation_id: str) -> Any:
-    return world.core.state.installations[installation_id]
 
 
 async def mint_on_page(runtime: Runtime, installation_id: str) -> str:

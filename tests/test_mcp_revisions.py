@@ -15,9 +15,8 @@ from mcp_types.methods import serialize_server_result, validate_server_result
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from scheduling.mcp.tools import TOOLS
-from tests.support.agents import mint_key, post_mcp, proposal, propose
+from tests.support.agents import confirm_on_page, mint_key, post_mcp, proposal, propose
 from tests.support.world import World, schedule
-from tests.test_mcp import confirm_on_page
 
 CLIENT = {"name": "test-agent", "version": "1.0"}
 
