@@ -74,7 +74,7 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
            INSERT INTO runner_totals (name, value) VALUES ('webhook_events', 3),
                ('webhook_deliveries:delivered', 2), ('webhook_lost_leases', 1);"""
     )
-    assert apply_migrations(connection) == ["0018_channel_kinds.sql"]
+    assert apply_migrations(connection)[0] == "0018_channel_kinds.sql"
     endpoint = connection.execute("SELECT id, kind, next_message_at FROM notification_endpoints")
     assert [tuple(r) for r in endpoint] == [("whe_1", "chat", 60000)]
     assert connection.execute("SELECT count(*) FROM notification_subscriptions").fetchone()[0] == 1
@@ -94,6 +94,24 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
     columns = {r[1] for r in connection.execute("PRAGMA table_info(tick_history)")}
     assert {"delivery_sends", "deliveries_delivered"} <= columns
     assert not {c for c in columns if c.startswith("webhook")}
+    connection.close()
+
+
+def test_0019_starts_each_key_from_its_mint_and_ends_a_revoked_one_when_revoked(
+    tmp_path: Path,
+) -> None:
+    connection = migrated_before(tmp_path, "0019")
+    connection.executescript(
+        """INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
+               token_rotated_at) VALUES ('ins_1', 'site', 'https://cms.example', 's', 0, 0);
+           INSERT INTO agent_keys (id, installation_id, key_hash, name, person_id, person_name,
+               content_id, offered_transitions, created_at, expires_at, revoked_at)
+               VALUES ('k_live', 'ins_1', 'h1', 'Bot', 'usr', 'Ada', NULL, '*', 10, 500, NULL),
+                      ('k_revoked', 'ins_1', 'h2', 'Bot', 'usr', 'Ada', NULL, '*', 20, 500, 30);"""
+    )
+    assert apply_migrations(connection)[0] == "0019_agents_bounded.sql"
+    keys = connection.execute("SELECT id, checked_at, expires_at FROM agent_keys ORDER BY id")
+    assert [tuple(r) for r in keys] == [("k_live", 10, 500), ("k_revoked", 20, 30)]
     connection.close()
 
 

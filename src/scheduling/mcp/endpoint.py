@@ -54,8 +54,10 @@ async def mcp(request: Request, services: Services) -> Response:
         if key is None:
             raise ProtocolError(
                 protocol.NOT_AUTHORIZED,
-                "This needs a live agent key (Authorization: Bearer dwk_…): it is missing, or"
-                " expired, or was revoked. A person mints one on their Scheduling page.",
+                "This needs a live agent key (Authorization: Bearer dwk_…): it is missing,"
+                " expired or revoked, or its person has not opened Scheduling from Dee Wan"
+                " where it was minted in the last day (a key works only while they do)."
+                " A person mints keys on their Scheduling page.",
                 status=401,
             )
         async with limited(services, [(f"agent:{key.id}", CALLS)], _too_many):

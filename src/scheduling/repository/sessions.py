@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row
+from scheduling.repository import agent_keys
 from scheduling.repository.installations import GONE_SQL
 
 
@@ -106,9 +107,12 @@ async def create(
     expires_at: int,
 ) -> None:
     """Insert the session; expired sessions go in the same batch, so delegations do not linger.
-    Its launch exchange just succeeded with the installation's token: Dee Wan accepts it."""
+    Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
+    on a manage launch it confirmed the person may manage still (their manage keys renewed)."""
+    renewed = [agent_keys.renew(db, installation_id, person_id, now)]
     await db.batch(
         [
+            *(renewed if context_kind == "manage" else []),
             db.prepare("DELETE FROM sessions WHERE expires_at <= ?").bind(now),
             db.prepare("UPDATE installations SET token_accepted_at = ?2 WHERE id = ?1").bind(
                 installation_id, now
@@ -161,20 +165,23 @@ async def installation_of(db: Database, id_hash: str) -> str | None:
 
 
 async def remember_read(
-    db: Database, session: Session, primary_id: str, offered: Iterable[Change]
+    db: Database, session: Session, primary_id: str, offered: Iterable[Change], now: int
 ) -> None:
-    """Keep what a content read said: its primary id (learnt once) and the changes offered.
-    Writes only when either differs from what the session holds."""
+    """Keep what a content read said: its primary id (learnt once) and the changes offered,
+    with the person's agent keys of that content (their rights just confirmed). Writes on a
+    session's first read, and when what was offered changed."""
     changes = frozenset(offered)
     if session.content_primary_id is not None and session.offered == changes:
         return
-    await (
-        db.prepare(
-            "UPDATE sessions SET content_primary_id = coalesce(content_primary_id, ?),"
-            " offered_transitions = ? WHERE id_hash = ?"
-        )
-        .bind(primary_id, _text(changes), session.id_hash)
-        .run()
+    primary = session.content_primary_id or primary_id
+    await db.batch(
+        [
+            db.prepare(
+                "UPDATE sessions SET content_primary_id = ?, offered_transitions = ?"
+                " WHERE id_hash = ?"
+            ).bind(primary, _text(changes), session.id_hash),
+            agent_keys.renew(db, session.installation_id, session.person_id, now, primary, changes),
+        ]
     )
 
 
