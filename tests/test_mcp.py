@@ -8,6 +8,7 @@ import html
 import json
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -427,3 +428,18 @@ async def test_agent_keys_come_back_with_the_sessions_once_a_launch_works_again(
     await runtime.open_page(installation_id)  # a launch: its exchange succeeds
     assert (await manager.get(f"/installations/{installation_id}")).status_code == 200
     assert set(await calls_with_the_official_client(runtime, key)) == TOOLS
+
+
+def test_the_agents_guide_gives_a_pinned_inspector_command_for_a_url_server() -> None:
+    """A bare `npx @modelcontextprotocol/inspector` may run an old release from npm's cache
+    that cannot reach a URL server: the guide pins a 2.x release (Streamable HTTP, both
+    revisions) and gives its CLI flags for this endpoint, as checked against the registry
+    and `serve`."""
+    guide = (Path(__file__).parent.parent / "docs/admins/agents.md").read_text("utf-8")
+    blocks = re.findall(r"```sh\n(npx[^`]*@modelcontextprotocol/inspector[^`]*)```", guide)
+    assert len(blocks) == 1, blocks
+    command = " ".join(blocks[0].replace("\\\n", " ").split())
+    assert re.search(r"npx -y @modelcontextprotocol/inspector@2\.\d+\.\d+ --cli ", command)
+    for flag in ("--transport http", "--protocol-era auto", '--header "Authorization: Bearer'):
+        assert flag in command, command
+    assert "https://scheduling.example.com/mcp" in command
