@@ -194,7 +194,10 @@ async def test_what_agents_may_propose_in_a_day_is_bounded(
         assert not (await propose_and_withdraw(second))["isError"]
     installation_full = await propose_and_withdraw(second)
     assert installation_full["_meta"]["code"] == "too_many_proposals"
-    assert "This installation's agents have made 6" in installation_full["content"][0]["text"]
+    assert (
+        "This installation's agents have made 6 proposals"
+        in installation_full["content"][0]["text"]
+    )
     assert (await count(world, "proposals"), await count(world, "webhook_deliveries")) == (6, 6)
     world.clock.now += DAY_MS  # a day on: room again (a manage launch keeps the keys usable)
     await world.open_page(installation, content_id=None)

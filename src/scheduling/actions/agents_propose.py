@@ -134,21 +134,23 @@ async def _room_for_one_more(services: Services, key: AgentKey, now: int) -> Non
     """Refused past `MAX_PENDING` proposals waiting, or what agents may make in a day."""
     made = await proposals.made(services.db, key.installation_id, key.person_id, now, now - DAY_MS)
     if made.pending >= MAX_PENDING:
-        why = f"This installation has {MAX_PENDING} proposals waiting for a person already."
-    elif made.since_by_person >= MADE_A_DAY_BY_PERSON:
-        why = (
-            f"The agent keys of {key.person_name} have made {MADE_A_DAY_BY_PERSON} proposals in"
-            " the last 24 hours, the most one person's keys may (withdrawn and decided ones"
-            " count). Try again later."
+        raise Refusal(
+            409,
+            "too_many_proposals",
+            f"This installation has {MAX_PENDING} proposals waiting for a person already.",
         )
+    if made.since_by_person >= MADE_A_DAY_BY_PERSON:
+        whose, most = f"The agent keys of {key.person_name}", MADE_A_DAY_BY_PERSON
     elif made.since >= MADE_A_DAY:
-        why = (
-            f"This installation's agents have made {MADE_A_DAY} proposals in the last 24 hours,"
-            " the most they may (withdrawn and decided ones count). Try again later."
-        )
+        whose, most = "This installation's agents", MADE_A_DAY
     else:
         return
-    raise Refusal(429 if made.pending < MAX_PENDING else 409, "too_many_proposals", why)
+    raise Refusal(
+        429,
+        "too_many_proposals",
+        f"{whose} have made {most} proposals in the last 24 hours, the most they may"
+        " (withdrawn and decided ones count). Try again later.",
+    )
 
 
 def _made(proposal: Proposal) -> ProposalEvent:

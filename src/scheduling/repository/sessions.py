@@ -109,10 +109,11 @@ async def create(
     """Insert the session; expired sessions go in the same batch, so delegations do not linger.
     Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
     on a manage launch it confirmed the person may manage still (their manage keys renewed)."""
-    renewed = [agent_keys.renew(db, installation_id, person_id, now)]
+    manage = context_kind == "manage"
+    renewed = [agent_keys.renew(db, installation_id, person_id, now)] if manage else []
     await db.batch(
         [
-            *(renewed if context_kind == "manage" else []),
+            *renewed,
             db.prepare("DELETE FROM sessions WHERE expires_at <= ?").bind(now),
             db.prepare("UPDATE installations SET token_accepted_at = ?2 WHERE id = ?1").bind(
                 installation_id, now
