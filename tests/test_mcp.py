@@ -4,9 +4,11 @@ propose, people confirm on their page."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -352,21 +354,16 @@ async def test_an_agent_cancelling_a_schedule_being_sent_is_told_as_the_page_tel
     assert row == {"status": "running"}
 
 
-async def propose_over_http(runtime: Runtime, key: str, asked: dict[str, str]) -> str:
-    """A proposal sent as an agent sends it (2026-07-28, over HTTP): its id."""
-    message = stateless("tools/call", {"name": "propose_schedule", "arguments": asked})
-    headers = {
-        "authorization": f"Bearer {key}",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": "propose_schedule",
-    }
-    async with runtime.http() as http:
-        answered = await http.post("/mcp", json=message, headers=headers)
-    assert answered.status_code == 200, answered.text
-    result = answered.json()["result"]
-    assert not result["isError"], result
-    return str(result["structuredContent"]["proposal"]["id"])
+@contextlib.asynccontextmanager
+async def official_client(runtime: Runtime, key: str) -> AsyncIterator[Client]:
+    """The official client in its default mode, with `key`, on the plugin's real socket."""
+    async with (
+        runtime.served() as base_url,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        yield client
 
 
 async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(
@@ -376,7 +373,9 @@ async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(
     reload does: the editor is offered Confirm at once."""
     installation_id = await runtime.install()
     key = await mint_on_page(runtime, installation_id)
-    proposal_id = await propose_over_http(runtime, key, proposed_in_two_days(runtime)[0])
+    async with official_client(runtime, key) as client:
+        proposed = await client.call_tool("propose_schedule", proposed_in_two_days(runtime)[0])
+    proposal_id = structured(proposed)["proposal"]["id"]
     for _ in range(2):  # the first page after a launch, and a reload
         editor = await runtime.open_page(installation_id, content_id=runtime.content)
         item = editor.page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
@@ -394,13 +393,8 @@ def mcp_error_codes(raised: BaseException) -> list[int]:
 
 
 async def calls_with_the_official_client(runtime: Runtime, key: str) -> list[str]:
-    """The official client in its default mode, with `key`: the tools it lists."""
-    async with (
-        runtime.served() as base_url,
-        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
-        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as client,
-    ):
-        assert client.protocol_version == "2026-07-28"
+    """The tools the official client lists with `key`."""
+    async with official_client(runtime, key) as client:
         return [tool.name for tool in (await client.list_tools()).tools]
 
 
