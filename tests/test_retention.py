@@ -132,7 +132,7 @@ async def test_a_backlog_goes_in_bounded_steps_over_ticks(
         left.append(counts(db)["schedules"])
     assert left == [70, 40, 10, 5, 5]  # 30 a tick, then what remains, then nothing
     assert counts(db) == {"schedules": 5, "schedule_attempts": 10, "webhook_deliveries": 5}
-    # A tick's due query and its record are four statements; each step five more, in a
+    # A tick's due query and its record are four statements; each step six more, in a
     # round trip of its own. A step that finds fewer than STEP_ROWS ends the purge.
     step = retention.STEP_STATEMENTS
     assert [r["d1_statements"] for r in reports] == [4 + 3 * step] * 3 + [4 + step, 4 + step]

@@ -1451,7 +1451,7 @@ async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
 async def test_retention_purges_what_agents_made_once_ended(any_db: Database) -> None:
     """Keys ended (expired, revoked) and proposals ended unconfirmed (declined, withdrawn,
     past their time) before the agents' cutoff go; a confirmed proposal goes with its
-    schedule (migration 0019's trigger), before the retention's cutoff; what is live stays."""
+    schedule, before the retention's cutoff; what is live stays."""
     await installation(any_db)
     for kid, expires in (("key_expired", NOW - 2), ("key_revoked", NOW + MINUTE), ("key", NOW + 1)):
         await agent_keys.insert(any_db, agent_key(kid, expires_at=expires), f"h_{kid}")
@@ -1478,7 +1478,7 @@ async def test_retention_purges_what_agents_made_once_ended(any_db: Database) ->
     left = "SELECT id FROM proposals ORDER BY id"
     assert await values(any_db, left) == [("confirmed",), ("recent",), ("waiting",)]
     assert await values(any_db, "SELECT id FROM agent_keys") == [("key",)]
-    assert (await step(NOW + 60 * MINUTE, NOW)).schedules == 1  # its proposal with it
+    assert (await step(NOW + 60 * MINUTE, NOW)).proposals == 1  # with its schedule, at last
     assert await values(any_db, left) == [("recent",), ("waiting",)]
     assert await values(any_db, "SELECT id FROM schedules") == []
 
@@ -1627,6 +1627,7 @@ OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
     "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
     "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
     "retention: deliveries": (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
+    "retention: confirmed proposals": (retention.EXPIRED_PROPOSALS_SQL, (0, 500)),
     "retention: ended proposals": (retention.ENDED_PROPOSALS_SQL, (0, 500)),
     "retention: ended agent keys": (retention.ENDED_KEYS_SQL, (0, 500)),
     "proposals agents made": (proposals.MADE_SQL, ("ins_1", 0, 0, "usr_1")),

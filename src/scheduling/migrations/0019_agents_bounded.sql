@@ -20,10 +20,3 @@ CREATE INDEX proposals_made ON proposals (installation_id, created_at);
 -- ended: the purge's.
 CREATE INDEX proposals_ended ON proposals (coalesce(decided_at, due_at))
     WHERE status <> 'confirmed';
-
--- A confirmed proposal goes with the schedule it became (whose history names the agent),
--- at no statement of the purge's.
-CREATE TRIGGER proposals_go_with_their_schedule AFTER DELETE ON schedules
-BEGIN
-    DELETE FROM proposals WHERE schedule_id = OLD.id;
-END;
