@@ -4,18 +4,31 @@ propose, people confirm on their page."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult
 
-from tests.support.agents import call_tool, mint_key, post_mcp, propose, stateless
+from tests.support.agents import (
+    call_tool,
+    confirm_on_page,
+    mint_key,
+    post_mcp,
+    proposal_ids,
+    propose,
+    stateless,
+)
 from tests.support.runtimes import Runtime
 from tests.support.world import World, schedule
 
@@ -28,27 +41,6 @@ TOOLS = {
     "withdraw_proposal",
     "cancel_schedule",
 }
-
-
-def proposal_ids(page: str) -> list[str]:
-    return re.findall(r'data-proposal-id="([^"]+)"', page)
-
-
-async def confirm_on_page(
-    world: World, installation_id: str, proposal_id: str, **fields: str
-) -> Any:
-    """The person opens the content's page and presses Confirm on the proposal."""
-    browser = await world.browser_for(await _installation(world, installation_id))
-    page = await browser.get(f"/installations/{installation_id}")
-    assert proposal_id in proposal_ids(page.body.decode())
-    return browser, await browser.post(
-        f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
-        {"csrf_token": browser.csrf(), "opened_for": "cnt_en", **browser.shown(), **fields},
-    )
-
-
-async def _installation(world: World, installation_id: str) -> Any:
-    return world.core.state.installations[installation_id]
 
 
 async def mint_on_page(runtime: Runtime, installation_id: str) -> str:
@@ -84,54 +76,67 @@ def proposed_in_two_days(runtime: Runtime) -> tuple[dict[str, str], datetime]:
     return {**asked, "local_time": when.strftime("%Y-%m-%dT%H:%M")}, when
 
 
-async def test_the_official_client_lists_the_tools_and_calls_each(runtime: Runtime) -> None:
+@pytest.mark.parametrize(("mode", "revision"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_the_official_client_lists_the_tools_and_calls_each(
+    runtime: Runtime, mode: str, revision: str
+) -> None:
+    """The official client as an agent runs it: in its default mode (it discovers the server
+    and speaks 2026-07-28) and in its legacy mode (the 2025-11-25 handshake). It checks every
+    answer against its revision's schema and each tool's output against the tool's schema."""
     installation_id = await runtime.install()
     key = await mint_on_page(runtime, installation_id)
     asked, when = proposed_in_two_days(runtime)
     async with (
         runtime.served() as base_url,
-        httpx.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
-        streamable_http_client(f"{base_url}/mcp", http_client=http) as (read, write, _),
-        ClientSession(read, write) as session,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http), mode=mode) as client,
     ):
-        initialized = await session.initialize()
-        assert initialized.protocolVersion == "2025-11-25"
-        listed = await session.list_tools()
+        assert client.protocol_version == revision
+        listed = await client.list_tools()
         assert {tool.name for tool in listed.tools} == TOOLS
-        assert all(tool.inputSchema and tool.outputSchema for tool in listed.tools)
+        assert all(tool.input_schema and tool.output_schema for tool in listed.tools)
 
-        proposed = await session.call_tool("propose_schedule", {**asked, "note": "For the mail"})
-        assert not proposed.isError, proposed.content
-        made = proposed.structuredContent["proposal"]  # type: ignore[index]
+        proposed = await client.call_tool("propose_schedule", {**asked, "note": "For the mail"})
+        assert not proposed.is_error, proposed.content
+        made = structured(proposed)["proposal"]
         assert made["status"] == "pending"
         assert made["due_at"] == when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
-        agenda = await session.call_tool("agenda", {"hours": 72})
-        assert [item["id"] for item in agenda.structuredContent["items"]] == [made["id"]]  # type: ignore[index]
+        agenda = await client.call_tool("agenda", {"hours": 72})
+        assert [item["id"] for item in structured(agenda)["items"]] == [made["id"]]
 
-        listed_before = await session.call_tool("list_schedules", {})
-        assert listed_before.structuredContent == {"schedules": [], "more": False}
+        listed_before = await client.call_tool("list_schedules", {})
+        assert structured(listed_before) == {"schedules": [], "more": False}
 
         # Nothing is scheduled until a person confirms it on their page.
         schedule_id = await confirm_as_editor(runtime, installation_id, made["id"])
 
-        got = await session.call_tool("get_schedule", {"schedule_id": schedule_id})
-        assert not got.isError, got.content
-        history = got.structuredContent["history"]  # type: ignore[index]
+        got = await client.call_tool("get_schedule", {"schedule_id": schedule_id})
+        assert not got.is_error, got.content
+        history = structured(got)["history"]
         assert "Release bot" in history[0]
         assert "Ada Lovelace" in history[1]
-        mine = await session.call_tool("list_schedules", {"content_id": runtime.content})
-        assert schedule_id in str(mine.structuredContent)
+        mine = await client.call_tool("list_schedules", {"content_id": runtime.content})
+        assert schedule_id in str(structured(mine))
 
-        cancelled = await session.call_tool("cancel_schedule", {"schedule_id": schedule_id})
-        assert cancelled.structuredContent["schedule"]["status"] == "cancelled"  # type: ignore[index]
+        cancelled = await client.call_tool("cancel_schedule", {"schedule_id": schedule_id})
+        assert structured(cancelled)["schedule"]["status"] == "cancelled"
 
-        again = await session.call_tool("propose_schedule", asked)
-        withdrawn = await session.call_tool(
-            "withdraw_proposal",
-            {"proposal_id": again.structuredContent["proposal"]["id"]},  # type: ignore[index]
+        again = await client.call_tool("propose_schedule", asked)
+        withdrawn = await client.call_tool(
+            "withdraw_proposal", {"proposal_id": structured(again)["proposal"]["id"]}
         )
-        assert withdrawn.structuredContent["proposal"]["status"] == "withdrawn"  # type: ignore[index]
+        assert structured(withdrawn)["proposal"]["status"] == "withdrawn"
+
+        # A tool error is an answer of its revision too, in the page's words.
+        refused = await client.call_tool("get_schedule", {"schedule_id": "sch_none"})
+        assert refused.is_error
+        assert "(code: schedule_not_found)" in str(refused.content)
+
+
+def structured(result: CallToolResult) -> Any:
+    assert isinstance(result.structured_content, dict), result.content
+    return result.structured_content
 
 
 async def test_a_confirmed_proposal_is_sent_pinned_and_requested_by_the_person(
@@ -218,13 +223,16 @@ async def test_server_discover_and_the_stateless_headers(world: World) -> None:
     unknown["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
     answered = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2030-01-01"})
     assert answered.status == 400
-    assert json.loads(answered.body)["error"]["data"]["supportedVersions"]
-    for part in ("clientInfo", "clientCapabilities"):
-        lacking = stateless("tools/list")
-        del lacking["params"]["_meta"][f"io.modelcontextprotocol/{part}"]
-        refused = await post_mcp(world, key, lacking)
-        assert refused.status == 400
-        assert json.loads(refused.body)["error"]["code"] == -32602
+    assert json.loads(answered.body)["error"]["data"]["supported"]
+    lacking = stateless("tools/list")
+    del lacking["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    refused = await post_mcp(world, key, lacking)
+    assert refused.status == 400
+    assert json.loads(refused.body)["error"]["code"] == -32602
+    # The client's info is asked for, not required.
+    anonymous = stateless("tools/list")
+    del anonymous["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]
+    assert (await post_mcp(world, key, anonymous)).status == 200
 
 
 async def test_list_schedules_filters(world: World) -> None:
@@ -344,3 +352,88 @@ async def test_an_agent_cancelling_a_schedule_being_sent_is_told_as_the_page_tel
         .first()
     )
     assert row == {"status": "running"}
+
+
+@contextlib.asynccontextmanager
+async def official_client(runtime: Runtime, key: str) -> AsyncIterator[Client]:
+    """The official client in its default mode, with `key`, on the plugin's real socket."""
+    async with (
+        runtime.served() as base_url,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        yield client
+
+
+async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(
+    runtime: Runtime,
+) -> None:
+    """The launch's first page judges the proposals by what its content read just said, as a
+    reload does: the editor is offered Confirm at once."""
+    installation_id = await runtime.install()
+    key = await mint_on_page(runtime, installation_id)
+    async with official_client(runtime, key) as client:
+        proposed = await client.call_tool("propose_schedule", proposed_in_two_days(runtime)[0])
+    proposal_id = structured(proposed)["proposal"]["id"]
+    for _ in range(2):  # the first page after a launch, and a reload
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        item = editor.page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+        assert 'data-proposal-action="confirm"' in item, item
+        assert "does not let you make this change" not in item
+        reloaded = await editor.get(f"/installations/{installation_id}")
+        assert 'data-proposal-action="confirm"' in reloaded.text
+
+
+def mcp_error_codes(raised: BaseException) -> list[int]:
+    """The JSON-RPC error codes the official client raised (within its task groups)."""
+    if isinstance(raised, BaseExceptionGroup):
+        return [code for inner in raised.exceptions for code in mcp_error_codes(inner)]
+    return [raised.code] if isinstance(raised, MCPError) else []
+
+
+async def calls_with_the_official_client(runtime: Runtime, key: str) -> list[str]:
+    """The tools the official client lists with `key`."""
+    async with official_client(runtime, key) as client:
+        return [tool.name for tool in (await client.list_tools()).tools]
+
+
+async def test_agent_keys_come_back_with_the_sessions_once_a_launch_works_again(
+    runtime: Runtime,
+) -> None:
+    """Dee Wan refused the installation's token (`plugin_unauthorized`) after its last launch:
+    its sessions and its agent keys are refused alike. A launch exchange that then succeeds
+    with the same token proves Dee Wan accepts it again: both come back."""
+    installation_id = await runtime.install()
+    key = await mint_on_page(runtime, installation_id)
+    manager = await runtime.open_page(installation_id)
+    assert set(await calls_with_the_official_client(runtime, key)) == TOOLS
+    # Its token set, then accepted by a launch, then refused to a call a moment ago.
+    now = runtime.now_ms()
+    await runtime.execute(
+        "UPDATE installations SET token_rotated_at = ?, token_accepted_at = ?,"
+        " unauthorized_at = ? WHERE id = ?",
+        *(now - 3, now - 2, now - 1, installation_id),
+    )
+    assert (await manager.get(f"/installations/{installation_id}")).status_code == 401
+    with pytest.raises(BaseExceptionGroup) as refused:
+        await calls_with_the_official_client(runtime, key)
+    assert mcp_error_codes(refused.value) == [-32001]  # 401: no live key
+    await runtime.open_page(installation_id)  # a launch: its exchange succeeds
+    assert (await manager.get(f"/installations/{installation_id}")).status_code == 200
+    assert set(await calls_with_the_official_client(runtime, key)) == TOOLS
+
+
+def test_the_agents_guide_gives_a_pinned_inspector_command_for_a_url_server() -> None:
+    """A bare `npx @modelcontextprotocol/inspector` may run an old release from npm's cache
+    that cannot reach a URL server: the guide pins a 2.x release (Streamable HTTP, both
+    revisions) and gives its CLI flags for this endpoint, as checked against the registry
+    and `serve`."""
+    guide = (Path(__file__).parent.parent / "docs/admins/agents.md").read_text("utf-8")
+    blocks = re.findall(r"```sh\n(npx[^`]*@modelcontextprotocol/inspector[^`]*)```", guide)
+    assert len(blocks) == 1, blocks
+    command = " ".join(blocks[0].replace("\\\n", " ").split())
+    assert re.search(r"npx -y @modelcontextprotocol/inspector@2\.\d+\.\d+ --cli ", command)
+    for flag in ("--transport http", "--protocol-era auto", '--header "Authorization: Bearer'):
+        assert flag in command, command
+    assert "https://scheduling.example.com/mcp" in command

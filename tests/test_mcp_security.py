@@ -207,11 +207,15 @@ async def test_a_new_proposal_is_an_event_the_endpoints_hear(world: World) -> No
     assert "Release bot proposes to publish cnt_en at" in line
 
 
-async def test_a_key_ended_a_month_ago_goes_with_the_next_mint(world: World) -> None:
+async def test_a_key_ended_a_month_ago_goes_with_the_ticks_purge(world: World) -> None:
     installation = await world.install()
     await mint_key(world, installation, name="Old bot", days="1")
-    world.clock.now += 32 * DAY_MS  # a day to expire, and thirty more
+    world.clock.now += 31 * DAY_MS  # a day to expire, and thirty more
     await mint_key(world, installation, name="New bot")
+    await tick_at(world, world.clock.now_ms())
+    assert await world.db.prepare("SELECT count(*) AS n FROM agent_keys").first() == {"n": 2}
+    world.clock.now += DAY_MS
+    await tick_at(world, world.clock.now_ms())
     names = await world.db.prepare("SELECT name FROM agent_keys").all()
     assert [row["name"] for row in names.results] == ["New bot"]
 
@@ -261,5 +265,6 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
     shown = await editor.get(f"/installations/{installation.id}")
     assert shown.status == 200
     assert second_id not in shown.body.decode()
+    await world.browser_for(installation, content_id=None)  # its manage key renewed
     got = await call_tool(world, key, "withdraw_proposal", {"proposal_id": second_id})
     assert "time has passed" in got["content"][0]["text"]

@@ -28,7 +28,7 @@ def test_a_tick_records_its_row_and_its_totals_in_its_last_write(worker: Harness
     assert (row["at"], row["kind"], row["error"], row["backlog"]) == (due, "tick", None, 0)
     # The due query, the retention purge's step (which finds nothing), then one round trip
     # with the history row, the totals and the pruning.
-    assert (row["d1_statements"], row["d1_round_trips"]) == (7, 3)
+    assert (row["d1_statements"], row["d1_round_trips"]) == (10, 3)
     assert worker.sql("SELECT name, value FROM runner_totals") == [
         {"name": "ticks:tick", "value": 1}
     ]

@@ -16,6 +16,7 @@ import pytest
 
 from scheduling.config import Configuration
 from scheduling.limits import minimum_queries_per_tick
+from scheduling.repository import retention
 from scheduling.runner import purge
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env, make_app
@@ -107,6 +108,8 @@ async def test_a_tick_purges_what_ended_before_the_window_and_keeps_the_rest(
         "schedules": 3,
         "attempts": 6,
         "deliveries": 3,
+        "proposals": 0,
+        "agent_keys": 0,
     }
 
 
@@ -132,9 +135,10 @@ async def test_a_backlog_goes_in_bounded_steps_over_ticks(
         left.append(counts(db)["schedules"])
     assert left == [70, 40, 10, 5, 5]  # 30 a tick, then what remains, then nothing
     assert counts(db) == {"schedules": 5, "schedule_attempts": 10, "webhook_deliveries": 5}
-    # A tick's due query and its record are four statements; each step three more, in a
+    # A tick's due query and its record are four statements; each step six more, in a
     # round trip of its own. A step that finds fewer than STEP_ROWS ends the purge.
-    assert [r["d1_statements"] for r in reports] == [4 + 3 * 3] * 3 + [4 + 3, 4 + 3]
+    step = retention.STEP_STATEMENTS
+    assert [r["d1_statements"] for r in reports] == [4 + 3 * step] * 3 + [4 + step, 4 + step]
     assert [r["d1_round_trips"] for r in reports] == [2 + 3] * 3 + [2 + 1, 2 + 1]
 
 
@@ -152,7 +156,8 @@ async def test_the_purge_stays_within_the_ticks_d1_budget(
     assert report["d1_statements"] <= least
     purged = 200 - counts(db)["schedules"]
     assert 0 < purged < 200
-    assert purged == 5 * ((report["d1_statements"] - 1 - 3) // 3)  # the due query, the record
+    steps = (report["d1_statements"] - 1 - 3) // retention.STEP_STATEMENTS  # less the due query
+    assert purged == 5 * steps  # and the record
 
 
 async def test_nothing_is_purged_once_the_ticks_time_is_spent(

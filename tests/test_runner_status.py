@@ -190,7 +190,7 @@ async def test_each_tick_logs_one_json_line_without_secrets(
         **{name: 0 for name in TickReport().as_record()},
         # The due query, the retention purge's step (finding nothing), and the tick's
         # record: its history row, totals and pruning.
-        "d1_statements": 7,
+        "d1_statements": 10,
         "d1_round_trips": 3,
     }
     assert busy["at"] == "2026-07-01T10:05:00Z"

@@ -119,6 +119,24 @@ def test_0020_keeps_the_history_and_takes_backstop_ticks(tmp_path: Path) -> None
     connection.close()
 
 
+def test_0019_starts_each_key_from_its_mint_and_ends_a_revoked_one_when_revoked(
+    tmp_path: Path,
+) -> None:
+    connection = migrated_before(tmp_path, "0019")
+    connection.executescript(
+        """INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,
+               token_rotated_at) VALUES ('ins_1', 'site', 'https://cms.example', 's', 0, 0);
+           INSERT INTO agent_keys (id, installation_id, key_hash, name, person_id, person_name,
+               content_id, offered_transitions, created_at, expires_at, revoked_at)
+               VALUES ('k_live', 'ins_1', 'h1', 'Bot', 'usr', 'Ada', NULL, '*', 10, 500, NULL),
+                      ('k_revoked', 'ins_1', 'h2', 'Bot', 'usr', 'Ada', NULL, '*', 20, 500, 30);"""
+    )
+    assert apply_migrations(connection)[0] == "0019_agents_bounded.sql"
+    keys = connection.execute("SELECT id, checked_at, expires_at FROM agent_keys ORDER BY id")
+    assert [tuple(r) for r in keys] == [("k_live", 10, 500), ("k_revoked", 20, 30)]
+    connection.close()
+
+
 def test_0014_drops_what_only_the_queue_used_and_keeps_the_rest(tmp_path: Path) -> None:
     """0014 drops the queue consumer's column, rows and totals; every tick and alarm stays."""
     connection = migrated_before(tmp_path, "0014")

@@ -933,10 +933,10 @@ async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next
     fields = "person_name content_id content_primary_id offered reveal_endpoint_id notice"
     assert pick(found, f"{fields} installation_gone") == (ADA, "cnt_en", *[None] * 4, False)
     offered = {("publish", "published"), ("unpublish", "draft")}
-    await sessions.remember_read(any_db, found, "cnt_1", offered)
+    await sessions.remember_read(any_db, found, "cnt_1", offered, NOW)
     read = await present(sessions.find_live(any_db, "h1", NOW))
     assert (read.content_primary_id, read.offered) == ("cnt_1", frozenset(offered))
-    await sessions.remember_read(any_db, read, "cnt_other", set())  # the primary id stays
+    await sessions.remember_read(any_db, read, "cnt_other", set(), NOW)  # the primary id stays
     again = await present(sessions.find_live(any_db, "h1", NOW))
     assert (again.content_primary_id, again.offered) == ("cnt_1", frozenset())
 
@@ -1054,7 +1054,7 @@ def agent_key(kid: str, **changes: Any) -> agent_keys.AgentKey:
     made = agent_keys.AgentKey(
         id=kid, installation_id="ins_1", name="Mon agent ✨", person_id="usr_1", person_name=ADA,
         content_id="cnt_1", offered=frozenset({("publish", "published")}), created_at=NOW,
-        expires_at=NOW + 10 * MINUTE, revoked_at=None, last_used_at=None,
+        expires_at=NOW + 10 * MINUTE, revoked_at=None, last_used_at=None, checked_at=NOW,
     )  # fmt: skip
     return replace(made, **changes)
 
@@ -1083,11 +1083,41 @@ async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
     assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_all"]
     await installations.mark_unauthorized(any_db, "ins_1", NOW)  # uninstalled
     assert await agent_keys.find_live(any_db, "hash_2", NOW) is None
-    # A month on, the next key takes the ended ones with it.
-    later = NOW + agent_keys.ENDED_KEPT_MS + 10 * MINUTE + 1
-    next_key = agent_key("key_new", created_at=later, expires_at=later + 1)
-    await agent_keys.insert(any_db, next_key, "h3")
-    assert await rows(any_db, "SELECT id FROM agent_keys") == [{"id": "key_new"}]
+    # A revoked key ended when it was revoked.
+    assert await column(any_db, "SELECT expires_at FROM agent_keys WHERE id = 'key_1'") == [NOW]
+
+
+async def test_an_agent_key_lasts_a_day_past_its_persons_rights_last_confirmed(
+    any_db: Database,
+) -> None:
+    """A manage launch of its person renews a manage key; a read of its content by its person
+    renews a content key, with the changes Dee Wan offered them then. Nothing else does."""
+    await installation(any_db)
+    day = agent_keys.CHECKED_FOR_MS
+    content_key = agent_key("key_1", expires_at=NOW + 30 * day)
+    manage_key = agent_key("key_all", content_id=None, offered=None, expires_at=NOW + 30 * day)
+    others = agent_key("key_other", person_id="usr_2", expires_at=NOW + 30 * day)
+    for key, key_hash in ((content_key, "h1"), (manage_key, "h2"), (others, "h3")):
+        await agent_keys.insert(any_db, key, key_hash)
+    assert await agent_keys.find_live(any_db, "h1", NOW + day - 1) is not None
+    assert await agent_keys.find_live(any_db, "h1", NOW + day) is None
+    assert await agent_keys.find_live(any_db, "h2", NOW + day) is None
+    later = NOW + day + MINUTE
+    await open_session(any_db, "c1", now=later)  # a content launch: no key renewed yet
+    assert await agent_keys.find_live(any_db, "h2", later) is None
+    await open_session(any_db, "m1", now=later, context_kind="manage", content_id=None)
+    assert await present(agent_keys.find_live(any_db, "h2", later))
+    assert await agent_keys.find_live(any_db, "h1", later) is None
+    offered = {("unpublish", "draft")}
+    read = await present(sessions.find_live(any_db, "c1", later))
+    await sessions.remember_read(any_db, read, "cnt_other", offered, later)  # another content
+    assert await agent_keys.find_live(any_db, "h1", later) is None
+    await open_session(any_db, "c2", now=later, content_id="cnt_1_fr")
+    read = await present(sessions.find_live(any_db, "c2", later))
+    await sessions.remember_read(any_db, read, "cnt_1", offered, later)  # its primary id
+    renewed = await present(agent_keys.find_live(any_db, "h1", later))
+    assert (renewed.checked_at, renewed.offered) == (later, frozenset(offered))
+    assert await agent_keys.find_live(any_db, "h3", later) is None  # another person's
 
 
 def proposal(pid: str, **changes: Any) -> proposals.Proposal:
@@ -1418,6 +1448,41 @@ async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
     assert kept == [("kept",), ("waits",)]
 
 
+async def test_retention_purges_what_agents_made_once_ended(any_db: Database) -> None:
+    """Keys ended (expired, revoked) and proposals ended unconfirmed (declined, withdrawn,
+    past their time) before the agents' cutoff go; a confirmed proposal goes with its
+    schedule, before the retention's cutoff; what is live stays."""
+    await installation(any_db)
+    for kid, expires in (("key_expired", NOW - 2), ("key_revoked", NOW + MINUTE), ("key", NOW + 1)):
+        await agent_keys.insert(any_db, agent_key(kid, expires_at=expires), f"h_{kid}")
+    await agent_keys.revoke(any_db, "ins_1", "key_revoked", NOW - 1)
+    for pid, due in (("declined", NOW + 9), ("withdrawn", NOW + 9), ("expired", NOW - 1)):
+        await proposals.insert(any_db, proposal(pid, due_at=due), b"{}")
+    await proposals.insert(any_db, proposal("waiting", due_at=NOW - 1 + 10 * MINUTE), b"{}")
+    await proposals.insert(any_db, proposal("confirmed", due_at=NOW + 9), b"{}")
+    await proposals.insert(any_db, proposal("recent", due_at=NOW + 9), b"{}")
+    await proposals.decide(any_db, "ins_1", "declined", proposals.DECLINED, NOW - 5)
+    await proposals.decide(any_db, "ins_1", "withdrawn", proposals.WITHDRAWN, NOW - 5)
+    await proposals.decide(any_db, "ins_1", "recent", proposals.WITHDRAWN, NOW)
+    by = {"schedule_id": "s_done", "by_name": ADA}
+    await proposals.decide(any_db, "ins_1", "confirmed", proposals.CONFIRMED, NOW - 5, **by)
+    await schedule(any_db, "s_done", status="completed", updated_at=NOW + 5)
+
+    async def step(cutoff: int, agents: int) -> retention.Purged:
+        return retention.purged(await any_db.batch(retention.step(any_db, cutoff, 2, agents)))
+
+    first = await step(NOW - 60 * MINUTE, NOW)  # the schedule is within the retention: kept
+    assert (first.proposals, first.agent_keys) == (2, 2)  # two of each kind at most
+    while (purged := await step(NOW - 60 * MINUTE, NOW)) != retention.Purged(0, 0, 0):
+        assert max(purged.proposals, purged.agent_keys) <= 2
+    left = "SELECT id FROM proposals ORDER BY id"
+    assert await values(any_db, left) == [("confirmed",), ("recent",), ("waiting",)]
+    assert await values(any_db, "SELECT id FROM agent_keys") == [("key",)]
+    assert (await step(NOW + 60 * MINUTE, NOW)).proposals == 1  # with its schedule, at last
+    assert await values(any_db, left) == [("recent",), ("waiting",)]
+    assert await values(any_db, "SELECT id FROM schedules") == []
+
+
 # -- plans: every read by index, on CPython's SQLite and on D1's (a newer one) ----------------
 #
 # A fresh, never-analysed database, as a new D1 is, and one analysed while it holds mostly
@@ -1544,7 +1609,7 @@ HISTORY_HEAVY = (
 )  # 3,000 schedules of 30 installations, 1 in 100 live, then ANALYZE
 TABLES = frozenset(
     {"schedules", "schedule_attempts", "installations", "tick_history", "runner_totals"}
-    | {"webhook_deliveries", "sessions", "s", "i"}
+    | {"webhook_deliveries", "sessions", "s", "i", "proposals", "agent_keys"}
 )
 
 
@@ -1563,6 +1628,10 @@ OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
     "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
     "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
     "retention: deliveries": (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
+    "retention: confirmed proposals": (retention.EXPIRED_PROPOSALS_SQL, (0, 500)),
+    "retention: ended proposals": (retention.ENDED_PROPOSALS_SQL, (0, 500)),
+    "retention: ended agent keys": (retention.ENDED_KEYS_SQL, (0, 500)),
+    "proposals agents made": (proposals.MADE_SQL, ("ins_1", 0, 0, "usr_1")),
     "a session, its installation gone or not": (sessions.FIND_LIVE_SQL, ("h", 0)),
     "a clock's next due": (wake_ups.NEXT_DUE_SQL, ("ins_1",)),
     "the clocks' wake-ups": (wake_ups.WAKE_UPS_SQL, (0,)),

@@ -115,3 +115,20 @@ async def propose(world: World, key: str, content_id: str = "cnt_en") -> str:
     """A publish of `content_id` proposed with `key`; the proposal's id."""
     made = await call_tool(world, key, "propose_schedule", proposal(content_id))
     return str(made["structuredContent"]["proposal"]["id"])
+
+
+def proposal_ids(page: str) -> list[str]:
+    return re.findall(r'data-proposal-id="([^"]+)"', page)
+
+
+async def confirm_on_page(
+    world: World, installation_id: str, proposal_id: str, **fields: str
+) -> Any:
+    """The editor opens the content's page and presses Confirm on the proposal."""
+    browser = await world.browser_for(world.core.state.installations[installation_id])
+    page = await browser.get(f"/installations/{installation_id}")
+    assert proposal_id in proposal_ids(page.body.decode())
+    return browser, await browser.post(
+        f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        {"csrf_token": browser.csrf(), "opened_for": "cnt_en", **browser.shown(), **fields},
+    )

@@ -81,6 +81,31 @@ async def read_launched_content(services: Services, access: Access) -> ContentRe
     except CoreError as error:
         raise read_refusal(error) from None
     await sessions.remember_read(
-        services.db, access.session, read.content.primary_id, offered_by(read)
+        services.db,
+        access.session,
+        read.content.primary_id,
+        offered_by(read),
+        services.clock.now_ms(),
     )
     return read
+
+
+# An id no content has (ids are 1–64 of [A-Za-z0-9_-]): a manage session, which has no content
+# of its own, reads it to ask Dee Wan whether the token and the person's delegation still work.
+STANDING_PROBE = "scheduling-standing-check"
+
+
+async def confirm_standing(services: Services, session: Session) -> ContentRead | None:
+    """One call to Dee Wan before something that outlives the session is made (an agent key,
+    a notification endpoint): a read with the person's delegation, of the session's content
+    (what Dee Wan offers them there now, which it returns) or, for a manage session, of
+    `STANDING_PROBE`, which Dee Wan answers `content_not_found` while both still work. A
+    revoked token (every session and key of the installation then ends), a person Dee Wan no
+    longer delegates, or a Dee Wan that does not answer: nothing is made."""
+    access = await open_access(services, session)
+    try:
+        return await read_content_with(services, access, session.content_id or STANDING_PROBE)
+    except CoreError as error:
+        if session.content_id is None and error.code == "content_not_found":
+            return None
+        raise read_refusal(error) from None

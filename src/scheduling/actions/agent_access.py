@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduling.actions.access import confirm_standing
 from scheduling.domain.refusals import Refusal
+from scheduling.domain.rights import offered_by
 from scheduling.domain.secret_shapes import has_shape, is_id
 from scheduling.repository import agent_keys, proposals
 from scheduling.repository.agent_keys import AgentKey
@@ -33,7 +35,7 @@ class MintedKey:
 
 
 def _days(text: str) -> int:
-    days = int(text) if text.strip().isascii() and text.strip().isdigit() else 0
+    days = int(text) if text.isascii() and text.isdigit() and len(text) <= 2 else 0
     if not 1 <= days <= MAX_DAYS:
         raise Refusal(
             422, "invalid_key_expiry", f"A key lasts from 1 to {MAX_DAYS} days; choose how many."
@@ -53,28 +55,32 @@ def _name(text: str) -> str:
 
 
 async def mint_key(services: Services, session: Session, name: str, days: str) -> MintedKey:
-    """A new key for the session's person, lasting `days` (1–30, 7 when not given)."""
-    now = services.clock.now_ms()
-    keys = await agent_keys.list_for(services.db, session.installation_id, now)
+    """A new key for the session's person, lasting `days` (1–30, 7 when not given), made only
+    once Dee Wan has confirmed that the installation's token and the person's delegation
+    still work (`confirm_standing`); a content key may propose what Dee Wan offers them now."""
+    key_name, lasting = _name(name), _days(days.strip() or str(DEFAULT_DAYS))
+    keys = await agent_keys.list_for(services.db, session.installation_id, services.clock.now_ms())
     if len(keys) >= MAX_LIVE_KEYS:
         raise Refusal(
             409,
             "too_many_agent_keys",
             f"An installation has at most {MAX_LIVE_KEYS} agent keys: revoke one first.",
         )
-    content = session.context_kind == "content"
+    read = await confirm_standing(services, session)
+    now = services.clock.now_ms()
     key = AgentKey(
         id="agk_" + services.crypto.random_token()[:22],
         installation_id=session.installation_id,
-        name=_name(name),
+        name=key_name,
         person_id=session.person_id,
         person_name=session.person_name,
-        content_id=session.content_primary_id or session.content_id if content else None,
-        offered=(session.offered or frozenset()) if content else None,
+        content_id=None if read is None else read.content.primary_id,
+        offered=None if read is None else offered_by(read),
         created_at=now,
-        expires_at=now + _days(days or str(DEFAULT_DAYS)) * DAY_MS,
+        expires_at=now + lasting * DAY_MS,
         revoked_at=None,
         last_used_at=None,
+        checked_at=now,
     )
     secret = "dwk_" + services.crypto.random_token()
     await agent_keys.insert(services.db, key, await services.crypto.sha256_hex(secret))

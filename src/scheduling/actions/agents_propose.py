@@ -26,6 +26,10 @@ from scheduling.services import Services, log
 KINDS = ("publish", "unpublish")
 MAX_NOTE_CHARS = 500
 MAX_PENDING = 100  # an installation's pending proposals at once
+# What agents may make in a day, withdrawn and decided proposals counted: through one person's
+# keys, and through all of an installation's. Each is a row and an event for every endpoint.
+MADE_A_DAY_BY_PERSON, MADE_A_DAY = 100, 300
+DAY_MS = 24 * 60 * 60 * 1000
 
 
 class TimeRefused(Refusal):
@@ -81,7 +85,7 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         raise Refusal(422, "note_too_long", f"A note is at most {MAX_NOTE_CHARS} characters.")
     now = services.clock.now_ms()
     resolved = _time_of(asked, now)
-    await _room_for_one_more(services, key.installation_id, now)
+    await _room_for_one_more(services, key, now)
     proposal = Proposal(
         id="prp_" + services.crypto.random_token()[:22],
         installation_id=key.installation_id,
@@ -126,15 +130,27 @@ def _time_of(asked: Proposed, now: int) -> ResolvedTime:
     return resolved
 
 
-async def _room_for_one_more(services: Services, installation_id: str, now: int) -> None:
-    """Refused when the installation has `MAX_PENDING` proposals waiting already."""
-    pending = await proposals.pending(services.db, installation_id, None, now, limit=MAX_PENDING)
-    if len(pending) >= MAX_PENDING:
+async def _room_for_one_more(services: Services, key: AgentKey, now: int) -> None:
+    """Refused past `MAX_PENDING` proposals waiting, or what agents may make in a day."""
+    made = await proposals.made(services.db, key.installation_id, key.person_id, now, now - DAY_MS)
+    if made.pending >= MAX_PENDING:
         raise Refusal(
             409,
             "too_many_proposals",
             f"This installation has {MAX_PENDING} proposals waiting for a person already.",
         )
+    if made.since_by_person >= MADE_A_DAY_BY_PERSON:
+        whose, most = f"The agent keys of {key.person_name}", MADE_A_DAY_BY_PERSON
+    elif made.since >= MADE_A_DAY:
+        whose, most = "This installation's agents", MADE_A_DAY
+    else:
+        return
+    raise Refusal(
+        429,
+        "too_many_proposals",
+        f"{whose} have made {most} proposals in the last 24 hours, the most they may"
+        " (withdrawn and decided ones count). Try again later.",
+    )
 
 
 def _made(proposal: Proposal) -> ProposalEvent:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scheduling.actions.access import open_access
+from scheduling.actions.access import confirm_standing, open_access
 from scheduling.actions.throttled import endpoint_calls, limited
 from scheduling.actions.titles import Titles, read_titles
 from scheduling.channels import kinds
@@ -27,7 +27,7 @@ from scheduling.domain.notification_events import EVENT_TYPES, MAX_ENDPOINTS
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.wording import explain
-from scheduling.repository import installations, notification_endpoints, sessions
+from scheduling.repository import notification_endpoints, sessions
 from scheduling.repository.notification_endpoints import Endpoint
 from scheduling.repository.sessions import Session
 from scheduling.services import Services, log
@@ -99,7 +99,6 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     """Store a new endpoint with a fresh secret (or its URL, sealed, when that is its kind's
     secret); returns its id. Nothing is stored when refused."""
     require_manage(session)
-    await _installation(services, session)
     kind = _check(services, session, form)
     too_many = EndpointFormRefusal(
         409, "too_many_endpoints", explain("too_many_endpoints"), form, session
@@ -107,6 +106,14 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     installation_id = session.installation_id
     if await notification_endpoints.count(services.db, installation_id) >= MAX_ENDPOINTS:
         raise too_many
+    try:
+        await confirm_standing(services, session)  # Dee Wan still accepts the token
+    except Refusal as refused:
+        if refused.code == "plugin_unauthorized":
+            raise
+        raise EndpointFormRefusal(
+            refused.status, refused.code, refused.message, form, session
+        ) from None
     endpoint_id = _new_id(services, "whe_")
     kept = await kind.keep(services.crypto, installation_id, endpoint_id, form.url)
     created = await notification_endpoints.create(
@@ -270,11 +277,6 @@ async def notifications_view(
     config = services.config
     dev_origins = config.dev_origins if config.is_development else ()
     return NotificationsView(tuple(endpoints), revealed, refused, dev_origins)
-
-
-async def _installation(services: Services, session: Session) -> None:
-    if await installations.get(services.db, session.installation_id) is None:
-        raise Refusal(404, "installation_not_found", "This installation's data was deleted.")
 
 
 async def endpoint_of(services: Services, session: Session, endpoint_id: str) -> Endpoint:

@@ -50,8 +50,8 @@ async def replay_failures(
     endpoint = await endpoint_of(services, session, endpoint_id)
     if endpoint.disabled_at is not None:
         raise Refusal.explained(409, "endpoint_disabled")
-    hours = int(since_hours) if since_hours.isdigit() else 0
-    if hours not in REPLAY_SINCE_HOURS:
+    hours = next((h for h in REPLAY_SINCE_HOURS if str(h) == since_hours), None)
+    if hours is None:
         raise Refusal.explained(422, "unknown_replay_window")
     now = services.clock.now_ms()
     ids = await redelivery.replay_failures(

@@ -54,8 +54,10 @@ async def mcp(request: Request, services: Services) -> Response:
         if key is None:
             raise ProtocolError(
                 protocol.NOT_AUTHORIZED,
-                "This needs a live agent key (Authorization: Bearer dwk_…): it is missing, or"
-                " expired, or was revoked. A person mints one on their Scheduling page.",
+                "This needs a live agent key (Authorization: Bearer dwk_…): it is missing,"
+                " expired or revoked, or its person has not opened Scheduling from Dee Wan"
+                " where it was minted in the last day (a key works only while they do)."
+                " A person mints keys on their Scheduling page.",
                 status=401,
             )
         async with limited(services, [(f"agent:{key.id}", CALLS)], _too_many):
@@ -132,44 +134,35 @@ def _parse(body: bytes) -> Message:
 async def _answer(
     request: Request, services: Services, key: AgentKey, found: Message
 ) -> dict[str, Any] | None:
-    stateless = protocol.META_VERSION in found.meta
-    if stateless:
-        _check_stateless(request, found)
-    elif found.method == "initialize":
-        return _initialize(found)
-    elif found.method.startswith("notifications/"):
+    if found.id is None:  # a notification, of either revision: accepted, nothing to say
         return None
-    else:
-        _check_handshake_version(request)
-    answer = await _method(services, key, found)
-    if stateless and answer is not None:
-        answer["resultType"] = "complete"
-    return answer
+    if protocol.META_VERSION in found.meta:
+        _check_stateless(request, found)
+        answer = await _method(services, key, found, protocol.STATELESS_METHODS)
+        return protocol.complete(found.method, answer)
+    if found.method == "initialize":
+        return _initialize(found)
+    _check_handshake_version(request)
+    return await _method(services, key, found, protocol.HANDSHAKE_METHODS)
 
 
 def _check_stateless(request: Request, found: Message) -> None:
-    meta = found.meta
-    version = meta[protocol.META_VERSION]
+    """The stateless revision's rules, in its order: the client's capabilities in `_meta`,
+    the headers saying what the body says, then a revision this server speaks."""
+    if not isinstance(found.meta.get(protocol.META_CAPABILITIES), dict):
+        raise ProtocolError(protocol.INVALID_PARAMS, "_meta lacks the client's capabilities.")
+    said = {"mcp-protocol-version": found.meta[protocol.META_VERSION], "mcp-method": found.method}
+    if found.method == "tools/call" and found.params.get("name") is not None:
+        said["mcp-name"] = found.params["name"]
+    for header, body in said.items():
+        sent = request.headers.get(header)
+        if sent is None or sent != body:
+            raise ProtocolError(
+                protocol.HEADER_MISMATCH, f"The {header} header differs from the body."
+            )
+    version = said["mcp-protocol-version"]
     if version not in protocol.STATELESS_VERSIONS:
         raise protocol.unsupported(version)
-    if request.headers.get("mcp-protocol-version") != version:
-        raise ProtocolError(
-            protocol.INVALID_REQUEST, "The MCP-Protocol-Version header differs from _meta's."
-        )
-    for name, what in (
-        (protocol.META_CAPABILITIES, "capabilities"),
-        (protocol.META_CLIENT, "info"),
-    ):
-        if not isinstance(meta.get(name), dict):
-            raise ProtocolError(protocol.INVALID_PARAMS, f"_meta lacks the client's {what}.")
-    if request.headers.get("mcp-method") != found.method:
-        raise ProtocolError(
-            protocol.INVALID_REQUEST, "The Mcp-Method header differs from the body's method."
-        )
-    if found.method == "tools/call" and request.headers.get("mcp-name") != found.params.get("name"):
-        raise ProtocolError(
-            protocol.INVALID_REQUEST, "The Mcp-Name header differs from the tool's name."
-        )
 
 
 def _check_handshake_version(request: Request) -> None:
@@ -189,23 +182,24 @@ def _initialize(found: Message) -> dict[str, Any]:
     }
 
 
-async def _method(services: Services, key: AgentKey, found: Message) -> dict[str, Any] | None:
+async def _method(
+    services: Services, key: AgentKey, found: Message, methods: frozenset[str]
+) -> dict[str, Any]:
+    if found.method not in methods:
+        raise ProtocolError(
+            protocol.METHOD_NOT_FOUND, "This server has no such method.", status=404
+        )
     if found.method == "server/discover":
         return {
             "supportedVersions": list(protocol.SUPPORTED_VERSIONS),
             "capabilities": protocol.CAPABILITIES,
-            "serverInfo": protocol.SERVER_INFO,
             "instructions": protocol.INSTRUCTIONS,
         }
     if found.method == "tools/list":
         return {"tools": _listed()}
     if found.method == "tools/call":
         return await _call(services, key, found.params)
-    if found.method == "ping":
-        return {}
-    if found.id is None:
-        return None
-    raise ProtocolError(protocol.METHOD_NOT_FOUND, "This server has no such method.", status=404)
+    return {}  # ping
 
 
 @functools.cache
@@ -216,7 +210,8 @@ def _listed() -> list[dict[str, Any]]:
 
 
 async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> dict[str, Any]:
-    tool = TOOLS.get(params.get("name"))  # type: ignore[arg-type]
+    name = params.get("name")
+    tool = TOOLS.get(name) if isinstance(name, str) else None
     if tool is None:
         raise ProtocolError(
             protocol.INVALID_PARAMS, f"There is no tool of that name; there are {', '.join(TOOLS)}."

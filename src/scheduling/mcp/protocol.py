@@ -1,9 +1,10 @@
 """The Model Context Protocol as this endpoint speaks it: JSON-RPC 2.0 messages, the revisions
-it accepts, and the answers it gives (JSON, never a stream).
+it accepts, and the answers it gives (JSON, never a stream), each in its revision's shape.
 
-Two revisions: the stateless 2026-07-28 (no handshake; every request carries its version,
-client info and capabilities in `params._meta`, its method in `Mcp-Method` and a tool's name
-in `Mcp-Name`) and 2025-11-25, which clients still send (`initialize`, then
+Two revisions: the stateless 2026-07-28 (no handshake; every request carries its version and
+the client's capabilities in `params._meta`, its method in `Mcp-Method` and a tool's name in
+`Mcp-Name`; every result says its `resultType` and the server in `_meta`, and the cacheable
+ones how long they keep) and 2025-11-25, which clients still send (`initialize`, then
 `notifications/initialized`, then `MCP-Protocol-Version` on each request), with the older
 revisions a 2025-11-25 client may negotiate.
 """
@@ -23,14 +24,25 @@ SUPPORTED_VERSIONS = (*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER = "io.modelcontextprotocol/serverInfo"
+
+# The methods each revision has (2026-07-28 has no `initialize` or `ping`, the handshake's
+# revisions no `server/discover`); a notification is accepted and left unanswered.
+STATELESS_METHODS = frozenset({"server/discover", "tools/list", "tools/call"})
+HANDSHAKE_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+# How long a client may keep the stateless revision's cacheable answers: within one key only,
+# as they are answered only to a key, and a few minutes, so a deploy's new tools reach it soon.
+CACHE_HINTS = frozenset({"server/discover", "tools/list"})
+CACHE = {"ttlMs": 300_000, "cacheScope": "private"}
 
 # JSON-RPC's codes, and the protocol's own.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
-UNSUPPORTED_VERSION = -32000
 NOT_AUTHORIZED = -32001
+HEADER_MISMATCH = -32020
+UNSUPPORTED_VERSION = -32022
 
 SERVER_INFO = {"name": "scheduling", "title": "Scheduling for Dee Wan", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
@@ -47,6 +59,7 @@ REASONS = {
     INVALID_REQUEST: "invalid_request",
     METHOD_NOT_FOUND: "unknown_method",
     INVALID_PARAMS: "invalid_params",
+    HEADER_MISMATCH: "header_mismatch",
     UNSUPPORTED_VERSION: "unsupported_protocol_version",
     NOT_AUTHORIZED: "unauthorized",
 }
@@ -108,9 +121,16 @@ def error(ident: str | int | None, problem: ProtocolError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "error": body}
 
 
-def unsupported(version: object) -> ProtocolError:
+def complete(method: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """A result as the stateless revision has it."""
+    meta = {**answer.get("_meta", {}), META_SERVER: SERVER_INFO}
+    hints = CACHE if method in CACHE_HINTS else {}
+    return {**answer, **hints, "resultType": "complete", "_meta": meta}
+
+
+def unsupported(version: str) -> ProtocolError:
     return ProtocolError(
         UNSUPPORTED_VERSION,
-        f"This server does not speak MCP revision {str(version)[:20]!r}.",
-        data={"supportedVersions": list(SUPPORTED_VERSIONS)},
+        f"This server does not speak MCP revision {version[:20]!r}.",
+        data={"supported": list(SUPPORTED_VERSIONS), "requested": version[:64]},
     )

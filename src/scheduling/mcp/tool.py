@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict
 
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.services import Services
@@ -21,6 +22,19 @@ class Arguments(BaseModel):
     """A tool's input: strict about what it takes, nothing else."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+_EARLIEST, _LATEST = (datetime(year, 1, 1, tzinfo=UTC).timestamp() for year in (1970, 9000))
+
+
+def _within_reach(moment: datetime) -> datetime:
+    if not _EARLIEST <= moment.timestamp() < _LATEST:
+        raise ValueError("an instant between 1970 and 9000 is expected")
+    return moment
+
+
+# An RFC 3339 instant whose windows and words stay within the years Python can write.
+Instant = Annotated[AwareDatetime, AfterValidator(_within_reach)]
 
 
 class Answer(BaseModel):
@@ -36,6 +50,7 @@ class Tool:
     answer: type[Answer]
     call: Callable[[Services, AgentKey, Any], Awaitable[Answer]]
     read_only: bool = True
+    destructive: bool = False  # it ends or undoes something, not only adds
 
     def listed(self) -> dict[str, Any]:
         """The tool as `tools/list` gives it."""
@@ -48,7 +63,7 @@ class Tool:
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": self.read_only,
-                "destructiveHint": False,
+                "destructiveHint": self.destructive,
                 "openWorldHint": False,
             },
         }

@@ -1,4 +1,5 @@
-"""Agent keys: minted by a person, kept as their hash, listed with their last use, revoked."""
+"""Agent keys: minted by a person, kept as their hash, listed with their last use, revoked,
+and usable only while Dee Wan has confirmed their person's rights within a day."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row, Statement
+from scheduling.repository.installations import GONE_SQL
 
 # A manage launch's key: every change, as a manage session may cancel any schedule.
 EVERY_CHANGE = "*"
@@ -24,9 +26,10 @@ class AgentKey:
     content_id: str | None  # None: the whole installation
     offered: frozenset[Change] | None  # None: every change (a manage launch's key)
     created_at: int
-    expires_at: int
+    expires_at: int  # when it ends, or ended: revoked keys end when revoked
     revoked_at: int | None
     last_used_at: int | None
+    checked_at: int  # when Dee Wan last confirmed its person's rights (`CHECKED_FOR_MS`)
 
     @property
     def rights(self) -> Rights:
@@ -40,7 +43,7 @@ class AgentKey:
 
 _COLUMNS = (
     "id, installation_id, name, person_id, person_name, content_id, offered_transitions,"
-    " created_at, expires_at, revoked_at, last_used_at"
+    " created_at, expires_at, revoked_at, last_used_at, checked_at"
 )
 
 
@@ -60,66 +63,79 @@ def _key(row: Row) -> AgentKey:
         expires_at=row["expires_at"],
         revoked_at=row["revoked_at"],
         last_used_at=row["last_used_at"],
+        checked_at=row["checked_at"],
     )
 
 
-# An ended key (expired or revoked) is kept this long, then goes with the next mint in its
-# installation: the manage view no longer lists it, nothing reads it.
+# A key whose person's rights Dee Wan has not confirmed for this long is not usable: keys
+# carry no delegation, so only their person opening Scheduling again can renew them (`renew`).
+CHECKED_FOR_MS = 24 * 60 * 60 * 1000
+# An ended key (expired or revoked), and an ended proposal, is kept this long, then the
+# retention purge takes it: nothing reads it by then (what a person's agents made in the last
+# day is counted through their keys).
 ENDED_KEPT_MS = 30 * 24 * 60 * 60 * 1000
-_PRUNE = (
-    "DELETE FROM agent_keys WHERE installation_id = ?1"
-    " AND (expires_at < ?2 OR coalesce(revoked_at, ?2) < ?2)"
-)
+
+
+def _offered_text(offered: frozenset[Change] | None) -> str:
+    return EVERY_CHANGE if offered is None else json.dumps(sorted(map(list, offered)))
 
 
 async def insert(db: Database, key: AgentKey, key_hash: str) -> None:
-    """The new key, and the installation's keys ended over `ENDED_KEPT_MS` ago gone, in one
-    batch."""
-    offered = EVERY_CHANGE if key.offered is None else json.dumps(sorted(map(list, key.offered)))
-    ended_before = key.created_at - ENDED_KEPT_MS
-    await db.batch(
-        [
-            db.prepare(_PRUNE).bind(key.installation_id, ended_before),
-            _insert(db, key, key_hash, offered),
-        ]
+    await (
+        db.prepare(
+            f"INSERT INTO agent_keys ({_COLUMNS}, key_hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)"
+        )
+        .bind(
+            key.id,
+            key.installation_id,
+            key.name,
+            key.person_id,
+            key.person_name,
+            key.content_id,
+            _offered_text(key.offered),
+            key.created_at,
+            key.expires_at,
+            key.checked_at,
+            key_hash,
+        )
+        .run()
     )
 
 
-def _insert(db: Database, key: AgentKey, key_hash: str, offered: str) -> Statement:
+def renew(
+    db: Database,
+    installation_id: str,
+    person_id: str,
+    now: int,
+    content_id: str | None = None,
+    offered: frozenset[Change] | None = None,
+) -> Statement:
+    """Dee Wan has just confirmed the person's rights where their keys were minted: a manage
+    launch renews their manage keys; a read of a content (`content_id`, its primary id)
+    renews their keys of it, with the changes it offered them now."""
+    if content_id is None:
+        return db.prepare(
+            "UPDATE agent_keys SET checked_at = ?3 WHERE installation_id = ?1 AND person_id = ?2"
+            " AND content_id IS NULL AND expires_at > ?3"
+        ).bind(installation_id, person_id, now)
     return db.prepare(
-        f"INSERT INTO agent_keys ({_COLUMNS}, key_hash)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)"
-    ).bind(
-        key.id,
-        key.installation_id,
-        key.name,
-        key.person_id,
-        key.person_name,
-        key.content_id,
-        offered,
-        key.created_at,
-        key.expires_at,
-        key_hash,
-    )
-
-
-# Dee Wan no longer accepts the installation (uninstalled): its keys end with it, as its
-# sessions do (`sessions.FIND_LIVE_SQL`).
-_INSTALLATION_LIVE = """NOT (coalesce(i.unauthorized_at >= i.token_rotated_at, 0) OR EXISTS (
-    SELECT 1 FROM schedules
-     WHERE installation_id = k.installation_id AND result_code = 'plugin_unauthorized'
-       AND status = 'refused' AND updated_at >= i.token_rotated_at))"""
+        "UPDATE agent_keys SET checked_at = ?3, offered_transitions = ?5 WHERE installation_id = ?1"
+        " AND person_id = ?2 AND content_id = ?4 AND expires_at > ?3"
+    ).bind(installation_id, person_id, now, content_id, _offered_text(offered or frozenset()))
 
 
 async def find_live(db: Database, key_hash: str, now: int) -> AgentKey | None:
-    """The key with this hash, unless it expired or was revoked or its installation was
-    uninstalled; its use noted (at most once a minute, so reads stay reads)."""
+    """The key with this hash, unless it ended (expired or revoked), its person's rights were
+    not confirmed within `CHECKED_FOR_MS`, or its installation was uninstalled; its use noted
+    (at most once a minute, so reads stay reads)."""
     columns = ", ".join(f"k.{name}" for name in _COLUMNS.split(", "))
     row = await (
         db.prepare(
             f"SELECT {columns} FROM agent_keys k JOIN installations i ON i.id = k.installation_id"
-            f" WHERE k.key_hash = ? AND k.revoked_at IS NULL AND k.expires_at > ?"
-            f" AND {_INSTALLATION_LIVE}"
+            " WHERE k.key_hash = ?1 AND k.revoked_at IS NULL AND k.expires_at > ?2"
+            f" AND k.checked_at > ?2 - {CHECKED_FOR_MS}"
+            f" AND NOT ({GONE_SQL})"  # as its sessions end, while Dee Wan refuses it
         )
         .bind(key_hash, now)
         .first()
@@ -152,8 +168,8 @@ async def list_for(db: Database, installation_id: str, now: int) -> list[AgentKe
 async def revoke(db: Database, installation_id: str, key_id: str, now: int) -> bool:
     result = await (
         db.prepare(
-            "UPDATE agent_keys SET revoked_at = ? WHERE installation_id = ? AND id = ?"
-            " AND revoked_at IS NULL"
+            "UPDATE agent_keys SET revoked_at = ?1, expires_at = min(expires_at, ?1)"
+            " WHERE installation_id = ?2 AND id = ?3 AND revoked_at IS NULL"
         )
         .bind(now, installation_id, key_id)
         .run()

@@ -54,6 +54,19 @@ async def get(db: Database, installation_id: str) -> Installation | None:
     return Installation.from_row(row) if row else None
 
 
+# Whether Dee Wan said `plugin_unauthorized` for installation `i` since its token was last set
+# and since a launch exchange last succeeded with it (which proves Dee Wan accepts it again; at
+# the same millisecond the refusal wins): to a page's call (`i.unauthorized_at`), or to the
+# runner (a schedule refused so, read through the partial index `schedules_unauthorized`).
+# Only a 401 says it: a 5xx whose body names the code is a retry and locks nothing. Its sessions
+# and its agent keys are refused alike while it holds.
+GONE_SQL = """coalesce(i.unauthorized_at >= i.token_rotated_at
+                AND i.unauthorized_at >= coalesce(i.token_accepted_at, -1), 0) OR EXISTS (
+    SELECT 1 FROM schedules
+     WHERE installation_id = i.id AND result_code = 'plugin_unauthorized' AND status = 'refused'
+       AND updated_at >= i.token_rotated_at AND updated_at >= coalesce(i.token_accepted_at, -1))"""
+
+
 async def mark_unauthorized(db: Database, installation_id: str, now: int) -> None:
     """Dee Wan answered `plugin_unauthorized` to a call with the installation's token: it no
     longer accepts the installation (uninstalled, or its token replaced). Written once, until

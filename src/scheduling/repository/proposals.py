@@ -108,6 +108,30 @@ async def pending(
     return [_proposal(row) for row in rows.results]
 
 
+@dataclass(frozen=True)
+class Made:
+    """What an installation's agents have made: proposals waiting now, and proposals made
+    since a moment (any status), all of them and those made with one person's keys."""
+
+    pending: int
+    since: int
+    since_by_person: int
+
+
+MADE_SQL = """SELECT
+  (SELECT count(*) FROM proposals INDEXED BY proposals_pending
+    WHERE installation_id = ?1 AND status = 'pending' AND due_at > ?2) AS pending,
+  (SELECT count(*) FROM proposals WHERE installation_id = ?1 AND created_at > ?3) AS since,
+  (SELECT count(*) FROM proposals WHERE installation_id = ?1 AND created_at > ?3
+      AND key_id IN (SELECT id FROM agent_keys WHERE installation_id = ?1 AND person_id = ?4)
+  ) AS since_by_person"""
+
+
+async def made(db: Database, installation_id: str, person_id: str, now: int, since: int) -> Made:
+    [row] = (await db.prepare(MADE_SQL).bind(installation_id, now, since, person_id).all()).results
+    return Made(row["pending"], row["since"], row["since_by_person"])
+
+
 async def of_schedule(db: Database, installation_id: str, schedule_id: str) -> Proposal | None:
     row = await (
         db.prepare(

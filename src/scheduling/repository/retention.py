@@ -1,11 +1,16 @@
 """What is purged past the retention window, in bounded steps.
 
 A step is one D1 round trip of `STEP_STATEMENTS` statements, each bounded by `rows`: the
-attempts of up to `rows` finished schedules that ended before the cutoff, those schedules,
-and up to `rows` deliveries that were delivered or failed before it. Every read goes
-through an index of what may be purged (`schedules_finished`, the attempts' primary key,
-`webhook_deliveries_finished`), so a step costs what it deletes, never the size of the
-tables, and the runner's partial indexes of live rows are not touched.
+attempts of up to `rows` finished schedules that ended before the cutoff, the proposals they
+were confirmed from, those schedules, and up to `rows` deliveries that were delivered or
+failed before it; then what agents made that ended before a cutoff of its own (sooner:
+nothing reads them long): up to `rows` proposals declined, withdrawn or past their time, and
+up to `rows` agent keys expired or revoked. Every read goes through an index of what may be
+purged (`schedules_finished`, the attempts' primary key, `proposals_by_schedule`,
+`webhook_deliveries_finished`, `proposals_ended`, `agent_keys_ended`), so a step costs what
+it deletes, never the size of the tables, and the runner's partial indexes of live rows are
+not touched. (A trigger would save the confirmed proposals' statement, but D1 counts the
+rows a trigger deletes among the statement's changes.)
 """
 
 from __future__ import annotations
@@ -27,7 +32,15 @@ EXPIRED_SCHEDULES_SQL = f"""DELETE FROM schedules WHERE id IN ({_EXPIRED})
    AND NOT EXISTS (SELECT 1 FROM schedule_attempts WHERE schedule_id = schedules.id)"""
 EXPIRED_DELIVERIES_SQL = """DELETE FROM webhook_deliveries WHERE id IN (
     SELECT id FROM webhook_deliveries WHERE finished_at < ?1 LIMIT ?2)"""
-STEP_STATEMENTS = 3
+# A confirmed proposal goes with the schedule it became (whose history names the agent).
+EXPIRED_PROPOSALS_SQL = f"DELETE FROM proposals WHERE schedule_id IN ({_EXPIRED})"
+# Must match `proposals_ended`'s expression and WHERE word for word.
+ENDED_PROPOSALS_SQL = """DELETE FROM proposals WHERE id IN (
+    SELECT id FROM proposals WHERE status <> 'confirmed' AND coalesce(decided_at, due_at) < ?1
+     LIMIT ?2)"""
+ENDED_KEYS_SQL = """DELETE FROM agent_keys WHERE id IN (
+    SELECT id FROM agent_keys WHERE expires_at < ?1 LIMIT ?2)"""
+STEP_STATEMENTS = 6
 
 
 @dataclass(frozen=True)
@@ -37,16 +50,24 @@ class Purged:
     attempts: int
     schedules: int
     deliveries: int
+    proposals: int = 0
+    agent_keys: int = 0
 
 
-def step(db: Database, cutoff: int, rows: int) -> list[Statement]:
-    """One step's statements: what ended before `cutoff`, up to `rows` of each kind."""
+def step(db: Database, cutoff: int, rows: int, agents_cutoff: int | None = None) -> list[Statement]:
+    """One step's statements: what ended before `cutoff` (what agents made: before
+    `agents_cutoff`, `cutoff` when not given), up to `rows` of each kind."""
+    agents = cutoff if agents_cutoff is None else agents_cutoff
     return [
-        db.prepare(sql).bind(cutoff, rows)
-        for sql in (EXPIRED_ATTEMPTS_SQL, EXPIRED_SCHEDULES_SQL, EXPIRED_DELIVERIES_SQL)
+        db.prepare(EXPIRED_ATTEMPTS_SQL).bind(cutoff, rows),
+        db.prepare(EXPIRED_PROPOSALS_SQL).bind(cutoff, rows),
+        db.prepare(EXPIRED_SCHEDULES_SQL).bind(cutoff, rows),
+        db.prepare(EXPIRED_DELIVERIES_SQL).bind(cutoff, rows),
+        db.prepare(ENDED_PROPOSALS_SQL).bind(agents, rows),
+        db.prepare(ENDED_KEYS_SQL).bind(agents, rows),
     ]
 
 
 def purged(results: list[Result]) -> Purged:
-    attempts, schedules, deliveries = (result.meta.changes for result in results)
-    return Purged(attempts, schedules, deliveries)
+    attempts, confirmed, schedules, deliveries, ended, keys = (r.meta.changes for r in results)
+    return Purged(attempts, schedules, deliveries, confirmed + ended, keys)

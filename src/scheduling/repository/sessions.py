@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row
+from scheduling.repository import agent_keys
+from scheduling.repository.installations import GONE_SQL
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,11 @@ class Session:
     def opened_for(self) -> str:
         """What its page was opened for; forms carry it so a replaced session is told apart."""
         return self.content_id or "manage"
+
+    def having_read(self, primary_id: str, offered: Iterable[Change]) -> Session:
+        """The session as a read of its content leaves it (`remember_read` keeps the same)."""
+        primary = self.content_primary_id or primary_id
+        return replace(self, content_primary_id=primary, offered=frozenset(offered))
 
     @property
     def rights(self) -> Rights:
@@ -100,9 +107,13 @@ async def create(
     expires_at: int,
 ) -> None:
     """Insert the session; expired sessions go in the same batch, so delegations do not linger.
-    Its launch exchange just succeeded with the installation's token: Dee Wan accepts it."""
+    Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
+    on a manage launch it confirmed the person may manage still (their manage keys renewed)."""
+    manage = context_kind == "manage"
+    renewed = [agent_keys.renew(db, installation_id, person_id, now)] if manage else []
     await db.batch(
         [
+            *renewed,
             db.prepare("DELETE FROM sessions WHERE expires_at <= ?").bind(now),
             db.prepare("UPDATE installations SET token_accepted_at = ?2 WHERE id = ?1").bind(
                 installation_id, now
@@ -128,24 +139,10 @@ async def create(
     )
 
 
-# Whether Dee Wan said `plugin_unauthorized` for the session's installation since its token
-# was last set and since a launch exchange last succeeded with it (which proves Dee Wan
-# accepts it again; at the same millisecond the refusal wins): to a page's call
-# (`installations.unauthorized_at`), or to the runner (a schedule refused so, read through
-# the partial index `schedules_unauthorized`). Only a 401 says it: a 5xx whose body names the
-# code is a retry (`retrying`) and locks nothing.
-_GONE = """coalesce(i.unauthorized_at >= i.token_rotated_at
-                AND i.unauthorized_at >= coalesce(i.token_accepted_at, -1), 0) OR EXISTS (
-    SELECT 1 FROM schedules
-     WHERE installation_id = s.installation_id AND result_code = 'plugin_unauthorized'
-       AND status = 'refused'
-       AND updated_at >= i.token_rotated_at AND updated_at >= coalesce(i.token_accepted_at, -1))"""
-
-
 FIND_LIVE_SQL = (
     "SELECT "
     + ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
-    + f", {_GONE} AS installation_gone"
+    + f", {GONE_SQL} AS installation_gone"
     " FROM sessions s JOIN installations i ON i.id = s.installation_id"
     " WHERE s.id_hash = ? AND s.expires_at > ?"
 )
@@ -169,20 +166,23 @@ async def installation_of(db: Database, id_hash: str) -> str | None:
 
 
 async def remember_read(
-    db: Database, session: Session, primary_id: str, offered: Iterable[Change]
+    db: Database, session: Session, primary_id: str, offered: Iterable[Change], now: int
 ) -> None:
-    """Keep what a content read said: its primary id (learnt once) and the changes offered.
-    Writes only when either differs from what the session holds."""
+    """Keep what a content read said: its primary id (learnt once) and the changes offered,
+    with the person's agent keys of that content (their rights just confirmed). Writes on a
+    session's first read, and when what was offered changed."""
     changes = frozenset(offered)
     if session.content_primary_id is not None and session.offered == changes:
         return
-    await (
-        db.prepare(
-            "UPDATE sessions SET content_primary_id = coalesce(content_primary_id, ?),"
-            " offered_transitions = ? WHERE id_hash = ?"
-        )
-        .bind(primary_id, _text(changes), session.id_hash)
-        .run()
+    primary = session.content_primary_id or primary_id
+    await db.batch(
+        [
+            db.prepare(
+                "UPDATE sessions SET content_primary_id = ?, offered_transitions = ?"
+                " WHERE id_hash = ?"
+            ).bind(primary, _text(changes), session.id_hash),
+            agent_keys.renew(db, session.installation_id, session.person_id, now, primary, changes),
+        ]
     )
 
 

@@ -1,6 +1,8 @@
-"""The tick's retention purge: finished schedules (with their attempts) and delivered or
-failed deliveries that ended more than `RETENTION_DAYS` ago are deleted, a bounded
-step at a time, after the tick's sends and deliveries and before its record.
+"""The tick's retention purge: finished schedules (with their attempts, and the proposals
+they came from) and delivered or failed deliveries that ended more than `RETENTION_DAYS` ago
+are deleted, and what agents made that ended more than `ENDED_KEPT_MS` ago (keys, proposals
+never confirmed), a bounded step at a time, after the tick's sends and deliveries and before
+its record.
 
 Each step is one round trip of a few statements over at most `STEP_ROWS` rows of each
 kind; a tick takes at most `MAX_STEPS`, starts none after `MAX_PURGE_MS` of purging, and
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from scheduling.events import emit
 from scheduling.ports import LimitReached
 from scheduling.repository import retention
+from scheduling.repository.agent_keys import ENDED_KEPT_MS
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner.budget import Budget
 from scheduling.services import Services
@@ -42,6 +45,8 @@ class PurgeReport:
     schedules: int = 0
     attempts: int = 0
     deliveries: int = 0
+    proposals: int = 0
+    agent_keys: int = 0
 
 
 async def purge(
@@ -56,6 +61,7 @@ async def purge(
     not taken; logs one `retention_purged` line when anything went. Each step is a round
     trip of the invocation's (`trips`, which counts it)."""
     cutoff = now - services.config.retention_days * DAY_MS
+    agents_cutoff = max(cutoff, now - ENDED_KEPT_MS)  # the sooner of the two
     report = PurgeReport()
     started = elapsed_ms()
     while (
@@ -66,7 +72,7 @@ async def purge(
         )
     ):
         try:
-            results = await trips.send(retention.step(trips.db, cutoff, STEP_ROWS))
+            results = await trips.send(retention.step(trips.db, cutoff, STEP_ROWS, agents_cutoff))
         except LimitReached:
             break  # the invocation may send D1 nothing more; the rest waits for a tick
         step = retention.purged(results)
@@ -74,9 +80,11 @@ async def purge(
         report.schedules += step.schedules
         report.attempts += step.attempts
         report.deliveries += step.deliveries
-        if step.schedules < STEP_ROWS and step.deliveries < STEP_ROWS:
+        report.proposals += step.proposals
+        report.agent_keys += step.agent_keys
+        if max(step.schedules, step.deliveries, step.proposals, step.agent_keys) < STEP_ROWS:
             break  # nothing more past the window
-    if report.schedules or report.deliveries:
+    if report.schedules or report.deliveries or report.proposals or report.agent_keys:
         emit(
             "retention_purged",
             retention_days=services.config.retention_days,
@@ -84,5 +92,7 @@ async def purge(
             schedules=report.schedules,
             attempts=report.attempts,
             deliveries=report.deliveries,
+            proposals=report.proposals,
+            agent_keys=report.agent_keys,
         )
     return report

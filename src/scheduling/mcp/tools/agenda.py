@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.statuses import LIVE
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.timezones import canonical_zone, zone_suggestions
-from scheduling.mcp.tool import Answer, Arguments, Tool
+from scheduling.mcp.tool import Answer, Arguments, Instant, Tool
 from scheduling.repository import agent_queries, proposals
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.services import Services
@@ -19,7 +19,7 @@ HOUR_MS = 3_600_000
 
 class AgendaArguments(Arguments):
     timezone: str = Field("UTC", max_length=64, description="IANA zone to write times in.")
-    start: AwareDatetime | None = Field(None, description="Window start; now when not given.")
+    start: Instant | None = Field(None, description="Window start; now when not given.")
     hours: int = Field(
         24, ge=1, le=31 * 24, description="Window length in hours (at most 31 days)."
     )

@@ -57,4 +57,5 @@ TOOL = Tool(
     answer=CancelAnswer,
     call=cancel_schedule,
     read_only=False,
+    destructive=True,
 )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.statuses import Status
 from scheduling.mcp.shapes import ScheduleShape, schedule_shape
-from scheduling.mcp.tool import Answer, Arguments, Tool
+from scheduling.mcp.tool import Answer, Arguments, Instant, Tool
 from scheduling.repository import agent_queries
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.services import Services
@@ -20,8 +20,8 @@ Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 class ListArguments(Arguments):
     status: Status | None = Field(None, description="Only schedules in this status.")
     content_id: Id | None = Field(None, description="Only this content's schedules.")
-    due_from: AwareDatetime | None = Field(None, description="Due at or after this instant.")
-    due_to: AwareDatetime | None = Field(None, description="Due before this instant.")
+    due_from: Instant | None = Field(None, description="Due at or after this instant.")
+    due_to: Instant | None = Field(None, description="Due before this instant.")
     needs_attention: bool = Field(
         False, description="Only those that will try again, or ended not done and need a look."
     )
@@ -32,7 +32,7 @@ class ListAnswer(Answer):
     more: bool = Field(description="More matched than the 50 listed: narrow the filters.")
 
 
-def _ms(moment: AwareDatetime | None) -> int | None:
+def _ms(moment: Instant | None) -> int | None:
     return None if moment is None else int(moment.timestamp() * 1000)
 
 

@@ -34,4 +34,5 @@ TOOL = Tool(
     answer=WithdrawAnswer,
     call=withdraw_proposal,
     read_only=False,
+    destructive=True,
 )

@@ -306,6 +306,7 @@ async def show(request: Request, services: Services, session: Session) -> Respon
     )
     lateness = services.config.max_lateness_ms
     model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
+    session = shown.access.session  # with what the content read just said
     agents = await page_agents(services, session)
     return page(with_agents(model, session, agents, model.pins, shown.live))
 

@@ -8,7 +8,7 @@ nothing on it needs Dee Wan but a new schedule, and a cancel never calls Dee Wan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scheduling.actions.access import Access, open_access, read_launched_content
 from scheduling.actions.listing import Listed, last_page, listed
@@ -17,7 +17,7 @@ from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.content import ContentRead
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.refusals import Refusal
-from scheduling.domain.rights import Rights
+from scheduling.domain.rights import Rights, offered_by
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import Status
@@ -70,6 +70,9 @@ async def show_content(
         return await unread_view(
             services, access, refusal, page_number=page_number, cancelled=cancelled
         )
+    # The page's rights are what this read said, as the session now keeps them.
+    session = access.session.having_read(read.content.primary_id, offered_by(read))
+    access = replace(access, session=session)
     return await content_view(
         services, access, read, page_number=page_number, created=created, cancelled=cancelled
     )
