@@ -74,7 +74,7 @@ def test_0018_lets_any_registered_kind_in_and_renames_the_delivery_counters(
            INSERT INTO runner_totals (name, value) VALUES ('webhook_events', 3),
                ('webhook_deliveries:delivered', 2), ('webhook_lost_leases', 1);"""
     )
-    assert apply_migrations(connection) == ["0018_channel_kinds.sql"]
+    assert apply_migrations(connection)[0] == "0018_channel_kinds.sql"  # and any later
     endpoint = connection.execute("SELECT id, kind, next_message_at FROM notification_endpoints")
     assert [tuple(r) for r in endpoint] == [("whe_1", "chat", 60000)]
     assert connection.execute("SELECT count(*) FROM notification_subscriptions").fetchone()[0] == 1

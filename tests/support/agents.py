@@ -27,9 +27,9 @@ async def mint_key(
     name: str = "Release bot",
     days: str = "7",
 ) -> str:
-    """A key minted on the person's page (the manage view, or a content page)."""
+    """A key minted on the person's agents page (of a manage launch, or a content launch)."""
     browser = await world.browser_for(installation, person=person, content_id=content_id)
-    page = await browser.get(f"/installations/{installation.id}")
+    page = await browser.get(f"/installations/{installation.id}/agents")
     assert page.status == 200, page.body[:300]
     return await mint_with(browser, installation.id, name=name, days=days)
 

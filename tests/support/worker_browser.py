@@ -87,7 +87,8 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     assert url.startswith(f"{browser.origin}/installations/{installation_id}?dee_wan_launch=dwl_")
     exchanged = browser.get(url)
     assert exchanged.status_code == 303, exchanged.text
-    assert exchanged.headers["location"] == f"/installations/{installation_id}"
+    # The launch's page, by its handle (a tab of its own).
+    assert exchanged.headers["location"].startswith(f"/installations/{installation_id}?tab=")
     cookie = exchanged.headers["set-cookie"]
     assert cookie.startswith(f"{SESSION_COOKIE}=")
     for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
@@ -119,6 +120,7 @@ def remove_installation(harness: Harness, installation_id: str) -> None:
         ),
         ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM people WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM proposals WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM agent_keys WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),
