@@ -76,8 +76,8 @@ def csrf_of(page: str) -> str:
 
 
 def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
-    """Open the Worker from core's launch URL; returns the page's CSRF token (the manage view
-    has it in its Notifications forms; its cancels ask first, on a page with its own form).
+    """Open the Worker from core's launch URL; returns the session's CSRF token (a manage
+    launch's from its Notifications page; its cancels ask first, on a page with its own form).
     Manage (no content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
     person = "usr_editor" if context else "usr_admin"
     issued = core.control(
@@ -100,6 +100,8 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     browser.shown = dict(
         re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
     )
+    if not context:  # the schedules of a manage launch carry no form
+        page = browser.get(f"/installations/{installation_id}/notifications")
     return csrf_of(page.text)
 
 

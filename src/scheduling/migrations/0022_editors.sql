@@ -16,7 +16,7 @@ ALTER TABLE sessions ADD COLUMN news_since INTEGER;
 -- schedules. Forgotten at any launch once their latest launch is past the retention window
 -- (`sessions.create`), and by delete-data.
 CREATE TABLE people (
-    installation_id TEXT    NOT NULL REFERENCES installations (id),
+    installation_id TEXT    NOT NULL,  -- no foreign key: delete-data removes its rows itself
     person_id       TEXT    NOT NULL,
     launched_at     INTEGER NOT NULL,
     feed_hash       TEXT    UNIQUE,
