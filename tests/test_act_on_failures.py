@@ -161,6 +161,7 @@ async def test_only_a_refused_schedule_still_needing_attention_offers_dismiss(wo
     manage = await world.browser_for(installation, content_id=None)
     page = (await manage.get(f"/installations/{installation.id}")).body.decode()
     assert "/dismiss" not in page
+    await manage.get(f"/installations/{installation.id}/notifications")  # a form's token
     refused_ = await manage.post(
         f"/installations/{installation.id}/schedules/{waiting['id']}/dismiss",
         {"csrf_token": manage.csrf(), "opened_for": "manage"},
@@ -391,7 +392,9 @@ async def _endpoint_with_a_delivery(world: World) -> tuple[Installation, Browser
 
 async def test_a_delivery_names_its_schedule_and_links_to_its_card(world: World) -> None:
     installation, manage, _, schedule_id = await _endpoint_with_a_delivery(world)
-    page = (await manage.get(f"/installations/{installation.id}?zone=Europe/Paris")).body.decode()
+    page = (
+        await manage.get(f"/installations/{installation.id}/notifications?zone=Europe/Paris")
+    ).body.decode()
     delivery = page.split("data-delivery-id=", 1)[1].split("</tr>", 1)[0]
     assert f'data-schedule-id="{schedule_id}"' in delivery
     said = words(delivery)
@@ -411,7 +414,9 @@ async def test_a_delivery_names_its_schedule_and_links_to_its_card(world: World)
 
 async def test_delete_asks_first_naming_the_endpoint_and_its_deliveries(world: World) -> None:
     installation, manage, _, schedule_id = await _endpoint_with_a_delivery(world)
-    page = (await manage.get(f"/installations/{installation.id}?zone=UTC")).body.decode()
+    page = (
+        await manage.get(f"/installations/{installation.id}/notifications?zone=UTC")
+    ).body.decode()
     endpoint_id = re.findall(r'data-endpoint-id="([^"]+)"', page)[0]
     link = f"/installations/{installation.id}/notifications/{endpoint_id}/delete?zone=UTC"
     assert html.escape(link) in page or link in page
@@ -431,20 +436,20 @@ async def test_delete_asks_first_naming_the_endpoint_and_its_deliveries(world: W
         f"/installations/{installation.id}/notifications/{endpoint_id}/delete", fields
     )
     assert done.status == 303
-    assert done.header("location") == f"/installations/{installation.id}?zone=UTC#notifications"
+    assert done.header("location") == f"/installations/{installation.id}/notifications?zone=UTC"
     after = (await manage.follow(done)).body.decode()
     assert await _endpoints(world) == 0
     assert (
         "Deleted the endpoint https://hooks.example/scheduling. Its 1 delivery was deleted with"
         " it; nothing more is sent to it." in words(after)
     )
-    again = (await manage.get(f"/installations/{installation.id}")).body.decode()
+    again = (await manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert "Deleted the endpoint" not in again  # said once
 
 
 async def test_rotate_asks_first_and_says_the_receiver_needs_the_new_secret(world: World) -> None:
     installation, manage, secret, _ = await _endpoint_with_a_delivery(world)
-    page = (await manage.get(f"/installations/{installation.id}")).body.decode()
+    page = (await manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     endpoint_id = re.findall(r'data-endpoint-id="([^"]+)"', page)[0]
     asked = await manage.get(f"/installations/{installation.id}/notifications/{endpoint_id}/rotate")
     assert asked.status == 200

@@ -164,7 +164,9 @@ def launch(
     form = where.filter(has=page.get_by_role("button", name=label))
     form.get_by_role("combobox", name="as person").select_option(label=person)
     button = form.get_by_role("button", name=label)
-    with page.expect_navigation(url=f"{stack.plugin_origin}/installations/{ins}") as landed:
+    # The launch's page, addressed by its handle (issue 48: a launch per tab).
+    landing = re.compile(re.escape(f"{stack.plugin_origin}/installations/{ins}?tab=") + ".{12}$")
+    with page.expect_navigation(url=landing) as landed:
         button.click()
     response = landed.value
     assert response is not None
@@ -348,7 +350,7 @@ def test_launch_from_dee_wan_and_the_error_pages(
 ) -> None:
     landed = launch(page, stack, "cnt_news")
     ins = installation_id(stack)
-    assert page.url == f"{stack.plugin_origin}/installations/{ins}"
+    assert page.url.startswith(f"{stack.plugin_origin}/installations/{ins}?tab=")
     cookie = next(c for c in context.cookies() if c["name"].startswith("__Host-"))
     assert cookie["secure"]
     assert cookie["httpOnly"]
@@ -444,7 +446,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     #    one way (local, zone, UTC) and the deadline with its own date, zone and RFC 3339 value.
     summer = next_summer_morning()
     made = keyboard_schedule(page, summer, "Europe/Berlin", press="Enter")
-    assert "?created=" in page.url
+    assert "&created=" in page.url  # after the launch's handle
     first = confirmed_id(page)
     notice = confirmation(page)
     assert f"at {spoken(summer, 'Europe/Berlin')}." in notice
@@ -772,8 +774,14 @@ def test_manage_pages_filters_and_agenda(stack: DevStack, page: Page, shots: Pat
     audit_wide_and_narrow(page, "manage-finished", finished, shots)
 
 
+def to_room(page: Page, room: str) -> PageResponse:
+    """The page of one subject, by the navigation at the top of every page."""
+    return follow(page, page.locator(f'nav.rooms [data-room="{room}"]'))
+
+
 def add_the_local_receiver(page: Page, shots: Path, receiver: str) -> str:
-    """The receiver added as an endpoint on the manage page: its secret, shown once."""
+    """The receiver added as an endpoint on the notifications page: its secret, shown once."""
+    to_room(page, "notifications")
     section = page.locator("#notifications")
     assert section.get_by_role("heading", name="Notifications").is_visible()
     section.get_by_label("Endpoint URL").fill(receiver)
@@ -831,6 +839,7 @@ def test_notifications_an_endpoint_hears_of_a_refusal_verified_by_the_local_dee_
 
     # The manage page shows the delivery; the test button sends one at once.
     launched = launch(page, stack)
+    to_room(page, "notifications")
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
     delivery = endpoint.locator("tr[data-delivery-status]")
     assert delivery.count() == 1
@@ -1119,7 +1128,7 @@ def a_late_cancel_leads_back_to_the_schedules(
     back = page.get_by_role("link", name="Back to the schedules")
     audit_wide_and_narrow(page, "error-form-refused-next-steps", late, shots)
     follow(page, back, status=None)
-    assert page.url == f"{stack.plugin_origin}/installations/{ins}"
+    assert page.url == f"{stack.plugin_origin}/installations/{ins}"  # asked for without a handle
 
 
 def test_every_error_page_leads_somewhere(
@@ -1164,8 +1173,9 @@ def test_every_error_page_leads_somewhere(
 def the_delivery_links_to_its_card(
     page: Page, stack: DevStack, shots: Path, receiver: str, made: str
 ) -> None:
-    """On the manage page, each delivery names its schedule and links to its card."""
+    """On the notifications page, each delivery names its schedule and links to its card."""
     launch(page, stack)
+    to_room(page, "notifications")
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
     delivery = endpoint.locator(f'tr[data-schedule-id="{made}"]')
     # By its title (or its id, when Dee Wan was too slow for the page's budget under load:
@@ -1185,6 +1195,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
 ) -> None:
     seed(stack, ("cnt_hooked", "Hooked news"))
     launch(page, stack)
+    to_room(page, "notifications")
     section = page.locator("#notifications")
     receiver = f"{stack.core_origin}/webhooks?copy=confirm"
     section.get_by_label("Endpoint URL").fill(receiver)
@@ -1195,6 +1206,7 @@ def test_an_endpoint_is_rotated_and_deleted_only_once_confirmed(
     the_delivery_links_to_its_card(page, stack, shots, receiver, made)
 
     launch(page, stack)
+    to_room(page, "notifications")
     endpoint = page.locator("article.endpoint").filter(has_text=receiver)
     asked = follow(
         page, endpoint.get_by_role("link", name=re.compile("^Rotate secret")), status=None

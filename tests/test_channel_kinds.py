@@ -79,7 +79,7 @@ def pager() -> Iterator[ChannelKind]:
 
 
 async def _add(manage: Browser, installation_id: str, kind: str, url: str) -> Any:
-    await manage.get(f"/installations/{installation_id}")
+    await manage.get(f"/installations/{installation_id}/notifications")
     fields = [("csrf_token", manage.csrf()), ("opened_for", "manage"), ("kind", kind)]
     fields += [("url", url), ("events", "schedule.refused")]
     return await manage.post_pairs(f"/installations/{installation_id}/notifications", fields)
@@ -92,7 +92,7 @@ async def test_a_kind_registered_here_alone_is_offered_sends_retries_and_shows(
     with_receivers(world, receiver)
     installation = await world.install()
     manage = await world.browser_for(installation, content_id=None)
-    form = (await manage.get(f"/installations/{installation.id}")).body.decode()
+    form = (await manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert 'value="pager"' in form
     assert PAGER_LABEL in form
     added = await _add(manage, installation.id, "pager", PAGER_URL)
@@ -118,7 +118,7 @@ async def test_a_kind_registered_here_alone_is_offered_sends_retries_and_shows(
     [done] = await _deliveries(world)
     assert (done["status"], done["attempt_count"]) == ("delivered", 2)
 
-    page = (await manage.get(f"/installations/{installation.id}")).body.decode()
+    page = (await manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert 'data-endpoint-kind="pager"' in page
     assert PAGER_LABEL in page
     assert "data-signing-secret" not in page  # shown that once only

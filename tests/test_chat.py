@@ -284,7 +284,7 @@ async def test_the_test_event_is_a_chat_message_and_a_chat_has_no_secret_to_rota
     assert (await chat.manage.post(f"{base}/test", form)).status == 303
     [text] = chat.receiver.texts()
     assert text == f"{chat_lines.TEST_TEXT}\n{page(installation)}"
-    shown = (await chat.manage.get(f"/installations/{installation.id}")).body.decode()
+    shown = (await chat.manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert 'data-endpoint-kind="chat"' in shown
     assert "HTTP 204 at" in shown
     assert f"{base}/rotate" not in shown
@@ -311,8 +311,8 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     await tick_at(world, s["due_at"])
     assert len(chat.receiver.deliveries) == 1  # sent to the URL itself
     pages = [
-        (await chat.manage.get(f"/installations/{installation.id}")).body.decode(),
-        (await chat.manage.get(f"/installations/{installation.id}#notifications")).body.decode(),
+        (await chat.manage.get(f"/installations/{installation.id}/notifications")).body.decode(),
+        (await chat.manage.get(f"/installations/{installation.id}/notifications")).body.decode(),
     ]
     for shown in pages:
         assert SHOWN in shown
@@ -343,7 +343,7 @@ async def test_a_chat_url_follows_the_host_rules_and_bad_kinds_are_refused_with_
         ("sms", CHAT_URL, "unknown_endpoint_kind"),
         ("", CHAT_URL, "unknown_endpoint_kind"),
     ):
-        await manage.get(f"/installations/{installation_id}")
+        await manage.get(f"/installations/{installation_id}/notifications")
         fields = {"csrf_token": manage.csrf, "opened_for": "manage", "kind": kind, "url": url,
                   "events": ["schedule.refused"]}  # fmt: skip
         response = await manage.post_form(path, fields)

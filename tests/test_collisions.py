@@ -125,6 +125,7 @@ async def test_once_the_first_is_done_the_second_needs_a_new_pin_at_once(world: 
 async def test_an_endpoint_hears_of_the_stale_one_when_the_first_is_done(world: World) -> None:
     installation = await world.install()
     manage = await world.open_page(installation, None)
+    await manage.get(f"/installations/{installation.id}/notifications")
     added = await manage.post(
         f"/installations/{installation.id}/notifications",
         {

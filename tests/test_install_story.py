@@ -77,7 +77,7 @@ async def add_endpoints(
     manage = await world.browser_for(installation, content_id=None)
     webhook_secret = await add_endpoint(manage, installation.id)
     seen.append(webhook_secret)
-    later_pages = [(await manage.get(f"/installations/{installation.id}")).body]
+    later_pages = [(await manage.get(f"/installations/{installation.id}/notifications")).body]
     endpoint_id = re.findall(rb'data-endpoint-id="([^"]+)"', later_pages[0])[0].decode()
     rotated_page = await manage.follow(
         await manage.post(

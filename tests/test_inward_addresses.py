@@ -144,7 +144,7 @@ async def test_a_test_event_to_a_name_resolving_to_loopback_is_not_sent_open_por
         )
         assert response.status == 303
     assert connections_to(listener) == 0  # nothing dialled, not even a TCP handshake
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    page = (await browser.get(f"/installations/{installation.id}/notifications")).body.decode()
     said = re.findall(r"data-test-result>([^<]*) at ", page)
     assert said == ["not called: its name leads to this machine or a private network"] * 2
     results = db.connection.execute("SELECT test_result FROM notification_endpoints").fetchall()

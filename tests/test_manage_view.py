@@ -70,7 +70,10 @@ async def seed(world: World, installation: Installation, count: int = COUNT) -> 
 
 
 async def manager(world: World, installation: Installation, person: str = "usr_editor") -> Browser:
-    return await world.browser_for(installation, person=person, content_id=None)
+    """A manage launch whose first page (with what happened since the last launch) was shown."""
+    browser = await world.browser_for(installation, person=person, content_id=None)
+    await browser.get(f"/installations/{installation.id}")
+    return browser
 
 
 def link(html: str, rel: str) -> str | None:
@@ -225,11 +228,11 @@ async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(
 async def test_a_failed_title_read_shows_the_id_alone(world: World) -> None:
     installation = await world.install()
     await seed(world, installation, count=4)
+    browser = await manager(world, installation)
     world.core.faults.push(
         Fault.respond(404, "content_not_found"), endpoint="content", content_id=content(2)
     )
     world.core.faults.push(Fault.timeout(), endpoint="content", content_id=content(3))
-    browser = await manager(world, installation)
     response = await browser.get(f"/installations/{installation.id}")
     assert response.status == 200
     html = response.body.decode()

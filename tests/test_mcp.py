@@ -44,8 +44,9 @@ TOOLS = {
 
 
 async def mint_on_page(runtime: Runtime, installation_id: str) -> str:
-    """A key minted on the manage view's form, as a site admin mints one."""
+    """A key minted on the agents page's form, as a site admin mints one."""
     manager = await runtime.open_page(installation_id)
+    await manager.get(f"/installations/{installation_id}/agents")
     minted = await manager.post_form(
         f"/installations/{installation_id}/agent-keys",
         {"csrf_token": manager.csrf, "opened_for": "manage", "name": "Release bot", "days": "7"},
@@ -57,15 +58,16 @@ async def mint_on_page(runtime: Runtime, installation_id: str) -> str:
 
 
 async def confirm_as_editor(runtime: Runtime, installation_id: str, proposal_id: str) -> str:
-    """The editor opens the content's page and presses Confirm: the schedule's id."""
+    """The editor opens the content's agents page and presses Confirm: the schedule's id."""
     editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    await editor.get(f"/installations/{installation_id}/agents")
     assert proposal_id in proposal_ids(editor.page)
     confirmed = await editor.post_form(
         f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
         {"csrf_token": editor.csrf, "opened_for": runtime.content, **editor.shown},
     )
     assert confirmed.status_code == 303, confirmed.text[:2000]
-    return confirmed.headers["location"].split("created=")[1]
+    return confirmed.headers["location"].split("created=")[1].split("&")[0]
 
 
 def proposed_in_two_days(runtime: Runtime) -> tuple[dict[str, str], datetime]:
@@ -299,7 +301,7 @@ async def test_a_proposal_that_would_replace_a_waiting_schedule_says_so_before_c
     key = await mint_key(world, installation)
     proposal_id = await propose(world, key)
     browser = await world.browser_for(installation)
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    page = (await browser.get(f"/installations/{installation.id}/agents")).body.decode()
     item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
     assert 'data-warning="replace"' in item
     _, confirmed = await confirm_on_page(world, installation.id, proposal_id)
@@ -323,7 +325,7 @@ async def test_a_proposal_that_would_collide_with_the_other_kind_says_so_before_
     key = await mint_key(world, installation)
     proposal_id = await propose(world, key, "cnt_pub")
     browser = await world.browser_for(installation, content_id="cnt_pub")
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    page = (await browser.get(f"/installations/{installation.id}/agents")).body.decode()
     item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
     assert 'data-warning="collision"' in item
     assert f"unpublish of version {unpublish['version_id']}" in item

@@ -64,7 +64,7 @@ async def test_an_expired_or_revoked_key_is_refused_at_once(world: World) -> Non
 
     other = await mint_key(world, installation, name="Chat bot")
     browser = await world.browser_for(installation, content_id=None)
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    page = (await browser.get(f"/installations/{installation.id}/agents")).body.decode()
     key_id = page.split('data-agent-key-id="', 1)[1].split('"', 1)[0]
     revoked = await browser.post(
         f"/installations/{installation.id}/agent-keys/{key_id}/revoke",
@@ -120,7 +120,7 @@ async def test_no_key_or_note_in_the_logs_and_a_hostile_note_is_escaped(
     key = await mint_key(world, installation, name=name)
     await call_tool(world, key, "propose_schedule", proposal(note=hostile))
     browser = await world.browser_for(installation)
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    page = (await browser.get(f"/installations/{installation.id}/agents")).body.decode()
     assert "&lt;script&gt;" in page
     assert "<script>" not in page
     assert "<img src=x" not in page
@@ -243,7 +243,7 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
     first = await call_tool(world, key, "propose_schedule", proposal())
     first_id = first["structuredContent"]["proposal"]["id"]
     viewer = await world.browser_for(installation, person="usr_viewer")
-    seen = (await viewer.get(f"/installations/{installation.id}")).body.decode()
+    seen = (await viewer.get(f"/installations/{installation.id}/agents")).body.decode()
     assert first_id in seen
     assert 'data-proposal-action="decline"' not in seen  # a viewer is offered neither button
     path = f"/installations/{installation.id}/proposals/{first_id}/decline"
@@ -252,17 +252,17 @@ async def test_a_proposal_is_declined_by_someone_who_could_make_it_and_ends_at_i
     editor = await world.open_page(installation)
     fields = {"csrf_token": editor.csrf(), "opened_for": "cnt_en"}
     assert (await editor.post(path, fields)).status == 303
-    page = (await editor.get(f"/installations/{installation.id}")).body.decode()
+    page = (await editor.get(f"/installations/{installation.id}/agents")).body.decode()
     assert first_id not in page
     again = await call_tool(world, key, "withdraw_proposal", {"proposal_id": first_id})
     assert again["_meta"]["code"] == "proposal_ended"
 
     second = await call_tool(world, key, "propose_schedule", proposal())
     second_id = second["structuredContent"]["proposal"]["id"]
-    assert second_id in (await editor.get(f"/installations/{installation.id}")).body.decode()
+    assert second_id in (await editor.get(f"/installations/{installation.id}/agents")).body.decode()
     world.clock.now += 2 * DAY_MS  # past its time: it expired
     editor = await world.browser_for(installation)
-    shown = await editor.get(f"/installations/{installation.id}")
+    shown = await editor.get(f"/installations/{installation.id}/agents")
     assert shown.status == 200
     assert second_id not in shown.body.decode()
     await world.browser_for(installation, content_id=None)  # its manage key renewed

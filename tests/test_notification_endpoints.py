@@ -58,7 +58,7 @@ async def manage_page_at(world: World, installation_id: str, minutes_later: int)
     world.clock.advance(minutes_later * 60_000)
     installation = world.core.state.installations[installation_id]
     browser = await world.browser_for(installation, content_id=None)
-    response = await browser.get(f"/installations/{installation_id}")
+    response = await browser.get(f"/installations/{installation_id}/notifications")
     assert response.status == 200
     html = response.body.decode()
     assert 'id="notifications"' in html
@@ -68,6 +68,7 @@ async def manage_page_at(world: World, installation_id: str, minutes_later: int)
 async def manage_of(world: World) -> tuple[Any, Browser]:
     installation = await world.install()
     browser = await world.open_page(installation, None)
+    await browser.get(f"/installations/{installation.id}/notifications")
     return installation, browser
 
 
@@ -123,7 +124,7 @@ async def test_a_sixth_endpoint_is_refused(world: World) -> None:
     installation, browser = await manage_of(world)
     for i in range(5):
         await add_endpoint(browser, installation.id, f"https://hooks{i}.example/in")
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    page = (await browser.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert len(endpoints_on(page)) == 5
     assert 'data-form="notification-endpoint"' not in page  # no form for a sixth
     before = snapshot(world.db)
@@ -139,7 +140,7 @@ async def test_a_content_launch_gets_403_on_every_notification_route_and_sees_no
     installation, manage = await manage_of(world)
     await add_endpoint(manage, installation.id)
     [endpoint_id] = endpoints_on(
-        (await manage.get(f"/installations/{installation.id}")).body.decode()
+        (await manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     )
     editor = await world.browser_for(installation)
     page = (await editor.get(f"/installations/{installation.id}")).body.decode()
@@ -181,7 +182,7 @@ async def test_the_secret_is_shown_once_then_never_again(world: World) -> None:
     # A HEAD of the page uses nothing up; the next GET shows no secret.
     head = await browser._send("HEAD", f"/installations/{installation.id}", {})
     assert head.status == 200
-    again = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    again = (await browser.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert secret not in again
     assert "data-signing-secret" not in again
     assert ANY_SECRET.findall(again.encode()) == []
@@ -197,7 +198,10 @@ async def test_the_secret_is_shown_once_then_never_again(world: World) -> None:
     assert found
     rotated = found.group(1)
     assert rotated != secret
-    assert rotated not in (await browser.get(f"/installations/{installation.id}")).body.decode()
+    assert (
+        rotated
+        not in (await browser.get(f"/installations/{installation.id}/notifications")).body.decode()
+    )
 
 
 async def test_deleted_endpoint_hears_nothing_more(world: World) -> None:
@@ -206,7 +210,7 @@ async def test_deleted_endpoint_hears_nothing_more(world: World) -> None:
     installation, browser = await manage_of(world)
     await add_endpoint(browser, installation.id)
     [endpoint_id] = endpoints_on(
-        (await browser.get(f"/installations/{installation.id}")).body.decode()
+        (await browser.get(f"/installations/{installation.id}/notifications")).body.decode()
     )
     response = await browser.post(
         f"/installations/{installation.id}/notifications/{endpoint_id}/delete",
@@ -239,7 +243,7 @@ async def test_send_test_event_delivers_a_signed_test_event_at_once(
     installation, browser = await manage_of(world)
     secret = await add_endpoint(browser, installation.id)
     [endpoint_id] = endpoints_on(
-        (await browser.get(f"/installations/{installation.id}")).body.decode()
+        (await browser.get(f"/installations/{installation.id}/notifications")).body.decode()
     )
     receiver.answer_next(answer)
     sent_before = len(network.sent)
@@ -267,7 +271,9 @@ async def test_the_page_lists_recent_deliveries_and_marks_one_failing_for_an_hou
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
-    page = (await browser.get(f"/installations/{installation.id}?zone=Europe/Paris")).body.decode()
+    page = (
+        await browser.get(f"/installations/{installation.id}/notifications?zone=Europe/Paris")
+    ).body.decode()
     assert 'data-delivery-status="waiting"' in page
     assert "A schedule ends not done (refused)" in page
     # The event, in the chosen zone; the next try: the minute's tick after +30 s.

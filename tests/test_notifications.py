@@ -393,7 +393,7 @@ async def test_a_410_disables_the_endpoint_and_what_it_had_waiting(
     )
     assert endpoint is not None
     assert endpoint["disabled_at"] is not None
-    page = (await hooks.manage.get(f"/installations/{installation.id}")).body.decode()
+    page = (await hooks.manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert 'data-disabled="true"' in page
     third = await schedule(world, installation, "cnt_en", in_minutes=5)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")

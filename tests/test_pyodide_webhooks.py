@@ -174,9 +174,9 @@ def _add_chat_endpoint(
     sealed (WebCrypto) and, in plain, only its host and last 4 characters."""
     added = _post_endpoint(core, browser, installation_id, url, kind="chat")
     assert added.status_code == 303, added.text
-    page = browser.get(f"/installations/{installation_id}").text
+    page = browser.get(f"/installations/{installation_id}/notifications").text
     assert f"data-secret-url>{url}<" in page, page[-3000:]
-    assert url not in browser.get(f"/installations/{installation_id}").text  # once
+    assert url not in browser.get(f"/installations/{installation_id}/notifications").text  # once
     [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
     [row] = harness.sql(
         "SELECT url, secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
@@ -194,12 +194,12 @@ def _add_endpoint(
     """Through the manage page's form; the secret is shown once, and D1 holds it sealed."""
     added = _post_endpoint(core, browser, installation_id, url, kind="webhook")
     assert added.status_code == 303, added.text
-    page = browser.get(f"/installations/{installation_id}").text
+    page = browser.get(f"/installations/{installation_id}/notifications").text
     found = SECRET_VALUE.search(page)
     assert found, page[-3000:]
     secret = found.group(1)
     assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
-    assert secret not in browser.get(f"/installations/{installation_id}").text  # once
+    assert secret not in browser.get(f"/installations/{installation_id}/notifications").text  # once
     [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
     [row] = harness.sql(
         "SELECT secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id

@@ -89,7 +89,9 @@ class Hooks:
     async def page(self) -> str:
         """The manage page, from a fresh launch (a session does not last the days this runs)."""
         self.manage = await self.world.browser_for(self.installation, content_id=None)
-        return (await self.manage.get(f"/installations/{self.installation.id}")).body.decode()
+        return (
+            await self.manage.get(f"/installations/{self.installation.id}/notifications")
+        ).body.decode()
 
 
 @pytest.fixture

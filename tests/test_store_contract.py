@@ -36,6 +36,7 @@ from scheduling.repository import (
     notification_endpoints,
     operator_queries,
     outbox_sql,
+    people,
     proposals,
     redelivery,
     retention,
@@ -914,6 +915,7 @@ async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: An
         person_id="usr_1", person_name=ADA, context_kind=kind.get("context_kind", "content"),
         content_id=kind.get("content_id", "cnt_en"), delegation_sealed="sealed",
         delegation_expires_at=now + MINUTE, now=now, expires_at=now + 10 * MINUTE,
+        tab=f"tab_{id_hash}",
     )  # fmt: skip
 
 
@@ -1665,3 +1667,159 @@ async def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_b
     if sql is tick_history.HEALTH_SQL:
         assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
         assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps
+
+
+# -- what is kept about a person: a launch's handle and news, the calendar, the feed ----------
+
+DAY = 86_400_000
+
+
+def kept_schedule(db: Database, sid: str, **columns: Any) -> Statement:
+    """A schedule of `usr_1` written straight in, its columns as given over these."""
+    made: dict[str, Any] = {
+        "installation_id": "ins_1", "content_id": f"cnt_{sid}", "kind": "publish",
+        "to_state": "published", "version_id": "ver_1", "workflow_revision": 1, "revision": 1,
+        "idempotency_key": f"key:{sid}", "due_at": NOW, "timezone": "UTC",
+        "local_time": "2026-06-01T09:00", "status": "pending", "requested_by": "usr_1",
+        "requested_by_name": "Ada", "created_at": 0, "updated_at": 0,
+    }  # fmt: skip
+    made |= columns
+    if made["status"] in ("pending", "retrying"):
+        made["next_attempt_at"] = made["due_at"]
+    if made["status"] == "running":
+        made |= {"lease_token": "lease", "lease_until": NOW}
+    return insert(db, "schedules", id=sid, **made)
+
+
+async def launch(db: Database, id_hash: str, now: int, person: str = "usr_1") -> sessions.Session:
+    await sessions.create(
+        db, id_hash=id_hash, installation_id="ins_1", csrf_token="csrf", person_id=person,
+        person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="sealed",
+        delegation_expires_at=now + DAY, now=now, expires_at=now + DAY, tab=f"t_{id_hash}",
+    )  # fmt: skip
+    return await present(sessions.find_live(db, id_hash, now))
+
+
+async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_page_once(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    first = await launch(any_db, "h1", NOW)
+    assert (first.tab, first.news_since) == ("t_h1", None)  # never launched before
+    assert first.href("/calendar", [("zone", "Europe/Paris")]) == (
+        "/installations/ins_1/calendar?tab=t_h1&zone=Europe%2FParis"
+    )
+    second = await launch(any_db, "h2", NOW + 5)
+    assert second.news_since == NOW
+    assert await column(any_db, "SELECT launched_at FROM people") == [NOW + 5]
+    assert await sessions.take_news_since(any_db, second) == NOW
+    assert await sessions.take_news_since(any_db, second) is None  # a second page at once
+    assert (await present(sessions.find_live(any_db, "h2", NOW + 5))).news_since is None
+    other = await launch(any_db, "h3", NOW + 6, person="usr_2")
+    assert other.news_since is None  # each person their own
+
+
+async def test_the_news_is_the_persons_schedules_that_ended_or_went_stale_since(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    ended: dict[str, Any] = {"status": "completed", "updated_at": NOW + 1}
+    await kept_schedule(any_db, "s_done", **ended, title_sealed="sealed-title").run()
+    await kept_schedule(
+        any_db, "s_refused", status="refused", updated_at=NOW + 3, kind="unpublish"
+    ).run()
+    await kept_schedule(
+        any_db, "s_before", status="completed", updated_at=NOW - 1, content_id="c2"
+    ).run()
+    await kept_schedule(any_db, "s_other", **ended, content_id="c3", requested_by="usr_2").run()
+    stale: dict[str, Any] = {"made_stale_by": "s_done", "made_stale_at": NOW + 2}
+    await kept_schedule(any_db, "s_stale", status="pending", content_id="c4", **stale).run()
+    await kept_schedule(any_db, "s_waiting", status="pending", content_id="c5").run()
+    found = await people.news(any_db, "ins_1", "usr_1", NOW, 10)
+    assert [x.schedule.id for x in found] == ["s_refused", "s_stale", "s_done"]
+    assert found[2].title_sealed == "sealed-title"
+    assert [x.schedule.id for x in await people.news(any_db, "ins_1", "usr_1", NOW, 1)] == [
+        "s_refused"
+    ]
+
+
+async def test_the_calendar_reads_live_changes_in_a_span_in_time_order_by_index(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    for n, status in enumerate(("pending", "retrying", "running", "completed", "cancelled")):
+        due = NOW + (5 - n) * DAY
+        await kept_schedule(any_db, f"s{n}", status=status, due_at=due, content_id=f"c{n}").run()
+    await kept_schedule(
+        any_db, "s_late", status="pending", due_at=NOW + 30 * DAY, content_id="c9"
+    ).run()
+    found = await people.waiting(any_db, "ins_1", NOW, NOW + 10 * DAY, 10)
+    assert [x.schedule.id for x in found] == ["s2", "s1", "s0"]
+    assert [
+        x.schedule.id for x in await people.waiting(any_db, "ins_1", NOW, MAX_STORED_INTEGER, 2)
+    ] == [
+        "s2",
+        "s1",
+    ]
+    reads = table_reads(await plan(any_db, people.WAITING_SQL, ("ins_1", 0, 1, 1)))
+    assert reads[0] == "SEARCH schedules USING INDEX schedules_one_live (installation_id=?)"
+    assert all("INDEX" in read for read in reads), reads
+
+
+async def test_a_feed_is_found_by_its_hash_while_its_person_keeps_launching(
+    any_db: Database,
+) -> None:
+    await installation(any_db, token_rotated_at=NOW - 5)
+    await launch(any_db, "h1", NOW)
+    assert await people.feed_made_at(any_db, "ins_1", "usr_1") is None
+    await people.set_feed(any_db, "ins_1", "usr_1", "hash-1", NOW + 1, whole=True)
+    assert await people.feed_made_at(any_db, "ins_1", "usr_1") == NOW + 1
+    found = await present(people.find_feed(any_db, "hash-1", NOW + 2))
+    assert (found.installation_id, found.person_id, found.whole, found.live) == (
+        "ins_1",
+        "usr_1",
+        True,
+        True,
+    )
+    limit = NOW + people.FEED_DAYS * DAY
+    assert (await present(people.find_feed(any_db, "hash-1", limit - 1))).live
+    assert not (await present(people.find_feed(any_db, "hash-1", limit))).live  # 30 days on
+    await launch(any_db, "h2", NOW + DAY)  # a launch renews it
+    assert (await present(people.find_feed(any_db, "hash-1", limit))).live
+    await people.set_feed(any_db, "ins_1", "usr_1", "hash-2", NOW + 3)  # a new address
+    assert await people.find_feed(any_db, "hash-1", NOW + 4) is None
+    assert not (await present(people.find_feed(any_db, "hash-2", NOW + 4))).whole
+    # A person without a launch recorded (a session from before) gets their row made.
+    await people.set_feed(any_db, "ins_1", "usr_9", "hash-9", NOW + 7)
+    assert (await present(people.find_feed(any_db, "hash-9", NOW + 8))).live
+    await installations.mark_unauthorized(any_db, "ins_1", NOW + DAY + 1)  # uninstalled
+    assert not (await present(people.find_feed(any_db, "hash-2", NOW + DAY + 2))).live
+    await people.set_feed(any_db, "ins_1", "usr_1", None, NOW + 5)  # revoked
+    assert await people.find_feed(any_db, "hash-2", NOW + 6) is None
+    assert await people.feed_made_at(any_db, "ins_1", "usr_1") is None
+
+
+async def test_a_launch_forgets_people_past_the_window_and_delete_data_takes_them_all(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    await installation(any_db, "ins_2")
+    for n in range(101):  # of any installation, a hundred at a time
+        made = {"installation_id": "ins_2", "person_id": f"old{n}", "launched_at": n}
+        await insert(any_db, "people", **made).run()
+    await insert(any_db, "people", installation_id="ins_2", person_id="kept", launched_at=NOW).run()
+    await sessions.create(
+        any_db, id_hash="h1", installation_id="ins_1", csrf_token="c", person_id="usr_1",
+        person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="s",
+        delegation_expires_at=NOW + DAY, now=NOW, expires_at=NOW + DAY, tab="t",
+        forget_before=NOW - DAY,
+    )  # fmt: skip
+    left = ["kept", "old100", "usr_1"]  # a hundred forgotten at once
+    assert sorted(await column(any_db, "SELECT person_id FROM people")) == left
+    reads = table_reads(await plan(any_db, sessions.FORGET_PEOPLE_SQL, (0,)))
+    assert "SEARCH people USING COVERING INDEX people_by_launch (launched_at<?)" in reads
+    assert all(" USING " in read for read in reads), reads
+    await launch(any_db, "h2", NOW)  # forget_before 0: nobody
+    assert await column(any_db, "SELECT count(*) FROM people") == [3]
+    assert await installations.delete_all_data(any_db, "ins_1")
+    assert await column(any_db, "SELECT installation_id FROM people") == ["ins_2", "ins_2"]

@@ -22,13 +22,22 @@ async def test_launch_sets_a_host_cookie_and_redirects_without_the_code(world: W
     browser = Browser(world.app)
     response = await browser.get(launch.url)
     assert response.status == 303
-    assert response.header("location") == f"/installations/{installation.id}"
-    cookie = response.header("set-cookie") or ""
-    assert cookie.startswith("__Host-scheduling_session=")
-    for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
-        assert attribute in cookie
-    assert "Domain" not in cookie
-    assert launch.code not in cookie
+    # The launch's page, addressed by its public handle (a tab of its own), and two cookies
+    # of one value: the latest launch's and the one named for the handle.
+    location = response.header("location") or ""
+    tab = location.removeprefix(f"/installations/{installation.id}?tab=")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{12}", tab), location
+    cookies = [value for name, value in response.headers if name == "set-cookie"]
+    assert [c.split("=", 1)[0] for c in cookies] == [
+        "__Host-scheduling_session",
+        f"__Host-scheduling_tab_{tab}",
+    ]
+    assert len({c.split("=", 1)[1].split(";")[0] for c in cookies}) == 1
+    for cookie in cookies:
+        for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
+            assert attribute in cookie
+        assert "Domain" not in cookie
+        assert launch.code not in cookie
     assert response.header("referrer-policy") == "no-referrer"
     row = await world.db.prepare("SELECT * FROM sessions").first()
     assert row is not None

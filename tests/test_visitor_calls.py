@@ -57,7 +57,7 @@ async def endpoints(world: World, count: int) -> tuple[str, Browser, list[str]]:
     rows = world.db.connection.execute(
         "SELECT id FROM notification_endpoints ORDER BY url"
     ).fetchall()
-    await browser.get(f"/installations/{installation.id}")
+    await browser.get(f"/installations/{installation.id}/notifications")
     return installation.id, browser, [row[0] for row in rows]
 
 
@@ -109,7 +109,7 @@ async def admin(world: World, installation_id: str, person_id: str) -> Browser:
     world.core.state.add_person(person_id, person_id, role="admin")
     installation = world.core.state.installations[installation_id]
     browser = await world.browser_for(installation, person=person_id, content_id=None)
-    await browser.get(f"/installations/{installation_id}")
+    await browser.get(f"/installations/{installation_id}/notifications")
     return browser
 
 
@@ -134,7 +134,7 @@ async def test_an_endpoint_deleted_and_added_again_does_not_renew_the_test_event
         row[0] for row in world.db.connection.execute("SELECT id FROM notification_endpoints")
     ]
     assert renewed != endpoint_id
-    await browser.get(f"/installations/{installation_id}")
+    await browser.get(f"/installations/{installation_id}/notifications")
     refused = await send_test(browser, installation_id, renewed)
     assert refused.status == 429
     assert 'data-error-code="too_many_tests"' in refused.body.decode()

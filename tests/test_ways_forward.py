@@ -20,7 +20,7 @@ async def test_a_get_of_the_schedules_address_leads_to_the_page(world: World) ->
         f"{page}/schedules",
         f"{page}/schedules/sch_x/retry",
         f"{page}/schedules/sch_x/dismiss",
-        f"{page}/notifications",
+        f"{page}/calendar/feed",
     ):
         answer = await Browser(world.app).get(address)
         assert answer.status == 303, address
@@ -172,7 +172,7 @@ async def test_the_endpoint_hint_names_the_local_origins_in_development(
         world = World(db, clock, env=env)
         installation = await world.install()
         manage = await world.browser_for(installation, content_id=None)
-        shown = (await manage.get(f"/installations/{installation.id}")).body.decode()
+        shown = (await manage.get(f"/installations/{installation.id}/notifications")).body.decode()
         hint = re.search(r'<p class="hint" id="endpoint-url-hint">(.*?)</p>', shown, re.S)
         assert hint
         assert ("in development also an address on http://localhost:8787" in words(hint[1])) == said

@@ -14,10 +14,11 @@ from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.pages import cancel_page, home, installation, static, ways_back
+from scheduling.pages import cancel_page, home, installation, releases_room, static, ways_back
 from scheduling.pages.activation import manifest_route
 from scheduling.pages.admin import operator_routes
 from scheduling.pages.agents import agents_page
+from scheduling.pages.calendar import calendar_page
 from scheduling.pages.content import content_page
 from scheduling.pages.manage import manage_page
 from scheduling.pages.notifications import notifications_routes
@@ -61,6 +62,12 @@ async def _metrics(request: Request, services: Services) -> Response:
     return await operator_routes.metrics(request, services, more=agent_call_families)
 
 
+async def _calendar_feed(request: Request, services: Services) -> Response:
+    from scheduling.pages.calendar.calendar_feed import feed  # a calendar client's, now and then
+
+    return await feed(request, services)
+
+
 async def _mcp(request: Request, services: Services) -> Response:
     from scheduling.mcp.endpoint import mcp  # an agent's calls: the MCP package and its tools
 
@@ -92,7 +99,16 @@ ROUTES = [
     Route(
         "GET", "/installations/{installation_id}/schedules/{schedule_id}/dismiss", ways_back.to_page
     ),
-    Route("GET", "/installations/{installation_id}/notifications", ways_back.to_page),
+    Route("GET", "/installations/{installation_id}/notifications", notifications_routes.page_of),
+    Route("GET", "/installations/{installation_id}/agents", agents_page.agents_room),
+    Route("GET", "/installations/{installation_id}/releases", releases_room.releases),
+    Route("GET", "/installations/{installation_id}/calendar", calendar_page.calendar),
+    Route("POST", "/installations/{installation_id}/calendar/feed", calendar_page.make_feed),
+    Route("GET", "/installations/{installation_id}/calendar/feed", ways_back.to_page),
+    Route(
+        "POST", "/installations/{installation_id}/calendar/feed/revoke", calendar_page.revoke_feed
+    ),
+    Route("GET", "/calendar-feeds/{token}.ics", _calendar_feed),
     Route(
         "GET",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
@@ -181,7 +197,7 @@ ROUTES = [
 ]
 
 # Dee Wan core and the operator read JSON; people read pages.
-_MACHINE_PREFIXES = ("/dee-wan/", "/admin/", "/mcp")
+_MACHINE_PREFIXES = ("/dee-wan/", "/admin/", "/mcp", "/calendar-feeds/")
 _PAGE_PREFIXES = ("/installations/", "/static/")
 
 

@@ -27,9 +27,9 @@ async def mint_key(
     name: str = "Release bot",
     days: str = "7",
 ) -> str:
-    """A key minted on the person's page (the manage view, or a content page)."""
+    """A key minted on the person's agents page (of a manage launch, or a content launch)."""
     browser = await world.browser_for(installation, person=person, content_id=content_id)
-    page = await browser.get(f"/installations/{installation.id}")
+    page = await browser.get(f"/installations/{installation.id}/agents")
     assert page.status == 200, page.body[:300]
     return await mint_with(browser, installation.id, name=name, days=days)
 
@@ -124,9 +124,9 @@ def proposal_ids(page: str) -> list[str]:
 async def confirm_on_page(
     world: World, installation_id: str, proposal_id: str, **fields: str
 ) -> Any:
-    """The editor opens the content's page and presses Confirm on the proposal."""
+    """The editor opens the content's agents page and presses Confirm on the proposal."""
     browser = await world.browser_for(world.core.state.installations[installation_id])
-    page = await browser.get(f"/installations/{installation_id}")
+    page = await browser.get(f"/installations/{installation_id}/agents")
     assert proposal_id in proposal_ids(page.body.decode())
     return browser, await browser.post(
         f"/installations/{installation_id}/proposals/{proposal_id}/confirm",

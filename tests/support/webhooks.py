@@ -140,8 +140,8 @@ async def add_endpoint(
     url: str = HOOK_URL,
     events: tuple[str, ...] = ("schedule.refused",),
 ) -> str:
-    """Add an endpoint through the manage page's form; returns its secret, shown once."""
-    await browser.get(f"/installations/{installation_id}")
+    """Add an endpoint through the notifications page's form; returns its secret, shown once."""
+    await browser.get(f"/installations/{installation_id}/notifications")
     fields = [("csrf_token", browser.csrf()), ("opened_for", "manage"), ("url", url)]
     fields += [("events", event) for event in events]
     response = await browser.post_pairs(f"/installations/{installation_id}/notifications", fields)
@@ -177,9 +177,9 @@ async def add_chat_endpoint(
     url: str,
     events: tuple[str, ...] = ("schedule.refused",),
 ) -> str:
-    """Add a chat endpoint through the manage page's form; returns the page that showed its
-    URL, once."""
-    await browser.get(f"/installations/{installation_id}")
+    """Add a chat endpoint through the notifications page's form; returns the page that showed
+    its URL, once."""
+    await browser.get(f"/installations/{installation_id}/notifications")
     fields = [("csrf_token", browser.csrf()), ("opened_for", "manage"), ("kind", "chat")]
     fields += [("url", url), *(("events", event) for event in events)]
     response = await browser.post_pairs(f"/installations/{installation_id}/notifications", fields)

@@ -76,8 +76,8 @@ def csrf_of(page: str) -> str:
 
 
 def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **context: str) -> str:
-    """Open the Worker from core's launch URL; returns the page's CSRF token (the manage view
-    has it in its Notifications forms; its cancels ask first, on a page with its own form).
+    """Open the Worker from core's launch URL; returns the session's CSRF token (a manage
+    launch's from its Notifications page; its cancels ask first, on a page with its own form).
     Manage (no content) is opened by the demo's site admin: Dee Wan offers it to admins only."""
     person = "usr_editor" if context else "usr_admin"
     issued = core.control(
@@ -87,7 +87,8 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     assert url.startswith(f"{browser.origin}/installations/{installation_id}?dee_wan_launch=dwl_")
     exchanged = browser.get(url)
     assert exchanged.status_code == 303, exchanged.text
-    assert exchanged.headers["location"] == f"/installations/{installation_id}"
+    # The launch's page, by its handle (a tab of its own).
+    assert exchanged.headers["location"].startswith(f"/installations/{installation_id}?tab=")
     cookie = exchanged.headers["set-cookie"]
     assert cookie.startswith(f"{SESSION_COOKIE}=")
     for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
@@ -99,6 +100,8 @@ def launch(core: FakeCoreProcess, browser: Browser, installation_id: str, **cont
     browser.shown = dict(
         re.findall(r'name="((?:published_)?version_id)" value="([^"]*)"', page.text)
     )
+    if not context:  # the schedules of a manage launch carry no form
+        page = browser.get(f"/installations/{installation_id}/notifications")
     return csrf_of(page.text)
 
 
@@ -119,6 +122,7 @@ def remove_installation(harness: Harness, installation_id: str) -> None:
         ),
         ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM people WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM proposals WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM agent_keys WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM activation_codes WHERE installation_id = ?", [installation_id]),

@@ -24,15 +24,18 @@ from scheduling.repository.installations import Installation
 from scheduling.services import Services, log
 
 SESSION_TTL_MS = 30 * 60 * 1000
+DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
 class Launched:
-    """A session started: the cookie's value (a secret: never logged) and how long it lasts."""
+    """A session started: the cookie's value (a secret: never logged), how long it lasts, and
+    its public handle (`tab`), which its pages' addresses carry."""
 
     installation_id: str
     session_id: str
     max_age_s: int
+    tab: str
 
 
 async def launch(
@@ -122,14 +125,14 @@ async def _exchange(
             title=NOT_OPENED,
             relaunch=True,
         )
-    session_id = await _start_session(services, grant, delegation_expires, now, expires_at)
+    session_id, tab = await _start_session(services, grant, delegation_expires, now, expires_at)
     log.info(
         "installation %s: %s session started for %s",
         installation.id,
         grant.context.kind,
         grant.person.id,
     )
-    return Launched(installation.id, session_id, (expires_at - now) // 1000)
+    return Launched(installation.id, session_id, (expires_at - now) // 1000, tab)
 
 
 async def _grant(
@@ -156,10 +159,11 @@ async def _grant(
 
 async def _start_session(
     services: Services, grant: LaunchExchange, delegation_expires: int, now: int, expires_at: int
-) -> str:
-    """Store the session (its id hashed, the delegation sealed to it); returns its id."""
+) -> tuple[str, str]:
+    """Store the session (its id hashed, the delegation sealed to it); returns its id and
+    its handle."""
     crypto = services.crypto
-    session_id = crypto.random_token()
+    session_id, tab = crypto.random_token(), crypto.random_token()[:12]
     id_hash = await crypto.sha256_hex(session_id)
     installation_id = grant.installation_id
     await sessions.create(
@@ -177,5 +181,7 @@ async def _start_session(
         delegation_expires_at=delegation_expires,
         now=now,
         expires_at=expires_at,
+        tab=tab,
+        forget_before=now - services.config.retention_days * DAY_MS,
     )
-    return session_id
+    return session_id, tab

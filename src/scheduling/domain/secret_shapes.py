@@ -40,6 +40,8 @@ SHAPES = {
     # An agent key (issue 39): a person mints it for an agent; it never leaves the plugin's
     # hands but for the agent's.
     "agent_key": SecretShape("dwk_"),
+    # A calendar feed's address (a person's, revocable): the credential a calendar client keeps.
+    "calendar_feed": SecretShape("dwc_"),
     "session_id": SecretShape(""),
     "csrf_token": SecretShape(""),
 }

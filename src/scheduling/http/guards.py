@@ -1,8 +1,11 @@
 """Who may use a route: the operator's bearer secret (wrong ones counted per client); for the
-pages, the session cookie, the CSRF token and the request's origin."""
+pages, the session cookie (the one named for the page's launch, `tab`, or else the latest
+launch's), the CSRF token and the request's origin."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from scheduling.domain.refusals import Refusal
@@ -13,11 +16,14 @@ from scheduling.repository import sessions
 from scheduling.repository.sessions import Session
 from scheduling.services import Services, log
 
-SESSION_COOKIE = "__Host-scheduling_session"
+SESSION_COOKIE = "__Host-scheduling_session"  # the latest launch's
+TAB_COOKIE = "__Host-scheduling_tab_"  # + a launch's handle: that launch's
+TAB = re.compile(r"[A-Za-z0-9_-]{12}")  # a launch's handle
 
 
-def session_cookie(value: str, max_age_s: int) -> str:
-    return f"{SESSION_COOKIE}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age_s}"
+def session_cookie(value: str, max_age_s: int, tab: str | None = None) -> str:
+    name = SESSION_COOKIE if tab is None else TAB_COOKIE + tab
+    return f"{name}={value}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age={max_age_s}"
 
 
 async def require_operator(request: Request, services: Services) -> None:
@@ -98,9 +104,22 @@ async def _operator_secret(
     raise wrong
 
 
+def _session_secret(request: Request) -> tuple[str | None, str | None]:
+    """The cookie of the launch the page was opened from (its handle, in the query or a
+    form's `tab`: the cookie named for it, or the latest launch's when that is the same
+    launch), and the handle; without a handle, the latest launch's."""
+    tab = request.query.get("tab") or request.form().get("tab")
+    if tab is None:
+        return request.cookie(SESSION_COOKIE), None
+    if not TAB.fullmatch(tab):
+        return None, tab
+    return request.cookie(TAB_COOKIE + tab) or request.cookie(SESSION_COOKIE), tab
+
+
 async def require_session(request: Request, services: Services) -> Session:
-    """The live session the cookie names, for the installation in the path."""
-    raw = request.cookie(SESSION_COOKIE)
+    """The live session the cookie names, for the installation in the path; never another
+    launch's than the page's: a page whose launch ended says so rather than show another."""
+    raw, tab = _session_secret(request)
     if raw is None or not has_shape("session_id", raw):
         raise Refusal(
             401,
@@ -110,7 +129,7 @@ async def require_session(request: Request, services: Services) -> Session:
         )
     now = services.clock.now_ms()
     session = await sessions.find_live(services.db, await services.crypto.sha256_hex(raw), now)
-    if session is None:
+    if session is None or (tab is not None and session.tab != tab):
         raise Refusal(401, "session_expired", "Your Scheduling session has ended.", relaunch=True)
     if session.installation_id != request.path_params["installation_id"]:
         raise Refusal(
@@ -122,7 +141,8 @@ async def require_session(request: Request, services: Services) -> Session:
     if session.installation_gone:
         # Dee Wan no longer accepts the installation: nothing more is shown or changed.
         raise Refusal.explained(401, "plugin_unauthorized", relaunch=True)
-    return session
+    # Asked for without a handle (an address from before handles): its links go on so.
+    return session if tab is not None else replace(session, tab=None)
 
 
 async def require_form_post(request: Request, services: Services) -> Session:

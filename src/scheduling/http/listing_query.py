@@ -7,7 +7,6 @@ from either comes back to the same page, filter and zone.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import urlencode
 
 from scheduling.domain.statuses import GROUPS
 from scheduling.domain.timezones import canonical_zone
@@ -46,7 +45,6 @@ def page_number(query: Mapping[str, str]) -> int:
     return int(view_query(query).get("page", "1"))
 
 
-def back_query(fields: Mapping[str, str]) -> str:
+def back_query(fields: Mapping[str, str]) -> list[tuple[str, str]]:
     """After a cancel, back to the same page, filter and zone."""
-    chosen = view_query(fields)
-    return "&" + urlencode(chosen) if chosen else ""
+    return list(view_query(fields).items())

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import ID_PATTERN, has_shape
-from scheduling.http.guards import SESSION_COOKIE
+from scheduling.http.guards import SESSION_COOKIE, TAB
 from scheduling.http.requests import Request
 from scheduling.repository import installations, sessions
 from scheduling.services import Services, log
@@ -52,7 +52,7 @@ def local_steps(request: Request, refusal: Refusal) -> NextSteps:
         return NextSteps(about_href="/")
     page = f"/installations/{found.group(1)}"
     if request.method not in ("GET", "HEAD"):
-        return NextSteps(back_href=page)
+        return NextSteps(back_href=page + _tab_of(request))
     url = urlsplit(request.url)
     if "dee_wan_launch=" in url.query or refusal.relaunch or refusal.code in _NOTHING_TO_REPEAT:
         return NextSteps()
@@ -105,3 +105,12 @@ async def _dee_wan_of(request: Request, services: Services, installation_id: str
         return None
     installation = await installations.get(services.db, installation_id)
     return installation.base_url if installation is not None else None
+
+
+def _tab_of(request: Request) -> str:
+    """`?tab=…` of the launch a refused form came from (nothing for a body past reading)."""
+    try:
+        tab = request.form().get("tab", "")
+    except Refusal:
+        return ""
+    return f"?tab={tab}" if TAB.fullmatch(tab) else ""

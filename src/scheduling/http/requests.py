@@ -38,7 +38,7 @@ def ascii_int(value: str | None, *, max_digits: int = 18) -> int | None:
     return int(value)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # a name a launch: bounded, not one kept for each
 def _cookie_pattern(name: str) -> re.Pattern[str]:
     # At the header's start or after a `;`, spaces, then `name=`: the value runs to the next `;`.
     return re.compile(r"(?:^|;)\s*+" + re.escape(name) + r"=([^;]*)")

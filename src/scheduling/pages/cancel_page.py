@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
-from urllib.parse import urlencode
 
 from scheduling.actions.cancel import CancelPreview, preview_cancel
 from scheduling.actions.cancel import cancel_schedule as cancel
 from scheduling.http.guards import require_form_post, require_session
-from scheduling.http.html.render import page
+from scheduling.http.html.render import Room, page, rooms
 from scheduling.http.html.view_models import Moment, ScheduleCard, schedule_card
 from scheduling.http.listing_query import back_query, view_query
 from scheduling.http.requests import Request
@@ -32,10 +31,12 @@ class CancelPage:
     installation_id: str
     csrf_token: str
     opened_for: str
+    tab: str | None
     card: ScheduleCard
     content_title: str | None
     back: tuple[tuple[str, str], ...]  # the view's page, filter and zone, posted along
     back_href: str
+    rooms: tuple[Room, ...]
 
 
 def confirmation(
@@ -43,17 +44,18 @@ def confirmation(
 ) -> CancelPage:
     card = schedule_card(preview.schedule, Moment(preview.now_ms, max_lateness_ms))
     fields = tuple(sorted(back.items()))
-    view = f"/installations/{session.installation_id}"
     return CancelPage(
         title="Cancel this schedule?",
         person_name=session.person_name,
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
+        tab=session.tab,
         card=card,
         content_title=preview.title,
         back=fields,
-        back_href=f"{view}?{urlencode(fields)}" if fields else view,
+        back_href=session.href(query=fields),
+        rooms=rooms(session, "schedules"),
     )
 
 
@@ -71,4 +73,4 @@ async def cancel_schedule(request: Request, services: Services) -> Response:
     # Everything the answer needs is built before the write: nothing may fail after it.
     back = back_query(request.form())
     await cancel(services, session, schedule_id)
-    return redirect(f"/installations/{session.installation_id}?cancelled={schedule_id}{back}")
+    return redirect(session.href(query=[("cancelled", schedule_id), *back]))

@@ -14,7 +14,7 @@ CANCEL = """{% extends "base.html" %}
 </dl>
 <p>Once cancelled, it will not be sent. Nothing is sent to Dee Wan now, and nothing already done in Dee Wan is undone.</p>
 <form method="post" action="/installations/{{ installation_id }}/schedules/{{ card.id }}/cancel" class="cancel-confirm">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   {% for name, value in back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
   <div class="inline">
     <button type="submit" class="danger">Cancel the schedule</button>

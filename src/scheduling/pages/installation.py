@@ -25,9 +25,12 @@ async def installation_page(request: Request, services: Services) -> Response:
 
 
 async def _launch(request: Request, services: Services, code: str) -> Response:
-    """Exchange the launch code, set the session cookie, 303 to the page without the code."""
+    """Exchange the launch code, set the session's cookies (the latest launch's, and its own
+    tab's), 303 to its page without the code."""
     installation_id = request.path_params["installation_id"]
     launched = await launch(services, installation_id, code, request.client)
-    response = redirect(f"/installations/{launched.installation_id}")
-    response.headers.append(("set-cookie", session_cookie(launched.session_id, launched.max_age_s)))
+    response = redirect(f"/installations/{launched.installation_id}?tab={launched.tab}")
+    for tab in (None, launched.tab):
+        cookie = session_cookie(launched.session_id, launched.max_age_s, tab)
+        response.headers.append(("set-cookie", cookie))
     return response

@@ -11,9 +11,10 @@ works with forms and links alone.
 from __future__ import annotations
 
 from scheduling.http.html.card_template import CARDS, PAGER, PIN_FIELDS
-from scheduling.http.html.layout_template import BASE, ERROR
+from scheduling.http.html.layout_template import BASE, ERROR, NEWS
 from scheduling.pages.admin.operator_template import OPERATOR
 from scheduling.pages.agents.agents_template import AGENT_KEY, AGENTS
+from scheduling.pages.calendar.calendar_template import CALENDAR
 from scheduling.pages.cancel_template import CANCEL
 from scheduling.pages.content.content_template import CONTENT
 from scheduling.pages.home_template import HOME
@@ -23,6 +24,7 @@ from scheduling.pages.notifications.notifications_template import (
     ENDPOINT_CONFIRM,
     NOTIFICATIONS,
 )
+from scheduling.pages.releases_room import RELEASES
 
 SOURCES = {
     "base.html": BASE,
@@ -38,6 +40,9 @@ SOURCES = {
     "deliveries.html": DELIVERIES,
     "endpoint_confirm.html": ENDPOINT_CONFIRM,
     "cancel.html": CANCEL,
+    "calendar.html": CALENDAR,
+    "releases.html": RELEASES,
+    "news.html": NEWS,
     "home.html": HOME,
     "operator.html": OPERATOR,
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.secret_shapes import is_id
+from scheduling.http.guards import TAB
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
 from scheduling.services import Services
@@ -17,7 +18,10 @@ async def to_page(request: Request, services: Services) -> Response:
     installation_id = request.path_params["installation_id"]
     if not is_id(installation_id):
         raise Refusal(404, "not_found", "There is nothing at this address.")
-    return redirect(f"/installations/{installation_id}")
+    tab = request.query.get("tab", "")  # within its launch, when the address says which
+    return redirect(
+        f"/installations/{installation_id}" + (f"?tab={tab}" if TAB.fullmatch(tab) else "")
+    )
 
 
 async def favicon(request: Request, services: Services) -> Response:

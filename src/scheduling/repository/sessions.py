@@ -1,5 +1,9 @@
 """Management-page sessions. The cookie value is never stored, only its SHA-256 hash.
 
+Each launch is a session with a public handle (`tab`): its pages are addressed with it and
+its cookie is named for it, so launches of one person in several tabs live side by side
+(the latest launch also holds the handle-less cookie, for addresses without a handle).
+
 A content session also keeps what its content's last read said: the content's
 primary id, and the changes Dee Wan offered the person (`offered`). The
 Cancel button and a posted cancel both judge by these (`domain/rights.py`).
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from urllib.parse import urlencode
 
 from scheduling.domain.rights import Change, Rights
 from scheduling.ports import Database, Row
@@ -38,6 +43,17 @@ class Session:
     # set: it was uninstalled, and the session may do nothing more.
     installation_gone: bool = False
     notice: str | None = None  # what its next manage page says, once
+    tab: str | None = None  # the launch's public handle (None: opened before handles)
+    news_since: int | None = None  # its first page says what happened since then (once)
+
+    def href(self, sub: str = "", query: Iterable[tuple[str, str]] = ()) -> str:
+        """The address of one of its installation's pages (`sub`: `/calendar`…), within this
+        launch: its handle first, then `query`."""
+        pairs = [("tab", self.tab)] if self.tab else []
+        pairs += list(query)
+        return f"/installations/{self.installation_id}{sub}" + (
+            f"?{urlencode(pairs)}" if pairs else ""
+        )
 
     @property
     def opened_for(self) -> str:
@@ -69,7 +85,9 @@ _FIELDS = (
     "delegation_sealed",
     "expires_at",
 )
-_COLUMNS = ", ".join((*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice"))
+_COLUMNS = ", ".join(
+    (*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice", "tab", "news_since")
+)
 
 
 def _session(row: Row) -> Session:
@@ -80,6 +98,8 @@ def _session(row: Row) -> Session:
         reveal_endpoint_id=row["reveal_endpoint_id"],
         installation_gone=bool(row.get("installation_gone")),
         notice=row["notice"],
+        tab=row["tab"],
+        news_since=row["news_since"],
     )
 
 
@@ -105,23 +125,32 @@ async def create(
     delegation_expires_at: int,
     now: int,
     expires_at: int,
+    tab: str,
+    forget_before: int = 0,
 ) -> None:
     """Insert the session; expired sessions go in the same batch, so delegations do not linger.
     Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
-    on a manage launch it confirmed the person may manage still (their manage keys renewed)."""
+    on a manage launch it confirmed the person may manage still (their manage keys renewed).
+    The person's previous launch is what its first page reports news since; this launch is
+    their latest (a calendar feed of theirs lives on from it). People of any installation
+    who last launched before `forget_before` (the retention window) are forgotten in the same
+    batch, a bounded number at a time (`people_by_launch`), at no cost to the runner's ticks."""
     manage = context_kind == "manage"
     renewed = [agent_keys.renew(db, installation_id, person_id, now)] if manage else []
     await db.batch(
         [
             *renewed,
             db.prepare("DELETE FROM sessions WHERE expires_at <= ?").bind(now),
+            db.prepare(FORGET_PEOPLE_SQL).bind(forget_before),
             db.prepare("UPDATE installations SET token_accepted_at = ?2 WHERE id = ?1").bind(
                 installation_id, now
             ),
             db.prepare(
                 "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
                 " context_kind, content_id, delegation_sealed, delegation_expires_at, created_at,"
-                " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " expires_at, tab, news_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                " ?12, (SELECT launched_at FROM people WHERE installation_id = ?2"
+                " AND person_id = ?4))"
             ).bind(
                 id_hash,
                 installation_id,
@@ -134,9 +163,18 @@ async def create(
                 delegation_expires_at,
                 now,
                 expires_at,
+                tab,
             ),
+            db.prepare(
+                "INSERT INTO people (installation_id, person_id, launched_at) VALUES (?1, ?2, ?3)"
+                " ON CONFLICT (installation_id, person_id) DO UPDATE SET launched_at = ?3"
+            ).bind(installation_id, person_id, now),
         ]
     )
+
+
+FORGET_PEOPLE_SQL = """DELETE FROM people WHERE rowid IN (
+    SELECT rowid FROM people WHERE launched_at < ? LIMIT 100)"""
 
 
 FIND_LIVE_SQL = (
@@ -227,3 +265,18 @@ async def take_notice(db: Database, session: Session) -> str | None:
         .run()
     )
     return session.notice if taken.meta.changes == 1 else None
+
+
+async def take_news_since(db: Database, session: Session) -> int | None:
+    """Since when its first page reports what happened (its person's previous launch), taken
+    so no later page reports it again."""
+    if session.news_since is None:
+        return None
+    taken = (
+        await db.prepare(
+            "UPDATE sessions SET news_since = NULL WHERE id_hash = ? AND news_since = ?"
+        )
+        .bind(session.id_hash, session.news_since)
+        .run()
+    )
+    return session.news_since if taken.meta.changes == 1 else None

@@ -26,9 +26,10 @@ PIN_FIELDS = """{% macro pin_fields(pins) %}
 """
 
 CARDS = """{% from "pin_fields.html" import pin_fields %}
-{% macro session_fields(csrf_token, opened_for) %}
+{% macro session_fields(csrf_token, opened_for, tab) %}
   <input type="hidden" name="csrf_token" value="{{ csrf_token }}">
   <input type="hidden" name="opened_for" value="{{ opened_for }}">
+  {% if tab %}<input type="hidden" name="tab" value="{{ tab }}">{% endif %}
 {% endmacro %}
 
 {% macro back_fields(page) %}
@@ -63,7 +64,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <p><strong>Out of date.</strong> {{ s.needs_repin or s.stale }}</p>
       {% if s.repin_version %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules" class="repin">
-        {{ session_fields(page.csrf_token, page.opened_for) }}
+        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
         {{ pin_fields(page.pins) }}
         <input type="hidden" name="repin_of" value="{{ s.id }}">
         <button type="submit">Pin {{ s.repin_version }} instead, same time<span class="visually-hidden"> ({{ s.kind_label|lower }} at {{ s.when_short }})</span></button>
@@ -80,7 +81,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       {% if s.retry %}
       {% if s.retry.replaces %}<p class="hint replaces" id="retry-{{ s.id }}-replaces">{{ s.retry.replaces }}</p>{% endif %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/retry" class="try-again">
-        {{ session_fields(page.csrf_token, page.opened_for) }}
+        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
         {{ pin_fields(page.pins) }}
         <button type="submit" data-retry-of="{{ s.id }}"{% if s.retry.replaces %} aria-describedby="retry-{{ s.id }}-replaces"{% endif %}>Try again{% if s.retry.version %} with {{ s.retry.version }}{% endif %}<span class="visually-hidden"> ({{ s.change }}, which was not done)</span></button>
       </form>
@@ -94,7 +95,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       {% endif %}
       {% if s.dismissable %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/dismiss" class="dismiss">
-        {{ session_fields(page.csrf_token, page.opened_for) }}
+        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
         {{ back_fields(page) }}
         <button type="submit" class="secondary">Dismiss<span class="visually-hidden"> the schedule to {{ s.change }} at {{ s.when_short }}</span></button>
       </form>

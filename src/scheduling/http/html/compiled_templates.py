@@ -25,6 +25,7 @@ def _base_html(environment):
         if 0: yield None
         l_0_person_name = resolve('person_name')
         l_0_dee_wan_href = resolve('dee_wan_href')
+        l_0_rooms = resolve('rooms')
         try:
             t_1 = environment.tests['defined']
         except KeyError:
@@ -45,6 +46,25 @@ def _base_html(environment):
                 yield escape((undefined(name='dee_wan_href') if l_0_dee_wan_href is missing else l_0_dee_wan_href))
                 yield '" data-dee-wan>Back to Dee Wan</a>'
             yield '</p>'
+        if (t_1((undefined(name='rooms') if l_0_rooms is missing else l_0_rooms)) and (undefined(name='rooms') if l_0_rooms is missing else l_0_rooms)):
+            pass
+            yield '<nav class="rooms" aria-label="Scheduling pages"><ul>'
+            for l_1_r in (undefined(name='rooms') if l_0_rooms is missing else l_0_rooms):
+                _loop_vars = {}
+                pass
+                yield '<li><a href="'
+                yield escape(environment.getattr(l_1_r, 'href'))
+                yield '" data-room="'
+                yield escape(environment.getattr(l_1_r, 'name'))
+                yield '"'
+                if environment.getattr(l_1_r, 'current'):
+                    pass
+                    yield ' aria-current="page"'
+                yield '>'
+                yield escape(environment.getattr(l_1_r, 'label'))
+                yield '</a></li>'
+            l_1_r = missing
+            yield '</ul></nav>'
         yield '</header>\n<main id="main" tabindex="-1">\n'
         yield from context.blocks['main'][0](context)
         yield '</main>\n</body>\n</html>'
@@ -70,7 +90,7 @@ def _base_html(environment):
         pass
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '6=20&13=22&16=33&6=36&16=47'
+    debug_info = '6=21&13=23&14=33&17=53&6=56&17=67'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'base.html'}
 
 
@@ -319,12 +339,14 @@ def _cards_html(environment):
             l_0_pin_fields = undefined(f"the template {included_template.__name__!r} (imported on line 1 in 'cards.html') does not export the requested name 'pin_fields'", name='pin_fields')
         context.vars['pin_fields'] = l_0_pin_fields
         context.exported_vars.discard('pin_fields')
-        def macro(l_1_csrf_token, l_1_opened_for):
+        def macro(l_1_csrf_token, l_1_opened_for, l_1_tab):
             t_4 = []
             if l_1_csrf_token is missing:
                 l_1_csrf_token = undefined("parameter 'csrf_token' was not provided", name='csrf_token')
             if l_1_opened_for is missing:
                 l_1_opened_for = undefined("parameter 'opened_for' was not provided", name='opened_for')
+            if l_1_tab is missing:
+                l_1_tab = undefined("parameter 'tab' was not provided", name='tab')
             pass
             t_4.extend((
                 '  <input type="hidden" name="csrf_token" value="',
@@ -333,9 +355,16 @@ def _cards_html(environment):
                 escape(l_1_opened_for),
                 '">\n',
             ))
+            if l_1_tab:
+                pass
+                t_4.extend((
+                    '<input type="hidden" name="tab" value="',
+                    escape(l_1_tab),
+                    '">',
+                ))
             return concat(t_4)
         context.exported_vars.add('session_fields')
-        context.vars['session_fields'] = l_0_session_fields = Macro(environment, macro, 'session_fields', ('csrf_token', 'opened_for'), False, False, False, context.eval_ctx.autoescape)
+        context.vars['session_fields'] = l_0_session_fields = Macro(environment, macro, 'session_fields', ('csrf_token', 'opened_for', 'tab'), False, False, False, context.eval_ctx.autoescape)
         yield '\n'
         def macro(l_1_page):
             t_5 = []
@@ -587,7 +616,7 @@ def _cards_html(environment):
                         '      <form method="post" action="/installations/',
                         escape(environment.getattr(l_1_page, 'installation_id')),
                         '/schedules" class="repin">\n        ',
-                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'))),
+                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
                         '\n        ',
                         escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
                         '\n        <input type="hidden" name="repin_of" value="',
@@ -635,7 +664,7 @@ def _cards_html(environment):
                         '/schedules/',
                         escape(environment.getattr(l_1_s, 'id')),
                         '/retry" class="try-again">\n        ',
-                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'))),
+                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
                         '\n        ',
                         escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
                         '\n        <button type="submit" data-retry-of="',
@@ -712,7 +741,7 @@ def _cards_html(environment):
                         '/schedules/',
                         escape(environment.getattr(l_1_s, 'id')),
                         '/dismiss" class="dismiss">\n        ',
-                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'))),
+                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
                         '\n        ',
                         escape(context.call((undefined(name='back_fields') if l_0_back_fields is missing else l_0_back_fields), l_1_page)),
                         '\n        <button type="submit" class="secondary">Dismiss<span class="visually-hidden"> the schedule to ',
@@ -814,7 +843,7 @@ def _cards_html(environment):
         context.vars['schedule_list'] = l_0_schedule_list = Macro(environment, macro, 'schedule_list', ('schedules', 'page', 'label', 'level', 'empty'), False, False, False, context.eval_ctx.autoescape)
 
     blocks = {}
-    debug_info = '1=30&2=36&3=45&4=47&7=54&8=59&11=74&12=86&14=156&15=187&16=191&21=201&23=227&24=272&26=276&29=281&31=284&32=288&34=291&36=295&37=298&38=302&39=304&40=306&41=308&42=310&44=317&46=322&51=330&53=335&54=337&55=348&56=352&57=354&58=356&60=380&61=391&63=396&65=401&66=406&68=421&69=425&70=429&71=431&72=433&78=441&80=445&82=448&83=453&84=456&90=482&94=489&95=502&96=506&97=509&99=519&100=523'
+    debug_info = '1=30&2=36&3=47&4=49&5=52&8=63&9=68&12=83&13=95&15=165&16=196&17=200&22=210&24=236&25=281&27=285&30=290&32=293&33=297&35=300&37=304&38=307&39=311&40=313&41=315&42=317&43=319&45=326&47=331&52=339&54=344&55=346&56=357&57=361&58=363&59=365&61=389&62=400&64=405&66=410&67=415&69=430&70=434&71=438&72=440&73=442&79=450&81=454&83=457&84=462&85=465&91=491&95=498&96=511&97=515&98=518&100=528&101=532'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'cards.html'}
 
 
@@ -868,6 +897,7 @@ def _content_html(environment):
             l_1_installation_id = resolve('installation_id')
             l_1_csrf_token = resolve('csrf_token')
             l_1_opened_for = resolve('opened_for')
+            l_1_tab = resolve('tab')
             l_1_pins = resolve('pins')
             l_1_form = resolve('form')
             if l_1_r is missing:
@@ -877,7 +907,7 @@ def _content_html(environment):
                 '<form method="post" action="/installations/',
                 escape((undefined(name='installation_id') if l_1_installation_id is missing else l_1_installation_id)),
                 '/schedules" class="retry">\n  ',
-                escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_1_csrf_token is missing else l_1_csrf_token), (undefined(name='opened_for') if l_1_opened_for is missing else l_1_opened_for))),
+                escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_1_csrf_token is missing else l_1_csrf_token), (undefined(name='opened_for') if l_1_opened_for is missing else l_1_opened_for), (undefined(name='tab') if l_1_tab is missing else l_1_tab))),
                 '\n  ',
                 escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), (undefined(name='pins') if l_1_pins is missing else l_1_pins))),
                 '\n  <input type="hidden" name="transition" value="',
@@ -946,6 +976,7 @@ def _content_html(environment):
         l_0_content = resolve('content')
         l_0_primary_title = resolve('primary_title')
         l_0_content_id = resolve('content_id')
+        l_0_proposals_href = resolve('proposals_href')
         l_0_unread = resolve('unread')
         l_0_flash = resolve('flash')
         l_0_cancelled_id = resolve('cancelled_id')
@@ -959,6 +990,7 @@ def _content_html(environment):
         l_0_session_fields = resolve('session_fields')
         l_0_csrf_token = resolve('csrf_token')
         l_0_opened_for = resolve('opened_for')
+        l_0_tab = resolve('tab')
         l_0_pin_fields = resolve('pin_fields')
         l_0_pins = resolve('pins')
         l_0_choices = resolve('choices')
@@ -977,7 +1009,6 @@ def _content_html(environment):
         l_0_current = resolve('current')
         l_0_card_page = resolve('card_page')
         l_0_history = resolve('history')
-        l_0_agents = resolve('agents')
         try:
             t_3 = environment.filters['join']
         except KeyError:
@@ -1049,6 +1080,17 @@ def _content_html(environment):
             yield '<h1>Schedules of content <code>'
             yield escape((undefined(name='content_id') if l_0_content_id is missing else l_0_content_id))
             yield '</code></h1>\n'
+        template = environment.get_template('news.html', 'content.html')
+        gen = template.root_render_func(template.new_context(context.get_all(), True, {'made': l_0_made}))
+        try:
+            for event in gen:
+                yield event
+        finally: gen.close()
+        if (undefined(name='proposals_href') if l_0_proposals_href is missing else l_0_proposals_href):
+            pass
+            yield '<p class="notice" data-proposals-waiting><a href="'
+            yield escape((undefined(name='proposals_href') if l_0_proposals_href is missing else l_0_proposals_href))
+            yield '">An agent proposes a change to this content</a>: confirm or decline it on the Agents page.</p>'
         if (undefined(name='unread') if l_0_unread is missing else l_0_unread):
             pass
             yield '<div class="warning" role="status" data-unread="'
@@ -1178,7 +1220,7 @@ def _content_html(environment):
                 yield '/schedules/'
                 yield escape(environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'retry_of'))
                 yield '/retry" class="retry">\n      '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
                 yield '\n      '
                 yield escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), (undefined(name='pins') if l_0_pins is missing else l_0_pins), _block_vars=_block_vars))
                 yield '\n      <button type="submit" data-retry-of="'
@@ -1192,7 +1234,7 @@ def _content_html(environment):
             yield '<form method="post" action="/installations/'
             yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
             yield '/schedules" class="schedule-form" novalidate>\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
             yield '\n  '
             yield escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), (undefined(name='pins') if l_0_pins is missing else l_0_pins), _block_vars=_block_vars))
             yield '\n  <fieldset'
@@ -1374,17 +1416,9 @@ def _content_html(environment):
             yield '\n</details>\n'
         yield escape(context.call((undefined(name='page_links') if l_0_page_links is missing else l_0_page_links), (undefined(name='pager') if l_0_pager is missing else l_0_pager), 'bottom', _block_vars=_block_vars))
         yield '\n</section>\n'
-        if (undefined(name='agents') if l_0_agents is missing else l_0_agents):
-            pass
-            template = environment.get_template('agents.html', 'content.html')
-            gen = template.root_render_func(template.new_context(context.get_all(), True, {'made': l_0_made}))
-            try:
-                for event in gen:
-                    yield event
-            finally: gen.close()
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=192&19=195&21=197&22=199&23=201&24=203&25=212&28=230&30=232&31=235&32=237&33=239&34=243&38=246&39=253&40=275&41=277&42=280&43=282&44=290&45=300&46=306&47=315&48=322&54=333&55=336&56=342&57=344&58=354&59=357&60=361&61=363&62=365&65=368&68=370&69=373&70=375&71=377&72=379&74=384&76=389&77=407&79=411&80=422&85=435&86=441&87=451&91=464&92=470&93=480&95=488&96=491&98=495&99=497&100=506&105=513&114=520&115=527&116=529&117=531&118=533&120=538&122=540&123=543&124=551&125=553&128=555&130=557'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=194&19=197&21=199&22=201&23=203&24=205&25=214&28=232&30=234&31=240&32=245&33=248&34=250&35=252&36=256&40=259&41=266&42=288&43=290&44=293&45=295&46=303&47=313&48=319&49=328&50=335&56=346&57=349&58=355&59=357&60=367&61=370&62=374&63=376&64=378&67=381&70=383&71=386&72=388&73=390&74=392&76=397&78=402&79=420&81=424&82=435&87=448&88=454&89=464&93=477&94=483&95=493&97=501&98=504&100=508&101=510&102=519&107=526&116=533&117=540&118=542&119=544&120=546&122=551&124=553&125=556&126=564&127=566&130=568'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -1424,12 +1458,13 @@ def _manage_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         _block_vars = {}
+        l_0_rooms = resolve('rooms')
         l_0_flash = resolve('flash')
         l_0_cancelled_id = resolve('cancelled_id')
         l_0_dismissed_id = resolve('dismissed_id')
-        l_0_notice = resolve('notice')
         l_0_filters = resolve('filters')
         l_0_installation_id = resolve('installation_id')
+        l_0_tab = resolve('tab')
         l_0_show = resolve('show')
         l_0_page_number = resolve('page_number')
         l_0_zone_note = resolve('zone_note')
@@ -1446,7 +1481,6 @@ def _manage_html(environment):
         l_0_now_label = resolve('now_label')
         l_0_page_links = resolve('page_links')
         l_0_sections = resolve('sections')
-        l_0_agents = resolve('agents')
         try:
             t_1 = environment.filters['length']
         except KeyError:
@@ -1454,7 +1488,30 @@ def _manage_html(environment):
             def t_1(*unused):
                 raise TemplateRuntimeError("No filter named 'length' found.")
         pass
-        yield '<h1>All schedules</h1>\n<p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan. To be told when one cannot be kept, see <a href="#notifications">Notifications</a>.</p>\n'
+        yield '<h1>All schedules</h1>\n<p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan. To be told when one cannot be kept, see '
+        def t_2(fiter):
+            for l_1_r in fiter:
+                if (environment.getattr(l_1_r, 'name') == 'notifications'):
+                    yield l_1_r
+        t_3 = 1
+        for l_1_r in t_2((undefined(name='rooms') if l_0_rooms is missing else l_0_rooms)):
+            _loop_vars = {}
+            pass
+            yield '<a href="'
+            yield escape(environment.getattr(l_1_r, 'href'))
+            yield '">Notifications</a>'
+            t_3 = 0
+        l_1_r = missing
+        if t_3:
+            pass
+            yield 'Notifications'
+        yield '.</p>\n'
+        template = environment.get_template('news.html', 'manage.html')
+        gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
+        try:
+            for event in gen:
+                yield event
+        finally: gen.close()
         if (undefined(name='flash') if l_0_flash is missing else l_0_flash):
             pass
             yield '<div class="notice" role="status"'
@@ -1470,11 +1527,6 @@ def _manage_html(environment):
                 yield '"'
             yield '><p>'
             yield escape((undefined(name='flash') if l_0_flash is missing else l_0_flash))
-            yield '</p></div>'
-        if (undefined(name='notice') if l_0_notice is missing else l_0_notice):
-            pass
-            yield '<div class="notice" role="status" data-done><p>'
-            yield escape((undefined(name='notice') if l_0_notice is missing else l_0_notice))
             yield '</p></div>'
         yield '\n<nav class="filters" aria-label="Show schedules">\n  <ul>\n'
         for l_1_f in (undefined(name='filters') if l_0_filters is missing else l_0_filters):
@@ -1499,6 +1551,11 @@ def _manage_html(environment):
         yield '  </ul>\n</nav>\n\n<form method="get" action="/installations/'
         yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
         yield '" class="zone-form">\n'
+        if (undefined(name='tab') if l_0_tab is missing else l_0_tab):
+            pass
+            yield '<input type="hidden" name="tab" value="'
+            yield escape((undefined(name='tab') if l_0_tab is missing else l_0_tab))
+            yield '">'
         if ((undefined(name='show') if l_0_show is missing else l_0_show) != 'all'):
             pass
             yield '<input type="hidden" name="show" value="'
@@ -1609,7 +1666,7 @@ def _manage_html(environment):
         yield '.</p>\n'
         yield escape(context.call((undefined(name='page_links') if l_0_page_links is missing else l_0_page_links), (undefined(name='pager') if l_0_pager is missing else l_0_pager), 'top', _block_vars=_block_vars))
         yield '\n\n'
-        t_2 = 1
+        t_4 = 1
         for l_1_section in (undefined(name='sections') if l_0_sections is missing else l_0_sections):
             l_1_schedule_list = resolve('schedule_list')
             l_1_card_page = resolve('card_page')
@@ -1663,9 +1720,9 @@ def _manage_html(environment):
                 yield escape(context.call((undefined(name='schedule_list') if l_1_schedule_list is missing else l_1_schedule_list), environment.getattr(l_1_section, 'replaced'), (undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'Replaced by a newer schedule', 3, empty='', _loop_vars=_loop_vars))
                 yield '\n  </details>\n'
             yield '</section>\n'
-            t_2 = 0
+            t_4 = 0
         l_1_section = l_1_schedule_list = l_1_card_page = missing
-        if t_2:
+        if t_4:
             pass
             yield '<p class="empty">'
             if ((undefined(name='show') if l_0_show is missing else l_0_show) != 'all'):
@@ -1678,23 +1735,9 @@ def _manage_html(environment):
         yield '\n'
         yield escape(context.call((undefined(name='page_links') if l_0_page_links is missing else l_0_page_links), (undefined(name='pager') if l_0_pager is missing else l_0_pager), 'bottom', _block_vars=_block_vars))
         yield '\n'
-        template = environment.get_template('notifications.html', 'manage.html')
-        gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
-        try:
-            for event in gen:
-                yield event
-        finally: gen.close()
-        if (undefined(name='agents') if l_0_agents is missing else l_0_agents):
-            pass
-            template = environment.get_template('agents.html', 'manage.html')
-            gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
-            try:
-                for event in gen:
-                    yield event
-            finally: gen.close()
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=22&4=30&7=68&8=84&12=90&13=94&18=110&19=112&20=117&23=123&25=129&28=139&31=147&32=176&33=185&34=190&36=198&37=220&39=223&40=229&41=233&42=237&43=239&44=243&45=249&48=255&50=257&51=260&52=266&53=273&58=281&61=289&62=291&63=297'
+    debug_info = '1=13&2=16&3=22&4=30&6=68&7=85&8=91&12=108&13=112&18=128&19=130&20=135&21=140&24=146&26=152&29=162&32=170&33=199&34=208&35=213&37=221&38=243&40=246&41=252&42=256&43=260&44=262&45=266&46=272&49=278&51=280&52=283&53=289&54=296&59=304&62=312'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'manage.html'}
 
 
@@ -1707,30 +1750,59 @@ def _agents_html(environment):
         concat = environment.concat
         cond_expr_undefined = Undefined
         if 0: yield None
-        l_0_agents = resolve('agents')
+        parent_template = None
         l_0_session_fields = missing
-        try:
-            t_1 = environment.filters['lower']
-        except KeyError:
-            @internalcode
-            def t_1(*unused):
-                raise TemplateRuntimeError("No filter named 'lower' found.")
         pass
+        parent_template = environment.get_template('base.html', 'agents.html')
+        for name, parent_block in parent_template.blocks.items():
+            context.blocks.setdefault(name, []).append(parent_block)
         def macro(l_1_panel):
-            t_2 = []
+            t_1 = []
             if l_1_panel is missing:
                 l_1_panel = undefined("parameter 'panel' was not provided", name='panel')
             pass
-            t_2.extend((
+            t_1.extend((
                 '  <input type="hidden" name="csrf_token" value="',
                 escape(environment.getattr(l_1_panel, 'csrf_token')),
                 '">\n  <input type="hidden" name="opened_for" value="',
                 escape(environment.getattr(l_1_panel, 'opened_for')),
                 '">\n',
             ))
-            return concat(t_2)
+            if environment.getattr(l_1_panel, 'tab'):
+                pass
+                t_1.extend((
+                    '<input type="hidden" name="tab" value="',
+                    escape(environment.getattr(l_1_panel, 'tab')),
+                    '">',
+                ))
+            return concat(t_1)
         context.exported_vars.add('session_fields')
         context.vars['session_fields'] = l_0_session_fields = Macro(environment, macro, 'session_fields', ('panel',), False, False, False, context.eval_ctx.autoescape)
+        yield from parent_template.root_render_func(context)
+
+    def block_main(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        _block_vars = {}
+        l_0_flash = resolve('flash')
+        l_0_agents = resolve('agents')
+        l_0_session_fields = resolve('session_fields')
+        try:
+            t_2 = environment.filters['lower']
+        except KeyError:
+            @internalcode
+            def t_2(*unused):
+                raise TemplateRuntimeError("No filter named 'lower' found.")
+        pass
+        yield '<h1>Agents</h1>\n'
+        if (undefined(name='flash') if l_0_flash is missing else l_0_flash):
+            pass
+            yield '<div class="notice" role="status" data-done><p>'
+            yield escape((undefined(name='flash') if l_0_flash is missing else l_0_flash))
+            yield '</p></div>'
         yield '<section class="agents" aria-labelledby="proposals-heading">\n  <h2 id="proposals-heading">Proposed by agents</h2>\n'
         if environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'proposals'):
             pass
@@ -1780,7 +1852,7 @@ def _agents_html(environment):
                         yield '">\n        <input type="hidden" name="published_version_id" value="'
                         yield escape((environment.getattr(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'pins'), 'published') or ''))
                         yield '">\n        <button type="submit" data-proposal-action="confirm">Confirm<span class="visually-hidden"> '
-                        yield escape(t_1(environment.getattr(l_1_p, 'change_words')))
+                        yield escape(t_2(environment.getattr(l_1_p, 'change_words')))
                         yield ' on '
                         yield escape(environment.getattr(l_1_p, 'when'))
                         yield '</span></button>\n      </form>\n'
@@ -1841,7 +1913,7 @@ def _agents_html(environment):
         yield '  <form method="post" action="/installations/'
         yield escape(environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'installation_id'))
         yield '/agent-keys" class="mint-key">\n    '
-        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='agents') if l_0_agents is missing else l_0_agents)))
+        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='agents') if l_0_agents is missing else l_0_agents), _block_vars=_block_vars))
         yield '\n    <label for="agent-key-name">Agent\'s name</label>\n    <input id="agent-key-name" name="name" maxlength="80" required>\n    <label for="agent-key-days">Lasts</label>\n    <select id="agent-key-days" name="days">\n'
         for l_1_d in environment.getattr((undefined(name='agents') if l_0_agents is missing else l_0_agents), 'day_choices'):
             _loop_vars = {}
@@ -1855,13 +1927,13 @@ def _agents_html(environment):
             yield '>'
             yield escape(l_1_d)
             yield ' day'
-            yield escape(('s' if (l_1_d != 1) else cond_expr_undefined("the inline if-expression on line 61 in 'agents.html' evaluated to false and no else section was defined.")))
+            yield escape(('s' if (l_1_d != 1) else cond_expr_undefined("the inline if-expression on line 66 in 'agents.html' evaluated to false and no else section was defined.")))
             yield '</option>'
         l_1_d = missing
-        yield '    </select>\n    <button type="submit">Create a key</button>\n  </form>\n</section>'
+        yield '    </select>\n    <button type="submit">Create a key</button>\n  </form>\n</section>\n'
 
-    blocks = {}
-    debug_info = '1=19&2=26&3=28&7=35&9=38&10=42&11=44&12=52&13=57&14=62&15=67&17=70&18=73&19=77&20=79&21=81&22=83&25=88&26=92&30=94&38=106&42=109&43=111&45=114&46=118&47=131&48=135&49=137&55=142&56=144&61=146'
+    blocks = {'main': block_main}
+    debug_info = '1=13&2=16&3=23&4=25&5=28&7=40&9=58&12=64&14=67&15=71&16=73&17=81&18=86&19=91&20=96&22=99&23=102&24=106&25=108&26=110&27=112&30=117&31=121&35=123&43=135&47=138&48=140&50=143&51=147&52=160&53=164&54=166&60=171&61=173&66=175'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'agents.html'}
 
 
@@ -1893,7 +1965,7 @@ def _agent_key_html(environment):
         l_0_expires = resolve('expires')
         l_0_secret = resolve('secret')
         l_0_snippet = resolve('snippet')
-        l_0_installation_id = resolve('installation_id')
+        l_0_back_href = resolve('back_href')
         pass
         yield '<h1>'
         yield escape((undefined(name='title') if l_0_title is missing else l_0_title))
@@ -1905,9 +1977,9 @@ def _agent_key_html(environment):
         yield escape((undefined(name='secret') if l_0_secret is missing else l_0_secret))
         yield '" size="50" data-agent-key></p>\n<p>Give the agent\'s MCP client this address and header:</p>\n<pre><code>'
         yield escape((undefined(name='snippet') if l_0_snippet is missing else l_0_snippet))
-        yield '</code></pre>\n<p><a href="/installations/'
-        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
-        yield '">Back to the schedules</a></p>\n'
+        yield '</code></pre>\n<p><a href="'
+        yield escape((undefined(name='back_href') if l_0_back_href is missing else l_0_back_href))
+        yield '">Back to the agents page</a></p>\n'
 
     blocks = {'main': block_main}
     debug_info = '1=12&2=17&3=32&4=34&5=38&7=40&8=42'
@@ -1923,10 +1995,36 @@ def _notifications_html(environment):
         concat = environment.concat
         cond_expr_undefined = Undefined
         if 0: yield None
+        parent_template = None
         l_0_notifications = resolve('notifications')
-        l_0_installation_id = resolve('installation_id')
-        l_0_card_page = resolve('card_page')
         l_0_session_fields = l_0_n = missing
+        pass
+        parent_template = environment.get_template('base.html', 'notifications.html')
+        for name, parent_block in parent_template.blocks.items():
+            context.blocks.setdefault(name, []).append(parent_block)
+        included_template = environment.get_template('cards.html', 'notifications.html')._get_default_module(context)
+        l_0_session_fields = getattr(included_template, 'session_fields', missing)
+        if l_0_session_fields is missing:
+            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'notifications.html') does not export the requested name 'session_fields'", name='session_fields')
+        context.vars['session_fields'] = l_0_session_fields
+        context.exported_vars.discard('session_fields')
+        l_0_n = (undefined(name='notifications') if l_0_notifications is missing else l_0_notifications)
+        context.vars['n'] = l_0_n
+        context.exported_vars.add('n')
+        yield from parent_template.root_render_func(context)
+
+    def block_main(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        _block_vars = {}
+        l_0_notice = resolve('notice')
+        l_0_n = resolve('n')
+        l_0_installation_id = resolve('installation_id')
+        l_0_session_fields = resolve('session_fields')
+        l_0_card_page = resolve('card_page')
         try:
             t_1 = environment.filters['join']
         except KeyError:
@@ -1946,16 +2044,13 @@ def _notifications_html(environment):
             def t_3(*unused):
                 raise TemplateRuntimeError("No filter named 'urlencode' found.")
         pass
-        included_template = environment.get_template('cards.html', 'notifications.html')._get_default_module(context)
-        l_0_session_fields = getattr(included_template, 'session_fields', missing)
-        if l_0_session_fields is missing:
-            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 1 in 'notifications.html') does not export the requested name 'session_fields'", name='session_fields')
-        context.vars['session_fields'] = l_0_session_fields
-        context.exported_vars.discard('session_fields')
-        l_0_n = (undefined(name='notifications') if l_0_notifications is missing else l_0_notifications)
-        context.vars['n'] = l_0_n
-        context.exported_vars.add('n')
-        yield '<section id="notifications" aria-labelledby="notifications-title" class="notifications">\n  <h2 id="notifications-title">Notifications</h2>\n  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: '
+        yield '<section id="notifications" aria-labelledby="notifications-title" class="notifications">\n  <h1 id="notifications-title">Notifications</h1>\n'
+        if (undefined(name='notice') if l_0_notice is missing else l_0_notice):
+            pass
+            yield '<div class="notice" role="status" data-done><p>'
+            yield escape((undefined(name='notice') if l_0_notice is missing else l_0_notice))
+            yield '</p></div>'
+        yield '  <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: '
         l_1_loop = missing
         for l_1_k, l_1_loop in LoopContext(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'kinds'), undefined):
             _loop_vars = {}
@@ -1994,11 +2089,11 @@ def _notifications_html(environment):
                 yield ' data-failing="true"'
             yield ' aria-labelledby="endpoint-'
             yield escape(environment.getattr(l_1_e, 'id'))
-            yield '">\n    <h3 id="endpoint-'
+            yield '">\n    <h2 id="endpoint-'
             yield escape(environment.getattr(l_1_e, 'id'))
             yield '" class="endpoint-url"><code>'
             yield escape(environment.getattr(l_1_e, 'url'))
-            yield '</code></h3>\n'
+            yield '</code></h2>\n'
             if (environment.getattr(l_1_e, 'secret') and environment.getattr(l_1_e, 'reveals_url')):
                 pass
                 yield '    <div class="notice secret" role="status">\n      <p><strong>'
@@ -2048,7 +2143,7 @@ def _notifications_html(environment):
                 yield '/notifications/'
                 yield escape(environment.getattr(l_1_e, 'id'))
                 yield '/enable">\n        '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), _loop_vars=_loop_vars))
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'), _loop_vars=_loop_vars))
                 yield '\n        <button type="submit" class="secondary">Enable again<span class="visually-hidden"> '
                 yield escape(environment.getattr(l_1_e, 'url'))
                 yield '</span></button>\n      </form>\n    </div>'
@@ -2067,7 +2162,7 @@ def _notifications_html(environment):
             yield '/notifications/'
             yield escape(environment.getattr(l_1_e, 'id'))
             yield '/test">\n        '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), _loop_vars=_loop_vars))
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'), _loop_vars=_loop_vars))
             yield '\n        <button type="submit">Send test event<span class="visually-hidden"> to '
             yield escape(environment.getattr(l_1_e, 'url'))
             yield '</span></button>\n      </form>\n'
@@ -2077,7 +2172,13 @@ def _notifications_html(environment):
                 yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
                 yield '/notifications/'
                 yield escape(environment.getattr(l_1_e, 'id'))
-                yield '/rotate?zone='
+                yield '/rotate?'
+                if environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'):
+                    pass
+                    yield 'tab='
+                    yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'))
+                    yield '&amp;'
+                yield 'zone='
                 yield escape(t_3((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
                 yield '">Rotate secret…<span class="visually-hidden"> of '
                 yield escape(environment.getattr(l_1_e, 'url'))
@@ -2086,7 +2187,13 @@ def _notifications_html(environment):
             yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
             yield '/notifications/'
             yield escape(environment.getattr(l_1_e, 'id'))
-            yield '/delete?zone='
+            yield '/delete?'
+            if environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'):
+                pass
+                yield 'tab='
+                yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'))
+                yield '&amp;'
+            yield 'zone='
             yield escape(t_3((undefined(name='zone') if l_1_zone is missing else l_1_zone)))
             yield '">Delete…<span class="visually-hidden"> '
             yield escape(environment.getattr(l_1_e, 'url'))
@@ -2098,7 +2205,7 @@ def _notifications_html(environment):
                 yield '/notifications/'
                 yield escape(environment.getattr(l_1_e, 'id'))
                 yield '/replay" class="replay" data-form="replay">\n      '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), _loop_vars=_loop_vars))
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'), _loop_vars=_loop_vars))
                 yield '\n      <label for="replay-'
                 yield escape(environment.getattr(l_1_e, 'id'))
                 yield '">Replay failures since</label>\n      <select id="replay-'
@@ -2123,7 +2230,7 @@ def _notifications_html(environment):
             if environment.getattr(l_1_e, 'deliveries'):
                 pass
                 template = environment.get_template('deliveries.html', 'notifications.html')
-                gen = template.root_render_func(template.new_context(context.get_all(), True, {'e': l_1_e, 'n': l_0_n, 'session_fields': l_0_session_fields}))
+                gen = template.root_render_func(template.new_context(context.get_all(), True, {'e': l_1_e}))
                 try:
                     for event in gen:
                         yield event
@@ -2146,8 +2253,8 @@ def _notifications_html(environment):
             yield '  <form method="post" action="/installations/'
             yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
             yield '/notifications" data-form="notification-endpoint" class="endpoint-form" novalidate>\n    '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for')))
-            yield '\n    <h3>Add an endpoint</h3>\n'
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'opened_for'), environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'), _block_vars=_block_vars))
+            yield '\n    <h2>Add an endpoint</h2>\n'
             if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'):
                 pass
                 yield '<div class="problem" role="alert" id="endpoint-problem" data-error-code="'
@@ -2233,10 +2340,10 @@ def _notifications_html(environment):
             yield '  <p>This installation has '
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'max_endpoints'))
             yield ' endpoints, the most it may have. Delete one to add another.</p>\n'
-        yield '</section>'
+        yield '</section>\n'
 
-    blocks = {}
-    debug_info = '1=33&2=39&5=44&6=60&7=65&8=82&9=86&11=89&12=91&14=93&16=96&17=108&20=110&21=115&22=120&23=128&24=131&25=135&26=137&31=140&33=142&34=144&37=150&38=154&39=156&41=158&42=161&44=170&46=178&47=181&48=185&49=187&50=189&51=191&53=205&56=207&57=209&64=221&65=228&66=231&67=233&69=235&72=243&73=247&78=261&79=284&83=295&84=299&90=318'
+    blocks = {'main': block_main}
+    debug_info = '1=14&2=17&3=23&4=28&7=60&8=67&9=83&10=88&11=105&12=109&14=112&15=114&17=116&19=119&20=131&23=133&24=138&25=143&26=151&27=154&28=158&29=160&34=163&36=165&37=167&40=173&41=177&42=179&44=181&45=184&47=199&49=213&50=216&51=220&52=222&53=224&54=226&56=240&59=242&60=244&67=256&68=263&69=266&70=268&72=270&75=278&76=282&81=296&82=319&86=330&87=334&93=353'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'notifications.html'}
 
 
@@ -2336,7 +2443,7 @@ def _deliveries_html(environment):
                 yield '/deliveries/'
                 yield escape(environment.getattr(l_1_d, 'id'))
                 yield '/send-again">\n        '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'opened_for'), _loop_vars=_loop_vars))
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr((undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'csrf_token'), environment.getattr((undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'opened_for'), environment.getattr((undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'tab'), _loop_vars=_loop_vars))
                 yield '\n        <button type="submit" class="secondary">Send again<span class="visually-hidden"> the '
                 yield escape(environment.getattr(l_1_d, 'event_label'))
                 yield ' of '
@@ -2392,6 +2499,7 @@ def _endpoint_confirm_html(environment):
         l_0_session_fields = resolve('session_fields')
         l_0_csrf_token = resolve('csrf_token')
         l_0_opened_for = resolve('opened_for')
+        l_0_tab = resolve('tab')
         l_0_back = resolve('back')
         l_0_button = resolve('button')
         l_0_back_href = resolve('back_href')
@@ -2458,7 +2566,7 @@ def _endpoint_confirm_html(environment):
         yield '/'
         yield escape((undefined(name='action') if l_0_action is missing else l_0_action))
         yield '" class="endpoint-confirm">\n  '
-        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
         yield '\n'
         for (l_1_name, l_1_value) in (undefined(name='back') if l_0_back is missing else l_0_back):
             _loop_vars = {}
@@ -2478,7 +2586,7 @@ def _endpoint_confirm_html(environment):
         yield '</a>\n  </div>\n</form>\n</div>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=14&2=17&3=23&4=28&5=54&6=56&8=60&9=62&10=64&12=71&13=74&17=93&18=102&19=108&20=110&22=120&23=122'
+    debug_info = '1=14&2=17&3=23&4=28&5=55&6=57&8=61&9=63&10=65&12=72&13=75&17=94&18=103&19=109&20=111&22=121&23=123'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'endpoint_confirm.html'}
 
 
@@ -2518,6 +2626,7 @@ def _cancel_html(environment):
         l_0_session_fields = resolve('session_fields')
         l_0_csrf_token = resolve('csrf_token')
         l_0_opened_for = resolve('opened_for')
+        l_0_tab = resolve('tab')
         l_0_back = resolve('back')
         l_0_back_href = resolve('back_href')
         try:
@@ -2557,7 +2666,7 @@ def _cancel_html(environment):
         yield '/schedules/'
         yield escape(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'id'))
         yield '/cancel" class="cancel-confirm">\n  '
-        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
         yield '\n'
         for (l_1_name, l_1_value) in (undefined(name='back') if l_0_back is missing else l_0_back):
             _loop_vars = {}
@@ -2575,8 +2684,336 @@ def _cancel_html(environment):
         yield '.</p>\n</div>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=24&5=47&7=49&8=60&9=64&10=68&11=70&14=72&15=76&16=78&19=88&22=90'
+    debug_info = '1=13&2=16&3=24&5=48&7=50&8=61&9=65&10=69&11=71&14=73&15=77&16=79&19=89&22=91'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'cancel.html'}
+
+
+def _calendar_html(environment):
+    name = 'calendar.html'
+
+    def root(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        parent_template = None
+        l_0_session_fields = missing
+        pass
+        parent_template = environment.get_template('base.html', 'calendar.html')
+        for name, parent_block in parent_template.blocks.items():
+            context.blocks.setdefault(name, []).append(parent_block)
+        included_template = environment.get_template('cards.html', 'calendar.html')._get_default_module(context)
+        l_0_session_fields = getattr(included_template, 'session_fields', missing)
+        if l_0_session_fields is missing:
+            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'calendar.html') does not export the requested name 'session_fields'", name='session_fields')
+        context.vars['session_fields'] = l_0_session_fields
+        context.exported_vars.discard('session_fields')
+        yield from parent_template.root_render_func(context)
+
+    def block_main(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        _block_vars = {}
+        l_0_span = resolve('span')
+        l_0_zone = resolve('zone')
+        l_0_flash = resolve('flash')
+        l_0_installation_id = resolve('installation_id')
+        l_0_tab = resolve('tab')
+        l_0_view = resolve('view')
+        l_0_zone_problem = resolve('zone_problem')
+        l_0_zones = resolve('zones')
+        l_0_titles_note = resolve('titles_note')
+        l_0_links = resolve('links')
+        l_0_days = resolve('days')
+        l_0_more = resolve('more')
+        l_0_feed_url = resolve('feed_url')
+        l_0_feed_made = resolve('feed_made')
+        l_0_session_fields = resolve('session_fields')
+        l_0_csrf_token = resolve('csrf_token')
+        l_0_opened_for = resolve('opened_for')
+        pass
+        yield "<h1>Calendar</h1>\n<p>What is waiting to be published or unpublished across this installation's contents, by day. "
+        yield escape((undefined(name='span') if l_0_span is missing else l_0_span))
+        yield ', times in '
+        yield escape((undefined(name='zone') if l_0_zone is missing else l_0_zone))
+        yield '.</p>\n'
+        if (undefined(name='flash') if l_0_flash is missing else l_0_flash):
+            pass
+            yield '<div class="notice" role="status" data-done><p>'
+            yield escape((undefined(name='flash') if l_0_flash is missing else l_0_flash))
+            yield '</p></div>'
+        yield '<form method="get" action="/installations/'
+        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+        yield '/calendar" class="zone-form">\n'
+        if (undefined(name='tab') if l_0_tab is missing else l_0_tab):
+            pass
+            yield '<input type="hidden" name="tab" value="'
+            yield escape((undefined(name='tab') if l_0_tab is missing else l_0_tab))
+            yield '">'
+        if ((undefined(name='view') if l_0_view is missing else l_0_view) == 'list'):
+            pass
+            yield '<input type="hidden" name="view" value="list">'
+        yield '  <div class="field">\n    <label for="calendar-zone">Days and times in</label>\n    <div class="inline">\n      <input type="text" id="calendar-zone" name="zone" list="zones" autocomplete="off" spellcheck="false" value="'
+        yield escape((undefined(name='zone') if l_0_zone is missing else l_0_zone))
+        yield '"'
+        if (undefined(name='zone_problem') if l_0_zone_problem is missing else l_0_zone_problem):
+            pass
+            yield ' aria-invalid="true" aria-describedby="zone-problem"'
+        yield '>\n      <button type="submit">Show</button>\n    </div>\n    <datalist id="zones">'
+        for l_1_z in (undefined(name='zones') if l_0_zones is missing else l_0_zones):
+            _loop_vars = {}
+            pass
+            yield '<option value="'
+            yield escape(l_1_z)
+            yield '"></option>'
+        l_1_z = missing
+        yield '</datalist>\n  </div>\n</form>\n'
+        if (undefined(name='zone_problem') if l_0_zone_problem is missing else l_0_zone_problem):
+            pass
+            yield '<div class="problem" role="alert" id="zone-problem" data-error-code="unknown_timezone"><p>'
+            yield escape((undefined(name='zone_problem') if l_0_zone_problem is missing else l_0_zone_problem))
+            yield '</p></div>'
+        if (undefined(name='titles_note') if l_0_titles_note is missing else l_0_titles_note):
+            pass
+            yield '<div class="warning" role="status" data-titles-missing><p>'
+            yield escape((undefined(name='titles_note') if l_0_titles_note is missing else l_0_titles_note))
+            yield '</p></div>'
+        yield '<nav class="pager" aria-label="Other weeks and views">'
+        for (l_1_what, l_1_label, l_1_href) in (undefined(name='links') if l_0_links is missing else l_0_links):
+            _loop_vars = {}
+            pass
+            yield '<a href="'
+            yield escape(l_1_href)
+            yield '" data-calendar-link="'
+            yield escape(l_1_what)
+            yield '">'
+            yield escape(l_1_label)
+            yield '</a>'
+        l_1_what = l_1_label = l_1_href = missing
+        yield '</nav>\n<ol class="calendar calendar-'
+        yield escape((undefined(name='view') if l_0_view is missing else l_0_view))
+        yield '" data-calendar-view="'
+        yield escape((undefined(name='view') if l_0_view is missing else l_0_view))
+        yield '" data-zone="'
+        yield escape((undefined(name='zone') if l_0_zone is missing else l_0_zone))
+        yield '">\n'
+        t_1 = 1
+        for l_1_day in (undefined(name='days') if l_0_days is missing else l_0_days):
+            _loop_vars = {}
+            pass
+            yield '  <li class="calendar-day'
+            if environment.getattr(l_1_day, 'today'):
+                pass
+                yield ' is-today'
+            yield '" data-day="'
+            yield escape(environment.getattr(l_1_day, 'key'))
+            yield '"'
+            if environment.getattr(l_1_day, 'today'):
+                pass
+                yield ' aria-current="date"'
+            yield '>\n    <h2 id="day-'
+            yield escape(environment.getattr(l_1_day, 'key'))
+            yield '">'
+            yield escape(environment.getattr(l_1_day, 'label'))
+            if environment.getattr(l_1_day, 'today'):
+                pass
+                yield ' <span class="today">(today)</span>'
+            yield '</h2>\n'
+            if environment.getattr(l_1_day, 'changes'):
+                pass
+                yield '    <ul aria-labelledby="day-'
+                yield escape(environment.getattr(l_1_day, 'key'))
+                yield '">\n'
+                for l_2_c in environment.getattr(l_1_day, 'changes'):
+                    _loop_vars = {}
+                    pass
+                    yield '      <li class="calendar-change'
+                    if environment.getattr(l_2_c, 'flag'):
+                        pass
+                        yield ' is-flagged'
+                    yield '" data-schedule-id="'
+                    yield escape(environment.getattr(l_2_c, 'schedule_id'))
+                    yield '" data-status="'
+                    yield escape(environment.getattr(l_2_c, 'status'))
+                    yield '"'
+                    if environment.getattr(l_2_c, 'flag'):
+                        pass
+                        yield ' data-flagged="true"'
+                    yield '>\n        <time datetime="'
+                    yield escape(environment.getattr(l_2_c, 'when_iso'))
+                    yield '">'
+                    yield escape(environment.getattr(l_2_c, 'time_label'))
+                    yield '</time>\n'
+                    if environment.getattr(l_2_c, 'href'):
+                        pass
+                        yield '<a href="'
+                        yield escape(environment.getattr(l_2_c, 'href'))
+                        yield '">'
+                        yield escape(environment.getattr(l_2_c, 'what'))
+                        yield '</a>'
+                    else:
+                        pass
+                        yield '<span>'
+                        yield escape(environment.getattr(l_2_c, 'what'))
+                        yield '</span>'
+                    if environment.getattr(l_2_c, 'flag'):
+                        pass
+                        yield '<p class="flag"><strong>Warning:</strong> '
+                        yield escape(environment.getattr(l_2_c, 'flag'))
+                        yield '</p>'
+                    yield '      </li>\n'
+                l_2_c = missing
+                yield '    </ul>\n'
+            else:
+                pass
+                yield '    <p class="empty">Nothing waiting.</p>\n'
+            yield '  </li>\n'
+            t_1 = 0
+        l_1_day = missing
+        if t_1:
+            pass
+            yield '  <li><p class="empty">Nothing is waiting from today on.</p></li>\n'
+        yield '</ol>\n'
+        if (undefined(name='more') if l_0_more is missing else l_0_more):
+            pass
+            yield '<p data-more="'
+            yield escape((undefined(name='more') if l_0_more is missing else l_0_more))
+            yield '">And '
+            yield escape((undefined(name='more') if l_0_more is missing else l_0_more))
+            yield ' more later on: show them week by week.</p>'
+        yield '\n<section aria-labelledby="feed-heading" class="feed">\n  <h2 id="feed-heading">In your own calendar</h2>\n  <p>A feed shows these changes in the calendar you already use (read only). Its address is a password: anyone who has it sees the times and titles in it. It works while you keep opening Scheduling from Dee Wan (for 30 days after the last time), and stops when you revoke it or make a new one.</p>\n'
+        if (undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url):
+            pass
+            yield '  <div class="notice" role="status">\n    <p><strong>Your feed\'s address: copy it now.</strong> It is shown this once; Scheduling keeps only a fingerprint of it. Add it to your calendar as a subscription (by URL).</p>\n    <p><code class="secret-value" data-calendar-feed>'
+            yield escape((undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url))
+            yield '</code></p>\n  </div>\n'
+        elif (undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made):
+            pass
+            yield '  <p data-calendar-feed-made>You have a feed, made '
+            yield escape((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made))
+            yield '. Lost its address? Make a new one: the old one stops.</p>\n'
+        yield '  <div class="inline">\n    <form method="post" action="/installations/'
+        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+        yield '/calendar/feed">\n      '
+        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+        yield '\n      <button type="submit"'
+        if ((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made) or (undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url)):
+            pass
+            yield ' class="secondary"'
+        yield '>'
+        if ((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made) or (undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url)):
+            pass
+            yield 'Make a new address'
+        else:
+            pass
+            yield 'Make a feed address'
+        yield '</button>\n    </form>\n'
+        if ((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made) or (undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url)):
+            pass
+            yield '    <form method="post" action="/installations/'
+            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield '/calendar/feed/revoke">\n      '
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+            yield '\n      <button type="submit" class="danger">Revoke the feed</button>\n    </form>\n'
+        yield '  </div>\n</section>\n'
+
+    blocks = {'main': block_main}
+    debug_info = '1=13&2=16&3=24&5=50&6=54&7=60&8=62&9=67&13=71&16=77&19=85&20=90&21=96&22=108&23=115&24=119&25=129&26=136&27=139&28=141&29=145&30=157&31=161&32=173&44=191&49=199&52=202&54=204&55=207&58=210&59=212&60=214&62=225&63=228&64=230'
+    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'calendar.html'}
+
+
+def _releases_html(environment):
+    name = 'releases.html'
+
+    def root(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        parent_template = None
+        pass
+        parent_template = environment.get_template('base.html', 'releases.html')
+        for name, parent_block in parent_template.blocks.items():
+            context.blocks.setdefault(name, []).append(parent_block)
+        yield from parent_template.root_render_func(context)
+
+    def block_main(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        _block_vars = {}
+        pass
+        yield '<h1>Releases</h1>\n<p>A release is several pinned changes sent in order at one time.</p>\n<p class="empty" data-releases-empty>This installation has no releases.</p>\n'
+
+    blocks = {'main': block_main}
+    debug_info = '1=12&2=17'
+    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'releases.html'}
+
+
+def _news_html(environment):
+    name = 'news.html'
+
+    def root(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        l_0_news = resolve('news')
+        pass
+        if (undefined(name='news') if l_0_news is missing else l_0_news):
+            pass
+            yield '<section class="notice news" aria-labelledby="news-heading" data-news-since="'
+            yield escape(environment.getattr((undefined(name='news') if l_0_news is missing else l_0_news), 'since_iso'))
+            yield '">\n  <h2 id="news-heading">Since your last visit ('
+            yield escape(environment.getattr((undefined(name='news') if l_0_news is missing else l_0_news), 'since'))
+            yield ')</h2>\n  <ul>\n'
+            for l_1_n in environment.getattr((undefined(name='news') if l_0_news is missing else l_0_news), 'items'):
+                _loop_vars = {}
+                pass
+                yield '    <li data-news-of="'
+                yield escape(environment.getattr(l_1_n, 'schedule_id'))
+                yield '" data-news-outcome="'
+                yield escape(environment.getattr(l_1_n, 'outcome'))
+                yield '">'
+                yield escape(environment.getattr(l_1_n, 'what'))
+                yield ', due '
+                yield escape(environment.getattr(l_1_n, 'when'))
+                yield ': <strong>'
+                yield escape(environment.getattr(l_1_n, 'label'))
+                yield '</strong>.\n'
+                if environment.getattr(l_1_n, 'href'):
+                    pass
+                    yield '<a href="'
+                    yield escape(environment.getattr(l_1_n, 'href'))
+                    yield '">'
+                    yield escape(environment.getattr(l_1_n, 'way'))
+                    yield '<span class="visually-hidden"> ('
+                    yield escape(environment.getattr(l_1_n, 'what'))
+                    yield ')</span></a>'
+                else:
+                    pass
+                    yield 'Open it from Dee Wan (<strong>Schedule</strong> on the content) to see its card.'
+                yield '</li>\n'
+            l_1_n = missing
+            yield '  </ul>\n'
+            if environment.getattr((undefined(name='news') if l_0_news is missing else l_0_news), 'more'):
+                pass
+                yield '<p>And '
+                yield escape(environment.getattr((undefined(name='news') if l_0_news is missing else l_0_news), 'more'))
+                yield ' more.</p>'
+            yield '</section>\n'
+
+    blocks = {}
+    debug_info = '1=12&2=15&3=17&5=19&6=23&7=33&10=48'
+    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'news.html'}
 
 
 def _home_html(environment):
@@ -3106,6 +3543,9 @@ TEMPLATES: dict[str, Callable[[Any], dict[str, Any]]] = {
     'deliveries.html': _deliveries_html,
     'endpoint_confirm.html': _endpoint_confirm_html,
     'cancel.html': _cancel_html,
+    'calendar.html': _calendar_html,
+    'releases.html': _releases_html,
+    'news.html': _news_html,
     'home.html': _home_html,
     'operator.html': _operator_html,
 }

@@ -1,5 +1,6 @@
-"""The layout every page extends (`base.html`) and the page a refusal is shown on
-(`error.html`). Sources only: the pages render them compiled (`compiled_templates.py`)."""
+"""The layout every page extends (`base.html`), the page a refusal is shown on
+(`error.html`), and what the first page of a launch says happened since the last one
+(`news.html`: `pages/since_last_visit.py`). Sources only: the pages render them compiled (`compiled_templates.py`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ BASE = """<!doctype html>
 <header class="top">
   <p class="brand">Scheduling <span>for Dee Wan</span></p>
   {% if person_name %}<p class="who">Opened from Dee Wan by {{ person_name }}{% if dee_wan_href is defined and dee_wan_href %} · <a href="{{ dee_wan_href }}" data-dee-wan>Back to Dee Wan</a>{% endif %}</p>{% endif %}
+  {% if rooms is defined and rooms %}<nav class="rooms" aria-label="Scheduling pages"><ul>{% for r in rooms %}<li><a href="{{ r.href }}" data-room="{{ r.name }}"{% if r.current %} aria-current="page"{% endif %}>{{ r.label }}</a></li>{% endfor %}</ul></nav>{% endif %}
 </header>
 <main id="main" tabindex="-1">
 {% block main %}{% endblock %}
@@ -50,4 +52,18 @@ ERROR = """{% extends "base.html" %}
 </nav>
 {% endif %}
 {% endblock %}
+"""
+
+NEWS = """{% if news %}
+<section class="notice news" aria-labelledby="news-heading" data-news-since="{{ news.since_iso }}">
+  <h2 id="news-heading">Since your last visit ({{ news.since }})</h2>
+  <ul>
+  {% for n in news.items %}
+    <li data-news-of="{{ n.schedule_id }}" data-news-outcome="{{ n.outcome }}">{{ n.what }}, due {{ n.when }}: <strong>{{ n.label }}</strong>.
+    {% if n.href %}<a href="{{ n.href }}">{{ n.way }}<span class="visually-hidden"> ({{ n.what }})</span></a>{% else %}Open it from Dee Wan (<strong>Schedule</strong> on the content) to see its card.{% endif %}</li>
+  {% endfor %}
+  </ul>
+  {% if news.more %}<p>And {{ news.more }} more.</p>{% endif %}
+</section>
+{% endif %}
 """

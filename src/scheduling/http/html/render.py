@@ -18,6 +18,7 @@ from scheduling.domain.refusals import Refusal
 from scheduling.http.html.compiled_templates import TEMPLATES
 from scheduling.http.next_steps import NextSteps
 from scheduling.http.responses import Response, html_response
+from scheduling.repository.sessions import Session
 
 
 class _Compiled(jinja2.BaseLoader):
@@ -61,6 +62,36 @@ class PageModel(Protocol):
 
     @property
     def person_name(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Room:
+    """One entry of an installation's navigation: a page of one subject, within the launch."""
+
+    name: str
+    label: str
+    href: str
+    current: bool
+
+
+# Every room of an installation's pages; Notifications is a site admin's (a manage launch).
+ROOMS = (
+    ("schedules", "Schedules", ""),
+    ("releases", "Releases", "/releases"),
+    ("calendar", "Calendar", "/calendar"),
+    ("notifications", "Notifications", "/notifications"),
+    ("agents", "Agents", "/agents"),
+)
+
+
+def rooms(session: Session, current: str) -> tuple[Room, ...]:
+    """The navigation the session's launch allows, `current` marked."""
+    manage = session.context_kind == "manage"
+    return tuple(
+        Room(name, label, session.href(sub), name == current)
+        for name, label, sub in ROOMS
+        if manage or name != "notifications"
+    )
 
 
 def page(model: PageModel, status: int = 200) -> Response:

@@ -163,5 +163,22 @@ ul.legend li { display: flex; align-items: center; gap: .4rem; }
 }
 details.numbers { margin: 1rem 0; }
 details.numbers summary { cursor: pointer; color: var(--accent); }
+nav.rooms { flex-basis: 100%; }
+nav.rooms ul { list-style: none; display: flex; flex-wrap: wrap; gap: .25rem 1.25rem; padding: 0; margin: 0; }
+nav.rooms a { display: inline-block; padding: .2rem 0; }
+nav.rooms a[aria-current=page] { color: var(--ink); font-weight: 700; text-decoration: none;
+                                 border-bottom: 3px solid var(--accent); }
+.news ul { padding-left: 1.25rem; } .news h2 { margin-top: .25rem; font-size: 1.05rem; }
+ol.calendar { list-style: none; padding: 0; margin: 1rem 0; display: grid; gap: .75rem; }
+.calendar-day { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .75rem; min-width: 0; }
+.calendar-day.is-today { border: 2px solid var(--accent); }
+.calendar-day h2 { font-size: 1rem; margin: 0 0 .4rem; }
+.calendar-day ul { list-style: none; padding: 0; margin: 0; }
+.calendar-change { padding: .3rem 0; border-top: 1px solid var(--line); overflow-wrap: anywhere; }
+.calendar-change time { font-weight: 600; margin-right: .35rem; }
+.calendar-change.is-flagged { border-left: 4px solid #9a5b00; padding-left: .4rem; }
+.calendar-change .flag { margin: .2rem 0 0; font-size: .92rem; }
+.calendar-day .empty { color: var(--muted); margin: 0; }
+@media (min-width: 75rem) { ol.calendar-week { grid-template-columns: repeat(7, minmax(0, 1fr)); } }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 """

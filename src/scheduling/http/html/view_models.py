@@ -119,6 +119,7 @@ class CardPage:
     viewer_zone: str | None
     back: tuple[tuple[str, str], ...]  # the view a cancel or a dismiss comes back to
     unread: bool = False  # Dee Wan could not be read: what it allows now is not known
+    tab: str | None = None  # the launch the page belongs to, which its forms and links carry
 
     @property
     def show_content(self) -> bool:
@@ -127,7 +128,8 @@ class CardPage:
 
     def cancel_href(self, schedule_id: str) -> str:
         """The confirmation page of a cancel, which comes back to this view."""
-        query = f"?{urlencode(self.back)}" if self.back else ""
+        pairs = ((("tab", self.tab),) if self.tab else ()) + self.back
+        query = f"?{urlencode(pairs)}" if pairs else ""
         return f"/installations/{self.installation_id}/schedules/{schedule_id}/cancel{query}"
 
 
@@ -163,6 +165,7 @@ def card_page(
         viewer_zone=viewer_zone,
         back=tuple(back),
         unread=unread,
+        tab=session.tab,
     )
 
 

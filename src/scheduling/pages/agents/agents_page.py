@@ -1,25 +1,29 @@
-"""The agents' part of a page, as a model: proposals waiting for a person and the agent keys,
-and the page that shows a key once; keys minted and revoked, proposals confirmed or declined
-(a confirm refused on its form is the content page's `confirm_again`)."""
+"""The agents' page: proposals waiting for a person (a content launch's: its content's) and the
+agent keys, and the page that shows a key once; keys minted and revoked, proposals confirmed
+or declined (a confirm refused on its form is the content page's `confirm_again`)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
-from scheduling.actions.agent_access import PageAgents, mint_key, revoke_key
+from scheduling.actions.access import open_access, read_launched_content
+from scheduling.actions.agent_access import mint_key, page_agents, revoke_key
 from scheduling.actions.agents_propose import confirm, decline
 from scheduling.domain.collisions import before_text
 from scheduling.domain.pins import ShownVersions
+from scheduling.domain.rights import offered_by
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import WAITING
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.wording import KIND
-from scheduling.http.guards import require_form_post
-from scheduling.http.html.render import page
+from scheduling.http.guards import require_form_post, require_session
+from scheduling.http.html.render import Room, page, rooms
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
+from scheduling.pages.content.content_page import to_receipt
+from scheduling.repository import schedules
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.repository.proposals import Proposal
 from scheduling.repository.sessions import Session
@@ -62,7 +66,8 @@ class AgentsPanel:
     installation_id: str
     csrf_token: str
     opened_for: str
-    pins: ShownVersions | None  # a content page's: what Confirm pins; None on the manage view
+    tab: str | None
+    pins: ShownVersions | None  # a content launch's: what Confirm pins; None for a manage one
     scope_words: str
     proposals: tuple[ProposalItem, ...]
     keys: tuple[KeyItem, ...]
@@ -95,6 +100,7 @@ def agents_panel(
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
+        tab=session.tab,
         pins=pins,
         scope_words="for this content" if session.context_kind == "content" else "here",
         proposals=tuple(
@@ -127,19 +133,45 @@ def agents_panel(
     )
 
 
-Page = TypeVar("Page")
+@dataclass(frozen=True)
+class AgentsPage:
+    """`GET …/agents`: the proposals waiting for a person and the agent keys."""
+
+    template: ClassVar[str] = "agents.html"
+
+    title: str
+    person_name: str
+    installation_id: str
+    agents: AgentsPanel
+    flash: str | None  # what was just done here
+    rooms: tuple[Room, ...]
+    dee_wan_href: str
 
 
-def with_agents(
-    model: Page,
-    session: Session,
-    found: PageAgents,
-    pins: ShownVersions | None,
-    live: tuple[Schedule, ...] = (),
-) -> Page:
-    """The page (a content page or the manage view) with its agents' part."""
+_DONE = {"revoked": "The agent key was revoked.", "declined": "The proposal was declined."}
+
+
+async def agents_room(request: Request, services: Services) -> Response:
+    """A content launch's Confirm pins what Dee Wan reports now, read here as its page does."""
+    session = await require_session(request, services)
+    access = await open_access(services, session)
+    live: tuple[Schedule, ...]
+    pins, live = None, ()
+    if session.context_kind == "content":
+        read = await read_launched_content(services, access)
+        pins = ShownVersions(read.content.current_version_id, read.content.published_version_id)
+        primary = read.content.primary_id
+        # Who may confirm, by what Dee Wan offers now (as kept with the session by the read).
+        session = replace(session, content_primary_id=primary, offered=offered_by(read))
+        live = (await schedules.list_for(services.db, session.installation_id, primary, 1)).live
+    found = await page_agents(services, session)
     panel = agents_panel(session, found.proposals, found.keys, found.now_ms, pins=pins, live=live)
-    return replace(model, agents=panel)  # type: ignore[type-var]
+    done = next((said for name, said in _DONE.items() if name in request.query), None)
+    model = AgentsPage(
+        "Agents", session.person_name, session.installation_id, panel, done,
+        rooms(session, "agents"), access.installation.base_url,
+    )  # fmt: skip
+    return page(model)
 
 
 @dataclass(frozen=True)
@@ -155,6 +187,7 @@ class AgentKeyPage:
     expires: str
     secret: str
     snippet: str
+    back_href: str
 
 
 def agent_key_page(
@@ -177,6 +210,7 @@ def agent_key_page(
         expires=instant_text(expires_at, "UTC"),
         secret=secret,
         snippet=json.dumps(config, indent=2),
+        back_href=session.href("/agents"),
     )
 
 
@@ -193,7 +227,7 @@ async def mint(request: Request, services: Services) -> Response:
 async def revoke(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await revoke_key(services, session, request.path_params["key_id"])
-    return redirect(f"/installations/{session.installation_id}?revoked=1")
+    return redirect(session.href("/agents", [("revoked", "1")]))
 
 
 async def confirm_proposal(request: Request, services: Services) -> Response:
@@ -203,10 +237,10 @@ async def confirm_proposal(request: Request, services: Services) -> Response:
     fields = request.form()
     shown = (fields.get("version_id", ""), fields.get("published_version_id", ""))
     created = await confirm(services, session, request.path_params["proposal_id"], *shown)
-    return redirect(f"/installations/{created.installation_id}?created={created.schedule_id}")
+    return to_receipt(session, created)
 
 
 async def decline_proposal(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
     await decline(services, session, request.path_params["proposal_id"])
-    return redirect(f"/installations/{session.installation_id}?declined=1")
+    return redirect(session.href("/agents", [("declined", "1")]))

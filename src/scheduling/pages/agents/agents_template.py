@@ -1,12 +1,17 @@
-"""The agents' part of the content page and the manage view (proposals waiting for a person,
-the agent keys, the form that mints one), and the page that shows a new key once."""
+"""The agents' page (proposals waiting for a person, the agent keys, the form that mints one),
+and the page that shows a new key once."""
 
 from __future__ import annotations
 
-AGENTS = """{% macro session_fields(panel) %}
+AGENTS = """{% extends "base.html" %}
+{% macro session_fields(panel) %}
   <input type="hidden" name="csrf_token" value="{{ panel.csrf_token }}">
   <input type="hidden" name="opened_for" value="{{ panel.opened_for }}">
+  {% if panel.tab %}<input type="hidden" name="tab" value="{{ panel.tab }}">{% endif %}
 {% endmacro %}
+{% block main %}
+<h1>Agents</h1>
+{% if flash %}<div class="notice" role="status" data-done><p>{{ flash }}</p></div>{% endif %}
 <section class="agents" aria-labelledby="proposals-heading">
   <h2 id="proposals-heading">Proposed by agents</h2>
   {% if agents.proposals %}
@@ -68,6 +73,7 @@ AGENTS = """{% macro session_fields(panel) %}
     <button type="submit">Create a key</button>
   </form>
 </section>
+{% endblock %}
 """
 
 AGENT_KEY = """{% extends "base.html" %}
@@ -77,6 +83,6 @@ AGENT_KEY = """{% extends "base.html" %}
 <p><label for="agent-key">Agent key</label><br><input id="agent-key" readonly value="{{ secret }}" size="50" data-agent-key></p>
 <p>Give the agent's MCP client this address and header:</p>
 <pre><code>{{ snippet }}</code></pre>
-<p><a href="/installations/{{ installation_id }}">Back to the schedules</a></p>
+<p><a href="{{ back_href }}">Back to the agents page</a></p>
 {% endblock %}
 """

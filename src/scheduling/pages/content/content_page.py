@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from scheduling.actions.access import open_access
-from scheduling.actions.agent_access import page_agents
 from scheduling.actions.create import Created, FormRefusal, ScheduleForm, posted_versions
 from scheduling.actions.create import create_schedule as create
 from scheduling.actions.create import retry_schedule as retry
@@ -33,7 +32,7 @@ from scheduling.domain.timezones import offered_zones
 from scheduling.domain.wording import change_text
 from scheduling.http.guards import require_form_post, require_session
 from scheduling.http.html import time_labels
-from scheduling.http.html.render import page
+from scheduling.http.html.render import Room, page, rooms
 from scheduling.http.html.view_models import (
     CardPage,
     Moment,
@@ -48,7 +47,6 @@ from scheduling.http.html.view_models import (
 from scheduling.http.listing_query import page_number
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
-from scheduling.pages.agents.agents_page import AgentsPanel, with_agents
 from scheduling.pages.content.content_form import (
     UNREAD_NOTES,
     Choice,
@@ -63,6 +61,8 @@ from scheduling.pages.content.content_read import (
     show_content,
     unread_view,
 )
+from scheduling.pages.since_last_visit import News, take_news
+from scheduling.repository import proposals
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
 
@@ -125,6 +125,7 @@ class ContentPage:
     installation_id: str
     csrf_token: str
     opened_for: str
+    tab: str | None
     content: Content | None  # None: Dee Wan could not be read (`unread`)
     content_id: str
     pins: ShownVersions | None  # what the page shows, which its forms carry
@@ -150,7 +151,9 @@ class ContentPage:
     history: History
     card_page: CardPage
     pager: Pager
-    agents: AgentsPanel | None = None  # proposals and agent keys (issue 39)
+    rooms: tuple[Room, ...] = ()
+    news: News | None = None  # what became of the person's schedules since their last look
+    proposals_href: str | None = None  # agents' proposals wait for this content: where
     # The header's Back to Dee Wan: a session proves the browser came from there.
     dee_wan_href: str | None = None
 
@@ -181,6 +184,7 @@ def content_page(
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
+        tab=session.tab,
         content=read.content if read is not None else None,
         content_id=content_id,
         pins=part.pins,
@@ -208,6 +212,7 @@ def content_page(
             session, pins=part.pins, back=_back(view.page_number), unread=view.unread is not None
         ),
         pager=_pager(view),
+        rooms=rooms(session, "schedules"),
         dee_wan_href=view.access.installation.base_url,
     )
 
@@ -238,9 +243,8 @@ def _unread(view: ContentView) -> Unread | None:
     )
     if view.unread.code == UNTRUSTED:
         text += " If it keeps happening, tell the plugin's operator."
-    base = f"/installations/{view.access.installation.id}"
-    page = f"{base}?page={view.page_number}" if view.page_number > 1 else base
-    return Unread(view.unread.code, text, page, view.access.installation.base_url)
+    again = view.access.session.href(query=_back(view.page_number))
+    return Unread(view.unread.code, text, again, view.access.installation.base_url)
 
 
 def _offer_again(
@@ -284,9 +288,8 @@ def _back(page_number: int) -> tuple[tuple[str, str], ...]:
 
 
 def _pager(view: ContentView) -> Pager:
-    base = f"/installations/{view.access.installation.id}"
     return pager(
-        lambda number: f"{base}?page={number}" if number > 1 else base,
+        lambda number: view.access.session.href(query=_back(number)),
         view.page_number,
         view.page.total,
         len(view.schedules),
@@ -306,14 +309,23 @@ async def show(request: Request, services: Services, session: Session) -> Respon
     )
     lateness = services.config.max_lateness_ms
     model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
-    session = shown.access.session  # with what the content read just said
-    agents = await page_agents(services, session)
-    return page(with_agents(model, session, agents, model.pins, shown.live))
+    read = shown.read
+    content = read.content.primary_id if read else session.content_primary_id or ""
+    now = services.clock.now_ms()
+    waiting = await proposals.pending(services.db, session.installation_id, content, now)
+    return page(
+        replace(
+            model,
+            news=await take_news(services, shown.access, request.method, content),
+            proposals_href=session.href("/agents") if waiting else None,
+        )
+    )
 
 
 async def create_schedule(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
-    return _to_receipt(await create(services, session, ScheduleForm.posted(request.form())))
+    created = await create(services, session, ScheduleForm.posted(request.form()))
+    return to_receipt(session, created)
 
 
 async def retry_schedule(request: Request, services: Services) -> Response:
@@ -322,7 +334,7 @@ async def retry_schedule(request: Request, services: Services) -> Response:
     fields = request.form()
     shown = (fields.get("version_id", ""), fields.get("published_version_id", ""))
     created = await retry(services, session, request.path_params["schedule_id"], *shown)
-    return _to_receipt(created)
+    return to_receipt(session, created)
 
 
 async def form_again(request: Request, services: Services, refused: Refusal) -> Response | None:
@@ -362,8 +374,8 @@ async def refused_form(services: Services, refused: FormRefusal) -> Response:
     return page(content_page(view, lateness, refusal=refused), refused.status)
 
 
-def _to_receipt(created: Created) -> Response:
+def to_receipt(session: Session, created: Created) -> Response:
+    """The content page of the launch, with the receipt of the schedule just made."""
     # A fold for a time that happens once is not needed: the receipt says it was ignored.
-    ignored = f"&fold_ignored={created.fold_ignored}" if created.fold_ignored else ""
-    receipt = f"?created={created.schedule_id}{ignored}"
-    return redirect(f"/installations/{created.installation_id}{receipt}")
+    ignored = [("fold_ignored", created.fold_ignored)] if created.fold_ignored else []
+    return redirect(session.href(query=[("created", created.schedule_id), *ignored]))

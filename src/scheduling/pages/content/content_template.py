@@ -14,7 +14,7 @@ CONTENT = """{% extends "base.html" %}
 {% from "pager.html" import page_info, page_links %}
 {% macro retry_form(r) %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="retry">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   {{ pin_fields(pins) }}
   <input type="hidden" name="transition" value="{{ form.transition }}">
   <input type="hidden" name="local_time" value="{{ r.value if r.field == 'local_time' else form.local_time }}">
@@ -37,6 +37,8 @@ CONTENT = """{% extends "base.html" %}
 {% else %}
 <h1>Schedules of content <code>{{ content_id }}</code></h1>
 {% endif %}
+{% include "news.html" %}
+{% if proposals_href %}<p class="notice" data-proposals-waiting><a href="{{ proposals_href }}">An agent proposes a change to this content</a>: confirm or decline it on the Agents page.</p>{% endif %}
 {% if unread %}
 <div class="warning" role="status" data-unread="{{ unread.code }}">
   <p>{{ unread.text }}</p>
@@ -67,7 +69,7 @@ CONTENT = """{% extends "base.html" %}
   {% if error.retries %}<div class="retries">{% for r in error.retries %}{{ retry_form(r) }}{% endfor %}</div>{% endif %}
   {% if error.retry_of and error.code == "content_changed" %}<div class="retries">
     <form method="post" action="/installations/{{ installation_id }}/schedules/{{ error.retry_of }}/retry" class="retry">
-      {{ session_fields(csrf_token, opened_for) }}
+      {{ session_fields(csrf_token, opened_for, tab) }}
       {{ pin_fields(pins) }}
       <button type="submit" data-retry-of="{{ error.retry_of }}">Try again with what Dee Wan reports now</button>
     </form>
@@ -77,7 +79,7 @@ CONTENT = """{% extends "base.html" %}
 {% endif %}
 {% if choices %}
 <form method="post" action="/installations/{{ installation_id }}/schedules" class="schedule-form" novalidate>
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   {{ pin_fields(pins) }}
   <fieldset{% if error and error.field == "transition" %} aria-describedby="form-error"{% endif %}>
     <legend>Change</legend>
@@ -137,6 +139,5 @@ CONTENT = """{% extends "base.html" %}
 {% endif %}
 {{ page_links(pager, "bottom") }}
 </section>
-{% if agents %}{% include "agents.html" %}{% endif %}
 {% endblock %}
 """

@@ -8,11 +8,9 @@ everything the view could not do as asked."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
-from urllib.parse import urlencode
 
-from scheduling.actions.agent_access import page_agents
 from scheduling.actions.dismiss import dismiss_schedule as dismiss
 from scheduling.actions.titles import Titles
 from scheduling.domain.schedule import Schedule
@@ -23,7 +21,7 @@ from scheduling.domain.timezones import offered_zones, quoted, zone_suggestions
 from scheduling.domain.wording import change_text, content_text
 from scheduling.http.guards import require_form_post
 from scheduling.http.html import time_labels
-from scheduling.http.html.render import page
+from scheduling.http.html.render import Room, page, rooms
 from scheduling.http.html.view_models import (
     CardPage,
     Moment,
@@ -36,13 +34,8 @@ from scheduling.http.html.view_models import (
 from scheduling.http.listing_query import SHOWS, back_query, ignored, page_number, view_query
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, redirect
-from scheduling.pages.agents.agents_page import AgentsPanel, with_agents
 from scheduling.pages.manage.manage_read import ManageView, show_manage
-from scheduling.pages.notifications.notifications_view import (
-    Lines,
-    NotificationsSection,
-    notifications_section,
-)
+from scheduling.pages.since_last_visit import News, take_news
 from scheduling.repository.manage_queries import group_count
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
@@ -105,6 +98,7 @@ class ManagePage:
     title: str
     person_name: str
     installation_id: str
+    tab: str | None
     flash: str | None
     cancelled_id: str | None
     dismissed_id: str | None
@@ -124,10 +118,9 @@ class ManagePage:
     sections: tuple[Section, ...]
     card_page: CardPage
     pager: Pager
-    notifications: NotificationsSection
-    notice: str | None  # what the session's last action did, said once
     zone_note: str | None  # which zone is shown and why, when it is not the site's as read
-    agents: AgentsPanel | None = None  # proposals and agent keys (issue 39)
+    rooms: tuple[Room, ...] = ()
+    news: News | None = None  # what became of the person's schedules since their last look
     # The header's Back to Dee Wan: a session proves the browser came from there.
     dee_wan_href: str | None = None
 
@@ -141,13 +134,14 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
     shown = cards(view.schedules, Moment(view.now_ms, max_lateness_ms), viewer_zone=zone)
     number = view.page_number
 
-    href = _Hrefs(session.installation_id, show, number, zone)
+    href = _Hrefs(session, show, number, zone)
     typed_zone = unused.get("zone", "")
     back = sorted(view_query({"show": show, "page": str(number), "zone": zone}).items())
     return ManagePage(
         title="All schedules",
         person_name=session.person_name,
         installation_id=session.installation_id,
+        tab=session.tab,
         flash=_flash(view, zone),
         cancelled_id=view.cancelled.id if view.cancelled else None,
         dismissed_id=view.dismissed.id if view.dismissed else None,
@@ -167,12 +161,8 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
         card_page=card_page(session, viewer_zone=zone, back=back),
         pager=_pager(view, show, shown, href),
-        notifications=notifications_section(
-            view.notifications,
-            Lines(zone, view.now_ms, view.titles, session.installation_id),
-        ),
-        notice=view.notice,
         zone_note=_zone_note(view) if "zone" not in chosen else None,
+        rooms=rooms(session, "schedules"),
         dee_wan_href=view.access.installation.base_url,
     )
 
@@ -181,7 +171,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
 class _Hrefs:
     """The view's address with one of its choices changed (the rest as shown)."""
 
-    installation_id: str
+    session: Session
     show: str
     page: int
     zone: str
@@ -198,7 +188,7 @@ class _Hrefs:
             del params["show"]
         if params["page"] == "1":
             del params["page"]
-        return f"/installations/{self.installation_id}?" + urlencode(params)
+        return self.session.href(query=params.items())
 
 
 def _filters(view: ManageView, show: str, href: _Hrefs) -> tuple[Filter, ...]:
@@ -352,11 +342,9 @@ async def show(request: Request, services: Services, session: Session) -> Respon
         cancelled=query.get("cancelled"),
         dismissed=query.get("dismissed"),
         only=only if only is not None and is_id(only) else None,
-        # A secret or a notice waiting is shown by a GET only (a HEAD must not use it up).
-        reveal=request.method == "GET",
     )
     model = manage_page(view, services.config.max_lateness_ms, query)
-    return page(with_agents(model, session, await page_agents(services, session), None))
+    return page(replace(model, news=await take_news(services, view.access, request.method)))
 
 
 async def dismiss_schedule(request: Request, services: Services) -> Response:
@@ -366,4 +354,4 @@ async def dismiss_schedule(request: Request, services: Services) -> Response:
     # Everything the answer needs is built before the write: nothing may fail after it.
     back = back_query(request.form())
     await dismiss(services.db, services.clock.now_ms(), session, schedule_id)
-    return redirect(f"/installations/{session.installation_id}?dismissed={schedule_id}{back}")
+    return redirect(session.href(query=[("dismissed", schedule_id), *back]))

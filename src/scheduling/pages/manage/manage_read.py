@@ -11,16 +11,11 @@ from dataclasses import dataclass
 
 from scheduling.actions.access import Access, open_access
 from scheduling.actions.listing import Listed, last_page, listed
-from scheduling.actions.notifications import (
-    EndpointFormRefusal,
-    NotificationsView,
-    notifications_view,
-)
 from scheduling.actions.titles import Titles, read_titles
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import Status
-from scheduling.repository import manage_queries, schedules, sessions
+from scheduling.repository import manage_queries, schedules
 from scheduling.repository.schedules import SchedulePage
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
@@ -45,8 +40,6 @@ class ManageView:
     dismissed: Schedule | None  # the one a dismiss just took out of Needs attention
     only: str | None  # the one schedule shown, when a link asked for one
     now_ms: int
-    notifications: NotificationsView
-    notice: str | None = None  # what the session's last action says, once
     # Where `site_zone` came from (issue 38: it is said, never changed quietly): "site"
     # (Dee Wan reported it), "latest" (no read answered in time: the zone the latest schedule
     # listed was entered in), "utc" (neither).
@@ -62,12 +55,8 @@ async def show_manage(
     cancelled: str | None = None,
     dismissed: str | None = None,
     only: str | None = None,
-    reveal: bool = False,
-    refused: EndpointFormRefusal | None = None,
 ) -> ManageView:
-    """Page `page_number` of `group` (None: all), each card with its content's title; and the
-    installation's notification endpoints, their deliveries naming their schedules' contents
-    by title too (`reveal`: a new secret or a notice waiting is shown now)."""
+    """Page `page_number` of `group` (None: all), each card with its content's title."""
     access = await open_access(services, session)
     installation_id = access.installation.id
     db = services.db
@@ -82,11 +71,9 @@ async def show_manage(
     put_aside = await _ended(services, installation_id, dismissed, Status.REFUSED)
     if put_aside is not None and put_aside.dismissed_at is None:
         put_aside = None
-    notifications = await notifications_view(services, session, reveal=reveal, refused=refused)
-    content_ids = {s.content_id for s in page.schedules} | notifications.content_ids
-    content_ids |= {s.content_id for s in (ended, put_aside) if s is not None}
+    content_ids = {s.content_id for s in (*page.schedules, ended, put_aside) if s is not None}
     titles = await read_titles(services, access, content_ids, budget_s=TITLES_BUDGET_S)
-    zone, zone_from = _site_zone(titles, page.schedules)
+    zone, zone_from = site_zone(titles, page.schedules)
     return ManageView(
         access=access,
         page=page,
@@ -100,12 +87,10 @@ async def show_manage(
         dismissed=put_aside,
         only=only if only is not None and page.schedules else None,
         now_ms=services.clock.now_ms(),
-        notifications=notifications,
-        notice=await sessions.take_notice(services.db, session) if reveal else None,
     )
 
 
-def _site_zone(titles: Titles, listed: tuple[Schedule, ...]) -> tuple[str, str]:
+def site_zone(titles: Titles, listed: tuple[Schedule, ...] = ()) -> tuple[str, str]:
     """The site's zone as a read reported it; when none answered in time, the zone the latest
     schedule listed was entered in (what an editor of the site chose last); else UTC."""
     read = next((r.site.timezone for r in titles.reads.values() if r is not None), None)

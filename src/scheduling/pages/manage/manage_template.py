@@ -5,9 +5,9 @@ MANAGE = """{% extends "base.html" %}
 {% from "pager.html" import page_links %}
 {% block main %}
 <h1>All schedules</h1>
-<p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan. To be told when one cannot be kept, see <a href="#notifications">Notifications</a>.</p>
+<p>Every schedule of this installation: what needs attention first, then what is coming up by day, then what is finished. To create one, use <strong>Schedule</strong> on a content item in Dee Wan. To be told when one cannot be kept, see {% for r in rooms if r.name == "notifications" %}<a href="{{ r.href }}">Notifications</a>{% else %}Notifications{% endfor %}.</p>
+{% include "news.html" %}
 {% if flash %}<div class="notice" role="status"{% if cancelled_id %} data-cancelled="{{ cancelled_id }}"{% endif %}{% if dismissed_id %} data-dismissed="{{ dismissed_id }}"{% endif %}><p>{{ flash }}</p></div>{% endif %}
-{% if notice %}<div class="notice" role="status" data-done><p>{{ notice }}</p></div>{% endif %}
 
 <nav class="filters" aria-label="Show schedules">
   <ul>
@@ -18,6 +18,7 @@ MANAGE = """{% extends "base.html" %}
 </nav>
 
 <form method="get" action="/installations/{{ installation_id }}" class="zone-form">
+  {% if tab %}<input type="hidden" name="tab" value="{{ tab }}">{% endif %}
   {% if show != "all" %}<input type="hidden" name="show" value="{{ show }}">{% endif %}
   {% if page_number > 1 %}<input type="hidden" name="page" value="{{ page_number }}">{% endif %}
   <div class="field">
@@ -61,7 +62,5 @@ MANAGE = """{% extends "base.html" %}
 {% endfor %}
 
 {{ page_links(pager, "bottom") }}
-{% include "notifications.html" %}
-{% if agents %}{% include "agents.html" %}{% endif %}
 {% endblock %}
 """

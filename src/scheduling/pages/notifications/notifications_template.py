@@ -1,5 +1,5 @@
-"""The manage page's Notifications section: endpoints, their deliveries, the form to add one;
-and the table of an endpoint's deliveries, which its confirmations show too."""
+"""The notifications page (a manage launch's): endpoints, their deliveries, the form to add
+one; and the table of an endpoint's deliveries, which its confirmations show too."""
 
 # `e`: an endpoint card; `zone`: the zone its times are in.
 DELIVERIES = """{% from "cards.html" import session_fields %}
@@ -15,7 +15,7 @@ DELIVERIES = """{% from "cards.html" import session_fields %}
       <td data-label="Status"><span class="status delivery-{{ d.status }}">{{ d.status_label }}</span>{% if d.answer %} ({{ d.answer }}){% endif %}</td>
       <td data-label="Next try"{% if not d.next_label %} class="none"{% endif %}>{{ d.next_label or "—" }}</td>
       <td data-label="Action">{% if d.can_send_again %}<form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/deliveries/{{ d.id }}/send-again">
-        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        {{ session_fields(card_page.csrf_token, card_page.opened_for, card_page.tab) }}
         <button type="submit" class="secondary">Send again<span class="visually-hidden"> the {{ d.event_label }} of {{ d.when_label }}</span></button>
       </form>{% endif %}</td>
     </tr>
@@ -24,14 +24,17 @@ DELIVERIES = """{% from "cards.html" import session_fields %}
 </table>
 """
 
-NOTIFICATIONS = """{% from "cards.html" import session_fields %}
+NOTIFICATIONS = """{% extends "base.html" %}
+{% from "cards.html" import session_fields %}
 {% set n = notifications %}
+{% block main %}
 <section id="notifications" aria-labelledby="notifications-title" class="notifications">
-  <h2 id="notifications-title">Notifications</h2>
+  <h1 id="notifications-title">Notifications</h1>
+  {% if notice %}<div class="notice" role="status" data-done><p>{{ notice }}</p></div>{% endif %}
   <p>When a schedule cannot be kept, Scheduling tells the endpoints below within a minute: {% for k in n.kinds %}{{ k.told }}{% if k.about %} (see <a href="{{ k.about[1] }}">{{ k.about[0] }}</a>){% endif %}{% if not loop.last %}, or {% endif %}{% endfor %}.</p>
   {% for e in n.endpoints %}
   <article class="endpoint{% if e.failing_label %} is-failing{% endif %}" data-endpoint-id="{{ e.id }}" data-endpoint-kind="{{ e.kind }}"{% if e.disabled_label %} data-disabled="true"{% endif %}{% if e.failing_label %} data-failing="true"{% endif %} aria-labelledby="endpoint-{{ e.id }}">
-    <h3 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h3>
+    <h2 id="endpoint-{{ e.id }}" class="endpoint-url"><code>{{ e.url }}</code></h2>
     {% if e.secret and e.reveals_url %}
     <div class="notice secret" role="status">
       <p><strong>{{ e.revealed_name }} saved.</strong> It is shown this once, to check it; Scheduling keeps it only sealed, and shows only its host and last 4 characters from now on.</p>
@@ -48,7 +51,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
       {% if e.disabled_reason == "failing" %}<p>Disabled at {{ e.disabled_label }}: it accepted nothing it was sent for 5 days. Nothing more is sent to it. Once the receiver works again, enable it, then replay what failed.</p>
       {% else %}<p>Disabled at {{ e.disabled_label }}: it answered <code>410 Gone</code>. Nothing more is sent to it; enable it again if its receiver is back, or delete it.</p>{% endif %}
       <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/enable">
-        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        {{ session_fields(card_page.csrf_token, card_page.opened_for, card_page.tab) }}
         <button type="submit" class="secondary">Enable again<span class="visually-hidden"> {{ e.url }}</span></button>
       </form>
     </div>{% endif %}
@@ -61,17 +64,17 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
     </dl>
     <div class="endpoint-actions">
       <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/test">
-        {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+        {{ session_fields(card_page.csrf_token, card_page.opened_for, card_page.tab) }}
         <button type="submit">Send test event<span class="visually-hidden"> to {{ e.url }}</span></button>
       </form>
       {% if e.rotates %}
-      <a class="button secondary" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate?zone={{ zone|urlencode }}">Rotate secret…<span class="visually-hidden"> of {{ e.url }}</span></a>
+      <a class="button secondary" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/rotate?{% if card_page.tab %}tab={{ card_page.tab }}&amp;{% endif %}zone={{ zone|urlencode }}">Rotate secret…<span class="visually-hidden"> of {{ e.url }}</span></a>
       {% endif %}
-      <a class="button danger" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete?zone={{ zone|urlencode }}">Delete…<span class="visually-hidden"> {{ e.url }}</span></a>
+      <a class="button danger" href="/installations/{{ installation_id }}/notifications/{{ e.id }}/delete?{% if card_page.tab %}tab={{ card_page.tab }}&amp;{% endif %}zone={{ zone|urlencode }}">Delete…<span class="visually-hidden"> {{ e.url }}</span></a>
     </div>
     {% if not e.disabled_label %}
     <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/replay" class="replay" data-form="replay">
-      {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
+      {{ session_fields(card_page.csrf_token, card_page.opened_for, card_page.tab) }}
       <label for="replay-{{ e.id }}">Replay failures since</label>
       <select id="replay-{{ e.id }}" name="since_hours">
         {% for c in e.replay_choices %}<option value="{{ c.value }}"{% if c.checked %} selected{% endif %}>{{ c.label }}</option>{% endfor %}
@@ -90,8 +93,8 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
   {% if n.problem and not n.can_add %}<div class="problem" role="alert" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
   {% if n.can_add %}
   <form method="post" action="/installations/{{ installation_id }}/notifications" data-form="notification-endpoint" class="endpoint-form" novalidate>
-    {{ session_fields(card_page.csrf_token, card_page.opened_for) }}
-    <h3>Add an endpoint</h3>
+    {{ session_fields(card_page.csrf_token, card_page.opened_for, card_page.tab) }}
+    <h2>Add an endpoint</h2>
     {% if n.problem %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
     <fieldset>
       <legend>Send it</legend>
@@ -116,6 +119,7 @@ NOTIFICATIONS = """{% from "cards.html" import session_fields %}
   <p>This installation has {{ n.max_endpoints }} endpoints, the most it may have. Delete one to add another.</p>
   {% endif %}
 </section>
+{% endblock %}
 """
 
 # The page that asks before a rotation or a delete: the endpoint, what would be lost, the form.
@@ -137,7 +141,7 @@ ENDPOINT_CONFIRM = """{% extends "base.html" %}
 {% endif %}
 {% if e.deliveries %}{% include "deliveries.html" %}{% endif %}
 <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/{{ action }}" class="endpoint-confirm">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   {% for name, value in back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
   <div class="inline">
     <button type="submit" class="danger">{{ button }}</button>

@@ -1,13 +1,12 @@
-"""The manage page's Notifications section as its template reads it: each endpoint with its
-recent deliveries in the chosen zone (each naming its schedule, linked to its card), a mark
-for one failing for an hour, the secret shown once, and the form to add one (with what was
-entered, after a refusal)."""
+"""The notifications page as its template reads it: each endpoint with its recent deliveries
+in the chosen zone (each naming its schedule, linked to its card), a mark for one failing for
+an hour, the secret shown once, and the form to add one (with what was entered, after a
+refusal)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
-from urllib.parse import urlencode
 
 from scheduling.actions.notifications import EndpointForm, EndpointPreview, NotificationsView
 from scheduling.actions.titles import Titles
@@ -29,6 +28,8 @@ from scheduling.domain.wording import (
     delivery_answer,
 )
 from scheduling.http.html import time_labels
+from scheduling.http.html.render import Room, rooms
+from scheduling.http.html.view_models import CardPage
 from scheduling.repository.notification_endpoints import Delivery, Endpoint
 from scheduling.repository.sessions import Session
 
@@ -59,13 +60,13 @@ class Lines:
     zone: str
     now_ms: int
     titles: Titles
-    installation_id: str
+    session: Session
     actions: bool = True  # False on a page that only shows them (before a rotation or a delete)
 
     def card_href(self, schedule_id: str) -> str:
         """The manage view narrowed to that one schedule, in the page's zone."""
-        query = urlencode({"schedule": schedule_id, "zone": self.zone})
-        return f"/installations/{self.installation_id}?{query}#schedule-{schedule_id}"
+        query = (("schedule", schedule_id), ("zone", self.zone))
+        return self.session.href(query=query) + f"#schedule-{schedule_id}"
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class KindChoice:
 
 @dataclass(frozen=True)
 class NotificationsSection:
-    """The notifications page: its endpoints and the form to add one."""
+    """The notifications: the endpoints and the form to add one."""
 
     endpoints: tuple[EndpointCard, ...]
     can_add: bool
@@ -254,13 +255,15 @@ class EndpointConfirmPage:
     installation_id: str
     csrf_token: str
     opened_for: str
+    tab: str | None
     action: str  # rotate | delete
     button: str
     keep: str
     endpoint: EndpointCard
     zone: str
-    back: tuple[tuple[str, str], ...]  # the manage view's zone, posted along
+    back: tuple[tuple[str, str], ...]  # the notifications page's zone, posted along
     back_href: str
+    rooms: tuple[Room, ...]
 
 
 _ASKS = {
@@ -277,7 +280,7 @@ def endpoint_confirm_page(
     session: Session, preview: EndpointPreview, action: str, zone: str
 ) -> EndpointConfirmPage:
     title, button, keep = _ASKS[action]
-    lines = Lines(zone, preview.now_ms, preview.titles, session.installation_id, actions=False)
+    lines = Lines(zone, preview.now_ms, preview.titles, session, actions=False)
     back = (("zone", zone),)
     return EndpointConfirmPage(
         title=title,
@@ -285,11 +288,30 @@ def endpoint_confirm_page(
         installation_id=session.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
+        tab=session.tab,
         action=action,
         button=button,
         keep=keep,
         endpoint=endpoint_card(preview.endpoint, None, lines),
         zone=zone,
         back=back,
-        back_href=f"/installations/{session.installation_id}?{urlencode(back)}#notifications",
+        back_href=session.href("/notifications", back),
+        rooms=rooms(session, "notifications"),
     )
+
+
+@dataclass(frozen=True)
+class NotificationsPage:
+    """A manage launch's notifications page."""
+
+    template: ClassVar[str] = "notifications.html"
+
+    title: str
+    person_name: str
+    installation_id: str
+    card_page: CardPage  # what its forms carry
+    zone: str
+    notifications: NotificationsSection
+    notice: str | None  # what the session's last action did, said once
+    rooms: tuple[Room, ...]
+    dee_wan_href: str

@@ -1,0 +1,103 @@
+"""What happened since the last visit: the first page of a launch says what became of the
+schedules its person made since their previous launch (done, not done, made stale by another
+change), each with its way forward, once (`news.html`); the next page load shows nothing.
+
+Titles are the ones the person saw when they scheduled (kept sealed with each schedule)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduling.actions.access import Access
+from scheduling.domain import associated_data, sealing
+from scheduling.domain.localtime import rfc3339
+from scheduling.domain.schedule import Schedule
+from scheduling.domain.statuses import Status
+from scheduling.domain.time_words import instant_text
+from scheduling.domain.wording import KIND, STATUS, content_text
+from scheduling.repository import people, sessions
+from scheduling.repository.sessions import Session
+from scheduling.services import Services
+
+MAX_NEWS = 10
+
+# How each outcome reads, and what to do about it from its card.
+_OUTCOMES = {
+    Status.COMPLETED: ("done", "Done", "See it"),
+    Status.REFUSED: ("refused", STATUS[Status.REFUSED], "See why, and try again"),
+    "stale": ("stale", "Needs a new pin: the other change ran first", "Pin it again"),
+}
+
+
+@dataclass(frozen=True)
+class NewsItem:
+    schedule_id: str
+    what: str  # `Publish version ver_3 of “Summer news”`
+    when: str
+    outcome: str  # done | refused | stale
+    label: str
+    way: str
+    href: str | None  # its card, where this launch can show it
+
+
+@dataclass(frozen=True)
+class News:
+    since: str
+    since_iso: str
+    items: tuple[NewsItem, ...]
+    more: int
+
+
+async def take_news(
+    services: Services, access: Access, method: str, primary: str | None = None
+) -> News | None:
+    """The news of the session's first page (a GET: a HEAD uses nothing up), or None.
+    `primary`: the launched content's primary id, as its read just said."""
+    session = access.session
+    if method != "GET":
+        return None
+    since = await sessions.take_news_since(services.db, session)
+    if since is None:
+        return None
+    found = await people.news(
+        services.db, session.installation_id, session.person_id, since, MAX_NEWS + 1
+    )
+    if not found:
+        return None
+    items = [await _item(services, access, x, primary) for x in found[:MAX_NEWS]]
+    zone = found[0].schedule.timezone
+    return News(
+        instant_text(since, zone), rfc3339(since), tuple(items), max(0, len(found) - MAX_NEWS)
+    )
+
+
+async def _item(
+    services: Services, access: Access, listed: people.Listed, primary: str | None
+) -> NewsItem:
+    schedule, session = listed.schedule, access.session
+    title = None
+    if listed.title_sealed is not None:
+        context = associated_data.content_title(schedule.installation_id, schedule.id)
+        what = f"schedule {schedule.id}: title"
+        title = await sealing.open_or_none(services.crypto, listed.title_sealed, context, what)
+    outcome, label, way = _OUTCOMES[schedule.status if not schedule.needs_repin else "stale"]
+    return NewsItem(
+        schedule_id=schedule.id,
+        what=f"{KIND.get(schedule.kind, schedule.kind)} version {schedule.version_id} of"
+        f" {content_text(schedule.content_id, title)}",
+        when=instant_text(schedule.due_at, schedule.timezone),
+        outcome=outcome,
+        label=label,
+        way=way,
+        href=card_href(session, schedule, primary),
+    )
+
+
+def card_href(session: Session, schedule: Schedule, primary: str | None = None) -> str | None:
+    """A schedule's card where the session's launch shows it: a manage launch, every card
+    (the manage view narrowed to it); a content launch, its own content's (`primary`)."""
+    if session.context_kind == "manage":
+        return session.href(query=[("schedule", schedule.id)]) + f"#schedule-{schedule.id}"
+    if schedule.content_id == (primary or session.content_primary_id):
+        return session.href() + f"#schedule-{schedule.id}"
+    return None

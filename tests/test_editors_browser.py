@@ -1,0 +1,186 @@
+"""An editor works on many contents at once, in a real browser (issue 48): two contents in two
+tabs of one browser, each scheduling, reloaded and acting on its own content; the rooms, the
+calendar (a week, a list, at 1280 and 390 px), the feed made and read by an iCalendar parser,
+and what happened since the last visit. Every new page and state: axe-core 0 violations at
+1280 and 390 px. Headless Debian Chromium against `scripts.devstack` (tests/support/browser.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import icalendar
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize
+from playwright.sync_api import Response as PageResponse
+
+from scripts.devstack import DevStack
+from tests.support.browser import (
+    PERSON,
+    axe_violations,
+    confirmed_id,
+    installed_stack,
+    minutes_ahead,
+    missing_pieces,
+    run_tick,
+    schedule_item,
+)
+from tests.support.time_format import raw_times
+
+ADMIN = "Margaret Hamilton (admin)"
+PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(missing_pieces() is not None, reason=missing_pieces() or ""),
+]
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    with installed_stack(tmp_path_factory.mktemp("devstack")) as dev:
+        contents = [("cnt_alpha", "Alpha news"), ("cnt_beta", "Beta page"), ("cnt_gamma", "Gamma")]
+        httpx.post(
+            f"{dev.core_origin}/__fake/seed",
+            json={"contents": [{"id": cid, "title": title} for cid, title in contents]},
+            timeout=10,
+        ).raise_for_status()
+        yield dev
+
+
+@pytest.fixture
+def context(browser: Browser) -> Iterator[BrowserContext]:
+    ctx = browser.new_context(locale="en-US", viewport=DESKTOP)
+    yield ctx
+    ctx.close()
+
+
+def launch(page: Page, stack: DevStack, content_id: str | None = None) -> PageResponse:
+    """Dee Wan's Schedule button on a content's row (or, as the site admin, Scheduling)."""
+    page.goto(f"{stack.core_origin}/")
+    ins = str(stack.installation["id"])
+    if content_id is None:
+        label, where, person = f"Scheduling ({ins})", page.locator("form"), ADMIN
+    else:
+        row = page.locator("tr").filter(has=page.get_by_role("cell", name=content_id, exact=True))
+        label, where, person = f"Schedule ({ins})", row.locator("form"), PERSON
+    form = where.filter(has=page.get_by_role("button", name=label))
+    form.get_by_role("combobox", name="as person").select_option(label=person)
+    landing = re.compile(re.escape(f"{stack.plugin_origin}/installations/{ins}?tab=") + ".{12}$")
+    with page.expect_navigation(url=landing) as landed:
+        form.get_by_role("button", name=label).click()
+    assert landed.value is not None
+    assert landed.value.status == 200
+    return landed.value
+
+
+def follow(page: Page, target: str) -> PageResponse:
+    with page.expect_navigation() as navigated:
+        page.locator(target).first.click()
+    assert navigated.value is not None
+    return navigated.value
+
+
+def audit(page: Page, state: str, shots: Path) -> None:
+    """Time written one way, no sideways scrolling, and axe 0, at 1280 and then 390 px."""
+    for size in (DESKTOP, PHONE):
+        page.set_viewport_size(size)
+        assert raw_times(page.content()) == [], f"{state} writes time in a raw format"
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{state} scrolls sideways by {overflow}px at {size['width']} px"
+        page.screenshot(path=str(shots / f"editors-{state}-{size['width']}.png"), full_page=True)
+        violations = axe_violations(page)
+        assert not violations, f"axe on {state} at {size['width']} px:\n" + "\n".join(violations)
+    page.set_viewport_size(DESKTOP)
+
+
+def schedule_here(page: Page, local: str, zone: str) -> str:
+    page.locator("#local_time").fill(local)
+    page.locator("#timezone").fill(zone)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Schedule", exact=True).click()
+    return confirmed_id(page)
+
+
+def test_two_contents_in_two_tabs_of_one_browser_each_keep_their_own(
+    stack: DevStack, context: BrowserContext, shots: Path
+) -> None:
+    first, second = context.new_page(), context.new_page()
+    launch(first, stack, "cnt_alpha")
+    launch(second, stack, "cnt_beta")  # the second tab's launch comes after the first's
+    alpha = schedule_here(first, minutes_ahead("Europe/Paris", 90)[0], "Europe/Paris")
+    beta = schedule_here(second, minutes_ahead("Europe/Paris", 120)[0], "Europe/Paris")
+    tabs = ((first, "Alpha news", alpha, beta), (second, "Beta page", beta, alpha))
+    for page, title, mine, other in tabs:
+        page.reload()
+        assert page.get_by_role("heading", level=1).inner_text() == f"Schedule “{title}”"
+        assert schedule_item(page, mine).is_visible()
+        assert schedule_item(page, other).count() == 0
+    audit(first, "tab-content", shots)
+    # The first tab acts on its own content: its Cancel… and the confirmation stay in its launch.
+    follow(first, f'li.schedule[data-schedule-id="{alpha}"] a.cancel')
+    follow(first, "button.danger")
+    assert first.locator(f'[data-cancelled="{alpha}"]').is_visible()
+    assert first.get_by_role("heading", level=1).inner_text() == "Schedule “Alpha news”"
+    second.reload()
+    assert schedule_item(second, beta).get_attribute("data-status") == "pending"
+
+
+def test_the_rooms_the_calendar_and_its_feed(
+    stack: DevStack, context: BrowserContext, shots: Path
+) -> None:
+    page = context.new_page()
+    launch(page, stack, "cnt_gamma")
+    due = schedule_here(page, minutes_ahead("UTC", 60 * 24)[0], "UTC")
+    launch(page, stack)  # the site admin
+    for room in ("releases", "notifications", "agents"):
+        follow(page, f'nav.rooms [data-room="{room}"]')
+        assert page.locator(f'nav.rooms [data-room="{room}"][aria-current="page"]').count() == 1
+        audit(page, f"room-{room}", shots)
+    follow(page, 'nav.rooms [data-room="calendar"]')
+    assert page.locator(f'[data-schedule-id="{due}"]').count() in (0, 1)  # maybe next week
+    if page.locator(f'[data-schedule-id="{due}"]').count() == 0:
+        follow(page, '[data-calendar-link="next"]')
+    change = page.locator(f'li.calendar-change[data-schedule-id="{due}"]')
+    assert "Publish “Gamma”" in change.inner_text()
+    assert page.locator('li.calendar-day[aria-current="date"]').count() <= 1
+    audit(page, "calendar-week", shots)
+    follow(page, '[data-calendar-link="list"]')
+    assert page.locator(f'li.calendar-change[data-schedule-id="{due}"]').is_visible()
+    audit(page, "calendar-list", shots)
+
+    follow(page, "form[action$='/calendar/feed'] button")
+    address = page.locator("[data-calendar-feed]").inner_text()
+    audit(page, "calendar-feed-made", shots)
+    feed = httpx.get(address, timeout=10)  # as a calendar client fetches it
+    assert feed.status_code == 200
+    events = list(icalendar.Calendar.from_ical(feed.content).walk("VEVENT"))
+    uids = [str(e["UID"]).split("@")[0] for e in events]
+    assert due in uids  # with the other tests' waiting changes
+    summary = next(str(e["SUMMARY"]) for e in events if str(e["UID"]).startswith(due))
+    assert summary == "Publish “Gamma”"
+    follow(page, 'nav.rooms [data-room="calendar"]')  # shown once
+    assert page.locator("[data-calendar-feed]").count() == 0
+    follow(page, "form[action$='/calendar/feed/revoke'] button")
+    assert httpx.get(address, timeout=10).status_code == 404
+    audit(page, "calendar-feed-revoked", shots)
+
+
+def test_the_first_page_after_a_launch_says_what_happened_since_once(
+    stack: DevStack, context: BrowserContext, shots: Path
+) -> None:
+    page = context.new_page()
+    launch(page, stack, "cnt_alpha")
+    local, due_ms = minutes_ahead("Europe/Paris", 2)
+    made = schedule_here(page, local, "Europe/Paris")
+    run_tick(stack.plugin_origin, due_ms + 1000)
+    launch(page, stack, "cnt_alpha")
+    news = page.locator(f'[data-news-of="{made}"]')
+    assert news.get_attribute("data-news-outcome") == "done"
+    audit(page, "news", shots)
+    page.reload()
+    assert page.locator("[data-news-of]").count() == 0
