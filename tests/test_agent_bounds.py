@@ -51,6 +51,7 @@ async def test_after_an_uninstall_no_key_or_endpoint_is_made(world: World) -> No
     installation = await world.install()
     key = await mint_key(world, installation)
     manage = await world.open_page(installation, content_id=None)
+    await manage.get(f"/installations/{installation.id}/agents")
     fields = {"csrf_token": manage.csrf(), "opened_for": "manage", "name": "Late bot", "days": "30"}
     world.core.uninstall(installation.id)
     reads = content_reads(world)
@@ -265,6 +266,7 @@ async def test_a_replay_window_of_no_listed_hours_is_refused_plainly(
 async def test_a_key_lasting_thousands_of_digits_of_days_is_refused_plainly(world: World) -> None:
     installation = await world.install()
     manage = await world.open_page(installation, content_id=None)
+    await manage.get(f"/installations/{installation.id}/agents")
     fields = {
         "csrf_token": manage.csrf(),
         "opened_for": "manage",

@@ -378,12 +378,13 @@ async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(
     async with official_client(runtime, key) as client:
         proposed = await client.call_tool("propose_schedule", proposed_in_two_days(runtime)[0])
     proposal_id = structured(proposed)["proposal"]["id"]
-    for _ in range(2):  # the first page after a launch, and a reload
+    for _ in range(2):  # the agents page first after a launch, and a reload
         editor = await runtime.open_page(installation_id, content_id=runtime.content)
-        item = editor.page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+        agents = (await editor.get(f"/installations/{installation_id}/agents")).text
+        item = agents.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
         assert 'data-proposal-action="confirm"' in item, item
         assert "does not let you make this change" not in item
-        reloaded = await editor.get(f"/installations/{installation_id}")
+        reloaded = await editor.get(f"/installations/{installation_id}/agents")
         assert 'data-proposal-action="confirm"' in reloaded.text
 
 

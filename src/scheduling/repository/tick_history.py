@@ -87,7 +87,7 @@ LATEST_TICK_SQL = """SELECT max(
 # The newest migration this code knows (tests/test_schema_guard.py: the last file of
 # `migrations/`). A database that lists a later one in wrangler's `d1_migrations` was migrated
 # for newer code: this code does not run the runner on it (`runner/invocation.py`).
-NEWEST_MIGRATION = "0020_backstop_ticks.sql"
+NEWEST_MIGRATION = "0022_editors.sql"
 UNKNOWN_MIGRATIONS_SQL = "SELECT name FROM d1_migrations WHERE name > ?1 ORDER BY name"
 # /healthz in one statement, reading only indexes: the last good tick's instant, whether any
 # work is due, and how many migrations the database has that this code does not know.
