@@ -280,8 +280,7 @@ def test_the_session_cookie_is_read_as_browsers_write_it(header: str, value: str
 
 
 async def scripted(world: World) -> ScriptedCore:
-    script = ScriptedCore(world.app.services.http)
-    world.app.services.http = script
+    script = world.http.handler = ScriptedCore(world.http.handler)
     return script
 
 

@@ -54,7 +54,7 @@ class Chat:
     def __init__(self, world: World) -> None:
         self.world = world
         self.receiver = Receiver(CHAT_URL, clock=world.clock.now_ms)
-        self.network = with_receivers(world, self.receiver)
+        with_receivers(world, self.receiver)
 
     async def set_up(self, events: tuple[str, ...] = ("schedule.refused",)) -> Installation:
         self.installation = await self.world.install()
@@ -102,7 +102,7 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     assert line.endswith(chat_lines.escape(sentence))  # the card's own sentence
     assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
     await tick_at(world, s["due_at"] + 5 * MINUTE)
-    assert len(chat.receiver.deliveries) == 1  # told once
+    assert len(chat.receiver.received) == 1  # told once
 
 
 async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(
@@ -149,7 +149,7 @@ async def test_a_reclaimed_lease_and_a_token_unreadable_are_lines_too(
     unreadable = await schedule(world, installation, "cnt_page", in_minutes=30)
     await tick_at(elsewhere, unreadable["due_at"])
     assert (await row(world, unreadable["id"]))["result_code"] == "token_unreadable"
-    assert len(chat.receiver.deliveries) == 1  # its URL does not open under that key either
+    assert len(chat.receiver.received) == 1  # its URL does not open under that key either
     [waiting] = (
         await db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'waiting'").all()
     ).results
@@ -211,7 +211,7 @@ async def test_a_burst_of_50_refusals_is_one_message_then_one_more_the_next_minu
     assert (later["delivery_events"], later["delivery_sends"]) == (5, 0)
     assert (await tick_at(world, due + 59_999))["delivery_sends"] == 0
     await tick_at(world, due + MINUTE)
-    first, second = chat.receiver.deliveries
+    first, second = chat.receiver.received
     assert second.at - first.at >= MINUTE
     assert [line[:22] for line in chat.lines(chat.receiver.texts()[1])] == [
         "• Could not publish “l"
@@ -230,7 +230,7 @@ async def test_each_chat_endpoint_and_each_webhook_hears_on_its_own(
 ) -> None:
     other = Receiver(OTHER_CHAT_URL)
     hook = Receiver(HOOK_URL)
-    chat.network.receivers += [other, hook]
+    with_receivers(world, other, hook)
     installation = await chat.set_up()
     await add_chat_endpoint(chat.manage, installation.id, OTHER_CHAT_URL)
     await add_endpoint(chat.manage, installation.id, HOOK_URL)
@@ -242,8 +242,8 @@ async def test_each_chat_endpoint_and_each_webhook_hears_on_its_own(
     report = await tick_at(world, due)
     assert report["delivery_sends"] == 1 + 1 + 12  # a message per chat, a POST per event
     assert [len(chat.lines(t)) for t in (*chat.receiver.texts(), *other.texts())] == [10, 10]
-    assert len(hook.deliveries) == 12
-    assert all(json.loads(d.body)["type"] == "schedule.refused" for d in hook.deliveries)
+    assert len(hook.received) == 12
+    assert all(json.loads(d.body)["type"] == "schedule.refused" for d in hook.received)
 
 
 # -- failures, 429, the test event ---------------------------------------------------------
@@ -310,7 +310,7 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
-    assert len(chat.receiver.deliveries) == 1  # sent to the URL itself
+    assert len(chat.receiver.received) == 1  # sent to the URL itself
     pages = [
         (await chat.manage.get(f"/installations/{installation.id}")).body.decode(),
         (await chat.manage.get(f"/installations/{installation.id}#notifications")).body.decode(),

@@ -121,7 +121,7 @@ async def stored_bytes(file_db: SqliteDatabase, folder: Path) -> bytes:
 
 
 def sent_to(*receivers: Receiver) -> bytes:
-    return b"".join(d.body + repr(d.headers).encode() for r in receivers for d in r.deliveries)
+    return b"".join(d.body + repr(d.headers).encode() for r in receivers for d in r.received)
 
 
 def assert_no_raw_secret(
@@ -185,7 +185,7 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     world.core.uninstall(installation.id)
     result = await run_at(world, due, "cnt_late")
     assert result == {"status": "refused", "result_code": "plugin_unauthorized"}
-    [told] = receiver.deliveries  # the refusal was told, signed with the rotated secret
+    [told] = receiver.received  # the refusal was told, signed with the rotated secret
     assert signed_by(webhook_secret, told)
     [said] = chat.texts()  # and said in the chat, in words
     assert said.startswith("• Could not publish “Later”")

@@ -18,7 +18,7 @@ import pytest
 from scheduling.domain.wake_times import WATCHDOG_GRACE_MS
 from tests.pyodide_harness.harness import Harness
 from tests.support.d1_rows import installation_row, removal, schedule_row
-from tests.support.loopback_core import LoopbackCore, loopback_core
+from tests.support.loopback_core import Loopback, loopback_core
 
 pytestmark = pytest.mark.pyodide
 
@@ -26,12 +26,12 @@ SECOND = 1_000
 
 
 @pytest.fixture
-def core() -> Iterator[LoopbackCore]:
+def core() -> Iterator[Loopback]:
     with loopback_core(0.05) as answering:
         yield answering
 
 
-def seed(harness: Harness, core: LoopbackCore, prefix: str, dues: dict[str, list[int]]) -> None:
+def seed(harness: Harness, core: Loopback, prefix: str, dues: dict[str, list[int]]) -> None:
     for installation, times in dues.items():
         sealed = harness.seal("dwp_" + "A" * 43, f"installation-token:{installation}")
         harness.execute(
@@ -57,7 +57,7 @@ def sent(harness: Harness, prefix: str) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def clocks_on(harness: Harness, core: LoopbackCore) -> Iterator[None]:
+def clocks_on(harness: Harness, core: Loopback) -> Iterator[None]:
     """The Worker in development against `core`, with SCHEDULE_CLOCK bound."""
     with (
         harness.vars(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS=core.base_url),
@@ -71,7 +71,7 @@ def wait_until(ms: int) -> None:
 
 
 def test_each_clock_sends_its_rows_at_their_second_in_its_own_invocation(
-    harness: Harness, core: LoopbackCore
+    harness: Harness, core: Loopback
 ) -> None:
     prefix = "tc1"
     now = int(time.time() * 1000)
@@ -111,7 +111,7 @@ def test_each_clock_sends_its_rows_at_their_second_in_its_own_invocation(
 
 
 def test_an_alarm_dropped_or_delivered_twice_and_each_row_is_still_sent_once(
-    harness: Harness, core: LoopbackCore
+    harness: Harness, core: Loopback
 ) -> None:
     prefix = "tc2"
     now = int(time.time() * 1000)

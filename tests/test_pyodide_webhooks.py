@@ -20,7 +20,8 @@ import pytest
 
 from scheduling.channels import chat, webhook_signing
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
-from tests.support.webhooks import SECRET_VALUE, LoopbackReceiver, loopback_receiver, verify
+from tests.support.loopback_core import Loopback, loopback_receiver
+from tests.support.webhooks import SECRET_VALUE, verify
 from tests.support.worker_browser import Browser, install, launch, remove_installation
 
 pytestmark = pytest.mark.pyodide
@@ -44,17 +45,17 @@ def test_webcrypto_hmac_is_the_standard_librarys(
 
 
 @pytest.fixture
-def receiver() -> Iterator[LoopbackReceiver]:
+def receiver() -> Iterator[Loopback]:
     with loopback_receiver() as running:
         yield running
 
 
 @contextmanager
 def _installed(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, receiver: Loopback
 ) -> Iterator[tuple[str, Browser]]:
     """An installation, Dee Wan and the receiver development origins; removed after."""
-    origin = receiver.url.rsplit("/", 1)[0]
+    origin = receiver.base_url
     dev = {"ENVIRONMENT": "development", "DEE_WAN_DEV_ORIGINS": f"{core.base_url},{origin}"}
     with harness.vars(**dev), httpx.Client(base_url=harness.origin, timeout=60) as client:
         installation_id = install(core, client)["id"]
@@ -66,7 +67,7 @@ def _installed(
 
 @contextmanager
 def _refusal_due(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver, kind: str = "webhook"
+    harness: Harness, core: FakeCoreProcess, receiver: Loopback, kind: str = "webhook"
 ) -> Iterator[tuple[str, str, int]]:
     """An installation with one endpoint of `kind` (the receiver) and a publish due at the
     next whole minute but one, which Dee Wan will refuse (409); yields the installation's id,
@@ -81,11 +82,11 @@ def _refusal_due(
 
 
 def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, receiver: Loopback
 ) -> None:
     with _refusal_due(harness, core, receiver) as (installation_id, secret, due):
         harness.scheduled(due)
-        [delivery] = receiver.deliveries
+        [delivery] = receiver.received
         event = verify(secret, delivery)  # standardwebhooks, its time window included
         assert event["type"] == "schedule.refused"
         assert event["data"]["result_code"] == "workflow_conflict"
@@ -104,11 +105,11 @@ def test_a_refusal_is_told_signed_with_webcrypto_and_verifies_on_cpython(
             "last_error": None,
         }
         harness.scheduled(due + MINUTE)
-        assert len(receiver.deliveries) == 1  # delivered once
+        assert len(receiver.received) == 1  # delivered once
 
 
 def test_with_the_clocks_the_alarm_that_settles_a_refusal_tells_it(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, receiver: Loopback
 ) -> None:
     """`SCHEDULE_CLOCK` bound: the installation's clock's `alarm()` sends, settles and then
     delivers the event its settle wrote, in the same invocation, signed with WebCrypto."""
@@ -125,7 +126,7 @@ def test_with_the_clocks_the_alarm_that_settles_a_refusal_tells_it(
             harness.clock(tell=[installation_id])
             time.sleep(max(0.0, soon / 1000 + 1 - time.time()))
             harness.clock(wait=True)
-        [delivery] = receiver.deliveries
+        [delivery] = receiver.received
         event = verify(secret, delivery)
         assert event["type"] == "schedule.refused"
         assert event["data"]["result_code"] == "workflow_conflict"
@@ -134,11 +135,11 @@ def test_with_the_clocks_the_alarm_that_settles_a_refusal_tells_it(
 
 
 def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, receiver: Loopback
 ) -> None:
     with _refusal_due(harness, core, receiver, kind="chat") as (installation_id, url, due):
         harness.scheduled(due)
-        [message] = receiver.deliveries
+        [message] = receiver.received
         assert message.headers["content-type"] == "application/json"
         text = json.loads(message.body)["text"]
         [line, tail] = text.split("\n")
@@ -153,7 +154,7 @@ def test_a_refusal_is_one_line_of_a_chat_message_its_url_sealed_with_webcrypto(
         )
         assert row == {"status": "delivered", "last_http_status": 204}
         harness.scheduled(due + MINUTE)
-        assert len(receiver.deliveries) == 1  # told once
+        assert len(receiver.received) == 1  # told once
         assert url not in "".join(json.dumps(e) for e in harness.events("runner_tick"))
 
 
@@ -232,7 +233,7 @@ def _schedule_soon(core: FakeCoreProcess, browser: Browser, installation_id: str
 
 
 def test_a_completion_tells_at_once_of_the_schedule_it_put_out_of_date(
-    harness: Harness, core: FakeCoreProcess, receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, receiver: Loopback
 ) -> None:
     """Issue 38 in the real D1: the settle's trigger marks the waiting unpublish the done
     publish put out of date, and the same batch writes its `schedule.stale` event."""
@@ -247,7 +248,7 @@ def test_a_completion_tells_at_once_of_the_schedule_it_put_out_of_date(
         [row] = harness.sql("SELECT status, made_stale_by FROM schedules WHERE id = ?", unpublish)
         assert row["status"] == "pending"
         assert row["made_stale_by"] is not None
-        [delivery] = receiver.deliveries
+        [delivery] = receiver.received
         event = verify(secret, delivery)
         assert event["type"] == "schedule.stale"
         assert event["data"]["schedule_id"] == unpublish

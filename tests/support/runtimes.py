@@ -21,7 +21,6 @@ from typing import Any
 
 import httpx
 
-from fake_core.transport import FakeCoreTransport
 from scheduling.app import App
 from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.cpython.asgi import AsgiApp
@@ -234,8 +233,7 @@ class CpythonRuntime(Runtime):
     @contextlib.contextmanager
     def vars(self, **overrides: Any) -> Iterator[None]:
         world, before = self.world, self.world.app
-        http = FakeCoreTransport(world.core)
-        world.app = make_app(world.db, world.clock, http=http, env=base_env(**overrides))
+        world.app = make_app(world.db, world.clock, http=world.http, env=base_env(**overrides))
         try:
             yield
         finally:
