@@ -10,19 +10,21 @@ import json
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.channels import chat_lines
+from scheduling.channels.chat import url_context
 from scheduling.domain.notification_events import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
-from tests.support.runtimes import Runtime
+from tests.support.runtimes import Runtime, added_endpoint
 from tests.support.webhooks import (
     CHAT_URL,
     DEE_WAN_REFUSALS,
@@ -38,6 +40,7 @@ from tests.support.world import (
     World,
     bulk_due,
     crash_during_send,
+    local,
     row,
     schedule,
     tick_at,
@@ -103,6 +106,48 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
     await tick_at(world, s["due_at"] + 5 * MINUTE)
     assert len(chat.receiver.received) == 1  # told once
+
+
+async def test_a_refusal_is_one_line_of_a_message_to_a_url_sealed_in_the_database(
+    runtime: Runtime,
+) -> None:
+    """On both runtimes (the Worker's: the URL sealed with WebCrypto, the message sent by its
+    fetch): in plain, only the URL's host and last 4 characters, and never in the log."""
+    installation_id = await runtime.install()
+    with runtime.receiver() as receiver:
+        url = receiver.url
+        endpoint_id, shown = await added_endpoint(runtime, installation_id, url, kind="chat")
+        assert shown == url
+        sql = "SELECT url, secret_sealed FROM notification_endpoints WHERE id = ?"
+        [stored] = await runtime.rows(sql, endpoint_id)
+        assert stored["url"] == f"{urlsplit(url).netloc} …{url[-4:]}"
+        assert url not in stored["secret_sealed"]
+        assert (
+            await runtime.unsealed(
+                stored["secret_sealed"], url_context(installation_id, endpoint_id)
+            )
+            == url
+        )
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        due = runtime.minute_ahead(2)
+        await editor.create(installation_id, local(due), timezone="UTC")
+        runtime.fault(Fault.respond(409, "workflow_conflict"))
+        await runtime.tick(due)
+        [message] = receiver.received
+        assert message.headers["content-type"] == "application/json"
+        [line, tail] = json.loads(message.body)["text"].split("\n")
+        assert line.startswith("• Could not publish “Spring launch” (")
+        # The card's own sentence for Dee Wan's 409 `workflow_conflict`.
+        assert ": Dee Wan's workflow does not allow this change from the content" in line
+        assert line.endswith("so it was not applied. Check the content in Dee Wan, then try again.")
+        assert tail.endswith(f"/installations/{installation_id}")
+        told = "SELECT status, last_http_status FROM webhook_deliveries WHERE installation_id = ?"
+        assert await runtime.rows(told, installation_id) == [
+            {"status": "delivered", "last_http_status": 204}
+        ]
+        await runtime.tick(due + MINUTE)
+        assert len(receiver.received) == 1  # told once
+        assert url not in runtime.log_text()
 
 
 async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(

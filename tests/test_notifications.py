@@ -5,6 +5,7 @@ test scripts. Every signature is checked with the official `standardwebhooks` li
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,13 @@ import pytest
 
 from fake_core import Fault
 from fake_core.transport import answered
+from scheduling.channels import webhook_signing
 from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.migrations import apply_migrations
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
+from tests.support.runtimes import Runtime, added_endpoint
 from tests.support.waiting import until
 from tests.support.webhooks import (
     DEE_WAN_REFUSALS,
@@ -31,6 +34,7 @@ from tests.support.world import (
     MINUTE,
     World,
     crash_during_send,
+    local,
     row,
     schedule,
     schedules_on,
@@ -120,6 +124,44 @@ async def test_each_refusal_by_dee_wan_is_told_once_to_each_subscribed_endpoint_
     await tick_at(world, s["due_at"] + MINUTE)
     await tick_at(world, s["due_at"] + 60 * MINUTE)
     assert (len(hooks.loud.received), len(hooks.other.received)) == (1, 1)
+
+
+async def test_a_refusal_is_told_once_signed_with_the_secret_sealed_in_the_database(
+    runtime: Runtime,
+) -> None:
+    """On both runtimes (the Worker's: the secret made and sealed by WebCrypto, the event
+    written in D1 with the settle, signed with WebCrypto's HMAC and sent by its fetch)."""
+    installation_id = await runtime.install()
+    with runtime.receiver() as receiver:
+        endpoint_id, secret = await added_endpoint(runtime, installation_id, receiver.url)
+        assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+        [row] = await runtime.rows(
+            "SELECT secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
+        )
+        assert secret not in row["secret_sealed"]
+        context = webhook_signing.secret_context(installation_id, endpoint_id)
+        assert await runtime.unsealed(row["secret_sealed"], context) == secret
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        due = runtime.minute_ahead(2)
+        await editor.create(installation_id, local(due), timezone="UTC")
+        runtime.fault(Fault.respond(409, "workflow_conflict"))
+        await runtime.tick(due)
+        [delivery] = receiver.received
+        assert signed_by(secret, delivery)
+        assert delivery.headers["content-type"] == "application/json"
+        event = delivery.event
+        assert (event["type"], event["data"]["installation_id"]) == (
+            "schedule.refused",
+            installation_id,
+        )
+        assert event["data"]["result_code"] == "workflow_conflict"
+        sql = "SELECT id, status, attempt_count, last_http_status, last_error"
+        [told] = await runtime.rows(f"{sql} FROM webhook_deliveries WHERE installation_id = ?",
+                                    installation_id)  # fmt: skip
+        assert told == {"id": delivery.id, "status": "delivered", "attempt_count": 1,
+                        "last_http_status": 204, "last_error": None}  # fmt: skip
+        await runtime.tick(due + MINUTE)
+        assert len(receiver.received) == 1  # told once
 
 
 async def test_retry_exhausted_by_attempts(db: SqliteDatabase, clock: FakeClock) -> None:

@@ -1,4 +1,5 @@
-"""The harness caps outbound fetch as workerd does: six per invocation waiting for headers.
+"""The harness caps outbound fetch as workerd does: six per invocation waiting for headers;
+and a tick's fetch gives up on a core that does not answer in ten seconds.
 
 WorkersFetch runs inside Pyodide (through the `/__harness/send` control route)
 against a slow loopback server that counts the requests it is answering at once.
@@ -7,12 +8,14 @@ against a slow loopback server that counts the requests it is answering at once.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from scheduling.ports import OutboundRequest
 from tests.pyodide_harness.harness import MAX_CONNECTIONS, Harness
+from tests.support.d1_rows import due_soon, installation_row, schedule_row
 from tests.support.loopback_core import Loopback, Reply, serve
 
 pytestmark = pytest.mark.pyodide
@@ -101,3 +104,28 @@ def test_the_cap_is_per_invocation(harness: Harness, server: Loopback) -> None:
     assert server.max_in_flight == 12, sorted(arrivals(server).items(), key=lambda item: item[1])
     stats = harness.fetch_stats()
     assert (stats["max_waiting_for_headers"], stats["queued_total"]) == (6, 0)
+
+
+def test_a_tick_gives_up_on_a_silent_core_after_ten_seconds(worker: Harness) -> None:
+    """WorkersFetch's AbortSignal.timeout fires and maps to TransportTimeout (code `timeout`)."""
+    with serve(lambda _: Reply(delay_s=12.0)) as silent:
+        due = due_soon()
+        sealed = worker.seal("dwp_" + "s" * 43, "installation-token:ins_silent")
+        worker.execute(
+            installation_row("ins_silent", silent.base_url, sealed),
+            schedule_row("sch_silent", "ins_silent", "cnt_silent", due_at=due),
+        )
+        started = time.monotonic()
+        worker.scheduled(due + 1_000)
+        assert 9.5 <= time.monotonic() - started < 12.0
+    rows = worker.sql(
+        "SELECT s.status, a.code, a.http_status, a.finished_at - a.started_at AS took"
+        " FROM schedules s JOIN schedule_attempts a ON a.schedule_id = s.id"
+    )
+    assert len(rows) == 1
+    assert (rows[0]["status"], rows[0]["code"], rows[0]["http_status"]) == (
+        "retrying",
+        "timeout",
+        None,
+    )
+    assert rows[0]["took"] >= 10_000  # finished = the tick's instant advanced by real time
