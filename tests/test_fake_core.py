@@ -6,6 +6,7 @@ Each test would fail if the check it names were removed from fake_core.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,7 +14,13 @@ import pytest
 
 from fake_core import FakeCore, Installation, MockTransport, core_handler, parse_rfc3339, rfc3339
 from fake_core.testing import encode, sample_core, transition_command
-from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
+from scheduling.ports import (
+    LimitReached,
+    OutboundRequest,
+    OutboundResponse,
+    TransportError,
+    TransportTimeout,
+)
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
 API = "https://cms.example/api/plugins/v1"
@@ -323,6 +330,32 @@ async def test_content_read_needs_the_content_read_capability(
 async def test_transport_refuses_unknown_hosts(http: MockTransport) -> None:
     with pytest.raises(TransportError):
         await http.send(OutboundRequest("GET", "https://evil.example/api/plugins/v1/content/x", {}))
+
+
+async def test_the_mock_transport_keeps_the_ports_promises() -> None:
+    """What a real adapter does, whatever the handler answers: the body cut at the request's
+    limit, header names in lower case, no answer past the timeout, and a request the
+    platform refused never counted as sent."""
+    long = MockTransport(lambda _: OutboundResponse(200, {"X-Long": "1"}, b"x" * 10))
+    answer = await long.send(OutboundRequest("GET", "https://a.example/", {}, max_body_bytes=4))
+    assert (answer.headers, answer.body, answer.truncated) == ({"x-long": "1"}, b"xxxx", True)
+
+    async def silent(request: OutboundRequest) -> OutboundResponse:
+        await asyncio.sleep(60)
+        raise AssertionError("answered")
+
+    with pytest.raises(TransportTimeout):
+        await MockTransport(silent).send(
+            OutboundRequest("GET", "https://a.example/", {}, None, 0.01)
+        )
+
+    def refused(request: OutboundRequest) -> OutboundResponse:
+        raise LimitReached("subrequests")
+
+    limited = MockTransport(refused)
+    with pytest.raises(LimitReached):
+        await limited.send(OutboundRequest("GET", "https://a.example/", {}))
+    assert (len(long.sent), limited.sent) == (1, [])
 
 
 async def test_unknown_route_and_wrong_method(ins: Installation, http: MockTransport) -> None:
