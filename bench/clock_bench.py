@@ -246,8 +246,7 @@ async def _model(kind: str, rows: int, installations: int, latency_s: float, **h
     clocks = LocalClocks(world.app, http=lambda: world.app.services.http)
     world.app.services.clocks = clocks
     world.core.faults.set_latency(latency_s)
-    watched = InFlight(world.app.services.http)
-    world.app.services.http = watched
+    watched = world.http.handler = InFlight(world.http.handler)
     start = START_MS + 10 * MINUTE
     due = spread_due(start, rows, how["minutes"]) if kind == "spread" else (lambda i: start)
     made = [await world.install() for _ in range(installations)]

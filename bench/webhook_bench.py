@@ -53,8 +53,8 @@ from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, Sys
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import TOKEN_KEY, base_env, make_app
-from tests.support.loopback_core import Reply, loopback_core
-from tests.support.webhooks import LoopbackReceiver, Received, loopback_receiver, signed_by
+from tests.support.loopback_core import Loopback, Received, Reply, loopback_core, loopback_receiver
+from tests.support.webhooks import signed_by
 
 MAX_TICKS = 10
 SECOND = 1_000
@@ -119,10 +119,10 @@ def signed(secrets: dict[str, str], delivery: Received) -> bool:
     return signed_by(secrets[endpoint_id], delivery)
 
 
-def received(run: Run, receiver: LoopbackReceiver, secrets: dict[str, str]) -> None:
-    run.received = len(receiver.deliveries)
-    run.verified = sum(1 for d in receiver.deliveries if signed(secrets, d))
-    receiver.deliveries.clear()
+def received(run: Run, receiver: Loopback, secrets: dict[str, str]) -> None:
+    run.received = len(receiver.received)
+    run.verified = sum(1 for d in receiver.received if signed(secrets, d))
+    receiver.received.clear()
 
 
 def seconds_ahead(seconds: int) -> int:
@@ -137,7 +137,7 @@ def counted(run: Run, reports: list[dict[str, Any]]) -> None:
 # -- CPython: the app on sqlite3 + httpx, the local runtime's clocks ----------------------------
 
 
-async def run_cpython(rows: int, latency_s: float, receiver: LoopbackReceiver, model: str) -> Run:
+async def run_cpython(rows: int, latency_s: float, receiver: Loopback, model: str) -> Run:
     run = Run(LABELS[model], "CPython")
     clocks_on = model == "clocks"
     receiver_origin = receiver.url.rsplit("/", 1)[0]
@@ -192,7 +192,7 @@ async def run_cpython(rows: int, latency_s: float, receiver: LoopbackReceiver, m
 # -- Pyodide: the real Worker entry under the harness, its Durable Objects for the clocks --------
 
 
-def run_pyodide(rows: int, latency_s: float, receiver: LoopbackReceiver, model: str) -> Run:
+def run_pyodide(rows: int, latency_s: float, receiver: Loopback, model: str) -> Run:
     from tests.pyodide_harness.harness import shared_harness
 
     run = Run(LABELS[model], "Pyodide")

@@ -20,7 +20,7 @@ from fake_core.state import (
     Person,
     Site,
 )
-from fake_core.transport import FakeCoreTransport, httpx_caller
+from fake_core.transport import Handler, MockTransport, core_handler, httpx_caller
 
 __all__ = [
     "API",
@@ -32,18 +32,20 @@ __all__ = [
     "ContentItem",
     "CoreState",
     "FakeCore",
-    "FakeCoreTransport",
     "Fault",
     "FaultContext",
     "Faults",
     "Group",
+    "Handler",
     "InstallError",
     "Installation",
     "Launch",
+    "MockTransport",
     "Person",
     "PluginCaller",
     "RandomFaults",
     "Site",
+    "core_handler",
     "http_date",
     "httpx_caller",
     "parse_rfc3339",

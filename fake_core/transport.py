@@ -1,30 +1,81 @@
-"""Adapters between the fake core and HTTP clients.
+"""The plugin's outbound port in-process, and the httpx `PluginCaller` the server uses.
 
-`FakeCoreTransport` is the plugin's `HttpClient` port wired to a FakeCore in
-the same process; `httpx_caller` is the `PluginCaller` the server uses to
-reach a real plugin.
+`MockTransport(handler)` is the one `HttpClient` the tests plug into the plugin, as httpx's
+`MockTransport` is for httpx: a handler answers each request and the transport keeps the
+port's promises, so a test cannot pass on an answer a real adapter would never give.
+`core_handler(core)` is the handler that is this fake Dee Wan.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx
 
 from fake_core.core import FakeCore
 from fake_core.install import PluginCaller
-from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from scheduling.ports import (
+    LimitReached,
+    OutboundRequest,
+    OutboundResponse,
+    TransportError,
+    TransportTimeout,
+)
+
+# Answers a request, at once or awaited; fails it by raising `TransportError` (a
+# `TransportTimeout` for no answer) or, unsent, `LimitReached`.
+Handler = Callable[[OutboundRequest], OutboundResponse | Awaitable[OutboundResponse]]
 
 
-class FakeCoreTransport:
-    """Routes requests under `core.base_url` to the core; anything else fails to connect."""
+class MockTransport:
+    """An `HttpClient` whose requests `handler` answers; `sent` is every request that left.
 
-    def __init__(self, core: FakeCore) -> None:
-        self.core = core
+    As the port promises: the exchange is bounded by the request's `timeout_s` (then
+    `TransportTimeout`), the body cut at its `max_body_bytes` (then `truncated`), header
+    names lower-case, and a request refused with `LimitReached` was never sent. A handler
+    that raises anything else plays an adapter breaking the contract.
+    """
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.sent: list[OutboundRequest] = []
 
     async def send(self, request: OutboundRequest) -> OutboundResponse:
-        base = urlsplit(self.core.base_url)
+        self.sent.append(request)
+        try:
+            async with asyncio.timeout(request.timeout_s):
+                answer = await answered(self.handler, request)
+        except LimitReached:
+            self.sent.remove(request)
+            raise
+        except TimeoutError as exc:
+            raise TransportTimeout(f"no answer within {request.timeout_s}s") from exc
+        limit = request.max_body_bytes
+        return OutboundResponse(
+            answer.status,
+            {name.lower(): value for name, value in answer.headers.items()},
+            answer.body[:limit],
+            answer.truncated or len(answer.body) > limit,
+        )
+
+
+async def answered(handler: Handler, request: OutboundRequest) -> OutboundResponse:
+    """What `handler` answers, awaited if it must be: for a handler that wraps another."""
+    answer = handler(request)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    assert isinstance(answer, OutboundResponse), answer
+    return answer
+
+
+def core_handler(core: FakeCore) -> Handler:
+    """`core` answering what is sent under its base URL; anything else fails to connect."""
+
+    async def answer(request: OutboundRequest) -> OutboundResponse:
+        base = urlsplit(core.base_url)
         target = urlsplit(request.url)
         base_path = base.path.rstrip("/")
         if (target.scheme, target.netloc) != (base.scheme, base.netloc) or not (
@@ -34,18 +85,14 @@ class FakeCoreTransport:
         path = target.path.removeprefix(base_path)
         if target.query:
             path += "?" + target.query
-        try:
-            status, headers, body = await asyncio.wait_for(
-                self.core.handle(request.method, path, dict(request.headers), request.body),
-                timeout=request.timeout_s,
-            )
-        except TimeoutError as exc:  # a delay longer than the client's patience
-            raise TransportTimeout(f"no answer within {request.timeout_s}s") from exc
-        # As the port promises: never more of the body than the caller will read.
-        limit = request.max_body_bytes
-        return OutboundResponse(
-            status, {k.lower(): v for k, v in headers.items()}, body[:limit], len(body) > limit
+        # In a task of its own, as a core across a network answers in a later turn of the loop.
+        status, headers, body = await asyncio.wait_for(
+            core.handle(request.method, path, dict(request.headers), request.body),
+            request.timeout_s,
         )
+        return OutboundResponse(status, headers, body)
+
+    return answer
 
 
 def httpx_caller(client: httpx.AsyncClient) -> PluginCaller:

@@ -112,6 +112,8 @@ def pyodide_core(harness: Harness) -> Iterator[FakeCoreProcess]:
 
 # What a Pyodide scenario may leave in the shared harness's D1, children first.
 WORKER_TABLES = (
+    "proposals",
+    "agent_keys",
     "webhook_deliveries",
     "notification_subscriptions",
     "notification_endpoints",
@@ -148,13 +150,14 @@ async def runtime(
     request: pytest.FixtureRequest, db: SqliteDatabase, clock: FakeClock
 ) -> AsyncIterator[Runtime]:
     """The plugin on each runtime, as browsers, Dee Wan and the edge reach it
-    (tests/support/runtimes.py): a behaviour written once, run on both."""
+    (tests/support/runtimes.py), from an empty database: a behaviour written once, run on
+    both."""
     if request.param == "cpython":
         cpython = CpythonRuntime(World(db, clock))
         yield cpython
         await cpython.close()
         return
-    harness, core = request.getfixturevalue("harness"), request.getfixturevalue("core")
+    harness, core = request.getfixturevalue("worker"), request.getfixturevalue("core")
     async with pyodide_runtime(harness, core) as runtime:
         yield runtime
 

@@ -386,7 +386,7 @@ async def _endpoint_with_a_delivery(world: World) -> tuple[Installation, Browser
     made = await schedule(world, installation)
     world.core.faults.push(Fault.respond(422, "transition_refused"))
     await tick_at(world, made["due_at"])
-    assert len(receiver.deliveries) == 1
+    assert len(receiver.received) == 1
     return installation, manage, secret, made["id"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from typing import Any
 
 import httpx
 import pytest
@@ -120,37 +121,30 @@ async def test_admin_routes_are_misconfigured_without_a_proper_secret(
 # -- activate / rotate: protocol §3 ---------------------------------------
 
 
-async def test_activate_creates_the_installation_with_a_sealed_token(
-    app: App, db: SqliteDatabase
-) -> None:
-    raw = token()
-    response = await post_activate(app, activation(await mint(app), token=raw))
-    assert (response.status, body(response)) == (201, {"code": "activated"})
-    row = await db.prepare("SELECT * FROM installations").first()
-    assert row is not None
-    assert (row["id"], row["site_id"], row["base_url"]) == (
-        "ins_1",
-        "site_1",
-        "https://cms.example",
-    )
-    assert raw not in json.dumps(row)
-    crypto = app.services.crypto
-    assert await crypto.open(row["token_sealed"], installation_token("ins_1")) == raw
-
-
-async def test_rotate_replaces_the_token(app: App, db: SqliteDatabase) -> None:
-    await install(app)
-    new = token()
-    response = await post_activate(
-        app,
-        activation(
-            await mint(app, "ins_1"), action="rotate", token=new, site_id=None, base_url=None
-        ),
-    )
-    assert (response.status, body(response)) == (200, {"code": "rotated"})
-    row = await db.prepare("SELECT token_sealed FROM installations").first()
-    assert row is not None
-    assert await app.services.crypto.open(row["token_sealed"], installation_token("ins_1")) == new
+async def test_activate_seals_the_token_and_rotate_replaces_it(runtime: Runtime) -> None:
+    """On both runtimes (the Worker's seal is WebCrypto's): no raw token is stored, and the
+    sealed one opens, bound to its installation, to the token Dee Wan sent last."""
+    installation_id = f"ins_{secrets.token_hex(6)}"
+    runtime.installed.append(installation_id)
+    async with runtime.http() as http:
+        for action, answer, target in (
+            ("activate", (201, {"code": "activated"}), {}),
+            ("rotate", (200, {"code": "rotated"}), {"installation_id": installation_id}),
+        ):
+            minted = await http.post(
+                "/admin/activation-codes", headers=runtime.operator, json=target
+            )
+            raw, code = token(), minted.json()["code"]
+            fields: dict[str, Any] = {"action": action, "installation_id": installation_id}
+            if action == "rotate":
+                fields |= {"site_id": None, "base_url": None}  # a rotation names neither
+            sent = await http.post("/dee-wan/activate", json=activation(code, token=raw, **fields))
+            assert (sent.status_code, sent.json()) == answer
+            [row] = await runtime.rows("SELECT * FROM installations WHERE id = ?", installation_id)
+            assert (row["site_id"], row["base_url"]) == ("site_1", "https://cms.example")
+            assert raw not in json.dumps(row)
+            sealed = row["token_sealed"]
+            assert await runtime.unsealed(sealed, installation_token(installation_id)) == raw
 
 
 async def test_rotate_with_matching_site_and_base_url(app: App) -> None:

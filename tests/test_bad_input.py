@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from typing import Any
 
 import pytest
@@ -14,12 +15,14 @@ from scheduling.app import App
 from scheduling.http.requests import Headers
 from scheduling.http.responses import Response
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
-from tests.support.activation import activation, mint, post_activate
+from tests.support.activation import activation
 from tests.support.app import OPERATOR, ORIGIN, body, call
+from tests.support.runtimes import Runtime
 from tests.support.scripted_core import ScriptedCore, answer, content_answer, exchange_answer
 from tests.support.world import Browser, World
 
 DEEP_ARRAY = b"[" * 20_000 + b"]" * 20_000
+JSON = {"content-type": "application/json"}
 
 
 async def count(db: SqliteDatabase, table: str) -> int:
@@ -45,41 +48,37 @@ def code_of(response: Response) -> str:
 # -- bodies ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "payload",
-    [
-        DEEP_ARRAY,
-        b'{"a":' * 40 + b"1" + b"}" * 40,
-        b'{"protocol": "v1", "x": ' + b"[" * 33 + b"]" * 33 + b"}",
-    ],
-)
-async def test_deep_json_is_refused_on_activate_without_a_500(
-    app: App, db: SqliteDatabase, payload: bytes
+async def test_bodies_too_deep_or_over_64_kib_are_refused_and_use_up_no_code(
+    runtime: Runtime,
 ) -> None:
-    code = await mint(app)
-    response = await post_activate(app, payload)
-    assert (response.status, body(response)["code"]) == (400, "invalid_request")
-    assert "nested deeper" in body(response)["message"]
-    assert await count(db, "installations") == 0
-    # The code minted before is still unused.
-    assert (await post_activate(app, activation(code))).status == 201
+    async with runtime.http() as http:
+        minted = await http.post("/admin/activation-codes", headers=runtime.operator)
+        runtime.installed.append(f"ins_{secrets.token_hex(6)}")
+        payload = json.dumps(
+            activation(minted.json()["code"], installation_id=runtime.installed[-1])
+        )
+        padded = payload.encode()[:-1] + b" " * (64 * 1024 - len(payload) + 1) + b"}"
+        assert len(padded) == 64 * 1024 + 1
+        for raw, says in (
+            (DEEP_ARRAY, "nested deeper"),
+            (b'{"a":' * 40 + b"1" + b"}" * 40, "nested deeper"),
+            (b'{"protocol": "v1", "x": ' + b"[" * 33 + b"]" * 33 + b"}", "nested deeper"),
+            (padded, "larger than 65536 bytes"),
+        ):
+            refused = await http.post("/dee-wan/activate", content=raw, headers=JSON)
+            assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
+            assert says in refused.json()["message"]
+        installed = "SELECT id FROM installations WHERE id = ?"
+        assert await runtime.rows(installed, runtime.installed[-1]) == []
+        # The code minted before is still unused, and 64 KiB exactly is fine.
+        taken = await http.post("/dee-wan/activate", content=padded[:-2] + b"}", headers=JSON)
+        assert taken.status_code == 201, taken.text
 
 
 async def test_deep_json_is_refused_on_mint(app: App, db: SqliteDatabase) -> None:
     response = await call(app, "POST", "/admin/activation-codes", headers=OPERATOR, body=DEEP_ARRAY)
     assert (response.status, body(response)["code"]) == (400, "invalid_request")
     assert await count(db, "activation_codes") == 0
-
-
-async def test_a_body_over_64_kib_is_refused(app: App, db: SqliteDatabase) -> None:
-    padded = json.dumps(activation(await mint(app))).encode()
-    padded = padded[:-1] + b" " * (64 * 1024 - len(padded) + 1) + b"}"
-    assert len(padded) == 64 * 1024 + 1
-    response = await post_activate(app, padded)
-    assert (response.status, body(response)["code"]) == (400, "invalid_request")
-    assert "larger than 65536 bytes" in body(response)["message"]
-    assert await count(db, "installations") == 0
-    assert (await post_activate(app, padded[:-2] + b"}")).status == 201  # 64 KiB exactly is fine
 
 
 # -- the schedule form -------------------------------------------------------------------
@@ -199,28 +198,27 @@ async def test_head_on_a_launch_url_consumes_nothing(world: World) -> None:
     assert len(world.core.calls.of("exchange")) == 1
 
 
-@pytest.mark.parametrize(
-    ("path", "accept", "page"),
-    [
-        ("/installations/ins_1/nothing", None, True),
-        ("/installations", "text/html", True),
-        ("/nothing.ico", "text/html,application/xhtml+xml", True),  # /favicon.ico: 204
-        ("/nothing.ico", None, False),
-        ("/admin/nothing", "text/html", False),
-        ("/dee-wan/nothing", "text/html", False),
-    ],
-)
-async def test_not_found_is_a_page_for_browsers_and_json_for_clients(
-    app: App, path: str, accept: str | None, page: bool
-) -> None:
-    response = await call(app, "GET", path, headers={"accept": accept} if accept else {})
-    assert response.status == 404
-    assert code_of(response) == "not_found"
-    is_page = (response.header("content-type") or "").startswith("text/html")
-    assert is_page == page
-    if page:
-        assert "<title>Not found · Scheduling</title>" in response.body.decode()
-        assert response.header("content-security-policy")
+async def test_not_found_is_a_page_for_browsers_and_json_for_clients(runtime: Runtime) -> None:
+    async with runtime.http() as http:
+        for path, accept, page in (
+            ("/dee-wan%2Fmanifest.json", "*/*", False),  # %2F is no separator
+            ("/installations/ins_1/nothing", "*/*", True),
+            ("/installations", "text/html", True),
+            ("/nothing.ico", "text/html,application/xhtml+xml", True),  # /favicon.ico: 204
+            ("/nothing.ico", "*/*", False),
+            ("/admin/nothing", "text/html", False),
+            ("/dee-wan/nothing", "text/html", False),
+        ):
+            response = await http.get(path, headers={"accept": accept})
+            assert response.status_code == 404, path
+            is_page = response.headers["content-type"].startswith("text/html")
+            assert is_page == page, path
+            if page:
+                assert 'data-error-code="not_found"' in response.text
+                assert "<title>Not found · Scheduling</title>" in response.text
+                assert response.headers["content-security-policy"]
+            else:
+                assert response.json()["code"] == "not_found"
 
 
 async def test_anything_not_a_refusal_is_a_500_logged_once(
@@ -280,8 +278,7 @@ def test_the_session_cookie_is_read_as_browsers_write_it(header: str, value: str
 
 
 async def scripted(world: World) -> ScriptedCore:
-    script = ScriptedCore(world.app.services.http)
-    world.app.services.http = script
+    script = world.http.handler = ScriptedCore(world.http.handler)
     return script
 
 

@@ -111,7 +111,7 @@ async def test_a_kind_registered_here_alone_is_offered_sends_retries_and_shows(
     assert (waiting["status"], waiting["last_http_status"]) == ("waiting", 500)
     assert waiting["next_attempt_at"] > s["due_at"]  # on the backoff
     await tick_at(world, waiting["next_attempt_at"])
-    first, second = receiver.deliveries
+    first, second = receiver.received
     assert json.loads(second.body) == {"alert": "schedule.refused"}
     assert first.body == second.body
     assert second.headers["x-routing-key"] == key

@@ -10,18 +10,20 @@ import json
 import logging
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.channels import chat_lines
+from scheduling.channels.chat import url_context
 from scheduling.domain.notification_events import REFUSED, ScheduleEvent
 from scheduling.domain.statuses import Status
 from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
-from tests.support.runtimes import Runtime
+from tests.support.runtimes import Runtime, added_endpoint
 from tests.support.webhooks import (
     CHAT_URL,
     DEE_WAN_REFUSALS,
@@ -37,6 +39,7 @@ from tests.support.world import (
     World,
     bulk_due,
     crash_during_send,
+    local,
     row,
     schedule,
     tick_at,
@@ -53,7 +56,7 @@ class Chat:
     def __init__(self, world: World) -> None:
         self.world = world
         self.receiver = Receiver(CHAT_URL, clock=world.clock.now_ms)
-        self.network = with_receivers(world, self.receiver)
+        with_receivers(world, self.receiver)
 
     async def set_up(self, events: tuple[str, ...] = ("schedule.refused",)) -> Installation:
         self.installation = await self.world.install()
@@ -101,7 +104,49 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     assert line.endswith(chat_lines.escape(sentence))  # the card's own sentence
     assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
     await tick_at(world, s["due_at"] + 5 * MINUTE)
-    assert len(chat.receiver.deliveries) == 1  # told once
+    assert len(chat.receiver.received) == 1  # told once
+
+
+async def test_a_refusal_is_one_line_of_a_message_to_a_url_sealed_in_the_database(
+    runtime: Runtime,
+) -> None:
+    """On both runtimes (the Worker's: the URL sealed with WebCrypto, the message sent by its
+    fetch): in plain, only the URL's host and last 4 characters, and never in the log."""
+    installation_id = await runtime.install()
+    with runtime.receiver() as receiver:
+        url = receiver.url
+        endpoint_id, shown = await added_endpoint(runtime, installation_id, url, kind="chat")
+        assert shown == url
+        sql = "SELECT url, secret_sealed FROM notification_endpoints WHERE id = ?"
+        [stored] = await runtime.rows(sql, endpoint_id)
+        assert stored["url"] == f"{urlsplit(url).netloc} …{url[-4:]}"
+        assert url not in stored["secret_sealed"]
+        assert (
+            await runtime.unsealed(
+                stored["secret_sealed"], url_context(installation_id, endpoint_id)
+            )
+            == url
+        )
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        due = runtime.minute_ahead(2)
+        await editor.create(installation_id, local(due), timezone="UTC")
+        runtime.fault(Fault.respond(409, "workflow_conflict"))
+        await runtime.tick(due)
+        [message] = receiver.received
+        assert message.headers["content-type"] == "application/json"
+        [line, tail] = json.loads(message.body)["text"].split("\n")
+        assert line.startswith("• Could not publish “Spring launch” (")
+        # The card's own sentence for Dee Wan's 409 `workflow_conflict`.
+        assert ": Dee Wan's workflow does not allow this change from the content" in line
+        assert line.endswith("so it was not applied. Check the content in Dee Wan, then try again.")
+        assert tail.endswith(f"/installations/{installation_id}")
+        told = "SELECT status, last_http_status FROM webhook_deliveries WHERE installation_id = ?"
+        assert await runtime.rows(told, installation_id) == [
+            {"status": "delivered", "last_http_status": 204}
+        ]
+        await runtime.tick(due + MINUTE)
+        assert len(receiver.received) == 1  # told once
+        assert url not in runtime.log_text()
 
 
 async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(
@@ -148,7 +193,7 @@ async def test_a_reclaimed_lease_and_a_token_unreadable_are_lines_too(
     unreadable = await schedule(world, installation, "cnt_page", in_minutes=30)
     await tick_at(elsewhere, unreadable["due_at"])
     assert (await row(world, unreadable["id"]))["result_code"] == "token_unreadable"
-    assert len(chat.receiver.deliveries) == 1  # its URL does not open under that key either
+    assert len(chat.receiver.received) == 1  # its URL does not open under that key either
     [waiting] = (
         await db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'waiting'").all()
     ).results
@@ -210,7 +255,7 @@ async def test_a_burst_of_50_refusals_is_one_message_then_one_more_the_next_minu
     assert (later["delivery_events"], later["delivery_sends"]) == (5, 0)
     assert (await tick_at(world, due + 59_999))["delivery_sends"] == 0
     await tick_at(world, due + MINUTE)
-    first, second = chat.receiver.deliveries
+    first, second = chat.receiver.received
     assert second.at - first.at >= MINUTE
     assert [line[:22] for line in chat.lines(chat.receiver.texts()[1])] == [
         "• Could not publish “l"
@@ -229,7 +274,7 @@ async def test_each_chat_endpoint_and_each_webhook_hears_on_its_own(
 ) -> None:
     other = Receiver(OTHER_CHAT_URL)
     hook = Receiver(HOOK_URL)
-    chat.network.receivers += [other, hook]
+    with_receivers(world, other, hook)
     installation = await chat.set_up()
     await add_chat_endpoint(chat.manage, installation.id, OTHER_CHAT_URL)
     await add_endpoint(chat.manage, installation.id, HOOK_URL)
@@ -241,8 +286,8 @@ async def test_each_chat_endpoint_and_each_webhook_hears_on_its_own(
     report = await tick_at(world, due)
     assert report["delivery_sends"] == 1 + 1 + 12  # a message per chat, a POST per event
     assert [len(chat.lines(t)) for t in (*chat.receiver.texts(), *other.texts())] == [10, 10]
-    assert len(hook.deliveries) == 12
-    assert all(json.loads(d.body)["type"] == "schedule.refused" for d in hook.deliveries)
+    assert len(hook.received) == 12
+    assert all(json.loads(d.body)["type"] == "schedule.refused" for d in hook.received)
 
 
 # -- failures, 429, the test event ---------------------------------------------------------
@@ -309,7 +354,7 @@ async def test_the_url_is_shown_once_then_only_its_host_and_last_4_characters(
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
-    assert len(chat.receiver.deliveries) == 1  # sent to the URL itself
+    assert len(chat.receiver.received) == 1  # sent to the URL itself
     pages = [
         (await chat.manage.get(f"/installations/{installation.id}/notifications")).body.decode(),
         (await chat.manage.get(f"/installations/{installation.id}/notifications")).body.decode(),

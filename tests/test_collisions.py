@@ -5,10 +5,11 @@ Needs attention, and to the notification endpoints)."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from fake_core.state import Installation
+from tests.support.runtimes import Runtime, added_endpoint
+from tests.support.webhooks import signed_by
 from tests.support.world import MINUTE, World, card, local, row, schedule, schedules_on, tick_at
 
 
@@ -122,32 +123,33 @@ async def test_once_the_first_is_done_the_second_needs_a_new_pin_at_once(world: 
     assert "data-conflict" not in shown
 
 
-async def test_an_endpoint_hears_of_the_stale_one_when_the_first_is_done(world: World) -> None:
-    installation = await world.install()
-    manage = await world.open_page(installation, None)
-    await manage.get(f"/installations/{installation.id}/notifications")
-    added = await manage.post(
-        f"/installations/{installation.id}/notifications",
-        {
-            "csrf_token": manage.csrf(),
-            "url": "https://hooks.example/scheduling",
-            "events": "schedule.refused",
-        },
-    )
-    assert added.status in (200, 303), added.body[:400]
-    publish, unpublish = await both(world, installation)
-    await tick_at(world, publish["due_at"])
-    found = (
-        await world.db.prepare(
-            "SELECT schedule_id, event_type, payload FROM webhook_deliveries"
-        ).all()
-    ).results
-    stale = [d for d in found if d["event_type"] == "schedule.stale"]
-    assert [d["schedule_id"] for d in stale] == [unpublish["id"]]
-    data = json.loads(stale[0]["payload"])["data"]
-    assert data["schedule_id"] == unpublish["id"]
-    assert data["status"] == "pending"
-    assert "Needs a new pin" in data["message"]
+async def test_an_endpoint_hears_at_once_of_the_one_a_done_publish_made_stale(
+    runtime: Runtime,
+) -> None:
+    """On both runtimes (the Worker's: the settle's trigger in D1 marks the waiting unpublish,
+    and the same batch writes its `schedule.stale` event): told, signed, with what to do."""
+    installation_id = await runtime.install()
+    for action in ("publish", "edit"):  # a published version and a newer draft: both offered
+        runtime.change_content(runtime.content, action)
+    with runtime.receiver() as receiver:
+        _, secret = await added_endpoint(runtime, installation_id, receiver.url)
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        due = runtime.minute_ahead(2)
+        await editor.create(installation_id, local(due), timezone="UTC")
+        unpublish = await editor.create(
+            installation_id, runtime.noon(200), transition="unpublish:draft"
+        )
+        await runtime.tick(due)
+        sql = "SELECT status, made_stale_by FROM schedules WHERE id = ?"
+        [later] = await runtime.rows(sql, unpublish)
+        assert later["status"] == "pending"
+        assert later["made_stale_by"] is not None
+        [delivery] = receiver.received
+        assert signed_by(secret, delivery)
+        data = delivery.event["data"]
+        assert (delivery.event["type"], data["schedule_id"]) == ("schedule.stale", unpublish)
+        assert data["status"] == "pending"
+        assert "Needs a new pin" in data["message"]
 
 
 async def test_two_due_at_the_same_minute_say_either_may_be_refused(world: World) -> None:

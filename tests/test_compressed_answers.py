@@ -21,7 +21,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import install
 from tests.support.app import base_env, make_app
 from tests.support.compressed import CASES, encoded
-from tests.support.loopback_core import APPLIED, LoopbackCore, Reply, loopback_core
+from tests.support.loopback_core import APPLIED, Loopback, Reply, loopback_core
 from tests.support.world import insert_due
 
 
@@ -32,7 +32,7 @@ def padded(size: int) -> bytes:
 
 async def tick_against(
     db: SqliteDatabase, reply: Callable[[dict[str, Any], dict[str, str]], Reply]
-) -> tuple[dict[str, Any], LoopbackCore]:
+) -> tuple[dict[str, Any], Loopback]:
     """One due schedule, one tick against a loopback core answering with `reply`; returns
     the schedule's row and the core (what it was sent)."""
     with loopback_core(0.0, reply) as core:

@@ -11,10 +11,10 @@ import re
 
 import pytest
 
+from fake_core.transport import MockTransport
 from scheduling.http.responses import Response
-from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.repository import schedules
-from tests.support.app import FakeClock
+from tests.support.app import FakeClock, no_network
 from tests.support.records import new_schedule
 from tests.support.runtimes import Runtime
 from tests.support.world import MINUTE, World, card, local, schedules_on, session_csrf, words
@@ -253,17 +253,6 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     assert f"{cancelled} (Europe/Paris; 10:00:05 UTC)" in words(card(html, sid))
 
 
-class RefusingEveryConnection:
-    """A Dee Wan that cannot be reached: every request fails to connect, and is counted."""
-
-    def __init__(self) -> None:
-        self.requests: list[OutboundRequest] = []
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.requests.append(request)
-        raise TransportError("connection refused")
-
-
 async def test_who_may_cancel_is_decided_without_calling_dee_wan_even_when_it_is_down(
     world: World,
 ) -> None:
@@ -278,7 +267,7 @@ async def test_who_may_cancel_is_decided_without_calling_dee_wan_even_when_it_is
     assert schedules_on(viewer.page())[0]["status"] == "pending"
     assert "/cancel" not in card(viewer.page(), sid)
     viewer.csrf_token = await session_csrf(world, "usr_viewer")
-    down = RefusingEveryConnection()
+    down = MockTransport(no_network)  # Dee Wan cannot be reached: every request fails
     world.app.services.http = down
     # The rights the page was shown with decide, for the button and the post alike.
     refused = await viewer.post(
@@ -291,13 +280,13 @@ async def test_who_may_cancel_is_decided_without_calling_dee_wan_even_when_it_is
         f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": editor.csrf()}
     )
     assert response.status == 303
-    assert down.requests == []
+    assert down.sent == []
     row = (await rows(world))[0]
     assert (row["status"], row["cancelled_by"]) == ("cancelled", "usr_editor")
     # The page after it reads Dee Wan's content once (below: what it shows then).
     after = await editor.follow(response)
     assert after.status == 200
-    assert len(down.requests) == 1
+    assert len(down.sent) == 1
     cancelled = "Cancelled by Ada Lovelace at Wed 1 Jul 2026, 12:00:00 CEST"
     assert cancelled in words(card(after.body.decode(), sid))
 

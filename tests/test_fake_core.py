@@ -6,14 +6,21 @@ Each test would fail if the check it names were removed from fake_core.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 
-from fake_core import FakeCore, FakeCoreTransport, Installation, parse_rfc3339, rfc3339
+from fake_core import FakeCore, Installation, MockTransport, core_handler, parse_rfc3339, rfc3339
 from fake_core.testing import encode, sample_core, transition_command
-from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
+from scheduling.ports import (
+    LimitReached,
+    OutboundRequest,
+    OutboundResponse,
+    TransportError,
+    TransportTimeout,
+)
 
 T0 = parse_rfc3339("2026-07-01T09:00:00Z") or 0
 API = "https://cms.example/api/plugins/v1"
@@ -31,8 +38,8 @@ def ins(core: FakeCore) -> Installation:
 
 
 @pytest.fixture
-def http(core: FakeCore) -> FakeCoreTransport:
-    return FakeCoreTransport(core)
+def http(core: FakeCore) -> MockTransport:
+    return MockTransport(core_handler(core))
 
 
 def body_of(response: OutboundResponse) -> dict[str, Any]:
@@ -42,7 +49,7 @@ def body_of(response: OutboundResponse) -> dict[str, Any]:
 
 
 async def send(
-    http: FakeCoreTransport,
+    http: MockTransport,
     method: str,
     path: str,
     *,
@@ -71,12 +78,12 @@ async def expect(response: Any, status: int, code: str) -> dict[str, Any]:
 # -- §4 launch exchange ------------------------------------------------------
 
 
-async def exchange(http: FakeCoreTransport, token: str | None, code: Any) -> OutboundResponse:
+async def exchange(http: MockTransport, token: str | None, code: Any) -> OutboundResponse:
     return await send(http, "POST", "/launch/exchange", token=token, json_body={"code": code})
 
 
 async def test_exchange_answers_person_context_and_a_30_minute_delegation(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "content", "content_id": "cnt_fr"})
     data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
@@ -93,7 +100,7 @@ async def test_exchange_answers_person_context_and_a_30_minute_delegation(
 
 
 async def test_manage_launch_context(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
@@ -110,7 +117,7 @@ async def test_launch_url_follows_the_manifest_template(core: FakeCore, ins: Ins
 
 
 async def test_launch_code_is_single_use(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
@@ -119,7 +126,7 @@ async def test_launch_code_is_single_use(
 
 @pytest.mark.parametrize(("after_ms", "status"), [(59_999, 200), (60_000, 404)])
 async def test_launch_code_expires_after_60_seconds(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport, after_ms: int, status: int
+    core: FakeCore, ins: Installation, http: MockTransport, after_ms: int, status: int
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     core.clock.advance(after_ms)
@@ -128,7 +135,7 @@ async def test_launch_code_expires_after_60_seconds(
 
 
 async def test_launch_code_of_another_installation_is_not_found_and_not_consumed(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     other = core.register_installation()
     launch = core.issue_launch(other.id, "usr_editor", {"kind": "manage"})
@@ -136,7 +143,7 @@ async def test_launch_code_of_another_installation_is_not_found_and_not_consumed
     await expect(exchange(http, other.token, launch.code), 200, "launch_exchanged")
 
 
-async def test_unknown_launch_code_is_not_found(ins: Installation, http: FakeCoreTransport) -> None:
+async def test_unknown_launch_code_is_not_found(ins: Installation, http: MockTransport) -> None:
     await expect(exchange(http, ins.token, "dwl_" + "A" * 43), 404, "launch_not_found")
 
 
@@ -153,7 +160,7 @@ async def test_unknown_launch_code_is_not_found(ins: Installation, http: FakeCor
     ],
 )
 async def test_malformed_exchange_is_invalid_request(
-    ins: Installation, http: FakeCoreTransport, raw: bytes
+    ins: Installation, http: MockTransport, raw: bytes
 ) -> None:
     await expect(
         send(http, "POST", "/launch/exchange", token=ins.token, raw=raw), 400, "invalid_request"
@@ -161,7 +168,7 @@ async def test_malformed_exchange_is_invalid_request(
 
 
 async def test_exchange_needs_a_json_content_type(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     response = send(
@@ -180,7 +187,7 @@ async def test_exchange_needs_a_json_content_type(
     [None, "Bearer dwp_" + "A" * 43, "Basic abc", "Bearer", "Bearer dwp_short"],
 )
 async def test_exchange_without_a_current_token_is_unauthorized(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport, authorization: str | None
+    core: FakeCore, ins: Installation, http: MockTransport, authorization: str | None
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     headers = {} if authorization is None else {"Authorization": authorization}
@@ -200,7 +207,7 @@ async def test_exchange_without_a_current_token_is_unauthorized(
 
 
 async def delegation_for(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport, person: str = "usr_editor"
+    core: FakeCore, ins: Installation, http: MockTransport, person: str = "usr_editor"
 ) -> str:
     launch = core.issue_launch(ins.id, person, {"kind": "content", "content_id": "cnt_en"})
     token = body_of(await exchange(http, ins.token, launch.code))["delegation"]["token"]
@@ -209,14 +216,14 @@ async def delegation_for(
 
 
 async def read(
-    http: FakeCoreTransport, ins: Installation, content_id: str, delegation: str | None
+    http: MockTransport, ins: Installation, content_id: str, delegation: str | None
 ) -> OutboundResponse:
     headers = {} if delegation is None else {"Dee-Wan-Delegation": delegation}
     return await send(http, "GET", f"/content/{content_id}", token=ins.token, headers=headers)
 
 
 async def test_content_read_answers_the_spec_shape(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     core.state.publish_now("cnt_en", T0)
     version = core.state.edit("cnt_en")
@@ -255,7 +262,7 @@ async def test_content_read_answers_the_spec_shape(
 )
 async def test_transitions_intersect_person_capabilities_and_state(
     core: FakeCore,
-    http: FakeCoreTransport,
+    http: MockTransport,
     content_id: str,
     person: str,
     capabilities: set[str] | None,
@@ -272,7 +279,7 @@ async def test_transitions_intersect_person_capabilities_and_state(
 
 
 async def test_content_read_refusals(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     delegation = await delegation_for(core, ins, http)
     await expect(read(http, ins, "cnt_en", None), 403, "requester_unauthorized")
@@ -292,7 +299,7 @@ async def test_content_read_refusals(
 
 
 async def test_delegation_expires_after_30_minutes(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     delegation = await delegation_for(core, ins, http)
     core.clock.advance(30 * 60 * 1000 - 1)
@@ -302,7 +309,7 @@ async def test_delegation_expires_after_30_minutes(
 
 
 async def test_delegation_of_another_installation_is_refused(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     other = core.register_installation()
     delegation = await delegation_for(core, other, http)
@@ -310,7 +317,7 @@ async def test_delegation_of_another_installation_is_refused(
 
 
 async def test_content_read_needs_the_content_read_capability(
-    core: FakeCore, http: FakeCoreTransport
+    core: FakeCore, http: MockTransport
 ) -> None:
     ins = core.register_installation(capabilities={"workflow:publish"})
     delegation = await delegation_for(core, ins, http)
@@ -320,12 +327,38 @@ async def test_content_read_needs_the_content_read_capability(
 # -- transport -------------------------------------------------------------------
 
 
-async def test_transport_refuses_unknown_hosts(http: FakeCoreTransport) -> None:
+async def test_transport_refuses_unknown_hosts(http: MockTransport) -> None:
     with pytest.raises(TransportError):
         await http.send(OutboundRequest("GET", "https://evil.example/api/plugins/v1/content/x", {}))
 
 
-async def test_unknown_route_and_wrong_method(ins: Installation, http: FakeCoreTransport) -> None:
+async def test_the_mock_transport_keeps_the_ports_promises() -> None:
+    """What a real adapter does, whatever the handler answers: the body cut at the request's
+    limit, header names in lower case, no answer past the timeout, and a request the
+    platform refused never counted as sent."""
+    long = MockTransport(lambda _: OutboundResponse(200, {"X-Long": "1"}, b"x" * 10))
+    answer = await long.send(OutboundRequest("GET", "https://a.example/", {}, max_body_bytes=4))
+    assert (answer.headers, answer.body, answer.truncated) == ({"x-long": "1"}, b"xxxx", True)
+
+    async def silent(request: OutboundRequest) -> OutboundResponse:
+        await asyncio.sleep(60)
+        raise AssertionError("answered")
+
+    with pytest.raises(TransportTimeout):
+        await MockTransport(silent).send(
+            OutboundRequest("GET", "https://a.example/", {}, None, 0.01)
+        )
+
+    def refused(request: OutboundRequest) -> OutboundResponse:
+        raise LimitReached("subrequests")
+
+    limited = MockTransport(refused)
+    with pytest.raises(LimitReached):
+        await limited.send(OutboundRequest("GET", "https://a.example/", {}))
+    assert (len(long.sent), limited.sent) == (1, [])
+
+
+async def test_unknown_route_and_wrong_method(ins: Installation, http: MockTransport) -> None:
     await expect(send(http, "GET", "/nope", token=ins.token), 404, "not_found")
     await expect(send(http, "GET", "/transitions", token=ins.token), 405, "method_not_allowed")
 
@@ -340,7 +373,7 @@ def test_wire_time_format() -> None:
 
 
 async def test_a_manage_launch_of_someone_no_longer_admin_is_not_found(
-    core: FakeCore, ins: Installation, http: FakeCoreTransport
+    core: FakeCore, ins: Installation, http: MockTransport
 ) -> None:
     launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
     core.state.persons["usr_editor"].role = "editor"  # demoted before the plugin exchanged it

@@ -11,8 +11,9 @@ from standardwebhooks.webhooks import Webhook
 from fake_core import FakeCore, Installation
 from fake_core.app import FakeCoreApp
 from fake_core.saved_state import state_from_json, state_to_json
+from fake_core.transport import answered
 from fake_core.webhooks import check
-from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
+from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
 from tests.support.webhooks import add_chat_endpoint, add_endpoint
@@ -31,25 +32,6 @@ def signed(secret: str, body: str, at_ms: int = NOW_MS) -> dict[str, str]:
     }
 
 
-class ToFakeCore:
-    """The plugin's outbound port: what it posts to the fake core's receiver (`/webhooks`)
-    or chat (`/chat/…`) goes to those server routes; the rest to `inner`."""
-
-    def __init__(self, inner: HttpClient, core_app: FakeCoreApp, base_url: str) -> None:
-        self.inner = inner
-        self.core_app = core_app
-        self.base_url = base_url
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        path = request.url.removeprefix(self.base_url)
-        if path != request.url and (path == "/webhooks" or path.startswith("/chat/")):
-            reply = await self.core_app.dispatch(
-                "POST", path, dict(request.headers), request.body or b""
-            )
-            return OutboundResponse(reply.status, dict(reply.headers), reply.body)
-        return await self.inner.send(request)
-
-
 async def posting_to_the_fake_core(
     db: SqliteDatabase, clock: FakeClock
 ) -> tuple[World, FakeCoreApp, Installation, Browser]:
@@ -57,8 +39,20 @@ async def posting_to_the_fake_core(
     reaching them; a site admin's Manage browser."""
     env = base_env(ENVIRONMENT="development", DEE_WAN_DEV_ORIGINS="https://cms.example")
     world = World(db, clock, env=env)
-    core_app = FakeCoreApp(world.core)
-    world.app.services.http = ToFakeCore(world.app.services.http, core_app, world.core.base_url)
+    core_app, core = FakeCoreApp(world.core), world.http.handler
+
+    async def to_fake_core(request: OutboundRequest) -> OutboundResponse:
+        """What the plugin posts to the receiver (`/webhooks`) or chat (`/chat/…`) reaches
+        those server routes; the rest the protocol's."""
+        path = request.url.removeprefix(world.core.base_url)
+        if path != request.url and (path == "/webhooks" or path.startswith("/chat/")):
+            reply = await core_app.dispatch(
+                "POST", path, dict(request.headers), request.body or b""
+            )
+            return OutboundResponse(reply.status, dict(reply.headers), reply.body)
+        return await answered(core, request)
+
+    world.http.handler = to_fake_core
     installation = await world.install()
     return world, core_app, installation, await world.browser_for(installation, content_id=None)
 

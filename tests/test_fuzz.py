@@ -59,8 +59,7 @@ class Stage:
         # One person sends every form of a suite within the same minute.
         self.world = World(self.db, FakeClock(), env=base_env(MAX_CREATES_PER_MINUTE="10000"))
         self.installation = self.run(self.world.install())
-        self.script = ScriptedCore(self.world.app.services.http)
-        self.world.app.services.http = self.script
+        self.script = self.world.http.handler = ScriptedCore(self.world.http.handler)
         self.browser = self.run(self.world.browser_for(self.installation))
         # Fuzzed titles and names may look like anything, a raw date-time too.
         self.browser.checks_time_format = False

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fake_core.transport import FakeCoreTransport
+from fake_core.transport import answered
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import FakeClock
@@ -35,29 +35,21 @@ CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 HOSTILE = "hostile"
 
 
-class Scripted(FakeCoreTransport):
-    """Answers the hostile installation's commands with the current example's answer."""
-
-    answer: OutboundResponse | None = None
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        if request.body and f'"{HOSTILE}'.encode() in request.body and self.answer is not None:
-            answer = self.answer
-            limit = request.max_body_bytes
-            return OutboundResponse(
-                answer.status, answer.headers, answer.body[:limit], len(answer.body) > limit
-            )
-        return await super().send(request)
-
-
 class Stage:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.db = SqliteDatabase(":memory:")
         apply_migrations(self.db.connection)
         self.world = World(self.db, FakeClock())
-        self.transport = Scripted(self.world.core)
-        self.world.app.services.http = self.transport
+        self.answer: OutboundResponse | None = None  # the current example's
+        core = self.world.http.handler
+
+        async def scripted(request: OutboundRequest) -> OutboundResponse:
+            if request.body and f'"{HOSTILE}'.encode() in request.body and self.answer:
+                return self.answer  # to the hostile installation's commands
+            return await answered(core, request)
+
+        self.world.http.handler = scripted
         self.hostile = self.loop.run_until_complete(self.world.install())
         self.honest = self.loop.run_until_complete(self.world.install())
         self.examples = 0
@@ -159,7 +151,7 @@ def test_arbitrary_transition_answers_never_fail_a_tick_or_touch_another_install
         due = world.clock.now_ms() + MINUTE
         stage.run(bulk_due(world, stage.hostile, 1, due, f"{HOSTILE}{n}_"))
         stage.run(bulk_due(world, stage.honest, 1, due, f"honest{n}_"))
-        stage.transport.answer = answer
+        stage.answer = answer
         world.clock.now = due
         report = stage.run(world.app.tick(due))  # raises if the tick failed
 

@@ -8,6 +8,7 @@ import logging
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -17,6 +18,7 @@ from scheduling.ports import OutboundRequest
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock
+from tests.support.runtimes import Runtime
 from tests.support.webhooks import (
     CHAT_URL,
     Receiver,
@@ -25,7 +27,7 @@ from tests.support.webhooks import (
     signed_by,
     with_receivers,
 )
-from tests.support.world import Browser, World
+from tests.support.world import Browser, World, schedules_on
 
 RAW_SECRET = re.compile(rb"dw[apdl]_[A-Za-z0-9_-]{20,}|whsec_[A-Za-z0-9+/=]{20,}")
 
@@ -120,7 +122,7 @@ async def stored_bytes(file_db: SqliteDatabase, folder: Path) -> bytes:
 
 
 def sent_to(*receivers: Receiver) -> bytes:
-    return b"".join(d.body + repr(d.headers).encode() for r in receivers for d in r.deliveries)
+    return b"".join(d.body + repr(d.headers).encode() for r in receivers for d in r.received)
 
 
 def assert_no_raw_secret(
@@ -184,7 +186,7 @@ async def test_mint_install_rotate_uninstall_and_no_raw_secret_anywhere(
     world.core.uninstall(installation.id)
     result = await run_at(world, due, "cnt_late")
     assert result == {"status": "refused", "result_code": "plugin_unauthorized"}
-    [told] = receiver.deliveries  # the refusal was told, signed with the rotated secret
+    [told] = receiver.received  # the refusal was told, signed with the rotated secret
     assert signed_by(webhook_secret, told)
     [said] = chat.texts()  # and said in the chat, in words
     assert said.startswith("• Could not publish “Later”")
@@ -208,3 +210,64 @@ async def test_install_refused_by_the_plugin_is_not_kept_by_core(
         await world.core.install(ORIGIN, code)
     assert refused.value.code == "invalid_code"
     assert len(world.core.state.installations) == 1
+
+
+async def test_schedule_replace_cancel_send_and_delete_through_the_pages(runtime: Runtime) -> None:
+    """The journey on both runtimes: an editor schedules a publish and replaces it, a forged
+    post makes nothing, Manage lists another content's schedule and cancels it, the tick
+    sends the one left once when it is due, and the operator deletes every row."""
+    installation_id = await runtime.install()
+    base = f"/installations/{installation_id}"
+
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    first = await editor.create(installation_id, runtime.noon(3))
+    second = await editor.create(installation_id, runtime.noon(2))
+    assert f'data-confirmation="{second}"' in editor.page
+    assert [item["status"] for item in schedules_on(editor.page)] == ["pending", "superseded"]
+    forged = await editor.create(installation_id, runtime.noon(4), csrf_token="x" * 43)
+    assert forged == "403"  # nothing made
+    other = await runtime.open_page(installation_id, content_id=runtime.other_content)
+    cancelled = await other.create(installation_id, runtime.noon(2))
+    manage = await runtime.open_page(installation_id)
+    assert {second, cancelled} <= {item["schedule-id"] for item in schedules_on(manage.page)}
+    assert (await manage.get(f"{base}/schedules/{cancelled}/cancel")).status_code == 200
+    done = await manage.post_form(
+        f"{base}/schedules/{cancelled}/cancel", {"csrf_token": manage.csrf}
+    )
+    assert done.status_code == 303, done.text
+    sql = "SELECT * FROM schedules WHERE installation_id = ?"
+    rows = {row["id"]: row for row in await runtime.rows(sql, installation_id)}
+    assert {sid: (row["content_id"], row["status"]) for sid, row in rows.items()} == {
+        first: (runtime.content, "superseded"),
+        second: (runtime.content, "pending"),
+        cancelled: (runtime.other_content, "cancelled"),
+    }
+    due = rows[second]
+    key = f"sched:{installation_id}:{second}:r2"  # the next revision of the content's
+    assert (rows[first]["revision"], due["revision"], due["idempotency_key"]) == (1, 2, key)
+    noon_then = datetime.fromisoformat(runtime.noon(2)).replace(tzinfo=ZoneInfo("Europe/Paris"))
+    assert due["due_at"] == int(noon_then.timestamp() * 1000)
+
+    soon = runtime.minute_ahead()  # a tick stands for at most 15 minutes ahead
+    move = "UPDATE schedules SET due_at = ?, next_attempt_at = ? WHERE id = ?"
+    await runtime.execute(move, soon, soon, second)
+    await runtime.tick(soon - 60_000)
+    assert runtime.calls("transitions") == []  # nothing before it is due
+    await runtime.tick(soon)
+    [call] = runtime.calls("transitions")
+    assert (call["status"], call["code"], call["applied"]) == (200, "transition_applied", True)
+    assert call["headers"]["idempotency-key"] == due["idempotency_key"]
+    assert call["body"]["version_id"] == due["version_id"]
+    page = (await manage.get(base)).text
+    assert f'data-schedule-id="{second}" data-status="completed"' in page
+
+    async with runtime.http() as http:
+        delete = f"/admin/installations/{installation_id}/delete-data"
+        deleted = await http.post(delete, headers=runtime.operator)
+    assert deleted.json() == {"code": "deleted", "installation_id": installation_id}
+    for table in ("schedules", "sessions", "activation_codes"):
+        assert await runtime.count(table, installation_id) == 0, table
+    attempts = "SELECT count(*) AS n FROM schedule_attempts WHERE schedule_id = ?"
+    assert await runtime.rows(attempts, second) == [{"n": 0}]
+    assert await runtime.rows("SELECT id FROM installations WHERE id = ?", installation_id) == []
+    assert (await editor.get(base)).status_code in (401, 404)

@@ -21,13 +21,14 @@ import pytest
 import uvicorn
 
 from fake_core.state import Installation
+from fake_core.transport import answered
 from scheduling.failure_throttle import (
     LAUNCH_FAILURES_PER_MINUTE,
     MAX_IN_FLIGHT,
     WINDOW_MS,
     MemoryRateLimiter,
 )
-from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
+from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.server import server_config
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -94,20 +95,15 @@ async def test_300_guesses_reach_dee_wan_at_most_eleven_times_the_rest_429(
     assert await runtime.count("sessions", installation_id) == 0
 
 
-class SlowCore:
-    """Dee Wan taking a moment to answer, so that many launches are in flight at once."""
-
-    def __init__(self, inner: HttpClient) -> None:
-        self.inner = inner
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        await asyncio.sleep(0.005)
-        return await self.inner.send(request)
-
-
 async def test_guesses_sent_at_once_reach_dee_wan_at_most_twelve_times(world: World) -> None:
     """A failure is known only when Dee Wan answers: in-flight exchanges are capped too."""
-    world.app.services.http = SlowCore(world.app.services.http)
+    core = world.http.handler
+
+    async def slow(request: OutboundRequest) -> OutboundResponse:
+        await asyncio.sleep(0.005)  # many launches in flight at once
+        return await answered(core, request)
+
+    world.http.handler = slow
     installation = await world.install()
     alice = Browser(world.app, ALICE)
     answers = list(await asyncio.gather(*(alice.get(guess(installation)) for _ in range(300))))

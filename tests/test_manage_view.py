@@ -13,9 +13,9 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env
+from tests.support.in_flight import InFlight
 from tests.support.world import Browser, World, local, path_of, schedules_on
 
 HALF_HOUR = 30 * 60_000
@@ -246,21 +246,6 @@ async def test_a_failed_title_read_shows_the_id_alone(world: World) -> None:
     assert "Dee Wan did not give the title of 1 content, so their ids" in html
 
 
-class CountingClient:
-    """Wraps the outbound port and remembers the most calls in flight at once."""
-
-    def __init__(self, inner: HttpClient) -> None:
-        self.inner, self.open, self.most = inner, 0, 0
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.open += 1
-        self.most = max(self.most, self.open)
-        try:
-            return await self.inner.send(request)
-        finally:
-            self.open -= 1
-
-
 async def test_titles_are_read_concurrently_within_the_send_concurrency_cap(
     db: SqliteDatabase, clock: FakeClock
 ) -> None:
@@ -268,12 +253,11 @@ async def test_titles_are_read_concurrently_within_the_send_concurrency_cap(
     installation = await world.install()
     await seed(world, installation, count=10)
     browser = await manager(world, installation)
-    counting = CountingClient(world.app.services.http)
-    world.app.services.http = counting
+    counting = world.http.handler = InFlight(world.http.handler)
     world.core.faults.set_latency(0.01, "content")
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert html.count("of “Item ") == 10
-    assert counting.most == 3  # several at once, never more than the cap
+    assert counting.peak_total == 3  # several at once, never more than the cap
 
 
 async def test_an_unknown_zone_is_said_and_the_site_zone_used(world: World) -> None:

@@ -196,7 +196,7 @@ async def test_a_new_proposal_is_an_event_the_endpoints_hear(world: World) -> No
     key = await mint_key(world, installation, name="Release bot")
     made = await call_tool(world, key, "propose_schedule", proposal(note="secret-note-words"))
     await tick_at(world, world.clock.now_ms())
-    [delivered] = receiver.deliveries
+    [delivered] = receiver.received
     assert signed_by(secret, delivered)
     event = delivered.event
     assert event["type"] == "proposal.created"

@@ -221,7 +221,7 @@ async def test_deleted_endpoint_hears_nothing_more(world: World) -> None:
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, s["due_at"])
-    assert receiver.deliveries == []
+    assert receiver.received == []
     for table in ("notification_endpoints", "notification_subscriptions", "webhook_deliveries"):
         assert world.db.connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
 
@@ -253,7 +253,7 @@ async def test_send_test_event_delivers_a_signed_test_event_at_once(
     )
     assert response.status == 303
     assert len(network.sent) - sent_before == 1  # one outbound call, within the request
-    [delivery] = receiver.deliveries
+    [delivery] = receiver.received
     assert delivery.event["type"] == "test"
     assert delivery.event["data"]["endpoint_id"] == endpoint_id
     assert signed_by(secret, delivery)

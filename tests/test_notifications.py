@@ -5,6 +5,7 @@ test scripts. Every signature is checked with the official `standardwebhooks` li
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,9 +13,13 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
+from fake_core.transport import answered
+from scheduling.channels import webhook_signing
 from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
+from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
+from tests.support.runtimes import Runtime, added_endpoint
 from tests.support.waiting import until
 from tests.support.webhooks import (
     DEE_WAN_REFUSALS,
@@ -28,6 +33,7 @@ from tests.support.world import (
     MINUTE,
     World,
     crash_during_send,
+    local,
     row,
     schedule,
     schedules_on,
@@ -79,7 +85,7 @@ def hooks(world: World) -> Endpoints:
 
 
 def refused_events(receiver: Receiver) -> list[dict[str, Any]]:
-    return [d.event for d in receiver.deliveries if d.event["type"] == "schedule.refused"]
+    return [d.event for d in receiver.received if d.event["type"] == "schedule.refused"]
 
 
 async def deliveries(world: World, where: str = "1 = 1") -> list[dict[str, Any]]:
@@ -105,18 +111,56 @@ async def test_each_refusal_by_dee_wan_is_told_once_to_each_subscribed_endpoint_
     assert report["deliveries_delivered"] == 2
     for receiver in (hooks.loud, hooks.other):
         [event] = refused_events(receiver)
-        [delivery] = receiver.deliveries
+        [delivery] = receiver.received
         assert signed_by(hooks.secrets[receiver.url], delivery)
         assert not signed_by(hooks.secrets[QUIET_URL], delivery)
         assert event["data"]["schedule_id"] == s["id"]
         assert event["data"]["status"] == "refused"
         assert event["data"]["result_code"] == code
-    assert hooks.quiet.deliveries == []  # it hears of completions only
-    assert hooks.loud.deliveries[0].id != hooks.other.deliveries[0].id
+    assert hooks.quiet.received == []  # it hears of completions only
+    assert hooks.loud.received[0].id != hooks.other.received[0].id
     # Nothing more, ever: the next ticks send nothing again.
     await tick_at(world, s["due_at"] + MINUTE)
     await tick_at(world, s["due_at"] + 60 * MINUTE)
-    assert (len(hooks.loud.deliveries), len(hooks.other.deliveries)) == (1, 1)
+    assert (len(hooks.loud.received), len(hooks.other.received)) == (1, 1)
+
+
+async def test_a_refusal_is_told_once_signed_with_the_secret_sealed_in_the_database(
+    runtime: Runtime,
+) -> None:
+    """On both runtimes (the Worker's: the secret made and sealed by WebCrypto, the event
+    written in D1 with the settle, signed with WebCrypto's HMAC and sent by its fetch)."""
+    installation_id = await runtime.install()
+    with runtime.receiver() as receiver:
+        endpoint_id, secret = await added_endpoint(runtime, installation_id, receiver.url)
+        assert len(base64.b64decode(secret.removeprefix("whsec_"))) == 32
+        [row] = await runtime.rows(
+            "SELECT secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
+        )
+        assert secret not in row["secret_sealed"]
+        context = webhook_signing.secret_context(installation_id, endpoint_id)
+        assert await runtime.unsealed(row["secret_sealed"], context) == secret
+        editor = await runtime.open_page(installation_id, content_id=runtime.content)
+        due = runtime.minute_ahead(2)
+        await editor.create(installation_id, local(due), timezone="UTC")
+        runtime.fault(Fault.respond(409, "workflow_conflict"))
+        await runtime.tick(due)
+        [delivery] = receiver.received
+        assert signed_by(secret, delivery)
+        assert delivery.headers["content-type"] == "application/json"
+        event = delivery.event
+        assert (event["type"], event["data"]["installation_id"]) == (
+            "schedule.refused",
+            installation_id,
+        )
+        assert event["data"]["result_code"] == "workflow_conflict"
+        sql = "SELECT id, status, attempt_count, last_http_status, last_error"
+        [told] = await runtime.rows(f"{sql} FROM webhook_deliveries WHERE installation_id = ?",
+                                    installation_id)  # fmt: skip
+        assert told == {"id": delivery.id, "status": "delivered", "attempt_count": 1,
+                        "last_http_status": 204, "last_error": None}  # fmt: skip
+        await runtime.tick(due + MINUTE)
+        assert len(receiver.received) == 1  # told once
 
 
 async def test_retry_exhausted_by_attempts(db: SqliteDatabase, clock: FakeClock) -> None:
@@ -124,7 +168,7 @@ async def test_retry_exhausted_by_attempts(db: SqliteDatabase, clock: FakeClock)
     hooks = Endpoints(world)
     installation, s = await hooks.one_due(Fault.timeout(), times=2)
     await tick_at(world, s["due_at"])
-    assert hooks.loud.deliveries == []  # retrying: not subscribed
+    assert hooks.loud.received == []  # retrying: not subscribed
     retry_at = (await row(world, s["id"]))["next_attempt_at"]
     await tick_at(world, retry_at)
     [event] = refused_events(hooks.loud)
@@ -252,17 +296,17 @@ async def test_completed_and_retrying_go_only_where_subscribed(
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(503, "busy"), endpoint="transitions")
     await tick_at(world, s["due_at"])
-    [retrying] = [d.event for d in hooks.loud.deliveries]
+    [retrying] = [d.event for d in hooks.loud.received]
     assert retrying["type"] == "schedule.retrying"
     assert retrying["data"]["next_attempt_at"] is not None
     assert (
         retrying["data"]["message"] == "Dee Wan had a temporary problem; the plugin will try again."
     )
-    assert hooks.quiet.deliveries == []
+    assert hooks.quiet.received == []
     await tick_at(world, (await row(world, s["id"]))["next_attempt_at"])
-    assert [d.event["type"] for d in hooks.quiet.deliveries] == ["schedule.completed"]
-    assert [d.event["type"] for d in hooks.loud.deliveries] == ["schedule.retrying"]
-    assert signed_by(hooks.secrets[QUIET_URL], hooks.quiet.deliveries[0])
+    assert [d.event["type"] for d in hooks.quiet.received] == ["schedule.completed"]
+    assert [d.event["type"] for d in hooks.loud.received] == ["schedule.retrying"]
+    assert signed_by(hooks.secrets[QUIET_URL], hooks.quiet.received[0])
 
 
 async def test_the_body_says_what_happened_and_nothing_secret(
@@ -271,7 +315,7 @@ async def test_the_body_says_what_happened_and_nothing_secret(
     installation, s = await hooks.one_due()
     world.core.state.edit("cnt_en")  # stale pin
     await tick_at(world, s["due_at"])
-    [delivery] = hooks.loud.deliveries
+    [delivery] = hooks.loud.received
     event = delivery.event
     assert set(event) == {"type", "timestamp", "data"}
     assert event["data"] == {
@@ -326,15 +370,15 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
         now = waiting["next_attempt_at"]
         assert (await tick_at(world, now - 1))["delivery_sends"] == 0  # not before its time
         await tick_at(world, now)
-    ids = {d.id for d in hooks.loud.deliveries}
-    bodies = {d.body for d in hooks.loud.deliveries}
-    stamps = [d.headers["webhook-timestamp"] for d in hooks.loud.deliveries]
-    assert len(hooks.loud.deliveries) == 6
+    ids = {d.id for d in hooks.loud.received}
+    bodies = {d.body for d in hooks.loud.received}
+    stamps = [d.headers["webhook-timestamp"] for d in hooks.loud.received]
+    assert len(hooks.loud.received) == 6
     assert len(ids) == 1
     assert len(bodies) == 1
     assert len(set(stamps)) == 6  # each attempt signed at its own time
-    assert all(signed_by(hooks.secrets[HOOK_URL], d) for d in hooks.loud.deliveries)
-    [done] = await deliveries(world, f"id = '{hooks.loud.deliveries[0].id}'")
+    assert all(signed_by(hooks.secrets[HOOK_URL], d) for d in hooks.loud.received)
+    [done] = await deliveries(world, f"id = '{hooks.loud.received[0].id}'")
     assert (done["status"], done["attempt_count"], done["last_http_status"]) == (
         "delivered",
         6,
@@ -342,8 +386,8 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
     )
     for later in (1, 60, 24 * 60):
         await tick_at(world, now + later * MINUTE)
-    assert len(hooks.loud.deliveries) == 6  # a receiver that answered 2xx never gets it again
-    assert len(hooks.other.deliveries) == 1
+    assert len(hooks.loud.received) == 6  # a receiver that answered 2xx never gets it again
+    assert len(hooks.other.received) == 1
 
 
 async def test_gives_up_72_hours_after_the_event(world: World, hooks: Endpoints) -> None:
@@ -364,7 +408,7 @@ async def test_gives_up_72_hours_after_the_event(world: World, hooks: Endpoints)
         pytest.fail("the delivery was still waiting after 20 ticks")
     assert current["status"] == "failed"
     assert current["finished_at"] - first["created_at"] == 72 * 60 * MINUTE
-    assert len(hooks.loud.deliveries) == current["attempt_count"] >= 12
+    assert len(hooks.loud.received) == current["attempt_count"] >= 12
 
 
 async def test_a_410_disables_the_endpoint_and_what_it_had_waiting(
@@ -398,7 +442,7 @@ async def test_a_410_disables_the_endpoint_and_what_it_had_waiting(
     third = await schedule(world, installation, "cnt_en", in_minutes=5)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     await tick_at(world, third["due_at"] + 10 * MINUTE)
-    assert len(hooks.loud.deliveries) == 4  # disabled: nothing more, not even A's last try
+    assert len(hooks.loud.received) == 4  # disabled: nothing more, not even A's last try
     assert len(refused_events(hooks.other)) == 3
 
 
@@ -428,7 +472,7 @@ async def test_killed_between_the_settle_and_the_delivery_delivers_after_restart
     with pytest.raises(Killed):
         await tick_at(world, s["due_at"])
     assert (await row(world, s["id"]))["status"] == "refused"  # the settle committed
-    assert hooks.loud.deliveries == []
+    assert hooks.loud.received == []
     database.close()
 
     restarted_db = SqliteDatabase(tmp_path / "plugin.sqlite3")
@@ -438,9 +482,9 @@ async def test_killed_between_the_settle_and_the_delivery_delivers_after_restart
     await tick_at(restarted, s["due_at"] + MINUTE)
     [event] = refused_events(hooks.loud)
     assert event["data"]["schedule_id"] == s["id"]
-    assert signed_by(hooks.secrets[HOOK_URL], hooks.loud.deliveries[0])
+    assert signed_by(hooks.secrets[HOOK_URL], hooks.loud.received[0])
     await tick_at(restarted, s["due_at"] + 2 * MINUTE)
-    assert len(hooks.loud.deliveries) == 1
+    assert len(hooks.loud.received) == 1
     restarted_db.close()
 
 
@@ -449,27 +493,30 @@ async def test_a_runner_killed_mid_delivery_leaves_it_to_be_resent_with_the_same
 ) -> None:
     _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict"))
     arrived = asyncio.Event()
-    real_send = hooks.loud.send
+    network = world.http.handler
 
-    async def hangs(request: Any) -> Any:
-        await real_send(request)
-        arrived.set()
-        await asyncio.sleep(3600)
+    async def hangs(request: OutboundRequest) -> OutboundResponse:
+        """The loud endpoint's delivery arrives, and its answer never does."""
+        answer = await answered(network, request)
+        if request.url == hooks.loud.url:
+            arrived.set()
+            await asyncio.sleep(3600)
+        return answer
 
-    hooks.loud.send = hangs  # type: ignore[method-assign]
+    world.http.handler = hangs
     world.clock.now = s["due_at"]
     tick = asyncio.create_task(world.app.tick(s["due_at"]))
     await until(arrived.is_set, "the delivery arriving", before=tick)
     tick.cancel()
     with pytest.raises(asyncio.CancelledError):
         await tick
-    hooks.loud.send = real_send  # type: ignore[method-assign]
-    [sent] = hooks.loud.deliveries
+    world.http.handler = network
+    [sent] = hooks.loud.received
     # Not sent again while its lease holds; once it expired, the same id again.
     assert (await tick_at(world, s["due_at"] + 59_000))["delivery_sends"] == 0
     # (the other endpoint's delivery was in the same killed batch)
     assert (await tick_at(world, s["due_at"] + 60_000))["deliveries_delivered"] == 2
-    assert [d.id for d in hooks.loud.deliveries] == [sent.id, sent.id]
+    assert [d.id for d in hooks.loud.received] == [sent.id, sent.id]
 
 
 async def test_two_runners_at_once_never_send_the_same_delivery_twice(
@@ -489,7 +536,7 @@ async def test_two_runners_at_once_never_send_the_same_delivery_twice(
     retry = made[0]["due_at"] + 31_000
     world.clock.now = retry
     await asyncio.gather(world.app.tick(retry), world.app.tick(retry))
-    per_id = Counter(d.id for d in hooks.loud.deliveries)
+    per_id = Counter(d.id for d in hooks.loud.received)
     assert len(per_id) == 12
     assert set(per_id.values()) == {2}  # the failed first try, then exactly one more
 
@@ -506,7 +553,7 @@ async def test_a_settle_that_lost_its_lease_writes_no_event(world: World, hooks:
     assert report["lost_lease"] == 1
     assert report["delivery_events"] == 0
     assert await deliveries(world) == []
-    assert hooks.loud.deliveries == []
+    assert hooks.loud.received == []
 
 
 async def test_a_tick_with_no_endpoint_costs_what_it_did(world: World) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html as markup
 import re
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -14,6 +15,7 @@ from scheduling.repository import schedules
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock
 from tests.support.records import new_schedule
+from tests.support.runtimes import Runtime
 from tests.support.time_format import raw_times
 from tests.support.world import World, row, schedules_on, tick_at, words
 
@@ -31,6 +33,15 @@ def retry_forms(page: str) -> list[dict[str, str]]:
         {k: markup.unescape(v) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', form)}
         for form in re.findall(r'<form [^>]*class="retry">(.*?)</form>', page, re.S)
     ]
+
+
+def next_year(runtime: Runtime) -> int:
+    return datetime.fromtimestamp(runtime.now_ms() / 1000, UTC).year + 1
+
+
+def day(when: date) -> str:
+    """A day as the pages write it: `Fri 2 Jul 2027`."""
+    return f"{when:%a} {when.day} {when:%b} {when.year}"
 
 
 async def stored(world: World) -> list[dict[str, object]]:
@@ -74,61 +85,65 @@ async def test_the_form_says_what_a_new_schedule_would_replace_per_change(world:
     )
 
 
-async def test_the_receipt_names_the_schedule_it_replaced(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    assert (await browser.create(installation.id, local_time="2027-07-02T09:00")).status == 303
-    first = str((await stored(world))[0]["id"])
-    second = await browser.create(installation.id, local_time="2026-07-03T08:30")
-    page = (await browser.follow(second)).body.decode()
-    receipt = between(page, "data-confirmation=", "</div>")
+async def test_the_receipt_names_the_schedule_it_replaced(runtime: Runtime) -> None:
+    year = next_year(runtime)
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    first = await editor.create(installation_id, f"{year}-07-02T09:00")
+    # The form now says, on the publish choice, what a new schedule would replace.
+    assert f'data-replaces="{first}"' in editor.page
+    assert "A new schedule replaces the waiting one of version" in words(editor.page)
+    await editor.create(installation_id, f"{year}-07-03T08:30")
+    receipt = between(editor.page, "data-confirmation=", "</div>")
     assert f'data-replaced="{first}"' in receipt
+    [replaced] = await runtime.rows("SELECT version_id FROM schedules WHERE id = ?", first)
     assert (
-        "It replaces the schedule of version ver_1 for Fri 2 Jul 2027, 09:00 CEST"
-        " (Europe/Paris; 07:00 UTC),"
+        f"It replaces the schedule of version {replaced['version_id']} for"
+        f" {day(date(year, 7, 2))}, 09:00 CEST (Europe/Paris; 07:00 UTC),"
         " which will not be sent" in words(receipt)
     )
+    assert 'data-history-count="1" data-replaced-count="1"' in editor.page
+    assert raw_times(editor.page) == []
 
 
 # -- 2. cancel through a confirmation page ------------------------------------------------
 
 
-async def test_cancel_asks_first_naming_change_version_time_and_title(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    assert (await browser.create(installation.id)).status == 303
-    made = (await stored(world))[0]
-    sid, version = str(made["id"]), str(made["version_id"])
-    page = (await browser.get(f"/installations/{installation.id}")).body.decode()
+async def test_cancel_asks_first_naming_change_version_time_and_title(runtime: Runtime) -> None:
+    year = next_year(runtime)
+    installation_id = await runtime.install()
+    base = f"/installations/{installation_id}"
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    sid = await editor.create(installation_id, f"{year}-07-02T09:00")
+    [made] = await runtime.rows("SELECT version_id FROM schedules WHERE id = ?", sid)
+    version, when = made["version_id"], f"{day(date(year, 7, 2))}, 09:00 CEST"
+    page = (await editor.get(base)).text
     # The card's Cancel is a link to the confirmation, not a form that cancels at once.
-    assert (
-        f'<a class="button cancel" href="/installations/{installation.id}/schedules/{sid}/cancel">'
-        in page
-    )
-    assert f'action="/installations/{installation.id}/schedules/{sid}/cancel"' not in page
-    reads = len(world.core.calls.of("content"))
-    confirm = await browser.get(f"/installations/{installation.id}/schedules/{sid}/cancel")
-    assert confirm.status == 200
-    shown = confirm.body.decode()
-    assert f'data-cancel-confirmation="{sid}"' in shown
-    said = words(shown)
+    assert f'<a class="button cancel" href="{base}/schedules/{sid}/cancel">' in page
+    assert f'action="{base}/schedules/{sid}/cancel"' not in page
+    reads = len(runtime.calls("content"))
+    confirm = await editor.get(f"{base}/schedules/{sid}/cancel")
+    assert confirm.status_code == 200
+    assert f'data-cancel-confirmation="{sid}"' in confirm.text
+    said = words(confirm.text)
     assert "Cancel this schedule?" in said
     assert "Content “Spring launch”" in said
     assert f"Change Publish version {version}" in said
-    assert "When Thu 2 Jul 2026, 09:00 CEST (Europe/Paris; 07:00 UTC)" in said
-    assert (await row(world, sid))["status"] == "pending"  # asking cancels nothing
-    head = await browser._send(
-        "HEAD", f"/installations/{installation.id}/schedules/{sid}/cancel", {}
-    )
-    assert (head.status, head.body) == (200, b"")
-    assert len(world.core.calls.of("content")) == reads + 2  # the title, read live (GET, HEAD)
-    cancelled = await browser.cancel(installation.id, sid)
-    assert cancelled.status == 303
-    assert (await row(world, sid))["status"] == "cancelled"
-    after = (await browser.follow(cancelled)).body.decode()
+    assert f"When {when} (Europe/Paris; 07:00 UTC)" in said
+    assert raw_times(confirm.text) == []
+    status = "SELECT status FROM schedules WHERE id = ?"
+    assert await runtime.rows(status, sid) == [{"status": "pending"}]  # asking cancels nothing
+    head = await editor.http.head(f"{base}/schedules/{sid}/cancel", headers=editor._headers())
+    assert (head.status_code, head.content) == (200, b"")
+    assert len(runtime.calls("content")) == reads + 2  # the title, read live (GET, HEAD)
+    cancel = {"csrf_token": editor.csrf}
+    cancelled = await editor.post_form(f"{base}/schedules/{sid}/cancel", cancel)
+    assert cancelled.status_code == 303
+    assert await runtime.rows(status, sid) == [{"status": "cancelled"}]
+    after = (await editor.get(cancelled.headers["location"])).text
     flash = between(after, f'data-cancelled="{sid}"', "</div>")
     assert (
-        f"Cancelled: the schedule to publish version {version} at Thu 2 Jul 2026, 09:00 CEST"
+        f"Cancelled: the schedule to publish version {version} at {when}"
         " (Europe/Paris; 07:00 UTC). Nothing was sent to Dee Wan." in words(flash)
     )
 
@@ -192,18 +207,18 @@ async def test_the_manage_cancel_message_names_the_content(world: World) -> None
 # -- 3. one way of writing an instant; the deadline; lateness; years ahead ----------------
 
 
-async def test_the_deadline_has_its_date_its_zone_and_rfc3339(world: World) -> None:
+async def test_the_deadline_has_its_date_its_zone_and_rfc3339(runtime: Runtime) -> None:
     """00:40 CET on 1 December is 23:40 UTC on 30 November: the deadline says both days."""
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    response = await browser.create(installation.id, local_time="2026-12-01T00:40")
-    page = (await browser.follow(response)).body.decode()
-    deadline = re.search(r'<p data-deadline="([^"]+)">(.*?)</p>', page, re.S)
+    year = next_year(runtime)
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    await editor.create(installation_id, f"{year}-12-01T00:40")
+    deadline = re.search(r'<p data-deadline="([^"]+)">(.*?)</p>', editor.page, re.S)
     assert deadline
-    assert deadline.group(1) == "2026-11-30T23:55:00Z"
+    assert deadline.group(1) == f"{year}-11-30T23:55:00Z"
     assert words(deadline.group(2)) == (
-        "If Dee Wan cannot be reached, nothing is sent after"
-        " Tue 1 Dec 2026, 00:55 CET (Europe/Paris; Mon 30 Nov 2026, 23:55 UTC)."
+        f"If Dee Wan cannot be reached, nothing is sent after {day(date(year, 12, 1))}, 00:55 CET"
+        f" (Europe/Paris; {day(date(year, 11, 30))}, 23:55 UTC)."
     )
 
 
@@ -285,63 +300,66 @@ async def test_no_page_an_editor_is_shown_writes_a_raw_date_time(world: World) -
 # -- 4. zones in any case, suggestions; the first minute after a gap -----------------------
 
 
-async def test_a_zone_in_any_case_is_stored_canonical(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    response = await browser.create(installation.id, timezone="europe/berlin")
-    assert response.status == 303
-    assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
-    page = (await browser.follow(response)).body.decode()
-    assert "Thu 2 Jul 2026, 09:00 CEST (Europe/Berlin; 07:00 UTC)" in page
+async def test_a_zone_in_any_case_is_stored_canonical(runtime: Runtime) -> None:
+    year = next_year(runtime)
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    sid = await editor.create(installation_id, f"{year}-07-02T09:00", timezone="europe/berlin")
+    [made] = await runtime.rows("SELECT timezone FROM schedules WHERE id = ?", sid)
+    assert made == {"timezone": "Europe/Berlin"}
+    assert f"{day(date(year, 7, 2))}, 09:00 CEST (Europe/Berlin; 07:00 UTC)" in editor.page
 
 
-async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(world: World) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    refused = await browser.create(installation.id, timezone="Europe/Berln")
-    assert refused.status == 422
-    page = refused.body.decode()
+async def test_an_unknown_zone_is_said_back_with_suggestions_one_click_away(
+    runtime: Runtime,
+) -> None:
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    typed = runtime.noon(2)
+    assert await editor.create(installation_id, typed, timezone="Europe/Berln") == "422"
+    page = editor.page
     error = words(between(page, 'id="form-error"', "</div>\n"))
     assert "“Europe/Berln” is not a time zone name this plugin knows." in error
     assert "Did you mean Europe/Berlin" in error
-    assert await stored(world) == []
+    assert await runtime.count("schedules", installation_id) == 0
     choices = retry_forms(page)
     assert 1 <= len(choices) <= 3
     assert choices[0]["timezone"] == "Europe/Berlin"
     assert 'data-retry-timezone="Europe/Berlin">Schedule it in Europe/Berlin</button>' in page
     # Everything else entered is kept in the choice's form.
-    assert (choices[0]["local_time"], choices[0]["transition"]) == (
-        "2026-07-02T09:00",
-        "publish:published",
-    )
-    response = await browser.post(f"/installations/{installation.id}/schedules", choices[0])
-    assert response.status == 303
-    assert (await stored(world))[0]["timezone"] == "Europe/Berlin"
+    assert (choices[0]["local_time"], choices[0]["transition"]) == (typed, "publish:published")
+    made = await editor.post_form(f"/installations/{installation_id}/schedules", choices[0])
+    assert made.status_code == 303
+    [stored_] = await runtime.rows("SELECT timezone FROM schedules WHERE installation_id = ?",
+                                   installation_id)  # fmt: skip
+    assert stored_ == {"timezone": "Europe/Berlin"}
 
 
 async def test_a_skipped_time_is_refused_with_the_first_minute_after_the_jump(
-    world: World,
+    runtime: Runtime,
 ) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    refused = await browser.create(
-        installation.id, local_time="2027-03-28T02:30", timezone="Europe/Berlin"
-    )
-    assert refused.status == 422
-    page = refused.body.decode()
+    march = date(next_year(runtime), 3, 31)
+    gap = march - timedelta(days=(march.weekday() + 1) % 7)  # the last Sunday: clocks jump
+    installation_id = await runtime.install()
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    skipped = f"{gap.isoformat()}T02:30"
+    assert await editor.create(installation_id, skipped, timezone="Europe/Berlin") == "422"
+    page = editor.page
     assert 'data-error-code="nonexistent_local_time"' in page
     assert (
-        "Sun 28 Mar 2027, 02:30 does not happen in Europe/Berlin: the clocks jump from 02:00"
-        " to 03:00. The first minute after the jump is Sun 28 Mar 2027, 03:00 CEST"
+        f"{day(gap)}, 02:30 does not happen in Europe/Berlin: the clocks jump from 02:00"
+        f" to 03:00. The first minute after the jump is {day(gap)}, 03:00 CEST"
         " (Europe/Berlin; 01:00 UTC)." in words(page)
     )
     [choice] = retry_forms(page)
-    assert choice["local_time"] == "2027-03-28T03:00"
-    assert ">Schedule it at Sun 28 Mar 2027, 03:00 CEST instead</button>" in page
-    made = await browser.post(f"/installations/{installation.id}/schedules", choice)
-    assert made.status == 303
-    row_ = (await stored(world))[0]
-    assert (row_["local_time"], row_["timezone"]) == ("2027-03-28T03:00", "Europe/Berlin")
+    assert choice["local_time"] == f"{gap.isoformat()}T03:00"
+    assert f'data-retry-local-time="{gap.isoformat()}T03:00"' in page
+    assert f">Schedule it at {day(gap)}, 03:00 CEST instead</button>" in page
+    made = await editor.post_form(f"/installations/{installation_id}/schedules", choice)
+    assert made.status_code == 303
+    sql = "SELECT local_time, timezone FROM schedules WHERE installation_id = ?"
+    [row_] = await runtime.rows(sql, installation_id)
+    assert (row_["local_time"], row_["timezone"]) == (f"{gap.isoformat()}T03:00", "Europe/Berlin")
 
 
 async def test_an_empty_time_is_asked_for_in_words(world: World) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 
 import pytest
 
@@ -103,3 +104,19 @@ def test_damaged_values_are_unreadable_under_webcrypto(harness: Harness) -> None
 def test_sha256_matches_hashlib(harness: Harness) -> None:
     for value in ("", "dwa_" + "x" * 43, "ünïcode"):
         assert harness.sha256_hex(value) == hashlib.sha256(value.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (b"\x0b" * 20, b"Hi There"),  # RFC 4231 test case 1
+        (b"Jefe", b"what do ya want for nothing?"),  # test case 2
+        (bytes(range(32)), b"msg_1.1782900000.{}"),
+        (b"\xaa" * 131, b"Test Using Larger Than Block-Size Key - Hash Key First"),  # case 6
+    ],
+)
+def test_webcrypto_hmac_is_the_standard_librarys(
+    harness: Harness, key: bytes, message: bytes
+) -> None:
+    """What webhook signatures are made of (`Crypto.hmac_sha256`)."""
+    assert harness.hmac_sha256(key, message) == hmac.digest(key, message, hashlib.sha256)

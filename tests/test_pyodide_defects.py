@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
-from tests.support.webhooks import LoopbackReceiver, loopback_receiver
+from tests.support.loopback_core import Loopback, loopback_receiver
 from tests.support.worker_browser import Browser, install, launch, remove_installation
 
 pytestmark = pytest.mark.pyodide
@@ -24,7 +24,7 @@ DAY = 86_400_000
 
 
 @pytest.fixture
-def slow_receiver() -> Iterator[LoopbackReceiver]:
+def slow_receiver() -> Iterator[Loopback]:
     with loopback_receiver(delay_s=1.5) as running:
         yield running
 
@@ -37,9 +37,9 @@ def dev_vars(core: FakeCoreProcess, *origins: str) -> dict[str, str]:
 
 
 def test_test_events_are_one_at_a_time_and_five_a_minute_per_endpoint(
-    harness: Harness, core: FakeCoreProcess, slow_receiver: LoopbackReceiver
+    harness: Harness, core: FakeCoreProcess, slow_receiver: Loopback
 ) -> None:
-    origin = slow_receiver.url.rsplit("/", 1)[0]
+    origin = slow_receiver.base_url
     with harness.vars(**dev_vars(core, origin)), harness.client() as client:
         installation_id = install(core, client)["id"]
         browser = Browser(client, harness.origin)
@@ -68,10 +68,10 @@ def test_test_events_are_one_at_a_time_and_five_a_minute_per_endpoint(
             assert second.status_code == 429
             assert 'data-error-code="too_many_tests"' in second.text
             assert 0 < int(second.headers["retry-after"]) <= 15
-            assert len(slow_receiver.deliveries) == 1
+            assert len(slow_receiver.received) == 1
             statuses = [send().status_code for _ in range(5)]
             assert statuses == [303, 303, 303, 303, 429]  # five in the minute, then held
-            assert len(slow_receiver.deliveries) == 5
+            assert len(slow_receiver.received) == 5
         finally:
             remove_installation(harness, installation_id)
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.pyodide_harness.harness import Harness
 from tests.support.d1_rows import installation_row, schedule_row
-from tests.support.loopback_core import LoopbackCore, loopback_core
+from tests.support.loopback_core import Loopback, loopback_core
 
 pytestmark = pytest.mark.pyodide
 
@@ -23,12 +23,12 @@ CORE_SECONDS = 4.0
 
 
 @pytest.fixture
-def core() -> Iterator[LoopbackCore]:
+def core() -> Iterator[Loopback]:
     with loopback_core(CORE_SECONDS) as slow:
         yield slow
 
 
-def seed(harness: Harness, core: LoopbackCore, installation_id: str, due: int) -> None:
+def seed(harness: Harness, core: Loopback, installation_id: str, due: int) -> None:
     sealed = harness.seal("dwp_" + "A" * 43, f"installation-token:{installation_id}")
     harness.execute(
         installation_row(installation_id, core.base_url, sealed),
@@ -48,7 +48,7 @@ def attempts(harness: Harness, installation_id: str) -> list[dict[str, Any]]:
 
 
 def test_twenty_rows_against_a_four_second_core_complete_six_at_a_time(
-    harness: Harness, core: LoopbackCore
+    harness: Harness, core: Loopback
 ) -> None:
     now = int(time.time() * 1000)
     seed(harness, core, "ins_cap6", now - 1_000)
@@ -61,7 +61,7 @@ def test_twenty_rows_against_a_four_second_core_complete_six_at_a_time(
 
 
 def test_without_slots_the_queued_sends_time_out_as_they_would_in_production(
-    harness: Harness, core: LoopbackCore
+    harness: Harness, core: Loopback
 ) -> None:
     """The old behaviour: every send at once, each timer started at fetch()."""
     now = int(time.time() * 1000)

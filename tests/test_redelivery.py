@@ -11,9 +11,10 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
+from fake_core.transport import MockTransport
 from scheduling.actions.throttled import ENDPOINT_CALLS
 from scheduling.domain.delivery_policy import GIVE_UP_AFTER_MS, RETRY_DELAYS_MS
-from scheduling.ports import OutboundRequest, OutboundResponse
+from scheduling.ports import OutboundResponse
 from tests.support.webhooks import (
     HOOK_URL,
     Receiver,
@@ -128,16 +129,16 @@ async def test_a_receiver_failing_for_days_is_tried_for_72_hours_then_disabled_a
     await hooks.refusals(6, DAY)  # a refusal a day
     start = world.clock.now_ms() + 5 * MINUTE
     await run_clock(world, start + 6 * DAY, hooks=hooks)
-    first = hooks.failing.deliveries[0].id
-    tries = [d.at for d in hooks.failing.deliveries if d.id == first]
+    first = hooks.failing.received[0].id
+    tries = [d.at for d in hooks.failing.received if d.id == first]
     # Spread to the horizon: the first at its event, the last 72 hours after it.
     assert tries[0] == start
     assert tries[-1] - tries[0] == GIVE_UP_AFTER_MS >= 72 * HOUR
     gaps = [b - a for a, b in itertools.pairwise(tries)]
     assert all(gap <= RETRY_DELAYS_MS[-1] for gap in gaps)
     assert gaps[:6] == sorted(gaps[:6])  # backing off
-    assert len({d.body for d in hooks.failing.deliveries if d.id == first}) == 1
-    assert all(signed_by(hooks.secret, d) for d in hooks.failing.deliveries)
+    assert len({d.body for d in hooks.failing.received if d.id == first}) == 1
+    assert all(signed_by(hooks.secret, d) for d in hooks.failing.received)
     [oldest, *_] = await hooks.mine()
     assert (oldest["status"], oldest["finished_at"] - oldest["created_at"]) == (
         "failed",
@@ -151,10 +152,10 @@ async def test_a_receiver_failing_for_days_is_tried_for_72_hours_then_disabled_a
     disabled = await hooks.mine("last_error = 'endpoint_disabled'")
     assert disabled
     assert all(d["status"] == "failed" for d in disabled)
-    sent = len(hooks.failing.deliveries)
+    sent = len(hooks.failing.received)
     await run_clock(world, start + 8 * DAY, hooks=hooks)
-    assert len(hooks.failing.deliveries) == sent  # nothing more to it
-    assert len(hooks.healthy.deliveries) == 6  # the other endpoint heard of each, once
+    assert len(hooks.failing.received) == sent  # nothing more to it
+    assert len(hooks.healthy.received) == 6  # the other endpoint heard of each, once
     page = await hooks.page()
     assert 'data-disabled-reason="failing"' in page
     assert "it accepted nothing it was sent for 5 days" in page
@@ -188,7 +189,7 @@ async def test_send_again_sends_the_same_id_and_body_within_the_request(
     page = await hooks.page()
     again = await hooks.manage.post(f"{base}/deliveries/{delivered['id']}/send-again", hooks.form())
     assert again.status == 303
-    first, second = hooks.failing.deliveries
+    first, second = hooks.failing.received
     assert (second.id, second.body) == (first.id, first.body)
     assert second.headers["webhook-timestamp"] != first.headers["webhook-timestamp"]
     assert signed_by(hooks.secret, second)
@@ -210,18 +211,7 @@ async def test_send_again_sends_the_same_id_and_body_within_the_request(
     )
     assert refused.status == 409
     assert b'data-error-code="not_sendable_again"' in refused.body
-    assert len(hooks.failing.deliveries) == 2
-
-
-class VisitorsPool:
-    """The visitors' pool, recording what goes out through it (each answered 204)."""
-
-    def __init__(self) -> None:
-        self.sent: list[OutboundRequest] = []
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.sent.append(request)
-        return OutboundResponse(204, {}, b"")
+    assert len(hooks.failing.received) == 2
 
 
 async def test_send_again_goes_through_the_visitors_pool_within_the_endpoints_calls(
@@ -234,13 +224,13 @@ async def test_send_again_goes_through_the_visitors_pool_within_the_endpoints_ca
     await hooks.refusals(1, DAY)
     await run_clock(world, world.clock.now_ms() + HOUR, hooks=hooks)
     [delivered] = await hooks.mine()
-    pool = VisitorsPool()
+    pool = MockTransport(lambda _: OutboundResponse(204, {}, b""))  # the visitors' pool
     world.app.services.visitor_http = pool
     base = f"/installations/{hooks.installation.id}/notifications/{hooks.endpoint_id}"
     again = f"{base}/deliveries/{delivered['id']}/send-again"
     assert (await hooks.manage.post(again, hooks.form())).status == 303
     assert [request.url for request in pool.sent] == [HOOK_URL]
-    assert len(hooks.failing.deliveries) == 1  # nothing more through the runner's client
+    assert len(hooks.failing.received) == 1  # nothing more through the runner's client
     for _ in range(ENDPOINT_CALLS.per_minute - 1):
         assert (await hooks.manage.post(f"{base}/test", hooks.form())).status == 303
     refused = await hooks.manage.post(again, hooks.form())
@@ -269,7 +259,7 @@ async def test_replay_failures_since_sends_again_those_of_the_window_only(
             .bind(now - hours_ago * HOUR, now - hours_ago * HOUR + 1, row["id"])
             .run()
         )
-    sent = len(hooks.failing.deliveries)
+    sent = len(hooks.failing.received)
     base = f"/installations/{hooks.installation.id}/notifications/{hooks.endpoint_id}"
     replay = await hooks.manage.post(f"{base}/replay", {**hooks.form(), "since_hours": "24"})
     assert replay.status == 303
@@ -277,7 +267,7 @@ async def test_replay_failures_since_sends_again_those_of_the_window_only(
     assert sorted(w["id"] for w in waiting) == sorted(r["id"] for r in recent)
     assert {(w["attempt_count"], w["next_attempt_at"]) for w in waiting} == {(0, now)}
     await tick_at(world, now)  # the next tick sends them, same ids
-    again = hooks.failing.deliveries[sent:]
+    again = hooks.failing.received[sent:]
     assert sorted(d.id for d in again) == sorted(r["id"] for r in recent)
     assert [d["status"] for d in await hooks.mine()] == ["failed", "delivered", "delivered"]
     bad = await hooks.manage.post(f"{base}/replay", {**hooks.form(), "since_hours": "5"})

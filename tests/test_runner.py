@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -11,11 +12,14 @@ import pytest
 
 from fake_core import Fault
 from scheduling.domain import outcomes
+from scheduling.domain.associated_data import installation_token
 from scheduling.domain.outcomes import AnswerRule, Retry
 from scheduling.domain.statuses import Status
 from scheduling.runner.tick import TickTimeRefused
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.pyodide_harness.harness import free_port
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env, runner_status
+from tests.support.d1_rows import rfc3339, schedule_row
 from tests.support.in_flight import Yielding
 from tests.support.runtimes import Runtime
 from tests.support.world import (
@@ -35,40 +39,99 @@ from tests.support.world import (
 # -- the happy path and what is sent ------------------------------------------------------
 
 
-async def test_due_schedule_is_sent_once_per_spec_and_completed(world: World) -> None:
-    installation = await world.install()
-    s = await schedule(world, installation)
-    assert (await tick_at(world, s["due_at"] - 1))["due"] == 0
-    report = await tick_at(world, s["due_at"])
-    assert report["completed"] == 1
-    [call] = sends(world, s)
-    assert call.header("Authorization") == f"Bearer {installation.token}"
-    assert call.header("Idempotency-Key") == f"sched:{installation.id}:{s['id']}:r1"
-    assert call.body == {
-        "content_id": "cnt_en",
+async def test_a_tick_sends_what_is_due_once_per_spec_and_settles_each(runtime: Runtime) -> None:
+    """The cron's tick through each runtime's adapters (the Worker's: `scheduled()`, its fetch,
+    Miniflare's D1): the due publish sent as protocol §6 says and completed; Dee Wan busy
+    (503) retried, a stale pin refused, a redirect never followed, an unreachable Dee Wan
+    retried, a token that does not open refused unsent, and a row due later left alone."""
+    installation_id, down, lost = [await runtime.install() for _ in range(3)]
+    editor = await runtime.open_page(installation_id, content_id=runtime.content)
+    due = runtime.minute_ahead()
+    fields = {**editor.shown, "csrf_token": editor.csrf, "transition": "publish:published",
+              "local_time": local(due), "timezone": "UTC"}  # fmt: skip
+    made = await editor.post_form(f"/installations/{installation_id}/schedules", fields)
+    assert made.status_code == 303, made.text
+    sid = made.headers["location"].split("created=", 1)[1]
+    for owner, content, due_at in (
+        *((installation_id, name, due) for name in ("cnt_busy", "cnt_stale", "cnt_moved")),
+        (installation_id, "cnt_later", due + 60 * MINUTE),
+        (down, "cnt_down", due),
+        (lost, "cnt_lost", due),
+    ):
+        insert, values = schedule_row(f"sch_{owner}_{content}", owner, content, due_at=due_at)
+        await runtime.execute(insert, *values)
+    runtime.fault(Fault.respond(503, "unavailable"), content_id="cnt_busy")
+    runtime.fault(Fault.respond(409, "scheduled_target_stale"), content_id="cnt_stale")
+    followed = f"{runtime.dee_wan_url}/api/plugins/v1/followed"
+    runtime.fault(Fault.redirect(302, location=followed), content_id="cnt_moved")
+    await runtime.execute(
+        "UPDATE installations SET base_url = ? WHERE id = ?",
+        f"http://127.0.0.1:{free_port()}",
+        down,
+    )
+    sealed = "SELECT token_sealed FROM installations WHERE id = ?"
+    [token] = [row["token_sealed"] for row in await runtime.rows(sealed, installation_id)]
+    await runtime.execute("UPDATE installations SET token_sealed = ? WHERE id = ?", token, lost)
+
+    await runtime.tick(due - 1)  # nothing is sent before it is due
+    await runtime.tick(due)
+    at = rfc3339(due)
+    calls = runtime.calls("transitions")
+    sent = {call["body"]["content_id"]: call for call in calls}
+    assert sorted(sent) == sorted([runtime.content, "cnt_busy", "cnt_moved", "cnt_stale"])
+    assert [call for call in runtime.calls() if call["endpoint"] == "other"] == []  # not followed
+    [done] = await runtime.rows("SELECT * FROM schedules WHERE id = ?", sid)
+    ok = sent[runtime.content]
+    assert (ok["path"], ok["applied"]) == ("/api/plugins/v1/transitions", True)
+    raw = await runtime.unsealed(token, installation_token(installation_id))
+    assert ok["headers"]["authorization"] == f"Bearer {raw}"
+    assert ok["headers"]["idempotency-key"] == f"sched:{installation_id}:{sid}:r1"
+    assert ok["headers"]["content-type"] == "application/json"
+    assert ok["body"] == {
+        "content_id": runtime.content,
         "kind": "publish",
         "to": "published",
-        "version_id": s["version_id"],
-        "workflow_revision": s["workflow_revision"],
+        "version_id": done["version_id"],
+        "workflow_revision": done["workflow_revision"],
         "requested_by": "usr_editor",
-        "due_at": datetime.fromtimestamp(s["due_at"] / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "due_at": at,
     }
-    done = await row(world, s["id"])
-    assert (done["status"], done["result_code"], done["attempt_count"]) == (
-        "completed",
-        "transition_applied",
-        1,
-    )
-    assert (done["lease_token"], done["lease_until"], done["next_attempt_at"]) == (None, None, None)
-    [attempt] = await attempts(world, s["id"])
-    assert (attempt["attempt"], attempt["code"], attempt["http_status"]) == (
-        1,
-        "transition_applied",
-        200,
-    )
-    assert attempt["finished_at"] is not None
-    assert world.core.state.group_of("cnt_en").published_version_id == s["version_id"]
-    assert (await tick_at(world, s["due_at"] + MINUTE))["due"] == 0
+    sql = "SELECT s.content_id, s.status, s.result_code, s.attempt_count, s.next_attempt_at,"
+    sql += " s.lease_token, a.code, a.http_status, a.finished_at FROM schedules s"
+    sql += " LEFT JOIN schedule_attempts a ON a.schedule_id = s.id WHERE s.installation_id IN"
+    sql += " (?, ?, ?)"
+    settled = {r.pop("content_id"): r for r in await runtime.rows(sql, installation_id, down, lost)}
+    for content, status, code, http_status in (
+        (runtime.content, "completed", "transition_applied", 200),
+        ("cnt_busy", "retrying", "unavailable", 503),
+        ("cnt_stale", "refused", "scheduled_target_stale", 409),
+        ("cnt_moved", "refused", "untrusted_response", 302),
+        ("cnt_down", "retrying", "network_error", None),
+    ):
+        row = settled[content]
+        assert (row["status"], row["result_code"], row["attempt_count"]) == (status, code, 1)
+        assert (row["code"], row["http_status"], row["lease_token"]) == (code, http_status, None)
+        assert row["finished_at"] >= due
+        if status == "retrying":
+            assert row["next_attempt_at"] > due
+        else:
+            assert row["next_attempt_at"] is None
+    assert settled["cnt_lost"]["result_code"] == "token_unreadable"
+    assert (settled["cnt_lost"]["attempt_count"], settled["cnt_lost"]["code"]) == (0, None)
+    assert (settled["cnt_later"]["status"], settled["cnt_later"]["attempt_count"]) == ("pending", 0)
+    lines = [line for line in runtime.log_text().splitlines() if '"event":"runner_tick"' in line]
+    [tick] = [t for t in (json.loads(line[line.index("{") :]) for line in lines) if t["at"] == at]
+    counts = ("due", "claimed", "completed", "refused", "retrying", "refused_unsent")
+    assert [tick[name] for name in counts] == [6, 5, 1, 2, 2, 1]
+    # due; claim (refusal, claim, open attempts); due again; settle, finish attempts and the
+    # installations' last sends; the retention purge's step; the record
+    assert (tick["d1_statements"], tick["d1_round_trips"]) == (14, 6)
+
+    await runtime.tick(due)  # again: every claim was settled, nothing is due
+    assert len(runtime.calls("transitions")) == len(calls)
+    log = runtime.log_text()
+    assert f"installation {lost}: token does not open" in log
+    assert raw not in log
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
+from fake_core.transport import answered
 from scheduling import dee_wan
 from scheduling.domain import retry_after
 from scheduling.ports import OutboundRequest, OutboundResponse
@@ -110,26 +111,20 @@ async def test_a_5xx_code_that_does_not_look_like_one_is_not_stored(
     assert attempt["code"] == "server_error"
 
 
-class BrokenAdapter:
-    """An HttpClient that breaks its contract for one installation's requests."""
-
-    def __init__(self, inner: Any, broken_content: str) -> None:
-        self.inner = inner
-        self.broken_content = broken_content
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        if request.body and self.broken_content.encode() in request.body:
-            raise ValueError("an adapter bug")
-        response: OutboundResponse = await self.inner.send(request)
-        return response
-
-
 async def test_an_adapter_that_raises_is_a_transport_failure_for_that_claim_only(
     world: World,
 ) -> None:
     hostile = await schedule(world, await world.install(), HOSTILE_CONTENT)
     honest = await schedule(world, await world.install(), HONEST_CONTENT)
-    world.app.services.http = BrokenAdapter(world.app.services.http, f'"{HOSTILE_CONTENT}"')
+    core = world.http.handler
+
+    async def broken(request: OutboundRequest) -> OutboundResponse:
+        """An adapter that breaks its contract for the hostile installation's requests."""
+        if request.body and f'"{HOSTILE_CONTENT}"'.encode() in request.body:
+            raise ValueError("an adapter bug")
+        return await answered(core, request)
+
+    world.http.handler = broken
     report = await tick_at(world, hostile["due_at"])
     assert (report["completed"], report["retrying"]) == (1, 1)
     assert (await row(world, hostile["id"]))["result_code"] == "network_error"

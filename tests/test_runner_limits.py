@@ -131,7 +131,7 @@ async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_late
         0,
     )
     assert first["deliveries_handed_back"] == 20  # the first batch claimed; the rest still waits
-    assert receiver.deliveries == []
+    assert receiver.received == []
     stored = await deliveries(world)
     assert {(d["status"], d["attempt_count"]) for d in stored} == {("waiting", 0)}
     assert all(d["next_attempt_at"] <= due + MINUTE for d in stored)
@@ -140,8 +140,8 @@ async def test_a_delivery_the_platform_refuses_is_handed_back_and_sent_once_late
         report = await limited_tick(world.app, due + n * MINUTE)
         assert report["platform_limit"] == 0
         assert report["delivery_sends"] <= 25
-    assert len(receiver.deliveries) == 25
-    assert set(Counter(d.id for d in receiver.deliveries).values()) == {1}
-    assert all(signed_by(secret, d) for d in receiver.deliveries)
+    assert len(receiver.received) == 25
+    assert set(Counter(d.id for d in receiver.received).values()) == {1}
+    assert all(signed_by(secret, d) for d in receiver.received)
     stored = await deliveries(world)
     assert {(d["status"], d["attempt_count"]) for d in stored} == {("delivered", 1)}

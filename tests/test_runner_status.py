@@ -9,25 +9,13 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
-from fake_core.transport import FakeCoreTransport
+from fake_core.transport import answered
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runner.report import TickReport
 from tests.support.app import ADMIN_SECRET, body, call, runner_status
 from tests.support.world import MINUTE, World, crash_during_send, schedule, tick_at
 
 STALL = 3 * MINUTE
-
-
-class SlowTransport(FakeCoreTransport):
-    """Each send takes `seconds` on the test clock, so a tick's duration is known."""
-
-    def __init__(self, world: World, seconds: float) -> None:
-        super().__init__(world.core)
-        self.world, self.ms = world, int(seconds * 1000)
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.world.clock.advance(self.ms)
-        return await super().send(request)
 
 
 def tick_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
@@ -63,7 +51,13 @@ async def test_a_new_plugin_reports_no_tick_nothing_due_and_is_not_stalled(world
 
 
 async def test_status_reports_the_last_tick_and_counts(world: World) -> None:
-    world.app.services.http = SlowTransport(world, 1.5)
+    core = world.http.handler
+
+    async def slow(request: OutboundRequest) -> OutboundResponse:
+        world.clock.advance(1_500)  # each send: a tick's duration is known
+        return await answered(core, request)
+
+    world.http.handler = slow
     installation = await world.install()
     s = await schedule(world, installation)
     await schedule(world, installation, "cnt_page", in_minutes=60)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fake_core.transport import FakeCoreTransport
+from fake_core.transport import answered
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.adapters import HttpxClient, SystemClock
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
@@ -22,17 +22,17 @@ from tests.support.world import MINUTE, World, bulk_due, insert_due, local, tick
 SECOND = 1_000
 
 
-class SlowCore(FakeCoreTransport):
+class SlowCore:
     """fake_core answering after `seconds` of loop time; notes when each request left."""
 
     def __init__(self, world: World, seconds: float, clock: LoopClock) -> None:
-        super().__init__(world.core)
         self.world, self.seconds, self.clock = world, seconds, clock
+        self.core = world.http.handler
         self.started: list[int] = []
         self.leases: list[tuple[int, int]] = []  # (request start, the row's lease_until then)
         self.in_flight = self.max_in_flight = 0
 
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
+    async def __call__(self, request: OutboundRequest) -> OutboundResponse:
         now = self.clock.now_ms()
         self.started.append(now)
         key = request.headers["idempotency-key"]
@@ -49,7 +49,7 @@ class SlowCore(FakeCoreTransport):
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             await asyncio.sleep(self.seconds)
-            return await super().send(request)
+            return await answered(self.core, request)
         finally:
             self.in_flight -= 1
 
@@ -60,7 +60,7 @@ def loop_world(
     clock = LoopClock(start_ms)
     world = World(db, clock, env=base_env(**env))
     slow = SlowCore(world, core_seconds, clock)
-    world.app.services.http = slow
+    world.http.handler = slow
     # Its migrations found known a moment ago: the downgrade guard's read (once in five
     # minutes, tests/test_schema_guard.py) is in none of these counts.
     world.app.services.schema_known_at = start_ms

@@ -3,47 +3,56 @@ manage."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from scheduling.domain import associated_data
 from tests.support.app import ORIGIN, OTHER_TOKEN_KEY, FakeClock
+from tests.support.runtimes import Runtime
 from tests.support.world import Browser, World, schedules_on, session_csrf, words
 
 # -- launch ----------------------------------------------------------------
 
 
-async def test_launch_sets_a_host_cookie_and_redirects_without_the_code(world: World) -> None:
-    installation = await world.install()
-    launch = world.core.issue_launch(
-        installation.id, "usr_editor", {"kind": "content", "content_id": "cnt_en"}
-    )
-    browser = Browser(world.app)
-    response = await browser.get(launch.url)
-    assert response.status == 303
+async def test_launch_sets_a_host_cookie_and_stores_only_hashes_and_sealed_values(
+    runtime: Runtime,
+) -> None:
+    installation_id = await runtime.install()
+    path = runtime.launch_path(installation_id, content_id=runtime.content)
+    async with runtime.http() as http:
+        response = await http.get(path)
+    assert response.status_code == 303
     # The launch's page, addressed by its public handle (a tab of its own), and two cookies
     # of one value: the latest launch's and the one named for the handle.
-    location = response.header("location") or ""
-    tab = location.removeprefix(f"/installations/{installation.id}?tab=")
+    location = response.headers["location"]
+    tab = location.removeprefix(f"/installations/{installation_id}?tab=")
     assert re.fullmatch(r"[A-Za-z0-9_-]{12}", tab), location
-    cookies = [value for name, value in response.headers if name == "set-cookie"]
+    cookies = response.headers.get_list("set-cookie")
     assert [c.split("=", 1)[0] for c in cookies] == [
         "__Host-scheduling_session",
         f"__Host-scheduling_tab_{tab}",
     ]
     assert len({c.split("=", 1)[1].split(";")[0] for c in cookies}) == 1
+    code = parse_qs(urlsplit(path).query)["dee_wan_launch"][0]
     for cookie in cookies:
         for attribute in ("Path=/", "Secure", "HttpOnly", "SameSite=Lax"):
             assert attribute in cookie
         assert "Domain" not in cookie
-        assert launch.code not in cookie
-    assert response.header("referrer-policy") == "no-referrer"
-    row = await world.db.prepare("SELECT * FROM sessions").first()
-    assert row is not None
-    raw_session = browser.cookies["__Host-scheduling_session"]
-    assert raw_session not in str(row)
-    assert "dwd_" not in str(row)
+        assert code not in cookie
+    assert response.headers["referrer-policy"] == "no-referrer"
+    raw = cookies[0].split(";", 1)[0].split("=", 1)[1]
+    id_hash = hashlib.sha256(raw.encode()).hexdigest()
+    [row] = await runtime.rows("SELECT * FROM sessions WHERE installation_id = ?", installation_id)
+    assert (row["id_hash"], row["context_kind"]) == (id_hash, "content")
+    assert (row["content_id"], row["person_id"]) == (runtime.content, "usr_editor")
+    assert raw not in json.dumps(row)
+    assert "dwd_" not in json.dumps(row)
+    context = associated_data.delegation(installation_id, id_hash)
+    assert (await runtime.unsealed(row["delegation_sealed"], context)).startswith("dwd_")
 
 
 async def test_a_launch_code_works_once(world: World) -> None:
@@ -263,26 +272,6 @@ async def test_transition_must_be_one_the_person_may_take(world: World) -> None:
     assert response.status == 422
 
 
-async def test_new_schedule_supersedes_the_live_one_and_takes_the_next_revision(
-    world: World,
-) -> None:
-    installation = await world.install()
-    browser = await world.open_page(installation)
-    first = await browser.create(installation.id, local_time="2026-07-02T09:00")
-    second = await browser.create(installation.id, local_time="2026-07-03T09:00")
-    assert (first.status, second.status) == (303, 303)
-    html = (await browser.follow(second)).body.decode()  # its words: test_plain_words
-    rows = (
-        await world.db.prepare(
-            "SELECT status, revision, idempotency_key FROM schedules ORDER BY revision"
-        ).all()
-    ).results
-    assert [(r["status"], r["revision"]) for r in rows] == [("superseded", 1), ("pending", 2)]
-    assert rows[1]["idempotency_key"].endswith(":r2")
-    listed = schedules_on(html)
-    assert [item["status"] for item in listed] == ["pending", "superseded"]
-
-
 async def test_a_running_schedule_blocks_a_new_one(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
@@ -408,28 +397,6 @@ async def test_cancel_running_is_409_and_other_installation_404(world: World) ->
         f"/installations/{other.id}/schedules/{sid}/cancel", {"csrf_token": other_browser.csrf()}
     )
     assert response.status == 404
-
-
-async def test_manage_launch_lists_and_cancels_across_contents(world: World) -> None:
-    installation = await world.install()
-    for content, transition in (("cnt_en", "publish:published"), ("cnt_pub", "unpublish:draft")):
-        browser = await world.browser_for(installation, content_id=content)
-        await browser.get(f"/installations/{installation.id}")
-        assert (await browser.create(installation.id, transition=transition)).status == 303
-    manager = await world.browser_for(installation, content_id=None)
-    html = (await manager.get(f"/installations/{installation.id}")).body.decode()
-    listed = schedules_on(html)
-    assert len(listed) == 2
-    assert "cnt_en" in html
-    assert "cnt_pub" in html
-    for item in listed:
-        response = await manager.cancel(installation.id, item["schedule-id"])
-        assert response.status == 303
-        await manager.follow(response)
-    statuses = {
-        r["status"] for r in (await world.db.prepare("SELECT status FROM schedules").all()).results
-    }
-    assert statuses == {"cancelled"}
 
 
 async def test_content_session_cannot_cancel_other_contents_schedule(world: World) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from fake_core.transport import MockTransport
 from scheduling.actions.throttled import ENDPOINT_CALLS
 from scheduling.limits import VISITOR_CALLS_PER_INSTALLATION, VISITOR_CONNECTIONS
 from scheduling.ports import OutboundRequest, OutboundResponse
@@ -36,17 +37,19 @@ from tests.support.world import MINUTE, Browser, World, insert_due, local
 WINDOW_S = 60
 
 
-class Hanging:
-    """An endpoint that does not answer until told to (then 204); records what it was sent."""
+def hanging(world: World, *, released: bool = False) -> tuple[MockTransport, asyncio.Event]:
+    """The visitors' pool, its calls to endpoints that answer (204) once the event is set."""
+    release = asyncio.Event()
+    if released:
+        release.set()
 
-    def __init__(self) -> None:
-        self.sent: list[OutboundRequest] = []
-        self.release = asyncio.Event()
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.sent.append(request)
-        await self.release.wait()
+    async def endpoint(request: OutboundRequest) -> OutboundResponse:
+        await release.wait()
         return OutboundResponse(204, {}, b"")
+
+    pool = MockTransport(endpoint)
+    world.app.services.visitor_http = pool
+    return pool, release
 
 
 async def endpoints(world: World, count: int) -> tuple[str, Browser, list[str]]:
@@ -76,11 +79,10 @@ def kept_form(page: str) -> dict[str, str]:
 
 
 async def test_one_test_event_at_a_time_per_person(world: World) -> None:
-    hanging = Hanging()
-    world.app.services.visitor_http = hanging
+    pool, release = hanging(world)
     installation_id, browser, [first, second] = await endpoints(world, 2)
     under_way = asyncio.create_task(send_test(browser, installation_id, first))
-    while not hanging.sent:  # noqa: ASYNC110 - waiting for the call to leave
+    while not pool.sent:  # noqa: ASYNC110 - waiting for the call to leave
         await asyncio.sleep(0)
     # Answered at once (without the limit it would wait on the endpoint with the first), to
     # either endpoint: the budget is the person's.
@@ -93,13 +95,13 @@ async def test_one_test_event_at_a_time_per_person(world: World) -> None:
         assert refused.header("retry-after") == str(hold_s)
         assert f"Wait {hold_s} seconds" in page
         assert kept_form(page) == {"csrf_token": browser.csrf(), "opened_for": "manage"}
-    assert len(hanging.sent) == 1  # neither was sent
+    assert len(pool.sent) == 1  # neither was sent
     # Another person of the installation is not held back.
     other_person = await admin(world, installation_id, "usr_second")
     other = asyncio.create_task(send_test(other_person, installation_id, second))
-    while len(hanging.sent) < 2:  # noqa: ASYNC110
+    while len(pool.sent) < 2:  # noqa: ASYNC110
         await asyncio.sleep(0)
-    hanging.release.set()
+    release.set()
     assert (await under_way).status == (await other).status == 303
     assert (await send_test(browser, installation_id, first)).status == 303  # ended: free again
 
@@ -118,9 +120,7 @@ async def test_an_endpoint_deleted_and_added_again_does_not_renew_the_test_event
 ) -> None:
     """Issue 37, item 1: the five a minute were the endpoint id's, and a manager renewed
     them by deleting the endpoint and adding it again."""
-    hanging = Hanging()
-    hanging.release.set()
-    world.app.services.visitor_http = hanging
+    pool, _ = hanging(world, released=True)
     installation_id, browser, [endpoint_id] = await endpoints(world, 1)
     for _ in range(ENDPOINT_CALLS.per_minute):
         assert (await send_test(browser, installation_id, endpoint_id)).status == 303
@@ -138,7 +138,7 @@ async def test_an_endpoint_deleted_and_added_again_does_not_renew_the_test_event
     refused = await send_test(browser, installation_id, renewed)
     assert refused.status == 429
     assert 'data-error-code="too_many_tests"' in refused.body.decode()
-    assert len(hanging.sent) == ENDPOINT_CALLS.per_minute
+    assert len(pool.sent) == ENDPOINT_CALLS.per_minute
 
 
 async def test_one_installation_holds_a_share_of_the_visitors_pool_another_is_not_held(
@@ -146,8 +146,7 @@ async def test_one_installation_holds_a_share_of_the_visitors_pool_another_is_no
 ) -> None:
     """Issue 37, item 1: with receivers that never answer, one installation's persons held
     every connection of the visitors' pool and another installation's test waited."""
-    hanging = Hanging()
-    world.app.services.visitor_http = hanging
+    pool, release = hanging(world)
     installation_id, first, [endpoint_id] = await endpoints(world, 1)
     persons = [first]
     for n in range(VISITOR_CALLS_PER_INSTALLATION):
@@ -155,12 +154,12 @@ async def test_one_installation_holds_a_share_of_the_visitors_pool_another_is_no
     under_way = []
     for person in persons[:VISITOR_CALLS_PER_INSTALLATION]:
         under_way.append(asyncio.create_task(send_test(person, installation_id, endpoint_id)))
-        while len(hanging.sent) < len(under_way):  # noqa: ASYNC110
+        while len(pool.sent) < len(under_way):  # noqa: ASYNC110
             await asyncio.sleep(0)
     refused = await asyncio.wait_for(send_test(persons[-1], installation_id, endpoint_id), 5)
     assert refused.status == 429
     assert 'data-error-code="too_many_tests"' in refused.body.decode()
-    assert len(hanging.sent) == VISITOR_CALLS_PER_INSTALLATION
+    assert len(pool.sent) == VISITOR_CALLS_PER_INSTALLATION
     assert VISITOR_CALLS_PER_INSTALLATION < VISITOR_CONNECTIONS
     # Another installation's test leaves at once.
     other_id, other, _ = await endpoints(world, 0)
@@ -173,10 +172,10 @@ async def test_one_installation_holds_a_share_of_the_visitors_pool_another_is_no
     ]
     await other.get(f"/installations/{other_id}")
     elsewhere = asyncio.create_task(send_test(other, other_id, other_endpoint))
-    while len(hanging.sent) <= VISITOR_CALLS_PER_INSTALLATION:  # noqa: ASYNC110
+    while len(pool.sent) <= VISITOR_CALLS_PER_INSTALLATION:  # noqa: ASYNC110
         await asyncio.sleep(0)
-    assert hanging.sent[-1].url == "https://elsewhere.example/scheduling"
-    hanging.release.set()
+    assert pool.sent[-1].url == "https://elsewhere.example/scheduling"
+    release.set()
     assert [(await call).status for call in [*under_way, elsewhere]] == [303] * (
         VISITOR_CALLS_PER_INSTALLATION + 1
     )
@@ -187,9 +186,7 @@ async def test_one_installation_holds_a_share_of_the_visitors_pool_another_is_no
 async def test_five_test_events_a_minute_per_endpoint_then_429_until_the_minute_passes(
     world: World, clock: FakeClock
 ) -> None:
-    hanging = Hanging()
-    hanging.release.set()
-    world.app.services.visitor_http = hanging
+    pool, _ = hanging(world, released=True)
     installation_id, browser, [endpoint_id] = await endpoints(world, 1)
     for _ in range(ENDPOINT_CALLS.per_minute):
         assert (await send_test(browser, installation_id, endpoint_id)).status == 303
@@ -198,20 +195,18 @@ async def test_five_test_events_a_minute_per_endpoint_then_429_until_the_minute_
     assert refused.status == 429
     # The first of the five leaves the minute 60 s after it was sent, 5 s ago.
     assert refused.header("retry-after") == str(WINDOW_S - ENDPOINT_CALLS.per_minute)
-    assert len(hanging.sent) == ENDPOINT_CALLS.per_minute
+    assert len(pool.sent) == ENDPOINT_CALLS.per_minute
     clock.advance((WINDOW_S - ENDPOINT_CALLS.per_minute) * 1000)
     assert (await send_test(browser, installation_id, endpoint_id)).status == 303
-    assert len(hanging.sent) == ENDPOINT_CALLS.per_minute + 1
+    assert len(pool.sent) == ENDPOINT_CALLS.per_minute + 1
 
 
 async def test_a_test_event_goes_out_through_the_visitors_pool(world: World) -> None:
-    hanging = Hanging()
-    hanging.release.set()
-    world.app.services.visitor_http = hanging
+    pool, _ = hanging(world, released=True)
     installation_id, browser, [endpoint_id] = await endpoints(world, 1)
     dee_wan_calls = len(world.core.calls.calls)
     assert (await send_test(browser, installation_id, endpoint_id)).status == 303
-    assert [request.url for request in hanging.sent] == ["https://hooks0.example/scheduling"]
+    assert [request.url for request in pool.sent] == ["https://hooks0.example/scheduling"]
     assert len(world.core.calls.calls) == dee_wan_calls  # nothing through Dee Wan's port
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from fake_core.transport import MockTransport
 from scheduling.app import App
 from scheduling.config import Configuration, Misconfigured
 from scheduling.http.requests import Headers, Request
-from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
@@ -27,7 +27,7 @@ from scheduling.runtimes.workers.bindings import (
     limit_of,
 )
 from scheduling.services import Services
-from tests.support.app import TOKEN_KEY
+from tests.support.app import TOKEN_KEY, no_network
 
 ADMIN_SECRET = "operator-secret-0123456789"
 ORIGIN = "https://scheduling.example"
@@ -39,11 +39,6 @@ class FakeD1:
 
     async def batch(self, statements: Any) -> Any:
         raise AssertionError("not used")
-
-
-class NoNetwork:
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        raise TransportError("no network in this test")
 
 
 class Clock:
@@ -72,7 +67,7 @@ def unbound_app() -> App:
         Services(
             config=Configuration.from_mapping(env),
             db=UnboundDatabase(),
-            http=NoNetwork(),
+            http=MockTransport(no_network),
             clock=Clock(),
             make_crypto=CpythonCrypto,
             rng=random.Random(0),

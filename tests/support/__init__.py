@@ -4,7 +4,9 @@
 - `activation`: activation codes and `/dee-wan/activate` payloads.
 - `world`: the plugin and fake_core wired in-process, and a cookie-keeping browser.
 - `scripted_core`: a Dee Wan that answers from a script (for hostile answers).
-- `loopback_core`: a slow Dee Wan on a loopback port (for timing and connection limits).
+- `runtimes`: the plugin on each runtime, for a behaviour written once (the `runtime` fixture).
+- `loopback_core`: the one HTTP server on loopback, answering from a handler: a slow Dee Wan,
+  a webhook receiver (for timing, connection limits, the Worker's fetch).
 - `d1_rows`: installation and schedule rows for the Worker's D1 under Pyodide.
 - `browser`: headless Chromium helpers for the real-browser tests.
 

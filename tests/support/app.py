@@ -9,6 +9,7 @@ import json
 import random
 from typing import Any
 
+from fake_core.transport import MockTransport
 from scheduling.app import App
 from scheduling.config import Configuration
 from scheduling.http.requests import Headers, Request
@@ -69,15 +70,9 @@ class LoopClock(FakeClock):
         return self.now + int((asyncio.get_running_loop().time() - self.started) * 1000)
 
 
-class NoNetwork:
-    """The default outbound port in tests: any call is a test failure waiting to be seen."""
-
-    def __init__(self) -> None:
-        self.sent: list[OutboundRequest] = []
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.sent.append(request)
-        raise TransportError("no network in this test")
+def no_network(request: OutboundRequest) -> OutboundResponse:
+    """The default outbound port's handler in tests: any call fails, as with no network."""
+    raise TransportError("no network in this test")
 
 
 def memory_db() -> SqliteDatabase:
@@ -98,7 +93,7 @@ def make_app(
     services = Services(
         config=Configuration.from_mapping(env if env is not None else base_env()),
         db=db,
-        http=http or NoNetwork(),
+        http=http or MockTransport(no_network),
         clock=clock,
         make_crypto=CpythonCrypto,
         rng=random.Random(seed),

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 
-from fake_core.transport import FakeCoreTransport
+from fake_core.transport import answered
 from scheduling.ports import (
     DatabaseError,
     OutboundRequest,
@@ -42,24 +42,6 @@ def minute(m: int, start: int = START_MS) -> int:
     return start + m * MINUTE
 
 
-class DayTransport(FakeCoreTransport):
-    """The fake Dee Wan, taking half a second of the test clock per transition it answers,
-    and unreachable from minute DOWN[0] to DOWN[1]."""
-
-    def __init__(self, world: World, start: int) -> None:
-        super().__init__(world.core)
-        self.world = world
-        self.start = start
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        if "/transitions" in request.url:
-            now = self.world.clock.now_ms()
-            if minute(DOWN[0], self.start) <= now < minute(DOWN[1], self.start):
-                raise TransportError("connection refused")
-            self.world.clock.advance(SECOND // 2)
-        return await super().send(request)
-
-
 class FailingDatabase:
     """The database, whose due-row query fails while `armed` (a disk error in one tick)."""
 
@@ -79,7 +61,19 @@ class FailingDatabase:
 def day_world(db: SqliteDatabase, start: int = START_MS, **env: str) -> World:
     """The world of the day, its clock at `start` (a whole minute)."""
     world = World(db, FakeClock(start), env=base_env(MAX_LATENESS_MS=str(CAP_MS), **env))
-    world.app.services.http = DayTransport(world, start)
+    core = world.http.handler
+
+    async def dee_wan(request: OutboundRequest) -> OutboundResponse:
+        """The fake Dee Wan, taking half a second of the test clock per transition it
+        answers, and unreachable from minute DOWN[0] to DOWN[1]."""
+        if "/transitions" in request.url:
+            now = world.clock.now_ms()
+            if minute(DOWN[0], start) <= now < minute(DOWN[1], start):
+                raise TransportError("connection refused")
+            world.clock.advance(SECOND // 2)
+        return await answered(core, request)
+
+    world.http.handler = dee_wan
     world.app.services.db = FailingDatabase(db)
     return world
 

@@ -1,6 +1,6 @@
 """What a test watches of the runner's traffic: the requests each installation's Dee Wan had
-in flight at once (`InFlight`), and a Database that yields before every round trip as a
-remote D1 does (`Yielding`)."""
+in flight at once (`InFlight`, a handler of the outbound port around another), and a Database
+that yields before every round trip as a remote D1 does (`Yielding`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from fake_core.transport import Handler, answered
 from scheduling.ports import (
     Database,
-    HttpClient,
     OutboundRequest,
     OutboundResponse,
     Result,
@@ -20,11 +20,11 @@ from scheduling.ports import (
 
 
 class InFlight:
-    """An HttpClient that notes, per installation, how many transitions were in flight at
-    once (read from the Idempotency-Key, `sched:<installation>:…`); and, per schedule, how
-    many at once and whether one left after the plugin had heard it completed."""
+    """Notes, per installation, how many transitions were in flight at once (read from the
+    Idempotency-Key, `sched:<installation>:…`), and in all; and, per schedule, how many at
+    once and whether one left after the plugin had heard it completed."""
 
-    def __init__(self, inner: HttpClient) -> None:
+    def __init__(self, inner: Handler) -> None:
         self.inner = inner
         self.now: dict[str, int] = {}
         self.peak: dict[str, int] = {}
@@ -34,7 +34,7 @@ class InFlight:
         self._completed: set[str] = set()
         self.sent_after_completed: list[str] = []
 
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
+    async def __call__(self, request: OutboundRequest) -> OutboundResponse:
         key = request.headers.get("idempotency-key", "")
         installation = key.split(":")[1] if key.startswith("sched:") else ""
         if key in self._completed:
@@ -45,7 +45,7 @@ class InFlight:
         self._keys[key] = self._keys.get(key, 0) + 1
         self.peak_per_schedule = max(self.peak_per_schedule, self._keys[key])
         try:
-            response: OutboundResponse = await self.inner.send(request)
+            response = await answered(self.inner, request)
         finally:
             self.now[installation] -= 1
             self._keys[key] -= 1

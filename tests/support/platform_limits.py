@@ -1,7 +1,8 @@
-"""Workers' per-invocation limits, played at the ports: a Database and an HttpClient that
-refuse with `LimitReached` past N calls in one invocation, as the Workers adapters do when
-D1 answers "Too many API requests by single Worker invocation." or `fetch` "Too many
-subrequests by single Worker invocation." (src/scheduling/runtimes/workers/bindings.py).
+"""Workers' per-invocation limits, played at the ports: a Database and the outbound port's
+handler that refuse with `LimitReached` past N calls in one invocation, as the Workers
+adapters do when D1 answers "Too many API requests by single Worker invocation." or `fetch`
+"Too many subrequests by single Worker invocation."
+(src/scheduling/runtimes/workers/bindings.py).
 
 The invocation is `invocation`: each tick a test runs through `limited_tick`, and each alarm,
 is its own.
@@ -15,10 +16,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from fake_core.transport import MockTransport, answered
 from scheduling.app import App
 from scheduling.ports import (
     Database,
-    HttpClient,
     LimitReached,
     OutboundRequest,
     OutboundResponse,
@@ -79,32 +80,24 @@ class LimitedDatabase:
         return await self.inner.batch(inner)
 
 
-class LimitedHttp:
-    """Refuses the request past `subrequests` in one invocation, before it is sent."""
-
-    def __init__(self, inner: HttpClient, subrequests: int) -> None:
-        self.inner = inner
-        self.subrequests = subrequests
-        self.used: Counter[int] = Counter()
-        self.refused = 0
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        key = invocation.get()
-        if key and self.used[key] >= self.subrequests:
-            self.refused += 1
-            raise LimitReached("subrequests")
-        self.used[key] += 1
-        response: OutboundResponse = await self.inner.send(request)
-        return response
-
-
 def limit(app: App, *, queries: int | None = None, subrequests: int | None = None) -> None:
     """Give `app` Workers Free's limits (or others) per invocation."""
     services = app.services
     if queries is not None:
         services.db = LimitedDatabase(services.db, queries)
     if subrequests is not None:
-        services.http = LimitedHttp(services.http, subrequests)
+        assert isinstance(services.http, MockTransport)
+        inner, sent = services.http.handler, Counter[int]()
+
+        async def limited(request: OutboundRequest) -> OutboundResponse:
+            """Refuses the request past `subrequests` in one invocation, before it is sent."""
+            key = invocation.get()
+            if key and sent[key] >= subrequests:
+                raise LimitReached("subrequests")
+            sent[key] += 1
+            return await answered(inner, request)
+
+        services.http.handler = limited
 
 
 async def limited_tick(app: App, at: int) -> dict[str, int]:

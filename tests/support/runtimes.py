@@ -11,17 +11,20 @@ runtime's own tests.
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 import httpx
 
-from fake_core.transport import FakeCoreTransport
+from fake_core import Fault
 from scheduling.app import App
 from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.runtimes.cpython.asgi import AsgiApp
@@ -30,6 +33,8 @@ from tests.pyodide_harness.harness import ADMIN_SECRET as HARNESS_SECRET
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 from tests.support.app import ADMIN_SECRET, ORIGIN, base_env, make_app
 from tests.support.local_server import local_server
+from tests.support.loopback_core import Received, loopback_receiver
+from tests.support.webhooks import Receiver, with_receivers
 from tests.support.world import World
 
 # Where no test says who is asking: the local runtime's peer, and the harness's edge
@@ -58,6 +63,19 @@ class Visitor:
         """A same-origin form; a list value repeats its field (checkboxes)."""
         headers = {**self._headers(), "origin": self.origin, "sec-fetch-site": "same-origin"}
         return self._keep(await self.http.post(path, data=fields, headers=headers))
+
+    async def create(self, installation_id: str, local_time: str, **fields: str) -> str:
+        """Press Schedule on the content page last shown: a publish in Europe/Paris unless
+        `fields` say otherwise. The new schedule's id, its receipt shown; or the refusal's
+        status."""
+        form = {**self.shown, "csrf_token": self.csrf, "transition": "publish:published",
+                "timezone": "Europe/Paris", "fold": "", "local_time": local_time}  # fmt: skip
+        form.update(fields)
+        made = await self.post_form(f"/installations/{installation_id}/schedules", form)
+        if made.status_code != 303:
+            return str(made.status_code)
+        await self.get(made.headers["location"])
+        return made.headers["location"].rsplit("created=", 1)[1]
 
     def _headers(self) -> dict[str, str]:
         return {"cookie": f"{SESSION_COOKIE}={self.cookie}"} if self.cookie else {}
@@ -106,12 +124,20 @@ class Ratelimit:
         return {"success": success}
 
 
+class Receiving(Protocol):
+    """An endpoint a test runs: where the plugin may send, and what it received there."""
+
+    url: str
+    received: list[Received]
+
+
 class Runtime:
     """The contract both runtimes keep; each method says what it means once, here."""
 
     name: str
     origin: str
     content: str  # a content of Dee Wan's sample, with a draft to publish
+    other_content: str  # another one, also with a draft
     dee_wan_url: str  # Dee Wan's own address, where the plugin's pages lead back to
     operator: dict[str, str]  # the operator's bearer header
     slack_ms = 0  # how far the plugin's clock may move between `now_ms()` and what follows
@@ -159,6 +185,28 @@ class Runtime:
         """Run with Dee Wan answering every call 503 for `minutes` (its own switch)."""
         raise NotImplementedError
 
+    def fault(self, fault: Fault, *, endpoint: str = "transitions", content_id: str = "") -> None:
+        """Dee Wan answers its next call of `endpoint` (about `content_id`) with `fault`."""
+        raise NotImplementedError
+
+    def change_content(self, content_id: str, action: str) -> None:
+        """Someone changes the content in Dee Wan itself: `publish`, `unpublish`, or `edit`
+        (a newer draft)."""
+        raise NotImplementedError
+
+    def calls(self, endpoint: str | None = None) -> list[dict[str, Any]]:
+        """The calls Dee Wan received so far (of `endpoint`), oldest first, as its control API
+        lists them, header names in lower case."""
+        raise NotImplementedError
+
+    def receiver(self) -> contextlib.AbstractContextManager[Receiving]:
+        """Run with an endpoint the plugin may be told to send webhooks and chat messages to."""
+        raise NotImplementedError
+
+    async def unsealed(self, sealed: str, context: str) -> str:
+        """A value the plugin sealed (a token, a secret), opened with its key."""
+        raise NotImplementedError
+
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         """A read of the plugin's database, for assertions."""
         raise NotImplementedError
@@ -180,6 +228,11 @@ class Runtime:
     def log_text(self) -> str:
         """What the plugin logged so far."""
         raise NotImplementedError
+
+    def noon(self, days_ahead: int, zone: str = "Europe/Paris") -> str:
+        """Noon in `zone` some days from now, as the form takes it (never in a gap or a fold)."""
+        today = datetime.fromtimestamp(self.now_ms() / 1000, ZoneInfo(zone)).date()
+        return f"{(today + timedelta(days=days_ahead)).isoformat()}T12:00"
 
     def minute_ahead(self, minutes: int = 6) -> int:
         """A whole minute some minutes from now (a tick may stand for at most 15 ahead)."""
@@ -210,7 +263,7 @@ class Runtime:
 class CpythonRuntime(Runtime):
     """The app in-process behind the local runtime's ASGI adapter, sample_core, a test clock."""
 
-    name, origin, content = "cpython", ORIGIN, "cnt_en"
+    name, origin, content, other_content = "cpython", ORIGIN, "cnt_en", "cnt_page"
 
     def __init__(self, world: World) -> None:
         super().__init__()
@@ -234,8 +287,7 @@ class CpythonRuntime(Runtime):
     @contextlib.contextmanager
     def vars(self, **overrides: Any) -> Iterator[None]:
         world, before = self.world, self.world.app
-        http = FakeCoreTransport(world.core)
-        world.app = make_app(world.db, world.clock, http=http, env=base_env(**overrides))
+        world.app = make_app(world.db, world.clock, http=world.http, env=base_env(**overrides))
         try:
             yield
         finally:
@@ -278,6 +330,29 @@ class CpythonRuntime(Runtime):
         finally:
             self.world.core.faults.clear()
 
+    def fault(self, fault: Fault, *, endpoint: str = "transitions", content_id: str = "") -> None:
+        self.world.core.faults.push(fault, endpoint=endpoint, content_id=content_id or None)
+
+    def change_content(self, content_id: str, action: str) -> None:
+        state = self.world.core.state
+        if action == "edit":
+            state.edit(content_id)
+        else:
+            getattr(state, f"{action}_now")(content_id, self.now_ms())
+
+    def calls(self, endpoint: str | None = None) -> list[dict[str, Any]]:
+        made = (c.to_json() for c in self.world.core.calls.calls if endpoint in (None, c.endpoint))
+        return [{**c, "headers": {k.lower(): v for k, v in c["headers"].items()}} for c in made]
+
+    @contextlib.contextmanager
+    def receiver(self) -> Iterator[Receiving]:
+        receiver = Receiver()
+        with_receivers(self.world, receiver)
+        yield receiver
+
+    async def unsealed(self, sealed: str, context: str) -> str:
+        return await self.world.app.services.crypto.open(sealed, context)
+
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return (await self.world.db.prepare(sql).bind(*params).all()).results
 
@@ -307,7 +382,7 @@ class PyodideRuntime(Runtime):
     """The real Worker entry in the shared harness, in development mode (fake core's base
     URL is http://localhost), with `python -m fake_core` and the wall clock."""
 
-    name, content = "pyodide", "cnt_spring"
+    name, content, other_content = "pyodide", "cnt_spring", "cnt_news"
     slack_ms = 60_000  # the wall clock, while the harness answers
 
     def __init__(self, harness: Harness, core: FakeCoreProcess) -> None:
@@ -371,6 +446,31 @@ class PyodideRuntime(Runtime):
         finally:
             self.core.control("DELETE", "faults")
 
+    def fault(self, fault: Fault, *, endpoint: str = "transitions", content_id: str = "") -> None:
+        entry = {**fault.to_json(), "endpoint": endpoint, "content_id": content_id or None}
+        self.core.control("POST", "faults", {"faults": [entry]})
+
+    def change_content(self, content_id: str, action: str) -> None:
+        self.core.control("POST", "content", {"content_id": content_id, "action": action})
+
+    def calls(self, endpoint: str | None = None) -> list[dict[str, Any]]:
+        made = self.core.control("GET", "calls", **({"endpoint": endpoint} if endpoint else {}))
+        return [
+            {**c, "headers": {k.lower(): v for k, v in c["headers"].items()}} for c in made["calls"]
+        ]
+
+    @contextlib.contextmanager
+    def receiver(self) -> Iterator[Receiving]:
+        with loopback_receiver() as receiver:
+            self.set_vars(DEE_WAN_DEV_ORIGINS=f"{self.core.base_url},{receiver.base_url}")
+            try:
+                yield receiver
+            finally:
+                self.set_vars()
+
+    async def unsealed(self, sealed: str, context: str) -> str:
+        return str(self.harness.open(sealed, context)["plaintext"])
+
     async def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         return list(self.harness.sql(sql, *params))
 
@@ -394,6 +494,24 @@ class PyodideRuntime(Runtime):
                 calls=lambda: list(self.harness.rate_limiter()["calls"]),
                 end_window=lambda: self.harness.rate_limiter(reset=True),
             )
+
+
+async def added_endpoint(
+    runtime: Runtime, installation_id: str, url: str, kind: str = "webhook"
+) -> tuple[str, str]:
+    """A site admin adds an endpoint hearing of refusals through the manage page's form: its
+    id, and what the page showed once (a webhook's signing secret, a chat's URL)."""
+    manage = await runtime.open_page(installation_id)
+    fields = {"csrf_token": manage.csrf, "opened_for": "manage", "kind": kind, "url": url,
+              "events": ["schedule.refused"]}  # fmt: skip
+    added = await manage.post_form(f"/installations/{installation_id}/notifications", fields)
+    assert added.status_code == 303, added.text
+    page = (await manage.get(added.headers["location"])).text
+    shown = re.search(r"data-(?:signing-secret|secret-url)>([^<]+)<", page)
+    assert shown, page[-3000:]
+    assert shown.group(1) not in (await manage.get(f"/installations/{installation_id}")).text
+    [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
+    return endpoint_id, html.unescape(shown.group(1))
 
 
 @contextlib.asynccontextmanager

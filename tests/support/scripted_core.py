@@ -1,5 +1,6 @@
-"""Dee Wan answers chosen by a test: the plugin's HttpClient, answering the launch exchange and
-the content read from a script and everything else from the fake core behind it."""
+"""Dee Wan answers chosen by a test: a handler of the plugin's outbound port, answering the
+launch exchange and the content read from a script and everything else from the fake core
+behind it."""
 
 from __future__ import annotations
 
@@ -7,24 +8,25 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from scheduling.ports import HttpClient, OutboundRequest, OutboundResponse
+from fake_core.transport import Handler, answered
+from scheduling.ports import OutboundRequest, OutboundResponse
 
 JSON = {"content-type": "application/json"}
 
 
 class ScriptedCore:
-    def __init__(self, inner: HttpClient) -> None:
+    def __init__(self, inner: Handler) -> None:
         self.inner = inner
         self.exchange: OutboundResponse | None = None
         self.content: OutboundResponse | None = None
 
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
+    async def __call__(self, request: OutboundRequest) -> OutboundResponse:
         path = urlsplit(request.url).path
         if path.endswith("/launch/exchange") and self.exchange is not None:
             return self.exchange
         if "/content/" in path and self.content is not None:
             return self.content
-        return await self.inner.send(request)
+        return await answered(self.inner, request)
 
 
 def answer(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> OutboundResponse:

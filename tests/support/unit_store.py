@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from fake_core.transport import MockTransport
 from scheduling.channels.webhook_signing import seal_secret
 from scheduling.domain.installation_token import seal_token
 from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
@@ -51,8 +52,9 @@ def unavailable() -> OutboundResponse:
 
 @dataclass
 class DeeWan:
-    """Answers by content id (applied unless told), each `step` ms after it was asked;
-    `refuse`: content ids whose request the platform refuses unmade (fetch's limit)."""
+    """The outbound port's handler: answers by content id (applied unless told), each `step`
+    ms after it was asked; `refuse`: content ids whose request the platform refuses unmade
+    (fetch's limit)."""
 
     clock: FakeClock
     answers: dict[str, OutboundResponse] = field(default_factory=dict)
@@ -63,7 +65,7 @@ class DeeWan:
     order: list[str] = field(default_factory=list)  # content ids sent to, and "hook"s
     during: Any = None  # called with the request, as it is asked (another runner's move)
 
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
+    async def __call__(self, request: OutboundRequest) -> OutboundResponse:
         if not request.url.startswith(BASE):  # a webhook endpoint's: it takes every event
             self.hooks.append(request)
             self.order.append("hook")
@@ -90,7 +92,8 @@ class Store:
         """The services of one invocation: this store's D1, Dee Wan, clock and settings, in
         a process that found its database's migrations all known a moment ago (the downgrade
         guard's one read, tests/test_schema_guard.py, is in none of these units' counts)."""
-        services = make_app(self.db, self.clock, http=self.dee, env=base_env(**self.env)).services
+        http = MockTransport(self.dee)
+        services = make_app(self.db, self.clock, http=http, env=base_env(**self.env)).services
         services.schema_known_at = self.clock.now_ms()
         return services
 

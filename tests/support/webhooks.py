@@ -1,10 +1,10 @@
 """Webhook receivers for the tests, and the official `standardwebhooks` library's check of what
 the plugin signed.
 
-`Receiver` is an endpoint in-process: it answers what the test scripts (a status, a timeout, a
-dropped connection) and records every delivery. `Network` is the plugin's outbound port with
-receivers beside the fake Dee Wan. `loopback_receiver` is a real HTTP server on 127.0.0.1,
-for the local runtime and the Worker under Pyodide.
+`Receiver` is an endpoint in-process, a handler of the outbound port: it answers what the test
+scripts (a status, a timeout, a dropped connection) and records every delivery.
+`with_receivers` puts receivers beside the fake Dee Wan. On a real socket, for the local
+runtime and the Worker under Pyodide: `tests/support/loopback_core.py`'s `loopback_receiver`.
 """
 
 from __future__ import annotations
@@ -13,26 +13,18 @@ import hmac
 import html
 import json
 import re
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from standardwebhooks.webhooks import Webhook
 
 from fake_core import Fault
-from scheduling.ports import (
-    HttpClient,
-    OutboundRequest,
-    OutboundResponse,
-    TransportError,
-    TransportTimeout,
-)
+from fake_core.transport import MockTransport, answered
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError, TransportTimeout
+from tests.support.loopback_core import Received
 from tests.support.world import Browser, World
 
 HOOK_URL = "https://hooks.example/scheduling"
@@ -40,23 +32,6 @@ HOOK_URL = "https://hooks.example/scheduling"
 CHAT_URL = "https://chat.example.com/services/T0A1B2C3/B4D5E6F7/k3y0nly1n7h3urlZq9X"
 SECRET_VALUE = re.compile(r"data-signing-secret>(whsec_[A-Za-z0-9+/=]+)<")
 ANY_SECRET = re.compile(rb"whsec_[A-Za-z0-9+/=]{20,}")
-
-
-@dataclass(frozen=True)
-class Received:
-    url: str
-    headers: dict[str, str]  # lower-case names
-    body: bytes
-    at: float = 0.0  # time.time() when it arrived (loopback)
-
-    @property
-    def id(self) -> str:
-        return self.headers["webhook-id"]
-
-    @property
-    def event(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.body)
-        return data
 
 
 def signed_by(secret: str, received: Received) -> bool:
@@ -82,17 +57,17 @@ class Receiver:
     url: str = HOOK_URL
     default: Answer = 204
     answers: list[Answer] = field(default_factory=list)  # consumed first, in order
-    deliveries: list[Received] = field(default_factory=list)
+    received: list[Received] = field(default_factory=list)
     clock: Callable[[], int] | None = None  # stamps each delivery's `at` (ms), when given
 
     def answer_next(self, *answers: Answer) -> None:
         self.answers.extend(answers)
 
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
+    def __call__(self, request: OutboundRequest) -> OutboundResponse:
         assert request.body is not None
         at = float(self.clock()) if self.clock else 0.0
         headers = {k.lower(): v for k, v in request.headers.items()}
-        self.deliveries.append(Received(request.url, headers, request.body, at))
+        self.received.append(Received(request.url, headers, request.body, at))
         answer = self.answers.pop(0) if self.answers else self.default
         if answer == "timeout":
             raise TransportTimeout("the receiver did not answer")
@@ -104,23 +79,7 @@ class Receiver:
 
     def texts(self) -> list[str]:
         """What a chat endpoint was sent: each message's text."""
-        return [str(json.loads(d.body)["text"]) for d in self.deliveries]
-
-
-class Network:
-    """The plugin's outbound port: each receiver at its origin, the rest to `inner`."""
-
-    def __init__(self, inner: HttpClient, *receivers: Receiver) -> None:
-        self.inner = inner
-        self.receivers = list(receivers)
-        self.sent: list[OutboundRequest] = []
-
-    async def send(self, request: OutboundRequest) -> OutboundResponse:
-        self.sent.append(request)
-        for receiver in self.receivers:
-            if _origin(receiver.url) == _origin(request.url):
-                return await receiver.send(request)
-        return await self.inner.send(request)
+        return [str(json.loads(d.body)["text"]) for d in self.received]
 
 
 def _origin(url: str) -> tuple[str, str]:
@@ -128,10 +87,18 @@ def _origin(url: str) -> tuple[str, str]:
     return parts.scheme, parts.netloc
 
 
-def with_receivers(world: World, *receivers: Receiver) -> Network:
-    network = Network(world.app.services.http, *receivers)
-    world.app.services.http = network
-    return network
+def with_receivers(world: World, *receivers: Receiver) -> MockTransport:
+    """The world's outbound port, each receiver at its origin, the rest as before."""
+    before = world.http.handler
+
+    async def network(request: OutboundRequest) -> OutboundResponse:
+        for receiver in receivers:
+            if _origin(receiver.url) == _origin(request.url):
+                return receiver(request)
+        return await answered(before, request)
+
+    world.http.handler = network
+    return world.http
 
 
 async def add_endpoint(
@@ -193,62 +160,3 @@ async def add_chat_endpoint(
 
 def form_body(fields: list[tuple[str, str]]) -> bytes:
     return urlencode(fields).encode()
-
-
-# -- a real receiver on loopback -------------------------------------------------------
-
-
-@dataclass
-class LoopbackReceiver:
-    url: str = ""
-    delay_s: float = 0.0
-    answers: list[int] = field(default_factory=list)
-    default: int = 204
-    deliveries: list[Received] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _next(self) -> int:
-        with self._lock:
-            return self.answers.pop(0) if self.answers else self.default
-
-
-@contextmanager
-def loopback_receiver(delay_s: float = 0.0, path: str = "/hooks") -> Iterator[LoopbackReceiver]:
-    receiver = LoopbackReceiver(delay_s=delay_s)
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("content-length", "0")))
-            headers = {name.lower(): value for name, value in self.headers.items()}
-            with receiver._lock:
-                receiver.deliveries.append(Received(self.path, headers, raw, time.time()))
-            status = receiver._next()
-            if receiver.delay_s:
-                time.sleep(receiver.delay_s)
-            body = b"" if status in (204, 304) else b"ok"  # a 204 has no body
-            try:
-                self.send_response(status)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 64
-
-    server = Server(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}{path}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -14,7 +14,7 @@ import pytest
 from fake_core.core import FakeCore
 from fake_core.state import Installation
 from fake_core.testing import sample_core
-from fake_core.transport import FakeCoreTransport
+from fake_core.transport import MockTransport, core_handler
 from scheduling.app import App
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import Response
@@ -36,7 +36,9 @@ class World:
         self.core: FakeCore = sample_core(clock.now_ms(), CORE_URL)
         self.core.clock = type(self.core.clock)(clock.now_ms)  # follow the test clock
         self.core.plugin_caller = self.plugin_caller
-        self.app: App = make_app(db, clock, http=FakeCoreTransport(self.core), **app_options)
+        # The plugin's outbound port: the fake Dee Wan, unless a test wraps or swaps its handler.
+        self.http = MockTransport(core_handler(self.core))
+        self.app: App = make_app(db, clock, http=self.http, **app_options)
 
     async def plugin_caller(
         self, method: str, url: str, headers: dict[str, str], body: bytes | None
