@@ -125,7 +125,7 @@ async def test_a_tick_sends_what_is_due_once_per_spec_and_settles_each(runtime: 
     assert [tick[name] for name in counts] == [6, 5, 1, 2, 2, 1]
     # due; claim (refusal, claim, open attempts); due again; settle, finish attempts and the
     # installations' last sends; the retention purge's step; the record
-    assert (tick["d1_statements"], tick["d1_round_trips"]) == (14, 6)
+    assert (tick["d1_statements"], tick["d1_round_trips"]) == (17, 6)
 
     await runtime.tick(due)  # again: every claim was settled, nothing is due
     assert len(runtime.calls("transitions")) == len(calls)

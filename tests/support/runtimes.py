@@ -499,17 +499,19 @@ class PyodideRuntime(Runtime):
 async def added_endpoint(
     runtime: Runtime, installation_id: str, url: str, kind: str = "webhook"
 ) -> tuple[str, str]:
-    """A site admin adds an endpoint hearing of refusals through the manage page's form: its
+    """A site admin adds an endpoint hearing of refusals through the Notifications page's form: its
     id, and what the page showed once (a webhook's signing secret, a chat's URL)."""
     manage = await runtime.open_page(installation_id)
+    notifications = f"/installations/{installation_id}/notifications"
+    await manage.get(notifications)
     fields = {"csrf_token": manage.csrf, "opened_for": "manage", "kind": kind, "url": url,
               "events": ["schedule.refused"]}  # fmt: skip
-    added = await manage.post_form(f"/installations/{installation_id}/notifications", fields)
+    added = await manage.post_form(notifications, fields)
     assert added.status_code == 303, added.text
     page = (await manage.get(added.headers["location"])).text
     shown = re.search(r"data-(?:signing-secret|secret-url)>([^<]+)<", page)
     assert shown, page[-3000:]
-    assert shown.group(1) not in (await manage.get(f"/installations/{installation_id}")).text
+    assert shown.group(1) not in (await manage.get(notifications)).text
     [endpoint_id] = re.findall(r'data-endpoint-id="([^"]+)"', page)
     return endpoint_id, html.unescape(shown.group(1))
 
