@@ -73,7 +73,8 @@ async def test_a_tick_sends_what_is_due_once_per_spec_and_settles_each(runtime: 
     [token] = [row["token_sealed"] for row in await runtime.rows(sealed, installation_id)]
     await runtime.execute("UPDATE installations SET token_sealed = ? WHERE id = ?", token, lost)
 
-    await runtime.tick(due - 1)  # nothing is sent before it is due
+    await runtime.tick(due - MINUTE)  # nothing is sent before it is due
+    assert runtime.calls("transitions") == []
     await runtime.tick(due)
     at = rfc3339(due)
     calls = runtime.calls("transitions")
