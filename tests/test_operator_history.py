@@ -262,6 +262,7 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_live_schedules", 1, status="pending")  # tomorrow's
     expect("scheduling_live_schedules", 0, status="retrying")
     expect("scheduling_live_schedules", 0, status="running")
+    expect("scheduling_live_schedules", 0, status="queued")  # a release's items behind its head
     expect("scheduling_stalled", 0)
     expect("scheduling_last_tick_age_seconds", 5.0)
     expect("scheduling_last_tick_cron_delay_seconds", 20.0)

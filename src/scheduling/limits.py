@@ -51,7 +51,7 @@ class StatementShape:
 # The leases' multi-row statements (repository/round_trips.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
 CLAIM_WITHIN = StatementShape(fixed=5, width=4)
-REFUSE_UNSENT = StatementShape(fixed=3, width=6)
+REFUSE_UNSENT = StatementShape(fixed=2, width=7)
 SETTLE = StatementShape(fixed=3, width=6)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)

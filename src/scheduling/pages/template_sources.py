@@ -23,6 +23,7 @@ from scheduling.pages.notifications.notifications_template import (
     ENDPOINT_CONFIRM,
     NOTIFICATIONS,
 )
+from scheduling.pages.release_template import RELEASE
 
 SOURCES = {
     "base.html": BASE,
@@ -40,4 +41,5 @@ SOURCES = {
     "cancel.html": CANCEL,
     "home.html": HOME,
     "operator.html": OPERATOR,
+    "release.html": RELEASE,
 }

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent, Waiting
 from scheduling.domain.deliveries import OutboxEvent
+from scheduling.domain.release import ReleaseLine, unsent_status
 from scheduling.domain.schedule import Command
 from scheduling.domain.statuses import Status
 from scheduling.limits import (
@@ -61,7 +62,18 @@ def due_row(row: Row) -> DueRow:
         local_time=row["local_time"],
         subscribed=frozenset((row["subscribed"] or "").split()),
         collides=Waiting(**json.loads(row["collides"])) if row["collides"] else None,
+        made_stale_by=row["made_stale_by"],
+        conflict=row["conflict"],
+        release=_line(row["release"]),
     )
+
+
+def _line(found: str | None) -> ReleaseLine | None:
+    if not found:
+        return None
+    line = json.loads(found)
+    applied, behind = tuple(line.pop("applied")), tuple(line.pop("behind"))
+    return ReleaseLine(**line, applied=applied, behind=behind)
 
 
 @dataclass(frozen=True)
@@ -133,9 +145,9 @@ class Leases:
         count as `due` returned them: it sets running, `lease_token`,
         `lease_until = now + lease_ms`, `attempt_count + 1`, and opens the
         attempt's row. Of two runners claiming the same observed row, one wins.
-        A refusal (caps reached, token unreadable) ends the row on the same
-        compare-and-set, without a claim, and writes `events` (of refused rows) for
-        those it ended. Returns the claims won and the ids refused.
+        A refusal (caps reached, token unreadable) ends the row refused, and a hold (its
+        pin known stale) ends it held, on the same compare-and-set, without a claim, and
+        writes `events` for those it ended. Returns the claims won and the ids refused.
         """
         ask = _ClaimAsk(rows, refusals, lease_token, now, lease_ms, None, events)
         won, refused, _ = await self._claim(ask)
@@ -200,9 +212,8 @@ class Leases:
             trip.statements.append(self.db.prepare(BUSY_SQL).bind(now, json.dumps(installations)))
         trip.mark("busy")
         if refusals:
-            seen = [(*row.observed(), code, by) for row, code, by in refusals]
-            fixed = (now, Status.REFUSED, lease_token)
-            trip.statements += values(REFUSE_UNSENT_SQL, REFUSE_UNSENT, fixed, seen)
+            seen = [(*row.observed(), code, by, unsent_status(code)) for row, code, by in refusals]
+            trip.statements += values(REFUSE_UNSENT_SQL, REFUSE_UNSENT, (now, lease_token), seen)
         trip.mark("refused")
         if refusals and ask.events:
             trip.statements += self.outbox.event_statements(lease_token, now, ask.events)
@@ -254,7 +265,9 @@ class Leases:
         ]
         statements = values(SETTLE_SQL, SETTLE, (lease_token, now, Status.RUNNING), ends)
         settle_count = len(statements)
-        events = [e for s in settled for e in (s.event, s.stale_event) if e is not None]
+        events = [
+            e for s in settled for e in (s.event, s.stale_event, s.release_event) if e is not None
+        ]
         if events:
             statements += self.outbox.event_statements(lease_token, now, events)
         event_end = len(statements)

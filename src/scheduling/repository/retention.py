@@ -1,8 +1,9 @@
 """What is purged past the retention window, in bounded steps.
 
 A step is one D1 round trip of `STEP_STATEMENTS` statements, each bounded by `rows`: the
-attempts of up to `rows` finished schedules that ended before the cutoff, those schedules,
-and up to `rows` deliveries that were delivered or failed before it. Every read goes
+attempts of up to `rows` finished schedules that ended before the cutoff (never an item of a
+release that has not ended), those schedules, and up to `rows` deliveries that were delivered or
+failed before it. A release goes with its last item (migration 0021's trigger). Every read goes
 through an index of what may be purged (`schedules_finished`, the attempts' primary key,
 `webhook_deliveries_finished`), so a step costs what it deletes, never the size of the
 tables, and the runner's partial indexes of live rows are not touched.
@@ -19,7 +20,8 @@ from scheduling.ports import Database, Result, Statement
 # BY the index gives its first `rows` entries; read the same way twice within one batch,
 # they are the same rows.
 _EXPIRED = """SELECT id FROM schedules
-     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND updated_at < ?1
+     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded', 'held') AND updated_at < ?1
+       AND (release_id IS NULL OR release_id IN (SELECT id FROM releases WHERE ended_at < ?1))
      LIMIT ?2"""
 EXPIRED_ATTEMPTS_SQL = f"DELETE FROM schedule_attempts WHERE schedule_id IN ({_EXPIRED})"
 # A schedule goes only with its attempts gone (their key refers to it).

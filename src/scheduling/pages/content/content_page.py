@@ -13,14 +13,14 @@ from typing import ClassVar
 
 from scheduling.actions.access import open_access
 from scheduling.actions.agent_access import page_agents
-from scheduling.actions.create import Created, FormRefusal, ScheduleForm, posted_versions
+from scheduling.actions.create import Created, FormRefusal, ScheduleForm
 from scheduling.actions.create import create_schedule as create
 from scheduling.actions.create import retry_schedule as retry
 from scheduling.domain.collisions import Conflict, conflicts
 from scheduling.domain.content import Content
 from scheduling.domain.localtime import FOLDS
 from scheduling.domain.outcomes import UNTRUSTED
-from scheduling.domain.pins import ShownVersions
+from scheduling.domain.pins import ShownVersions, posted_versions
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
@@ -312,7 +312,7 @@ async def show(request: Request, services: Services, session: Session) -> Respon
 
 async def create_schedule(request: Request, services: Services) -> Response:
     session = await require_form_post(request, services)
-    return _to_receipt(await create(services, session, ScheduleForm.posted(request.form())))
+    return receipt(await create(services, session, ScheduleForm.posted(request.form())))
 
 
 async def retry_schedule(request: Request, services: Services) -> Response:
@@ -321,7 +321,7 @@ async def retry_schedule(request: Request, services: Services) -> Response:
     fields = request.form()
     shown = (fields.get("version_id", ""), fields.get("published_version_id", ""))
     created = await retry(services, session, request.path_params["schedule_id"], *shown)
-    return _to_receipt(created)
+    return receipt(created)
 
 
 async def form_again(request: Request, services: Services, refused: Refusal) -> Response | None:
@@ -361,8 +361,8 @@ async def refused_form(services: Services, refused: FormRefusal) -> Response:
     return page(content_page(view, lateness, refusal=refused), refused.status)
 
 
-def _to_receipt(created: Created) -> Response:
+def receipt(created: Created) -> Response:
     # A fold for a time that happens once is not needed: the receipt says it was ignored.
     ignored = f"&fold_ignored={created.fold_ignored}" if created.fold_ignored else ""
-    receipt = f"?created={created.schedule_id}{ignored}"
-    return redirect(f"/installations/{created.installation_id}{receipt}")
+    made = f"?created={created.schedule_id}{ignored}"
+    return redirect(f"/installations/{created.installation_id}{made}")
