@@ -58,8 +58,12 @@ def receiver(runtime: Runtime) -> Iterator[Any]:
         with_receivers(runtime.world, found)
         yield found
     else:
+        assert isinstance(runtime, PyodideRuntime)
         with loopback_receiver() as looped:
-            yield looped
+            # In development, the receiver on loopback is an origin endpoints may have.
+            origins = f"{runtime.core.base_url},{looped.url.rsplit('/', 1)[0]}"
+            with runtime.vars(DEE_WAN_DEV_ORIGINS=origins):
+                yield looped
 
 
 # -- the pages a person uses ----------------------------------------------------------------

@@ -26,7 +26,8 @@ _EXPIRED = """SELECT id FROM schedules
 EXPIRED_ATTEMPTS_SQL = f"DELETE FROM schedule_attempts WHERE schedule_id IN ({_EXPIRED})"
 # A schedule goes only with its attempts gone (their key refers to it).
 EXPIRED_SCHEDULES_SQL = f"""DELETE FROM schedules WHERE id IN ({_EXPIRED})
-   AND NOT EXISTS (SELECT 1 FROM schedule_attempts WHERE schedule_id = schedules.id)"""
+   AND NOT EXISTS (SELECT 1 FROM schedule_attempts WHERE schedule_id = schedules.id)
+RETURNING id"""
 EXPIRED_DELIVERIES_SQL = """DELETE FROM webhook_deliveries WHERE id IN (
     SELECT id FROM webhook_deliveries WHERE finished_at < ?1 LIMIT ?2)"""
 STEP_STATEMENTS = 3
@@ -50,5 +51,7 @@ def step(db: Database, cutoff: int, rows: int) -> list[Statement]:
 
 
 def purged(results: list[Result]) -> Purged:
-    attempts, schedules, deliveries = (result.meta.changes for result in results)
-    return Purged(attempts, schedules, deliveries)
+    """What one step deleted: the schedules by what they returned (D1 counts the releases
+    their trigger deleted in `changes` too)."""
+    attempts, schedules, deliveries = results
+    return Purged(attempts.meta.changes, len(schedules.results), deliveries.meta.changes)
