@@ -127,7 +127,7 @@ class Created:
     installation_id: str
     schedule_id: str
     fold_ignored: str | None  # a fold given for a wall time that happens once
-    clock_told: bool = False  # sent now: the installation's clock was told (else the next tick)
+    sent_now: str | None = None  # sent now: "clock" (its clock was told) or "tick" (the next)
 
 
 @dataclass(frozen=True)
@@ -238,19 +238,16 @@ async def _store(
         raise draft.refuse(409, "execution_in_progress", "transition") from None
     except ReleaseClosed:
         raise draft.refuse(409, "release_closed", "release") from None
+    made = f"{draft.made_as} from {draft.made_from.id}" if draft.made_from else "new"
     log.info(
-        "installation %s: schedule %s created (%s %s), superseding %d%s",
-        new.installation_id,
-        new.id,
-        new.kind,
-        new.content_id,
-        superseded,
-        f", trying {draft.retry_of} again" if draft.retry_of else "",
+        "installation %s: schedule %s created (%s %s, %s), superseding %d",
+        *(new.installation_id, new.id, new.kind, new.content_id, made, superseded),
     )
     await tell_clock(services, new.installation_id)
     fold = draft.form.fold
     ignored = fold if fold and new.fold is None and draft.retry_of is None else None
-    return Created(new.installation_id, new.id, ignored, services.clocks is not None)
+    by = "clock" if services.clocks is not None else "tick"
+    return Created(new.installation_id, new.id, ignored, by if draft.made_as == SENT_NOW else None)
 
 
 def _person_limit(

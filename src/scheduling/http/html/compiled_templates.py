@@ -1132,6 +1132,18 @@ def _content_html(environment):
                 yield '"><strong>Collision:</strong> '
                 yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'text'))
                 yield '</p>'
+            if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now'):
+                pass
+                yield '<p data-sent-now="'
+                yield escape(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now'))
+                yield '">Sent now instead of at its time: '
+                if (environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now') == 'clock'):
+                    pass
+                    yield "the installation's clock was told, so it leaves within seconds"
+                else:
+                    pass
+                    yield "the runner's next tick sends it, within a minute"
+                yield '.</p>'
             if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'years_ahead'):
                 pass
                 yield '<p data-years-ahead="'
@@ -1384,7 +1396,7 @@ def _content_html(environment):
             finally: gen.close()
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=192&19=195&21=197&22=199&23=201&24=203&25=212&28=230&30=232&31=235&32=237&33=239&34=243&38=246&39=253&40=275&41=277&42=280&43=282&44=290&45=300&46=306&47=315&48=322&54=333&55=336&56=342&57=344&58=354&59=357&60=361&61=363&62=365&65=368&68=370&69=373&70=375&71=377&72=379&74=384&76=389&77=407&79=411&80=422&85=435&86=441&87=451&91=464&92=470&93=480&95=488&96=491&98=495&99=497&100=506&105=513&114=520&115=527&116=529&117=531&118=533&120=538&122=540&123=543&124=551&125=553&128=555&130=557'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=192&19=195&21=197&22=199&23=201&24=203&25=212&28=230&30=232&31=235&32=237&33=239&34=243&38=246&39=253&40=275&41=277&42=280&43=282&44=290&45=300&46=306&47=315&48=327&49=334&55=345&56=348&57=354&58=356&59=366&60=369&61=373&62=375&63=377&66=380&69=382&70=385&71=387&72=389&73=391&75=396&77=401&78=419&80=423&81=434&86=447&87=453&88=463&92=476&93=482&94=492&96=500&97=503&99=507&100=509&101=518&106=525&115=532&116=539&117=541&118=543&119=545&121=550&123=552&124=555&125=563&126=565&129=567&131=569'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 

@@ -77,6 +77,7 @@ class Receipt:
     replaced_version: str | None
     years_ahead: str | None  # "5 years", when it is more than a year ahead
     conflict: Conflict | None = None  # it collides with the other kind's waiting schedule
+    sent_now: str | None = None  # sent now: by its clock ("clock") or the next tick ("tick")
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,8 @@ async def show(request: Request, services: Services, session: Session) -> Respon
     )
     lateness = services.config.max_lateness_ms
     model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
+    if model.notice is not None and query.get("sent_now") in ("clock", "tick"):
+        model = replace(model, notice=replace(model.notice, sent_now=query.get("sent_now")))
     agents = await page_agents(services, session)
     return page(with_agents(model, session, agents, model.pins, shown.live))
 
@@ -364,5 +367,6 @@ async def refused_form(services: Services, refused: FormRefusal) -> Response:
 def receipt(created: Created) -> Response:
     # A fold for a time that happens once is not needed: the receipt says it was ignored.
     ignored = f"&fold_ignored={created.fold_ignored}" if created.fold_ignored else ""
-    made = f"?created={created.schedule_id}{ignored}"
+    now = f"&sent_now={created.sent_now}" if created.sent_now else ""
+    made = f"?created={created.schedule_id}{ignored}{now}"
     return redirect(f"/installations/{created.installation_id}{made}")
