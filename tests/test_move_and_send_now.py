@@ -54,9 +54,8 @@ async def test_a_move_makes_a_new_schedule_at_the_new_time_replacing_the_old(
     new = await row(world, made_id(moved))
     assert (new["due_at"], new["local_time"], new["timezone"]) == (later, local(later), "UTC")
     assert (new["replaces"], new["replaced_as"], new["revision"]) == (old["id"], "moved", 2)
-    assert (
-        new["idempotency_key"].endswith(":r2") and new["idempotency_key"] != old["idempotency_key"]
-    )
+    assert new["idempotency_key"].endswith(":r2")
+    assert new["idempotency_key"] != old["idempotency_key"]
     assert (new["status"], new["version_id"]) == ("pending", old["version_id"])
     assert (await row(world, old["id"]))["status"] == "superseded"  # one live, still
     receipt = (await browser.follow(moved)).body.decode()
