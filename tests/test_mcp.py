@@ -27,6 +27,8 @@ TOOLS = {
     "propose_schedule",
     "withdraw_proposal",
     "cancel_schedule",
+    "get_release",
+    "propose_change",
 }
 
 

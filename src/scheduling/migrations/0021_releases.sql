@@ -257,3 +257,10 @@ INSERT INTO notification_subscriptions_new (endpoint_id, event_type)
     SELECT endpoint_id, event_type FROM notification_subscriptions;
 DROP TABLE notification_subscriptions;
 ALTER TABLE notification_subscriptions_new RENAME TO notification_subscriptions;
+
+-- What an agent may propose besides a schedule of its own: adding the change to a waiting
+-- release (`release_id`: its time is the release's), or a waiting schedule moved to a new
+-- time or sent now (`changes`, `changes_as`); a person confirms it on their page as any.
+ALTER TABLE proposals ADD COLUMN release_id TEXT;
+ALTER TABLE proposals ADD COLUMN changes TEXT;
+ALTER TABLE proposals ADD COLUMN changes_as TEXT CHECK (changes_as IN ('moved', 'sent_now'));
