@@ -6,15 +6,18 @@ sends item 2 then item 3; Cancel the rest never calls Dee Wan."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import re
 from collections.abc import Iterator
 from typing import Any
 
+from tests.support.app import ADMIN_SECRET, call
+from tests.support.metrics import parse, value
 from tests.support.runtimes import CpythonRuntime, PyodideRuntime, Runtime, Visitor
 from tests.support.waiting import until
 from tests.support.webhooks import Receiver, loopback_receiver, with_receivers
-from tests.support.world import local
+from tests.support.world import MINUTE, World, local, tick_at
 
 # Per runtime: two drafts to publish and a published content to unpublish (Dee Wan's sample).
 CONTENTS = {
@@ -22,6 +25,7 @@ CONTENTS = {
     "pyodide": ("cnt_spring", "cnt_news", "cnt_about"),
 }
 CHANGES = ("publish:published", "publish:published", "unpublish:draft")
+OUTCOMES = ("completed", "held", "cancelled")
 
 
 # -- what only each runtime's Dee Wan double can do, behind one name each ------------------
@@ -161,11 +165,22 @@ async def test_three_items_are_sent_in_order_at_the_releases_time(runtime: Runti
     assert (await release_row(runtime, release_id))["status"] == "completed"
 
 
+async def outcomes(runtime: Runtime) -> dict[str, float]:
+    """What /admin/metrics says of releases: held now, and each outcome counted so far."""
+    async with runtime.http() as http:
+        scraped = await http.get("/admin/metrics", headers=runtime.operator)
+    assert scraped.status_code == 200, scraped.text[:500]
+    _, samples = parse(scraped.text)
+    said = {o: value(samples, "scheduling_release_outcomes_total", outcome=o) for o in OUTCOMES}
+    return {**said, "held now": value(samples, "scheduling_releases", status="held")}
+
+
 async def test_a_refusal_in_the_middle_holds_the_rest_and_resume_sends_it_in_order(
     runtime: Runtime,
 ) -> None:
     installation_id = await runtime.install()
     due = runtime.minute_ahead(6)
+    before = await outcomes(runtime)
     with receiver(runtime) as hooks:
         await add_endpoint(runtime, installation_id, hooks.url)
         release_id, made = await release_of_three(runtime, installation_id, due)
@@ -193,6 +208,8 @@ async def test_a_refusal_in_the_middle_holds_the_rest_and_resume_sends_it_in_ord
         assert (data["release_id"], data["schedule_id"]) == (release_id, made[1])
         assert (data["applied"], data["held"]) == ([made[0]], [made[2]])
         assert "stays applied" in data["message"]
+        held_now = await outcomes(runtime)
+        assert (held_now["held now"], held_now["held"] - before["held"]) == (1, 1)
 
         # The page says so, and Resume re-pins item 2 to what Dee Wan reports now.
         manager = await runtime.open_page(installation_id)
@@ -217,6 +234,8 @@ async def test_a_refusal_in_the_middle_holds_the_rest_and_resume_sends_it_in_ord
         second_round = [key for key, _ in commands(runtime)][2:]
         assert second_round == [str(i["idempotency_key"]) for i in fresh]  # 2, then 3
         assert (await release_row(runtime, release_id))["status"] == "completed"
+        after = await outcomes(runtime)
+        assert (after["held now"], after["completed"] - before["completed"]) == (0, 1)
     # Dee Wan told once: one release.held, then one release.completed.
     types = [d.event["type"] for d in hooks.deliveries]
     assert types.count("release.held") == 1
@@ -243,3 +262,27 @@ async def test_cancel_the_rest_of_a_held_release_never_calls_dee_wan(runtime: Ru
     assert [i["status"] for i in items] == ["completed", "refused", "held"]
     release = await release_row(runtime, release_id)
     assert (release["status"], release["held_by"]) == ("cancelled", None)
+
+
+async def test_the_operator_page_counts_releases_and_lists_the_held_ones(world: World) -> None:
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    due = (world.clock.now_ms() // MINUTE + 6) * MINUTE
+    made = await browser.create(
+        installation.id, local_time=local(due), timezone="UTC", release="new", release_name="Q3"
+    )
+    assert made.status == 303, made.body[:2000]
+    world.core.state.edit("cnt_en")  # its pin is out of date at its time
+    await tick_at(world, due)
+    [release] = (await world.db.prepare("SELECT id, held_by FROM releases").all()).results
+    secret = base64.b64encode(f"operator:{ADMIN_SECRET}".encode()).decode()
+    headers = {"authorization": f"Basic {secret}", "accept": "text/html"}
+    page = (await call(world.app, "GET", "/admin", headers=headers)).body.decode()
+    assert "0 waiting, 1 held, 0 completed, 0 cancelled" in page
+    row = re.search(
+        rf'<tr data-release-id="{release["id"]}" data-release-status="held">.*?</tr>', page, re.S
+    )
+    assert row, page[-3000:]
+    assert "“Q3”" in row.group(0)
+    assert release["held_by"] in row.group(0)
+    assert "scheduled_target_stale" in row.group(0)

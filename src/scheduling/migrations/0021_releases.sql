@@ -244,6 +244,15 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM schedules WHERE release_id = OLD.release_id);
 END;
 
+-- Releases by how they ended, for the operator's metrics (`releases:held`, …): counted by
+-- the change itself, whichever path made it (a settle, a claim's hold, a person's cancel).
+CREATE TRIGGER releases_counted AFTER UPDATE OF status ON releases
+WHEN NEW.status IN ('held', 'completed', 'cancelled') AND NEW.status <> OLD.status
+BEGIN
+    INSERT OR IGNORE INTO runner_totals (name, value) VALUES ('releases:' || NEW.status, 0);
+    UPDATE runner_totals SET value = value + 1 WHERE name = 'releases:' || NEW.status;
+END;
+
 -- An endpoint may hear of a release held or completed. SQLite cannot change a CHECK, so the
 -- subscriptions are made again with the rows they hold.
 CREATE TABLE notification_subscriptions_new (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
 from scheduling.domain.localtime import ResolvedTime
 from scheduling.domain.release import Release, ReleaseStatus
@@ -251,9 +251,8 @@ async def record_check(
 
 # What /admin shows: the releases by status, and the held ones (the longest held first).
 COUNTS_SQL = "SELECT status, count(*) AS n FROM releases GROUP BY status"
-HELD_SQL = """SELECT r.id, r.installation_id, r.name, r.held_by, r.held_code, r.held_at,
-       (SELECT s.content_id FROM schedules s WHERE s.id = r.held_by) AS content_id
-  FROM releases r WHERE r.status = 'held' ORDER BY r.held_at, r.id LIMIT 50"""
+HELD_SQL = """SELECT id, installation_id, name, held_by, held_code, held_at
+  FROM releases WHERE status = 'held' ORDER BY held_at, id LIMIT 50"""
 
 
 def read_counts(db: Database) -> Statement:
@@ -262,6 +261,28 @@ def read_counts(db: Database) -> Statement:
 
 def read_held(db: Database) -> Statement:
     return db.prepare(HELD_SQL)
+
+
+@dataclass(frozen=True)
+class HeldRelease:
+    """A held release, as the operator page lists it."""
+
+    id: str
+    installation_id: str
+    name: str
+    held_by: str
+    held_code: str | None
+    held_at: int
+
+
+def held_from(rows: Sequence[Row]) -> tuple[HeldRelease, ...]:
+    return tuple(
+        HeldRelease(
+            str(r["id"]), str(r["installation_id"]), str(r["name"]), str(r["held_by"]),
+            r["held_code"], int(r["held_at"]),
+        )
+        for r in rows
+    )  # fmt: skip
 
 
 def counts_from(rows: Sequence[Row]) -> dict[str, int]:

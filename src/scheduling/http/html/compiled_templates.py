@@ -2907,6 +2907,8 @@ def _operator_html(environment):
         l_0_windows = resolve('windows')
         l_0_refusals = resolve('refusals')
         l_0_refusals_caption = resolve('refusals_caption')
+        l_0_releases = resolve('releases')
+        l_0_held = resolve('held')
         l_0_installations = resolve('installations')
         try:
             t_3 = environment.filters['lower']
@@ -3072,6 +3074,37 @@ def _operator_html(environment):
         else:
             pass
             yield '<p class="empty">No schedule has been refused.</p>'
+        yield '</section>\n\n<section aria-labelledby="releases">\n  <h2 id="releases">Releases</h2>\n  <p data-releases>'
+        yield escape(((undefined(name='releases') if l_0_releases is missing else l_0_releases) or 'None yet.'))
+        yield '</p>\n'
+        if (undefined(name='held') if l_0_held is missing else l_0_held):
+            pass
+            yield '  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>\n  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">\n  <table data-table="held" aria-labelledby="held-caption">\n    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>\n    <tbody>\n'
+            for l_1_h in (undefined(name='held') if l_0_held is missing else l_0_held):
+                _loop_vars = {}
+                pass
+                yield '<tr data-release-id="'
+                yield escape(environment.getattr(l_1_h, 'id'))
+                yield '" data-release-status="held"><th scope="row">“'
+                yield escape(environment.getattr(l_1_h, 'name'))
+                yield '” <code>'
+                yield escape(environment.getattr(l_1_h, 'id'))
+                yield '</code></th><td><code>'
+                yield escape(environment.getattr(l_1_h, 'installation_id'))
+                yield '</code></td><td><code>'
+                yield escape(environment.getattr(l_1_h, 'item'))
+                yield '</code>: '
+                yield escape(environment.getattr(l_1_h, 'reason'))
+                if environment.getattr(l_1_h, 'code'):
+                    pass
+                    yield ' <span class="support">(code '
+                    yield escape(environment.getattr(l_1_h, 'code'))
+                    yield ')</span>'
+                yield '</td><td class="when">'
+                yield escape(environment.getattr(l_1_h, 'since'))
+                yield '</td></tr>\n'
+            l_1_h = missing
+            yield '    </tbody>\n  </table>\n  </div>\n'
         yield '</section>\n\n<section aria-labelledby="installations">\n  <h2 id="installations">Installations</h2>\n'
         if (undefined(name='installations') if l_0_installations is missing else l_0_installations):
             pass
@@ -3100,7 +3133,7 @@ def _operator_html(environment):
         yield '</section>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=276&24=279&28=293&29=297&30=301&31=305&33=309&36=316&37=318&38=324&39=326&42=331&47=367&48=380&49=382&51=386&60=398&61=401&66=403&76=433&82=436'
+    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=278&24=281&28=295&29=299&30=303&31=307&33=311&36=318&37=320&38=326&39=328&42=333&47=369&48=382&49=384&51=388&60=400&61=403&66=405&76=435&77=437&83=440&93=466&99=469'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'operator.html'}
 
 
