@@ -211,3 +211,19 @@ def test_a_completed_release_says_so_in_its_zone() -> None:
         "Completed at Thu 2 Jul 2026, 10:13 CEST (Europe/Paris; 08:13 UTC): every item of"
         " “Spring launch” was applied, in order."
     )
+
+
+def test_a_chat_line_names_the_release_and_says_its_sentence() -> None:
+    from scheduling.channels.chat_lines import event_line
+    from scheduling.domain.notification_events import RELEASE_HELD, ReleaseEvent
+
+    body = ReleaseEvent(
+        type=RELEASE_HELD, at=NOW, installation_id="ins_1", release_id="rel_1",
+        name="Spring <launch>", due_at=NOW, timezone="UTC", item_id="sch_b",
+        result_code="transition_refused", applied=("sch_a",), held=("sch_c",),
+        message=held_text(LINE, "sch_b", None, NOW),
+    ).body("https://scheduling.example")  # fmt: skip
+    line = event_line(body, "a title never shown")
+    assert line.startswith("Release “Spring &lt;launch&gt;”: Held at Thu 2 Jul 2026, 10:13 CEST")
+    assert "item sch_b was not done." in line
+    assert "title" not in line
