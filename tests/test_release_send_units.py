@@ -7,6 +7,8 @@ The mutation map points `runner/send_work.py` here too."""
 
 from __future__ import annotations
 
+import asyncio
+
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.unit_store import DUE, LATENESS, refused, store, unavailable
 
@@ -60,12 +62,21 @@ async def test_a_releases_items_go_one_after_another_in_one_run() -> None:
     await s.rows("a", "b", "c")
     await a_line(s.db, "a", "b", "c")
     s.dee.step = 200
+
+    async def answering(request: object) -> None:  # the engine goes on while Dee Wan thinks
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    s.dee.during = answering
     engine = s.engine()
     work = await s.run(engine)
     assert s.dee.order == ["a", "b", "c"]
     assert [(await s.row(c))["status"] for c in "abc"] == ["completed"] * 3
     assert not work.follows()  # nothing in flight any more
     assert (engine.report.batches, engine.report.claimed) == (3, 3)
+    # Each item: its read, its claim, its settle; while one is in flight and the source had
+    # nothing else, nothing is read for nothing (a last read finds the line ended).
+    assert (engine.trips.statements, engine.trips.round_trips) == (19, 10)
     # Each left when the one before had answered: 200 ms apart.
     starts = await s.db.prepare(
         "SELECT started_at FROM schedule_attempts ORDER BY started_at"

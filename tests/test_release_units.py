@@ -6,8 +6,11 @@ The mutation map points `domain/release.py` here: each branch is named by a case
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from scheduling.domain.localtime import ResolvedTime
 from scheduling.domain.release import (
     CONFLICT,
     HELD_CONFLICT,
@@ -24,6 +27,7 @@ from scheduling.domain.release import (
     held_text,
     hold_code,
     name_refusal,
+    new_release,
     release_event,
     reordered,
     shown_status,
@@ -63,6 +67,17 @@ def test_a_release_read_with_its_counts_shows_its_status() -> None:
     )  # fmt: skip
     assert release.shown(NOW - 1) == "waiting"
     assert release.shown(NOW) == RUNNING
+    assert replace(release, stale=1).shown(NOW) == CONFLICT
+
+
+def test_a_new_release_waits_at_its_time_made_by_its_person() -> None:
+    when = ResolvedTime(NOW, "2026-10-25T02:30", "Europe/Paris", "later")
+    made = new_release("rel_9", "ins_1", ("usr_1", "Ada"), "  Autumn  ", when, 7)
+    assert made == Release(
+        "rel_9", "ins_1", "Autumn", NOW, "Europe/Paris", "2026-10-25T02:30", "later",
+        ReleaseStatus.WAITING, "usr_1", "Ada", 7, 7,
+    )  # fmt: skip
+    assert (made.held_by, made.ended_at, made.checked_at, made.items) == (None, None, None, 0)
 
 
 @pytest.mark.parametrize(

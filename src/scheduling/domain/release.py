@@ -204,7 +204,7 @@ def held_text(line: ReleaseLine, item_id: str, code: str | None, at: int) -> str
     rest = len(line.behind)
     were = "was" if rest == 1 else "were"
     held = f" {counted(rest, 'item')} after it {were} not sent." if rest else ""
-    why = explain(code).rstrip(".")
+    why = explain(code).removesuffix(".")
     because = f" ({why})" if why else ""
     return (
         f"Held at {instant_text(at, line.timezone)}: item {item_id} was not done{because}."

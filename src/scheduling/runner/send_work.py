@@ -131,6 +131,7 @@ class SendWork(OnEngine):
         self.events = EventMaker(engine.services)
         self._tokens: dict[str, str | None] = {}
         self._leading = 0  # claims in flight whose settle makes their release's next item due
+        self._only_lines = False  # the last read found nothing but releases' heads
 
     def cost(self) -> int:
         return batch_cost(self.batch_size, capped=self.cap is not None)
@@ -142,7 +143,10 @@ class SendWork(OnEngine):
     async def claim(self, engine: Engine) -> Batch[Claim] | None:
         """The source's next rows, decided: None when it has none, or when another runner
         changed every row first (the rest is left to it)."""
+        if self._only_lines and self._leading:
+            return None  # all the source had were releases' heads: theirs come with a settle
         rows = await self.source.next(self.clock(), self.batch_size, self)
+        self._only_lines = len(rows) < self.batch_size and all(row.leads for row in rows)
         if not rows:
             return None
         self.report.batches += 1
@@ -273,6 +277,7 @@ class SendWork(OnEngine):
             await self._settle(batch, done)
         finally:
             self._leading -= sum(1 for end in done if end.claim.row.leads)
+            self._only_lines = False  # what it made due is read next
 
     async def _settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
         try:
