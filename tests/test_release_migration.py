@@ -171,8 +171,8 @@ async def test_0021_keeps_every_row_column_index_and_trigger_and_adds_the_releas
     assert await _dump(db, columns) == kept
     assert indexes | {"schedules_by_release"} == await _names(db, "index", "schedules")
     assert await _names(db, "trigger", "schedules") == {
-        "schedules_made_stale", "releases_line_moves", "releases_line_joined",
-        "releases_line_reordered", "releases_purged",
+        "schedules_made_stale", "schedules_attempt_opened", "releases_line_moves",
+        "releases_line_joined", "releases_line_reordered", "releases_purged",
     }  # fmt: skip
     assert (
         await db.prepare("SELECT count(*) AS n FROM pragma_foreign_key_check").all()

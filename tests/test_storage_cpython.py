@@ -200,7 +200,6 @@ STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
         COUNTS_SQL,
         [DUE, LIVE, FINISHED, (Status.RUNNING,), (Status.QUEUED,)],
     ),
-    "open attempts": (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
     "healthz": (tick_history.HEALTH_SQL, [DUE, (Status.RUNNING,)]),
     "history row's backlog": (tick_history.INSERT_SQL, [DUE, (Status.RUNNING,)]),
     "live counts": (LIVE_COUNTS_SQL, [DUE, LIVE, (Status.RUNNING,), (Status.QUEUED,)]),

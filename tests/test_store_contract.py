@@ -667,7 +667,7 @@ async def test_the_cap_holds_across_the_statements_of_one_claim(
     seen = await leases.due(LONG_AGO, 30)
     statements = leases.trips.statements
     won, _, held = await leases.claim_within(seen, [], "lease", LONG_AGO, LEASE_MS, 25)
-    assert leases.trips.statements - statements == 4  # live claims, two claims, attempts
+    assert leases.trips.statements - statements == 3  # live claims, two claims
     assert (len(won), len(held)) == (25, 5)
     # Without `apart`, every row not won is held back, and no live claims are counted.
     rest = [row for row in seen if row.id in held]
@@ -1475,9 +1475,8 @@ async def test_runner_and_status_queries_read_only_the_partial_indexes(
         (lease_sql.SETTLE_SQL, 6, 3),
         (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
         (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
-        (lease_sql.OPEN_ATTEMPTS_SQL, 0, 3),
     ],
-    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
+    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts"],
 )
 async def test_batch_statements_find_each_row_by_key_never_by_scan(
     any_db: Database, sql: str, width: int, fixed: int

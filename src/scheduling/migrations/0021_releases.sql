@@ -164,6 +164,16 @@ BEGIN
        AND made_stale_by IS NULL;
 END;
 
+-- A claim opens its attempt's row by itself (the attempt it counts, started at its instant):
+-- a statement less for every claim, which a release's items, claimed one at a time, feel
+-- most. Only a claim counts an attempt up while running; a hand-back gives one back.
+CREATE TRIGGER schedules_attempt_opened AFTER UPDATE OF attempt_count ON schedules
+WHEN NEW.status = 'running' AND NEW.attempt_count > OLD.attempt_count
+BEGIN
+    INSERT INTO schedule_attempts (schedule_id, attempt, started_at)
+    VALUES (NEW.id, NEW.attempt_count, NEW.updated_at);
+END;
+
 -- A release's line, kept by triggers: whatever ends its head (a settle, an unsent refusal or
 -- hold, a cancel, a supersede, on any runner or page) moves the line in the same transaction,
 -- at no statement of its own. Only the head of a line is ever pending, retrying or running,

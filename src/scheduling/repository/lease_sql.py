@@ -138,13 +138,7 @@ BUSY_SQL = """SELECT installation_id, count(*) AS busy FROM schedules
    AND installation_id IN (SELECT value FROM json_each(?2))
  GROUP BY installation_id"""
 
-# Literal 'running': with a parameter the planner would scan instead of reading
-# `schedules_leased`.
-OPEN_ATTEMPTS_SQL = """INSERT INTO schedule_attempts (schedule_id, attempt, started_at)
-SELECT id, attempt_count, ?3 FROM schedules
- WHERE status = 'running' AND lease_until = ?2 AND lease_token = ?1"""
-
-# An unsent end: refused, or held (`seen.column7`, `releases.unsent_status`).
+# An unsent end: refused, or held (`seen.column7`, `release.unsent_status`).
 REFUSE_UNSENT_SQL = (
     """UPDATE schedules
    SET status = seen.column7, result_code = seen.column5, ended_by = seen.column6,

@@ -37,7 +37,6 @@ from scheduling.repository.lease_sql import (
     DUE_SQL,
     FINISH_ATTEMPTS_SQL,
     LAST_SENT_SQL,
-    OPEN_ATTEMPTS_SQL,
     REFUSE_UNSENT_SQL,
     SETTLE_SQL,
 )
@@ -197,8 +196,8 @@ class Leases:
         return won, refused, held
 
     def _claim_trip(self, ask: _ClaimAsk) -> _ClaimTrip:
-        """The busy count (with a cap), the refusals and their events, the claims and the
-        attempts they open, in that order."""
+        """The busy count (with a cap), the refusals and their events, the claims, in that
+        order."""
         rows, refusals, lease_token, now, cap = (
             ask.rows,
             ask.refusals,
@@ -226,9 +225,7 @@ class Leases:
             else:
                 capped = (*lease, Status.RUNNING, cap)
                 trip.statements += values(CLAIM_WITHIN_SQL, CLAIM_WITHIN, capped, seen)
-        trip.mark("claims")
-        if rows:
-            trip.statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*lease))
+        trip.mark("claims")  # each claim opens its attempt's row (migration 0021's trigger)
         return trip
 
     async def settle(

@@ -280,9 +280,12 @@ class SendWork(OnEngine):
             self._only_lines = False  # what it made due is read next
 
     async def _settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
+        # A batch of releases' items (one after another, a statement saved each) notes its
+        # installation's latest send once the run is done, as an alarm's batches do.
+        later = self.last_sent_later or all(end.claim.row.release for end in done)
         try:
             lost = await self.leases.settle(
-                batch.lease_token, done, self.clock(), last_sent=not self.last_sent_later
+                batch.lease_token, done, self.clock(), last_sent=not later
             )
         except LimitReached as limit:
             self.engine.reached(limit)
@@ -295,7 +298,7 @@ class SendWork(OnEngine):
             self.source.settled(Settled(done, [], written=False))
             return
         self.report.lost_lease += len(lost)
-        if self.last_sent_later:
+        if later:
             for installation, at in latest_sends(done).items():
                 self.latest[installation] = max(self.latest.get(installation, 0), at)
         kept = {end.claim.row.id for end in done} - set(lost)
