@@ -93,6 +93,20 @@ WITH due AS (
     + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 
+# The releases' next items a settle made due (?3: a JSON array of release ids), read in the
+# settle's own batch: a release's items follow one another with two round trips each.
+DUE_NEXT_SQL = (
+    """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE release_id IN (SELECT value FROM json_each(?3))
+       AND status = 'pending' AND next_attempt_at <= ?1
+),
+"""
+    + _RANKED
+    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+)
+
 # What the runner observed of a row, matched as a whole (a NULL lease token as '').
 _SEEN = """
  WHERE schedules.id = seen.column1 AND schedules.status = seen.column2

@@ -34,6 +34,7 @@ from scheduling.repository.lease_sql import (
     CLAIM_WITHIN_SQL,
     DROP_ATTEMPTS_SQL,
     DUE_FOR_SQL,
+    DUE_NEXT_SQL,
     DUE_SQL,
     FINISH_ATTEMPTS_SQL,
     LAST_SENT_SQL,
@@ -110,6 +111,7 @@ class Leases:
         self.trips = trips
         self.db = trips.db
         self.outbox = outbox
+        self.next_up: list[DueRow] = []  # what the last settle made due (`settle`'s `follow`)
 
     async def due(self, now: int, limit: int) -> list[DueRow]:
         """Up to `limit` due rows, round-robin across installations, oldest first in each.
@@ -235,8 +237,11 @@ class Leases:
         now: int,
         *,
         last_sent: bool = True,
+        follow: Sequence[str] = (),
     ) -> list[str]:
         """End claims made under `lease_token`; returns the schedules whose lease was lost.
+        With `follow` (release ids), the next items the settle made due are read in its batch
+        (`next_up`), up to 20.
 
         A settle applies only while the row is still running under this claim's
         lease token; once the lease expired another runner may have reclaimed it,
@@ -271,7 +276,11 @@ class Leases:
         statements += self._attempt_statements(settled)
         if last_sent:
             statements += self._last_sent_statements(latest_sends(settled))
+        if follow:
+            next_up = json.dumps(sorted(set(follow)))
+            statements.append(self.db.prepare(DUE_NEXT_SQL).bind(now, 20, next_up))
         results = await self.trips.send(statements)
+        self.next_up = [due_row(row) for row in results[-1].results] if follow else []
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
         self.outbox.written(results[settle_count:event_end])
         return [s.claim.row.id for s in settled if s.claim.row.id not in applied]

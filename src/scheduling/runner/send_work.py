@@ -132,6 +132,7 @@ class SendWork(OnEngine):
         self._tokens: dict[str, str | None] = {}
         self._leading = 0  # claims in flight whose settle makes their release's next item due
         self._only_lines = False  # the last read found nothing but releases' heads
+        self._next_up: list[DueRow] = []  # releases' next items, read by their settle
 
     def cost(self) -> int:
         return batch_cost(self.batch_size, capped=self.cap is not None)
@@ -143,9 +144,12 @@ class SendWork(OnEngine):
     async def claim(self, engine: Engine) -> Batch[Claim] | None:
         """The source's next rows, decided: None when it has none, or when another runner
         changed every row first (the rest is left to it)."""
-        if self._only_lines and self._leading:
-            return None  # all the source had were releases' heads: theirs come with a settle
-        rows = await self.source.next(self.clock(), self.batch_size, self)
+        # The next items a settle read in its own batch first; else the source, unless all it
+        # had were releases' heads in flight (theirs come with a settle).
+        rows, self._next_up = self._next_up[: self.batch_size], self._next_up[self.batch_size :]
+        if not rows and self._only_lines and self._leading:
+            return None
+        rows = rows or await self.source.next(self.clock(), self.batch_size, self)
         self._only_lines = len(rows) < self.batch_size and all(row.leads for row in rows)
         if not rows:
             return None
@@ -283,10 +287,18 @@ class SendWork(OnEngine):
         # A batch of releases' items (one after another, a statement saved each) notes its
         # installation's latest send once the run is done, as an alarm's batches do.
         later = self.last_sent_later or all(end.claim.row.release for end in done)
+        follow = [
+            end.claim.row.release.id
+            for end in done
+            if end.claim.row.release
+            and end.claim.row.leads
+            and end.settlement.status == Status.COMPLETED
+        ]
         try:
             lost = await self.leases.settle(
-                batch.lease_token, done, self.clock(), last_sent=not later
+                batch.lease_token, done, self.clock(), last_sent=not later, follow=follow
             )
+            self._next_up += self.leases.next_up
         except LimitReached as limit:
             self.engine.reached(limit)
             self.report.unsettled += len(done)
