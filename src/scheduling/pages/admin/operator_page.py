@@ -156,19 +156,17 @@ def operator_page(view: OperatorView) -> OperatorPage:
             for line in view.installations
         ),
         releases=", ".join(f"{n} {status}" for status, n in view.releases.items()),
-        held=tuple(
-            HeldRow(
-                h.id,
-                h.name,
-                h.installation_id,
-                h.held_by,
-                explain(h.held_code),
-                h.held_code,
-                _instant(h.held_at),
-            )
-            for h in view.held
-        ),
+        held=_held(view),
     )
+
+
+def _held(view: OperatorView) -> tuple[HeldRow, ...]:
+    """The held releases: the item not done, the card's sentence for it, since when."""
+    return tuple(
+        HeldRow(h.id, h.name, h.installation_id, h.held_by, explain(h.held_code), h.held_code,
+                _instant(h.held_at))
+        for h in view.held
+    )  # fmt: skip
 
 
 # -- the status, in words ---------------------------------------------------------------
