@@ -220,3 +220,15 @@ async def test_resuming_as_it_is_sends_the_same_pin_again_now(world: World) -> N
         "completed", "resumed", old["version_id"],
     )  # fmt: skip
     assert fresh["due_at"] == now  # a fresh lateness window from the resume
+
+
+async def test_a_form_without_its_token_is_refused_on_the_error_page(world: World) -> None:
+    installation = await world.install()
+    release_id, _, _ = await a_release(world, installation)
+    browser = await manager(world, installation, release_id)
+    path = f"/installations/{installation.id}/releases/{release_id}/cancel"
+    refused = await browser.post(path, {"csrf_token": "x" * 43})
+    assert refused.status == 403
+    assert 'data-error-code="csrf_failed"' in refused.body.decode()
+    assert "data-release-id" not in refused.body.decode()  # not the release's page
+    assert [s for _, s, _ in await statuses(world, release_id)] == ["pending", "queued"]

@@ -50,6 +50,12 @@ STATUS_WORDS = {
     "completed": "Done: every item applied",
     "cancelled": "Cancelled",
 }
+# What the release's verbs refuse of what a form asked (and every 422: a time, a name): the
+# page says it beside its forms. Anything else (a session, a CSRF token) is an error page.
+ON_THE_PAGE = (
+    "release_items_not_allowed", "not_reorderable", "release_closed", "not_resumable",
+    "nothing_to_resume", "execution_in_progress", "content_changed",
+)  # fmt: skip
 NOTICES = {
     "checked": "Checked against Dee Wan now.",
     "renamed": "Renamed.",
@@ -266,8 +272,9 @@ async def _act(
 
 
 async def again(request: Request, services: Services, refused: Refusal) -> Response | None:
-    """A refused form: the release's page again, with what was entered and why."""
-    if refused.status not in (403, 409, 422) or refused.code in ("release_not_found",):
+    """A form the release's verbs refused: its page again, with what was entered and why
+    (any other refusal, a session's or a CSRF token's, is shown as every refusal is)."""
+    if refused.code not in ON_THE_PAGE and refused.status != 422:  # 422: a time or a name
         return None
     session = await require_session(request, services)
     release = await act.release_of(services, session, request.path_params["release_id"])
