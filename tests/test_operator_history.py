@@ -202,6 +202,8 @@ METRIC_TYPES = {
     "scheduling_webhook_lost_leases": "counter",
     "scheduling_agent_calls": "counter",
     "scheduling_send_lateness_seconds": "histogram",
+    "scheduling_releases": "gauge",
+    "scheduling_release_outcomes": "counter",
 }
 
 
@@ -244,6 +246,10 @@ def expect_the_idle_counters(expect: Callable[..., None]) -> None:
     for tool in TOOLS:
         for outcome in agent_calls.OUTCOMES:
             expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
+    for status in ("waiting", "held", "completed", "cancelled"):  # no release in this story
+        expect("scheduling_releases", 0, status=status)
+    for outcome in ("completed", "held", "cancelled"):
+        expect("scheduling_release_outcomes_total", 0, outcome=outcome)
 
 
 async def every_metric(world: World, ticks: int) -> None:
