@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+from scheduling.domain.localtime import rfc3339
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.unit_store import DUE, LATENESS, refused, store, unavailable
 
@@ -53,6 +54,7 @@ async def test_a_row_known_stale_is_held_at_claim_and_nothing_is_sent() -> None:
     codes = [(await s.row(c))["result_code"] for c in ("stale", "checked")]
     assert codes == ["held_stale", "held_conflict"]
     assert s.dee.order == ["fine"]  # only the fine one was sent
+    assert engine.report.batches == 1  # the holds and the claim in one round
     assert (engine.report.refused_unsent, engine.report.claimed) == (2, 1)
     assert engine.report.refusals() == {"held_stale": 1, "held_conflict": 1}
 
@@ -160,3 +162,75 @@ async def test_a_retry_of_an_item_keeps_the_rest_waiting_behind_it() -> None:
     assert s.dee.order == ["a"]  # b never left: it waits for a
     assert [(await s.row(c))["status"] for c in "ab"] == ["retrying", "queued"]
     assert not work.follows()
+
+
+async def yielding(request: object) -> None:
+    """Dee Wan thinks: the engine goes on meanwhile."""
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+async def test_other_due_rows_are_not_held_up_by_a_release_head_in_flight() -> None:
+    s = await store(MAX_ROWS_PER_BATCH="2")
+    await s.rows("a", "x1", "b", "x2")
+    await a_line(s.db, "a", "b")
+    s.dee.during = yielding
+    await s.run(s.engine())
+    assert s.dee.order == ["a", "x1", "x2", "b"]  # x2 read at once, b once a had answered
+
+
+async def test_as_many_heads_as_a_batch_leave_the_source_to_be_read_again() -> None:
+    s = await store(MAX_ROWS_PER_BATCH="2")
+    await s.rows("a1", "a2", "a3", "b1", "b2")
+    await a_line(s.db, "a1", "b1", release="rel_1")
+    await a_line(s.db, "a2", "b2", release="rel_2")
+    await a_line(s.db, "a3", release="rel_3")
+    s.dee.during = yielding
+    await s.run(s.engine())
+    assert s.dee.order == ["a1", "a2", "a3", "b1", "b2"]
+
+
+async def test_a_head_beside_a_plain_row_reads_the_source_once_more() -> None:
+    s = await store(MAX_ROWS_PER_BATCH="3")
+    await s.rows("a", "x", "b")
+    await a_line(s.db, "a", "b")
+    s.dee.during = yielding
+    engine = s.engine()
+    await s.run(engine)
+    assert s.dee.order == ["a", "x", "b"]
+    # read a+x, claim; read again (a plain row came with a: there may be more), nothing, so
+    # wait; settle a and x (+ their last send, + b read); claim b; settle b; read, nothing.
+    assert engine.trips.statements == 11
+
+
+async def test_two_releases_in_flight_at_once_both_go_on_to_the_end() -> None:
+    s = await store(MAX_ROWS_PER_BATCH="1", SEND_CONCURRENCY="2")
+    await s.rows("a1", "a2", "b1", "b2")
+    await a_line(s.db, "a1", "b1", release="rel_1")
+    await a_line(s.db, "a2", "b2", release="rel_2")
+    s.dee.during = yielding
+    await s.run(s.engine())
+    assert sorted(s.dee.order) == ["a1", "a2", "b1", "b2"]  # all in one run
+    assert s.dee.order.index("b1") > s.dee.order.index("a1")
+    assert s.dee.order.index("b2") > s.dee.order.index("a2")
+
+
+async def test_a_head_too_late_when_its_slot_came_holds_its_release_and_says_so() -> None:
+    s = await store(SEND_CONCURRENCY="1", MAX_ROWS_PER_BATCH="3")
+    await s.subscribe("release.held")
+    await s.rows("x", "a", "b", due_at=DUE - LATENESS + 100)
+    await a_line(s.db, "a", "b")
+    s.dee.step = 500  # x's answer takes a's time past the cap while a waits for the slot
+    engine = s.engine()
+    await s.run(engine)
+    assert s.dee.order == ["x"]
+    assert engine.report.refused_unsent_late == 1
+    assert [(await s.row(c))["status"] for c in "ab"] == ["refused", "held"]
+    [held] = [e for e in await s.events() if e["type"] == "release.held"]
+    data = held["data"]
+    assert (data["schedule_id"], data["result_code"], data["held"]) == (
+        "sch_a",
+        "retry_exhausted",
+        ["sch_b"],
+    )
+    assert held["timestamp"] == rfc3339(DUE + 500)  # when its slot came

@@ -17,7 +17,7 @@ from scheduling.domain import installation_token
 from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.outcomes import RETRY_EXHAUSTED
-from scheduling.domain.release import hold_code, unsent_status
+from scheduling.domain.release import hold_code
 from scheduling.domain.retry_policy import (
     REFUSED_LATE,
     Caps,
@@ -188,7 +188,7 @@ class SendWork(OnEngine):
             for row, code, by in refusals
             for event in (
                 self.events.unsent(row, code, at, ended_by=by),
-                self.events.released(row, unsent_status(code), code, at),
+                self.events.released(row, Status.REFUSED, code, at),  # its release is held
             )
         )
         events = [event for event in made if event is not None]
@@ -281,7 +281,6 @@ class SendWork(OnEngine):
             await self._settle(batch, done)
         finally:
             self._leading -= sum(1 for end in done if end.claim.row.leads)
-            self._only_lines = False  # what it made due is read next
 
     async def _settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
         # A batch of releases' items (one after another, a statement saved each) notes its
