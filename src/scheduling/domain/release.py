@@ -51,7 +51,6 @@ class ReleaseStatus(StrEnum):
 # What a person sees (`data-release-status`): the stored statuses and two read from the items.
 CONFLICT = "conflict"  # waiting, and an item is known stale
 RUNNING = "running"  # waiting, its time has come and items are live
-SHOWN_STATUSES = ("waiting", CONFLICT, RUNNING, "held", "completed", "cancelled")
 
 
 @dataclass(frozen=True)
