@@ -123,7 +123,7 @@ EVENTS = {
     "proposal.created": "An agent proposes a schedule",
     "schedule.stale": "A schedule needs a new pin (it would be refused)",
     "release.held": "A release is held (an item was not done; the rest is not sent)",
-    "release.completed": "A release is done (every item applied)",
+    "release.completed": "A release completes (every item applied)",
     "test": "Test event",
 }
 
