@@ -171,12 +171,14 @@ def assert_status_after_the_tick(status: dict[str, Any], tick: int) -> None:
     assert (last["due"], last["claimed"]) == (4, 3)
     assert last["outcomes"] == {"completed": 1, "refused": 1, "retrying": 1}
     assert (last["refused_unsent"], last["lost_claim"]) == (1, 0)
-    # due; claim (refusal, claim, open attempts); due again; settle, finish attempts and the
-    # installation's last send; the retention purge's step (three statements, nothing past
-    # the window); the record (history row, totals, pruning)
-    assert last["d1"] == {"statements": 14, "round_trips": 6}
-    assert status["schedules"] == {"pending": 1, "retrying": 1, "running": 0}
-    assert status["finished_last_24h"] == dict(completed=1, refused=2, cancelled=0, superseded=0)
+    # due; claim (refusal, claim, which opens its attempts); due again; settle, finish
+    # attempts and the installation's last send; the retention purge's step (three
+    # statements, nothing past the window); the record (history row, totals, pruning)
+    assert last["d1"] == {"statements": 13, "round_trips": 6}
+    assert status["schedules"] == {"pending": 1, "retrying": 1, "queued": 0, "running": 0}
+    assert status["finished_last_24h"] == dict(
+        completed=1, refused=2, cancelled=0, superseded=0, held=0
+    )
     assert (status["due_backlog"], status["stalled"], status["oldest_overdue"]) == (0, False, None)
 
 
