@@ -71,7 +71,11 @@ MODULES: dict[str, Target] = {
     # test_notifications…) stay the integration net in `bash scripts/test`, not here: each
     # survivor would run them all, seconds a mutant, and the fresh pass again.
     "runner/engine.py": Target(("tests/test_engine_units.py",)),
-    "runner/send_work.py": Target(("tests/test_send_work_units.py",)),
+    "runner/send_work.py": Target(
+        ("tests/test_send_work_units.py", "tests/test_release_send_units.py")
+    ),
+    # Releases (issue 47): the status a person sees, the hold at claim, the notices' choice.
+    "domain/release.py": Target(("tests/test_release_units.py",), threshold=1.0),
     "runner/delivery_work.py": Target(("tests/test_delivery_work_units.py",)),
     # An installation's alarm clock (issue 35): earlier never later, a failed alarm's retry.
     "runner/alarm_clock.py": Target(("tests/test_alarm_units.py",)),

@@ -168,7 +168,7 @@ def test_per_tick_budgets_must_fit_one_batch() -> None:
     # One batch at its worst (its due query, claim, settle, and their outbox events: 12)
     # and the tick's record.
     assert tight.problems["MAX_D1_QUERIES_PER_TICK"].startswith(
-        "must be at least 16 for MAX_ROWS_PER_BATCH=20"
+        "must be at least 15 for MAX_ROWS_PER_BATCH=20"
     )
     assert tight.problems["MAX_SENDS_PER_TICK"] == "must be at least MAX_ROWS_PER_BATCH (20)"
     assert (

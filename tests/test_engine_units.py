@@ -46,6 +46,9 @@ class Script:
     def cost(self) -> int:
         return self.batch_cost
 
+    def follows(self) -> bool:
+        return False  # tests/test_release_runner_units.py scripts a work that follows
+
     async def claim(self, engine: Engine) -> Batch[str] | None:
         assert engine is self.engine
         self.log.append("claim")
@@ -447,3 +450,111 @@ async def test_a_failed_batch_fails_the_run_only_once_every_other_batch_has_sett
     with pytest.raises(ValueError, match="settle a"):
         await running
     assert [token for token, _ in work.settled] == ["a", "b"]
+
+
+# -- the continuation: a release's next item (issue 47) ------------------------------------
+# With nothing to claim while a batch in flight will make more due as it settles, the engine
+# waits for that settle and claims again, within the budget; otherwise it ends as before.
+
+
+@dataclass
+class Line(Script):
+    """A scripted work whose batches named in `leads` make more due once they settle: it
+    follows while one of them is in flight."""
+
+    leads: set[str] = field(default_factory=set)
+
+    def follows(self) -> bool:
+        self.log.append("follows?")
+        return bool(self.leads - {token for token, _ in self.settled})
+
+
+async def test_the_next_item_is_claimed_once_the_one_in_flight_settles() -> None:
+    e = engine()
+    work = Line(e, [batch("a", "g1"), None, batch("b", "x2")], leads={"a"})
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    # Nothing to claim while a's item is out, but a follows: the engine waits for its settle.
+    assert work.log == ["claim", "send g1", "claim", "follows?"]
+    assert not running.done()
+    work.gate.set()
+    await running
+    assert work.log == [
+        "claim", "send g1", "claim", "follows?", "settle a",
+        "claim", "send x2", "claim", "follows?", "settle b",
+    ]  # fmt: skip
+    assert work.settled == [("a", [f"sent g1@{NOW}"]), ("b", [f"sent x2@{NOW}"])]
+    assert (e.claims, e.report.limit_reached) == (4, 0)
+
+
+async def test_without_a_batch_that_follows_nothing_to_claim_ends_the_run() -> None:
+    e = engine()
+    work = Line(e, [batch("a", "g1"), None, batch("b", "x2")])
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert work.log == ["claim", "send g1", "claim", "follows?"]
+    work.gate.set()
+    await running
+    assert work.settled == [("a", [f"sent g1@{NOW}"])]  # b is left for another invocation
+    assert e.claims == 2
+
+
+async def test_nothing_in_flight_ends_the_run_even_when_the_work_follows() -> None:
+    e = engine()
+    work = Line(e, [None, batch("b", "x2")], leads={"z"})
+    await e.run(work)
+    assert work.log == ["claim"]  # nothing unsettled: it does not even ask
+    assert work.settled == []
+
+
+async def test_a_settle_that_fails_while_the_engine_waits_fails_the_run() -> None:
+    e = engine()
+    work = Line(e, [batch("a", "g1"), None, batch("b", "x2")], leads={"a"})
+    work.settle_error = RuntimeError("D1 went away")
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    work.gate.set()
+    with pytest.raises(RuntimeError, match="D1 went away"):
+        await running
+    assert "send x2" not in work.log
+    assert work.log.count("claim") == 2
+
+
+async def test_the_next_claim_after_a_settle_still_needs_room() -> None:
+    e = engine(ms=100)
+    work = Line(e, [batch("a", "g1"), None, batch("b", "x2")], leads={"a"}, clock_step=100)
+    running = asyncio.create_task(e.run(work))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    work.gate.set()
+    await running
+    # a's send took the invocation's whole time: after its settle, no room for b.
+    assert work.settled == [("a", [f"sent g1@{NOW}"])]
+    assert (e.claims, e.report.limit_reached) == (2, 1)
+    assert clock.now == NOW + 100
+
+
+async def test_the_engine_waits_for_the_first_settle_not_every_one() -> None:
+    e = engine(concurrency=2)
+    slow = asyncio.Event()
+
+    @dataclass
+    class TwoLines(Line):
+        async def send(self, item: str, at: int) -> str:
+            if item == "s1":
+                await slow.wait()
+            return await super().send(item, at)
+
+    work = TwoLines(e, [batch("a", "s1"), batch("b", "x2"), None, batch("c", "x3")], leads={"b"})
+    running = asyncio.create_task(e.run(work))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    # b settled first (a is still out): the engine claimed again without waiting for a.
+    assert [token for token, _ in work.settled] == ["b", "c"]
+    assert not running.done()
+    slow.set()
+    await running
+    assert [token for token, _ in work.settled] == ["b", "c", "a"]

@@ -4,11 +4,9 @@ propose, people confirm on their page."""
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from tests.support.agents import (
     call_tool,
     confirm_on_page,
     mint_key,
+    official_client,
     post_mcp,
     proposal_ids,
     propose,
@@ -40,6 +39,8 @@ TOOLS = {
     "propose_schedule",
     "withdraw_proposal",
     "cancel_schedule",
+    "get_release",
+    "propose_change",
 }
 
 
@@ -354,18 +355,6 @@ async def test_an_agent_cancelling_a_schedule_being_sent_is_told_as_the_page_tel
         .first()
     )
     assert row == {"status": "running"}
-
-
-@contextlib.asynccontextmanager
-async def official_client(runtime: Runtime, key: str) -> AsyncIterator[Client]:
-    """The official client in its default mode, with `key`, on the plugin's real socket."""
-    async with (
-        runtime.served() as base_url,
-        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
-        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as client,
-    ):
-        assert client.protocol_version == "2026-07-28"
-        yield client
 
 
 async def test_confirm_is_offered_the_first_time_an_editor_opens_the_content(

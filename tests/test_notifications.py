@@ -561,7 +561,7 @@ async def test_a_tick_with_no_endpoint_costs_what_it_did(world: World) -> None:
     s = await schedule(world, installation)
     world.core.faults.push(Fault.respond(409, "workflow_conflict"), endpoint="transitions")
     report = await tick_at(world, s["due_at"])
-    # due; claim + open attempt; next due; settle + finish attempt + last send; the retention
-    # purge's step (6); the record (3)
-    assert (report["d1_statements"], report["d1_round_trips"]) == (16, 6)
+    # due; the claim (it opens its attempt); next due; settle + finish attempt + last send;
+    # the retention purge's step (6); the record (3)
+    assert (report["d1_statements"], report["d1_round_trips"]) == (15, 6)
     assert report["delivery_events"] == 0

@@ -202,6 +202,8 @@ METRIC_TYPES = {
     "scheduling_webhook_lost_leases": "counter",
     "scheduling_agent_calls": "counter",
     "scheduling_send_lateness_seconds": "histogram",
+    "scheduling_releases": "gauge",
+    "scheduling_release_outcomes": "counter",
 }
 
 
@@ -244,6 +246,10 @@ def expect_the_idle_counters(expect: Callable[..., None]) -> None:
     for tool in TOOLS:
         for outcome in agent_calls.OUTCOMES:
             expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
+    for status in ("waiting", "held", "completed", "cancelled"):  # no release in this story
+        expect("scheduling_releases", 0, status=status)
+    for outcome in ("completed", "held", "cancelled"):
+        expect("scheduling_release_outcomes_total", 0, outcome=outcome)
 
 
 async def every_metric(world: World, ticks: int) -> None:
@@ -262,6 +268,7 @@ async def every_metric(world: World, ticks: int) -> None:
     expect("scheduling_live_schedules", 1, status="pending")  # tomorrow's
     expect("scheduling_live_schedules", 0, status="retrying")
     expect("scheduling_live_schedules", 0, status="running")
+    expect("scheduling_live_schedules", 0, status="queued")  # a release's items behind its head
     expect("scheduling_stalled", 0)
     expect("scheduling_last_tick_age_seconds", 5.0)
     expect("scheduling_last_tick_cron_delay_seconds", 20.0)

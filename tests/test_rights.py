@@ -50,7 +50,8 @@ def test_who_may_cancel_what(rights: Rights, schedule: Schedule, refusal: str | 
 
 @pytest.mark.parametrize("status", list(Status))
 def test_the_cancel_button_shows_on_waiting_schedules_one_may_cancel(status: Status) -> None:
-    shown = status in (Status.PENDING, Status.RETRYING)  # spelt out, not statuses.WAITING
+    # spelt out, not statuses.WAITING: a release's queued item is cancelled as any waiting one
+    shown = status in (Status.PENDING, Status.RETRYING, Status.QUEUED)
     assert EDITOR.shows_cancel(stored_schedule(status=status)) is shown
     assert Rights.everything().shows_cancel(stored_schedule(status=status)) is shown
     assert not EDITOR.shows_cancel(stored_schedule(status=status, content_id="cnt_2"))

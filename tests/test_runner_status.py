@@ -41,12 +41,13 @@ async def test_a_new_plugin_reports_no_tick_nothing_due_and_is_not_stalled(world
     status = await runner_status(world.app)
     assert status["last_tick"] is None
     assert (status["due_backlog"], status["oldest_overdue"], status["stalled"]) == (0, None, False)
-    assert status["schedules"] == {"pending": 0, "retrying": 0, "running": 0}
+    assert status["schedules"] == {"pending": 0, "retrying": 0, "queued": 0, "running": 0}
     assert status["finished_last_24h"] == {
         "completed": 0,
         "refused": 0,
         "cancelled": 0,
         "superseded": 0,
+        "held": 0,
     }
 
 
@@ -72,7 +73,7 @@ async def test_status_reports_the_last_tick_and_counts(world: World) -> None:
     assert last["outcomes"]["completed"] == 1
     assert last["age_ms"] == 1500  # the test clock moved on by the send
     assert status["finished_last_24h"]["completed"] == 1
-    assert status["schedules"] == {"pending": 1, "retrying": 0, "running": 0}
+    assert status["schedules"] == {"pending": 1, "retrying": 0, "queued": 0, "running": 0}
     assert (status["due_backlog"], status["stalled"]) == (0, False)
 
 
@@ -144,7 +145,13 @@ async def test_finished_rows_are_counted_over_the_last_24_hours(world: World) ->
     day = 24 * 60 * MINUTE
 
     def finished(completed: int, superseded: int) -> dict[str, int]:
-        return {"completed": completed, "refused": 0, "cancelled": 0, "superseded": superseded}
+        return {
+            "completed": completed,
+            "refused": 0,
+            "cancelled": 0,
+            "superseded": superseded,
+            "held": 0,
+        }
 
     world.clock.now = created + day
     assert (await runner_status(world.app))["finished_last_24h"] == finished(1, 1)

@@ -28,6 +28,8 @@ def test_statuses_are_their_stored_text() -> None:
         "refused",
         "cancelled",
         "superseded",
+        "queued",
+        "held",
     ]
     assert Status("retrying") is Status.RETRYING
     assert f"{Status.REFUSED}" == "refused"

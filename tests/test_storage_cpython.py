@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.domain.statuses import FINISHED, LIVE, WAITING, Status, sql_list
+from scheduling.domain.statuses import DUE, FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import UnreadableSecret
 from scheduling.repository import lease_sql, operator_queries, retention, tick_history
 from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
@@ -230,20 +230,27 @@ def _status_groups_in(sql: str) -> list[tuple[str, ...]]:
     return groups + [(one,) for one in re.findall(r"status = '([a-z]+)'", sql)]
 
 
+# A due row carries its release's line: the items applied and those queued behind it.
+LINE = [(Status.COMPLETED,), (Status.QUEUED,)]
 STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
     # and the other kind's waiting schedule a completion would make stale (issue 38)
-    "runner due rows": (DUE_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
-    "status backlog": (BACKLOG_SQL, [WAITING, (Status.RUNNING,)]),
-    "status counts": (COUNTS_SQL, [WAITING, FINISHED, (Status.RUNNING,)]),
-    "open attempts": (lease_sql.OPEN_ATTEMPTS_SQL, [(Status.RUNNING,)]),
-    "healthz": (tick_history.HEALTH_SQL, [WAITING, (Status.RUNNING,)]),
-    "history row's backlog": (tick_history.INSERT_SQL, [WAITING, (Status.RUNNING,)]),
-    "live counts": (LIVE_COUNTS_SQL, [WAITING, (Status.RUNNING,)]),
+    "runner due rows": (DUE_SQL, [DUE, WAITING, (Status.RUNNING,), *LINE]),
+    "status backlog": (BACKLOG_SQL, [DUE, (Status.RUNNING,)]),
+    "status counts": (
+        COUNTS_SQL,
+        [DUE, LIVE, FINISHED, (Status.RUNNING,), (Status.QUEUED,)],
+    ),
+    "healthz": (tick_history.HEALTH_SQL, [DUE, (Status.RUNNING,)]),
+    "history row's backlog": (tick_history.INSERT_SQL, [DUE, (Status.RUNNING,)]),
+    "live counts": (LIVE_COUNTS_SQL, [DUE, LIVE, (Status.RUNNING,), (Status.QUEUED,)]),
     "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
     "installations": (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
     "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
     "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
-    "one installation's due rows": (lease_sql.DUE_FOR_SQL, [WAITING, WAITING, (Status.RUNNING,)]),
+    "one installation's due rows": (
+        lease_sql.DUE_FOR_SQL,
+        [DUE, WAITING, (Status.RUNNING,), *LINE],
+    ),
     "live claims": (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
 }
 
@@ -263,15 +270,16 @@ def test_the_partial_indexes_and_the_table_check_use_the_enums_groups() -> None:
         r"CREATE (?:UNIQUE )?INDEX (\w+) ON schedules \([^)]*\)\s+WHERE ([^;]*);", schema
     )
     where = {name: _status_groups_in(condition) for name, condition in indexes}
-    assert where == {
+    assert where == {  # as the last migration that made each says (0021 made them all again)
         "schedules_one_live": [LIVE],
-        "schedules_waiting": [WAITING],
+        "schedules_waiting": [DUE],
         "schedules_leased": [(Status.RUNNING,)],
         "schedules_finished": [FINISHED],
         "schedules_running_by_installation": [(Status.RUNNING,)],
         "schedules_unauthorized": [],  # by result code: refused `plugin_unauthorized`
-        "schedules_waiting_by_installation": [WAITING],
+        "schedules_waiting_by_installation": [DUE],
+        "schedules_by_release": [],  # a release's items
     }
-    [checked] = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
+    *_, checked = re.findall(r"status\s+TEXT\s+NOT NULL CHECK \(status IN\s*\(([^)]*)\)\)", schema)
     assert set(re.findall(r"'([a-z]+)'", checked)) == set(Status) == {*LIVE, *FINISHED}
-    assert sql_list(WAITING) == "('pending', 'retrying')"
+    assert sql_list(DUE) == "('pending', 'retrying')"

@@ -20,6 +20,7 @@ from scheduling.domain.delivery_policy import DISABLE_AFTER_FAILING_MS, ENDPOINT
 from scheduling.domain.delivery_policy import DeliveryStatus as D
 from scheduling.domain.notification_events import MAX_ENDPOINTS
 from scheduling.domain.outcomes import EndedBy
+from scheduling.domain.release import Release, ReleaseStatus
 from scheduling.domain.retry_policy import Settlement, handed_back
 from scheduling.domain.schedule import Attempt, NewSchedule
 from scheduling.domain.statuses import Status
@@ -39,6 +40,7 @@ from scheduling.repository import (
     people,
     proposals,
     redelivery,
+    releases,
     retention,
     schedules,
     sessions,
@@ -666,7 +668,7 @@ async def test_the_cap_holds_across_the_statements_of_one_claim(
     seen = await leases.due(LONG_AGO, 30)
     statements = leases.trips.statements
     won, _, held = await leases.claim_within(seen, [], "lease", LONG_AGO, LEASE_MS, 25)
-    assert leases.trips.statements - statements == 4  # live claims, two claims, attempts
+    assert leases.trips.statements - statements == 3  # live claims, two claims
     assert (len(won), len(held)) == (25, 5)
     # Without `apart`, every row not won is held back, and no live claims are counted.
     rest = [row for row in seen if row.id in held]
@@ -1258,7 +1260,8 @@ async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database
         parse = (backlog.backlog_from, by_status, by_status, wake_ups.wake_ups_from)
         return tuple(parsed(result.results) for parsed, result in zip(parse, found, strict=True))
 
-    assert await read(NOW) == (backlog.Backlog(0), {"running": 0}, {"running": 0}, {})
+    none = {"running": 0, "queued": 0}
+    assert await read(NOW) == (backlog.Backlog(0), none, none, {})
     await installation(any_db)
     await installation(any_db, "ins_2")
     assert await wake_ups.next_due(any_db, "ins_1") is None
@@ -1273,8 +1276,8 @@ async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database
     ])  # fmt: skip
     assert await read(NOW) == (
         backlog.Backlog(3, "a_wait", "ins_1", NOW - 5),
-        {"pending": 2, "retrying": 1, "running": 2, "completed": 1},
-        {"pending": 2, "retrying": 1, "running": 2},
+        {"pending": 2, "retrying": 1, "running": 2, "queued": 0, "completed": 1},
+        {"pending": 2, "retrying": 1, "running": 2, "queued": 0},
         {"ins_2": NOW - 9, "ins_1": NOW - 5},
     )
     assert await wake_ups.next_due(any_db, "ins_1") == NOW - 5
@@ -1526,7 +1529,8 @@ async def test_runner_and_status_queries_read_only_the_partial_indexes(
     steps = await plan(any_db, sql, params)
     reads = [step for step in steps if step.startswith(("SCAN schedules", "SEARCH schedules"))]
     assert reads, steps
-    partial = ("schedules_waiting", "schedules_leased", "schedules_finished")
+    # A release's queued items are counted through the live rows' own index.
+    partial = ("schedules_waiting", "schedules_leased", "schedules_finished", "schedules_one_live")
     assert all(any(f"INDEX {name}" in step for name in partial) for step in reads), steps
 
 
@@ -1534,13 +1538,12 @@ async def test_runner_and_status_queries_read_only_the_partial_indexes(
     ("sql", "width", "fixed"),
     [
         (lease_sql.CLAIM_SQL, 4, 4),
-        (lease_sql.REFUSE_UNSENT_SQL, 6, 2),
+        (lease_sql.REFUSE_UNSENT_SQL, 7, 2),
         (lease_sql.SETTLE_SQL, 6, 3),
         (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
         (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
-        (lease_sql.OPEN_ATTEMPTS_SQL, 0, 3),
     ],
-    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts", "open attempts"],
+    ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts"],
 )
 async def test_batch_statements_find_each_row_by_key_never_by_scan(
     any_db: Database, sql: str, width: int, fixed: int
@@ -1823,3 +1826,192 @@ async def test_a_launch_forgets_people_past_the_window_and_delete_data_takes_the
     assert await column(any_db, "SELECT count(*) FROM people") == [3]
     assert await installations.delete_all_data(any_db, "ins_1")
     assert await column(any_db, "SELECT installation_id FROM people") == ["ins_2", "ins_2"]
+
+
+# -- releases: their items written through the schedules' create, their line kept by the
+# database (migration 0021's triggers), the pages' changes, the events of a settle ----------
+
+
+async def a_release(db: Database, rid: str = "rel_1", items: int = 3, **release: Any) -> list[str]:
+    """A waiting release due at NOW of `items` publishes, each of its own content, written
+    as the content page's form writes them (the release first, in the batch of its first)."""
+    made = Release(rid, "ins_1", "Launch ✨", NOW, "UTC", "2026-06-01T09:00", None,
+                   ReleaseStatus.WAITING, "usr_1", ADA, 0, 0)  # fmt: skip
+    made = replace(made, **release)
+    rows = [
+        new_schedule(f"{rid}_i{n}", content_id=f"cnt_{rid}_{n}", due_at=NOW, release_id=rid)
+        for n in range(items)
+    ]
+    await schedules.create_all(db, rows[:1], 0, first=[releases.insert(db, made)])
+    for n, row in enumerate(rows[1:], start=1):
+        await schedules.create_all(db, [row], n)  # appended, each at the end
+    return [row.id for row in rows]
+
+
+async def line(db: Database, rid: str = "rel_1") -> list[tuple[Any, ...]]:
+    return await values(
+        db,
+        "SELECT id, status, release_position, next_attempt_at, result_code FROM schedules"
+        " WHERE release_id = ? ORDER BY release_position, created_at, rowid",
+        rid,
+    )
+
+
+async def ended(db: Database, sid: str, status: str, code: str, at: int) -> None:
+    """The head ends as a settle ends it (a runner's claim first, as the runner does)."""
+    claim = db.prepare(
+        "UPDATE schedules SET status = 'running', next_attempt_at = NULL, lease_token = 'l',"
+        " lease_until = ?2 WHERE id = ?1"
+    ).bind(sid, at + LEASE_MS)
+    settle = db.prepare(
+        "UPDATE schedules SET status = ?2, result_code = ?3, lease_token = NULL,"
+        " lease_until = NULL, updated_at = ?4 WHERE id = ?1"
+    ).bind(sid, status, code, at)
+    await db.batch([claim, settle])
+
+
+async def test_a_release_sends_its_items_one_at_a_time_and_completes_with_its_last(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    a, b, c = await a_release(any_db)
+    assert await line(any_db) == [
+        (a, "pending", 1, NOW, None), (b, "queued", 2, None, None), (c, "queued", 3, None, None),
+    ]  # fmt: skip
+    found = await present(releases.get(any_db, "ins_1", "rel_1"))
+    assert pick(found, "name status items live stale") == ("Launch ✨", "waiting", 3, 3, 0)
+    assert found.shown(NOW - 1) == "waiting"
+    assert found.shown(NOW) == "running"
+    await ended(any_db, a, "completed", "transition_applied", NOW + 7)
+    # Due at once (its time has passed), keeping its due_at for the lateness cap.
+    assert (await line(any_db))[1] == (b, "pending", 2, NOW + 7, None)
+    await ended(any_db, b, "completed", "transition_applied", NOW + 9)
+    await ended(any_db, c, "completed", "idempotent_replay", NOW + 11)
+    done = await one(any_db, "SELECT status, ended_at, held_by FROM releases")
+    assert done == {"status": "completed", "ended_at": NOW + 11, "held_by": None}
+
+
+async def test_an_item_not_done_holds_the_rest_and_the_release(any_db: Database) -> None:
+    await installation(any_db)
+    a, b, c = await a_release(any_db)
+    await ended(any_db, a, "refused", "scheduled_target_stale", NOW + 3)
+    assert [r[1:] for r in await line(any_db)] == [
+        ("refused", 1, None, "scheduled_target_stale"),
+        ("held", 2, None, "release_held"), ("held", 3, None, "release_held"),
+    ]  # fmt: skip
+    held = await one(any_db, "SELECT status, held_by, held_code, held_at FROM releases")
+    assert held == {"status": "held", "held_by": a, "held_code": "scheduled_target_stale",
+                    "held_at": NOW + 3}  # fmt: skip
+    assert (await present(releases.get(any_db, "ins_1", "rel_1"))).live == 0
+    # Resumed: the rest made again now, in order, the first of them due.
+    made = await present(releases.get(any_db, "ins_1", "rel_1"))
+    again = [
+        new_schedule(f"{sid}x", content_id=f"cnt_rel_1_{n}", due_at=NOW + 20, release_id="rel_1",
+                     release_position=n + 1, replaces=sid, replaced_as="resumed")
+        for n, sid in enumerate((a, b, c))
+    ]  # fmt: skip
+    await schedules.create_all(
+        any_db, again, NOW + 20, first=[releases.resumed(any_db, made, NOW + 20)]
+    )
+    fresh = [r for r in await line(any_db) if r[0].endswith("x")]
+    assert [r[1] for r in fresh] == ["pending", "queued", "queued"]
+    state = await one(any_db, "SELECT status, held_by FROM releases")
+    assert state == {"status": "waiting", "held_by": None}
+    page = await releases.items(any_db, "ins_1", "rel_1")
+    assert [s.id for s in page.schedules] == [f"{a}x", f"{b}x", f"{c}x"]  # each place's latest
+
+
+async def test_a_hold_at_claim_ends_the_head_held_and_holds_the_rest(
+    any_db: Database, leases: Leases
+) -> None:
+    await installation(any_db)
+    a, b, c = await a_release(any_db)
+    [row] = await leases.due(NOW, 20)
+    assert (row.id, row.leads) == (a, True)
+    assert row.release is not None
+    assert (row.release.name, row.release.applied, row.release.behind) == ("Launch ✨", (), (b, c))
+    unsent = [(row, "held_conflict", None)]
+    assert await leases.claim([], unsent, "lease", NOW, LEASE_MS) == ([], [a])
+    assert [r[1] for r in await line(any_db)] == ["held", "held", "held"]
+    found = await one(any_db, "SELECT status, held_by, held_code FROM releases")
+    assert found == {"status": "held", "held_by": a, "held_code": "held_conflict"}
+
+
+async def test_a_release_takes_no_item_once_it_ended_or_is_full_and_changes_nothing(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    a, *_ = await a_release(any_db, items=2)
+    extra = new_schedule("more", content_id="cnt_more", release_id="rel_1")
+    with pytest.raises(schedules.ReleaseClosed):
+        await schedules.create_all(any_db, [extra], NOW, max_items=2)
+    # A change already waiting outside it is not replaced by the refused one.
+    await schedules.create(any_db, new_schedule("alone", content_id="cnt_more"), NOW)
+    with pytest.raises(schedules.ReleaseClosed):
+        await schedules.create_all(any_db, [replace(extra, id="more2")], NOW, max_items=2)
+    assert await column(any_db, "SELECT status FROM schedules WHERE id = 'alone'") == ["pending"]
+    made = await present(releases.get(any_db, "ins_1", "rel_1"))
+    assert await releases.cancel(any_db, made, [a], whole=True, person=("u", ADA), now=NOW) == [a]
+    assert [r[1] for r in await line(any_db)] == ["cancelled", "queued"]  # none moved meanwhile
+    with pytest.raises(schedules.ReleaseClosed):
+        await schedules.create_all(any_db, [replace(extra, id="more3")], NOW)
+
+
+async def test_a_repinned_head_comes_back_at_its_place_and_a_reorder_moves_the_head(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    a, b, c = await a_release(any_db, due_at=MAX_STORED_INTEGER)
+    repinned = new_schedule("a2", content_id="cnt_rel_1_0", release_id="rel_1",
+                            release_position=1, replaces=a, replaced_as="repinned")  # fmt: skip
+    assert await schedules.create_all(any_db, [repinned], NOW) == [a]
+    assert [r[:3] for r in await line(any_db)] == [
+        (a, "superseded", 1), ("a2", "pending", 1), (b, "queued", 2), (c, "queued", 3),
+    ]  # fmt: skip
+    made = await present(releases.get(any_db, "ins_1", "rel_1"))
+    assert await releases.reorder(any_db, made, [b, "a2", c], NOW)
+    assert [r[:3] for r in await line(any_db) if r[0] != a] == [
+        (b, "pending", 1), ("a2", "queued", 2), (c, "queued", 3),
+    ]  # fmt: skip
+    await releases.record_check(any_db, made, {b: "version_moved", c: None}, ADA, NOW)
+    checked = await present(releases.get(any_db, "ins_1", "rel_1"))
+    assert pick(checked, "stale checked_at checked_by_name") == (1, NOW, ADA)
+    assert checked.shown(NOW) == "conflict"
+    assert await releases.rename(any_db, made, "Later", NOW)
+    listed = await releases.of_installation(any_db, "ins_1")
+    assert [(r.id, r.name) for r in listed] == [("rel_1", "Later")]
+
+
+async def test_a_settle_writes_a_releases_notice_only_when_its_line_moved_so(
+    any_db: Database, leases: Leases
+) -> None:
+    await installation(any_db)
+    await endpoint(any_db, events=("release.held", "release.completed"))
+    a, b, _ = await a_release(any_db)
+    won, _ = await leases.claim(await leases.due(NOW, 20), [], "l", NOW, LEASE_MS)
+    [claim] = won
+    completed = OutboxEvent("msg_c", a, "release.completed", b"{}")  # a guess: it was not
+    await leases.settle("l", [replace(done(claim, at=NOW), release_event=completed)], NOW + 1)
+    assert await rows(any_db, "SELECT id FROM webhook_deliveries") == []
+    won, _ = await leases.claim(await leases.due(NOW + 1, 20), [], "m", NOW + 1, LEASE_MS)
+    held = OutboxEvent("msg_h", b, "release.held", b"{}")
+    ending = Settlement(Status.REFUSED, "workflow_conflict", None)
+    refused = SettledClaim(won[0], ending, None, release_event=held)
+    await leases.settle("m", [refused], NOW + 2)
+    assert await column(any_db, "SELECT id FROM webhook_deliveries") == ["msg_h_whe_1"]
+
+
+async def test_the_purge_takes_an_ended_release_with_its_items_never_a_waiting_ones(
+    any_db: Database,
+) -> None:
+    await installation(any_db)
+    a, b = await a_release(any_db, "rel_1", items=2)
+    c, _ = await a_release(any_db, "rel_2", items=2)
+    for sid in (a, b, c):
+        await ended(any_db, sid, "completed", "transition_applied", 5)
+    results = await any_db.batch(retention.step(any_db, 100, 100))
+    assert retention.purged(results).schedules == 2  # rel_1's; rel_2 still waits (its 2nd)
+    assert await column(any_db, "SELECT id FROM releases") == ["rel_2"]
+    assert await column(any_db, "SELECT id FROM schedules ORDER BY id") == [c, "rel_2_i1"]
+    await installations.delete_all_data(any_db, "ins_1")
+    assert await rows(any_db, "SELECT id FROM releases") == []

@@ -148,12 +148,12 @@ async def test_the_tick_drains_in_batches_until_its_budget_is_spent(db: SqliteDa
     # Each batch's lease starts at its own claim (a lease from the tick's start would
     # have 47 s left when the last batch's last request leaves).
     assert all(lease_until - started >= 54 * SECOND for started, lease_until in core.leases)
-    # due; per batch: claim + open attempts, the next due (not after the last),
-    # settle (2) + finish (2) + the installations' last sends; the record (history row,
-    # totals, pruning). No retention purge step: 13 s of a 10 s budget are spent.
+    # due; per batch: the claim (which opens its attempts), the next due (not after the
+    # last), settle (2) + finish (2) + the installations' last sends; the record (history
+    # row, totals, pruning). No retention purge step: 13 s of a 10 s budget are spent.
     assert (report["d1_round_trips"], report["d1_statements"]) == (
         13,
-        1 + 4 * 2 + 3 + 4 * 5 + 3,
+        1 + 4 * 1 + 3 + 4 * 5 + 3,
     )
 
 
@@ -201,7 +201,7 @@ async def test_the_query_budget_alone_stops_the_drain_before_d1_would_refuse(
     due = clock.now_ms() + MINUTE
     await bulk_due(world, await world.install(), 200, due, "q")
     report = await tick_at(world, due)
-    assert report["batches"] == 4
+    assert report["batches"] == 5  # each claim opens its attempts by itself (migration 0021)
     assert report["d1_statements"] <= 50
-    assert report["completed"] == 80
+    assert report["completed"] == 100
     assert report["limit_reached"] == 1

@@ -14,7 +14,15 @@ from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.pages import cancel_page, home, installation, releases_room, static, ways_back
+from scheduling.pages import (
+    cancel_page,
+    home,
+    installation,
+    release_page,
+    releases_room,
+    static,
+    ways_back,
+)
 from scheduling.pages.activation import manifest_route
 from scheduling.pages.admin import operator_routes
 from scheduling.pages.agents import agents_page
@@ -191,6 +199,27 @@ ROUTES = [
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/decline",
         agents_page.decline_proposal,
+    ),
+    Route(
+        "GET", "/installations/{installation_id}/releases/{release_id}", release_page.release_page
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/releases/{release_id}/{action}",
+        release_page.release_action,
+        release_page.again,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/move",
+        release_page.move_schedule,
+        content_page.form_again,
+    ),
+    Route(
+        "POST",
+        "/installations/{installation_id}/schedules/{schedule_id}/send-now",
+        release_page.send_now,
+        content_page.form_again,
     ),
     Route("POST", "/mcp", _mcp),
     Route("GET", "/favicon.ico", ways_back.favicon),

@@ -51,7 +51,7 @@ class StatementShape:
 # The leases' multi-row statements (repository/round_trips.py checks each binds so).
 CLAIM = StatementShape(fixed=4, width=4)
 CLAIM_WITHIN = StatementShape(fixed=5, width=4)
-REFUSE_UNSENT = StatementShape(fixed=3, width=6)
+REFUSE_UNSENT = StatementShape(fixed=2, width=7)
 SETTLE = StatementShape(fixed=3, width=6)
 FINISH_ATTEMPTS = StatementShape(fixed=0, width=6)
 DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
@@ -74,11 +74,12 @@ RECORD_STATEMENTS = 3
 
 def batch_cost(rows: int, *, capped: bool = False) -> int:
     """The most D1 statements a batch of `rows` can cost: its due query, its claim round trip
-    (refusals and their events, claims, opening attempts; a claim under the per-installation
-    cap also reads how many claims each installation holds) and its settle round trip (settles
-    and their events, finished or dropped attempts, each installation's last send)."""
+    (refusals and their events, claims, which open their attempts by themselves; a claim under
+    the per-installation cap also reads how many claims each installation holds) and its
+    settle round trip (settles and their events, finished or dropped attempts, each
+    installation's last send)."""
     claim = 1 + CLAIM_WITHIN.statements(rows) if capped else CLAIM.statements(rows)
-    claim += REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows) + 1
+    claim += REFUSE_UNSENT.statements(rows) + EVENTS.statements(rows)
     settle = SETTLE.statements(rows) + EVENTS.statements(rows) + FINISH_ATTEMPTS.statements(rows)
     return 1 + claim + settle + DROP_ATTEMPTS.statements(rows) + LAST_SENT.statements(rows)
 

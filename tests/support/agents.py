@@ -3,14 +3,21 @@ client would send them to the App."""
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from fake_core.state import Installation
 from scheduling.http.responses import Response
 from tests.support.app import call
+from tests.support.runtimes import Runtime
 from tests.support.world import Browser, World
 
 STATELESS = "2026-07-28"
@@ -132,3 +139,15 @@ async def confirm_on_page(
         f"/installations/{installation_id}/proposals/{proposal_id}/confirm",
         {"csrf_token": browser.csrf(), "opened_for": "cnt_en", **browser.shown(), **fields},
     )
+
+
+@contextlib.asynccontextmanager
+async def official_client(runtime: Runtime, key: str) -> AsyncIterator[Client]:
+    """The official client in its default mode, with `key`, on the plugin's real socket."""
+    async with (
+        runtime.served() as base_url,
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=60) as http,
+        Client(streamable_http_client(f"{base_url}/mcp", http_client=http)) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        yield client

@@ -121,6 +121,7 @@ def remove_installation(harness: Harness, installation_id: str) -> None:
             [installation_id],
         ),
         ("DELETE FROM schedules WHERE installation_id = ?", [installation_id]),
+        ("DELETE FROM releases WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM sessions WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM people WHERE installation_id = ?", [installation_id]),
         ("DELETE FROM proposals WHERE installation_id = ?", [installation_id]),

@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scheduling.actions.create import Created, ScheduleForm, create_schedule
-from scheduling.domain.localtime import ResolvedTime, Retry, TimeRefusal, resolve_local_time
+from scheduling.domain.localtime import Fold, ResolvedTime, Retry, TimeRefusal, resolve_local_time
 from scheduling.domain.notification_events import ProposalEvent
 from scheduling.domain.refusals import Refusal
+from scheduling.domain.release import ReleaseStatus
 from scheduling.domain.secret_shapes import is_id
-from scheduling.repository import proposals
+from scheduling.repository import proposals, releases
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.repository.proposals import Proposal
 from scheduling.repository.sessions import Session
@@ -52,6 +53,9 @@ class Proposed:
     timezone: str
     fold: str | None
     note: str
+    release: str | None = None  # a waiting release to add the change to (its time is used)
+    changes: str | None = None  # a waiting schedule to move (to this time) or send now
+    changes_as: str | None = None  # moved | sent_now
 
 
 def _change(key: AgentKey, asked: Proposed) -> str | None:
@@ -84,7 +88,7 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
     if len(note) > MAX_NOTE_CHARS:
         raise Refusal(422, "note_too_long", f"A note is at most {MAX_NOTE_CHARS} characters.")
     now = services.clock.now_ms()
-    resolved = _time_of(asked, now)
+    resolved = await _release_time(services, key, asked.release, now) or _time_of(asked, now)
     await _room_for_one_more(services, key, now)
     proposal = Proposal(
         id="prp_" + services.crypto.random_token()[:22],
@@ -104,6 +108,9 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         schedule_id=None,
         decided_by_name=None,
         created_at=now,
+        release_id=asked.release,
+        changes=asked.changes,
+        changes_as=asked.changes_as,
     )
     event = _made(proposal)
     await proposals.insert(services.db, proposal, event.body(services.config.public_origin))
@@ -115,6 +122,23 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         key.id,
     )
     return proposal
+
+
+async def _release_time(
+    services: Services, key: AgentKey, release_id: str | None, now: int
+) -> ResolvedTime | None:
+    """The time of the waiting release a proposal adds its change to (None: it joins none)."""
+    if release_id is None:
+        return None
+    found = (
+        await releases.get(services.db, key.installation_id, release_id)
+        if is_id(release_id)
+        else None
+    )
+    if found is None or found.status != ReleaseStatus.WAITING or found.due_at <= now:
+        raise Refusal.explained(409, "release_closed")
+    fold: Fold | None = "earlier" if found.fold == "earlier" else "later" if found.fold else None
+    return ResolvedTime(found.due_at, found.local_time, found.timezone, fold)
 
 
 def _time_of(asked: Proposed, now: int) -> ResolvedTime:
@@ -230,6 +254,9 @@ async def confirm(
             timezone=found.timezone,
             fold=found.fold or "",
             proposed_by=f"the proposal of {found.key_name} (an agent key of {found.person_name})",
+            release=found.release_id or "",
+            move_of=found.changes if found.changes_as == "moved" else None,
+            send_now_of=found.changes if found.changes_as == "sent_now" else None,
         ),
     )
     decided = await proposals.decide(

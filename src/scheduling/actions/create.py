@@ -16,8 +16,10 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 
 from scheduling.actions.access import Access, open_access, read_launched_content
+from scheduling.actions.release_verbs import placed
 from scheduling.actions.tell_clock import tell_clock
 from scheduling.actions.throttled import creates_key, limited
 from scheduling.domain import associated_data
@@ -30,15 +32,15 @@ from scheduling.domain.localtime import (
     next_minute_wall,
     resolve_local_time,
 )
-from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of
+from scheduling.domain.pins import ShownVersions, changed_since_shown, pin_of, shown_versions
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.rights import Rights
-from scheduling.domain.schedule import MAX_TITLE_CHARS, NewSchedule
+from scheduling.domain.schedule import MAX_TITLE_CHARS, NewSchedule, Schedule
 from scheduling.domain.secret_shapes import is_id
-from scheduling.domain.statuses import WAITING, Status
+from scheduling.domain.statuses import NOT_DONE, WAITING, Status
 from scheduling.domain.wording import explain
 from scheduling.repository import schedules
-from scheduling.repository.schedules import RunningConflict
+from scheduling.repository.schedules import ReleaseClosed, RunningConflict
 from scheduling.repository.sessions import Session
 from scheduling.services import Services, log
 
@@ -57,6 +59,10 @@ class ScheduleForm:
     published_version_id: str = ""
     repin_of: str | None = None
     proposed_by: str | None = None  # a confirmed proposal's agent, as its history names it
+    release: str = ""  # none; a waiting one's id (its time used); "new": named `release_name`
+    release_name: str = ""
+    move_of: str | None = None  # a waiting schedule made again at the form's time
+    send_now_of: str | None = None  # … or now
 
     @classmethod
     def posted(cls, fields: Mapping[str, str]) -> ScheduleForm:
@@ -69,6 +75,8 @@ class ScheduleForm:
             version_id=fields.get("version_id", ""),
             published_version_id=fields.get("published_version_id", ""),
             repin_of=fields.get("repin_of"),
+            release=fields.get("release", "").strip(),
+            release_name=fields.get("release_name", ""),
         )
 
     def as_entered(self) -> ScheduleForm:
@@ -108,6 +116,10 @@ class FormRefusal(Refusal):
         self.retry_of = retry_of  # refused on a Try again of this schedule
 
 
+# How a new row was made from an old one (`schedules.replaced_as`).
+REPINNED, MOVED, SENT_NOW, RESUMED, RETRIED = "repinned", "moved", "sent_now", "resumed", "retried"
+
+
 @dataclass(frozen=True)
 class Created:
     """A schedule made: where it is, and whether a fold given for it was ignored."""
@@ -115,6 +127,7 @@ class Created:
     installation_id: str
     schedule_id: str
     fold_ignored: str | None  # a fold given for a wall time that happens once
+    sent_now: str | None = None  # sent now: "clock" (its clock was told) or "tick" (the next)
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,8 @@ class _Draft:
     read: ContentRead
     form: ScheduleForm
     retry_of: str | None = None
+    made_from: Schedule | None = None  # re-pinned, moved, sent now, tried again
+    made_as: str | None = None
 
     def refuse(
         self,
@@ -159,7 +174,7 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleF
     async with _person_limit(services, session, lambda wait_ms: _too_many(session, asked, wait_ms)):
         access = await open_access(services, session)
         read = await read_launched_content(services, access)
-    draft = _Draft(access, read, await _form(services, access, read, asked))
+    draft = await _draft(services, access, read, asked)
     return await _store(services, draft, shown, asked.proposed_by)
 
 
@@ -193,39 +208,46 @@ async def retry_schedule(
         read = await read_launched_content(services, access)
     if old.content_id != read.content.primary_id:
         raise Refusal.explained(403, "other_content")
-    if old.status != Status.REFUSED:
+    if old.status not in NOT_DONE or old.release_id is not None:  # a release is resumed
         raise Refusal.explained(409, "not_retryable")
     now = services.clock.now_ms()
     local_time, fold = next_minute_wall(now, old.timezone)
     form = ScheduleForm(f"{old.kind}:{old.to_state}", local_time, old.timezone, fold or "")
-    return await _store(services, _Draft(access, read, form, retry_of=old.id), shown)
+    draft = _Draft(access, read, form, retry_of=old.id, made_from=old, made_as=RETRIED)
+    return await _store(services, draft, shown)
 
 
 async def _store(
     services: Services, draft: _Draft, shown: ShownVersions, proposed_by: str | None = None
 ) -> Created:
     now = services.clock.now_ms()
-    new = _new_schedule(services, draft, shown, now)
+    keep = draft.made_from if draft.made_as == REPINNED else None  # its release and place
+    resolve = partial(_resolved, draft, now)  # the form's time, for a new release
+    choice = (draft.form.release, draft.form.release_name)
+    place = await placed(services, draft.access, choice, now, keep, resolve, draft.refuse)
+    new = _new_schedule(services, draft, shown, now, place.when)
+    new = replace(new, release_id=place.release_id, release_position=place.position)
+    if draft.made_from is not None:
+        new = replace(new, replaces=draft.made_from.id, replaced_as=draft.made_as)
     if proposed_by is not None:  # the person confirmed an agent's proposal: both are named
         new = replace(new, requested_by_name=f"{new.requested_by_name}, confirming {proposed_by}")
     new = await _with_title(services, new, draft.read)
     try:
-        superseded = await schedules.create(services.db, new, now)
+        superseded = len(await schedules.create_all(services.db, [new], now, first=place.first))
     except RunningConflict:
         raise draft.refuse(409, "execution_in_progress", "transition") from None
+    except ReleaseClosed:
+        raise draft.refuse(409, "release_closed", "release") from None
+    made = f"{draft.made_as} from {draft.made_from.id}" if draft.made_from else "new"
     log.info(
-        "installation %s: schedule %s created (%s %s), superseding %d%s",
-        new.installation_id,
-        new.id,
-        new.kind,
-        new.content_id,
-        superseded,
-        f", trying {draft.retry_of} again" if draft.retry_of else "",
+        "installation %s: schedule %s created (%s %s, %s), superseding %d",
+        *(new.installation_id, new.id, new.kind, new.content_id, made, superseded),
     )
     await tell_clock(services, new.installation_id)
     fold = draft.form.fold
     ignored = fold if fold and new.fold is None and draft.retry_of is None else None
-    return Created(new.installation_id, new.id, ignored)
+    by = "clock" if services.clocks is not None else "tick"
+    return Created(new.installation_id, new.id, ignored, by if draft.made_as == SENT_NOW else None)
 
 
 def _person_limit(
@@ -253,6 +275,8 @@ def _too_many(session: Session, asked: ScheduleForm, wait_ms: int) -> Refusal:
     }
     if asked.repin_of is not None:
         fields["repin_of"] = asked.repin_of
+    if asked.release:
+        fields |= {"release": asked.release, "release_name": asked.release_name}
     return _too_many_with(fields, wait_ms)
 
 
@@ -267,63 +291,54 @@ def _too_many_with(fields: dict[str, str], wait_ms: int) -> Refusal:
     )
 
 
-def shown_versions(version_id: str, published_version_id: str) -> ShownVersions:
-    """The versions a form says its page showed; a form without them did not come from it."""
-    shown = posted_versions(version_id, published_version_id)
-    if shown is None:
-        raise Refusal(
-            400,
-            "invalid_request",
-            "This form does not say which version it showed. Reload the page and try again.",
-        )
-    return shown
-
-
-def posted_versions(version_id: str, published_version_id: str) -> ShownVersions | None:
-    """The versions a posted form says its page showed, or None when it does not say them."""
-    current, published = version_id.strip(), published_version_id.strip()
-    if not is_id(current) or (published and not is_id(published)):
-        return None
-    return ShownVersions(current, published or None)
-
-
-async def _form(
+async def _draft(
     services: Services, access: Access, read: ContentRead, asked: ScheduleForm
-) -> ScheduleForm:
-    """What to create: the form's fields, or for a re-pin the old schedule's; the site's zone
-    when none was given."""
-    if asked.repin_of is not None:
-        form = await _repinned(services, access, read, asked.repin_of)
-    else:
-        form = asked.as_entered()
-    if form.timezone:
-        return form
-    return replace(form, timezone=read.site.timezone)
+) -> _Draft:
+    """What to create: the form's fields, or for a waiting schedule made again its change (and,
+    re-pinned, its time; sent now, now); the site's zone when none was given."""
+    form, made_from, made_as = asked.as_entered(), None, None
+    again = ((asked.repin_of, REPINNED), (asked.move_of, MOVED), (asked.send_now_of, SENT_NOW))
+    for old_id, made_as in ((old, how) for old, how in again if old is not None):
+        made_from = await _waiting(services, access, read, old_id, made_as)
+        change = f"{made_from.kind}:{made_from.to_state}"
+        if made_as == MOVED:
+            form = replace(form, transition=change, release="")
+        else:
+            old_time = (made_from.local_time, made_from.timezone, made_from.fold or "")
+            form = ScheduleForm(change, *old_time)
+        break
+    if not form.timezone:
+        form = replace(form, timezone=read.site.timezone)
+    return _Draft(access, read, form, made_from=made_from, made_as=made_as)
 
 
-async def _repinned(
-    services: Services, access: Access, read: ContentRead, old_id: str
-) -> ScheduleForm:
-    """The old schedule's change, local time, zone and fold, as a create form sends them."""
-    installation_id = access.installation.id
-    old = await schedules.get(services.db, installation_id, old_id) if is_id(old_id) else None
+async def _waiting(
+    services: Services, access: Access, read: ContentRead, old_id: str, made_as: str
+) -> Schedule:
+    """The waiting schedule a re-pin, a move or a send-now makes again: this content's, still
+    waiting, and (moved or sent now) not a release's item."""
+    old = (
+        await schedules.get(services.db, access.installation.id, old_id) if is_id(old_id) else None
+    )
     if old is None:
         raise Refusal.explained(404, "schedule_not_found")
     if old.content_id != read.content.primary_id:
         raise Refusal.explained(403, "other_content")
-    if old.status == Status.RUNNING:
-        raise Refusal.explained(409, "execution_in_progress")
     if old.status not in WAITING:
-        raise Refusal(
-            409,
-            "not_repinnable",
-            "Only a schedule that is still waiting can be pinned again; this one has ended or "
-            "was replaced since the page was shown. Reload the page to see it.",
-        )
-    return ScheduleForm(f"{old.kind}:{old.to_state}", old.local_time, old.timezone, old.fold or "")
+        running = old.status == Status.RUNNING
+        raise Refusal.explained(409, "execution_in_progress" if running else "not_repinnable")
+    if old.release_id is not None and made_as != REPINNED:
+        raise Refusal.explained(409, "release_item_alone")
+    return old
 
 
-def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: int) -> NewSchedule:
+def _new_schedule(
+    services: Services,
+    draft: _Draft,
+    shown: ShownVersions,
+    now: int,
+    when: ResolvedTime | None = None,
+) -> NewSchedule:
     """The schedule the draft makes, pinned to what the page showed; refused on the form
     when that is no longer what Dee Wan reports, or when the person or the time does not
     allow it."""
@@ -338,7 +353,7 @@ def _new_schedule(services: Services, draft: _Draft, shown: ShownVersions, now: 
     version = pin_of(kind, read.content)
     if version is None:
         raise draft.refuse(422, "nothing_published", "transition")
-    when = _resolved(draft, now)
+    when = when or _resolved(draft, now)
     session = draft.access.session
     return NewSchedule(
         id="sch_" + services.crypto.random_token()[:22],
@@ -367,6 +382,9 @@ async def _with_title(services: Services, new: NewSchedule, read: ContentRead) -
 
 def _resolved(draft: _Draft, now: int) -> ResolvedTime:
     form = draft.form
+    if draft.made_as == SENT_NOW:  # due at once, written as now's wall time in its zone
+        local_time, fold = next_minute_wall(now - 60_000, form.timezone)  # this minute's
+        return ResolvedTime(now, local_time, form.timezone, fold)
     resolved = resolve_local_time(
         form.local_time,
         form.timezone,

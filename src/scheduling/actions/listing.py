@@ -10,7 +10,7 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.pins import pin_of, stale_reason
 from scheduling.domain.rights import Rights
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import NOT_DONE
 from scheduling.repository.schedules import PAGE_SIZE
 
 
@@ -57,10 +57,12 @@ def _listed(schedule: Schedule, rights: Rights, read: ContentRead | None) -> Lis
 
 
 def _retry_pin(schedule: Schedule, rights: Rights, read: ContentRead) -> str | None:
-    """A refused schedule is tried again from its content's page, by a person Dee Wan lets
+    """A refused (or held) schedule is tried again from its content's page, by a person Dee Wan lets
     make that change, pinned to what the content reports now (its own pin while that is
     still current); not once a later schedule of the change was done."""
-    if schedule.status != Status.REFUSED or schedule.resolved_by is not None:
+    if schedule.status not in NOT_DONE or schedule.resolved_by is not None:
+        return None
+    if schedule.release_id is not None:  # its release is resumed instead, in order
         return None
     if rights.manage or not rights.offers(schedule.kind, schedule.to_state):
         return None

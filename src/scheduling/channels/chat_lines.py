@@ -20,6 +20,8 @@ from scheduling.domain.notification_events import (
     COMPLETED,
     PROPOSAL_CREATED,
     REFUSED,
+    RELEASE_COMPLETED,
+    RELEASE_HELD,
     RETRYING,
     STALE,
 )
@@ -51,6 +53,8 @@ def event_line(body: bytes, title: str | None) -> str:
     data = event["data"]
     if event["type"] == PROPOSAL_CREATED:
         return _proposal_line(data)
+    if event["type"] in (RELEASE_HELD, RELEASE_COMPLETED):  # its name, and its own sentence
+        return escape(" ".join(f"Release “{data['name']}”: {data['message']}".split()))
     name = (title or "").strip() or str(data["content_id"])
     if len(name) > MAX_TITLE_CHARS:
         name = name[: MAX_TITLE_CHARS - 1].rstrip() + "…"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.domain.deliveries import OutboxEvent
+from scheduling.domain.release import ReleaseLine
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.schedule import Attempt, Command
 from scheduling.domain.statuses import Status
@@ -48,10 +49,18 @@ class DueRow:
     local_time: str = ""
     subscribed: frozenset[str] = frozenset()  # the events its installation's endpoints hear of
     collides: Waiting | None = None  # the other kind's waiting schedule of its content
+    made_stale_by: str | None = None  # a collision that ran made its pin stale
+    conflict: str | None = None  # what a person's check found moved since its pin
+    release: ReleaseLine | None = None  # the release it is an item of
 
     @property
     def due_at(self) -> int:
         return self.command.due_at
+
+    @property
+    def leads(self) -> bool:
+        """An item of a release with items queued behind it: its settle makes the next due."""
+        return self.release is not None and bool(self.release.behind)
 
     def observed(self) -> tuple[object, ...]:
         return (self.id, self.status, self.lease_token or "", self.attempt_count)
@@ -76,6 +85,7 @@ class SettledClaim:
     attempt: Attempt | None
     event: OutboxEvent | None = None
     stale_event: OutboxEvent | None = None  # a completion's notice of the schedule it made stale
+    release_event: OutboxEvent | None = None  # its release held or completed by this end
 
     @property
     def handed_back(self) -> bool:

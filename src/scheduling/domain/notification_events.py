@@ -24,8 +24,11 @@ PROPOSAL_CREATED = "proposal.created"  # an agent proposes; a person is to decid
 # A waiting schedule the other kind's completion put out of date (issue 38): it would be
 # refused at its time. Not a choice of its own: the endpoints that hear of refusals hear of it.
 STALE = "schedule.stale"
+# A release's line stopped at an item not done (the rest held), or every item was applied.
+RELEASE_HELD = "release.held"
+RELEASE_COMPLETED = "release.completed"
 # The events an endpoint may subscribe to, in the order the form offers them.
-EVENT_TYPES = (REFUSED, COMPLETED, RETRYING, PROPOSAL_CREATED)
+EVENT_TYPES = (REFUSED, COMPLETED, RETRYING, PROPOSAL_CREATED, RELEASE_HELD, RELEASE_COMPLETED)
 DEFAULT_EVENTS = (REFUSED,)
 TEST_EVENT = "test"
 MAX_ENDPOINTS = 5
@@ -131,6 +134,42 @@ def body_of_test_event(
         "page_url": page_url(public_origin, installation_id),
     }
     return _json({"type": TEST_EVENT, "timestamp": rfc3339(at), "data": data})
+
+
+@dataclass(frozen=True)
+class ReleaseEvent:
+    """A release held or completed, as an endpoint hears of it: its name (which a person gave
+    it, and may be told), never an item's title."""
+
+    type: str
+    at: int
+    installation_id: str
+    release_id: str
+    name: str
+    due_at: int
+    timezone: str
+    item_id: str  # the item whose end held or completed it
+    result_code: str | None
+    applied: tuple[str, ...]
+    held: tuple[str, ...]
+    message: str
+
+    def body(self, public_origin: str) -> bytes:
+        data = {
+            "installation_id": self.installation_id,
+            "release_id": self.release_id,
+            "name": self.name,
+            "due_at": rfc3339(self.due_at),
+            "timezone": self.timezone,
+            "status": "held" if self.type == RELEASE_HELD else "completed",
+            "schedule_id": self.item_id,
+            "result_code": self.result_code,
+            "applied": list(self.applied),
+            "held": list(self.held),
+            "message": self.message,
+            "page_url": page_url(public_origin, self.installation_id),
+        }
+        return _json({"type": self.type, "timestamp": rfc3339(self.at), "data": data})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.domain.content import Content, ContentRead
+from scheduling.domain.refusals import Refusal
 from scheduling.domain.schedule import Schedule
+from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import WAITING
 
 
@@ -33,6 +35,26 @@ class ShownVersions:
 
     def pin(self, kind: str) -> str | None:
         return pin_for(kind, self.current, self.published)
+
+
+def shown_versions(version_id: str, published_version_id: str) -> ShownVersions:
+    """The versions a form says its page showed; a form without them did not come from it."""
+    shown = posted_versions(version_id, published_version_id)
+    if shown is None:
+        raise Refusal(
+            400,
+            "invalid_request",
+            "This form does not say which version it showed. Reload the page and try again.",
+        )
+    return shown
+
+
+def posted_versions(version_id: str, published_version_id: str) -> ShownVersions | None:
+    """The versions a posted form says its page showed, or None when it does not say them."""
+    current, published = version_id.strip(), published_version_id.strip()
+    if not is_id(current) or (published and not is_id(published)):
+        return None
+    return ShownVersions(current, published or None)
 
 
 def describe_pin(kind: str, version: str | None) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scheduling.domain.content import ContentRead
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import WAITING, Status
+from scheduling.domain.statuses import NOT_DONE, WAITING
 
 Change = tuple[str, str]  # (kind, to), as `workflow.transitions` lists it
 
@@ -72,6 +72,6 @@ class Rights:
         return schedule.status in WAITING and self.cancel_refusal(schedule) is None
 
     def shows_dismiss(self, schedule: Schedule) -> bool:
-        """The Dismiss button: a refused schedule still in Needs attention, on the manage
+        """The Dismiss button: a refused (or held) schedule still in Needs attention, on the manage
         view (the installation's overview, which Dee Wan offers to site admins)."""
-        return self.manage and schedule.status == Status.REFUSED and not schedule.settled
+        return self.manage and schedule.status in NOT_DONE and not schedule.settled

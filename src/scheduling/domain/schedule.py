@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import WAITING, Status
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,10 @@ class NewSchedule:
     requested_by: str
     requested_by_name: str
     title_sealed: str | None = None  # as the editor saw it, sealed: a digest's line names it
+    release_id: str | None = None  # the release it joins (queued: its line makes it due)
+    release_position: int | None = None  # its place there; None: at the end
+    replaces: str | None = None  # the schedule it is made from, and how (`replaced_as`)
+    replaced_as: str | None = None
 
 
 # A stored title is cut to this many characters.
@@ -97,17 +101,23 @@ class Schedule:
     # date while it waited (migration 0017), and when: it would be refused at its time.
     made_stale_by: str | None = None
     made_stale_at: int | None = None
+    release_id: str | None = None  # the release it is an item of, at `release_position`
+    release_position: int | None = None
+    conflict: str | None = None  # what a check found moved since its pin (`releases`)
+    conflict_at: int | None = None
+    replaces: str | None = None  # the schedule it was made from, and how (`replaced_as`)
+    replaced_as: str | None = None
     attempts: tuple[Attempt, ...] = ()
 
     @property
     def settled(self) -> bool:
         """A refused schedule nobody needs to look at any more: a site admin dismissed it, or
         a later schedule of the same content and change was done."""
-        return self.status == Status.REFUSED and (
+        return self.status in (Status.REFUSED, Status.HELD) and (
             self.dismissed_at is not None or self.resolved_by is not None
         )
 
     @property
     def needs_repin(self) -> bool:
         """Waiting, with a pin the other kind's completed schedule put out of date."""
-        return self.made_stale_by is not None and self.status in (Status.PENDING, Status.RETRYING)
+        return self.made_stale_by is not None and self.status in WAITING

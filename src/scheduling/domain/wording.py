@@ -18,6 +18,8 @@ STATUS: dict[Status, str] = {
     Status.REFUSED: "Not done",
     Status.CANCELLED: "Cancelled",
     Status.SUPERSEDED: "Replaced by a newer schedule",
+    Status.QUEUED: "Waiting for the item before it in its release",
+    Status.HELD: "Held: not sent",
 }
 
 KIND = {"publish": "Publish", "unpublish": "Unpublish"}
@@ -45,8 +47,12 @@ CODES = {
     "untrusted_response": "Dee Wan answered in a way its plugin protocol does not allow (a garbled or unexpected answer), so the plugin sent nothing more and cannot tell whether the change was applied. Check the content in Dee Wan.",
     "retry_exhausted": "The plugin stopped trying: too many tries, or it was too late to send. If the last try got no answer, whether Dee Wan applied it is unknown — check the content in Dee Wan.",
     "token_unreadable": "The installation's token can no longer be read — rotate it in Dee Wan.",
+    "held_stale": "Not sent: a change of this content done before it made its pin out of date, so Dee Wan would have refused it. Pin it again in one step, or cancel it.",
+    "held_conflict": "Not sent: a check found that the content changed since it was pinned, so Dee Wan would have refused it. Pin it again in one step, or cancel it.",
+    "release_held": "Not sent: an earlier item of its release was not done, so the release stopped there. Resume the release, or cancel the rest, on its page.",
     "execution_in_progress": "A schedule for this content is being sent right now. Try again in a minute.",
     "not_cancellable": "Only a schedule that is waiting or will try again can be cancelled.",
+    "not_repinnable": "Only a schedule that is still waiting can be pinned again, moved or sent now; this one has ended or was replaced since the page was shown. Reload the page to see it.",
     # Form refusals (a refused time and a changed pin say why in their own words)
     "transition_not_allowed": "You may not make this change to this content now.",
     "too_many_creates": "You have made as many schedules as Scheduling takes from one person in a minute.",
@@ -61,6 +67,15 @@ CODES = {
     "retry_from_content": "A schedule is tried again from its content's page: open the content in Dee Wan and press Schedule.",
     "not_dismissable": "Only a schedule that ended not done and was not dismissed yet can be dismissed. Reload the page to see it as it is now.",
     "dismiss_from_manage": "A refused schedule is dismissed by a site admin, from Scheduling under Manage in Dee Wan.",
+    # Releases
+    "release_not_found": "There is no such release in this installation.",
+    "release_closed": "This release no longer waits for its time (it was sent, held or cancelled), or it holds as many items as a release may (200). Reload its page to see it as it is now.",
+    "release_item_alone": "This schedule is an item of a release, which moves and is sent as one: move the release, or take the item out of it first (cancel it, and schedule it on its own).",
+    "not_reorderable": "Items are put in a new order only while their release waits for its time and nothing of it is being sent. Reload its page to see it as it is now.",
+    "not_resumable": "Only a held release can be resumed, once; reload its page to see it as it is now.",
+    "nothing_to_resume": "Nothing after that item is left to send: cancel the rest instead, or resume with the item itself.",
+    "invalid_release_name": "Give the release a name of at most 100 characters.",
+    "too_many_releases": "An installation has at most 100 releases waiting at once: send, cancel or complete one first.",
     # Notifications
     "manage_only": "Notifications are set up from Scheduling under Manage in Dee Wan, by a site admin.",
     "endpoint_not_found": "There is no such notification endpoint in this installation.",
@@ -107,6 +122,8 @@ EVENTS = {
     "schedule.retrying": "A schedule will try again",
     "proposal.created": "An agent proposes a schedule",
     "schedule.stale": "A schedule needs a new pin (it would be refused)",
+    "release.held": "A release is held (an item was not done; the rest is not sent)",
+    "release.completed": "A release completes (every item applied)",
     "test": "Test event",
 }
 

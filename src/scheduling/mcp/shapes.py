@@ -3,9 +3,12 @@ UTC) with the wall time and zone they were given in. Never a title, a token or a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict
 
 from scheduling.domain.localtime import rfc3339
+from scheduling.domain.release import Release
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.time_words import instant_text
 from scheduling.domain.wording import STATUS
@@ -24,6 +27,15 @@ class AttemptShape(_Shape):
     http_status: int | None
 
 
+class ReleaseRef(_Shape):
+    """The release an item belongs to, and its place in the send order."""
+
+    id: str
+    name: str
+    position: int
+    status: str  # waiting, conflict, running, held, completed, cancelled
+
+
 class ScheduleShape(_Shape):
     id: str
     content_id: str
@@ -40,6 +52,7 @@ class ScheduleShape(_Shape):
     requested_by_name: str
     result_code: str | None
     attempts: int
+    release: ReleaseRef | None = None
 
 
 class ProposalShape(_Shape):
@@ -56,10 +69,25 @@ class ProposalShape(_Shape):
     status: str  # pending, confirmed, declined, withdrawn, expired
     for_person: str
     schedule_id: str | None
+    release_id: str | None = None  # it adds the change to this waiting release
+    changes: str | None = None  # it moves, or sends now (`changes_as`), this waiting schedule
+    changes_as: str | None = None
 
 
-def schedule_shape(schedule: Schedule) -> ScheduleShape:
+def schedule_shape(
+    schedule: Schedule, releases: Mapping[str, Release] | None = None, now: int = 0
+) -> ScheduleShape:
+    """`releases`: the items' releases by id (read with them), for `release`."""
+    release = (releases or {}).get(schedule.release_id or "")
     return ScheduleShape(
+        release=None
+        if release is None
+        else ReleaseRef(
+            id=release.id,
+            name=release.name,
+            position=schedule.release_position or 0,
+            status=release.shown(now),
+        ),
         id=schedule.id,
         content_id=schedule.content_id,
         change=schedule.kind,
@@ -106,4 +134,7 @@ def proposal_shape(proposal: Proposal, now: int) -> ProposalShape:
         status=proposal.status_at(now),
         for_person=proposal.person_name,
         schedule_id=proposal.schedule_id,
+        release_id=proposal.release_id,
+        changes=proposal.changes,
+        changes_as=proposal.changes_as,
     )

@@ -20,7 +20,7 @@ from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, UNTRUSTED
 from scheduling.domain.statuses import LIVE
 from scheduling.operator.health import is_stalled
 from scheduling.ports import Database
-from scheduling.repository import backlog, tick_history
+from scheduling.repository import backlog, releases, tick_history
 from scheduling.repository.backlog import Backlog
 from scheduling.repository.tick_history import LastTick
 from scheduling.runner import history
@@ -65,12 +65,13 @@ def _seconds(ms: int) -> float:
 
 
 async def read_metrics(db: Database, now: int) -> list[Family]:
-    last, waiting, live, totals = await db.batch(
+    last, waiting, live, totals, by_status = await db.batch(
         [
             tick_history.read_last(db),
             backlog.read_backlog(db, now),
             backlog.read_live_counts(db),
             tick_history.read_totals(db),
+            releases.read_counts(db),
         ]
     )
     return families(
@@ -79,6 +80,7 @@ async def read_metrics(db: Database, now: int) -> list[Family]:
         backlog.backlog_from(waiting.results),
         backlog.counts_from(live.results),
         tick_history.totals_from(totals.results),
+        releases.counts_from(by_status.results),
     )
 
 
@@ -88,12 +90,36 @@ def families(
     waiting: Backlog,
     live: Mapping[str, int],
     totals: Mapping[str, int],
+    by_status: Mapping[str, int] | None = None,
 ) -> list[Family]:
     return [
         *_gauges(now, last, waiting, live),
         *_counters(totals),
         *_watchdog(totals),
         _lateness(totals),
+        *_releases(by_status or {}, totals),
+    ]
+
+
+def _releases(by_status: Mapping[str, int], totals: Mapping[str, int]) -> list[Family]:
+    """Releases by stored status now, and how many were held, completed or cancelled (counted
+    by migration 0021's trigger as each happened: a resumed release is held again anew)."""
+    return [
+        Family(
+            "scheduling_releases",
+            "gauge",
+            "Releases by status: waiting (for its time, or being sent), held (an item was not"
+            " done; the rest waits for a person), completed, cancelled.",
+            tuple(_one(n, status=status) for status, n in by_status.items()),
+        ),
+        _counter(
+            "scheduling_release_outcomes",
+            "Releases held (an item not done), completed (every item applied) or cancelled.",
+            [
+                ({"outcome": o}, totals.get(f"releases:{o}", 0))
+                for o in ("completed", "held", "cancelled")
+            ],
+        ),
     ]
 
 

@@ -1,6 +1,6 @@
 """What the operator page shows, read in one D1 round trip: the runner's status now, the tick
-history of the last 24 hours and the last 7 days in slots, the latest refusals and the
-installations that need a look.
+history of the last 24 hours and the last 7 days in slots, the latest refusals, the
+installations that need a look, and the releases by status with the held ones.
 
 A window of the history comes back already grouped into slots (10 minutes for a day, an
 hour for a week): the worst of each gauge and the sum of each count per slot, so 10,080
@@ -9,14 +9,15 @@ ticks are read as 168 rows, and a failed tick or a gap in the cron stays visible
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduling.domain.lateness import BUCKET_COLUMNS
 from scheduling.operator.health import FINISHED_WINDOW_MS, status_json
 from scheduling.ports import Database, Row
-from scheduling.repository import backlog, operator_queries, tick_history
+from scheduling.repository import backlog, operator_queries, releases, tick_history
 from scheduling.repository.operator_queries import InstallationLine, RecentRefusal
+from scheduling.repository.releases import HeldRelease
 
 MINUTE_MS = 60_000
 
@@ -87,6 +88,8 @@ class OperatorView:
     windows: tuple[Window, ...]
     refusals: tuple[RecentRefusal, ...]
     installations: tuple[InstallationLine, ...]
+    releases: dict[str, int] = field(default_factory=dict)  # by stored status
+    held: tuple[HeldRelease, ...] = ()  # the longest held first
 
 
 async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> OperatorView:
@@ -104,9 +107,11 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
             operator_queries.read_recent_refusals(db),
             operator_queries.read_installations(db, now - FINISHED_WINDOW_MS),
             tick_history.read_unknown_migrations(db),
+            releases.read_counts(db),
+            releases.read_held(db),
         ]
     )
-    last, waiting, counts, *series, refusals, installations, unknown = results
+    last, waiting, counts, *series, refusals, installations, unknown, by_status, held = results
     return OperatorView(
         now=now,
         status=status_json(
@@ -123,6 +128,8 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
         ),
         refusals=operator_queries.refusals_from(refusals.results),
         installations=operator_queries.installations_from(installations.results),
+        releases=releases.counts_from(by_status.results),
+        held=releases.held_from(held.results),
     )
 
 

@@ -24,6 +24,7 @@ from scheduling.pages.notifications.notifications_template import (
     ENDPOINT_CONFIRM,
     NOTIFICATIONS,
 )
+from scheduling.pages.release_template import RELEASE
 from scheduling.pages.releases_room import RELEASES
 
 SOURCES = {
@@ -45,4 +46,5 @@ SOURCES = {
     "news.html": NEWS,
     "home.html": HOME,
     "operator.html": OPERATOR,
+    "release.html": RELEASE,
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.statuses import NOT_DONE, Status, sql_list
 from scheduling.ports import Database
 from scheduling.repository.schedules import (
     ATTEMPT_COLUMNS,
@@ -45,7 +45,8 @@ async def listing(
             values.append(value)
     if filters.needs_attention:
         where.append(
-            f"(status = '{Status.RETRYING}' OR (status = '{Status.REFUSED}' AND NOT {SETTLED_SQL}))"
+            f"(status = '{Status.RETRYING}' OR (status IN {sql_list(NOT_DONE)}"
+            f" AND NOT {SETTLED_SQL}))"
         )
     chosen = f"FROM schedules WHERE {' AND '.join(where)} ORDER BY due_at, id LIMIT {limit + 1}"
     listed, attempts = await db.batch(

@@ -34,7 +34,8 @@ WORK_DUE_SQL = """(EXISTS (SELECT 1 FROM schedules
      WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1)
   OR EXISTS (SELECT 1 FROM schedules WHERE status = 'running' AND lease_until <= ?1))"""
 # Live rows now, finished rows over a recent window. The halves read the partial
-# indexes `schedules_waiting`, `schedules_leased` and `schedules_finished`, so the
+# indexes `schedules_waiting`, `schedules_leased`, `schedules_one_live` (a release's queued
+# items) and `schedules_finished`, so the
 # cost (and D1's rows-read bill) follows live rows and recent activity, never
 # the whole history.
 LIVE_COUNTS_SQL = """
@@ -42,12 +43,15 @@ SELECT status, COUNT(*) AS n FROM schedules
  WHERE status IN ('pending', 'retrying') GROUP BY status
 UNION ALL
 SELECT 'running' AS status, COUNT(*) AS n FROM schedules WHERE status = 'running'
+UNION ALL
+SELECT 'queued' AS status, COUNT(*) AS n FROM schedules
+ WHERE status IN ('pending', 'retrying', 'queued', 'running') AND status = 'queued'
 """
 COUNTS_SQL = (
     LIVE_COUNTS_SQL
     + """UNION ALL
 SELECT status, COUNT(*) AS n FROM schedules
- WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND updated_at >= ?1
+ WHERE status IN ('completed', 'refused', 'cancelled', 'superseded', 'held') AND updated_at >= ?1
  GROUP BY status
 """
 )

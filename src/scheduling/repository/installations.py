@@ -176,8 +176,9 @@ _NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 
 
 
 async def delete_all_data(db: Database, installation_id: str) -> bool:
-    """Remove the installation and everything of it (its schedules, sessions, what it keeps of
-    its people, codes, agent keys and proposals, notification endpoints and their deliveries), unless a schedule is running.
+    """Remove the installation and everything of it (its schedules and releases, sessions, what
+    it keeps of its people, codes, agent keys and proposals, notification endpoints and their
+    deliveries), unless a schedule is running.
 
     Each statement re-checks "none running", so a claim that lands between the
     caller's check and this batch leaves everything in place. Returns whether
@@ -191,6 +192,7 @@ async def delete_all_data(db: Database, installation_id: str) -> bool:
         "DELETE FROM schedule_attempts WHERE schedule_id IN"
         " (SELECT id FROM schedules WHERE installation_id = ?1)",
         "DELETE FROM schedules WHERE installation_id = ?1",
+        "DELETE FROM releases WHERE installation_id = ?1",
         "DELETE FROM schedule_revisions WHERE installation_id = ?1",
         "DELETE FROM sessions WHERE installation_id = ?1",
         "DELETE FROM people WHERE installation_id = ?1",

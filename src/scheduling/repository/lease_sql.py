@@ -20,7 +20,8 @@ WITH due AS (
 ),
 """
 # Round-robin: every installation's first due row, then every second, and so on; each row
-# carries the events its installation's endpoints hear of.
+# carries the events its installation's endpoints hear of, what the plugin knows of its pin
+# (a collision that ran, a check's conflict), and its release's line (what its events say).
 _RANKED = """ranked AS (
     SELECT due.id, due.ready_at,
            ROW_NUMBER() OVER (PARTITION BY s.installation_id
@@ -42,8 +43,18 @@ SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.ki
                            'attempt_count', o.attempt_count)
           FROM schedules o
          WHERE o.installation_id = s.installation_id AND o.content_id = s.content_id
-           AND o.kind <> s.kind AND o.status IN ('pending', 'retrying')
-           AND o.made_stale_by IS NULL) AS collides
+           AND o.kind <> s.kind AND o.status IN ('pending', 'retrying', 'queued')
+           AND o.made_stale_by IS NULL) AS collides,
+       s.made_stale_by, s.conflict,
+       (SELECT json_object('id', r.id, 'name', r.name, 'due_at', r.due_at,
+                           'timezone', r.timezone,
+                           'applied', json((SELECT json_group_array(id) FROM (
+                                SELECT a.id FROM schedules a WHERE a.release_id = r.id
+                                   AND a.status = 'completed' ORDER BY a.release_position))),
+                           'behind', json((SELECT json_group_array(id) FROM (
+                                SELECT q.id FROM schedules q WHERE q.release_id = r.id
+                                   AND q.status = 'queued' ORDER BY q.release_position))))
+          FROM releases r WHERE r.id = s.release_id) AS release
   FROM ranked
   JOIN schedules s ON s.id = ranked.id
   JOIN installations i ON i.id = s.installation_id
@@ -76,6 +87,20 @@ WITH due AS (
     UNION ALL
     SELECT id, lease_until AS ready_at FROM schedules
      WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
+),
+"""
+    + _RANKED
+    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+)
+
+# The releases' next items a settle made due (?3: a JSON array of release ids), read in the
+# settle's own batch: a release's items follow one another with two round trips each.
+DUE_NEXT_SQL = (
+    """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE release_id IN (SELECT value FROM json_each(?3))
+       AND status = 'pending' AND next_attempt_at <= ?1
 ),
 """
     + _RANKED
@@ -127,16 +152,12 @@ BUSY_SQL = """SELECT installation_id, count(*) AS busy FROM schedules
    AND installation_id IN (SELECT value FROM json_each(?2))
  GROUP BY installation_id"""
 
-# Literal 'running': with a parameter the planner would scan instead of reading
-# `schedules_leased`.
-OPEN_ATTEMPTS_SQL = """INSERT INTO schedule_attempts (schedule_id, attempt, started_at)
-SELECT id, attempt_count, ?3 FROM schedules
- WHERE status = 'running' AND lease_until = ?2 AND lease_token = ?1"""
-
+# An unsent end: refused, or held (`seen.column7`, `release.unsent_status`).
 REFUSE_UNSENT_SQL = (
     """UPDATE schedules
-   SET status = ?2, result_code = seen.column5, ended_by = seen.column6, next_attempt_at = NULL,
-       lease_token = NULL, lease_until = NULL, updated_at = ?1, settled_by = ?3
+   SET status = seen.column7, result_code = seen.column5, ended_by = seen.column6,
+       next_attempt_at = NULL, lease_token = NULL, lease_until = NULL, updated_at = ?1,
+       settled_by = ?2
   FROM (VALUES {values}) AS seen"""
     + _SEEN
     + "\nRETURNING id"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent, Waiting
 from scheduling.domain.deliveries import OutboxEvent
+from scheduling.domain.release import ReleaseLine, unsent_status
 from scheduling.domain.schedule import Command
 from scheduling.domain.statuses import Status
 from scheduling.limits import (
@@ -33,10 +34,10 @@ from scheduling.repository.lease_sql import (
     CLAIM_WITHIN_SQL,
     DROP_ATTEMPTS_SQL,
     DUE_FOR_SQL,
+    DUE_NEXT_SQL,
     DUE_SQL,
     FINISH_ATTEMPTS_SQL,
     LAST_SENT_SQL,
-    OPEN_ATTEMPTS_SQL,
     REFUSE_UNSENT_SQL,
     SETTLE_SQL,
 )
@@ -61,7 +62,18 @@ def due_row(row: Row) -> DueRow:
         local_time=row["local_time"],
         subscribed=frozenset((row["subscribed"] or "").split()),
         collides=Waiting(**json.loads(row["collides"])) if row["collides"] else None,
+        made_stale_by=row["made_stale_by"],
+        conflict=row["conflict"],
+        release=_line(row["release"]),
     )
+
+
+def _line(found: str | None) -> ReleaseLine | None:
+    if not found:
+        return None
+    line = json.loads(found)
+    applied, behind = tuple(line.pop("applied")), tuple(line.pop("behind"))
+    return ReleaseLine(**line, applied=applied, behind=behind)
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class Leases:
         self.trips = trips
         self.db = trips.db
         self.outbox = outbox
+        self.next_up: list[DueRow] = []  # what the last settle made due (`settle`'s `follow`)
 
     async def due(self, now: int, limit: int) -> list[DueRow]:
         """Up to `limit` due rows, round-robin across installations, oldest first in each.
@@ -133,9 +146,9 @@ class Leases:
         count as `due` returned them: it sets running, `lease_token`,
         `lease_until = now + lease_ms`, `attempt_count + 1`, and opens the
         attempt's row. Of two runners claiming the same observed row, one wins.
-        A refusal (caps reached, token unreadable) ends the row on the same
-        compare-and-set, without a claim, and writes `events` (of refused rows) for
-        those it ended. Returns the claims won and the ids refused.
+        A refusal (caps reached, token unreadable) ends the row refused, and a hold (its
+        pin known stale) ends it held, on the same compare-and-set, without a claim, and
+        writes `events` for those it ended. Returns the claims won and the ids refused.
         """
         ask = _ClaimAsk(rows, refusals, lease_token, now, lease_ms, None, events)
         won, refused, _ = await self._claim(ask)
@@ -185,8 +198,8 @@ class Leases:
         return won, refused, held
 
     def _claim_trip(self, ask: _ClaimAsk) -> _ClaimTrip:
-        """The busy count (with a cap), the refusals and their events, the claims and the
-        attempts they open, in that order."""
+        """The busy count (with a cap), the refusals and their events, the claims, in that
+        order."""
         rows, refusals, lease_token, now, cap = (
             ask.rows,
             ask.refusals,
@@ -200,9 +213,8 @@ class Leases:
             trip.statements.append(self.db.prepare(BUSY_SQL).bind(now, json.dumps(installations)))
         trip.mark("busy")
         if refusals:
-            seen = [(*row.observed(), code, by) for row, code, by in refusals]
-            fixed = (now, Status.REFUSED, lease_token)
-            trip.statements += values(REFUSE_UNSENT_SQL, REFUSE_UNSENT, fixed, seen)
+            seen = [(*row.observed(), code, by, unsent_status(code)) for row, code, by in refusals]
+            trip.statements += values(REFUSE_UNSENT_SQL, REFUSE_UNSENT, (now, lease_token), seen)
         trip.mark("refused")
         if refusals and ask.events:
             trip.statements += self.outbox.event_statements(lease_token, now, ask.events)
@@ -215,9 +227,7 @@ class Leases:
             else:
                 capped = (*lease, Status.RUNNING, cap)
                 trip.statements += values(CLAIM_WITHIN_SQL, CLAIM_WITHIN, capped, seen)
-        trip.mark("claims")
-        if rows:
-            trip.statements.append(self.db.prepare(OPEN_ATTEMPTS_SQL).bind(*lease))
+        trip.mark("claims")  # each claim opens its attempt's row (migration 0021's trigger)
         return trip
 
     async def settle(
@@ -227,8 +237,11 @@ class Leases:
         now: int,
         *,
         last_sent: bool = True,
+        follow: Sequence[str] = (),
     ) -> list[str]:
         """End claims made under `lease_token`; returns the schedules whose lease was lost.
+        With `follow` (release ids), the next items the settle made due are read in its batch
+        (`next_up`), up to 20.
 
         A settle applies only while the row is still running under this claim's
         lease token; once the lease expired another runner may have reclaimed it,
@@ -254,14 +267,20 @@ class Leases:
         ]
         statements = values(SETTLE_SQL, SETTLE, (lease_token, now, Status.RUNNING), ends)
         settle_count = len(statements)
-        events = [e for s in settled for e in (s.event, s.stale_event) if e is not None]
+        events = [
+            e for s in settled for e in (s.event, s.stale_event, s.release_event) if e is not None
+        ]
         if events:
             statements += self.outbox.event_statements(lease_token, now, events)
         event_end = len(statements)
         statements += self._attempt_statements(settled)
         if last_sent:
             statements += self._last_sent_statements(latest_sends(settled))
+        if follow:
+            next_up = json.dumps(sorted(set(follow)))
+            statements.append(self.db.prepare(DUE_NEXT_SQL).bind(now, 20, next_up))
         results = await self.trips.send(statements)
+        self.next_up = [due_row(row) for row in results[-1].results] if follow else []
         applied = {str(r["id"]) for result in results[:settle_count] for r in result.results}
         self.outbox.written(results[settle_count:event_end])
         return [s.claim.row.id for s in settled if s.claim.row.id not in applied]

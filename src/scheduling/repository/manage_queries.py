@@ -15,23 +15,25 @@ from scheduling.repository.schedules import NEEDS_REPIN_SQL, SETTLED_SQL, Schedu
 
 # SQL text built from the constants above, never from request text. A pending schedule whose
 # pin a collision put out of date needs attention too (`Schedule.needs_repin`).
-_NEEDS_ATTENTION = f"((status = '{Status.REFUSED}' AND NOT {SETTLED_SQL}) OR {NEEDS_REPIN_SQL})"
+# A held one (ended unsent) is seen to as a refused one is.
+_NOT_DONE = sql_list((Status.REFUSED, Status.HELD))
+_NEEDS_ATTENTION = f"((status IN {_NOT_DONE} AND NOT {SETTLED_SQL}) OR {NEEDS_REPIN_SQL})"
 _RANK = (
     f"CASE WHEN status = '{Status.RETRYING}' THEN 0 WHEN {_NEEDS_ATTENTION} THEN 1"
-    f" WHEN status IN ('{Status.PENDING}', '{Status.RUNNING}') THEN 2"
+    f" WHEN status IN {sql_list((Status.PENDING, Status.QUEUED, Status.RUNNING))} THEN 2"
     f" WHEN status = '{Status.SUPERSEDED}' THEN 4 ELSE 3 END"
 )
-_BY_DUE_TIME = sql_list((Status.RETRYING, Status.PENDING, Status.RUNNING))
+_BY_DUE_TIME = sql_list((Status.RETRYING, Status.PENDING, Status.QUEUED, Status.RUNNING))
 _ORDER = f"{_RANK}, CASE WHEN status IN {_BY_DUE_TIME} THEN due_at ELSE -updated_at END, id"
 
 
 def _group_sql(group: str) -> str:
-    """The rows of one group: its statuses, a refused one by whether it is settled."""
-    others = sql_list(s for s in GROUPS[group] if s != Status.REFUSED)
+    """The rows of one group: its statuses, a refused or held one by whether it is settled."""
+    others = sql_list(s for s in GROUPS[group] if s not in (Status.REFUSED, Status.HELD))
     if Status.REFUSED in GROUPS[group]:
         return f"(status IN {others} OR {_NEEDS_ATTENTION})"
     if group == SETTLED_GROUP:
-        return f"(status IN {others} OR (status = '{Status.REFUSED}' AND {SETTLED_SQL}))"
+        return f"(status IN {others} OR (status IN {_NOT_DONE} AND {SETTLED_SQL}))"
     if Status.PENDING in GROUPS[group]:
         return f"(status IN {others} AND NOT {NEEDS_REPIN_SQL})"
     return f"status IN {others}"

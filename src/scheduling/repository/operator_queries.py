@@ -21,17 +21,17 @@ INSTALLATIONS_SHOWN = 100
 RECENT_REFUSALS_SQL = f"""SELECT id, installation_id, content_id, kind, version_id, result_code,
        ended_by, attempt_count, updated_at
   FROM schedules INDEXED BY schedules_finished
- WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND status = 'refused'
+ WHERE status IN ('completed', 'refused', 'cancelled', 'superseded', 'held') AND status = 'refused'
  ORDER BY updated_at DESC LIMIT {RECENT_REFUSALS}"""
 
 # Installations with live schedules, with refusals since ?1, or among the ones that sent
 # last; those with the most refusals first.
 INSTALLATIONS_SQL = f"""WITH live AS (
     SELECT installation_id, count(*) AS n FROM schedules
-     WHERE status IN ('pending', 'retrying', 'running') GROUP BY installation_id),
+     WHERE status IN ('pending', 'retrying', 'queued', 'running') GROUP BY installation_id),
 refused AS (
     SELECT installation_id, count(*) AS n FROM schedules INDEXED BY schedules_finished
-     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND status = 'refused'
+     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded', 'held') AND status = 'refused'
        AND updated_at >= ?1 GROUP BY installation_id),
 recent AS (
     SELECT id FROM installations ORDER BY last_sent_at DESC LIMIT {INSTALLATIONS_SHOWN}),

@@ -10,7 +10,9 @@ Every claim and settle reads the partial indexes `webhook_deliveries_waiting` an
 # Each VALUES row: a settled schedule's id, and the JSON array of its events, each
 # `[message id, schedule id, type, body]`. A stale notice (`schedule.stale`) names the other
 # kind's schedule the settle's completion put out of date, and is written only when the
-# trigger of migration 0017 marked it so; endpoints that hear of refusals hear of it.
+# trigger of migration 0017 marked it so; endpoints that hear of refusals hear of it. A
+# release's notice (`release.held`, `release.completed`) is written only when its line's
+# triggers (migration 0021) held or completed the release in this settle.
 EVENTS_SQL = """INSERT INTO webhook_deliveries (id, endpoint_id, installation_id, schedule_id,
     event_type, payload, created_at, status, attempt_count, next_attempt_at)
 SELECT json_extract(m.value, '$[0]') || '_' || e.id, e.id, s.installation_id,
@@ -24,10 +26,14 @@ SELECT json_extract(m.value, '$[0]') || '_' || e.id, e.id, s.installation_id,
    AND sub.event_type = CASE json_extract(m.value, '$[2]')
                         WHEN 'schedule.stale' THEN 'schedule.refused'
                         ELSE json_extract(m.value, '$[2]') END
- WHERE json_extract(m.value, '$[1]') = s.id
-    OR EXISTS (SELECT 1 FROM schedules t
-                WHERE t.id = json_extract(m.value, '$[1]') AND t.made_stale_by = s.id
-                  AND json_extract(m.value, '$[2]') = 'schedule.stale')
+ WHERE CASE json_extract(m.value, '$[2]')
+       WHEN 'schedule.stale' THEN EXISTS (SELECT 1 FROM schedules t
+                WHERE t.id = json_extract(m.value, '$[1]') AND t.made_stale_by = s.id)
+       WHEN 'release.held' THEN EXISTS (SELECT 1 FROM releases r
+                WHERE r.id = s.release_id AND r.held_by = s.id AND r.held_at = ?2)
+       WHEN 'release.completed' THEN EXISTS (SELECT 1 FROM releases r
+                WHERE r.id = s.release_id AND r.status = 'completed' AND r.ended_at = ?2)
+       ELSE json_extract(m.value, '$[1]') = s.id END
 RETURNING id"""
 
 # Waiting deliveries whose time came and sending ones whose lease expired, as up to ?4

@@ -35,6 +35,9 @@ class Proposal:
     schedule_id: str | None
     decided_by_name: str | None
     created_at: int
+    release_id: str | None = None  # join this waiting release (its time)
+    changes: str | None = None  # … or this waiting schedule, `changes_as` moved or sent_now
+    changes_as: str | None = None
 
     def status_at(self, now: int) -> str:
         return EXPIRED if self.status == PENDING and self.due_at <= now else self.status
@@ -42,7 +45,8 @@ class Proposal:
 
 _COLUMNS = (
     "id, installation_id, key_id, key_name, person_name, content_id, kind, to_state,"
-    " local_time, timezone, fold, due_at, note, status, schedule_id, decided_by_name, created_at"
+    " local_time, timezone, fold, due_at, note, status, schedule_id, decided_by_name, created_at,"
+    " release_id, changes, changes_as"
 )
 
 

@@ -1,16 +1,18 @@
 """What is purged past the retention window, in bounded steps.
 
 A step is one D1 round trip of `STEP_STATEMENTS` statements, each bounded by `rows`: the
-attempts of up to `rows` finished schedules that ended before the cutoff, the proposals they
-were confirmed from, those schedules, and up to `rows` deliveries that were delivered or
-failed before it; then what agents made that ended before a cutoff of its own (sooner:
-nothing reads them long): up to `rows` proposals declined, withdrawn or past their time, and
-up to `rows` agent keys expired or revoked. Every read goes through an index of what may be
-purged (`schedules_finished`, the attempts' primary key, `proposals_by_schedule`,
-`webhook_deliveries_finished`, `proposals_ended`, `agent_keys_ended`), so a step costs what
-it deletes, never the size of the tables, and the runner's partial indexes of live rows are
-not touched. (A trigger would save the confirmed proposals' statement, but D1 counts the
-rows a trigger deletes among the statement's changes.)
+attempts of up to `rows` finished schedules that ended before the cutoff (never an item of a
+release that has not ended), the proposals they were confirmed from, those schedules, and up
+to `rows` deliveries that were delivered or failed before it; then what agents made that
+ended before a cutoff of its own (sooner: nothing reads them long): up to `rows` proposals
+declined, withdrawn or past their time, and up to `rows` agent keys expired or revoked. A
+release goes with its last item (migration 0021's trigger). Every read goes through an index
+of what may be purged (`schedules_finished`, the attempts' primary key,
+`proposals_by_schedule`, `webhook_deliveries_finished`, `proposals_ended`,
+`agent_keys_ended`), so a step costs what it deletes, never the size of the tables, and the
+runner's partial indexes of live rows are not touched. (A trigger would save the confirmed
+proposals' statement, but D1 counts the rows a trigger deletes among the statement's
+changes.)
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from scheduling.ports import Database, Result, Statement
 # BY the index gives its first `rows` entries; read the same way twice within one batch,
 # they are the same rows.
 _EXPIRED = """SELECT id FROM schedules
-     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded') AND updated_at < ?1
+     WHERE status IN ('completed', 'refused', 'cancelled', 'superseded', 'held') AND updated_at < ?1
+       AND (release_id IS NULL OR release_id IN (SELECT id FROM releases WHERE ended_at < ?1))
      LIMIT ?2"""
 EXPIRED_ATTEMPTS_SQL = f"DELETE FROM schedule_attempts WHERE schedule_id IN ({_EXPIRED})"
 # A schedule goes only with its attempts gone (their key refers to it).
 EXPIRED_SCHEDULES_SQL = f"""DELETE FROM schedules WHERE id IN ({_EXPIRED})
-   AND NOT EXISTS (SELECT 1 FROM schedule_attempts WHERE schedule_id = schedules.id)"""
+   AND NOT EXISTS (SELECT 1 FROM schedule_attempts WHERE schedule_id = schedules.id)
+RETURNING id"""
 EXPIRED_DELIVERIES_SQL = """DELETE FROM webhook_deliveries WHERE id IN (
     SELECT id FROM webhook_deliveries WHERE finished_at < ?1 LIMIT ?2)"""
 # A confirmed proposal goes with the schedule it became (whose history names the agent).
@@ -69,5 +73,13 @@ def step(db: Database, cutoff: int, rows: int, agents_cutoff: int | None = None)
 
 
 def purged(results: list[Result]) -> Purged:
-    attempts, confirmed, schedules, deliveries, ended, keys = (r.meta.changes for r in results)
-    return Purged(attempts, schedules, deliveries, confirmed + ended, keys)
+    """What one step deleted: the schedules by what they returned (D1 counts the releases
+    their trigger deleted in `changes` too)."""
+    attempts, confirmed, schedules, deliveries, ended, keys = results
+    return Purged(
+        attempts.meta.changes,
+        len(schedules.results),
+        deliveries.meta.changes,
+        confirmed.meta.changes + ended.meta.changes,
+        keys.meta.changes,
+    )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
+from scheduling.domain.release import MAX_RELEASE_ITEMS
 from scheduling.domain.schedule import Attempt, NewSchedule, Schedule
 from scheduling.domain.statuses import ENDED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import Database, DatabaseError, Row, Statement
@@ -43,31 +45,79 @@ class RunningConflict(Exception):
     """A schedule for this content and kind is being sent right now."""
 
 
-_SUPERSEDE = (
-    "UPDATE schedules SET status = ?5, next_attempt_at = NULL, updated_at = ?1"
-    " WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4 AND status IN (?6, ?7)"
-)
+class ReleaseClosed(Exception):
+    """The release an item was to join no longer waits, or holds its most items already."""
+
+
+# The rows a create writes (one, or a release's worth: moved, resumed), as one JSON array
+# (`?2`) of objects (`NewSchedule`'s fields), so a batch costs three statements whatever its
+# size, and `?1` the instant.
+_NEW = """new AS (
+    SELECT json_extract(value, '$.id') AS id,
+           json_extract(value, '$.installation_id') AS installation_id,
+           json_extract(value, '$.content_id') AS content_id,
+           json_extract(value, '$.kind') AS kind,
+           json_extract(value, '$.to_state') AS to_state,
+           json_extract(value, '$.version_id') AS version_id,
+           json_extract(value, '$.workflow_revision') AS workflow_revision,
+           json_extract(value, '$.due_at') AS due_at,
+           json_extract(value, '$.timezone') AS timezone,
+           json_extract(value, '$.local_time') AS local_time,
+           json_extract(value, '$.fold') AS fold,
+           json_extract(value, '$.requested_by') AS requested_by,
+           json_extract(value, '$.requested_by_name') AS requested_by_name,
+           json_extract(value, '$.title_sealed') AS title_sealed,
+           json_extract(value, '$.release_id') AS release_id,
+           json_extract(value, '$.release_position') AS release_position,
+           json_extract(value, '$.replaces') AS replaces,
+           json_extract(value, '$.replaced_as') AS replaced_as
+      FROM json_each(?2))"""
+# Each new row replaces the waiting one of its content and kind (a queued release item too).
+_SUPERSEDE = f"""WITH {_NEW}
+UPDATE schedules SET status = 'superseded', next_attempt_at = NULL, updated_at = ?1
+ WHERE status IN {sql_list(WAITING)}
+   AND (installation_id, content_id, kind) IN (SELECT installation_id, content_id, kind FROM new)
+RETURNING id"""
 # The revision is the content and kind's counter plus one (`schedule_revisions`, which the
 # retention purge never touches), counted in the same batch as the insert: a refused insert
 # rolls the count back. The revision and the idempotency key are computed inside the insert,
 # so two racing creates cannot both take the same revision: the unique indexes refuse one.
 # A content and kind with no counter yet starts after the schedules kept, if any.
-_COUNT_REVISION = """
+_COUNT_REVISION = f"""WITH {_NEW}
 INSERT INTO schedule_revisions (installation_id, content_id, kind, last_revision)
-SELECT ?1, ?2, ?3, COALESCE(MAX(revision), 0) + 1 FROM schedules
- WHERE installation_id = ?1 AND content_id = ?2 AND kind = ?3
-ON CONFLICT (installation_id, content_id, kind) DO UPDATE SET last_revision = last_revision + 1
-"""
-_INSERT = """
+SELECT installation_id, content_id, kind,
+       coalesce((SELECT max(revision) FROM schedules s WHERE s.installation_id = new.installation_id
+                    AND s.content_id = new.content_id AND s.kind = new.kind), 0) + 1
+  FROM new WHERE true
+ON CONFLICT (installation_id, content_id, kind) DO UPDATE SET last_revision = last_revision + 1"""
+# A release's item joins it queued (its line's triggers make the first one due), at its place
+# or at the end; into a release that no longer waits or is full (`?3` items) it gets no place,
+# which the table refuses, and the whole batch rolls back.
+_INSERT = f"""WITH {_NEW}
 INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,
     workflow_revision, revision, idempotency_key, due_at, timezone, local_time, fold, status,
     attempt_count, next_attempt_at, requested_by, requested_by_name, created_at, updated_at,
-    title_sealed)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, r.next, 'sched:' || ?2 || ':' || ?1 || ':r' || r.next,
-       ?8, ?9, ?10, ?11, ?15, 0, ?8, ?12, ?13, ?14, ?14, ?16
-  FROM (SELECT last_revision AS next FROM schedule_revisions
-         WHERE installation_id = ?2 AND content_id = ?3 AND kind = ?4) AS r
-"""
+    title_sealed, release_id, release_position, replaces, replaced_as)
+SELECT new.id, new.installation_id, new.content_id, new.kind, new.to_state, new.version_id,
+       new.workflow_revision, r.last_revision,
+       'sched:' || new.installation_id || ':' || new.id || ':r' || r.last_revision,
+       new.due_at, new.timezone, new.local_time, new.fold,
+       CASE WHEN new.release_id IS NULL THEN '{Status.PENDING}' ELSE '{Status.QUEUED}' END, 0,
+       CASE WHEN new.release_id IS NULL THEN new.due_at END,
+       new.requested_by, new.requested_by_name, ?1, ?1, new.title_sealed, new.release_id,
+       CASE WHEN EXISTS (
+           SELECT 1 FROM releases rel WHERE rel.id = new.release_id
+              AND rel.installation_id = new.installation_id AND rel.status = 'waiting'
+              AND (SELECT count(*) FROM schedules i WHERE i.release_id = rel.id
+                      AND i.status IN {sql_list(LIVE)}) < ?3)
+            THEN coalesce(new.release_position, (SELECT coalesce(max(release_position), 0) + 1
+                                                   FROM schedules p
+                                                  WHERE p.release_id = new.release_id))
+       END,
+       new.replaces, new.replaced_as
+  FROM new JOIN schedule_revisions r ON r.installation_id = new.installation_id
+   AND r.content_id = new.content_id AND r.kind = new.kind
+RETURNING id"""
 
 
 async def running_exists(db: Database, installation_id: str, content_id: str, kind: str) -> bool:
@@ -83,45 +133,46 @@ async def running_exists(db: Database, installation_id: str, content_id: str, ki
 
 
 async def create(db: Database, new: NewSchedule, now: int) -> int:
-    """Supersede the live pending/retrying schedule and insert `new`, in one batch.
+    """Supersede the live waiting schedule of `new`'s content and kind and insert `new`, in
+    one batch; returns how many were superseded (0 or 1). See `create_all`."""
+    return len(await create_all(db, [new], now))
 
-    Returns how many were superseded (0 or 1). Raises RunningConflict when one
-    is running: the one-live unique index refuses the insert and the batch rolls back.
+
+async def create_all(
+    db: Database,
+    rows: Sequence[NewSchedule],
+    now: int,
+    *,
+    first: Sequence[Statement] = (),
+    max_items: int = MAX_RELEASE_ITEMS,
+) -> list[str]:
+    """Insert `rows`, each superseding the waiting schedule of its content and kind, after
+    `first` (a release written or changed), all in one batch; returns the ids superseded.
+
+    Raises RunningConflict when one of those is running (the one-live unique index refuses
+    the insert), ReleaseClosed when an item's release is no longer waiting or already holds
+    `max_items` live items: either way the batch rolls back and nothing changes.
     """
+    listed = json.dumps([asdict(row) for row in rows], ensure_ascii=False)
     try:
-        superseded, _, _ = await db.batch(
+        results = await db.batch(
             [
-                db.prepare(_SUPERSEDE).bind(
-                    now, new.installation_id, new.content_id, new.kind, Status.SUPERSEDED, *WAITING
-                ),
-                db.prepare(_COUNT_REVISION).bind(new.installation_id, new.content_id, new.kind),
-                db.prepare(_INSERT).bind(
-                    new.id,
-                    new.installation_id,
-                    new.content_id,
-                    new.kind,
-                    new.to_state,
-                    new.version_id,
-                    new.workflow_revision,
-                    new.due_at,
-                    new.timezone,
-                    new.local_time,
-                    new.fold,
-                    new.requested_by,
-                    new.requested_by_name,
-                    now,
-                    Status.PENDING,
-                    new.title_sealed,
-                ),
+                *first,
+                db.prepare(_SUPERSEDE).bind(now, listed),
+                db.prepare(_COUNT_REVISION).bind(now, listed),
+                db.prepare(_INSERT).bind(now, listed, max_items),
             ]
         )
     except DatabaseError as exc:
-        if exc.constraint and await running_exists(
-            db, new.installation_id, new.content_id, new.kind
-        ):
-            raise RunningConflict from None
+        if not exc.constraint:
+            raise
+        for row in rows:
+            if await running_exists(db, row.installation_id, row.content_id, row.kind):
+                raise RunningConflict from None
+        if any(row.release_id for row in rows):
+            raise ReleaseClosed from None
         raise
-    return superseded.meta.changes
+    return [str(found["id"]) for found in results[len(first)].results]
 
 
 # A later schedule of the same installation, content and kind (a higher revision) that was
@@ -132,18 +183,21 @@ _LATER_DONE = (
     " AND later.content_id = schedules.content_id AND later.kind = schedules.kind"
     f" AND later.revision > schedules.revision AND later.status = '{Status.COMPLETED}'"
 )
+# Ended without the change: refused by Dee Wan or a cap, or held unsent.
+_NOT_DONE = sql_list((Status.REFUSED, Status.HELD))
 # A refused schedule that no longer needs attention (`Schedule.settled`), as SQL.
 SETTLED_SQL = f"(dismissed_at IS NOT NULL OR EXISTS (SELECT 1 {_LATER_DONE}))"
 # A waiting schedule whose pin the other kind's completion put out of date
 # (`Schedule.needs_repin`), as SQL: it needs attention before its time.
-NEEDS_REPIN_SQL = f"(status = '{Status.PENDING}' AND made_stale_by IS NOT NULL)"
+NEEDS_REPIN_SQL = f"(status IN {sql_list(WAITING)} AND made_stale_by IS NOT NULL)"
 
 SCHEDULE_COLUMNS = (
     "id, installation_id, content_id, kind, to_state, version_id, workflow_revision, revision,"
     " idempotency_key, due_at, timezone, local_time, fold, status, result_code, attempt_count,"
     " next_attempt_at, requested_by, requested_by_name, created_at, updated_at, cancelled_by_name,"
     " cancelled_at, ended_by, dismissed_by_name, dismissed_at, made_stale_by, made_stale_at,"
-    f" CASE WHEN status = '{Status.REFUSED}' THEN (SELECT later.id {_LATER_DONE}"
+    " release_id, release_position, conflict, conflict_at, replaces, replaced_as,"
+    f" CASE WHEN status IN {_NOT_DONE} THEN (SELECT later.id {_LATER_DONE}"
     " ORDER BY later.revision LIMIT 1) END AS resolved_by"
 )
 ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_status"
@@ -207,7 +261,7 @@ async def listing(
     )
     bound = (*params, (page_number - 1) * PAGE_SIZE, *narrowed_by)
     settled = (
-        f", sum(CASE WHEN status = '{Status.REFUSED}' AND {SETTLED_SQL} THEN 1 ELSE 0 END)"
+        f", sum(CASE WHEN status IN {_NOT_DONE} AND {SETTLED_SQL} THEN 1 ELSE 0 END)"
         f" AS settled, sum(CASE WHEN {NEEDS_REPIN_SQL} THEN 1 ELSE 0 END) AS stale"
         if count_settled
         else ", 0 AS settled, 0 AS stale"
@@ -297,14 +351,15 @@ async def dismiss(
     person_id: str,
     person_name: str,
 ) -> bool:
-    """refused → dismissed by whom and when (it leaves Needs attention; nothing else of it
+    """refused or held → dismissed by whom and when (it leaves Needs attention; nothing else of it
     changes). False when the row is not refused, was dismissed already, or is absent."""
     result = (
         await db.prepare(
             "UPDATE schedules SET dismissed_by = ?1, dismissed_by_name = ?2, dismissed_at = ?3"
-            " WHERE id = ?4 AND installation_id = ?5 AND status = ?6 AND dismissed_at IS NULL"
+            f" WHERE id = ?4 AND installation_id = ?5 AND status IN {_NOT_DONE}"
+            " AND dismissed_at IS NULL"
         )
-        .bind(person_id, person_name, now, schedule_id, installation_id, Status.REFUSED)
+        .bind(person_id, person_name, now, schedule_id, installation_id)
         .run()
     )
     return result.meta.changes == 1
@@ -319,14 +374,16 @@ async def cancel(
     person_id: str,
     person_name: str,
 ) -> bool:
-    """pending/retrying → cancelled, by whom and when. False when the row is in any other state (or absent)."""
+    """waiting (a release's queued item too) → cancelled, by whom and when. False when the row
+    is in any other state (or absent)."""
     result = (
         await db.prepare(
             "UPDATE schedules SET status = ?6, next_attempt_at = NULL, updated_at = ?1,"
             " cancelled_by = ?2, cancelled_by_name = ?3, cancelled_at = ?1"
-            " WHERE id = ?4 AND installation_id = ?5 AND status IN (?7, ?8)"
+            f" WHERE id = ?4 AND installation_id = ?5 AND status IN {sql_list(WAITING)}"
+            " RETURNING id"  # what the statement changed, not what its release's triggers did
         )
-        .bind(now, person_id, person_name, schedule_id, installation_id, Status.CANCELLED, *WAITING)
-        .run()
+        .bind(now, person_id, person_name, schedule_id, installation_id, Status.CANCELLED)
+        .all()
     )
-    return result.meta.changes == 1
+    return len(result.results) == 1

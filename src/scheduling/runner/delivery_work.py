@@ -45,6 +45,9 @@ class DeliveryWork(OnEngine):
         self._targets: dict[str, DeliveryTarget] = {}
         self._opened: dict[str, OpenTarget | None] = {}
 
+    def follows(self) -> bool:
+        return False  # a delivery's settle makes nothing more due
+
     def cost(self) -> int:
         return delivery_batch_cost(self.batch_size)
 

@@ -4,7 +4,9 @@ and settled, within one budget, for any kind of work (`Work`): schedule sends
 `drain.py` and `deliveries.py` each kept a copy of.
 
 The next batch is claimed as soon as every item of the current one holds a slot, so its sends
-take over the slots as the last wave frees them. Each batch settles on its own. A request is
+take over the slots as the last wave frees them. Each batch settles on its own. When nothing
+is left to claim but a batch in flight will make more due as it settles (a release's next
+item), the engine waits for that settle and claims again, within the budget. A request is
 admitted to a slot first and only then started, so its timeout never runs while it waits.
 The budget (time, D1 statements, subrequests) is checked before each batch but an
 invocation's first, at the batch's most expensive. A platform limit (`LimitReached`) ends the
@@ -52,7 +54,12 @@ class Work(Protocol[Item, Done]):
         ...
 
     async def claim(self, engine: Engine) -> Batch[Item] | None:
-        """The next batch; None ends the work for this invocation."""
+        """The next batch; None ends the work for this invocation, unless it `follows`."""
+        ...
+
+    def follows(self) -> bool:
+        """Whether a batch in flight may make more due once it settles (a release's next
+        item): the engine then waits for a settle and claims again rather than ending."""
         ...
 
     async def unslotted(self, item: Item) -> Done | None:
@@ -194,6 +201,8 @@ class Engine:
                 self.claims += 1
                 batch = await work.claim(self)
                 if batch is None:
+                    if await self._settled_one(work):
+                        continue
                     break
                 if batch.items:
                     admitted = asyncio.Event()
@@ -215,6 +224,15 @@ class Engine:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+
+    async def _settled_one(self, work: Work[Item, Done]) -> bool:
+        """Nothing to claim now, but `work` follows: wait for one batch in flight to settle,
+        then claim again (True); False when none is in flight or one failed (the run ends)."""
+        waiting = self.unsettled()
+        if not waiting or not work.follows():
+            return False
+        done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        return not any(task.cancelled() or task.exception() is not None for task in done)
 
     async def _send_and_settle(
         self, work: Work[Item, Done], batch: Batch[Item], admitted: asyncio.Event

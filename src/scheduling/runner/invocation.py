@@ -150,11 +150,17 @@ class RunnerInvocation:
         return {}
 
     async def _send(self, source: RowSource, *, last_sent_later: bool = False) -> SendWork:
-        """The schedules `source` gives, claimed, sent and settled."""
+        """The schedules `source` gives, claimed, sent and settled; the installations' latest
+        sends its releases' items left to note, noted (unless the caller notes them)."""
         work = SendWork(
             self.engine, self.leases, source, cap=self.cap, last_sent_later=last_sent_later
         )
         await self.engine.run(work)
+        if work.latest and not last_sent_later:
+            try:
+                await self.leases.note_last_sent(work.latest)
+            except LimitReached as limit:
+                self.engine.reached(limit)
         return work
 
     async def _deliver(self, named: Sequence[str] | None = None) -> DeliveryWork | None:

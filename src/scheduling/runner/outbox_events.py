@@ -12,12 +12,15 @@ from scheduling.domain.collisions import needs_repin_said
 from scheduling.domain.deliveries import OutboxEvent
 from scheduling.domain.notification_events import (
     REFUSED,
+    RELEASE_HELD,
     STALE,
+    ReleaseEvent,
     ScheduleEvent,
     event_type,
     outcome_unknown,
 )
 from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome
+from scheduling.domain.release import HOLD_CODES, completed_text, held_text, release_event
 from scheduling.domain.retry_policy import Settlement
 from scheduling.domain.statuses import Status
 from scheduling.services import Services
@@ -40,8 +43,9 @@ class EventMaker:
         ended_by: str | None = None,
     ) -> OutboxEvent | None:
         """A row refused without a send (caps, token unreadable, or too late for its slot):
-        what the last real attempt said stands."""
-        if REFUSED not in row.subscribed:
+        what the last real attempt said stands. A held one raises none of its own: its stale
+        notice went out when the plugin learnt of it, and its release says the rest."""
+        if REFUSED not in row.subscribed or code in HOLD_CODES:
             return None
         previous = row.result_code
         return self._event(
@@ -112,6 +116,34 @@ class EventMaker:
             said=needs_repin_said(other.kind, at, other.timezone),
         )
         return self._written(event, raised_by=row.id)
+
+    def released(
+        self, row: DueRow, status: Status, code: str | None, at: int
+    ) -> OutboxEvent | None:
+        """Its release held (the item not done, the rest not sent) or completed by this end,
+        to the endpoints that hear of it. Written only where the line's triggers did so."""
+        line = row.release
+        kind = release_event(status, line)
+        if line is None or kind is None or kind not in row.subscribed:
+            return None
+        held = kind == RELEASE_HELD
+        event = ReleaseEvent(
+            type=kind,
+            at=at,
+            installation_id=row.installation_id,
+            release_id=line.id,
+            name=line.name,
+            due_at=line.due_at,
+            timezone=line.timezone,
+            item_id=row.id,
+            result_code=code if held else None,
+            applied=line.applied if held else (*line.applied, row.id),
+            held=line.behind if held else (),
+            message=held_text(line, row.id, code, at) if held else completed_text(line, at),
+        )
+        message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
+        body = event.body(self.services.config.public_origin)
+        return OutboxEvent(message_id, row.id, kind, body)
 
     def _event(
         self,

@@ -17,6 +17,7 @@ from scheduling.domain import installation_token
 from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent
 from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.outcomes import RETRY_EXHAUSTED
+from scheduling.domain.release import hold_code
 from scheduling.domain.retry_policy import (
     REFUSED_LATE,
     Caps,
@@ -129,31 +130,50 @@ class SendWork(OnEngine):
         )
         self.events = EventMaker(engine.services)
         self._tokens: dict[str, str | None] = {}
+        self._leading = 0  # claims in flight whose settle makes their release's next item due
+        self._only_lines = False  # the last read found nothing but releases' heads
+        self._next_up: list[DueRow] = []  # releases' next items, read by their settle
 
     def cost(self) -> int:
         return batch_cost(self.batch_size, capped=self.cap is not None)
 
+    def follows(self) -> bool:
+        """A release's item in flight: once it settles, the next one may be due at once."""
+        return self._leading > 0
+
     async def claim(self, engine: Engine) -> Batch[Claim] | None:
         """The source's next rows, decided: None when it has none, or when another runner
         changed every row first (the rest is left to it)."""
-        rows = await self.source.next(self.clock(), self.batch_size, self)
+        # The next items a settle read in its own batch first; else the source, unless all it
+        # had were releases' heads in flight (theirs come with a settle).
+        rows, self._next_up = self._next_up[: self.batch_size], self._next_up[self.batch_size :]
+        if not rows and self._only_lines and self._leading:
+            return None
+        rows = rows or await self.source.next(self.clock(), self.batch_size, self)
+        self._only_lines = len(rows) < self.batch_size and all(row.leads for row in rows)
         if not rows:
             return None
         self.report.batches += 1
         self.report.due += len(rows)
         lease_token = self.services.crypto.random_token()  # TOKEN_KEY read only when needed
         claimed = await self._claim(rows, lease_token)
+        self._leading += sum(1 for won in claimed.won if won.row.leads)
         self.source.claimed(rows, claimed)
         if not claimed.won and not claimed.refused and not claimed.held:
             return None
         return Batch(claimed.won, lease_token)
 
     async def _claim(self, rows: Sequence[DueRow], lease_token: str) -> Claimed:
-        """Decide each row before any send: refuse it unsent, or claim it."""
+        """Decide each row before any send: hold it (known stale) or refuse it unsent, or
+        claim it."""
         at = self.clock()
         refusals: list[Unsent] = []
         wanted: list[DueRow] = []
         for row in rows:
+            hold = hold_code(row.status, row.made_stale_by, row.conflict)
+            if hold is not None:
+                refusals.append((row, hold, None))
+                continue
             cap = cap_reached(
                 attempts_so_far=row.attempt_count, due_at=row.due_at, now=at, caps=self.caps
             )
@@ -163,7 +183,14 @@ class SendWork(OnEngine):
                 refusals.append((row, TOKEN_UNREADABLE, None))
             else:
                 wanted.append(row)
-        made = (self.events.unsent(row, code, at, ended_by=by) for row, code, by in refusals)
+        made = (
+            event
+            for row, code, by in refusals
+            for event in (
+                self.events.unsent(row, code, at, ended_by=by),
+                self.events.released(row, Status.REFUSED, code, at),  # its release is held
+            )
+        )
         events = [event for event in made if event is not None]
         lease_ms = self.caps.lease_ms
         held: list[str] = []
@@ -208,7 +235,9 @@ class SendWork(OnEngine):
         """The lateness cap, checked at the last moment: past it, nothing is sent."""
         if too_late(due_at=item.row.due_at, now=at, caps=self.caps):
             self.report.refused_unsent_late += 1
-            return SettledClaim(item, REFUSED_LATE, None, self.events.late(item, at))
+            released = self.events.released(item.row, Status.REFUSED, RETRY_EXHAUSTED, at)
+            late = self.events.late(item, at)
+            return SettledClaim(item, REFUSED_LATE, None, late, release_event=released)
         return None
 
     def handed_back(self, item: Claim, at: int) -> SettledClaim:
@@ -241,14 +270,34 @@ class SendWork(OnEngine):
         attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
         event = self.events.sent(item, settlement, outcome, finished)
         stale = self.events.stale(item, settlement, finished)
-        return SettledClaim(item, settlement, attempt, event, stale)
+        code = settlement.result_code
+        released = self.events.released(row, settlement.status, code, finished)
+        return SettledClaim(item, settlement, attempt, event, stale, released)
 
     async def settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
-        """Every claim under the batch's lease, in one round trip."""
+        """Every claim under the batch's lease, in one round trip; a release's next item is
+        due once it is written (its line's triggers)."""
+        try:
+            await self._settle(batch, done)
+        finally:
+            self._leading -= sum(1 for end in done if end.claim.row.leads)
+
+    async def _settle(self, batch: Batch[Claim], done: list[SettledClaim]) -> None:
+        # A batch of releases' items (one after another, a statement saved each) notes its
+        # installation's latest send once the run is done, as an alarm's batches do.
+        later = self.last_sent_later or all(end.claim.row.release for end in done)
+        follow = [
+            end.claim.row.release.id
+            for end in done
+            if end.claim.row.release
+            and end.claim.row.leads
+            and end.settlement.status == Status.COMPLETED
+        ]
         try:
             lost = await self.leases.settle(
-                batch.lease_token, done, self.clock(), last_sent=not self.last_sent_later
+                batch.lease_token, done, self.clock(), last_sent=not later, follow=follow
             )
+            self._next_up += self.leases.next_up
         except LimitReached as limit:
             self.engine.reached(limit)
             self.report.unsettled += len(done)
@@ -260,7 +309,7 @@ class SendWork(OnEngine):
             self.source.settled(Settled(done, [], written=False))
             return
         self.report.lost_lease += len(lost)
-        if self.last_sent_later:
+        if later:
             for installation, at in latest_sends(done).items():
                 self.latest[installation] = max(self.latest.get(installation, 0), at)
         kept = {end.claim.row.id for end in done} - set(lost)

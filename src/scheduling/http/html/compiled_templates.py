@@ -1174,6 +1174,18 @@ def _content_html(environment):
                 yield '"><strong>Collision:</strong> '
                 yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'text'))
                 yield '</p>'
+            if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now'):
+                pass
+                yield '<p data-sent-now="'
+                yield escape(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now'))
+                yield '">Sent now instead of at its time: '
+                if (environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now') == 'clock'):
+                    pass
+                    yield "the installation's clock was told, so it leaves within seconds"
+                else:
+                    pass
+                    yield "the runner's next tick sends it, within a minute"
+                yield '.</p>'
             if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'years_ahead'):
                 pass
                 yield '<p data-years-ahead="'
@@ -1418,7 +1430,7 @@ def _content_html(environment):
         yield '\n</section>\n'
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=194&19=197&21=199&22=201&23=203&24=205&25=214&28=232&30=234&31=240&32=245&33=248&34=250&35=252&36=256&40=259&41=266&42=288&43=290&44=293&45=295&46=303&47=313&48=319&49=328&50=335&56=346&57=349&58=355&59=357&60=367&61=370&62=374&63=376&64=378&67=381&70=383&71=386&72=388&73=390&74=392&76=397&78=402&79=420&81=424&82=435&87=448&88=454&89=464&93=477&94=483&95=493&97=501&98=504&100=508&101=510&102=519&107=526&116=533&117=540&118=542&119=544&120=546&122=551&124=553&125=556&126=564&127=566&130=568'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=194&19=197&21=199&22=201&23=203&24=205&25=214&28=232&30=234&31=240&32=245&33=248&34=250&35=252&36=256&40=259&41=266&42=288&43=290&44=293&45=295&46=303&47=313&48=319&49=328&50=340&51=347&57=358&58=361&59=367&60=369&61=379&62=382&63=386&64=388&65=390&68=393&71=395&72=398&73=400&74=402&75=404&77=409&79=414&80=432&82=436&83=447&88=460&89=466&90=476&94=489&95=495&96=505&98=513&99=516&101=520&102=522&103=531&108=538&117=545&118=552&119=554&120=556&121=558&123=563&125=565&126=568&127=576&128=578&131=580'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -3332,6 +3344,8 @@ def _operator_html(environment):
         l_0_windows = resolve('windows')
         l_0_refusals = resolve('refusals')
         l_0_refusals_caption = resolve('refusals_caption')
+        l_0_releases = resolve('releases')
+        l_0_held = resolve('held')
         l_0_installations = resolve('installations')
         try:
             t_3 = environment.filters['lower']
@@ -3497,6 +3511,37 @@ def _operator_html(environment):
         else:
             pass
             yield '<p class="empty">No schedule has been refused.</p>'
+        yield '</section>\n\n<section aria-labelledby="releases">\n  <h2 id="releases">Releases</h2>\n  <p data-releases>'
+        yield escape(((undefined(name='releases') if l_0_releases is missing else l_0_releases) or 'None yet.'))
+        yield '</p>\n'
+        if (undefined(name='held') if l_0_held is missing else l_0_held):
+            pass
+            yield '  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>\n  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">\n  <table data-table="held" aria-labelledby="held-caption">\n    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>\n    <tbody>\n'
+            for l_1_h in (undefined(name='held') if l_0_held is missing else l_0_held):
+                _loop_vars = {}
+                pass
+                yield '<tr data-release-id="'
+                yield escape(environment.getattr(l_1_h, 'id'))
+                yield '" data-release-status="held"><th scope="row">“'
+                yield escape(environment.getattr(l_1_h, 'name'))
+                yield '” <code>'
+                yield escape(environment.getattr(l_1_h, 'id'))
+                yield '</code></th><td><code>'
+                yield escape(environment.getattr(l_1_h, 'installation_id'))
+                yield '</code></td><td><code>'
+                yield escape(environment.getattr(l_1_h, 'item'))
+                yield '</code>: '
+                yield escape(environment.getattr(l_1_h, 'reason'))
+                if environment.getattr(l_1_h, 'code'):
+                    pass
+                    yield ' <span class="support">(code '
+                    yield escape(environment.getattr(l_1_h, 'code'))
+                    yield ')</span>'
+                yield '</td><td class="when">'
+                yield escape(environment.getattr(l_1_h, 'since'))
+                yield '</td></tr>\n'
+            l_1_h = missing
+            yield '    </tbody>\n  </table>\n  </div>\n'
         yield '</section>\n\n<section aria-labelledby="installations">\n  <h2 id="installations">Installations</h2>\n'
         if (undefined(name='installations') if l_0_installations is missing else l_0_installations):
             pass
@@ -3525,8 +3570,265 @@ def _operator_html(environment):
         yield '</section>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=276&24=279&28=293&29=297&30=301&31=305&33=309&36=316&37=318&38=324&39=326&42=331&47=367&48=380&49=382&51=386&60=398&61=401&66=403&76=433&82=436'
+    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=278&24=281&28=295&29=299&30=303&31=307&33=311&36=318&37=320&38=326&39=328&42=333&47=369&48=382&49=384&51=388&60=400&61=403&66=405&76=435&77=437&83=440&93=466&99=469'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'operator.html'}
+
+
+def _release_html(environment):
+    name = 'release.html'
+
+    def root(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        parent_template = None
+        l_0_schedule_card = l_0_session_fields = l_0_page_info = l_0_page_links = missing
+        pass
+        parent_template = environment.get_template('base.html', 'release.html')
+        for name, parent_block in parent_template.blocks.items():
+            context.blocks.setdefault(name, []).append(parent_block)
+        included_template = environment.get_template('cards.html', 'release.html')._get_default_module(context)
+        l_0_schedule_card = getattr(included_template, 'schedule_card', missing)
+        if l_0_schedule_card is missing:
+            l_0_schedule_card = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'release.html') does not export the requested name 'schedule_card'", name='schedule_card')
+        l_0_session_fields = getattr(included_template, 'session_fields', missing)
+        if l_0_session_fields is missing:
+            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'release.html') does not export the requested name 'session_fields'", name='session_fields')
+        context.vars.update({'schedule_card': l_0_schedule_card, 'session_fields': l_0_session_fields})
+        context.exported_vars.difference_update(('schedule_card', 'session_fields'))
+        included_template = environment.get_template('pager.html', 'release.html')._get_default_module(context)
+        l_0_page_info = getattr(included_template, 'page_info', missing)
+        if l_0_page_info is missing:
+            l_0_page_info = undefined(f"the template {included_template.__name__!r} (imported on line 3 in 'release.html') does not export the requested name 'page_info'", name='page_info')
+        l_0_page_links = getattr(included_template, 'page_links', missing)
+        if l_0_page_links is missing:
+            l_0_page_links = undefined(f"the template {included_template.__name__!r} (imported on line 3 in 'release.html') does not export the requested name 'page_links'", name='page_links')
+        context.vars.update({'page_info': l_0_page_info, 'page_links': l_0_page_links})
+        context.exported_vars.difference_update(('page_info', 'page_links'))
+        yield from parent_template.root_render_func(context)
+
+    def block_main(context, missing=missing, environment=environment):
+        resolve = context.resolve_or_missing
+        undefined = environment.undefined
+        concat = environment.concat
+        cond_expr_undefined = Undefined
+        if 0: yield None
+        _block_vars = {}
+        l_0_release_id = resolve('release_id')
+        l_0_status = resolve('status')
+        l_0_release_name = resolve('release_name')
+        l_0_error = resolve('error')
+        l_0_error_code = resolve('error_code')
+        l_0_notice = resolve('notice')
+        l_0_untouched = resolve('untouched')
+        l_0_when_iso = resolve('when_iso')
+        l_0_when_label = resolve('when_label')
+        l_0_status_label = resolve('status_label')
+        l_0_created_by_name = resolve('created_by_name')
+        l_0_checked_label = resolve('checked_label')
+        l_0_held = resolve('held')
+        l_0_held_by = resolve('held_by')
+        l_0_resume = resolve('resume')
+        l_0_installation_id = resolve('installation_id')
+        l_0_session_fields = resolve('session_fields')
+        l_0_csrf_token = resolve('csrf_token')
+        l_0_opened_for = resolve('opened_for')
+        l_0_items = resolve('items')
+        l_0_page_info = resolve('page_info')
+        l_0_pager = resolve('pager')
+        l_0_page_links = resolve('page_links')
+        l_0_reorder = resolve('reorder')
+        l_0_open = resolve('open')
+        l_0_kept = resolve('kept')
+        pass
+        yield '<section class="release" data-release-id="'
+        yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+        yield '" data-release-status="'
+        yield escape((undefined(name='status') if l_0_status is missing else l_0_status))
+        yield '">\n<h1>Release “'
+        yield escape((undefined(name='release_name') if l_0_release_name is missing else l_0_release_name))
+        yield '”</h1>\n'
+        if (undefined(name='error') if l_0_error is missing else l_0_error):
+            pass
+            yield '<div class="problem" role="alert" data-error-code="'
+            yield escape((undefined(name='error_code') if l_0_error_code is missing else l_0_error_code))
+            yield '"><p>'
+            yield escape((undefined(name='error') if l_0_error is missing else l_0_error))
+            yield '</p></div>'
+        if (undefined(name='notice') if l_0_notice is missing else l_0_notice):
+            pass
+            yield '<div class="notice" role="status" data-notice><p>'
+            yield escape((undefined(name='notice') if l_0_notice is missing else l_0_notice))
+            yield '</p>'
+            l_1_loop = missing
+            for l_1_u, l_1_loop in LoopContext((undefined(name='untouched') if l_0_untouched is missing else l_0_untouched), undefined):
+                _loop_vars = {}
+                pass
+                if environment.getattr(l_1_loop, 'first'):
+                    pass
+                    yield '<ul>'
+                yield '<li data-untouched="'
+                yield escape(environment.getattr(l_1_u, 'schedule_id'))
+                yield '"><code>'
+                yield escape(environment.getattr(l_1_u, 'schedule_id'))
+                yield '</code>: '
+                yield escape(environment.getattr(l_1_u, 'why'))
+                yield '</li>'
+                if environment.getattr(l_1_loop, 'last'):
+                    pass
+                    yield '</ul>'
+            l_1_loop = l_1_u = missing
+            yield '</div>'
+        yield '<dl class="facts">\n  <dt>When</dt><dd><time datetime="'
+        yield escape((undefined(name='when_iso') if l_0_when_iso is missing else l_0_when_iso))
+        yield '">'
+        yield escape((undefined(name='when_label') if l_0_when_label is missing else l_0_when_label))
+        yield '</time></dd>\n  <dt>Status</dt><dd><span class="status status-'
+        yield escape((undefined(name='status') if l_0_status is missing else l_0_status))
+        yield '">'
+        yield escape((undefined(name='status_label') if l_0_status_label is missing else l_0_status_label))
+        yield '</span></dd>\n  <dt>Made by</dt><dd>'
+        yield escape((undefined(name='created_by_name') if l_0_created_by_name is missing else l_0_created_by_name))
+        yield '</dd>\n  <dt>Checked</dt><dd data-checked>'
+        yield escape((undefined(name='checked_label') if l_0_checked_label is missing else l_0_checked_label))
+        yield '</dd>\n</dl>\n<p class="hint">Its items are sent one at a time, in this order, at its time. Dee Wan applies each change on its own: when an item is not done, the items after it are held (never sent) until someone resumes or cancels them, and what was applied before it stays applied. Scheduling cannot undo a change Dee Wan applied.</p>\n'
+        if (undefined(name='held') if l_0_held is missing else l_0_held):
+            pass
+            yield '<div class="warning" data-held-by="'
+            yield escape((undefined(name='held_by') if l_0_held_by is missing else l_0_held_by))
+            yield '"><p><strong>Held.</strong> '
+            yield escape((undefined(name='held') if l_0_held is missing else l_0_held))
+            yield '</p></div>'
+        if (undefined(name='resume') if l_0_resume is missing else l_0_resume):
+            pass
+            yield '<form method="post" action="/installations/'
+            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield '/releases/'
+            yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+            yield '/resume" class="resume">\n  '
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield '\n  <fieldset>\n    <legend>Resume from <code>'
+            yield escape((undefined(name='held_by') if l_0_held_by is missing else l_0_held_by))
+            yield '</code>, now</legend>\n    <label><input type="radio" name="how" value="as_is" checked> Send it again as it is, pinned to <code>'
+            yield escape(environment.getattr((undefined(name='resume') if l_0_resume is missing else l_0_resume), 'version'))
+            yield '</code></label>\n'
+            if environment.getattr((undefined(name='resume') if l_0_resume is missing else l_0_resume), 'repin_version'):
+                pass
+                yield '<label><input type="radio" name="how" value="repin"> Pin <code>'
+                yield escape(environment.getattr((undefined(name='resume') if l_0_resume is missing else l_0_resume), 'repin_version'))
+                yield '</code> instead (what Dee Wan reports now), then send it</label>\n    <input type="hidden" name="version_id" value="'
+                yield escape(environment.getattr((undefined(name='resume') if l_0_resume is missing else l_0_resume), 'current'))
+                yield '"><input type="hidden" name="published_version_id" value="'
+                yield escape((environment.getattr((undefined(name='resume') if l_0_resume is missing else l_0_resume), 'published') or ''))
+                yield '">'
+            yield '    <label><input type="radio" name="how" value="remove"> Take it out of the release, and send the rest</label>\n  </fieldset>\n  <button type="submit">Resume</button>\n</form>\n'
+        if (undefined(name='items') if l_0_items is missing else l_0_items):
+            pass
+            yield escape(context.call((undefined(name='page_info') if l_0_page_info is missing else l_0_page_info), (undefined(name='pager') if l_0_pager is missing else l_0_pager), _block_vars=_block_vars))
+            yield '\n<ol class="schedules release-items" aria-label="Items in send order">\n'
+            for l_1_s in (undefined(name='items') if l_0_items is missing else l_0_items):
+                l_1_schedule_card = resolve('schedule_card')
+                l_1_card_page = resolve('card_page')
+                _loop_vars = {}
+                pass
+                yield escape(context.call((undefined(name='schedule_card') if l_1_schedule_card is missing else l_1_schedule_card), l_1_s, (undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), _loop_vars=_loop_vars))
+            l_1_s = l_1_schedule_card = l_1_card_page = missing
+            yield '</ol>\n'
+            yield escape(context.call((undefined(name='page_links') if l_0_page_links is missing else l_0_page_links), (undefined(name='pager') if l_0_pager is missing else l_0_pager), _block_vars=_block_vars))
+            yield '\n'
+        else:
+            pass
+            yield "<p>No items: add one from a content's page in Dee Wan (Schedule, then this release).</p>\n"
+        if (undefined(name='reorder') if l_0_reorder is missing else l_0_reorder):
+            pass
+            yield '<h2>Order</h2>\n<ol class="reorder">\n'
+            for l_1_item in (undefined(name='reorder') if l_0_reorder is missing else l_0_reorder):
+                _loop_vars = {}
+                pass
+                yield '  <li data-order-of="'
+                yield escape(environment.getattr(l_1_item, 'id'))
+                yield '"><code>'
+                yield escape(environment.getattr(l_1_item, 'id'))
+                yield '</code> ('
+                yield escape(environment.getattr(l_1_item, 'change'))
+                yield ')\n'
+                for (l_2_step, l_2_label) in environment.getattr(l_1_item, 'steps'):
+                    _loop_vars = {}
+                    pass
+                    yield '<form method="post" action="/installations/'
+                    yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+                    yield '/releases/'
+                    yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+                    yield '/'
+                    yield escape(l_2_step)
+                    yield '" class="inline">'
+                    yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _loop_vars=_loop_vars))
+                    yield '<input type="hidden" name="schedule_id" value="'
+                    yield escape(environment.getattr(l_1_item, 'id'))
+                    yield '"><button type="submit" class="secondary">'
+                    yield escape(l_2_label)
+                    yield '<span class="visually-hidden"> '
+                    yield escape(environment.getattr(l_1_item, 'id'))
+                    yield '</span></button></form>'
+                l_2_step = l_2_label = missing
+                yield '  </li>\n'
+            l_1_item = missing
+            yield '</ol>\n'
+        if (undefined(name='open') if l_0_open is missing else l_0_open):
+            pass
+            yield '<form method="post" action="/installations/'
+            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield '/releases/'
+            yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+            yield '/check" class="inline">'
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield '<button type="submit" class="secondary">Check now</button></form>\n<form method="post" action="/installations/'
+            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield '/releases/'
+            yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+            yield '/rename">\n  '
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield '\n  <label for="release-name">Name</label>\n  <input id="release-name" name="name" maxlength="100" value="'
+            yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'name'))
+            yield '">\n  <button type="submit" class="secondary">Rename</button>\n</form>\n'
+            if ((undefined(name='status') if l_0_status is missing else l_0_status) != 'held'):
+                pass
+                yield '<form method="post" action="/installations/'
+                yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+                yield '/releases/'
+                yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+                yield '/move">\n  '
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+                yield '\n  <label for="release-time">New time</label>\n  <input id="release-time" type="datetime-local" name="local_time" value="'
+                yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'local_time'))
+                yield '">\n  <label for="release-zone">Time zone</label>\n  <input id="release-zone" name="timezone" value="'
+                yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'timezone'))
+                yield '">\n  <input type="hidden" name="fold" value="'
+                yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'fold'))
+                yield '">\n  <button type="submit" class="secondary">Move the release</button>\n</form>\n'
+            yield '<form method="post" action="/installations/'
+            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield '/releases/'
+            yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+            yield '/cancel">\n  '
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield '\n  <button type="submit" class="danger">'
+            if ((undefined(name='status') if l_0_status is missing else l_0_status) == 'held'):
+                pass
+                yield 'Cancel the rest'
+            else:
+                pass
+                yield 'Cancel the release'
+            yield '</button>\n  <span class="hint">Nothing is sent to Dee Wan; nothing already applied is undone.</span>\n</form>\n'
+        yield '<p class="support">For support: release '
+        yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
+        yield '.</p>\n</section>\n'
+
+    blocks = {'main': block_main}
+    debug_info = '1=13&2=16&3=25&4=36&5=71&6=75&7=77&8=84&10=109&11=113&12=117&13=119&16=121&17=128&18=131&19=135&21=137&22=139&23=141&24=146&30=151&31=153&33=155&35=163&39=168&42=171&43=175&44=181&49=203&50=206&51=212&52=216&54=218&57=220&58=223&59=227&61=229&63=231&64=233&68=236&69=240&70=242&74=250'
+    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'release.html'}
 
 
 TEMPLATES: dict[str, Callable[[Any], dict[str, Any]]] = {
@@ -3548,4 +3850,5 @@ TEMPLATES: dict[str, Callable[[Any], dict[str, Any]]] = {
     'news.html': _news_html,
     'home.html': _home_html,
     'operator.html': _operator_html,
+    'release.html': _release_html,
 }

@@ -6,8 +6,10 @@ from scheduling.mcp.tool import Tool
 from scheduling.mcp.tools import (
     agenda,
     cancel_schedule,
+    get_release,
     get_schedule,
     list_schedules,
+    propose_change,
     propose_schedule,
     withdraw_proposal,
 )
@@ -21,5 +23,7 @@ TOOLS: dict[str, Tool] = {
         propose_schedule.TOOL,
         withdraw_proposal.TOOL,
         cancel_schedule.TOOL,
+        get_release.TOOL,
+        propose_change.TOOL,
     )
 }

@@ -33,6 +33,7 @@ class AgendaItem(Answer):
     content_id: str
     change: str
     status: str
+    release_id: str | None = None  # a release's item (a proposal: the release it would join)
 
 
 class AgendaAnswer(Answer):
@@ -71,6 +72,7 @@ async def agenda(services: Services, key: AgentKey, asked: AgendaArguments) -> A
             content_id=s.content_id,
             change=s.kind,
             status=s.status.value,
+            release_id=s.release_id,
         )
         for s in waiting
     ] + [
@@ -82,6 +84,7 @@ async def agenda(services: Services, key: AgentKey, asked: AgendaArguments) -> A
             content_id=p.content_id,
             change=p.kind,
             status="pending",
+            release_id=p.release_id,
         )
         for p in pending
     ]

@@ -10,7 +10,7 @@ from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
 from scheduling.mcp.shapes import AttemptShape, ScheduleShape, attempt_shapes, schedule_shape
 from scheduling.mcp.tool import Answer, Arguments, Tool
-from scheduling.repository import agent_queries, proposals
+from scheduling.repository import agent_queries, proposals, releases
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.repository.proposals import Proposal
 from scheduling.services import Services
@@ -34,8 +34,14 @@ def history(schedule: Schedule, proposal: Proposal | None) -> list[str]:
             f" (a key of {proposal.person_name})"
         )
         lines.append(f"{rfc3339(schedule.created_at)}: confirmed by {proposal.decided_by_name}")
-    else:
+    elif schedule.replaces is None:
         lines.append(f"{rfc3339(schedule.created_at)}: scheduled by {schedule.requested_by_name}")
+    if schedule.replaces is not None:  # moved, sent now, resumed, re-pinned, tried again
+        made = (schedule.replaced_as or "made again").replace("_", " ")
+        lines.append(
+            f"{rfc3339(schedule.created_at)}: {made} by {schedule.requested_by_name},"
+            f" replacing {schedule.replaces}"
+        )
     lines.extend(
         f"{rfc3339(a.started_at)}: try {a.number}" + (f", {a.code}" if a.code else ", no answer")
         for a in schedule.attempts
@@ -60,8 +66,9 @@ async def reachable(services: Services, key: AgentKey, schedule_id: str) -> Sche
 async def get_schedule(services: Services, key: AgentKey, asked: GetArguments) -> GetAnswer:
     found = await reachable(services, key, asked.schedule_id)
     proposal = await proposals.of_schedule(services.db, key.installation_id, found.id)
+    rels = await releases.of_schedules(services.db, [found.release_id or ""])
     return GetAnswer(
-        schedule=schedule_shape(found),
+        schedule=schedule_shape(found, rels, services.clock.now_ms()),
         attempts=attempt_shapes(found),
         history=history(found, proposal),
     )

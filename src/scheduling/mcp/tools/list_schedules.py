@@ -10,7 +10,7 @@ from scheduling.domain.refusals import Refusal
 from scheduling.domain.statuses import Status
 from scheduling.mcp.shapes import ScheduleShape, schedule_shape
 from scheduling.mcp.tool import Answer, Arguments, Instant, Tool
-from scheduling.repository import agent_queries
+from scheduling.repository import agent_queries, releases
 from scheduling.repository.agent_keys import AgentKey
 from scheduling.services import Services
 
@@ -50,7 +50,9 @@ async def list_schedules(services: Services, key: AgentKey, asked: ListArguments
         needs_attention=asked.needs_attention,
     )
     found, more = await agent_queries.listing(services.db, key.installation_id, filters)
-    return ListAnswer(schedules=[schedule_shape(s) for s in found], more=more)
+    rels = await releases.of_schedules(services.db, [s.release_id or "" for s in found])
+    now = services.clock.now_ms()
+    return ListAnswer(schedules=[schedule_shape(s, rels, now) for s in found], more=more)
 
 
 TOOL = Tool(
@@ -58,7 +60,8 @@ TOOL = Tool(
     title="List schedules",
     description=(
         "The schedules this key may see, soonest due first (at most 50): filter by status,"
-        " content, due window, or those needing attention. Reads what Scheduling keeps;"
+        " content, due window, or those needing attention; a release's item names its"
+        " release, its place and the release's status. Reads what Scheduling keeps;"
         " asks Dee Wan nothing."
     ),
     arguments=ListArguments,

@@ -29,6 +29,11 @@ class ProposeArguments(Arguments):
         None, description="For a wall time that happens twice (clocks going back): which one."
     )
     note: str = Field("", max_length=MAX_NOTE_CHARS, description="A note for the person.")
+    release: str | None = Field(
+        None,
+        max_length=64,
+        description="A waiting release's id (rel_…) to add the change to: its time is used.",
+    )
 
 
 class ProposeAnswer(Answer):
@@ -51,6 +56,7 @@ async def propose_schedule(
             timezone=asked.timezone,
             fold=asked.fold,
             note=asked.note,
+            release=asked.release,
         ),
     )
     return ProposeAnswer(
@@ -69,7 +75,8 @@ TOOL = Tool(
         "Propose publishing or unpublishing a content at a wall time in a time zone. It makes"
         " a proposal, not a schedule: a person confirms it on their page, which pins the"
         " version they see. A time in a gap, a time that happens twice without `fold`, an"
-        " unknown zone or a past time is refused with suggestions."
+        " unknown zone or a past time is refused with suggestions. With `release`, the change"
+        " joins that waiting release, at its time (the time given is not used)."
     ),
     arguments=ProposeArguments,
     answer=ProposeAnswer,

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.statuses import FINISHED, LIVE
 from scheduling.domain.time_words import instant_text
-from scheduling.domain.wording import KIND, counted, explain_result
+from scheduling.domain.wording import KIND, counted, explain, explain_result
 from scheduling.http.guards import require_operator_login
 from scheduling.http.html.render import page
 from scheduling.http.requests import Request
@@ -85,6 +85,19 @@ class InstallationRow:
 
 
 @dataclass(frozen=True)
+class HeldRow:
+    """A held release: what was not done and why, since when."""
+
+    id: str
+    name: str
+    installation_id: str
+    item: str
+    reason: str
+    code: str | None
+    since: str
+
+
+@dataclass(frozen=True)
 class OperatorPage:
     template: ClassVar[str] = "operator.html"
 
@@ -96,6 +109,8 @@ class OperatorPage:
     refusals_caption: str
     installations: tuple[InstallationRow, ...]
     person_name: str | None = None
+    releases: str = ""  # `2 waiting, 1 held, 5 completed, 0 cancelled`
+    held: tuple[HeldRow, ...] = ()
 
 
 def operator_page(view: OperatorView) -> OperatorPage:
@@ -142,7 +157,18 @@ def operator_page(view: OperatorView) -> OperatorPage:
             )
             for line in view.installations
         ),
+        releases=", ".join(f"{n} {status}" for status, n in view.releases.items()),
+        held=_held(view),
     )
+
+
+def _held(view: OperatorView) -> tuple[HeldRow, ...]:
+    """The held releases: the item not done, the card's sentence for it, since when."""
+    return tuple(
+        HeldRow(h.id, h.name, h.installation_id, h.held_by, explain(h.held_code), h.held_code,
+                _instant(h.held_at))
+        for h in view.held
+    )  # fmt: skip
 
 
 # -- the status, in words ---------------------------------------------------------------

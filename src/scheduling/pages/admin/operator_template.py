@@ -74,6 +74,23 @@ OPERATOR = """{% extends "base.html" %}
   {% else %}<p class="empty">No schedule has been refused.</p>{% endif %}
 </section>
 
+<section aria-labelledby="releases">
+  <h2 id="releases">Releases</h2>
+  <p data-releases>{{ releases or "None yet." }}</p>
+  {% if held %}
+  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>
+  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">
+  <table data-table="held" aria-labelledby="held-caption">
+    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>
+    <tbody>
+    {% for h in held %}<tr data-release-id="{{ h.id }}" data-release-status="held"><th scope="row">“{{ h.name }}” <code>{{ h.id }}</code></th><td><code>{{ h.installation_id }}</code></td><td><code>{{ h.item }}</code>: {{ h.reason }}{% if h.code %} <span class="support">(code {{ h.code }})</span>{% endif %}</td><td class="when">{{ h.since }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% endif %}
+</section>
+
 <section aria-labelledby="installations">
   <h2 id="installations">Installations</h2>
   {% if installations %}

@@ -12,14 +12,14 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from scheduling.actions.access import open_access
-from scheduling.actions.create import Created, FormRefusal, ScheduleForm, posted_versions
+from scheduling.actions.create import Created, FormRefusal, ScheduleForm
 from scheduling.actions.create import create_schedule as create
 from scheduling.actions.create import retry_schedule as retry
 from scheduling.domain.collisions import Conflict, conflicts
 from scheduling.domain.content import Content
 from scheduling.domain.localtime import FOLDS
 from scheduling.domain.outcomes import UNTRUSTED
-from scheduling.domain.pins import ShownVersions
+from scheduling.domain.pins import ShownVersions, posted_versions
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import Status
@@ -77,6 +77,7 @@ class Receipt:
     replaced_version: str | None
     years_ahead: str | None  # "5 years", when it is more than a year ahead
     conflict: Conflict | None = None  # it collides with the other kind's waiting schedule
+    sent_now: str | None = None  # sent now: by its clock ("clock") or the next tick ("tick")
 
 
 @dataclass(frozen=True)
@@ -309,6 +310,8 @@ async def show(request: Request, services: Services, session: Session) -> Respon
     )
     lateness = services.config.max_lateness_ms
     model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
+    if model.notice is not None and query.get("sent_now") in ("clock", "tick"):
+        model = replace(model, notice=replace(model.notice, sent_now=query.get("sent_now")))
     read = shown.read
     content = read.content.primary_id if read else session.content_primary_id or ""
     now = services.clock.now_ms()
@@ -378,4 +381,5 @@ def to_receipt(session: Session, created: Created) -> Response:
     """The content page of the launch, with the receipt of the schedule just made."""
     # A fold for a time that happens once is not needed: the receipt says it was ignored.
     ignored = [("fold_ignored", created.fold_ignored)] if created.fold_ignored else []
-    return redirect(session.href(query=[("created", created.schedule_id), *ignored]))
+    now = [("sent_now", created.sent_now)] if created.sent_now else []
+    return redirect(session.href(query=[("created", created.schedule_id), *ignored, *now]))
