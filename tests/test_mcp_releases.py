@@ -19,6 +19,7 @@ MINUTE = 60_000
 
 async def mint(runtime: Runtime, installation_id: str) -> str:
     manager = await runtime.open_page(installation_id)
+    await manager.get(f"/installations/{installation_id}/agents")
     minted = await manager.post_form(
         f"/installations/{installation_id}/agent-keys",
         {"csrf_token": manager.csrf, "opened_for": "manage", "name": "Launch bot", "days": "7"},
@@ -35,6 +36,7 @@ async def editor(runtime: Runtime, installation_id: str) -> Visitor:
 
 async def confirm(runtime: Runtime, installation_id: str, proposal_id: str) -> str:
     person = await editor(runtime, installation_id)
+    await person.get(f"/installations/{installation_id}/agents")
     assert proposal_id in person.page
     confirmed = await person.post_form(
         f"/installations/{installation_id}/proposals/{proposal_id}/confirm",

@@ -76,6 +76,16 @@ async def tool_calls(world: World) -> tuple[str, list[tuple[str, dict[str, Any],
     from_proposal = confirmed.header("location").split("created=")[1]
     to_withdraw = await propose(world, key)
     gap = {**proposal(), "local_time": "2027-03-28T02:30"}
+    release_id = f"rel_{installation.id[-8:]}"
+    await (
+        world.db.prepare(
+            "INSERT INTO releases (id, installation_id, name, due_at, timezone, local_time, status,"
+            " created_by, created_by_name, created_at, updated_at)"
+            " VALUES (?, ?, 'Spring', ?, 'UTC', '2030-01-01T09:00', 'waiting', 'usr_1', 'Ada', 0, 0)"
+        )
+        .bind(release_id, installation.id, made["due_at"])
+        .run()
+    )
     calls: list[tuple[str, dict[str, Any], str | None]] = [
         ("list_schedules", {}, None),
         ("list_schedules", {"status": "lost"}, "invalid_arguments"),
@@ -90,6 +100,10 @@ async def tool_calls(world: World) -> tuple[str, list[tuple[str, dict[str, Any],
         ("propose_schedule", gap, "nonexistent_local_time"),
         ("withdraw_proposal", {"proposal_id": to_withdraw}, None),
         ("withdraw_proposal", {"proposal_id": "prp_none"}, "proposal_not_found"),
+        ("get_release", {"release_id": release_id}, None),
+        ("get_release", {"release_id": "rel_none"}, "release_not_found"),
+        ("propose_change", {"schedule_id": from_proposal, "send_now": True}, None),
+        ("propose_change", {"schedule_id": from_proposal}, "invalid_change"),
         ("cancel_schedule", {"schedule_id": made["id"]}, "cancel_not_allowed"),
         ("cancel_schedule", {"schedule_id": from_proposal}, None),
     ]
@@ -218,7 +232,9 @@ async def test_the_tools_that_end_something_say_so(world: World) -> None:
         "list_schedules": (True, False),
         "get_schedule": (True, False),
         "agenda": (True, False),
+        "get_release": (True, False),
         "propose_schedule": (False, False),
+        "propose_change": (False, False),
         "withdraw_proposal": (False, True),
         "cancel_schedule": (False, True),
     }

@@ -108,6 +108,7 @@ async def release_row(runtime: Runtime, release_id: str) -> dict[str, Any]:
 
 async def add_endpoint(runtime: Runtime, installation_id: str, url: str) -> Visitor:
     manager = await runtime.open_page(installation_id)
+    await manager.get(f"/installations/{installation_id}/notifications")
     fields = {
         "csrf_token": manager.csrf,
         "opened_for": "manage",

@@ -89,6 +89,7 @@ class ReleasePage:
     installation_id: str
     csrf_token: str
     opened_for: str
+    tab: str | None
     release_id: str
     release_name: str
     status: str
@@ -135,6 +136,7 @@ async def _model(
         installation_id=release.installation_id,
         csrf_token=session.csrf_token,
         opened_for=session.opened_for,
+        tab=session.tab,
         release_id=release.id,
         release_name=release.name,
         status=status,

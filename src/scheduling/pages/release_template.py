@@ -19,7 +19,7 @@ RELEASE = """{% extends "base.html" %}
 {% if held %}<div class="warning" data-held-by="{{ held_by }}"><p><strong>Held.</strong> {{ held }}</p></div>{% endif %}
 {% if resume %}
 <form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/resume" class="resume">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   <fieldset>
     <legend>Resume from <code>{{ held_by }}</code>, now</legend>
     <label><input type="radio" name="how" value="as_is" checked> Send it again as it is, pinned to <code>{{ resume.version }}</code></label>
@@ -44,22 +44,22 @@ RELEASE = """{% extends "base.html" %}
 <ol class="reorder">
 {% for item in reorder %}
   <li data-order-of="{{ item.id }}"><code>{{ item.id }}</code> ({{ item.change }})
-  {% for step, label in item.steps %}<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/{{ step }}" class="inline">{{ session_fields(csrf_token, opened_for) }}<input type="hidden" name="schedule_id" value="{{ item.id }}"><button type="submit" class="secondary">{{ label }}<span class="visually-hidden"> {{ item.id }}</span></button></form>{% endfor %}
+  {% for step, label in item.steps %}<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/{{ step }}" class="inline">{{ session_fields(csrf_token, opened_for, tab) }}<input type="hidden" name="schedule_id" value="{{ item.id }}"><button type="submit" class="secondary">{{ label }}<span class="visually-hidden"> {{ item.id }}</span></button></form>{% endfor %}
   </li>
 {% endfor %}
 </ol>
 {% endif %}
 {% if open %}
-<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/check" class="inline">{{ session_fields(csrf_token, opened_for) }}<button type="submit" class="secondary">Check now</button></form>
+<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/check" class="inline">{{ session_fields(csrf_token, opened_for, tab) }}<button type="submit" class="secondary">Check now</button></form>
 <form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/rename">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   <label for="release-name">Name</label>
   <input id="release-name" name="name" maxlength="100" value="{{ kept.name }}">
   <button type="submit" class="secondary">Rename</button>
 </form>
 {% if status != "held" %}
 <form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/move">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   <label for="release-time">New time</label>
   <input id="release-time" type="datetime-local" name="local_time" value="{{ kept.local_time }}">
   <label for="release-zone">Time zone</label>
@@ -69,7 +69,7 @@ RELEASE = """{% extends "base.html" %}
 </form>
 {% endif %}
 <form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/cancel">
-  {{ session_fields(csrf_token, opened_for) }}
+  {{ session_fields(csrf_token, opened_for, tab) }}
   <button type="submit" class="danger">{% if status == "held" %}Cancel the rest{% else %}Cancel the release{% endif %}</button>
   <span class="hint">Nothing is sent to Dee Wan; nothing already applied is undone.</span>
 </form>

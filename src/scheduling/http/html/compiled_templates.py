@@ -3635,6 +3635,7 @@ def _release_html(environment):
         l_0_session_fields = resolve('session_fields')
         l_0_csrf_token = resolve('csrf_token')
         l_0_opened_for = resolve('opened_for')
+        l_0_tab = resolve('tab')
         l_0_items = resolve('items')
         l_0_page_info = resolve('page_info')
         l_0_pager = resolve('pager')
@@ -3708,7 +3709,7 @@ def _release_html(environment):
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/resume" class="resume">\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
             yield '\n  <fieldset>\n    <legend>Resume from <code>'
             yield escape((undefined(name='held_by') if l_0_held_by is missing else l_0_held_by))
             yield '</code>, now</legend>\n    <label><input type="radio" name="how" value="as_is" checked> Send it again as it is, pinned to <code>'
@@ -3764,7 +3765,7 @@ def _release_html(environment):
                     yield '/'
                     yield escape(l_2_step)
                     yield '" class="inline">'
-                    yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _loop_vars=_loop_vars))
+                    yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _loop_vars=_loop_vars))
                     yield '<input type="hidden" name="schedule_id" value="'
                     yield escape(environment.getattr(l_1_item, 'id'))
                     yield '"><button type="submit" class="secondary">'
@@ -3783,13 +3784,13 @@ def _release_html(environment):
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/check" class="inline">'
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
             yield '<button type="submit" class="secondary">Check now</button></form>\n<form method="post" action="/installations/'
             yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/rename">\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
             yield '\n  <label for="release-name">Name</label>\n  <input id="release-name" name="name" maxlength="100" value="'
             yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'name'))
             yield '">\n  <button type="submit" class="secondary">Rename</button>\n</form>\n'
@@ -3800,7 +3801,7 @@ def _release_html(environment):
                 yield '/releases/'
                 yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
                 yield '/move">\n  '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
                 yield '\n  <label for="release-time">New time</label>\n  <input id="release-time" type="datetime-local" name="local_time" value="'
                 yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'local_time'))
                 yield '">\n  <label for="release-zone">Time zone</label>\n  <input id="release-zone" name="timezone" value="'
@@ -3813,7 +3814,7 @@ def _release_html(environment):
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/cancel">\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
             yield '\n  <button type="submit" class="danger">'
             if ((undefined(name='status') if l_0_status is missing else l_0_status) == 'held'):
                 pass
@@ -3827,7 +3828,7 @@ def _release_html(environment):
         yield '.</p>\n</section>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=25&4=36&5=71&6=75&7=77&8=84&10=109&11=113&12=117&13=119&16=121&17=128&18=131&19=135&21=137&22=139&23=141&24=146&30=151&31=153&33=155&35=163&39=168&42=171&43=175&44=181&49=203&50=206&51=212&52=216&54=218&57=220&58=223&59=227&61=229&63=231&64=233&68=236&69=240&70=242&74=250'
+    debug_info = '1=13&2=16&3=25&4=36&5=72&6=76&7=78&8=85&10=110&11=114&12=118&13=120&16=122&17=129&18=132&19=136&21=138&22=140&23=142&24=147&30=152&31=154&33=156&35=164&39=169&42=172&43=176&44=182&49=204&50=207&51=213&52=217&54=219&57=221&58=224&59=228&61=230&63=232&64=234&68=237&69=241&70=243&74=251'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'release.html'}
 
 
