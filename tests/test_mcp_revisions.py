@@ -81,7 +81,8 @@ async def tool_calls(world: World) -> tuple[str, list[tuple[str, dict[str, Any],
         world.db.prepare(
             "INSERT INTO releases (id, installation_id, name, due_at, timezone, local_time, status,"
             " created_by, created_by_name, created_at, updated_at)"
-            " VALUES (?, ?, 'Spring', ?, 'UTC', '2030-01-01T09:00', 'waiting', 'usr_1', 'Ada', 0, 0)"
+            " VALUES (?, ?, 'Spring', ?, 'UTC', '2030-01-01T09:00', 'waiting', 'usr_1', 'Ada',"
+            " 0, 0)"
         )
         .bind(release_id, installation.id, made["due_at"])
         .run()
