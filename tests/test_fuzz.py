@@ -75,7 +75,7 @@ class Stage:
         self.run(self.browser.get(self.page_path))  # the CSRF token of this session again
         # A manage launch of the same installation, for the Notifications forms.
         self.manage = self.run(self.world.browser_for(self.installation, content_id=None))
-        self.run(self.manage.get(self.page_path))
+        self.run(self.manage.get(f"{self.page_path}/notifications"))  # the room with its forms
 
     @property
     def page_path(self) -> str:
