@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduling.domain import associated_data
+from scheduling.domain.secrets import installation_token
 from scheduling.ports import Result, Statement
-from scheduling.repository.tick_history import LAST_TICK_SQL
+from scheduling.repository.history import LAST_TICK_SQL
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import TOKEN_KEY, base_env, make_app
@@ -64,7 +64,7 @@ def installation_rows(
     rows = []
     for i in range(installations):
         installation_id = f"ins_{i}"
-        sealed = seal("dwp_" + "A" * 43, associated_data.installation_token(installation_id))
+        sealed = seal("dwp_" + "A" * 43, installation_token(installation_id))
         rows.append(
             (
                 "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
@@ -133,7 +133,7 @@ async def run_cpython(rows: int, latency_s: float) -> Burst:
         app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         sealed = {}
         for i in range(INSTALLATIONS):
-            context = associated_data.installation_token(f"ins_{i}")
+            context = installation_token(f"ins_{i}")
             sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
         statements = installation_rows(core.base_url, lambda _plain, context: sealed[context])
         statements += list(schedule_rows(rows))

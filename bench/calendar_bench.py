@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scheduling.domain import associated_data
+from scheduling.domain.secrets import content_title
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import FakeClock
 from tests.support.world import Browser, World
@@ -46,7 +46,7 @@ async def seed(world: World, installation_id: str) -> None:
             world.core.state.add_content(content, f"Calendar item {n:02d}")
         sid = f"sch_cal{n:03d}"
         sealed = await world.app.services.crypto.seal(
-            f"Calendar item {n % CONTENTS:02d}", associated_data.content_title(installation_id, sid)
+            f"Calendar item {n % CONTENTS:02d}", content_title(installation_id, sid)
         )
         due = now + HOUR + (n * DAYS * DAY) // CHANGES
         kind = "publish" if (n // CONTENTS) % 2 == 0 else "unpublish"

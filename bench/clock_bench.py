@@ -53,9 +53,9 @@ from bench.burst_bench import (
 )
 from bench.clock_processes import clock_processes
 from bench.core_process import core_process
-from scheduling.actions.tell_clock import tell_clock
+from scheduling.actions.releases import tell_clock
 from scheduling.config import Configuration
-from scheduling.domain import associated_data
+from scheduling.domain.secrets import installation_token
 from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
@@ -126,7 +126,7 @@ async def run_cpython(
         crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
         sealed = {}
         for n in range(installations):
-            context = associated_data.installation_token(f"ins_{n}")
+            context = installation_token(f"ins_{n}")
             sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
         start = seconds_ahead(how.get("ahead_s", 15))
         due = spread_due(start, rows, how["minutes"]) if kind == "spread" else (lambda i: start)
@@ -362,7 +362,7 @@ async def _seal_all(installations: int) -> dict[str, str]:
     crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
     sealed = {}
     for n in range(installations):
-        context = associated_data.installation_token(f"ins_{n}")
+        context = installation_token(f"ins_{n}")
         sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
     return sealed
 

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from scheduling.actions.tell_clock import tell_clock
+from scheduling.actions.releases import tell_clock
 from scheduling.runtimes.cpython.server import attach_clocks, build_app, load_vars
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 

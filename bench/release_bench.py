@@ -29,12 +29,11 @@ from typing import Any
 
 from bench.burst_bench import TimedDatabase, installation_rows
 from bench.core_process import core_process
-from scheduling.actions.tell_clock import tell_clock
+from scheduling.actions.releases import tell_clock
 from scheduling.app import App
-from scheduling.domain import associated_data
-from scheduling.domain.localtime import ResolvedTime
-from scheduling.domain.release import new_release
-from scheduling.domain.schedule import NewSchedule
+from scheduling.domain.schedules import NewSchedule, new_release
+from scheduling.domain.secrets import installation_token
+from scheduling.domain.times import ResolvedTime
 from scheduling.repository import releases, schedules
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
@@ -76,7 +75,7 @@ async def _world(core_url: str, installations: int, *, clocks: bool) -> tuple[Ap
     crypto = CpythonCrypto(base64.b64decode(TOKEN_KEY))
     sealed = {}
     for n in range(installations):
-        context = associated_data.installation_token(f"ins_{n}")
+        context = installation_token(f"ins_{n}")
         sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
     made = installation_rows(core_url, lambda _p, c: sealed[c], installations)
     await db.batch([db.prepare(sql).bind(*params) for sql, params in made])

@@ -32,9 +32,9 @@ from typing import Any
 
 from scheduling.config import Configuration
 from scheduling.ports import Result, Statement
-from scheduling.repository.lease_sql import DUE_SQL
-from scheduling.repository.retention import EXPIRED_ATTEMPTS_SQL
-from scheduling.runner import purge
+from scheduling.repository.history import EXPIRED_ATTEMPTS_SQL
+from scheduling.repository.leases import DUE_SQL
+from scheduling.runner import tick
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import FakeClock, base_env, make_app
 
@@ -256,8 +256,8 @@ def main() -> None:
         f"{left[2]:,} deliveries"
     )
     print(
-        f"  schedules purged per tick, max: {most:,} (steps of {purge.STEP_ROWS},"
-        f" at most {purge.MAX_STEPS} a tick)"
+        f"  schedules purged per tick, max: {most:,} (steps of {tick.STEP_ROWS},"
+        f" at most {tick.MAX_STEPS} a tick)"
     )
     print(
         f"  D1 statements per tick, max: {statements} (budget {config.max_d1_queries_per_tick});"

@@ -37,13 +37,20 @@ import httpx
 import uvicorn
 
 from scheduling.app import App
-from scheduling.domain.schedule import NewSchedule
+from scheduling.domain.schedules import NewSchedule
 from scheduling.http.requests import Headers, Request
-from scheduling.repository import schedules, tick_history
-from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL
-from scheduling.repository.lease_sql import DUE_SQL
-from scheduling.runner import history
-from scheduling.runner.report import TickReport
+from scheduling.repository import schedules
+from scheduling.repository.history import (
+    BACKLOG_SQL,
+    COUNTS_SQL,
+    HEALTH_SQL,
+    PRUNE_SQL,
+    REPORT_COLUMNS,
+    SERIES_SQL,
+)
+from scheduling.repository.leases import DUE_SQL
+from scheduling.runner import invocation
+from scheduling.runner.engine import TickReport
 from scheduling.runtimes.cpython.adapters import HttpxClient
 from scheduling.runtimes.cpython.asgi import AsgiApp
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
@@ -273,14 +280,14 @@ def query_figures(big: int, live: int) -> None:
 def add_history(conn: sqlite3.Connection, days: int) -> None:
     """A tick a minute for `days` days up to NOW (one failed a day, sends at the top of each
     hour), and the running totals they add up to."""
-    columns = ", ".join(tick_history.REPORT_COLUMNS)
+    columns = ", ".join(REPORT_COLUMNS)
     values = ", ".join(
         "(CASE WHEN i % 60 = 0 THEN 20 ELSE 0 END)"
         if column in ("sends", "completed", "due", "claimed", "lateness_count")
         else "(CASE WHEN i % 60 = 0 THEN 1200 ELSE 0 END)"
         if column.startswith("lateness_")
         else "0"
-        for column in tick_history.REPORT_COLUMNS
+        for column in REPORT_COLUMNS
     )
     conn.execute("BEGIN")
     conn.execute(
@@ -323,7 +330,7 @@ def time_record(db: SqliteDatabase, runs: int) -> float:
         report.sent(lateness * 1000)
     samples = []
     for k in range(runs):
-        statements = history.record(
+        statements = invocation.record(
             db, kind="tick", at=NOW + 60_000 + k, duration_ms=900, ended_at=NOW, report=report
         )
         db.connection.execute("SAVEPOINT bench")
@@ -360,9 +367,9 @@ def operator_figures(big: int, live: int) -> None:
             )
             if (total, days) == (big, 7):
                 for name, sql, params in (
-                    ("/healthz", tick_history.HEALTH_SQL, (NOW,)),
-                    ("a window", tick_history.SERIES_SQL, (NOW - 7 * 86_400_000, NOW, 3_600_000)),
-                    ("pruning", tick_history.PRUNE_SQL, (NOW - 7 * 86_400_000,)),
+                    ("/healthz", HEALTH_SQL, (NOW,)),
+                    ("a window", SERIES_SQL, (NOW - 7 * 86_400_000, NOW, 3_600_000)),
+                    ("pruning", PRUNE_SQL, (NOW - 7 * 86_400_000,)),
                 ):
                     steps = [
                         r[3] for r in db.connection.execute("EXPLAIN QUERY PLAN " + sql, params)

@@ -46,9 +46,9 @@ from bench.burst_bench import (
     schedule_rows,
     seed_pyodide,
 )
-from scheduling.actions.tell_clock import tell_clock
-from scheduling.channels import webhook_signing
-from scheduling.domain import associated_data
+from scheduling.actions.releases import tell_clock
+from scheduling.channels import webhook
+from scheduling.domain.secrets import installation_token
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
@@ -90,9 +90,9 @@ def new_secret(installation_id: str, secrets: dict[str, str]) -> tuple[str, str,
     """A fresh secret for the installation's endpoint: its id, the secret, and the associated
     data it is sealed with."""
     endpoint_id = f"whe_{installation_id}"
-    secret = webhook_signing.new_secret(base64.urlsafe_b64encode(os.urandom(32)).decode())
+    secret = webhook.new_secret(base64.urlsafe_b64encode(os.urandom(32)).decode())
     secrets[endpoint_id] = secret
-    return endpoint_id, secret, webhook_signing.secret_context(installation_id, endpoint_id)
+    return endpoint_id, secret, webhook.secret_context(installation_id, endpoint_id)
 
 
 def endpoint_rows(
@@ -151,7 +151,7 @@ async def run_cpython(rows: int, latency_s: float, receiver: Loopback, model: st
         app = make_app(db, SystemClock(), http=HttpxClient(), env=env)
         sealed: dict[str, str] = {}
         for i in range(INSTALLATIONS):
-            context = associated_data.installation_token(f"ins_{i}")
+            context = installation_token(f"ins_{i}")
             sealed[context] = await crypto.seal("dwp_" + "A" * 43, context)
         statements = installation_rows(core.base_url, lambda _plain, context: sealed[context])
         secrets: dict[str, str] = {}

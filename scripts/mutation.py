@@ -54,33 +54,45 @@ class Target:
 
 # The one map: module (under src/scheduling/) → the tests that exercise it.
 MODULES: dict[str, Target] = {
-    "domain/lateness.py": Target(("tests/test_lateness.py",)),
-    "domain/localtime.py": Target(
-        ("tests/test_localtime.py", "tests/test_docs.py", "tests/test_timezones.py")
+    "domain/times.py": Target(
+        (
+            "tests/test_lateness.py",
+            "tests/test_localtime.py",
+            "tests/test_docs.py",
+            "tests/test_timezones.py",
+        )
     ),
-    "domain/retry_policy.py": Target(
+    "domain/outcomes.py": Target(
         ("tests/test_retry_policy.py", "tests/test_docs.py", "tests/test_plugin_contract.py")
     ),
-    "domain/base_url.py": Target(("tests/test_base_url.py", "tests/test_activation.py")),
-    "domain/pins.py": Target(("tests/test_pins.py", "tests/test_editor_page.py")),
-    "domain/rights.py": Target(("tests/test_rights.py", "tests/test_editor_page.py")),
-    "domain/outcomes.py": Target(("tests/test_plugin_contract.py", "tests/test_docs.py")),
-    "runner/budget.py": Target(("tests/test_budget.py", "tests/test_runner_limits.py")),
+    "domain/addresses.py": Target(("tests/test_base_url.py", "tests/test_activation.py")),
+    "domain/schedules.py": Target(
+        (
+            "tests/test_pins.py",
+            "tests/test_editor_page.py",
+            "tests/test_rights.py",
+            "tests/test_release_units.py",
+        )
+    ),
+    "runner/engine.py": Target(
+        (
+            "tests/test_budget.py",
+            "tests/test_runner_limits.py",
+            "tests/test_engine_units.py",
+        )
+    ),
     # The runner (issue 40): each module mapped to its unit suite on known inputs, where a
     # mutant costs milliseconds. The end-to-end suites (test_runner, test_schedule_clock,
     # test_notifications…) stay the integration net in `bash scripts/test`, not here: each
     # survivor would run them all, seconds a mutant, and the fresh pass again.
-    "runner/engine.py": Target(("tests/test_engine_units.py",)),
-    "runner/send_work.py": Target(
+    "runner/sends.py": Target(
         ("tests/test_send_work_units.py", "tests/test_release_send_units.py")
     ),
     # Releases (issue 47): the status a person sees, the hold at claim, the notices' choice.
-    "domain/release.py": Target(("tests/test_release_units.py",), threshold=1.0),
-    "runner/delivery_work.py": Target(("tests/test_delivery_work_units.py",)),
+    "runner/deliveries.py": Target(("tests/test_delivery_work_units.py",)),
     # An installation's alarm clock (issue 35): earlier never later, a failed alarm's retry.
-    "runner/alarm_clock.py": Target(("tests/test_alarm_units.py",)),
     "runner/alarm.py": Target(("tests/test_alarm_units.py",)),
-    "runner/watchdog.py": Target(("tests/test_watchdog_units.py",)),
+    "runner/tick.py": Target(("tests/test_watchdog_units.py",)),
 }
 
 # mutmut's statuses, as this table counts them.
@@ -89,8 +101,8 @@ CAUGHT = {"killed": "killed", "timeout": "timeout", "segfault": "timeout"}
 
 @dataclass(eq=False)
 class Mutant:
-    name: str  # mutmut's, e.g. scheduling.domain.lateness.x_percentile__mutmut_3
-    function: str  # scheduling.domain.lateness.percentile, scheduling.runner.budget.Budget.of
+    name: str  # mutmut's, e.g. scheduling.domain.times.x_percentile__mutmut_3
+    function: str  # scheduling.domain.times.percentile, scheduling.runner.engine.Budget.of
     status: str  # mutmut's: killed, survived, timeout, no tests, not checked…
     diff: str  # the changed lines, `-` then `+`
     fresh: bool = False  # decided in a process of its own
@@ -131,8 +143,8 @@ class Result:
 
 
 def module_path(name: str) -> str:
-    """`domain/lateness.py`, from that, `src/scheduling/domain/lateness.py` or
-    `scheduling.domain.lateness`."""
+    """`domain/times.py`, from that, `src/scheduling/domain/times.py` or
+    `scheduling.domain.times`."""
     name = name.removeprefix("src/").removeprefix("scheduling/")
     if not name.endswith(".py"):
         name = name.removeprefix("scheduling.").replace(".", "/") + ".py"
@@ -232,7 +244,7 @@ def added(diff: str) -> str:
 
 
 def function_of(name: str) -> str:
-    """`scheduling.runner.budget.xǁBudgetǁof__mutmut_2` → `scheduling.runner.budget.Budget.of`."""
+    """`scheduling.runner.engine.xǁBudgetǁof__mutmut_2` → `scheduling.runner.engine.Budget.of`."""
     mangled = name.partition("__mutmut_")[0]
     module, _, key = mangled.rpartition(".")
     if key.startswith("x_"):
@@ -389,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/mutation", description=__doc__.split("\n\n")[0] if __doc__ else None
     )
-    parser.add_argument("modules", nargs="*", metavar="MODULE", help="e.g. domain/lateness.py")
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help="e.g. domain/times.py")
     parser.add_argument(
         "--jobs", type=int, default=1, help="mutmut workers (default 1: the machine is shared)"
     )

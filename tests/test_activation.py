@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from scheduling.app import App
-from scheduling.domain.associated_data import installation_token
+from scheduling.domain.secrets import installation_token
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import activation, install, mint, post_activate, token
@@ -451,7 +451,7 @@ def test_every_accepted_base_url_means_the_same_host_to_httpx() -> None:
     from hypothesis import strategies as st
 
     from scheduling.config import Configuration
-    from scheduling.domain.base_url import base_url_problem
+    from scheduling.domain.addresses import base_url_problem
 
     config = Configuration.from_mapping(base_env())
     label = st.from_regex(r"[a-zA-Z0-9]([a-zA-Z0-9-]{0,10}[a-zA-Z0-9])?", fullmatch=True)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from scheduling.actions import agents_propose
-from scheduling.repository.agent_keys import CHECKED_FOR_MS
+from scheduling.actions import agents
+from scheduling.repository.installations import CHECKED_FOR_MS
 from tests.support.agents import (
     call_tool,
     confirm_on_page,
@@ -160,8 +160,8 @@ async def test_what_agents_may_propose_in_a_day_is_bounded(
 ) -> None:
     """Propose and withdraw in a loop: past what one person's keys may make in a day, and
     what an installation's agents may, a proposal is refused, adding no row and no event."""
-    monkeypatch.setattr(agents_propose, "MADE_A_DAY_BY_PERSON", 4)
-    monkeypatch.setattr(agents_propose, "MADE_A_DAY", 6)
+    monkeypatch.setattr(agents, "MADE_A_DAY_BY_PERSON", 4)
+    monkeypatch.setattr(agents, "MADE_A_DAY", 6)
     installation = await world.install()
     with_receivers(world, Receiver(HOOK_URL))
     await add_endpoint(

@@ -1,9 +1,9 @@
-"""An installation's alarm clock on known inputs (`runner/alarm_clock.py`): its one alarm in
+"""An installation's alarm clock on known inputs (`runner/alarm.py`): its one alarm in
 memory, as Durable Objects' storage keeps it, and a clock the test moves. Told a time it
 moves earlier, never later, on the millisecond; rung, it sets the alarm's next wake-up, or a
 retry 2 s after a failure doubling to a minute; a time told while it rings is kept.
 
-The mutation map points `runner/alarm_clock.py` here first (issue 40)."""
+The mutation map points `runner/alarm.py` here first (issue 40)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 
-from scheduling.domain.wake_times import HELD_BACK_RETRY_MS
+from scheduling.domain.schedules import HELD_BACK_RETRY_MS
 from scheduling.limits import batch_cost
 from scheduling.ports import Database, LimitReached, Result, Statement
-from scheduling.runner.alarm import Alarm, InstallationRows, alarm, run_alarm
-from scheduling.runner.alarm_clock import AlarmClock
-from scheduling.runner.report import TickReport
-from scheduling.runner.send_work import Claimed, Settled
+from scheduling.runner.alarm import Alarm, AlarmClock, InstallationRows, alarm, run_alarm
+from scheduling.runner.engine import TickReport
+from scheduling.runner.sends import Claimed, Settled
 from tests.support.app import FakeClock, LoopClock
 from tests.support.unit_store import DUE, Store, refused, store, theirs
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduling.domain.base_url import base_url_problem, host_problem, origin_problem
+from scheduling.domain.addresses import base_url_problem, host_problem, origin_problem
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scheduling.limits import RECORD_STATEMENTS
-from scheduling.runner.budget import Budget
+from scheduling.runner.engine import Budget
 from scheduling.services import Services
 from tests.support.app import FakeClock, base_env, make_app, memory_db
 

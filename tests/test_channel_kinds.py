@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
-from scheduling.channels import http_post, kinds
+from scheduling.channels import kinds
 from scheduling.channels.kinds import ChannelKind, Kept
-from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
-from scheduling.domain.delivery_policy import AttemptResult
+from scheduling.channels.port import Event, OpenTarget, post_attempt
+from scheduling.domain.notifications import AttemptResult
+from scheduling.domain.records import ClaimedDelivery, DeliveryTarget
 from scheduling.ports import Crypto
 from scheduling.services import Services
 from tests.support.webhooks import Receiver, with_receivers
@@ -58,7 +58,7 @@ class Pager:
 
     async def deliver(self, target: OpenTarget, event: Event, now_ms: int) -> AttemptResult:
         headers = {"content-type": "application/json", "x-routing-key": target.secret}
-        return await http_post.post(self.services.http, target.url, headers, event.body, now_ms)
+        return await post_attempt(self.services.http, target.url, headers, event.body, now_ms)
 
 
 PAGER = ChannelKind(

@@ -1,4 +1,4 @@
-"""The operator page's chart geometry (pages/admin/charts.py), without a browser: data in, the
+"""The operator page's chart geometry (pages/charts.py), without a browser: data in, the
 coordinates of an SVG out."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import re
 
 import pytest
 
-from scheduling.pages.admin import charts
-from scheduling.pages.admin.charts import (
+from scheduling.pages.charts import (
     BOTTOM,
     HEIGHT,
     LEFT,
@@ -17,11 +16,14 @@ from scheduling.pages.admin.charts import (
     TOP,
     WIDTH,
     Frame,
+    Rect,
     Series,
     count_scale,
     duration_label,
     duration_scale,
+    line_chart,
     line_path,
+    stacked_bars,
 )
 
 PLOT_BOTTOM = HEIGHT - BOTTOM
@@ -102,7 +104,7 @@ def test_points_sit_at_slot_centres_inside_the_plot() -> None:
 def test_a_line_chart_shows_the_cap_only_when_the_data_comes_near_it() -> None:
     f = frame(failed=(2,), gaps=(4,))
     series = [Series("worst", "max", (1.0, 80.0, None, 30.0, None, 2.0))]
-    near = charts.line_chart("c", "Lateness", "text", f, series, duration=True, rule=(300, "cap"))
+    near = line_chart("c", "Lateness", "text", f, series, duration=True, rule=(300, "cap"))
     assert near.rule is not None
     assert near.rule.y == TOP  # the cap is the axis's top: 300 s
     assert [t.label for t in near.y_ticks][-1] == "5 min"
@@ -114,7 +116,7 @@ def test_a_line_chart_shows_the_cap_only_when_the_data_comes_near_it() -> None:
     ]
     assert near.markers == (f.centre(2),)
     assert [(g.x, g.width) for g in near.gaps] == [(f.x(4), round(f.slot_width, 2))]
-    far = charts.line_chart(
+    far = line_chart(
         "c",
         "Lateness",
         "text",
@@ -134,9 +136,9 @@ def test_stacked_bars_add_up_to_the_slot_total_from_the_axis() -> None:
         Series("retrying", "retrying", (1.0, 2.0, None, 0.0, 1.0, 0.0)),
         Series("refused", "refused", (1.0, 0.0, None, 0.0, 0.0, 0.0)),
     ]
-    chart = charts.stacked_bars("s", "Sends", "text", f, series)
+    chart = stacked_bars("s", "Sends", "text", f, series)
     scale = count_scale(5)
-    by_slot: dict[float, list[charts.Rect]] = {}
+    by_slot: dict[float, list[Rect]] = {}
     for rect in chart.rects:
         by_slot.setdefault(rect.x, []).append(rect)
     assert len(by_slot) == 4  # slots with nothing sent draw no bar
@@ -155,7 +157,7 @@ def test_stacked_bars_add_up_to_the_slot_total_from_the_axis() -> None:
 def test_every_coordinate_is_a_plain_number_for_the_svg() -> None:
     f = frame(slots=168, failed=(5,), gaps=(7, 8))
     values = tuple(float(i % 13) if i % 17 else None for i in range(168))
-    chart = charts.line_chart("w", "T", "s", f, [Series("a", "p50", values)], duration=False)
+    chart = line_chart("w", "T", "s", f, [Series("a", "p50", values)], duration=False)
     numbers = re.findall(r"[-\d.]+", chart.lines[0].d)
     assert numbers
     assert all(re.fullmatch(r"\d+(\.\d+)?", n) for n in numbers)

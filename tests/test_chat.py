@@ -16,10 +16,10 @@ import pytest
 
 from fake_core import Fault
 from fake_core.state import Installation
-from scheduling.channels import chat_lines
+from scheduling.channels import chat as chat_module
 from scheduling.channels.chat import url_context
-from scheduling.domain.notification_events import REFUSED, ScheduleEvent
-from scheduling.domain.statuses import Status
+from scheduling.domain.notifications import REFUSED, ScheduleEvent
+from scheduling.domain.outcomes import Status
 from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
@@ -101,7 +101,7 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     sentence = explain_result(
         code, None, None, ended_by=stored["ended_by"], tries=stored["attempt_count"]
     )
-    assert line.endswith(chat_lines.escape(sentence))  # the card's own sentence
+    assert line.endswith(chat_module.escape(sentence))  # the card's own sentence
     assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
     await tick_at(world, s["due_at"] + 5 * MINUTE)
     assert len(chat.receiver.received) == 1  # told once
@@ -163,7 +163,7 @@ async def test_refused_unsent_past_the_cap_and_by_attempts_are_lines_too(
     first, second = chat.receiver.texts()
     assert chat.lines(first) == [
         f"• Could not publish “Spring launch” ({late['version_id']}) at 10:05 UTC: "
-        + chat_lines.escape(
+        + chat_module.escape(
             "It was still not sent 15 minutes after its time had passed, so the plugin "
             "stopped trying: nothing is sent later than that."
         )
@@ -328,7 +328,7 @@ async def test_the_test_event_is_a_chat_message_and_a_chat_has_no_secret_to_rota
     form = {"csrf_token": chat.manage.csrf(), "opened_for": "manage"}
     assert (await chat.manage.post(f"{base}/test", form)).status == 303
     [text] = chat.receiver.texts()
-    assert text == f"{chat_lines.TEST_TEXT}\n{page(installation)}"
+    assert text == f"{chat_module.TEST_TEXT}\n{page(installation)}"
     shown = (await chat.manage.get(f"/installations/{installation.id}/notifications")).body.decode()
     assert 'data-endpoint-kind="chat"' in shown
     assert "HTTP 204 at" in shown
@@ -421,16 +421,16 @@ def test_a_line_escapes_what_a_chat_would_read_as_markup_and_cuts_a_long_title()
         last_http_status=404,
     )
     body = event.body("https://scheduling.example")
-    line = chat_lines.event_line(body, "<!channel> Q3 & <https://evil.example|click>")
+    line = chat_module.event_line(body, "<!channel> Q3 & <https://evil.example|click>")
     assert line == (
         "Could not unpublish “&lt;!channel&gt; Q3 &amp; &lt;https://evil.example|click&gt;” "
         "(ver_9) at 11:00 CEST: The content no longer exists in Dee Wan, so there was nothing to"
         " change."
     )
-    long = chat_lines.event_line(body, "x" * 500)
-    assert "x" * (chat_lines.MAX_TITLE_CHARS - 1) + "…" in long
-    assert chat_lines.event_line(body, None).startswith("Could not unpublish “cnt_1”")
-    digest = chat_lines.digest([f"line {i}" for i in range(10)], 2, "https://p.example/i")
+    long = chat_module.event_line(body, "x" * 500)
+    assert "x" * (chat_module.MAX_TITLE_CHARS - 1) + "…" in long
+    assert chat_module.event_line(body, None).startswith("Could not unpublish “cnt_1”")
+    digest = chat_module.digest([f"line {i}" for i in range(10)], 2, "https://p.example/i")
     assert json.loads(digest)["text"].split("\n") == [
         *(f"• line {i}" for i in range(10)),
         "and 2 more: https://p.example/i",

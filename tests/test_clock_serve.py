@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from scheduling.domain.wake_times import WATCHDOG_GRACE_MS
+from scheduling.domain.schedules import WATCHDOG_GRACE_MS
 from tests.support.loopback_core import LoopbackCore, loopback_core
 from tests.support.serve_process import (
     development_env,

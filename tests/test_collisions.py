@@ -167,10 +167,10 @@ async def test_two_due_at_the_same_minute_say_either_may_be_refused(world: World
 
 
 def test_a_chat_line_says_a_stale_schedule_needs_a_new_pin() -> None:
-    from scheduling.channels.chat_lines import event_line
-    from scheduling.domain.collisions import needs_repin_said
-    from scheduling.domain.notification_events import STALE, ScheduleEvent
-    from scheduling.domain.statuses import Status
+    from scheduling.channels.chat import event_line
+    from scheduling.domain.notifications import STALE, ScheduleEvent
+    from scheduling.domain.outcomes import Status
+    from scheduling.domain.schedules import needs_repin_said
 
     done_at = 1_782_900_000_000
     body = ScheduleEvent(

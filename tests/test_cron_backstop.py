@@ -18,7 +18,7 @@ import pytest
 
 from fake_core.transport import answered
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.repository.tick_history import REPORT_COLUMNS
+from scheduling.repository.history import REPORT_COLUMNS
 from scheduling.runner.tick import BACKSTOP_TIME_MS
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, FakeClock, LoopClock, call

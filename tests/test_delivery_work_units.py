@@ -1,4 +1,4 @@
-"""The engine's notification deliveries on known inputs (`runner/delivery_work.py`): an
+"""The engine's notification deliveries on known inputs (`runner/deliveries.py`): an
 outbox whose claims the test scripts and whose settles it records, channels that answer as
 told, and a clock the test moves, driven through `DeliveryWork` on one `Engine`. Each
 decision at its edge: a claim of exactly a batch (more may be due) or one fewer (the last);
@@ -7,7 +7,7 @@ disabled, deleted or whose secret does not open is not sent to; a chat's next me
 minute on at least; a send fetch refuses handed back, its count undone; a settle D1 refuses
 left to the lease; each endpoint opened once.
 
-The mutation map points `runner/delivery_work.py` here first (issue 40)."""
+The mutation map points `runner/deliveries.py` here first (issue 40)."""
 
 from __future__ import annotations
 
@@ -21,14 +21,7 @@ import pytest
 
 from scheduling.channels import kinds
 from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain.deliveries import (
-    ClaimedDelivery,
-    DeliveryTarget,
-    Message,
-    Pacing,
-    SettledMessage,
-)
-from scheduling.domain.delivery_policy import (
+from scheduling.domain.notifications import (
     ENDPOINT_GONE,
     GIVE_UP_AFTER_MS,
     HTTP_STATUS,
@@ -37,13 +30,18 @@ from scheduling.domain.delivery_policy import (
     AttemptResult,
     DeliveryStatus,
 )
+from scheduling.domain.records import (
+    ClaimedDelivery,
+    DeliveryTarget,
+    Message,
+    Pacing,
+    SettledMessage,
+)
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
-from scheduling.runner.budget import Budget
-from scheduling.runner.delivery_work import DeliveryWork
-from scheduling.runner.engine import Engine
-from scheduling.runner.report import TickReport
+from scheduling.runner.deliveries import DeliveryWork
+from scheduling.runner.engine import Budget, Engine, TickReport
 from tests.support.app import FakeClock, base_env, make_app, memory_db
 
 NOW = 1_780_000_000_000

@@ -16,16 +16,22 @@ import pytest
 import yaml
 
 from scheduling.dee_wan import classify
-from scheduling.domain.localtime import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
-from scheduling.domain.outcomes import REFUSAL_CODES, SUCCESS_CODES, OutcomeKind
-from scheduling.domain.retry_policy import Caps, after_attempt, backoff_ms, may_send
-from scheduling.domain.statuses import Status
+from scheduling.domain.outcomes import (
+    REFUSAL_CODES,
+    SUCCESS_CODES,
+    Caps,
+    OutcomeKind,
+    Status,
+    after_attempt,
+    backoff_ms,
+    may_send,
+)
+from scheduling.domain.times import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
 from scheduling.domain.wording import CODES
 from scheduling.domain.wording import STATUS as STATUS_WORDS
-from scheduling.operator.health import status_json
+from scheduling.operator.status import status_json
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
-from scheduling.repository.backlog import Backlog
-from scheduling.repository.tick_history import LastTick
+from scheduling.repository.history import Backlog, LastTick
 from tests.support.app import FakeClock, make_app, memory_db
 from tests.support.docs import fenced, page, section, table_cells, table_lines
 from tests.support.metrics import scrape

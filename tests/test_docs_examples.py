@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.channels.webhook_signing import new_secret, signed_headers
+from scheduling.channels.webhook import new_secret, signed_headers
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from tests.support.docs import fenced, section
 

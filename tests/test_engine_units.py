@@ -17,9 +17,7 @@ import pytest
 
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
-from scheduling.runner.budget import Budget
-from scheduling.runner.engine import Batch, Engine
-from scheduling.runner.report import TickReport
+from scheduling.runner.engine import Batch, Budget, Engine, TickReport
 from tests.support.app import FakeClock, base_env, make_app, memory_db
 
 NOW = 1_000_000

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduling.app import ROUTES
-from scheduling.domain.timezones import zone_names
+from scheduling.domain.times import zone_names
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import BASE_HEADERS, Response
 from scheduling.ports import OutboundResponse
@@ -627,8 +627,8 @@ def endpoint_kept_as_sent(stage: Stage, url: str, events: list[str], kind: str) 
     """The endpoint just added, as the form sent it (a chat's URL sealed: only its host and
     last 4 kept plain), with its events; its id."""
     from scheduling.channels.chat import shown_url
-    from scheduling.domain.endpoint_url import endpoint_url_problem
-    from scheduling.domain.notification_events import EVENT_TYPES
+    from scheduling.domain.addresses import endpoint_url_problem
+    from scheduling.domain.notifications import EVENT_TYPES
 
     stored = stage.db.connection.execute(
         "SELECT id, url, kind, secret_sealed FROM notification_endpoints"

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from scheduling.domain.installation_token import open_token, seal_token
+from scheduling.domain.secrets import open_token, seal_token
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 
 TOKEN = "dwp_" + "A" * 43

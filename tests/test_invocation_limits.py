@@ -12,7 +12,7 @@ import pytest
 
 from scheduling.config import VARIABLES, Configuration
 from scheduling.limits import INVOCATION_LIMITS, InvocationLimit, refused_as
-from scheduling.runner.budget import Budget
+from scheduling.runner.engine import Budget
 from scheduling.runtimes.workers.bindings import limit_of
 from tests.support.app import FakeClock, base_env, make_app, memory_db
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.domain.lateness import (
+from scheduling.domain.times import (
     BOUNDS_MS,
     BUCKET_COLUMNS,
     bound_name,
     cumulative_buckets,
     percentile,
 )
-from scheduling.runner.report import TickReport
+from scheduling.runner.engine import TickReport
 
 TEN = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 

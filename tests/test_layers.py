@@ -58,7 +58,7 @@ def module_name(path: Path) -> str:
 
 
 def unit_of(module: str) -> str:
-    """`scheduling.http.html.render` is in `http.html`; `scheduling.domain.pins` in `domain`."""
+    """`scheduling.http.html.render` is in `http.html`; `scheduling.domain.times` in `domain`."""
     parts = module.split(".")[1:]
     if (
         parts[:1] in (["http"], ["runtimes"])
@@ -128,10 +128,10 @@ GRAPH = unit_imports()
 def test_units_are_named_by_package() -> None:
     assert unit_of("scheduling.http.html") == "http.html"
     assert unit_of("scheduling.http.html.render") == "http.html"
-    assert unit_of("scheduling.pages.content.content_page") == "pages"
-    assert unit_of("scheduling.http.guards") == "http"
+    assert unit_of("scheduling.pages.content") == "pages"
+    assert unit_of("scheduling.http.routing") == "http"
     assert unit_of("scheduling.runtimes.cpython.server") == "runtimes.cpython"
-    assert unit_of("scheduling.domain.pins") == "domain"
+    assert unit_of("scheduling.domain.schedules") == "domain"
     assert unit_of("scheduling.app") == "app"
 
 
@@ -205,11 +205,8 @@ def test_the_snapshot_holds_the_whole_app_and_no_template_source() -> None:
     assert sources | ({"scheduling.pages.template_sources", "difflib"} & loaded) == set()
     # The rare routes' modules wait for their own first request (app.py says why).
     rare = {
-        "scheduling.pages.activation.activate",
-        "scheduling.pages.activation.activation_codes",
-        "scheduling.pages.admin.delete_data",
-        "scheduling.pages.admin.operator_page",
-        "scheduling.pages.admin.operator_charts",
+        "scheduling.pages.activation",
+        "scheduling.pages.operator",
         "scheduling.mcp",
         "scheduling.mcp.endpoint",
     }
@@ -274,11 +271,11 @@ def test_the_reader_finds_imports_wherever_they_are_written() -> None:
         "from scheduling.domain import pins\n"
         "from ..repository.schedules import listing\n"
     )
-    found = set(imported(source, "scheduling.actions.create"))
+    found = set(imported(source, "scheduling.actions.schedules"))
     assert {
         "scheduling.app",
         "scheduling.runtimes.cpython.server",
-        "scheduling.domain.pins",
+        "scheduling.domain.schedules",
         "scheduling.repository.schedules",
     } <= found
     assert {unit_of(name) for name in found if name.startswith("scheduling.")} == {

@@ -9,19 +9,19 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduling.domain.localtime import (
+from scheduling.domain.times import (
     ResolvedTime,
     Retry,
     TimeRefusal,
     first_minute_after_gap,
     format_utc,
+    get_zone,
     next_minute_wall,
     occurrence_labels,
     occurrences,
     resolve_local_time,
     rfc3339,
 )
-from scheduling.domain.timezones import get_zone
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # 1_767_225_600_000 ms
 BERLIN = get_zone("Europe/Berlin")

@@ -336,7 +336,7 @@ async def test_a_stale_pin_is_flagged_on_the_manage_view_too(world: World) -> No
 async def test_a_hanging_dee_wan_costs_the_page_its_title_budget_only(
     db: SqliteDatabase, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scheduling.pages.manage import manage_read as manage
+    from scheduling.pages import manage
 
     world = World(db, clock, env=base_env(SEND_CONCURRENCY="1", **SEEDING))
     installation = await world.install()

@@ -14,8 +14,8 @@ import pytest
 
 from fake_core import Fault
 from fake_core.transport import answered
-from scheduling.channels import webhook_signing
-from scheduling.domain.delivery_policy import RETRY_DELAYS_MS
+from scheduling.channels.webhook import secret_context
+from scheduling.domain.notifications import RETRY_DELAYS_MS
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env
@@ -138,7 +138,7 @@ async def test_a_refusal_is_told_once_signed_with_the_secret_sealed_in_the_datab
             "SELECT secret_sealed FROM notification_endpoints WHERE id = ?", endpoint_id
         )
         assert secret not in row["secret_sealed"]
-        context = webhook_signing.secret_context(installation_id, endpoint_id)
+        context = secret_context(installation_id, endpoint_id)
         assert await runtime.unsealed(row["secret_sealed"], context) == secret
         editor = await runtime.open_page(installation_id, content_id=runtime.content)
         due = runtime.minute_ahead(2)

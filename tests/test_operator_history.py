@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from scheduling.domain.lateness import BOUNDS_MS
+from scheduling.domain.times import BOUNDS_MS
 from scheduling.mcp.tools import TOOLS
-from scheduling.operator.health import STALL_AFTER_MS
 from scheduling.operator.metrics import REFUSAL_RESULT_CODES
+from scheduling.operator.status import STALL_AFTER_MS
 from scheduling.ports import Database
-from scheduling.repository import agent_calls
+from scheduling.repository.agents import OUTCOMES
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, body, call, runner_status
 from tests.support.day import (
@@ -244,7 +244,7 @@ def expect_the_idle_counters(expect: Callable[..., None]) -> None:
         expect("scheduling_deliveries_total", 0, outcome=outcome)
         expect("scheduling_webhook_deliveries_total", 0, outcome=outcome)
     for tool in TOOLS:
-        for outcome in agent_calls.OUTCOMES:
+        for outcome in OUTCOMES:
             expect("scheduling_agent_calls_total", 0, tool=tool, outcome=outcome)
     for status in ("waiting", "held", "completed", "cancelled"):  # no release in this story
         expect("scheduling_releases", 0, status=status)

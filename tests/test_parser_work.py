@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings, target
 from hypothesis import strategies as st
 
 from scheduling import safe_json
-from scheduling.http import urlencoded
+from scheduling.http.requests import TooManyFields, parse_fields
 from tests.support.foreign_bytes import Parser, fill, parsers
 
 SMALL = 256
@@ -129,8 +129,8 @@ def test_urlencoded_reads_fields_as_parse_qs_does(text: str) -> None:
     except ValueError:
         expected = "too many"
     try:
-        got: Any = urlencoded.parse(text, max_fields=8)
-    except urlencoded.TooManyFields:
+        got: Any = parse_fields(text, max_fields=8)
+    except TooManyFields:
         got = "too many"
     assert got == expected
 

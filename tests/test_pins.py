@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.domain.content import ContentRead
-from scheduling.domain.pins import (
+from scheduling.domain.outcomes import Status
+from scheduling.domain.protocol import ContentRead
+from scheduling.domain.schedules import (
     ShownVersions,
     changed_since_shown,
     describe_pin,
@@ -15,7 +16,6 @@ from scheduling.domain.pins import (
     pin_of,
     stale_reason,
 )
-from scheduling.domain.statuses import Status
 from tests.support.records import SCHEDULE, content_read, stored_schedule
 
 AGAIN = "Nothing was scheduled; check the page below, then press Schedule again."

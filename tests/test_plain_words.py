@@ -631,7 +631,7 @@ async def test_a_page_past_the_end_of_a_content_shows_the_last_and_says_so(world
 async def test_titles_not_read_in_time_are_said(
     db: SqliteDatabase, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from scheduling.pages.manage import manage_read as manage
+    from scheduling.pages import manage
 
     world = World(db, clock)
     installation = await world.install()

@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 
 from scheduling.__main__ import main
-from scheduling.dee_wan import classify
-from scheduling.domain.manifest import build_manifest
-from scheduling.domain.outcomes import RULES, OutcomeKind, outcome_of
-from scheduling.domain.retry_policy import Caps, after_attempt
-from scheduling.domain.secret_shapes import has_shape
-from scheduling.plugin_contract import as_text, contract
+from scheduling.dee_wan import as_text, classify, plugin_contract
+from scheduling.domain.outcomes import RULES, Caps, OutcomeKind, after_attempt, outcome_of
+from scheduling.domain.protocol import build_manifest
+from scheduling.domain.secrets import has_shape
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +31,10 @@ def written() -> dict[str, Any]:
 
 
 def test_the_file_is_the_code_s_tables() -> None:
-    assert written() == contract()
-    assert FILE.read_text("utf-8") == as_text(contract()), "rewrite it with as_text(contract())"
+    assert written() == plugin_contract()
+    assert FILE.read_text("utf-8") == as_text(plugin_contract()), (
+        "rewrite it with as_text(contract())"
+    )
 
 
 def test_the_package_ships_the_same_file_and_the_command_prints_it(
@@ -84,7 +84,7 @@ RESULTS = {"completed": OutcomeKind.COMPLETED, "refused": OutcomeKind.REFUSED}
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in contract()["runner"]["table"] if r["answer"] != "past_a_cap"], ids=str
+    "row", [r for r in plugin_contract()["runner"]["table"] if r["answer"] != "past_a_cap"], ids=str
 )
 def test_each_runner_row_is_what_the_runner_does(row: dict[str, Any]) -> None:
     for example in examples(row):

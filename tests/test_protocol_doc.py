@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from scheduling.dee_wan import CONTENT_READ, LAUNCH_EXCHANGE, TRANSITION, CallCodes
-from scheduling.domain.manifest import build_manifest
-from scheduling.domain.secret_shapes import PATTERNS
+from scheduling.domain.protocol import build_manifest
+from scheduling.domain.secrets import PATTERNS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTOCOL = ROOT / "docs" / "protocol.md"

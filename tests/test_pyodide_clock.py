@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
-from scheduling.domain.wake_times import WATCHDOG_GRACE_MS
+from scheduling.domain.schedules import WATCHDOG_GRACE_MS
 from tests.pyodide_harness.harness import FakeCoreProcess, Harness
 from tests.support.d1_rows import installation_row, removal, schedule_row
 from tests.support.loopback_core import Loopback, loopback_core

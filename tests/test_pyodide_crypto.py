@@ -13,7 +13,7 @@ import hmac
 
 import pytest
 
-from scheduling.domain import sealing
+from scheduling.domain.secrets import IV_BYTES, TAG_BYTES, unframe
 from scheduling.ports import UnreadableSecret
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from tests.pyodide_harness.harness import TOKEN_KEY, Harness
@@ -77,9 +77,9 @@ async def test_sealed_in_cpython_opens_under_webcrypto(harness: Harness) -> None
 async def test_sealed_under_webcrypto_opens_in_cpython(harness: Harness) -> None:
     token = "dwp_" + "B" * 43
     sealed = harness.seal(token, "installation-token:ins_a")
-    iv, data = sealing.unframe(sealed)
-    assert len(iv) == sealing.IV_BYTES
-    assert len(data) == len(token) + sealing.TAG_BYTES
+    iv, data = unframe(sealed)
+    assert len(iv) == IV_BYTES
+    assert len(data) == len(token) + TAG_BYTES
     assert await cpython().open(sealed, "installation-token:ins_a") == token
     with pytest.raises(UnreadableSecret):
         await cpython().open(sealed, "installation-token:ins_b")
@@ -91,7 +91,7 @@ def test_webcrypto_uses_a_fresh_iv_each_time(harness: Harness) -> None:
     first = harness.seal("same", "ctx")
     second = harness.seal("same", "ctx")
     assert first != second
-    assert sealing.unframe(first)[0] != sealing.unframe(second)[0]
+    assert unframe(first)[0] != unframe(second)[0]
 
 
 def test_damaged_values_are_unreadable_under_webcrypto(harness: Harness) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.domain import associated_data
+from scheduling.domain.secrets import installation_token
 from scheduling.ports import OutboundRequest
 from tests.pyodide_harness.harness import ADMIN_SECRET, Harness
 from tests.support.compressed import CASES, encoded
@@ -114,7 +114,7 @@ def tick_against(worker: Harness, reply: Any) -> tuple[dict[str, Any], list[dict
     """One due schedule, one tick of the real entry against a loopback core answering with
     `reply`: the schedule's row, and the headers of each request the core received."""
     token = "dwp_" + "z" * 43
-    sealed = worker.seal(token, associated_data.installation_token("ins_zip"))
+    sealed = worker.seal(token, installation_token("ins_zip"))
     now = int(time.time() * 1000)
     with loopback_core(0.0, reply) as core:
         worker.execute(

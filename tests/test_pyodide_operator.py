@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from scheduling.domain import associated_data
+from scheduling.domain.secrets import installation_token
 from tests.pyodide_harness.harness import ADMIN_SECRET, Harness
 from tests.support.d1_rows import due_soon, installation_row, schedule_row
 from tests.support.metrics import CONTENT_TYPE, parse, value
@@ -38,7 +38,7 @@ def test_a_tick_records_its_row_and_its_totals_in_its_last_write(worker: Harness
 
 def test_healthz_and_metrics_follow_a_refusal_past_the_cap(worker: Harness) -> None:
     now = int(time.time() * 1000)
-    sealed = worker.seal("dwp_" + "t" * 43, associated_data.installation_token("ins_1"))
+    sealed = worker.seal("dwp_" + "t" * 43, installation_token("ins_1"))
     long_ago = (now // HOUR - 2) * HOUR  # due two hours ago: past the 15-minute cap
     worker.execute(
         installation_row("ins_1", "https://cms.example", sealed),

@@ -12,8 +12,8 @@ import pytest
 from fake_core import Fault
 from fake_core.state import Installation
 from fake_core.transport import MockTransport
-from scheduling.actions.throttled import ENDPOINT_CALLS
-from scheduling.domain.delivery_policy import GIVE_UP_AFTER_MS, RETRY_DELAYS_MS
+from scheduling.actions.access import ENDPOINT_CALLS
+from scheduling.domain.notifications import GIVE_UP_AFTER_MS, RETRY_DELAYS_MS
 from scheduling.ports import OutboundResponse
 from tests.support.webhooks import (
     HOOK_URL,

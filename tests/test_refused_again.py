@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduling.app import App
-from scheduling.domain.refusals import Refusal
+from scheduling.domain.wording import Refusal
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import Response
 from scheduling.http.routing import Route, Router

@@ -13,9 +13,8 @@ from collections import Counter
 import pytest
 
 from fake_core import Fault
-from scheduling.domain.localtime import ResolvedTime
-from scheduling.domain.release import new_release
-from scheduling.domain.schedule import NewSchedule
+from scheduling.domain.schedules import NewSchedule, new_release
+from scheduling.domain.times import ResolvedTime
 from scheduling.ports import Clock
 from scheduling.repository import releases, schedules
 from scheduling.runtimes.cpython.local_clocks import LocalClocks

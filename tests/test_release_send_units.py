@@ -3,13 +3,13 @@ in-memory D1, a Dee Wan whose answers the test chooses, a clock it moves): a row
 held at claim and sent nothing; a release's next item is claimed in the same run once the one
 before it settled; the release's notices come with the settle that ends the line.
 
-The mutation map points `runner/send_work.py` here too."""
+The mutation map points `runner/sends.py` here too."""
 
 from __future__ import annotations
 
 import asyncio
 
-from scheduling.domain.localtime import rfc3339
+from scheduling.domain.times import rfc3339
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.unit_store import DUE, LATENESS, refused, store, unavailable
 

@@ -1,8 +1,8 @@
-"""A release's decisions on known inputs (domain/release.py): the status a person sees, the
+"""A release's decisions on known inputs (domain/schedules.py): the status a person sees, the
 runner's hold at claim and where an unsent row goes, which release notice an item's end
 raises, what a check finds of a pin, a reorder, a name, and the sentences, word for word.
 
-The mutation map points `domain/release.py` here: each branch is named by a case."""
+The mutation map points `domain/schedules.py` here: each branch is named by a case."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from scheduling.domain.localtime import ResolvedTime
-from scheduling.domain.release import (
+from scheduling.domain.outcomes import Status
+from scheduling.domain.schedules import (
     CONFLICT,
     HELD_CONFLICT,
     HELD_STALE,
@@ -33,7 +33,7 @@ from scheduling.domain.release import (
     shown_status,
     unsent_status,
 )
-from scheduling.domain.statuses import Status
+from scheduling.domain.times import ResolvedTime
 from tests.support.records import content_read
 
 NOW = 1_782_980_000_000  # Thu 2 Jul 2026, 08:13:20 UTC
@@ -229,8 +229,8 @@ def test_a_completed_release_says_so_in_its_zone() -> None:
 
 
 def test_a_chat_line_names_the_release_and_says_its_sentence() -> None:
-    from scheduling.channels.chat_lines import event_line
-    from scheduling.domain.notification_events import RELEASE_HELD, ReleaseEvent
+    from scheduling.channels.chat import event_line
+    from scheduling.domain.notifications import RELEASE_HELD, ReleaseEvent
 
     body = ReleaseEvent(
         type=RELEASE_HELD, at=NOW, installation_id="ins_1", release_id="rel_1",

@@ -16,8 +16,8 @@ import pytest
 
 from scheduling.config import Configuration
 from scheduling.limits import minimum_queries_per_tick
-from scheduling.repository import retention
-from scheduling.runner import purge
+from scheduling.repository.history import STEP_STATEMENTS
+from scheduling.runner import tick
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env, make_app
 from tests.support.world import World, schedule, tick_at
@@ -124,8 +124,8 @@ async def test_a_shorter_window_purges_sooner(db: SqliteDatabase, clock: FakeClo
 async def test_a_backlog_goes_in_bounded_steps_over_ticks(
     db: SqliteDatabase, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(purge, "STEP_ROWS", 10)
-    monkeypatch.setattr(purge, "MAX_STEPS", 3)
+    monkeypatch.setattr(tick, "STEP_ROWS", 10)
+    monkeypatch.setattr(tick, "MAX_STEPS", 3)
     seed(db, OLD, 95, prefix="old", status="completed")
     seed(db, RECENT, 5, prefix="recent", status="refused")
     app = make_app(db, clock)
@@ -137,7 +137,7 @@ async def test_a_backlog_goes_in_bounded_steps_over_ticks(
     assert counts(db) == {"schedules": 5, "schedule_attempts": 10, "webhook_deliveries": 5}
     # A tick's due query and its record are four statements; each step six more, in a
     # round trip of its own. A step that finds fewer than STEP_ROWS ends the purge.
-    step = retention.STEP_STATEMENTS
+    step = STEP_STATEMENTS
     assert [r["d1_statements"] for r in reports] == [4 + 3 * step] * 3 + [4 + step, 4 + step]
     assert [r["d1_round_trips"] for r in reports] == [2 + 3] * 3 + [2 + 1, 2 + 1]
 
@@ -147,7 +147,7 @@ async def test_the_purge_stays_within_the_ticks_d1_budget(
 ) -> None:
     """With as few D1 queries as a tick may have (one batch and its record), the purge takes
     only the steps that fit, and the tick never goes over."""
-    monkeypatch.setattr(purge, "STEP_ROWS", 5)
+    monkeypatch.setattr(tick, "STEP_ROWS", 5)
     seed(db, OLD, 200, prefix="old", status="completed")
     config = Configuration.from_mapping(base_env())
     least = minimum_queries_per_tick(config.max_rows_per_batch)
@@ -156,7 +156,7 @@ async def test_the_purge_stays_within_the_ticks_d1_budget(
     assert report["d1_statements"] <= least
     purged = 200 - counts(db)["schedules"]
     assert 0 < purged < 200
-    steps = (report["d1_statements"] - 1 - 3) // retention.STEP_STATEMENTS  # less the due query
+    steps = (report["d1_statements"] - 1 - 3) // STEP_STATEMENTS  # less the due query
     assert purged == 5 * steps  # and the record
 
 
@@ -182,8 +182,8 @@ async def test_a_tick_purges_for_at_most_max_purge_ms(
 ) -> None:
     """However much is left and however many steps the budget would allow, a tick starts no
     step after `MAX_PURGE_MS` of purging: D1's one writer is left to the rest."""
-    monkeypatch.setattr(purge, "STEP_ROWS", 5)
-    monkeypatch.setattr(purge, "MAX_PURGE_MS", 2_500)
+    monkeypatch.setattr(tick, "STEP_ROWS", 5)
+    monkeypatch.setattr(tick, "MAX_PURGE_MS", 2_500)
     seed(db, OLD, 100, prefix="old", status="completed")
 
     class Slow(FakeClock):

@@ -9,11 +9,15 @@ import random
 
 import pytest
 
-from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome, OutcomeKind
-from scheduling.domain.retry_policy import (
+from scheduling.domain.outcomes import (
     REFUSED_LATE,
+    RETRY_EXHAUSTED,
     Caps,
+    EndedBy,
+    Outcome,
+    OutcomeKind,
     Settlement,
+    Status,
     after_attempt,
     backoff_ms,
     cap_reached,
@@ -21,7 +25,6 @@ from scheduling.domain.retry_policy import (
     may_send,
     too_late,
 )
-from scheduling.domain.statuses import Status
 
 NOW = 1_782_900_000_000
 CAPS = Caps(max_attempts=5, max_lateness_ms=900_000, max_retry_after_ms=300_000, lease_ms=60_000)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.domain.rights import Rights, offered_by
-from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.outcomes import Status
+from scheduling.domain.schedules import Rights, Schedule, offered_by
 from tests.support.records import SCHEDULE, content_read, stored_schedule
 
 EDITOR = Rights.of_content("cnt_1", [("publish", "published"), ("unpublish", "draft")])
@@ -50,7 +49,7 @@ def test_who_may_cancel_what(rights: Rights, schedule: Schedule, refusal: str | 
 
 @pytest.mark.parametrize("status", list(Status))
 def test_the_cancel_button_shows_on_waiting_schedules_one_may_cancel(status: Status) -> None:
-    # spelt out, not statuses.WAITING: a release's queued item is cancelled as any waiting one
+    # spelt out, not outcomes.WAITING: a release's queued item is cancelled as any waiting one
     shown = status in (Status.PENDING, Status.RETRYING, Status.QUEUED)
     assert EDITOR.shows_cancel(stored_schedule(status=status)) is shown
     assert Rights.everything().shows_cancel(stored_schedule(status=status)) is shown

@@ -16,7 +16,7 @@ import pytest
 from fake_core import Fault
 from fake_core.transport import answered
 from scheduling import dee_wan
-from scheduling.domain import retry_after
+from scheduling.domain.outcomes import parse_retry_after
 from scheduling.ports import OutboundRequest, OutboundResponse
 from tests.support.world import World, attempts, row, schedule, sends, tick_at
 
@@ -61,11 +61,11 @@ async def test_an_unusable_retry_after_backs_off_as_for_a_5xx(world: World, valu
 
 
 def test_retry_after_is_ascii_digits_or_an_http_date() -> None:
-    assert retry_after.parse_retry_after("120", now_ms=0) == 120_000
-    assert retry_after.parse_retry_after(" 9999999999 ", now_ms=0) == 9_999_999_999_000
-    assert retry_after.parse_retry_after("Thu, 01 Jan 1970 00:01:00 GMT", now_ms=0) == 60_000
+    assert parse_retry_after("120", now_ms=0) == 120_000
+    assert parse_retry_after(" 9999999999 ", now_ms=0) == 9_999_999_999_000
+    assert parse_retry_after("Thu, 01 Jan 1970 00:01:00 GMT", now_ms=0) == 60_000
     for value in RETRY_AFTERS.values():
-        assert retry_after.parse_retry_after(value, now_ms=0) is None
+        assert parse_retry_after(value, now_ms=0) is None
 
 
 BIG_BUT_VALID = json.dumps({"code": "transition_applied", "pad": "x" * (64 << 10)}).encode()

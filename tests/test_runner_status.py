@@ -11,7 +11,7 @@ import pytest
 from fake_core import Fault
 from fake_core.transport import answered
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
-from scheduling.runner.report import TickReport
+from scheduling.runner.engine import TickReport
 from tests.support.app import ADMIN_SECRET, body, call, runner_status
 from tests.support.world import MINUTE, World, crash_during_send, schedule, tick_at
 

@@ -16,7 +16,7 @@ import pytest
 
 from fake_core import Fault
 from scheduling.ports import Clock
-from scheduling.runner.alarm_clock import AlarmClock
+from scheduling.runner.alarm import AlarmClock
 from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, LoopClock, base_env, call

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.repository.tick_history import NEWEST_MIGRATION
+from scheduling.repository.history import NEWEST_MIGRATION
 from scheduling.runtimes.cpython.sqlite_d1 import MIGRATIONS_DIR
 from scripts import deploy
 from tests.support.app import ADMIN_SECRET, FakeClock, call

@@ -6,7 +6,7 @@ attempts cap at its last attempt, a token that does not open, a claim lost betwe
 and the claim, a lease lost before the settle, a settle D1 refuses, a send fetch refuses, the
 per-installation cap, and what the report counts of each.
 
-The mutation map points `runner/send_work.py` here first (issue 40)."""
+The mutation map points `runner/sends.py` here first (issue 40)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from scheduling.domain.claims import DueRow
+from scheduling.domain.records import DueRow
 from scheduling.limits import batch_cost
 from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
-from scheduling.runner.report import TickReport
-from scheduling.runner.send_work import Claimed, DueRows, SendWork, Settled
+from scheduling.runner.engine import TickReport
+from scheduling.runner.sends import Claimed, DueRows, SendWork, Settled
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.unit_store import (
     BASE,

@@ -10,16 +10,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduling.domain.time_words import parse_wall
-from scheduling.domain.wire import _existing_instant, instant_ms
+from scheduling.domain.protocol import _existing_instant, instant_ms
+from scheduling.domain.times import parse_wall
 from tests.pyodide_harness.harness import ROOT
 
 FIRST_REQUEST = """
 import re, sys
 import scheduling.app
-from scheduling.domain.localtime import resolve_local_time
-from scheduling.domain.time_words import wall_text
-from scheduling.domain.wire import instant_ms
+from scheduling.domain.times import resolve_local_time
+from scheduling.domain.times import wall_text
+from scheduling.domain.protocol import instant_ms
 from scheduling.http.requests import Headers, Request
 
 compiled = []

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fake_core import RandomFaults
-from scheduling.domain.schedule import NewSchedule
+from scheduling.domain.schedules import NewSchedule
 from scheduling.repository import schedules
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env, runner_status

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scheduling.domain.statuses import FINISHED, GROUPS, LIVE, WAITING, Status
+from scheduling.domain.outcomes import FINISHED, GROUPS, LIVE, WAITING, Status
 from scheduling.domain.wording import STATUS
-from scheduling.runner.report import TickReport
+from scheduling.runner.engine import TickReport
 
 
 def test_the_groups_split_the_statuses() -> None:

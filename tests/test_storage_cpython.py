@@ -11,11 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.domain.statuses import DUE, FINISHED, LIVE, WAITING, Status, sql_list
+from scheduling.domain.outcomes import DUE, FINISHED, LIVE, WAITING, Status, sql_list
 from scheduling.ports import UnreadableSecret
-from scheduling.repository import lease_sql, operator_queries, retention, tick_history
-from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
-from scheduling.repository.lease_sql import DUE_SQL
+from scheduling.repository.history import (
+    BACKLOG_SQL,
+    COUNTS_SQL,
+    EXPIRED_ATTEMPTS_SQL,
+    EXPIRED_SCHEDULES_SQL,
+    HEALTH_SQL,
+    INSERT_SQL,
+    INSTALLATIONS_SQL,
+    LIVE_COUNTS_SQL,
+    RECENT_REFUSALS_SQL,
+)
+from scheduling.repository.leases import BUSY_SQL, DUE_FOR_SQL, DUE_SQL
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.cpython.sqlite_d1 import (
     MIGRATIONS_DIR,
@@ -240,18 +249,18 @@ STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
         COUNTS_SQL,
         [DUE, LIVE, FINISHED, (Status.RUNNING,), (Status.QUEUED,)],
     ),
-    "healthz": (tick_history.HEALTH_SQL, [DUE, (Status.RUNNING,)]),
-    "history row's backlog": (tick_history.INSERT_SQL, [DUE, (Status.RUNNING,)]),
+    "healthz": (HEALTH_SQL, [DUE, (Status.RUNNING,)]),
+    "history row's backlog": (INSERT_SQL, [DUE, (Status.RUNNING,)]),
     "live counts": (LIVE_COUNTS_SQL, [DUE, LIVE, (Status.RUNNING,), (Status.QUEUED,)]),
-    "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
-    "installations": (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
-    "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
-    "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
+    "latest refusals": (RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
+    "installations": (INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
+    "retention: attempts": (EXPIRED_ATTEMPTS_SQL, [FINISHED]),
+    "retention: schedules": (EXPIRED_SCHEDULES_SQL, [FINISHED]),
     "one installation's due rows": (
-        lease_sql.DUE_FOR_SQL,
+        DUE_FOR_SQL,
         [DUE, WAITING, (Status.RUNNING,), *LINE],
     ),
-    "live claims": (lease_sql.BUSY_SQL, [(Status.RUNNING,)]),
+    "live claims": (BUSY_SQL, [(Status.RUNNING,)]),
 }
 
 
@@ -260,7 +269,7 @@ def test_statuses_written_for_the_partial_indexes_are_the_enums_groups(
     sql: str, groups: list[tuple[Status, ...]]
 ) -> None:
     # These statements keep their statuses as literal text so that the planner matches
-    # the partial indexes; the text must still say exactly what `statuses` says.
+    # the partial indexes; the text must still say exactly what the status groups say.
     assert _status_groups_in(sql) == groups
 
 

@@ -13,45 +13,59 @@ from typing import Any, TypeVar
 
 import pytest
 
-from scheduling.domain.call_limits import WINDOW_MS, CallLimit
-from scheduling.domain.claims import DueRow, SettledClaim
-from scheduling.domain.deliveries import Message, OutboxEvent, Pacing, SettledMessage
-from scheduling.domain.delivery_policy import DISABLE_AFTER_FAILING_MS, ENDPOINT_GONE
-from scheduling.domain.delivery_policy import DeliveryStatus as D
-from scheduling.domain.notification_events import MAX_ENDPOINTS
-from scheduling.domain.outcomes import EndedBy
-from scheduling.domain.release import Release, ReleaseStatus
-from scheduling.domain.retry_policy import Settlement, handed_back
-from scheduling.domain.schedule import Attempt, NewSchedule
-from scheduling.domain.statuses import Status
-from scheduling.limits import MAX_STORED_INTEGER
-from scheduling.ports import Database, DatabaseError, Statement
-from scheduling.repository import (
-    agent_calls,
-    agent_keys,
-    agent_queries,
-    backlog,
-    installations,
-    lease_sql,
-    manage_queries,
-    notification_endpoints,
-    operator_queries,
-    outbox_sql,
-    people,
-    proposals,
-    redelivery,
-    releases,
-    retention,
-    schedules,
-    sessions,
-    throttles,
-    tick_history,
-    wake_ups,
+from scheduling.domain.notifications import DISABLE_AFTER_FAILING_MS, ENDPOINT_GONE, MAX_ENDPOINTS
+from scheduling.domain.notifications import DeliveryStatus as D
+from scheduling.domain.outcomes import EndedBy, Settlement, Status, handed_back
+from scheduling.domain.records import (
+    DueRow,
+    Message,
+    OutboxEvent,
+    Pacing,
+    SettledClaim,
+    SettledMessage,
 )
-from scheduling.repository.backlog import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
-from scheduling.repository.lease_sql import DUE_SQL
-from scheduling.repository.leases import Leases
-from scheduling.repository.outbox import Outbox
+from scheduling.domain.schedules import Attempt, NewSchedule, Release, ReleaseStatus
+from scheduling.limits import MAX_STORED_INTEGER, WINDOW_MS, CallLimit
+from scheduling.ports import Database, DatabaseError, Statement
+from scheduling.repository import agents as agents_module
+from scheduling.repository import (
+    history,
+    installations,
+    notification_endpoints,
+    people,
+    releases,
+    schedules,
+)
+from scheduling.repository.history import BACKLOG_SQL, COUNTS_SQL, LIVE_COUNTS_SQL
+from scheduling.repository.leases import (
+    BUSY_SQL,
+    CLAIM_SQL,
+    CLAIM_WITHIN_SQL,
+    DROP_ATTEMPTS_SQL,
+    DUE_SQL,
+    FINISH_ATTEMPTS_SQL,
+    LAST_SENT_SQL,
+    NEXT_DUE_SQL,
+    REFUSE_UNSENT_SQL,
+    SETTLE_SQL,
+    WAKE_UPS_SQL,
+    Leases,
+    next_due,
+    read_wake_ups,
+    wake_ups_from,
+)
+from scheduling.repository.outbox import (
+    CLAIM_DELIVERIES_SQL,
+    CLAIM_NAMED_SQL,
+    CLAIMED_ENDPOINTS_SQL,
+    CLAIMED_TITLES_SQL,
+    NEXT_MESSAGE_SQL,
+    SETTLE_DIGESTS_SQL,
+    Outbox,
+    enable,
+    replay_failures,
+    send_again,
+)
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.pyodide_harness.remote_d1 import RemoteD1Database
@@ -826,24 +840,24 @@ async def test_send_again_and_replay_put_ended_deliveries_back_with_their_ids(
     await delivery(any_db, "old", status="failed", created_at=NOW - 10)
     await delivery(any_db, "new", status="failed", created_at=NOW)
     await delivery(any_db, "waits")
-    assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "waits", NOW)
-    assert not await redelivery.send_again(any_db, "ins_other", "whe_1", "ok", NOW)
-    assert await redelivery.send_again(any_db, "ins_1", "whe_1", "ok", NOW + 1)
-    assert await redelivery.replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == ["new"]
-    assert await redelivery.replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == []
+    assert not await send_again(any_db, "ins_1", "whe_1", "waits", NOW)
+    assert not await send_again(any_db, "ins_other", "whe_1", "ok", NOW)
+    assert await send_again(any_db, "ins_1", "whe_1", "ok", NOW + 1)
+    assert await replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == ["new"]
+    assert await replay_failures(any_db, "ins_1", "whe_1", NOW, NOW + 2) == []
     again = "SELECT id, status, attempt_count, retries_from, next_attempt_at, finished_at"
     again += " FROM webhook_deliveries WHERE id IN ('ok', 'new') ORDER BY id"
     assert await values(any_db, again) == [
         ("new", "waiting", 0, NOW + 2, NOW + 2, None),
         ("ok", "waiting", 0, NOW + 1, NOW + 1, None),
     ]
-    assert not await redelivery.enable(any_db, "ins_1", "whe_1")  # not disabled
+    assert not await enable(any_db, "ins_1", "whe_1")  # not disabled
     marks = "disabled_at, disabled_reason, failing_since FROM notification_endpoints"
     await any_db.prepare("UPDATE notification_endpoints SET disabled_at = 1,"
                          " disabled_reason = 'failing', failing_since = 0").run()  # fmt: skip
-    assert not await redelivery.send_again(any_db, "ins_1", "whe_1", "old", NOW)
-    assert not await redelivery.enable(any_db, "ins_other", "whe_1")
-    assert await redelivery.enable(any_db, "ins_1", "whe_1")
+    assert not await send_again(any_db, "ins_1", "whe_1", "old", NOW)
+    assert not await enable(any_db, "ins_other", "whe_1")
+    assert await enable(any_db, "ins_1", "whe_1")
     assert await values(any_db, f"SELECT {marks}") == [(None, None, None)]
 
 
@@ -912,7 +926,7 @@ async def test_an_endpoint_is_rotated_tested_and_deleted_with_its_deliveries_by_
 
 
 async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: Any) -> None:
-    await sessions.create(
+    await installations.create(
         db, id_hash=id_hash, installation_id="ins_1", csrf_token=f"csrf-{id_hash}",
         person_id="usr_1", person_name=ADA, context_kind=kind.get("context_kind", "content"),
         content_id=kind.get("content_id", "cnt_en"), delegation_sealed="sealed",
@@ -926,22 +940,22 @@ async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next
 ) -> None:
     await installation(any_db, token_rotated_at=NOW - 5)
     await open_session(any_db, "old", now=NOW - 10 * MINUTE)
-    assert await sessions.find_live(any_db, "old", NOW - 1) is not None
-    assert await sessions.find_live(any_db, "old", NOW) is None  # expired at NOW
-    assert await sessions.installation_of(any_db, "old") == "ins_1"
+    assert await installations.find_live_session(any_db, "old", NOW - 1) is not None
+    assert await installations.find_live_session(any_db, "old", NOW) is None  # expired at NOW
+    assert await installations.installation_of(any_db, "old") == "ins_1"
     await open_session(any_db, "h1")
-    assert await sessions.installation_of(any_db, "old") is None  # gone with the create
-    assert await sessions.installation_of(any_db, "nobody") is None
+    assert await installations.installation_of(any_db, "old") is None  # gone with the create
+    assert await installations.installation_of(any_db, "nobody") is None
     assert await column(any_db, "SELECT token_accepted_at FROM installations") == [NOW]
-    found = await present(sessions.find_live(any_db, "h1", NOW))
+    found = await present(installations.find_live_session(any_db, "h1", NOW))
     fields = "person_name content_id content_primary_id offered reveal_endpoint_id notice"
     assert pick(found, f"{fields} installation_gone") == (ADA, "cnt_en", *[None] * 4, False)
     offered = {("publish", "published"), ("unpublish", "draft")}
-    await sessions.remember_read(any_db, found, "cnt_1", offered, NOW)
-    read = await present(sessions.find_live(any_db, "h1", NOW))
+    await installations.remember_read(any_db, found, "cnt_1", offered, NOW)
+    read = await present(installations.find_live_session(any_db, "h1", NOW))
     assert (read.content_primary_id, read.offered) == ("cnt_1", frozenset(offered))
-    await sessions.remember_read(any_db, read, "cnt_other", set(), NOW)  # the primary id stays
-    again = await present(sessions.find_live(any_db, "h1", NOW))
+    await installations.remember_read(any_db, read, "cnt_other", set(), NOW)  # the primary id stays
+    again = await present(installations.find_live_session(any_db, "h1", NOW))
     assert (again.content_primary_id, again.offered) == ("cnt_1", frozenset())
 
 
@@ -951,17 +965,17 @@ NOTICE = "L'adresse a été supprimée ✓"
 async def test_a_secret_to_reveal_and_a_notice_are_taken_once(any_db: Database) -> None:
     await installation(any_db)
     await open_session(any_db, "h1", context_kind="manage", content_id=None)
-    await sessions.reveal_next(any_db, "h1", "whe_1")
-    await sessions.say_next(any_db, "h1", NOTICE)
-    found = await present(sessions.find_live(any_db, "h1", NOW))
+    await installations.reveal_next(any_db, "h1", "whe_1")
+    await installations.say_next(any_db, "h1", NOTICE)
+    found = await present(installations.find_live_session(any_db, "h1", NOW))
     assert (found.reveal_endpoint_id, found.notice) == ("whe_1", NOTICE)
-    assert await sessions.take_reveal(any_db, found) == "whe_1"
-    assert await sessions.take_reveal(any_db, found) is None  # a second page loaded at once
-    assert await sessions.take_notice(any_db, found) == NOTICE
-    assert await sessions.take_notice(any_db, found) is None
-    taken = await present(sessions.find_live(any_db, "h1", NOW))
+    assert await installations.take_reveal(any_db, found) == "whe_1"
+    assert await installations.take_reveal(any_db, found) is None  # a second page loaded at once
+    assert await installations.take_notice(any_db, found) == NOTICE
+    assert await installations.take_notice(any_db, found) is None
+    taken = await present(installations.find_live_session(any_db, "h1", NOW))
     assert (taken.reveal_endpoint_id, taken.notice) == (None, None)
-    assert await sessions.take_notice(any_db, taken) is None
+    assert await installations.take_notice(any_db, taken) is None
 
 
 async def test_an_installation_is_gone_once_dee_wan_refuses_its_token_until_it_accepts_it(
@@ -970,7 +984,7 @@ async def test_an_installation_is_gone_once_dee_wan_refuses_its_token_until_it_a
     await installation(any_db, token_rotated_at=NOW - 5)
 
     async def gone() -> bool:
-        found = await present(sessions.find_live(any_db, "h1", NOW + 100))
+        found = await present(installations.find_live_session(any_db, "h1", NOW + 100))
         return found.installation_gone
 
     await open_session(any_db, "h1", now=NOW - 1)
@@ -1032,8 +1046,8 @@ async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_runn
     await delivery(any_db, "d1")
     await open_session(any_db, "h1")
     await installations.insert_code(any_db, "r1", "rotate", "ins_1", NOW, MINUTE)
-    await agent_keys.insert(any_db, agent_key("key_1"), "hash_1")
-    await proposals.insert(any_db, proposal("prop_1"), b"{}")
+    await installations.insert_key(any_db, agent_key("key_1"), "hash_1")
+    await agents_module.insert_proposal(any_db, proposal("prop_1"), b"{}")
     await schedule(any_db, "other", "ins_2")
     assert await installations.has_running_schedule(any_db, "ins_1")
     assert not await installations.has_running_schedule(any_db, "ins_2")
@@ -1054,8 +1068,8 @@ async def test_all_of_an_installations_data_goes_in_one_batch_unless_one_is_runn
 # -- agent keys and proposals ---------------------------------------------------------------
 
 
-def agent_key(kid: str, **changes: Any) -> agent_keys.AgentKey:
-    made = agent_keys.AgentKey(
+def agent_key(kid: str, **changes: Any) -> installations.AgentKey:
+    made = installations.AgentKey(
         id=kid, installation_id="ins_1", name="Mon agent ✨", person_id="usr_1", person_name=ADA,
         content_id="cnt_1", offered=frozenset({("publish", "published")}), created_at=NOW,
         expires_at=NOW + 10 * MINUTE, revoked_at=None, last_used_at=None, checked_at=NOW,
@@ -1068,25 +1082,30 @@ async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
 ) -> None:
     await installation(any_db)
     key = agent_key("key_1")
-    await agent_keys.insert(any_db, key, "hash_1")
+    await installations.insert_key(any_db, key, "hash_1")
     every_content = agent_key("key_all", content_id=None, offered=None, created_at=NOW - 1)
-    await agent_keys.insert(any_db, every_content, "hash_2")
-    assert await agent_keys.find_live(any_db, "hash_1", NOW) == key
-    assert (await agent_keys.find_live(any_db, "hash_1", NOW + 1)) == replace(key, last_used_at=NOW)
+    await installations.insert_key(any_db, every_content, "hash_2")
+    assert await installations.find_live_key(any_db, "hash_1", NOW) == key
+    assert (await installations.find_live_key(any_db, "hash_1", NOW + 1)) == replace(
+        key, last_used_at=NOW
+    )
     used = "SELECT last_used_at FROM agent_keys WHERE id = 'key_1'"
     assert await column(any_db, used) == [NOW]  # not moved within the minute
-    manage = await present(agent_keys.find_live(any_db, "hash_2", NOW))
+    manage = await present(installations.find_live_key(any_db, "hash_2", NOW))
     assert (manage.offered, manage.reaches("cnt_any")) == (None, True)
-    assert await agent_keys.find_live(any_db, "hash_1", NOW + 10 * MINUTE) is None  # expired
-    assert await agent_keys.find_live(any_db, "nope", NOW) is None
-    assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_1", "key_all"]
-    assert not await agent_keys.revoke(any_db, "ins_other", "key_1", NOW)
-    assert await agent_keys.revoke(any_db, "ins_1", "key_1", NOW)
-    assert not await agent_keys.revoke(any_db, "ins_1", "key_1", NOW + 1)
-    assert await agent_keys.find_live(any_db, "hash_1", NOW) is None
-    assert [k.id for k in await agent_keys.list_for(any_db, "ins_1", NOW)] == ["key_all"]
+    assert await installations.find_live_key(any_db, "hash_1", NOW + 10 * MINUTE) is None  # expired
+    assert await installations.find_live_key(any_db, "nope", NOW) is None
+    assert [k.id for k in await installations.list_for(any_db, "ins_1", NOW)] == [
+        "key_1",
+        "key_all",
+    ]
+    assert not await installations.revoke(any_db, "ins_other", "key_1", NOW)
+    assert await installations.revoke(any_db, "ins_1", "key_1", NOW)
+    assert not await installations.revoke(any_db, "ins_1", "key_1", NOW + 1)
+    assert await installations.find_live_key(any_db, "hash_1", NOW) is None
+    assert [k.id for k in await installations.list_for(any_db, "ins_1", NOW)] == ["key_all"]
     await installations.mark_unauthorized(any_db, "ins_1", NOW)  # uninstalled
-    assert await agent_keys.find_live(any_db, "hash_2", NOW) is None
+    assert await installations.find_live_key(any_db, "hash_2", NOW) is None
     # A revoked key ended when it was revoked.
     assert await column(any_db, "SELECT expires_at FROM agent_keys WHERE id = 'key_1'") == [NOW]
 
@@ -1097,39 +1116,39 @@ async def test_an_agent_key_lasts_a_day_past_its_persons_rights_last_confirmed(
     """A manage launch of its person renews a manage key; a read of its content by its person
     renews a content key, with the changes Dee Wan offered them then. Nothing else does."""
     await installation(any_db)
-    day = agent_keys.CHECKED_FOR_MS
+    day = installations.CHECKED_FOR_MS
     content_key = agent_key("key_1", expires_at=NOW + 30 * day)
     manage_key = agent_key("key_all", content_id=None, offered=None, expires_at=NOW + 30 * day)
     others = agent_key("key_other", person_id="usr_2", expires_at=NOW + 30 * day)
     for key, key_hash in ((content_key, "h1"), (manage_key, "h2"), (others, "h3")):
-        await agent_keys.insert(any_db, key, key_hash)
-    assert await agent_keys.find_live(any_db, "h1", NOW + day - 1) is not None
-    assert await agent_keys.find_live(any_db, "h1", NOW + day) is None
-    assert await agent_keys.find_live(any_db, "h2", NOW + day) is None
+        await installations.insert_key(any_db, key, key_hash)
+    assert await installations.find_live_key(any_db, "h1", NOW + day - 1) is not None
+    assert await installations.find_live_key(any_db, "h1", NOW + day) is None
+    assert await installations.find_live_key(any_db, "h2", NOW + day) is None
     later = NOW + day + MINUTE
     await open_session(any_db, "c1", now=later)  # a content launch: no key renewed yet
-    assert await agent_keys.find_live(any_db, "h2", later) is None
+    assert await installations.find_live_key(any_db, "h2", later) is None
     await open_session(any_db, "m1", now=later, context_kind="manage", content_id=None)
-    assert await present(agent_keys.find_live(any_db, "h2", later))
-    assert await agent_keys.find_live(any_db, "h1", later) is None
+    assert await present(installations.find_live_key(any_db, "h2", later))
+    assert await installations.find_live_key(any_db, "h1", later) is None
     offered = {("unpublish", "draft")}
-    read = await present(sessions.find_live(any_db, "c1", later))
-    await sessions.remember_read(any_db, read, "cnt_other", offered, later)  # another content
-    assert await agent_keys.find_live(any_db, "h1", later) is None
+    read = await present(installations.find_live_session(any_db, "c1", later))
+    await installations.remember_read(any_db, read, "cnt_other", offered, later)  # another content
+    assert await installations.find_live_key(any_db, "h1", later) is None
     await open_session(any_db, "c2", now=later, content_id="cnt_1_fr")
-    read = await present(sessions.find_live(any_db, "c2", later))
-    await sessions.remember_read(any_db, read, "cnt_1", offered, later)  # its primary id
-    renewed = await present(agent_keys.find_live(any_db, "h1", later))
+    read = await present(installations.find_live_session(any_db, "c2", later))
+    await installations.remember_read(any_db, read, "cnt_1", offered, later)  # its primary id
+    renewed = await present(installations.find_live_key(any_db, "h1", later))
     assert (renewed.checked_at, renewed.offered) == (later, frozenset(offered))
-    assert await agent_keys.find_live(any_db, "h3", later) is None  # another person's
+    assert await installations.find_live_key(any_db, "h3", later) is None  # another person's
 
 
-def proposal(pid: str, **changes: Any) -> proposals.Proposal:
-    made = proposals.Proposal(
+def proposal(pid: str, **changes: Any) -> agents_module.Proposal:
+    made = agents_module.Proposal(
         id=pid, installation_id="ins_1", key_id="key_1", key_name="Mon agent ✨", person_name=ADA,
         content_id="cnt_1", kind="publish", to_state=None, local_time="2026-06-01T09:00",
         timezone="Europe/Paris", fold=None, due_at=NOW + MINUTE,
-        note="Après relecture — merci !", status=proposals.PENDING, schedule_id=None,
+        note="Après relecture — merci !", status=agents_module.PENDING, schedule_id=None,
         decided_by_name=None, created_at=NOW,
     )  # fmt: skip
     return replace(made, **changes)
@@ -1142,44 +1161,48 @@ async def test_a_proposal_tells_its_endpoints_and_is_decided_once_before_its_tim
     await endpoint(any_db, "whe_hears", events=("proposal.created",))
     await endpoint(any_db, "whe_not", events=("schedule.refused",))
     first = proposal("prop_1")
-    await proposals.insert(any_db, first, '{"note":"é"}'.encode())
-    await proposals.insert(any_db, proposal("prop_2", content_id="cnt_2", due_at=NOW + 2), b"{}")
-    await proposals.insert(any_db, proposal("prop_past", due_at=NOW), b"{}")
+    await agents_module.insert_proposal(any_db, first, '{"note":"é"}'.encode())
+    await agents_module.insert_proposal(
+        any_db, proposal("prop_2", content_id="cnt_2", due_at=NOW + 2), b"{}"
+    )
+    await agents_module.insert_proposal(any_db, proposal("prop_past", due_at=NOW), b"{}")
     told = "SELECT id, event_type, payload, next_attempt_at FROM webhook_deliveries"
     heard = [("prop_1_whe_hears", "proposal.created", '{"note":"é"}', NOW)]
     assert await values(any_db, f"{told} WHERE schedule_id = 'prop_1'") == heard
-    assert await proposals.get(any_db, "ins_1", "prop_1") == first
-    assert await proposals.get(any_db, "ins_other", "prop_1") is None
-    pending = [p.id for p in await proposals.pending(any_db, "ins_1", None, NOW)]
+    assert await agents_module.get(any_db, "ins_1", "prop_1") == first
+    assert await agents_module.get(any_db, "ins_other", "prop_1") is None
+    pending = [p.id for p in await agents_module.pending(any_db, "ins_1", None, NOW)]
     assert pending == ["prop_2", "prop_1"]
-    assert [p.id for p in await proposals.pending(any_db, "ins_1", "cnt_1", NOW)] == ["prop_1"]
-    assert await proposals.pending(any_db, "ins_1", "cnt_1", NOW + MINUTE) == []
-    assert first.status_at(NOW + MINUTE) == proposals.EXPIRED
-    assert not await proposals.decide(any_db, "ins_1", "prop_past", proposals.DECLINED, NOW)
+    assert [p.id for p in await agents_module.pending(any_db, "ins_1", "cnt_1", NOW)] == ["prop_1"]
+    assert await agents_module.pending(any_db, "ins_1", "cnt_1", NOW + MINUTE) == []
+    assert first.status_at(NOW + MINUTE) == agents_module.EXPIRED
+    assert not await agents_module.decide(any_db, "ins_1", "prop_past", agents_module.DECLINED, NOW)
     other, by = {"key_id": "key_other"}, {"by_name": ADA, "schedule_id": "sch_9"}
-    assert not await proposals.decide(any_db, "ins_1", "prop_1", proposals.WITHDRAWN, NOW, **other)
-    assert await proposals.decide(any_db, "ins_1", "prop_1", proposals.CONFIRMED, NOW, **by)
-    assert not await proposals.decide(any_db, "ins_1", "prop_1", proposals.DECLINED, NOW)
-    decided = await proposals.of_schedule(any_db, "ins_1", "sch_9")
-    confirmed: dict[str, Any] = {"status": proposals.CONFIRMED, "decided_by_name": ADA}
+    assert not await agents_module.decide(
+        any_db, "ins_1", "prop_1", agents_module.WITHDRAWN, NOW, **other
+    )
+    assert await agents_module.decide(any_db, "ins_1", "prop_1", agents_module.CONFIRMED, NOW, **by)
+    assert not await agents_module.decide(any_db, "ins_1", "prop_1", agents_module.DECLINED, NOW)
+    decided = await agents_module.of_schedule(any_db, "ins_1", "sch_9")
+    confirmed: dict[str, Any] = {"status": agents_module.CONFIRMED, "decided_by_name": ADA}
     assert decided == replace(first, **confirmed, schedule_id="sch_9")
-    assert await proposals.of_schedule(any_db, "ins_1", "sch_none") is None
+    assert await agents_module.of_schedule(any_db, "ins_1", "sch_none") is None
 
 
 async def test_agent_calls_are_counted_by_tool_and_outcome(any_db: Database) -> None:
-    assert await agent_calls.totals(any_db) == {}
+    assert await agents_module.totals(any_db) == {}
     for outcome in ("ok", "ok", "refused"):
-        await agent_calls.count(any_db, "list_schedules", outcome)
-    await agent_calls.count(any_db, "cancel_schedule", "invalid")
+        await agents_module.count_agent_call(any_db, "list_schedules", outcome)
+    await agents_module.count_agent_call(any_db, "cancel_schedule", "invalid")
     counted = {("list_schedules", "ok"): 2, ("list_schedules", "refused"): 1}
-    assert await agent_calls.totals(any_db) == counted | {("cancel_schedule", "invalid"): 1}
+    assert await agents_module.totals(any_db) == counted | {("cancel_schedule", "invalid"): 1}
 
 
 # -- tick history: the invocation's row, totals and pruning in one write; the operator's reads
 
 
 def report(**counts: int) -> dict[str, int]:
-    return {column: counts.get(column, 0) for column in tick_history.REPORT_COLUMNS}
+    return {column: counts.get(column, 0) for column in history.REPORT_COLUMNS}
 
 
 async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> None:
@@ -1187,7 +1210,7 @@ async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> N
     trips = RoundTrips(db)
     counts = options.get("counts", report())
     await trips.record(
-        lambda: tick_history.write(
+        lambda: history.write_record(
             db, at=at, kind=kind, error=options.get("error"), ended_at=at, counts=counts,
             duration_ms=options.get("duration_ms", 5), totals=options.get("totals", {}),
         ),
@@ -1198,16 +1221,16 @@ async def record(db: Database, at: int, kind: str = "tick", **options: Any) -> N
 
 async def reads(db: Database, now: int) -> tuple[Any, ...]:
     found = await db.batch([
-        tick_history.read_last(db), tick_history.read_health(db, now), tick_history.read_totals(db)
+        history.read_last(db), history.read_health(db, now), history.read_totals(db)
     ])  # fmt: skip
-    parse = (tick_history.last_from, tick_history.health_from, tick_history.totals_from)
+    parse = (history.last_from, history.health_from, history.totals_from)
     return tuple(read(result.results) for read, result in zip(parse, found, strict=True))
 
 
 async def test_the_history_records_each_invocation_and_its_totals_and_reads_them_back(
     any_db: Database,
 ) -> None:
-    assert await reads(any_db, NOW) == (None, tick_history.Health(None, False), {})
+    assert await reads(any_db, NOW) == (None, history.Health(None, False), {})
     await installation(any_db)
     await schedule(any_db, "due", ready_at=NOW - 1)
     await schedule(any_db, "later", ready_at=NOW + MINUTE)
@@ -1217,7 +1240,7 @@ async def test_the_history_records_each_invocation_and_its_totals_and_reads_them
     await record(any_db, NOW + MINUTE, error="d1 refused ✗", totals={"ticks:tick": 1})
     await record(any_db, NOW + MINUTE + 1, "alarm", counts=report(caught=2), totals={"sends": 1})
     with pytest.raises(ValueError, match="tick"):
-        tick_history.write(
+        history.write_record(
             any_db, at=NOW, kind="consumer", error=None, duration_ms=0, ended_at=NOW,
             counts=big, totals={},
         )  # fmt: skip
@@ -1225,16 +1248,16 @@ async def test_the_history_records_each_invocation_and_its_totals_and_reads_them
     assert (last.at, last.duration_ms) == (NOW, 42)  # the last tick that ended well
     counted = {"sends": 3, "cron_delay_ms": 1_000, "lateness_sum_ms": MAX_STORED_INTEGER}
     assert {k: v for k, v in last.report.items() if v} == counted
-    assert health == tick_history.Health(NOW, True)
+    assert health == history.Health(NOW, True)
     assert added == {"ticks:tick": 2, "sends": 4}
     stored = "SELECT at, kind, backlog FROM tick_history ORDER BY at"
     # `later` is due by the second.
     three = [(NOW, "tick", 1), (NOW + MINUTE, "tick", 2), (NOW + MINUTE + 1, "alarm", 2)]
     assert await values(any_db, stored) == three
-    assert (await reads(any_db, NOW - 2))[1] == tick_history.Health(NOW, False)
+    assert (await reads(any_db, NOW - 2))[1] == history.Health(NOW, False)
     # Slots of ten minutes: a tick counts in the minute it stands for (less its cron delay).
     window = (NOW - 10 * MINUTE, NOW + 10 * MINUTE, 10 * MINUTE)
-    series = (await tick_history.read_series(any_db, *window).all()).results
+    series = (await history.read_series(any_db, *window).all()).results
     names = "slot invocations ticks failed alarms sends caught"
     assert [pick(r, names) for r in series] == [(0, 1, 1, 0, 0, 3, 0), (1, 2, 1, 1, 1, 0, 2)]
 
@@ -1242,9 +1265,9 @@ async def test_the_history_records_each_invocation_and_its_totals_and_reads_them
 async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Database) -> None:
     for n in range(12):
         await record(any_db, n)
-    await record(any_db, tick_history.RETENTION_MS + 100)
+    await record(any_db, history.RETENTION_MS + 100)
     kept = await values(any_db, "SELECT at FROM tick_history ORDER BY at")
-    assert kept == [(10,), (11,), (tick_history.RETENTION_MS + 100,)]
+    assert kept == [(10,), (11,), (history.RETENTION_MS + 100,)]
 
 
 # -- what is due: the backlog, the counts, the clocks' wake-ups ------------------------------
@@ -1253,18 +1276,18 @@ async def test_a_write_prunes_at_most_ten_rows_past_the_retention(any_db: Databa
 async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database) -> None:
     async def read(now: int) -> tuple[Any, ...]:
         found = await any_db.batch([
-            backlog.read_backlog(any_db, now), backlog.read_counts(any_db, NOW - MINUTE),
-            backlog.read_live_counts(any_db), wake_ups.read_wake_ups(any_db, now),
+            history.read_backlog(any_db, now), history.read_counts(any_db, NOW - MINUTE),
+            history.read_live_counts(any_db), read_wake_ups(any_db, now),
         ])  # fmt: skip
-        by_status = backlog.counts_from
-        parse = (backlog.backlog_from, by_status, by_status, wake_ups.wake_ups_from)
+        by_status = history.counts_from
+        parse = (history.backlog_from, by_status, by_status, wake_ups_from)
         return tuple(parsed(result.results) for parsed, result in zip(parse, found, strict=True))
 
     none = {"running": 0, "queued": 0}
-    assert await read(NOW) == (backlog.Backlog(0), none, none, {})
+    assert await read(NOW) == (history.Backlog(0), none, none, {})
     await installation(any_db)
     await installation(any_db, "ins_2")
-    assert await wake_ups.next_due(any_db, "ins_1") is None
+    assert await next_due(any_db, "ins_1") is None
     await any_db.batch([
         schedule_row(any_db, "a_wait", ready_at=NOW - 5),
         schedule_row(any_db, "a_retry", status="retrying", ready_at=NOW + 5, attempts=1),
@@ -1275,13 +1298,13 @@ async def test_the_backlog_counts_and_wake_ups_read_what_is_due(any_db: Database
         schedule_row(any_db, "done_long_ago", status="refused", updated_at=0),
     ])  # fmt: skip
     assert await read(NOW) == (
-        backlog.Backlog(3, "a_wait", "ins_1", NOW - 5),
+        history.Backlog(3, "a_wait", "ins_1", NOW - 5),
         {"pending": 2, "retrying": 1, "running": 2, "queued": 0, "completed": 1},
         {"pending": 2, "retrying": 1, "running": 2, "queued": 0},
         {"ins_2": NOW - 9, "ins_1": NOW - 5},
     )
-    assert await wake_ups.next_due(any_db, "ins_1") == NOW - 5
-    assert await wake_ups.next_due(any_db, "ins_2") == NOW - 9
+    assert await next_due(any_db, "ins_1") == NOW - 5
+    assert await next_due(any_db, "ins_2") == NOW - 9
     late = await read(MAX_STORED_INTEGER)
     assert (late[0].size, late[3]) == (5, {"ins_2": NOW - 9, "ins_1": NOW - 5})
 
@@ -1291,12 +1314,12 @@ async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_w
 ) -> None:
     async def read() -> tuple[Any, ...]:
         refusals, lines = await any_db.batch([
-            operator_queries.read_recent_refusals(any_db),
-            operator_queries.read_installations(any_db, NOW - MINUTE),
+            history.read_recent_refusals(any_db),
+            history.read_installations(any_db, NOW - MINUTE),
         ])  # fmt: skip
         return (
-            operator_queries.refusals_from(refusals.results),
-            operator_queries.installations_from(lines.results),
+            history.refusals_from(refusals.results),
+            history.installations_from(lines.results),
         )
 
     assert await read() == ((), ())
@@ -1353,16 +1376,16 @@ async def test_the_manage_view_pages_by_group_with_settled_refusals_among_the_fi
     any_db: Database,
 ) -> None:
     groups = await agenda(any_db)
-    every = await manage_queries.manage_page(any_db, "ins_1", None, 1)
+    every = await schedules.manage_page(any_db, "ins_1", None, 1)
     assert [s.id for s in every.schedules] == [sid for listed in groups.values() for sid in listed]
-    assert (every.settled, every.stale, manage_queries.group_count(every, None)) == (2, 1, 9)
+    assert (every.settled, every.stale, schedules.group_count(every, None)) == (2, 1, 9)
     for group, expected in groups.items():
-        assert manage_queries.group_count(every, group) == len(expected)
-        page = await manage_queries.manage_page(any_db, "ins_1", group, 1)
+        assert schedules.group_count(every, group) == len(expected)
+        page = await schedules.manage_page(any_db, "ins_1", group, 1)
         assert [s.id for s in page.schedules] == expected
-    only = await manage_queries.manage_page(any_db, "ins_1", "finished", 1, only="redone_1")
+    only = await schedules.manage_page(any_db, "ins_1", "finished", 1, only="redone_1")
     assert [(s.id, s.resolved_by) for s in only.schedules] == [("redone_1", "redone_2")]
-    assert (await manage_queries.manage_page(any_db, "ins_other", None, 1)).schedules == ()
+    assert (await schedules.manage_page(any_db, "ins_other", None, 1)).schedules == ()
 
 
 async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
@@ -1376,22 +1399,22 @@ async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
         schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
         attempt_row(any_db, "other", 1, 1, 2, "timeout", None),
     ])  # fmt: skip
-    every, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters())
+    every, more = await agents_module.listing(any_db, "ins_1", agents_module.Filters())
     assert ([s.id for s in every], more) == (["other", "s1", "s2", "s3", "refused"], False)
     assert every[0].attempts == (Attempt(1, 1, 2, "timeout", None),)
-    two, more = await agent_queries.listing(any_db, "ins_1", agent_queries.Filters(), limit=2)
+    two, more = await agents_module.listing(any_db, "ins_1", agents_module.Filters(), limit=2)
     assert ([s.id for s in two], more) == (["other", "s1"], True)
     for filters, expected in [
-        (agent_queries.Filters(content_id="cnt_1", due_from=NOW + 1, due_to=NOW + 2), ["s1"]),
-        (agent_queries.Filters(needs_attention=True), ["other", "refused"]),
-        (agent_queries.Filters(status="refused"), ["refused"]),
+        (agents_module.Filters(content_id="cnt_1", due_from=NOW + 1, due_to=NOW + 2), ["s1"]),
+        (agents_module.Filters(needs_attention=True), ["other", "refused"]),
+        (agents_module.Filters(status="refused"), ["refused"]),
     ]:
-        found, _ = await agent_queries.listing(any_db, "ins_1", filters)
+        found, _ = await agents_module.listing(any_db, "ins_1", filters)
         assert [s.id for s in found] == expected
-    assert await agent_queries.listing(any_db, "ins_2", agent_queries.Filters()) == ([], False)
-    read = await present(agent_queries.one(any_db, "ins_1", "other"))
+    assert await agents_module.listing(any_db, "ins_2", agents_module.Filters()) == ([], False)
+    read = await present(agents_module.one(any_db, "ins_1", "other"))
     assert (read.status, read.attempts) == ("retrying", (Attempt(1, 1, 2, "timeout", None),))
-    assert await agent_queries.one(any_db, "ins_2", "other") is None
+    assert await agents_module.one(any_db, "ins_2", "other") is None
 
 
 # -- throttles: calls counted by key for a minute --------------------------------------------
@@ -1401,21 +1424,23 @@ async def test_a_throttle_takes_calls_within_its_minute_and_at_once_and_says_the
     any_db: Database,
 ) -> None:
     limit = CallLimit(per_minute=2, at_once=1, hold_ms=10_000)
-    first = await throttles.take(any_db, "test:usr_1 ✓", limit, "t1", NOW)
-    assert first == throttles.Taken("test:usr_1 ✓", "t1")
-    assert await throttles.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 1) == 9_999  # busy
-    assert isinstance(await throttles.take(any_db, "test:other", limit, "t9", NOW), throttles.Taken)
-    await throttles.release(any_db, first, NOW + 2)
-    second = await throttles.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 3)
-    assert isinstance(second, throttles.Taken)
-    await throttles.release(any_db, second, NOW + 4)
-    assert await throttles.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 5) == WINDOW_MS - 5
-    await throttles.give_back(any_db, second)  # not made after all: it does not count
-    third = await throttles.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 6)
-    assert isinstance(third, throttles.Taken)
+    first = await installations.take(any_db, "test:usr_1 ✓", limit, "t1", NOW)
+    assert first == installations.Taken("test:usr_1 ✓", "t1")
+    assert await installations.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 1) == 9_999  # busy
+    assert isinstance(
+        await installations.take(any_db, "test:other", limit, "t9", NOW), installations.Taken
+    )
+    await installations.release(any_db, first, NOW + 2)
+    second = await installations.take(any_db, "test:usr_1 ✓", limit, "t2", NOW + 3)
+    assert isinstance(second, installations.Taken)
+    await installations.release(any_db, second, NOW + 4)
+    assert await installations.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 5) == WINDOW_MS - 5
+    await installations.give_back(any_db, second)  # not made after all: it does not count
+    third = await installations.take(any_db, "test:usr_1 ✓", limit, "t3", NOW + 6)
+    assert isinstance(third, installations.Taken)
     # A minute on, the calls of the minute before are gone, every key's.
-    later = await throttles.take(any_db, "test:usr_1 ✓", limit, "t4", NOW + 6 + WINDOW_MS)
-    assert isinstance(later, throttles.Taken)
+    later = await installations.take(any_db, "test:usr_1 ✓", limit, "t4", NOW + 6 + WINDOW_MS)
+    assert isinstance(later, installations.Taken)
     assert await values(any_db, "SELECT key, token FROM throttle_slots") == [("test:usr_1 ✓", "t4")]
 
 
@@ -1425,10 +1450,10 @@ async def test_a_throttle_takes_calls_within_its_minute_and_at_once_and_says_the
 async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
     any_db: Database,
 ) -> None:
-    async def step(cutoff: int, bound: int) -> retention.Purged:
-        return retention.purged(await any_db.batch(retention.step(any_db, cutoff, bound)))
+    async def step(cutoff: int, bound: int) -> history.Purged:
+        return history.purged(await any_db.batch(history.step(any_db, cutoff, bound)))
 
-    assert await step(NOW, 10) == retention.Purged(0, 0, 0)
+    assert await step(NOW, 10) == history.Purged(0, 0, 0)
     await installation(any_db)
     await endpoint(any_db)
     ended = ("completed", "refused", "cancelled", "superseded")
@@ -1444,7 +1469,7 @@ async def test_retention_purges_what_ended_before_the_cutoff_in_bounded_steps(
     await delivery(any_db, "waits", at=0)
     first = await step(NOW, 2)
     assert (first.deliveries, first.attempts + first.schedules <= 4) == (2, True)
-    while (purged := await step(NOW, 2)) != retention.Purged(0, 0, 0):
+    while (purged := await step(NOW, 2)) != history.Purged(0, 0, 0):
         assert max(purged.attempts, purged.schedules, purged.deliveries) <= 2
     assert await values(any_db, "SELECT id FROM schedules ORDER BY id") == [("kept",), ("live",)]
     attempts = "SELECT schedule_id, count(*) FROM schedule_attempts GROUP BY 1 ORDER BY 1"
@@ -1459,26 +1484,28 @@ async def test_retention_purges_what_agents_made_once_ended(any_db: Database) ->
     schedule, before the retention's cutoff; what is live stays."""
     await installation(any_db)
     for kid, expires in (("key_expired", NOW - 2), ("key_revoked", NOW + MINUTE), ("key", NOW + 1)):
-        await agent_keys.insert(any_db, agent_key(kid, expires_at=expires), f"h_{kid}")
-    await agent_keys.revoke(any_db, "ins_1", "key_revoked", NOW - 1)
+        await installations.insert_key(any_db, agent_key(kid, expires_at=expires), f"h_{kid}")
+    await installations.revoke(any_db, "ins_1", "key_revoked", NOW - 1)
     for pid, due in (("declined", NOW + 9), ("withdrawn", NOW + 9), ("expired", NOW - 1)):
-        await proposals.insert(any_db, proposal(pid, due_at=due), b"{}")
-    await proposals.insert(any_db, proposal("waiting", due_at=NOW - 1 + 10 * MINUTE), b"{}")
-    await proposals.insert(any_db, proposal("confirmed", due_at=NOW + 9), b"{}")
-    await proposals.insert(any_db, proposal("recent", due_at=NOW + 9), b"{}")
-    await proposals.decide(any_db, "ins_1", "declined", proposals.DECLINED, NOW - 5)
-    await proposals.decide(any_db, "ins_1", "withdrawn", proposals.WITHDRAWN, NOW - 5)
-    await proposals.decide(any_db, "ins_1", "recent", proposals.WITHDRAWN, NOW)
+        await agents_module.insert_proposal(any_db, proposal(pid, due_at=due), b"{}")
+    await agents_module.insert_proposal(
+        any_db, proposal("waiting", due_at=NOW - 1 + 10 * MINUTE), b"{}"
+    )
+    await agents_module.insert_proposal(any_db, proposal("confirmed", due_at=NOW + 9), b"{}")
+    await agents_module.insert_proposal(any_db, proposal("recent", due_at=NOW + 9), b"{}")
+    await agents_module.decide(any_db, "ins_1", "declined", agents_module.DECLINED, NOW - 5)
+    await agents_module.decide(any_db, "ins_1", "withdrawn", agents_module.WITHDRAWN, NOW - 5)
+    await agents_module.decide(any_db, "ins_1", "recent", agents_module.WITHDRAWN, NOW)
     by = {"schedule_id": "s_done", "by_name": ADA}
-    await proposals.decide(any_db, "ins_1", "confirmed", proposals.CONFIRMED, NOW - 5, **by)
+    await agents_module.decide(any_db, "ins_1", "confirmed", agents_module.CONFIRMED, NOW - 5, **by)
     await schedule(any_db, "s_done", status="completed", updated_at=NOW + 5)
 
-    async def step(cutoff: int, agents: int) -> retention.Purged:
-        return retention.purged(await any_db.batch(retention.step(any_db, cutoff, 2, agents)))
+    async def step(cutoff: int, agents: int) -> history.Purged:
+        return history.purged(await any_db.batch(history.step(any_db, cutoff, 2, agents)))
 
     first = await step(NOW - 60 * MINUTE, NOW)  # the schedule is within the retention: kept
     assert (first.proposals, first.agent_keys) == (2, 2)  # two of each kind at most
-    while (purged := await step(NOW - 60 * MINUTE, NOW)) != retention.Purged(0, 0, 0):
+    while (purged := await step(NOW - 60 * MINUTE, NOW)) != history.Purged(0, 0, 0):
         assert max(purged.proposals, purged.agent_keys) <= 2
     left = "SELECT id FROM proposals ORDER BY id"
     assert await values(any_db, left) == [("confirmed",), ("recent",), ("waiting",)]
@@ -1537,11 +1564,11 @@ async def test_runner_and_status_queries_read_only_the_partial_indexes(
 @pytest.mark.parametrize(
     ("sql", "width", "fixed"),
     [
-        (lease_sql.CLAIM_SQL, 4, 4),
-        (lease_sql.REFUSE_UNSENT_SQL, 7, 2),
-        (lease_sql.SETTLE_SQL, 6, 3),
-        (lease_sql.FINISH_ATTEMPTS_SQL, 6, 0),
-        (lease_sql.DROP_ATTEMPTS_SQL, 2, 0),
+        (CLAIM_SQL, 4, 4),
+        (REFUSE_UNSENT_SQL, 7, 2),
+        (SETTLE_SQL, 6, 3),
+        (FINISH_ATTEMPTS_SQL, 6, 0),
+        (DROP_ATTEMPTS_SQL, 2, 0),
     ],
     ids=["claim", "refuse unsent", "settle", "finish attempts", "drop attempts"],
 )
@@ -1559,24 +1586,24 @@ async def test_a_capped_claim_counts_live_claims_by_index_before_it_changes_a_ro
 ) -> None:
     """Candidates and live claims are materialised first; each count reads running rows by index."""
     values, params = listed(4, 5)
-    steps = await plan(any_db, lease_sql.CLAIM_WITHIN_SQL.format(values=values), params)
+    steps = await plan(any_db, CLAIM_WITHIN_SQL.format(values=values), params)
     assert "MATERIALIZE pick" in steps, steps
     by_installation = "INDEX schedules_running_by_installation"
     assert any(s.startswith("SEARCH busy USING") and by_installation in s for s in steps), steps
-    busy = await plan(any_db, lease_sql.BUSY_SQL, [0, '["ins_a"]'])
+    busy = await plan(any_db, BUSY_SQL, [0, '["ins_a"]'])
     assert any(by_installation in s for s in busy), busy
 
 
 @pytest.mark.parametrize(
     ("sql", "params"),
     [
-        (outbox_sql.CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
-        (outbox_sql.CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
-        (outbox_sql.NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
-        (outbox_sql.CLAIMED_ENDPOINTS_SQL, ["t", 1]),
-        (outbox_sql.CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
+        (CLAIM_DELIVERIES_SQL, ["t", 1, 0, 20, '["chat"]']),
+        (CLAIM_NAMED_SQL, ["t", 1, 0, 20, '["chat"]', '["msg_a_whe_b"]']),
+        (NEXT_MESSAGE_SQL, ["t", 1, 0, '{"chat":60000}']),
+        (CLAIMED_ENDPOINTS_SQL, ["t", 1]),
+        (CLAIMED_TITLES_SQL, ["t", 1, '{"chat":10}']),
         (
-            outbox_sql.SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
+            SETTLE_DIGESTS_SQL.format(values="(?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
             ["t", 1, "whe_b", "delivered", None, 1, 1, 204, None, 0],
         ),
     ],
@@ -1619,27 +1646,27 @@ TABLES = frozenset(
 
 
 OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
-    "healthz": (tick_history.HEALTH_SQL, (0, tick_history.NEWEST_MIGRATION)),
-    "the backstop's last tick": (tick_history.LATEST_TICK_SQL, ()),
-    "last tick": (tick_history.LAST_TICK_SQL, ()),
+    "healthz": (history.HEALTH_SQL, (0, history.NEWEST_MIGRATION)),
+    "the backstop's last tick": (history.LATEST_TICK_SQL, ()),
+    "last tick": (history.LAST_TICK_SQL, ()),
     "live counts": (LIVE_COUNTS_SQL, ()),
-    "history window": (tick_history.SERIES_SQL, (0, 1, 600_000)),
-    "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, ()),
-    "installations": (operator_queries.INSTALLATIONS_SQL, (0,)),
-    "history row": (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
-    "totals": (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
-    "pruning": (tick_history.PRUNE_SQL, (0,)),
-    "last send": (lease_sql.LAST_SENT_SQL.format(values=listed(2)[0]), listed(2)[1]),
-    "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, (0, 500)),
-    "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, (0, 500)),
-    "retention: deliveries": (retention.EXPIRED_DELIVERIES_SQL, (0, 500)),
-    "retention: confirmed proposals": (retention.EXPIRED_PROPOSALS_SQL, (0, 500)),
-    "retention: ended proposals": (retention.ENDED_PROPOSALS_SQL, (0, 500)),
-    "retention: ended agent keys": (retention.ENDED_KEYS_SQL, (0, 500)),
-    "proposals agents made": (proposals.MADE_SQL, ("ins_1", 0, 0, "usr_1")),
-    "a session, its installation gone or not": (sessions.FIND_LIVE_SQL, ("h", 0)),
-    "a clock's next due": (wake_ups.NEXT_DUE_SQL, ("ins_1",)),
-    "the clocks' wake-ups": (wake_ups.WAKE_UPS_SQL, (0,)),
+    "history window": (history.SERIES_SQL, (0, 1, 600_000)),
+    "latest refusals": (history.RECENT_REFUSALS_SQL, ()),
+    "installations": (history.INSTALLATIONS_SQL, (0,)),
+    "history row": (history.INSERT_SQL, (0,) * (5 + len(history.REPORT_COLUMNS))),
+    "totals": (history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
+    "pruning": (history.PRUNE_SQL, (0,)),
+    "last send": (LAST_SENT_SQL.format(values=listed(2)[0]), listed(2)[1]),
+    "retention: attempts": (history.EXPIRED_ATTEMPTS_SQL, (0, 500)),
+    "retention: schedules": (history.EXPIRED_SCHEDULES_SQL, (0, 500)),
+    "retention: deliveries": (history.EXPIRED_DELIVERIES_SQL, (0, 500)),
+    "retention: confirmed proposals": (history.EXPIRED_PROPOSALS_SQL, (0, 500)),
+    "retention: ended proposals": (history.ENDED_PROPOSALS_SQL, (0, 500)),
+    "retention: ended agent keys": (history.ENDED_KEYS_SQL, (0, 500)),
+    "proposals agents made": (agents_module.MADE_SQL, ("ins_1", 0, 0, "usr_1")),
+    "a session, its installation gone or not": (installations.FIND_LIVE_SQL, ("h", 0)),
+    "a clock's next due": (NEXT_DUE_SQL, ("ins_1",)),
+    "the clocks' wake-ups": (WAKE_UPS_SQL, (0,)),
 }
 
 
@@ -1667,7 +1694,7 @@ async def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_b
             assert any(step.endswith(f"INDEX {name}") for name in live_indexes), steps
         assert " USING " in step, steps
         assert any(used in step for used in ("INDEX", "INTEGER PRIMARY KEY", "PRIMARY KEY")), steps
-    if sql is tick_history.HEALTH_SQL:
+    if sql is history.HEALTH_SQL:
         assert "SEARCH tick_history USING COVERING INDEX tick_history_ok (kind=?)" in steps
         assert all("schedules_waiting" in s or "schedules_leased" in s for s in reads[1:]), steps
 
@@ -1694,13 +1721,15 @@ def kept_schedule(db: Database, sid: str, **columns: Any) -> Statement:
     return insert(db, "schedules", id=sid, **made)
 
 
-async def launch(db: Database, id_hash: str, now: int, person: str = "usr_1") -> sessions.Session:
-    await sessions.create(
+async def launch(
+    db: Database, id_hash: str, now: int, person: str = "usr_1"
+) -> installations.Session:
+    await installations.create(
         db, id_hash=id_hash, installation_id="ins_1", csrf_token="csrf", person_id=person,
         person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="sealed",
         delegation_expires_at=now + DAY, now=now, expires_at=now + DAY, tab=f"t_{id_hash}",
     )  # fmt: skip
-    return await present(sessions.find_live(db, id_hash, now))
+    return await present(installations.find_live_session(db, id_hash, now))
 
 
 async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_page_once(
@@ -1715,9 +1744,11 @@ async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_p
     second = await launch(any_db, "h2", NOW + 5)
     assert second.news_since == NOW
     assert await column(any_db, "SELECT launched_at FROM people") == [NOW + 5]
-    assert await sessions.take_news_since(any_db, second) == NOW
-    assert await sessions.take_news_since(any_db, second) is None  # a second page at once
-    assert (await present(sessions.find_live(any_db, "h2", NOW + 5))).news_since is None
+    assert await installations.take_news_since(any_db, second) == NOW
+    assert await installations.take_news_since(any_db, second) is None  # a second page at once
+    assert (
+        await present(installations.find_live_session(any_db, "h2", NOW + 5))
+    ).news_since is None
     other = await launch(any_db, "h3", NOW + 6, person="usr_2")
     assert other.news_since is None  # each person their own
 
@@ -1811,7 +1842,7 @@ async def test_a_launch_forgets_people_past_the_window_and_delete_data_takes_the
         made = {"installation_id": "ins_2", "person_id": f"old{n}", "launched_at": n}
         await insert(any_db, "people", **made).run()
     await insert(any_db, "people", installation_id="ins_2", person_id="kept", launched_at=NOW).run()
-    await sessions.create(
+    await installations.create(
         any_db, id_hash="h1", installation_id="ins_1", csrf_token="c", person_id="usr_1",
         person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="s",
         delegation_expires_at=NOW + DAY, now=NOW, expires_at=NOW + DAY, tab="t",
@@ -1819,7 +1850,7 @@ async def test_a_launch_forgets_people_past_the_window_and_delete_data_takes_the
     )  # fmt: skip
     left = ["kept", "old100", "usr_1"]  # a hundred forgotten at once
     assert sorted(await column(any_db, "SELECT person_id FROM people")) == left
-    reads = table_reads(await plan(any_db, sessions.FORGET_PEOPLE_SQL, (0,)))
+    reads = table_reads(await plan(any_db, installations.FORGET_PEOPLE_SQL, (0,)))
     assert "SEARCH people USING COVERING INDEX people_by_launch (launched_at<?)" in reads
     assert all(" USING " in read for read in reads), reads
     await launch(any_db, "h2", NOW)  # forget_before 0: nobody
@@ -2009,8 +2040,8 @@ async def test_the_purge_takes_an_ended_release_with_its_items_never_a_waiting_o
     c, _ = await a_release(any_db, "rel_2", items=2)
     for sid in (a, b, c):
         await ended(any_db, sid, "completed", "transition_applied", 5)
-    results = await any_db.batch(retention.step(any_db, 100, 100))
-    assert retention.purged(results).schedules == 2  # rel_1's; rel_2 still waits (its 2nd)
+    results = await any_db.batch(history.step(any_db, 100, 100))
+    assert history.purged(results).schedules == 2  # rel_1's; rel_2 still waits (its 2nd)
     assert await column(any_db, "SELECT id FROM releases") == ["rel_2"]
     assert await column(any_db, "SELECT id FROM schedules ORDER BY id") == [c, "rel_2_i1"]
     await installations.delete_all_data(any_db, "ins_1")

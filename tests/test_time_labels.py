@@ -1,5 +1,5 @@
 """The arithmetic the pages do for editors (suggestions, deadlines, lateness, the real next
-try), and the one way an instant is written (`time_words`)."""
+try), and the one way an instant is written (`instant_text`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduling.domain.time_words import duration_text, instant_text, wall_text, years_ahead
-from scheduling.http.html import time_labels
+from scheduling.domain.times import duration_text, instant_text, wall_text, years_ahead
+from scheduling.http.html.render import (
+    day_label,
+    deadline_ms,
+    lateness_ms,
+    planned_try,
+    suggested_local_time,
+)
 
 
 def ms(text: str) -> int:
@@ -31,18 +37,18 @@ def ms(text: str) -> int:
 def test_the_suggested_time_exists_happens_once_and_is_ahead(
     now: str, zone: str, suggested: str
 ) -> None:
-    assert time_labels.suggested_local_time(zone, ms(now)) == suggested
+    assert suggested_local_time(zone, ms(now)) == suggested
 
 
 def test_the_deadline_is_the_due_time_plus_the_lateness_cap() -> None:
-    assert time_labels.deadline_ms(ms("2026-07-01T10:00:00"), 900_000) == ms("2026-07-01T10:15:00")
+    assert deadline_ms(ms("2026-07-01T10:00:00"), 900_000) == ms("2026-07-01T10:15:00")
 
 
 def test_a_send_is_late_when_it_left_more_than_a_minute_after_its_time() -> None:
     due = ms("2026-07-01T10:00:00")
-    assert time_labels.lateness_ms(due, due + 59_000) is None
-    assert time_labels.lateness_ms(due, due + 60_000) is None
-    assert time_labels.lateness_ms(due, due + 130_000) == 130_000
+    assert lateness_ms(due, due + 59_000) is None
+    assert lateness_ms(due, due + 60_000) is None
+    assert lateness_ms(due, due + 130_000) == 130_000
     assert duration_text(130_000) == "2 min"
     assert duration_text(3_900_000) == "1 h 5 min"
     assert duration_text(7_200_000) == "2 h"
@@ -50,10 +56,10 @@ def test_a_send_is_late_when_it_left_more_than_a_minute_after_its_time() -> None
 
 def test_the_next_try_is_a_tick_and_never_in_the_past() -> None:
     now = ms("2026-07-01T10:00:30")
-    assert time_labels.planned_try(ms("2026-07-01T10:00:40"), now) == ms("2026-07-01T10:01:00")
-    assert time_labels.planned_try(ms("2026-07-01T10:02:00"), now) == ms("2026-07-01T10:02:00")
-    assert time_labels.planned_try(ms("2026-07-01T09:58:10"), now) == ms("2026-07-01T10:01:00")
-    assert time_labels.planned_try(ms("2026-07-01T10:00:00"), ms("2026-07-01T10:00:00")) == ms(
+    assert planned_try(ms("2026-07-01T10:00:40"), now) == ms("2026-07-01T10:01:00")
+    assert planned_try(ms("2026-07-01T10:02:00"), now) == ms("2026-07-01T10:02:00")
+    assert planned_try(ms("2026-07-01T09:58:10"), now) == ms("2026-07-01T10:01:00")
+    assert planned_try(ms("2026-07-01T10:00:00"), ms("2026-07-01T10:00:00")) == ms(
         "2026-07-01T10:01:00"
     )
 
@@ -72,7 +78,7 @@ def test_one_way_of_writing_an_instant_repeats_the_utc_date_only_when_it_differs
     assert instant_text(ms("2026-07-01T10:00:00"), "UTC") == "Wed 1 Jul 2026, 10:00 UTC"
     assert instant_text(ms("2026-07-01T10:00:00"), "Mars/Base") == "Wed 1 Jul 2026, 10:00 UTC"
     assert wall_text("2026-03-29T02:30") == "Sun 29 Mar 2026, 02:30"
-    assert time_labels.day_label(ms("2026-07-01T23:30:00"), "Asia/Tokyo") == "Thursday 2 July 2026"
+    assert day_label(ms("2026-07-01T23:30:00"), "Asia/Tokyo") == "Thursday 2 July 2026"
 
 
 def test_years_ahead_are_whole_years() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduling.domain import timezones
-from scheduling.domain.localtime import ResolvedTime, TimeRefusal, resolve_local_time
+from scheduling.domain import times
+from scheduling.domain.times import ResolvedTime, TimeRefusal, resolve_local_time
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,15 +28,15 @@ def test_the_os_zone_database_is_never_consulted(tmp_path: Path) -> None:
     (tmp_path / "Europe" / "Berlin").write_bytes(utc)
     zoneinfo.reset_tzpath([str(tmp_path)])
     zoneinfo.ZoneInfo.clear_cache()
-    timezones.get_zone.cache_clear()
+    times.get_zone.cache_clear()
     summer = datetime(2026, 7, 1)
     try:
         assert zoneinfo.ZoneInfo("Europe/Berlin").utcoffset(summer) == timedelta(0)
-        assert timezones.get_zone("Europe/Berlin").utcoffset(summer) == timedelta(hours=2)
+        assert times.get_zone("Europe/Berlin").utcoffset(summer) == timedelta(hours=2)
     finally:
         zoneinfo.reset_tzpath()
         zoneinfo.ZoneInfo.clear_cache()
-        timezones.get_zone.cache_clear()
+        times.get_zone.cache_clear()
 
 
 def test_tzdata_is_the_version_pyproject_pins() -> None:
@@ -45,7 +45,7 @@ def test_tzdata_is_the_version_pyproject_pins() -> None:
     from importlib.metadata import version
 
     assert version("tzdata") == pinned.group(1)
-    assert timezones.tzdata_version()
+    assert times.tzdata_version()
 
 
 @pytest.mark.parametrize("name", ["../etc/passwd", "/etc/localtime", "Europe/../UTC", ""])
@@ -89,7 +89,7 @@ def test_an_unknown_zone_is_said_back_with_up_to_three_close_names(typed: str, f
 
 
 def test_no_suggestion_for_utc_plus_is_a_posix_zone_of_the_other_sign() -> None:
-    assert not any(name.startswith("Etc/GMT+") for name in timezones.zone_suggestions("UTC+2"))
+    assert not any(name.startswith("Etc/GMT+") for name in times.zone_suggestions("UTC+2"))
 
 
 @pytest.mark.parametrize(
@@ -98,14 +98,14 @@ def test_no_suggestion_for_utc_plus_is_a_posix_zone_of_the_other_sign() -> None:
 )
 def test_a_zone_is_never_suggested_for_itself(typed: str, itself: str, other: str) -> None:
     """Issue 37: `zone_suggestions("Europe/Kiev")` offered Europe/Kiev first."""
-    suggested = timezones.zone_suggestions(typed)
+    suggested = times.zone_suggestions(typed)
     assert itself not in suggested
     assert suggested[0] == other
 
 
 def test_long_text_gets_no_suggestions_and_is_quoted_short() -> None:
     typed = "Europe/" + "x" * 10_000
-    assert timezones.zone_suggestions(typed) == ()
+    assert times.zone_suggestions(typed) == ()
     result = resolve(typed)
     assert not isinstance(result, ResolvedTime)
     assert len(result.message) < 300

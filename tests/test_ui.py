@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from scheduling.domain import associated_data
+from scheduling.domain.secrets import delegation
 from tests.support.app import ORIGIN, OTHER_TOKEN_KEY, FakeClock
 from tests.support.runtimes import Runtime
 from tests.support.world import Browser, World, schedules_on, session_csrf, words
@@ -51,7 +51,7 @@ async def test_launch_sets_a_host_cookie_and_stores_only_hashes_and_sealed_value
     assert (row["content_id"], row["person_id"]) == (runtime.content, "usr_editor")
     assert raw not in json.dumps(row)
     assert "dwd_" not in json.dumps(row)
-    context = associated_data.delegation(installation_id, id_hash)
+    context = delegation(installation_id, id_hash)
     assert (await runtime.unsealed(row["delegation_sealed"], context)).startswith("dwd_")
 
 

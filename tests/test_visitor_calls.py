@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fake_core.transport import MockTransport
-from scheduling.actions.throttled import ENDPOINT_CALLS
+from scheduling.actions.access import ENDPOINT_CALLS
 from scheduling.limits import VISITOR_CALLS_PER_INSTALLATION, VISITOR_CONNECTIONS
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.adapters import SystemClock, outbound_client

@@ -1,4 +1,4 @@
-"""The clocks' watchdog on known inputs (`runner/watchdog.py`): a cron tick over an in-memory
+"""The clocks' watchdog on known inputs (`runner/tick.py`): a cron tick over an in-memory
 D1 with rows written straight into it, installations' clocks that answer as the test says,
 and a fixed clock. Each decision at its edge: a clock told of what is due within the horizon
 on its millisecond, a lead before it; as many told as the subrequest budget leaves beside a
@@ -6,7 +6,7 @@ batch; a clock that moved counted, one unreachable logged, one refused by fetch'
 counted and ending the sends; what is overdue by the grace and not a millisecond less sent by
 the watchdog itself, and counted as caught.
 
-The mutation map points `runner/watchdog.py` here first (issue 40)."""
+The mutation map points `runner/tick.py` here first (issue 40)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,11 @@ import logging
 
 import pytest
 
-from scheduling.domain.wake_times import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS
+from scheduling.domain.schedules import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS
 from scheduling.ports import ClockUnavailable, LimitReached
+from scheduling.runner.engine import TickReport
 from scheduling.runner.invocation import Invocation
-from scheduling.runner.report import TickReport
-from scheduling.runner.tick import Tick
-from scheduling.runner.watchdog import Watchdog
+from scheduling.runner.tick import Tick, Watchdog
 from tests.support.unit_store import DUE, Store, store
 
 LEAD = 1_500  # CLOCK_LEAD_MS's default

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.domain.installation_token import TOKEN_UNREADABLE
 from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, SUCCESS_CODES, UNTRUSTED
+from scheduling.domain.secrets import TOKEN_UNREADABLE
 from scheduling.domain.wording import CODES, explain, explain_answer, support_detail
 
 UNKNOWN = explain("no_such_code")

@@ -89,12 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from scheduling.config import ConfigurationError
-    from scheduling.runtimes.cpython.server import (
-        StartupError,
-        configure_logging,
-        load_vars,
-        serve,
-    )
+    from scheduling.runtimes.cpython.server import StartupError, configure_logging, load_vars, serve
 
     configure_logging()
     try:

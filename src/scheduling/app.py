@@ -8,28 +8,30 @@ from collections.abc import Coroutine
 from typing import Any
 
 from scheduling.config import Misconfigured
-from scheduling.domain.refusals import Refusal, invalid_request
+from scheduling.domain.wording import Refusal, invalid_request
 from scheduling.http.html.render import refusal_page
 from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
 from scheduling.http.routing import Route, Router
-from scheduling.pages import (
-    cancel_page,
-    home,
-    installation,
-    release_page,
-    releases_room,
-    static,
-    ways_back,
+from scheduling.pages import agents, home, release
+from scheduling.pages.calendar import calendar, make_feed, revoke_feed
+from scheduling.pages.cancel import cancel_page, cancel_schedule
+from scheduling.pages.content import confirm_again, create_schedule, form_again, retry_schedule
+from scheduling.pages.manage import (
+    add_again,
+    add_endpoint,
+    confirm_delete,
+    confirm_rotate,
+    delete_endpoint,
+    dismiss_schedule,
+    enable_endpoint,
+    page_of,
+    replay_failures,
+    rotate_secret,
+    send_again,
+    send_test,
 )
-from scheduling.pages.activation import manifest_route
-from scheduling.pages.admin import operator_routes
-from scheduling.pages.agents import agents_page
-from scheduling.pages.calendar import calendar_page
-from scheduling.pages.content import content_page
-from scheduling.pages.manage import manage_page
-from scheduling.pages.notifications import notifications_routes
 from scheduling.runner.alarm import alarm
 from scheduling.runner.tick import Ticks
 from scheduling.services import Services, log
@@ -39,25 +41,25 @@ from scheduling.services import Services, log
 # the deletion, the agents' MCP endpoint) are imported by their own first request: out of the
 # Worker's startup, and never an editor's page. Every other route's modules are imported here.
 async def _activate(request: Request, services: Services) -> Response:
-    from scheduling.pages.activation.activate import activate
+    from scheduling.pages.activation import activate
 
     return await activate(request, services)
 
 
 async def _mint(request: Request, services: Services) -> Response:
-    from scheduling.pages.activation.activation_codes import mint
+    from scheduling.pages.activation import mint
 
     return await mint(request, services)
 
 
 async def _delete_data(request: Request, services: Services) -> Response:
-    from scheduling.pages.admin.delete_data import delete_data
+    from scheduling.pages.operator import delete_data
 
     return await delete_data(request, services)
 
 
 async def _operator_page(request: Request, services: Services) -> Response:
-    from scheduling.pages.admin.operator_page import operator
+    from scheduling.pages.operator import operator
 
     return await operator(request, services)
 
@@ -65,13 +67,13 @@ async def _operator_page(request: Request, services: Services) -> Response:
 async def _metrics(request: Request, services: Services) -> Response:
     # The agents' series name every MCP tool: the MCP package waits for the first scrape (or
     # the first agent call), out of the Worker's startup.
-    from scheduling.mcp.call_metrics import agent_call_families
+    from scheduling.mcp.tools import agent_call_families
 
-    return await operator_routes.metrics(request, services, more=agent_call_families)
+    return await home.metrics(request, services, more=agent_call_families)
 
 
 async def _calendar_feed(request: Request, services: Services) -> Response:
-    from scheduling.pages.calendar.calendar_feed import feed  # a calendar client's, now and then
+    from scheduling.pages.calendar_feed import feed  # a calendar client's, now and then
 
     return await feed(request, services)
 
@@ -84,145 +86,135 @@ async def _mcp(request: Request, services: Services) -> Response:
 
 ROUTES = [
     Route("GET", "/", home.home),
-    Route("GET", "/dee-wan/manifest.json", manifest_route.manifest),
+    Route("GET", "/dee-wan/manifest.json", home.manifest),
     Route("POST", "/dee-wan/activate", _activate),
     Route("POST", "/admin/activation-codes", _mint),
     Route("POST", "/admin/installations/{installation_id}/delete-data", _delete_data),
     Route("GET", "/admin", _operator_page),
-    Route("GET", "/admin/status", operator_routes.runner_status),
+    Route("GET", "/admin/status", home.runner_status),
     Route("GET", "/admin/metrics", _metrics),
-    Route("GET", "/healthz", operator_routes.healthz),
-    Route("GET", "/installations/{installation_id}", installation.installation_page),
+    Route("GET", "/healthz", home.healthz),
+    Route("GET", "/installations/{installation_id}", home.installation_page),
     Route(
         "POST",
         "/installations/{installation_id}/schedules",
-        content_page.create_schedule,
-        content_page.form_again,
+        create_schedule,
+        form_again,
     ),
-    # A reloaded or restored refused form: back to the page (issue 38), never a 405.
-    Route("GET", "/installations/{installation_id}/schedules", ways_back.to_page),
-    Route(
-        "GET", "/installations/{installation_id}/schedules/{schedule_id}/retry", ways_back.to_page
-    ),
-    Route(
-        "GET", "/installations/{installation_id}/schedules/{schedule_id}/dismiss", ways_back.to_page
-    ),
-    Route("GET", "/installations/{installation_id}/notifications", notifications_routes.page_of),
-    Route("GET", "/installations/{installation_id}/agents", agents_page.agents_room),
-    Route("GET", "/installations/{installation_id}/releases", releases_room.releases),
-    Route("GET", "/installations/{installation_id}/calendar", calendar_page.calendar),
-    Route("POST", "/installations/{installation_id}/calendar/feed", calendar_page.make_feed),
-    Route("GET", "/installations/{installation_id}/calendar/feed", ways_back.to_page),
-    Route(
-        "POST", "/installations/{installation_id}/calendar/feed/revoke", calendar_page.revoke_feed
-    ),
+    # A reloaded or restored refused form: back to the page, never a 405.
+    Route("GET", "/installations/{installation_id}/schedules", home.to_page),
+    Route("GET", "/installations/{installation_id}/schedules/{schedule_id}/retry", home.to_page),
+    Route("GET", "/installations/{installation_id}/schedules/{schedule_id}/dismiss", home.to_page),
+    Route("GET", "/installations/{installation_id}/notifications", page_of),
+    Route("GET", "/installations/{installation_id}/agents", agents.agents_room),
+    Route("GET", "/installations/{installation_id}/releases", release.releases_room),
+    Route("GET", "/installations/{installation_id}/calendar", calendar),
+    Route("POST", "/installations/{installation_id}/calendar/feed", make_feed),
+    Route("GET", "/installations/{installation_id}/calendar/feed", home.to_page),
+    Route("POST", "/installations/{installation_id}/calendar/feed/revoke", revoke_feed),
     Route("GET", "/calendar-feeds/{token}.ics", _calendar_feed),
     Route(
         "GET",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
-        cancel_page.cancel_page,
+        cancel_page,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/cancel",
-        cancel_page.cancel_schedule,
+        cancel_schedule,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/retry",
-        content_page.retry_schedule,
-        content_page.form_again,
+        retry_schedule,
+        form_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/dismiss",
-        manage_page.dismiss_schedule,
+        dismiss_schedule,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications",
-        notifications_routes.add_endpoint,
-        notifications_routes.add_again,
+        add_endpoint,
+        add_again,
     ),
     Route(
         "GET",
         "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
-        notifications_routes.confirm_rotate,
+        confirm_rotate,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
-        notifications_routes.rotate_secret,
+        rotate_secret,
     ),
     Route(
         "GET",
         "/installations/{installation_id}/notifications/{endpoint_id}/delete",
-        notifications_routes.confirm_delete,
+        confirm_delete,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/delete",
-        notifications_routes.delete_endpoint,
+        delete_endpoint,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/test",
-        notifications_routes.send_test,
+        send_test,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/deliveries/{delivery_id}/send-again",
-        notifications_routes.send_again,
+        send_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/replay",
-        notifications_routes.replay_failures,
+        replay_failures,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/notifications/{endpoint_id}/enable",
-        notifications_routes.enable_endpoint,
+        enable_endpoint,
     ),
-    Route("GET", "/static/app.css", static.stylesheet),
-    Route("POST", "/installations/{installation_id}/agent-keys", agents_page.mint),
-    Route(
-        "POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents_page.revoke
-    ),
+    Route("GET", "/static/app.css", home.stylesheet),
+    Route("POST", "/installations/{installation_id}/agent-keys", agents.mint),
+    Route("POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents.revoke),
     Route(
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/confirm",
-        agents_page.confirm_proposal,
-        content_page.confirm_again,
+        agents.confirm_proposal,
+        confirm_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/proposals/{proposal_id}/decline",
-        agents_page.decline_proposal,
+        agents.decline_proposal,
     ),
-    Route(
-        "GET", "/installations/{installation_id}/releases/{release_id}", release_page.release_page
-    ),
+    Route("GET", "/installations/{installation_id}/releases/{release_id}", release.release_page),
     Route(
         "POST",
         "/installations/{installation_id}/releases/{release_id}/{action}",
-        release_page.release_action,
-        release_page.again,
+        release.release_action,
+        release.again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/move",
-        release_page.move_schedule,
-        content_page.form_again,
+        release.move_schedule,
+        form_again,
     ),
     Route(
         "POST",
         "/installations/{installation_id}/schedules/{schedule_id}/send-now",
-        release_page.send_now,
-        content_page.form_again,
+        release.send_now,
+        form_again,
     ),
     Route("POST", "/mcp", _mcp),
-    Route("GET", "/favicon.ico", ways_back.favicon),
+    Route("GET", "/favicon.ico", home.favicon),
 ]
 
 # Dee Wan core and the operator read JSON; people read pages.

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
 
-from scheduling.domain.secret_strength import admin_secret_problem, token_key_problem
+from scheduling.domain.secrets import admin_secret_problem, token_key_problem
 from scheduling.limits import (
     D1_QUERIES,
     INVOCATION_LIMITS,

@@ -1,10 +1,11 @@
-"""The Dee Wan client: every call the plugin makes to core (protocol §4–§6).
+"""The Dee Wan client: every call the plugin makes to core (protocol §4–§6), and the plugin's
+half of the plugin contract.
 
-Building each request, the one timeout, reading the answer within a size
-limit, and checking it: §4–§5 answers are validated against the spec's shapes
-(anything else is `CoreError("untrusted_response")`, never data shown to a
-person); a §6 answer is classified into an `Outcome` by the Runner
-table. Nothing a core answers can make these functions raise anything else.
+Each request is built here, with the one timeout, and its answer read within a size limit
+and checked: §4–§5 answers against the protocol's shapes (anything else is
+`CoreError("untrusted_response")`), a §6 answer classified by the Runner table. Nothing core
+answers makes these functions raise anything else. `contract()` builds, from the code's own
+tables, what `contract/plugin-contract.json` holds for core's plugin-contract test.
 """
 
 from __future__ import annotations
@@ -14,28 +15,42 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from scheduling import safe_json
-from scheduling.domain.content import ContentRead
-from scheduling.domain.launch_grant import LaunchExchange
-from scheduling.domain.localtime import rfc3339
 from scheduling.domain.outcomes import (
+    BACKOFF_BASE_MS,
+    BACKOFF_CAP_MS,
+    JITTER,
     REFUSAL_CODES,
     RULES,
+    RUNNER_TABLE,
     SUCCESS_CODES,
     UNTRUSTED,
+    AnswerRule,
     Outcome,
     OutcomeKind,
     Retry,
     outcome_of,
+    parse_retry_after,
     rule_for,
 )
-from scheduling.domain.retry_after import parse_retry_after
-from scheduling.domain.schedule import Command
-from scheduling.domain.wire import WireModel
+from scheduling.domain.protocol import (
+    CAPABILITIES,
+    MANIFEST_VERSION,
+    PLUGIN_ID,
+    PLUGIN_NAME,
+    PLUGIN_VERSION,
+    PROTOCOL,
+    ContentRead,
+    LaunchExchange,
+    WireModel,
+)
+from scheduling.domain.schedules import Command
+from scheduling.domain.secrets import PROTOCOL_SECRETS, SHAPES
+from scheduling.domain.times import rfc3339
 from scheduling.domain.wording import explain
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import (
@@ -248,3 +263,51 @@ def _code_of(body: bytes) -> str | None:
         return None
     code = data.get("code") if isinstance(data, dict) else None
     return code if isinstance(code, str) and _CODE.fullmatch(code) else None
+
+
+# -- the plugin contract ---------------------------------------------------------------------------
+
+CONTRACT_VERSION = 1
+
+
+def plugin_contract() -> dict[str, Any]:
+    return {
+        "contract_version": CONTRACT_VERSION,
+        "plugin": {"id": PLUGIN_ID, "name": PLUGIN_NAME, "version": PLUGIN_VERSION},
+        "protocol": PROTOCOL,
+        "manifest_version": MANIFEST_VERSION,
+        "manifest_id": PLUGIN_ID,
+        "capabilities": list(CAPABILITIES),
+        # `length` counts the whole value, prefix included; the rest is base64url.
+        "secret_shapes": {
+            kind: {"prefix": SHAPES[kind].prefix, "length": SHAPES[kind].length}
+            for kind in PROTOCOL_SECRETS
+        },
+        "runner": {
+            "request_timeout_ms": REQUEST_TIMEOUT_MS,
+            "backoff": {
+                "base_ms": BACKOFF_BASE_MS,
+                "cap_ms": BACKOFF_CAP_MS,
+                "jitter": list(JITTER),
+            },
+            "table": [_row(rule) for rule in RUNNER_TABLE],
+        },
+    }
+
+
+def _row(rule: AnswerRule) -> dict[str, Any]:
+    """`codes` null: any code or none. `result_code` null: the code the answer carried."""
+    return {
+        "answer": rule.answer,
+        "status": list(rule.statuses),
+        "codes": None if rule.codes is None else list(rule.codes),
+        "plugin_result": str(rule.plugin_result),
+        "result_code": rule.result_code,
+        "code_when_missing": rule.code_when_missing,
+        "retry": str(rule.retry),
+    }
+
+
+def as_text(data: dict[str, Any]) -> str:
+    """The file's exact text: two-space indents, keys in the order above, a final newline."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -1,5 +1,5 @@
-"""How many failed attempts one client may make: launch exchanges (issue 17) and operator
-sign-ins (issue 26).
+"""How many failed attempts one client may make: launch exchanges and operator
+sign-ins.
 
 Anyone can send `GET /installations/:id?dee_wan_launch=dwl_…` with a made-up
 code, and each such request makes the plugin call Dee Wan with the

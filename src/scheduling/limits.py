@@ -1,25 +1,25 @@
 """Limits that several layers must agree on, kept in one place.
 
-The Dee Wan client obeys the request timeout, the wire models the largest
-integer D1 can store, and the runner store D1's bound-parameter limit;
-`config` checks the settings against all three (a lease must outlive a batch's
-timeouts, one batch must fit in a tick's D1 queries).
+The Dee Wan client obeys the request timeout, the wire models the largest integer D1 can
+store, and the runner's stores D1's bound-parameter limit; `config` checks the settings
+against all three. `INVOCATION_LIMITS` holds what one runner invocation may spend, one entry
+each: `config` reads and checks its variable, `Budget` (`runner/engine.py`) holds an
+allowance for it, the engine checks each batch against every entry (`Engine.allows`, from
+`Engine.spent`) and the Workers runtime knows the platform's refusal by its text. A new limit
+is an entry here and a row in docs/reference/configuration.md
+(`tests/test_invocation_limits.py` checks each end to end).
 
-`INVOCATION_LIMITS` holds what one runner invocation may spend, one entry each: `config`
-reads and checks its variable from it (default, how it must fit the other settings),
-`runner/budget.py` holds an allowance for it (lowered to what the platform refused at
-before), the engine checks each batch against every entry (`Engine.allows`, from what it
-has spent: `Engine.spent`), and `runtimes/workers/bindings.py` knows the platform's
-refusal by its text. A new limit is a new entry here and a row in
-docs/reference/configuration.md (`tests/test_invocation_limits.py` checks each entry end to
-end); only a limit on something the engine does not count yet also needs that count, one
-line in `Engine.spent`.
+A `CallLimit` bounds a call that costs someone else (a test event, a delivery sent again, a
+create): so many a minute for one key, and so many at once, counted in D1 so that it holds
+across isolates and processes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+# -- what config, client and stores agree on -------------------------------------------------------
 
 # Every call to Dee Wan gives up after this long, body included (protocol §6, the Runner table).
 REQUEST_TIMEOUT_MS = 10_000
@@ -58,7 +58,7 @@ DROP_ATTEMPTS = StatementShape(fixed=0, width=2)
 # The outbox (repository/outbox.py): events written with a settle or an unsent refusal, and
 # the deliveries' settle with its updates of the endpoints, by id.
 # An events row is a settled schedule's id and the JSON array of the events its settle raises
-# (its own, and a completion's stale notice of the other kind's schedule: issue 38), so a
+# (its own, and a completion's stale notice of the other kind's schedule), so a
 # batch's settle still costs one row per claim.
 EVENTS = StatementShape(fixed=2, width=2)
 SETTLE_DELIVERIES = StatementShape(fixed=2, width=8)
@@ -68,7 +68,7 @@ ENDPOINT_IDS = StatementShape(fixed=2, width=1)
 CLAIM_DELIVERIES_COST = 4
 LAST_SENT = StatementShape(fixed=0, width=2)
 # A tick's record: its history row, the running totals it adds to, the pruning of old rows
-# (repository/tick_history.py).
+# (repository/history.py).
 RECORD_STATEMENTS = 3
 
 
@@ -193,3 +193,47 @@ def refused_as(kind: str) -> InvocationLimit:
     """The invocation limit a platform refusal (`LimitReached.kind`) is of."""
     [limit] = [limit for limit in INVOCATION_LIMITS if limit.refused_as == kind]
     return limit
+
+
+# -- calls that cost someone else ------------------------------------------------------------------
+
+WINDOW_MS = 60_000
+
+
+@dataclass(frozen=True)
+class CallLimit:
+    """How many calls a minute, and at once, a caller may make."""
+
+    per_minute: int
+    at_once: int | None = None  # calls under way at once; None: no limit
+    # How long a call counts as under way unless it ends sooner (it outlives a runtime that
+    # died mid-call by no more than this).
+    hold_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call counted against a limit: when it started, until when it counts as busy."""
+
+    started_at: int
+    busy_until: int
+
+
+def wait_ms(limit: CallLimit, calls: Iterable[Call], now: int) -> int:
+    """0 when a new call may start at `now`, else how long until one may: until enough
+    calls have left the minute, and enough of those under way have ended."""
+    calls = list(calls)
+    waits = [0]
+    recent = sorted(call.started_at for call in calls if call.started_at > now - WINDOW_MS)
+    if len(recent) >= limit.per_minute:
+        waits.append(recent[len(recent) - limit.per_minute] + WINDOW_MS - now)
+    if limit.at_once is not None:
+        busy = sorted(call.busy_until for call in calls if call.busy_until > now)
+        if len(busy) >= limit.at_once:
+            waits.append(busy[len(busy) - limit.at_once] - now)
+    return max(waits)
+
+
+def retry_after_seconds(ms: int) -> int:
+    """A wait as `Retry-After` says it: whole seconds, rounded up, at least one."""
+    return max(1, -(-ms // 1000))

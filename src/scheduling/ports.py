@@ -1,15 +1,20 @@
-"""The ports through which the core talks to the world.
+"""The ports through which the core talks to the world, and what every layer shares.
 
-Each runtime (CPython, Workers) supplies one implementation of each. The core
-imports nothing else that does I/O.
+Each runtime (CPython, Workers) supplies one implementation of each port: a D1-shaped
+database, crypto, outbound HTTP, a clock, a rate limiter and the installations' alarm clocks.
+The core imports nothing else that does I/O. Beside them, calls admitted to at most
+`SEND_CONCURRENCY` connection slots (`gather_limited`: a request's timeout never runs while it
+waits for one), and the JSON log lines (`emit`: counts, ids and instants, never a secret).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 Row = dict[str, Any]
 
@@ -228,3 +233,39 @@ class RateLimiter(Protocol):
         key's window has passed. There is no way to ask without counting.
         """
         ...
+
+
+# -- connection slots ------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+async def gather_limited(limit: int, calls: Iterable[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run each call once a slot is free, at most `limit` at a time; results in call order."""
+    slots = asyncio.Semaphore(limit)
+
+    async def admitted(call: Callable[[], Awaitable[T]]) -> T:
+        async with slots:
+            return await call()
+
+    return list(await asyncio.gather(*(admitted(call) for call in calls)))
+
+
+# -- log lines -------------------------------------------------------------------------------------
+
+events = logging.getLogger("scheduling.events")
+
+
+def emit(event: str, **fields: Any) -> None:
+    events.info(json.dumps({"event": event, **fields}, separators=(",", ":")))
+
+
+def configure_events(stream: Any) -> None:
+    """Print event lines bare (no level or logger prefix) so each line parses as JSON."""
+    if events.handlers:
+        return
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
+    events.propagate = False

@@ -12,9 +12,8 @@ as the level of nesting of the pattern itself (`max_depth` levels).
 - Every quantifier is possessive (`*+`), so nothing is ever given back and
   re-read, and no alternative is tried after a failure: the match stops at
   the first bracket that opens deeper than `max_depth`, or that closes
-  nothing. (The scan this replaces found strings with a backtracking
-  pattern: a body of `"` and then `\\"` repeated made every quote scan to the
-  end, 18 s for 64 KB.)
+  nothing. (A backtracking pattern for strings would scan to the end from
+  every quote of a body of `"` and then `\\"` repeated: 18 s for 64 KB.)
 - `json.loads`, linear too, then reads only input whose nesting is within the
   limit.
 

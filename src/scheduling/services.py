@@ -14,14 +14,7 @@ from scheduling.failure_throttle import (
     FailureThrottle,
     MemoryRateLimiter,
 )
-from scheduling.ports import (
-    Clock,
-    Crypto,
-    Database,
-    HttpClient,
-    RateLimiter,
-    ScheduleClocks,
-)
+from scheduling.ports import Clock, Crypto, Database, HttpClient, RateLimiter, ScheduleClocks
 
 log = logging.getLogger("scheduling")
 

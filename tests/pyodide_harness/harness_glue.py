@@ -57,7 +57,7 @@ async def clock_tell(env: JsProxy, payload: str) -> None:
     something due, as a create does after its write (`actions.clock.tell_clock`)."""
     from workers import _EnvWrapper
 
-    from scheduling.actions.tell_clock import tell_clock
+    from scheduling.actions.releases import tell_clock
     from scheduling.runtimes.workers import isolate
 
     services = isolate.services_for(_EnvWrapper(env))

@@ -22,7 +22,7 @@ from scheduling.ports import (
     Statement,
     TransportError,
 )
-from scheduling.repository.lease_sql import DUE_SQL
+from scheduling.repository.leases import DUE_SQL
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, FakeClock, base_env
 from tests.support.world import MINUTE, World, bulk_due, tick_at

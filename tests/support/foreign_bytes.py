@@ -22,17 +22,13 @@ from scheduling import safe_json
 from scheduling.app import ROUTES
 from scheduling.config import Configuration
 from scheduling.dee_wan import ANSWER_LIMIT_BYTES, TRANSITION_ANSWER_LIMIT_BYTES, classify
-from scheduling.domain.base_url import base_url_problem
-from scheduling.domain.content import ContentRead
-from scheduling.domain.launch_grant import LaunchExchange
-from scheduling.domain.localtime import occurrences, resolve_local_time
-from scheduling.domain.retry_after import parse_retry_after
-from scheduling.domain.secret_shapes import basic_password, bearer_token, has_shape
-from scheduling.domain.timezones import known_zone
-from scheduling.http.guards import SESSION_COOKIE
-from scheduling.http.listing_query import view_query
-from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
-from scheduling.http.routing import Router
+from scheduling.domain.addresses import base_url_problem
+from scheduling.domain.outcomes import parse_retry_after
+from scheduling.domain.protocol import ContentRead, LaunchExchange
+from scheduling.domain.secrets import basic_password, bearer_token, has_shape
+from scheduling.domain.times import known_zone, occurrences, resolve_local_time
+from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, view_query
+from scheduling.http.routing import SESSION_COOKIE, Router
 from scheduling.ports import OutboundResponse
 from scheduling.runtimes.cpython.adapters import BodyDecoder
 from tests.support.app import base_env
@@ -301,7 +297,7 @@ def parsers() -> list[Parser]:
             JSON_TOKENS,
         ),
         Parser(
-            "`Retry-After` (`retry_after.parse_retry_after`)",
+            "`Retry-After` (`outcomes.parse_retry_after`)",
             64 * KIB,
             quietly(read_retry_after),
             date_value,
@@ -313,7 +309,7 @@ def parsers() -> list[Parser]:
             [b"0", b" ", b",", b"GMT", b"Wed", b"\xe9", b"-", b":"],
         ),
         Parser(
-            "a form body (`Request.form`, `urlencoded`)",
+            "a form body (`Request.form`, `parse_pairs`)",
             MAX_BODY_BYTES,
             quietly(read_form),
             form_body,
@@ -328,7 +324,7 @@ def parsers() -> list[Parser]:
             FORM_TOKENS,
         ),
         Parser(
-            "a query string (`Request.query`, `urlencoded`, the manage view's `view_query`)",
+            "a query string (`Request.query`, `parse_fields`, the manage view's `view_query`)",
             MAX_HEAD_BYTES,
             quietly(read_query),
             query_string,

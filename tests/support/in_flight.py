@@ -9,14 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fake_core.transport import Handler, answered
-from scheduling.ports import (
-    Database,
-    OutboundRequest,
-    OutboundResponse,
-    Result,
-    Row,
-    Statement,
-)
+from scheduling.ports import Database, OutboundRequest, OutboundResponse, Result, Row, Statement
 
 
 class InFlight:

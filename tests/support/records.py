@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from scheduling.domain.content import ContentRead
-from scheduling.domain.schedule import NewSchedule, Schedule
-from scheduling.domain.statuses import Status
+from scheduling.domain.outcomes import Status
+from scheduling.domain.protocol import ContentRead
+from scheduling.domain.schedules import NewSchedule, Schedule
 
 SCHEDULE = Schedule(
     id="sch_1", installation_id="ins_1", content_id="cnt_1", kind="publish",

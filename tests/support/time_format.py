@@ -1,6 +1,6 @@
 """The one way of writing time, checked on every page a test renders.
 
-Editors read instants in one format (`scheduling.domain.time_words.instant_text`), never
+Editors read instants in one format (`scheduling.domain.times.instant_text`), never
 `YYYY-MM-DDTHH:MM` nor `2026-12-01 00:40`. Machine values may carry those shapes only where
 no one reads them as text: an input's `value` (the `datetime-local` picker's format is the
 HTML standard's), `data-*` attributes and `<time datetime>` (RFC 3339).

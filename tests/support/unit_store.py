@@ -10,16 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fake_core.transport import MockTransport
-from scheduling.channels.webhook_signing import seal_secret
-from scheduling.domain.installation_token import seal_token
+from scheduling.channels.webhook import seal_secret
+from scheduling.domain.secrets import seal_token
 from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
 from scheduling.repository.leases import Leases
 from scheduling.repository.outbox import Outbox
 from scheduling.repository.round_trips import RoundTrips
-from scheduling.runner.budget import Budget
-from scheduling.runner.engine import Engine
-from scheduling.runner.report import TickReport
-from scheduling.runner.send_work import DueRows, SendWork
+from scheduling.runner.engine import Budget, Engine, TickReport
+from scheduling.runner.sends import DueRows, SendWork
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.services import Services
 from tests.support.app import FakeClock, base_env, make_app, memory_db

@@ -1,15 +1,7 @@
-"""Notification endpoints, managed from a manage launch: add one of any registered kind
-(`channels/kinds.py`), rotate its secret when its kind rotates, delete one, send it a test
-event; and what the manage page shows of them.
-
-A content launch may not see or change them (403 `manage_only`). A new or
-rotated secret, and a new URL that is its kind's secret, is
-shown once: the session's next manage page reveals it, and takes the reveal so
-no later page does. The plugin keeps it only sealed under TOKEN_KEY, bound to
-the installation and the endpoint; a URL that is a secret is shown afterwards only as its
-host and its last 4 characters.
-Rotating and deleting cannot be undone, so each is asked first, on a page that
-names the endpoint and what would be lost (`preview_endpoint`).
+"""Notification endpoints, from a manage launch only: add one of any registered kind, rotate
+its secret, delete it (each of those two asked first), send it a test event; send a failed
+delivery again, replay an endpoint's failures, enable a disabled one; and what the manage
+page shows of them. A new secret is shown once and kept only sealed.
 """
 
 from __future__ import annotations
@@ -17,20 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scheduling.actions.access import confirm_standing, open_access
-from scheduling.actions.throttled import endpoint_calls, limited
-from scheduling.actions.titles import Titles, read_titles
+from scheduling.actions.access import confirm_standing, endpoint_calls, limited, open_access
+from scheduling.actions.listing import Titles, read_titles
 from scheduling.channels import kinds
 from scheduling.channels.kinds import ChannelKind
-from scheduling.domain.call_limits import seconds
-from scheduling.domain.notification_events import EVENT_TYPES, MAX_ENDPOINTS
-from scheduling.domain.refusals import Refusal
-from scheduling.domain.secret_shapes import is_id
-from scheduling.domain.wording import explain
-from scheduling.repository import notification_endpoints, sessions
+from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, REPLAY_SINCE_HOURS
+from scheduling.domain.secrets import is_id
+from scheduling.domain.wording import Refusal, explain
+from scheduling.limits import retry_after_seconds
+from scheduling.repository import notification_endpoints, outbox
+from scheduling.repository.installations import Session, reveal_next, say_next, take_reveal
 from scheduling.repository.notification_endpoints import Endpoint
-from scheduling.repository.sessions import Session
+from scheduling.runner.deliveries import deliver_now
 from scheduling.services import Services, log
+
+# -- endpoints -------------------------------------------------------------------------------------
 
 # 22 base64url characters: 132 random bits.
 _ID_CHARS = 22
@@ -128,7 +121,7 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     )
     if not created:
         raise too_many  # another request took the last place meanwhile
-    await sessions.reveal_next(services.db, session.id_hash, endpoint_id)
+    await reveal_next(services.db, session.id_hash, endpoint_id)
     log.info("installation %s: notification endpoint %s added", installation_id, endpoint_id)
     return endpoint_id
 
@@ -167,7 +160,7 @@ async def rotate_secret(services: Services, session: Session, endpoint_id: str) 
         services.db, endpoint.installation_id, endpoint.id, sealed, now
     ):
         raise Refusal.explained(404, "endpoint_not_found")
-    await sessions.reveal_next(services.db, session.id_hash, endpoint.id)
+    await reveal_next(services.db, session.id_hash, endpoint.id)
     log.info("installation %s: endpoint %s secret rotated", endpoint.installation_id, endpoint.id)
 
 
@@ -176,7 +169,7 @@ async def delete_endpoint(services: Services, session: Session, endpoint_id: str
     endpoint = await endpoint_of(services, session, endpoint_id)
     if not await notification_endpoints.delete(services.db, endpoint.installation_id, endpoint.id):
         raise Refusal.explained(404, "endpoint_not_found")
-    await sessions.say_next(services.db, session.id_hash, deleted_words(endpoint))
+    await say_next(services.db, session.id_hash, deleted_words(endpoint))
     log.info("installation %s: endpoint %s deleted", endpoint.installation_id, endpoint.id)
 
 
@@ -213,7 +206,7 @@ async def send_test(services: Services, session: Session, endpoint_id: str) -> s
     """Deliver a `test` event now (one request, within this one, through the endpoint's kind's
     channel) and keep what came back with the endpoint: `200`, `410`, `timeout`, … . One at
     a time and five a minute per person, and a few at once per installation
-    (`throttled.endpoint_calls`); beyond that 429 `too_many_tests`, nothing sent."""
+    (`access.endpoint_calls`); beyond that 429 `too_many_tests`, nothing sent."""
     endpoint = await endpoint_of(services, session, endpoint_id)
     limits = endpoint_calls(session.installation_id, session.person_id)
     async with limited(services, limits, too_many(session)):
@@ -229,7 +222,7 @@ def too_many(
         return Refusal.too_many(
             code,
             explain(code),
-            seconds(wait_ms),
+            retry_after_seconds(wait_ms),
             title=title,
             then="send it again",
             resend=[("csrf_token", session.csrf_token), ("opened_for", session.opened_for)],
@@ -267,7 +260,7 @@ async def notifications_view(
     require_manage(session)
     endpoints = await notification_endpoints.list_for(services.db, session.installation_id)
     revealed = None
-    shown = await sessions.take_reveal(services.db, session) if reveal else None
+    shown = await take_reveal(services.db, session) if reveal else None
     for endpoint in endpoints:
         kind = kinds.kind_of(endpoint.kind)
         if endpoint.id == shown and kind is not None:
@@ -294,3 +287,62 @@ async def endpoint_of(services: Services, session: Session, endpoint_id: str) ->
 
 def _new_id(services: Services, prefix: str) -> str:
     return prefix + services.crypto.random_token()[:_ID_CHARS]
+
+
+# -- deliveries acted on ---------------------------------------------------------------------------
+
+HOUR_MS = 3_600_000
+
+
+async def send_again(
+    services: Services, session: Session, endpoint_id: str, delivery_id: str
+) -> None:
+    """The delivery (delivered or failed) is sent again now, with its id and body; its
+    retries start again from now should this attempt fail."""
+    endpoint = await endpoint_of(services, session, endpoint_id)
+    refusal = too_many(session, "too_many_sends_again", "Too many deliveries sent again")
+    limits = endpoint_calls(session.installation_id, session.person_id)
+    async with limited(services, limits, refusal):
+        now = services.clock.now_ms()
+        if not is_id(delivery_id) or not await outbox.send_again(
+            services.db, endpoint.installation_id, endpoint.id, delivery_id, now
+        ):
+            raise Refusal.explained(409, "not_sendable_again")
+        report = await deliver_now(services.for_visitors(), [delivery_id])
+    log.info(
+        "installation %s: delivery %s sent again (%d request)",
+        endpoint.installation_id,
+        delivery_id,
+        report.delivery_sends,
+    )
+
+
+async def replay_failures(
+    services: Services, session: Session, endpoint_id: str, since_hours: str
+) -> int:
+    """The endpoint's failed deliveries of the last `since_hours` hours (one of
+    `REPLAY_SINCE_HOURS`), sent again; how many."""
+    endpoint = await endpoint_of(services, session, endpoint_id)
+    if endpoint.disabled_at is not None:
+        raise Refusal.explained(409, "endpoint_disabled")
+    hours = next((h for h in REPLAY_SINCE_HOURS if str(h) == since_hours), None)
+    if hours is None:
+        raise Refusal.explained(422, "unknown_replay_window")
+    now = services.clock.now_ms()
+    ids = await outbox.replay_failures(
+        services.db, endpoint.installation_id, endpoint.id, now - hours * HOUR_MS, now
+    )
+    log.info(
+        "installation %s: endpoint %s: %d failed deliveries replayed",
+        endpoint.installation_id,
+        endpoint.id,
+        len(ids),
+    )
+    return len(ids)
+
+
+async def enable_endpoint(services: Services, session: Session, endpoint_id: str) -> None:
+    endpoint = await endpoint_of(services, session, endpoint_id)
+    if not await outbox.enable(services.db, endpoint.installation_id, endpoint.id):
+        raise Refusal.explained(409, "endpoint_not_disabled")
+    log.info("installation %s: endpoint %s enabled again", endpoint.installation_id, endpoint.id)

@@ -1,21 +1,107 @@
-"""The chat channel: a Slack-compatible incoming webhook (`POST {"text": …}`), which Slack,
-Google Chat, Mattermost, Rocket.Chat and Discord's `/slack` URL take. The URL is the secret:
-it is kept sealed and opened only to send. A chat endpoint's due deliveries make one message
-(`chat_lines.digest`), at most one a minute (its entry in `kinds.py`).
+"""The chat channel: a Slack-compatible incoming webhook (`POST {"text": …}`, which Slack,
+Google Chat, Mattermost, Rocket.Chat and Discord's `/slack` URL take), one line in plain
+words per schedule event, a digest of at most `MAX_LINES` a message.
+
+The URL is the secret: kept sealed, opened only to send. `&`, `<` and `>` are escaped as
+Slack asks, so a title can neither mention a channel nor forge a link.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import datetime
 
-from scheduling.channels import chat_lines, http_post
-from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain import associated_data, sealing
-from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
-from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.notification_events import page_url
+from scheduling.channels.port import Event, OpenTarget, post_attempt
+from scheduling.domain.notifications import (
+    COMPLETED,
+    PROPOSAL_CREATED,
+    REFUSED,
+    RELEASE_COMPLETED,
+    RELEASE_HELD,
+    RETRYING,
+    STALE,
+    AttemptResult,
+    page_url,
+)
+from scheduling.domain.records import ClaimedDelivery, DeliveryTarget
+from scheduling.domain.secrets import content_title, open_or_none
+from scheduling.domain.times import zoned_clock_text
 from scheduling.ports import Crypto
 from scheduling.services import Services
+
+# -- the lines -------------------------------------------------------------------------------------
+
+MAX_LINES = 10
+MAX_TITLE_CHARS = 120
+_VERBS = {
+    REFUSED: {"publish": "Could not publish", "unpublish": "Could not unpublish"},
+    COMPLETED: {"publish": "Published", "unpublish": "Unpublished"},
+    RETRYING: {"publish": "Will try again to publish", "unpublish": "Will try again to unpublish"},
+    STALE: {
+        "publish": "Out of date: the schedule to publish",
+        "unpublish": "Out of date: the schedule to unpublish",
+    },
+}
+TEST_TEXT = "A test message from Scheduling: this chat will hear of your schedules here."
+
+
+def escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def event_line(body: bytes, title: str | None) -> str:
+    """One schedule's line, from its event's JSON (`ScheduleEvent.body`): what it was to do,
+    which content (its title as scheduled, else its id) and version, when, and why it ended
+    so (a completed one needs no reason)."""
+    event = json.loads(body)
+    data = event["data"]
+    if event["type"] == PROPOSAL_CREATED:
+        return _proposal_line(data)
+    if event["type"] in (RELEASE_HELD, RELEASE_COMPLETED):  # its name, and its own sentence
+        return escape(" ".join(f"Release “{data['name']}”: {data['message']}".split()))
+    name = (title or "").strip() or str(data["content_id"])
+    if len(name) > MAX_TITLE_CHARS:
+        name = name[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    kind = str(data["kind"])
+    verb = _VERBS.get(event["type"], _VERBS[REFUSED]).get(kind, f"Could not {kind}")
+    due_at = int(datetime.fromisoformat(data["due_at"]).timestamp() * 1000)
+    when = zoned_clock_text(due_at, str(data["timezone"]))
+    said = f"{verb} “{name}” ({data['version_id']}) at {when}"
+    reason = str(data.get("message") or "")
+    said = f"{said}." if event["type"] == COMPLETED or not reason else f"{said}: {reason}"
+    return escape(" ".join(said.split()))
+
+
+def _proposal_line(data: dict[str, object]) -> str:
+    """`Release bot proposes to publish cnt_en at 09:00 CEST, for Ada: confirm or decline it on
+    the Scheduling page.` (no title: a proposal has read nothing from Dee Wan)."""
+    due_at = int(datetime.fromisoformat(str(data["due_at"])).timestamp() * 1000)
+    when = zoned_clock_text(due_at, str(data["timezone"]))
+    said = (
+        f"{data['proposed_by']} proposes to {data['kind']} {data['content_id']} at {when},"
+        f" for {data['for']}: confirm or decline it on the Scheduling page."
+    )
+    return escape(" ".join(said.split()))
+
+
+def digest(lines: Sequence[str], more: int, page_url: str) -> bytes:
+    """One message: its lines (at most `MAX_LINES`), then how many more, then the page."""
+    shown = [f"• {line}" for line in lines[:MAX_LINES]]
+    more += len(lines) - len(shown)
+    tail = f"and {more} more: {page_url}" if more else f"See them: {page_url}"
+    return _body("\n".join([*shown, tail]))
+
+
+def test_message(page_url: str) -> bytes:
+    return _body(f"{TEST_TEXT}\n{page_url}")
+
+
+def _body(text: str) -> bytes:
+    return json.dumps({"text": text}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+# -- the channel -----------------------------------------------------------------------------------
 
 HEADERS = {"content-type": "application/json"}
 
@@ -33,30 +119,25 @@ class SlackChat:
 
     async def event(self, target: DeliveryTarget, deliveries: Sequence[ClaimedDelivery]) -> Event:
         """The digest of `deliveries`, oldest first: a line for each of the first
-        `chat_lines.MAX_LINES` (its content's title opened), and how many more."""
-        lines = [
-            chat_lines.event_line(d.payload, await self._title(d))
-            for d in deliveries[: chat_lines.MAX_LINES]
-        ]
+        `MAX_LINES` (its content's title opened), and how many more."""
+        lines = [event_line(d.payload, await self._title(d)) for d in deliveries[:MAX_LINES]]
         more = len(deliveries) - len(lines)
-        return Event(deliveries[0].id, chat_lines.digest(lines, more, self._page(target)))
+        return Event(deliveries[0].id, digest(lines, more, self._page(target)))
 
     async def _title(self, delivery: ClaimedDelivery) -> str | None:
         """The title its schedule keeps sealed; None (its id is used) when there is none or
         TOKEN_KEY cannot open it."""
         if delivery.title_sealed is None:
             return None
-        context = associated_data.content_title(delivery.installation_id, delivery.schedule_id)
+        context = content_title(delivery.installation_id, delivery.schedule_id)
         what = f"schedule {delivery.schedule_id}: title"
-        return await sealing.open_or_none(
-            self.services.crypto, delivery.title_sealed, context, what
-        )
+        return await open_or_none(self.services.crypto, delivery.title_sealed, context, what)
 
     def test_event(self, target: DeliveryTarget, event_id: str, at: int) -> Event:
-        return Event(event_id, chat_lines.test_message(self._page(target)))
+        return Event(event_id, test_message(self._page(target)))
 
     async def deliver(self, target: OpenTarget, event: Event, now_ms: int) -> AttemptResult:
-        return await http_post.post(self.services.http, target.url, HEADERS, event.body, now_ms)
+        return await post_attempt(self.services.http, target.url, HEADERS, event.body, now_ms)
 
     def _page(self, target: DeliveryTarget) -> str:
         return page_url(self.public_origin, target.installation_id)
@@ -76,7 +157,7 @@ async def open_url(
 ) -> str | None:
     """The chat URL; None, logged (by its endpoint's id only), when TOKEN_KEY cannot open it."""
     context = url_context(installation_id, endpoint_id)
-    return await sealing.open_or_none(crypto, sealed, context, f"endpoint {endpoint_id}: chat URL")
+    return await open_or_none(crypto, sealed, context, f"endpoint {endpoint_id}: chat URL")
 
 
 def shown_url(url: str) -> str:

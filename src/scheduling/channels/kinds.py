@@ -13,13 +13,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from scheduling.channels import chat, chat_lines, webhook_signing
+from scheduling.channels import chat
 from scheduling.channels.port import Channel, OpenTarget
-from scheduling.channels.webhook import StandardWebhook
-from scheduling.domain.base_url import Environment
-from scheduling.domain.deliveries import Pacing
-from scheduling.domain.delivery_policy import MESSAGE_INTERVAL_MS
-from scheduling.domain.endpoint_url import endpoint_url_problem
+from scheduling.channels.webhook import StandardWebhook, new_secret, seal_secret
+from scheduling.domain.addresses import Environment, endpoint_url_problem
+from scheduling.domain.notifications import MESSAGE_INTERVAL_MS
+from scheduling.domain.records import Pacing
 from scheduling.ports import Crypto
 from scheduling.services import Services
 
@@ -65,8 +64,8 @@ class ChannelKind:
 async def _keep_signing_secret(
     crypto: Crypto, installation_id: str, endpoint_id: str, url: str
 ) -> Kept:
-    secret = webhook_signing.new_secret(crypto.random_token())
-    sealed = await webhook_signing.seal_secret(crypto, installation_id, endpoint_id, secret)
+    secret = new_secret(crypto.random_token())
+    sealed = await seal_secret(crypto, installation_id, endpoint_id, secret)
     return Kept(url, sealed)
 
 
@@ -96,10 +95,10 @@ CHAT = ChannelKind(
     revealed_name="Chat URL",
     digest=True,
     interval_ms=MESSAGE_INTERVAL_MS,
-    titled_lines=chat_lines.MAX_LINES,
+    titled_lines=chat.MAX_LINES,
     url_hint="For a chat, its incoming-webhook URL: it is kept sealed and shown once.",
     told="a chat message in plain words (at most one a minute, naming up to"
-    f" {chat_lines.MAX_LINES} schedules)",
+    f" {chat.MAX_LINES} schedules)",
 )
 
 # In the order the form offers them; the first is the default.

@@ -1,20 +1,22 @@
-"""The channel port: one attempt at telling one endpoint of one event.
+"""The channel port: one attempt at telling one endpoint of one event; and the one POST every
+channel makes, given 10 s from its connection slot, following no redirect, reading at most
+64 KiB and judged by the delivery table.
 
-The engine's delivery work opens each endpoint once per invocation (`open`: what it needs
-unsealed), makes each claimed message's event (`event`: one delivery's body, or a digest of
-an endpoint's) and hands it to `deliver`, within a connection slot. Nothing
-an endpoint answers, or fails to, makes `deliver` raise: one attempt, one `AttemptResult`.
-Only the platform's subrequest limit does (`LimitReached`), and then no request left.
+Nothing an endpoint answers, or fails to, makes `deliver` raise: one attempt, one
+`AttemptResult`. Only the platform's subrequest limit does (`LimitReached`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
-from scheduling.domain.delivery_policy import AttemptResult
+from scheduling.domain.notifications import MAX_ANSWER_BYTES, TIMEOUT_MS, AttemptResult, classify
+from scheduling.domain.records import ClaimedDelivery, DeliveryTarget
+from scheduling.ports import HttpClient, OutboundRequest, answer_to
+
+# -- the port --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -50,5 +52,25 @@ class Channel(Protocol):
         ...
 
     async def deliver(self, target: OpenTarget, event: Event, now_ms: int) -> AttemptResult:
-        """One attempt, its answer judged by the delivery table (`delivery_policy`)."""
+        """One attempt, its answer judged by the delivery table (`DELIVERY_TABLE`)."""
         ...
+
+
+# -- one POST --------------------------------------------------------------------------------------
+
+USER_AGENT = "Scheduling-Webhooks/1 (Dee Wan plugin)"
+
+
+async def post_attempt(
+    http: HttpClient, url: str, headers: Mapping[str, str], body: bytes, now_ms: int
+) -> AttemptResult:
+    request = OutboundRequest(
+        "POST",
+        url,
+        {**headers, "user-agent": USER_AGENT},
+        body,
+        TIMEOUT_MS / 1000,
+        MAX_ANSWER_BYTES,
+    )
+    answer = await answer_to(http, request, "notification send")
+    return classify(answer, now_ms=now_ms)

@@ -1,16 +1,93 @@
-"""The Standard Webhook channel: each attempt a POST of the event's JSON body, signed for this
-attempt with the endpoint's `whsec_` secret (`webhook_signing.py`)."""
+"""The Standard Webhook channel (standardwebhooks.com): each attempt a POST of the event's
+JSON body, with `webhook-id` (the same on every retry), `webhook-timestamp` and
+`webhook-signature`, an HMAC-SHA256 under the endpoint's `whsec_` secret through the crypto
+port.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import logging
 from collections.abc import Sequence
 
-from scheduling.channels import http_post, webhook_signing
-from scheduling.channels.port import Event, OpenTarget
-from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
-from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.notification_events import body_of_test_event
+from scheduling.channels.port import Event, OpenTarget, post_attempt
+from scheduling.domain.notifications import AttemptResult, body_of_test_event
+from scheduling.domain.records import ClaimedDelivery, DeliveryTarget
+from scheduling.domain.secrets import open_or_none, unb64url
+from scheduling.ports import Crypto
 from scheduling.services import Services
+
+# -- the secret and the signature ------------------------------------------------------------------
+
+log = logging.getLogger("scheduling")
+
+SECRET_PREFIX = "whsec_"
+KEY_BYTES = 32
+
+
+def new_secret(random_token: str) -> str:
+    """`random_token` is the crypto port's (32 random bytes, base64url): re-encoded as the
+    standard's base64."""
+    key = unb64url(random_token)
+    if len(key) != KEY_BYTES:
+        raise ValueError("a random token is 32 bytes")
+    return SECRET_PREFIX + base64.b64encode(key).decode("ascii")
+
+
+def secret_key(secret: str) -> bytes:
+    """The HMAC key a secret stands for; ValueError when it is not one of ours."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise ValueError("not a whsec_ secret")
+    try:
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
+    except binascii.Error:
+        raise ValueError("not base64") from None
+    if len(key) != KEY_BYTES:
+        raise ValueError("not 32 bytes")
+    return key
+
+
+async def signature(
+    crypto: Crypto, secret: str, message_id: str, timestamp_s: int, body: bytes
+) -> str:
+    signed = f"{message_id}.{timestamp_s}.".encode() + body
+    digest = await crypto.hmac_sha256(secret_key(secret), signed)
+    return "v1," + base64.b64encode(digest).decode("ascii")
+
+
+async def signed_headers(
+    crypto: Crypto, secret: str, message_id: str, now_ms: int, body: bytes
+) -> dict[str, str]:
+    """The headers of one attempt: its own timestamp, signed with the endpoint's secret."""
+    timestamp_s = now_ms // 1000
+    return {
+        "content-type": "application/json",
+        "webhook-id": message_id,
+        "webhook-timestamp": str(timestamp_s),
+        "webhook-signature": await signature(crypto, secret, message_id, timestamp_s, body),
+    }
+
+
+def secret_context(installation_id: str, endpoint_id: str) -> str:
+    """What a sealed signing secret is bound to: its installation and endpoint."""
+    return f"webhook-secret:{installation_id}:{endpoint_id}"
+
+
+async def seal_secret(crypto: Crypto, installation_id: str, endpoint_id: str, secret: str) -> str:
+    return await crypto.seal(secret, secret_context(installation_id, endpoint_id))
+
+
+async def open_secret(
+    crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
+) -> str | None:
+    """The raw secret; None, logged, when it does not open under the current TOKEN_KEY."""
+    context = secret_context(installation_id, endpoint_id)
+    what = f"endpoint {endpoint_id}: signing secret"
+    return await open_or_none(crypto, sealed, context, what)
+
+
+# -- the channel -----------------------------------------------------------------------------------
 
 
 class StandardWebhook:
@@ -27,7 +104,7 @@ class StandardWebhook:
         return Event(event_id, body)
 
     async def open(self, target: DeliveryTarget) -> OpenTarget | None:
-        secret = await webhook_signing.open_secret(
+        secret = await open_secret(
             self.services.crypto, target.installation_id, target.id, target.secret_sealed
         )
         if secret is None:
@@ -35,7 +112,7 @@ class StandardWebhook:
         return OpenTarget(target.id, target.installation_id, target.url, secret)
 
     async def deliver(self, target: OpenTarget, event: Event, now_ms: int) -> AttemptResult:
-        headers = await webhook_signing.signed_headers(
+        headers = await signed_headers(
             self.services.crypto, target.secret, event.id, now_ms, event.body
         )
-        return await http_post.post(self.services.http, target.url, headers, event.body, now_ms)
+        return await post_attempt(self.services.http, target.url, headers, event.body, now_ms)

@@ -1,14 +1,84 @@
-"""Plain-language wording for statuses and codes shown to editors.
+"""Plain words: a `Refusal`, the one way to say no, and the words for every status and code.
 
-Pages say the words first; a code is only a detail for support (`support_detail`),
-never the start of a sentence.
+Actions, guards and handlers raise a `Refusal`; `App.handle` renders it in one place (JSON on
+the protocol and operator routes, the error page on the browser routes). Pages say the words
+first; a code is only a detail for support (`support_detail`).
 """
 
 from __future__ import annotations
 
-from scheduling.domain.outcomes import EndedBy
-from scheduling.domain.statuses import Status
-from scheduling.domain.time_words import duration_words
+from collections.abc import Sequence
+
+from scheduling.domain.outcomes import EndedBy, Status
+from scheduling.domain.times import duration_words
+
+# -- refusals --------------------------------------------------------------------------------------
+
+
+class Refusal(Exception):
+    """`status` and `code` say what happened; `message` says it to a person.
+
+    `relaunch` adds the advice to open Scheduling again from Dee Wan (the
+    session or the launch can no longer be used). `title` replaces the page
+    heading chosen from the status, and `headers` go on the response as they
+    are (`WWW-Authenticate`, `Allow`). `resend` keeps a refused form: its fields,
+    which the page posts again, as they were, with one button (a form refused for
+    now, such as one sent too often).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str = "",
+        *,
+        relaunch: bool = False,
+        title: str | None = None,
+        headers: Sequence[tuple[str, str]] = (),
+        resend: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(code)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.relaunch = relaunch
+        self.title = title
+        self.headers = tuple(headers)
+        self.resend = tuple(resend)
+
+    @classmethod
+    def too_many(
+        cls,
+        code: str,
+        why: str,
+        wait_s: int,
+        *,
+        title: str,
+        then: str = "try again",
+        resend: Sequence[tuple[str, str]] = (),
+    ) -> Refusal:
+        """429: `why`, how long to wait in words and in `Retry-After` (seconds)."""
+        return cls(
+            429,
+            code,
+            f"{why} Wait {wait_s} second{'s' if wait_s != 1 else ''}, then {then}.",
+            title=title,
+            headers=[("retry-after", str(wait_s))],
+            resend=resend,
+        )
+
+    @classmethod
+    def explained(cls, status: int, code: str, *, relaunch: bool = False) -> Refusal:
+        """A refusal whose message is the code's plain words (`explain`)."""
+        return cls(status, code, explain(code), relaunch=relaunch)
+
+
+def invalid_request(message: str) -> Refusal:
+    """A request whose bytes are not what the route takes: 400 `invalid_request`."""
+    return Refusal(400, "invalid_request", message)
+
+
+# -- words for statuses and codes ------------------------------------------------------------------
 
 STATUS: dict[Status, str] = {
     Status.PENDING: "Waiting for its time",

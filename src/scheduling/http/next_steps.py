@@ -5,7 +5,7 @@ leads back to the page it came from (posting it again is not safe to offer). Whe
 installation is known, the page links back to its Dee Wan: the browser must hold a session
 of that installation (live or ended), so an error page never tells a stranger which Dee
 Wan an installation id belongs to; a stranger is led to what Scheduling is and how it is
-opened instead (issue 38).
+opened instead.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from scheduling.domain.refusals import Refusal
-from scheduling.domain.secret_shapes import ID_PATTERN, has_shape
-from scheduling.http.guards import SESSION_COOKIE, TAB
+from scheduling.domain.secrets import ID_PATTERN, has_shape
+from scheduling.domain.wording import Refusal
 from scheduling.http.requests import Request
-from scheduling.repository import installations, sessions
+from scheduling.http.routing import SESSION_COOKIE, TAB
+from scheduling.repository import installations
 from scheduling.services import Services, log
 
 # The pages people open from Dee Wan, under an installation id of the right shape.
@@ -101,7 +101,7 @@ async def _dee_wan_of(request: Request, services: Services, installation_id: str
     if raw is None or not has_shape("session_id", raw):
         return None
     id_hash = await services.crypto.sha256_hex(raw)
-    if await sessions.installation_of(services.db, id_hash) != installation_id:
+    if await installations.installation_of(services.db, id_hash) != installation_id:
         return None
     installation = await installations.get(services.db, installation_id)
     return installation.base_url if installation is not None else None

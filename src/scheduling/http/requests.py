@@ -1,21 +1,98 @@
-"""The incoming request as the core sees it, whichever runtime received it.
+"""The incoming request as the core sees it, whichever runtime received it, and the readers of
+what it carries: form and query fields, JSON bodies, and a listing's own query (`show`,
+`page`, `zone`).
 
-Every byte here comes from a stranger, so each reader is bounded and refuses
-with 400 `invalid_request` rather than raising something else.
+Every byte comes from a stranger: each reader is bounded and refuses with 400
+`invalid_request`, never anything else.
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ValidationError
+
 from scheduling import safe_json
-from scheduling.domain.refusals import invalid_request
-from scheduling.http import urlencoded
+from scheduling.domain.outcomes import GROUPS
+from scheduling.domain.times import canonical_zone
+from scheduling.domain.wording import invalid_request
+from scheduling.safe_json import UnsafeJson
+
+# -- form and query fields -------------------------------------------------------------------------
+
+# A `%` that starts an escape, and one that does not (it stays a `%`).
+_ESCAPE = re.compile(rb"%(?=[0-9A-Fa-f]{2})")
+_NOT_AN_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+class TooManyFields(ValueError):
+    pass
+
+
+def parse_fields(text: str, *, max_fields: int) -> dict[str, str]:
+    """Each field's first value, decoded; raises TooManyFields past `max_fields`."""
+    fields: dict[str, str] = {}
+    for name, value in parse_pairs(text, max_fields=max_fields):
+        fields.setdefault(name, value)
+    return fields
+
+
+def parse_pairs(text: str, *, max_fields: int) -> list[tuple[str, str]]:
+    """Every field in order, repeats kept (checkboxes of one name), decoded."""
+    if text.count("&") + 1 > max_fields:
+        raise TooManyFields(f"more than {max_fields} fields")
+    pairs: list[tuple[str, str]] = []
+    for part in text.split("&"):
+        if part:
+            name, _, value = part.partition("=")
+            pairs.append((unquote_plus(name), unquote_plus(value)))
+    return pairs
+
+
+def unquote_plus(text: str) -> str:
+    """`urllib.parse.unquote_plus`, in C passes."""
+    text = text.replace("+", " ")
+    if "%" not in text:
+        return text
+    raw = text.encode("utf-8", "surrogatepass").replace(b"\\", b"\\\\")
+    # When every `%` starts an escape, a plain replace does it.
+    raw = _ESCAPE.sub(b"\\\\x", raw) if _NOT_AN_ESCAPE.search(raw) else raw.replace(b"%", b"\\x")
+    return codecs.escape_decode(raw)[0].decode("utf-8", "replace")
+
+
+# -- JSON bodies -----------------------------------------------------------------------------------
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def json_object(request: Request, *, empty_is: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The body as a JSON object; too large, too deep or not JSON is 400 `invalid_request`."""
+    if not request.body.strip() and empty_is is not None:
+        return dict(empty_is)
+    try:
+        data = request.json()
+    except UnsafeJson as exc:
+        raise invalid_request(f"body is {exc}") from None
+    if not isinstance(data, dict):
+        raise invalid_request("body must be a JSON object")
+    return data
+
+
+def parse_model(model: type[Model], data: dict[str, Any]) -> Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        # Field errors would echo input back; the shape is in the protocol spec.
+        raise invalid_request("body does not have the expected shape") from None
+
+
+# -- the request -----------------------------------------------------------------------------------
 
 # The largest body any route takes. An activation body is under 1 KiB and a
 # schedule form under 200 bytes; 64 KiB leaves room and bounds the parsing.
@@ -96,8 +173,8 @@ class Request:
     def query(self) -> dict[str, str]:
         """First value of each query parameter (parsed once: handlers read it several times)."""
         try:
-            return urlencoded.parse(urlsplit(self.url).query, max_fields=MAX_QUERY_FIELDS)
-        except urlencoded.TooManyFields:
+            return parse_fields(urlsplit(self.url).query, max_fields=MAX_QUERY_FIELDS)
+        except TooManyFields:
             raise invalid_request(f"The query has more than {MAX_QUERY_FIELDS} fields.") from None
 
     def cookie(self, name: str) -> str | None:
@@ -120,8 +197,8 @@ class Request:
         except UnicodeDecodeError:
             raise invalid_request("The form is not UTF-8.") from None
         try:
-            pairs = urlencoded.parse_pairs(text, max_fields=MAX_FORM_FIELDS)
-        except urlencoded.TooManyFields:
+            pairs = parse_pairs(text, max_fields=MAX_FORM_FIELDS)
+        except TooManyFields:
             raise invalid_request(f"The form has more than {MAX_FORM_FIELDS} fields.") from None
         fields: dict[str, list[str]] = {}
         for name, value in pairs:
@@ -131,3 +208,43 @@ class Request:
     def json(self) -> Any:
         """The body as JSON, bounded in size and depth; raises `safe_json.UnsafeJson` (a ValueError)."""
         return safe_json.loads(self.body, max_bytes=MAX_BODY_BYTES)
+
+
+# -- a listing's query -----------------------------------------------------------------------------
+
+SHOWS = ("all", *GROUPS)
+MAX_PAGE = 100_000
+
+
+def view_query(query: Mapping[str, str]) -> dict[str, str]:
+    """The view's own parameters from a query or a form, each checked; the rest dropped."""
+    chosen: dict[str, str] = {}
+    if query.get("show") in SHOWS:
+        chosen["show"] = query["show"]
+    number = ascii_int(query.get("page"), max_digits=len(str(MAX_PAGE)))
+    if number is not None and 1 <= number <= MAX_PAGE:
+        chosen["page"] = str(number)
+    zone = canonical_zone(query.get("zone", ""))
+    if zone is not None:
+        chosen["zone"] = zone
+    return chosen
+
+
+def ignored(query: Mapping[str, str]) -> dict[str, str]:
+    """The view's own parameters that were given but could not be used, as given: the page
+    says so rather than change the view silently."""
+    chosen = view_query(query)
+    return {
+        name: query[name]
+        for name in ("show", "page", "zone")
+        if query.get(name, "").strip() and name not in chosen
+    }
+
+
+def page_number(query: Mapping[str, str]) -> int:
+    return int(view_query(query).get("page", "1"))
+
+
+def back_query(fields: Mapping[str, str]) -> list[tuple[str, str]]:
+    """After a cancel, back to the same page, filter and zone."""
+    return list(view_query(fields).items())

@@ -1,10 +1,18 @@
-"""Responses the core returns; each runtime turns them into its own type."""
+"""The responses the core returns, each runtime turning them into its own type; and the
+Prometheus text exposition format, the body of /admin/metrics.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from scheduling.operator.metrics import Family, Sample
+
+# -- responses -------------------------------------------------------------------------------------
 
 # Applied to every response; pages add their CSP on top.
 BASE_HEADERS = (
@@ -84,3 +92,47 @@ def html_response(html: str, status: int = 200) -> Response:
 
 def redirect(location: str, status: int = 303) -> Response:
     return Response(status, b"", [("location", location)])
+
+
+# -- Prometheus exposition -------------------------------------------------------------------------
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def exposition(families: Iterable[Family]) -> Response:
+    body = "".join(_family(family) for family in families)
+    return Response(200, body.encode("utf-8"), [("content-type", CONTENT_TYPE)])
+
+
+def _family(family: Family) -> str:
+    # A counter's TYPE line names its samples, `…_total`, as the 0.0.4 format does.
+    typed = family.name + ("_total" if family.kind == "counter" else "")
+    lines = [
+        f"# HELP {typed} {_escape_help(family.help)}",
+        f"# TYPE {typed} {family.kind}",
+        *(_sample(family.name, sample) for sample in family.samples),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _sample(name: str, sample: Sample) -> str:
+    labels = ",".join(f'{key}="{_escape_label(value)}"' for key, value in sample.labels)
+    return f"{name}{sample.suffix}{'{' + labels + '}' if labels else ''} {_number(sample.value)}"
+
+
+def _number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if float(value).is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(float(value))
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _escape_label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

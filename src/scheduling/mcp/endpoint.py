@@ -1,37 +1,161 @@
-"""`POST /mcp`: who asks (an agent key), whether they may now (its origin, its body, its calls
-a minute), which revision they speak, and the answer, in JSON.
+"""`POST /mcp`: the Model Context Protocol as this endpoint speaks it, JSON-RPC 2.0 answered in
+JSON, never a stream.
 
-Every refusal is a JSON-RPC error with the HTTP status the transport asks for: 401 for a key
-that is missing, unknown, expired or revoked (at once: each request looks the key up), 403
-for a foreign Origin, 413 for a body past the limit, 429 past the key's calls a minute, 400
-for what is not a message of ours. A tool's own refusal is a tool error (`isError`) in the
-words and with the code the pages use. Neither the key nor a proposal's note is logged.
+Who asks (an agent key), whether they may now (its origin, its body, its calls a minute),
+which revision (the stateless 2026-07-28, or 2025-11-25 with its `initialize`), and the
+answer. Every refusal is a JSON-RPC error with the HTTP status the transport asks for; a
+tool's own refusal is a tool error in the pages' words. Neither the key nor a proposal's note
+is logged.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from scheduling import safe_json
-from scheduling.actions.agent_access import key_for
-from scheduling.actions.agents_propose import TimeRefused
-from scheduling.actions.throttled import limited
-from scheduling.domain.call_limits import CallLimit, seconds
-from scheduling.domain.refusals import Refusal
-from scheduling.domain.secret_shapes import bearer_token
+from scheduling.actions.access import limited
+from scheduling.actions.agents import TimeRefused, key_for
+from scheduling.domain.secrets import bearer_token
+from scheduling.domain.wording import Refusal
 from scheduling.failure_throttle import client_key
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
-from scheduling.mcp import protocol
-from scheduling.mcp.protocol import Message, ProtocolError
+from scheduling.limits import CallLimit, retry_after_seconds
 from scheduling.mcp.tools import TOOLS
-from scheduling.repository import agent_calls
-from scheduling.repository.agent_keys import AgentKey
+from scheduling.repository.agents import count_agent_call
+from scheduling.repository.installations import AgentKey
 from scheduling.services import Services, log
+
+# -- JSON-RPC and the revisions --------------------------------------------------------------------
+
+STATELESS = "2026-07-28"
+STATELESS_VERSIONS = (STATELESS,)
+HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+# A request without `MCP-Protocol-Version` after the handshake is read as this (the spec's rule).
+ASSUMED_VERSION = "2025-03-26"
+SUPPORTED_VERSIONS = (*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS)
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT = "io.modelcontextprotocol/clientInfo"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER = "io.modelcontextprotocol/serverInfo"
+
+# The methods each revision has (2026-07-28 has no `initialize` or `ping`, the handshake's
+# revisions no `server/discover`); a notification is accepted and left unanswered.
+STATELESS_METHODS = frozenset({"server/discover", "tools/list", "tools/call"})
+HANDSHAKE_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+# How long a client may keep the stateless revision's cacheable answers: within one key only,
+# as they are answered only to a key, and a few minutes, so a deploy's new tools reach it soon.
+CACHE_HINTS = frozenset({"server/discover", "tools/list"})
+CACHE = {"ttlMs": 300_000, "cacheScope": "private"}
+
+# JSON-RPC's codes, and the protocol's own.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+NOT_AUTHORIZED = -32001
+HEADER_MISMATCH = -32020
+UNSUPPORTED_VERSION = -32022
+
+SERVER_INFO = {"name": "scheduling", "title": "Scheduling for Dee Wan", "version": "0.1.0"}
+CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
+INSTRUCTIONS = (
+    "Scheduling publishes and unpublishes Dee Wan content at a time. Read with list_schedules,"
+    " get_schedule and agenda; propose with propose_schedule. A proposal becomes a schedule"
+    " only when a person confirms it on their page: an agent never publishes or pins."
+)
+
+
+# Each error's code in words, as the pages' refusals have one (`error.data.code`).
+REASONS = {
+    PARSE_ERROR: "invalid_json",
+    INVALID_REQUEST: "invalid_request",
+    METHOD_NOT_FOUND: "unknown_method",
+    INVALID_PARAMS: "invalid_params",
+    HEADER_MISMATCH: "header_mismatch",
+    UNSUPPORTED_VERSION: "unsupported_protocol_version",
+    NOT_AUTHORIZED: "unauthorized",
+}
+
+
+class ProtocolError(Exception):
+    """A message this endpoint cannot take: a JSON-RPC error, the HTTP status it goes with, and
+    its code in words (`reason`, the JSON-RPC code's own unless given)."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        status: int = 400,
+        data: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.data = {"code": reason or REASONS[code], **(data or {})}
+
+
+@dataclass(frozen=True)
+class Message:
+    method: str
+    id: str | int | None  # None: a notification
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta = self.params.get("_meta")
+        return meta if isinstance(meta, dict) else {}
+
+
+def message(data: object) -> Message:
+    """One JSON-RPC request or notification; a batch or anything else is refused."""
+    if isinstance(data, list):
+        raise ProtocolError(INVALID_REQUEST, "Send one JSON-RPC message per request, not a batch.")
+    if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+        raise ProtocolError(INVALID_REQUEST, "This is not a JSON-RPC 2.0 message.")
+    method, params = data.get("method"), data.get("params", {})
+    ident = data.get("id")
+    if "id" in data and (isinstance(ident, bool) or not isinstance(ident, str | int)):
+        raise ProtocolError(INVALID_REQUEST, "A request's id is a string or a number.")
+    if not isinstance(method, str) or not isinstance(params, dict):
+        raise ProtocolError(INVALID_REQUEST, "A request names its method and sends its params.")
+    return Message(method, ident, params)
+
+
+def result(ident: str | int | None, value: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "result": value}
+
+
+def error(ident: str | int | None, problem: ProtocolError) -> dict[str, Any]:
+    body = {"code": problem.code, "message": problem.message, "data": problem.data}
+    return {"jsonrpc": "2.0", "id": ident, "error": body}
+
+
+def complete(method: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """A result as the stateless revision has it."""
+    meta = {**answer.get("_meta", {}), META_SERVER: SERVER_INFO}
+    hints = CACHE if method in CACHE_HINTS else {}
+    return {**answer, **hints, "resultType": "complete", "_meta": meta}
+
+
+def unsupported(version: str) -> ProtocolError:
+    return ProtocolError(
+        UNSUPPORTED_VERSION,
+        f"This server does not speak MCP revision {version[:20]!r}.",
+        data={"supported": list(SUPPORTED_VERSIONS), "requested": version[:64]},
+    )
+
+
+# -- the endpoint ----------------------------------------------------------------------------------
 
 MAX_BODY_BYTES = 16 * 1024  # a tool call is a few hundred bytes
 MAX_DEPTH = 8  # `params.arguments` and one level in them is all a call needs
@@ -45,7 +169,7 @@ async def mcp(request: Request, services: Services) -> Response:
         _check_origin(request, services)
         if len(request.body) > MAX_BODY_BYTES:
             raise ProtocolError(
-                protocol.INVALID_REQUEST,
+                INVALID_REQUEST,
                 f"The body is over {MAX_BODY_BYTES} bytes.",
                 status=413,
                 reason="body_too_large",
@@ -53,7 +177,7 @@ async def mcp(request: Request, services: Services) -> Response:
         key = await _key(request, services)
         if key is None:
             raise ProtocolError(
-                protocol.NOT_AUTHORIZED,
+                NOT_AUTHORIZED,
                 "This needs a live agent key (Authorization: Bearer dwk_…): it is missing,"
                 " expired or revoked, or its person has not opened Scheduling from Dee Wan"
                 " where it was minted in the last day (a key works only while they do)."
@@ -65,20 +189,20 @@ async def mcp(request: Request, services: Services) -> Response:
             ident = found.id
             answer = await _answer(request, services, key, found)
     except ProtocolError as problem:
-        response = json_response(protocol.error(ident, problem), problem.status)
+        response = json_response(error(ident, problem), problem.status)
         if problem.status == 401:
             response.headers.append(AUTHENTICATE)
         return response
     except Refusal as refusal:  # the key's calls a minute
         limit = ProtocolError(
-            protocol.INVALID_REQUEST, refusal.message, status=refusal.status, reason=refusal.code
+            INVALID_REQUEST, refusal.message, status=refusal.status, reason=refusal.code
         )
-        response = json_response(protocol.error(ident, limit), refusal.status)
+        response = json_response(error(ident, limit), refusal.status)
         response.headers.extend(refusal.headers)
         return response
     if answer is None:  # a notification: accepted, nothing to say
         return Response(202)
-    return json_response(protocol.result(ident, answer))
+    return json_response(result(ident, answer))
 
 
 async def _key(request: Request, services: Services) -> AgentKey | None:
@@ -103,7 +227,7 @@ def _too_many(wait_ms: int) -> Refusal:
     return Refusal.too_many(
         "too_many_agent_calls",
         f"An agent key makes at most {CALLS.per_minute} requests a minute.",
-        seconds(wait_ms),
+        retry_after_seconds(wait_ms),
         title="Too many requests",
     )
 
@@ -114,7 +238,7 @@ def _check_origin(request: Request, services: Services) -> None:
     origin = request.headers.get("origin")
     if origin is not None and origin != services.config.public_origin:
         raise ProtocolError(
-            protocol.INVALID_REQUEST,
+            INVALID_REQUEST,
             "Requests from this origin are not accepted.",
             status=403,
             reason="cross_site_request",
@@ -126,9 +250,9 @@ def _parse(body: bytes) -> Message:
         data = safe_json.loads(body, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
     except safe_json.UnsafeJson:
         raise ProtocolError(
-            protocol.PARSE_ERROR, f"The body is not JSON of at most {MAX_DEPTH} levels."
+            PARSE_ERROR, f"The body is not JSON of at most {MAX_DEPTH} levels."
         ) from None
-    return protocol.message(data)
+    return message(data)
 
 
 async def _answer(
@@ -136,49 +260,47 @@ async def _answer(
 ) -> dict[str, Any] | None:
     if found.id is None:  # a notification, of either revision: accepted, nothing to say
         return None
-    if protocol.META_VERSION in found.meta:
+    if META_VERSION in found.meta:
         _check_stateless(request, found)
-        answer = await _method(services, key, found, protocol.STATELESS_METHODS)
-        return protocol.complete(found.method, answer)
+        answer = await _method(services, key, found, STATELESS_METHODS)
+        return complete(found.method, answer)
     if found.method == "initialize":
         return _initialize(found)
     _check_handshake_version(request)
-    return await _method(services, key, found, protocol.HANDSHAKE_METHODS)
+    return await _method(services, key, found, HANDSHAKE_METHODS)
 
 
 def _check_stateless(request: Request, found: Message) -> None:
     """The stateless revision's rules, in its order: the client's capabilities in `_meta`,
     the headers saying what the body says, then a revision this server speaks."""
-    if not isinstance(found.meta.get(protocol.META_CAPABILITIES), dict):
-        raise ProtocolError(protocol.INVALID_PARAMS, "_meta lacks the client's capabilities.")
-    said = {"mcp-protocol-version": found.meta[protocol.META_VERSION], "mcp-method": found.method}
+    if not isinstance(found.meta.get(META_CAPABILITIES), dict):
+        raise ProtocolError(INVALID_PARAMS, "_meta lacks the client's capabilities.")
+    said = {"mcp-protocol-version": found.meta[META_VERSION], "mcp-method": found.method}
     if found.method == "tools/call" and found.params.get("name") is not None:
         said["mcp-name"] = found.params["name"]
     for header, body in said.items():
         sent = request.headers.get(header)
         if sent is None or sent != body:
-            raise ProtocolError(
-                protocol.HEADER_MISMATCH, f"The {header} header differs from the body."
-            )
+            raise ProtocolError(HEADER_MISMATCH, f"The {header} header differs from the body.")
     version = said["mcp-protocol-version"]
-    if version not in protocol.STATELESS_VERSIONS:
-        raise protocol.unsupported(version)
+    if version not in STATELESS_VERSIONS:
+        raise unsupported(version)
 
 
 def _check_handshake_version(request: Request) -> None:
-    version = request.headers.get("mcp-protocol-version", protocol.ASSUMED_VERSION)
-    if version not in protocol.HANDSHAKE_VERSIONS:
-        raise protocol.unsupported(version)
+    version = request.headers.get("mcp-protocol-version", ASSUMED_VERSION)
+    if version not in HANDSHAKE_VERSIONS:
+        raise unsupported(version)
 
 
 def _initialize(found: Message) -> dict[str, Any]:
     asked = found.params.get("protocolVersion")
-    version = asked if asked in protocol.HANDSHAKE_VERSIONS else protocol.HANDSHAKE_VERSIONS[0]
+    version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[0]
     return {
         "protocolVersion": version,
-        "capabilities": protocol.CAPABILITIES,
-        "serverInfo": protocol.SERVER_INFO,
-        "instructions": protocol.INSTRUCTIONS,
+        "capabilities": CAPABILITIES,
+        "serverInfo": SERVER_INFO,
+        "instructions": INSTRUCTIONS,
     }
 
 
@@ -186,14 +308,12 @@ async def _method(
     services: Services, key: AgentKey, found: Message, methods: frozenset[str]
 ) -> dict[str, Any]:
     if found.method not in methods:
-        raise ProtocolError(
-            protocol.METHOD_NOT_FOUND, "This server has no such method.", status=404
-        )
+        raise ProtocolError(METHOD_NOT_FOUND, "This server has no such method.", status=404)
     if found.method == "server/discover":
         return {
-            "supportedVersions": list(protocol.SUPPORTED_VERSIONS),
-            "capabilities": protocol.CAPABILITIES,
-            "instructions": protocol.INSTRUCTIONS,
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": CAPABILITIES,
+            "instructions": INSTRUCTIONS,
         }
     if found.method == "tools/list":
         return {"tools": _listed()}
@@ -214,19 +334,19 @@ async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> di
     tool = TOOLS.get(name) if isinstance(name, str) else None
     if tool is None:
         raise ProtocolError(
-            protocol.INVALID_PARAMS, f"There is no tool of that name; there are {', '.join(TOOLS)}."
+            INVALID_PARAMS, f"There is no tool of that name; there are {', '.join(TOOLS)}."
         )
     arguments = params.get("arguments") or {}
     try:
         asked = tool.arguments.model_validate(arguments)
         answer = await tool.call(services, key, asked)
     except ValidationError as invalid:
-        await agent_calls.count(services.db, tool.name, "invalid")
+        await count_agent_call(services.db, tool.name, "invalid")
         return _tool_error("invalid_arguments", _invalid_words(invalid))
     except Refusal as refusal:
-        await agent_calls.count(services.db, tool.name, "refused")
+        await count_agent_call(services.db, tool.name, "refused")
         return _tool_error(refusal.code, refusal.message, _suggestions(refusal))
-    await agent_calls.count(services.db, tool.name, "ok")
+    await count_agent_call(services.db, tool.name, "ok")
     structured = answer.model_dump(mode="json")
     log.info("installation %s: agent key %s called %s", key.installation_id, key.id, tool.name)
     return {

@@ -14,16 +14,43 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from scheduling.domain.installation_token import TOKEN_UNREADABLE
-from scheduling.domain.lateness import BOUNDS_MS
-from scheduling.domain.outcomes import REFUSAL_CODES, RETRY_EXHAUSTED, UNTRUSTED
-from scheduling.domain.statuses import LIVE
-from scheduling.operator.health import is_stalled
+from scheduling.domain.outcomes import LIVE, REFUSAL_CODES, RETRY_EXHAUSTED, UNTRUSTED
+from scheduling.domain.secrets import TOKEN_UNREADABLE
+from scheduling.domain.times import BOUNDS_MS
+from scheduling.operator.status import is_stalled
 from scheduling.ports import Database
-from scheduling.repository import backlog, releases, tick_history
-from scheduling.repository.backlog import Backlog
-from scheduling.repository.tick_history import LastTick
-from scheduling.runner import history
+from scheduling.repository import releases
+from scheduling.repository.history import (
+    Backlog,
+    LastTick,
+    backlog_from,
+    counts_from,
+    last_from,
+    read_backlog,
+    read_last,
+    read_live_counts,
+    read_totals,
+    totals_from,
+)
+from scheduling.runner.invocation import (
+    DELIVERIES,
+    DELIVERY_EVENTS,
+    DELIVERY_LOST_LEASES,
+    LATENESS_COUNT,
+    LATENESS_LE,
+    LATENESS_SUM_MS,
+    LIMIT_REACHED,
+    LOST_CLAIMS,
+    LOST_LEASES,
+    REFUSALS,
+    REFUSED_UNSENT_LATE,
+    REFUSED_UNSENT_OTHER,
+    SENDS,
+    WATCHDOG_CAUGHT,
+    WATCHDOG_TICKS,
+    failed_invocations,
+    invocations,
+)
 
 # Every code a schedule can be refused with: Dee Wan's refusals, and the plugin's own.
 REFUSAL_RESULT_CODES: tuple[str, ...] = (
@@ -67,19 +94,19 @@ def _seconds(ms: int) -> float:
 async def read_metrics(db: Database, now: int) -> list[Family]:
     last, waiting, live, totals, by_status = await db.batch(
         [
-            tick_history.read_last(db),
-            backlog.read_backlog(db, now),
-            backlog.read_live_counts(db),
-            tick_history.read_totals(db),
+            read_last(db),
+            read_backlog(db, now),
+            read_live_counts(db),
+            read_totals(db),
             releases.read_counts(db),
         ]
     )
     return families(
         now,
-        tick_history.last_from(last.results),
-        backlog.backlog_from(waiting.results),
-        backlog.counts_from(live.results),
-        tick_history.totals_from(totals.results),
+        last_from(last.results),
+        backlog_from(waiting.results),
+        counts_from(live.results),
+        totals_from(totals.results),
         releases.counts_from(by_status.results),
     )
 
@@ -184,7 +211,7 @@ def _counter(name: str, help_text: str, samples: list[tuple[dict[str, str], int]
 def _watchdog(totals: Mapping[str, int]) -> list[Family]:
     """What the clocks' watchdog caught; there only once a tick has run as the watchdog (the
     SCHEDULE_CLOCK binding is there)."""
-    if history.WATCHDOG_TICKS not in totals:
+    if WATCHDOG_TICKS not in totals:
         return []
     return [
         _counter(
@@ -193,7 +220,7 @@ def _watchdog(totals: Mapping[str, int]) -> list[Family]:
             "(should stay 0): schedules it sent (or ended unsent) overdue past the grace, "
             "and clocks it found asleep past what they had due, or unset.",
             [
-                ({"what": what}, totals.get(history.WATCHDOG_CAUGHT + what, 0))
+                ({"what": what}, totals.get(WATCHDOG_CAUGHT + what, 0))
                 for what in ("schedules", "clocks")
             ],
         )
@@ -209,7 +236,7 @@ def _counters(totals: Mapping[str, int]) -> list[Family]:
             "scheduling_limit_reached",
             "Invocations that stopped at a budget (time, D1 queries, sends) rather than when "
             "nothing was left.",
-            [({}, totals.get(history.LIMIT_REACHED, 0))],
+            [({}, totals.get(LIMIT_REACHED, 0))],
         ),
     ]
 
@@ -223,12 +250,12 @@ def _invocations(totals: Mapping[str, int]) -> list[Family]:
             "Runner invocations recorded, by kind (tick: the cron's; alarm: an "
             "installation's alarm clock waking; backstop: a request's, the cron having "
             "stopped).",
-            [({"kind": k}, totals.get(history.invocations(k), 0)) for k in kinds],
+            [({"kind": k}, totals.get(invocations(k), 0)) for k in kinds],
         ),
         _counter(
             "scheduling_ticks_failed",
             "Runner invocations that failed (each also counts in scheduling_ticks_total).",
-            [({"kind": k}, totals.get(history.failed_invocations(k), 0)) for k in kinds],
+            [({"kind": k}, totals.get(failed_invocations(k), 0)) for k in kinds],
         ),
     ]
 
@@ -237,37 +264,37 @@ def _schedules(totals: Mapping[str, int]) -> list[Family]:
     """The schedules' sends and how they ended; every refusal code, the known ones at 0."""
     codes = (
         *REFUSAL_RESULT_CODES,
-        *sorted(_seen(totals, history.REFUSALS) - {*REFUSAL_RESULT_CODES}),
+        *sorted(_seen(totals, REFUSALS) - {*REFUSAL_RESULT_CODES}),
     )
     return [
         _counter(
             "scheduling_sends",
             "Commands sent to Dee Wan, by how the schedule settled after the answer.",
-            [({"outcome": o}, totals.get(history.SENDS + o, 0)) for o in OUTCOMES],
+            [({"outcome": o}, totals.get(SENDS + o, 0)) for o in OUTCOMES],
         ),
         _counter(
             "scheduling_refusals",
             "Schedules the runner ended refused, sent or not, by result code.",
-            [({"code": c}, totals.get(history.REFUSALS + c, 0)) for c in codes],
+            [({"code": c}, totals.get(REFUSALS + c, 0)) for c in codes],
         ),
         _counter(
             "scheduling_refused_unsent",
             "Schedules ended refused without a send: late (past the lateness cap when their "
             "connection slot came) or other (caps reached before the claim, token unreadable).",
             [
-                ({"reason": "late"}, totals.get(history.REFUSED_UNSENT_LATE, 0)),
-                ({"reason": "other"}, totals.get(history.REFUSED_UNSENT_OTHER, 0)),
+                ({"reason": "late"}, totals.get(REFUSED_UNSENT_LATE, 0)),
+                ({"reason": "other"}, totals.get(REFUSED_UNSENT_OTHER, 0)),
             ],
         ),
         _counter(
             "scheduling_lost_claims",
             "Due rows another runner changed between the read and the claim.",
-            [({}, totals.get(history.LOST_CLAIMS, 0))],
+            [({}, totals.get(LOST_CLAIMS, 0))],
         ),
         _counter(
             "scheduling_lost_leases",
             "Settles that found their lease taken over (the row was left to its new runner).",
-            [({}, totals.get(history.LOST_LEASES, 0))],
+            [({}, totals.get(LOST_LEASES, 0))],
         ),
     ]
 
@@ -281,18 +308,18 @@ def _deliveries(totals: Mapping[str, int]) -> list[Family]:
             "delivery_events",
             "Notification events written to the outbox, one per subscribed endpoint, with the "
             "settle that raised them.",
-            [({}, totals.get(history.DELIVERY_EVENTS, 0))],
+            [({}, totals.get(DELIVERY_EVENTS, 0))],
         ),
         (
             "deliveries",
             "Notification delivery attempts, by how they ended: delivered (2xx), retrying (will "
             "be tried again) or failed (410, or past the retry horizon).",
-            [({"outcome": o}, totals.get(history.DELIVERIES + o, 0)) for o in outcomes],
+            [({"outcome": o}, totals.get(DELIVERIES + o, 0)) for o in outcomes],
         ),
         (
             "delivery_lost_leases",
             "Notification delivery settles that found their lease taken over.",
-            [({}, totals.get(history.DELIVERY_LOST_LEASES, 0))],
+            [({}, totals.get(DELIVERY_LOST_LEASES, 0))],
         ),
     ]
     current = [_counter(f"scheduling_{name}", text, samples) for name, text, samples in families]
@@ -307,7 +334,7 @@ def _deliveries(totals: Mapping[str, int]) -> list[Family]:
     return current + deprecated
 
 
-# The notification counters' names before every kind was counted (issue 36), kept one release.
+# The notification counters' earlier names, exposed beside the current ones for a release.
 DEPRECATED_NAMES = {
     "delivery_events": "webhook_events",
     "deliveries": "webhook_deliveries",
@@ -316,9 +343,9 @@ DEPRECATED_NAMES = {
 
 
 def _lateness(totals: Mapping[str, int]) -> Family:
-    count = totals.get(history.LATENESS_COUNT, 0)
+    count = totals.get(LATENESS_COUNT, 0)
     buckets = [
-        Sample("_bucket", (("le", _le(bound)),), totals.get(history.LATENESS_LE + str(bound), 0))
+        Sample("_bucket", (("le", _le(bound)),), totals.get(LATENESS_LE + str(bound), 0))
         for bound in BOUNDS_MS
     ]
     return Family(
@@ -328,7 +355,7 @@ def _lateness(totals: Mapping[str, int]) -> Family:
         (
             *buckets,
             Sample("_bucket", (("le", "+Inf"),), count),
-            Sample("_sum", (), _seconds(totals.get(history.LATENESS_SUM_MS, 0))),
+            Sample("_sum", (), _seconds(totals.get(LATENESS_SUM_MS, 0))),
             Sample("_count", (), count),
         ),
     )

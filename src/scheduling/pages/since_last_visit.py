@@ -9,14 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduling.actions.access import Access
-from scheduling.domain import associated_data, sealing
-from scheduling.domain.localtime import rfc3339
-from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import Status
-from scheduling.domain.time_words import instant_text
+from scheduling.domain.outcomes import Status
+from scheduling.domain.schedules import Schedule
+from scheduling.domain.secrets import content_title, open_or_none
+from scheduling.domain.times import instant_text, rfc3339
 from scheduling.domain.wording import KIND, STATUS, content_text
-from scheduling.repository import people, sessions
-from scheduling.repository.sessions import Session
+from scheduling.repository import people
+from scheduling.repository.installations import Session, take_news_since
 from scheduling.services import Services
 
 MAX_NEWS = 10
@@ -56,7 +55,7 @@ async def take_news(
     session = access.session
     if method != "GET":
         return None
-    since = await sessions.take_news_since(services.db, session)
+    since = await take_news_since(services.db, session)
     if since is None:
         return None
     found = await people.news(
@@ -77,9 +76,9 @@ async def _item(
     schedule, session = listed.schedule, access.session
     title = None
     if listed.title_sealed is not None:
-        context = associated_data.content_title(schedule.installation_id, schedule.id)
+        context = content_title(schedule.installation_id, schedule.id)
         what = f"schedule {schedule.id}: title"
-        title = await sealing.open_or_none(services.crypto, listed.title_sealed, context, what)
+        title = await open_or_none(services.crypto, listed.title_sealed, context, what)
     outcome, label, way = _OUTCOMES[schedule.status if not schedule.needs_repin else "stale"]
     return NewsItem(
         schedule_id=schedule.id,

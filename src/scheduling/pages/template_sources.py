@@ -1,5 +1,5 @@
-"""Every page template, by name: the layout and the shared cards (`http/html/`) and each
-room's own (`pages/<room>/<room>_template.py`). Kept in Python so they ship inside the
+"""Every page template, by name: the layout and the shared cards (`http/html/templates.py`)
+and each page's own, in its module under `pages/`. Kept in Python so they ship inside the
 Worker bundle with the code.
 
 These are the sources: the pages render them compiled ahead of time
@@ -10,22 +10,16 @@ works with forms and links alone.
 
 from __future__ import annotations
 
-from scheduling.http.html.card_template import CARDS, PAGER, PIN_FIELDS
-from scheduling.http.html.layout_template import BASE, ERROR, NEWS
-from scheduling.pages.admin.operator_template import OPERATOR
-from scheduling.pages.agents.agents_template import AGENT_KEY, AGENTS
-from scheduling.pages.calendar.calendar_template import CALENDAR
-from scheduling.pages.cancel_template import CANCEL
-from scheduling.pages.content.content_template import CONTENT
-from scheduling.pages.home_template import HOME
-from scheduling.pages.manage.manage_template import MANAGE
-from scheduling.pages.notifications.notifications_template import (
-    DELIVERIES,
-    ENDPOINT_CONFIRM,
-    NOTIFICATIONS,
-)
-from scheduling.pages.release_template import RELEASE
-from scheduling.pages.releases_room import RELEASES
+from scheduling.http.html.templates import BASE, CARDS, ERROR, NEWS, PAGER, PIN_FIELDS
+from scheduling.pages.agents import AGENT_KEY, AGENTS
+from scheduling.pages.calendar import CALENDAR
+from scheduling.pages.cancel import CANCEL
+from scheduling.pages.content import CONTENT
+from scheduling.pages.home import HOME
+from scheduling.pages.manage import MANAGE
+from scheduling.pages.notifications import DELIVERIES, ENDPOINT_CONFIRM, NOTIFICATIONS
+from scheduling.pages.operator import OPERATOR
+from scheduling.pages.release import RELEASE, RELEASES
 
 SOURCES = {
     "base.html": BASE,

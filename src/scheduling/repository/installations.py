@@ -1,17 +1,23 @@
-"""Installations and their activation/rotation codes.
-
-A code is consumed in the same batch that creates or rotates the installation:
-the consume is a compare-and-set that stamps a marker unique to this request,
-and the installation write only happens where that marker is found. Either
-both happen or neither does.
+"""Installations and what their people hold: activation and rotation codes, consumed in the
+same batch that creates or rotates the installation; agent keys, kept as their hash, listed
+with their last use, revoked, and renewed with their person's sessions; the management
+pages' sessions, kept as their cookie's hash with what their content's last read offered;
+and calls counted by key over a minute, for their limits.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode
 
-from scheduling.domain.statuses import Status
+from scheduling.domain.outcomes import Status
+from scheduling.domain.schedules import Change, Rights
+from scheduling.limits import WINDOW_MS, Call, CallLimit, wait_ms
 from scheduling.ports import Database, DatabaseError, Row, Statement
+
+# -- installations and their codes -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -219,3 +225,500 @@ async def has_running_schedule(db: Database, installation_id: str) -> bool:
         .first()
     )
     return row is not None
+
+
+# -- agent keys ------------------------------------------------------------------------------------
+
+# A manage launch's key: every change, as a manage session may cancel any schedule.
+EVERY_CHANGE = "*"
+
+
+@dataclass(frozen=True)
+class AgentKey:
+    """An agent key as the pages and tools read it: whose, for what, until when (never its secret)."""
+
+    id: str
+    installation_id: str
+    name: str
+    person_id: str
+    person_name: str
+    content_id: str | None  # None: the whole installation
+    offered: frozenset[Change] | None  # None: every change (a manage launch's key)
+    created_at: int
+    expires_at: int  # when it ends, or ended: revoked keys end when revoked
+    revoked_at: int | None
+    last_used_at: int | None
+    checked_at: int  # when Dee Wan last confirmed its person's rights (`CHECKED_FOR_MS`)
+
+    @property
+    def rights(self) -> Rights:
+        if self.offered is None:
+            return Rights.everything()
+        return Rights.of_content(self.content_id, self.offered)
+
+    def reaches(self, content_id: str) -> bool:
+        return self.content_id is None or self.content_id == content_id
+
+
+_KEY_COLUMNS = (
+    "id, installation_id, name, person_id, person_name, content_id, offered_transitions,"
+    " created_at, expires_at, revoked_at, last_used_at, checked_at"
+)
+
+
+def _key(row: Row) -> AgentKey:
+    offered = row["offered_transitions"]
+    return AgentKey(
+        id=row["id"],
+        installation_id=row["installation_id"],
+        name=row["name"],
+        person_id=row["person_id"],
+        person_name=row["person_name"],
+        content_id=row["content_id"],
+        offered=None
+        if offered == EVERY_CHANGE
+        else frozenset((str(k), str(t)) for k, t in json.loads(offered)),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        last_used_at=row["last_used_at"],
+        checked_at=row["checked_at"],
+    )
+
+
+# A key whose person's rights Dee Wan has not confirmed for this long is not usable: keys
+# carry no delegation, so only their person opening Scheduling again can renew them (`renew`).
+CHECKED_FOR_MS = 24 * 60 * 60 * 1000
+# An ended key (expired or revoked), and an ended proposal, is kept this long, then the
+# retention purge takes it: nothing reads it by then (what a person's agents made in the last
+# day is counted through their keys).
+ENDED_KEPT_MS = 30 * 24 * 60 * 60 * 1000
+
+
+def _offered_text(offered: frozenset[Change] | None) -> str:
+    return EVERY_CHANGE if offered is None else json.dumps(sorted(map(list, offered)))
+
+
+async def insert_key(db: Database, key: AgentKey, key_hash: str) -> None:
+    await (
+        db.prepare(
+            f"INSERT INTO agent_keys ({_KEY_COLUMNS}, key_hash)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)"
+        )
+        .bind(
+            key.id,
+            key.installation_id,
+            key.name,
+            key.person_id,
+            key.person_name,
+            key.content_id,
+            _offered_text(key.offered),
+            key.created_at,
+            key.expires_at,
+            key.checked_at,
+            key_hash,
+        )
+        .run()
+    )
+
+
+def renew(
+    db: Database,
+    installation_id: str,
+    person_id: str,
+    now: int,
+    content_id: str | None = None,
+    offered: frozenset[Change] | None = None,
+) -> Statement:
+    """Dee Wan has just confirmed the person's rights where their keys were minted: a manage
+    launch renews their manage keys; a read of a content (`content_id`, its primary id)
+    renews their keys of it, with the changes it offered them now."""
+    if content_id is None:
+        return db.prepare(
+            "UPDATE agent_keys SET checked_at = ?3 WHERE installation_id = ?1 AND person_id = ?2"
+            " AND content_id IS NULL AND expires_at > ?3"
+        ).bind(installation_id, person_id, now)
+    return db.prepare(
+        "UPDATE agent_keys SET checked_at = ?3, offered_transitions = ?5 WHERE installation_id = ?1"
+        " AND person_id = ?2 AND content_id = ?4 AND expires_at > ?3"
+    ).bind(installation_id, person_id, now, content_id, _offered_text(offered or frozenset()))
+
+
+async def find_live_key(db: Database, key_hash: str, now: int) -> AgentKey | None:
+    """The key with this hash, unless it ended (expired or revoked), its person's rights were
+    not confirmed within `CHECKED_FOR_MS`, or its installation was uninstalled; its use noted
+    (at most once a minute, so reads stay reads)."""
+    columns = ", ".join(f"k.{name}" for name in _KEY_COLUMNS.split(", "))
+    row = await (
+        db.prepare(
+            f"SELECT {columns} FROM agent_keys k JOIN installations i ON i.id = k.installation_id"
+            " WHERE k.key_hash = ?1 AND k.revoked_at IS NULL AND k.expires_at > ?2"
+            f" AND k.checked_at > ?2 - {CHECKED_FOR_MS}"
+            f" AND NOT ({GONE_SQL})"  # as its sessions end, while Dee Wan refuses it
+        )
+        .bind(key_hash, now)
+        .first()
+    )
+    if row is None:
+        return None
+    key = _key(row)
+    if key.last_used_at is None or key.last_used_at < now - 60_000:
+        await (
+            db.prepare("UPDATE agent_keys SET last_used_at = ? WHERE id = ?")
+            .bind(now, key.id)
+            .run()
+        )
+    return key
+
+
+async def list_for(db: Database, installation_id: str, now: int) -> list[AgentKey]:
+    """An installation's keys still usable, newest first."""
+    rows = await (
+        db.prepare(
+            f"SELECT {_KEY_COLUMNS} FROM agent_keys WHERE installation_id = ? AND revoked_at IS NULL"
+            " AND expires_at > ? ORDER BY created_at DESC LIMIT 100"
+        )
+        .bind(installation_id, now)
+        .all()
+    )
+    return [_key(row) for row in rows.results]
+
+
+async def revoke(db: Database, installation_id: str, key_id: str, now: int) -> bool:
+    result = await (
+        db.prepare(
+            "UPDATE agent_keys SET revoked_at = ?1, expires_at = min(expires_at, ?1)"
+            " WHERE installation_id = ?2 AND id = ?3 AND revoked_at IS NULL"
+        )
+        .bind(now, installation_id, key_id)
+        .run()
+    )
+    return result.meta.changes == 1
+
+
+# -- sessions --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Session:
+    """A person's session, opened from a Dee Wan launch."""
+
+    id_hash: str
+    installation_id: str
+    csrf_token: str
+    person_id: str
+    person_name: str
+    context_kind: str  # content | manage
+    content_id: str | None
+    content_primary_id: str | None
+    delegation_sealed: str
+    expires_at: int
+    offered: frozenset[Change] | None  # None until a content page was shown
+    # An endpoint whose new signing secret this session's next manage page shows, once.
+    reveal_endpoint_id: str | None = None
+    # Dee Wan answered `plugin_unauthorized` for the installation since its token was last
+    # set: it was uninstalled, and the session may do nothing more.
+    installation_gone: bool = False
+    notice: str | None = None  # what its next manage page says, once
+    tab: str | None = None  # the launch's public handle (None: opened before handles)
+    news_since: int | None = None  # its first page says what happened since then (once)
+
+    def href(self, sub: str = "", query: Iterable[tuple[str, str]] = ()) -> str:
+        """The address of one of its installation's pages (`sub`: `/calendar`…), within this
+        launch: its handle first, then `query`."""
+        pairs = [("tab", self.tab)] if self.tab else []
+        pairs += list(query)
+        return f"/installations/{self.installation_id}{sub}" + (
+            f"?{urlencode(pairs)}" if pairs else ""
+        )
+
+    @property
+    def opened_for(self) -> str:
+        """What its page was opened for; forms carry it so a replaced session is told apart."""
+        return self.content_id or "manage"
+
+    def having_read(self, primary_id: str, offered: Iterable[Change]) -> Session:
+        """The session as a read of its content leaves it (`remember_read` keeps the same)."""
+        primary = self.content_primary_id or primary_id
+        return replace(self, content_primary_id=primary, offered=frozenset(offered))
+
+    @property
+    def rights(self) -> Rights:
+        """What this person may change, as Dee Wan listed it when their page was shown."""
+        if self.context_kind == "manage":
+            return Rights.everything()
+        return Rights.of_content(self.content_primary_id, self.offered or ())
+
+
+_FIELDS = (
+    "id_hash",
+    "installation_id",
+    "csrf_token",
+    "person_id",
+    "person_name",
+    "context_kind",
+    "content_id",
+    "content_primary_id",
+    "delegation_sealed",
+    "expires_at",
+)
+_COLUMNS = ", ".join(
+    (*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice", "tab", "news_since")
+)
+
+
+def _session(row: Row) -> Session:
+    offered = row["offered_transitions"]
+    return Session(
+        **{name: row[name] for name in _FIELDS},
+        offered=None if offered is None else _changes(offered),
+        reveal_endpoint_id=row["reveal_endpoint_id"],
+        installation_gone=bool(row.get("installation_gone")),
+        notice=row["notice"],
+        tab=row["tab"],
+        news_since=row["news_since"],
+    )
+
+
+def _changes(text: str) -> frozenset[Change]:
+    return frozenset((str(kind), str(to)) for kind, to in json.loads(text))
+
+
+def _text(offered: Iterable[Change]) -> str:
+    return json.dumps(sorted(offered), separators=(",", ":"))
+
+
+async def create(
+    db: Database,
+    *,
+    id_hash: str,
+    installation_id: str,
+    csrf_token: str,
+    person_id: str,
+    person_name: str,
+    context_kind: str,
+    content_id: str | None,
+    delegation_sealed: str,
+    delegation_expires_at: int,
+    now: int,
+    expires_at: int,
+    tab: str,
+    forget_before: int = 0,
+) -> None:
+    """Insert the session; expired sessions go in the same batch, so delegations do not linger.
+    Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
+    on a manage launch it confirmed the person may manage still (their manage keys renewed).
+    The person's previous launch is what its first page reports news since; this launch is
+    their latest (a calendar feed of theirs lives on from it). People of any installation
+    who last launched before `forget_before` (the retention window) are forgotten in the same
+    batch, a bounded number at a time (`people_by_launch`), at no cost to the runner's ticks."""
+    manage = context_kind == "manage"
+    renewed = [renew(db, installation_id, person_id, now)] if manage else []
+    await db.batch(
+        [
+            *renewed,
+            db.prepare("DELETE FROM sessions WHERE expires_at <= ?").bind(now),
+            db.prepare(FORGET_PEOPLE_SQL).bind(forget_before),
+            db.prepare("UPDATE installations SET token_accepted_at = ?2 WHERE id = ?1").bind(
+                installation_id, now
+            ),
+            db.prepare(
+                "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
+                " context_kind, content_id, delegation_sealed, delegation_expires_at, created_at,"
+                " expires_at, tab, news_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+                " ?12, (SELECT launched_at FROM people WHERE installation_id = ?2"
+                " AND person_id = ?4))"
+            ).bind(
+                id_hash,
+                installation_id,
+                csrf_token,
+                person_id,
+                person_name,
+                context_kind,
+                content_id,
+                delegation_sealed,
+                delegation_expires_at,
+                now,
+                expires_at,
+                tab,
+            ),
+            db.prepare(
+                "INSERT INTO people (installation_id, person_id, launched_at) VALUES (?1, ?2, ?3)"
+                " ON CONFLICT (installation_id, person_id) DO UPDATE SET launched_at = ?3"
+            ).bind(installation_id, person_id, now),
+        ]
+    )
+
+
+FORGET_PEOPLE_SQL = """DELETE FROM people WHERE rowid IN (
+    SELECT rowid FROM people WHERE launched_at < ? LIMIT 100)"""
+
+
+FIND_LIVE_SQL = (
+    "SELECT "
+    + ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
+    + f", {GONE_SQL} AS installation_gone"
+    " FROM sessions s JOIN installations i ON i.id = s.installation_id"
+    " WHERE s.id_hash = ? AND s.expires_at > ?"
+)
+
+
+async def find_live_session(db: Database, id_hash: str, now: int) -> Session | None:
+    """The live session of this hash, and whether its installation is gone (one statement)."""
+    row = await db.prepare(FIND_LIVE_SQL).bind(id_hash, now).first()
+    return _session(row) if row else None
+
+
+async def installation_of(db: Database, id_hash: str) -> str | None:
+    """The installation a session was opened for, whether or not it has ended (until it is
+    deleted): an error page links back to that installation's Dee Wan."""
+    row = (
+        await db.prepare("SELECT installation_id FROM sessions WHERE id_hash = ?")
+        .bind(id_hash)
+        .first()
+    )
+    return str(row["installation_id"]) if row else None
+
+
+async def remember_read(
+    db: Database, session: Session, primary_id: str, offered: Iterable[Change], now: int
+) -> None:
+    """Keep what a content read said: its primary id (learnt once) and the changes offered,
+    with the person's agent keys of that content (their rights just confirmed). Writes on a
+    session's first read, and when what was offered changed."""
+    changes = frozenset(offered)
+    if session.content_primary_id is not None and session.offered == changes:
+        return
+    primary = session.content_primary_id or primary_id
+    await db.batch(
+        [
+            db.prepare(
+                "UPDATE sessions SET content_primary_id = ?, offered_transitions = ?"
+                " WHERE id_hash = ?"
+            ).bind(primary, _text(changes), session.id_hash),
+            renew(db, session.installation_id, session.person_id, now, primary, changes),
+        ]
+    )
+
+
+async def reveal_next(db: Database, id_hash: str, endpoint_id: str) -> None:
+    """The session's next manage page shows this endpoint's signing secret (once)."""
+    await (
+        db.prepare("UPDATE sessions SET reveal_endpoint_id = ? WHERE id_hash = ?")
+        .bind(endpoint_id, id_hash)
+        .run()
+    )
+
+
+async def take_reveal(db: Database, session: Session) -> str | None:
+    """The endpoint whose secret to show now, taken so no later page shows it again (of two
+    pages loaded at once, one)."""
+    if session.reveal_endpoint_id is None:
+        return None
+    taken = (
+        await db.prepare(
+            "UPDATE sessions SET reveal_endpoint_id = NULL"
+            " WHERE id_hash = ? AND reveal_endpoint_id = ?"
+        )
+        .bind(session.id_hash, session.reveal_endpoint_id)
+        .run()
+    )
+    return session.reveal_endpoint_id if taken.meta.changes == 1 else None
+
+
+async def say_next(db: Database, id_hash: str, notice: str) -> None:
+    """The session's next manage page says `notice` (once): what an action did to something
+    that is gone since (a deleted endpoint)."""
+    await db.prepare("UPDATE sessions SET notice = ? WHERE id_hash = ?").bind(notice, id_hash).run()
+
+
+async def take_notice(db: Database, session: Session) -> str | None:
+    """The notice to show now, taken so no later page shows it again."""
+    if session.notice is None:
+        return None
+    taken = (
+        await db.prepare("UPDATE sessions SET notice = NULL WHERE id_hash = ? AND notice = ?")
+        .bind(session.id_hash, session.notice)
+        .run()
+    )
+    return session.notice if taken.meta.changes == 1 else None
+
+
+async def take_news_since(db: Database, session: Session) -> int | None:
+    """Since when its first page reports what happened (its person's previous launch), taken
+    so no later page reports it again."""
+    if session.news_since is None:
+        return None
+    taken = (
+        await db.prepare(
+            "UPDATE sessions SET news_since = NULL WHERE id_hash = ? AND news_since = ?"
+        )
+        .bind(session.id_hash, session.news_since)
+        .run()
+    )
+    return session.news_since if taken.meta.changes == 1 else None
+
+
+# -- calls counted for their limits ----------------------------------------------------------------
+
+# With no limit on calls at once, a count no key reaches.
+_UNLIMITED = 1 << 30
+
+_PRUNE = "DELETE FROM throttle_slots WHERE started_at <= ?1"
+# ?1 key, ?2 token, ?3 now, ?4 busy until, ?5 per minute, ?6 at once.
+_TAKE = """
+INSERT INTO throttle_slots (key, token, started_at, busy_until)
+SELECT ?1, ?2, ?3, ?4
+ WHERE (SELECT count(*) FROM throttle_slots WHERE key = ?1) < ?5
+   AND (SELECT count(*) FROM throttle_slots WHERE key = ?1 AND busy_until > ?3) < ?6
+"""
+_CALLS = "SELECT token, started_at, busy_until FROM throttle_slots WHERE key = ?1"
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A call counted against a throttle's limit."""
+
+    key: str
+    token: str
+
+
+async def take(db: Database, key: str, limit: CallLimit, token: str, now: int) -> Taken | int:
+    """A place for one call of `key` at `now`, or how many ms until there is one."""
+    _, taken, calls = await db.batch(
+        [
+            db.prepare(_PRUNE).bind(now - WINDOW_MS),
+            db.prepare(_TAKE).bind(
+                key,
+                token,
+                now,
+                now + limit.hold_ms,
+                limit.per_minute,
+                limit.at_once if limit.at_once is not None else _UNLIMITED,
+            ),
+            db.prepare(_CALLS).bind(key),
+        ]
+    )
+    if taken.meta.changes == 1:
+        return Taken(key, token)
+    rows = calls.results
+    # Said by the rule over what the key holds now (never 0: it was just refused).
+    return max(1, wait_ms(limit, (Call(r["started_at"], r["busy_until"]) for r in rows), now))
+
+
+async def release(db: Database, taken: Taken, now: int) -> None:
+    """The call has ended: no longer under way (it still counts for its minute)."""
+    await (
+        db.prepare("UPDATE throttle_slots SET busy_until = ?3 WHERE key = ?1 AND token = ?2")
+        .bind(taken.key, taken.token, now)
+        .run()
+    )
+
+
+async def give_back(db: Database, taken: Taken) -> None:
+    """The call was not made after all (another limit refused it): it does not count."""
+    await (
+        db.prepare("DELETE FROM throttle_slots WHERE key = ?1 AND token = ?2")
+        .bind(taken.key, taken.token)
+        .run()
+    )

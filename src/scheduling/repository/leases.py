@@ -1,9 +1,10 @@
-"""The schedules' leases: the lease contract, stated as the docstrings of its operations.
+"""The schedules' leases: the lease contract, stated as the docstrings of its operations, its
+statements, and when each installation next has something due.
 
 Work grows with batches, not rows: each operation is one D1 round trip of a few multi-row
-statements (`UPDATE … FROM (VALUES …)`, `lease_sql.py`), and who won a claim or a settle is
-read from `RETURNING`, never decoded from positions. A claim's refusals and a settle write
-their events into the outbox in the same batch (`repository/outbox.py`).
+statements, and who won a claim or a settle is read from `RETURNING`. A claim's refusals and
+a settle write their events into the outbox in the same batch. The statements read only the
+partial indexes of live rows (`tests/test_store_contract.py` reads their plans).
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
-from scheduling.domain.claims import Claim, DueRow, SettledClaim, Unsent, Waiting
-from scheduling.domain.deliveries import OutboxEvent
-from scheduling.domain.release import ReleaseLine, unsent_status
-from scheduling.domain.schedule import Command
-from scheduling.domain.statuses import Status
+from scheduling.domain.outcomes import Status
+from scheduling.domain.records import Claim, DueRow, OutboxEvent, SettledClaim, Unsent, Waiting
+from scheduling.domain.schedules import Command, ReleaseLine, unsent_status
 from scheduling.limits import (
     CLAIM,
     CLAIM_WITHIN,
@@ -27,22 +26,201 @@ from scheduling.limits import (
     REFUSE_UNSENT,
     SETTLE,
 )
-from scheduling.ports import Result, Row, Statement
-from scheduling.repository.lease_sql import (
-    BUSY_SQL,
-    CLAIM_SQL,
-    CLAIM_WITHIN_SQL,
-    DROP_ATTEMPTS_SQL,
-    DUE_FOR_SQL,
-    DUE_NEXT_SQL,
-    DUE_SQL,
-    FINISH_ATTEMPTS_SQL,
-    LAST_SENT_SQL,
-    REFUSE_UNSENT_SQL,
-    SETTLE_SQL,
-)
-from scheduling.repository.outbox import Outbox
+from scheduling.ports import Database, Result, Row, Statement
+from scheduling.repository.outbox import OUTBOX_NEXT_SQL, Outbox
 from scheduling.repository.round_trips import RoundTrips
+
+# -- the statements --------------------------------------------------------------------------------
+
+# The two halves must match the partial indexes `schedules_waiting` and
+# `schedules_leased` word for word, so their statuses are literal text here
+# (tests/test_storage_cpython.py checks them against `outcomes.WAITING`).
+_DUE = """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT id, lease_until AS ready_at FROM schedules
+     WHERE status = 'running' AND lease_until <= ?1
+),
+"""
+# Round-robin: every installation's first due row, then every second, and so on; each row
+# carries the events its installation's endpoints hear of, what the plugin knows of its pin
+# (a collision that ran, a check's conflict), and its release's line (what its events say).
+_RANKED = """ranked AS (
+    SELECT due.id, due.ready_at,
+           ROW_NUMBER() OVER (PARTITION BY s.installation_id
+                              ORDER BY due.ready_at, due.id) AS turn
+      FROM due JOIN schedules s ON s.id = due.id
+),
+chosen AS (
+SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.kind,
+       s.to_state, s.version_id, s.workflow_revision, s.idempotency_key, s.due_at, s.status,
+       s.attempt_count, s.lease_token, s.requested_by, s.result_code, s.timezone, s.local_time,
+       i.base_url, i.token_sealed,
+       (SELECT group_concat(sub.event_type, ' ')
+          FROM notification_endpoints e
+          JOIN notification_subscriptions sub ON sub.endpoint_id = e.id
+         WHERE e.installation_id = s.installation_id AND e.disabled_at IS NULL) AS subscribed,
+       (SELECT json_object('id', o.id, 'kind', o.kind, 'to_state', o.to_state,
+                           'version_id', o.version_id, 'due_at', o.due_at,
+                           'timezone', o.timezone, 'local_time', o.local_time,
+                           'attempt_count', o.attempt_count)
+          FROM schedules o
+         WHERE o.installation_id = s.installation_id AND o.content_id = s.content_id
+           AND o.kind <> s.kind AND o.status IN ('pending', 'retrying', 'queued')
+           AND o.made_stale_by IS NULL) AS collides,
+       s.made_stale_by, s.conflict,
+       (SELECT json_object('id', r.id, 'name', r.name, 'due_at', r.due_at,
+                           'timezone', r.timezone,
+                           'applied', json((SELECT json_group_array(id) FROM (
+                                SELECT a.id FROM schedules a WHERE a.release_id = r.id
+                                   AND a.status = 'completed' ORDER BY a.release_position))),
+                           'behind', json((SELECT json_group_array(id) FROM (
+                                SELECT q.id FROM schedules q WHERE q.release_id = r.id
+                                   AND q.status = 'queued' ORDER BY q.release_position))))
+          FROM releases r WHERE r.id = s.release_id) AS release
+  FROM ranked
+  JOIN schedules s ON s.id = ranked.id
+  JOIN installations i ON i.id = s.installation_id
+ WHERE ranked.turn <= ?2
+ ORDER BY ranked.turn, ranked.ready_at, ranked.id
+ LIMIT ?2
+)
+"""
+# One row always comes back (with no schedule when none is due) to say when the outbox next
+# has a delivery due, so a tick learns both in one statement and a tick with nothing to
+# notify costs what it did.
+DUE_SQL = (
+    _DUE
+    + _RANKED
+    + f""",
+outbox AS ({OUTBOX_NEXT_SQL})
+SELECT chosen.*, outbox.next_at AS outbox_next_at
+  FROM outbox LEFT JOIN chosen ON 1
+ ORDER BY chosen.turn, chosen.ready_at, chosen.id
+"""
+)
+
+# The same, for one installation (?3): its clock's alarm claims only its own rows, read from
+# `schedules_waiting_by_installation` and `schedules_running_by_installation`.
+DUE_FOR_SQL = (
+    """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE installation_id = ?3 AND status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT id, lease_until AS ready_at FROM schedules
+     WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
+),
+"""
+    + _RANKED
+    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+)
+
+# The releases' next items a settle made due (?3: a JSON array of release ids), read in the
+# settle's own batch: a release's items follow one another with two round trips each.
+DUE_NEXT_SQL = (
+    """
+WITH due AS (
+    SELECT id, next_attempt_at AS ready_at FROM schedules
+     WHERE release_id IN (SELECT value FROM json_each(?3))
+       AND status = 'pending' AND next_attempt_at <= ?1
+),
+"""
+    + _RANKED
+    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+)
+
+# What the runner observed of a row, matched as a whole (a NULL lease token as '').
+_SEEN = """
+ WHERE schedules.id = seen.column1 AND schedules.status = seen.column2
+   AND coalesce(schedules.lease_token, '') = seen.column3
+   AND schedules.attempt_count = seen.column4"""
+
+CLAIM_SQL = (
+    """UPDATE schedules
+   SET status = ?4, lease_token = ?1, lease_until = ?2,
+       attempt_count = attempt_count + 1, next_attempt_at = NULL, updated_at = ?3
+  FROM (VALUES {values}) AS seen"""
+    + _SEEN
+    + "\nRETURNING id, attempt_count"
+)
+
+# A claim under the per-installation cap (a clock's alarm, the watchdog): the same
+# compare-and-set, and one installation's live claims (running under a lease that has not
+# expired) never exceed ?5, counting those already held by any runner. The candidates are
+# numbered per installation before any row changes, so one statement can never take an
+# installation past the cap, and two claimers are serialised by D1's single writer.
+CLAIM_WITHIN_SQL = """UPDATE schedules
+   SET status = ?4, lease_token = ?1, lease_until = ?2,
+       attempt_count = attempt_count + 1, next_attempt_at = NULL, updated_at = ?3
+  FROM (SELECT s.id AS id,
+               ROW_NUMBER() OVER (PARTITION BY s.installation_id
+                                  ORDER BY coalesce(s.next_attempt_at, s.lease_until), s.id)
+                 AS turn,
+               (SELECT count(*) FROM schedules busy
+                 WHERE busy.installation_id = s.installation_id AND busy.status = 'running'
+                   AND busy.lease_until > ?3) AS busy
+          FROM (VALUES {values}) AS seen
+          JOIN schedules s ON s.id = seen.column1 AND s.status = seen.column2
+           AND coalesce(s.lease_token, '') = seen.column3
+           AND s.attempt_count = seen.column4) AS pick
+ WHERE schedules.id = pick.id AND pick.busy + pick.turn <= ?5
+RETURNING id, attempt_count"""
+
+# How many live claims each installation holds (?2: a JSON array of installation ids), read
+# in the claim's own transaction: a candidate left unclaimed where this left no room was
+# held back by the cap, not lost to another runner.
+BUSY_SQL = """SELECT installation_id, count(*) AS busy FROM schedules
+ WHERE status = 'running' AND lease_until > ?1
+   AND installation_id IN (SELECT value FROM json_each(?2))
+ GROUP BY installation_id"""
+
+# An unsent end: refused, or held (`seen.column7`, `release.unsent_status`).
+REFUSE_UNSENT_SQL = (
+    """UPDATE schedules
+   SET status = seen.column7, result_code = seen.column5, ended_by = seen.column6,
+       next_attempt_at = NULL, lease_token = NULL, lease_until = NULL, updated_at = ?1,
+       settled_by = ?2
+  FROM (VALUES {values}) AS seen"""
+    + _SEEN
+    + "\nRETURNING id"
+)
+
+SETTLE_SQL = """UPDATE schedules
+   SET status = done.column2, result_code = coalesce(done.column3, schedules.result_code),
+       ended_by = done.column6, next_attempt_at = done.column4,
+       attempt_count = attempt_count - done.column5,
+       lease_token = NULL, lease_until = NULL, updated_at = ?2, settled_by = ?1
+  FROM (VALUES {values}) AS done
+ WHERE schedules.id = done.column1 AND schedules.status = ?3
+   AND schedules.lease_token = ?1
+RETURNING id"""
+
+FINISH_ATTEMPTS_SQL = """UPDATE schedule_attempts
+   SET started_at = sent.column3, finished_at = sent.column4, code = sent.column5,
+       http_status = sent.column6
+  FROM (VALUES {values}) AS sent
+ WHERE schedule_attempts.schedule_id = sent.column1 AND schedule_attempts.attempt = sent.column2
+   AND schedule_attempts.finished_at IS NULL"""
+
+DROP_ATTEMPTS_SQL = """DELETE FROM schedule_attempts
+ WHERE finished_at IS NULL AND rowid IN (
+    SELECT a.rowid FROM (VALUES {values}) AS unsent
+      JOIN schedule_attempts a
+        ON a.schedule_id = unsent.column1 AND a.attempt = unsent.column2)"""
+
+
+# When the runner last sent for each installation (the operator page's list). Only ever moved
+# forward: a slower batch settling after a later one leaves the later instant.
+LAST_SENT_SQL = """UPDATE installations SET last_sent_at = sent.column2
+  FROM (VALUES {values}) AS sent
+ WHERE installations.id = sent.column1
+   AND coalesce(installations.last_sent_at, 0) < sent.column2"""
+
+
+# -- the lease contract ----------------------------------------------------------------------------
 
 _COMMAND_FIELDS = tuple(f.name for f in fields(Command))
 
@@ -338,3 +516,46 @@ def _held_back(
         if taken[installation] >= cap - busy.get(installation, 0)
     }
     return [row.id for row in rows if row.installation_id in full and row.id not in won_ids]
+
+
+# -- wake-ups --------------------------------------------------------------------------------------
+
+# One installation's next due instant (NULL: nothing live).
+NEXT_DUE_SQL = """SELECT min(at) AS next_at FROM (
+    SELECT min(next_attempt_at) AS at FROM schedules
+     WHERE installation_id = ?1 AND status IN ('pending', 'retrying')
+    UNION ALL
+    SELECT min(lease_until) AS at FROM schedules
+     WHERE installation_id = ?1 AND status = 'running')"""
+
+# Every installation with something due by ?1, and the earliest it is due.
+WAKE_UPS_SQL = """SELECT installation_id, min(at) AS next_at FROM (
+    SELECT installation_id, next_attempt_at AS at FROM schedules
+     WHERE status IN ('pending', 'retrying') AND next_attempt_at <= ?1
+    UNION ALL
+    SELECT installation_id, lease_until AS at FROM schedules
+     WHERE status = 'running' AND lease_until <= ?1)
+ GROUP BY installation_id ORDER BY next_at, installation_id"""
+
+
+def read_next_due(db: Database, installation_id: str) -> Statement:
+    return db.prepare(NEXT_DUE_SQL).bind(installation_id)
+
+
+def next_due_from(rows: Sequence[Row]) -> int | None:
+    value = rows[0]["next_at"] if rows else None
+    return None if value is None else int(value)
+
+
+async def next_due(db: Database, installation_id: str) -> int | None:
+    """When the installation next has something due; None when nothing is live."""
+    return next_due_from([row] if (row := await read_next_due(db, installation_id).first()) else [])
+
+
+def read_wake_ups(db: Database, until: int) -> Statement:
+    return db.prepare(WAKE_UPS_SQL).bind(until)
+
+
+def wake_ups_from(rows: Sequence[Row]) -> dict[str, int]:
+    """installation -> the earliest it has something due."""
+    return {str(row["installation_id"]): int(row["next_at"]) for row in rows}

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scheduling.domain.deliveries import DeliveryTarget
-from scheduling.domain.delivery_policy import DeliveryStatus
-from scheduling.domain.notification_events import EVENT_TYPES, MAX_ENDPOINTS
+from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, DeliveryStatus
+from scheduling.domain.records import DeliveryTarget
 from scheduling.ports import Database, Row
 
 # What the manage page shows of each endpoint's history.

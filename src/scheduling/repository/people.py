@@ -3,7 +3,7 @@ they last launched it (so their first page says what happened since), the instal
 waiting changes over a span of time (the calendar), and their calendar feed's token, hashed.
 
 A feed lives while its person keeps launching Scheduling: `FEED_DAYS` past their latest
-launch (which `sessions.create` records), and not once the installation is gone (Dee Wan
+launch (which `installations.create` records), and not once the installation is gone (Dee Wan
 answered `plugin_unauthorized`, as for sessions).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.domain.schedule import Schedule
-from scheduling.domain.statuses import LIVE, Status, sql_list
+from scheduling.domain.outcomes import LIVE, Status, sql_list
+from scheduling.domain.schedules import Schedule
 from scheduling.ports import Database
 from scheduling.repository.installations import GONE_SQL
 from scheduling.repository.schedules import SCHEDULE_COLUMNS, _schedule

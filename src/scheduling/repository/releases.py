@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from scheduling.domain.localtime import ResolvedTime
-from scheduling.domain.release import Release, ReleaseStatus
-from scheduling.domain.statuses import LIVE, WAITING, Status, sql_list
+from scheduling.domain.outcomes import LIVE, WAITING, Status, sql_list
+from scheduling.domain.schedules import Release, ReleaseStatus
+from scheduling.domain.times import ResolvedTime
 from scheduling.ports import Database, Row, Statement
 from scheduling.repository.schedules import SchedulePage, listing
 

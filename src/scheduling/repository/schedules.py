@@ -1,4 +1,7 @@
-"""Schedules as the management pages see them: create (superseding), list by pages, cancel."""
+"""Schedules as the pages see them: created (superseding the live one of their content and
+kind), cancelled, listed by pages of fifty, and the manage view's agenda order (needs
+attention, upcoming, finished, the replaced ones last), every schedule reachable by paging.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 
-from scheduling.domain.release import MAX_RELEASE_ITEMS
-from scheduling.domain.schedule import Attempt, NewSchedule, Schedule
-from scheduling.domain.statuses import ENDED, LIVE, WAITING, Status, sql_list
+from scheduling.domain.outcomes import ENDED, GROUPS, LIVE, SETTLED_GROUP, WAITING, Status, sql_list
+from scheduling.domain.schedules import MAX_RELEASE_ITEMS, Attempt, NewSchedule, Schedule
 from scheduling.ports import Database, DatabaseError, Row, Statement
+
+# -- create, list, cancel --------------------------------------------------------------------------
 
 # A page of a listing: the content page and the manage view show this many cards.
 PAGE_SIZE = 50
@@ -387,3 +391,67 @@ async def cancel(
         .all()
     )
     return len(result.results) == 1
+
+
+# -- the manage view's order -----------------------------------------------------------------------
+
+_NEEDS_ATTENTION = f"((status IN {_NOT_DONE} AND NOT {SETTLED_SQL}) OR {NEEDS_REPIN_SQL})"
+_RANK = (
+    f"CASE WHEN status = '{Status.RETRYING}' THEN 0 WHEN {_NEEDS_ATTENTION} THEN 1"
+    f" WHEN status IN {sql_list((Status.PENDING, Status.QUEUED, Status.RUNNING))} THEN 2"
+    f" WHEN status = '{Status.SUPERSEDED}' THEN 4 ELSE 3 END"
+)
+_BY_DUE_TIME = sql_list((Status.RETRYING, Status.PENDING, Status.QUEUED, Status.RUNNING))
+_ORDER = f"{_RANK}, CASE WHEN status IN {_BY_DUE_TIME} THEN due_at ELSE -updated_at END, id"
+
+
+def _group_sql(group: str) -> str:
+    """The rows of one group: its statuses, a refused or held one by whether it is settled."""
+    others = sql_list(s for s in GROUPS[group] if s not in (Status.REFUSED, Status.HELD))
+    if Status.REFUSED in GROUPS[group]:
+        return f"(status IN {others} OR {_NEEDS_ATTENTION})"
+    if group == SETTLED_GROUP:
+        return f"(status IN {others} OR (status IN {_NOT_DONE} AND {SETTLED_SQL}))"
+    if Status.PENDING in GROUPS[group]:
+        return f"(status IN {others} AND NOT {NEEDS_REPIN_SQL})"
+    return f"status IN {others}"
+
+
+async def manage_page(
+    db: Database,
+    installation_id: str,
+    group: str | None,
+    page_number: int,
+    *,
+    only: str | None = None,
+) -> SchedulePage:
+    """Page `page_number` (from 1) of `group` (None: every status), or the one schedule
+    `only`, with its attempts and the counts (a group's count is `group_count`).
+
+    One round trip. The statuses are the code's own constants, never request text.
+    """
+    narrowed = "" if group is None else f" AND {_group_sql(group)}"
+    if only is not None:
+        narrowed += " AND id = ?3"
+    return await listing(
+        db,
+        "installation_id = ?1",
+        (installation_id,),
+        order=_ORDER,
+        page_number=page_number,
+        narrowed_to=narrowed,
+        narrowed_by=() if only is None else (only,),
+        count_settled=True,
+    )
+
+
+def group_count(page: SchedulePage, group: str | None) -> int:
+    """How many schedules of the installation are in `group` (None: all of them)."""
+    if group is None:
+        return page.total
+    count = sum(page.counts.get(status, 0) for status in GROUPS[group])
+    if Status.REFUSED in GROUPS[group]:
+        return count - page.settled + page.stale
+    if Status.PENDING in GROUPS[group]:
+        return count - page.stale
+    return count + (page.settled if group == SETTLED_GROUP else 0)

@@ -1,36 +1,72 @@
-"""An alarm of one installation's clock: the second kind of runner invocation beside the
-cron's tick, on the same engine (claim, send through its own six slots,
-settle) with the same compare-and-set claim and lease.
+"""An installation's alarm clock, and its alarm: the runner's second kind of invocation.
 
-It woke `CLOCK_LEAD_MS` before its installation's earliest due second (`domain/wake_times.py`);
-it waits for that second, awake, then claims that installation's due rows, never more live
-claims than MAX_IN_FLIGHT_PER_INSTALLATION whoever holds them, sends, settles, and delivers
-the events its settles wrote: once its due rows are sent, or, while it still has some to send,
-once it has sent for `TELL_AFTER_MS` (then it sends on), so a refusal is told within seconds
-by the invocation that settled it. While the next due second is within the lead (and the budget
-allows), it waits for it in the same invocation; then it answers its next wake-up, read from
-D1 (a retry's `next_attempt_at` included), for its clock to set (`runner/alarm_clock.py`).
-Nothing is claimed before it is due: the due query reads the real time.
+Told a wake-up, the clock moves earlier, never later. Rung, the alarm waits for its
+installation's earliest due second, claims and sends its due rows within
+MAX_IN_FLIGHT_PER_INSTALLATION, delivers the events its settles wrote, and answers its next
+wake-up, read from D1, for the clock to set. A failed alarm sets a retry before it fails.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from scheduling.domain.claims import DueRow
-from scheduling.domain.wake_times import HELD_BACK_RETRY_MS, wake_for
-from scheduling.events import emit
+from scheduling.domain.records import DueRow
+from scheduling.domain.schedules import HELD_BACK_RETRY_MS, retry_after_failure, wake_for
 from scheduling.limits import batch_cost
-from scheduling.ports import LimitReached
-from scheduling.repository import wake_ups
-from scheduling.repository.leases import Leases
+from scheduling.ports import AlarmStore, LimitReached, emit
+from scheduling.repository.leases import Leases, next_due_from, read_next_due
+from scheduling.runner.engine import TickReport
 from scheduling.runner.invocation import Invocation, RunnerInvocation
-from scheduling.runner.report import TickReport
-from scheduling.runner.send_work import Claimed, SendWork, Settled
+from scheduling.runner.sends import Claimed, SendWork, Settled
 from scheduling.services import Services
+
+# -- the clock -------------------------------------------------------------------------------------
+
+
+class AlarmClock:
+    def __init__(self, store: AlarmStore, now: Callable[[], int]) -> None:
+        self.store = store
+        self.now = now
+        self.failures = 0  # alarms failed in a row
+        self.ringing = False
+        # A told time and the alarm's own next wake-up are each read, compared and set
+        # under it, so neither overwrites the other with a later time.
+        self._lock = asyncio.Lock()
+
+    async def arm(self, at: int) -> bool:
+        """Wake at `at` or earlier. True when the clock would not have woken in time without
+        this: it was unset or set later, and no alarm of its is running (a running alarm
+        reads D1 for its next wake-up as it ends)."""
+        async with self._lock:
+            current = await self.store.get_alarm()
+            if current is not None and current <= at:
+                return False
+            await self.store.set_alarm(at)
+            return not self.ringing
+
+    async def ring(self, alarm: Callable[[], Awaitable[int | None]]) -> int | None:
+        """Run `alarm` (it answers its next wake-up, None when nothing is live) and set it;
+        when it fails, set a retry and raise."""
+        self.ringing = True
+        try:
+            next_at = await alarm()
+        except Exception:
+            self.failures += 1
+            self.ringing = False
+            await self.arm(retry_after_failure(self.now(), self.failures))
+            raise
+        finally:
+            self.ringing = False
+        self.failures = 0
+        if next_at is not None:
+            await self.arm(next_at)
+        return next_at
+
+
+# -- the alarm -------------------------------------------------------------------------------------
 
 # An alarm reads this many of its installation's due rows at once and claims them a cap's
 # worth at a time, each on what was read (the claim's compare-and-set): one read for a
@@ -100,7 +136,7 @@ async def alarm(services: Services, installation_id: str, set_for: int | None) -
     try:
         return await run_alarm(services, installation_id, set_for)
     except Exception as exc:
-        # The type only, as for a tick; its clock sets a retry (runner/alarm_clock.py).
+        # The type only, as for a tick; its clock sets a retry (`AlarmClock.ring`).
         emit("runner_alarm_failed", installation_id=installation_id, error=type(exc).__name__)
         raise
 
@@ -174,9 +210,9 @@ class Alarm(RunnerInvocation):
         return bool(self.outbox.fresh) and self.clock() - since >= TELL_AFTER_MS
 
     async def _next_due(self) -> int | None:
-        statement = wake_ups.read_next_due(self.trips.db, self.installation_id)
+        statement = read_next_due(self.trips.db, self.installation_id)
         [result] = await self.trips.send([statement])
-        return wake_ups.next_due_from(result.results)
+        return next_due_from(result.results)
 
     def _time_for(self, wait_ms: int) -> bool:
         """Room in the budget to wait `wait_ms`, then claim and settle a batch of its cap and

@@ -1,30 +1,161 @@
-"""One runner tick: roll batches (claim, send in slots, settle) until nothing is due or the
-tick's budget is spent, or, with an alarm clock per installation, watch the clocks
-(`watchdog.py`); then deliver the notifications the outbox has due; then purge what is past the
-retention window (`purge.py`), within what is left; then record itself (`invocation.py`).
-
-The cron's backstop (`Ticks`): with the cron stopped nothing would be sent until someone
-looked, so any request a process or isolate serves, /healthz polled by an uptime monitor
-among them, notices a last tick over two minutes old and runs one tick of its own after
-answering, within a shorter budget, recorded as the kind `backstop`. Before the cron's first
-tick there is nothing to go by: no backstop.
+"""One cron tick: batches rolled until nothing is due or the budget is spent, or, with an alarm
+clock per installation, the clocks watched (each told what is due, and what none took sent
+once overdue by `WATCHDOG_GRACE_MS`); then the deliveries due; then the purge of what ended
+more than `RETENTION_DAYS` ago, in bounded steps within what is left; then its record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections import Counter
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from scheduling.domain.localtime import rfc3339
-from scheduling.events import emit
-from scheduling.limits import TICK_TIME
-from scheduling.repository import tick_history
-from scheduling.runner import purge
+from scheduling.domain.schedules import WATCHDOG_GRACE_MS, WATCHDOG_HORIZON_MS, wake_for
+from scheduling.domain.times import rfc3339
+from scheduling.limits import SUBREQUESTS, TICK_TIME
+from scheduling.ports import ClockUnavailable, LimitReached, ScheduleClocks, emit, gather_limited
+from scheduling.repository import history
+from scheduling.repository.installations import ENDED_KEPT_MS
+from scheduling.repository.leases import read_wake_ups, wake_ups_from
+from scheduling.repository.round_trips import RoundTrips
+from scheduling.runner.engine import Budget, TickReport
 from scheduling.runner.invocation import Invocation, RunnerInvocation
-from scheduling.runner.report import TickReport
-from scheduling.runner.send_work import DueRows
-from scheduling.runner.watchdog import Watchdog
-from scheduling.services import Services
+from scheduling.runner.sends import DueRows
+from scheduling.services import Services, log
+
+# -- the retention purge ---------------------------------------------------------------------------
+
+DAY_MS = 86_400_000
+# Rows of each kind one step deletes, the steps one tick takes at most, and the time after
+# which it starts no more: up to 5,000 schedules a tick (7 million a day). Rows go in the
+# order of their index, not their keys, so each costs a few random pages of writes: a step
+# of 100 holds D1's one writer for a fraction of a second (bench/retention_bench.py), and
+# the purge leaves most of every minute to the rest.
+STEP_ROWS = 100
+MAX_STEPS = 50
+MAX_PURGE_MS = 5_000
+
+
+@dataclass
+class PurgeReport:
+    """What one retention purge removed."""
+
+    steps: int = 0
+    schedules: int = 0
+    attempts: int = 0
+    deliveries: int = 0
+    proposals: int = 0
+    agent_keys: int = 0
+
+
+async def purge(
+    services: Services,
+    trips: RoundTrips,
+    budget: Budget,
+    *,
+    now: int,
+    elapsed_ms: Callable[[], int],
+) -> PurgeReport:
+    """Steps while there is more to purge, the budget allows one more and `MAX_STEPS` are
+    not taken; logs one `retention_purged` line when anything went. Each step is a round
+    trip of the invocation's (`trips`, which counts it)."""
+    cutoff = now - services.config.retention_days * DAY_MS
+    agents_cutoff = max(cutoff, now - ENDED_KEPT_MS)  # the sooner of the two
+    report = PurgeReport()
+    started = elapsed_ms()
+    while (
+        report.steps < MAX_STEPS
+        and elapsed_ms() - started < MAX_PURGE_MS
+        and budget.allows(
+            elapsed_ms=elapsed_ms(), statements=trips.statements + history.STEP_STATEMENTS
+        )
+    ):
+        try:
+            results = await trips.send(history.step(trips.db, cutoff, STEP_ROWS, agents_cutoff))
+        except LimitReached:
+            break  # the invocation may send D1 nothing more; the rest waits for a tick
+        step = history.purged(results)
+        report.steps += 1
+        report.schedules += step.schedules
+        report.attempts += step.attempts
+        report.deliveries += step.deliveries
+        report.proposals += step.proposals
+        report.agent_keys += step.agent_keys
+        if max(step.schedules, step.deliveries, step.proposals, step.agent_keys) < STEP_ROWS:
+            break  # nothing more past the window
+    if report.schedules or report.deliveries or report.proposals or report.agent_keys:
+        emit(
+            "retention_purged",
+            retention_days=services.config.retention_days,
+            steps=report.steps,
+            schedules=report.schedules,
+            attempts=report.attempts,
+            deliveries=report.deliveries,
+            proposals=report.proposals,
+            agent_keys=report.agent_keys,
+        )
+    return report
+
+
+# -- the watchdog ----------------------------------------------------------------------------------
+
+
+class Watchdog:
+    def __init__(self, tick: RunnerInvocation, clocks: ScheduleClocks) -> None:
+        self.tick = tick
+        self.clocks = clocks
+        self.report = tick.report
+        self.lead_ms = tick.services.config.clock_lead_ms
+
+    async def run(self) -> None:
+        self.report.watchdog = 1
+        await self._tell_clocks()
+        tick = self.tick
+        if tick.engine.limit is not None:
+            return
+        await tick._send(DueRows(tick.leases, lag_ms=WATCHDOG_GRACE_MS))
+        self.report.caught = self.report.claimed + self.report.refused_unsent
+
+    async def _tell_clocks(self) -> None:
+        """Each installation's clock told when it next has something due (the earliest
+        first): one call each, `SEND_CONCURRENCY` at a time, as many as the subrequest budget
+        leaves room for beside a batch of the watchdog's own sends."""
+        tick, engine = self.tick, self.tick.engine
+        config = tick.services.config
+        statement = read_wake_ups(tick.trips.db, tick.clock() + WATCHDOG_HORIZON_MS)
+        [result] = await tick.trips.send([statement])
+        due = list(wake_ups_from(result.results).items())
+        left = engine.budget.allowance(SUBREQUESTS) - engine.subrequests()
+        room = max(0, left - config.max_rows_per_batch)
+        if len(due) > room:
+            self.report.limit_reached = 1  # the rest are told by the next tick
+        told = due[:room]
+        engine.clock_calls += len(told)
+        calls = [partial(self._tell, installation_id, at) for installation_id, at in told]
+        outcomes = Counter(await gather_limited(config.send_concurrency, calls))
+        engine.clock_calls -= outcomes["refused"]
+        self.report.clocks_rearmed += outcomes["moved"]
+        if outcomes["unreachable"]:
+            log.warning(
+                "%d installations' clocks could not be told: the watchdog sends what they"
+                " leave overdue",
+                outcomes["unreachable"],
+            )
+
+    async def _tell(self, installation_id: str, due_at: int) -> str:
+        try:
+            moved = await self.clocks.arm(installation_id, wake_for(due_at, self.lead_ms))
+        except ClockUnavailable:
+            return "unreachable"
+        except LimitReached as limit:  # refused unmade: the call is not counted
+            self.tick.engine.reached(limit)
+            return "refused"
+        return "moved" if moved else "kept"
+
+
+# -- the tick --------------------------------------------------------------------------------------
 
 # The window: how far a tick's `scheduledTime` may lie from the wall clock, whoever asks:
 # the cron, the Worker's `scheduled()` under `wrangler dev --test-scheduled` (whose
@@ -91,7 +222,7 @@ async def run_tick(services: Services, invocation: Invocation) -> dict[str, int]
 
 class Tick(RunnerInvocation):
     """Sends what is due (inline), or, with an alarm clock per installation, watches the
-    clocks instead (`watchdog.py`); then delivers the notifications due."""
+    clocks instead (`Watchdog`); then delivers the notifications due."""
 
     kind = "tick"
     log_event = "runner_tick"
@@ -109,7 +240,7 @@ class Tick(RunnerInvocation):
         else:
             await self._send(DueRows(self.leases))
         await self._deliver()
-        await purge.purge(
+        await purge(
             self.services, self.trips, self.engine.budget, now=self.now, elapsed_ms=self.elapsed_ms
         )
 
@@ -165,8 +296,8 @@ class Ticks:
     async def _backstop(self, now: int) -> None:
         try:
             db = self.services.db
-            [result] = await db.batch([tick_history.read_latest_tick(db)])
-            last = tick_history.latest_tick_from(result.results)
+            [result] = await db.batch([history.read_latest_tick(db)])
+            last = history.latest_tick_from(result.results)
             if last is None:  # the cron has not started yet (/healthz says so once work is due)
                 return
             if now - last <= CRON_STOPPED_AFTER_MS:

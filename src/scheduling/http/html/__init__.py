@@ -1,3 +1,4 @@
-"""What every page shares: the layout, the schedule cards, the styles, time labels, charts,
-and rendering a page model through its compiled template. It only renders; the checks that
-read the database are in `http/guards.py` and the pages' rooms (`pages/`)."""
+"""What every page shares: the layout and the schedule cards (`templates.py`, their view
+models in `view_models.py`), the styles, and rendering a page model through its compiled
+template (`render.py`, with the pages' time arithmetic). It only renders; the checks that read
+the database are in `http/routing.py` and the pages."""

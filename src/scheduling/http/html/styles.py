@@ -13,7 +13,7 @@ body { margin: 0; font: 16px/1.5 system-ui, sans-serif; color: var(--ink); backg
 .brand { font-weight: 700; } .brand span { font-weight: 400; color: var(--muted); }
 main { max-width: 52rem; padding: 1.5rem; }
 /* On a laptop's screen the tables take the room (in 52rem a delivery's times wrapped over five
-   lines at 1280 px: issue 38); running text keeps its readable measure. */
+   lines at 1280 px); running text keeps its readable measure. */
 @media (min-width: 75rem) { main { max-width: 72rem; } main p, main dl, main .field { max-width: 52rem; } }
 h1 { font-size: 1.6rem; margin-top: 0; } h2 { font-size: 1.25rem; margin-top: 2rem; } h3 { font-size: 1.05rem; margin: 0 0 .5rem; }
 dl.facts, .schedule dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 0 0 .75rem; }

@@ -1,5 +1,5 @@
 """What the templates show, as frozen values: each schedule as a card, its instants written the
-one way (`time_words.instant_text`), in plain words with codes kept for support; the settings
+one way (`times.instant_text`), in plain words with codes kept for support; the settings
 every card of a page shares; the pager."""
 
 from __future__ import annotations
@@ -9,23 +9,21 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from scheduling.actions.listing import Listed, last_page
-from scheduling.domain.collisions import Conflict, conflicts, needs_repin_text
-from scheduling.domain.localtime import rfc3339
-from scheduling.domain.notification_events import outcome_unknown
-from scheduling.domain.pins import ShownVersions
-from scheduling.domain.schedule import Attempt, Schedule
-from scheduling.domain.statuses import WAITING, Status, group_of
-from scheduling.domain.time_words import duration_text, instant_text
-from scheduling.domain.wording import (
-    KIND,
-    STATUS,
-    explain_answer,
-    explain_result,
-    support_detail,
+from scheduling.domain.notifications import outcome_unknown
+from scheduling.domain.outcomes import WAITING, Status, group_of
+from scheduling.domain.schedules import (
+    Attempt,
+    Conflict,
+    Schedule,
+    ShownVersions,
+    conflicts,
+    needs_repin_text,
 )
-from scheduling.http.html import time_labels
+from scheduling.domain.times import duration_text, instant_text, rfc3339
+from scheduling.domain.wording import KIND, STATUS, explain_answer, explain_result, support_detail
+from scheduling.http.html.render import deadline_ms, lateness_ms, planned_try
+from scheduling.repository.installations import Session
 from scheduling.repository.schedules import PAGE_SIZE
-from scheduling.repository.sessions import Session
 
 
 @dataclass(frozen=True)
@@ -179,7 +177,7 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
     answered = last.http_status if last is not None and last.code == schedule.result_code else None
     next_label, next_note, ending = _next_try(schedule, moment, zone)
     late = _late(schedule)
-    deadline = time_labels.deadline_ms(schedule.due_at, moment.max_lateness_ms)
+    deadline = deadline_ms(schedule.due_at, moment.max_lateness_ms)
     label = STATUS[schedule.status] + (f", {duration_text(late)} late" if late else "")
     return ScheduleCard(
         id=schedule.id,
@@ -230,7 +228,7 @@ def cards(
     live: Iterable[Schedule] = (),
 ) -> tuple[ScheduleCard, ...]:
     """`live`: the content's live schedules, which a Try again would replace, and which the
-    listed ones may collide with (`collisions.conflicts`)."""
+    listed ones may collide with (`schedules.conflicts`)."""
     rows = tuple(rows)
     live = tuple(live)
     by_kind = {s.kind: s for s in live}
@@ -322,7 +320,7 @@ def _late(schedule: Schedule) -> int | None:
     """How late a done schedule's command left (its last attempt's start), when it was."""
     if schedule.status != Status.COMPLETED or not schedule.attempts:
         return None
-    return time_labels.lateness_ms(schedule.due_at, schedule.attempts[-1].started_at)
+    return lateness_ms(schedule.due_at, schedule.attempts[-1].started_at)
 
 
 def _support(schedule: Schedule, answered: int | None) -> str:
@@ -348,8 +346,8 @@ def _next_try(schedule: Schedule, moment: Moment, zone: str) -> tuple[str | None
     why, and that the next tick ends it."""
     if schedule.status != Status.RETRYING or schedule.next_attempt_at is None:
         return None, None, False
-    planned = time_labels.planned_try(schedule.next_attempt_at, moment.now_ms)
-    deadline = time_labels.deadline_ms(schedule.due_at, moment.max_lateness_ms)
+    planned = planned_try(schedule.next_attempt_at, moment.now_ms)
+    deadline = deadline_ms(schedule.due_at, moment.max_lateness_ms)
     if planned > deadline:
         # The run that takes it up again finds it past the cap and ends it unsent.
         return (

@@ -37,8 +37,8 @@ import httpx
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from scheduling.domain import sealing
 from scheduling.domain.addresses import is_public
+from scheduling.domain.secrets import IV_BYTES, frame, unframe
 from scheduling.ports import (
     AddressRefused,
     OutboundRequest,
@@ -61,11 +61,11 @@ class CpythonCrypto:
         self._aead = AESGCM(key)
 
     async def seal(self, plaintext: str, context: str) -> str:
-        iv = os.urandom(sealing.IV_BYTES)
-        return sealing.frame(iv, self._aead.encrypt(iv, plaintext.encode(), context.encode()))
+        iv = os.urandom(IV_BYTES)
+        return frame(iv, self._aead.encrypt(iv, plaintext.encode(), context.encode()))
 
     async def open(self, sealed: str, context: str) -> str:
-        iv, data = sealing.unframe(sealed)
+        iv, data = unframe(sealed)
         try:
             return self._aead.decrypt(iv, data, context.encode()).decode()
         except (InvalidTag, UnicodeDecodeError):

@@ -20,7 +20,7 @@ from urllib.parse import quote_from_bytes, urlsplit
 
 from scheduling.app import App
 from scheduling.config import Misconfigured
-from scheduling.domain.refusals import Refusal, invalid_request
+from scheduling.domain.wording import Refusal, invalid_request
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request
 from scheduling.http.responses import Response, json_response
 from scheduling.runner.tick import window_problem, window_words

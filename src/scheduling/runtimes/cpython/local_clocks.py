@@ -3,7 +3,7 @@
 SCHEDULE_CLOCK=1).
 
 Each clock keeps one alarm, a timer on the event loop, and runs the core's own clock logic
-(`runner/alarm_clock.py`) over it. As Durable Objects do: setting the alarm replaces it; a
+(`runner/alarm.py`) over it. As Durable Objects do: setting the alarm replaces it; a
 time in the past fires at once; while an alarm runs, its clock reads no alarm unless one was
 set since, and a wake-up that comes meanwhile waits for the running one to end (one alarm at
 a time per installation). Each alarm is its own invocation: its own engine, its own six
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from scheduling.app import App
-from scheduling.domain.wake_times import wake_for
+from scheduling.domain.schedules import wake_for
 from scheduling.limits import MAX_STORED_INTEGER
 from scheduling.ports import HttpClient
-from scheduling.repository import wake_ups
-from scheduling.runner.alarm_clock import AlarmClock
+from scheduling.repository.leases import read_wake_ups, wake_ups_from
+from scheduling.runner.alarm import AlarmClock
 from scheduling.runtimes.cpython.adapters import HttpxClient, outbound_client, shared_tls
 from scheduling.services import log
 
@@ -98,9 +98,9 @@ class LocalClocks:
 
     async def start(self) -> int:
         """Arm every installation with something live, from D1; returns how many."""
-        rows = await wake_ups.read_wake_ups(self.services.db, MAX_STORED_INTEGER).all()
+        rows = await read_wake_ups(self.services.db, MAX_STORED_INTEGER).all()
         lead = self.services.config.clock_lead_ms
-        found = wake_ups.wake_ups_from(rows.results)
+        found = wake_ups_from(rows.results)
         for installation_id, due_at in found.items():
             await self.arm(installation_id, wake_for(due_at, lead))
         return len(found)

@@ -29,10 +29,10 @@ from urllib.parse import urlsplit
 
 import uvicorn
 
-from scheduling import events
 from scheduling.app import App
 from scheduling.config import RENAMED, SECRETS, VARIABLES, Configuration
 from scheduling.limits import VISITOR_CONNECTIONS
+from scheduling.ports import configure_events
 from scheduling.runtimes.cpython.adapters import (
     CpythonCrypto,
     HttpxClient,
@@ -306,6 +306,6 @@ def configure_logging() -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    events.configure(sys.stderr)
+    configure_events(sys.stderr)
     # httpx logs every request line at INFO; the app logs what matters itself.
     logging.getLogger("httpx").setLevel(logging.WARNING)

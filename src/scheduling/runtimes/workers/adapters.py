@@ -15,7 +15,7 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, jsnull, to_js
 
-from scheduling.domain import sealing
+from scheduling.domain.secrets import IV_BYTES, b64url, frame, unframe
 from scheduling.ports import (
     DatabaseError,
     LimitReached,
@@ -187,14 +187,14 @@ class WebCrypto:
         )
 
     async def seal(self, plaintext: str, context: str) -> str:
-        iv = _random_bytes(sealing.IV_BYTES)
+        iv = _random_bytes(IV_BYTES)
         encrypted = await js.crypto.subtle.encrypt(
             self._params(iv, context), await self._aes_key(), _js_bytes(plaintext.encode())
         )
-        return sealing.frame(iv, encrypted.to_bytes())
+        return frame(iv, encrypted.to_bytes())
 
     async def open(self, sealed: str, context: str) -> str:
-        iv, data = sealing.unframe(sealed)
+        iv, data = unframe(sealed)
         # Outside the try: a key WebCrypto will not import is a bug, not an unreadable value.
         key = await self._aes_key()
         try:
@@ -221,7 +221,7 @@ class WebCrypto:
         return bytes(signature.to_bytes())
 
     def random_token(self) -> str:
-        return sealing.b64url(_random_bytes(32))
+        return b64url(_random_bytes(32))
 
 
 class WorkersFetch:

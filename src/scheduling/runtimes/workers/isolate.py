@@ -19,12 +19,12 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from scheduling import events
 from scheduling.app import App
 from scheduling.config import RENAMED, SECRETS, VARIABLES, Configuration
 from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, MemoryRateLimiter
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
 from scheduling.http.responses import Response
+from scheduling.ports import configure_events
 from scheduling.runner.alarm import alarm
 from scheduling.runtimes.workers.adapters import (
     D1Database,
@@ -112,7 +112,7 @@ def configure_logging() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
-    events.configure(sys.stderr)
+    configure_events(sys.stderr)
 
 
 def read_env(env: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ alarm (the time of its next wake-up) and the installation's id it was named by (
 cannot read its own name back): D1 stays the only truth. Told a time over RPC (`arm`), it
 moves its alarm earlier, never later; its `alarm()` runs the core's alarm for that
 installation (its own invocation: its own six connections and allowances) and sets the next
-wake-up from what the alarm read in D1 (`runner/alarm_clock.py`). An `alarm()` that fails
+wake-up from what the alarm read in D1 (`runner/alarm.py`). An `alarm()` that fails
 sets a retry before it raises: the platform retries a throwing alarm six times at most.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from pyodide.ffi import JsException
 
 from scheduling.ports import ClockUnavailable
-from scheduling.runner.alarm_clock import AlarmClock
+from scheduling.runner.alarm import AlarmClock
 from scheduling.runtimes.workers.adapters import WorkersClock
 from scheduling.runtimes.workers.bindings import refusal
 

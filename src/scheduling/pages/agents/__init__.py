@@ -1,1 +1,0 @@
-"""Agent keys and proposals, on the content page and the manage view."""
