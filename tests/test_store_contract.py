@@ -515,6 +515,24 @@ async def test_due_takes_installations_round_robin_oldest_first_within_each(
     assert ids(await leases.due(LONG_AGO, 5)) == [busy[0], third[0], quiet, busy[1], third[1]]
 
 
+async def test_due_leaves_out_installations_and_takes_at_most_each_of_the_others(
+    any_db: Database, leases: Leases
+) -> None:
+    busy = [await leased(any_db, 0, n, ready_at=LONG_AGO - 100 + n) for n in range(5)]
+    quiet = await leased(any_db, 1, 0)
+    third = [await leased(any_db, 2, n, ready_at=LONG_AGO - 50 + n) for n in range(2)]
+    assert ids(await leases.due(LONG_AGO, 20, each=1)) == [busy[0], third[0], quiet]
+    assert leases.due_now == 8
+    taken = await leases.due(LONG_AGO, 20, left_out=["ins1", "ins2"], each=2)
+    assert (ids(taken), leases.due_now) == (busy[:2], 8)  # not alone: the others are due
+    assert await leases.due(LONG_AGO, 20, left_out=["ins0", "ins1", "ins2"]) == []
+    assert leases.due_now == 8
+    assert await leases.due(LONG_AGO - 101, 20, each=1) == []
+    assert leases.due_now == 0
+    # Alone with rows due, an installation takes up to the limit.
+    assert ids(await leases.due(LONG_AGO - 60, 20, each=1)) == busy
+
+
 async def test_a_claim_wins_once_sets_the_lease_and_opens_the_attempt(
     any_db: Database, leases: Leases
 ) -> None:
@@ -1450,7 +1468,7 @@ def table_reads(steps: list[str]) -> list[str]:
 
 @pytest.mark.parametrize(
     ("sql", "params"),
-    [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
+    [(DUE_SQL, (0, 20, '["ins_x"]', 6)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
     ids=["runner due rows", "status backlog", "status counts"],
 )
 async def test_runner_and_status_queries_read_only_the_partial_indexes(

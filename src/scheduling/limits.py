@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 # Every call to Dee Wan gives up after this long, body included (protocol §6, the Runner table).
 REQUEST_TIMEOUT_MS = 10_000
+# A claim's lease keeps this much room for the settle after its last answer.
+LEASE_MARGIN_MS = 5_000
 # D1 binds through JavaScript: Pyodide hands |n| >= 2**53 - 1 over as a BigInt, which D1
 # refuses (measured in the harness), so a stored integer stays below that.
 MAX_STORED_INTEGER = 2**53 - 2

@@ -27,7 +27,7 @@ from scheduling.domain.retry_policy import (
 )
 from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
-from scheduling.limits import batch_cost
+from scheduling.limits import LEASE_MARGIN_MS, REQUEST_TIMEOUT_MS, batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.leases import Leases, latest_sends
 from scheduling.runner.engine import Batch, Engine, OnEngine
@@ -61,8 +61,8 @@ class RowSource(Protocol):
 
     apart: bool
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        """Up to `limit` rows to claim now; none ends the work."""
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
+        """Up to `limit` rows to claim now; None ends the work, none asks again."""
         ...
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None: ...
@@ -72,7 +72,10 @@ class RowSource(Protocol):
 
 class DueRows:
     """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
-    those due that long (the clocks' watchdog leaves the rest to the clocks)."""
+    those due that long (the clocks' watchdog leaves the rest to the clocks). While another
+    installation has rows due, a batch takes at most a wave (SEND_CONCURRENCY) of one's rows,
+    and none of one with sends waiting for its share of the slots (`engine.Slots`); when only
+    such installations have rows due, it waits until one of them has none waiting."""
 
     apart = True
 
@@ -80,8 +83,15 @@ class DueRows:
         self.leases = leases
         self.lag_ms = lag_ms
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        return await self.leases.due(now - self.lag_ms, limit)
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
+        slots = work.engine.slots
+        left_out = sorted(+slots.held_back)
+        wave = work.services.config.send_concurrency
+        rows = await self.leases.due(now - self.lag_ms, limit, left_out, wave)
+        if rows or not (left_out and self.leases.due_now):
+            return rows or None
+        await slots.until_one_passes(left_out)
+        return []
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         pass
@@ -137,8 +147,10 @@ class SendWork(OnEngine):
         """The source's next rows, decided: None when it has none, or when another runner
         changed every row first (the rest is left to it)."""
         rows = await self.source.next(self.clock(), self.batch_size, self)
-        if not rows:
+        if rows is None:
             return None
+        if not rows:
+            return Batch([], "")  # nothing to claim yet: asked again
         self.report.batches += 1
         self.report.due += len(rows)
         lease_token = self.services.crypto.random_token()  # TOKEN_KEY read only when needed
@@ -204,11 +216,18 @@ class SendWork(OnEngine):
     async def unslotted(self, item: Claim) -> SettledClaim | None:
         return None  # every claim has a command to send
 
+    def share_of(self, item: Claim) -> str:
+        return item.row.installation_id
+
     def ready(self, item: Claim, at: int) -> SettledClaim | None:
-        """The lateness cap, checked at the last moment: past it, nothing is sent."""
+        """The last checks, once it holds its slot: past the lateness cap, nothing is sent;
+        with too little of its lease left for an answer and the settle, it is handed back
+        unsent (so no other runner can claim it while it is in flight)."""
         if too_late(due_at=item.row.due_at, now=at, caps=self.caps):
             self.report.refused_unsent_late += 1
             return SettledClaim(item, REFUSED_LATE, None, self.events.late(item, at))
+        if at + REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS > item.lease_until:
+            return self.handed_back(item, at)
         return None
 
     def handed_back(self, item: Claim, at: int) -> SettledClaim:
