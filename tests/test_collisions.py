@@ -186,8 +186,8 @@ def test_a_chat_line_says_a_stale_schedule_needs_a_new_pin() -> None:
         result_code=None,
         attempts=0,
         outcome_unknown=False,
-        said=needs_repin_said("unpublish", done_at, "UTC"),
+        message=needs_repin_said("unpublish", done_at, "UTC"),
     ).body("https://scheduling.example")
-    line = event_line(body, "Spring sale")
+    line = event_line(ScheduleEvent.read(body), "Spring sale")
     assert line.startswith("Out of date: the schedule to unpublish “Spring sale” (ver_1) at ")
     assert "Needs a new pin: a publish of this content was done at" in line

@@ -258,7 +258,7 @@ class SendWork(OnEngine):
         )
         self.report.ended(settlement.status)
         attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
-        event = self.events.sent(item, settlement, outcome, finished)
+        event = self.events.sent(item, settlement, attempt)
         stale = self.events.stale(item, settlement, finished)
         return SettledClaim(item, settlement, attempt, event, stale)
 

@@ -116,7 +116,6 @@ def operator_page(view: OperatorView) -> OperatorPage:
                 reason=explain_result(
                     r.code,
                     None,
-                    None,
                     ended_by=r.ended_by,
                     tries=r.attempts,
                     lateness_ms=view.max_lateness_ms,
