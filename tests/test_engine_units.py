@@ -558,3 +558,37 @@ async def test_a_send_cancelled_once_handed_a_slot_gives_it_back() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert (slots.free, +slots.holding) == (1, Counter())
+
+
+async def test_a_send_behind_one_waiting_for_a_free_slot_is_held_back_at_once() -> None:
+    """No slot free: B's send waits for one, and A's behind it, A holding its share while B
+    has sends, counts as held back at once (its batch may roll on)."""
+    slots = Slots(1, 1)
+    slots.arrive(["A", "B", "A"])
+    blocked: list[str] = []
+    await slots.take("A", lambda: blocked.append("a1"))
+    b1 = asyncio.ensure_future(slots.take("B", lambda: blocked.append("b1")))
+    a2 = asyncio.ensure_future(slots.take("A", lambda: blocked.append("a2")))
+    await settle_down()
+    assert (blocked, dict(+slots.held_back)) == (["a2"], {"A": 1})
+    slots.give_back("A")
+    await settle_down()
+    assert b1.done()
+    assert not a2.done()
+    b1.cancel()
+    a2.cancel()
+
+
+async def test_a_cancelled_send_still_in_the_queue_lets_the_next_one_have_the_slot() -> None:
+    slots = Slots(1, 3)
+    slots.arrive(["A", "B", "C"])
+    await slots.take("A", lambda: None)
+    b = asyncio.ensure_future(slots.take("B", lambda: None))
+    c = asyncio.ensure_future(slots.take("C", lambda: None))
+    await settle_down()
+    b.cancel()  # its future is cancelled now; its sender leaves the queue once it runs
+    slots.give_back("A")
+    await settle_down()
+    assert c.done()
+    assert b.cancelled()
+    assert (slots.free, dict(+slots.holding)) == (0, {"C": 1})

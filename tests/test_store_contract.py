@@ -1301,6 +1301,45 @@ async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_w
     assert [pick(i, "id live refused_recently last_sent_at") for i in lines] == watch
 
 
+async def test_the_operator_reads_the_schedules_that_will_try_again_with_their_tries(
+    any_db: Database,
+) -> None:
+    assert (
+        operator_queries.retrying_from((await operator_queries.read_retrying(any_db).all()).results)
+        == ()
+    )
+    await installation(any_db, "ins_down", site_id="site_down")
+    await installation(any_db, "ins_ok")
+    retrying: dict[str, Any] = {"status": "retrying", "result_code": "unavailable"}
+    await any_db.batch([
+        schedule_row(any_db, "r_late", "ins_down", **retrying, attempts=2, ready_at=NOW + 9),
+        schedule_row(any_db, "r_soon", "ins_down", **retrying, attempts=1, ready_at=NOW + 1),
+        schedule_row(any_db, "r_ok", "ins_ok", status="retrying", attempts=1, ready_at=NOW),
+        schedule_row(any_db, "waiting", "ins_ok"),
+        schedule_row(any_db, "done", "ins_ok", status="refused", attempts=1),
+        attempt_row(any_db, "r_late", 1, 100, 101, "timeout", None),
+        attempt_row(any_db, "r_late", 2, 200, 201, "unavailable", 503),
+        attempt_row(any_db, "r_soon", 1, 150, 151, "unavailable", 503),
+        attempt_row(any_db, "done", 1, 5, 6, "content_not_found", 404),
+    ])  # fmt: skip
+    found = operator_queries.retrying_from(
+        (await operator_queries.read_retrying(any_db).all()).results
+    )
+    assert [
+        pick(r, "schedule_id installation_id site_id next_attempt_at first_try") for r in found
+    ] == [
+        ("r_soon", "ins_down", "site_down", NOW + 1, 150),
+        ("r_late", "ins_down", "site_down", NOW + 9, 100),
+        ("r_ok", "ins_ok", "site", NOW, None),
+    ]
+    assert found[1].last == Attempt(2, 200, 201, "unavailable", 503)
+    assert found[2].last is None
+    [refused] = operator_queries.refusals_from(
+        (await operator_queries.read_recent_refusals(any_db).all()).results
+    )
+    assert refused.last == Attempt(1, 5, 6, "content_not_found", 404)
+
+
 # -- the manage view's and the agents' reads -------------------------------------------------
 
 
@@ -1573,6 +1612,7 @@ OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
     "history window": (tick_history.SERIES_SQL, (0, 1, 600_000)),
     "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, ()),
     "installations": (operator_queries.INSTALLATIONS_SQL, (0,)),
+    "will try again": (operator_queries.RETRYING_SQL, ()),
     "history row": (tick_history.INSERT_SQL, (0,) * (5 + len(tick_history.REPORT_COLUMNS))),
     "totals": (tick_history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
     "pruning": (tick_history.PRUNE_SQL, (0,)),

@@ -1,6 +1,6 @@
 """What the operator page shows, read in one D1 round trip: the runner's status now, the tick
-history of the last 24 hours and the last 7 days in slots, the latest refusals and the
-installations that need a look.
+history of the last 24 hours and the last 7 days in slots, the schedules that will try again,
+the latest refusals and the installations that need a look.
 
 A window of the history comes back already grouped into slots (10 minutes for a day, an
 hour for a week): the worst of each gauge and the sum of each count per slot, so 10,080
@@ -16,7 +16,7 @@ from scheduling.domain.lateness import BUCKET_COLUMNS
 from scheduling.operator.health import FINISHED_WINDOW_MS, status_json
 from scheduling.ports import Database, Row
 from scheduling.repository import backlog, operator_queries, tick_history
-from scheduling.repository.operator_queries import InstallationLine, RecentRefusal
+from scheduling.repository.operator_queries import InstallationLine, RecentRefusal, Retrying
 
 MINUTE_MS = 60_000
 
@@ -86,6 +86,7 @@ class OperatorView:
     windows: tuple[Window, ...]
     refusals: tuple[RecentRefusal, ...]
     installations: tuple[InstallationLine, ...]
+    retrying: tuple[Retrying, ...] = ()
 
 
 async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> OperatorView:
@@ -102,9 +103,10 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
             ),
             operator_queries.read_recent_refusals(db),
             operator_queries.read_installations(db, now - FINISHED_WINDOW_MS),
+            operator_queries.read_retrying(db),
         ]
     )
-    last, waiting, counts, *series, refusals, installations = results
+    last, waiting, counts, *series, refusals, installations, retrying = results
     return OperatorView(
         now=now,
         status=status_json(
@@ -120,6 +122,7 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
         ),
         refusals=operator_queries.refusals_from(refusals.results),
         installations=operator_queries.installations_from(installations.results),
+        retrying=operator_queries.retrying_from(retrying.results),
     )
 
 

@@ -2892,15 +2892,22 @@ def _operator_html(environment):
         _block_vars = {}
         l_0_stalled = resolve('stalled')
         l_0_facts = resolve('facts')
-        l_0_windows = resolve('windows')
+        l_0_failing = resolve('failing')
         l_0_refusals = resolve('refusals')
         l_0_refusals_caption = resolve('refusals_caption')
         l_0_installations = resolve('installations')
+        l_0_windows = resolve('windows')
         try:
-            t_3 = environment.filters['lower']
+            t_3 = environment.filters['length']
         except KeyError:
             @internalcode
             def t_3(*unused):
+                raise TemplateRuntimeError("No filter named 'length' found.")
+        try:
+            t_4 = environment.filters['lower']
+        except KeyError:
+            @internalcode
+            def t_4(*unused):
                 raise TemplateRuntimeError("No filter named 'lower' found.")
         pass
         yield '<h1>Scheduling: the runner</h1>\n<p>For the operator: how the every-minute runner has done, from the tick history this plugin keeps for 7 days. Times are in UTC.</p>\n<dl class="facts status-facts" data-stalled="'
@@ -2920,117 +2927,55 @@ def _operator_html(environment):
             yield escape(environment.getattr(l_1_f, 'value'))
             yield '</dd>\n'
         l_1_loop = l_1_f = missing
-        yield '</dl>\n<p class="hint">Machines read the same: <code>/healthz</code> for uptime monitors, <code>/admin/metrics</code> for Prometheus, <code>/admin/status</code> as JSON.</p>\n\n'
-        for l_1_w in (undefined(name='windows') if l_0_windows is missing else l_0_windows):
+        yield '</dl>\n<p class="hint">Machines read the same: <code>/healthz</code> for uptime monitors, <code>/admin/metrics</code> for Prometheus, <code>/admin/status</code> as JSON.</p>\n\n<section class="attention" aria-labelledby="attention">\n  <h2 id="attention">Needs attention</h2>\n  <h3 id="failing">Dee Wan failing</h3>\n'
+        t_5 = 1
+        for l_1_f in (undefined(name='failing') if l_0_failing is missing else l_0_failing):
             _loop_vars = {}
             pass
-            yield '<section class="window" aria-labelledby="window-'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '" data-window="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '">\n  <h2 id="window-'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '">'
-            yield escape(environment.getattr(l_1_w, 'label'))
-            yield '</h2>\n  <p class="hint">Each point is the worst of '
-            yield escape(('an' if (environment.getattr(l_1_w, 'slot_label') == 'hour') else 'a'))
-            yield ' '
-            yield escape(environment.getattr(l_1_w, 'slot_label'))
-            yield ' slot; each bar adds up the slot\'s sends.</p>\n  <div class="charts">\n'
-            for l_2_c in environment.getattr(l_1_w, 'charts'):
-                l_2_chart = resolve('chart')
+            yield '  <div class="failing" data-failing="'
+            yield escape(environment.getattr(l_1_f, 'id'))
+            yield '">\n    <p><strong>Installation <code>'
+            yield escape(environment.getattr(l_1_f, 'id'))
+            yield '</code></strong> (site <code>'
+            yield escape(environment.getattr(l_1_f, 'site_id'))
+            yield '</code>): its Dee Wan has failed since '
+            yield escape(environment.getattr(l_1_f, 'since'))
+            yield '. '
+            yield escape(t_3(environment.getattr(l_1_f, 'schedules')))
+            yield ' schedule'
+            yield escape(('' if (t_3(environment.getattr(l_1_f, 'schedules')) == 1) else 's'))
+            yield ' will try again:</p>\n    <ul class="retrying">\n'
+            for l_2_r in environment.getattr(l_1_f, 'schedules'):
                 _loop_vars = {}
                 pass
-                yield escape(context.call((undefined(name='chart') if l_2_chart is missing else l_2_chart), l_2_c, _loop_vars=_loop_vars))
-            l_2_c = l_2_chart = missing
-            yield '  </div>\n  <details class="numbers">\n    <summary>The same numbers as tables ('
-            yield escape(t_3(environment.getattr(l_1_w, 'label')))
-            yield ')</summary>\n    <p class="table-title" id="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-slots-caption">Ticks by '
-            yield escape(environment.getattr(l_1_w, 'slot_label'))
-            yield ' slot, '
-            yield escape(t_3(environment.getattr(l_1_w, 'label')))
-            yield ' (UTC)</p>\n    <div class="table-frame" role="region" aria-labelledby="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-slots-caption" tabindex="0">\n    <table class="numbers" data-table="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-slots" aria-labelledby="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-slots-caption">\n      <thead><tr><th scope="col">Slot from</th><th scope="col">Ticks</th><th scope="col">Failed</th><th scope="col">Minutes without a tick</th><th scope="col">Lateness p50 / max</th><th scope="col">Backlog left</th><th scope="col">Completed</th><th scope="col">Will retry</th><th scope="col">Refused</th><th scope="col">Refused unsent</th><th scope="col">Cron delay</th></tr></thead>\n      <tbody>\n'
-            t_4 = 1
-            for l_2_r in environment.getattr(l_1_w, 'rows'):
-                _loop_vars = {}
-                pass
-                yield '<tr'
-                if environment.getattr(l_2_r, 'failed'):
-                    pass
-                    yield ' class="failed-row"'
-                yield '><th scope="row">'
-                yield escape(environment.getattr(l_2_r, 'label'))
-                yield '</th><td>'
-                yield escape(environment.getattr(l_2_r, 'ticks'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'failed'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'missed'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'lateness'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'backlog'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'completed'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'retrying'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'refused'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'refused_unsent'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_2_r, 'cron_delay'))
-                yield '</td></tr>\n'
-                t_4 = 0
+                yield '<li data-schedule="'
+                yield escape(environment.getattr(l_2_r, 'schedule_id'))
+                yield '">'
+                yield escape(environment.getattr(l_2_r, 'change'))
+                yield ' of content <code>'
+                yield escape(environment.getattr(l_2_r, 'content_id'))
+                yield '</code>, due '
+                yield escape(environment.getattr(l_2_r, 'due'))
+                yield '; '
+                yield escape(environment.getattr(l_2_r, 'next_try'))
+                yield '. Last try: '
+                yield escape(environment.getattr(l_2_r, 'reason'))
+                yield ' <span class="support">('
+                yield escape(environment.getattr(l_2_r, 'support'))
+                yield ')</span></li>\n'
             l_2_r = missing
-            if t_4:
-                pass
-                yield '<tr><td colspan="11">No tick recorded.</td></tr>'
-            yield '      </tbody>\n    </table>\n    </div>\n    <p class="table-title" id="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-lateness-caption">How late '
-            if (environment.getattr(l_1_w, 'sends') == 1):
-                pass
-                yield 'the one send'
-            else:
-                pass
-                yield 'the '
-                yield escape(environment.getattr(l_1_w, 'sends'))
-                yield ' sends'
-            yield ' left, '
-            yield escape(t_3(environment.getattr(l_1_w, 'label')))
-            yield '</p>\n    <div class="table-frame" role="region" aria-labelledby="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-lateness-caption" tabindex="0">\n    <table class="numbers" data-table="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-lateness" aria-labelledby="'
-            yield escape(environment.getattr(l_1_w, 'name'))
-            yield '-lateness-caption">\n      <thead><tr><th scope="col">After their due time</th><th scope="col">Sends</th></tr></thead>\n      <tbody>'
-            for l_2_h in environment.getattr(l_1_w, 'histogram'):
-                _loop_vars = {}
-                pass
-                yield '<tr><th scope="row">'
-                yield escape(environment.getattr(l_2_h, 'label'))
-                yield '</th><td>'
-                yield escape(environment.getattr(l_2_h, 'count'))
-                yield '</td></tr>'
-            l_2_h = missing
-            yield '</tbody>\n    </table>\n    </div>\n  </details>\n</section>\n'
-        l_1_w = missing
-        yield '\n<section aria-labelledby="refusals">\n  <h2 id="refusals">Latest refusals</h2>\n'
+            yield '</ul>\n  </div>\n'
+            t_5 = 0
+        l_1_f = missing
+        if t_5:
+            pass
+            yield '<p class="empty">No installation\'s Dee Wan is failing: every schedule\'s last try was answered.</p>'
+        yield '  <h3 id="refusals">Latest refusals</h3>\n'
         if (undefined(name='refusals') if l_0_refusals is missing else l_0_refusals):
             pass
             yield '  <p class="table-title" id="refusals-caption">'
             yield escape((undefined(name='refusals_caption') if l_0_refusals_caption is missing else l_0_refusals_caption))
-            yield '</p>\n  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">\n  <table data-table="refusals" aria-labelledby="refusals-caption">\n    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>\n    <tbody>\n'
+            yield '</p>\n  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">\n  <table class="stacks" data-table="refusals" aria-labelledby="refusals-caption">\n    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>\n    <tbody>\n'
             for l_1_r in (undefined(name='refusals') if l_0_refusals is missing else l_0_refusals):
                 _loop_vars = {}
                 pass
@@ -3042,17 +2987,17 @@ def _operator_html(environment):
                     yield ' data-ended-by="'
                     yield escape(environment.getattr(l_1_r, 'ended_by'))
                     yield '"'
-                yield '><td class="when">'
+                yield '><td class="when" data-label="Refused at">'
                 yield escape(environment.getattr(l_1_r, 'when'))
-                yield '</td><td>'
+                yield '</td><td data-label="What">'
                 yield escape(environment.getattr(l_1_r, 'change'))
                 yield ' of content <code>'
                 yield escape(environment.getattr(l_1_r, 'content_id'))
-                yield '</code></td><td class="why">'
+                yield '</code></td><td class="why" data-label="Why">'
                 yield escape(environment.getattr(l_1_r, 'reason'))
                 yield ' <span class="support">(code '
                 yield escape(environment.getattr(l_1_r, 'code'))
-                yield ')</span></td><td><code>'
+                yield ')</span></td><td data-label="Installation"><code>'
                 yield escape(environment.getattr(l_1_r, 'installation_id'))
                 yield '</code></td></tr>\n'
             l_1_r = missing
@@ -3086,9 +3031,114 @@ def _operator_html(environment):
             pass
             yield '<p class="empty">No installation yet.</p>'
         yield '</section>\n'
+        for l_1_w in (undefined(name='windows') if l_0_windows is missing else l_0_windows):
+            _loop_vars = {}
+            pass
+            yield '<section class="window" aria-labelledby="window-'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '" data-window="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '">\n  <h2 id="window-'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '">'
+            yield escape(environment.getattr(l_1_w, 'label'))
+            yield '</h2>\n  <p class="hint">Each point is the worst of '
+            yield escape(('an' if (environment.getattr(l_1_w, 'slot_label') == 'hour') else 'a'))
+            yield ' '
+            yield escape(environment.getattr(l_1_w, 'slot_label'))
+            yield ' slot; each bar adds up the slot\'s sends.</p>\n  <div class="charts">\n'
+            for l_2_c in environment.getattr(l_1_w, 'charts'):
+                l_2_chart = resolve('chart')
+                _loop_vars = {}
+                pass
+                yield escape(context.call((undefined(name='chart') if l_2_chart is missing else l_2_chart), l_2_c, _loop_vars=_loop_vars))
+            l_2_c = l_2_chart = missing
+            yield '  </div>\n  <details class="numbers">\n    <summary>The same numbers as tables ('
+            yield escape(t_4(environment.getattr(l_1_w, 'label')))
+            yield ')</summary>\n    <p class="table-title" id="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-slots-caption">Ticks by '
+            yield escape(environment.getattr(l_1_w, 'slot_label'))
+            yield ' slot, '
+            yield escape(t_4(environment.getattr(l_1_w, 'label')))
+            yield ' (UTC)</p>\n    <div class="table-frame" role="region" aria-labelledby="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-slots-caption" tabindex="0">\n    <table class="numbers" data-table="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-slots" aria-labelledby="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-slots-caption">\n      <thead><tr><th scope="col">Slot from</th><th scope="col">Ticks</th><th scope="col">Failed</th><th scope="col">Minutes without a tick</th><th scope="col">Lateness p50 / max</th><th scope="col">Backlog left</th><th scope="col">Completed</th><th scope="col">Will retry</th><th scope="col">Refused</th><th scope="col">Refused unsent</th><th scope="col">Cron delay</th></tr></thead>\n      <tbody>\n'
+            t_6 = 1
+            for l_2_r in environment.getattr(l_1_w, 'rows'):
+                _loop_vars = {}
+                pass
+                yield '<tr'
+                if environment.getattr(l_2_r, 'failed'):
+                    pass
+                    yield ' class="failed-row"'
+                yield '><th scope="row">'
+                yield escape(environment.getattr(l_2_r, 'label'))
+                yield '</th><td>'
+                yield escape(environment.getattr(l_2_r, 'ticks'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'failed'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'missed'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'lateness'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'backlog'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'completed'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'retrying'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'refused'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'refused_unsent'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_2_r, 'cron_delay'))
+                yield '</td></tr>\n'
+                t_6 = 0
+            l_2_r = missing
+            if t_6:
+                pass
+                yield '<tr><td colspan="11">No tick recorded.</td></tr>'
+            yield '      </tbody>\n    </table>\n    </div>\n    <p class="table-title" id="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-lateness-caption">How late '
+            if (environment.getattr(l_1_w, 'sends') == 1):
+                pass
+                yield 'the one send'
+            else:
+                pass
+                yield 'the '
+                yield escape(environment.getattr(l_1_w, 'sends'))
+                yield ' sends'
+            yield ' left, '
+            yield escape(t_4(environment.getattr(l_1_w, 'label')))
+            yield '</p>\n    <div class="table-frame" role="region" aria-labelledby="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-lateness-caption" tabindex="0">\n    <table class="numbers" data-table="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-lateness" aria-labelledby="'
+            yield escape(environment.getattr(l_1_w, 'name'))
+            yield '-lateness-caption">\n      <thead><tr><th scope="col">After their due time</th><th scope="col">Sends</th></tr></thead>\n      <tbody>'
+            for l_2_h in environment.getattr(l_1_w, 'histogram'):
+                _loop_vars = {}
+                pass
+                yield '<tr><th scope="row">'
+                yield escape(environment.getattr(l_2_h, 'label'))
+                yield '</th><td>'
+                yield escape(environment.getattr(l_2_h, 'count'))
+                yield '</td></tr>'
+            l_2_h = missing
+            yield '</tbody>\n    </table>\n    </div>\n  </details>\n</section>\n'
+        l_1_w = missing
+        yield '\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=276&24=279&28=293&29=297&30=301&31=305&33=309&36=316&37=318&38=324&39=326&42=331&47=367&48=380&49=382&51=386&60=398&61=401&66=403&76=433&82=436'
+    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=283&24=286&31=301&32=305&33=307&35=317&40=343&41=346&46=348&56=378&62=381&69=403&70=407&71=411&72=415&74=419&77=426&78=428&79=434&80=436&83=441&88=477&89=490&90=492&92=496'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'operator.html'}
 
 

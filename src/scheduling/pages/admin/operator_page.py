@@ -1,6 +1,8 @@
-"""`GET /admin` as the template reads it: the runner's status in words, each window of the tick
-history as four charts with their summaries and one table of the same numbers, the latest
-refusals and the installations. Times are in UTC, the operator's clock."""
+"""`GET /admin` as the template reads it: the runner's status in words, what needs attention
+(each installation whose Dee Wan is failing, since when, with its schedules that will try
+again, and the latest refusals), the installations, then each window of the tick history as
+four charts with their summaries and one table of the same numbers. Times are in UTC, the
+operator's clock."""
 
 from __future__ import annotations
 
@@ -12,13 +14,14 @@ from typing import Any, ClassVar
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.statuses import FINISHED, LIVE
 from scheduling.domain.time_words import instant_text
-from scheduling.domain.wording import KIND, counted, explain_result
+from scheduling.domain.wording import KIND, counted, explain_result, support_detail
 from scheduling.http.guards import require_operator_login
 from scheduling.http.html.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 from scheduling.operator.health import STALL_AFTER_MS
 from scheduling.operator.view import DAY, OperatorView, Slot, Window, read_operator_view
+from scheduling.repository.operator_queries import Retrying
 from scheduling.pages.admin.charts import Chart, Frame, duration_label
 from scheduling.pages.admin.operator_charts import window_charts
 from scheduling.services import Services
@@ -76,6 +79,27 @@ class RefusalRow:
 
 
 @dataclass(frozen=True)
+class RetryRow:
+    schedule_id: str
+    content_id: str
+    change: str  # `Publish version ver_3`
+    due: str
+    next_try: str  # `try 3 at Wed 1 Jul 2026, 13:40:05 UTC`
+    reason: str  # its last try's answer, in the card's words
+    support: str
+
+
+@dataclass(frozen=True)
+class FailingInstallation:
+    """An installation whose Dee Wan failed the last try of a schedule that will try again."""
+
+    id: str
+    site_id: str
+    since: str  # its first such schedule's first try
+    schedules: tuple[RetryRow, ...]
+
+
+@dataclass(frozen=True)
 class InstallationRow:
     id: str
     site_id: str
@@ -95,15 +119,18 @@ class OperatorPage:
     refusals: tuple[RefusalRow, ...]
     refusals_caption: str
     installations: tuple[InstallationRow, ...]
+    failing: tuple[FailingInstallation, ...] = ()
     person_name: str | None = None
 
 
 def operator_page(view: OperatorView) -> OperatorPage:
     status = view.status
+    failing = _failing(view)
     return OperatorPage(
         title="Operator",
         stalled=bool(status["stalled"]),
-        facts=_facts(view.now, status) + _clock_facts(view.windows[0]),
+        facts=_facts(view.now, status, len(failing)) + _clock_facts(view.windows[0]),
+        failing=failing,
         windows=tuple(_window(view, window) for window in view.windows),
         refusals=tuple(
             RefusalRow(
@@ -115,7 +142,7 @@ def operator_page(view: OperatorView) -> OperatorPage:
                 ended_by=r.ended_by,
                 reason=explain_result(
                     r.code,
-                    None,
+                    r.last,
                     ended_by=r.ended_by,
                     tries=r.attempts,
                     lateness_ms=view.max_lateness_ms,
@@ -153,7 +180,38 @@ def _ago(ms: int) -> str:
     return f"{duration_label(max(0, ms) / 1000)} ago"
 
 
-def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
+def _failing(view: OperatorView) -> tuple[FailingInstallation, ...]:
+    by_installation: dict[str, list[Retrying]] = {}
+    for retrying in view.retrying:
+        by_installation.setdefault(retrying.installation_id, []).append(retrying)
+    failing = []
+    for installation_id, rows in by_installation.items():
+        since = min((r.first_try for r in rows if r.first_try is not None), default=view.now)
+        failing.append(
+            FailingInstallation(
+                id=installation_id,
+                site_id=rows[0].site_id,
+                since=f"{instant_text(since, 'UTC', seconds=True)} ({_ago(view.now - since)})",
+                schedules=tuple(_retry_row(r) for r in rows),
+            )
+        )
+    return tuple(failing)
+
+
+def _retry_row(r: Retrying) -> RetryRow:
+    last = r.last
+    return RetryRow(
+        schedule_id=r.schedule_id,
+        content_id=r.content_id,
+        change=f"{KIND.get(r.kind, r.kind)} version {r.version_id}",
+        due=instant_text(r.due_at, "UTC"),
+        next_try=f"try {r.attempts + 1} at {instant_text(r.next_attempt_at, 'UTC', seconds=True)}",
+        reason=explain_result(r.result_code, last),
+        support=support_detail(*((last.code, last.http_status) if last else (r.result_code,))),
+    )
+
+
+def _facts(now: int, status: dict[str, Any], failing: int = 0) -> tuple[Fact, ...]:
     last = status["last_tick"]
     if status["stalled"]:
         runner = (
@@ -162,6 +220,11 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         )
     elif last is None:
         runner = "No tick has run yet; nothing is due."
+    elif failing:
+        runner = (
+            f"Running, but the Dee Wan of {counted(failing, 'installation')} is failing:"
+            " see Needs attention, below."
+        )
     else:
         runner = "Running."
     facts = [Fact("Runner", runner)]
