@@ -1130,7 +1130,12 @@ def _content_html(environment):
                 yield '" data-conflict-with="'
                 yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'other_id'))
                 yield '"><strong>Collision:</strong> '
-                yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'text'))
+                if (environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'role') == 'stale-after'):
+                    pass
+                    yield 'it will be refused unless pinned again: its card below says why, and what to do.'
+                else:
+                    pass
+                    yield "it puts the other waiting schedule of this content out of date: that one's card below says what to do."
                 yield '</p>'
             if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'years_ahead'):
                 pass
@@ -1384,7 +1389,7 @@ def _content_html(environment):
             finally: gen.close()
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=192&19=195&21=197&22=199&23=201&24=203&25=212&28=230&30=232&31=235&32=237&33=239&34=243&38=246&39=253&40=275&41=277&42=280&43=282&44=290&45=300&46=306&47=315&48=322&54=333&55=336&56=342&57=344&58=354&59=357&60=361&61=363&62=365&65=368&68=370&69=373&70=375&71=377&72=379&74=384&76=389&77=407&79=411&80=422&85=435&86=441&87=451&91=464&92=470&93=480&95=488&96=491&98=495&99=497&100=506&105=513&114=520&115=527&116=529&117=531&118=533&120=538&122=540&123=543&124=551&125=553&128=555&130=557'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=58&7=60&8=62&9=64&10=66&11=68&12=70&13=72&16=104&17=119&18=192&19=195&21=197&22=199&23=201&24=203&25=212&28=230&30=232&31=235&32=237&33=239&34=243&38=246&39=253&40=275&41=277&42=280&43=282&44=290&45=300&46=306&47=320&48=327&54=338&55=341&56=347&57=349&58=359&59=362&60=366&61=368&62=370&65=373&68=375&69=378&70=380&71=382&72=384&74=389&76=394&77=412&79=416&80=427&85=440&86=446&87=456&91=469&92=475&93=485&95=493&96=496&98=500&99=502&100=511&105=518&114=525&115=532&116=534&117=536&118=538&120=543&122=545&123=548&124=556&125=558&128=560&130=562'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -2136,9 +2141,9 @@ def _notifications_html(environment):
         yield '\n'
         if (environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem') and (not environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'can_add'))):
             pass
-            yield '<div class="problem" role="alert" data-error-code="'
+            yield '<div class="problem" role="alert" id="endpoint-problem" data-error-code="'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem_code'))
-            yield '"><p>'
+            yield '" tabindex="-1" autofocus><p>'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'))
             yield '</p></div>'
         if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'can_add'):
@@ -2152,7 +2157,7 @@ def _notifications_html(environment):
                 pass
                 yield '<div class="problem" role="alert" id="endpoint-problem" data-error-code="'
                 yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem_code'))
-                yield '"><p>'
+                yield '" tabindex="-1" autofocus><p>'
                 yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'))
                 yield '</p></div>'
             yield '    <fieldset>\n      <legend>Send it</legend>\n'
@@ -2388,6 +2393,7 @@ def _endpoint_confirm_html(environment):
         l_0_title = resolve('title')
         l_0_action = resolve('action')
         l_0_e = resolve('e')
+        l_0_retry_hours = resolve('retry_hours')
         l_0_installation_id = resolve('installation_id')
         l_0_session_fields = resolve('session_fields')
         l_0_csrf_token = resolve('csrf_token')
@@ -2442,7 +2448,9 @@ def _endpoint_confirm_html(environment):
             yield 'nothing more is sent to it, not even what is still waiting. The receiver itself is not changed.</p>\n'
         else:
             pass
-            yield '<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and they are tried again for up to a day. The new secret is shown once, on the next page.</p>\n'
+            yield '<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and each is tried again for up to '
+            yield escape((undefined(name='retry_hours') if l_0_retry_hours is missing else l_0_retry_hours))
+            yield ' hours after its event. The new secret is shown once, on the next page.</p>\n'
         if environment.getattr((undefined(name='e') if l_0_e is missing else l_0_e), 'deliveries'):
             pass
             template = environment.get_template('deliveries.html', 'endpoint_confirm.html')
@@ -2478,7 +2486,7 @@ def _endpoint_confirm_html(environment):
         yield '</a>\n  </div>\n</form>\n</div>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=14&2=17&3=23&4=28&5=54&6=56&8=60&9=62&10=64&12=71&13=74&17=93&18=102&19=108&20=110&22=120&23=122'
+    debug_info = '1=14&2=17&3=23&4=28&5=55&6=57&8=61&9=63&10=65&12=72&13=75&15=94&17=96&18=105&19=111&20=113&22=123&23=125'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'endpoint_confirm.html'}
 
 

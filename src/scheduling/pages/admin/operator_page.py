@@ -21,9 +21,9 @@ from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 from scheduling.operator.health import STALL_AFTER_MS
 from scheduling.operator.view import DAY, OperatorView, Slot, Window, read_operator_view
-from scheduling.repository.operator_queries import Retrying
 from scheduling.pages.admin.charts import Chart, Frame, duration_label
 from scheduling.pages.admin.operator_charts import window_charts
+from scheduling.repository.operator_queries import Retrying
 from scheduling.services import Services
 
 MINUTE_MS = 60_000

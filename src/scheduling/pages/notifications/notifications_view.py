@@ -12,7 +12,12 @@ from urllib.parse import urlencode
 from scheduling.actions.notifications import EndpointForm, EndpointPreview, NotificationsView
 from scheduling.actions.titles import Titles
 from scheduling.channels import kinds
-from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
+from scheduling.domain.delivery_policy import (
+    FAILING_MARK_AFTER_MS,
+    GIVE_UP_AFTER_MS,
+    HOUR_MS,
+    DeliveryStatus,
+)
 from scheduling.domain.notification_events import (
     DEFAULT_EVENTS,
     EVENT_TYPES,
@@ -261,6 +266,7 @@ class EndpointConfirmPage:
     zone: str
     back: tuple[tuple[str, str], ...]  # the manage view's zone, posted along
     back_href: str
+    retry_hours: int = GIVE_UP_AFTER_MS // HOUR_MS  # how long a delivery is tried
 
 
 _ASKS = {
