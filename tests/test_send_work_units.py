@@ -775,31 +775,61 @@ async def test_a_send_leaves_only_while_its_lease_outlives_an_answer_and_the_set
     assert attempt == {"started_at": DUE + answer_ms}
 
 
-@pytest.mark.looptime
-async def test_due_rows_leave_out_an_installation_at_its_share_until_one_of_its_sends_ends() -> (
-    None
-):
-    """Two slots, a share of one: ins_slow's first send holds its share, so its other rows
-    wait, left out of the claims, while ins_fast's go one after another in the other slot;
-    with only held-back rows left the source waits for a send to end, and reads again."""
+def answering(slow_s: float, fast_s: float) -> Any:
+    """Dee Wan's answer after `slow_s` for contents `s…`, `fast_s` for the others."""
+
+    async def answer(request: OutboundRequest) -> None:
+        slow = json.loads(request.body or b"")["content_id"].startswith("s")
+        await asyncio.sleep(slow_s if slow else fast_s)
+
+    return answer
+
+
+async def two_installations(slow: int, fast: int) -> Any:
+    """Two slots, a share of one, batches of six: `slow` rows of ins_slow (5 s), `fast` of
+    ins_fast (0.1 s)."""
     s = await store(
         "ins_slow",
         "ins_fast",
         SEND_CONCURRENCY="2",
         MAX_SLOTS_PER_INSTALLATION="1",
-        MAX_ROWS_PER_BATCH="4",
+        MAX_ROWS_PER_BATCH="6",
     )
     s.clock = s.dee.clock = LoopClock(DUE)
-    await s.rows("s1", "s2", "s3", installation="ins_slow")
-    await s.rows("f1", "f2", "f3", installation="ins_fast")
+    await s.rows(*(f"s{n}" for n in range(1, slow + 1)), installation="ins_slow")
+    await s.rows(*(f"f{n}" for n in range(1, fast + 1)), installation="ins_fast")
+    s.dee.during = answering(5, 0.1)
+    return s
 
-    async def answer(request: OutboundRequest) -> None:
-        slow = json.loads(request.body or b"")["content_id"].startswith("s")
-        await asyncio.sleep(5 if slow else 0.1)
 
-    s.dee.during = answer
+@pytest.mark.looptime
+async def test_due_rows_take_a_wave_of_each_and_leave_out_one_held_back_by_its_share() -> None:
+    """ins_slow's first send holds its share of the two slots: its next waits, held back, and
+    ins_slow is left out of the claims until it has a slot, while ins_fast's rows go one after
+    another in the other slot. A batch takes at most a wave (two) of each installation's rows
+    while the other has some due; with only held-back rows due the source waits for one to
+    pass, and reads again."""
+    s = await two_installations(3, 3)
     engine = s.engine(ms=1_000_000)
-    await s.run(engine)
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    source = Listening(leases)
+    await s.run(engine, source=source)
+    assert [rows for rows, _ in source.heard] == [
+        ["sch_f1", "sch_s1", "sch_f2", "sch_s2"],
+        ["sch_f3"],
+        ["sch_s3"],
+    ]
     assert s.dee.order == ["f1", "s1", "f2", "f3", "s2", "s3"]
     assert engine.report.completed == 6
     assert +engine.slots.held_back == Counter()
+
+
+@pytest.mark.looptime
+async def test_with_nothing_else_due_a_held_back_installation_ends_the_claims() -> None:
+    """ins_slow's second row is held back and nothing else is due: the claims end at once
+    (that row is sent when its share frees, in the batch it came in), no read more."""
+    s = await two_installations(2, 1)
+    engine = s.engine(ms=1_000_000)
+    await s.run(engine)
+    assert (engine.claims, engine.report.completed) == (2, 3)
+    assert s.dee.order == ["f1", "s1", "s2"]
