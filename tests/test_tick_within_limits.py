@@ -261,7 +261,7 @@ async def test_a_slow_installation_does_not_delay_another_installations_sends(
 @pytest.mark.looptime
 async def test_an_installation_holds_at_most_its_share_of_the_slots(db: SqliteDatabase) -> None:
     """With 20 honest rows beside the slow 40, the slow Dee Wan holds at most its share of the
-    six slots (MAX_SLOTS_PER_INSTALLATION, 3) while the honest one has rows: the honest rows
+    six slots (MAX_SLOTS_PER_INSTALLATION: half, 3) while the honest one has rows: the honest rows
     all leave within 3 s (they waited 29 s), and the slow ones take every slot once alone."""
     world, core, slow, honest = await tenants(db, 40, 20)
     report = await world.app.tick(START_MS)

@@ -178,9 +178,10 @@ class _Settings(BaseModel):
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
-    # Of a tick's slots, at most this many carry one installation's sends while another
-    # installation has rows due: a slow Dee Wan holds half, never all.
-    MAX_SLOTS_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 3
+    # Of an invocation's slots, at most this many carry one installation's sends while another
+    # installation has sends in it (None: half of SEND_CONCURRENCY): a slow Dee Wan never
+    # holds them all.
+    MAX_SLOTS_PER_INSTALLATION: Annotated[int | None, Field(gt=0, le=50)] = None
     # Finished schedules (and what hangs off them) and ended deliveries are purged
     # this many days after they ended.
     RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
@@ -208,9 +209,9 @@ def _setting(settings: _Settings, name: str) -> int:
 def minimum_lease_ms(rows_per_batch: int, send_concurrency: int, share: int) -> int:
     """The longest a batch can hold its rows: claimed while the batch before sends its last
     wave, then its own sends in waves of `send_concurrency`, each up to the timeout; or, with
-    two installations in it, each's half in waves of its `share` of the slots."""
-    halves = -(-rows_per_batch // 2)
-    waves = max(-(-rows_per_batch // send_concurrency), -(-halves // share)) + 1
+    two installations in it, each's rows (half the batch, at most a wave) `share` at a time."""
+    each = min(-(-rows_per_batch // 2), send_concurrency)
+    waves = max(-(-rows_per_batch // send_concurrency), -(-each // share)) + 1
     return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
 
 
@@ -227,14 +228,14 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
         return {}
     found: dict[str, str] = {}
     rows, concurrency = settings.MAX_ROWS_PER_BATCH, settings.SEND_CONCURRENCY
-    share = settings.MAX_SLOTS_PER_INSTALLATION
+    share = settings.MAX_SLOTS_PER_INSTALLATION or -(-concurrency // 2)
     needed, lease_ms = minimum_lease_ms(rows, concurrency, share), settings.LEASE_MS
     if lease_ms < needed:
         found["LEASE_MS"] = (
             f"must be at least {needed} for MAX_ROWS_PER_BATCH={rows}, SEND_CONCURRENCY="
             f"{concurrency} and MAX_SLOTS_PER_INSTALLATION={share}: a lease must outlive its"
-            " batch ((the more of ceil(rows / concurrency) and ceil(ceil(rows / 2) / slots)"
-            f" + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
+            " batch ((the more of ceil(rows / concurrency) and ceil(min(ceil(rows / 2),"
+            f" concurrency) / slots) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
         )
     for limit in INVOCATION_LIMITS:
         problem = limit.fits(lambda name: _setting(settings, name))
@@ -368,7 +369,9 @@ class Configuration:
 
     @property
     def max_slots_per_installation(self) -> int:
-        return int(self._need("MAX_SLOTS_PER_INSTALLATION"))
+        """MAX_SLOTS_PER_INSTALLATION, or half of SEND_CONCURRENCY (rounded up) when not set."""
+        share = self._need("MAX_SLOTS_PER_INSTALLATION")
+        return int(share) if share is not None else -(-self.send_concurrency // 2)
 
     @property
     def retention_days(self) -> int:

@@ -63,7 +63,7 @@ class Claim:
 
     row: DueRow
     attempt: int  # this claim's attempt number (attempt_count after the claim)
-    lease_until: int = 0  # when its lease runs out
+    lease_until: int  # when its lease runs out
 
 
 @dataclass(frozen=True)
