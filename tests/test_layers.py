@@ -210,6 +210,7 @@ def test_the_snapshot_holds_the_whole_app_and_no_template_source() -> None:
         "scheduling.pages.admin.delete_data",
         "scheduling.pages.admin.operator_page",
         "scheduling.pages.admin.operator_charts",
+        "scheduling.pages.admin.attention",
         "scheduling.mcp",
         "scheduling.mcp.endpoint",
     }

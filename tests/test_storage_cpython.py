@@ -245,6 +245,7 @@ STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
     "live counts": (LIVE_COUNTS_SQL, [DUE, LIVE, (Status.RUNNING,), (Status.QUEUED,)]),
     "latest refusals": (operator_queries.RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
     "installations": (operator_queries.INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
+    "will try again": (operator_queries.RETRYING_SQL, [DUE, (Status.RETRYING,)]),
     "retention: attempts": (retention.EXPIRED_ATTEMPTS_SQL, [FINISHED]),
     "retention: schedules": (retention.EXPIRED_SCHEDULES_SQL, [FINISHED]),
     "one installation's due rows": (

@@ -13,7 +13,7 @@ from scheduling.channels.port import Event, OpenTarget
 from scheduling.domain import associated_data, sealing
 from scheduling.domain.deliveries import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.delivery_policy import AttemptResult
-from scheduling.domain.notification_events import page_url
+from scheduling.domain.notification_events import page_url, read_event
 from scheduling.ports import Crypto
 from scheduling.services import Services
 
@@ -35,7 +35,7 @@ class SlackChat:
         """The digest of `deliveries`, oldest first: a line for each of the first
         `chat_lines.MAX_LINES` (its content's title opened), and how many more."""
         lines = [
-            chat_lines.event_line(d.payload, await self._title(d))
+            chat_lines.event_line(read_event(d.payload), await self._title(d))
             for d in deliveries[: chat_lines.MAX_LINES]
         ]
         more = len(deliveries) - len(lines)

@@ -72,6 +72,7 @@ class Claim:
 
     row: DueRow
     attempt: int  # this claim's attempt number (attempt_count after the claim)
+    lease_until: int  # when its lease runs out
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 Whichever runs first changes the content's workflow revision (a publish its published
 version too), which the other was pinned to: Dee Wan then refuses the other
 `scheduled_target_stale` at its time. No change is lost by saying so early, so the form
-says it before Schedule is pressed, both cards say it afterwards, and once the first is
-done the other says at once that it needs a new pin (migration 0017 marks it).
+says it before Schedule is pressed; afterwards the card of the one to be refused explains
+it, with the ways out, and the other card and the receipt point to it, so a page says it
+once. Once the first is done the other says at once that it needs a new pin (migration 0017
+marks it). The words never quote a code: that is for support.
 
 Each schedule is named in the one time language (`time_words.instant_text`).
 """
@@ -71,13 +73,16 @@ def conflicts(schedules: Iterable[Schedule]) -> dict[str, Conflict]:
             # makes the other refused. The roles still follow the runner's order.
             same = (
                 " Both are due at the same minute, so whichever Dee Wan applies first makes"
-                " the other one refused (scheduled_target_stale)."
+                " the other one refused."
             )
             found[second.id] = Conflict(
                 STALE_AFTER, first.id, f"Will likely be refused: {named(first)}.{same} {WAYS_OUT}"
             )
             found[first.id] = Conflict(
-                MAKES_STALE, second.id, f"Collides with {named(second)}.{same} {WAYS_OUT}"
+                MAKES_STALE,
+                second.id,
+                f"Collides with {named(second)}. Both are due at the same minute: that"
+                " schedule's card says what to do.",
             )
             continue
         found[second.id] = Conflict(
@@ -90,9 +95,8 @@ def conflicts(schedules: Iterable[Schedule]) -> dict[str, Conflict]:
         found[first.id] = Conflict(
             MAKES_STALE,
             second.id,
-            f"Runs first and makes {named(second)} out of date: once this one is done, Dee"
-            f" Wan will refuse that {second.kind} at its time unless it is pinned again."
-            f" {WAYS_OUT}",
+            f"Runs first and makes {named(second)} out of date: that schedule's card says"
+            " what to do.",
         )
     return found
 
@@ -101,8 +105,8 @@ def before_text(live: Schedule) -> str:
     """Said beside the other kind's choice on the form, before Schedule is pressed."""
     return (
         f"T{named(live)[1:]} is waiting for this content. Whichever of"
-        " the two runs second will be refused (scheduled_target_stale): the first changes the"
-        f" content, so the second's pin is out of date by then. {WAYS_OUT}"
+        " the two runs second will be refused: the first changes the content, so the"
+        " second's pin is out of date by then."
     )
 
 
@@ -117,6 +121,6 @@ def needs_repin_said(kind: str, done_at: int | None, zone: str) -> str:
     done = f" at {instant_text(done_at, zone)}" if done_at is not None else ""
     return (
         f"Needs a new pin: a {other} of this content was done{done}, so Dee Wan would refuse"
-        f" this {kind} at its time (scheduled_target_stale). Open the content from Dee Wan"
-        " and pin it again in one step, at the same time; or cancel it."
+        f" this {kind} at its time. Open the content from Dee Wan and pin it again in one"
+        " step, at the same time; or cancel it."
     )

@@ -1,6 +1,7 @@
 """What the operator page shows, read in one D1 round trip: the runner's status now, the tick
-history of the last 24 hours and the last 7 days in slots, the latest refusals, the
-installations that need a look, and the releases by status with the held ones.
+history of the last 24 hours and the last 7 days in slots, the schedules that will try again,
+the latest refusals, the installations that need a look, and the releases by status with the
+held ones.
 
 A window of the history comes back already grouped into slots (10 minutes for a day, an
 hour for a week): the worst of each gauge and the sum of each count per slot, so 10,080
@@ -16,7 +17,7 @@ from scheduling.domain.lateness import BUCKET_COLUMNS
 from scheduling.operator.health import FINISHED_WINDOW_MS, status_json
 from scheduling.ports import Database, Row
 from scheduling.repository import backlog, operator_queries, releases, tick_history
-from scheduling.repository.operator_queries import InstallationLine, RecentRefusal
+from scheduling.repository.operator_queries import InstallationLine, RecentRefusal, Retrying
 from scheduling.repository.releases import HeldRelease
 
 MINUTE_MS = 60_000
@@ -90,6 +91,7 @@ class OperatorView:
     installations: tuple[InstallationLine, ...]
     releases: dict[str, int] = field(default_factory=dict)  # by stored status
     held: tuple[HeldRelease, ...] = ()  # the longest held first
+    retrying: tuple[Retrying, ...] = ()
 
 
 async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> OperatorView:
@@ -109,9 +111,11 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
             tick_history.read_unknown_migrations(db),
             releases.read_counts(db),
             releases.read_held(db),
+            operator_queries.read_retrying(db),
         ]
     )
-    last, waiting, counts, *series, refusals, installations, unknown, by_status, held = results
+    *head, refusals, installations, unknown, by_status, held, retrying = results
+    last, waiting, counts, *series = head
     return OperatorView(
         now=now,
         status=status_json(
@@ -130,6 +134,7 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
         installations=operator_queries.installations_from(installations.results),
         releases=releases.counts_from(by_status.results),
         held=releases.held_from(held.results),
+        retrying=operator_queries.retrying_from(retrying.results),
     )
 
 

@@ -23,7 +23,7 @@ WITH due AS (
 # carries the events its installation's endpoints hear of, what the plugin knows of its pin
 # (a collision that ran, a check's conflict), and its release's line (what its events say).
 _RANKED = """ranked AS (
-    SELECT due.id, due.ready_at,
+    SELECT due.id, due.ready_at, s.installation_id,
            ROW_NUMBER() OVER (PARTITION BY s.installation_id
                               ORDER BY due.ready_at, due.id) AS turn
       FROM due JOIN schedules s ON s.id = due.id
@@ -58,20 +58,25 @@ SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.ki
   FROM ranked
   JOIN schedules s ON s.id = ranked.id
   JOIN installations i ON i.id = s.installation_id
- WHERE ranked.turn <= ?2
+ WHERE ranked.turn <= ?2{shared}
  ORDER BY ranked.turn, ranked.ready_at, ranked.id
  LIMIT ?2
 )
 """
 # One row always comes back (with no schedule when none is due) to say when the outbox next
 # has a delivery due, so a tick learns both in one statement and a tick with nothing to
-# notify costs what it did.
+# notify costs what it did. The installations in ?3 (a JSON array: those with sends waiting
+# for their share of the slots) are left out, and each other takes at most ?4 rows (a wave)
+# unless it alone has rows due; `due_now` counts every due row.
+_SHARED = """
+   AND ranked.installation_id NOT IN (SELECT value FROM json_each(?3))
+   AND (ranked.turn <= ?4 OR (SELECT count(DISTINCT installation_id) FROM ranked) = 1)"""
 DUE_SQL = (
     _DUE
-    + _RANKED
+    + _RANKED.format(shared=_SHARED)
     + f""",
 outbox AS ({OUTBOX_NEXT_SQL})
-SELECT chosen.*, outbox.next_at AS outbox_next_at
+SELECT chosen.*, outbox.next_at AS outbox_next_at, (SELECT count(*) FROM ranked) AS due_now
   FROM outbox LEFT JOIN chosen ON 1
  ORDER BY chosen.turn, chosen.ready_at, chosen.id
 """
@@ -89,7 +94,7 @@ WITH due AS (
      WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
 ),
 """
-    + _RANKED
+    + _RANKED.format(shared="")
     + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 
@@ -103,7 +108,7 @@ WITH due AS (
        AND status = 'pending' AND next_attempt_at <= ?1
 ),
 """
-    + _RANKED
+    + _RANKED.format(shared="")
     + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 

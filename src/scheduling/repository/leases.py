@@ -112,17 +112,25 @@ class Leases:
         self.db = trips.db
         self.outbox = outbox
         self.next_up: list[DueRow] = []  # what the last settle made due (`settle`'s `follow`)
+        self.due_now = 0  # rows due at the last `due`, left out or not
 
-    async def due(self, now: int, limit: int) -> list[DueRow]:
-        """Up to `limit` due rows, round-robin across installations, oldest first in each.
+    async def due(
+        self, now: int, limit: int, left_out: Sequence[str] = (), each: int | None = None
+    ) -> list[DueRow]:
+        """Up to `limit` due rows, round-robin across installations, oldest first in each:
+        none of the installations `left_out`, and at most `each` of each other unless it
+        alone has rows due (`due_now`: how many were due, left out or not).
 
         A row is due when it is pending or retrying with `next_attempt_at <= now`,
         or running with `lease_until <= now` (its runner died mid-claim). The same
         statement says when the outbox next has a delivery due (`Outbox.next_at`).
         """
-        [result] = await self.trips.send([self.db.prepare(DUE_SQL).bind(now, limit)])
+        left = json.dumps(sorted(left_out))
+        statement = self.db.prepare(DUE_SQL).bind(now, limit, left, each or limit)
+        [result] = await self.trips.send([statement])
         rows = result.results
         self.outbox.next_at = rows[0]["outbox_next_at"] if rows else None
+        self.due_now = int(rows[0]["due_now"]) if rows else 0
         return [due_row(row) for row in rows if row["id"] is not None]
 
     async def due_for(self, installation_id: str, now: int, limit: int) -> list[DueRow]:
@@ -182,12 +190,14 @@ class Leases:
         results = await self.trips.send(trip.statements)
         refused = [str(r["id"]) for x in trip.part(results, "busy", "refused") for r in x.results]
         self.outbox.written(trip.part(results, "refused", "events"))
-        observed = {row.id: row for row in ask.rows}
-        won = [
-            Claim(observed[str(r["id"])], int(r["attempt_count"]))
+        # Won in the order asked (the due query's round-robin), never `RETURNING`'s.
+        attempts = {
+            str(r["id"]): int(r["attempt_count"])
             for result in trip.part(results, "events", "claims")
             for r in result.results
-        ]
+        }
+        until = ask.now + ask.lease_ms
+        won = [Claim(row, attempts[row.id], until) for row in ask.rows if row.id in attempts]
         held: list[str] = []
         if ask.cap is not None and ask.rows and ask.apart:
             busy = {str(r["installation_id"]): int(r["busy"]) for r in results[0].results}

@@ -17,12 +17,13 @@ from scheduling.domain.notification_events import (
     ReleaseEvent,
     ScheduleEvent,
     event_type,
-    outcome_unknown,
 )
-from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy, Outcome
+from scheduling.domain.outcomes import RETRY_EXHAUSTED, EndedBy
 from scheduling.domain.release import HOLD_CODES, completed_text, held_text, release_event
 from scheduling.domain.retry_policy import Settlement
+from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
+from scheduling.domain.wording import explain_result, outcome_unknown
 from scheduling.services import Services
 
 # 22 base64url characters: 132 random bits.
@@ -47,7 +48,10 @@ class EventMaker:
         notice went out when the plugin learnt of it, and its release says the rest."""
         if REFUSED not in row.subscribed or code in HOLD_CODES:
             return None
-        previous = row.result_code
+        # Its last try, as the row tells it: a reclaimed row's never finished; a retrying
+        # one's said the code the row keeps.
+        finished = None if row.status == Status.RUNNING else at
+        last = Attempt(row.attempt_count, at, finished, row.result_code, None)
         return self._event(
             row,
             REFUSED,
@@ -55,10 +59,7 @@ class EventMaker:
             status=Status.REFUSED,
             result_code=code,
             attempts=row.attempt_count if attempts is None else attempts,
-            # A reclaimed row's last attempt never finished; a retrying one's said `previous`.
-            unknown=row.attempt_count > 0
-            and outcome_unknown(previous, row.status != Status.RUNNING),
-            last_code=previous,
+            last=last if row.attempt_count else None,
             ended_by=ended_by,
         )
 
@@ -68,23 +69,21 @@ class EventMaker:
             claim.row, RETRY_EXHAUSTED, at, attempts=claim.attempt - 1, ended_by=EndedBy.LATENESS
         )
 
-    def sent(
-        self, claim: Claim, settlement: Settlement, outcome: Outcome, at: int
-    ) -> OutboxEvent | None:
+    def sent(self, claim: Claim, settlement: Settlement, attempt: Attempt) -> OutboxEvent | None:
+        """A send answered: `attempt` is its try, finished."""
         kind = event_type(settlement.status)
         if kind is None or kind not in claim.row.subscribed:
             return None
         assert settlement.result_code is not None  # only a hand-back keeps the code it had
+        assert attempt.finished_at is not None
         return self._event(
             claim.row,
             kind,
-            at,
+            attempt.finished_at,
             status=settlement.status,
             result_code=settlement.result_code,
             attempts=claim.attempt,
-            unknown=outcome_unknown(outcome.code, True),
-            last_code=outcome.code,
-            last_http_status=outcome.http_status,
+            last=attempt,
             next_attempt_at=settlement.next_attempt_at,
             ended_by=settlement.ended_by,
         )
@@ -113,7 +112,7 @@ class EventMaker:
             result_code=None,
             attempts=other.attempt_count,
             outcome_unknown=False,
-            said=needs_repin_said(other.kind, at, other.timezone),
+            message=needs_repin_said(other.kind, at, other.timezone),
         )
         return self._written(event, raised_by=row.id)
 
@@ -154,13 +153,15 @@ class EventMaker:
         status: Status,
         result_code: str,
         attempts: int,
-        unknown: bool,
-        last_code: str | None,
-        last_http_status: int | None = None,
+        last: Attempt | None,
         next_attempt_at: int | None = None,
         ended_by: str | None = None,
     ) -> OutboxEvent:
         command = row.command
+        lateness_ms = self.services.config.max_lateness_ms
+        said = explain_result(
+            result_code, last, ended_by=ended_by, tries=attempts, lateness_ms=lateness_ms
+        )
         event = ScheduleEvent(
             type=kind,
             at=at,
@@ -176,12 +177,10 @@ class EventMaker:
             status=status,
             result_code=result_code,
             attempts=attempts,
-            outcome_unknown=unknown,
+            outcome_unknown=outcome_unknown(last),
+            message=said,
             next_attempt_at=next_attempt_at,
-            last_code=last_code,
-            last_http_status=last_http_status,
             ended_by=ended_by,
-            max_lateness_ms=self.services.config.max_lateness_ms,
         )
         return self._written(event)
 

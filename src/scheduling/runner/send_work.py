@@ -28,7 +28,7 @@ from scheduling.domain.retry_policy import (
 )
 from scheduling.domain.schedule import Attempt
 from scheduling.domain.statuses import Status
-from scheduling.limits import batch_cost
+from scheduling.limits import LEASE_MARGIN_MS, REQUEST_TIMEOUT_MS, batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.leases import Leases, latest_sends
 from scheduling.runner.engine import Batch, Engine, OnEngine
@@ -62,8 +62,8 @@ class RowSource(Protocol):
 
     apart: bool
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        """Up to `limit` rows to claim now; none ends the work."""
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
+        """Up to `limit` rows to claim now; None ends the work, none asks again."""
         ...
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None: ...
@@ -73,7 +73,10 @@ class RowSource(Protocol):
 
 class DueRows:
     """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
-    those due that long (the clocks' watchdog leaves the rest to the clocks)."""
+    those due that long (the clocks' watchdog leaves the rest to the clocks). While another
+    installation has rows due, a batch takes at most a wave (SEND_CONCURRENCY) of one's rows,
+    and none of one with sends waiting for its share of the slots (`engine.Slots`); when only
+    such installations have rows due, it waits until one of them has none waiting."""
 
     apart = True
 
@@ -81,8 +84,15 @@ class DueRows:
         self.leases = leases
         self.lag_ms = lag_ms
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        return await self.leases.due(now - self.lag_ms, limit)
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
+        slots = work.engine.slots
+        left_out = sorted(+slots.held_back)
+        wave = work.services.config.send_concurrency
+        rows = await self.leases.due(now - self.lag_ms, limit, left_out, wave)
+        if rows or not (left_out and self.leases.due_now):
+            return rows or None
+        await slots.until_one_passes(left_out)
+        return []
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         pass
@@ -137,19 +147,34 @@ class SendWork(OnEngine):
     def cost(self) -> int:
         return batch_cost(self.batch_size, capped=self.cap is not None)
 
+    def _next_rows(self) -> list[DueRow]:
+        """Up to a batch of the releases' next items its settles read, but none of an
+        installation whose sends wait for its share of the slots: the due query finds those
+        once it has none waiting (`DueRows`)."""
+        held_back = self.engine.slots.held_back
+        ready = [row for row in self._next_up if not held_back[row.installation_id]]
+        rows, self._next_up = ready[: self.batch_size], ready[self.batch_size :]
+        return rows
+
     def follows(self) -> bool:
         """A release's item in flight: once it settles, the next one may be due at once."""
         return self._leading > 0
 
     async def claim(self, engine: Engine) -> Batch[Claim] | None:
-        """The source's next rows, decided: None when it has none, or when another runner
-        changed every row first (the rest is left to it)."""
+        """The next rows, decided: None when there are none, or when another runner changed
+        every row first (the rest is left to it); an empty batch when the source asks to be
+        asked again."""
         # The next items a settle read in its own batch first; else the source, unless all it
         # had were releases' heads in flight (theirs come with a settle).
-        rows, self._next_up = self._next_up[: self.batch_size], self._next_up[self.batch_size :]
-        if not rows and self._only_lines and self._leading:
-            return None
-        rows = rows or await self.source.next(self.clock(), self.batch_size, self)
+        rows = self._next_rows()
+        if not rows:
+            if self._only_lines and self._leading:
+                return None
+            found = await self.source.next(self.clock(), self.batch_size, self)
+            if found == []:
+                self._only_lines = False
+                return Batch([], "")  # nothing to claim yet: asked again
+            rows = found or []
         self._only_lines = len(rows) < self.batch_size and all(row.leads for row in rows)
         if not rows:
             return None
@@ -231,13 +256,20 @@ class SendWork(OnEngine):
     async def unslotted(self, item: Claim) -> SettledClaim | None:
         return None  # every claim has a command to send
 
+    def share_of(self, item: Claim) -> str:
+        return item.row.installation_id
+
     def ready(self, item: Claim, at: int) -> SettledClaim | None:
-        """The lateness cap, checked at the last moment: past it, nothing is sent."""
+        """The last checks, once it holds its slot: past the lateness cap, nothing is sent;
+        with too little of its lease left for an answer and the settle, it is handed back
+        unsent (so no other runner can claim it while it is in flight)."""
         if too_late(due_at=item.row.due_at, now=at, caps=self.caps):
             self.report.refused_unsent_late += 1
             released = self.events.released(item.row, Status.REFUSED, RETRY_EXHAUSTED, at)
             late = self.events.late(item, at)
             return SettledClaim(item, REFUSED_LATE, None, late, release_event=released)
+        if at + REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS > item.lease_until:
+            return self.handed_back(item, at)
         return None
 
     def handed_back(self, item: Claim, at: int) -> SettledClaim:
@@ -268,7 +300,7 @@ class SendWork(OnEngine):
         )
         self.report.ended(settlement.status)
         attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
-        event = self.events.sent(item, settlement, outcome, finished)
+        event = self.events.sent(item, settlement, attempt)
         stale = self.events.stale(item, settlement, finished)
         code = settlement.result_code
         released = self.events.released(row, settlement.status, code, finished)

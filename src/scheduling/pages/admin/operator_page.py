@@ -1,6 +1,7 @@
-"""`GET /admin` as the template reads it: the runner's status in words, each window of the tick
-history as four charts with their summaries and one table of the same numbers, the latest
-refusals and the installations. Times are in UTC, the operator's clock."""
+"""`GET /admin` as the template reads it: the runner's status in words, what needs attention
+(`attention.py`), the releases by status, the installations, then each window of the tick
+history as four charts with their summaries and one table of the same numbers. Times are in
+UTC, the operator's clock."""
 
 from __future__ import annotations
 
@@ -11,14 +12,23 @@ from typing import Any, ClassVar
 
 from scheduling.domain.lateness import BOUNDS_MS
 from scheduling.domain.statuses import FINISHED, LIVE
-from scheduling.domain.time_words import instant_text
-from scheduling.domain.wording import KIND, counted, explain, explain_result
+from scheduling.domain.wording import counted
 from scheduling.http.guards import require_operator_login
 from scheduling.http.html.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 from scheduling.operator.health import STALL_AFTER_MS
 from scheduling.operator.view import DAY, OperatorView, Slot, Window, read_operator_view
+from scheduling.pages.admin.attention import (
+    FailingInstallation,
+    HeldRow,
+    RefusalRow,
+    ago,
+    failing_installations,
+    held_rows,
+    refusal_rows,
+    refusals_caption,
+)
 from scheduling.pages.admin.charts import Chart, Frame, duration_label
 from scheduling.pages.admin.operator_charts import window_charts
 from scheduling.services import Services
@@ -65,36 +75,12 @@ class WindowSection:
 
 
 @dataclass(frozen=True)
-class RefusalRow:
-    when: str
-    installation_id: str
-    content_id: str
-    change: str  # `Publish version ver_3`
-    code: str
-    ended_by: str | None
-    reason: str  # the schedule's card's own sentence
-
-
-@dataclass(frozen=True)
 class InstallationRow:
     id: str
     site_id: str
     live: int
     refused: int
     last_send: str
-
-
-@dataclass(frozen=True)
-class HeldRow:
-    """A held release: what was not done and why, since when."""
-
-    id: str
-    name: str
-    installation_id: str
-    item: str
-    reason: str
-    code: str | None
-    since: str
 
 
 @dataclass(frozen=True)
@@ -108,6 +94,7 @@ class OperatorPage:
     refusals: tuple[RefusalRow, ...]
     refusals_caption: str
     installations: tuple[InstallationRow, ...]
+    failing: tuple[FailingInstallation, ...] = ()
     person_name: str | None = None
     releases: str = ""  # `2 waiting, 1 held, 5 completed, 0 cancelled`
     held: tuple[HeldRow, ...] = ()
@@ -115,38 +102,17 @@ class OperatorPage:
 
 def operator_page(view: OperatorView) -> OperatorPage:
     status = view.status
+    failing = failing_installations(view)
     return OperatorPage(
         title="Operator",
         stalled=bool(status["stalled"] or status["code_behind_database"]),
-        facts=_facts(view.now, status)
+        facts=_facts(view.now, status, len(failing))
         + _backstop_facts(view.windows[0])
         + _clock_facts(view.windows[0]),
+        failing=failing,
         windows=tuple(_window(view, window) for window in view.windows),
-        refusals=tuple(
-            RefusalRow(
-                when=instant_text(r.at, "UTC", seconds=True),
-                installation_id=r.installation_id,
-                content_id=r.content_id,
-                change=f"{KIND.get(r.kind, r.kind)} version {r.version_id}",
-                code=r.code,
-                ended_by=r.ended_by,
-                reason=explain_result(
-                    r.code,
-                    None,
-                    None,
-                    ended_by=r.ended_by,
-                    tries=r.attempts,
-                    lateness_ms=view.max_lateness_ms,
-                ),
-            )
-            for r in view.refusals
-        ),
-        refusals_caption=(
-            "The latest schedule refused"
-            if len(view.refusals) == 1
-            else f"The latest {counted(len(view.refusals), 'schedule')} refused"
-        )
-        + ", across installations, newest first",
+        refusals=refusal_rows(view),
+        refusals_caption=refusals_caption(len(view.refusals)),
         installations=tuple(
             InstallationRow(
                 id=line.id,
@@ -158,17 +124,8 @@ def operator_page(view: OperatorView) -> OperatorPage:
             for line in view.installations
         ),
         releases=", ".join(f"{n} {status}" for status, n in view.releases.items()),
-        held=_held(view),
+        held=held_rows(view),
     )
-
-
-def _held(view: OperatorView) -> tuple[HeldRow, ...]:
-    """The held releases: the item not done, the card's sentence for it, since when."""
-    return tuple(
-        HeldRow(h.id, h.name, h.installation_id, h.held_by, explain(h.held_code), h.held_code,
-                _instant(h.held_at))
-        for h in view.held
-    )  # fmt: skip
 
 
 # -- the status, in words ---------------------------------------------------------------
@@ -178,11 +135,7 @@ def _instant(ms: int, *, seconds: bool = False) -> str:
     return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M{':%S' if seconds else ''}} UTC"
 
 
-def _ago(ms: int) -> str:
-    return f"{duration_label(max(0, ms) / 1000)} ago"
-
-
-def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
+def _facts(now: int, status: dict[str, Any], failing: int = 0) -> tuple[Fact, ...]:
     last = status["last_tick"]
     if status["code_behind_database"]:
         runner = (
@@ -197,6 +150,11 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         )
     elif last is None:
         runner = "No tick has run yet; nothing is due."
+    elif failing:
+        runner = (
+            f"Running, but the Dee Wan of {counted(failing, 'installation')} is failing:"
+            " see Needs attention, below."
+        )
     else:
         runner = "Running."
     facts = [Fact("Runner", runner)]
@@ -204,7 +162,7 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         facts.append(
             Fact(
                 "Last tick",
-                f"{last['at'].replace('T', ' ').replace('Z', ' UTC')} ({_ago(last['age_ms'])}); "
+                f"{last['at'].replace('T', ' ').replace('Z', ' UTC')} ({ago(last['age_ms'])}); "
                 f"took {duration_label(last['duration_ms'] / 1000)}, "
                 f"cron delay {duration_label(last['cron_delay_ms'] / 1000)}, "
                 f"{last['sends']} sent.",
@@ -213,7 +171,7 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
     oldest = status["oldest_overdue"]
     backlog = f"{status['due_backlog']:,} due now"
     if oldest is not None:
-        backlog += f"; the oldest was due {_ago(oldest['age_ms'])}"
+        backlog += f"; the oldest was due {ago(oldest['age_ms'])}"
     facts.append(Fact("Due backlog", backlog + "."))
     live = status["schedules"]
     facts.append(Fact("Live schedules", ", ".join(f"{live[s]:,} {s}" for s in LIVE) + "."))

@@ -28,6 +28,61 @@ OPERATOR = """{% extends "base.html" %}
 {% endfor %}</dl>
 <p class="hint">Machines read the same: <code>/healthz</code> for uptime monitors, <code>/admin/metrics</code> for Prometheus, <code>/admin/status</code> as JSON.</p>
 
+<section class="attention" aria-labelledby="attention">
+  <h2 id="attention">Needs attention</h2>
+  <h3 id="failing">Dee Wan failing</h3>
+  {% for f in failing %}
+  <div class="failing" data-failing="{{ f.id }}">
+    <p><strong>Installation <code>{{ f.id }}</code></strong> (site <code>{{ f.site_id }}</code>): its Dee Wan has failed since {{ f.since }}. {{ f.schedules|length }} schedule{{ "" if f.schedules|length == 1 else "s" }} will try again:</p>
+    <ul class="retrying">
+    {% for r in f.schedules %}<li data-schedule="{{ r.schedule_id }}">{{ r.change }} of content <code>{{ r.content_id }}</code>, due {{ r.due }}; {{ r.next_try }}. Last try: {{ r.reason }} <span class="support">({{ r.support }})</span></li>
+    {% endfor %}</ul>
+  </div>
+  {% else %}<p class="empty">No installation's Dee Wan is failing: every schedule's last try was answered.</p>{% endfor %}
+  <h3 id="refusals">Latest refusals</h3>
+  {% if refusals %}
+  <p class="table-title" id="refusals-caption">{{ refusals_caption }}</p>
+  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">
+  <table class="stacks" data-table="refusals" aria-labelledby="refusals-caption">
+    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>
+    <tbody>
+    {% for r in refusals %}<tr data-code="{{ r.code }}"{% if r.ended_by %} data-ended-by="{{ r.ended_by }}"{% endif %}><td class="when" data-label="Refused at">{{ r.when }}</td><td data-label="What">{{ r.change }} of content <code>{{ r.content_id }}</code></td><td class="why" data-label="Why">{{ r.reason }} <span class="support">(code {{ r.code }})</span></td><td data-label="Installation"><code>{{ r.installation_id }}</code></td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% else %}<p class="empty">No schedule has been refused.</p>{% endif %}
+  <h3 id="releases">Held releases</h3>
+  <p data-releases>Releases by status: {{ releases or "none yet" }}.</p>
+  {% if held %}
+  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>
+  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">
+  <table class="stacks" data-table="held" aria-labelledby="held-caption">
+    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>
+    <tbody>
+    {% for h in held %}<tr data-release-id="{{ h.id }}" data-release-status="held"><td data-label="Release">“{{ h.name }}” <code>{{ h.id }}</code></td><td data-label="Installation"><code>{{ h.installation_id }}</code></td><td class="why" data-label="Item not done, and why"><code>{{ h.item }}</code>: {{ h.reason }}{% if h.code %} <span class="support">(code {{ h.code }})</span>{% endif %}</td><td class="when" data-label="Held since">{{ h.since }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% else %}<p class="empty">No release is held.</p>{% endif %}
+</section>
+
+<section aria-labelledby="installations">
+  <h2 id="installations">Installations</h2>
+  {% if installations %}
+  <p class="table-title" id="installations-caption">Installations with live schedules, refusals in the last 24 hours, or the latest sends; most refusals first</p>
+  <div class="table-frame" role="region" aria-labelledby="installations-caption" tabindex="0">
+  <table data-table="installations" aria-labelledby="installations-caption">
+    <thead><tr><th scope="col">Installation</th><th scope="col">Site</th><th scope="col">Live schedules</th><th scope="col">Refused in 24 h</th><th scope="col">Last send</th></tr></thead>
+    <tbody>
+    {% for i in installations %}<tr data-installation="{{ i.id }}"><th scope="row"><code>{{ i.id }}</code></th><td><code>{{ i.site_id }}</code></td><td>{{ i.live }}</td><td>{{ i.refused }}</td><td class="when">{{ i.last_send }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% else %}<p class="empty">No installation yet.</p>{% endif %}
+</section>
 {% for w in windows %}
 <section class="window" aria-labelledby="window-{{ w.name }}" data-window="{{ w.name }}">
   <h2 id="window-{{ w.name }}">{{ w.label }}</h2>
@@ -58,53 +113,5 @@ OPERATOR = """{% extends "base.html" %}
 </section>
 {% endfor %}
 
-<section aria-labelledby="refusals">
-  <h2 id="refusals">Latest refusals</h2>
-  {% if refusals %}
-  <p class="table-title" id="refusals-caption">{{ refusals_caption }}</p>
-  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">
-  <table data-table="refusals" aria-labelledby="refusals-caption">
-    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>
-    <tbody>
-    {% for r in refusals %}<tr data-code="{{ r.code }}"{% if r.ended_by %} data-ended-by="{{ r.ended_by }}"{% endif %}><td class="when">{{ r.when }}</td><td>{{ r.change }} of content <code>{{ r.content_id }}</code></td><td class="why">{{ r.reason }} <span class="support">(code {{ r.code }})</span></td><td><code>{{ r.installation_id }}</code></td></tr>
-    {% endfor %}
-    </tbody>
-  </table>
-  </div>
-  {% else %}<p class="empty">No schedule has been refused.</p>{% endif %}
-</section>
-
-<section aria-labelledby="releases">
-  <h2 id="releases">Releases</h2>
-  <p data-releases>{{ releases or "None yet." }}</p>
-  {% if held %}
-  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>
-  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">
-  <table data-table="held" aria-labelledby="held-caption">
-    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>
-    <tbody>
-    {% for h in held %}<tr data-release-id="{{ h.id }}" data-release-status="held"><th scope="row">“{{ h.name }}” <code>{{ h.id }}</code></th><td><code>{{ h.installation_id }}</code></td><td><code>{{ h.item }}</code>: {{ h.reason }}{% if h.code %} <span class="support">(code {{ h.code }})</span>{% endif %}</td><td class="when">{{ h.since }}</td></tr>
-    {% endfor %}
-    </tbody>
-  </table>
-  </div>
-  {% endif %}
-</section>
-
-<section aria-labelledby="installations">
-  <h2 id="installations">Installations</h2>
-  {% if installations %}
-  <p class="table-title" id="installations-caption">Installations with live schedules, refusals in the last 24 hours, or the latest sends; most refusals first</p>
-  <div class="table-frame" role="region" aria-labelledby="installations-caption" tabindex="0">
-  <table data-table="installations" aria-labelledby="installations-caption">
-    <thead><tr><th scope="col">Installation</th><th scope="col">Site</th><th scope="col">Live schedules</th><th scope="col">Refused in 24 h</th><th scope="col">Last send</th></tr></thead>
-    <tbody>
-    {% for i in installations %}<tr data-installation="{{ i.id }}"><th scope="row"><code>{{ i.id }}</code></th><td><code>{{ i.site_id }}</code></td><td>{{ i.live }}</td><td>{{ i.refused }}</td><td class="when">{{ i.last_send }}</td></tr>
-    {% endfor %}
-    </tbody>
-  </table>
-  </div>
-  {% else %}<p class="empty">No installation yet.</p>{% endif %}
-</section>
 {% endblock %}
 """

@@ -170,14 +170,12 @@ def content_page(
     """`refusal` and `kept`: the form shown again (`content_form.form_part`)."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
-    shown = cards(view.schedules, moment, live=view.live)
-    if read is None:
-        shown = _offer_again(shown, kept)
     part = form_part(view, refusal, kept)
-    in_view = view.page.in_view if view.page_number == 1 else 0
-    notice = _receipt(view, moment)
     site_zone = read.site.timezone if read is not None else None
     now_zone = part.zone or site_zone or "UTC"
+    shown = _cards(view, moment, now_zone, kept)
+    in_view = view.page.in_view if view.page_number == 1 else 0
+    notice = _receipt(view, moment)
     content_id = read.content.id if read is not None else session.content_id or ""
     return ContentPage(
         title=f"Schedule {read.content.title}" if read else f"Schedules of content {content_id}",
@@ -246,6 +244,17 @@ def _unread(view: ContentView) -> Unread | None:
         text += " If it keeps happening, tell the plugin's operator."
     again = view.access.session.href(query=_back(view.page_number))
     return Unread(view.unread.code, text, again, view.access.installation.base_url)
+
+
+def _cards(
+    view: ContentView, moment: Moment, now_zone: str, kept: KeptForm | None
+) -> tuple[ScheduleCard, ...]:
+    """Its schedules' cards. In more than one zone they are all written in the page's too, so
+    they read in order."""
+    zones = {row.schedule.timezone for row in view.schedules}
+    viewer_zone = now_zone if len(zones) > 1 else None
+    shown = cards(view.schedules, moment, live=view.live, viewer_zone=viewer_zone)
+    return shown if view.read is not None else _offer_again(shown, kept)
 
 
 def _offer_again(

@@ -11,7 +11,12 @@ from typing import ClassVar
 from scheduling.actions.notifications import EndpointForm, EndpointPreview, NotificationsView
 from scheduling.actions.titles import Titles
 from scheduling.channels import kinds
-from scheduling.domain.delivery_policy import FAILING_MARK_AFTER_MS, DeliveryStatus
+from scheduling.domain.delivery_policy import (
+    FAILING_MARK_AFTER_MS,
+    GIVE_UP_AFTER_MS,
+    HOUR_MS,
+    DeliveryStatus,
+)
 from scheduling.domain.notification_events import (
     DEFAULT_EVENTS,
     EVENT_TYPES,
@@ -264,6 +269,7 @@ class EndpointConfirmPage:
     back: tuple[tuple[str, str], ...]  # the notifications page's zone, posted along
     back_href: str
     rooms: tuple[Room, ...]
+    retry_hours: int = GIVE_UP_AFTER_MS // HOUR_MS  # how long a delivery is tried
 
 
 _ASKS = {
