@@ -537,13 +537,13 @@ async def test_held_back_with_none_of_its_own_in_flight_it_is_blocked() -> None:
     s = source(rows, cap=3)
     await s.next(NOW, 20, work)
     s.claimed([], claimed(won=0, held=3))
-    assert await s.next(NOW, 20, work) == []
+    assert await s.next(NOW, 20, work) is None  # the work ends
     assert s.blocked
 
 
 async def test_a_pause_hands_out_nothing() -> None:
     rows, work = Rows(10), fake_work(NOW)
     s = source(rows, pause=True)
-    assert await s.next(NOW, 20, work) == []
+    assert await s.next(NOW, 20, work) is None
     assert rows.reads == []
     assert not s.blocked

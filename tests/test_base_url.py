@@ -35,7 +35,11 @@ PARTS = "must not contain credentials, a query, a fragment or a backslash"
 SCHEME = "must start with https://"
 SLASH = "must not end with /"
 PERCENT = "has a % that is not followed by two hex digits"
-IP = "must name a host, not an IP address"
+IP = (
+    "must name a host, not an IP address: an address may lead into the plugin's own network,"
+    " so it calls only names the public DNS answers for (in development, an origin listed in"
+    " DEE_WAN_DEV_ORIGINS is taken as it is)"
+)
 LABELS = "must have a host of letters, digits and hyphens between dots"
 HTTP = "http:// is accepted only in development for origins in DEE_WAN_DEV_ORIGINS"
 

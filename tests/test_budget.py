@@ -60,3 +60,18 @@ def test_work_is_checked_against_the_limits_it_spends_toward() -> None:
     assert not budget.allows(elapsed_ms=0, statements=49, sends=1)
     with pytest.raises(TypeError, match="no invocation limit counts cpu_ms"):
         budget.allows(elapsed_ms=0, statements=0, sends=0, cpu_ms=1)
+
+
+def test_a_budget_refuses_to_be_made_without_an_allowance_or_to_check_an_unknown_limit() -> None:
+    """The refusals name what is missing or unknown, all of it, in order (issue 45 item 20:
+    the messages the limits registry added were not checked)."""
+    with pytest.raises(TypeError) as missing:
+        Budget(ms=1_000)
+    assert str(missing.value) == "no allowance for queries, sends"
+    with pytest.raises(TypeError) as one:
+        Budget(ms=1_000, queries=50)
+    assert str(one.value) == "no allowance for sends"
+    budget = Budget(ms=1_000, queries=50, sends=40)
+    with pytest.raises(TypeError) as unknown:
+        budget.allows(statements=1, gpu_ms=1, cpu_ms=1)
+    assert str(unknown.value) == "no invocation limit counts cpu_ms, gpu_ms"

@@ -18,7 +18,7 @@ from fake_core import Fault
 from fake_core.state import Installation
 from scheduling.channels import chat as chat_module
 from scheduling.channels.chat import url_context
-from scheduling.domain.notifications import REFUSED, ScheduleEvent
+from scheduling.domain.notifications import REFUSED, ProposalEvent, ScheduleEvent
 from scheduling.domain.outcomes import Status
 from scheduling.domain.wording import explain_result
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
@@ -99,7 +99,7 @@ async def test_each_refusal_by_dee_wan_is_one_line_in_its_tick(
     )
     stored = await row(world, s["id"])
     sentence = explain_result(
-        code, None, None, ended_by=stored["ended_by"], tries=stored["attempt_count"]
+        code, None, ended_by=stored["ended_by"], tries=stored["attempt_count"]
     )
     assert line.endswith(chat_module.escape(sentence))  # the card's own sentence
     assert text.endswith(f"See them: https://scheduling.example/installations/{installation.id}")
@@ -400,6 +400,55 @@ async def test_a_chat_url_follows_the_host_rules_and_bad_kinds_are_refused_with_
 # -- the lines themselves ------------------------------------------------------------------
 
 
+def test_a_title_or_a_name_never_mentions_anyone_nor_becomes_a_link() -> None:
+    """Issue 45 item 8: Slack reads `<!here>`, Mattermost, Rocket.Chat and Discord read a bare
+    `@here`, `@channel`, `@everyone` or `@all`, Markdown links, and any of them may link a
+    bare address. What Dee Wan or a person named is shown as written, but read as none of
+    them: an invisible space breaks each."""
+    title = "@here @channel [Win](https://evil.example/x) www.evil.example @everyone"
+    event = ScheduleEvent(
+        type=REFUSED,
+        at=0,
+        installation_id="ins_1",
+        schedule_id="sch_1",
+        content_id="cnt_1",
+        kind="publish",
+        to_state="published",
+        version_id="@all",
+        due_at=1_782_896_400_000,
+        local_time="2026-07-01T09:00",
+        timezone="UTC",
+        status=Status.REFUSED,
+        result_code="content_not_found",
+        attempts=1,
+        outcome_unknown=False,
+        message=explain_result("content_not_found", None),
+    )
+    proposal = ProposalEvent(
+        at=0,
+        installation_id="ins_1",
+        proposal_id="prp_1",
+        content_id="docs.example",
+        kind="publish",
+        to_state="published",
+        due_at=1_782_896_400_000,
+        local_time="2026-07-01T09:00",
+        timezone="UTC",
+        proposed_by="@channel bot",
+        for_person="[Ada](http://evil.example)",
+    )
+    for line in (
+        chat_module.event_line(event, title),
+        chat_module.event_line(ProposalEvent.read(proposal.body("https://s.example")), None),
+    ):
+        for markup in ("@here", "@channel", "@everyone", "@all", "](", "://", "evil.example"):
+            assert markup not in line
+    assert f"“{title}” (@all)" in chat_module.event_line(event, title).replace("\u200b", "")
+    said = chat_module.event_line(proposal, None).replace("\u200b", "")
+    assert said.startswith("@channel bot proposes to publish docs.example at 09:00 UTC")
+    assert "for [Ada](http://evil.example): confirm" in said
+
+
 def test_a_line_escapes_what_a_chat_would_read_as_markup_and_cuts_a_long_title() -> None:
     event = ScheduleEvent(
         type=REFUSED,
@@ -417,19 +466,20 @@ def test_a_line_escapes_what_a_chat_would_read_as_markup_and_cuts_a_long_title()
         result_code="content_not_found",
         attempts=1,
         outcome_unknown=False,
-        last_code="content_not_found",
-        last_http_status=404,
+        message=explain_result("content_not_found", None),
     )
     body = event.body("https://scheduling.example")
-    line = chat_module.event_line(body, "<!channel> Q3 & <https://evil.example|click>")
+    assert ScheduleEvent.read(body) == event  # what the chat reads back from the outbox
+    line = chat_module.event_line(event, "<!channel> Q3 & <https://evil.example|click>")
     assert line == (
-        "Could not unpublish “&lt;!channel&gt; Q3 &amp; &lt;https://evil.example|click&gt;” "
-        "(ver_9) at 11:00 CEST: The content no longer exists in Dee Wan, so there was nothing to"
+        "Could not unpublish “&lt;!channel&gt; Q3 &amp;"
+        " &lt;https:\u200b//evil.\u200bexample|click&gt;” (ver_9) at 11:00 CEST: The content no"
+        " longer exists in Dee Wan, so there was nothing to"
         " change."
     )
-    long = chat_module.event_line(body, "x" * 500)
+    long = chat_module.event_line(event, "x" * 500)
     assert "x" * (chat_module.MAX_TITLE_CHARS - 1) + "…" in long
-    assert chat_module.event_line(body, None).startswith("Could not unpublish “cnt_1”")
+    assert chat_module.event_line(event, None).startswith("Could not unpublish “cnt_1”")
     digest = chat_module.digest([f"line {i}" for i in range(10)], 2, "https://p.example/i")
     assert json.loads(digest)["text"].split("\n") == [
         *(f"• line {i}" for i in range(10)),

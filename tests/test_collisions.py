@@ -44,8 +44,6 @@ async def test_the_form_warns_before_schedule_is_pressed(world: World) -> None:
     assert f"The publish of version {publish['version_id']} at" in said
     assert "UTC" in said  # the one time language: local with its zone, and UTC
     assert "Whichever of the two runs second will be refused" in said
-    assert "cancel one of them" in said
-    assert "needs a new pin" in said
     # The publish choice itself replaces, it does not collide.
     assert 'data-for="publish:published"><strong>Collision' not in html
 
@@ -63,7 +61,8 @@ async def test_both_cards_and_the_receipt_say_which_will_be_refused(world: World
     assert f"the publish of version {publish['version_id']} at" in later
     earlier = text(card(html, publish["id"]))
     assert f"makes the unpublish of version {unpublish['version_id']} at" in earlier
-    assert "cancel one of them" in earlier
+    assert "card says what to do" in earlier
+    assert "cancel one of them" in later
     # Cancel one: the warning goes.
     browser = await world.open_page(installation, "cnt_pub")
     await browser.get(f"/installations/{installation.id}")
@@ -189,8 +188,57 @@ def test_a_chat_line_says_a_stale_schedule_needs_a_new_pin() -> None:
         result_code=None,
         attempts=0,
         outcome_unknown=False,
-        said=needs_repin_said("unpublish", done_at, "UTC"),
+        message=needs_repin_said("unpublish", done_at, "UTC"),
     ).body("https://scheduling.example")
-    line = event_line(body, "Spring sale")
+    line = event_line(ScheduleEvent.read(body), "Spring sale")
     assert line.startswith("Out of date: the schedule to unpublish “Spring sale” (ver_1) at ")
     assert "Needs a new pin: a publish of this content was done at" in line
+
+
+async def test_a_page_explains_a_collision_once_and_quotes_no_code(world: World) -> None:
+    """Issue 45 item 15: the receipt of the second schedule of a collision explained it five
+    times (the receipt, both cards, the form's two warnings) and put the code
+    `scheduled_target_stale` in its sentences. The card of the one to be refused explains it
+    with the ways out; the rest point to it; a code is only for support."""
+    installation = await world.install()
+    world.core.state.edit("cnt_pub")
+    await schedule(world, installation, "cnt_pub", in_minutes=10, transition="unpublish:draft")
+    browser = await world.open_page(installation, "cnt_pub")
+    await browser.get(f"/installations/{installation.id}")
+    due = (world.clock.now_ms() // MINUTE + 5) * MINUTE
+    fields = {"csrf_token": browser.csrf(), **browser.shown(), "transition": "publish:published"}
+    made = await browser.post(
+        f"/installations/{installation.id}/schedules",
+        {**fields, "local_time": local(due), "timezone": "UTC"},
+    )
+    said = text((await browser.follow(made)).body.decode())
+    assert said.count("Either cancel one of them") == 1
+    assert said.count("runs second will be refused") <= 2  # the form's warning per choice
+    assert "scheduled_target_stale" not in said
+    assert "card below says what to do" in said  # the receipt points to the card
+
+
+async def test_cards_of_one_content_in_two_zones_are_written_in_one_too(world: World) -> None:
+    """Issue 45 item 15: a publish at 16:00 in Paris and an unpublish at 09:00 in New York
+    (14:00 and 13:00 UTC) read "16:00 … 09:00", out of order. Cards in more than one zone are
+    also written in the page's zone, each with the time it was entered as."""
+    installation = await world.install()
+    world.core.state.edit("cnt_pub")
+    browser = await world.open_page(installation, "cnt_pub")
+    for transition, local_time, zone in (
+        ("publish:published", "2026-07-02T16:00", "Europe/Paris"),
+        ("unpublish:draft", "2026-07-02T09:00", "America/New_York"),
+    ):
+        made = await browser.create(
+            installation.id, transition=transition, local_time=local_time, timezone=zone
+        )
+        assert made.status == 303, made.body[:300]
+    html = (await browser.get(f"/installations/{installation.id}")).body.decode()
+    shown = [text(card(html, c["schedule-id"])) for c in schedules_on(html)]
+    whens = [re.search(r"When (.*?) (Pinned|Status|Requested)", said) for said in shown]
+    firsts = [w.group(1) for w in whens if w]
+    assert firsts == [
+        "Thu 2 Jul 2026, 15:00 CEST (Europe/Paris; 13:00 UTC);"
+        " entered as Thu 2 Jul 2026, 09:00 EDT (America/New_York)",
+        "Thu 2 Jul 2026, 16:00 CEST (Europe/Paris; 14:00 UTC)",
+    ]

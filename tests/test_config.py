@@ -221,3 +221,34 @@ def test_the_old_name_is_read_from_a_vars_file(tmp_path: Path) -> None:
     vars_file = tmp_path / ".dev.vars"
     vars_file.write_text("MAX_ROWS_PER_TICK=8\n", "utf-8")
     assert Configuration.from_mapping(load_vars(vars_file, {})).max_rows_per_batch == 8
+
+
+def test_an_installations_share_of_the_slots_is_half_of_them_unless_set() -> None:
+    """MAX_SLOTS_PER_INSTALLATION (issue 45 item 9): half of SEND_CONCURRENCY, rounded up, by
+    default, so two busy installations use every slot; a lease must outlive an installation's
+    rows of a batch sent a share at a time."""
+
+    def share(**env: str) -> int:
+        config = Configuration.from_mapping(base_env(**env))
+        assert config.problems == {}
+        return config.max_slots_per_installation
+
+    assert share() == 3
+    assert share(SEND_CONCURRENCY="7") == 4
+    assert share(SEND_CONCURRENCY="50", MAX_ROWS_PER_BATCH="100") == 25
+    assert share(MAX_SLOTS_PER_INSTALLATION="2") == 2
+    one = Configuration.from_mapping(base_env(MAX_SLOTS_PER_INSTALLATION="1"))
+    assert one.problems["LEASE_MS"].startswith(
+        "must be at least 75000 for MAX_ROWS_PER_BATCH=20, SEND_CONCURRENCY=6 and"
+        " MAX_SLOTS_PER_INSTALLATION=1: a lease must outlive its batch"
+    )
+    assert (
+        Configuration.from_mapping(
+            base_env(MAX_SLOTS_PER_INSTALLATION="1", LEASE_MS="75000")
+        ).problems
+        == {}
+    )
+    assert (
+        "MAX_SLOTS_PER_INSTALLATION"
+        in Configuration.from_mapping(base_env(MAX_SLOTS_PER_INSTALLATION="0")).problems
+    )

@@ -31,6 +31,7 @@ from playwright.sync_api import Locator, Page, sync_playwright
 
 from scheduling.config import SECRETS, VARIABLES
 from scheduling.runtimes.cpython.server import parse_dev_vars
+from scripts.devstack.stack import DevStack
 from tests.support.app import TOKEN_KEY
 from tests.support.browser import (
     CHROMIUM,
@@ -254,6 +255,25 @@ def test_an_existing_dev_vars_is_kept_byte_for_byte(
     assert existing.stat().st_mode & 0o777 == 0o640
     printed = "kept-operator-secret-0123456789" in dev.output
     assert not printed, "ADMIN_SECRET was printed"
+
+
+def test_the_vars_files_development_origins_are_kept_beside_the_local_dee_wans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45 item 15: the command gave the plugin DEE_WAN_DEV_ORIGINS as the local Dee
+    Wan's origin alone, over the file's, so a developer could not add their own receiver of
+    notifications. The file's (or the environment's) origins are kept, once each."""
+    monkeypatch.delenv("DEE_WAN_DEV_ORIGINS", raising=False)
+    stack = DevStack(plugin_port=8790, core_port=8791, state_dir=tmp_path)
+    assert stack.plugin_variables()["DEE_WAN_DEV_ORIGINS"] == "http://localhost:8791"
+    stack.vars_path.write_text("DEE_WAN_DEV_ORIGINS=http://localhost:9000, http://localhost:8791\n")
+    given = stack.plugin_variables()
+    assert given["DEE_WAN_DEV_ORIGINS"] == "http://localhost:8791,http://localhost:9000"
+    assert (given["ENVIRONMENT"], given["PUBLIC_ORIGIN"]) == ("development", stack.plugin_origin)
+    monkeypatch.setenv("DEE_WAN_DEV_ORIGINS", "http://receiver.test:8000")
+    assert stack.plugin_variables()["DEE_WAN_DEV_ORIGINS"] == (
+        "http://localhost:8791,http://receiver.test:8000"
+    )
 
 
 def test_a_port_in_use_is_said_plainly(run_dev: type[DevCommand], tmp_path: Path) -> None:

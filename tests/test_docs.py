@@ -96,6 +96,7 @@ def test_time_table_has_every_refusal_code() -> None:
         "nonexistent_local_time",
         "ambiguous_local_time",
         "unknown_timezone",
+        "fixed_offset_zone",
         "past_time",
     }
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
 
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
-from scheduling.runner.engine import Batch, Budget, Engine, TickReport
+from scheduling.runner.engine import Batch, Budget, Engine, Slots, TickReport
 from tests.support.app import FakeClock, base_env, make_app, memory_db
 
 NOW = 1_000_000
@@ -34,6 +35,7 @@ class Script:
     batch_size: int = 2
     batch_cost: int = 5
     gate: asyncio.Event = field(default_factory=asyncio.Event)
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)  # by share, for `g…:` items
     log: list[str] = field(default_factory=list)
     settled: list[tuple[str, list[str]]] = field(default_factory=list)
     sending: int = 0
@@ -57,6 +59,9 @@ class Script:
             raise batch
         return batch
 
+    def share_of(self, item: str) -> str | None:
+        return item.partition(":")[2] or None  # `g1:ins_a`: a send of ins_a's share
+
     async def unslotted(self, item: str) -> str | None:
         if item.startswith("!"):
             raise RuntimeError(f"unslotted {item}")
@@ -71,7 +76,7 @@ class Script:
         self.peak = max(self.peak, self.sending)
         try:
             if item.startswith("g"):
-                await self.gate.wait()
+                await self.gates.get(self.share_of(item) or "", self.gate).wait()
             await asyncio.sleep(0)
             clock.now += self.clock_step
             if item.startswith("L"):
@@ -95,12 +100,11 @@ clock = FakeClock(NOW)
 
 
 def engine(
-    *, concurrency: int = 2, ms: int = 10_000, queries: int = 100, sends: int = 100
+    *, concurrency: int = 2, ms: int = 10_000, queries: int = 100, sends: int = 100, share: int = 3
 ) -> Engine:
     clock.now = NOW
-    services = make_app(
-        memory_db(), clock, env=base_env(SEND_CONCURRENCY=str(concurrency))
-    ).services
+    env = base_env(SEND_CONCURRENCY=str(concurrency), MAX_SLOTS_PER_INSTALLATION=str(share))
+    services = make_app(memory_db(), clock, env=env).services
     return Engine(
         services,
         RoundTrips(services.db),
@@ -123,7 +127,7 @@ def test_subrequests_are_sends_delivery_sends_and_clock_calls() -> None:
     assert (e.subrequests(), e.clock_calls) == (0, 0)
     e.report.sends, e.report.delivery_sends, e.clock_calls = 3, 5, 7
     assert e.subrequests() == 15
-    assert e.slots._value == 2  # SEND_CONCURRENCY's slots
+    assert e.slots.free == 2  # SEND_CONCURRENCY's slots
     assert (e.limit, e.claims, e.clock_calls, e.unsettled()) == (None, 0, 7, [])
 
 
@@ -556,3 +560,144 @@ async def test_the_engine_waits_for_the_first_settle_not_every_one() -> None:
     slow.set()
     await running
     assert [token for token, _ in work.settled] == ["b", "c", "a"]
+
+
+# -- each installation's share of the slots ------------------------------------------------
+
+
+async def settle_down() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_an_installation_holds_its_share_of_the_slots_while_another_sends() -> None:
+    e = engine(concurrency=4, share=2)
+    gates = {"A": asyncio.Event(), "B": asyncio.Event()}
+    work = Script(e, [batch("a", "g1:A", "g2:A", "g3:A", "g4:B"), batch("b", "g5:B")], gates=gates)
+    running = asyncio.create_task(e.run(work))
+    await settle_down()
+    # A holds its share: g3 waits although a slot is free, and lets g4 pass. It counts as
+    # admitted, so b was claimed, and its g5 took the last slot.
+    assert work.log == [
+        "claim",
+        "send g1:A",
+        "send g2:A",
+        "send g4:B",
+        "claim",
+        "send g5:B",
+        "claim",
+    ]
+    assert (e.slots.free, dict(e.slots.held_back), dict(e.slots.holding)) == (
+        0,
+        {"A": 1},
+        {"A": 2, "B": 2},
+    )
+    gates["B"].set()
+    await settle_down()
+    # B is done: A alone takes every slot, g3 included.
+    assert work.log[-2:] == ["send g3:A", "settle b"]
+    assert (+e.slots.held_back, e.slots.free) == (Counter(), 1)
+    gates["A"].set()
+    await running
+    assert work.peak == 4
+    assert (e.slots.free, +e.slots.holding) == (4, Counter())
+
+
+async def test_a_held_back_send_takes_its_installations_next_free_slot_in_turn() -> None:
+    e = engine(concurrency=3, share=1)
+    gates = {"A": asyncio.Event(), "B": asyncio.Event()}
+    work = Script(e, [batch("a", "g1:A", "g2:A", "x3:B", "g4:B", "x5:A")], gates=gates)
+    running = asyncio.create_task(e.run(work))
+    await settle_down()
+    # Share 1: g1 and x3 go; g2 waits for A's slot, g4 for B's once x3 gave it back; x5 waits
+    # for A's too, behind g2.
+    assert work.log == ["claim", "send g1:A", "send x3:B", "send g4:B", "claim"]
+    assert dict(e.slots.held_back) == {"A": 2, "B": 0}
+    gates["A"].set()
+    await settle_down()
+    assert work.log[5:] == ["send g2:A", "send x5:A"]
+    gates["B"].set()
+    await running
+    assert work.peak == 2
+
+
+async def test_alone_an_installation_takes_every_slot_and_no_share_counts_no_one() -> None:
+    e = engine(concurrency=4, share=1)
+    work = Script(e, [batch("a", "g1:A", "g2:A", "g3", "g4:A")])
+    running = asyncio.create_task(e.run(work))
+    await settle_down()
+    assert work.log == ["claim", "send g1:A", "send g2:A", "send g3", "send g4:A", "claim"]
+    assert +e.slots.held_back == Counter()
+    work.gate.set()
+    await running
+
+
+async def test_the_claims_wait_until_an_installation_left_out_has_none_held_back() -> None:
+    slots = Slots(2, 1)
+    slots.arrive(["A", "B", "A", "B", None])
+    blocked: list[str] = []
+    await slots.take("A", lambda: blocked.append("a1"))
+    await slots.take("B", lambda: blocked.append("b1"))
+    a2 = asyncio.ensure_future(slots.take("A", lambda: blocked.append("a2")))
+    b2 = asyncio.ensure_future(slots.take("B", lambda: blocked.append("b2")))
+    await settle_down()
+    assert (blocked, dict(slots.held_back)) == (["a2", "b2"], {"A": 1, "B": 1})
+    passed = asyncio.ensure_future(slots.until_one_passes(["A", "B"]))
+    await settle_down()
+    assert not passed.done()
+    slots.give_back("B")
+    await settle_down()
+    assert b2.done()
+    assert not a2.done()
+    assert passed.done()
+    await slots.until_one_passes(["B"])  # B has none held back: at once
+    a2.cancel()
+    await settle_down()
+    assert (+slots.held_back, slots.free, dict(slots.holding)) == (Counter(), 0, {"A": 1, "B": 1})
+
+
+async def test_a_send_cancelled_once_handed_a_slot_gives_it_back() -> None:
+    slots = Slots(1, 1)
+    slots.arrive(["A", "A"])
+    await slots.take("A", lambda: None)
+    waiting = asyncio.ensure_future(slots.take("A", lambda: None))
+    await settle_down()
+    slots.give_back("A")  # handed to `waiting`, which is cancelled before it runs
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert (slots.free, +slots.holding) == (1, Counter())
+
+
+async def test_a_send_behind_one_waiting_for_a_free_slot_is_held_back_at_once() -> None:
+    """No slot free: B's send waits for one, and A's behind it, A holding its share while B
+    has sends, counts as held back at once (its batch may roll on)."""
+    slots = Slots(1, 1)
+    slots.arrive(["A", "B", "A"])
+    blocked: list[str] = []
+    await slots.take("A", lambda: blocked.append("a1"))
+    b1 = asyncio.ensure_future(slots.take("B", lambda: blocked.append("b1")))
+    a2 = asyncio.ensure_future(slots.take("A", lambda: blocked.append("a2")))
+    await settle_down()
+    assert (blocked, dict(+slots.held_back)) == (["a2"], {"A": 1})
+    slots.give_back("A")
+    await settle_down()
+    assert b1.done()
+    assert not a2.done()
+    b1.cancel()
+    a2.cancel()
+
+
+async def test_a_cancelled_send_still_in_the_queue_lets_the_next_one_have_the_slot() -> None:
+    slots = Slots(1, 3)
+    slots.arrive(["A", "B", "C"])
+    await slots.take("A", lambda: None)
+    b = asyncio.ensure_future(slots.take("B", lambda: None))
+    c = asyncio.ensure_future(slots.take("C", lambda: None))
+    await settle_down()
+    b.cancel()  # its future is cancelled now; its sender leaves the queue once it runs
+    slots.give_back("A")
+    await settle_down()
+    assert c.done()
+    assert b.cancelled()
+    assert (slots.free, dict(+slots.holding)) == (0, {"C": 1})

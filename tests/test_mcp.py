@@ -429,3 +429,25 @@ def test_the_agents_guide_gives_a_pinned_inspector_command_for_a_url_server() ->
     for flag in ("--transport http", "--protocol-era auto", '--header "Authorization: Bearer'):
         assert flag in command, command
     assert "https://scheduling.example.com/mcp" in command
+
+
+async def test_a_proposal_reads_as_its_change_and_a_key_is_listed_only_where_it_reaches(
+    world: World,
+) -> None:
+    """Issue 45 item 15: a proposal read "Publish (to published)", and a key minted on one
+    content was listed on another's page as a key "for this content"."""
+    installation = await world.install()
+    key = await mint_key(world, installation, content_id="cnt_en")
+    proposal_id = await propose(world, key)
+    on_en = await world.browser_for(installation, content_id="cnt_en")
+    page = (await on_en.get(f"/installations/{installation.id}/agents")).body.decode()
+    item = page.split(f'data-proposal-id="{proposal_id}"', 1)[1].split("</li>", 1)[0]
+    assert "</strong> proposes: Publish on " in item
+    assert "(to published)" not in page
+    assert page.count("data-agent-key-id=") == 1
+    elsewhere = await world.browser_for(installation, content_id="cnt_page")
+    other = (await elsewhere.get(f"/installations/{installation.id}/agents")).body.decode()
+    assert "data-agent-key-id=" not in other
+    manage = await world.browser_for(installation, content_id=None)
+    listed = (await manage.get(f"/installations/{installation.id}/agents")).body.decode()
+    assert listed.count("data-agent-key-id=") == 1

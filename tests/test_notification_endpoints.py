@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
+from scheduling.domain.notifications import GIVE_UP_AFTER_MS
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import FakeClock, base_env
+from tests.support.docs import page as page_of
 from tests.support.metrics import scrape, value
 from tests.support.webhooks import (
     ANY_SECRET,
@@ -24,6 +26,7 @@ from tests.support.webhooks import (
 )
 from tests.support.world import Browser, World, schedule, tick_at
 
+REFUSALS = ("schedule.refused",)
 LONG_PATH = "https://hooks.example/" + "a" * (2048 - len("https://hooks.example/"))
 
 
@@ -346,3 +349,50 @@ async def test_delete_data_removes_endpoints_and_deliveries_and_status_counts_th
     assert response.status == 200
     for table in ("notification_endpoints", "notification_subscriptions", "webhook_deliveries"):
         assert world.db.connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+
+
+async def test_a_refused_endpoint_form_takes_the_focus_where_its_problem_is_said(
+    world: World,
+) -> None:
+    """Issue 45 item 15: a refused Add endpoint came back at the top of the page, its problem
+    2,000 px below. The problem takes the focus (and so the browser's scroll), as a refused
+    schedule form's does; an IP address is refused saying why."""
+    installation, browser = await manage_of(world)
+    response = await post_endpoint(browser, installation.id, "https://127.0.0.1/hook", REFUSALS)
+    assert response.status == 422
+    html = response.body.decode()
+    problem = re.search(r'<div class="problem"[^>]*id="endpoint-problem"[^>]*>(.*?)</div>', html)
+    assert problem is not None
+    assert 'tabindex="-1" autofocus' in problem.group(0)
+    assert html.count("autofocus") == 1
+    assert "an address may lead into the plugin&#39;s own network" in problem.group(1)
+
+
+async def test_the_pages_and_the_docs_agree_on_the_secret_the_horizon_and_the_test_event(
+    world: World,
+) -> None:
+    """Issue 45 item 15: the docs named `data-webhook-secret` (the page: `data-signing-secret`),
+    the rotate page said retries went on for a day (72 h), and the docs listed a test event
+    among the deliveries (it is the endpoint's Last test)."""
+    docs = page_of("admins/notifications.md")
+    receiver = Receiver()
+    with_receivers(world, receiver)
+    installation, browser = await manage_of(world)
+    added = await browser.follow(await post_endpoint(browser, installation.id, HOOK_URL, REFUSALS))
+    shown = added.body.decode()
+    assert "data-signing-secret" in shown
+    assert "`data-signing-secret`" in docs
+    assert "data-webhook-secret" not in docs
+    hours = GIVE_UP_AFTER_MS // 3_600_000
+    assert f"last try {hours} hours after the event" in docs
+    [endpoint_id] = endpoints_on(shown)
+    base = f"/installations/{installation.id}/notifications/{endpoint_id}"
+    rotate = (await browser.get(f"{base}/rotate")).body.decode()
+    assert f"tried again for up to {hours} hours after its event" in rotate
+    tested = await browser.post(
+        f"{base}/test", {"csrf_token": browser.csrf(), "opened_for": "manage"}
+    )
+    page = (await browser.follow(tested)).body.decode()
+    assert "<dt>Last test</dt>" in page
+    assert "**Last test**" in docs
+    assert "a test event's schedule reads" not in docs

@@ -27,7 +27,7 @@ from tests.support.browser import (
     missing_pieces,
 )
 from tests.support.day import DAY_MINUTES, day_world, play_day
-from tests.support.world import MINUTE
+from tests.support.world import MINUTE, insert_due
 
 pytestmark = [
     pytest.mark.browser,
@@ -43,7 +43,30 @@ async def a_day_ending_now(db_path: Path) -> None:
     apply_migrations(db.connection)
     start = (time.time_ns() // 1_000_000 // MINUTE) * MINUTE - DAY_MINUTES * MINUTE
     await play_day(day_world(db, start), start)
+    await a_dee_wan_failing(db, start + DAY_MINUTES * MINUTE)
     db.close()
+
+
+async def a_dee_wan_failing(db: SqliteDatabase, now: int) -> None:
+    """One installation's schedule that will try again, its Dee Wan down for five minutes."""
+    [first] = (await db.prepare("SELECT id FROM installations ORDER BY id LIMIT 1").all()).results
+    await insert_due(db, first["id"], "cnt_down", now - 5 * MINUTE)
+    await db.batch([
+        db.prepare(
+            "UPDATE schedules SET status = 'retrying', attempt_count = 2, result_code = 'timeout',"
+            " next_attempt_at = ? WHERE content_id = 'cnt_down'"
+        ).bind(now + MINUTE),
+        *(
+            db.prepare(
+                "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at,"
+                " code, http_status) VALUES ('sch_cnt_down', ?, ?, ?, ?, ?)"
+            ).bind(n, at, at + 10_000, code, status)
+            for n, at, code, status in [
+                (1, now - 5 * MINUTE, "unavailable", 503),
+                (2, now - 2 * MINUTE, "timeout", None),
+            ]
+        ),
+    ])  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +171,40 @@ def test_the_operator_page_at_desktop_and_phone_widths(
         assert shown.count(True) == (len(shown) + 1) // 2
         page.locator("details.numbers summary").first.click()
         audit(page, response, "operator-tables-390", shots)
+    finally:
+        context.close()
+
+
+def test_what_needs_attention_comes_first_and_a_refusals_reason_fits_a_phone(
+    origin: str, browser: Browser, shots: Path
+) -> None:
+    """Issue 45 item 16: the installation whose Dee Wan is failing is in the first screenful,
+    before the charts; at 390 px each refusal is a block of its cells, its reason on screen."""
+    context = browser.new_context(
+        viewport=DESKTOP, http_credentials={"username": "operator", "password": ADMIN_SECRET}
+    )
+    page = context.new_page()
+    try:
+        response = page.goto(f"{origin}/admin")
+        failing = page.locator("[data-failing]")
+        assert failing.count() == 1
+        box = failing.bounding_box()
+        assert box is not None
+        first_chart = page.locator("[data-chart]").first.bounding_box()
+        assert first_chart is not None
+        assert box["y"] + box["height"] <= DESKTOP["height"] < first_chart["y"]
+        assert "Last try: Dee Wan did not answer within 10 seconds" in failing.inner_text()
+        print("operator page height at 1280 px:", page.evaluate("document.body.scrollHeight"))
+        audit(page, response, "operator-attention", shots)
+        page.set_viewport_size(PHONE)
+        response = page.reload()
+        why = page.locator("table[data-table=refusals] td.why").first
+        cell = why.bounding_box()
+        assert cell is not None
+        assert cell["x"] >= 0, cell
+        assert cell["x"] + cell["width"] <= PHONE["width"], cell
+        assert why.is_visible()
+        audit(page, response, "operator-attention-390", shots)
     finally:
         context.close()
 

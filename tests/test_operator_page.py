@@ -13,12 +13,16 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
+from fake_core.transport import Handler, answered
+from scheduling.domain.times import instant_text
 from scheduling.domain.wording import explain
 from scheduling.http.responses import BASE_HEADERS
+from scheduling.ports import OutboundRequest, OutboundResponse, TransportError
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock, base_env, body, call, make_app
 from tests.support.day import DAY_MINUTES, FAILED, GAP, day_world, minute, play_day
 from tests.support.runtimes import Runtime
+from tests.support.world import MINUTE, World, bulk_due, row, tick_at
 
 REALM = 'Basic realm="Scheduling operator", charset="UTF-8"'
 
@@ -199,11 +203,14 @@ def the_latest_refusals_and_the_installations(html: str) -> None:
     assert [code for code, _, _ in rows_] == ["retry_exhausted", "scheduled_target_stale"]
     assert 'data-ended-by="lateness"' in rows_[0][1]
     exhausted = rows_[0][2]
-    assert '<td class="why">It was still not sent 5 minutes after its time had passed' in exhausted
+    why = '<td class="why" data-label="Why">'
+    assert f"{why}It was still not sent 5 minutes after its time had passed" in exhausted
     assert "(code retry_exhausted)" in exhausted
-    assert f'<td class="why">{explain("scheduled_target_stale")}' in rows_[1][2]
+    assert f"{why}{explain('scheduled_target_stale')}" in rows_[1][2]
     assert "The latest 2 schedules refused, across installations, newest first" in html
-    assert re.search(r'<td class="when">Wed 1 Jul 2026, \d\d:\d\d:\d\d UTC</td>', html)
+    assert re.search(
+        r'<td class="when" data-label="Refused at">Wed 1 Jul 2026, \d\d:\d\d:\d\d UTC</td>', html
+    )
     # Installations: the shop (a live schedule, two refusals) first.
     rows = re.findall(r'<tr data-installation="([^"]+)">(.*?)</tr>', html)
     assert len(rows) == 2
@@ -228,12 +235,12 @@ async def test_after_a_day_the_page_shows_every_chart_with_its_text_and_the_tabl
     assert html.count('<rect class="gap"') >= 2
     # The same numbers as tables: the failed tick's slot and the gap's are rows.
     assert page.tables == [
+        "refusals",
+        "installations",
         "day-slots",
         "day-lateness",
         "week-slots",
         "week-lateness",
-        "refusals",
-        "installations",
     ]
     # (a slot's label is its UTC start: the day starts at 10:00)
     assert minute(FAILED) == minute(0) + 200 * 60_000
@@ -258,3 +265,73 @@ async def test_a_new_plugin_shows_empty_charts_that_say_so(
     assert "No schedule has been refused." in html
     assert "No installation yet." in html
     assert ORIGIN not in html
+
+
+def down_for(world: World, installation_id: str) -> Handler:
+    """The fake Dee Wan, refusing every connection of one installation's sends."""
+    core, down = world.http.handler, f"sched:{installation_id}:"
+
+    async def answer(request: OutboundRequest) -> OutboundResponse:
+        if request.headers.get("idempotency-key", "").startswith(down):
+            raise TransportError("connection refused")
+        return await answered(core, request)
+
+    return answer
+
+
+async def test_an_installations_dee_wan_down_is_shown_first_since_when_with_its_retries(
+    db: SqliteDatabase, clock: FakeClock
+) -> None:
+    """Issue 45 item 16: with one installation's Dee Wan down, the page said Running and
+    counted "1 retrying". It says whose Dee Wan is failing and since when, with each schedule
+    that will try again, its next try and its last try's answer, before any chart."""
+    world = World(db, clock)
+    shop, blog = await world.install(), await world.install()
+    core = world.http.handler
+    world.http.handler = down_for(world, blog.id)
+    due = clock.now_ms() + MINUTE
+    await bulk_due(world, blog, 2, due, "blog")
+    await bulk_due(world, shop, 1, due, "shop")
+    await tick_at(world, due)
+    retry = await row(world, "sch_blog0")
+    assert retry["status"] == "retrying"
+    await tick_at(world, retry["next_attempt_at"])
+    world.clock.now = due + MINUTE  # the ticks go on, every minute
+    response = await call(world.app, "GET", "/admin", headers=basic(ADMIN_SECRET))
+    html = response.body.decode()
+    runner = re.search(r"<dt>Runner</dt><dd>(.*?)</dd>", html)
+    assert runner is not None
+    assert runner.group(1) == (
+        "Running, but the Dee Wan of 1 installation is failing: see Needs attention, below."
+    )
+    [(failing, block)] = re.findall(
+        r'<div class="failing" data-failing="([^"]+)">(.*?)</div>', html, re.S
+    )
+    assert failing == blog.id
+    words = " ".join(re.sub(r"<[^>]+>", "", block).split())
+    assert (
+        f"its Dee Wan has failed since {instant_text(due, 'UTC', seconds=True)} (1 min ago)"
+        in words
+    )
+    assert "2 schedules will try again:" in words
+    items = re.findall(r'<li data-schedule="([^"]+)">(.*?)</li>', block, re.S)
+    assert [sid for sid, _ in items] == ["sch_blog0", "sch_blog1"]
+    for sid, item in items:
+        told = " ".join(re.sub(r"<[^>]+>", "", item).split())
+        stored = await row(world, sid)
+        next_try = instant_text(stored["next_attempt_at"], "UTC", seconds=True)
+        assert told.startswith(f"Publish version {stored['version_id']} of content {sid[4:]}, due")
+        assert (
+            f"; try 3 at {next_try}. Last try: {explain('network_error')} (code network_error)"
+            in told
+        )
+    assert html.index('id="attention"') < html.index("data-chart=")
+    assert html.index('id="refusals"') < html.index("data-chart=")
+    assert "No installation's Dee Wan is failing" not in html
+    # Once it answers again, nothing is failing.
+    world.http.handler = core
+    retries = [(await row(world, sid))["next_attempt_at"] for sid in ("sch_blog0", "sch_blog1")]
+    await tick_at(world, max(retries))
+    html = (await call(world.app, "GET", "/admin", headers=basic(ADMIN_SECRET))).body.decode()
+    assert "No installation's Dee Wan is failing: every schedule's last try was answered." in html
+    assert "<dt>Runner</dt><dd>Running.</dd>" in html

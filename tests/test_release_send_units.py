@@ -8,8 +8,10 @@ The mutation map points `runner/sends.py` here too."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from scheduling.domain.times import rfc3339
+from scheduling.ports import OutboundRequest
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.unit_store import DUE, LATENESS, refused, store, unavailable
 
@@ -234,3 +236,39 @@ async def test_a_head_too_late_when_its_slot_came_holds_its_release_and_says_so(
         ["sch_b"],
     )
     assert held["timestamp"] == rfc3339(DUE + 500)  # when its slot came
+
+
+async def test_a_next_item_waits_for_its_installations_share_of_the_slots_to_be_claimed() -> None:
+    """While another installation sends, one holds at most its share of the slots: a release's
+    next item, read by the settle of the item before it, is not claimed while its
+    installation's sends wait for their share (its lease would run meanwhile); the due query
+    claims it once none of them waits."""
+    s = await store("ins_1", "ins_2", MAX_ROWS_PER_BATCH="2", SEND_CONCURRENCY="2")
+    await s.rows("a", "b", "r1", "r2")
+    await s.rows("q1", "q2", installation="ins_2")
+    await a_line(s.db, "a", "b")
+    gates = {c: asyncio.Event() for c in ("a", "b", "q1", "q2", "r1", "r2")}
+    sent: dict[str, int] = {}
+    claimed: dict[str, int] = {}  # when each was claimed: its lease as it left, less a lease
+    lease_ms = s.services().config.lease_ms
+
+    async def answering(request: OutboundRequest) -> None:
+        content = json.loads(request.body or b"{}")["content_id"]
+        sent[content] = s.clock.now
+        claimed[content] = (await s.row(content))["lease_until"] - lease_ms
+        await gates[content].wait()
+
+    s.dee.during = answering
+    running = asyncio.create_task(s.run(s.engine()))
+    # a and q1 hold the two slots; q2 and r1 wait for their installation's share, then r2.
+    for step, content in enumerate(("a", "q1", "r1", "q2", "r2", "b"), start=1):
+        for _ in range(50):
+            await asyncio.sleep(0)
+        s.clock.now = DUE + step * 1_000
+        gates[content].set()
+    await running
+    # b was read by the settle of a's batch (at 2 s, with r2 waiting for ins_1's share), and
+    # claimed only once r2 had its slot (at 3 s).
+    assert (sent["r2"], claimed["r2"]) == (DUE + 3_000, DUE + 1_000)
+    assert sent["r2"] <= claimed["b"] <= sent["b"]
+    assert [(await s.row(c))["status"] for c in ("a", "b", "r1", "r2")] == ["completed"] * 4

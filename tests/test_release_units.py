@@ -230,7 +230,7 @@ def test_a_completed_release_says_so_in_its_zone() -> None:
 
 def test_a_chat_line_names_the_release_and_says_its_sentence() -> None:
     from scheduling.channels.chat import event_line
-    from scheduling.domain.notifications import RELEASE_HELD, ReleaseEvent
+    from scheduling.domain.notifications import RELEASE_HELD, ReleaseEvent, read_event
 
     body = ReleaseEvent(
         type=RELEASE_HELD, at=NOW, installation_id="ins_1", release_id="rel_1",
@@ -238,7 +238,25 @@ def test_a_chat_line_names_the_release_and_says_its_sentence() -> None:
         result_code="transition_refused", applied=("sch_a",), held=("sch_c",),
         message=held_text(LINE, "sch_b", None, NOW),
     ).body("https://scheduling.example")  # fmt: skip
-    line = event_line(body, "a title never shown")
+    line = event_line(read_event(body), "a title never shown")
     assert line.startswith("Release “Spring &lt;launch&gt;”: Held at Thu 2 Jul 2026, 10:13 CEST")
     assert "item sch_b was not done." in line
     assert "title" not in line
+
+
+def test_a_releases_chat_line_keeps_its_name_from_mentioning_anyone_or_linking() -> None:
+    """A release's name is a person's words, in its line and in its sentence: neither may
+    ping a channel or read as a link (`chat.quoted`)."""
+    from scheduling.channels.chat import event_line
+    from scheduling.domain.notifications import RELEASE_COMPLETED, ReleaseEvent, read_event
+
+    named = replace(LINE, name="@here [go](https://evil.example)")
+    body = ReleaseEvent(
+        type=RELEASE_COMPLETED, at=NOW, installation_id="ins_1", release_id="rel_1",
+        name=named.name, due_at=NOW, timezone="UTC", item_id="sch_c", result_code=None,
+        applied=("sch_a", "sch_c"), held=(), message=completed_text(named, NOW),
+    ).body("https://scheduling.example")  # fmt: skip
+    line = event_line(read_event(body), None)
+    for markup in ("@here", "](", "://"):
+        assert markup not in line
+    assert line.replace("\u200b", "").count("@here [go](https://evil.example)") == 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from scheduling.repository.outbox import Outbox
 from scheduling.runner.engine import TickReport
 from scheduling.runner.sends import Claimed, DueRows, SendWork, Settled
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
+from tests.support.app import LoopClock
 from tests.support.unit_store import (
     BASE,
     DUE,
@@ -240,7 +242,7 @@ class Racing(DueRows):
         self.taken = taken
         self.heard: list[Claimed] = []
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         rows = await super().next(now, limit, work)
         for content in self.taken:
             claimed = "attempt_count = attempt_count + 1,"
@@ -523,7 +525,7 @@ class Listening(DueRows):
         self.heard: list[tuple[list[str], Claimed]] = []
         self.works: list[SendWork] = []
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         self.works.append(work)
         return await super().next(now, limit, work)
 
@@ -573,7 +575,7 @@ class TakingTheFirst(DueRows):
         super().__init__(leases)
         self.db = db
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         rows = await super().next(now, limit, work)
         if rows:
             await theirs(self.db, rows[0].id, now + 60_000)
@@ -745,3 +747,89 @@ async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale() -> N
         "pending",
     )
     assert event["timestamp"] == "2026-05-28T20:26:41Z"  # the answer's instant, a second on
+
+
+# -- a claim's lease, and each installation's share of the slots ----------------------------
+
+
+@pytest.mark.parametrize(("answer_ms", "second"), [(200_000, "sent"), (200_001, "handed back")])
+async def test_a_send_leaves_only_while_its_lease_outlives_an_answer_and_the_settle(
+    answer_ms: int, second: str
+) -> None:
+    """One slot, a lease of 215 s: the second claim's slot comes when the first answers. With
+    the timeout (10 s) and the settle's margin (5 s) still inside its lease it is sent under
+    it; a millisecond later it is handed back unsent, and sent under a claim of its own."""
+    s = await store(SEND_CONCURRENCY="1", LEASE_MS="215000")
+    await s.rows("c1", "c2")
+    s.dee.step = answer_ms
+    engine = s.engine(ms=1_000_000)
+    await s.run(engine)
+    c2 = await s.row("c2")
+    assert (len(s.dee.asked), c2["status"], c2["attempt_count"]) == (2, "completed", 1)
+    assert (engine.report.handed_back, engine.report.batches) == (
+        (0, 1) if second == "sent" else (1, 2)
+    )
+    attempt = await s.db.prepare(
+        "SELECT started_at FROM schedule_attempts WHERE schedule_id = 'sch_c2'"
+    ).first()
+    assert attempt == {"started_at": DUE + answer_ms}
+
+
+def answering(slow_s: float, fast_s: float) -> Any:
+    """Dee Wan's answer after `slow_s` for contents `s…`, `fast_s` for the others."""
+
+    async def answer(request: OutboundRequest) -> None:
+        slow = json.loads(request.body or b"")["content_id"].startswith("s")
+        await asyncio.sleep(slow_s if slow else fast_s)
+
+    return answer
+
+
+async def two_installations(slow: int, fast: int) -> Any:
+    """Two slots, a share of one, batches of six: `slow` rows of ins_slow (5 s), `fast` of
+    ins_fast (0.1 s)."""
+    s = await store(
+        "ins_slow",
+        "ins_fast",
+        SEND_CONCURRENCY="2",
+        MAX_SLOTS_PER_INSTALLATION="1",
+        MAX_ROWS_PER_BATCH="6",
+    )
+    s.clock = s.dee.clock = LoopClock(DUE)
+    await s.rows(*(f"s{n}" for n in range(1, slow + 1)), installation="ins_slow")
+    await s.rows(*(f"f{n}" for n in range(1, fast + 1)), installation="ins_fast")
+    s.dee.during = answering(5, 0.1)
+    return s
+
+
+@pytest.mark.looptime
+async def test_due_rows_take_a_wave_of_each_and_leave_out_one_held_back_by_its_share() -> None:
+    """ins_slow's first send holds its share of the two slots: its next waits, held back, and
+    ins_slow is left out of the claims until it has a slot, while ins_fast's rows go one after
+    another in the other slot. A batch takes at most a wave (two) of each installation's rows
+    while the other has some due; with only held-back rows due the source waits for one to
+    pass, and reads again."""
+    s = await two_installations(3, 3)
+    engine = s.engine(ms=1_000_000)
+    leases = Leases(engine.trips, Outbox(engine.trips))
+    source = Listening(leases)
+    await s.run(engine, source=source)
+    assert [rows for rows, _ in source.heard] == [
+        ["sch_f1", "sch_s1", "sch_f2", "sch_s2"],
+        ["sch_f3"],
+        ["sch_s3"],
+    ]
+    assert s.dee.order == ["f1", "s1", "f2", "f3", "s2", "s3"]
+    assert engine.report.completed == 6
+    assert +engine.slots.held_back == Counter()
+
+
+@pytest.mark.looptime
+async def test_with_nothing_else_due_a_held_back_installation_ends_the_claims() -> None:
+    """ins_slow's second row is held back and nothing else is due: the claims end at once
+    (that row is sent when its share frees, in the batch it came in), no read more."""
+    s = await two_installations(2, 1)
+    engine = s.engine(ms=1_000_000)
+    await s.run(engine)
+    assert (engine.claims, engine.report.completed) == (2, 3)
+    assert s.dee.order == ["f1", "s1", "s2"]

@@ -23,6 +23,7 @@ from scheduling.repository.history import (
     INSTALLATIONS_SQL,
     LIVE_COUNTS_SQL,
     RECENT_REFUSALS_SQL,
+    RETRYING_SQL,
 )
 from scheduling.repository.leases import BUSY_SQL, DUE_FOR_SQL, DUE_SQL
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
@@ -254,6 +255,7 @@ STATUS_GROUPS: dict[str, tuple[str, list[tuple[Status, ...]]]] = {
     "live counts": (LIVE_COUNTS_SQL, [DUE, LIVE, (Status.RUNNING,), (Status.QUEUED,)]),
     "latest refusals": (RECENT_REFUSALS_SQL, [FINISHED, (Status.REFUSED,)]),
     "installations": (INSTALLATIONS_SQL, [LIVE, FINISHED, (Status.REFUSED,)]),
+    "will try again": (RETRYING_SQL, [DUE, (Status.RETRYING,)]),
     "retention: attempts": (EXPIRED_ATTEMPTS_SQL, [FINISHED]),
     "retention: schedules": (EXPIRED_SCHEDULES_SQL, [FINISHED]),
     "one installation's due rows": (

@@ -15,7 +15,7 @@ import pytest
 
 from scheduling.domain.notifications import DISABLE_AFTER_FAILING_MS, ENDPOINT_GONE, MAX_ENDPOINTS
 from scheduling.domain.notifications import DeliveryStatus as D
-from scheduling.domain.outcomes import EndedBy, Settlement, Status, handed_back
+from scheduling.domain.outcomes import Attempt, EndedBy, Settlement, Status, handed_back
 from scheduling.domain.records import (
     DueRow,
     Message,
@@ -24,7 +24,7 @@ from scheduling.domain.records import (
     SettledClaim,
     SettledMessage,
 )
-from scheduling.domain.schedules import Attempt, NewSchedule, Release, ReleaseStatus
+from scheduling.domain.schedules import NewSchedule, Release, ReleaseStatus
 from scheduling.limits import MAX_STORED_INTEGER, WINDOW_MS, CallLimit
 from scheduling.ports import Database, DatabaseError, Statement
 from scheduling.repository import agents as agents_module
@@ -530,6 +530,24 @@ async def test_due_takes_installations_round_robin_oldest_first_within_each(
     third = [await leased(any_db, 2, n, ready_at=LONG_AGO - 50 + n) for n in range(2)]
     # Every installation's first row, then every second one, each turn by readiness.
     assert ids(await leases.due(LONG_AGO, 5)) == [busy[0], third[0], quiet, busy[1], third[1]]
+
+
+async def test_due_leaves_out_installations_and_takes_at_most_each_of_the_others(
+    any_db: Database, leases: Leases
+) -> None:
+    busy = [await leased(any_db, 0, n, ready_at=LONG_AGO - 100 + n) for n in range(5)]
+    quiet = await leased(any_db, 1, 0)
+    third = [await leased(any_db, 2, n, ready_at=LONG_AGO - 50 + n) for n in range(2)]
+    assert ids(await leases.due(LONG_AGO, 20, each=1)) == [busy[0], third[0], quiet]
+    assert leases.due_now == 8
+    taken = await leases.due(LONG_AGO, 20, left_out=["ins1", "ins2"], each=2)
+    assert (ids(taken), leases.due_now) == (busy[:2], 8)  # not alone: the others are due
+    assert await leases.due(LONG_AGO, 20, left_out=["ins0", "ins1", "ins2"]) == []
+    assert leases.due_now == 8
+    assert await leases.due(LONG_AGO - 101, 20, each=1) == []
+    assert leases.due_now == 0
+    # Alone with rows due, an installation takes up to the limit.
+    assert ids(await leases.due(LONG_AGO - 60, 20, each=1)) == busy
 
 
 async def test_a_claim_wins_once_sets_the_lease_and_opens_the_attempt(
@@ -1341,6 +1359,38 @@ async def test_the_operator_reads_the_latest_refusals_and_the_installations_to_w
     assert [pick(i, "id live refused_recently last_sent_at") for i in lines] == watch
 
 
+async def test_the_operator_reads_the_schedules_that_will_try_again_with_their_tries(
+    any_db: Database,
+) -> None:
+    assert history.retrying_from((await history.read_retrying(any_db).all()).results) == ()
+    await installation(any_db, "ins_down", site_id="site_down")
+    await installation(any_db, "ins_ok")
+    retrying: dict[str, Any] = {"status": "retrying", "result_code": "unavailable"}
+    await any_db.batch([
+        schedule_row(any_db, "r_late", "ins_down", **retrying, attempts=2, ready_at=NOW + 9),
+        schedule_row(any_db, "r_soon", "ins_down", **retrying, attempts=1, ready_at=NOW + 1),
+        schedule_row(any_db, "r_ok", "ins_ok", status="retrying", attempts=1, ready_at=NOW),
+        schedule_row(any_db, "waiting", "ins_ok"),
+        schedule_row(any_db, "done", "ins_ok", status="refused", attempts=1),
+        attempt_row(any_db, "r_late", 1, 100, 101, "timeout", None),
+        attempt_row(any_db, "r_late", 2, 200, 201, "unavailable", 503),
+        attempt_row(any_db, "r_soon", 1, 150, 151, "unavailable", 503),
+        attempt_row(any_db, "done", 1, 5, 6, "content_not_found", 404),
+    ])  # fmt: skip
+    found = history.retrying_from((await history.read_retrying(any_db).all()).results)
+    assert [
+        pick(r, "schedule_id installation_id site_id next_attempt_at first_try") for r in found
+    ] == [
+        ("r_soon", "ins_down", "site_down", NOW + 1, 150),
+        ("r_late", "ins_down", "site_down", NOW + 9, 100),
+        ("r_ok", "ins_ok", "site", NOW, None),
+    ]
+    assert found[1].last == Attempt(2, 200, 201, "unavailable", 503)
+    assert found[2].last is None
+    [refused] = history.refusals_from((await history.read_recent_refusals(any_db).all()).results)
+    assert refused.last == Attempt(1, 5, 6, "content_not_found", 404)
+
+
 # -- the manage view's and the agents' reads -------------------------------------------------
 
 
@@ -1547,7 +1597,7 @@ def table_reads(steps: list[str]) -> list[str]:
 
 @pytest.mark.parametrize(
     ("sql", "params"),
-    [(DUE_SQL, (0, 20)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
+    [(DUE_SQL, (0, 20, '["ins_x"]', 6)), (BACKLOG_SQL, (0,)), (COUNTS_SQL, (0,))],
     ids=["runner due rows", "status backlog", "status counts"],
 )
 async def test_runner_and_status_queries_read_only_the_partial_indexes(
@@ -1653,6 +1703,7 @@ OPERATOR_READS: dict[str, tuple[str, Sequence[object]]] = {
     "history window": (history.SERIES_SQL, (0, 1, 600_000)),
     "latest refusals": (history.RECENT_REFUSALS_SQL, ()),
     "installations": (history.INSTALLATIONS_SQL, (0,)),
+    "will try again": (history.RETRYING_SQL, ()),
     "history row": (history.INSERT_SQL, (0,) * (5 + len(history.REPORT_COLUMNS))),
     "totals": (history.ADD_TOTALS_SQL, ('{"ticks:tick": 1}',)),
     "pruning": (history.PRUNE_SQL, (0,)),

@@ -260,3 +260,24 @@ async def test_a_5xx_that_was_not_retried_is_not_called_temporary(world: World) 
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert schedules_on(html)[0]["result-code"] == "untrusted_response"
     assert "temporary problem" not in html
+
+
+async def test_est_is_refused_as_a_fixed_offset_offering_new_york(world: World) -> None:
+    """Issue 45 item 15: `EST` was taken as if it were New York; it is UTC-05:00 all year, so
+    09:00 EST in July is 10:00 in New York. Refused saying so, with New York's zone and a
+    place that keeps EST all year a click away; nothing stored."""
+    installation = await world.install()
+    browser = await world.open_page(installation)
+    response = await browser.create(installation.id, local_time="2026-07-02T09:00", timezone="EST")
+    assert response.status == 422
+    html = response.body.decode()
+    assert 'data-error-code="fixed_offset_zone"' in html
+    assert "EST is a fixed offset, UTC-05:00 all year, with no daylight saving" in html
+    offered = re.findall(r'<button type="submit" data-retry-timezone="([^"]+)"', html)
+    assert offered == ["America/New_York", "America/Panama"]
+    made = await browser.create(installation.id, local_time="2026-07-02T09:00", timezone=offered[0])
+    assert made.status == 303
+    stored = await world.db.prepare("SELECT timezone, due_at FROM schedules").all()
+    assert [(r["timezone"], r["due_at"]) for r in stored.results] == [
+        ("America/New_York", 1_782_997_200_000)  # 13:00 UTC: New York's 09:00 in July
+    ]

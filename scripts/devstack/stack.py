@@ -26,7 +26,7 @@ import httpx
 
 from scripts.devstack.errors import DevStackError, PortInUse
 from scripts.devstack.installation import Origins, connect
-from scripts.devstack.vars_file import ensure_vars, read_admin_secret
+from scripts.devstack.vars_file import dev_origins, ensure_vars, read_admin_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_STATE_DIR = ROOT / ".wrangler" / "dev"
@@ -102,13 +102,7 @@ class DevStack:
 
         output = subprocess.DEVNULL if self.quiet else None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-        plugin_env = {
-            **env,
-            "ENVIRONMENT": "development",
-            "PUBLIC_ORIGIN": self.plugin_origin,
-            "DEE_WAN_DEV_ORIGINS": self.core_origin,
-            **self.plugin_vars,
-        }
+        plugin_env = {**env, **self.plugin_variables()}
         # The core's home page can then mint rotation codes for its rotate buttons. Its
         # "Run the tick now" calls the plugin's development trigger (--plugin-tick-url).
         core_env = {**env, "FAKE_CORE_PLUGIN_ADMIN_SECRET": self.admin_secret}
@@ -129,6 +123,16 @@ class DevStack:
                 self.processes.append(process)
         self._wait(f"{self.plugin_origin}/dee-wan/manifest.json")
         self._wait(f"{self.core_origin}/__fake/state")
+
+    def plugin_variables(self) -> dict[str, str]:
+        """What the plugin is given beyond its vars file (the environment wins over it): its
+        origin, development, and the local Dee Wan's origin beside those the file lists."""
+        return {
+            "ENVIRONMENT": "development",
+            "PUBLIC_ORIGIN": self.plugin_origin,
+            "DEE_WAN_DEV_ORIGINS": dev_origins(self.vars_path, self.core_origin),
+            **self.plugin_vars,
+        }
 
     def install(self) -> dict[str, Any]:
         """The last run's installation when both sides still hold it, else a new one."""

@@ -3,6 +3,8 @@
 It is made with fresh random secrets when it is missing. The variables that
 depend on the ports are given to the plugin through its environment, which
 wins over the file; so the file from another run, on other ports, still fits.
+`DEE_WAN_DEV_ORIGINS` keeps what the file (or the environment) lists beside the
+local Dee Wan's origin, so a developer's own receiver can be an endpoint.
 """
 
 from __future__ import annotations
@@ -38,6 +40,17 @@ def ensure_vars(path: Path, plugin_origin: str, core_origin: str) -> bool:
     with os.fdopen(fd, "w", encoding="utf-8") as file:
         file.write("".join(f"{k}={v}\n" for k, v in lines.items()))
     return True
+
+
+def dev_origins(path: Path, core_origin: str) -> str:
+    """DEE_WAN_DEV_ORIGINS for the plugin: the local Dee Wan's origin, then those the
+    environment or the file lists (a developer's own receiver of notifications), once each."""
+    try:
+        listed = load_vars(path, os.environ).get("DEE_WAN_DEV_ORIGINS", "")
+    except (OSError, ValueError):
+        listed = ""  # read_admin_secret says what is wrong with the file
+    origins = [core_origin, *(o.strip() for o in listed.split(",") if o.strip())]
+    return ",".join(dict.fromkeys(origins))
 
 
 def read_admin_secret(path: Path) -> str:

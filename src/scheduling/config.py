@@ -21,10 +21,10 @@ from scheduling.domain.secrets import admin_secret_problem, token_key_problem
 from scheduling.limits import (
     D1_QUERIES,
     INVOCATION_LIMITS,
-    REQUEST_TIMEOUT_MS,
     SUBREQUESTS,
     TICK_TIME,
     InvocationLimit,
+    lease_problem,
 )
 
 log = logging.getLogger("scheduling")
@@ -41,6 +41,7 @@ VARIABLES = (
     "SEND_CONCURRENCY",
     *(limit.variable for limit in INVOCATION_LIMITS),
     "MAX_IN_FLIGHT_PER_INSTALLATION",
+    "MAX_SLOTS_PER_INSTALLATION",
     "RETENTION_DAYS",
     "MAX_CREATES_PER_MINUTE",
     "CLOCK_LEAD_MS",
@@ -160,9 +161,6 @@ def _environment(value: Any) -> str:
 PositiveInt = Annotated[int, Field(gt=0)]
 _LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
-# Room for the claim and settle round trips around a batch's sends.
-LEASE_MARGIN_MS = 5_000
-
 
 class _Settings(BaseModel):
     """The settings but the invocation limits, which `_SETTINGS` adds from their entries."""
@@ -180,6 +178,10 @@ class _Settings(BaseModel):
     SEND_CONCURRENCY: Annotated[int, Field(gt=0, le=50)] = 6
     # One installation's Dee Wan never has more of our requests in flight at once.
     MAX_IN_FLIGHT_PER_INSTALLATION: Annotated[int, Field(gt=0, le=50)] = 6
+    # Of an invocation's slots, at most this many carry one installation's sends while another
+    # installation has sends in it (None: half of SEND_CONCURRENCY): a slow Dee Wan never
+    # holds them all.
+    MAX_SLOTS_PER_INSTALLATION: Annotated[int | None, Field(gt=0, le=50)] = None
     # Finished schedules (and what hangs off them) and ended deliveries are purged
     # this many days after they ended.
     RETENTION_DAYS: Annotated[int, Field(gt=0, le=36_500)] = 400
@@ -204,32 +206,21 @@ def _setting(settings: _Settings, name: str) -> int:
     return int(getattr(settings, name))
 
 
-def minimum_lease_ms(rows_per_batch: int, send_concurrency: int) -> int:
-    """The longest a batch can hold its rows: claimed while the batch before sends its last
-    wave, then its own sends in waves of `send_concurrency`, each up to the timeout."""
-    waves = -(-rows_per_batch // send_concurrency) + 1
-    return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
-
-
 def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[str, str]:
     """Settings that are each valid but break the lease contract together."""
     names = (
         "LEASE_MS",
         "MAX_ROWS_PER_BATCH",
         "SEND_CONCURRENCY",
+        "MAX_SLOTS_PER_INSTALLATION",
         *(limit.variable for limit in INVOCATION_LIMITS),
     )
     if any(name in problems for name in names):
         return {}
-    found: dict[str, str] = {}
-    needed = minimum_lease_ms(settings.MAX_ROWS_PER_BATCH, settings.SEND_CONCURRENCY)
-    lease_ms = settings.LEASE_MS
-    if lease_ms < needed:
-        found["LEASE_MS"] = (
-            f"must be at least {needed} for MAX_ROWS_PER_BATCH={settings.MAX_ROWS_PER_BATCH} and "
-            f"SEND_CONCURRENCY={settings.SEND_CONCURRENCY}: a lease must outlive its batch "
-            f"((ceil(rows / concurrency) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
-        )
+    concurrency = settings.SEND_CONCURRENCY
+    share = settings.MAX_SLOTS_PER_INSTALLATION or -(-concurrency // 2)
+    short = lease_problem(settings.LEASE_MS, settings.MAX_ROWS_PER_BATCH, concurrency, share)
+    found = {} if short is None else {"LEASE_MS": short}
     for limit in INVOCATION_LIMITS:
         problem = limit.fits(lambda name: _setting(settings, name))
         if problem is not None:
@@ -373,6 +364,12 @@ class Configuration:
     @property
     def max_in_flight_per_installation(self) -> int:
         return int(self._need("MAX_IN_FLIGHT_PER_INSTALLATION"))
+
+    @property
+    def max_slots_per_installation(self) -> int:
+        """MAX_SLOTS_PER_INSTALLATION, or half of SEND_CONCURRENCY (rounded up) when not set."""
+        share = self._need("MAX_SLOTS_PER_INSTALLATION")
+        return int(share) if share is not None else -(-self.send_concurrency // 2)
 
     @property
     def retention_days(self) -> int:

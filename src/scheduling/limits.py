@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 # Every call to Dee Wan gives up after this long, body included (protocol §6, the Runner table).
 REQUEST_TIMEOUT_MS = 10_000
+# A claim's lease keeps this much room for the settle after its last answer.
+LEASE_MARGIN_MS = 5_000
 # D1 binds through JavaScript: Pyodide hands |n| >= 2**53 - 1 over as a BigInt, which D1
 # refuses (measured in the harness), so a stored integer stays below that.
 MAX_STORED_INTEGER = 2**53 - 2
@@ -96,6 +98,29 @@ def delivery_batch_cost(messages: int) -> int:
 def minimum_queries_per_tick(rows_per_batch: int) -> int:
     """One batch at its most expensive, and the tick's record."""
     return batch_cost(rows_per_batch) + RECORD_STATEMENTS
+
+
+def minimum_lease_ms(rows_per_batch: int, send_concurrency: int, share: int) -> int:
+    """The longest a batch can hold its rows: claimed while the batch before sends its last
+    wave, then its own sends in waves of `send_concurrency`, each up to the timeout; or, with
+    two installations in it, each's rows (half the batch, at most a wave) `share` at a time."""
+    each = min(-(-rows_per_batch // 2), send_concurrency)
+    waves = max(-(-rows_per_batch // send_concurrency), -(-each // share)) + 1
+    return waves * REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS
+
+
+def lease_problem(lease_ms: int, rows: int, concurrency: int, share: int) -> str | None:
+    """LEASE_MS too short for a batch of `rows` sent `concurrency` (each installation `share`)
+    at a time: a lease must outlive its batch."""
+    needed = minimum_lease_ms(rows, concurrency, share)
+    if lease_ms >= needed:
+        return None
+    return (
+        f"must be at least {needed} for MAX_ROWS_PER_BATCH={rows}, SEND_CONCURRENCY="
+        f"{concurrency} and MAX_SLOTS_PER_INSTALLATION={share}: a lease must outlive its"
+        " batch ((the more of ceil(rows / concurrency) and ceil(min(ceil(rows / 2),"
+        f" concurrency) / slots) + 1) x {REQUEST_TIMEOUT_MS} ms + {LEASE_MARGIN_MS} ms)"
+    )
 
 
 # Reads another setting by its variable's name (validated, so an int).

@@ -99,12 +99,13 @@ async def mint_key(services: Services, session: Session, name: str, days: str) -
 
 
 async def keys_of(services: Services, session: Session) -> list[AgentKey]:
-    """The keys a page lists: all of the installation's on the manage view, the person's own
-    on a content page."""
+    """The keys a page lists: all of the installation's on the manage view, on a content page
+    the person's own that reach that content (a key minted on another reaches only that one)."""
     keys = await list_for(services.db, session.installation_id, services.clock.now_ms())
     if session.context_kind == "manage":
         return keys
-    return [key for key in keys if key.person_id == session.person_id]
+    content = session.content_primary_id or session.content_id or ""
+    return [k for k in keys if k.person_id == session.person_id and k.reaches(content)]
 
 
 async def revoke_key(services: Services, session: Session, key_id: str) -> None:

@@ -9,20 +9,21 @@ Slack asks, so a title can neither mention a channel nor forge a link.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from datetime import datetime
 
 from scheduling.channels.port import Event, OpenTarget, post_attempt
 from scheduling.domain.notifications import (
     COMPLETED,
-    PROPOSAL_CREATED,
     REFUSED,
-    RELEASE_COMPLETED,
-    RELEASE_HELD,
     RETRYING,
     STALE,
     AttemptResult,
+    Notification,
+    ProposalEvent,
+    ReleaseEvent,
     page_url,
+    read_event,
 )
 from scheduling.domain.records import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.secrets import content_title, open_or_none
@@ -50,37 +51,46 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def event_line(body: bytes, title: str | None) -> str:
-    """One schedule's line, from its event's JSON (`ScheduleEvent.body`): what it was to do,
-    which content (its title as scheduled, else its id) and version, when, and why it ended
-    so (a completed one needs no reason)."""
-    event = json.loads(body)
-    data = event["data"]
-    if event["type"] == PROPOSAL_CREATED:
-        return _proposal_line(data)
-    if event["type"] in (RELEASE_HELD, RELEASE_COMPLETED):  # its name, and its own sentence
-        return escape(" ".join(f"Release “{data['name']}”: {data['message']}".split()))
-    name = (title or "").strip() or str(data["content_id"])
+# An invisible space after each of these keeps a chat from reading what a stranger wrote as a
+# mention (`@here`, `@channel`, `@everyone`, `@all`, a person), a link (`[text](url)`, a
+# scheme's `://`), or a name to link (`evil.example`, `www.`).
+_MARKUP = re.compile(r"@|\](?=\()|:(?=//)|\.(?=\w)")
+_BREAK = "\u200b"
+
+
+def quoted(text: str) -> str:
+    """Dee Wan's or a person's words, safe to put in a chat line (escaped as a whole after)."""
+    return _MARKUP.sub(lambda found: found.group() + _BREAK, text)
+
+
+def event_line(event: Notification, title: str | None) -> str:
+    """One schedule's line, from its event: what it was to do, which content (its title as
+    scheduled, else its id) and version, when, and why it ended so (a completed one needs no
+    reason). A release's line is its name and its own sentence; a proposal's, who proposes."""
+    if isinstance(event, ProposalEvent):
+        return _proposal_line(event)
+    if isinstance(event, ReleaseEvent):  # its sentence names the release too: quoted
+        return escape(" ".join(f"Release “{quoted(event.name)}”: {quoted(event.message)}".split()))
+    name = " ".join((title or "").split()) or event.content_id
     if len(name) > MAX_TITLE_CHARS:
         name = name[: MAX_TITLE_CHARS - 1].rstrip() + "…"
-    kind = str(data["kind"])
-    verb = _VERBS.get(event["type"], _VERBS[REFUSED]).get(kind, f"Could not {kind}")
-    due_at = int(datetime.fromisoformat(data["due_at"]).timestamp() * 1000)
-    when = zoned_clock_text(due_at, str(data["timezone"]))
-    said = f"{verb} “{name}” ({data['version_id']}) at {when}"
-    reason = str(data.get("message") or "")
-    said = f"{said}." if event["type"] == COMPLETED or not reason else f"{said}: {reason}"
+    kind = event.kind
+    verb = _VERBS.get(event.type, _VERBS[REFUSED]).get(kind, f"Could not {kind}")
+    when = zoned_clock_text(event.due_at, event.timezone)
+    said = f"{verb} “{quoted(name)}” ({quoted(event.version_id)}) at {when}"
+    reason = event.message
+    said = f"{said}." if event.type == COMPLETED or not reason else f"{said}: {reason}"
     return escape(" ".join(said.split()))
 
 
-def _proposal_line(data: dict[str, object]) -> str:
+def _proposal_line(event: ProposalEvent) -> str:
     """`Release bot proposes to publish cnt_en at 09:00 CEST, for Ada: confirm or decline it on
     the Scheduling page.` (no title: a proposal has read nothing from Dee Wan)."""
-    due_at = int(datetime.fromisoformat(str(data["due_at"])).timestamp() * 1000)
-    when = zoned_clock_text(due_at, str(data["timezone"]))
+    when = zoned_clock_text(event.due_at, event.timezone)
     said = (
-        f"{data['proposed_by']} proposes to {data['kind']} {data['content_id']} at {when},"
-        f" for {data['for']}: confirm or decline it on the Scheduling page."
+        f"{quoted(event.proposed_by)} proposes to {event.kind} {quoted(event.content_id)}"
+        f" at {when}, for {quoted(event.for_person)}: confirm or decline it on the Scheduling"
+        " page."
     )
     return escape(" ".join(said.split()))
 
@@ -120,7 +130,9 @@ class SlackChat:
     async def event(self, target: DeliveryTarget, deliveries: Sequence[ClaimedDelivery]) -> Event:
         """The digest of `deliveries`, oldest first: a line for each of the first
         `MAX_LINES` (its content's title opened), and how many more."""
-        lines = [event_line(d.payload, await self._title(d)) for d in deliveries[:MAX_LINES]]
+        lines = [
+            event_line(read_event(d.payload), await self._title(d)) for d in deliveries[:MAX_LINES]
+        ]
         more = len(deliveries) - len(lines)
         return Event(deliveries[0].id, digest(lines, more, self._page(target)))
 

@@ -155,7 +155,11 @@ def host_problem(host: str) -> str | None:
     if not host:
         return "must have a host"
     if host.startswith("[") or _NUMERIC_LABEL.fullmatch(host.rpartition(".")[2]):
-        return "must name a host, not an IP address"
+        return (
+            "must name a host, not an IP address: an address may lead into the plugin's own"
+            " network, so it calls only names the public DNS answers for (in development, an"
+            " origin listed in DEE_WAN_DEV_ORIGINS is taken as it is)"
+        )
     if len(host) > MAX_HOST_LENGTH:
         return f"must have a host of at most {MAX_HOST_LENGTH} characters"
     labels = host.split(".")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from scheduling.domain.outcomes import RULES, Status, parse_retry_after
+from scheduling.domain.outcomes import Status, parse_retry_after
+from scheduling.domain.protocol import instant_ms as _ms
 from scheduling.domain.times import rfc3339
-from scheduling.domain.wording import explain_result
 from scheduling.limits import REQUEST_TIMEOUT_MS
 from scheduling.ports import AddressRefused, OutboundResponse, TransportError, TransportTimeout
 
@@ -42,21 +42,11 @@ MAX_ENDPOINTS = 5
 # How far back "Replay failures since …" may reach, in hours (its choices, in order).
 REPLAY_SINCE_HOURS = (1, 6, 24, 72, 168)
 
-# The last attempt got no answer: Dee Wan may or may not have applied the change.
-UNKNOWN_OUTCOME_CODES = frozenset(
-    code for code in (RULES["timeout"].result_code, RULES["network_failure"].result_code) if code
-)
-
 
 def event_type(status: Status) -> str | None:
     """The event a settle to `status` raises: refused, completed and retrying do."""
     name = f"schedule.{status.value}"
     return name if name in EVENT_TYPES else None
-
-
-def outcome_unknown(last_code: str | None, last_finished: bool) -> bool:
-    """The last attempt timed out, lost its connection, or never finished (its runner died)."""
-    return not last_finished or last_code in UNKNOWN_OUTCOME_CODES
 
 
 def page_url(public_origin: str, installation_id: str) -> str:
@@ -66,7 +56,8 @@ def page_url(public_origin: str, installation_id: str) -> str:
 
 @dataclass(frozen=True)
 class ScheduleEvent:
-    """One settle of one schedule, as its webhook tells it."""
+    """One settle of one schedule, as its webhook tells it (`body`), and as a chat reads it
+    back from the outbox (`read`)."""
 
     type: str
     at: int  # the settle's instant
@@ -83,25 +74,36 @@ class ScheduleEvent:
     result_code: str | None
     attempts: int
     outcome_unknown: bool
+    message: str  # the card's own sentence (`wording.explain_result`)
     next_attempt_at: int | None = None
-    last_code: str | None = None  # the last attempt's code and HTTP status, for the sentence
-    last_http_status: int | None = None
     ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`EndedBy`)
-    max_lateness_ms: int = 0  # the lateness cap, which the sentence names when it ended it
-    said: str | None = None  # the card's sentence, where it is not how it ended (a stale one)
 
-    def message(self) -> str:
-        """The card's own sentence for how it ended."""
-        if self.said is not None:
-            return self.said
-        return explain_result(
-            self.result_code,
-            self.last_code,
-            self.last_http_status,
-            ended_by=self.ended_by,
-            tries=self.attempts,
-            lateness_ms=self.max_lateness_ms,
-            unknown=self.outcome_unknown,
+    @classmethod
+    def read(cls, body: bytes) -> ScheduleEvent:
+        """The event a body tells (what `body` wrote)."""
+        event = json.loads(body)
+        data = event["data"]
+        return cls(
+            type=event["type"],
+            at=_ms(event["timestamp"]),
+            installation_id=data["installation_id"],
+            schedule_id=data["schedule_id"],
+            content_id=data["content_id"],
+            kind=data["kind"],
+            to_state=data["to"],
+            version_id=data["version_id"],
+            due_at=_ms(data["due_at"]),
+            local_time=data["local_time"],
+            timezone=data["timezone"],
+            status=Status(data["status"]),
+            result_code=data["result_code"],
+            attempts=data["attempts"],
+            outcome_unknown=data["outcome_unknown"],
+            message=data["message"],
+            next_attempt_at=None
+            if data["next_attempt_at"] is None
+            else _ms(data["next_attempt_at"]),
+            ended_by=data["ended_by"],
         )
 
     def body(self, public_origin: str) -> bytes:
@@ -118,7 +120,7 @@ class ScheduleEvent:
             "status": self.status.value,
             "result_code": self.result_code,
             "ended_by": self.ended_by,
-            "message": self.message(),
+            "message": self.message,
             "attempts": self.attempts,
             "outcome_unknown": self.outcome_unknown,
             "next_attempt_at": None
@@ -144,8 +146,8 @@ def body_of_test_event(
 
 @dataclass(frozen=True)
 class ReleaseEvent:
-    """A release held or completed, as an endpoint hears of it: its name (which a person gave
-    it, and may be told), never an item's title."""
+    """A release held or completed, as an endpoint hears of it (`body`; `read` again): its name
+    (which a person gave it, and may be told), never an item's title."""
 
     type: str
     at: int
@@ -159,6 +161,25 @@ class ReleaseEvent:
     applied: tuple[str, ...]
     held: tuple[str, ...]
     message: str
+
+    @classmethod
+    def read(cls, body: bytes) -> ReleaseEvent:
+        event = json.loads(body)
+        data = event["data"]
+        return cls(
+            type=event["type"],
+            at=_ms(event["timestamp"]),
+            installation_id=data["installation_id"],
+            release_id=data["release_id"],
+            name=data["name"],
+            due_at=_ms(data["due_at"]),
+            timezone=data["timezone"],
+            item_id=data["schedule_id"],
+            result_code=data["result_code"],
+            applied=tuple(data["applied"]),
+            held=tuple(data["held"]),
+            message=data["message"],
+        )
 
     def body(self, public_origin: str) -> bytes:
         data = {
@@ -180,8 +201,8 @@ class ReleaseEvent:
 
 @dataclass(frozen=True)
 class ProposalEvent:
-    """An agent's proposal, as an endpoint hears of it: never its note (the person reads it on
-    their page), never a key."""
+    """An agent's proposal, as an endpoint hears of it (`body`; `read` again): never its note
+    (the person reads it on their page), never a key."""
 
     at: int
     installation_id: str
@@ -194,6 +215,24 @@ class ProposalEvent:
     timezone: str
     proposed_by: str  # the agent key's name
     for_person: str  # whom the key acts for
+
+    @classmethod
+    def read(cls, body: bytes) -> ProposalEvent:
+        event = json.loads(body)
+        data = event["data"]
+        return cls(
+            at=_ms(event["timestamp"]),
+            installation_id=data["installation_id"],
+            proposal_id=data["proposal_id"],
+            content_id=data["content_id"],
+            kind=data["kind"],
+            to_state=data["to"],
+            due_at=_ms(data["due_at"]),
+            local_time=data["local_time"],
+            timezone=data["timezone"],
+            proposed_by=data["proposed_by"],
+            for_person=data["for"],
+        )
 
     def body(self, public_origin: str) -> bytes:
         data = {
@@ -212,6 +251,20 @@ class ProposalEvent:
             "page_url": page_url(public_origin, self.installation_id),
         }
         return _json({"type": PROPOSAL_CREATED, "timestamp": rfc3339(self.at), "data": data})
+
+
+# What an outbox body may tell.
+Notification = ScheduleEvent | ProposalEvent | ReleaseEvent
+
+
+def read_event(body: bytes) -> Notification:
+    """The event an outbox body tells, read back as the event that wrote it."""
+    kind = json.loads(body)["type"]
+    if kind == PROPOSAL_CREATED:
+        return ProposalEvent.read(body)
+    if kind in (RELEASE_HELD, RELEASE_COMPLETED):
+        return ReleaseEvent.read(body)
+    return ScheduleEvent.read(body)
 
 
 def _json(value: dict[str, Any]) -> bytes:

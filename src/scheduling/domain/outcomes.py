@@ -85,6 +85,18 @@ def sql_list(statuses: Iterable[Status]) -> str:
 # -- outcomes and the Runner table -----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """One send of a schedule's command: started, and finished with Dee Wan's answer (or not:
+    a start without a finish belongs to a runner that died)."""
+
+    number: int
+    started_at: int
+    finished_at: int | None
+    code: str | None
+    http_status: int | None
+
+
 class OutcomeKind(enum.Enum):
     COMPLETED = "completed"
     REFUSED = "refused"

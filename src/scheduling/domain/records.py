@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scheduling.domain.notifications import DeliveryStatus
-from scheduling.domain.outcomes import Settlement, Status
-from scheduling.domain.schedules import Attempt, Command, ReleaseLine
+from scheduling.domain.outcomes import Attempt, Settlement, Status
+from scheduling.domain.schedules import Command, ReleaseLine
 
 # -- notification deliveries -----------------------------------------------------------------------
 
@@ -174,6 +174,7 @@ class Claim:
 
     row: DueRow
     attempt: int  # this claim's attempt number (attempt_count after the claim)
+    lease_until: int  # when its lease runs out
 
 
 @dataclass(frozen=True)

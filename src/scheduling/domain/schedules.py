@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scheduling.domain.outcomes import DUE, NOT_DONE, WAITING, Status
+from scheduling.domain.outcomes import DUE, NOT_DONE, WAITING, Attempt, Status
 from scheduling.domain.protocol import Content, ContentRead
 from scheduling.domain.secrets import is_id
 from scheduling.domain.times import ResolvedTime, instant_text
@@ -61,18 +61,6 @@ class Command:
     workflow_revision: int
     requested_by: str
     due_at: int
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One send of a schedule's command: started, and finished with Dee Wan's answer (or not:
-    a start without a finish belongs to a runner that died)."""
-
-    number: int
-    started_at: int
-    finished_at: int | None
-    code: str | None
-    http_status: int | None
 
 
 @dataclass(frozen=True)
@@ -274,13 +262,16 @@ def conflicts(schedules: Iterable[Schedule]) -> dict[str, Conflict]:
             # makes the other refused. The roles still follow the runner's order.
             same = (
                 " Both are due at the same minute, so whichever Dee Wan applies first makes"
-                " the other one refused (scheduled_target_stale)."
+                " the other one refused."
             )
             found[second.id] = Conflict(
                 STALE_AFTER, first.id, f"Will likely be refused: {named(first)}.{same} {WAYS_OUT}"
             )
             found[first.id] = Conflict(
-                MAKES_STALE, second.id, f"Collides with {named(second)}.{same} {WAYS_OUT}"
+                MAKES_STALE,
+                second.id,
+                f"Collides with {named(second)}. Both are due at the same minute: that"
+                " schedule's card says what to do.",
             )
             continue
         found[second.id] = Conflict(
@@ -293,9 +284,8 @@ def conflicts(schedules: Iterable[Schedule]) -> dict[str, Conflict]:
         found[first.id] = Conflict(
             MAKES_STALE,
             second.id,
-            f"Runs first and makes {named(second)} out of date: once this one is done, Dee"
-            f" Wan will refuse that {second.kind} at its time unless it is pinned again."
-            f" {WAYS_OUT}",
+            f"Runs first and makes {named(second)} out of date: that schedule's card says"
+            " what to do.",
         )
     return found
 
@@ -304,8 +294,8 @@ def before_text(live: Schedule) -> str:
     """Said beside the other kind's choice on the form, before Schedule is pressed."""
     return (
         f"T{named(live)[1:]} is waiting for this content. Whichever of"
-        " the two runs second will be refused (scheduled_target_stale): the first changes the"
-        f" content, so the second's pin is out of date by then. {WAYS_OUT}"
+        " the two runs second will be refused: the first changes the content, so the"
+        " second's pin is out of date by then."
     )
 
 
@@ -320,8 +310,8 @@ def needs_repin_said(kind: str, done_at: int | None, zone: str) -> str:
     done = f" at {instant_text(done_at, zone)}" if done_at is not None else ""
     return (
         f"Needs a new pin: a {other} of this content was done{done}, so Dee Wan would refuse"
-        f" this {kind} at its time (scheduled_target_stale). Open the content from Dee Wan"
-        " and pin it again in one step, at the same time; or cancel it."
+        f" this {kind} at its time. Open the content from Dee Wan and pin it again in one"
+        " step, at the same time; or cancel it."
     )
 
 

@@ -196,6 +196,13 @@ _FIELDS = {
     "ambiguous_local_time": "fold",
     "invalid_fold": "fold",
     "unknown_timezone": "timezone",
+    "fixed_offset_zone": "timezone",
+}
+# tzdata's names of a fixed offset that read as a place's clock: `EST` is UTC-05:00 all year,
+# never New York's summer time. Refused, offering the places that keep it and that do not.
+FIXED_OFFSET_PLACES = {
+    "EST": ("America/New_York", "America/Panama"),
+    "MST": ("America/Denver", "America/Phoenix"),
 }
 
 
@@ -220,6 +227,8 @@ def resolve_local_time(
     name = canonical_zone(zone)
     if name is None:
         return _unknown_zone(zone)
+    if name in FIXED_OFFSET_PLACES:
+        return _fixed_offset(name, wall)
     tz = get_zone(name)
 
     shown = wall_text(local)
@@ -285,6 +294,20 @@ def _unknown_zone(typed: str) -> TimeRefusal:
         "unknown_timezone",
         f"“{said}” is not a time zone name this plugin knows.{hint}",
         tuple(Retry("timezone", name, name) for name in close),
+    )
+
+
+def _fixed_offset(name: str, wall: datetime) -> TimeRefusal:
+    """`EST`: a fixed offset, not the clock of the place it reads as; both places offered."""
+    moving, keeping = FIXED_OFFSET_PLACES[name]
+    offset = wall.replace(tzinfo=get_zone(name)).strftime("%z")
+    hours = f"UTC{offset[0]}{offset[1:3]}:{offset[3:]}"
+    return TimeRefusal(
+        "fixed_offset_zone",
+        f"{name} is a fixed offset, {hours} all year, with no daylight saving, so it is not"
+        f" the clock of a place that changes it in summer. Choose the place: {moving}"
+        f" (which changes it), or {keeping} (which keeps {name} all year).",
+        (Retry("timezone", moving, moving), Retry("timezone", keeping, keeping)),
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling.domain.outcomes import EndedBy, Status
+from scheduling.domain.outcomes import RULES, Attempt, EndedBy, Status
 from scheduling.domain.times import duration_words
 
 # -- refusals --------------------------------------------------------------------------------------
@@ -254,25 +254,41 @@ def explain_answer(code: str | None, http_status: int | None) -> str:
     return explain(code)
 
 
+# The last try got no answer: Dee Wan may or may not have applied the change.
+UNKNOWN_OUTCOME_CODES = frozenset(
+    code for code in (RULES["timeout"].result_code, RULES["network_failure"].result_code) if code
+)
+
+
+def outcome_unknown(last: Attempt | None) -> bool:
+    """Its last try timed out, lost its connection, or never finished (its runner died)."""
+    return last is not None and (last.finished_at is None or last.code in UNKNOWN_OUTCOME_CODES)
+
+
+def answered_status(result_code: str | None, last: Attempt | None) -> int | None:
+    """The HTTP status the result came with: its last try's, when the result is that try's."""
+    if last is None or last.code is None or last.code != result_code:
+        return None
+    return last.http_status
+
+
 def explain_result(
     result_code: str | None,
-    last_code: str | None,
-    last_http_status: int | None,
+    last: Attempt | None,
     *,
     ended_by: str | None = None,
     tries: int = 0,
     lateness_ms: int = 0,
-    unknown: bool = False,
 ) -> str:
-    """The sentence a schedule's card (and its webhook) gives for its result: judged by the
-    last attempt's HTTP status when that attempt is what the result came from; a schedule a
-    cap ended says which (`ended_by`, with its `tries` and the lateness cap), and whether its
-    last try's outcome is `unknown`."""
+    """The one sentence for a schedule's result, on its card and the operator page, in its
+    webhook and its chat line, from its `last` try (the card's last attempt, the attempt
+    the runner just made, or what a due row says of its last): judged by that try's HTTP
+    status when the result came from it; a schedule a cap ended says which (`ended_by`, with
+    its `tries` and the lateness cap), and whether its last try's outcome is unknown."""
     ended = ended_by_text(ended_by, tries=tries, lateness_ms=lateness_ms)
     if ended is not None:
-        return ended + (UNKNOWN_OUTCOME if unknown else "")
-    answered = last_http_status if last_code is not None and last_code == result_code else None
-    return explain_answer(result_code, answered)
+        return ended + (UNKNOWN_OUTCOME if outcome_unknown(last) else "")
+    return explain_answer(result_code, answered_status(result_code, last))
 
 
 def support_detail(code: str | None, http_status: int | None = None) -> str:

@@ -13,7 +13,13 @@ from scheduling.domain.outcomes import FINISHED, LIVE
 from scheduling.domain.times import BUCKET_COLUMNS, rfc3339
 from scheduling.ports import Database, Row
 from scheduling.repository import history, releases
-from scheduling.repository.history import Backlog, InstallationLine, LastTick, RecentRefusal
+from scheduling.repository.history import (
+    Backlog,
+    InstallationLine,
+    LastTick,
+    RecentRefusal,
+    Retrying,
+)
 from scheduling.repository.releases import HeldRelease
 from scheduling.runner.engine import TickReport
 
@@ -199,6 +205,7 @@ class OperatorView:
     installations: tuple[InstallationLine, ...]
     releases: dict[str, int] = field(default_factory=dict)  # by stored status
     held: tuple[HeldRelease, ...] = ()  # the longest held first
+    retrying: tuple[Retrying, ...] = ()
 
 
 async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> OperatorView:
@@ -218,9 +225,11 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
             history.read_unknown_migrations(db),
             releases.read_counts(db),
             releases.read_held(db),
+            history.read_retrying(db),
         ]
     )
-    last, waiting, counts, *series, refusals, installations, unknown, by_status, held = results
+    *head, refusals, installations, unknown, by_status, held, retrying = results
+    last, waiting, counts, *series = head
     return OperatorView(
         now=now,
         status=status_json(
@@ -239,6 +248,7 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
         installations=history.installations_from(installations.results),
         releases=releases.counts_from(by_status.results),
         held=releases.held_from(held.results),
+        retrying=history.retrying_from(retrying.results),
     )
 
 

@@ -124,7 +124,7 @@ class ProposalItem:
     id: str
     key_name: str
     person_name: str
-    change_words: str  # "Publish" or "Publish (to published)"
+    change_words: str  # "Publish" or "Unpublish (to archived)"
     when: str
     note: str
     replaces: str | None  # the waiting schedule a confirm would replace, in words
@@ -193,7 +193,7 @@ def agents_panel(
                 id=p.id,
                 key_name=p.key_name,
                 person_name=p.person_name,
-                change_words=KIND[p.kind] + (f" (to {p.to_state})" if p.to_state else ""),
+                change_words=_change_words(p.kind, p.to_state),
                 when=instant_text(p.due_at, p.timezone),
                 note=p.note,
                 replaces=replaces(p),
@@ -216,6 +216,13 @@ def agents_panel(
             for k in keys
         ),
     )
+
+
+def _change_words(kind: str, to_state: str | None) -> str:
+    """`Publish`, `Unpublish`; the state it ends in only where the change's name does not
+    say it (`Unpublish (to archived)`)."""
+    said = {"publish": "published", "unpublish": "draft"}.get(kind)
+    return KIND[kind] + (f" (to {to_state})" if to_state and to_state != said else "")
 
 
 @dataclass(frozen=True)

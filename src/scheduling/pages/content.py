@@ -472,7 +472,7 @@ CONTENT = """{% extends "base.html" %}
   <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at <time datetime="{{ made.when_iso }}">{{ made.when_label }}</time>.</p>
   {% if notice.replaced %}<p data-replaced="{{ notice.replaced_id }}">It replaces the schedule of version <code>{{ notice.replaced_version }}</code> for {{ notice.replaced }}, which will not be sent; it is kept in the history below.</p>{% endif %}
   <p data-deadline="{{ made.deadline_iso }}">If Dee Wan cannot be reached, nothing is sent after <time datetime="{{ made.deadline_iso }}">{{ made.deadline_label }}</time>.</p>
-  {% if notice.conflict %}<p data-conflict="{{ notice.conflict.role }}" data-conflict-with="{{ notice.conflict.other_id }}"><strong>Collision:</strong> {{ notice.conflict.text }}</p>{% endif %}
+  {% if notice.conflict %}<p data-conflict="{{ notice.conflict.role }}" data-conflict-with="{{ notice.conflict.other_id }}"><strong>Collision:</strong> {% if notice.conflict.role == "stale-after" %}it will be refused unless pinned again: its card below says why, and what to do.{% else %}it puts the other waiting schedule of this content out of date: that one's card below says what to do.{% endif %}</p>{% endif %}
   {% if notice.sent_now %}<p data-sent-now="{{ notice.sent_now }}">Sent now instead of at its time: {% if notice.sent_now == "clock" %}the installation's clock was told, so it leaves within seconds{% else %}the runner's next tick sends it, within a minute{% endif %}.</p>{% endif %}
   {% if notice.years_ahead %}<p data-years-ahead="{{ notice.years_ahead }}"><strong>Note:</strong> that is about {{ notice.years_ahead }} from now. If you meant an earlier year, schedule it again with the right date: the new schedule replaces this one.</p>{% endif %}
   {% if fold_ignored %}<p data-fold-ignored="{{ fold_ignored }}">You chose the {{ fold_ignored }} occurrence, but {{ made.when_short }} happens only once, so that choice was not needed and was ignored.</p>{% endif %}
@@ -667,14 +667,12 @@ def content_page(
     """`refusal` and `kept`: the form shown again (`form_part`)."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
-    shown = cards(view.schedules, moment, live=view.live)
-    if read is None:
-        shown = _offer_again(shown, kept)
     part = form_part(view, refusal, kept)
-    in_view = view.page.in_view if view.page_number == 1 else 0
-    notice = _receipt(view, moment)
     site_zone = read.site.timezone if read is not None else None
     now_zone = part.zone or site_zone or "UTC"
+    shown = _cards(view, moment, now_zone, kept)
+    in_view = view.page.in_view if view.page_number == 1 else 0
+    notice = _receipt(view, moment)
     content_id = read.content.id if read is not None else session.content_id or ""
     return ContentPage(
         title=f"Schedule {read.content.title}" if read else f"Schedules of content {content_id}",
@@ -743,6 +741,17 @@ def _unread(view: ContentView) -> Unread | None:
         text += " If it keeps happening, tell the plugin's operator."
     again = view.access.session.href(query=_back(view.page_number))
     return Unread(view.unread.code, text, again, view.access.installation.base_url)
+
+
+def _cards(
+    view: ContentView, moment: Moment, now_zone: str, kept: KeptForm | None
+) -> tuple[ScheduleCard, ...]:
+    """Its schedules' cards. In more than one zone they are all written in the page's too, so
+    they read in order."""
+    zones = {row.schedule.timezone for row in view.schedules}
+    viewer_zone = now_zone if len(zones) > 1 else None
+    shown = cards(view.schedules, moment, live=view.live, viewer_zone=viewer_zone)
+    return shown if view.read is not None else _offer_again(shown, kept)
 
 
 def _offer_again(

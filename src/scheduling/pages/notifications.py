@@ -15,6 +15,8 @@ from scheduling.domain.notifications import (
     DEFAULT_EVENTS,
     EVENT_TYPES,
     FAILING_MARK_AFTER_MS,
+    GIVE_UP_AFTER_MS,
+    HOUR_MS,
     MAX_ENDPOINTS,
     REPLAY_SINCE_HOURS,
     TEST_EVENT,
@@ -260,6 +262,7 @@ class EndpointConfirmPage:
     back: tuple[tuple[str, str], ...]  # the notifications page's zone, posted along
     back_href: str
     rooms: tuple[Room, ...]
+    retry_hours: int = GIVE_UP_AFTER_MS // HOUR_MS  # how long a delivery is tried
 
 
 _ASKS = {
@@ -404,12 +407,12 @@ NOTIFICATIONS = """{% extends "base.html" %}
   </article>
   {% endfor %}
 
-  {% if n.problem and not n.can_add %}<div class="problem" role="alert" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
+  {% if n.problem and not n.can_add %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}" tabindex="-1" autofocus><p>{{ n.problem }}</p></div>{% endif %}
   {% if n.can_add %}
   <form method="post" action="/installations/{{ installation_id }}/notifications" data-form="notification-endpoint" class="endpoint-form" novalidate>
     {{ session_fields(card_page.csrf_token, card_page.opened_for, card_page.tab) }}
     <h2>Add an endpoint</h2>
-    {% if n.problem %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}"><p>{{ n.problem }}</p></div>{% endif %}
+    {% if n.problem %}<div class="problem" role="alert" id="endpoint-problem" data-error-code="{{ n.problem_code }}" tabindex="-1" autofocus><p>{{ n.problem }}</p></div>{% endif %}
     <fieldset>
       <legend>Send it</legend>
       {% for k in n.kinds %}
@@ -451,7 +454,7 @@ ENDPOINT_CONFIRM = """{% extends "base.html" %}
 {% if action == "delete" %}
 <p>Deleting it removes the endpoint and {% if e.delivery_count == 1 %}its delivery{% elif e.delivery_count %}all {{ e.delivery_count }} of its deliveries{% else %}its settings{% endif %} from Scheduling for good: {% if e.delivery_count %}they cannot be seen again, and {% endif %}nothing more is sent to it, not even what is still waiting. The receiver itself is not changed.</p>
 {% else %}
-<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and they are tried again for up to a day. The new secret is shown once, on the next page.</p>
+<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and each is tried again for up to {{ retry_hours }} hours after its event. The new secret is shown once, on the next page.</p>
 {% endif %}
 {% if e.deliveries %}{% include "deliveries.html" %}{% endif %}
 <form method="post" action="/installations/{{ installation_id }}/notifications/{{ e.id }}/{{ action }}" class="endpoint-confirm">

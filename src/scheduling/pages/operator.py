@@ -14,7 +14,14 @@ from typing import Any, ClassVar
 from scheduling.domain.outcomes import FINISHED, LIVE
 from scheduling.domain.secrets import is_id
 from scheduling.domain.times import BOUNDS_MS, instant_text
-from scheduling.domain.wording import KIND, Refusal, counted, explain, explain_result
+from scheduling.domain.wording import (
+    KIND,
+    Refusal,
+    counted,
+    explain,
+    explain_result,
+    support_detail,
+)
 from scheduling.http.html.render import page
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response, json_response
@@ -30,7 +37,123 @@ from scheduling.operator.status import (
 from scheduling.pages.charts import Chart, Frame, Series, duration_label, line_chart, stacked_bars
 from scheduling.ports import Database
 from scheduling.repository import installations
+from scheduling.repository.history import Retrying
 from scheduling.services import Services, log
+
+# -- what needs attention, first on the page ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefusalRow:
+    when: str
+    installation_id: str
+    content_id: str
+    change: str  # `Publish version ver_3`
+    code: str
+    ended_by: str | None
+    reason: str  # the schedule's card's own sentence
+
+
+@dataclass(frozen=True)
+class RetryRow:
+    schedule_id: str
+    content_id: str
+    change: str  # `Publish version ver_3`
+    due: str
+    next_try: str  # `try 3 at Wed 1 Jul 2026, 13:40:05 UTC`
+    reason: str  # its last try's answer, in the card's words
+    support: str
+
+
+@dataclass(frozen=True)
+class FailingInstallation:
+    """An installation whose Dee Wan failed the last try of a schedule that will try again."""
+
+    id: str
+    site_id: str
+    since: str  # its first such schedule's first try
+    schedules: tuple[RetryRow, ...]
+
+
+@dataclass(frozen=True)
+class HeldRow:
+    """A held release: what was not done and why, since when."""
+
+    id: str
+    name: str
+    installation_id: str
+    item: str
+    reason: str
+    code: str | None
+    since: str
+
+
+def ago(ms: int) -> str:
+    return f"{duration_label(max(0, ms) / 1000)} ago"
+
+
+def failing_installations(view: OperatorView) -> tuple[FailingInstallation, ...]:
+    by_installation: dict[str, list[Retrying]] = {}
+    for retrying in view.retrying:
+        by_installation.setdefault(retrying.installation_id, []).append(retrying)
+    failing = []
+    for installation_id, rows in by_installation.items():
+        since = min((r.first_try for r in rows if r.first_try is not None), default=view.now)
+        failing.append(
+            FailingInstallation(
+                id=installation_id,
+                site_id=rows[0].site_id,
+                since=f"{instant_text(since, 'UTC', seconds=True)} ({ago(view.now - since)})",
+                schedules=tuple(_retry_row(r) for r in rows),
+            )
+        )
+    return tuple(failing)
+
+
+def _retry_row(r: Retrying) -> RetryRow:
+    last = r.last
+    return RetryRow(
+        schedule_id=r.schedule_id,
+        content_id=r.content_id,
+        change=f"{KIND.get(r.kind, r.kind)} version {r.version_id}",
+        due=instant_text(r.due_at, "UTC"),
+        next_try=f"try {r.attempts + 1} at {instant_text(r.next_attempt_at, 'UTC', seconds=True)}",
+        reason=explain_result(r.result_code, last),
+        support=support_detail(*((last.code, last.http_status) if last else (r.result_code,))),
+    )
+
+
+def refusal_rows(view: OperatorView) -> tuple[RefusalRow, ...]:
+    return tuple(
+        RefusalRow(
+            when=instant_text(r.at, "UTC", seconds=True),
+            installation_id=r.installation_id,
+            content_id=r.content_id,
+            change=f"{KIND.get(r.kind, r.kind)} version {r.version_id}",
+            code=r.code,
+            ended_by=r.ended_by,
+            reason=explain_result(
+                r.code, r.last, ended_by=r.ended_by, tries=r.attempts,
+                lateness_ms=view.max_lateness_ms,
+            ),
+        )
+        for r in view.refusals
+    )  # fmt: skip
+
+
+def refusals_caption(count: int) -> str:
+    latest = "schedule" if count == 1 else counted(count, "schedule")
+    return f"The latest {latest} refused, across installations, newest first"
+
+
+def held_rows(view: OperatorView) -> tuple[HeldRow, ...]:
+    """The held releases: the item not done, the card's sentence for it, since when."""
+    return tuple(
+        HeldRow(h.id, h.name, h.installation_id, h.held_by, explain(h.held_code), h.held_code,
+                instant_text(h.held_at, "UTC", seconds=True))
+        for h in view.held
+    )  # fmt: skip
+
 
 # -- the charts of one window ----------------------------------------------------------------------
 
@@ -203,6 +326,61 @@ OPERATOR = """{% extends "base.html" %}
 {% endfor %}</dl>
 <p class="hint">Machines read the same: <code>/healthz</code> for uptime monitors, <code>/admin/metrics</code> for Prometheus, <code>/admin/status</code> as JSON.</p>
 
+<section class="attention" aria-labelledby="attention">
+  <h2 id="attention">Needs attention</h2>
+  <h3 id="failing">Dee Wan failing</h3>
+  {% for f in failing %}
+  <div class="failing" data-failing="{{ f.id }}">
+    <p><strong>Installation <code>{{ f.id }}</code></strong> (site <code>{{ f.site_id }}</code>): its Dee Wan has failed since {{ f.since }}. {{ f.schedules|length }} schedule{{ "" if f.schedules|length == 1 else "s" }} will try again:</p>
+    <ul class="retrying">
+    {% for r in f.schedules %}<li data-schedule="{{ r.schedule_id }}">{{ r.change }} of content <code>{{ r.content_id }}</code>, due {{ r.due }}; {{ r.next_try }}. Last try: {{ r.reason }} <span class="support">({{ r.support }})</span></li>
+    {% endfor %}</ul>
+  </div>
+  {% else %}<p class="empty">No installation's Dee Wan is failing: every schedule's last try was answered.</p>{% endfor %}
+  <h3 id="refusals">Latest refusals</h3>
+  {% if refusals %}
+  <p class="table-title" id="refusals-caption">{{ refusals_caption }}</p>
+  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">
+  <table class="stacks" data-table="refusals" aria-labelledby="refusals-caption">
+    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>
+    <tbody>
+    {% for r in refusals %}<tr data-code="{{ r.code }}"{% if r.ended_by %} data-ended-by="{{ r.ended_by }}"{% endif %}><td class="when" data-label="Refused at">{{ r.when }}</td><td data-label="What">{{ r.change }} of content <code>{{ r.content_id }}</code></td><td class="why" data-label="Why">{{ r.reason }} <span class="support">(code {{ r.code }})</span></td><td data-label="Installation"><code>{{ r.installation_id }}</code></td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% else %}<p class="empty">No schedule has been refused.</p>{% endif %}
+  <h3 id="releases">Held releases</h3>
+  <p data-releases>Releases by status: {{ releases or "none yet" }}.</p>
+  {% if held %}
+  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>
+  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">
+  <table class="stacks" data-table="held" aria-labelledby="held-caption">
+    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>
+    <tbody>
+    {% for h in held %}<tr data-release-id="{{ h.id }}" data-release-status="held"><td data-label="Release">“{{ h.name }}” <code>{{ h.id }}</code></td><td data-label="Installation"><code>{{ h.installation_id }}</code></td><td class="why" data-label="Item not done, and why"><code>{{ h.item }}</code>: {{ h.reason }}{% if h.code %} <span class="support">(code {{ h.code }})</span>{% endif %}</td><td class="when" data-label="Held since">{{ h.since }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% else %}<p class="empty">No release is held.</p>{% endif %}
+</section>
+
+<section aria-labelledby="installations">
+  <h2 id="installations">Installations</h2>
+  {% if installations %}
+  <p class="table-title" id="installations-caption">Installations with live schedules, refusals in the last 24 hours, or the latest sends; most refusals first</p>
+  <div class="table-frame" role="region" aria-labelledby="installations-caption" tabindex="0">
+  <table data-table="installations" aria-labelledby="installations-caption">
+    <thead><tr><th scope="col">Installation</th><th scope="col">Site</th><th scope="col">Live schedules</th><th scope="col">Refused in 24 h</th><th scope="col">Last send</th></tr></thead>
+    <tbody>
+    {% for i in installations %}<tr data-installation="{{ i.id }}"><th scope="row"><code>{{ i.id }}</code></th><td><code>{{ i.site_id }}</code></td><td>{{ i.live }}</td><td>{{ i.refused }}</td><td class="when">{{ i.last_send }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  </div>
+  {% else %}<p class="empty">No installation yet.</p>{% endif %}
+</section>
 {% for w in windows %}
 <section class="window" aria-labelledby="window-{{ w.name }}" data-window="{{ w.name }}">
   <h2 id="window-{{ w.name }}">{{ w.label }}</h2>
@@ -233,54 +411,6 @@ OPERATOR = """{% extends "base.html" %}
 </section>
 {% endfor %}
 
-<section aria-labelledby="refusals">
-  <h2 id="refusals">Latest refusals</h2>
-  {% if refusals %}
-  <p class="table-title" id="refusals-caption">{{ refusals_caption }}</p>
-  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">
-  <table data-table="refusals" aria-labelledby="refusals-caption">
-    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>
-    <tbody>
-    {% for r in refusals %}<tr data-code="{{ r.code }}"{% if r.ended_by %} data-ended-by="{{ r.ended_by }}"{% endif %}><td class="when">{{ r.when }}</td><td>{{ r.change }} of content <code>{{ r.content_id }}</code></td><td class="why">{{ r.reason }} <span class="support">(code {{ r.code }})</span></td><td><code>{{ r.installation_id }}</code></td></tr>
-    {% endfor %}
-    </tbody>
-  </table>
-  </div>
-  {% else %}<p class="empty">No schedule has been refused.</p>{% endif %}
-</section>
-
-<section aria-labelledby="releases">
-  <h2 id="releases">Releases</h2>
-  <p data-releases>{{ releases or "None yet." }}</p>
-  {% if held %}
-  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>
-  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">
-  <table data-table="held" aria-labelledby="held-caption">
-    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>
-    <tbody>
-    {% for h in held %}<tr data-release-id="{{ h.id }}" data-release-status="held"><th scope="row">“{{ h.name }}” <code>{{ h.id }}</code></th><td><code>{{ h.installation_id }}</code></td><td><code>{{ h.item }}</code>: {{ h.reason }}{% if h.code %} <span class="support">(code {{ h.code }})</span>{% endif %}</td><td class="when">{{ h.since }}</td></tr>
-    {% endfor %}
-    </tbody>
-  </table>
-  </div>
-  {% endif %}
-</section>
-
-<section aria-labelledby="installations">
-  <h2 id="installations">Installations</h2>
-  {% if installations %}
-  <p class="table-title" id="installations-caption">Installations with live schedules, refusals in the last 24 hours, or the latest sends; most refusals first</p>
-  <div class="table-frame" role="region" aria-labelledby="installations-caption" tabindex="0">
-  <table data-table="installations" aria-labelledby="installations-caption">
-    <thead><tr><th scope="col">Installation</th><th scope="col">Site</th><th scope="col">Live schedules</th><th scope="col">Refused in 24 h</th><th scope="col">Last send</th></tr></thead>
-    <tbody>
-    {% for i in installations %}<tr data-installation="{{ i.id }}"><th scope="row"><code>{{ i.id }}</code></th><td><code>{{ i.site_id }}</code></td><td>{{ i.live }}</td><td>{{ i.refused }}</td><td class="when">{{ i.last_send }}</td></tr>
-    {% endfor %}
-    </tbody>
-  </table>
-  </div>
-  {% else %}<p class="empty">No installation yet.</p>{% endif %}
-</section>
 {% endblock %}
 """
 
@@ -327,36 +457,12 @@ class WindowSection:
 
 
 @dataclass(frozen=True)
-class RefusalRow:
-    when: str
-    installation_id: str
-    content_id: str
-    change: str  # `Publish version ver_3`
-    code: str
-    ended_by: str | None
-    reason: str  # the schedule's card's own sentence
-
-
-@dataclass(frozen=True)
 class InstallationRow:
     id: str
     site_id: str
     live: int
     refused: int
     last_send: str
-
-
-@dataclass(frozen=True)
-class HeldRow:
-    """A held release: what was not done and why, since when."""
-
-    id: str
-    name: str
-    installation_id: str
-    item: str
-    reason: str
-    code: str | None
-    since: str
 
 
 @dataclass(frozen=True)
@@ -370,6 +476,7 @@ class OperatorPage:
     refusals: tuple[RefusalRow, ...]
     refusals_caption: str
     installations: tuple[InstallationRow, ...]
+    failing: tuple[FailingInstallation, ...] = ()
     person_name: str | None = None
     releases: str = ""  # `2 waiting, 1 held, 5 completed, 0 cancelled`
     held: tuple[HeldRow, ...] = ()
@@ -377,38 +484,17 @@ class OperatorPage:
 
 def operator_page(view: OperatorView) -> OperatorPage:
     status = view.status
+    failing = failing_installations(view)
     return OperatorPage(
         title="Operator",
         stalled=bool(status["stalled"] or status["code_behind_database"]),
-        facts=_facts(view.now, status)
+        facts=_facts(view.now, status, len(failing))
         + _backstop_facts(view.windows[0])
         + _clock_facts(view.windows[0]),
+        failing=failing,
         windows=tuple(_window(view, window) for window in view.windows),
-        refusals=tuple(
-            RefusalRow(
-                when=instant_text(r.at, "UTC", seconds=True),
-                installation_id=r.installation_id,
-                content_id=r.content_id,
-                change=f"{KIND.get(r.kind, r.kind)} version {r.version_id}",
-                code=r.code,
-                ended_by=r.ended_by,
-                reason=explain_result(
-                    r.code,
-                    None,
-                    None,
-                    ended_by=r.ended_by,
-                    tries=r.attempts,
-                    lateness_ms=view.max_lateness_ms,
-                ),
-            )
-            for r in view.refusals
-        ),
-        refusals_caption=(
-            "The latest schedule refused"
-            if len(view.refusals) == 1
-            else f"The latest {counted(len(view.refusals), 'schedule')} refused"
-        )
-        + ", across installations, newest first",
+        refusals=refusal_rows(view),
+        refusals_caption=refusals_caption(len(view.refusals)),
         installations=tuple(
             InstallationRow(
                 id=line.id,
@@ -420,17 +506,8 @@ def operator_page(view: OperatorView) -> OperatorPage:
             for line in view.installations
         ),
         releases=", ".join(f"{n} {status}" for status, n in view.releases.items()),
-        held=_held(view),
+        held=held_rows(view),
     )
-
-
-def _held(view: OperatorView) -> tuple[HeldRow, ...]:
-    """The held releases: the item not done, the card's sentence for it, since when."""
-    return tuple(
-        HeldRow(h.id, h.name, h.installation_id, h.held_by, explain(h.held_code), h.held_code,
-                _instant(h.held_at))
-        for h in view.held
-    )  # fmt: skip
 
 
 # -- the status, in words ---------------------------------------------------------------
@@ -440,11 +517,7 @@ def _instant(ms: int, *, seconds: bool = False) -> str:
     return f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d %H:%M{':%S' if seconds else ''}} UTC"
 
 
-def _ago(ms: int) -> str:
-    return f"{duration_label(max(0, ms) / 1000)} ago"
-
-
-def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
+def _facts(now: int, status: dict[str, Any], failing: int = 0) -> tuple[Fact, ...]:
     last = status["last_tick"]
     if status["code_behind_database"]:
         runner = (
@@ -459,6 +532,11 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         )
     elif last is None:
         runner = "No tick has run yet; nothing is due."
+    elif failing:
+        runner = (
+            f"Running, but the Dee Wan of {counted(failing, 'installation')} is failing:"
+            " see Needs attention, below."
+        )
     else:
         runner = "Running."
     facts = [Fact("Runner", runner)]
@@ -466,7 +544,7 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
         facts.append(
             Fact(
                 "Last tick",
-                f"{last['at'].replace('T', ' ').replace('Z', ' UTC')} ({_ago(last['age_ms'])}); "
+                f"{last['at'].replace('T', ' ').replace('Z', ' UTC')} ({ago(last['age_ms'])}); "
                 f"took {duration_label(last['duration_ms'] / 1000)}, "
                 f"cron delay {duration_label(last['cron_delay_ms'] / 1000)}, "
                 f"{last['sends']} sent.",
@@ -475,7 +553,7 @@ def _facts(now: int, status: dict[str, Any]) -> tuple[Fact, ...]:
     oldest = status["oldest_overdue"]
     backlog = f"{status['due_backlog']:,} due now"
     if oldest is not None:
-        backlog += f"; the oldest was due {_ago(oldest['age_ms'])}"
+        backlog += f"; the oldest was due {ago(oldest['age_ms'])}"
     facts.append(Fact("Due backlog", backlog + "."))
     live = status["schedules"]
     facts.append(Fact("Live schedules", ", ".join(f"{live[s]:,} {s}" for s in LIVE) + "."))

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from scheduling.domain.outcomes import Attempt
 from scheduling.domain.times import BUCKET_COLUMNS
 from scheduling.ports import Database, Result, Row, Statement
 
@@ -305,12 +306,29 @@ def read_series(db: Database, since: int, until: int, slot_ms: int) -> Statement
 
 RECENT_REFUSALS = 50
 INSTALLATIONS_SHOWN = 100
+RETRYING_SHOWN = 50
 
-RECENT_REFUSALS_SQL = f"""SELECT id, installation_id, content_id, kind, version_id, result_code,
-       ended_by, attempt_count, updated_at
-  FROM schedules INDEXED BY schedules_finished
- WHERE status IN ('completed', 'refused', 'cancelled', 'superseded', 'held') AND status = 'refused'
- ORDER BY updated_at DESC LIMIT {RECENT_REFUSALS}"""
+# Each with its last try (`a`), for the card's own sentence.
+_LAST_TRY = """
+  LEFT JOIN schedule_attempts a ON a.schedule_id = s.id AND a.attempt = s.attempt_count"""
+_TRY_COLUMNS = "a.attempt, a.started_at, a.finished_at, a.code, a.http_status"
+
+RECENT_REFUSALS_SQL = f"""SELECT s.id, s.installation_id, s.content_id, s.kind, s.version_id,
+       s.result_code, s.ended_by, s.attempt_count, s.updated_at, {_TRY_COLUMNS}
+  FROM schedules s INDEXED BY schedules_finished{_LAST_TRY}
+ WHERE s.status IN ('completed', 'refused', 'cancelled', 'superseded', 'held')
+   AND s.status = 'refused'
+ ORDER BY s.updated_at DESC LIMIT {RECENT_REFUSALS}"""
+
+# Schedules that will try again, their Dee Wan having failed their last try: with that try,
+# and their first (when their Dee Wan began failing them), by installation, next try first.
+RETRYING_SQL = f"""SELECT s.id, s.installation_id, i.site_id, s.content_id, s.kind,
+       s.version_id, s.due_at, s.attempt_count, s.next_attempt_at, s.result_code, {_TRY_COLUMNS},
+       (SELECT min(f.started_at) FROM schedule_attempts f WHERE f.schedule_id = s.id) AS first_try
+  FROM schedules s INDEXED BY schedules_waiting
+  JOIN installations i ON i.id = s.installation_id{_LAST_TRY}
+ WHERE s.status IN ('pending', 'retrying') AND s.status = 'retrying'
+ ORDER BY s.installation_id, s.next_attempt_at, s.id LIMIT {RETRYING_SHOWN}"""
 
 # Installations with live schedules, with refusals since ?1, or among the ones that sent
 # last; those with the most refusals first.
@@ -347,6 +365,25 @@ class RecentRefusal:
     ended_by: str | None  # which cap ended a `retry_exhausted` one
     attempts: int
     at: int  # when it was refused
+    last: Attempt | None = None  # its last try
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """A schedule that will try again: its last try, and when its first was."""
+
+    schedule_id: str
+    installation_id: str
+    site_id: str
+    content_id: str
+    kind: str
+    version_id: str
+    due_at: int
+    attempts: int
+    next_attempt_at: int
+    result_code: str | None
+    last: Attempt | None
+    first_try: int | None
 
 
 @dataclass(frozen=True)
@@ -374,8 +411,41 @@ def refusals_from(rows: list[Row]) -> tuple[RecentRefusal, ...]:
             None if r["ended_by"] is None else str(r["ended_by"]),
             int(r["attempt_count"]),
             int(r["updated_at"]),
+            _last_try(r),
         )
         for r in rows
+    )
+
+
+def read_retrying(db: Database) -> Statement:
+    return db.prepare(RETRYING_SQL)
+
+
+def retrying_from(rows: list[Row]) -> tuple[Retrying, ...]:
+    return tuple(
+        Retrying(
+            str(r["id"]),
+            str(r["installation_id"]),
+            str(r["site_id"]),
+            str(r["content_id"]),
+            str(r["kind"]),
+            str(r["version_id"]),
+            int(r["due_at"]),
+            int(r["attempt_count"]),
+            int(r["next_attempt_at"]),
+            r["result_code"],
+            _last_try(r),
+            r["first_try"],
+        )
+        for r in rows
+    )
+
+
+def _last_try(row: Row) -> Attempt | None:
+    if row["attempt"] is None:
+        return None
+    return Attempt(
+        row["attempt"], row["started_at"], row["finished_at"], row["code"], row["http_status"]
     )
 
 

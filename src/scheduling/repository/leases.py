@@ -48,7 +48,7 @@ WITH due AS (
 # carries the events its installation's endpoints hear of, what the plugin knows of its pin
 # (a collision that ran, a check's conflict), and its release's line (what its events say).
 _RANKED = """ranked AS (
-    SELECT due.id, due.ready_at,
+    SELECT due.id, due.ready_at, s.installation_id,
            ROW_NUMBER() OVER (PARTITION BY s.installation_id
                               ORDER BY due.ready_at, due.id) AS turn
       FROM due JOIN schedules s ON s.id = due.id
@@ -83,20 +83,25 @@ SELECT ranked.turn, ranked.ready_at, s.id, s.installation_id, s.content_id, s.ki
   FROM ranked
   JOIN schedules s ON s.id = ranked.id
   JOIN installations i ON i.id = s.installation_id
- WHERE ranked.turn <= ?2
+ WHERE ranked.turn <= ?2{shared}
  ORDER BY ranked.turn, ranked.ready_at, ranked.id
  LIMIT ?2
 )
 """
 # One row always comes back (with no schedule when none is due) to say when the outbox next
 # has a delivery due, so a tick learns both in one statement and a tick with nothing to
-# notify costs what it did.
+# notify costs what it did. The installations in ?3 (a JSON array: those with sends waiting
+# for their share of the slots) are left out, and each other takes at most ?4 rows (a wave)
+# unless it alone has rows due; `due_now` counts every due row.
+_SHARED = """
+   AND ranked.installation_id NOT IN (SELECT value FROM json_each(?3))
+   AND (ranked.turn <= ?4 OR (SELECT count(DISTINCT installation_id) FROM ranked) = 1)"""
 DUE_SQL = (
     _DUE
-    + _RANKED
+    + _RANKED.format(shared=_SHARED)
     + f""",
 outbox AS ({OUTBOX_NEXT_SQL})
-SELECT chosen.*, outbox.next_at AS outbox_next_at
+SELECT chosen.*, outbox.next_at AS outbox_next_at, (SELECT count(*) FROM ranked) AS due_now
   FROM outbox LEFT JOIN chosen ON 1
  ORDER BY chosen.turn, chosen.ready_at, chosen.id
 """
@@ -114,7 +119,7 @@ WITH due AS (
      WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
 ),
 """
-    + _RANKED
+    + _RANKED.format(shared="")
     + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 
@@ -128,7 +133,7 @@ WITH due AS (
        AND status = 'pending' AND next_attempt_at <= ?1
 ),
 """
-    + _RANKED
+    + _RANKED.format(shared="")
     + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
 )
 
@@ -290,17 +295,25 @@ class Leases:
         self.db = trips.db
         self.outbox = outbox
         self.next_up: list[DueRow] = []  # what the last settle made due (`settle`'s `follow`)
+        self.due_now = 0  # rows due at the last `due`, left out or not
 
-    async def due(self, now: int, limit: int) -> list[DueRow]:
-        """Up to `limit` due rows, round-robin across installations, oldest first in each.
+    async def due(
+        self, now: int, limit: int, left_out: Sequence[str] = (), each: int | None = None
+    ) -> list[DueRow]:
+        """Up to `limit` due rows, round-robin across installations, oldest first in each:
+        none of the installations `left_out`, and at most `each` of each other unless it
+        alone has rows due (`due_now`: how many were due, left out or not).
 
         A row is due when it is pending or retrying with `next_attempt_at <= now`,
         or running with `lease_until <= now` (its runner died mid-claim). The same
         statement says when the outbox next has a delivery due (`Outbox.next_at`).
         """
-        [result] = await self.trips.send([self.db.prepare(DUE_SQL).bind(now, limit)])
+        left = json.dumps(sorted(left_out))
+        statement = self.db.prepare(DUE_SQL).bind(now, limit, left, each or limit)
+        [result] = await self.trips.send([statement])
         rows = result.results
         self.outbox.next_at = rows[0]["outbox_next_at"] if rows else None
+        self.due_now = int(rows[0]["due_now"]) if rows else 0
         return [due_row(row) for row in rows if row["id"] is not None]
 
     async def due_for(self, installation_id: str, now: int, limit: int) -> list[DueRow]:
@@ -360,12 +373,14 @@ class Leases:
         results = await self.trips.send(trip.statements)
         refused = [str(r["id"]) for x in trip.part(results, "busy", "refused") for r in x.results]
         self.outbox.written(trip.part(results, "refused", "events"))
-        observed = {row.id: row for row in ask.rows}
-        won = [
-            Claim(observed[str(r["id"])], int(r["attempt_count"]))
+        # Won in the order asked (the due query's round-robin), never `RETURNING`'s.
+        attempts = {
+            str(r["id"]): int(r["attempt_count"])
             for result in trip.part(results, "events", "claims")
             for r in result.results
-        ]
+        }
+        until = ask.now + ask.lease_ms
+        won = [Claim(row, attempts[row.id], until) for row in ask.rows if row.id in attempts]
         held: list[str] = []
         if ask.cap is not None and ask.rows and ask.apart:
             busy = {str(r["installation_id"]): int(r["busy"]) for r in results[0].results}

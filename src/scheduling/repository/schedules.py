@@ -9,8 +9,17 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 
-from scheduling.domain.outcomes import ENDED, GROUPS, LIVE, SETTLED_GROUP, WAITING, Status, sql_list
-from scheduling.domain.schedules import MAX_RELEASE_ITEMS, Attempt, NewSchedule, Schedule
+from scheduling.domain.outcomes import (
+    ENDED,
+    GROUPS,
+    LIVE,
+    SETTLED_GROUP,
+    WAITING,
+    Attempt,
+    Status,
+    sql_list,
+)
+from scheduling.domain.schedules import MAX_RELEASE_ITEMS, NewSchedule, Schedule
 from scheduling.ports import Database, DatabaseError, Row, Statement
 
 # -- create, list, cancel --------------------------------------------------------------------------

@@ -101,22 +101,22 @@ class InstallationRows:
         self.taken = 0  # rows claimed or ended unsent
         self.ahead: list[DueRow] = []  # read, not yet claimed
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         while self.held or self.live >= self.cap:
             waiting = work.engine.unsettled()
             if not waiting:
                 self.blocked = True
-                return []
+                return None
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             self.held = False
             now = work.clock()
         if self.pause():
-            return []
+            return None
         if not self.ahead:
             self.ahead = await self.leases.due_for(self.installation_id, now, READ_AHEAD)
         room = min(limit, self.cap - self.live)
         rows, self.ahead = self.ahead[:room], self.ahead[room:]
-        return rows
+        return rows or None
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         self.live += len(claimed.won)

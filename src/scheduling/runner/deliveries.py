@@ -77,6 +77,9 @@ class DeliveryWork(OnEngine):
         digests = [Message(e, tuple(ds), digest=True) for e, ds in grouped.items()]
         return sorted([*messages, *digests], key=lambda m: (m.deliveries[0].created_at, m.id))
 
+    def share_of(self, item: Message) -> None:
+        return None  # an endpoint's own limits pace it (`kinds.py`), not the shares
+
     async def unslotted(self, item: Message) -> SettledMessage | None:
         """An endpoint deleted or disabled meanwhile, or one whose secret does not open, is
         not sent to: the message fails, or waits for the secret."""

@@ -240,6 +240,10 @@ class Work(Protocol[Item, Done]):
         """The item's end when it has nothing to send (it needs no slot); else None."""
         ...
 
+    def share_of(self, item: Item) -> str | None:
+        """Whose share of the slots the item's send counts in (None: no one's)."""
+        ...
+
     def ready(self, item: Item, at: int) -> Done | None:
         """The last check once the item holds its slot: its end unsent, or None to send."""
         ...
@@ -264,6 +268,94 @@ async def _admitted(admitted: asyncio.Event, batch: asyncio.Task[None]) -> bool:
     finally:
         waiting.cancel()
     return admitted.is_set()
+
+
+class Slots:
+    """An invocation's connection slots (SEND_CONCURRENCY), handed out in the order asked,
+    save that while another installation has sends in the invocation, one holds at most its
+    share of them (MAX_SLOTS_PER_INSTALLATION): a slow Dee Wan never holds every slot, and alone
+    it holds them all. A send its installation's share holds back lets later ones pass, counts
+    as admitted (`blocked`), and its installation is left out of the claims (`held_back`)."""
+
+    def __init__(self, count: int, share: int) -> None:
+        self.free = count
+        self.share = share
+        self.present: Counter[str] = Counter()  # sends of a claimed batch not yet ended
+        self.holding: Counter[str] = Counter()
+        self.held_back: Counter[str] = Counter()
+        self._queue: list[_Asking] = []
+        self._changed = asyncio.Event()
+
+    async def take(self, key: str | None, blocked: Callable[[], None]) -> None:
+        """A slot for a send counted in `key`'s share (None: in no one's)."""
+        asking = _Asking(key, blocked, asyncio.get_running_loop().create_future())
+        self._queue.append(asking)
+        self._hand_out()
+        try:
+            await asking.slot
+        except asyncio.CancelledError:
+            if asking.slot.done() and not asking.slot.cancelled():
+                self.give_back(key)
+            else:
+                self._queue.remove(asking)
+                self._unblock(asking)
+            raise
+
+    def give_back(self, key: str | None) -> None:
+        self.free += 1
+        if key is not None:
+            self.holding[key] -= 1
+        self._hand_out()
+
+    def _hand_out(self) -> None:
+        for asking in list(self._queue):
+            if asking.slot.cancelled():  # its sender leaves the queue as it ends
+                continue
+            if asking.key is not None and not self._may_hold(asking.key):
+                if not asking.held_back:
+                    asking.held_back = True
+                    self.held_back[asking.key] += 1
+                    asking.blocked()
+                continue
+            if not self.free:
+                continue
+            self._queue.remove(asking)
+            self._unblock(asking)
+            self.free -= 1
+            if asking.key is not None:
+                self.holding[asking.key] += 1
+            asking.slot.set_result(None)
+
+    def _may_hold(self, key: str) -> bool:
+        return self.holding[key] < self.share or not (+self.present).keys() - {key}
+
+    def arrive(self, keys: Sequence[str | None]) -> None:
+        """A batch's sends, present from its claim until each ends (`leave`)."""
+        self.present.update(key for key in keys if key is not None)
+
+    def leave(self, key: str | None) -> None:
+        if key is not None:
+            self.present[key] -= 1
+            self._hand_out()
+
+    def _unblock(self, asking: _Asking) -> None:
+        if asking.held_back and asking.key is not None:
+            self.held_back[asking.key] -= 1
+            self._changed.set()
+
+    async def until_one_passes(self, keys: Sequence[str]) -> None:
+        """Until one of `keys` has no send held back by its share."""
+        while all(self.held_back[key] for key in keys):
+            self._changed.clear()
+            await self._changed.wait()
+
+
+@dataclass(eq=False)
+class _Asking:
+    key: str | None
+    blocked: Callable[[], None]
+    slot: asyncio.Future[None]
+    held_back: bool = False
 
 
 class OnEngine:
@@ -304,7 +396,8 @@ class Engine:
         self.clock = clock
         self.now = now
         self.budget = budget
-        self.slots = asyncio.Semaphore(services.config.send_concurrency)
+        config = services.config
+        self.slots = Slots(config.send_concurrency, config.max_slots_per_installation)
         self.limit: LimitReached | None = None
         self.claims = 0  # claim rounds of this invocation, of any work
         self.clock_calls = 0  # the watchdog's calls to installations' clocks
@@ -411,26 +504,37 @@ class Engine:
     async def _send_and_settle(
         self, work: Work[Item, Done], batch: Batch[Item], admitted: asyncio.Event
     ) -> None:
-        """Every item within a slot (`admitted` is set once each holds one), then the batch's
-        settle."""
-        waiting = len(batch.items)
+        """Every item within a slot (`admitted` is set once each holds one or waits for its
+        share), then the batch's settle."""
+        left = set(range(len(batch.items)))
 
-        def admit() -> None:
-            nonlocal waiting
-            waiting -= 1
-            if waiting == 0:
-                admitted.set()
+        def admit(index: int) -> Callable[[], None]:
+            def admitted_one() -> None:
+                left.discard(index)
+                if not left:
+                    admitted.set()
 
-        async def one(item: Item) -> Done:
-            done = await work.unslotted(item)
-            if done is not None:
-                admit()
-                return done
-            async with self.slots:
-                admit()
-                return await self._send(work, item)
+            return admitted_one
 
-        done = list(await asyncio.gather(*(one(item) for item in batch.items)))
+        async def one(index: int, item: Item, key: str | None) -> Done:
+            try:
+                done = await work.unslotted(item)
+                if done is not None:
+                    admit(index)()
+                    return done
+                await self.slots.take(key, admit(index))
+                try:
+                    admit(index)()
+                    return await self._send(work, item)
+                finally:
+                    self.slots.give_back(key)
+            finally:
+                self.slots.leave(key)
+
+        keys = [work.share_of(item) for item in batch.items]
+        self.slots.arrive(keys)
+        sends = (one(i, item, keys[i]) for i, item in enumerate(batch.items))
+        done = list(await asyncio.gather(*sends))
         await work.settle(batch, done)
 
     async def _send(self, work: Work[Item, Done], item: Item) -> Done:

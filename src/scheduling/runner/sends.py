@@ -18,14 +18,13 @@ from scheduling.domain.notifications import (
     ReleaseEvent,
     ScheduleEvent,
     event_type,
-    outcome_unknown,
 )
 from scheduling.domain.outcomes import (
     REFUSED_LATE,
     RETRY_EXHAUSTED,
+    Attempt,
     Caps,
     EndedBy,
-    Outcome,
     Settlement,
     Status,
     after_attempt,
@@ -36,7 +35,6 @@ from scheduling.domain.outcomes import (
 from scheduling.domain.records import Claim, DueRow, OutboxEvent, SettledClaim, Unsent
 from scheduling.domain.schedules import (
     HOLD_CODES,
-    Attempt,
     completed_text,
     held_text,
     hold_code,
@@ -44,7 +42,8 @@ from scheduling.domain.schedules import (
     release_event,
 )
 from scheduling.domain.secrets import TOKEN_UNREADABLE, open_token
-from scheduling.limits import batch_cost
+from scheduling.domain.wording import explain_result, outcome_unknown
+from scheduling.limits import LEASE_MARGIN_MS, REQUEST_TIMEOUT_MS, batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.leases import Leases, latest_sends
 from scheduling.runner.engine import Batch, Engine, OnEngine
@@ -74,7 +73,10 @@ class EventMaker:
         notice went out when the plugin learnt of it, and its release says the rest."""
         if REFUSED not in row.subscribed or code in HOLD_CODES:
             return None
-        previous = row.result_code
+        # Its last try, as the row tells it: a reclaimed row's never finished; a retrying
+        # one's said the code the row keeps.
+        finished = None if row.status == Status.RUNNING else at
+        last = Attempt(row.attempt_count, at, finished, row.result_code, None)
         return self._event(
             row,
             REFUSED,
@@ -82,10 +84,7 @@ class EventMaker:
             status=Status.REFUSED,
             result_code=code,
             attempts=row.attempt_count if attempts is None else attempts,
-            # A reclaimed row's last attempt never finished; a retrying one's said `previous`.
-            unknown=row.attempt_count > 0
-            and outcome_unknown(previous, row.status != Status.RUNNING),
-            last_code=previous,
+            last=last if row.attempt_count else None,
             ended_by=ended_by,
         )
 
@@ -95,23 +94,21 @@ class EventMaker:
             claim.row, RETRY_EXHAUSTED, at, attempts=claim.attempt - 1, ended_by=EndedBy.LATENESS
         )
 
-    def sent(
-        self, claim: Claim, settlement: Settlement, outcome: Outcome, at: int
-    ) -> OutboxEvent | None:
+    def sent(self, claim: Claim, settlement: Settlement, attempt: Attempt) -> OutboxEvent | None:
+        """A send answered: `attempt` is its try, finished."""
         kind = event_type(settlement.status)
         if kind is None or kind not in claim.row.subscribed:
             return None
         assert settlement.result_code is not None  # only a hand-back keeps the code it had
+        assert attempt.finished_at is not None
         return self._event(
             claim.row,
             kind,
-            at,
+            attempt.finished_at,
             status=settlement.status,
             result_code=settlement.result_code,
             attempts=claim.attempt,
-            unknown=outcome_unknown(outcome.code, True),
-            last_code=outcome.code,
-            last_http_status=outcome.http_status,
+            last=attempt,
             next_attempt_at=settlement.next_attempt_at,
             ended_by=settlement.ended_by,
         )
@@ -140,7 +137,7 @@ class EventMaker:
             result_code=None,
             attempts=other.attempt_count,
             outcome_unknown=False,
-            said=needs_repin_said(other.kind, at, other.timezone),
+            message=needs_repin_said(other.kind, at, other.timezone),
         )
         return self._written(event, raised_by=row.id)
 
@@ -181,13 +178,15 @@ class EventMaker:
         status: Status,
         result_code: str,
         attempts: int,
-        unknown: bool,
-        last_code: str | None,
-        last_http_status: int | None = None,
+        last: Attempt | None,
         next_attempt_at: int | None = None,
         ended_by: str | None = None,
     ) -> OutboxEvent:
         command = row.command
+        lateness_ms = self.services.config.max_lateness_ms
+        said = explain_result(
+            result_code, last, ended_by=ended_by, tries=attempts, lateness_ms=lateness_ms
+        )
         event = ScheduleEvent(
             type=kind,
             at=at,
@@ -203,12 +202,10 @@ class EventMaker:
             status=status,
             result_code=result_code,
             attempts=attempts,
-            outcome_unknown=unknown,
+            outcome_unknown=outcome_unknown(last),
+            message=said,
             next_attempt_at=next_attempt_at,
-            last_code=last_code,
-            last_http_status=last_http_status,
             ended_by=ended_by,
-            max_lateness_ms=self.services.config.max_lateness_ms,
         )
         return self._written(event)
 
@@ -248,8 +245,8 @@ class RowSource(Protocol):
 
     apart: bool
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        """Up to `limit` rows to claim now; none ends the work."""
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
+        """Up to `limit` rows to claim now; None ends the work, none asks again."""
         ...
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None: ...
@@ -259,7 +256,10 @@ class RowSource(Protocol):
 
 class DueRows:
     """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
-    those due that long (the clocks' watchdog leaves the rest to the clocks)."""
+    those due that long (the clocks' watchdog leaves the rest to the clocks). While another
+    installation has rows due, a batch takes at most a wave (SEND_CONCURRENCY) of one's rows,
+    and none of one with sends waiting for its share of the slots (`engine.Slots`); when only
+    such installations have rows due, it waits until one of them has none waiting."""
 
     apart = True
 
@@ -267,8 +267,15 @@ class DueRows:
         self.leases = leases
         self.lag_ms = lag_ms
 
-    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow]:
-        return await self.leases.due(now - self.lag_ms, limit)
+    async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
+        slots = work.engine.slots
+        left_out = sorted(+slots.held_back)
+        wave = work.services.config.send_concurrency
+        rows = await self.leases.due(now - self.lag_ms, limit, left_out, wave)
+        if rows or not (left_out and self.leases.due_now):
+            return rows or None
+        await slots.until_one_passes(left_out)
+        return []
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         pass
@@ -323,19 +330,34 @@ class SendWork(OnEngine):
     def cost(self) -> int:
         return batch_cost(self.batch_size, capped=self.cap is not None)
 
+    def _next_rows(self) -> list[DueRow]:
+        """Up to a batch of the releases' next items its settles read, but none of an
+        installation whose sends wait for its share of the slots: the due query finds those
+        once it has none waiting (`DueRows`)."""
+        held_back = self.engine.slots.held_back
+        ready = [row for row in self._next_up if not held_back[row.installation_id]]
+        rows, self._next_up = ready[: self.batch_size], ready[self.batch_size :]
+        return rows
+
     def follows(self) -> bool:
         """A release's item in flight: once it settles, the next one may be due at once."""
         return self._leading > 0
 
     async def claim(self, engine: Engine) -> Batch[Claim] | None:
-        """The source's next rows, decided: None when it has none, or when another runner
-        changed every row first (the rest is left to it)."""
+        """The next rows, decided: None when there are none, or when another runner changed
+        every row first (the rest is left to it); an empty batch when the source asks to be
+        asked again."""
         # The next items a settle read in its own batch first; else the source, unless all it
         # had were releases' heads in flight (theirs come with a settle).
-        rows, self._next_up = self._next_up[: self.batch_size], self._next_up[self.batch_size :]
-        if not rows and self._only_lines and self._leading:
-            return None
-        rows = rows or await self.source.next(self.clock(), self.batch_size, self)
+        rows = self._next_rows()
+        if not rows:
+            if self._only_lines and self._leading:
+                return None
+            found = await self.source.next(self.clock(), self.batch_size, self)
+            if found == []:
+                self._only_lines = False
+                return Batch([], "")  # nothing to claim yet: asked again
+            rows = found or []
         self._only_lines = len(rows) < self.batch_size and all(row.leads for row in rows)
         if not rows:
             return None
@@ -417,13 +439,20 @@ class SendWork(OnEngine):
     async def unslotted(self, item: Claim) -> SettledClaim | None:
         return None  # every claim has a command to send
 
+    def share_of(self, item: Claim) -> str:
+        return item.row.installation_id
+
     def ready(self, item: Claim, at: int) -> SettledClaim | None:
-        """The lateness cap, checked at the last moment: past it, nothing is sent."""
+        """The last checks, once it holds its slot: past the lateness cap, nothing is sent;
+        with too little of its lease left for an answer and the settle, it is handed back
+        unsent (so no other runner can claim it while it is in flight)."""
         if too_late(due_at=item.row.due_at, now=at, caps=self.caps):
             self.report.refused_unsent_late += 1
             released = self.events.released(item.row, Status.REFUSED, RETRY_EXHAUSTED, at)
             late = self.events.late(item, at)
             return SettledClaim(item, REFUSED_LATE, None, late, release_event=released)
+        if at + REQUEST_TIMEOUT_MS + LEASE_MARGIN_MS > item.lease_until:
+            return self.handed_back(item, at)
         return None
 
     def handed_back(self, item: Claim, at: int) -> SettledClaim:
@@ -454,7 +483,7 @@ class SendWork(OnEngine):
         )
         self.report.ended(settlement.status)
         attempt = Attempt(item.attempt, at, finished, outcome.code, outcome.http_status)
-        event = self.events.sent(item, settlement, outcome, finished)
+        event = self.events.sent(item, settlement, attempt)
         stale = self.events.stale(item, settlement, finished)
         code = settlement.result_code
         released = self.events.released(row, settlement.status, code, finished)

@@ -1172,7 +1172,12 @@ def _content_html(environment):
                 yield '" data-conflict-with="'
                 yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'other_id'))
                 yield '"><strong>Collision:</strong> '
-                yield escape(environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'text'))
+                if (environment.getattr(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'conflict'), 'role') == 'stale-after'):
+                    pass
+                    yield 'it will be refused unless pinned again: its card below says why, and what to do.'
+                else:
+                    pass
+                    yield "it puts the other waiting schedule of this content out of date: that one's card below says what to do."
                 yield '</p>'
             if environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'sent_now'):
                 pass
@@ -1430,7 +1435,7 @@ def _content_html(environment):
         yield '\n</section>\n'
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=194&19=197&21=199&22=201&23=203&24=205&25=214&28=232&30=234&31=240&32=245&33=248&34=250&35=252&36=256&40=259&41=266&42=288&43=290&44=293&45=295&46=303&47=313&48=319&49=328&50=340&51=347&57=358&58=361&59=367&60=369&61=379&62=382&63=386&64=388&65=390&68=393&71=395&72=398&73=400&74=402&75=404&77=409&79=414&80=432&82=436&83=447&88=460&89=466&90=476&94=489&95=495&96=505&98=513&99=516&101=520&102=522&103=531&108=538&117=545&118=552&119=554&120=556&121=558&123=563&125=565&126=568&127=576&128=578&131=580'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=194&19=197&21=199&22=201&23=203&24=205&25=214&28=232&30=234&31=240&32=245&33=248&34=250&35=252&36=256&40=259&41=266&42=288&43=290&44=293&45=295&46=303&47=313&48=319&49=333&50=345&51=352&57=363&58=366&59=372&60=374&61=384&62=387&63=391&64=393&65=395&68=398&71=400&72=403&73=405&74=407&75=409&77=414&79=419&80=437&82=441&83=452&88=465&89=471&90=481&94=494&95=500&96=510&98=518&99=521&101=525&102=527&103=536&108=543&117=550&118=557&119=559&120=561&121=563&123=568&125=570&126=573&127=581&128=583&131=585'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -2255,9 +2260,9 @@ def _notifications_html(environment):
         yield '\n'
         if (environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem') and (not environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'can_add'))):
             pass
-            yield '<div class="problem" role="alert" data-error-code="'
+            yield '<div class="problem" role="alert" id="endpoint-problem" data-error-code="'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem_code'))
-            yield '"><p>'
+            yield '" tabindex="-1" autofocus><p>'
             yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'))
             yield '</p></div>'
         if environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'can_add'):
@@ -2271,7 +2276,7 @@ def _notifications_html(environment):
                 pass
                 yield '<div class="problem" role="alert" id="endpoint-problem" data-error-code="'
                 yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem_code'))
-                yield '"><p>'
+                yield '" tabindex="-1" autofocus><p>'
                 yield escape(environment.getattr((undefined(name='n') if l_0_n is missing else l_0_n), 'problem'))
                 yield '</p></div>'
             yield '    <fieldset>\n      <legend>Send it</legend>\n'
@@ -2507,6 +2512,7 @@ def _endpoint_confirm_html(environment):
         l_0_title = resolve('title')
         l_0_action = resolve('action')
         l_0_e = resolve('e')
+        l_0_retry_hours = resolve('retry_hours')
         l_0_installation_id = resolve('installation_id')
         l_0_session_fields = resolve('session_fields')
         l_0_csrf_token = resolve('csrf_token')
@@ -2562,7 +2568,9 @@ def _endpoint_confirm_html(environment):
             yield 'nothing more is sent to it, not even what is still waiting. The receiver itself is not changed.</p>\n'
         else:
             pass
-            yield '<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and they are tried again for up to a day. The new secret is shown once, on the next page.</p>\n'
+            yield '<p>A new signing secret replaces the current one at once: every later delivery, and every retry of one still waiting, is signed with the new secret. The receiver cannot verify them until you paste the new secret into it; meanwhile it refuses them, and each is tried again for up to '
+            yield escape((undefined(name='retry_hours') if l_0_retry_hours is missing else l_0_retry_hours))
+            yield ' hours after its event. The new secret is shown once, on the next page.</p>\n'
         if environment.getattr((undefined(name='e') if l_0_e is missing else l_0_e), 'deliveries'):
             pass
             template = environment.get_template('deliveries.html', 'endpoint_confirm.html')
@@ -2598,7 +2606,7 @@ def _endpoint_confirm_html(environment):
         yield '</a>\n  </div>\n</form>\n</div>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=14&2=17&3=23&4=28&5=55&6=57&8=61&9=63&10=65&12=72&13=75&17=94&18=103&19=109&20=111&22=121&23=123'
+    debug_info = '1=14&2=17&3=23&4=28&5=56&6=58&8=62&9=64&10=66&12=73&13=76&15=95&17=97&18=106&19=112&20=114&22=124&23=126'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'endpoint_confirm.html'}
 
 
@@ -3341,17 +3349,24 @@ def _operator_html(environment):
         _block_vars = {}
         l_0_stalled = resolve('stalled')
         l_0_facts = resolve('facts')
-        l_0_windows = resolve('windows')
+        l_0_failing = resolve('failing')
         l_0_refusals = resolve('refusals')
         l_0_refusals_caption = resolve('refusals_caption')
         l_0_releases = resolve('releases')
         l_0_held = resolve('held')
         l_0_installations = resolve('installations')
+        l_0_windows = resolve('windows')
         try:
-            t_3 = environment.filters['lower']
+            t_3 = environment.filters['length']
         except KeyError:
             @internalcode
             def t_3(*unused):
+                raise TemplateRuntimeError("No filter named 'length' found.")
+        try:
+            t_4 = environment.filters['lower']
+        except KeyError:
+            @internalcode
+            def t_4(*unused):
                 raise TemplateRuntimeError("No filter named 'lower' found.")
         pass
         yield '<h1>Scheduling: the runner</h1>\n<p>For the operator: how the every-minute runner has done, from the tick history this plugin keeps for 7 days. Times are in UTC.</p>\n<dl class="facts status-facts" data-stalled="'
@@ -3371,7 +3386,144 @@ def _operator_html(environment):
             yield escape(environment.getattr(l_1_f, 'value'))
             yield '</dd>\n'
         l_1_loop = l_1_f = missing
-        yield '</dl>\n<p class="hint">Machines read the same: <code>/healthz</code> for uptime monitors, <code>/admin/metrics</code> for Prometheus, <code>/admin/status</code> as JSON.</p>\n\n'
+        yield '</dl>\n<p class="hint">Machines read the same: <code>/healthz</code> for uptime monitors, <code>/admin/metrics</code> for Prometheus, <code>/admin/status</code> as JSON.</p>\n\n<section class="attention" aria-labelledby="attention">\n  <h2 id="attention">Needs attention</h2>\n  <h3 id="failing">Dee Wan failing</h3>\n'
+        t_5 = 1
+        for l_1_f in (undefined(name='failing') if l_0_failing is missing else l_0_failing):
+            _loop_vars = {}
+            pass
+            yield '  <div class="failing" data-failing="'
+            yield escape(environment.getattr(l_1_f, 'id'))
+            yield '">\n    <p><strong>Installation <code>'
+            yield escape(environment.getattr(l_1_f, 'id'))
+            yield '</code></strong> (site <code>'
+            yield escape(environment.getattr(l_1_f, 'site_id'))
+            yield '</code>): its Dee Wan has failed since '
+            yield escape(environment.getattr(l_1_f, 'since'))
+            yield '. '
+            yield escape(t_3(environment.getattr(l_1_f, 'schedules')))
+            yield ' schedule'
+            yield escape(('' if (t_3(environment.getattr(l_1_f, 'schedules')) == 1) else 's'))
+            yield ' will try again:</p>\n    <ul class="retrying">\n'
+            for l_2_r in environment.getattr(l_1_f, 'schedules'):
+                _loop_vars = {}
+                pass
+                yield '<li data-schedule="'
+                yield escape(environment.getattr(l_2_r, 'schedule_id'))
+                yield '">'
+                yield escape(environment.getattr(l_2_r, 'change'))
+                yield ' of content <code>'
+                yield escape(environment.getattr(l_2_r, 'content_id'))
+                yield '</code>, due '
+                yield escape(environment.getattr(l_2_r, 'due'))
+                yield '; '
+                yield escape(environment.getattr(l_2_r, 'next_try'))
+                yield '. Last try: '
+                yield escape(environment.getattr(l_2_r, 'reason'))
+                yield ' <span class="support">('
+                yield escape(environment.getattr(l_2_r, 'support'))
+                yield ')</span></li>\n'
+            l_2_r = missing
+            yield '</ul>\n  </div>\n'
+            t_5 = 0
+        l_1_f = missing
+        if t_5:
+            pass
+            yield '<p class="empty">No installation\'s Dee Wan is failing: every schedule\'s last try was answered.</p>'
+        yield '  <h3 id="refusals">Latest refusals</h3>\n'
+        if (undefined(name='refusals') if l_0_refusals is missing else l_0_refusals):
+            pass
+            yield '  <p class="table-title" id="refusals-caption">'
+            yield escape((undefined(name='refusals_caption') if l_0_refusals_caption is missing else l_0_refusals_caption))
+            yield '</p>\n  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">\n  <table class="stacks" data-table="refusals" aria-labelledby="refusals-caption">\n    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>\n    <tbody>\n'
+            for l_1_r in (undefined(name='refusals') if l_0_refusals is missing else l_0_refusals):
+                _loop_vars = {}
+                pass
+                yield '<tr data-code="'
+                yield escape(environment.getattr(l_1_r, 'code'))
+                yield '"'
+                if environment.getattr(l_1_r, 'ended_by'):
+                    pass
+                    yield ' data-ended-by="'
+                    yield escape(environment.getattr(l_1_r, 'ended_by'))
+                    yield '"'
+                yield '><td class="when" data-label="Refused at">'
+                yield escape(environment.getattr(l_1_r, 'when'))
+                yield '</td><td data-label="What">'
+                yield escape(environment.getattr(l_1_r, 'change'))
+                yield ' of content <code>'
+                yield escape(environment.getattr(l_1_r, 'content_id'))
+                yield '</code></td><td class="why" data-label="Why">'
+                yield escape(environment.getattr(l_1_r, 'reason'))
+                yield ' <span class="support">(code '
+                yield escape(environment.getattr(l_1_r, 'code'))
+                yield ')</span></td><td data-label="Installation"><code>'
+                yield escape(environment.getattr(l_1_r, 'installation_id'))
+                yield '</code></td></tr>\n'
+            l_1_r = missing
+            yield '    </tbody>\n  </table>\n  </div>\n'
+        else:
+            pass
+            yield '<p class="empty">No schedule has been refused.</p>'
+        yield '  <h3 id="releases">Held releases</h3>\n  <p data-releases>Releases by status: '
+        yield escape(((undefined(name='releases') if l_0_releases is missing else l_0_releases) or 'none yet'))
+        yield '.</p>\n'
+        if (undefined(name='held') if l_0_held is missing else l_0_held):
+            pass
+            yield '  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>\n  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">\n  <table class="stacks" data-table="held" aria-labelledby="held-caption">\n    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>\n    <tbody>\n'
+            for l_1_h in (undefined(name='held') if l_0_held is missing else l_0_held):
+                _loop_vars = {}
+                pass
+                yield '<tr data-release-id="'
+                yield escape(environment.getattr(l_1_h, 'id'))
+                yield '" data-release-status="held"><td data-label="Release">“'
+                yield escape(environment.getattr(l_1_h, 'name'))
+                yield '” <code>'
+                yield escape(environment.getattr(l_1_h, 'id'))
+                yield '</code></td><td data-label="Installation"><code>'
+                yield escape(environment.getattr(l_1_h, 'installation_id'))
+                yield '</code></td><td class="why" data-label="Item not done, and why"><code>'
+                yield escape(environment.getattr(l_1_h, 'item'))
+                yield '</code>: '
+                yield escape(environment.getattr(l_1_h, 'reason'))
+                if environment.getattr(l_1_h, 'code'):
+                    pass
+                    yield ' <span class="support">(code '
+                    yield escape(environment.getattr(l_1_h, 'code'))
+                    yield ')</span>'
+                yield '</td><td class="when" data-label="Held since">'
+                yield escape(environment.getattr(l_1_h, 'since'))
+                yield '</td></tr>\n'
+            l_1_h = missing
+            yield '    </tbody>\n  </table>\n  </div>\n'
+        else:
+            pass
+            yield '<p class="empty">No release is held.</p>'
+        yield '</section>\n\n<section aria-labelledby="installations">\n  <h2 id="installations">Installations</h2>\n'
+        if (undefined(name='installations') if l_0_installations is missing else l_0_installations):
+            pass
+            yield '  <p class="table-title" id="installations-caption">Installations with live schedules, refusals in the last 24 hours, or the latest sends; most refusals first</p>\n  <div class="table-frame" role="region" aria-labelledby="installations-caption" tabindex="0">\n  <table data-table="installations" aria-labelledby="installations-caption">\n    <thead><tr><th scope="col">Installation</th><th scope="col">Site</th><th scope="col">Live schedules</th><th scope="col">Refused in 24 h</th><th scope="col">Last send</th></tr></thead>\n    <tbody>\n'
+            for l_1_i in (undefined(name='installations') if l_0_installations is missing else l_0_installations):
+                _loop_vars = {}
+                pass
+                yield '<tr data-installation="'
+                yield escape(environment.getattr(l_1_i, 'id'))
+                yield '"><th scope="row"><code>'
+                yield escape(environment.getattr(l_1_i, 'id'))
+                yield '</code></th><td><code>'
+                yield escape(environment.getattr(l_1_i, 'site_id'))
+                yield '</code></td><td>'
+                yield escape(environment.getattr(l_1_i, 'live'))
+                yield '</td><td>'
+                yield escape(environment.getattr(l_1_i, 'refused'))
+                yield '</td><td class="when">'
+                yield escape(environment.getattr(l_1_i, 'last_send'))
+                yield '</td></tr>\n'
+            l_1_i = missing
+            yield '    </tbody>\n  </table>\n  </div>\n'
+        else:
+            pass
+            yield '<p class="empty">No installation yet.</p>'
+        yield '</section>\n'
         for l_1_w in (undefined(name='windows') if l_0_windows is missing else l_0_windows):
             _loop_vars = {}
             pass
@@ -3395,13 +3547,13 @@ def _operator_html(environment):
                 yield escape(context.call((undefined(name='chart') if l_2_chart is missing else l_2_chart), l_2_c, _loop_vars=_loop_vars))
             l_2_c = l_2_chart = missing
             yield '  </div>\n  <details class="numbers">\n    <summary>The same numbers as tables ('
-            yield escape(t_3(environment.getattr(l_1_w, 'label')))
+            yield escape(t_4(environment.getattr(l_1_w, 'label')))
             yield ')</summary>\n    <p class="table-title" id="'
             yield escape(environment.getattr(l_1_w, 'name'))
             yield '-slots-caption">Ticks by '
             yield escape(environment.getattr(l_1_w, 'slot_label'))
             yield ' slot, '
-            yield escape(t_3(environment.getattr(l_1_w, 'label')))
+            yield escape(t_4(environment.getattr(l_1_w, 'label')))
             yield ' (UTC)</p>\n    <div class="table-frame" role="region" aria-labelledby="'
             yield escape(environment.getattr(l_1_w, 'name'))
             yield '-slots-caption" tabindex="0">\n    <table class="numbers" data-table="'
@@ -3409,7 +3561,7 @@ def _operator_html(environment):
             yield '-slots" aria-labelledby="'
             yield escape(environment.getattr(l_1_w, 'name'))
             yield '-slots-caption">\n      <thead><tr><th scope="col">Slot from</th><th scope="col">Ticks</th><th scope="col">Failed</th><th scope="col">Minutes without a tick</th><th scope="col">Lateness p50 / max</th><th scope="col">Backlog left</th><th scope="col">Completed</th><th scope="col">Will retry</th><th scope="col">Refused</th><th scope="col">Refused unsent</th><th scope="col">Cron delay</th></tr></thead>\n      <tbody>\n'
-            t_4 = 1
+            t_6 = 1
             for l_2_r in environment.getattr(l_1_w, 'rows'):
                 _loop_vars = {}
                 pass
@@ -3440,9 +3592,9 @@ def _operator_html(environment):
                 yield '</td><td>'
                 yield escape(environment.getattr(l_2_r, 'cron_delay'))
                 yield '</td></tr>\n'
-                t_4 = 0
+                t_6 = 0
             l_2_r = missing
-            if t_4:
+            if t_6:
                 pass
                 yield '<tr><td colspan="11">No tick recorded.</td></tr>'
             yield '      </tbody>\n    </table>\n    </div>\n    <p class="table-title" id="'
@@ -3457,7 +3609,7 @@ def _operator_html(environment):
                 yield escape(environment.getattr(l_1_w, 'sends'))
                 yield ' sends'
             yield ' left, '
-            yield escape(t_3(environment.getattr(l_1_w, 'label')))
+            yield escape(t_4(environment.getattr(l_1_w, 'label')))
             yield '</p>\n    <div class="table-frame" role="region" aria-labelledby="'
             yield escape(environment.getattr(l_1_w, 'name'))
             yield '-lateness-caption" tabindex="0">\n    <table class="numbers" data-table="'
@@ -3476,101 +3628,10 @@ def _operator_html(environment):
             l_2_h = missing
             yield '</tbody>\n    </table>\n    </div>\n  </details>\n</section>\n'
         l_1_w = missing
-        yield '\n<section aria-labelledby="refusals">\n  <h2 id="refusals">Latest refusals</h2>\n'
-        if (undefined(name='refusals') if l_0_refusals is missing else l_0_refusals):
-            pass
-            yield '  <p class="table-title" id="refusals-caption">'
-            yield escape((undefined(name='refusals_caption') if l_0_refusals_caption is missing else l_0_refusals_caption))
-            yield '</p>\n  <div class="table-frame" role="region" aria-labelledby="refusals-caption" tabindex="0">\n  <table data-table="refusals" aria-labelledby="refusals-caption">\n    <thead><tr><th scope="col">Refused at</th><th scope="col">What</th><th scope="col">Why</th><th scope="col">Installation</th></tr></thead>\n    <tbody>\n'
-            for l_1_r in (undefined(name='refusals') if l_0_refusals is missing else l_0_refusals):
-                _loop_vars = {}
-                pass
-                yield '<tr data-code="'
-                yield escape(environment.getattr(l_1_r, 'code'))
-                yield '"'
-                if environment.getattr(l_1_r, 'ended_by'):
-                    pass
-                    yield ' data-ended-by="'
-                    yield escape(environment.getattr(l_1_r, 'ended_by'))
-                    yield '"'
-                yield '><td class="when">'
-                yield escape(environment.getattr(l_1_r, 'when'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_1_r, 'change'))
-                yield ' of content <code>'
-                yield escape(environment.getattr(l_1_r, 'content_id'))
-                yield '</code></td><td class="why">'
-                yield escape(environment.getattr(l_1_r, 'reason'))
-                yield ' <span class="support">(code '
-                yield escape(environment.getattr(l_1_r, 'code'))
-                yield ')</span></td><td><code>'
-                yield escape(environment.getattr(l_1_r, 'installation_id'))
-                yield '</code></td></tr>\n'
-            l_1_r = missing
-            yield '    </tbody>\n  </table>\n  </div>\n'
-        else:
-            pass
-            yield '<p class="empty">No schedule has been refused.</p>'
-        yield '</section>\n\n<section aria-labelledby="releases">\n  <h2 id="releases">Releases</h2>\n  <p data-releases>'
-        yield escape(((undefined(name='releases') if l_0_releases is missing else l_0_releases) or 'None yet.'))
-        yield '</p>\n'
-        if (undefined(name='held') if l_0_held is missing else l_0_held):
-            pass
-            yield '  <p class="table-title" id="held-caption">Held releases: an item was not done and the rest waits for a person; the longest held first</p>\n  <div class="table-frame" role="region" aria-labelledby="held-caption" tabindex="0">\n  <table data-table="held" aria-labelledby="held-caption">\n    <thead><tr><th scope="col">Release</th><th scope="col">Installation</th><th scope="col">Item not done, and why</th><th scope="col">Held since</th></tr></thead>\n    <tbody>\n'
-            for l_1_h in (undefined(name='held') if l_0_held is missing else l_0_held):
-                _loop_vars = {}
-                pass
-                yield '<tr data-release-id="'
-                yield escape(environment.getattr(l_1_h, 'id'))
-                yield '" data-release-status="held"><th scope="row">“'
-                yield escape(environment.getattr(l_1_h, 'name'))
-                yield '” <code>'
-                yield escape(environment.getattr(l_1_h, 'id'))
-                yield '</code></th><td><code>'
-                yield escape(environment.getattr(l_1_h, 'installation_id'))
-                yield '</code></td><td><code>'
-                yield escape(environment.getattr(l_1_h, 'item'))
-                yield '</code>: '
-                yield escape(environment.getattr(l_1_h, 'reason'))
-                if environment.getattr(l_1_h, 'code'):
-                    pass
-                    yield ' <span class="support">(code '
-                    yield escape(environment.getattr(l_1_h, 'code'))
-                    yield ')</span>'
-                yield '</td><td class="when">'
-                yield escape(environment.getattr(l_1_h, 'since'))
-                yield '</td></tr>\n'
-            l_1_h = missing
-            yield '    </tbody>\n  </table>\n  </div>\n'
-        yield '</section>\n\n<section aria-labelledby="installations">\n  <h2 id="installations">Installations</h2>\n'
-        if (undefined(name='installations') if l_0_installations is missing else l_0_installations):
-            pass
-            yield '  <p class="table-title" id="installations-caption">Installations with live schedules, refusals in the last 24 hours, or the latest sends; most refusals first</p>\n  <div class="table-frame" role="region" aria-labelledby="installations-caption" tabindex="0">\n  <table data-table="installations" aria-labelledby="installations-caption">\n    <thead><tr><th scope="col">Installation</th><th scope="col">Site</th><th scope="col">Live schedules</th><th scope="col">Refused in 24 h</th><th scope="col">Last send</th></tr></thead>\n    <tbody>\n'
-            for l_1_i in (undefined(name='installations') if l_0_installations is missing else l_0_installations):
-                _loop_vars = {}
-                pass
-                yield '<tr data-installation="'
-                yield escape(environment.getattr(l_1_i, 'id'))
-                yield '"><th scope="row"><code>'
-                yield escape(environment.getattr(l_1_i, 'id'))
-                yield '</code></th><td><code>'
-                yield escape(environment.getattr(l_1_i, 'site_id'))
-                yield '</code></td><td>'
-                yield escape(environment.getattr(l_1_i, 'live'))
-                yield '</td><td>'
-                yield escape(environment.getattr(l_1_i, 'refused'))
-                yield '</td><td class="when">'
-                yield escape(environment.getattr(l_1_i, 'last_send'))
-                yield '</td></tr>\n'
-            l_1_i = missing
-            yield '    </tbody>\n  </table>\n  </div>\n'
-        else:
-            pass
-            yield '<p class="empty">No installation yet.</p>'
-        yield '</section>\n'
+        yield '\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=278&24=281&28=295&29=299&30=303&31=307&33=311&36=318&37=320&38=326&39=328&42=333&47=369&48=382&49=384&51=388&60=400&61=403&66=405&76=435&77=437&83=440&93=466&99=469'
+    debug_info = '1=13&2=16&3=51&4=58&5=62&6=66&7=75&8=90&9=111&10=128&11=141&12=167&13=184&14=193&16=233&17=245&20=255&23=285&24=288&31=303&32=307&33=309&35=319&40=345&41=348&46=350&53=380&54=382&60=385&70=414&76=417&83=439&84=443&85=447&86=451&88=455&91=462&92=464&93=470&94=472&97=477&102=513&103=526&104=528&106=532'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'operator.html'}
 
 

@@ -108,16 +108,18 @@ table.deliveries th { white-space: nowrap; }
 .endpoint-form input[type=url] { font: inherit; padding: .4rem .5rem; border: 1px solid #6e6e78; border-radius: 4px;
                                  width: 100%; max-width: 36rem; }
 .endpoint-form input[type=url]:focus { outline: 3px solid #e37400; outline-offset: 2px; }
-/* On a phone, each delivery is a small block of its cells, each named by its column. */
+/* On a phone, each delivery (each refusal) is a small block of its cells, each named by its column. */
 @media (max-width: 30rem) {
-  table.deliveries thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-  table.deliveries tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
-  table.deliveries td { display: block; border: 0; padding: .1rem 0; }
-  table.deliveries td::before { content: attr(data-label) ": "; font-weight: 600; }
+  table.deliveries thead, table.stacks thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.deliveries tr, table.stacks tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
+  table.deliveries td, table.stacks td { display: block; border: 0; padding: .1rem 0; min-width: 0; white-space: normal; }
+  table.deliveries td::before, table.stacks td::before { content: attr(data-label) ": "; font-weight: 600; }
   table.deliveries td.none { display: none; }
 }
 /* The operator page: tables, and charts drawn as inline SVG (classes only, no inline style). */
 .stalled { color: var(--bad); font-weight: 600; }
+.failing { border-left: 4px solid var(--bad); padding: 0 0 0 .75rem; margin: 0 0 1rem; }
+.failing p { margin: 0 0 .25rem; }
 .table-frame { overflow-x: auto; }
 .table-frame { margin: 0 0 1.25rem; }
 table { border-collapse: collapse; font-size: .92rem; }

@@ -9,10 +9,8 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
 from scheduling.actions.listing import Listed, last_page
-from scheduling.domain.notifications import outcome_unknown
-from scheduling.domain.outcomes import WAITING, Status, group_of
+from scheduling.domain.outcomes import WAITING, Attempt, Status, group_of
 from scheduling.domain.schedules import (
-    Attempt,
     Conflict,
     Schedule,
     ShownVersions,
@@ -20,7 +18,14 @@ from scheduling.domain.schedules import (
     needs_repin_text,
 )
 from scheduling.domain.times import duration_text, instant_text, rfc3339
-from scheduling.domain.wording import KIND, STATUS, explain_answer, explain_result, support_detail
+from scheduling.domain.wording import (
+    KIND,
+    STATUS,
+    answered_status,
+    explain_answer,
+    explain_result,
+    support_detail,
+)
 from scheduling.http.html.render import deadline_ms, lateness_ms, planned_try
 from scheduling.repository.installations import Session
 from scheduling.repository.schedules import PAGE_SIZE
@@ -174,7 +179,6 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
     own = schedule.timezone
     zone = zone or own
     last = schedule.attempts[-1] if schedule.attempts else None
-    answered = last.http_status if last is not None and last.code == schedule.result_code else None
     next_label, next_note, ending = _next_try(schedule, moment, zone)
     late = _late(schedule)
     deadline = deadline_ms(schedule.due_at, moment.max_lateness_ms)
@@ -198,14 +202,12 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
         result_code=schedule.result_code,
         result_text=explain_result(
             schedule.result_code,
-            last.code if last is not None else None,
-            last.http_status if last is not None else None,
+            last,
             ended_by=schedule.ended_by,
             tries=schedule.attempt_count,
             lateness_ms=moment.max_lateness_ms,
-            unknown=last is not None and outcome_unknown(last.code, last.finished_at is not None),
         ),
-        support=_support(schedule, answered),
+        support=_support(schedule, answered_status(schedule.result_code, last)),
         requested_by_name=schedule.requested_by_name,
         revision=schedule.revision,
         cancelled_label=_by_whom(schedule.cancelled_by_name, schedule.cancelled_at, zone),
