@@ -1,5 +1,6 @@
 """A release's page: what it is (and is not: atomic), its items in send order as cards, and the
-forms that act on it. Sources only: the page renders it compiled."""
+forms that act on it; and the installation's releases, one line each. Sources only: the pages
+render them compiled."""
 
 RELEASE = """{% extends "base.html" %}
 {% from "cards.html" import schedule_card, session_fields %}
@@ -76,5 +77,24 @@ RELEASE = """{% extends "base.html" %}
 {% endif %}
 <p class="support">For support: release {{ release_id }}.</p>
 </section>
+{% endblock %}
+"""
+
+RELEASES = """{% extends "base.html" %}
+{% block main %}
+<h1>Releases</h1>
+<p>A release is several pinned changes sent one at a time, in order, at one time. Make one, or add to one, from a content's page: open it in Dee Wan, press Schedule, then choose a release.</p>
+{% if releases %}
+<ul class="releases" aria-label="Releases">
+{% for r in releases %}
+  <li class="release-line" data-release-id="{{ r.id }}" data-release-status="{{ r.status }}">
+    <a href="{{ r.href }}">“{{ r.name }}”</a>: {{ r.items }}, at <time datetime="{{ r.when_iso }}">{{ r.when }}</time>.
+    <span class="status status-{{ r.status }}">{{ r.status_label }}</span>
+  </li>
+{% endfor %}
+</ul>
+{% else %}
+<p class="empty" data-releases-empty>This installation has no releases.</p>
+{% endif %}
 {% endblock %}
 """

@@ -1,5 +1,6 @@
 """`GET …/releases` (any launch of the installation): the installation's releases, several
-pinned changes sent in order at one time. None can be made yet: the page says so."""
+pinned changes sent in order at one time; held ones first, then the waiting ones by their
+time, then the ended ones, newest first. Each links to its page within the launch."""
 
 from __future__ import annotations
 
@@ -7,19 +8,28 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from scheduling.actions.access import open_access
+from scheduling.domain.localtime import rfc3339
+from scheduling.domain.time_words import instant_text
+from scheduling.domain.wording import counted
 from scheduling.http.guards import require_session
 from scheduling.http.html.render import Room, page, rooms
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
+from scheduling.pages.release_page import STATUS_WORDS
+from scheduling.repository import releases as stored
 from scheduling.services import Services
 
-RELEASES = """{% extends "base.html" %}
-{% block main %}
-<h1>Releases</h1>
-<p>A release is several pinned changes sent in order at one time.</p>
-<p class="empty" data-releases-empty>This installation has no releases.</p>
-{% endblock %}
-"""
+
+@dataclass(frozen=True)
+class ReleaseLine:
+    id: str
+    name: str
+    status: str
+    status_label: str
+    when: str
+    when_iso: str
+    items: str  # "3 items"
+    href: str
 
 
 @dataclass(frozen=True)
@@ -30,12 +40,23 @@ class ReleasesPage:
     person_name: str
     rooms: tuple[Room, ...]
     dee_wan_href: str
+    releases: tuple[ReleaseLine, ...]
 
 
 async def releases(request: Request, services: Services) -> Response:
     session = await require_session(request, services)
     access = await open_access(services, session)
+    now = services.clock.now_ms()
+    lines = tuple(
+        ReleaseLine(
+            r.id, r.name, r.shown(now), STATUS_WORDS[r.shown(now)],
+            instant_text(r.due_at, r.timezone), rfc3339(r.due_at), counted(r.items, "item"),
+            session.href(f"/releases/{r.id}"),
+        )
+        for r in await stored.of_installation(services.db, session.installation_id)
+    )  # fmt: skip
     model = ReleasesPage(
-        "Releases", session.person_name, rooms(session, "releases"), access.installation.base_url
-    )
+        "Releases", session.person_name, rooms(session, "releases"),
+        access.installation.base_url, lines,
+    )  # fmt: skip
     return page(model)

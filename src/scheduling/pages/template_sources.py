@@ -24,8 +24,7 @@ from scheduling.pages.notifications.notifications_template import (
     ENDPOINT_CONFIRM,
     NOTIFICATIONS,
 )
-from scheduling.pages.release_template import RELEASE
-from scheduling.pages.releases_room import RELEASES
+from scheduling.pages.release_template import RELEASE, RELEASES
 
 SOURCES = {
     "base.html": BASE,

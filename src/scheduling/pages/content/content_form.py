@@ -13,9 +13,10 @@ from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import Retry, occurrence_labels, occurrences
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.pins import ShownVersions
+from scheduling.domain.release import ReleaseStatus
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.statuses import WAITING
-from scheduling.domain.time_words import duration_words, wall_text
+from scheduling.domain.time_words import duration_words, instant_text, wall_text
 from scheduling.domain.timezones import canonical_zone
 from scheduling.http.html import time_labels
 from scheduling.http.html.view_models import replaces_text
@@ -176,6 +177,16 @@ class FormPart:
     time_entered: str | None
     fold_choices: tuple[str, ...] | None
     focus_fold: bool
+    releases: tuple[Choice, ...] = ()  # the waiting releases the change may join
+
+
+def _releases(view: ContentView) -> tuple[Choice, ...]:
+    """The installation's releases still waiting for their time, by their time."""
+    return tuple(
+        Choice(r.id, f"“{r.name}”, at {instant_text(r.due_at, r.timezone)}", False)
+        for r in sorted(view.releases, key=lambda r: r.due_at)
+        if r.status == ReleaseStatus.WAITING and r.due_at > view.now_ms
+    )
 
 
 def form_part(view: ContentView, refusal: FormRefusal | None, kept: KeptForm | None) -> FormPart:
@@ -208,4 +219,6 @@ def form_part(view: ContentView, refusal: FormRefusal | None, kept: KeptForm | N
     fold_choices = tuple(occurrence_labels(*both)) if both else None
     focus_fold = bool(error and error.code == "ambiguous_local_time" and fold_choices)
     entered = _entered(form, error is not None)
-    return FormPart(pins, choices, form, error, form_zone, entered, fold_choices, focus_fold)
+    return FormPart(
+        pins, choices, form, error, form_zone, entered, fold_choices, focus_fold, _releases(view)
+    )

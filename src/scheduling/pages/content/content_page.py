@@ -37,6 +37,7 @@ from scheduling.http.html.view_models import (
     CardPage,
     Moment,
     Pager,
+    ReleaseRef,
     RetryOffer,
     ScheduleCard,
     card_page,
@@ -134,6 +135,7 @@ class ContentPage:
     site_timezone: str | None
     zones: tuple[str, ...]
     choices: tuple[Choice, ...]
+    releases: tuple[Choice, ...]  # the waiting releases the change may join
     form: ScheduleForm
     time_entered: str | None  # the form's time, written the one way (the picker writes its own)
     error: FormError | None
@@ -170,7 +172,7 @@ def content_page(
     """`refusal` and `kept`: the form shown again (`content_form.form_part`)."""
     read, session = view.read, view.access.session
     moment = Moment(view.now_ms, max_lateness_ms)
-    shown = cards(view.schedules, moment, live=view.live)
+    shown = _in_releases(view, cards(view.schedules, moment, live=view.live))
     if read is None:
         shown = _offer_again(shown, kept)
     part = form_part(view, refusal, kept)
@@ -193,6 +195,7 @@ def content_page(
         site_timezone=site_zone,
         zones=offered_zones(),
         choices=part.choices,
+        releases=part.releases,
         form=part.form,
         time_entered=part.time_entered,
         error=part.error,
@@ -216,6 +219,12 @@ def content_page(
         rooms=rooms(session, "schedules"),
         dee_wan_href=view.access.installation.base_url,
     )
+
+
+def _in_releases(view: ContentView, shown: tuple[ScheduleCard, ...]) -> tuple[ScheduleCard, ...]:
+    """Each item of a release names it (and links to its page)."""
+    named = {r.id: ReleaseRef(r.id, r.name, r.shown(view.now_ms)) for r in view.releases}
+    return tuple(replace(c, release=named.get(c.release_id or "")) for c in shown)
 
 
 def _page_note(view: ContentView) -> str | None:

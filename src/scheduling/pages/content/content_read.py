@@ -17,11 +17,12 @@ from scheduling.dee_wan import UNAVAILABLE
 from scheduling.domain.content import ContentRead
 from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.refusals import Refusal
+from scheduling.domain.release import Release
 from scheduling.domain.rights import Rights, offered_by
 from scheduling.domain.schedule import Schedule
 from scheduling.domain.secret_shapes import is_id
 from scheduling.domain.statuses import Status
-from scheduling.repository import schedules
+from scheduling.repository import releases, schedules
 from scheduling.repository.schedules import SchedulePage
 from scheduling.repository.sessions import Session
 from scheduling.services import Services
@@ -53,6 +54,7 @@ class ContentView:
     primary_title: str | None  # a translation's main item's title, when Dee Wan gave it
     now_ms: int
     unread: Refusal | None = None  # why the content could not be read
+    releases: tuple[Release, ...] = ()  # the installation's: to join, and its items' own
 
 
 async def show_content(
@@ -169,6 +171,7 @@ async def _view(
         primary_title=await _primary_title(services, access, read) if read else None,
         now_ms=services.clock.now_ms(),
         unread=unread,
+        releases=tuple(await releases.of_installation(db, installation_id)),
     )
 
 

@@ -113,6 +113,19 @@ CONTENT = """{% extends "base.html" %}
     <div class="choice"><input type="radio" name="fold" id="fold-later" value="later"{% if form.fold == "later" %} checked{% endif %}><label for="fold-later">The later one: {{ fold_choices[1] }}</label></div>
   </fieldset>
   {% endif %}
+  <div class="field release-choice">
+    <label for="release">Release</label>
+    <p class="hint" id="release-hint">A release sends several changes one at a time, in order, at its own time: a change added to a waiting release takes its time, not the one above.</p>
+    <select id="release" name="release" aria-describedby="release-hint{% if error and error.field == 'release' %} form-error{% endif %}"{% if error and error.field == "release" %} aria-invalid="true"{% endif %}>
+      <option value=""{% if not form.release %} selected{% endif %}>On its own</option>
+      {% for r in releases %}<option value="{{ r.value }}"{% if form.release == r.value %} selected{% endif %}>Add it to the release {{ r.label }}</option>
+      {% endfor %}<option value="new"{% if form.release == "new" %} selected{% endif %}>A new release at the time above, named below</option>
+    </select>
+  </div>
+  <div class="field">
+    <label for="release_name">Name of a new release</label>
+    <input type="text" id="release_name" name="release_name" maxlength="100" value="{{ form.release_name }}"{% if error and error.field == "release_name" %} aria-invalid="true" aria-describedby="form-error"{% endif %}>
+  </div>
   <button type="submit">Schedule</button>
 </form>
 {% elif unread %}
