@@ -1221,6 +1221,15 @@ def _content_html(environment):
                 yield '</code> for '
                 yield escape(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'replaced'))
                 yield ', which will not be sent; it is kept in the history below.</p>'
+            if environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'):
+                pass
+                yield '<p data-release-id="'
+                yield escape(environment.getattr(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'), 'id'))
+                yield '" data-release-status="'
+                yield escape(environment.getattr(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'), 'status'))
+                yield '">It is an item of the release “'
+                yield escape(environment.getattr(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'), 'name'))
+                yield '”, sent at its time after the items before it.</p>'
             yield '  <p data-deadline="'
             yield escape(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'deadline_iso'))
             yield '">If Dee Wan cannot be reached, nothing is sent after <time datetime="'
@@ -1529,7 +1538,7 @@ def _content_html(environment):
         yield '\n</section>\n'
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=195&19=198&21=200&22=202&23=204&24=206&25=215&28=233&30=235&31=241&32=246&33=249&34=251&35=253&36=257&40=260&41=267&42=289&43=291&44=294&45=296&46=304&47=314&48=320&49=329&50=341&51=348&57=359&58=362&59=368&60=370&61=380&62=383&63=387&64=389&65=391&68=394&71=396&72=399&73=401&74=403&75=405&77=410&79=415&80=433&82=437&83=448&88=461&89=467&90=477&94=490&95=496&96=506&98=514&99=517&101=521&102=523&103=532&109=539&110=547&111=551&112=565&117=569&121=575&130=582&131=589&132=591&133=593&134=595&136=600&138=602&139=605&140=613&141=615&144=617'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=195&19=198&21=200&22=202&23=204&24=206&25=215&28=233&30=235&31=241&32=246&33=249&34=251&35=253&36=257&40=260&41=267&42=289&43=291&44=294&45=296&46=304&47=313&48=323&49=329&50=338&51=350&52=357&58=368&59=371&60=377&61=379&62=389&63=392&64=396&65=398&66=400&69=403&72=405&73=408&74=410&75=412&76=414&78=419&80=424&81=442&83=446&84=457&89=470&90=476&91=486&95=499&96=505&97=515&99=523&100=526&102=530&103=532&104=541&110=548&111=556&112=560&113=574&118=578&122=584&131=591&132=598&133=600&134=602&135=604&137=609&139=611&140=614&141=622&142=624&145=626'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 

@@ -275,7 +275,7 @@ def _receipt(view: ContentView, moment: Moment) -> Receipt | None:
     replaced = view.replaced
     ahead = years_ahead(made.due_at - view.now_ms)
     return Receipt(
-        card=schedule_card(made, moment),
+        card=_in_releases(view, (schedule_card(made, moment),))[0],
         replaced=instant_text(replaced.due_at, replaced.timezone) if replaced else None,
         replaced_id=replaced.id if replaced else None,
         replaced_version=replaced.version_id if replaced else None,

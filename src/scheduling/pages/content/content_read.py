@@ -146,7 +146,7 @@ async def _view(
         shown = last_page(page.total)
         page = await schedules.list_for(db, installation_id, primary, shown)
     made = next((s for s in page.schedules if s.id == created), None) if created else None
-    if made is not None and made.status != Status.PENDING:
+    if made is not None and made.status not in (Status.PENDING, Status.QUEUED):
         made = None
     ended = None
     if cancelled is not None and is_id(cancelled):

@@ -54,6 +54,7 @@ CONTENT = """{% extends "base.html" %}
 <div class="notice" role="status" data-confirmation="{{ made.id }}">
   <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at <time datetime="{{ made.when_iso }}">{{ made.when_label }}</time>.</p>
   {% if notice.replaced %}<p data-replaced="{{ notice.replaced_id }}">It replaces the schedule of version <code>{{ notice.replaced_version }}</code> for {{ notice.replaced }}, which will not be sent; it is kept in the history below.</p>{% endif %}
+  {% if made.release %}<p data-release-id="{{ made.release.id }}" data-release-status="{{ made.release.status }}">It is an item of the release “{{ made.release.name }}”, sent at its time after the items before it.</p>{% endif %}
   <p data-deadline="{{ made.deadline_iso }}">If Dee Wan cannot be reached, nothing is sent after <time datetime="{{ made.deadline_iso }}">{{ made.deadline_label }}</time>.</p>
   {% if notice.conflict %}<p data-conflict="{{ notice.conflict.role }}" data-conflict-with="{{ notice.conflict.other_id }}"><strong>Collision:</strong> {{ notice.conflict.text }}</p>{% endif %}
   {% if notice.sent_now %}<p data-sent-now="{{ notice.sent_now }}">Sent now instead of at its time: {% if notice.sent_now == "clock" %}the installation's clock was told, so it leaves within seconds{% else %}the runner's next tick sends it, within a minute{% endif %}.</p>{% endif %}
