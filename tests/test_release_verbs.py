@@ -248,6 +248,11 @@ async def test_the_content_form_offers_the_waiting_releases_and_an_item_names_it
     at = instant_text(due, "UTC")
     assert words(offered[1][1]) == f"Add it to the release “Spring launch”, at {at}"
     assert 'name="release_name"' in form
+    added = await browser.create(installation.id, transition="unpublish:draft", release=release_id)
+    receipt = (await browser.follow(added)).body.decode()
+    notice = receipt.split("data-confirmation=", 1)[1].split("</div>", 1)[0]
+    assert f'data-release-id="{release_id}"' in notice  # queued behind the others, at its time
+    assert f"Scheduled: unpublish the pinned version ver_2 at {at}." in words(notice)
     # The item's own content page names its release (the browser walk: within its tab).
     page = (await world.open_page(installation, "cnt_en")).page()
     item = card(page, first)
