@@ -54,7 +54,7 @@ class ContentView:
     primary_title: str | None  # a translation's main item's title, when Dee Wan gave it
     now_ms: int
     unread: Refusal | None = None  # why the content could not be read
-    releases: tuple[Release, ...] = ()  # the installation's: to join, and its items' own
+    releases: tuple[Release, ...] = ()  # the installation's waiting or held: to join, to name
 
 
 async def show_content(
@@ -171,7 +171,7 @@ async def _view(
         primary_title=await _primary_title(services, access, read) if read else None,
         now_ms=services.clock.now_ms(),
         unread=unread,
-        releases=tuple(await releases.of_installation(db, installation_id)),
+        releases=tuple(await releases.of_installation(db, installation_id, open_only=True)),
     )
 
 
