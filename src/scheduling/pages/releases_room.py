@@ -21,7 +21,9 @@ from scheduling.services import Services
 
 
 @dataclass(frozen=True)
-class ReleaseLine:
+class ReleaseEntry:
+    """One release as the room lists it."""
+
     id: str
     name: str
     status: str
@@ -40,7 +42,7 @@ class ReleasesPage:
     person_name: str
     rooms: tuple[Room, ...]
     dee_wan_href: str
-    releases: tuple[ReleaseLine, ...]
+    releases: tuple[ReleaseEntry, ...]
 
 
 async def releases(request: Request, services: Services) -> Response:
@@ -48,7 +50,7 @@ async def releases(request: Request, services: Services) -> Response:
     access = await open_access(services, session)
     now = services.clock.now_ms()
     lines = tuple(
-        ReleaseLine(
+        ReleaseEntry(
             r.id, r.name, r.shown(now), STATUS_WORDS[r.shown(now)],
             instant_text(r.due_at, r.timezone), rfc3339(r.due_at), counted(r.items, "item"),
             session.href(f"/releases/{r.id}"),

@@ -56,7 +56,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <dt>Requested by</dt>
       <dd>{{ s.requested_by_name }}</dd>
     </dl>
-    {% if s.release %}<p class="release-of" data-release-id="{{ s.release.id }}" data-release-status="{{ s.release.status }}">An item of the release <a href="/installations/{{ page.installation_id }}/releases/{{ s.release.id }}{% if page.tab %}?tab={{ page.tab }}{% endif %}">“{{ s.release.name }}”</a>: it is sent with it, in its order.</p>{% endif %}
+    {% if s.release %}<p class="release-of" data-release-id="{{ s.release.id }}" data-release-status="{{ s.release.status }}">An item of the release <a href="/installations/{{ page.installation_id }}/releases/{{ s.release.id }}{% if page.tab %}?tab={{ page.tab }}{% endif %}">“{{ s.release.name }}”</a>.</p>{% endif %}
     {% if page.context_kind == "content" and page.pins and s.cancellable and s.status in ("pending", "retrying") and not s.release_id %}
     <details class="move">
       <summary>Change its time, or send it now<span class="visually-hidden"> ({{ s.change }} at {{ s.when_short }})</span></summary>

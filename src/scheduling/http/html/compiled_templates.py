@@ -617,7 +617,7 @@ def _cards_html(environment):
                 t_6.extend((
                     '">“',
                     escape(environment.getattr(environment.getattr(l_1_s, 'release'), 'name')),
-                    '”</a>: it is sent with it, in its order.</p>',
+                    '”</a>.</p>',
                 ))
             if (((((environment.getattr(l_1_page, 'context_kind') == 'content') and environment.getattr(l_1_page, 'pins')) and environment.getattr(l_1_s, 'cancellable')) and (environment.getattr(l_1_s, 'status') in ('pending', 'retrying'))) and (not environment.getattr(l_1_s, 'release_id'))):
                 pass

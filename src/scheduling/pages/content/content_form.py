@@ -181,10 +181,10 @@ class FormPart:
 
 
 def _releases(view: ContentView) -> tuple[Choice, ...]:
-    """The installation's releases still waiting for their time, by their time."""
+    """The installation's releases still waiting for their time (listed by their time)."""
     return tuple(
         Choice(r.id, f"“{r.name}”, at {instant_text(r.due_at, r.timezone)}", False)
-        for r in sorted(view.releases, key=lambda r: r.due_at)
+        for r in view.releases
         if r.status == ReleaseStatus.WAITING and r.due_at > view.now_ms
     )
 
