@@ -285,3 +285,25 @@ async def test_the_releases_room_lists_each_release_with_its_status_and_items(
     assert said.startswith(f"“Spring launch”: 2 items, at {instant_text(due, 'UTC')}.")
     assert "Waiting, with an item Dee Wan would refuse" in said
     assert "data-releases-empty" not in page
+
+
+async def test_a_content_launch_re_pins_its_own_item_from_the_release_page(world: World) -> None:
+    installation = await world.install()
+    release_id, (first, second), _ = await a_release(world, installation)
+    world.core.state.edit("cnt_en")  # both pins move
+    world.core.state.edit("cnt_page")
+    browser = await world.open_page(installation, "cnt_en")
+    shown = await browser.get(f"/installations/{installation.id}/releases/{release_id}")
+    assert shown.status == 200, shown.body[:2000]
+    page = shown.body.decode()
+    assert 'class="repin"' not in card(page, second)  # another content's: from its own page
+    assert "use Schedule on this content in Dee Wan" in words(card(page, second))
+    form = card(page, first).split('class="repin"', 1)[1].split("</form>", 1)[0]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
+    repinned = await browser.post(f"/installations/{installation.id}/schedules", fields)
+    assert repinned.status == 303, repinned.body[:2000]
+    found = await statuses(world, release_id)
+    assert [(status, place) for _, status, place in found if status != "superseded"] == [
+        ("pending", 1),
+        ("queued", 2),
+    ]  # the new pin keeps the first place

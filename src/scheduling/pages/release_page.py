@@ -16,7 +16,7 @@ from scheduling.actions.create import create_schedule as create
 from scheduling.actions.listing import listed
 from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import rfc3339
-from scheduling.domain.pins import pin_of
+from scheduling.domain.pins import ShownVersions, pin_of
 from scheduling.domain.refusals import Refusal
 from scheduling.domain.release import RELEASE_HELD, Release, ReleaseLine, held_text
 from scheduling.domain.schedule import Schedule
@@ -123,7 +123,19 @@ async def _model(
     now = services.clock.now_ms()
     items = await releases.items(services.db, release.installation_id, release.id, number)
     reads = checked.reads if checked is not None else {}
-    rows = listed(items.schedules, session.rights, reads)
+    # An item is pinned again from its launch's own content, with the versions its read shows.
+    own = reads.get(session.content_primary_id or "")
+    pins = (
+        ShownVersions(own.content.current_version_id, own.content.published_version_id)
+        if own
+        else None
+    )
+    rows = tuple(
+        r
+        if own and r.schedule.content_id == own.content.primary_id
+        else replace(r, repin_version=None)
+        for r in listed(items.schedules, session.rights, reads)
+    )
     shown = cards(rows, Moment(now, services.config.max_lateness_ms))
     status = release.shown(now)
     held = next((s for s in items.schedules if s.id == release.held_by), None)
@@ -149,7 +161,7 @@ async def _model(
         held_by=release.held_by,
         resume=_resume(held, reads.get(held.content_id) if held else None),
         items=shown,
-        card_page=card_page(session, back=()),
+        card_page=replace(card_page(session, pins=pins), context_kind="release"),
         pager=pager(
             lambda n: f"{base}?page={n}" if n > 1 else base,
             number,

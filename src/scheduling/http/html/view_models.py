@@ -136,8 +136,9 @@ class CardPage:
 
     @property
     def show_content(self) -> bool:
-        """The manage view names each card's content; a content page is about one."""
-        return self.context_kind == "manage"
+        """The manage view and a release's page name each card's content; a content page is
+        about one."""
+        return self.context_kind != "content"
 
     def cancel_href(self, schedule_id: str) -> str:
         """The confirmation page of a cancel, which comes back to this view."""
