@@ -13,7 +13,7 @@ from typing import ClassVar
 from scheduling.actions import release_verbs as act
 from scheduling.actions.create import ScheduleForm
 from scheduling.actions.create import create_schedule as create
-from scheduling.actions.listing import listed
+from scheduling.actions.listing import Listed, listed
 from scheduling.domain.content import ContentRead
 from scheduling.domain.localtime import rfc3339
 from scheduling.domain.pins import ShownVersions, pin_of
@@ -123,19 +123,7 @@ async def _model(
     now = services.clock.now_ms()
     items = await releases.items(services.db, release.installation_id, release.id, number)
     reads = checked.reads if checked is not None else {}
-    # An item is pinned again from its launch's own content, with the versions its read shows.
-    own = reads.get(session.content_primary_id or "")
-    pins = (
-        ShownVersions(own.content.current_version_id, own.content.published_version_id)
-        if own
-        else None
-    )
-    rows = tuple(
-        r
-        if own and r.schedule.content_id == own.content.primary_id
-        else replace(r, repin_version=None)
-        for r in listed(items.schedules, session.rights, reads)
-    )
+    rows, pins = _repinnable(listed(items.schedules, session.rights, reads), session, reads)
     shown = cards(rows, Moment(now, services.config.max_lateness_ms))
     status = release.shown(now)
     held = next((s for s in items.schedules if s.id == release.held_by), None)
@@ -180,6 +168,21 @@ async def _model(
             "fold": release.fold or "",
         },
     )
+
+
+def _repinnable(
+    rows: Sequence[Listed], session: Session, reads: Mapping[str, ContentRead | None]
+) -> tuple[tuple[Listed, ...], ShownVersions | None]:
+    """An item is pinned again from its launch's own content, with the versions the check
+    read of it (which the re-pin checks); another content's, from that content's page."""
+    own = reads.get(session.content_primary_id or "")
+    if own is None:
+        return tuple(replace(r, repin_version=None) for r in rows), None
+    pins = ShownVersions(own.content.current_version_id, own.content.published_version_id)
+    mine = own.content.primary_id
+    return tuple(
+        r if r.schedule.content_id == mine else replace(r, repin_version=None) for r in rows
+    ), pins
 
 
 def _checked(release: Release, checked: act.Checked | None) -> str:
