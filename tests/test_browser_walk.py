@@ -336,8 +336,9 @@ def keyboard_schedule(
         choose_radio(page, fold)
         assert active(page)["id"] == FOLD_IDS[fold]
     else:
-        assert page.locator('input[name="fold"]').count() == 0  # asked only when it matters
-    button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
+        assert page.locator('.schedule-form input[name="fold"]').count() == 0  # when it matters
+    # Past the release's choice and name (a schedule on its own, left as it is).
+    button = tab_until(page, lambda e: e["tag"] == "button", limit=4)
     assert button["text"] == "Schedule"
     return submit(page, press, status)
 
@@ -478,7 +479,7 @@ def test_keyboard_create_refusal_fix_supersede_and_cancel(
     #    The receipt names the schedule it replaced, by its time.
     assert tab(page, "ArrowDown")["id"] == "fold-later"
     assert page.locator("#fold-later").is_checked()
-    button = tab_until(page, lambda e: e["tag"] == "button", limit=2)
+    button = tab_until(page, lambda e: e["tag"] == "button", limit=4)  # past the release's
     assert button["text"] == "Schedule"
     fixed = submit(page)
     second = confirmed_id(page)

@@ -1,7 +1,8 @@
-"""An editor works on many contents at once, in a real browser (issue 48): two contents in two
-tabs of one browser, each scheduling, reloaded and acting on its own content; the rooms, the
+"""An editor works on many contents at once, in a real browser (issues 47 and 48): two contents in
+two tabs of one browser, each scheduling, reloaded and acting on its own content; the rooms, the
 calendar (a week, a list, at 1280 and 390 px), the feed made and read by an iCalendar parser,
-and what happened since the last visit. Every new page and state: axe-core 0 violations at
+what happened since the last visit, and a release made from content pages, reordered, checked,
+re-pinned and sent in order. Every new page and state: axe-core 0 violations at
 1280 and 390 px. Headless Debian Chromium against `scripts.devstack` (tests/support/browser.py).
 """
 
@@ -28,9 +29,11 @@ from tests.support.browser import (
     run_tick,
     schedule_item,
 )
+from tests.support.doc_pictures import picture
 from tests.support.time_format import raw_times
 
 ADMIN = "Margaret Hamilton (admin)"
+RELEASED = ("Landing", "Article", "Menu")  # the release's contents, in the order added
 PHONE: ViewportSize = {"width": 390, "height": 844}
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
@@ -44,6 +47,7 @@ pytestmark = [
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     with installed_stack(tmp_path_factory.mktemp("devstack")) as dev:
         contents = [("cnt_alpha", "Alpha news"), ("cnt_beta", "Beta page"), ("cnt_gamma", "Gamma")]
+        contents += [(f"cnt_{name.lower()}", name) for name in RELEASED]
         httpx.post(
             f"{dev.core_origin}/__fake/seed",
             json={"contents": [{"id": cid, "title": title} for cid, title in contents]},
@@ -184,3 +188,95 @@ def test_the_first_page_after_a_launch_says_what_happened_since_once(
     audit(page, "news", shots)
     page.reload()
     assert page.locator("[data-news-of]").count() == 0
+
+
+def release_items(page: Page) -> list[str]:
+    """The release page's items, in send order."""
+    cards = page.locator("ol.release-items li.schedule")
+    return [str(cards.nth(n).get_attribute("data-schedule-id")) for n in range(cards.count())]
+
+
+def add_to_release(page: Page, stack: DevStack, content_id: str, release: str) -> str:
+    """From a content's page: its publish added to a waiting release (its time is used)."""
+    launch(page, stack, content_id)
+    page.get_by_label("Release", exact=True).select_option(release)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Schedule", exact=True).click()
+    return confirmed_id(page)
+
+
+def test_a_release_is_made_reordered_checked_repinned_and_sent_in_order(
+    stack: DevStack, context: BrowserContext, shots: Path
+) -> None:
+    landing, article, menu = (f"cnt_{name.lower()}" for name in RELEASED)
+    page = context.new_page()
+    launch(page, stack, landing)
+    local, due_ms = minutes_ahead("Europe/Paris", 10)  # a tick is at most 15 min ahead
+    page.locator("#local_time").fill(local)
+    page.locator("#timezone").fill("Europe/Paris")
+    page.get_by_label("Release", exact=True).select_option("new")
+    page.get_by_label("Name of a new release").fill("Autumn launch")
+    picture(page, "release-form", shots, width=1280, show="#new-heading")
+    with page.expect_navigation():
+        page.get_by_role("button", name="Schedule", exact=True).click()
+    first = confirmed_id(page)
+    named = schedule_item(page, first).locator(".release-of")
+    release = str(named.get_attribute("data-release-id"))
+    assert named.get_attribute("data-release-status") == "waiting"
+    audit(page, "release-made", shots)
+    second = add_to_release(page, stack, article, release)
+    third = add_to_release(page, stack, menu, release)
+
+    # The item's card leads to the release's page, within the launch's tab.
+    tab = page.url.split("tab=", 1)[1].split("&", 1)[0]
+    follow(page, f'li.schedule[data-schedule-id="{third}"] .release-of a')
+    assert page.url.endswith(f"/releases/{release}?tab={tab}")
+    assert release_items(page) == [first, second, third]
+    # A site admin, who may act on every item, finds it in the Releases room and reorders it.
+    launch(page, stack)
+    follow(page, 'nav.rooms [data-room="releases"]')
+    line = page.locator(f'li.release-line[data-release-id="{release}"]')
+    assert line.get_attribute("data-release-status") == "waiting"
+    assert "“Autumn launch”: 3 items, at " in line.inner_text()
+    audit(page, "releases-room", shots)
+    follow(page, f'li.release-line[data-release-id="{release}"] a')
+    follow(page, f'li[data-order-of="{first}"] button:has-text("Down")')
+    assert release_items(page) == [second, first, third]
+    audit(page, "release-page", shots)
+
+    # Someone saves a new version of the menu in Dee Wan: Check now finds the conflict.
+    httpx.post(
+        f"{stack.core_origin}/__fake/content",
+        json={"content_id": menu, "action": "edit"},
+        timeout=10,
+    ).raise_for_status()
+    follow(page, "button:has-text('Check now')")
+    section = page.locator("section.release")
+    assert section.get_attribute("data-release-status") == "conflict"
+    assert schedule_item(page, third).get_attribute("data-pin-stale") == "true"
+    audit(page, "release-conflict", shots)
+    picture(page, "release-page", shots, width=1280)
+
+    # The menu's page re-pins it in one step: the new item keeps its place.
+    launch(page, stack, menu)
+    follow(page, f'li.schedule[data-schedule-id="{third}"] form.repin button')
+    repinned = confirmed_id(page)
+    follow(page, f'li.schedule[data-schedule-id="{repinned}"] .release-of a')
+    assert release_items(page) == [second, first, repinned]
+    assert page.locator("section.release").get_attribute("data-release-status") == "waiting"
+
+    # At its time the three are applied, one at a time, in the order shown.
+    since = httpx.get(f"{stack.core_origin}/__fake/calls", timeout=10).json()["calls"]
+    run_tick(stack.plugin_origin, due_ms + 1000)
+    page.reload()
+    assert page.locator("section.release").get_attribute("data-release-status") == "completed"
+    statuses = page.locator("ol.release-items li.schedule")
+    assert [statuses.nth(n).get_attribute("data-status") for n in range(3)] == ["completed"] * 3
+    calls = httpx.get(
+        f"{stack.core_origin}/__fake/calls",
+        params={"endpoint": "transitions", "since": str(max((c["seq"] for c in since), default=0))},
+        timeout=10,
+    ).json()["calls"]
+    sent = [(c["body"]["content_id"], c["code"]) for c in calls]
+    assert sent == [(c, "transition_applied") for c in (article, landing, menu)]
+    audit(page, "release-completed", shots)

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from fake_core.state import Installation
-from tests.support.world import MINUTE, Browser, World, local, row, schedule, sends, tick_at
+from tests.support.world import MINUTE, Browser, World, card, local, row, schedule, sends, tick_at
 
 
 async def card_form(
@@ -173,3 +173,37 @@ async def test_only_a_waiting_schedule_of_this_content_is_moved(world: World) ->
     refused = await send_now(browser, installation, mine["id"])
     assert refused.status == 409
     assert 'data-error-code="not_repinnable"' in refused.body.decode()
+
+
+def card_forms(page: str, schedule_id: str) -> dict[str, dict[str, str]]:
+    """The forms a schedule's card offers, by what they do, with the fields each sends."""
+    found = {}
+    for action, form in re.findall(
+        rf'<form method="post" action="[^"]*/schedules/{schedule_id}/([a-z-]+)"(.*?)</form>',
+        card(page, schedule_id),
+        re.S,
+    ):
+        found[action] = dict(re.findall(r'<input [^>]*name="([^"]+)"[^>]*value="([^"]*)"', form))
+    return found
+
+
+async def test_a_waiting_cards_own_forms_move_it_and_send_it_now(world: World) -> None:
+    installation = await world.install()
+    old = await schedule(world, installation, in_minutes=60)
+    browser = await card_form(world, installation)
+    forms = card_forms(browser.page(), old["id"])
+    assert set(forms) == {"move", "send-now"}
+    move_fields = forms["move"]
+    assert (move_fields["local_time"], move_fields["timezone"]) == (old["local_time"], "UTC")
+    later = (world.clock.now_ms() // MINUTE + 90) * MINUTE
+    path = f"/installations/{installation.id}/schedules/{old['id']}"
+    moved = await browser.post(f"{path}/move", {**move_fields, "local_time": local(later)})
+    assert moved.status == 303, moved.body[:2000]
+    new = await row(world, made_id(moved))
+    assert (new["due_at"], new["replaces"]) == (later, old["id"])
+    page = (await browser.follow(moved)).body.decode()
+    assert card_forms(page, old["id"]) == {}  # replaced: no longer moved or sent
+    sent = await browser.post(f"{path.rsplit('/', 1)[0]}/{new['id']}/send-now",
+                              card_forms(page, new["id"])["send-now"])  # fmt: skip
+    assert sent.status == 303, sent.body[:2000]
+    assert (await row(world, made_id(sent)))["replaced_as"] == "sent_now"

@@ -10,7 +10,8 @@ from typing import Any
 
 from fake_core import Fault
 from fake_core.state import Installation
-from tests.support.world import MINUTE, Browser, World, local, tick_at, words
+from scheduling.domain.times import instant_text
+from tests.support.world import MINUTE, Browser, World, card, local, tick_at, words
 
 BOTH = ("cnt_en", "cnt_page")
 
@@ -232,3 +233,77 @@ async def test_a_form_without_its_token_is_refused_on_the_error_page(world: Worl
     assert 'data-error-code="csrf_failed"' in refused.body.decode()
     assert "data-release-id" not in refused.body.decode()  # not the release's page
     assert [s for _, s, _ in await statuses(world, release_id)] == ["pending", "queued"]
+
+
+async def test_the_content_form_offers_the_waiting_releases_and_an_item_names_its_own(
+    world: World,
+) -> None:
+    installation = await world.install()
+    release_id, (first, _), due = await a_release(world, installation)
+    browser = await world.open_page(installation, "cnt_pub")
+    form = browser.page().split('class="schedule-form"', 1)[1].split("</form>", 1)[0]
+    choice = form.split('<select id="release" name="release"', 1)[1].split("</select>", 1)[0]
+    offered = re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', choice)
+    assert [value for value, _ in offered] == ["", release_id, "new"]
+    at = instant_text(due, "UTC")
+    assert words(offered[1][1]) == f"Add it to the release “Spring launch”, at {at}"
+    assert 'name="release_name"' in form
+    added = await browser.create(installation.id, transition="unpublish:draft", release=release_id)
+    receipt = (await browser.follow(added)).body.decode()
+    notice = receipt.split("data-confirmation=", 1)[1].split("</div>", 1)[0]
+    assert f'data-release-id="{release_id}"' in notice  # queued behind the others, at its time
+    assert f"Scheduled: unpublish the pinned version ver_2 at {at}." in words(notice)
+    # The item's own content page names its release (the browser walk: within its tab).
+    page = (await world.open_page(installation, "cnt_en")).page()
+    item = card(page, first)
+    named = re.search(r'data-release-id="([^"]+)" data-release-status="([a-z]+)"', item)
+    assert named is not None
+    assert named.groups() == (release_id, "waiting")
+    assert f'href="/installations/{installation.id}/releases/{release_id}"' in item
+    assert "/send-now" not in item  # sent (or moved) with its release only
+
+
+async def test_the_releases_room_lists_each_release_with_its_status_and_items(
+    world: World,
+) -> None:
+    installation = await world.install()
+    browser = await world.open_page(installation, None)
+    room = f"/installations/{installation.id}/releases"
+    assert "data-releases-empty" in (await browser.get(room)).body.decode()
+    waiting, _, due = await a_release(world, installation)
+    later, _, _ = await a_release(world, installation, ("cnt_pub",), minutes=120)
+    world.core.state.edit("cnt_page")  # the first release's second pin moves
+    await browser.get(f"/installations/{installation.id}/releases/{waiting}")  # checked
+    page = (await browser.get(room)).body.decode()
+    lines = re.findall(r'<li class="release-line" data-release-id="([^"]+)"'
+                       r' data-release-status="([a-z]+)">(.*?)</li>', page, re.S)  # fmt: skip
+    assert [(rid, status) for rid, status, _ in lines] == [
+        (waiting, "conflict"),
+        (later, "waiting"),
+    ]
+    said = words(lines[0][2])
+    assert said.startswith(f"“Spring launch”: 2 items, at {instant_text(due, 'UTC')}.")
+    assert "Waiting, with an item Dee Wan would refuse" in said
+    assert "data-releases-empty" not in page
+
+
+async def test_a_content_launch_re_pins_its_own_item_from_the_release_page(world: World) -> None:
+    installation = await world.install()
+    release_id, (first, second), _ = await a_release(world, installation)
+    world.core.state.edit("cnt_en")  # both pins move
+    world.core.state.edit("cnt_page")
+    browser = await world.open_page(installation, "cnt_en")
+    shown = await browser.get(f"/installations/{installation.id}/releases/{release_id}")
+    assert shown.status == 200, shown.body[:2000]
+    page = shown.body.decode()
+    assert 'class="repin"' not in card(page, second)  # another content's: from its own page
+    assert "use Schedule on this content in Dee Wan" in words(card(page, second))
+    form = card(page, first).split('class="repin"', 1)[1].split("</form>", 1)[0]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form))
+    repinned = await browser.post(f"/installations/{installation.id}/schedules", fields)
+    assert repinned.status == 303, repinned.body[:2000]
+    found = await statuses(world, release_id)
+    assert [(status, place) for _, status, place in found if status != "superseded"] == [
+        ("pending", 1),
+        ("queued", 2),
+    ]  # the new pin keeps the first place

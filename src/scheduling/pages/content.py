@@ -21,6 +21,8 @@ from scheduling.domain.outcomes import UNTRUSTED, WAITING, Status
 from scheduling.domain.protocol import Content, ContentRead
 from scheduling.domain.schedules import (
     Conflict,
+    Release,
+    ReleaseStatus,
     Rights,
     Schedule,
     ShownVersions,
@@ -56,6 +58,7 @@ from scheduling.http.html.view_models import (
     CardPage,
     Moment,
     Pager,
+    ReleaseRef,
     RetryOffer,
     ScheduleCard,
     card_page,
@@ -68,7 +71,7 @@ from scheduling.http.requests import Request, page_number
 from scheduling.http.responses import Response, redirect
 from scheduling.http.routing import require_form_post, require_session
 from scheduling.pages.since_last_visit import News, take_news
-from scheduling.repository import schedules
+from scheduling.repository import releases, schedules
 from scheduling.repository.agents import pending
 from scheduling.repository.installations import Session
 from scheduling.repository.schedules import SchedulePage
@@ -103,6 +106,7 @@ class ContentView:
     primary_title: str | None  # a translation's main item's title, when Dee Wan gave it
     now_ms: int
     unread: Refusal | None = None  # why the content could not be read
+    releases: tuple[Release, ...] = ()  # the installation's waiting or held: to join, to name
 
 
 async def show_content(
@@ -194,7 +198,7 @@ async def _view(
         shown = last_page(page.total)
         page = await schedules.list_for(db, installation_id, primary, shown)
     made = next((s for s in page.schedules if s.id == created), None) if created else None
-    if made is not None and made.status != Status.PENDING:
+    if made is not None and made.status not in (Status.PENDING, Status.QUEUED):
         made = None
     ended = None
     if cancelled is not None and is_id(cancelled):
@@ -219,6 +223,7 @@ async def _view(
         primary_title=await _primary_title(services, access, read) if read else None,
         now_ms=services.clock.now_ms(),
         unread=unread,
+        releases=tuple(await releases.of_installation(db, installation_id, open_only=True)),
     )
 
 
@@ -388,6 +393,16 @@ class FormPart:
     time_entered: str | None
     fold_choices: tuple[str, ...] | None
     focus_fold: bool
+    releases: tuple[Choice, ...] = ()  # the waiting releases the change may join
+
+
+def _releases(view: ContentView) -> tuple[Choice, ...]:
+    """The installation's releases still waiting for their time (listed by their time)."""
+    return tuple(
+        Choice(r.id, f"“{r.name}”, at {instant_text(r.due_at, r.timezone)}", False)
+        for r in view.releases
+        if r.status == ReleaseStatus.WAITING and r.due_at > view.now_ms
+    )
 
 
 def form_part(view: ContentView, refusal: FormRefusal | None, kept: KeptForm | None) -> FormPart:
@@ -420,7 +435,9 @@ def form_part(view: ContentView, refusal: FormRefusal | None, kept: KeptForm | N
     fold_choices = tuple(occurrence_labels(*both)) if both else None
     focus_fold = bool(error and error.code == "ambiguous_local_time" and fold_choices)
     entered = _entered(form, error is not None)
-    return FormPart(pins, choices, form, error, form_zone, entered, fold_choices, focus_fold)
+    return FormPart(
+        pins, choices, form, error, form_zone, entered, fold_choices, focus_fold, _releases(view)
+    )
 
 
 # -- the template ----------------------------------------------------------------------------------
@@ -471,6 +488,7 @@ CONTENT = """{% extends "base.html" %}
 <div class="notice" role="status" data-confirmation="{{ made.id }}">
   <p>Scheduled: {{ made.kind_label|lower }} the pinned version <code>{{ made.version_id }}</code> at <time datetime="{{ made.when_iso }}">{{ made.when_label }}</time>.</p>
   {% if notice.replaced %}<p data-replaced="{{ notice.replaced_id }}">It replaces the schedule of version <code>{{ notice.replaced_version }}</code> for {{ notice.replaced }}, which will not be sent; it is kept in the history below.</p>{% endif %}
+  {% if made.release %}<p data-release-id="{{ made.release.id }}" data-release-status="{{ made.release.status }}">It is an item of the release “{{ made.release.name }}”, sent at its time after the items before it.</p>{% endif %}
   <p data-deadline="{{ made.deadline_iso }}">If Dee Wan cannot be reached, nothing is sent after <time datetime="{{ made.deadline_iso }}">{{ made.deadline_label }}</time>.</p>
   {% if notice.conflict %}<p data-conflict="{{ notice.conflict.role }}" data-conflict-with="{{ notice.conflict.other_id }}"><strong>Collision:</strong> {% if notice.conflict.role == "stale-after" %}it will be refused unless pinned again: its card below says why, and what to do.{% else %}it puts the other waiting schedule of this content out of date: that one's card below says what to do.{% endif %}</p>{% endif %}
   {% if notice.sent_now %}<p data-sent-now="{{ notice.sent_now }}">Sent now instead of at its time: {% if notice.sent_now == "clock" %}the installation's clock was told, so it leaves within seconds{% else %}the runner's next tick sends it, within a minute{% endif %}.</p>{% endif %}
@@ -530,6 +548,19 @@ CONTENT = """{% extends "base.html" %}
     <div class="choice"><input type="radio" name="fold" id="fold-later" value="later"{% if form.fold == "later" %} checked{% endif %}><label for="fold-later">The later one: {{ fold_choices[1] }}</label></div>
   </fieldset>
   {% endif %}
+  <div class="field release-choice">
+    <label for="release">Release</label>
+    <p class="hint" id="release-hint">A release sends several changes one at a time, in order, at its own time: a change added to a waiting release takes its time, not the one above.</p>
+    <select id="release" name="release" aria-describedby="release-hint{% if error and error.field == 'release' %} form-error{% endif %}"{% if error and error.field == "release" %} aria-invalid="true"{% endif %}>
+      <option value=""{% if not form.release %} selected{% endif %}>On its own</option>
+      {% for r in releases %}<option value="{{ r.value }}"{% if form.release == r.value %} selected{% endif %}>Add it to the release {{ r.label }}</option>
+      {% endfor %}<option value="new"{% if form.release == "new" %} selected{% endif %}>A new release at the time above, named below</option>
+    </select>
+  </div>
+  <div class="field">
+    <label for="release_name">Name of a new release</label>
+    <input type="text" id="release_name" name="release_name" maxlength="100" value="{{ form.release_name }}"{% if error and error.field == "release_name" %} aria-invalid="true" aria-describedby="form-error"{% endif %}>
+  </div>
   <button type="submit">Schedule</button>
 </form>
 {% elif unread %}
@@ -631,6 +662,7 @@ class ContentPage:
     site_timezone: str | None
     zones: tuple[str, ...]
     choices: tuple[Choice, ...]
+    releases: tuple[Choice, ...]  # the waiting releases the change may join
     form: ScheduleForm
     time_entered: str | None  # the form's time, written the one way (the picker writes its own)
     error: FormError | None
@@ -688,6 +720,7 @@ def content_page(
         site_timezone=site_zone,
         zones=offered_zones(),
         choices=part.choices,
+        releases=part.releases,
         form=part.form,
         time_entered=part.time_entered,
         error=part.error,
@@ -711,6 +744,12 @@ def content_page(
         rooms=rooms(session, "schedules"),
         dee_wan_href=view.access.installation.base_url,
     )
+
+
+def _in_releases(view: ContentView, shown: tuple[ScheduleCard, ...]) -> tuple[ScheduleCard, ...]:
+    """Each item of a release names it (and links to its page)."""
+    named = {r.id: ReleaseRef(r.id, r.name, r.shown(view.now_ms)) for r in view.releases}
+    return tuple(replace(c, release=named.get(c.release_id or "")) for c in shown)
 
 
 def _page_note(view: ContentView) -> str | None:
@@ -750,7 +789,9 @@ def _cards(
     they read in order."""
     zones = {row.schedule.timezone for row in view.schedules}
     viewer_zone = now_zone if len(zones) > 1 else None
-    shown = cards(view.schedules, moment, live=view.live, viewer_zone=viewer_zone)
+    shown = _in_releases(
+        view, cards(view.schedules, moment, live=view.live, viewer_zone=viewer_zone)
+    )
     return shown if view.read is not None else _offer_again(shown, kept)
 
 
@@ -772,7 +813,7 @@ def _receipt(view: ContentView, moment: Moment) -> Receipt | None:
     replaced = view.replaced
     ahead = years_ahead(made.due_at - view.now_ms)
     return Receipt(
-        card=schedule_card(made, moment),
+        card=_in_releases(view, (schedule_card(made, moment),))[0],
         replaced=instant_text(replaced.due_at, replaced.timezone) if replaced else None,
         replaced_id=replaced.id if replaced else None,
         replaced_version=replaced.version_id if replaced else None,

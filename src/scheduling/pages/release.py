@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from scheduling.actions.access import open_access
-from scheduling.actions.listing import listed
+from scheduling.actions.listing import Listed, listed
 from scheduling.actions.releases import (
     Checked,
     Untouched,
@@ -30,11 +30,12 @@ from scheduling.domain.schedules import (
     Release,
     ReleaseLine,
     Schedule,
+    ShownVersions,
     held_text,
     pin_of,
 )
 from scheduling.domain.times import instant_text, rfc3339
-from scheduling.domain.wording import Refusal, change_text, explain
+from scheduling.domain.wording import Refusal, change_text, counted, explain
 from scheduling.http.html.render import Room, page, rooms
 from scheduling.http.html.view_models import (
     CardPage,
@@ -133,6 +134,25 @@ RELEASE = """{% extends "base.html" %}
 {% endblock %}
 """
 
+RELEASES = """{% extends "base.html" %}
+{% block main %}
+<h1>Releases</h1>
+<p>A release is several pinned changes sent one at a time, in order, at one time. Make one, or add to one, from a content's page: open it in Dee Wan, press Schedule, then choose a release.</p>
+{% if releases %}
+<ul class="releases" aria-label="Releases">
+{% for r in releases %}
+  <li class="release-line" data-release-id="{{ r.id }}" data-release-status="{{ r.status }}">
+    <a href="{{ r.href }}">“{{ r.name }}”</a>: {{ r.items }}, at <time datetime="{{ r.when_iso }}">{{ r.when }}</time>.
+    <span class="status status-{{ r.status }}">{{ r.status_label }}</span>
+  </li>
+{% endfor %}
+</ul>
+{% else %}
+<p class="empty" data-releases-empty>This installation has no releases.</p>
+{% endif %}
+{% endblock %}
+"""
+
 
 # -- a release's page and its forms ----------------------------------------------------------------
 
@@ -217,7 +237,7 @@ async def _model(
     now = services.clock.now_ms()
     items = await releases.items(services.db, release.installation_id, release.id, number)
     reads = checked.reads if checked is not None else {}
-    rows = listed(items.schedules, session.rights, reads)
+    rows, pins = _repinnable(listed(items.schedules, session.rights, reads), session, reads)
     shown = cards(rows, Moment(now, services.config.max_lateness_ms))
     status = release.shown(now)
     held = next((s for s in items.schedules if s.id == release.held_by), None)
@@ -243,7 +263,7 @@ async def _model(
         held_by=release.held_by,
         resume=_resume(held, reads.get(held.content_id) if held else None),
         items=shown,
-        card_page=card_page(session, back=()),
+        card_page=replace(card_page(session, pins=pins), context_kind="release"),
         pager=pager(
             lambda n: f"{base}?page={n}" if n > 1 else base,
             number,
@@ -262,6 +282,21 @@ async def _model(
             "fold": release.fold or "",
         },
     )
+
+
+def _repinnable(
+    rows: Sequence[Listed], session: Session, reads: Mapping[str, ContentRead | None]
+) -> tuple[tuple[Listed, ...], ShownVersions | None]:
+    """An item is pinned again from its launch's own content, with the versions the check
+    read of it (which the re-pin checks); another content's, from that content's page."""
+    own = reads.get(session.content_primary_id or "")
+    if own is None:
+        return tuple(replace(r, repin_version=None) for r in rows), None
+    pins = ShownVersions(own.content.current_version_id, own.content.published_version_id)
+    mine = own.content.primary_id
+    return tuple(
+        r if r.schedule.content_id == mine else replace(r, repin_version=None) for r in rows
+    ), pins
 
 
 def _checked(release: Release, checked: Checked | None) -> str:
@@ -400,13 +435,19 @@ async def send_now(request: Request, services: Services) -> Response:
 
 # -- the releases room -----------------------------------------------------------------------------
 
-RELEASES = """{% extends "base.html" %}
-{% block main %}
-<h1>Releases</h1>
-<p>A release is several pinned changes sent in order at one time.</p>
-<p class="empty" data-releases-empty>This installation has no releases.</p>
-{% endblock %}
-"""
+
+@dataclass(frozen=True)
+class ReleaseEntry:
+    """One release as the room lists it."""
+
+    id: str
+    name: str
+    status: str
+    status_label: str
+    when: str
+    when_iso: str
+    items: str  # "3 items"
+    href: str
 
 
 @dataclass(frozen=True)
@@ -417,12 +458,23 @@ class ReleasesPage:
     person_name: str
     rooms: tuple[Room, ...]
     dee_wan_href: str
+    releases: tuple[ReleaseEntry, ...]
 
 
 async def releases_room(request: Request, services: Services) -> Response:
     session = await require_session(request, services)
     access = await open_access(services, session)
+    now = services.clock.now_ms()
+    lines = tuple(
+        ReleaseEntry(
+            r.id, r.name, r.shown(now), STATUS_WORDS[r.shown(now)],
+            instant_text(r.due_at, r.timezone), rfc3339(r.due_at), counted(r.items, "item"),
+            session.href(f"/releases/{r.id}"),
+        )
+        for r in await releases.of_installation(services.db, session.installation_id)
+    )  # fmt: skip
     model = ReleasesPage(
-        "Releases", session.person_name, rooms(session, "releases"), access.installation.base_url
-    )
+        "Releases", session.person_name, rooms(session, "releases"),
+        access.installation.base_url, lines,
+    )  # fmt: skip
     return page(model)

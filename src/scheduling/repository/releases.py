@@ -65,10 +65,13 @@ async def get(db: Database, installation_id: str, release_id: str) -> Release | 
     return release_of(row) if row else None
 
 
-async def of_installation(db: Database, installation_id: str) -> list[Release]:
-    """The installation's releases: held first, then waiting by time, then the ended ones,
-    newest first."""
-    found = await db.prepare(f"{_LISTED}{_ORDER} LIMIT {LISTED}").bind(installation_id).all()
+async def of_installation(
+    db: Database, installation_id: str, *, open_only: bool = False
+) -> list[Release]:
+    """The installation's releases: held first, then waiting by time, then (unless
+    `open_only`) the ended ones, newest first."""
+    where = " AND r.status IN ('waiting', 'held')" if open_only else ""
+    found = await db.prepare(f"{_LISTED}{where}{_ORDER} LIMIT {LISTED}").bind(installation_id).all()
     return [release_of(row) for row in found.results]
 
 

@@ -596,6 +596,68 @@ def _cards_html(environment):
                 escape(environment.getattr(l_1_s, 'requested_by_name')),
                 '</dd>\n    </dl>\n',
             ))
+            if environment.getattr(l_1_s, 'release'):
+                pass
+                t_6.extend((
+                    '<p class="release-of" data-release-id="',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'release'), 'id')),
+                    '" data-release-status="',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'release'), 'status')),
+                    '">An item of the release <a href="/installations/',
+                    escape(environment.getattr(l_1_page, 'installation_id')),
+                    '/releases/',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'release'), 'id')),
+                ))
+                if environment.getattr(l_1_page, 'tab'):
+                    pass
+                    t_6.extend((
+                        '?tab=',
+                        escape(environment.getattr(l_1_page, 'tab')),
+                    ))
+                t_6.extend((
+                    '">“',
+                    escape(environment.getattr(environment.getattr(l_1_s, 'release'), 'name')),
+                    '”</a>.</p>',
+                ))
+            if (((((environment.getattr(l_1_page, 'context_kind') == 'content') and environment.getattr(l_1_page, 'pins')) and environment.getattr(l_1_s, 'cancellable')) and (environment.getattr(l_1_s, 'status') in ('pending', 'retrying'))) and (not environment.getattr(l_1_s, 'release_id'))):
+                pass
+                t_6.extend((
+                    '    <details class="move">\n      <summary>Change its time, or send it now<span class="visually-hidden"> (',
+                    escape(environment.getattr(l_1_s, 'change')),
+                    ' at ',
+                    escape(environment.getattr(l_1_s, 'when_short')),
+                    ')</span></summary>\n      <form method="post" action="/installations/',
+                    escape(environment.getattr(l_1_page, 'installation_id')),
+                    '/schedules/',
+                    escape(environment.getattr(l_1_s, 'id')),
+                    '/move" class="move-form">\n        ',
+                    escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
+                    '\n        ',
+                    escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
+                    '\n        <label for="move-',
+                    escape(environment.getattr(l_1_s, 'id')),
+                    '-time">New date and time</label>\n        <input type="datetime-local" id="move-',
+                    escape(environment.getattr(l_1_s, 'id')),
+                    '-time" name="local_time" step="60" required value="',
+                    escape(environment.getattr(l_1_s, 'local_time')),
+                    '">\n        <label for="move-',
+                    escape(environment.getattr(l_1_s, 'id')),
+                    '-zone">Time zone</label>\n        <input type="text" id="move-',
+                    escape(environment.getattr(l_1_s, 'id')),
+                    '-zone" name="timezone" required autocomplete="off" spellcheck="false" value="',
+                    escape(environment.getattr(l_1_s, 'timezone')),
+                    '">\n        <input type="hidden" name="fold" value="',
+                    escape((environment.getattr(l_1_s, 'fold') or '')),
+                    '">\n        <button type="submit" class="secondary">Move it</button>\n      </form>\n      <form method="post" action="/installations/',
+                    escape(environment.getattr(l_1_page, 'installation_id')),
+                    '/schedules/',
+                    escape(environment.getattr(l_1_s, 'id')),
+                    '/send-now" class="send-now">\n        ',
+                    escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
+                    '\n        ',
+                    escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
+                    '\n        <button type="submit" class="secondary">Send it now</button>\n      </form>\n      <p class="hint">Either makes a new schedule of the same change, pinned to the version this page shows, and this one is not sent.</p>\n    </details>\n',
+                ))
             if environment.getattr(l_1_s, 'conflict'):
                 pass
                 t_6.extend((
@@ -843,7 +905,7 @@ def _cards_html(environment):
         context.vars['schedule_list'] = l_0_schedule_list = Macro(environment, macro, 'schedule_list', ('schedules', 'page', 'label', 'level', 'empty'), False, False, False, context.eval_ctx.autoescape)
 
     blocks = {}
-    debug_info = '1=30&2=36&3=47&4=49&5=52&8=63&9=68&12=83&13=95&15=165&16=196&17=200&22=210&24=236&25=281&27=285&30=290&32=293&33=297&35=300&37=304&38=307&39=311&40=313&41=315&42=317&43=319&45=326&47=331&52=339&54=344&55=346&56=357&57=361&58=363&59=365&61=389&62=400&64=405&66=410&67=415&69=430&70=434&71=438&72=440&73=442&79=450&81=454&83=457&84=462&85=465&91=491&95=498&96=511&97=515&98=518&100=528&101=532'
+    debug_info = '1=30&2=36&3=47&4=49&5=52&8=63&9=68&12=83&13=95&15=165&16=196&17=200&22=210&24=236&25=281&27=285&30=290&32=293&33=316&35=320&36=324&37=328&38=330&39=332&40=334&41=338&42=340&43=344&46=346&47=350&48=352&54=355&55=359&57=362&59=366&60=369&61=373&62=375&63=377&64=379&65=381&67=388&69=393&74=401&76=406&77=408&78=419&79=423&80=425&81=427&83=451&84=462&86=467&88=472&89=477&91=492&92=496&93=500&94=502&95=504&101=512&103=516&105=519&106=524&107=527&113=553&117=560&118=573&119=577&120=580&122=590&123=594'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'cards.html'}
 
 
@@ -1001,6 +1063,7 @@ def _content_html(environment):
         l_0_site_timezone = resolve('site_timezone')
         l_0_zones = resolve('zones')
         l_0_fold_choices = resolve('fold_choices')
+        l_0_releases = resolve('releases')
         l_0_page_note = resolve('page_note')
         l_0_pager = resolve('pager')
         l_0_page_info = resolve('page_info')
@@ -1158,6 +1221,15 @@ def _content_html(environment):
                 yield '</code> for '
                 yield escape(environment.getattr((undefined(name='notice') if l_0_notice is missing else l_0_notice), 'replaced'))
                 yield ', which will not be sent; it is kept in the history below.</p>'
+            if environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'):
+                pass
+                yield '<p data-release-id="'
+                yield escape(environment.getattr(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'), 'id'))
+                yield '" data-release-status="'
+                yield escape(environment.getattr(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'), 'status'))
+                yield '">It is an item of the release “'
+                yield escape(environment.getattr(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'release'), 'name'))
+                yield '”, sent at its time after the items before it.</p>'
             yield '  <p data-deadline="'
             yield escape(environment.getattr((undefined(name='made') if l_0_made is missing else l_0_made), 'deadline_iso'))
             yield '">If Dee Wan cannot be reached, nothing is sent after <time datetime="'
@@ -1388,7 +1460,43 @@ def _content_html(environment):
                 yield '><label for="fold-later">The later one: '
                 yield escape(environment.getitem((undefined(name='fold_choices') if l_0_fold_choices is missing else l_0_fold_choices), 1))
                 yield '</label></div>\n  </fieldset>\n'
-            yield '  <button type="submit">Schedule</button>\n</form>\n'
+            yield '  <div class="field release-choice">\n    <label for="release">Release</label>\n    <p class="hint" id="release-hint">A release sends several changes one at a time, in order, at its own time: a change added to a waiting release takes its time, not the one above.</p>\n    <select id="release" name="release" aria-describedby="release-hint'
+            if ((undefined(name='error') if l_0_error is missing else l_0_error) and (environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'field') == 'release')):
+                pass
+                yield ' form-error'
+            yield '"'
+            if ((undefined(name='error') if l_0_error is missing else l_0_error) and (environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'field') == 'release')):
+                pass
+                yield ' aria-invalid="true"'
+            yield '>\n      <option value=""'
+            if (not environment.getattr((undefined(name='form') if l_0_form is missing else l_0_form), 'release')):
+                pass
+                yield ' selected'
+            yield '>On its own</option>\n'
+            for l_1_r in (undefined(name='releases') if l_0_releases is missing else l_0_releases):
+                _loop_vars = {}
+                pass
+                yield '<option value="'
+                yield escape(environment.getattr(l_1_r, 'value'))
+                yield '"'
+                if (environment.getattr((undefined(name='form') if l_0_form is missing else l_0_form), 'release') == environment.getattr(l_1_r, 'value')):
+                    pass
+                    yield ' selected'
+                yield '>Add it to the release '
+                yield escape(environment.getattr(l_1_r, 'label'))
+                yield '</option>\n'
+            l_1_r = missing
+            yield '<option value="new"'
+            if (environment.getattr((undefined(name='form') if l_0_form is missing else l_0_form), 'release') == 'new'):
+                pass
+                yield ' selected'
+            yield '>A new release at the time above, named below</option>\n    </select>\n  </div>\n  <div class="field">\n    <label for="release_name">Name of a new release</label>\n    <input type="text" id="release_name" name="release_name" maxlength="100" value="'
+            yield escape(environment.getattr((undefined(name='form') if l_0_form is missing else l_0_form), 'release_name'))
+            yield '"'
+            if ((undefined(name='error') if l_0_error is missing else l_0_error) and (environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'field') == 'release_name')):
+                pass
+                yield ' aria-invalid="true" aria-describedby="form-error"'
+            yield '>\n  </div>\n  <button type="submit">Schedule</button>\n</form>\n'
         elif (undefined(name='unread') if l_0_unread is missing else l_0_unread):
             pass
             yield '<p>Nothing can be scheduled until Dee Wan answers: it says which versions there are and which changes you may make.</p>\n'
@@ -1435,7 +1543,7 @@ def _content_html(environment):
         yield '\n</section>\n'
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=194&19=197&21=199&22=201&23=203&24=205&25=214&28=232&30=234&31=240&32=245&33=248&34=250&35=252&36=256&40=259&41=266&42=288&43=290&44=293&45=295&46=303&47=313&48=319&49=333&50=345&51=352&57=363&58=366&59=372&60=374&61=384&62=387&63=391&64=393&65=395&68=398&71=400&72=403&73=405&74=407&75=409&77=414&79=419&80=437&82=441&83=452&88=465&89=471&90=481&94=494&95=500&96=510&98=518&99=521&101=525&102=527&103=536&108=543&117=550&118=557&119=559&120=561&121=563&123=568&125=570&126=573&127=581&128=583&131=585'
+    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=195&19=198&21=200&22=202&23=204&24=206&25=215&28=233&30=235&31=241&32=246&33=249&34=251&35=253&36=257&40=260&41=267&42=289&43=291&44=294&45=296&46=304&47=313&48=323&49=329&50=343&51=355&52=362&58=373&59=376&60=382&61=384&62=394&63=397&64=401&65=403&66=405&69=408&72=410&73=413&74=415&75=417&76=419&78=424&80=429&81=447&83=451&84=462&89=475&90=481&91=491&95=504&96=510&97=520&99=528&100=531&102=535&103=537&104=546&110=553&111=561&112=565&113=579&118=583&122=589&131=596&132=603&133=605&134=607&135=609&137=614&139=616&140=619&141=627&142=629&145=631'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -2969,11 +3077,42 @@ def _releases_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         _block_vars = {}
+        l_0_releases = resolve('releases')
         pass
-        yield '<h1>Releases</h1>\n<p>A release is several pinned changes sent in order at one time.</p>\n<p class="empty" data-releases-empty>This installation has no releases.</p>\n'
+        yield "<h1>Releases</h1>\n<p>A release is several pinned changes sent one at a time, in order, at one time. Make one, or add to one, from a content's page: open it in Dee Wan, press Schedule, then choose a release.</p>\n"
+        if (undefined(name='releases') if l_0_releases is missing else l_0_releases):
+            pass
+            yield '<ul class="releases" aria-label="Releases">\n'
+            for l_1_r in (undefined(name='releases') if l_0_releases is missing else l_0_releases):
+                _loop_vars = {}
+                pass
+                yield '  <li class="release-line" data-release-id="'
+                yield escape(environment.getattr(l_1_r, 'id'))
+                yield '" data-release-status="'
+                yield escape(environment.getattr(l_1_r, 'status'))
+                yield '">\n    <a href="'
+                yield escape(environment.getattr(l_1_r, 'href'))
+                yield '">“'
+                yield escape(environment.getattr(l_1_r, 'name'))
+                yield '”</a>: '
+                yield escape(environment.getattr(l_1_r, 'items'))
+                yield ', at <time datetime="'
+                yield escape(environment.getattr(l_1_r, 'when_iso'))
+                yield '">'
+                yield escape(environment.getattr(l_1_r, 'when'))
+                yield '</time>.\n    <span class="status status-'
+                yield escape(environment.getattr(l_1_r, 'status'))
+                yield '">'
+                yield escape(environment.getattr(l_1_r, 'status_label'))
+                yield '</span>\n  </li>\n'
+            l_1_r = missing
+            yield '</ul>\n'
+        else:
+            pass
+            yield '<p class="empty" data-releases-empty>This installation has no releases.</p>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=12&2=17'
+    debug_info = '1=12&2=17&5=27&7=30&8=34&9=38&10=48'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'releases.html'}
 
 

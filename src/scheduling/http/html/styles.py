@@ -26,6 +26,7 @@ legend { font-weight: 600; padding: 0 .25rem; }
 input[type=text], input[type=datetime-local] { font: inherit; padding: .4rem .5rem; border: 1px solid #6e6e78;
        border-radius: 4px; min-width: 16rem; }
 input[aria-invalid=true] { border: 2px solid var(--bad); }
+.release-choice select { font: inherit; padding: .4rem .5rem; max-width: 100%; }
 .choice { display: flex; gap: .5rem; align-items: center; margin: .2rem 0; }
 button { font: inherit; padding: .45rem 1rem; border-radius: 4px; border: 1px solid var(--accent);
          background: var(--accent); color: #fff; cursor: pointer; }

@@ -126,6 +126,28 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <dt>Requested by</dt>
       <dd>{{ s.requested_by_name }}</dd>
     </dl>
+    {% if s.release %}<p class="release-of" data-release-id="{{ s.release.id }}" data-release-status="{{ s.release.status }}">An item of the release <a href="/installations/{{ page.installation_id }}/releases/{{ s.release.id }}{% if page.tab %}?tab={{ page.tab }}{% endif %}">“{{ s.release.name }}”</a>.</p>{% endif %}
+    {% if page.context_kind == "content" and page.pins and s.cancellable and s.status in ("pending", "retrying") and not s.release_id %}
+    <details class="move">
+      <summary>Change its time, or send it now<span class="visually-hidden"> ({{ s.change }} at {{ s.when_short }})</span></summary>
+      <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/move" class="move-form">
+        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
+        {{ pin_fields(page.pins) }}
+        <label for="move-{{ s.id }}-time">New date and time</label>
+        <input type="datetime-local" id="move-{{ s.id }}-time" name="local_time" step="60" required value="{{ s.local_time }}">
+        <label for="move-{{ s.id }}-zone">Time zone</label>
+        <input type="text" id="move-{{ s.id }}-zone" name="timezone" required autocomplete="off" spellcheck="false" value="{{ s.timezone }}">
+        <input type="hidden" name="fold" value="{{ s.fold or '' }}">
+        <button type="submit" class="secondary">Move it</button>
+      </form>
+      <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/send-now" class="send-now">
+        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
+        {{ pin_fields(page.pins) }}
+        <button type="submit" class="secondary">Send it now</button>
+      </form>
+      <p class="hint">Either makes a new schedule of the same change, pinned to the version this page shows, and this one is not sent.</p>
+    </details>
+    {% endif %}
     {% if s.conflict %}
     <div class="warning conflict"><p><strong>Collision.</strong> {{ s.conflict.text }}</p></div>
     {% endif %}

@@ -61,6 +61,15 @@ class RetryOffer:
 
 
 @dataclass(frozen=True)
+class ReleaseRef:
+    """The release a card's schedule is an item of, as a content page names it."""
+
+    id: str
+    name: str
+    status: str  # as shown (`Release.shown`)
+
+
+@dataclass(frozen=True)
 class ScheduleCard:
     """One schedule, as the pages show it."""
 
@@ -71,6 +80,8 @@ class ScheduleCard:
     version_id: str
     due_at: int
     timezone: str
+    local_time: str  # as entered, which a move form starts from
+    fold: str | None
     when_label: str  # `instant_text`: local with its zone, and UTC
     when_short: str  # the local part alone, for labels beside the full one
     when_iso: str
@@ -103,6 +114,8 @@ class ScheduleCard:
     dismissable: bool = False
     conflict: Conflict | None = None  # it collides with the other kind's waiting schedule
     needs_repin: str | None = None  # the other kind's completion put its pin out of date
+    release_id: str | None = None  # an item of a release: moved or sent with it, never alone
+    release: ReleaseRef | None = None
 
     @property
     def change(self) -> str:
@@ -126,8 +139,9 @@ class CardPage:
 
     @property
     def show_content(self) -> bool:
-        """The manage view names each card's content; a content page is about one."""
-        return self.context_kind == "manage"
+        """The manage view and a release's page name each card's content; a content page is
+        about one."""
+        return self.context_kind != "content"
 
     def cancel_href(self, schedule_id: str) -> str:
         """The confirmation page of a cancel, which comes back to this view."""
@@ -191,6 +205,8 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
         version_id=schedule.version_id,
         due_at=schedule.due_at,
         timezone=own,
+        local_time=schedule.local_time,
+        fold=schedule.fold,
         when_label=instant_text(schedule.due_at, own),
         when_short=instant_text(schedule.due_at, own, utc=False),
         when_iso=rfc3339(schedule.due_at),
@@ -219,6 +235,7 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
         ended_by=schedule.ended_by,
         dismissed_label=_by_whom(schedule.dismissed_by_name, schedule.dismissed_at, zone),
         resolved_by=schedule.resolved_by,
+        release_id=schedule.release_id,
     )
 
 
