@@ -278,16 +278,18 @@ def _time_of(asked: Proposed, now: int) -> ResolvedTime:
 
 async def _room_for_one_more(services: Services, key: AgentKey, now: int) -> None:
     """Refused past `MAX_PENDING` proposals waiting, or what agents may make in a day."""
-    made = await agents.made(services.db, key.installation_id, key.person_id, now, now - DAY_MS)
-    if made.pending >= MAX_PENDING:
+    waiting, since, since_by_person = await agents.made(
+        services.db, key.installation_id, key.person_id, now, now - DAY_MS
+    )
+    if waiting >= MAX_PENDING:
         raise Refusal(
             409,
             "too_many_proposals",
             f"This installation has {MAX_PENDING} proposals waiting for a person already.",
         )
-    if made.since_by_person >= MADE_A_DAY_BY_PERSON:
+    if since_by_person >= MADE_A_DAY_BY_PERSON:
         whose, most = f"The agent keys of {key.person_name}", MADE_A_DAY_BY_PERSON
-    elif made.since >= MADE_A_DAY:
+    elif since >= MADE_A_DAY:
         whose, most = "This installation's agents", MADE_A_DAY
     else:
         return
