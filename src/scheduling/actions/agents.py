@@ -320,15 +320,8 @@ def _made(proposal: Proposal) -> ProposalEvent:
 
 async def withdraw(services: Services, key: AgentKey, proposal_id: str) -> Proposal:
     """The agent takes back one of its own pending proposals."""
-    found = await _found(services, key.installation_id, proposal_id)
-    if found.key_id != key.id:
-        raise _not_found()
-    now = services.clock.now_ms()
-    ended = await agents.decide(
-        services.db, key.installation_id, proposal_id, agents.WITHDRAWN, now, key_id=key.id
-    )
-    if not ended:
-        raise _not_pending(found, now)
+    found = await _found(services, key.installation_id, proposal_id, key.id)
+    await _end(services, found, agents.WITHDRAWN, key_id=key.id)
     return await _found(services, key.installation_id, proposal_id)
 
 
@@ -341,17 +334,7 @@ async def decline(services: Services, session: Session, proposal_id: str) -> Pro
             "decline_not_allowed",
             "You may not make this change to this content, so you may not decline it either.",
         )
-    now = services.clock.now_ms()
-    ended = await agents.decide(
-        services.db,
-        session.installation_id,
-        proposal_id,
-        agents.DECLINED,
-        now,
-        by_name=session.person_name,
-    )
-    if not ended:
-        raise _not_pending(found, now)
+    await _end(services, found, agents.DECLINED, by_name=session.person_name)
     log.info("installation %s: proposal %s declined", session.installation_id, proposal_id)
     return found
 
@@ -418,17 +401,23 @@ async def _for_page(services: Services, session: Session, proposal_id: str) -> P
     return found
 
 
-async def _found(services: Services, installation_id: str, proposal_id: str) -> Proposal:
+async def _found(
+    services: Services, installation_id: str, proposal_id: str, key_id: str | None = None
+) -> Proposal:
+    """The proposal (only the key's own, with `key_id`); refused alike otherwise."""
     found = (
         await agents.get(services.db, installation_id, proposal_id) if is_id(proposal_id) else None
     )
-    if found is None:
-        raise _not_found()
+    if found is None or key_id not in (None, found.key_id):
+        raise Refusal(404, "proposal_not_found", "There is no such proposal in this installation.")
     return found
 
 
-def _not_found() -> Refusal:
-    return Refusal(404, "proposal_not_found", "There is no such proposal in this installation.")
+async def _end(services: Services, found: Proposal, status: str, **by: str) -> None:
+    """`found` ended as `status` (`by`: `decide`'s who), unless it was not pending any more."""
+    now = services.clock.now_ms()
+    if not await agents.decide(services.db, found.installation_id, found.id, status, now, **by):
+        raise _not_pending(found, now)
 
 
 def _not_pending(found: Proposal, now: int) -> Refusal:
