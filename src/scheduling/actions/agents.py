@@ -126,23 +126,15 @@ async def key_for(services: Services, secret: str | None) -> AgentKey | None:
     return await find_live_key(services.db, digest, services.clock.now_ms())
 
 
-@dataclass(frozen=True)
-class PageAgents:
+async def page_agents(
+    services: Services, session: Session
+) -> tuple[list[Proposal], list[AgentKey]]:
     """What a page shows of the agents: the proposals waiting for a person (its content's, or
     on the manage view all of them) and the agent keys."""
-
-    proposals: list[Proposal]
-    keys: list[AgentKey]
-    now_ms: int
-
-
-async def page_agents(services: Services, session: Session) -> PageAgents:
+    content = None if session.context_kind == "manage" else _page_content(session)
     now = services.clock.now_ms()
-    content = None
-    if session.context_kind != "manage":
-        content = session.content_primary_id or session.content_id or ""
     waiting = await pending(services.db, session.installation_id, content, now)
-    return PageAgents(waiting, await keys_of(services, session), now)
+    return waiting, await keys_of(services, session)
 
 
 # -- proposals -------------------------------------------------------------------------------------
