@@ -157,12 +157,12 @@ class TimeRefused(Refusal):
 
 @dataclass(frozen=True)
 class Proposed:
-    """What an agent's proposal asks for: a change of a content at a wall time."""
+    """What an agent's proposal asks for: a change of a content at a wall time (named as
+    `propose_schedule`'s arguments)."""
 
-    installation_id: str
     content_id: str
-    kind: str
-    to_state: str | None
+    change: str
+    to: str | None
     local_time: str
     timezone: str
     fold: str | None
@@ -179,12 +179,12 @@ def _change(key: AgentKey, asked: Proposed) -> str | None:
         raise Refusal(422, "invalid_content_id", "A content id is 1 to 64 letters, digits, - or _.")
     if not key.reaches(asked.content_id):
         raise Refusal.explained(403, "other_content")
-    if asked.kind not in KINDS:
+    if asked.change not in KINDS:
         raise Refusal(422, "invalid_kind", "Propose a publish or an unpublish.")
     if key.offered is None:
-        return asked.to_state
-    offered = sorted(to for kind, to in key.offered if kind == asked.kind)
-    if asked.to_state is not None and asked.to_state not in offered:
+        return asked.to
+    offered = sorted(to for kind, to in key.offered if kind == asked.change)
+    if asked.to is not None and asked.to not in offered:
         offered = []
     if not offered:
         raise Refusal(
@@ -193,7 +193,7 @@ def _change(key: AgentKey, asked: Proposed) -> str | None:
             f"{key.person_name} may not make this change to this content, so their key may not"
             " propose it.",
         )
-    return asked.to_state or offered[0]
+    return asked.to or offered[0]
 
 
 async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposal:
@@ -211,7 +211,7 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         key_name=key.name,
         person_name=key.person_name,
         content_id=asked.content_id,
-        kind=asked.kind,
+        kind=asked.change,
         to_state=to_state,
         local_time=resolved.local_time,
         timezone=resolved.timezone,
