@@ -1,15 +1,12 @@
-"""`POST /mcp`: the Model Context Protocol as this endpoint speaks it, JSON-RPC 2.0 answered in
-JSON, never a stream.
-
-Who asks (an agent key), whether they may now (its origin, its body, its calls a minute),
-which revision (the stateless 2026-07-28, or 2025-11-25 with its `initialize`), and the
-answer. Every refusal is a JSON-RPC error with the HTTP status the transport asks for; a
-tool's own refusal is a tool error in the pages' words. Neither the key nor a proposal's note
-is logged.
+"""`POST /mcp`: JSON-RPC 2.0 answered in JSON, never a stream. Who asks (an agent key),
+whether they may now (origin, body, calls a minute), which revision, and the answer. A refusal
+is a JSON-RPC error with the HTTP status the transport asks for; a tool's own refusal is a tool
+error in the pages' words. Neither the key nor a proposal's note is logged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
@@ -21,6 +18,7 @@ from scheduling import safe_json
 from scheduling.actions.access import limited
 from scheduling.actions.agents import TimeRefused, key_for
 from scheduling.domain.secrets import bearer_token
+from scheduling.domain.times import Retry
 from scheduling.domain.wording import Refusal
 from scheduling.failure_throttle import client_key
 from scheduling.http.requests import Request
@@ -33,15 +31,13 @@ from scheduling.services import Services, log
 
 # -- JSON-RPC and the revisions --------------------------------------------------------------------
 
-STATELESS = "2026-07-28"
-STATELESS_VERSIONS = (STATELESS,)
+STATELESS_VERSIONS = ("2026-07-28",)
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 # A request without `MCP-Protocol-Version` after the handshake is read as this (the spec's rule).
 ASSUMED_VERSION = "2025-03-26"
 SUPPORTED_VERSIONS = (*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS)
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
 
@@ -54,14 +50,15 @@ HANDSHAKE_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"}
 CACHE_HINTS = frozenset({"server/discover", "tools/list"})
 CACHE = {"ttlMs": 300_000, "cacheScope": "private"}
 
-# JSON-RPC's codes, and the protocol's own.
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-NOT_AUTHORIZED = -32001
-HEADER_MISMATCH = -32020
-UNSUPPORTED_VERSION = -32022
+# JSON-RPC's codes and the protocol's own, each with its words (`error.data.code`), as the
+# pages' refusals have them.
+PARSE_ERROR = (-32700, "invalid_json")
+INVALID_REQUEST = (-32600, "invalid_request")
+METHOD_NOT_FOUND = (-32601, "unknown_method")
+INVALID_PARAMS = (-32602, "invalid_params")
+NOT_AUTHORIZED = (-32001, "unauthorized")
+HEADER_MISMATCH = (-32020, "header_mismatch")
+UNSUPPORTED_VERSION = (-32022, "unsupported_protocol_version")
 
 SERVER_INFO = {"name": "scheduling", "title": "Scheduling for Dee Wan", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
@@ -72,25 +69,13 @@ INSTRUCTIONS = (
 )
 
 
-# Each error's code in words, as the pages' refusals have one (`error.data.code`).
-REASONS = {
-    PARSE_ERROR: "invalid_json",
-    INVALID_REQUEST: "invalid_request",
-    METHOD_NOT_FOUND: "unknown_method",
-    INVALID_PARAMS: "invalid_params",
-    HEADER_MISMATCH: "header_mismatch",
-    UNSUPPORTED_VERSION: "unsupported_protocol_version",
-    NOT_AUTHORIZED: "unauthorized",
-}
-
-
 class ProtocolError(Exception):
     """A message this endpoint cannot take: a JSON-RPC error, the HTTP status it goes with, and
     its code in words (`reason`, the JSON-RPC code's own unless given)."""
 
     def __init__(
         self,
-        code: int,
+        error: tuple[int, str],
         message: str,
         *,
         status: int = 400,
@@ -98,10 +83,10 @@ class ProtocolError(Exception):
         reason: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = code
+        self.code, own_reason = error
         self.message = message
         self.status = status
-        self.data = {"code": reason or REASONS[code], **(data or {})}
+        self.data = {"code": reason or own_reason, **(data or {})}
 
 
 @dataclass(frozen=True)
@@ -345,7 +330,8 @@ async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> di
         return _tool_error("invalid_arguments", _invalid_words(invalid))
     except Refusal as refusal:
         await count_agent_call(services.db, tool.name, "refused")
-        return _tool_error(refusal.code, refusal.message, _suggestions(refusal))
+        retries = refusal.retries if isinstance(refusal, TimeRefused) else ()
+        return _tool_error(refusal.code, refusal.message, retries)
     await count_agent_call(services.db, tool.name, "ok")
     structured = answer.model_dump(mode="json")
     log.info("installation %s: agent key %s called %s", key.installation_id, key.id, tool.name)
@@ -356,24 +342,14 @@ async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> di
     }
 
 
-def _suggestions(refusal: Refusal) -> list[dict[str, str]]:
-    if not isinstance(refusal, TimeRefused):
-        return []
-    return [{"field": r.field, "value": r.value, "label": r.label} for r in refusal.retries]
-
-
-def _tool_error(
-    code: str, message: str, suggestions: list[dict[str, str]] | None = None
-) -> dict[str, Any]:
+def _tool_error(code: str, message: str, retries: tuple[Retry, ...] = ()) -> dict[str, Any]:
     text = f"{message} (code: {code})"
-    if suggestions:
-        text += " Instead: " + "; ".join(
-            f"{s['field']} {s['value']} ({s['label']})" for s in suggestions
-        )
+    if retries:
+        text += " Instead: " + "; ".join(f"{r.field} {r.value} ({r.label})" for r in retries)
     return {
         "content": [{"type": "text", "text": text}],
         "isError": True,
-        "_meta": {"code": code, "suggestions": suggestions or []},
+        "_meta": {"code": code, "suggestions": [dataclasses.asdict(r) for r in retries]},
     }
 
 
