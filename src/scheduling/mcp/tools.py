@@ -1,11 +1,7 @@
-"""The tools an agent may call, and their one list (`TOOLS`): adding a tool is its part here and
-its line in that list.
-
-A tool is a name, its words, its input and output as pydantic models (whose JSON Schemas
-`tools/list` gives) and the call, made for an agent key; a call that may not go on raises a
-`Refusal`. Schedules and proposals are answered as ids, changes and instants, never a title,
-a token or a key; calls are counted by tool and outcome for the operator's metrics. Agents
-propose, people decide: no tool publishes, unpublishes or pins.
+"""The tools an agent may call (`TOOLS`, each an `@tool` call here): its words, its input and
+output as pydantic models (their JSON Schemas are what `tools/list` gives), made for an agent
+key; a call that may not go on raises a `Refusal`. Answers hold ids, changes and instants,
+never a title, a token or a key. Agents propose, people decide: no tool publishes or pins.
 """
 
 from __future__ import annotations
@@ -259,8 +255,6 @@ async def agent_call_families(db: Database) -> list[Family]:
     ]
 
 
-# -- list_schedules --------------------------------------------------------------------------------
-
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
@@ -307,9 +301,6 @@ async def list_schedules(services: Services, key: AgentKey, asked: ListArguments
     rels = await releases.of_schedules(services.db, [s.release_id or "" for s in found])
     now = services.clock.now_ms()
     return ListAnswer(schedules=[schedule_shape(s, rels, now) for s in found], more=more)
-
-
-# -- get_schedule ----------------------------------------------------------------------------------
 
 
 class GetArguments(Arguments):
@@ -374,8 +365,6 @@ async def get_schedule(services: Services, key: AgentKey, asked: GetArguments) -
         history=history(found, proposal),
     )
 
-
-# -- agenda ----------------------------------------------------------------------------------------
 
 HOUR_MS = 3_600_000
 
@@ -447,9 +436,6 @@ async def agenda(services: Services, key: AgentKey, asked: AgendaArguments) -> A
     return AgendaAnswer(timezone=zone, start=rfc3339(start), end=rfc3339(end), items=items)
 
 
-# -- propose_schedule ------------------------------------------------------------------------------
-
-
 class ProposeArguments(Arguments):
     content_id: str = Field(min_length=1, max_length=64, description="The content's id in Dee Wan.")
     change: Literal["publish", "unpublish"]
@@ -500,9 +486,6 @@ async def propose_schedule(
     )
 
 
-# -- withdraw_proposal -----------------------------------------------------------------------------
-
-
 class WithdrawArguments(Arguments):
     proposal_id: str = Field(min_length=1, max_length=64)
 
@@ -522,9 +505,6 @@ async def withdraw_proposal(
 ) -> WithdrawAnswer:
     ended = await withdraw(services, key, asked.proposal_id)
     return WithdrawAnswer(proposal=proposal_shape(ended, services.clock.now_ms()))
-
-
-# -- cancel_schedule -------------------------------------------------------------------------------
 
 
 class CancelArguments(Arguments):
@@ -563,9 +543,6 @@ async def cancel_schedule(
         by=f" by agent key {key.id}",
     )
     return CancelAnswer(schedule=schedule_shape(await reachable(services, key, found.id)))
-
-
-# -- get_release -----------------------------------------------------------------------------------
 
 
 class GetReleaseArguments(Arguments):
@@ -624,9 +601,6 @@ async def get_release(
             " applied. Asks Dee Wan nothing."
         ),
     )
-
-
-# -- propose_change --------------------------------------------------------------------------------
 
 
 class ChangeArguments(Arguments):
