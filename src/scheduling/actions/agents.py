@@ -36,14 +36,6 @@ MAX_NAME_CHARS = 80
 MAX_LIVE_KEYS = 20  # an installation's usable keys at once
 
 
-@dataclass(frozen=True)
-class MintedKey:
-    """An agent key just minted: its record, and its secret shown once."""
-
-    key: AgentKey
-    secret: str  # the one place the raw key exists: shown once, stored only as its hash
-
-
 def _days(text: str) -> int:
     days = int(text) if text.isascii() and text.isdigit() and len(text) <= 2 else 0
     if not 1 <= days <= MAX_DAYS:
@@ -64,10 +56,13 @@ def _name(text: str) -> str:
     return name
 
 
-async def mint_key(services: Services, session: Session, name: str, days: str) -> MintedKey:
+async def mint_key(
+    services: Services, session: Session, name: str, days: str
+) -> tuple[AgentKey, str]:
     """A new key for the session's person, lasting `days` (1–30, 7 when not given), made only
     once Dee Wan has confirmed that the installation's token and the person's delegation
-    still work (`confirm_standing`); a content key may propose what Dee Wan offers them now."""
+    still work (`confirm_standing`); a content key may propose what Dee Wan offers them now.
+    With it, its secret: the one place the raw key exists, shown once, stored as its hash."""
     key_name, lasting = _name(name), _days(days.strip() or str(DEFAULT_DAYS))
     keys = await list_for(services.db, session.installation_id, services.clock.now_ms())
     if len(keys) >= MAX_LIVE_KEYS:
@@ -95,7 +90,7 @@ async def mint_key(services: Services, session: Session, name: str, days: str) -
     secret = "dwk_" + services.crypto.random_token()
     await insert_key(services.db, key, await services.crypto.sha256_hex(secret))
     log.info("installation %s: agent key %s minted", key.installation_id, key.id)
-    return MintedKey(key, secret)
+    return key, secret
 
 
 async def keys_of(services: Services, session: Session) -> list[AgentKey]:
@@ -226,7 +221,19 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         changes=asked.changes,
         changes_as=asked.changes_as,
     )
-    event = _made(proposal)
+    event = ProposalEvent(
+        at=now,
+        installation_id=key.installation_id,
+        proposal_id=proposal.id,
+        content_id=proposal.content_id,
+        kind=proposal.kind,
+        to_state=to_state,
+        due_at=proposal.due_at,
+        local_time=proposal.local_time,
+        timezone=proposal.timezone,
+        proposed_by=key.name,
+        for_person=key.person_name,
+    )
     await agents.insert_proposal(services.db, proposal, event.body(services.config.public_origin))
     # Never the note: it is the agent's text, for the person's page only.
     log.info(
@@ -290,23 +297,6 @@ async def _room_for_one_more(services: Services, key: AgentKey, now: int) -> Non
         "too_many_proposals",
         f"{whose} have made {most} proposals in the last 24 hours, the most they may"
         " (withdrawn and decided ones count). Try again later.",
-    )
-
-
-def _made(proposal: Proposal) -> ProposalEvent:
-    """The event a new proposal raises for the installation's channels."""
-    return ProposalEvent(
-        at=proposal.created_at,
-        installation_id=proposal.installation_id,
-        proposal_id=proposal.id,
-        content_id=proposal.content_id,
-        kind=proposal.kind,
-        to_state=proposal.to_state,
-        due_at=proposal.due_at,
-        local_time=proposal.local_time,
-        timezone=proposal.timezone,
-        proposed_by=proposal.key_name,
-        for_person=proposal.person_name,
     )
 
 

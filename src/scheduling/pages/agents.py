@@ -278,19 +278,19 @@ async def mint(request: Request, services: Services) -> Response:
     """A new key, shown on its own page this once (its hash alone is kept)."""
     session = await require_form_post(request, services)
     fields = request.form()
-    minted = await mint_key(services, session, fields.get("name", ""), fields.get("days", ""))
+    key, secret = await mint_key(services, session, fields.get("name", ""), fields.get("days", ""))
     server = {
         "type": "http",
         "url": f"{services.config.public_origin}/mcp",
-        "headers": {"Authorization": f"Bearer {minted.secret}"},
+        "headers": {"Authorization": f"Bearer {secret}"},
     }
     model = AgentKeyPage(
         title="Your new agent key",
         person_name=session.person_name,
         installation_id=session.installation_id,
-        key_name=minted.key.name,
-        expires=instant_text(minted.key.expires_at, "UTC"),
-        secret=minted.secret,
+        key_name=key.name,
+        expires=instant_text(key.expires_at, "UTC"),
+        secret=secret,
         snippet=json.dumps({"mcpServers": {"scheduling": server}}, indent=2),
         back_href=session.href("/agents"),
     )
