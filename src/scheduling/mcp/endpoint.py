@@ -116,10 +116,6 @@ def message(data: object) -> Message:
     return Message(method, ident, params)
 
 
-def result(ident: str | int | None, value: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": ident, "result": value}
-
-
 def error(ident: str | int | None, problem: ProtocolError) -> dict[str, Any]:
     body = {"code": problem.code, "message": problem.message, "data": problem.data}
     return {"jsonrpc": "2.0", "id": ident, "error": body}
@@ -187,7 +183,7 @@ async def mcp(request: Request, services: Services) -> Response:
         return response
     if answer is None:  # a notification: accepted, nothing to say
         return Response(202)
-    return json_response(result(ident, answer))
+    return json_response({"jsonrpc": "2.0", "id": ident, "result": answer})
 
 
 async def _key(request: Request, services: Services) -> AgentKey | None:
@@ -251,7 +247,9 @@ async def _answer(
         return complete(found.method, answer)
     if found.method == "initialize":
         return _initialize(found)
-    _check_handshake_version(request)
+    version = request.headers.get("mcp-protocol-version", ASSUMED_VERSION)
+    if version not in HANDSHAKE_VERSIONS:
+        raise unsupported(version)
     return await _method(services, key, found, HANDSHAKE_METHODS)
 
 
@@ -269,12 +267,6 @@ def _check_stateless(request: Request, found: Message) -> None:
             raise ProtocolError(HEADER_MISMATCH, f"The {header} header differs from the body.")
     version = said["mcp-protocol-version"]
     if version not in STATELESS_VERSIONS:
-        raise unsupported(version)
-
-
-def _check_handshake_version(request: Request) -> None:
-    version = request.headers.get("mcp-protocol-version", ASSUMED_VERSION)
-    if version not in HANDSHAKE_VERSIONS:
         raise unsupported(version)
 
 
