@@ -121,13 +121,6 @@ def error(ident: str | int | None, problem: ProtocolError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "error": body}
 
 
-def complete(method: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """A result as the stateless revision has it."""
-    meta = {**answer.get("_meta", {}), META_SERVER: SERVER_INFO}
-    hints = CACHE if method in CACHE_HINTS else {}
-    return {**answer, **hints, "resultType": "complete", "_meta": meta}
-
-
 def unsupported(version: str) -> ProtocolError:
     return ProtocolError(
         UNSUPPORTED_VERSION,
@@ -244,7 +237,9 @@ async def _answer(
     if META_VERSION in found.meta:
         _check_stateless(request, found)
         answer = await _method(services, key, found, STATELESS_METHODS)
-        return complete(found.method, answer)
+        meta = {**answer.get("_meta", {}), META_SERVER: SERVER_INFO}
+        hints = CACHE if found.method in CACHE_HINTS else {}
+        return {**answer, **hints, "resultType": "complete", "_meta": meta}
     if found.method == "initialize":
         return _initialize(found)
     version = request.headers.get("mcp-protocol-version", ASSUMED_VERSION)
