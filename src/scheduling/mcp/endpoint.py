@@ -101,8 +101,14 @@ class Message:
         return meta if isinstance(meta, dict) else {}
 
 
-def message(data: object) -> Message:
+def message(body: bytes) -> Message:
     """One JSON-RPC request or notification; a batch or anything else is refused."""
+    try:
+        data = safe_json.loads(body, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
+    except safe_json.UnsafeJson:
+        raise ProtocolError(
+            PARSE_ERROR, f"The body is not JSON of at most {MAX_DEPTH} levels."
+        ) from None
     if isinstance(data, list):
         raise ProtocolError(INVALID_REQUEST, "Send one JSON-RPC message per request, not a batch.")
     if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
@@ -159,7 +165,7 @@ async def mcp(request: Request, services: Services) -> Response:
                 status=401,
             )
         async with limited(services, [(f"agent:{key.id}", CALLS)], _too_many):
-            found = _parse(request.body)
+            found = message(request.body)
             ident = found.id
             answer = await _answer(request, services, key, found)
     except ProtocolError as problem:
@@ -217,16 +223,6 @@ def _check_origin(request: Request, services: Services) -> None:
             status=403,
             reason="cross_site_request",
         )
-
-
-def _parse(body: bytes) -> Message:
-    try:
-        data = safe_json.loads(body, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
-    except safe_json.UnsafeJson:
-        raise ProtocolError(
-            PARSE_ERROR, f"The body is not JSON of at most {MAX_DEPTH} levels."
-        ) from None
-    return message(data)
 
 
 async def _answer(

@@ -119,8 +119,6 @@ DAY_CHOICES = (1, 3, 7, 14, 30)
 
 @dataclass(frozen=True)
 class ProposalItem:
-    """One agent's proposal waiting for a person, as the page lists it."""
-
     id: str
     key_name: str
     person_name: str
@@ -134,8 +132,6 @@ class ProposalItem:
 
 @dataclass(frozen=True)
 class KeyItem:
-    """One agent key, as the page lists it."""
-
     id: str
     name: str
     person_name: str
