@@ -214,24 +214,7 @@ async def test_server_discover_and_the_stateless_headers(world: World) -> None:
     message = stateless("tools/call", {"name": "agenda", "arguments": {}})
     wrong_name = await post_mcp(world, key, message, headers={"mcp-name": "list_schedules"})
     assert wrong_name.status == 400
-    wrong_method = await post_mcp(
-        world, key, stateless("tools/list"), headers={"mcp-method": "tools/call"}
-    )
-    assert wrong_method.status == 400
-    wrong_version = await post_mcp(
-        world, key, stateless("tools/list"), headers={"mcp-protocol-version": "2025-11-25"}
-    )
-    assert wrong_version.status == 400
-    unknown = stateless("tools/list")
-    unknown["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2030-01-01"
-    answered = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2030-01-01"})
-    assert answered.status == 400
-    assert json.loads(answered.body)["error"]["data"]["supported"]
-    lacking = stateless("tools/list")
-    del lacking["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
-    refused = await post_mcp(world, key, lacking)
-    assert refused.status == 400
-    assert json.loads(refused.body)["error"]["code"] == -32602
+    # (The other headers, the revisions and the capabilities: test_mcp_revisions.py.)
     # The client's info is asked for, not required.
     anonymous = stateless("tools/list")
     del anonymous["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]
@@ -286,12 +269,6 @@ async def test_the_2025_11_25_handshake_by_hand(world: World) -> None:
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     listed = await post_mcp(world, key, listing, headers={"mcp-protocol-version": "2025-11-25"})
     assert len(json.loads(listed.body)["result"]["tools"]) == len(TOOLS)
-    wrong = await post_mcp(world, key, listing, headers={"mcp-protocol-version": "1999-01-01"})
-    assert wrong.status == 400
-    assert json.loads(wrong.body)["error"]["data"]["code"] == "unsupported_protocol_version"
-    unknown = {"jsonrpc": "2.0", "id": 3, "method": "resources/list"}
-    missing = await post_mcp(world, key, unknown, headers={"mcp-protocol-version": "2025-11-25"})
-    assert json.loads(missing.body)["error"]["code"] == -32601
 
 
 async def test_a_proposal_that_would_replace_a_waiting_schedule_says_so_before_confirm(

@@ -53,9 +53,22 @@ def of_revision(method: str, version: str, answer: dict[str, Any]) -> dict[str, 
     return result
 
 
-def an_error(answer: dict[str, Any], code: int) -> dict[str, Any]:
+# Each JSON-RPC code's words (`error.data.code`), unless the refusal has its own.
+WORDS = {
+    -32700: "invalid_json",
+    -32600: "invalid_request",
+    -32601: "unknown_method",
+    -32602: "invalid_params",
+    -32001: "unauthorized",
+    -32020: "header_mismatch",
+    -32022: "unsupported_protocol_version",
+}
+
+
+def an_error(answer: dict[str, Any], code: int, words: str | None = None) -> dict[str, Any]:
     JSONRPCError.model_validate(answer)
     assert answer["error"]["code"] == code, answer
+    assert answer["error"]["data"]["code"] == (words or WORDS[code]), answer
     return dict(answer["error"])
 
 
@@ -175,7 +188,7 @@ async def test_every_refusal_is_a_json_rpc_error_of_its_revision(world: World) -
             world, key, version, request(version, "tools/list"), origin="https://elsewhere.example"
         )
         assert status == 403
-        an_error(answer, -32600)
+        an_error(answer, -32600, "cross_site_request")
 
     # 2026-07-28's own: a header that differs from the body, a revision this server does not
     # speak (what it speaks in `data`), the client's capabilities missing.
@@ -187,7 +200,7 @@ async def test_every_refusal_is_a_json_rpc_error_of_its_revision(world: World) -
             world, key, "2026-07-28", request("2026-07-28", "tools/list"), **{header: value}
         )
         assert status == 400
-        assert an_error(answer, -32020)["data"]["code"] == "header_mismatch"
+        an_error(answer, -32020)
     later = request("2026-07-28", "tools/list")
     later["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2027-01-01"
     status, answer = await ask(world, key, "2027-01-01", later)

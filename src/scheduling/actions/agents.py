@@ -36,14 +36,6 @@ MAX_NAME_CHARS = 80
 MAX_LIVE_KEYS = 20  # an installation's usable keys at once
 
 
-@dataclass(frozen=True)
-class MintedKey:
-    """An agent key just minted: its record, and its secret shown once."""
-
-    key: AgentKey
-    secret: str  # the one place the raw key exists: shown once, stored only as its hash
-
-
 def _days(text: str) -> int:
     days = int(text) if text.isascii() and text.isdigit() and len(text) <= 2 else 0
     if not 1 <= days <= MAX_DAYS:
@@ -64,10 +56,13 @@ def _name(text: str) -> str:
     return name
 
 
-async def mint_key(services: Services, session: Session, name: str, days: str) -> MintedKey:
+async def mint_key(
+    services: Services, session: Session, name: str, days: str
+) -> tuple[AgentKey, str]:
     """A new key for the session's person, lasting `days` (1–30, 7 when not given), made only
     once Dee Wan has confirmed that the installation's token and the person's delegation
-    still work (`confirm_standing`); a content key may propose what Dee Wan offers them now."""
+    still work (`confirm_standing`); a content key may propose what Dee Wan offers them now.
+    With it, its secret: the one place the raw key exists, shown once, stored as its hash."""
     key_name, lasting = _name(name), _days(days.strip() or str(DEFAULT_DAYS))
     keys = await list_for(services.db, session.installation_id, services.clock.now_ms())
     if len(keys) >= MAX_LIVE_KEYS:
@@ -95,7 +90,7 @@ async def mint_key(services: Services, session: Session, name: str, days: str) -
     secret = "dwk_" + services.crypto.random_token()
     await insert_key(services.db, key, await services.crypto.sha256_hex(secret))
     log.info("installation %s: agent key %s minted", key.installation_id, key.id)
-    return MintedKey(key, secret)
+    return key, secret
 
 
 async def keys_of(services: Services, session: Session) -> list[AgentKey]:
@@ -127,23 +122,15 @@ async def key_for(services: Services, secret: str | None) -> AgentKey | None:
     return await find_live_key(services.db, digest, services.clock.now_ms())
 
 
-@dataclass(frozen=True)
-class PageAgents:
+async def page_agents(
+    services: Services, session: Session
+) -> tuple[list[Proposal], list[AgentKey]]:
     """What a page shows of the agents: the proposals waiting for a person (its content's, or
     on the manage view all of them) and the agent keys."""
-
-    proposals: list[Proposal]
-    keys: list[AgentKey]
-    now_ms: int
-
-
-async def page_agents(services: Services, session: Session) -> PageAgents:
+    content = None if session.context_kind == "manage" else _page_content(session)
     now = services.clock.now_ms()
-    content = None
-    if session.context_kind != "manage":
-        content = session.content_primary_id or session.content_id or ""
     waiting = await pending(services.db, session.installation_id, content, now)
-    return PageAgents(waiting, await keys_of(services, session), now)
+    return waiting, await keys_of(services, session)
 
 
 # -- proposals -------------------------------------------------------------------------------------
@@ -166,12 +153,12 @@ class TimeRefused(Refusal):
 
 @dataclass(frozen=True)
 class Proposed:
-    """What an agent's proposal asks for: a change of a content at a wall time."""
+    """What an agent's proposal asks for: a change of a content at a wall time (named as
+    `propose_schedule`'s arguments)."""
 
-    installation_id: str
     content_id: str
-    kind: str
-    to_state: str | None
+    change: str
+    to: str | None
     local_time: str
     timezone: str
     fold: str | None
@@ -188,12 +175,12 @@ def _change(key: AgentKey, asked: Proposed) -> str | None:
         raise Refusal(422, "invalid_content_id", "A content id is 1 to 64 letters, digits, - or _.")
     if not key.reaches(asked.content_id):
         raise Refusal.explained(403, "other_content")
-    if asked.kind not in KINDS:
+    if asked.change not in KINDS:
         raise Refusal(422, "invalid_kind", "Propose a publish or an unpublish.")
     if key.offered is None:
-        return asked.to_state
-    offered = sorted(to for kind, to in key.offered if kind == asked.kind)
-    if asked.to_state is not None and asked.to_state not in offered:
+        return asked.to
+    offered = sorted(to for kind, to in key.offered if kind == asked.change)
+    if asked.to is not None and asked.to not in offered:
         offered = []
     if not offered:
         raise Refusal(
@@ -202,7 +189,7 @@ def _change(key: AgentKey, asked: Proposed) -> str | None:
             f"{key.person_name} may not make this change to this content, so their key may not"
             " propose it.",
         )
-    return asked.to_state or offered[0]
+    return asked.to or offered[0]
 
 
 async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposal:
@@ -220,7 +207,7 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         key_name=key.name,
         person_name=key.person_name,
         content_id=asked.content_id,
-        kind=asked.kind,
+        kind=asked.change,
         to_state=to_state,
         local_time=resolved.local_time,
         timezone=resolved.timezone,
@@ -235,7 +222,19 @@ async def propose(services: Services, key: AgentKey, asked: Proposed) -> Proposa
         changes=asked.changes,
         changes_as=asked.changes_as,
     )
-    event = _made(proposal)
+    event = ProposalEvent(
+        at=now,
+        installation_id=key.installation_id,
+        proposal_id=proposal.id,
+        content_id=proposal.content_id,
+        kind=proposal.kind,
+        to_state=to_state,
+        due_at=proposal.due_at,
+        local_time=proposal.local_time,
+        timezone=proposal.timezone,
+        proposed_by=key.name,
+        for_person=key.person_name,
+    )
     await agents.insert_proposal(services.db, proposal, event.body(services.config.public_origin))
     # Never the note: it is the agent's text, for the person's page only.
     log.info(
@@ -279,16 +278,18 @@ def _time_of(asked: Proposed, now: int) -> ResolvedTime:
 
 async def _room_for_one_more(services: Services, key: AgentKey, now: int) -> None:
     """Refused past `MAX_PENDING` proposals waiting, or what agents may make in a day."""
-    made = await agents.made(services.db, key.installation_id, key.person_id, now, now - DAY_MS)
-    if made.pending >= MAX_PENDING:
+    waiting, since, since_by_person = await agents.made(
+        services.db, key.installation_id, key.person_id, now, now - DAY_MS
+    )
+    if waiting >= MAX_PENDING:
         raise Refusal(
             409,
             "too_many_proposals",
             f"This installation has {MAX_PENDING} proposals waiting for a person already.",
         )
-    if made.since_by_person >= MADE_A_DAY_BY_PERSON:
+    if since_by_person >= MADE_A_DAY_BY_PERSON:
         whose, most = f"The agent keys of {key.person_name}", MADE_A_DAY_BY_PERSON
-    elif made.since >= MADE_A_DAY:
+    elif since >= MADE_A_DAY:
         whose, most = "This installation's agents", MADE_A_DAY
     else:
         return
@@ -300,34 +301,10 @@ async def _room_for_one_more(services: Services, key: AgentKey, now: int) -> Non
     )
 
 
-def _made(proposal: Proposal) -> ProposalEvent:
-    """The event a new proposal raises for the installation's channels."""
-    return ProposalEvent(
-        at=proposal.created_at,
-        installation_id=proposal.installation_id,
-        proposal_id=proposal.id,
-        content_id=proposal.content_id,
-        kind=proposal.kind,
-        to_state=proposal.to_state,
-        due_at=proposal.due_at,
-        local_time=proposal.local_time,
-        timezone=proposal.timezone,
-        proposed_by=proposal.key_name,
-        for_person=proposal.person_name,
-    )
-
-
 async def withdraw(services: Services, key: AgentKey, proposal_id: str) -> Proposal:
     """The agent takes back one of its own pending proposals."""
-    found = await _found(services, key.installation_id, proposal_id)
-    if found.key_id != key.id:
-        raise _not_found()
-    now = services.clock.now_ms()
-    ended = await agents.decide(
-        services.db, key.installation_id, proposal_id, agents.WITHDRAWN, now, key_id=key.id
-    )
-    if not ended:
-        raise _not_pending(found, now)
+    found = await _found(services, key.installation_id, proposal_id, key.id)
+    await _end(services, found, agents.WITHDRAWN, key_id=key.id)
     return await _found(services, key.installation_id, proposal_id)
 
 
@@ -340,17 +317,7 @@ async def decline(services: Services, session: Session, proposal_id: str) -> Pro
             "decline_not_allowed",
             "You may not make this change to this content, so you may not decline it either.",
         )
-    now = services.clock.now_ms()
-    ended = await agents.decide(
-        services.db,
-        session.installation_id,
-        proposal_id,
-        agents.DECLINED,
-        now,
-        by_name=session.person_name,
-    )
-    if not ended:
-        raise _not_pending(found, now)
+    await _end(services, found, agents.DECLINED, by_name=session.person_name)
     log.info("installation %s: proposal %s declined", session.installation_id, proposal_id)
     return found
 
@@ -417,17 +384,23 @@ async def _for_page(services: Services, session: Session, proposal_id: str) -> P
     return found
 
 
-async def _found(services: Services, installation_id: str, proposal_id: str) -> Proposal:
+async def _found(
+    services: Services, installation_id: str, proposal_id: str, key_id: str | None = None
+) -> Proposal:
+    """The proposal (only the key's own, with `key_id`); refused alike otherwise."""
     found = (
         await agents.get(services.db, installation_id, proposal_id) if is_id(proposal_id) else None
     )
-    if found is None:
-        raise _not_found()
+    if found is None or key_id not in (None, found.key_id):
+        raise Refusal(404, "proposal_not_found", "There is no such proposal in this installation.")
     return found
 
 
-def _not_found() -> Refusal:
-    return Refusal(404, "proposal_not_found", "There is no such proposal in this installation.")
+async def _end(services: Services, found: Proposal, status: str, **by: str) -> None:
+    """`found` ended as `status` (`by`: `decide`'s who), unless it was not pending any more."""
+    now = services.clock.now_ms()
+    if not await agents.decide(services.db, found.installation_id, found.id, status, now, **by):
+        raise _not_pending(found, now)
 
 
 def _not_pending(found: Proposal, now: int) -> Refusal:

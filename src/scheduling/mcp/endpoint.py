@@ -1,15 +1,12 @@
-"""`POST /mcp`: the Model Context Protocol as this endpoint speaks it, JSON-RPC 2.0 answered in
-JSON, never a stream.
-
-Who asks (an agent key), whether they may now (its origin, its body, its calls a minute),
-which revision (the stateless 2026-07-28, or 2025-11-25 with its `initialize`), and the
-answer. Every refusal is a JSON-RPC error with the HTTP status the transport asks for; a
-tool's own refusal is a tool error in the pages' words. Neither the key nor a proposal's note
-is logged.
+"""`POST /mcp`: JSON-RPC 2.0 answered in JSON, never a stream. Who asks (an agent key),
+whether they may now (origin, body, calls a minute), which revision, and the answer. A refusal
+is a JSON-RPC error with the HTTP status the transport asks for; a tool's own refusal is a tool
+error in the pages' words. Neither the key nor a proposal's note is logged.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
@@ -21,6 +18,7 @@ from scheduling import safe_json
 from scheduling.actions.access import limited
 from scheduling.actions.agents import TimeRefused, key_for
 from scheduling.domain.secrets import bearer_token
+from scheduling.domain.times import Retry
 from scheduling.domain.wording import Refusal
 from scheduling.failure_throttle import client_key
 from scheduling.http.requests import Request
@@ -33,15 +31,13 @@ from scheduling.services import Services, log
 
 # -- JSON-RPC and the revisions --------------------------------------------------------------------
 
-STATELESS = "2026-07-28"
-STATELESS_VERSIONS = (STATELESS,)
+STATELESS_VERSIONS = ("2026-07-28",)
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 # A request without `MCP-Protocol-Version` after the handshake is read as this (the spec's rule).
 ASSUMED_VERSION = "2025-03-26"
 SUPPORTED_VERSIONS = (*STATELESS_VERSIONS, *HANDSHAKE_VERSIONS)
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
 
@@ -54,14 +50,15 @@ HANDSHAKE_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"}
 CACHE_HINTS = frozenset({"server/discover", "tools/list"})
 CACHE = {"ttlMs": 300_000, "cacheScope": "private"}
 
-# JSON-RPC's codes, and the protocol's own.
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-NOT_AUTHORIZED = -32001
-HEADER_MISMATCH = -32020
-UNSUPPORTED_VERSION = -32022
+# JSON-RPC's codes and the protocol's own, each with its words (`error.data.code`), as the
+# pages' refusals have them.
+PARSE_ERROR = (-32700, "invalid_json")
+INVALID_REQUEST = (-32600, "invalid_request")
+METHOD_NOT_FOUND = (-32601, "unknown_method")
+INVALID_PARAMS = (-32602, "invalid_params")
+NOT_AUTHORIZED = (-32001, "unauthorized")
+HEADER_MISMATCH = (-32020, "header_mismatch")
+UNSUPPORTED_VERSION = (-32022, "unsupported_protocol_version")
 
 SERVER_INFO = {"name": "scheduling", "title": "Scheduling for Dee Wan", "version": "0.1.0"}
 CAPABILITIES: dict[str, Any] = {"tools": {"listChanged": False}}
@@ -72,25 +69,13 @@ INSTRUCTIONS = (
 )
 
 
-# Each error's code in words, as the pages' refusals have one (`error.data.code`).
-REASONS = {
-    PARSE_ERROR: "invalid_json",
-    INVALID_REQUEST: "invalid_request",
-    METHOD_NOT_FOUND: "unknown_method",
-    INVALID_PARAMS: "invalid_params",
-    HEADER_MISMATCH: "header_mismatch",
-    UNSUPPORTED_VERSION: "unsupported_protocol_version",
-    NOT_AUTHORIZED: "unauthorized",
-}
-
-
 class ProtocolError(Exception):
     """A message this endpoint cannot take: a JSON-RPC error, the HTTP status it goes with, and
     its code in words (`reason`, the JSON-RPC code's own unless given)."""
 
     def __init__(
         self,
-        code: int,
+        error: tuple[int, str],
         message: str,
         *,
         status: int = 400,
@@ -98,10 +83,10 @@ class ProtocolError(Exception):
         reason: str | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = code
+        self.code, own_reason = error
         self.message = message
         self.status = status
-        self.data = {"code": reason or REASONS[code], **(data or {})}
+        self.data = {"code": reason or own_reason, **(data or {})}
 
 
 @dataclass(frozen=True)
@@ -116,8 +101,14 @@ class Message:
         return meta if isinstance(meta, dict) else {}
 
 
-def message(data: object) -> Message:
+def message(body: bytes) -> Message:
     """One JSON-RPC request or notification; a batch or anything else is refused."""
+    try:
+        data = safe_json.loads(body, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
+    except safe_json.UnsafeJson:
+        raise ProtocolError(
+            PARSE_ERROR, f"The body is not JSON of at most {MAX_DEPTH} levels."
+        ) from None
     if isinstance(data, list):
         raise ProtocolError(INVALID_REQUEST, "Send one JSON-RPC message per request, not a batch.")
     if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
@@ -131,20 +122,9 @@ def message(data: object) -> Message:
     return Message(method, ident, params)
 
 
-def result(ident: str | int | None, value: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": ident, "result": value}
-
-
 def error(ident: str | int | None, problem: ProtocolError) -> dict[str, Any]:
     body = {"code": problem.code, "message": problem.message, "data": problem.data}
     return {"jsonrpc": "2.0", "id": ident, "error": body}
-
-
-def complete(method: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """A result as the stateless revision has it."""
-    meta = {**answer.get("_meta", {}), META_SERVER: SERVER_INFO}
-    hints = CACHE if method in CACHE_HINTS else {}
-    return {**answer, **hints, "resultType": "complete", "_meta": meta}
 
 
 def unsupported(version: str) -> ProtocolError:
@@ -185,7 +165,7 @@ async def mcp(request: Request, services: Services) -> Response:
                 status=401,
             )
         async with limited(services, [(f"agent:{key.id}", CALLS)], _too_many):
-            found = _parse(request.body)
+            found = message(request.body)
             ident = found.id
             answer = await _answer(request, services, key, found)
     except ProtocolError as problem:
@@ -202,7 +182,7 @@ async def mcp(request: Request, services: Services) -> Response:
         return response
     if answer is None:  # a notification: accepted, nothing to say
         return Response(202)
-    return json_response(result(ident, answer))
+    return json_response({"jsonrpc": "2.0", "id": ident, "result": answer})
 
 
 async def _key(request: Request, services: Services) -> AgentKey | None:
@@ -245,16 +225,6 @@ def _check_origin(request: Request, services: Services) -> None:
         )
 
 
-def _parse(body: bytes) -> Message:
-    try:
-        data = safe_json.loads(body, max_bytes=MAX_BODY_BYTES, max_depth=MAX_DEPTH)
-    except safe_json.UnsafeJson:
-        raise ProtocolError(
-            PARSE_ERROR, f"The body is not JSON of at most {MAX_DEPTH} levels."
-        ) from None
-    return message(data)
-
-
 async def _answer(
     request: Request, services: Services, key: AgentKey, found: Message
 ) -> dict[str, Any] | None:
@@ -263,10 +233,14 @@ async def _answer(
     if META_VERSION in found.meta:
         _check_stateless(request, found)
         answer = await _method(services, key, found, STATELESS_METHODS)
-        return complete(found.method, answer)
+        meta = {**answer.get("_meta", {}), META_SERVER: SERVER_INFO}
+        hints = CACHE if found.method in CACHE_HINTS else {}
+        return {**answer, **hints, "resultType": "complete", "_meta": meta}
     if found.method == "initialize":
         return _initialize(found)
-    _check_handshake_version(request)
+    version = request.headers.get("mcp-protocol-version", ASSUMED_VERSION)
+    if version not in HANDSHAKE_VERSIONS:
+        raise unsupported(version)
     return await _method(services, key, found, HANDSHAKE_METHODS)
 
 
@@ -284,12 +258,6 @@ def _check_stateless(request: Request, found: Message) -> None:
             raise ProtocolError(HEADER_MISMATCH, f"The {header} header differs from the body.")
     version = said["mcp-protocol-version"]
     if version not in STATELESS_VERSIONS:
-        raise unsupported(version)
-
-
-def _check_handshake_version(request: Request) -> None:
-    version = request.headers.get("mcp-protocol-version", ASSUMED_VERSION)
-    if version not in HANDSHAKE_VERSIONS:
         raise unsupported(version)
 
 
@@ -345,7 +313,8 @@ async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> di
         return _tool_error("invalid_arguments", _invalid_words(invalid))
     except Refusal as refusal:
         await count_agent_call(services.db, tool.name, "refused")
-        return _tool_error(refusal.code, refusal.message, _suggestions(refusal))
+        retries = refusal.retries if isinstance(refusal, TimeRefused) else ()
+        return _tool_error(refusal.code, refusal.message, retries)
     await count_agent_call(services.db, tool.name, "ok")
     structured = answer.model_dump(mode="json")
     log.info("installation %s: agent key %s called %s", key.installation_id, key.id, tool.name)
@@ -356,24 +325,14 @@ async def _call(services: Services, key: AgentKey, params: dict[str, Any]) -> di
     }
 
 
-def _suggestions(refusal: Refusal) -> list[dict[str, str]]:
-    if not isinstance(refusal, TimeRefused):
-        return []
-    return [{"field": r.field, "value": r.value, "label": r.label} for r in refusal.retries]
-
-
-def _tool_error(
-    code: str, message: str, suggestions: list[dict[str, str]] | None = None
-) -> dict[str, Any]:
+def _tool_error(code: str, message: str, retries: tuple[Retry, ...] = ()) -> dict[str, Any]:
     text = f"{message} (code: {code})"
-    if suggestions:
-        text += " Instead: " + "; ".join(
-            f"{s['field']} {s['value']} ({s['label']})" for s in suggestions
-        )
+    if retries:
+        text += " Instead: " + "; ".join(f"{r.field} {r.value} ({r.label})" for r in retries)
     return {
         "content": [{"type": "text", "text": text}],
         "isError": True,
-        "_meta": {"code": code, "suggestions": suggestions or []},
+        "_meta": {"code": code, "suggestions": [dataclasses.asdict(r) for r in retries]},
     }
 
 

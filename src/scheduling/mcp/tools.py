@@ -1,11 +1,7 @@
-"""The tools an agent may call, and their one list (`TOOLS`): adding a tool is its part here and
-its line in that list.
-
-A tool is a name, its words, its input and output as pydantic models (whose JSON Schemas
-`tools/list` gives) and the call, made for an agent key; a call that may not go on raises a
-`Refusal`. Schedules and proposals are answered as ids, changes and instants, never a title,
-a token or a key; calls are counted by tool and outcome for the operator's metrics. Agents
-propose, people decide: no tool publishes, unpublishes or pins.
+"""The tools an agent may call (`TOOLS`, each an `@tool` call here): its words, its input and
+output as pydantic models (their JSON Schemas are what `tools/list` gives), made for an agent
+key; a call that may not go on raises a `Refusal`. Answers hold ids, changes and instants,
+never a title, a token or a key. Agents propose, people decide: no tool publishes or pins.
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar, get_type_hints
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -57,6 +53,9 @@ class Answer(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+Call = TypeVar("Call", bound=Callable[..., Awaitable[Answer]])
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -65,8 +64,8 @@ class Tool:
     arguments: type[Arguments]
     answer: type[Answer]
     call: Callable[[Services, AgentKey, Any], Awaitable[Answer]]
-    read_only: bool = True
-    destructive: bool = False  # it ends or undoes something, not only adds
+    read_only: bool
+    destructive: bool  # it ends or undoes something, not only adds
 
     def listed(self) -> dict[str, Any]:
         """The tool as `tools/list` gives it."""
@@ -85,14 +84,37 @@ class Tool:
         }
 
 
+TOOLS: dict[str, Tool] = {}
+
+
+def tool(
+    title: str, description: str, *, read_only: bool = True, destructive: bool = False
+) -> Callable[[Call], Call]:
+    """Adds the call to `TOOLS` under its function's name, its input and output the models its
+    annotations name."""
+
+    def listed(call: Call) -> Call:
+        hints = get_type_hints(call)
+        made = Tool(
+            call.__name__,
+            title,
+            description,
+            hints["asked"],
+            hints["return"],
+            call,
+            read_only,
+            destructive,
+        )
+        TOOLS[made.name] = made
+        return call
+
+    return listed
+
+
 # -- shapes ----------------------------------------------------------------------------------------
 
 
-class _Shape(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class AttemptShape(_Shape):
+class AttemptShape(Answer):
     number: int
     started_at: str
     finished_at: str | None
@@ -100,7 +122,7 @@ class AttemptShape(_Shape):
     http_status: int | None
 
 
-class ReleaseRef(_Shape):
+class ReleaseRef(Answer):
     """The release an item belongs to, and its place in the send order."""
 
     id: str
@@ -109,7 +131,7 @@ class ReleaseRef(_Shape):
     status: str  # waiting, conflict, running, held, completed, cancelled
 
 
-class ScheduleShape(_Shape):
+class ScheduleShape(Answer):
     id: str
     content_id: str
     change: str  # publish | unpublish
@@ -128,7 +150,7 @@ class ScheduleShape(_Shape):
     release: ReleaseRef | None = None
 
 
-class ProposalShape(_Shape):
+class ProposalShape(Answer):
     id: str
     content_id: str
     change: str
@@ -233,8 +255,6 @@ async def agent_call_families(db: Database) -> list[Family]:
     ]
 
 
-# -- list_schedules --------------------------------------------------------------------------------
-
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
@@ -257,6 +277,13 @@ def _ms(moment: Instant | None) -> int | None:
     return None if moment is None else int(moment.timestamp() * 1000)
 
 
+@tool(
+    "List schedules",
+    "The schedules this key may see, soonest due first (at most 50): filter by status,"
+    " content, due window, or those needing attention; a release's item names its"
+    " release, its place and the release's status. Reads what Scheduling keeps;"
+    " asks Dee Wan nothing.",
+)
 async def list_schedules(services: Services, key: AgentKey, asked: ListArguments) -> ListAnswer:
     content = asked.content_id
     if key.content_id is not None:
@@ -274,24 +301,6 @@ async def list_schedules(services: Services, key: AgentKey, asked: ListArguments
     rels = await releases.of_schedules(services.db, [s.release_id or "" for s in found])
     now = services.clock.now_ms()
     return ListAnswer(schedules=[schedule_shape(s, rels, now) for s in found], more=more)
-
-
-LIST_SCHEDULES = Tool(
-    name="list_schedules",
-    title="List schedules",
-    description=(
-        "The schedules this key may see, soonest due first (at most 50): filter by status,"
-        " content, due window, or those needing attention; a release's item names its"
-        " release, its place and the release's status. Reads what Scheduling keeps;"
-        " asks Dee Wan nothing."
-    ),
-    arguments=ListArguments,
-    answer=ListAnswer,
-    call=list_schedules,
-)
-
-
-# -- get_schedule ----------------------------------------------------------------------------------
 
 
 class GetArguments(Arguments):
@@ -341,6 +350,11 @@ async def reachable(services: Services, key: AgentKey, schedule_id: str) -> Sche
     return found
 
 
+@tool(
+    "Get a schedule",
+    "One schedule: its change, pinned version, time, status, each attempt to send it,"
+    " and its history (who proposed, confirmed, cancelled). Asks Dee Wan nothing.",
+)
 async def get_schedule(services: Services, key: AgentKey, asked: GetArguments) -> GetAnswer:
     found = await reachable(services, key, asked.schedule_id)
     proposal = await agents.of_schedule(services.db, key.installation_id, found.id)
@@ -351,21 +365,6 @@ async def get_schedule(services: Services, key: AgentKey, asked: GetArguments) -
         history=history(found, proposal),
     )
 
-
-GET_SCHEDULE = Tool(
-    name="get_schedule",
-    title="Get a schedule",
-    description=(
-        "One schedule: its change, pinned version, time, status, each attempt to send it,"
-        " and its history (who proposed, confirmed, cancelled). Asks Dee Wan nothing."
-    ),
-    arguments=GetArguments,
-    answer=GetAnswer,
-    call=get_schedule,
-)
-
-
-# -- agenda ----------------------------------------------------------------------------------------
 
 HOUR_MS = 3_600_000
 
@@ -396,6 +395,12 @@ class AgendaAnswer(Answer):
     items: list[AgendaItem]
 
 
+@tool(
+    "Agenda",
+    "What is due in a window (24 hours from now unless asked): waiting schedules and"
+    " proposals still waiting for a person, with times written in the zone asked."
+    " Asks Dee Wan nothing.",
+)
 async def agenda(services: Services, key: AgentKey, asked: AgendaArguments) -> AgendaAnswer:
     zone = canonical_zone(asked.timezone.strip())
     if zone is None:
@@ -410,56 +415,25 @@ async def agenda(services: Services, key: AgentKey, asked: AgendaArguments) -> A
     end = start + asked.hours * HOUR_MS
     filters = agents.Filters(content_id=key.content_id, due_from=start, due_to=end)
     found, _ = await agents.listing(services.db, key.installation_id, filters)
-    waiting = [s for s in found if s.status in LIVE]
-    pending = [
-        p
-        for p in await agents.pending(services.db, key.installation_id, key.content_id, now, 50)
-        if start <= p.due_at < end
-    ]
-    items = [
-        AgendaItem(
-            at=rfc3339(s.due_at),
-            when=instant_text(s.due_at, zone),
-            what="schedule",
-            id=s.id,
-            content_id=s.content_id,
-            change=s.kind,
-            status=s.status.value,
-            release_id=s.release_id,
+    pending = await agents.pending(services.db, key.installation_id, key.content_id, now, 50)
+
+    def item(what: str, of: Schedule | Proposal, status: str) -> AgendaItem:
+        return AgendaItem(
+            at=rfc3339(of.due_at),
+            when=instant_text(of.due_at, zone),
+            what=what,
+            id=of.id,
+            content_id=of.content_id,
+            change=of.kind,
+            status=status,
+            release_id=of.release_id,
         )
-        for s in waiting
-    ] + [
-        AgendaItem(
-            at=rfc3339(p.due_at),
-            when=instant_text(p.due_at, zone),
-            what="proposal",
-            id=p.id,
-            content_id=p.content_id,
-            change=p.kind,
-            status="pending",
-            release_id=p.release_id,
-        )
-        for p in pending
+
+    items = [item("schedule", s, s.status.value) for s in found if s.status in LIVE] + [
+        item("proposal", p, "pending") for p in pending if start <= p.due_at < end
     ]
-    items.sort(key=lambda item: item.at)
+    items.sort(key=lambda shown: shown.at)
     return AgendaAnswer(timezone=zone, start=rfc3339(start), end=rfc3339(end), items=items)
-
-
-AGENDA = Tool(
-    name="agenda",
-    title="Agenda",
-    description=(
-        "What is due in a window (24 hours from now unless asked): waiting schedules and"
-        " proposals still waiting for a person, with times written in the zone asked."
-        " Asks Dee Wan nothing."
-    ),
-    arguments=AgendaArguments,
-    answer=AgendaAnswer,
-    call=agenda,
-)
-
-
-# -- propose_schedule ------------------------------------------------------------------------------
 
 
 class ProposeArguments(Arguments):
@@ -490,24 +464,19 @@ class ProposeAnswer(Answer):
     next_step: str
 
 
+@tool(
+    "Propose a schedule",
+    "Propose publishing or unpublishing a content at a wall time in a time zone. It makes"
+    " a proposal, not a schedule: a person confirms it on their page, which pins the"
+    " version they see. A time in a gap, a time that happens twice without `fold`, an"
+    " unknown zone or a past time is refused with suggestions. With `release`, the change"
+    " joins that waiting release, at its time (the time given is not used).",
+    read_only=False,
+)
 async def propose_schedule(
     services: Services, key: AgentKey, asked: ProposeArguments
 ) -> ProposeAnswer:
-    made = await propose(
-        services,
-        key,
-        Proposed(
-            installation_id=key.installation_id,
-            content_id=asked.content_id,
-            kind=asked.change,
-            to_state=asked.to,
-            local_time=asked.local_time,
-            timezone=asked.timezone,
-            fold=asked.fold,
-            note=asked.note,
-            release=asked.release,
-        ),
-    )
+    made = await propose(services, key, Proposed(**asked.model_dump()))
     return ProposeAnswer(
         proposal=proposal_shape(made, services.clock.now_ms()),
         next_step=(
@@ -515,26 +484,6 @@ async def propose_schedule(
             " confirms it on the content's Scheduling page in Dee Wan. It expires at its time."
         ),
     )
-
-
-PROPOSE_SCHEDULE = Tool(
-    name="propose_schedule",
-    title="Propose a schedule",
-    description=(
-        "Propose publishing or unpublishing a content at a wall time in a time zone. It makes"
-        " a proposal, not a schedule: a person confirms it on their page, which pins the"
-        " version they see. A time in a gap, a time that happens twice without `fold`, an"
-        " unknown zone or a past time is refused with suggestions. With `release`, the change"
-        " joins that waiting release, at its time (the time given is not used)."
-    ),
-    arguments=ProposeArguments,
-    answer=ProposeAnswer,
-    call=propose_schedule,
-    read_only=False,
-)
-
-
-# -- withdraw_proposal -----------------------------------------------------------------------------
 
 
 class WithdrawArguments(Arguments):
@@ -545,26 +494,17 @@ class WithdrawAnswer(Answer):
     proposal: ProposalShape
 
 
+@tool(
+    "Withdraw a proposal",
+    "Take back a proposal this key made that no person has confirmed or declined yet.",
+    read_only=False,
+    destructive=True,
+)
 async def withdraw_proposal(
     services: Services, key: AgentKey, asked: WithdrawArguments
 ) -> WithdrawAnswer:
     ended = await withdraw(services, key, asked.proposal_id)
     return WithdrawAnswer(proposal=proposal_shape(ended, services.clock.now_ms()))
-
-
-WITHDRAW_PROPOSAL = Tool(
-    name="withdraw_proposal",
-    title="Withdraw a proposal",
-    description="Take back a proposal this key made that no person has confirmed or declined yet.",
-    arguments=WithdrawArguments,
-    answer=WithdrawAnswer,
-    call=withdraw_proposal,
-    read_only=False,
-    destructive=True,
-)
-
-
-# -- cancel_schedule -------------------------------------------------------------------------------
 
 
 class CancelArguments(Arguments):
@@ -575,6 +515,13 @@ class CancelAnswer(Answer):
     schedule: ScheduleShape
 
 
+@tool(
+    "Cancel a schedule",
+    "Cancel a waiting schedule that came from one of this key's confirmed proposals."
+    " Never calls Dee Wan, never undoes a change already made.",
+    read_only=False,
+    destructive=True,
+)
 async def cancel_schedule(
     services: Services, key: AgentKey, asked: CancelArguments
 ) -> CancelAnswer:
@@ -598,24 +545,6 @@ async def cancel_schedule(
     return CancelAnswer(schedule=schedule_shape(await reachable(services, key, found.id)))
 
 
-CANCEL_SCHEDULE = Tool(
-    name="cancel_schedule",
-    title="Cancel a schedule",
-    description=(
-        "Cancel a waiting schedule that came from one of this key's confirmed proposals."
-        " Never calls Dee Wan, never undoes a change already made."
-    ),
-    arguments=CancelArguments,
-    answer=CancelAnswer,
-    call=cancel_schedule,
-    read_only=False,
-    destructive=True,
-)
-
-
-# -- get_release -----------------------------------------------------------------------------------
-
-
 class GetReleaseArguments(Arguments):
     release_id: str = Field(min_length=1, max_length=64, description="The release's id (rel_…).")
 
@@ -635,6 +564,12 @@ class GetReleaseAnswer(Answer):
     note: str
 
 
+@tool(
+    "Get a release",
+    "A release: its name, time, status (waiting, conflict, running, held, completed,"
+    " cancelled), what held it, and its items in send order (those this key may see)."
+    " Asks Dee Wan nothing.",
+)
 async def get_release(
     services: Services, key: AgentKey, asked: GetReleaseArguments
 ) -> GetReleaseAnswer:
@@ -668,23 +603,6 @@ async def get_release(
     )
 
 
-GET_RELEASE = Tool(
-    name="get_release",
-    title="Get a release",
-    description=(
-        "A release: its name, time, status (waiting, conflict, running, held, completed,"
-        " cancelled), what held it, and its items in send order (those this key may see)."
-        " Asks Dee Wan nothing."
-    ),
-    arguments=GetReleaseArguments,
-    answer=GetReleaseAnswer,
-    call=get_release,
-)
-
-
-# -- propose_change --------------------------------------------------------------------------------
-
-
 class ChangeArguments(Arguments):
     schedule_id: str = Field(min_length=1, max_length=64, description="A waiting schedule's id.")
     send_now: bool = Field(False, description="Send it now instead of at its time.")
@@ -703,6 +621,13 @@ class ChangeAnswer(Answer):
     next_step: str
 
 
+@tool(
+    "Propose moving a schedule, or sending it now",
+    "Propose a waiting schedule's new wall time (the same time rules as a schedule's), or"
+    " sending it now instead of at its time. It makes a proposal, not a change: a person"
+    " confirms it on their page. A release's item is moved with its release, not alone.",
+    read_only=False,
+)
 async def propose_change(services: Services, key: AgentKey, asked: ChangeArguments) -> ChangeAnswer:
     old = await reachable(services, key, asked.schedule_id)
     if old.status not in WAITING or old.release_id is not None:
@@ -713,10 +638,9 @@ async def propose_change(services: Services, key: AgentKey, asked: ChangeArgumen
         services,
         key,
         Proposed(
-            installation_id=key.installation_id,
             content_id=old.content_id,
-            kind=old.kind,
-            to_state=old.to_state,
+            change=old.kind,
+            to=old.to_state,
             local_time=old.local_time if asked.send_now else asked.local_time or "",
             timezone=old.timezone if asked.send_now else asked.timezone or old.timezone,
             fold=old.fold if asked.send_now else asked.fold,
@@ -733,35 +657,3 @@ async def propose_change(services: Services, key: AgentKey, asked: ChangeArgumen
             " it shows. It expires at the new time (sent now: at the schedule's own time)."
         ),
     )
-
-
-PROPOSE_CHANGE = Tool(
-    name="propose_change",
-    title="Propose moving a schedule, or sending it now",
-    description=(
-        "Propose a waiting schedule's new wall time (the same time rules as a schedule's), or"
-        " sending it now instead of at its time. It makes a proposal, not a change: a person"
-        " confirms it on their page. A release's item is moved with its release, not alone."
-    ),
-    arguments=ChangeArguments,
-    answer=ChangeAnswer,
-    call=propose_change,
-    read_only=False,
-)
-
-
-# -- the tools' one list ---------------------------------------------------------------------------
-
-TOOLS: dict[str, Tool] = {
-    tool.name: tool
-    for tool in (
-        LIST_SCHEDULES,
-        GET_SCHEDULE,
-        AGENDA,
-        PROPOSE_SCHEDULE,
-        WITHDRAW_PROPOSAL,
-        CANCEL_SCHEDULE,
-        GET_RELEASE,
-        PROPOSE_CHANGE,
-    )
-}

@@ -119,8 +119,6 @@ DAY_CHOICES = (1, 3, 7, 14, 30)
 
 @dataclass(frozen=True)
 class ProposalItem:
-    """One agent's proposal waiting for a person, as the page lists it."""
-
     id: str
     key_name: str
     person_name: str
@@ -134,8 +132,6 @@ class ProposalItem:
 
 @dataclass(frozen=True)
 class KeyItem:
-    """One agent key, as the page lists it."""
-
     id: str
     name: str
     person_name: str
@@ -163,7 +159,6 @@ def agents_panel(
     session: Session,
     proposals: list[Proposal],
     keys: list[AgentKey],
-    now_ms: int,
     *,
     pins: ShownVersions | None,
     live: tuple[Schedule, ...] = (),
@@ -256,8 +251,8 @@ async def agents_room(request: Request, services: Services) -> Response:
         # Who may confirm, by what Dee Wan offers now (as kept with the session by the read).
         session = replace(session, content_primary_id=primary, offered=offered_by(read))
         live = (await schedules.list_for(services.db, session.installation_id, primary, 1)).live
-    found = await page_agents(services, session)
-    panel = agents_panel(session, found.proposals, found.keys, found.now_ms, pins=pins, live=live)
+    proposals, keys = await page_agents(services, session)
+    panel = agents_panel(session, proposals, keys, pins=pins, live=live)
     done = next((said for name, said in _DONE.items() if name in request.query), None)
     model = AgentsPage(
         "Agents", session.person_name, session.installation_id, panel, done,
@@ -282,37 +277,26 @@ class AgentKeyPage:
     back_href: str
 
 
-def agent_key_page(
-    session: Session, name: str, expires_at: int, secret: str, public_origin: str
-) -> AgentKeyPage:
-    config = {
-        "mcpServers": {
-            "scheduling": {
-                "type": "http",
-                "url": f"{public_origin}/mcp",
-                "headers": {"Authorization": f"Bearer {secret}"},
-            }
-        }
-    }
-    return AgentKeyPage(
-        title="Your new agent key",
-        person_name=session.person_name,
-        installation_id=session.installation_id,
-        key_name=name,
-        expires=instant_text(expires_at, "UTC"),
-        secret=secret,
-        snippet=json.dumps(config, indent=2),
-        back_href=session.href("/agents"),
-    )
-
-
 async def mint(request: Request, services: Services) -> Response:
     """A new key, shown on its own page this once (its hash alone is kept)."""
     session = await require_form_post(request, services)
     fields = request.form()
-    minted = await mint_key(services, session, fields.get("name", ""), fields.get("days", ""))
-    origin = services.config.public_origin
-    model = agent_key_page(session, minted.key.name, minted.key.expires_at, minted.secret, origin)
+    key, secret = await mint_key(services, session, fields.get("name", ""), fields.get("days", ""))
+    server = {
+        "type": "http",
+        "url": f"{services.config.public_origin}/mcp",
+        "headers": {"Authorization": f"Bearer {secret}"},
+    }
+    model = AgentKeyPage(
+        title="Your new agent key",
+        person_name=session.person_name,
+        installation_id=session.installation_id,
+        key_name=key.name,
+        expires=instant_text(key.expires_at, "UTC"),
+        secret=secret,
+        snippet=json.dumps({"mcpServers": {"scheduling": server}}, indent=2),
+        back_href=session.href("/agents"),
+    )
     return page(model, 201)
 
 

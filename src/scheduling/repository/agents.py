@@ -5,7 +5,7 @@ tool and outcome.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from scheduling.domain.outcomes import NOT_DONE, Status, sql_list
 from scheduling.domain.schedules import Schedule
@@ -51,15 +51,12 @@ class Proposal:
         return EXPIRED if self.status == PENDING and self.due_at <= now else self.status
 
 
-_PROPOSAL_COLUMNS = (
-    "id, installation_id, key_id, key_name, person_name, content_id, kind, to_state,"
-    " local_time, timezone, fold, due_at, note, status, schedule_id, decided_by_name, created_at,"
-    " release_id, changes, changes_as"
-)
+_NAMES = [field.name for field in fields(Proposal)]
+_PROPOSAL_COLUMNS = ", ".join(_NAMES)
 
 
 def _proposal(row: Row) -> Proposal:
-    return Proposal(**{name: row[name] for name in _PROPOSAL_COLUMNS.replace(" ", "").split(",")})
+    return Proposal(**{name: row[name] for name in _NAMES})
 
 
 # The event of a new proposal, one delivery per enabled endpoint that hears of it (`?1` the
@@ -78,12 +75,11 @@ SELECT ?1 || '_' || e.id, e.id, e.installation_id, ?1, 'proposal.created', ?3, ?
 async def insert_proposal(db: Database, proposal: Proposal, event_body: bytes) -> None:
     """The proposal, and its `proposal.created` event for the endpoints that hear of it, in
     one batch."""
-    names = _PROPOSAL_COLUMNS.replace(" ", "").split(",")
     await db.batch(
         [
             db.prepare(
-                f"INSERT INTO proposals ({_PROPOSAL_COLUMNS}) VALUES ({', '.join('?' * len(names))})"
-            ).bind(*(getattr(proposal, name) for name in names)),
+                f"INSERT INTO proposals ({_PROPOSAL_COLUMNS}) VALUES ({', '.join('?' * len(_NAMES))})"
+            ).bind(*(getattr(proposal, name) for name in _NAMES)),
             db.prepare(_EVENTS).bind(
                 proposal.id,
                 proposal.installation_id,
@@ -95,11 +91,19 @@ async def insert_proposal(db: Database, proposal: Proposal, event_body: bytes) -
 
 
 async def get(db: Database, installation_id: str, proposal_id: str) -> Proposal | None:
+    return await _one_by(db, installation_id, "id", proposal_id)
+
+
+async def of_schedule(db: Database, installation_id: str, schedule_id: str) -> Proposal | None:
+    return await _one_by(db, installation_id, "schedule_id", schedule_id)
+
+
+async def _one_by(db: Database, installation_id: str, column: str, value: str) -> Proposal | None:
     row = await (
         db.prepare(
-            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE installation_id = ? AND id = ?"
+            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE installation_id = ? AND {column} = ?"
         )
-        .bind(installation_id, proposal_id)
+        .bind(installation_id, value)
         .first()
     )
     return None if row is None else _proposal(row)
@@ -122,16 +126,6 @@ async def pending(
     return [_proposal(row) for row in rows.results]
 
 
-@dataclass(frozen=True)
-class Made:
-    """What an installation's agents have made: proposals waiting now, and proposals made
-    since a moment (any status), all of them and those made with one person's keys."""
-
-    pending: int
-    since: int
-    since_by_person: int
-
-
 MADE_SQL = """SELECT
   (SELECT count(*) FROM proposals INDEXED BY proposals_pending
     WHERE installation_id = ?1 AND status = 'pending' AND due_at > ?2) AS pending,
@@ -141,20 +135,13 @@ MADE_SQL = """SELECT
   ) AS since_by_person"""
 
 
-async def made(db: Database, installation_id: str, person_id: str, now: int, since: int) -> Made:
+async def made(
+    db: Database, installation_id: str, person_id: str, now: int, since: int
+) -> tuple[int, int, int]:
+    """What an installation's agents have made: proposals waiting now, and proposals made
+    since a moment (any status), all of them and those made with one person's keys."""
     [row] = (await db.prepare(MADE_SQL).bind(installation_id, now, since, person_id).all()).results
-    return Made(row["pending"], row["since"], row["since_by_person"])
-
-
-async def of_schedule(db: Database, installation_id: str, schedule_id: str) -> Proposal | None:
-    row = await (
-        db.prepare(
-            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE installation_id = ? AND schedule_id = ?"
-        )
-        .bind(installation_id, schedule_id)
-        .first()
-    )
-    return None if row is None else _proposal(row)
+    return row["pending"], row["since"], row["since_by_person"]
 
 
 async def decide(
@@ -170,22 +157,13 @@ async def decide(
 ) -> bool:
     """End a pending proposal still ahead of its time (only the key's own, with `key_id`);
     False when it was not pending any more."""
-    mine = "" if key_id is None else " AND key_id = ?7"
     result = await (
         db.prepare(
             "UPDATE proposals SET status = ?1, decided_at = ?2, decided_by_name = ?3,"
             " schedule_id = ?4 WHERE installation_id = ?5 AND id = ?6 AND status = 'pending'"
-            f" AND due_at > ?2{mine}"
+            " AND due_at > ?2 AND (?7 IS NULL OR key_id = ?7)"
         )
-        .bind(
-            status,
-            now,
-            by_name,
-            schedule_id,
-            installation_id,
-            proposal_id,
-            *(() if key_id is None else (key_id,)),
-        )
+        .bind(status, now, by_name, schedule_id, installation_id, proposal_id, key_id)
         .run()
     )
     return result.meta.changes == 1
@@ -230,8 +208,8 @@ async def listing(
     db: Database, installation_id: str, filters: Filters, limit: int = LIMIT
 ) -> tuple[list[Schedule], bool]:
     """Up to `limit` schedules, soonest due first, and whether there were more."""
-    where: list[str] = ["installation_id = ?"]
-    values: list[object] = [installation_id]
+    where: list[str] = []
+    values: list[object] = []
     checks: list[tuple[object, str]] = [
         (filters.content_id, "content_id = ?"),
         (filters.status, "status = ?"),
@@ -247,30 +225,31 @@ async def listing(
             f"(status = '{Status.RETRYING}' OR (status IN {sql_list(NOT_DONE)}"
             f" AND NOT {SETTLED_SQL}))"
         )
-    chosen = f"FROM schedules WHERE {' AND '.join(where)} ORDER BY due_at, id LIMIT {limit + 1}"
-    listed, attempts = await db.batch(
-        [
-            db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*values),
-            db.prepare(
-                f"SELECT {ATTEMPT_COLUMNS} FROM schedule_attempts"
-                f" WHERE schedule_id IN (SELECT id {chosen}) ORDER BY attempt"
-            ).bind(*values),
-        ]
-    )
-    found = with_attempts(listed.results, attempts.results)
+    found = await _with_attempts(db, installation_id, where, values, limit + 1)
     return found[:limit], len(found) > limit
 
 
 async def one(db: Database, installation_id: str, schedule_id: str) -> Schedule | None:
-    chosen = "FROM schedules WHERE installation_id = ? AND id = ?"
+    found = await _with_attempts(db, installation_id, ["id = ?"], [schedule_id], 1)
+    return found[0] if found else None
+
+
+async def _with_attempts(
+    db: Database, installation_id: str, where: list[str], values: list[object], limit: int
+) -> list[Schedule]:
+    """The installation's schedules matching `where`, soonest due first, with their attempts."""
+    chosen = (
+        f"FROM schedules WHERE {' AND '.join(['installation_id = ?', *where])}"
+        f" ORDER BY due_at, id LIMIT {limit}"
+    )
+    bound = [installation_id, *values]
     listed, attempts = await db.batch(
         [
-            db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(installation_id, schedule_id),
+            db.prepare(f"SELECT {SCHEDULE_COLUMNS} {chosen}").bind(*bound),
             db.prepare(
                 f"SELECT {ATTEMPT_COLUMNS} FROM schedule_attempts"
                 f" WHERE schedule_id IN (SELECT id {chosen}) ORDER BY attempt"
-            ).bind(installation_id, schedule_id),
+            ).bind(*bound),
         ]
     )
-    found = with_attempts(listed.results, attempts.results)
-    return found[0] if found else None
+    return with_attempts(listed.results, attempts.results)
