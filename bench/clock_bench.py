@@ -58,7 +58,7 @@ from scheduling.config import Configuration
 from scheduling.domain.secrets import installation_token
 from scheduling.ports import Result, Statement
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
+from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import START_MS, TOKEN_KEY, LoopClock, base_env, make_app
 from tests.support.in_flight import InFlight

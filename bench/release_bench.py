@@ -36,7 +36,7 @@ from scheduling.domain.secrets import installation_token
 from scheduling.domain.times import ResolvedTime
 from scheduling.repository import releases, schedules
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
+from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import TOKEN_KEY, base_env, make_app
 

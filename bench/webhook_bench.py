@@ -50,7 +50,7 @@ from scheduling.actions.releases import tell_clock
 from scheduling.channels import webhook
 from scheduling.domain.secrets import installation_token
 from scheduling.runtimes.cpython.adapters import CpythonCrypto, HttpxClient, SystemClock
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
+from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import TOKEN_KEY, base_env, make_app
 from tests.support.loopback_core import Loopback, Received, Reply, loopback_core, loopback_receiver

@@ -1,10 +1,8 @@
 """The Worker entry: route fetch to the app, run one runner tick from the cron trigger, and,
 with the `SCHEDULE_CLOCK` binding, an alarm clock per installation (`ScheduleClock`).
 
-What this top level imports lands in the memory snapshot Cloudflare takes at deploy, and
-counts against the startup limit: the runner's path and the HTTP app with its pages and
-compiled templates (`runtimes/workers/isolate.py`), so that an isolate's first request
-imports nothing. `bench/startup_bench.py` weighs it against Cloudflare's FastAPI example.
+What this top level imports (the whole app, `runtimes/workers/isolate.py`) lands in the memory
+snapshot taken at deploy, so an isolate's first request imports nothing.
 """
 
 from typing import Any
@@ -12,7 +10,6 @@ from typing import Any
 from workers import DurableObject, WorkerEntrypoint
 
 from scheduling.runtimes.workers import isolate
-from scheduling.runtimes.workers.schedule_clock import ClockObject
 
 isolate.configure_logging()
 
@@ -31,7 +28,7 @@ class ScheduleClock(DurableObject):  # type: ignore[misc]
 
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
-        self.object = ClockObject(self.ctx)
+        self.object = isolate.ClockObject(self.ctx)
 
     async def arm(self, installation_id: str, wake_at: int) -> bool:
         return await self.object.arm(str(installation_id), int(wake_at))

@@ -35,7 +35,7 @@ from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from scheduling.runtimes.workers.bindings import (
     LAUNCH_LIMITER_BINDING,
     BindingRateLimiter,
-    rate_limit_binding,
+    bound,
 )
 from tests.support.app import FakeClock
 from tests.support.runtimes import LOOPBACK, Ratelimit, Runtime
@@ -275,12 +275,12 @@ async def test_the_local_server_trusts_no_forwarding_header(world: World) -> Non
 
 def test_the_binding_is_found_by_name_and_shape() -> None:
     env = SimpleNamespace()
-    assert rate_limit_binding(env) is None
+    assert bound(env, LAUNCH_LIMITER_BINDING) is None
     setattr(env, LAUNCH_LIMITER_BINDING, "not a binding")
-    assert rate_limit_binding(env) is None
+    assert bound(env, LAUNCH_LIMITER_BINDING) is None
     binding = Ratelimit(3)
     setattr(env, LAUNCH_LIMITER_BINDING, binding)
-    assert rate_limit_binding(env) is binding
+    assert bound(env, LAUNCH_LIMITER_BINDING) is binding
 
 
 async def test_with_a_binding_its_limit_counts_and_only_failures_reach_it(

@@ -17,7 +17,7 @@ from scheduling.domain.schedules import NewSchedule, new_release
 from scheduling.domain.times import ResolvedTime
 from scheduling.ports import Clock
 from scheduling.repository import releases, schedules
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
+from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, LoopClock, base_env
 from tests.support.in_flight import InFlight, Yielding
@@ -47,7 +47,7 @@ class FaultyClocks(LocalClocks):
     def kill(self, installation_id: str) -> None:
         """As if the isolate running this clock's alarm died: no settle, no re-arm."""
         clock = self._clocks[installation_id]
-        clock.alarm.cancel()
+        clock.cancel()
         assert clock.ringing is not None
         clock.ringing.cancel()
 

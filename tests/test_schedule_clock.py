@@ -17,7 +17,7 @@ import pytest
 from fake_core import Fault
 from scheduling.ports import Clock
 from scheduling.runner.alarm import AlarmClock
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
+from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, LoopClock, base_env, call
 from tests.support.in_flight import InFlight
@@ -250,7 +250,7 @@ class FaultyClocks(LocalClocks):
     def kill(self, installation_id: str) -> None:
         """As if the isolate running this clock's alarm died: no settle, no re-arm."""
         clock = self._clocks[installation_id]
-        clock.alarm.cancel()
+        clock.cancel()
         assert clock.ringing is not None
         clock.ringing.cancel()
 

@@ -21,9 +21,9 @@ from scheduling.http.requests import Headers, Request
 from scheduling.runtimes.cpython.adapters import CpythonCrypto
 from scheduling.runtimes.workers.bindings import (
     DB_BINDING,
+    SCHEDULE_CLOCK_BINDING,
     UnboundDatabase,
-    clock_binding,
-    d1_binding,
+    bound,
     limit_of,
 )
 from scheduling.services import Services
@@ -52,12 +52,12 @@ class Clock:
     ids=["absent", "null", "not D1"],
 )
 def test_an_env_without_a_d1_binding_has_none(env: object) -> None:
-    assert d1_binding(env) is None
+    assert bound(env, DB_BINDING) is None
 
 
 def test_a_d1_binding_is_taken_as_it_is() -> None:
     binding = FakeD1()
-    assert d1_binding(SimpleNamespace(PLUGIN_DB=binding)) is binding
+    assert bound(SimpleNamespace(PLUGIN_DB=binding), DB_BINDING) is binding
     assert DB_BINDING == "PLUGIN_DB"
 
 
@@ -103,10 +103,10 @@ def test_the_clocks_namespace_is_taken_only_when_it_names_objects() -> None:
             return None
 
     namespace = DurableObjectNamespace()
-    assert clock_binding(SimpleNamespace(SCHEDULE_CLOCK=namespace)) is namespace
-    assert clock_binding(SimpleNamespace()) is None
+    assert bound(SimpleNamespace(SCHEDULE_CLOCK=namespace), SCHEDULE_CLOCK_BINDING) is namespace
+    assert bound(SimpleNamespace(), SCHEDULE_CLOCK_BINDING) is None
     # The local runtime's SCHEDULE_CLOCK=1 is a variable: in a Worker it turns nothing on.
-    assert clock_binding(SimpleNamespace(SCHEDULE_CLOCK="1")) is None
+    assert bound(SimpleNamespace(SCHEDULE_CLOCK="1"), SCHEDULE_CLOCK_BINDING) is None
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,7 @@ async def clock_tell(env: JsProxy, payload: str) -> None:
     from scheduling.actions.releases import tell_clock
     from scheduling.runtimes.workers import isolate
 
-    services = isolate.services_for(_EnvWrapper(env))
+    services = isolate.app_for(_EnvWrapper(env)).services
     for installation_id in json.loads(payload):
         await tell_clock(services, installation_id)
 
@@ -120,7 +120,7 @@ def info(env: JsProxy) -> Any:
 
     from scheduling.runtimes.workers import isolate
 
-    services = isolate.services_for(_EnvWrapper(env))
+    services = isolate.app_for(_EnvWrapper(env)).services
     crypto: str
     try:
         crypto = _qualname(services.crypto)

@@ -231,7 +231,7 @@ def decode_body(limit: int) -> Callable[[bytes], None]:
     """The CPython HTTP client's decoding of a gzip answer, read up to `limit` decoded bytes."""
 
     def run(data: bytes) -> None:
-        decoder = BodyDecoder.for_encoding("gzip")
+        decoder = BodyDecoder("gzip")
         body = bytearray()
         for at in range(0, len(data), 16 * KIB):  # as httpx hands over the socket's reads
             body += decoder.decode(data[at : at + 16 * KIB], limit + 1 - len(body))

@@ -1,20 +1,10 @@
 """The local runtime's ports over CPython's libraries: the wall clock, crypto over
-`cryptography` (AES-GCM) and the standard library (SHA-256, HMAC), outbound HTTP over httpx.
+`cryptography` and the standard library, outbound HTTP over httpx.
 
-The HTTP client never follows redirects: a 3xx is an answer to classify. Dee Wan is asked
-for `accept-encoding: identity` (by `dee_wan.py`, for both runtimes). A core that compresses
-anyway is decoded here, as Workers' `fetch` decodes it, so the two runtimes read the same
-answer: gzip and deflate (zlib-wrapped or raw), with the size limit applied to the decoded
-bytes and never more than that decoded, whatever the body expands to. As in fetch, bytes
-that are not what their encoding says fail the exchange, while a stream cut short gives what
-it decoded so far (then judged like any answer). Anything else (`br`, which fetch would
-decode, or a list of codings) is read as no body: nothing to trust.
-
-Outside development a client connects a name only to the addresses it resolves to at that
-moment, and only when every one of them is public (`PublicAddressesOnly`): a name that
-resolves to loopback or the local network fails as `AddressRefused`, before any byte is
-sent, whatever port it names. Each client is one pool of connections with its own limit
-(`outbound_client`): `serve` keeps the calls a visitor can trigger in a pool of their own.
+The HTTP client never follows redirects (a 3xx is an answer to classify) and decodes a body
+as Workers' `fetch` does, so both runtimes read the same answer: gzip and deflate, never more
+than the size limit decoded (`BodyDecoder`). Outside development it connects only to public
+addresses, judged on what a name resolves to at connect time (`PublicAddressesOnly`).
 """
 
 from __future__ import annotations
@@ -81,11 +71,6 @@ class CpythonCrypto:
         return secrets.token_urlsafe(32)
 
 
-def shared_tls() -> ssl.SSLContext:
-    """The TLS context httpx would make for a client, to share between many."""
-    return httpx.create_ssl_context()
-
-
 class HttpxClient:
     def __init__(self, client: httpx.AsyncClient | None = None) -> None:
         self._client = client or httpx.AsyncClient(follow_redirects=False)
@@ -116,7 +101,7 @@ class HttpxClient:
             follow_redirects=False,
         ) as response:
             limit = request.max_body_bytes
-            decoder = BodyDecoder.for_encoding(response.headers.get("content-encoding", ""))
+            decoder = BodyDecoder(response.headers.get("content-encoding", ""))
             body, truncated = bytearray(), False
             async for chunk in response.aiter_raw():
                 # Never more than one byte past the limit decoded, so a bomb costs nothing.
@@ -134,12 +119,12 @@ class HttpxClient:
 
 
 def outbound_client(
-    *, max_connections: int, public_only: bool, tls: ssl.SSLContext | None = None
+    *, max_connections: int = 100, public_only: bool, tls: ssl.SSLContext | None = None
 ) -> HttpxClient:
     """A client whose pool holds at most `max_connections` connections (a call past them waits
     for one, within its timeout); `public_only` outside development. `tls`: a context shared
     by many clients (making one reads the CA bundle, about 0.3 s on a busy machine)."""
-    tls = tls or shared_tls()
+    tls = tls or httpx.create_ssl_context()
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=min(20, max_connections)
     )
@@ -194,17 +179,6 @@ class PublicAddressesOnly(httpcore.AsyncNetworkBackend):
             addresses[-1], port, timeout, local_address, socket_options
         )
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's signature
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise NotPublic("a Unix socket is not a public address")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
 
 class PublicOnlyTransport(httpx.AsyncHTTPTransport):
     """httpx's transport over a pool whose connections go through `PublicAddressesOnly`.
@@ -223,42 +197,26 @@ class PublicOnlyTransport(httpx.AsyncHTTPTransport):
 
 
 class BodyDecoder:
-    """Decodes a body chunk by chunk, giving at most `room` bytes per call."""
+    """Decodes a body chunk by chunk, giving at most `room` bytes per call (at least 1), so a
+    bomb costs nothing. Bytes that are not what their encoding says raise `zlib.error`, as
+    fetch fails; an encoding it cannot decode (`br`, a list) is read as no body: its bytes
+    say nothing we could trust (a 200 is then untrusted; a 503 is still a 503)."""
 
-    @staticmethod
-    def for_encoding(content_encoding: str) -> BodyDecoder:
+    def __init__(self, content_encoding: str) -> None:
         coding = content_encoding.strip().lower()
-        if coding in ("gzip", "x-gzip"):
-            return _Inflate(zlib.MAX_WBITS | 16)
-        if coding == "deflate":
-            return _Inflate(zlib.MAX_WBITS, raw_fallback=True)
-        if coding in ("", "identity"):
-            return BodyDecoder()
-        return _Unreadable()
-
-    def decode(self, chunk: bytes, room: int) -> bytes:
-        return chunk
-
-
-class _Unreadable(BodyDecoder):
-    """An encoding this runtime cannot decode: its bytes say nothing we could trust, so the
-    answer is read as having no body (a 200 is then untrusted; a 503 is still a 503)."""
-
-    def decode(self, chunk: bytes, room: int) -> bytes:
-        return b""
-
-
-class _Inflate(BodyDecoder):
-    def __init__(self, wbits: int, *, raw_fallback: bool = False) -> None:
-        self._inflate = zlib.decompressobj(wbits)
+        self._as_sent = coding in ("", "identity")
+        gzip = zlib.MAX_WBITS | 16
+        wbits = {"gzip": gzip, "x-gzip": gzip, "deflate": zlib.MAX_WBITS}.get(coding)
         # "deflate" is zlib-wrapped (RFC 9110), but some servers send it raw.
-        self._raw_fallback = raw_fallback
+        self._raw_fallback = coding == "deflate"
+        self._inflate = zlib.decompressobj(wbits) if wbits else None
 
     def decode(self, chunk: bytes, room: int) -> bytes:
-        if self._inflate.eof:
-            return b""  # anything after the end of the stream is ignored
-        # `room` is at least 1 (0 would mean no limit); input that would decode past it
-        # stays in unconsumed_tail and is never expanded.
+        if self._as_sent:
+            return chunk
+        if self._inflate is None or self._inflate.eof:
+            return b""  # nothing to trust, or past the end of the stream
+        # Input that would decode past `room` stays in unconsumed_tail and is never expanded.
         first, self._raw_fallback = self._raw_fallback, False
         try:
             return self._inflate.decompress(chunk, room)

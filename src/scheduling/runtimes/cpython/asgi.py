@@ -1,12 +1,9 @@
 """Serve the core App over ASGI, plus the development-only `/__scheduled` trigger and the
 server's lifespan (what runs beside the requests).
 
-The request the core sees is built from the path the client sent (`raw_path`,
-still percent-encoded) under PUBLIC_ORIGIN's host with the socket's own scheme, never from
-the `Host` header: a
-Host of `x/admin/status#` must not change which route answers. `%2F` stays
-encoded, so it is not a separator, as in the Worker. Its `client` is the
-peer's address, never `X-Forwarded-For` or the like.
+The request the core sees is the path the client sent (`raw_path`, so `%2F` is not a
+separator, as in the Worker) under PUBLIC_ORIGIN's host, never the `Host` header's: a Host of
+`x/admin/status#` must not change which route answers.
 """
 
 from __future__ import annotations
@@ -84,9 +81,8 @@ class AsgiApp:
         if not complete:
             # The rest of the body was never read: the connection cannot carry another request.
             response.headers.append(("connection", "close"))
-        # The body is whole: its length is said up front rather than the answer chunked (a
-        # chunked answer's end came in a segment of its own, which a client that delays its
-        # ACKs waited about 40 ms for). A HEAD answer says its GET's length.
+        # The length said up front, never chunked: a chunked answer's end comes in a segment of
+        # its own, which a client that delays its ACKs waits ~40 ms for. HEAD says GET's length.
         headers = [(k.encode(), v.encode()) for k, v in response.headers]
         headers.append((b"content-length", str(response.content_length).encode()))
         await send({"type": "http.response.start", "status": response.status, "headers": headers})
@@ -118,9 +114,7 @@ class AsgiApp:
             return self.app.render(request, misconfigured)
         try:
             report = await self._tick(when)
-        except Exception:
-            # The tick has written its `runner_tick_failed` line; the traceback is for the
-            # developer.
+        except Exception:  # its `runner_tick_failed` line is written; the traceback is for you
             log.exception("development tick failed")
             failed = Refusal(500, "internal_error", "The tick failed; see the terminal.")
             return self.app.render(request, failed)
@@ -161,24 +155,24 @@ def _trigger_hosts(public_origin: str, served_port: int) -> set[str]:
     name = (origin.hostname or "").lower()
     if ":" in name:  # an IPv6 literal, bracketed in a Host
         name = f"[{name}]"
-    hosts = {f"{name}:{origin.port or default}"}
-    hosts |= {f"{loopback}:{served_port}" for loopback in _LOOPBACK_NAMES}
+    hosts = {f"{name}:{origin.port or default}"} | _loopback_hosts(served_port)
     # A Host without a port stands for the scheme's default one.
     if origin.port in (None, default):
         hosts.add(name)
-    if served_port == 80:
-        hosts |= set(_LOOPBACK_NAMES)
     return hosts
 
 
 def _own_origins(public_origin: str, served_port: int) -> set[str]:
     """The origins of this server's own pages: PUBLIC_ORIGIN's, and the plain-HTTP loopback
     names on the served port."""
-    origins = {public_origin.lower()}
-    origins |= {f"http://{loopback}:{served_port}" for loopback in _LOOPBACK_NAMES}
-    if served_port == 80:
-        origins |= {f"http://{loopback}" for loopback in _LOOPBACK_NAMES}
-    return origins
+    return {public_origin.lower()} | {f"http://{h}" for h in _loopback_hosts(served_port)}
+
+
+def _loopback_hosts(served_port: int) -> set[str]:
+    hosts = {f"{loopback}:{served_port}" for loopback in _LOOPBACK_NAMES}
+    if served_port == 80:  # without a port, a Host or an origin stands for 80
+        hosts |= set(_LOOPBACK_NAMES)
+    return hosts
 
 
 def _tick_time(request: Request, now_ms: int, max_lateness_ms: int) -> int | None:

@@ -1,38 +1,43 @@
-"""`python -m scheduling serve`: the same App on sqlite3, `cryptography`, httpx and uvicorn,
-on 127.0.0.1, for development and tests.
+"""`python -m scheduling serve`: the same App on sqlite3, `cryptography`, httpx and uvicorn
+(with its own settings), on 127.0.0.1, for development and tests.
 
-Before anything is served, `serve` reads the variables (a `.dev.vars` file, the environment
-overriding), checks them, opens the database file (owner-only, migrated) and binds the port;
-each failure is a `StartupError` in one line. uvicorn then serves with its own settings and
-stops on Ctrl-C or SIGTERM. While it serves, its lifespan (`running`) keeps the cron's
-minute tick and, with SCHEDULE_CLOCK=1, an alarm clock per installation, and stops them
-before the database closes.
+Before anything is served, `serve` checks the variables, opens the database and binds the
+port; each failure is a `StartupError` in one line. While it serves, its lifespan keeps the
+cron's minute tick and, with SCHEDULE_CLOCK=1, an alarm clock per installation
+(`LocalClocks`), in process, as a Worker has one Durable Object per installation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import os
 import shlex
 import socket
 import sqlite3
+import ssl
 import stat
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import uvicorn
 
 from scheduling.app import App
 from scheduling.config import RENAMED, SECRETS, VARIABLES, Configuration
-from scheduling.limits import VISITOR_CONNECTIONS
-from scheduling.ports import configure_events
+from scheduling.domain.schedules import wake_for
+from scheduling.limits import MAX_STORED_INTEGER, VISITOR_CONNECTIONS
+from scheduling.ports import HttpClient, configure_events
+from scheduling.repository.leases import read_wake_ups, wake_ups_from
+from scheduling.runner.alarm import AlarmClock
 from scheduling.runtimes.cpython.adapters import (
     CpythonCrypto,
     HttpxClient,
@@ -40,14 +45,10 @@ from scheduling.runtimes.cpython.adapters import (
     outbound_client,
 )
 from scheduling.runtimes.cpython.asgi import AsgiApp, app_tick
-from scheduling.runtimes.cpython.local_clocks import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from scheduling.services import Services, log
 
 HOST = "127.0.0.1"
-OUTBOUND_CONNECTIONS = 100  # Dee Wan's calls and the runner's (httpx's default pool)
-# Once told to stop, how long uvicorn lets requests under way finish before cancelling them.
-GRACEFUL_STOP_S = 5
 
 
 class StartupError(Exception):
@@ -101,8 +102,10 @@ def open_database(path: Path) -> SqliteDatabase:
 
 
 def _make_private(path: Path) -> None:
-    """A database left readable by others (made before the plugin created them 0600) is made
-    owner-only, with its -wal and -shm: they hold CSRF tokens, names and sealed tokens."""
+    """The database and its -wal and -shm hold CSRF tokens, names and sealed tokens: a new one
+    is created 0600 (SQLite gives the others its mode), one readable by others made so."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         try:
             mode = stat.S_IMODE(file.stat().st_mode)
@@ -162,7 +165,6 @@ def _is_loopback(host: str) -> bool:
 def banner(
     config: Configuration,
     port: int,
-    *,
     cron: bool,
     vars_path: Path | None,
     secret_in_environment: bool,
@@ -183,6 +185,145 @@ def banner(
     return lines
 
 
+# -- the alarm clocks -----------------------------------------------------------------------
+# Each alarm is a timer on the event loop, run by the core's clock logic (`runner/alarm.py`) as
+# Durable Objects run theirs: setting it replaces it, a time in the past fires at once, one
+# alarm runs at a time per installation (a wake-up meanwhile waits for it), each with its own
+# HTTP client's connections. Timers live as long as the process: `start()` arms them from D1.
+
+
+class _Clock:
+    """An installation's clock: its alarm, a loop timer that calls `fire(due)` when it comes
+    (the `AlarmStore` of the core's `AlarmClock`), the alarm running, its HTTP client."""
+
+    def __init__(self, now: Callable[[], int], fire: Callable[[int], None]) -> None:
+        self.now = now
+        self.fire = fire
+        self.at: int | None = None
+        self.due = 0  # when it should come: its time, or when it was set if that is later
+        self._timer: asyncio.TimerHandle | None = None
+        self.clock = AlarmClock(self, now)
+        self.http: HttpClient | None = None
+        self.ringing: asyncio.Task[None] | None = None
+        self.waiting: int | None = None  # a wake-up that came while it rang
+
+    async def get_alarm(self) -> int | None:
+        return self.at
+
+    async def set_alarm(self, at: int) -> None:
+        self.cancel()
+        self.at = at
+        self.due = max(at, self.now())  # a time in the past comes at once
+        self._wait_for(at)
+
+    def _wait_for(self, at: int) -> None:
+        delay_s = max(0, at - self.now()) / 1000
+        self._timer = asyncio.get_running_loop().call_later(delay_s, self._come)
+
+    def _come(self) -> None:
+        at = self.at
+        if at is None:
+            return
+        if self.now() < at:  # a loop timer may come a millisecond before the clock's time
+            self._wait_for(at)
+            return
+        self.at, self._timer = None, None  # consumed: the alarm runs now
+        self.fire(self.due)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.at, self._timer = None, None
+
+
+class LocalClocks:
+    """The `ScheduleClocks` port of the local runtime, over `app`'s database and settings."""
+
+    def __init__(self, app: App, *, http: Callable[[], HttpClient] | None = None) -> None:
+        """`http` makes each installation's client; by default an `outbound_client` each,
+        closed by `stop()`."""
+        self.services = app.services
+        self._make_http = http or self._client
+        self._tls: ssl.SSLContext | None = None  # one for every installation's client
+        self._clocks: dict[str, _Clock] = {}
+
+    async def arm(self, installation_id: str, wake_at: int) -> bool:
+        return await self._clock(installation_id).clock.arm(wake_at)
+
+    async def start(self) -> int:
+        """Arm every installation with something live, from D1; returns how many."""
+        rows = await read_wake_ups(self.services.db, MAX_STORED_INTEGER).all()
+        lead = self.services.config.clock_lead_ms
+        found = wake_ups_from(rows.results)
+        for installation_id, due_at in found.items():
+            await self.arm(installation_id, wake_for(due_at, lead))
+        return len(found)
+
+    async def stop(self) -> None:
+        """Stop every timer and every alarm under way (a send already out is abandoned to its
+        lease, as a killed isolate's would be); close the clients."""
+        running = []
+        for clock in self._clocks.values():
+            clock.cancel()
+            if clock.ringing is not None:
+                clock.ringing.cancel()
+                running.append(clock.ringing)
+        await asyncio.gather(*running, return_exceptions=True)
+        for clock in self._clocks.values():
+            if isinstance(clock.http, HttpxClient):
+                await clock.http.aclose()
+        self._clocks.clear()
+
+    async def idle(self) -> None:
+        """Until no alarm is running (for tests and benchmarks)."""
+        while running := [c.ringing for c in self._clocks.values() if c.ringing is not None]:
+            await asyncio.gather(*running, return_exceptions=True)
+
+    def next_wake_ups(self) -> dict[str, int]:
+        """installation -> when its clock is set for (those set only)."""
+        return {i: c.at for i, c in self._clocks.items() if c.at is not None}
+
+    def _clock(self, installation_id: str) -> _Clock:
+        clock = self._clocks.get(installation_id)
+        if clock is None:
+            fire = partial(self.wake, installation_id)
+            clock = self._clocks[installation_id] = _Clock(self.services.clock.now_ms, fire)
+        return clock
+
+    def wake(self, installation_id: str, set_for: int) -> None:
+        """An alarm came: ring the clock, or after the alarm it is running."""
+        clock = self._clock(installation_id)
+        if clock.ringing is not None:
+            clock.waiting = set_for if clock.waiting is None else min(clock.waiting, set_for)
+            return
+        clock.ringing = asyncio.create_task(
+            self._ring(installation_id, clock, set_for), name=f"alarm-{installation_id}"
+        )
+
+    async def _ring(self, installation_id: str, clock: _Clock, set_for: int) -> None:
+        try:
+            await clock.clock.ring(lambda: self._alarm(installation_id, clock, set_for))
+        except Exception:
+            log.exception("installation %s: its alarm failed; it is retried", installation_id)
+        finally:
+            clock.ringing = None
+        if clock.waiting is not None:
+            waiting, clock.waiting = clock.waiting, None
+            self.wake(installation_id, waiting)
+
+    def _client(self) -> HttpxClient:
+        """Its own connections, as an alarm has on Workers (six at once)."""
+        self._tls = self._tls or httpx.create_ssl_context()
+        public_only = not self.services.config.is_development
+        return outbound_client(max_connections=6, public_only=public_only, tls=self._tls)
+
+    async def _alarm(self, installation_id: str, clock: _Clock, set_for: int) -> int | None:
+        if clock.http is None:
+            clock.http = self._make_http()
+        own = App(replace(self.services, http=clock.http))
+        return await own.alarm(installation_id, set_for)
+
+
 def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> App:
     services = Services(
         config=Configuration.from_mapping(env),
@@ -196,9 +337,8 @@ def build_app(env: Mapping[str, Any], db: SqliteDatabase, **overrides: Any) -> A
 
 
 def attach_clocks(app: App) -> LocalClocks | None:
-    """With SCHEDULE_CLOCK=1, an alarm clock per installation, as a Worker with the
-    `SCHEDULE_CLOCK` binding has; the cron's tick is then their watchdog. Else None. The
-    caller starts and stops them."""
+    """With SCHEDULE_CLOCK=1, an alarm clock per installation (the cron's tick is then their
+    watchdog), for the caller to start and stop; else None."""
     if not app.services.config.schedule_clock:
         return None
     clocks = LocalClocks(app)
@@ -248,7 +388,7 @@ def server_config(asgi: AsgiApp, port: int) -> uvicorn.Config:
         host=HOST,
         port=port,
         lifespan="on",
-        timeout_graceful_shutdown=GRACEFUL_STOP_S,
+        timeout_graceful_shutdown=5,  # then requests still under way are cancelled
         # Access logs would print query strings, and launch codes travel in one.
         access_log=False,
         # The client is the peer address. uvicorn would otherwise believe X-Forwarded-For
@@ -269,10 +409,8 @@ async def serve(
     vars_path: Path | None = None,
     secret_in_environment: bool = False,
 ) -> None:
-    """Serve until uvicorn hears Ctrl-C or SIGTERM.
-
-    Raises ConfigurationError or StartupError, before anything is served, when it cannot start.
-    """
+    """Serve until uvicorn hears Ctrl-C or SIGTERM. Raises ConfigurationError or StartupError,
+    before anything is served, when it cannot start."""
     config = Configuration.from_mapping(env)
     config.raise_for_problems()
     db = open_database(db_path)
@@ -280,19 +418,12 @@ async def serve(
         with listen(port) as sock:
             port = sock.getsockname()[1]
             public_only = not config.is_development
-            http = outbound_client(max_connections=OUTBOUND_CONNECTIONS, public_only=public_only)
+            http = outbound_client(public_only=public_only)
             visitor = outbound_client(max_connections=VISITOR_CONNECTIONS, public_only=public_only)
             app = build_app(env, db, http=http, visitor_http=visitor)
             lifespan = partial(running, app, cron=cron, clients=(http, visitor))
             server = uvicorn.Server(server_config(AsgiApp(app, app_tick(app), lifespan), port))
-            said = banner(
-                config,
-                port,
-                cron=cron,
-                vars_path=vars_path,
-                secret_in_environment=secret_in_environment,
-            )
-            for line in said:
+            for line in banner(config, port, cron, vars_path, secret_in_environment):
                 log.info("%s", line)
             warning = origin_port_warning(config.public_origin, port)
             if warning:

@@ -1,25 +1,14 @@
-"""D1 on sqlite3: a D1-shaped database with D1's semantics, and the package's migrations
-applied the way `wrangler d1 migrations apply` applies them.
+"""D1 on sqlite3, with D1's semantics (rows as dicts, `meta.changes`, a batch as one
+transaction, foreign keys enforced; `round_trips` counts what would each be one D1 round
+trip), and the package's migrations applied as `wrangler d1 migrations apply` applies them,
+recorded in wrangler's own `d1_migrations` table, so either tool knows what the other did.
 
-- Rows come back as dicts, `meta.changes` counts rows written.
-- `batch` is one transaction: every statement or none.
-- Foreign keys are enforced, as D1 always does.
-`round_trips` counts calls that would each be one D1 round trip.
-
-A file is in WAL mode, so whoever reads it meanwhile (a test, a benchmark, a developer's
-`sqlite3` shell) never holds up the server's writes; a write that finds another writer
-holding the lock waits for it, up to `BUSY_WAIT_S`.
-
-The migrations live in `scheduling/migrations/`, the one copy: wrangler reads them there
-(`migrations_dir` in wrangler.example.jsonc) and they ship in the wheel as package data.
-Applied files are recorded in `d1_migrations` (wrangler's table and columns), so applying
-twice is a no-op and a database migrated by either tool is recognised by the other.
+A file is in WAL mode, so whoever reads it meanwhile (a test, a developer's `sqlite3` shell)
+never holds up the server's writes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -44,44 +33,28 @@ class SqliteStatement:
     async def all(self) -> Result:
         return self._db.execute_one(self)
 
-    async def run(self) -> Result:
-        return self._db.execute_one(self)
+    run = all
 
     async def first(self) -> Row | None:
         result = self._db.execute_one(self)
         return result.results[0] if result.results else None
 
 
-def create_private(path: Path) -> None:
-    """Create `path` empty and owner-only (0600) if it does not exist, before SQLite opens it.
-
-    The database holds CSRF tokens, names and sealed tokens. SQLite creates its `-wal` and
-    `-shm` files with the database file's mode, so they are 0600 too.
-    """
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-
-
 class SqliteDatabase:
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            create_private(Path(path))
-        self._conn = sqlite3.connect(
+        # A write that finds another writer holding the lock waits for it, up to BUSY_WAIT_S.
+        self.connection = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_WAIT_S
         )
-        self._conn.row_factory = sqlite3.Row
-        self._conn.execute("PRAGMA foreign_keys = ON")
+        self.connection.row_factory = sqlite3.Row
+        self.connection.execute("PRAGMA foreign_keys = ON")
         if self.path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
+            self.connection.execute("PRAGMA journal_mode = WAL")
             # In WAL, NORMAL loses no integrity, only the last commits on a power cut.
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self.connection.execute("PRAGMA synchronous = NORMAL")
         self._lock = threading.Lock()
         self.round_trips = 0
-
-    @property
-    def connection(self) -> sqlite3.Connection:
-        return self._conn
 
     def prepare(self, sql: str) -> SqliteStatement:
         return SqliteStatement(self, sql)
@@ -93,15 +66,15 @@ class SqliteDatabase:
         self.round_trips += 1
         with self._lock:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
+                self.connection.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise DatabaseError(f"{exc} in: BEGIN IMMEDIATE") from exc
             try:
                 results = [self._execute(stmt) for stmt in own]
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self.connection.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            self.connection.execute("COMMIT")
             return results
 
     def execute_one(self, statement: SqliteStatement) -> Result:
@@ -111,7 +84,7 @@ class SqliteDatabase:
 
     def _execute(self, statement: SqliteStatement) -> Result:
         try:
-            cursor = self._conn.execute(statement.sql, statement.params)
+            cursor = self.connection.execute(statement.sql, statement.params)
             rows = [dict(row) for row in cursor.fetchall()] if cursor.description else []
         except sqlite3.IntegrityError as exc:
             raise DatabaseError(f"{exc} in: {_first_line(statement.sql)}", constraint=True) from exc
@@ -121,7 +94,7 @@ class SqliteDatabase:
         return Result(rows, Meta(changes=changes, last_row_id=cursor.lastrowid))
 
     def close(self) -> None:
-        self._conn.close()
+        self.connection.close()
 
 
 def _first_line(sql: str) -> str:
@@ -142,12 +115,8 @@ class MigrationsMissing(RuntimeError):
 
 
 def apply_migrations(conn: sqlite3.Connection, directory: Path = MIGRATIONS_DIR) -> list[str]:
-    """Apply pending migrations in name order; returns the names applied now.
-
-    A missing directory, or one without a single `.sql` file, raises
-    `MigrationsMissing`: a database without its tables fails later with "no such
-    table", far from the cause.
-    """
+    """Apply pending migrations in name order; returns the names applied now. None to apply
+    at all raises `MigrationsMissing`: a database without its tables fails far from the cause."""
     files = sorted(directory.glob("*.sql")) if directory.is_dir() else []
     if not files:
         raise MigrationsMissing(

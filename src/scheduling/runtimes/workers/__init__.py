@@ -1,9 +1,5 @@
-"""The Workers runtime: the isolate (`isolate.py`), the adapters over D1, `crypto.subtle` and
-`fetch` (`adapters.py`), the installations' clocks on Durable Objects (`schedule_clock.py`).
-
-Only importable under Pyodide (they import `js` and `pyodide`), except `bindings.py`, which
-reads the env's bindings and the platform's limits and imports none of them.
-"""
+"""The Workers runtime: only importable under Pyodide (it imports `js` and `pyodide`), except
+`bindings.py`."""
 
 import os
 

@@ -1,10 +1,7 @@
 """The Worker's ports over the platform's own objects: D1 through the `workers` SDK's env
-wrapper, `crypto.subtle` (AES-256-GCM, SHA-256, HMAC-SHA256, random bytes), `fetch`, and
-`Date.now()` (frozen during CPU work in workerd, by design). No JS shape leaks past here: D1's
-results become the port's `Result`, its errors `DatabaseError`, and a per-invocation limit,
-from D1 or `fetch`, `LimitReached` (`bindings.limit_of`).
-
-Only importable under Pyodide (it imports `js` and `pyodide`).
+wrapper, `crypto.subtle`, `fetch`, `Date.now()` and the installations' Durable Objects. No JS
+shape leaks past here: D1's errors become `DatabaseError`, and a per-invocation limit, from D1,
+`fetch` or a Durable Object, `LimitReached`.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from pyodide.ffi import JsException, jsnull, to_js
 
 from scheduling.domain.secrets import IV_BYTES, b64url, frame, unframe
 from scheduling.ports import (
+    ClockUnavailable,
     DatabaseError,
     LimitReached,
     Meta,
@@ -40,11 +38,8 @@ class WorkersClock:
 
 
 async def read_at_most(stream: Any, limit: int) -> tuple[bytes, bool]:
-    """(at most `limit` bytes of the JS ReadableStream `stream`, whether there was more).
-
-    Read chunk by chunk; once past `limit` the rest is cancelled unread, so a body that is
-    huge or never ends is neither held in the isolate's memory nor waited for.
-    """
+    """(at most `limit` bytes of the JS ReadableStream `stream`, whether there was more); the
+    rest is cancelled unread, so a body that is huge or never ends is not waited for."""
     if stream is None or stream is jsnull:  # no body (a 204, say): JS null
         return b"", False
     reader = stream.getReader()
@@ -107,23 +102,20 @@ class D1Statement:
         except JsException as exc:  # e.g. D1_TYPE_ERROR for a value D1 cannot bind
             raise _error(exc, _in(self.sql)) from None
 
-    async def all(self) -> Result:
+    async def _call(self, method: str) -> Any:
         try:
-            return _result(await self.js_statement.all())
+            return await getattr(self.js_statement, method)()
         except JsException as exc:
             raise _error(exc, _in(self.sql)) from None
+
+    async def all(self) -> Result:
+        return _result(await self._call("all"))
 
     async def run(self) -> Result:
-        try:
-            return _result(await self.js_statement.run())
-        except JsException as exc:
-            raise _error(exc, _in(self.sql)) from None
+        return _result(await self._call("run"))
 
     async def first(self) -> Row | None:
-        try:
-            row = await self.js_statement.first()
-        except JsException as exc:
-            raise _error(exc, _in(self.sql)) from None
+        row = await self._call("first")
         return dict(row) if row is not None else None
 
 
@@ -228,7 +220,7 @@ class WorkersFetch:
     async def send(self, request: OutboundRequest) -> OutboundResponse:
         init: dict[str, Any] = {
             "method": request.method,
-            "headers": to_js(dict(request.headers), dict_converter=js.Object.fromEntries),
+            "headers": _js_object(dict(request.headers)),
             # A 3xx is an answer to classify, never something to follow.
             "redirect": "manual",
             # Aborts the whole exchange, body included. The caller admits the request to
@@ -238,9 +230,7 @@ class WorkersFetch:
         if request.body is not None:
             init["body"] = request.body.decode("utf-8")
         try:
-            response = await js.fetch(
-                request.url, to_js(init, dict_converter=js.Object.fromEntries)
-            )
+            response = await js.fetch(request.url, _js_object(init))
             body, truncated = await read_at_most(response.body, request.max_body_bytes)
         except JsException as exc:
             if getattr(exc, "name", "") in ("TimeoutError", "AbortError"):
@@ -253,3 +243,18 @@ class WorkersFetch:
             raise TransportError(type(exc).__name__) from None
         headers = {str(name).lower(): str(value) for name, value in response.headers.entries()}
         return OutboundResponse(int(response.status), headers, body, truncated)
+
+
+class DurableClocks:
+    """`ScheduleClocks` over the Durable Object namespace binding (the SDK's wrapper)."""
+
+    def __init__(self, binding: Any) -> None:
+        self._binding = binding
+
+    async def arm(self, installation_id: str, wake_at: int) -> bool:
+        try:
+            stub = self._binding.getByName(installation_id)
+            return bool(await stub.arm(installation_id, wake_at))
+        except JsException as exc:
+            failed = ClockUnavailable(getattr(exc, "name", "the clock did not answer"))
+            raise (limit_of(str(exc)) or failed) from None

@@ -1,14 +1,10 @@
-"""What one isolate keeps between invocations, and the events workerd hands it.
+"""What one isolate keeps between invocations, and the events workerd hands it: requests, the
+cron's tick, and an installation's Durable Object clock (`ScheduleClock` in `src/entry.py`).
 
-The Services an env describes (its variables and bindings, `bindings.py`; the adapters
-over the platform, `adapters.py`) are built once and serve every invocation, built again
-when the vars or bindings change; the HTTP app built on them serves every request, each
-converted at the edge for the app and its answer converted back.
-
-Everything is imported here, at the entry's top level: the routes, handlers, pages, jinja2
-and the compiled templates land in the memory snapshot with the runner, so an isolate's
-first page costs about what a later one does (the README's Benchmarks: the top level
-against Cloudflare's FastAPI example).
+The App an env describes (its variables and bindings, over the platform's adapters) is built
+once and serves every invocation, built again when the vars or bindings change. Everything
+is imported at the entry's top level, so it lands in the memory snapshot and an isolate's
+first page costs about what a later one does.
 """
 
 from __future__ import annotations
@@ -25,9 +21,10 @@ from scheduling.failure_throttle import LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, M
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, ascii_int
 from scheduling.http.responses import Response
 from scheduling.ports import configure_events
-from scheduling.runner.alarm import alarm
+from scheduling.runner.alarm import AlarmClock
 from scheduling.runtimes.workers.adapters import (
     D1Database,
+    DurableClocks,
     WebCrypto,
     WorkersClock,
     WorkersFetch,
@@ -39,33 +36,18 @@ from scheduling.runtimes.workers.bindings import (
     SCHEDULE_CLOCK_BINDING,
     BindingRateLimiter,
     UnboundDatabase,
-    clock_binding,
-    d1_binding,
-    rate_limit_binding,
+    bound,
 )
-from scheduling.runtimes.workers.schedule_clock import DurableClocks
 from scheduling.services import Services
 
-Fingerprint = tuple[tuple[str, str], ...]
-
-_services: dict[Fingerprint, Services] = {}
-_apps: dict[Fingerprint, App] = {}
-
-
-def services_for(env: Any) -> Services:
-    key = env_fingerprint(env)
-    if key not in _services:
-        _services.clear()
-        _apps.clear()
-        _services[key] = build_services(env)
-    return _services[key]
+_apps: dict[tuple[tuple[str, str], ...], App] = {}
 
 
 def app_for(env: Any) -> App:
-    services = services_for(env)
     key = env_fingerprint(env)
     if key not in _apps:
-        _apps[key] = App(services)
+        _apps.clear()
+        _apps[key] = App(build_services(env))
     return _apps[key]
 
 
@@ -95,16 +77,11 @@ async def scheduled(env: Any, controller: Any) -> None:
 
 def alarm_of(env: Any) -> Callable[[str, int | None], Awaitable[int | None]]:
     """The runner's alarm over this env's services, for an installation's clock to ring."""
-    services = services_for(env)
-    return lambda installation_id, set_for: alarm(services, installation_id, set_for)
+    return app_for(env).alarm
 
 
 def configure_logging() -> None:
-    """Send the app's INFO lines to the Worker's logs (Python's default shows WARNING and up).
-
-    workerd forwards Python's stdout and stderr to the Worker's console; it adds
-    its own timestamps, so the format has none.
-    """
+    """Send the app's INFO lines to the Worker's logs (workerd adds the timestamps)."""
     logger = logging.getLogger("scheduling")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -127,29 +104,24 @@ def read_env(env: Any) -> dict[str, Any]:
 def env_fingerprint(env: Any) -> tuple[tuple[str, str], ...]:
     """Identifies the configuration an App was built from (the env wrapper is new per request):
     its variables, and whether the optional rate limiting and clock bindings are there."""
-    limiter = "bound" if rate_limit_binding(env) is not None else "unbound"
-    clocks = "bound" if clock_binding(env) is not None else "unbound"
     variables = sorted((name, repr(value)) for name, value in read_env(env).items())
-    return (
-        *variables,
-        (LAUNCH_LIMITER_BINDING, limiter),
-        (SCHEDULE_CLOCK_BINDING, clocks),
-    )
+    optional = (LAUNCH_LIMITER_BINDING, SCHEDULE_CLOCK_BINDING)
+    return (*variables, *((name, str(bound(env, name) is not None)) for name in optional))
 
 
 def build_services(env: Any) -> Services:
     """The ports over this env. Nothing here raises for a missing or bad setting: each is
     reported by name (500 `misconfigured`) by the requests that need it, and by the tick."""
-    binding = d1_binding(env)
+    database, limiter_binding, clocks = (
+        bound(env, name) for name in (DB_BINDING, LAUNCH_LIMITER_BINDING, SCHEDULE_CLOCK_BINDING)
+    )
     clock = WorkersClock()
     # Failed launches: counted by the binding across the location's isolates when there is
     # one, else in this isolate (also the binding's stand-in should it fail).
     in_isolate = MemoryRateLimiter(LAUNCH_FAILURES_PER_MINUTE, WINDOW_MS, clock)
-    limiter_binding = rate_limit_binding(env)
-    clocks = clock_binding(env)
     return Services(
         config=Configuration.from_mapping(read_env(env)),
-        db=D1Database(binding) if binding is not None else UnboundDatabase(DB_BINDING),
+        db=D1Database(database) if database is not None else UnboundDatabase(),
         http=WorkersFetch(),
         clock=clock,
         make_crypto=WebCrypto,
@@ -162,6 +134,50 @@ def build_services(env: Any) -> Services:
     )
 
 
+INSTALLATION_KEY = "installation"  # the one key an object keeps besides its alarm
+
+
+class ClockObject:
+    """What one installation's `ScheduleClock` Durable Object does, over its `ctx`. It keeps its
+    alarm (the `AlarmStore` of the core's clock) and the installation's id (an object cannot
+    read its own name back): D1 stays the only truth."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.now = WorkersClock().now_ms
+        self.storage = ctx.storage
+        self.clock = AlarmClock(self, self.now)
+        self.installation_id: str | None = None
+        # When the alarm last set should come (a time in the past fires at once).
+        self.set_for: int | None = None
+
+    async def get_alarm(self) -> int | None:
+        at = await self.storage.getAlarm()
+        return None if at is None else int(at)
+
+    async def set_alarm(self, at: int) -> None:
+        await self.storage.setAlarm(at)
+        self.set_for = max(at, self.now())
+
+    async def arm(self, installation_id: str, wake_at: int) -> bool:
+        if self.installation_id != installation_id:
+            if await self.storage.get(INSTALLATION_KEY) != installation_id:
+                await self.storage.put(INSTALLATION_KEY, installation_id)
+            self.installation_id = installation_id
+        return await self.clock.arm(int(wake_at))
+
+    async def ring(self, alarm: Callable[[str, int | None], Awaitable[int | None]]) -> None:
+        """The object's `alarm()`: the core's alarm for its installation (`alarm`), then its
+        next wake-up set. An object never told has nothing to do."""
+        if self.installation_id is None:
+            stored = await self.storage.get(INSTALLATION_KEY)
+            self.installation_id = None if stored is None else str(stored)
+        installation_id = self.installation_id
+        if installation_id is None:
+            return
+        set_for = self.set_for
+        await self.clock.ring(lambda: alarm(installation_id, set_for))
+
+
 async def to_core_request(request: Any) -> Request:
     """The core's request. `request.url` keeps the path as sent (`%2F` stays encoded)."""
     # The JS request's own method: the SDK's `request.method` looks it up in an enum and
@@ -171,7 +187,7 @@ async def to_core_request(request: Any) -> Request:
     headers = Headers([(str(k), str(v)) for k, v in request.headers.items()])
     if method in ("GET", "HEAD"):
         body = b""
-    elif _declared_length(headers) > MAX_BODY_BYTES:
+    elif (ascii_int(headers.get("content-length")) or 0) > MAX_BODY_BYTES:
         # Not read into the isolate's memory: a body one byte over the cap stands for it,
         # and the app refuses it as it refuses any body over the cap.
         body = bytes(MAX_BODY_BYTES + 1)
@@ -183,10 +199,6 @@ async def to_core_request(request: Any) -> Request:
     # any a client sent; it is the only client identity a Worker has.
     client = headers.get("cf-connecting-ip") or None
     return Request(method, str(request.url), headers, body, client=client)
-
-
-def _declared_length(headers: Headers) -> int:
-    return ascii_int(headers.get("content-length")) or 0
 
 
 def to_workers_response(response: Response) -> Any:
