@@ -11,6 +11,7 @@ The mutation map points `runner/deliveries.py` here first (issue 40)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Sequence
@@ -215,6 +216,30 @@ async def test_nothing_claimed_ends_the_work() -> None:
     await s.run()
     assert len(s.outbox.asked) == 1
     assert s.outbox.settled == []
+
+
+@dataclass
+class Thinking(Channel):
+    """Answers in a later turn of the loop, as an endpoint across a network does."""
+
+    async def deliver(self, opened: Any, event: Any, now_ms: int) -> AttemptResult:
+        for _ in range(10):
+            await asyncio.sleep(0)
+        return await super().deliver(opened, event, now_ms)
+
+
+async def test_nothing_left_to_claim_ends_the_work_while_a_batch_still_sends() -> None:
+    """A delivery's settle makes nothing more due: the claim that finds nothing ends the work
+    at once, without waiting for the batch in flight to claim again after its settle."""
+    s = setup(
+        ([delivery("d1", "e1"), delivery("d2", "e1")], {"e1": target("e1")}),
+        MAX_ROWS_PER_TICK="2",
+    )
+    s.webhook = Thinking(s.clock)
+    work = await s.run()
+    assert not work.follows()
+    assert len(s.outbox.asked) == 2  # the whole batch, then nothing: no third claim
+    assert [m[0] for m in ends(s)] == ["d1", "d2"]
 
 
 # -- messages --------------------------------------------------------------------------------
