@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from scheduling import dee_wan
 from scheduling.domain.notifications import (
@@ -139,7 +138,7 @@ class EventMaker:
             outcome_unknown=False,
             message=needs_repin_said(other.kind, at, other.timezone),
         )
-        return self._written(event, raised_by=row.id)
+        return self._written(event, other.id, raised_by=row.id)
 
     def released(
         self, row: DueRow, status: Status, code: str | None, at: int
@@ -165,9 +164,7 @@ class EventMaker:
             held=line.behind if held else (),
             message=held_text(line, row.id, code, at) if held else completed_text(line, at),
         )
-        message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
-        body = event.body(self.services.config.public_origin)
-        return OutboxEvent(message_id, row.id, kind, body)
+        return self._written(event, row.id)
 
     def _event(
         self,
@@ -207,13 +204,15 @@ class EventMaker:
             next_attempt_at=next_attempt_at,
             ended_by=ended_by,
         )
-        return self._written(event)
+        return self._written(event, row.id)
 
-    def _written(self, event: ScheduleEvent, raised_by: str | None = None) -> OutboxEvent:
+    def _written(
+        self, event: ScheduleEvent | ReleaseEvent, schedule_id: str, raised_by: str | None = None
+    ) -> OutboxEvent:
         """`event` as the outbox keeps it: a message id of its own, its body as sent."""
         message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
         body = event.body(self.services.config.public_origin)
-        return OutboxEvent(message_id, event.schedule_id, event.type, body, raised_by=raised_by)
+        return OutboxEvent(message_id, schedule_id, event.type, body, raised_by=raised_by)
 
 
 # -- the work --------------------------------------------------------------------------------------
@@ -239,7 +238,7 @@ class Settled:
     written: bool
 
 
-class RowSource(Protocol):
+class RowSource:
     """Where the sends' batches come from, and what it hears of them. `apart`: whether, under
     a cap, it needs the rows the cap held back told apart from those another runner took."""
 
@@ -247,14 +246,16 @@ class RowSource(Protocol):
 
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         """Up to `limit` rows to claim now; None ends the work, none asks again."""
-        ...
+        raise NotImplementedError
 
-    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None: ...
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        """What the claim of `rows` decided."""
 
-    def settled(self, settled: Settled) -> None: ...
+    def settled(self, settled: Settled) -> None:
+        """A batch settled (or refused its settle)."""
 
 
-class DueRows:
+class DueRows(RowSource):
     """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
     those due that long (the clocks' watchdog leaves the rest to the clocks). While another
     installation has rows due, a batch takes at most a wave (SEND_CONCURRENCY) of one's rows,
@@ -276,12 +277,6 @@ class DueRows:
             return rows or None
         await slots.until_one_passes(left_out)
         return []
-
-    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
-        pass
-
-    def settled(self, settled: Settled) -> None:
-        pass
 
 
 class SendWork(OnEngine):
@@ -417,17 +412,6 @@ class SendWork(OnEngine):
                 events,
                 apart=self.source.apart,
             )
-        self._count_claim(refusals, wanted, won, refused, held)
-        return Claimed(won, refused, held)
-
-    def _count_claim(
-        self,
-        refusals: Sequence[Unsent],
-        wanted: Sequence[DueRow],
-        won: Sequence[Claim],
-        refused: Sequence[str],
-        held: Sequence[str],
-    ) -> None:
         self.report.refused_unsent += len(refused)
         codes = {row.id: code for row, code, _ in refusals}
         for schedule_id in refused:
@@ -435,6 +419,7 @@ class SendWork(OnEngine):
         self.report.claimed += len(won)
         self.report.held_back += len(held)
         self.report.lost_claim += len(wanted) - len(won) - len(held)
+        return Claimed(won, refused, held)
 
     async def unslotted(self, item: Claim) -> SettledClaim | None:
         return None  # every claim has a command to send
