@@ -20,7 +20,7 @@ from scheduling.limits import batch_cost
 from scheduling.ports import Database, LimitReached, Result, Statement
 from scheduling.runner.alarm import Alarm, AlarmClock, InstallationRows, alarm
 from scheduling.runner.engine import TickReport
-from scheduling.runner.sends import Claimed, Settled
+from scheduling.runner.sends import Claimed
 from tests.support.app import FakeClock, LoopClock
 from tests.support.unit_store import DUE, Store, refused, store, theirs
 
@@ -492,7 +492,7 @@ async def test_it_reads_a_hundred_at_once_and_hands_out_a_caps_worth() -> None:
     assert len(rows.reads) == 1  # claimed as read while every claim wins
     s.claimed([], claimed(won=3))
     assert (s.live, s.taken) == (5, 9)
-    s.settled(Settled([object()] * 2, [], written=True))  # type: ignore[list-item]
+    s.settled([object()] * 2)  # type: ignore[list-item]
     assert s.live == 3
 
 
@@ -507,7 +507,7 @@ async def test_with_the_cap_full_it_waits_for_one_of_its_batches_then_reads_on()
     waiting = asyncio.ensure_future(s.next(NOW, 20, work))
     await asyncio.sleep(0)
     assert not waiting.done()
-    s.settled(Settled([object()], [], written=True))  # type: ignore[list-item]
+    s.settled([object()])  # type: ignore[list-item]
     work.now = NOW + 70
     batch.set_result(None)
     assert await waiting == ["r2"]  # type: ignore[comparison-overlap]

@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from scheduling.domain.records import DueRow
+from scheduling.domain.records import DueRow, SettledClaim
 from scheduling.domain.schedules import HELD_BACK_RETRY_MS, retry_after_failure, wake_for
 from scheduling.limits import batch_cost
 from scheduling.ports import AlarmStore, LimitReached, emit
 from scheduling.repository.leases import Leases, next_due_from, read_next_due
 from scheduling.runner.engine import TickReport
 from scheduling.runner.invocation import Invocation, RunnerInvocation
-from scheduling.runner.sends import Claimed, RowSource, SendWork, Settled
+from scheduling.runner.sends import Claimed, RowSource, SendWork
 from scheduling.services import Services
 
 # -- the clock -------------------------------------------------------------------------------------
@@ -125,8 +125,8 @@ class InstallationRows(RowSource):
             self.held = True
             self.ahead = []  # what was read may have changed: read it again
 
-    def settled(self, settled: Settled) -> None:
-        self.live -= len(settled.claims)
+    def settled(self, claims: Sequence[SettledClaim]) -> None:
+        self.live -= len(claims)
 
 
 async def alarm(services: Services, installation_id: str, set_for: int | None) -> int | None:

@@ -227,17 +227,6 @@ class Claimed:
     held: list[str] = field(default_factory=list)  # left due by the per-installation cap
 
 
-@dataclass(frozen=True)
-class Settled:
-    """A batch once its sends have answered: how each claim ended, which settles found their
-    lease taken over, and whether the settle was written at all (a platform limit can refuse
-    it: the claims then stay leased and are reclaimed after their lease)."""
-
-    claims: list[SettledClaim]
-    lost_lease: list[str]
-    written: bool
-
-
 class RowSource:
     """Where the sends' batches come from, and what it hears of them. `apart`: whether, under
     a cap, it needs the rows the cap held back told apart from those another runner took."""
@@ -251,8 +240,8 @@ class RowSource:
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         """What the claim of `rows` decided."""
 
-    def settled(self, settled: Settled) -> None:
-        """A batch settled (or refused its settle)."""
+    def settled(self, claims: Sequence[SettledClaim]) -> None:
+        """A batch's claims ended: settled, or left to their lease (D1 refused the settle)."""
 
 
 class DueRows(RowSource):
@@ -280,16 +269,12 @@ class DueRows(RowSource):
 
 
 class SendWork(OnEngine):
-    """Schedule sends from `source`, counted into the engine's report.
+    """Schedule sends from `source`, counted into the engine's report; every decision reads
+    the engine's clock, and each installation's token is opened once per invocation.
 
-    Every decision (a claim, the lateness cap when a request leaves, a retry's plan, a
-    settle) reads the engine's clock. Installation tokens are opened once per invocation.
-
-    `cap`, for a clock's alarm and the clocks' watchdog, is MAX_IN_FLIGHT_PER_INSTALLATION
-    enforced in D1 by the claim itself: no installation ever has more live claims, whoever
-    holds them, so never more requests in flight. (A tick sending inline claims without it,
-    as it always did: its SEND_CONCURRENCY slots bound it, and no other runner sends.)
-    """
+    `cap` (an alarm's, the watchdog's) is MAX_IN_FLIGHT_PER_INSTALLATION enforced by the
+    claim itself in D1, whoever holds the claims; a tick sending inline needs none: its
+    SEND_CONCURRENCY slots bound it, and no other runner sends."""
 
     def __init__(
         self,
@@ -506,7 +491,7 @@ class SendWork(OnEngine):
                 " claimed again, with the same idempotency key",
                 len(done),
             )
-            self.source.settled(Settled(done, [], written=False))
+            self.source.settled(done)
             return
         self.report.lost_lease += len(lost)
         if later:
@@ -521,7 +506,7 @@ class SendWork(OnEngine):
             log.warning(
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
-        self.source.settled(Settled(done, lost, written=True))
+        self.source.settled(done)
 
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once; None when TOKEN_KEY cannot open it."""
