@@ -61,10 +61,8 @@ class Budget:
         return self.allowed[limit.name]
 
     def allows(self, **spent: int) -> bool:
-        """Whether work that would bring the invocation to what `spent` says of each limit
-        (by `InvocationLimit.spent`: `elapsed_ms`, `statements` with the reserved ones not
-        included, `sends`) may start. A limit `spent` does not name is not one this work
-        spends toward (the engine's checks name them all: `Engine.allows`)."""
+        """Whether work that would bring the invocation to `spent` (by `InvocationLimit.spent`,
+        the reserved statements not included) may start; a limit not named is not spent."""
         unknown = spent.keys() - {limit.spent for limit in INVOCATION_LIMITS}
         if unknown:
             raise TypeError(f"no invocation limit counts {', '.join(sorted(unknown))}")
@@ -350,8 +348,7 @@ class _Asking:
 
 
 class OnEngine:
-    """What runs on an engine (a work) reads the invocation's services, report and
-    clock from it."""
+    """A work reads the invocation's services, report and clock from its engine."""
 
     engine: Engine
 
@@ -399,8 +396,7 @@ class Engine:
         return report.sends + report.delivery_sends + self.clock_calls
 
     def spent(self) -> dict[str, int]:
-        """What the invocation has spent so far toward each of its limits
-        (`InvocationLimit.spent`)."""
+        """What the invocation has spent toward each limit (by `InvocationLimit.spent`)."""
         return {
             "elapsed_ms": self.clock() - self.now,
             "statements": self.trips.statements,
