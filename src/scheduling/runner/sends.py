@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from scheduling import dee_wan
 from scheduling.domain.notifications import (
@@ -227,7 +228,7 @@ class Claimed:
     held: list[str] = field(default_factory=list)  # left due by the per-installation cap
 
 
-class RowSource:
+class RowSource(Protocol):
     """Where the sends' batches come from, and what it hears of them. `apart`: whether, under
     a cap, it needs the rows the cap held back told apart from those another runner took."""
 
@@ -235,13 +236,14 @@ class RowSource:
 
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         """Up to `limit` rows to claim now; None ends the work, none asks again."""
-        raise NotImplementedError
 
     def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
         """What the claim of `rows` decided."""
+        return None
 
     def settled(self, claims: Sequence[SettledClaim]) -> None:
         """A batch's claims ended: settled, or left to their lease (D1 refused the settle)."""
+        return None
 
 
 class DueRows(RowSource):
