@@ -74,9 +74,12 @@ async def purge(
         if max(step[kind] for kind in PURGED if kind != "attempts") < STEP_ROWS:
             break  # nothing more past the window
     if any(purged[kind] for kind in PURGED if kind != "attempts"):
-        counts = {kind: purged[kind] for kind in PURGED}
-        days = services.config.retention_days
-        emit("retention_purged", retention_days=days, steps=steps, **counts)
+        emit(
+            "retention_purged",
+            retention_days=services.config.retention_days,
+            steps=steps,
+            **{kind: purged[kind] for kind in PURGED},
+        )
 
 
 # -- the watchdog ----------------------------------------------------------------------------------
