@@ -413,6 +413,28 @@ async def test_a_zone_rule_change_never_moves_a_stored_due_at(
     assert (await row(world, stored["id"]))["due_at"] == stored["due_at"]
 
 
+async def test_a_batch_that_fails_before_its_sends_fails_the_tick_at_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine waits for a batch's claims to hold their slots before it claims the next;
+    a batch that raised before that (report code failing, say) must fail the tick, not leave
+    it waiting for an admission that never comes (issue 32)."""
+    from scheduling.runner.sends import SendWork
+
+    installation = await world.install()
+    due = world.clock.now + MINUTE
+    await bulk_due(world, installation, 3, due, "x")
+
+    async def fails(*args: object) -> object:
+        raise RuntimeError("report code raised")
+
+    monkeypatch.setattr(SendWork, "unslotted", fails)
+    world.clock.now = due
+    with pytest.raises(RuntimeError, match="report code raised"):
+        await asyncio.wait_for(world.app.tick(due), 10)
+    assert world.core.calls.of("transitions") == []
+
+
 async def test_a_tick_far_from_the_wall_clock_is_refused_whoever_asks(runtime: Runtime) -> None:
     """Issue 37, item 5: the window the local trigger kept (+15 min, -1 day) is the tick's
     own, so the Worker's `scheduled()` (under `wrangler dev --test-scheduled`, whose
