@@ -18,9 +18,9 @@ import pytest
 from scheduling.domain.schedules import HELD_BACK_RETRY_MS
 from scheduling.limits import batch_cost
 from scheduling.ports import Database, LimitReached, Result, Statement
-from scheduling.runner.alarm import Alarm, AlarmClock, InstallationRows, alarm, run_alarm
+from scheduling.runner.alarm import Alarm, AlarmClock, InstallationRows, alarm
 from scheduling.runner.engine import TickReport
-from scheduling.runner.sends import Claimed, Settled
+from scheduling.runner.sends import Claimed
 from tests.support.app import FakeClock, LoopClock
 from tests.support.unit_store import DUE, Store, refused, store, theirs
 
@@ -336,7 +336,7 @@ async def test_its_log_line_names_its_installation_and_delay(
 ) -> None:
     s = await store()
     with caplog.at_level(logging.INFO):
-        await run_alarm(s.services(), "ins_1", DUE - 700)
+        await alarm(s.services(), "ins_1", DUE - 700)
         await alarm(s.services(), "ins_1", DUE - 300)
     lines = [json.loads(r.getMessage()) for r in caplog.records if "runner_alarm" in r.getMessage()]
     assert [(line["installation_id"], line["cron_delay_ms"]) for line in lines] == [
@@ -433,10 +433,9 @@ async def test_an_alarm_that_fails_says_so_and_raises(caplog: pytest.LogCaptureF
     ]
 
 
-async def test_run_alarm_answers_the_next_wake_up() -> None:
+async def test_an_alarm_answers_its_next_wake_up() -> None:
     s = await store()
     await s.rows("c1", due_at=DUE + 60_000)
-    assert await run_alarm(s.services(), "ins_1", None) == DUE + 60_000 - LEAD
     assert await alarm(s.services(), "ins_1", None) == DUE + 60_000 - LEAD
 
 
@@ -493,7 +492,7 @@ async def test_it_reads_a_hundred_at_once_and_hands_out_a_caps_worth() -> None:
     assert len(rows.reads) == 1  # claimed as read while every claim wins
     s.claimed([], claimed(won=3))
     assert (s.live, s.taken) == (5, 9)
-    s.settled(Settled([object()] * 2, [], written=True))  # type: ignore[list-item]
+    s.settled([object()] * 2)  # type: ignore[list-item]
     assert s.live == 3
 
 
@@ -508,7 +507,7 @@ async def test_with_the_cap_full_it_waits_for_one_of_its_batches_then_reads_on()
     waiting = asyncio.ensure_future(s.next(NOW, 20, work))
     await asyncio.sleep(0)
     assert not waiting.done()
-    s.settled(Settled([object()], [], written=True))  # type: ignore[list-item]
+    s.settled([object()])  # type: ignore[list-item]
     work.now = NOW + 70
     batch.set_result(None)
     assert await waiting == ["r2"]  # type: ignore[comparison-overlap]

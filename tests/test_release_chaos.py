@@ -15,46 +15,14 @@ import pytest
 from fake_core import Fault
 from scheduling.domain.schedules import NewSchedule, new_release
 from scheduling.domain.times import ResolvedTime
-from scheduling.ports import Clock
 from scheduling.repository import releases, schedules
-from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import START_MS, LoopClock, base_env
-from tests.support.in_flight import InFlight, Yielding
+from tests.support.in_flight import FaultyClocks, InFlight, Yielding, until
 from tests.support.world import MINUTE, World
 
 ITEMS = 6
 LEAD_MS = 1_500
-
-
-class FaultyClocks(LocalClocks):
-    """Clocks as at-least-once alarms allow: one dropped, one delivered twice, one killed."""
-
-    def __init__(self, world: World) -> None:
-        super().__init__(world.app, http=lambda: world.app.services.http)
-        self.drop: set[str] = set()
-        self.twice: set[str] = set()
-
-    def wake(self, installation_id: str, set_for: int) -> None:
-        if installation_id in self.drop:
-            self.drop.discard(installation_id)
-            return
-        super().wake(installation_id, set_for)
-        if installation_id in self.twice:
-            self.twice.discard(installation_id)
-            super().wake(installation_id, set_for)
-
-    def kill(self, installation_id: str) -> None:
-        """As if the isolate running this clock's alarm died: no settle, no re-arm."""
-        clock = self._clocks[installation_id]
-        clock.cancel()
-        assert clock.ringing is not None
-        clock.ringing.cancel()
-
-
-async def until(clock: Clock, at: int) -> None:
-    """Let loop time pass until `at` (epoch ms)."""
-    await asyncio.sleep(max(0, at - clock.now_ms()) / 1000)
 
 
 async def crashing_tick(world: World, now: int) -> None:

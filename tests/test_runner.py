@@ -15,9 +15,8 @@ from scheduling.domain import outcomes
 from scheduling.domain.outcomes import AnswerRule, Retry, Status
 from scheduling.domain.secrets import installation_token
 from scheduling.runner.tick import TickTimeRefused
-from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.pyodide_harness.harness import free_port
-from tests.support.app import OTHER_TOKEN_KEY, FakeClock, base_env, runner_status
+from tests.support.app import runner_status
 from tests.support.d1_rows import rfc3339, schedule_row
 from tests.support.in_flight import Yielding
 from tests.support.runtimes import Runtime
@@ -251,88 +250,6 @@ async def test_429_waits_for_retry_after(world: World, form: str) -> None:
     assert (await tick_at(world, now + 100_000))["due"] == 0
     await tick_at(world, now + 121_000)
     assert (await row(world, s["id"]))["status"] == "completed"
-
-
-async def test_retry_after_beyond_the_cap_is_exhausted(world: World) -> None:
-    installation = await world.install()
-    s = await schedule(world, installation)
-    world.core.faults.push(
-        Fault.respond(429, "slow_down", retry_after="301"), endpoint="transitions"
-    )
-    await tick_at(world, s["due_at"])
-    assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
-
-
-async def test_max_attempts(db: SqliteDatabase, clock: FakeClock) -> None:
-    world = World(db, clock, env=base_env(MAX_ATTEMPTS="3"))
-    installation = await world.install()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(500, "boom"), endpoint="transitions", times=10)
-    now = s["due_at"]
-    for _ in range(10):
-        await tick_at(world, now)
-        now += 5 * MINUTE
-    final = await row(world, s["id"])
-    assert (final["status"], final["result_code"], final["attempt_count"]) == (
-        "refused",
-        "retry_exhausted",
-        3,
-    )
-    assert len(sends(world, s)) == 3
-
-
-async def test_nothing_is_sent_past_the_lateness_cap(world: World) -> None:
-    installation = await world.install()
-    s = await schedule(world, installation)
-    report = await tick_at(world, s["due_at"] + 900_001)  # the cron was down for 15 minutes
-    assert report["refused_unsent"] == 1
-    assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
-    assert sends(world, s) == []
-    assert await attempts(world, s["id"]) == []
-
-
-async def test_no_retry_is_planned_past_the_cap(world: World) -> None:
-    installation = await world.install()
-    s = await schedule(world, installation)
-    world.core.faults.push(Fault.respond(503, "busy"), endpoint="transitions")
-    await tick_at(world, s["due_at"] + 895_000)  # 5 s before the cap: a 15 s backoff cannot fit
-    assert (await row(world, s["id"]))["result_code"] == "retry_exhausted"
-    assert len(sends(world, s)) == 1
-
-
-async def test_unreadable_token_refuses_without_sending(
-    db: SqliteDatabase, clock: FakeClock
-) -> None:
-    world = World(db, clock)
-    installation = await world.install()
-    s = await schedule(world, installation)
-    other = World(db, clock, env=base_env(TOKEN_KEY=OTHER_TOKEN_KEY))
-    other.core = world.core
-    await tick_at(other, s["due_at"])
-    assert ((await row(world, s["id"]))["status"], (await row(world, s["id"]))["result_code"]) == (
-        "refused",
-        "token_unreadable",
-    )
-    assert sends(world, s) == []
-
-
-async def test_a_tick_opens_each_installation_token_once(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    first, second = await world.install(), await world.install()
-    due = world.clock.now + MINUTE
-    await bulk_due(world, first, 3, due, "a")
-    await bulk_due(world, second, 2, due, "b")
-    crypto = world.app.services.crypto
-    real_open, contexts = crypto.open, []
-
-    async def counting_open(sealed: str, context: str) -> str:
-        contexts.append(context)
-        return await real_open(sealed, context)
-
-    monkeypatch.setattr(crypto, "open", counting_open)
-    assert (await tick_at(world, due))["completed"] == 5
-    assert sorted(contexts) == sorted(f"installation-token:{i.id}" for i in (first, second))
 
 
 async def test_after_uninstall_core_refuses_plugin_unauthorized(world: World) -> None:

@@ -5,7 +5,6 @@ every clock from D1; the cron's tick is the watchdog."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import html
 import re
@@ -15,12 +14,10 @@ from typing import Any
 import pytest
 
 from fake_core import Fault
-from scheduling.ports import Clock
-from scheduling.runner.alarm import AlarmClock
 from scheduling.runtimes.cpython.server import LocalClocks
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, LoopClock, base_env, call
-from tests.support.in_flight import InFlight
+from tests.support.in_flight import FaultyClocks, InFlight, until
 from tests.support.metrics import scrape, value
 from tests.support.webhooks import HOOK_URL, Receiver, add_endpoint, with_receivers
 from tests.support.world import MINUTE, World, attempts, bulk_due, row, schedule, sends
@@ -34,11 +31,6 @@ def clock_world(db: SqliteDatabase, **env: str) -> tuple[World, LocalClocks]:
     clocks = LocalClocks(world.app, http=lambda: world.app.services.http)
     world.app.services.clocks = clocks
     return world, clocks
-
-
-async def until(clock: Clock, at: int) -> None:
-    """Let loop time pass until `at` (epoch ms)."""
-    await asyncio.sleep(max(0, at - clock.now_ms()) / 1000)
 
 
 async def clock_fact(world: World) -> str | None:
@@ -229,32 +221,6 @@ async def test_an_alarm_still_sending_tells_its_refusals_within_seconds_then_sen
     await clocks.stop()
 
 
-class FaultyClocks(LocalClocks):
-    """Clocks on a platform that misbehaves as at-least-once alarms allow: an alarm dropped
-    (never delivered), an alarm delivered twice."""
-
-    def __init__(self, world: World) -> None:
-        super().__init__(world.app, http=lambda: world.app.services.http)
-        self.drop: set[str] = set()
-        self.twice: set[str] = set()
-
-    def wake(self, installation_id: str, set_for: int) -> None:
-        if installation_id in self.drop:
-            self.drop.discard(installation_id)
-            return
-        super().wake(installation_id, set_for)
-        if installation_id in self.twice:
-            self.twice.discard(installation_id)
-            super().wake(installation_id, set_for)
-
-    def kill(self, installation_id: str) -> None:
-        """As if the isolate running this clock's alarm died: no settle, no re-arm."""
-        clock = self._clocks[installation_id]
-        clock.cancel()
-        assert clock.ringing is not None
-        clock.ringing.cancel()
-
-
 async def none_early_the_clocks_on_time(
     world: World, dropped: str, doubled: str, untold: str
 ) -> None:
@@ -347,68 +313,6 @@ async def live(world: World) -> int:
         "SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'retrying', 'running')"
     ).first()
     return int((found or {})["n"])
-
-
-class MemoryAlarm:
-    """An `AlarmStore` as Durable Objects keep one: a platform consumes it as it fires."""
-
-    def __init__(self) -> None:
-        self.at: int | None = None
-
-    async def get_alarm(self) -> int | None:
-        return self.at
-
-    async def set_alarm(self, at: int) -> None:
-        self.at = at
-
-
-async def test_a_clock_moves_earlier_never_later_and_says_when_it_had_to() -> None:
-    store = MemoryAlarm()
-    clock = AlarmClock(store, lambda: 0)
-    assert await clock.arm(100_000) is True  # unset
-    assert await clock.arm(200_000) is False
-    assert store.at == 100_000
-    assert await clock.arm(100_000) is False
-    assert await clock.arm(50_000) is True  # set later than what it is told
-    assert store.at == 50_000
-
-
-async def test_a_failed_alarm_sets_its_retry_before_it_raises_and_backs_off() -> None:
-    store, now = MemoryAlarm(), 1_000_000
-    clock = AlarmClock(store, lambda: now)
-
-    async def failing() -> int | None:
-        raise RuntimeError("D1 is down")
-
-    retries = []
-    for _ in range(7):
-        store.at = None  # the platform consumed it to run the alarm
-        with pytest.raises(RuntimeError):
-            await clock.ring(failing)
-        at = await store.get_alarm()
-        assert at is not None
-        retries.append(at - now)
-    assert retries == [2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000]
-
-    async def succeeding() -> int | None:
-        return now + MINUTE
-
-    store.at = None
-    assert await clock.ring(succeeding) == now + MINUTE
-    assert (await store.get_alarm(), clock.failures) == (now + MINUTE, 0)
-
-
-async def test_a_time_told_while_the_alarm_runs_stands_when_it_is_earlier() -> None:
-    store = MemoryAlarm()
-    clock = AlarmClock(store, lambda: 0)
-
-    async def told_meanwhile() -> int | None:
-        # A running alarm reads D1 for its next wake-up as it ends: being told is not needed.
-        assert await clock.arm(5_000) is False
-        return 9_000
-
-    assert await clock.ring(told_meanwhile) == 9_000
-    assert store.at == 5_000
 
 
 @pytest.mark.looptime

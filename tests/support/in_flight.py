@@ -1,15 +1,28 @@
-"""What a test watches of the runner's traffic: the requests each installation's Dee Wan had
-in flight at once (`InFlight`, a handler of the outbound port around another), and a Database
-that yields before every round trip as a remote D1 does (`Yielding`)."""
+"""What a test watches of the runner's traffic, and the faults it meets: the requests each
+installation's Dee Wan had in flight at once (`InFlight`, a handler of the outbound port
+around another), a Database that yields before every round trip as a remote D1 does
+(`Yielding`), and alarm clocks as at-least-once alarms allow (`FaultyClocks`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fake_core.transport import Handler, answered
-from scheduling.ports import Database, OutboundRequest, OutboundResponse, Result, Row, Statement
+from scheduling.ports import (
+    Clock,
+    Database,
+    OutboundRequest,
+    OutboundResponse,
+    Result,
+    Row,
+    Statement,
+)
+from scheduling.runtimes.cpython.server import LocalClocks
+
+if TYPE_CHECKING:
+    from tests.support.world import World
 
 
 class InFlight:
@@ -82,3 +95,34 @@ class Yielding:
         return await self.inner.batch(
             [s.inner if isinstance(s, YieldingStatement) else s for s in statements]
         )
+
+
+class FaultyClocks(LocalClocks):
+    """Clocks as at-least-once alarms allow: an alarm dropped (never delivered), one delivered
+    twice, one killed mid-alarm."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world.app, http=lambda: world.app.services.http)
+        self.drop: set[str] = set()
+        self.twice: set[str] = set()
+
+    def wake(self, installation_id: str, set_for: int) -> None:
+        if installation_id in self.drop:
+            self.drop.discard(installation_id)
+            return
+        super().wake(installation_id, set_for)
+        if installation_id in self.twice:
+            self.twice.discard(installation_id)
+            super().wake(installation_id, set_for)
+
+    def kill(self, installation_id: str) -> None:
+        """As if the isolate running this clock's alarm died: no settle, no re-arm."""
+        clock = self._clocks[installation_id]
+        clock.cancel()
+        assert clock.ringing is not None
+        clock.ringing.cancel()
+
+
+async def until(clock: Clock, at: int) -> None:
+    """Let loop time pass until `at` (epoch ms)."""
+    await asyncio.sleep(max(0, at - clock.now_ms()) / 1000)

@@ -131,9 +131,7 @@ def _retry_pin(schedule: Schedule, rights: Rights, read: ContentRead) -> str | N
         return None
     if schedule.release_id is not None:  # its release is resumed instead, in order
         return None
-    if rights.manage or not rights.offers(schedule.kind, schedule.to_state):
-        return None
-    return pin_of(schedule.kind, read.content)
+    return _repin_version(schedule, rights, read)
 
 
 def _repin_version(schedule: Schedule, rights: Rights, read: ContentRead) -> str | None:

@@ -131,6 +131,18 @@ def _time(of: Release | Schedule) -> ResolvedTime:
     return ResolvedTime(of.due_at, of.local_time, of.timezone, fold)
 
 
+def now_in(zone: str, now: int) -> ResolvedTime:
+    """Due at once, written as this minute's wall time in `zone`."""
+    local_time, fold = next_minute_wall(now - 60_000, zone)
+    return ResolvedTime(now, local_time, zone, fold)
+
+
+def wall_time(local_time: str, zone: str, fold: str, now: int) -> ResolvedTime | TimeRefusal:
+    """A wall time a person gave (a fold only where it happens twice), resolved at `now`."""
+    at = datetime.fromtimestamp(now / 1000, UTC)
+    return resolve_local_time(local_time, zone, fold or None, now=at)
+
+
 async def _release(services: Services, installation_id: str, release_id: str) -> Release | None:
     if not is_id(release_id):
         return None
@@ -308,12 +320,8 @@ async def move_release(
         raise Refusal.explained(409, "execution_in_progress")
     _all_or_nothing(_untouchable(session, live), "moved")
     now = services.clock.now_ms()
-    resolved = resolve_local_time(
-        local_time.strip(),
-        timezone.strip() or release.timezone,
-        fold.strip() or None,
-        now=datetime.fromtimestamp(now / 1000, UTC),
-    )
+    zone = timezone.strip() or release.timezone
+    resolved = wall_time(local_time.strip(), zone, fold.strip(), now)
     if isinstance(resolved, TimeRefusal):
         raise Refusal(422, resolved.code, resolved.message)
     rows = [_copy(services, s, session, resolved, "moved") for s in live]
@@ -373,8 +381,7 @@ async def resume_release(
     rest = [s for s in items if s.status in NOT_DONE and s.dismissed_at is None]
     _all_or_nothing(_untouchable(session, rest), "resumed")
     now = services.clock.now_ms()
-    local_time, fold = next_minute_wall(now - 60_000, release.timezone)  # this minute's
-    when = ResolvedTime(now, local_time, release.timezone, fold)
+    when = now_in(release.timezone, now)
     rows = [_copy(services, s, session, when, "resumed") for s in rest if s.id != release.held_by]
     head = next((s for s in rest if s.id == release.held_by), None)
     statements = [releases.resumed(services.db, release, now)]

@@ -8,10 +8,9 @@ the one the editor looked at. A cancel never calls Dee Wan and never reverses a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import partial
 
 from scheduling.actions.access import (
@@ -22,7 +21,7 @@ from scheduling.actions.access import (
     read_launched_content,
 )
 from scheduling.actions.listing import read_titles
-from scheduling.actions.releases import placed, tell_clock
+from scheduling.actions.releases import now_in, placed, tell_clock, wall_time
 from scheduling.domain.outcomes import NOT_DONE, WAITING, Status
 from scheduling.domain.protocol import ContentRead
 from scheduling.domain.schedules import (
@@ -41,7 +40,6 @@ from scheduling.domain.times import (
     Retry,
     TimeRefusal,
     next_minute_wall,
-    resolve_local_time,
 )
 from scheduling.domain.wording import Refusal, explain
 from scheduling.limits import CallLimit, retry_after_seconds
@@ -76,27 +74,20 @@ class ScheduleForm:
     @classmethod
     def posted(cls, fields: Mapping[str, str]) -> ScheduleForm:
         """The form as a browser posted it; a field it did not send is empty."""
+        texts = (*_TYPED, "version_id", "published_version_id", "release_name")
         return cls(
-            transition=fields.get("transition", ""),
-            local_time=fields.get("local_time", ""),
-            timezone=fields.get("timezone", ""),
-            fold=fields.get("fold", ""),
-            version_id=fields.get("version_id", ""),
-            published_version_id=fields.get("published_version_id", ""),
+            **{name: fields.get(name, "") for name in texts},
             repin_of=fields.get("repin_of"),
             release=fields.get("release", "").strip(),
-            release_name=fields.get("release_name", ""),
         )
 
     def as_entered(self) -> ScheduleForm:
         """The fields a person typed or chose, without the spaces around them."""
-        return replace(
-            self,
-            transition=self.transition.strip(),
-            local_time=self.local_time.strip(),
-            timezone=self.timezone.strip(),
-            fold=self.fold.strip(),
-        )
+        return replace(self, **{name: getattr(self, name).strip() for name in _TYPED})
+
+
+# The form's fields a person types or chooses.
+_TYPED = ("transition", "local_time", "timezone", "fold")
 
 
 class FormRefusal(Refusal):
@@ -180,7 +171,13 @@ async def create_schedule(services: Services, session: Session, asked: ScheduleF
             "Schedules are created from a content item: use Schedule on it in Dee Wan.",
         )
     shown = shown_versions(asked.version_id, asked.published_version_id)
-    async with _person_limit(services, session, lambda wait_ms: _too_many(session, asked, wait_ms)):
+    kept = {name: getattr(asked, name) for name in _TYPED}
+    if asked.repin_of is not None:
+        kept["repin_of"] = asked.repin_of
+    if asked.release:
+        kept |= {"release": asked.release, "release_name": asked.release_name}
+    pins = (asked.version_id, asked.published_version_id)
+    async with _person_limit(services, session, *pins, **kept):
         access = await open_access(services, session)
         read = await read_launched_content(services, access)
     draft = await _draft(services, access, read, asked)
@@ -198,21 +195,8 @@ async def retry_schedule(
     if session.context_kind != "content":
         raise Refusal.explained(403, "retry_from_content")
     shown = shown_versions(version_id, published)
-    installation_id = session.installation_id
-    old = (
-        await schedules.get(services.db, installation_id, schedule_id)
-        if is_id(schedule_id)
-        else None
-    )
-    if old is None:
-        raise Refusal.explained(404, "schedule_not_found")
-    fields = {
-        "csrf_token": session.csrf_token,
-        "opened_for": session.opened_for,
-        "version_id": version_id,
-        "published_version_id": published,
-    }
-    async with _person_limit(services, session, lambda wait_ms: _too_many_with(fields, wait_ms)):
+    old = await _schedule(services.db, session.installation_id, schedule_id)
+    async with _person_limit(services, session, version_id, published):
         access = await open_access(services, session)
         read = await read_launched_content(services, access)
     if old.content_id != read.content.primary_id:
@@ -260,44 +244,31 @@ async def _store(
 
 
 def _person_limit(
-    services: Services, session: Session, refusal: Callable[[int], Refusal]
+    services: Services, session: Session, version_id: str, published: str, **kept: str
 ) -> AbstractAsyncContextManager[None]:
-    """A create, or a try again, reads Dee Wan: at most `MAX_CREATES_PER_MINUTE` a person."""
-    limit = CallLimit(per_minute=services.config.max_creates_per_minute)
-    return limited(
-        services, [(creates_key(session.installation_id, session.person_id), limit)], refusal
-    )
-
-
-def _too_many(session: Session, asked: ScheduleForm, wait_ms: int) -> Refusal:
-    """Past the person's creates for the minute: nothing read or stored, and the form kept
-    (the page sends it again as it was)."""
+    """A create, or a try again, reads Dee Wan: at most `MAX_CREATES_PER_MINUTE` a person.
+    Past them nothing is read or stored, and the form is kept (the page sends it again)."""
     fields = {
         "csrf_token": session.csrf_token,
         "opened_for": session.opened_for,
-        "version_id": asked.version_id,
-        "published_version_id": asked.published_version_id,
-        "transition": asked.transition,
-        "local_time": asked.local_time,
-        "timezone": asked.timezone,
-        "fold": asked.fold,
+        "version_id": version_id,
+        "published_version_id": published,
+        **kept,
     }
-    if asked.repin_of is not None:
-        fields["repin_of"] = asked.repin_of
-    if asked.release:
-        fields |= {"release": asked.release, "release_name": asked.release_name}
-    return _too_many_with(fields, wait_ms)
 
+    def too_many(wait_ms: int) -> Refusal:
+        return Refusal.too_many(
+            "too_many_creates",
+            f"{explain('too_many_creates')} Nothing was scheduled.",
+            retry_after_seconds(wait_ms),
+            title="Too many schedules at once",
+            then="send it again",
+            resend=list(fields.items()),
+        )
 
-def _too_many_with(fields: dict[str, str], wait_ms: int) -> Refusal:
-    return Refusal.too_many(
-        "too_many_creates",
-        f"{explain('too_many_creates')} Nothing was scheduled.",
-        retry_after_seconds(wait_ms),
-        title="Too many schedules at once",
-        then="send it again",
-        resend=list(fields.items()),
-    )
+    limit = CallLimit(per_minute=services.config.max_creates_per_minute)
+    key = creates_key(session.installation_id, session.person_id)
+    return limited(services, [(key, limit)], too_many)
 
 
 async def _draft(
@@ -326,11 +297,7 @@ async def _waiting(
 ) -> Schedule:
     """The waiting schedule a re-pin, a move or a send-now makes again: this content's, still
     waiting, and (moved or sent now) not a release's item."""
-    old = (
-        await schedules.get(services.db, access.installation.id, old_id) if is_id(old_id) else None
-    )
-    if old is None:
-        raise Refusal.explained(404, "schedule_not_found")
+    old = await _schedule(services.db, access.installation.id, old_id)
     if old.content_id != read.content.primary_id:
         raise Refusal.explained(403, "other_content")
     if old.status not in WAITING:
@@ -391,15 +358,9 @@ async def _with_title(services: Services, new: NewSchedule, read: ContentRead) -
 
 def _resolved(draft: _Draft, now: int) -> ResolvedTime:
     form = draft.form
-    if draft.made_as == SENT_NOW:  # due at once, written as now's wall time in its zone
-        local_time, fold = next_minute_wall(now - 60_000, form.timezone)  # this minute's
-        return ResolvedTime(now, local_time, form.timezone, fold)
-    resolved = resolve_local_time(
-        form.local_time,
-        form.timezone,
-        form.fold or None,
-        now=datetime.fromtimestamp(now / 1000, UTC),
-    )
+    if draft.made_as == SENT_NOW:
+        return now_in(form.timezone, now)
+    resolved = wall_time(form.local_time, form.timezone, form.fold, now)
     if isinstance(resolved, TimeRefusal):
         raise draft.refuse(422, resolved.code, resolved.field, resolved.message, resolved.retries)
     return resolved
@@ -470,14 +431,19 @@ async def cancel_allowed(
 
 async def _allowed(db: Database, session: Session, schedule_id: str) -> Schedule:
     """The schedule, if it exists in the session's installation and the session may cancel it."""
-    installation_id = session.installation_id
-    schedule = await schedules.get(db, installation_id, schedule_id) if is_id(schedule_id) else None
-    if schedule is None:
-        raise Refusal.explained(404, "schedule_not_found")
+    schedule = await _schedule(db, session.installation_id, schedule_id)
     refused = session.rights.cancel_refusal(schedule)
     if refused is not None:
         raise Refusal.explained(403, refused)
     return schedule
+
+
+async def _schedule(db: Database, installation_id: str, schedule_id: str) -> Schedule:
+    """The installation's schedule of the id a page sent; refused when there is none."""
+    found = await schedules.get(db, installation_id, schedule_id) if is_id(schedule_id) else None
+    if found is None:
+        raise Refusal.explained(404, "schedule_not_found")
+    return found
 
 
 def _not_waiting(schedule: Schedule | None) -> Refusal:
@@ -502,9 +468,7 @@ async def dismiss_schedule(db: Database, now: int, session: Session, schedule_id
     if session.context_kind != "manage":
         raise Refusal.explained(403, "dismiss_from_manage")
     installation_id = session.installation_id
-    found = await schedules.get(db, installation_id, schedule_id) if is_id(schedule_id) else None
-    if found is None:
-        raise Refusal.explained(404, "schedule_not_found")
+    await _schedule(db, installation_id, schedule_id)
     dismissed = await schedules.dismiss(
         db,
         installation_id,

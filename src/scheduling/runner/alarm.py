@@ -13,14 +13,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
 
-from scheduling.domain.records import DueRow
+from scheduling.domain.records import DueRow, SettledClaim
 from scheduling.domain.schedules import HELD_BACK_RETRY_MS, retry_after_failure, wake_for
 from scheduling.limits import batch_cost
 from scheduling.ports import AlarmStore, LimitReached, emit
 from scheduling.repository.leases import Leases, next_due_from, read_next_due
 from scheduling.runner.engine import TickReport
 from scheduling.runner.invocation import Invocation, RunnerInvocation
-from scheduling.runner.sends import Claimed, SendWork, Settled
+from scheduling.runner.sends import Claimed, RowSource, SendWork
 from scheduling.services import Services
 
 # -- the clock -------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ READ_AHEAD = 100
 TELL_AFTER_MS = 2_000
 
 
-class InstallationRows:
+class InstallationRows(RowSource):
     """An alarm's source: its installation's due rows, never more at once than the cap leaves
     room for beside this invocation's own claims in flight. Rows the cap held back (another
     runner's claims fill it) wait for one of its own batches to settle; with none of its own
@@ -125,8 +125,8 @@ class InstallationRows:
             self.held = True
             self.ahead = []  # what was read may have changed: read it again
 
-    def settled(self, settled: Settled) -> None:
-        self.live -= len(settled.claims)
+    def settled(self, claims: Sequence[SettledClaim]) -> None:
+        self.live -= len(claims)
 
 
 async def alarm(services: Services, installation_id: str, set_for: int | None) -> int | None:
@@ -134,19 +134,13 @@ async def alarm(services: Services, installation_id: str, set_for: int | None) -
     set for `set_for` when known: sends what the installation has due, and returns when its
     clock should next wake (None: nothing of it is live)."""
     try:
-        return await run_alarm(services, installation_id, set_for)
+        ringing = Alarm(services, installation_id, set_for)
+        await ringing.run()
     except Exception as exc:
         # The type only, as for a tick; its clock sets a retry (`AlarmClock.ring`).
         emit("runner_alarm_failed", installation_id=installation_id, error=type(exc).__name__)
         raise
-
-
-async def run_alarm(services: Services, installation_id: str, set_for: int | None) -> int | None:
-    """One alarm of `installation_id`'s clock (set for `set_for`, when known); returns its next
-    wake-up, None when nothing of it is live."""
-    alarm = Alarm(services, installation_id, set_for)
-    await alarm.run()
-    return alarm.next_wake
+    return ringing.next_wake
 
 
 class Alarm(RunnerInvocation):
@@ -189,11 +183,7 @@ class Alarm(RunnerInvocation):
             pause = partial(self._time_to_tell, self.clock())
             rows = InstallationRows(self.leases, self.installation_id, self.in_flight_cap, pause)
             # Its installation's latest send noted once a pass, not with each batch of six.
-            work = await self._send(rows, last_sent_later=True)
-            try:
-                await self.leases.note_last_sent(work.latest)
-            except LimitReached as limit:
-                self.engine.reached(limit)
+            await self._send(rows, last_sent_later=True)
             fresh = self.outbox.take_fresh()
             if fresh:
                 await self._deliver(fresh)

@@ -1,12 +1,10 @@
-"""The runner's one engine: batches claimed, sent through one invocation's connection slots
-and settled, within one budget, for any kind of work (`Work`); the budget, and the report of
-what the invocation did.
+"""The runner's one engine: batches of any kind of work (`Work`) claimed, sent through one
+invocation's connection slots and settled within one budget; and the report of what it did.
 
-The next batch is claimed as soon as every item of the current one holds a slot. A request is
-admitted to a slot before it starts, so its timeout never runs while it waits. The budget
-(time, D1 statements, subrequests) is checked before each batch but the first, at the batch's
-most expensive; a platform limit (`LimitReached`) ends the loop as the budget does: nothing
-more is claimed, and what was claimed and not sent is handed back.
+The next batch is claimed once every item of the current one holds a slot (a request's
+timeout never runs while it waits). The budget is checked before each batch but the first, at
+the batch's most expensive; a platform limit (`LimitReached`) ends the loop as the budget
+does, and what was claimed and not sent is handed back.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from bisect import insort
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 from typing import Generic, Protocol, TypeVar
 
 from scheduling.domain.notifications import DeliveryStatus
@@ -62,10 +61,8 @@ class Budget:
         return self.allowed[limit.name]
 
     def allows(self, **spent: int) -> bool:
-        """Whether work that would bring the invocation to what `spent` says of each limit
-        (by `InvocationLimit.spent`: `elapsed_ms`, `statements` with the reserved ones not
-        included, `sends`) may start. A limit `spent` does not name is not one this work
-        spends toward (the engine's checks name them all: `Engine.allows`)."""
+        """Whether work that would bring the invocation to `spent` (by `InvocationLimit.spent`,
+        the reserved statements not included) may start; a limit not named is not spent."""
         unknown = spent.keys() - {limit.spent for limit in INVOCATION_LIMITS}
         if unknown:
             raise TypeError(f"no invocation limit counts {', '.join(sorted(unknown))}")
@@ -225,36 +222,28 @@ class Work(Protocol[Item, Done]):
 
     def cost(self) -> int:
         """The most D1 statements one batch can cost, claim and settle included."""
-        ...
 
     async def claim(self, engine: Engine) -> Batch[Item] | None:
         """The next batch; None ends the work for this invocation, unless it `follows`."""
-        ...
 
     def follows(self) -> bool:
         """Whether a batch in flight may make more due once it settles (a release's next
         item): the engine then waits for a settle and claims again rather than ending."""
-        ...
 
     async def unslotted(self, item: Item) -> Done | None:
         """The item's end when it has nothing to send (it needs no slot); else None."""
-        ...
 
     def share_of(self, item: Item) -> str | None:
         """Whose share of the slots the item's send counts in (None: no one's)."""
-        ...
 
     def ready(self, item: Item, at: int) -> Done | None:
         """The last check once the item holds its slot: its end unsent, or None to send."""
-        ...
 
     async def send(self, item: Item, at: int) -> Done:
         """Send it (counted in the report); `LimitReached`: nothing left, the count undone."""
-        ...
 
     def handed_back(self, item: Item, at: int) -> Done:
         """Claimed, never sent (a platform limit): waiting again, due at `at`."""
-        ...
 
     async def settle(self, batch: Batch[Item], done: list[Done]) -> None: ...
 
@@ -359,8 +348,7 @@ class _Asking:
 
 
 class OnEngine:
-    """What runs on an engine (a work) reads the invocation's services, report and
-    clock from it."""
+    """A work reads the invocation's services, report and clock from its engine."""
 
     engine: Engine
 
@@ -408,8 +396,7 @@ class Engine:
         return report.sends + report.delivery_sends + self.clock_calls
 
     def spent(self) -> dict[str, int]:
-        """What the invocation has spent so far toward each of its limits
-        (`InvocationLimit.spent`)."""
+        """What the invocation has spent toward each limit (by `InvocationLimit.spent`)."""
         return {
             "elapsed_ms": self.clock() - self.now,
             "statements": self.trips.statements,
@@ -508,23 +495,20 @@ class Engine:
         share), then the batch's settle."""
         left = set(range(len(batch.items)))
 
-        def admit(index: int) -> Callable[[], None]:
-            def admitted_one() -> None:
-                left.discard(index)
-                if not left:
-                    admitted.set()
-
-            return admitted_one
+        def admit(index: int) -> None:
+            left.discard(index)
+            if not left:
+                admitted.set()
 
         async def one(index: int, item: Item, key: str | None) -> Done:
             try:
                 done = await work.unslotted(item)
                 if done is not None:
-                    admit(index)()
+                    admit(index)
                     return done
-                await self.slots.take(key, admit(index))
+                await self.slots.take(key, partial(admit, index))
                 try:
-                    admit(index)()
+                    admit(index)
                     return await self._send(work, item)
                 finally:
                     self.slots.give_back(key)

@@ -246,19 +246,17 @@ class RunnerInvocation:
         """What its log line says besides its counts."""
         return {}
 
-    async def _send(self, source: RowSource, *, last_sent_later: bool = False) -> SendWork:
-        """The schedules `source` gives, claimed, sent and settled; the installations' latest
-        sends its releases' items left to note, noted (unless the caller notes them)."""
+    async def _send(self, source: RowSource, *, last_sent_later: bool = False) -> None:
+        """The schedules `source` gives, claimed, sent and settled; then the installations'
+        latest sends its settles left to note (`SendWork.latest`), noted."""
         work = SendWork(
             self.engine, self.leases, source, cap=self.cap, last_sent_later=last_sent_later
         )
         await self.engine.run(work)
-        if work.latest and not last_sent_later:
-            try:
-                await self.leases.note_last_sent(work.latest)
-            except LimitReached as limit:
-                self.engine.reached(limit)
-        return work
+        try:
+            await self.leases.note_last_sent(work.latest)
+        except LimitReached as limit:
+            self.engine.reached(limit)
 
     async def _deliver(self, named: Sequence[str] | None = None) -> DeliveryWork | None:
         """The notifications due (only `named`, when given), after every send of the

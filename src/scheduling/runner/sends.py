@@ -139,7 +139,7 @@ class EventMaker:
             outcome_unknown=False,
             message=needs_repin_said(other.kind, at, other.timezone),
         )
-        return self._written(event, raised_by=row.id)
+        return self._written(event, other.id, raised_by=row.id)
 
     def released(
         self, row: DueRow, status: Status, code: str | None, at: int
@@ -165,9 +165,7 @@ class EventMaker:
             held=line.behind if held else (),
             message=held_text(line, row.id, code, at) if held else completed_text(line, at),
         )
-        message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
-        body = event.body(self.services.config.public_origin)
-        return OutboxEvent(message_id, row.id, kind, body)
+        return self._written(event, row.id)
 
     def _event(
         self,
@@ -207,13 +205,15 @@ class EventMaker:
             next_attempt_at=next_attempt_at,
             ended_by=ended_by,
         )
-        return self._written(event)
+        return self._written(event, row.id)
 
-    def _written(self, event: ScheduleEvent, raised_by: str | None = None) -> OutboxEvent:
+    def _written(
+        self, event: ScheduleEvent | ReleaseEvent, schedule_id: str, raised_by: str | None = None
+    ) -> OutboxEvent:
         """`event` as the outbox keeps it: a message id of its own, its body as sent."""
         message_id = "msg_" + self.services.crypto.random_token()[:_ID_CHARS]
         body = event.body(self.services.config.public_origin)
-        return OutboxEvent(message_id, event.schedule_id, event.type, body, raised_by=raised_by)
+        return OutboxEvent(message_id, schedule_id, event.type, body, raised_by=raised_by)
 
 
 # -- the work --------------------------------------------------------------------------------------
@@ -228,17 +228,6 @@ class Claimed:
     held: list[str] = field(default_factory=list)  # left due by the per-installation cap
 
 
-@dataclass(frozen=True)
-class Settled:
-    """A batch once its sends have answered: how each claim ended, which settles found their
-    lease taken over, and whether the settle was written at all (a platform limit can refuse
-    it: the claims then stay leased and are reclaimed after their lease)."""
-
-    claims: list[SettledClaim]
-    lost_lease: list[str]
-    written: bool
-
-
 class RowSource(Protocol):
     """Where the sends' batches come from, and what it hears of them. `apart`: whether, under
     a cap, it needs the rows the cap held back told apart from those another runner took."""
@@ -247,14 +236,17 @@ class RowSource(Protocol):
 
     async def next(self, now: int, limit: int, work: SendWork) -> list[DueRow] | None:
         """Up to `limit` rows to claim now; None ends the work, none asks again."""
-        ...
 
-    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None: ...
+    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
+        """What the claim of `rows` decided."""
+        return None
 
-    def settled(self, settled: Settled) -> None: ...
+    def settled(self, claims: Sequence[SettledClaim]) -> None:
+        """A batch's claims ended: settled, or left to their lease (D1 refused the settle)."""
+        return None
 
 
-class DueRows:
+class DueRows(RowSource):
     """A tick's source: every due row, round-robin across installations; with `lag_ms`, only
     those due that long (the clocks' watchdog leaves the rest to the clocks). While another
     installation has rows due, a batch takes at most a wave (SEND_CONCURRENCY) of one's rows,
@@ -277,24 +269,14 @@ class DueRows:
         await slots.until_one_passes(left_out)
         return []
 
-    def claimed(self, rows: Sequence[DueRow], claimed: Claimed) -> None:
-        pass
-
-    def settled(self, settled: Settled) -> None:
-        pass
-
 
 class SendWork(OnEngine):
-    """Schedule sends from `source`, counted into the engine's report.
+    """Schedule sends from `source`, counted into the engine's report; every decision reads
+    the engine's clock, and each installation's token is opened once per invocation.
 
-    Every decision (a claim, the lateness cap when a request leaves, a retry's plan, a
-    settle) reads the engine's clock. Installation tokens are opened once per invocation.
-
-    `cap`, for a clock's alarm and the clocks' watchdog, is MAX_IN_FLIGHT_PER_INSTALLATION
-    enforced in D1 by the claim itself: no installation ever has more live claims, whoever
-    holds them, so never more requests in flight. (A tick sending inline claims without it,
-    as it always did: its SEND_CONCURRENCY slots bound it, and no other runner sends.)
-    """
+    `cap` (an alarm's, the watchdog's) is MAX_IN_FLIGHT_PER_INSTALLATION enforced by the
+    claim itself in D1, whoever holds the claims; a tick sending inline needs none: its
+    SEND_CONCURRENCY slots bound it, and no other runner sends."""
 
     def __init__(
         self,
@@ -417,17 +399,6 @@ class SendWork(OnEngine):
                 events,
                 apart=self.source.apart,
             )
-        self._count_claim(refusals, wanted, won, refused, held)
-        return Claimed(won, refused, held)
-
-    def _count_claim(
-        self,
-        refusals: Sequence[Unsent],
-        wanted: Sequence[DueRow],
-        won: Sequence[Claim],
-        refused: Sequence[str],
-        held: Sequence[str],
-    ) -> None:
         self.report.refused_unsent += len(refused)
         codes = {row.id: code for row, code, _ in refusals}
         for schedule_id in refused:
@@ -435,6 +406,7 @@ class SendWork(OnEngine):
         self.report.claimed += len(won)
         self.report.held_back += len(held)
         self.report.lost_claim += len(wanted) - len(won) - len(held)
+        return Claimed(won, refused, held)
 
     async def unslotted(self, item: Claim) -> SettledClaim | None:
         return None  # every claim has a command to send
@@ -521,7 +493,7 @@ class SendWork(OnEngine):
                 " claimed again, with the same idempotency key",
                 len(done),
             )
-            self.source.settled(Settled(done, [], written=False))
+            self.source.settled(done)
             return
         self.report.lost_lease += len(lost)
         if later:
@@ -536,7 +508,7 @@ class SendWork(OnEngine):
             log.warning(
                 "schedule %s: lease lost before settle; left to its new runner", schedule_id
             )
-        self.source.settled(Settled(done, lost, written=True))
+        self.source.settled(done)
 
     async def _token(self, row: DueRow) -> str | None:
         """The installation's token, opened once; None when TOKEN_KEY cannot open it."""

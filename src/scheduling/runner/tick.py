@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import asdict
 from functools import partial
 from typing import Any
 
@@ -36,18 +36,9 @@ DAY_MS = 86_400_000
 STEP_ROWS = 100
 MAX_STEPS = 50
 MAX_PURGE_MS = 5_000
-
-
-@dataclass
-class PurgeReport:
-    """What one retention purge removed."""
-
-    steps: int = 0
-    schedules: int = 0
-    attempts: int = 0
-    deliveries: int = 0
-    proposals: int = 0
-    agent_keys: int = 0
+# What a step deletes, as `history.Purged` names it, in the log line's order. Attempts go
+# with their schedules: they alone never make a step worth another.
+PURGED = ("schedules", "attempts", "deliveries", "proposals", "agent_keys")
 
 
 async def purge(
@@ -57,16 +48,17 @@ async def purge(
     *,
     now: int,
     elapsed_ms: Callable[[], int],
-) -> PurgeReport:
+) -> None:
     """Steps while there is more to purge, the budget allows one more and `MAX_STEPS` are
     not taken; logs one `retention_purged` line when anything went. Each step is a round
     trip of the invocation's (`trips`, which counts it)."""
     cutoff = now - services.config.retention_days * DAY_MS
     agents_cutoff = max(cutoff, now - ENDED_KEPT_MS)  # the sooner of the two
-    report = PurgeReport()
+    purged: Counter[str] = Counter()
+    steps = 0
     started = elapsed_ms()
     while (
-        report.steps < MAX_STEPS
+        steps < MAX_STEPS
         and elapsed_ms() - started < MAX_PURGE_MS
         and budget.allows(
             elapsed_ms=elapsed_ms(), statements=trips.statements + history.STEP_STATEMENTS
@@ -76,27 +68,18 @@ async def purge(
             results = await trips.send(history.step(trips.db, cutoff, STEP_ROWS, agents_cutoff))
         except LimitReached:
             break  # the invocation may send D1 nothing more; the rest waits for a tick
-        step = history.purged(results)
-        report.steps += 1
-        report.schedules += step.schedules
-        report.attempts += step.attempts
-        report.deliveries += step.deliveries
-        report.proposals += step.proposals
-        report.agent_keys += step.agent_keys
-        if max(step.schedules, step.deliveries, step.proposals, step.agent_keys) < STEP_ROWS:
+        step = asdict(history.purged(results))
+        steps += 1
+        purged.update(step)
+        if max(step[kind] for kind in PURGED if kind != "attempts") < STEP_ROWS:
             break  # nothing more past the window
-    if report.schedules or report.deliveries or report.proposals or report.agent_keys:
+    if any(purged[kind] for kind in PURGED if kind != "attempts"):
         emit(
             "retention_purged",
             retention_days=services.config.retention_days,
-            steps=report.steps,
-            schedules=report.schedules,
-            attempts=report.attempts,
-            deliveries=report.deliveries,
-            proposals=report.proposals,
-            agent_keys=report.agent_keys,
+            steps=steps,
+            **{kind: purged[kind] for kind in PURGED},
         )
-    return report
 
 
 # -- the watchdog ----------------------------------------------------------------------------------
