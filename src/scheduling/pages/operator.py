@@ -1,7 +1,5 @@
-"""The operator page (`GET /admin`): the runner's status in words, each window of the tick
-history as four charts with their summaries and a table of the same numbers, the latest
-refusals and the installations; and erasing an installation's data. Times are in UTC, the
-operator's clock. A rare route: the app imports it on its first request.
+"""The operator page (`GET /admin`), in UTC, the operator's clock, and erasing an
+installation's data. A rare route: the app imports it on its first request.
 """
 
 from __future__ import annotations
