@@ -7,6 +7,9 @@ WCAG 2.2 A/AA violations. Screenshots: pytest's temporary directory or $BROWSER_
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,15 +21,19 @@ from playwright.sync_api import Response as PageResponse
 
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import ADMIN_SECRET, TOKEN_KEY
-from tests.support.browser import axe_violations, free_port, missing_pieces
+from tests.support.browser import (
+    axe_violations,
+    free_port,
+    missing_pieces,
+)
 from tests.support.day import DAY_MINUTES, day_world, play_day
-from tests.support.serve_process import start_serve, wait_until_up, write_vars
 from tests.support.world import MINUTE, insert_due
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(missing_pieces() is not None, reason=missing_pieces() or ""),
 ]
+ROOT = Path(__file__).resolve().parents[1]
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 
@@ -69,17 +76,32 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     asyncio.run(a_day_ending_now(db_path))
     port = free_port()
     served = f"http://127.0.0.1:{port}"
-    variables = write_vars(
-        folder / "plugin.vars",
-        PUBLIC_ORIGIN=served,
-        ENVIRONMENT="development",
-        ADMIN_SECRET=ADMIN_SECRET,
-        TOKEN_KEY=TOKEN_KEY,
-        MAX_LATENESS_MS="300000",
+    variables = folder / "plugin.vars"
+    variables.write_text(
+        f"PUBLIC_ORIGIN={served}\nENVIRONMENT=development\n"
+        f"ADMIN_SECRET={ADMIN_SECRET}\nTOKEN_KEY={TOKEN_KEY}\nMAX_LATENESS_MS=300000\n"
     )
-    process = start_serve(db_path, variables, port, "--no-cron")
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "scheduling", "serve", "--port", str(port)),
+            *("--db", str(db_path), "--vars", str(variables), "--no-cron"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if k not in ("ADMIN_SECRET", "TOKEN_KEY")},
+    )
     try:
-        wait_until_up(port, process)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"{served}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, "serve stopped"
+            assert time.monotonic() < deadline, "serve did not answer within 30 s"
+            time.sleep(0.2)
         yield served
     finally:
         process.terminate()
