@@ -390,27 +390,6 @@ async def test_a_failing_receiver_gets_the_same_id_on_the_backoff_until_it_answe
     assert len(hooks.other.received) == 1
 
 
-async def test_gives_up_72_hours_after_the_event(world: World, hooks: Endpoints) -> None:
-    _, s = await hooks.one_due(Fault.respond(409, "workflow_conflict"))
-    hooks.loud.default = 500
-    now = s["due_at"]
-    await tick_at(world, now)
-    [first] = await deliveries(
-        world, f"endpoint_id IN (SELECT id FROM notification_endpoints WHERE url = '{HOOK_URL}')"
-    )
-    for _ in range(20):  # nine attempts are due; more would be a loop that never ends
-        [current] = await deliveries(world, f"id = '{first['id']}'")
-        if current["status"] != "waiting":
-            break
-        now = current["next_attempt_at"]
-        await tick_at(world, now)
-    else:
-        pytest.fail("the delivery was still waiting after 20 ticks")
-    assert current["status"] == "failed"
-    assert current["finished_at"] - first["created_at"] == 72 * 60 * MINUTE
-    assert len(hooks.loud.received) == current["attempt_count"] >= 12
-
-
 async def test_a_410_disables_the_endpoint_and_what_it_had_waiting(
     world: World, hooks: Endpoints
 ) -> None:

@@ -13,7 +13,12 @@ from scheduling.actions.access import confirm_standing, endpoint_calls, limited,
 from scheduling.actions.listing import Titles, read_titles
 from scheduling.channels import kinds
 from scheduling.channels.kinds import ChannelKind
-from scheduling.domain.notifications import EVENT_TYPES, MAX_ENDPOINTS, REPLAY_SINCE_HOURS
+from scheduling.domain.notifications import (
+    EVENT_TYPES,
+    HOUR_MS,
+    MAX_ENDPOINTS,
+    REPLAY_SINCE_HOURS,
+)
 from scheduling.domain.secrets import is_id
 from scheduling.domain.wording import Refusal, explain
 from scheduling.limits import retry_after_seconds
@@ -42,12 +47,12 @@ class EndpointForm:
 
 class EndpointFormRefusal(Refusal):
     """A refused endpoint form: the manage page comes back, for `session`, with what was
-    entered and why."""
+    entered and why (the code's plain words, unless `message` says more)."""
 
     def __init__(
-        self, status: int, code: str, message: str, form: EndpointForm, session: Session
+        self, status: int, code: str, form: EndpointForm, session: Session, message: str = ""
     ) -> None:
-        super().__init__(status, code, message)
+        super().__init__(status, code, message or explain(code))
         self.form = form
         self.session = session
 
@@ -93,9 +98,7 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
     secret); returns its id. Nothing is stored when refused."""
     require_manage(session)
     kind = _check(services, session, form)
-    too_many = EndpointFormRefusal(
-        409, "too_many_endpoints", explain("too_many_endpoints"), form, session
-    )
+    too_many = EndpointFormRefusal(409, "too_many_endpoints", form, session)
     installation_id = session.installation_id
     if await notification_endpoints.count(services.db, installation_id) >= MAX_ENDPOINTS:
         raise too_many
@@ -105,7 +108,7 @@ async def add_endpoint(services: Services, session: Session, form: EndpointForm)
         if refused.code == "plugin_unauthorized":
             raise
         raise EndpointFormRefusal(
-            refused.status, refused.code, refused.message, form, session
+            refused.status, refused.code, form, session, refused.message
         ) from None
     endpoint_id = _new_id(services, "whe_")
     kept = await kind.keep(services.crypto, installation_id, endpoint_id, form.url)
@@ -131,17 +134,15 @@ def _check(services: Services, session: Session, form: EndpointForm) -> ChannelK
     with its own code."""
     kind = kinds.kind_of(form.kind)
     if kind is None:
-        raise EndpointFormRefusal(
-            422, "unknown_endpoint_kind", explain("unknown_endpoint_kind"), form, session
-        )
+        raise EndpointFormRefusal(422, "unknown_endpoint_kind", form, session)
     problem = kind.url_problem(form.url, services.config)
     if problem is not None:
-        raise EndpointFormRefusal(422, "invalid_endpoint_url", f"The URL {problem}.", form, session)
+        raise EndpointFormRefusal(422, "invalid_endpoint_url", form, session, f"The URL {problem}.")
     unknown = [event for event in form.events if event not in EVENT_TYPES]
     if unknown:
-        raise EndpointFormRefusal(422, "unknown_event", explain("unknown_event"), form, session)
+        raise EndpointFormRefusal(422, "unknown_event", form, session)
     if not form.events:
-        raise EndpointFormRefusal(422, "no_events", explain("no_events"), form, session)
+        raise EndpointFormRefusal(422, "no_events", form, session)
     return kind
 
 
@@ -290,8 +291,6 @@ def _new_id(services: Services, prefix: str) -> str:
 
 
 # -- deliveries acted on ---------------------------------------------------------------------------
-
-HOUR_MS = 3_600_000
 
 
 async def send_again(

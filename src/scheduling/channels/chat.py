@@ -28,7 +28,6 @@ from scheduling.domain.notifications import (
 from scheduling.domain.records import ClaimedDelivery, DeliveryTarget
 from scheduling.domain.secrets import content_title, open_or_none
 from scheduling.domain.times import zoned_clock_text
-from scheduling.ports import Crypto
 from scheduling.services import Services
 
 # -- the lines -------------------------------------------------------------------------------------
@@ -122,9 +121,10 @@ class SlackChat:
         self.public_origin = services.config.public_origin
 
     async def open(self, target: DeliveryTarget) -> OpenTarget | None:
-        url = await open_url(
-            self.services.crypto, target.installation_id, target.id, target.secret_sealed
-        )
+        """None, logged (by its endpoint's id only), when TOKEN_KEY cannot open its URL."""
+        context = url_context(target.installation_id, target.id)
+        what = f"endpoint {target.id}: chat URL"
+        url = await open_or_none(self.services.crypto, target.secret_sealed, context, what)
         return None if url is None else OpenTarget(target.id, target.installation_id, url, "")
 
     async def event(self, target: DeliveryTarget, deliveries: Sequence[ClaimedDelivery]) -> Event:
@@ -158,18 +158,6 @@ class SlackChat:
 def url_context(installation_id: str, endpoint_id: str) -> str:
     """What a sealed chat URL is bound to: its installation and endpoint."""
     return f"chat-url:{installation_id}:{endpoint_id}"
-
-
-async def seal_url(crypto: Crypto, installation_id: str, endpoint_id: str, url: str) -> str:
-    return await crypto.seal(url, url_context(installation_id, endpoint_id))
-
-
-async def open_url(
-    crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
-) -> str | None:
-    """The chat URL; None, logged (by its endpoint's id only), when TOKEN_KEY cannot open it."""
-    context = url_context(installation_id, endpoint_id)
-    return await open_or_none(crypto, sealed, context, f"endpoint {endpoint_id}: chat URL")
 
 
 def shown_url(url: str) -> str:

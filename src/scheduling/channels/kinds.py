@@ -70,7 +70,8 @@ async def _keep_signing_secret(
 
 
 async def _keep_chat_url(crypto: Crypto, installation_id: str, endpoint_id: str, url: str) -> Kept:
-    return Kept(chat.shown_url(url), await chat.seal_url(crypto, installation_id, endpoint_id, url))
+    sealed = await crypto.seal(url, chat.url_context(installation_id, endpoint_id))
+    return Kept(chat.shown_url(url), sealed)
 
 
 WEBHOOK = ChannelKind(

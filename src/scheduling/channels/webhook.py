@@ -78,15 +78,6 @@ async def seal_secret(crypto: Crypto, installation_id: str, endpoint_id: str, se
     return await crypto.seal(secret, secret_context(installation_id, endpoint_id))
 
 
-async def open_secret(
-    crypto: Crypto, installation_id: str, endpoint_id: str, sealed: str
-) -> str | None:
-    """The raw secret; None, logged, when it does not open under the current TOKEN_KEY."""
-    context = secret_context(installation_id, endpoint_id)
-    what = f"endpoint {endpoint_id}: signing secret"
-    return await open_or_none(crypto, sealed, context, what)
-
-
 # -- the channel -----------------------------------------------------------------------------------
 
 
@@ -104,9 +95,10 @@ class StandardWebhook:
         return Event(event_id, body)
 
     async def open(self, target: DeliveryTarget) -> OpenTarget | None:
-        secret = await open_secret(
-            self.services.crypto, target.installation_id, target.id, target.secret_sealed
-        )
+        """None, logged, when the secret does not open under the current TOKEN_KEY."""
+        context = secret_context(target.installation_id, target.id)
+        what = f"endpoint {target.id}: signing secret"
+        secret = await open_or_none(self.services.crypto, target.secret_sealed, context, what)
         if secret is None:
             return None
         return OpenTarget(target.id, target.installation_id, target.url, secret)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from scheduling.domain.outcomes import Status, parse_retry_after
 from scheduling.domain.protocol import instant_ms as _ms
@@ -54,8 +55,34 @@ def page_url(public_origin: str, installation_id: str) -> str:
     return f"{public_origin}/installations/{installation_id}"
 
 
+# A body's keys where they differ from the field's name, and how a value is read back.
+_KEYS = {"at": "timestamp", "to_state": "to", "item_id": "schedule_id", "for_person": "for"}
+_READ_AS: dict[str, Callable[[Any], Any]] = {
+    "at": _ms,
+    "due_at": _ms,
+    "next_attempt_at": _ms,
+    "status": Status,
+    "applied": tuple,
+    "held": tuple,
+}
+
+
+class _Told:
+    """An event as an endpoint is told it: `read` gives back the event whose `body` wrote it."""
+
+    @classmethod
+    def read(cls, body: bytes) -> Self:
+        event = json.loads(body)
+        said = {**event["data"], "type": event["type"], "timestamp": event["timestamp"]}
+        values = {}
+        for name in (f.name for f in fields(cls)):  # type: ignore[arg-type]
+            value = said[_KEYS.get(name, name)]
+            values[name] = value if value is None or name not in _READ_AS else _READ_AS[name](value)
+        return cls(**values)
+
+
 @dataclass(frozen=True)
-class ScheduleEvent:
+class ScheduleEvent(_Told):
     """One settle of one schedule, as its webhook tells it (`body`), and as a chat reads it
     back from the outbox (`read`)."""
 
@@ -77,34 +104,6 @@ class ScheduleEvent:
     message: str  # the card's own sentence (`wording.explain_result`)
     next_attempt_at: int | None = None
     ended_by: str | None = None  # which cap ended a `retry_exhausted` one (`EndedBy`)
-
-    @classmethod
-    def read(cls, body: bytes) -> ScheduleEvent:
-        """The event a body tells (what `body` wrote)."""
-        event = json.loads(body)
-        data = event["data"]
-        return cls(
-            type=event["type"],
-            at=_ms(event["timestamp"]),
-            installation_id=data["installation_id"],
-            schedule_id=data["schedule_id"],
-            content_id=data["content_id"],
-            kind=data["kind"],
-            to_state=data["to"],
-            version_id=data["version_id"],
-            due_at=_ms(data["due_at"]),
-            local_time=data["local_time"],
-            timezone=data["timezone"],
-            status=Status(data["status"]),
-            result_code=data["result_code"],
-            attempts=data["attempts"],
-            outcome_unknown=data["outcome_unknown"],
-            message=data["message"],
-            next_attempt_at=None
-            if data["next_attempt_at"] is None
-            else _ms(data["next_attempt_at"]),
-            ended_by=data["ended_by"],
-        )
 
     def body(self, public_origin: str) -> bytes:
         data: dict[str, Any] = {
@@ -145,7 +144,7 @@ def body_of_test_event(
 
 
 @dataclass(frozen=True)
-class ReleaseEvent:
+class ReleaseEvent(_Told):
     """A release held or completed, as an endpoint hears of it (`body`; `read` again): its name
     (which a person gave it, and may be told), never an item's title."""
 
@@ -161,25 +160,6 @@ class ReleaseEvent:
     applied: tuple[str, ...]
     held: tuple[str, ...]
     message: str
-
-    @classmethod
-    def read(cls, body: bytes) -> ReleaseEvent:
-        event = json.loads(body)
-        data = event["data"]
-        return cls(
-            type=event["type"],
-            at=_ms(event["timestamp"]),
-            installation_id=data["installation_id"],
-            release_id=data["release_id"],
-            name=data["name"],
-            due_at=_ms(data["due_at"]),
-            timezone=data["timezone"],
-            item_id=data["schedule_id"],
-            result_code=data["result_code"],
-            applied=tuple(data["applied"]),
-            held=tuple(data["held"]),
-            message=data["message"],
-        )
 
     def body(self, public_origin: str) -> bytes:
         data = {
@@ -200,7 +180,7 @@ class ReleaseEvent:
 
 
 @dataclass(frozen=True)
-class ProposalEvent:
+class ProposalEvent(_Told):
     """An agent's proposal, as an endpoint hears of it (`body`; `read` again): never its note
     (the person reads it on their page), never a key."""
 
@@ -215,24 +195,6 @@ class ProposalEvent:
     timezone: str
     proposed_by: str  # the agent key's name
     for_person: str  # whom the key acts for
-
-    @classmethod
-    def read(cls, body: bytes) -> ProposalEvent:
-        event = json.loads(body)
-        data = event["data"]
-        return cls(
-            at=_ms(event["timestamp"]),
-            installation_id=data["installation_id"],
-            proposal_id=data["proposal_id"],
-            content_id=data["content_id"],
-            kind=data["kind"],
-            to_state=data["to"],
-            due_at=_ms(data["due_at"]),
-            local_time=data["local_time"],
-            timezone=data["timezone"],
-            proposed_by=data["proposed_by"],
-            for_person=data["for"],
-        )
 
     def body(self, public_origin: str) -> bytes:
         data = {

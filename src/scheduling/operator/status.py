@@ -6,12 +6,12 @@ read in one round trip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from scheduling.domain.outcomes import FINISHED, LIVE
 from scheduling.domain.times import BUCKET_COLUMNS, rfc3339
-from scheduling.ports import Database, Row
+from scheduling.ports import Database, Result, Row, Statement
 from scheduling.repository import history, releases
 from scheduling.repository.history import (
     Backlog,
@@ -33,14 +33,22 @@ CODE_BEHIND_DATABASE = "code_behind_database"
 
 async def read_status(db: Database, now: int) -> dict[str, Any]:
     """The operator's status at `now`, read in one D1 round trip."""
-    last, waiting, counts, unknown = await db.batch(
-        [
-            history.read_last(db),
-            history.read_backlog(db, now),
-            history.read_counts(db, now - FINISHED_WINDOW_MS),
-            history.read_unknown_migrations(db),
-        ]
+    return _status(
+        now, *await db.batch([*_status_reads(db, now), history.read_unknown_migrations(db)])
     )
+
+
+def _status_reads(db: Database, now: int) -> list[Statement]:
+    return [
+        history.read_last(db),
+        history.read_backlog(db, now),
+        history.read_counts(db, now - FINISHED_WINDOW_MS),
+    ]
+
+
+def _status(
+    now: int, last: Result, waiting: Result, counts: Result, unknown: Result
+) -> dict[str, Any]:
     return status_json(
         now,
         history.last_from(last.results),
@@ -213,9 +221,7 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
     bounds = [shape.bounds(now) for shape in shapes]
     results = await db.batch(
         [
-            history.read_last(db),
-            history.read_backlog(db, now),
-            history.read_counts(db, now - FINISHED_WINDOW_MS),
+            *_status_reads(db, now),
             *(
                 history.read_series(db, since, until, shape.slot_ms)
                 for shape, (since, until) in zip(shapes, bounds, strict=True)
@@ -232,13 +238,7 @@ async def read_operator_view(db: Database, now: int, max_lateness_ms: int) -> Op
     last, waiting, counts, *series = head
     return OperatorView(
         now=now,
-        status=status_json(
-            now,
-            history.last_from(last.results),
-            history.backlog_from(waiting.results),
-            history.counts_from(counts.results),
-            history.unknown_migrations_from(unknown.results),
-        ),
+        status=_status(now, last, waiting, counts, unknown),
         max_lateness_ms=max_lateness_ms,
         windows=tuple(
             _window(shape, since, until, result.results)
@@ -262,28 +262,10 @@ def _window(shape: WindowShape, since: int, until: int, rows: list[Row]) -> Wind
 
 
 def _slot(start: int, row: Row) -> Slot:
-    def n(name: str) -> int:
-        return int(row[name] or 0)
+    """The slot's row: each of its columns a whole number (SQL's sum of no rows is NULL)."""
+    counts = {name: int(row[name] or 0) for name in _SLOT_COUNTS}
+    buckets = tuple(int(row[column] or 0) for column in BUCKET_COLUMNS)
+    return Slot(start=start, lateness_buckets=buckets, **counts)
 
-    return Slot(
-        start=start,
-        invocations=n("invocations"),
-        ticks=n("ticks"),
-        failed=n("failed"),
-        backlog=n("backlog"),
-        cron_delay_ms=n("cron_delay_ms"),
-        lateness_p50_ms=n("lateness_p50_ms"),
-        lateness_max_ms=n("lateness_max_ms"),
-        sends=n("sends"),
-        completed=n("completed"),
-        refused=n("refused"),
-        retrying=n("retrying"),
-        refused_unsent=n("refused_unsent"),
-        lateness_sum_ms=n("lateness_sum_ms"),
-        lateness_buckets=tuple(n(column) for column in BUCKET_COLUMNS),
-        alarms=n("alarms"),
-        alarm_lateness_max_ms=n("alarm_lateness_max_ms"),
-        caught=n("caught"),
-        clocks_rearmed=n("clocks_rearmed"),
-        backstops=n("backstops"),
-    )
+
+_SLOT_COUNTS = tuple(f.name for f in fields(Slot) if f.name not in ("start", "lateness_buckets"))

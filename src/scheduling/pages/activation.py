@@ -107,12 +107,11 @@ async def activate_installation(services: Services, body: ActivationRequest) -> 
             raise Refusal(422, "invalid_base_url", f"base_url {problem}")
     if not await _write(services, body, code_hash, now):
         raise _invalid_code()  # another request consumed the code between our read and our write
-    done = "activated" if body.action == "activate" else "rotated"
-    log.info("installation %s: %s", body.installation_id, _LOGGED[done])
-    return done
-
-
-_LOGGED = {"activated": "activated", "rotated": "token rotated"}
+    activated = body.action == "activate"
+    log.info(
+        "installation %s: %s", body.installation_id, "activated" if activated else "token rotated"
+    )
+    return "activated" if activated else "rotated"
 
 
 async def _check_installation(services: Services, body: ActivationRequest) -> None:

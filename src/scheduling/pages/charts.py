@@ -64,12 +64,6 @@ class Chart:
     id: str
     title: str
     summary: str
-    width: int
-    height: int
-    plot_left: float
-    plot_top: float
-    plot_right: float
-    plot_bottom: float
     x_ticks: tuple[AxisTick, ...]
     y_ticks: tuple[AxisTick, ...]
     lines: tuple[Line, ...]
@@ -78,6 +72,12 @@ class Chart:
     gaps: tuple[Rect, ...]  # slots in which the cron did not run every minute
     rule: Rule | None
     legend: tuple[LegendItem, ...]
+    width: int = WIDTH
+    height: int = HEIGHT
+    plot_left: float = LEFT
+    plot_top: float = TOP
+    plot_right: float = WIDTH - RIGHT
+    plot_bottom: float = HEIGHT - BOTTOM
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,18 @@ def line_path(
     return "".join(parts), tuple(dots)
 
 
-def _frame_parts(frame: Frame) -> tuple[tuple[AxisTick, ...], tuple[float, ...], tuple[Rect, ...]]:
+def _chart(
+    chart_id: str,
+    title: str,
+    summary: str,
+    frame: Frame,
+    scale: Scale,
+    lines: tuple[Line, ...],
+    rects: tuple[Rect, ...],
+    rule: Rule | None,
+    legend: list[LegendItem],
+) -> Chart:
+    """The chart, with what every chart of `frame` shares: its x axis, failures and gaps."""
     x_ticks = tuple(
         AxisTick(frame.x(index), label, minor=bool(n % 2))
         for n, (index, label) in enumerate(frame.x_labels)
@@ -215,15 +226,14 @@ def _frame_parts(frame: Frame) -> tuple[tuple[AxisTick, ...], tuple[float, ...],
         Rect(frame.x(index), TOP, round(frame.slot_width, 2), HEIGHT - TOP - BOTTOM, "gap")
         for index in frame.gaps
     )
-    return x_ticks, markers, gaps
-
-
-def _legend(frame: Frame, items: list[LegendItem]) -> tuple[LegendItem, ...]:
     if frame.failed:
-        items.append(LegendItem("failed tick", "failed", "mark"))
+        legend.append(LegendItem("failed tick", "failed", "mark"))
     if frame.gaps:
-        items.append(LegendItem("minutes without a tick", "gap", "box"))
-    return tuple(items)
+        legend.append(LegendItem("minutes without a tick", "gap", "box"))
+    return Chart(
+        chart_id, title, summary, x_ticks, scale.ticks(), lines, rects, markers, gaps, rule,
+        tuple(legend),
+    )  # fmt: skip
 
 
 def line_chart(
@@ -243,32 +253,13 @@ def line_chart(
     if shown_rule is not None:
         largest = max(largest, shown_rule[0])
     scale = duration_scale(largest) if duration else count_scale(largest)
-    x_ticks, markers, gaps = _frame_parts(frame)
     lines = tuple(Line(s.name, s.css, *line_path(frame, scale, s.values)) for s in series)
     legend = [LegendItem(s.name, s.css, "line") for s in series]
     drawn_rule = None
     if shown_rule is not None:
         drawn_rule = Rule(scale.y(shown_rule[0]), shown_rule[1])
         legend.append(LegendItem(shown_rule[1], "rule", "line"))
-    return Chart(
-        chart_id,
-        title,
-        summary,
-        WIDTH,
-        HEIGHT,
-        LEFT,
-        TOP,
-        WIDTH - RIGHT,
-        HEIGHT - BOTTOM,
-        x_ticks,
-        scale.ticks(),
-        lines,
-        (),
-        markers,
-        gaps,
-        drawn_rule,
-        _legend(frame, legend),
-    )
+    return _chart(chart_id, title, summary, frame, scale, lines, (), drawn_rule, legend)
 
 
 def stacked_bars(
@@ -277,7 +268,6 @@ def stacked_bars(
     """One bar per slot, its parts stacked in the order of `series` from the bottom."""
     totals = [sum(s.values[i] or 0 for s in series) for i in range(frame.slots)]
     scale = count_scale(max(totals, default=0))
-    x_ticks, markers, gaps = _frame_parts(frame)
     width = max(1.0, round(frame.slot_width * 0.8, 2))
     rects: list[Rect] = []
     for index in range(frame.slots):
@@ -297,22 +287,5 @@ def stacked_bars(
                 )
             )
             base += value
-    return Chart(
-        chart_id,
-        title,
-        summary,
-        WIDTH,
-        HEIGHT,
-        LEFT,
-        TOP,
-        WIDTH - RIGHT,
-        HEIGHT - BOTTOM,
-        x_ticks,
-        scale.ticks(),
-        (),
-        tuple(rects),
-        markers,
-        gaps,
-        None,
-        _legend(frame, [LegendItem(s.name, s.css, "box") for s in series]),
-    )
+    legend = [LegendItem(s.name, s.css, "box") for s in series]
+    return _chart(chart_id, title, summary, frame, scale, (), tuple(rects), None, legend)

@@ -166,7 +166,7 @@ def endpoint_card(
             None if endpoint.disabled_at is None else endpoint.disabled_reason or "gone"
         ),
         failing_label=(
-            _since(failing, now_ms)
+            duration_text(now_ms - failing)
             if failing is not None and now_ms - failing >= FAILING_MARK_AFTER_MS
             else None
         ),
@@ -236,10 +236,6 @@ def _test(endpoint: Endpoint, zone: str) -> str | None:
     result = endpoint.test_result
     answered = f"HTTP {result}" if result.isdigit() else delivery_answer(None, result) or result
     return f"{answered} at {instant_text(endpoint.tested_at, zone, seconds=True)}"
-
-
-def _since(since: int, now_ms: int) -> str:
-    return duration_text(now_ms - since)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,5 @@
-"""The operator page (`GET /admin`): the runner's status in words, each window of the tick
-history as four charts with their summaries and a table of the same numbers, the latest
-refusals and the installations; and erasing an installation's data. Times are in UTC, the
-operator's clock. A rare route: the app imports it on its first request.
+"""The operator page (`GET /admin`), in UTC, the operator's clock, and erasing an
+installation's data. A rare route: the app imports it on its first request.
 """
 
 from __future__ import annotations
@@ -180,7 +178,7 @@ def window_charts(
     )
     sends = stacked_bars(
         f"{prefix}-sends",
-        f"Sends per {_slot_name(window.shape.slot_ms)}",
+        f"Sends per {_slot_words(window.shape.slot_ms, ' minutes')}",
         _sends_summary(present),
         frame,
         [
@@ -224,14 +222,6 @@ def _lateness_chart(window: Window, frame: Frame, max_lateness_ms: int) -> Chart
     )
 
 
-def _slot_name(slot_ms: int) -> str:
-    return "hour" if slot_ms == 60 * MINUTE_MS else f"{slot_ms // MINUTE_MS} minutes"
-
-
-def _when(slot: Slot) -> str:
-    return datetime.fromtimestamp(slot.start / 1000, UTC).strftime("%Y-%m-%d %H:%M") + " UTC"
-
-
 def _lateness_summary(present: Sequence[Slot], cap_s: float, failed: int) -> str:
     sent = [s for s in present if s.sends]
     failed_words = (
@@ -243,7 +233,7 @@ def _lateness_summary(present: Sequence[Slot], cap_s: float, failed: int) -> str
     median = max(sent, key=lambda s: s.lateness_p50_ms)
     return (
         f"The latest send left {duration_label(worst.lateness_max_ms / 1000)} after its due time "
-        f"(in the slot from {_when(worst)}); the highest median was "
+        f"(in the slot from {_instant(worst.start)}); the highest median was "
         f"{duration_label(median.lateness_p50_ms / 1000)}. The lateness cap is "
         f"{duration_label(cap_s)}.{failed_words}"
     )
@@ -255,7 +245,7 @@ def _backlog_summary(present: Sequence[Slot]) -> str:
     worst = max(present, key=lambda s: s.backlog)
     return (
         f"At most {worst.backlog:,} due rows were left after a tick (in the slot from "
-        f"{_when(worst)}); they went to the ticks after it."
+        f"{_instant(worst.start)}); they went to the ticks after it."
     )
 
 
@@ -286,14 +276,11 @@ def _cron_summary(present: Sequence[Slot], frame: Frame, missed: Sequence[int]) 
             "The cron delivered every tick on time."
             if worst.cron_delay_ms == 0
             else f"The cron delivered a tick up to {duration_label(worst.cron_delay_ms / 1000)} "
-            f"late (in the slot from {_when(worst)})."
+            f"late (in the slot from {_instant(worst.start)})."
         )
     minutes = sum(missed)
     if minutes:
-        text += (
-            f" {minutes:,} minute{'s' if minutes != 1 else ''} had no tick, in "
-            f"{len(frame.gaps)} slot{'s' if len(frame.gaps) != 1 else ''} shaded grey."
-        )
+        text += f" {counted(minutes, 'minute')} had no tick, in {counted(len(frame.gaps), 'slot')} shaded grey."
     return text
 
 
@@ -559,10 +546,7 @@ def _facts(now: int, status: dict[str, Any], failing: int = 0) -> tuple[Fact, ..
     facts.append(Fact("Live schedules", ", ".join(f"{live[s]:,} {s}" for s in LIVE) + "."))
     done = status["finished_last_24h"]
     facts.append(
-        Fact(
-            "Finished in 24 hours",
-            ", ".join(f"{done[s]:,} {s}" for s in FINISHED) + ".",
-        )
+        Fact("Finished in 24 hours", ", ".join(f"{done[s]:,} {s}" for s in FINISHED) + ".")
     )
     return tuple(facts)
 
@@ -591,13 +575,13 @@ def _clock_facts(day: Window) -> tuple[Fact, ...]:
     if not (alarms or caught or rearmed):
         return ()
     latest = max((s.alarm_lateness_max_ms for s in present), default=0)
-    wake_ups = f"{alarms:,} wake-up{'' if alarms == 1 else 's'} in the last 24 hours"
+    wake_ups = f"{counted(alarms, 'wake-up')} in the last 24 hours"
     sends = f"their sends left at most {duration_label(latest / 1000)} after the due second"
     watchdog = (
         "the watchdog caught nothing"
         if not (caught or rearmed)
-        else f"the watchdog sent {caught:,} schedule{'' if caught == 1 else 's'} no clock took"
-        f" and woke {rearmed:,} clock{'' if rearmed == 1 else 's'} asleep past what was due"
+        else f"the watchdog sent {counted(caught, 'schedule')} no clock took"
+        f" and woke {counted(rearmed, 'clock')} asleep past what was due"
     )
     return (Fact("Alarm clocks", f"{wake_ups}; {sends}; {watchdog}."),)
 
@@ -625,10 +609,10 @@ def _window(view: OperatorView, window: Window) -> WindowSection:
     )
 
 
-def _slot_words(slot_ms: int) -> str:
-    """`10-minute`, `hour`: as in "a 10-minute slot", "sends per hour"."""
+def _slot_words(slot_ms: int, minutes_word: str = "-minute") -> str:
+    """`10-minute`, `hour`: as in "a 10-minute slot"; `10 minutes`: "sends per 10 minutes"."""
     minutes = slot_ms // MINUTE_MS
-    return "hour" if minutes == 60 else f"{minutes}-minute"
+    return "hour" if minutes == 60 else f"{minutes}{minutes_word}"
 
 
 def _frame(now: int, window: Window) -> Frame:
@@ -708,9 +692,6 @@ def _histogram(present: Sequence[Slot]) -> tuple[HistogramRow, ...]:
         below, previous = upto, high
     rows.append(HistogramRow(f"more than {previous}", total - below))
     return tuple(rows)
-
-
-# -- summaries: each chart in one or two sentences ---------------------------------------------
 
 
 async def operator(request: Request, services: Services) -> Response:

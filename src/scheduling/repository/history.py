@@ -1,10 +1,7 @@
-"""What the operator reads of the runner, and the retention purge.
-
-The due backlog and counts by status; the tick history, a row per invocation kept 7 days,
-written with the running totals it adds to in one write; the latest refusals and the
-installations that need a look; and the purge of what ended past the retention window, in
-bounded steps. Every read goes through a partial index, so its cost follows live rows and the
-day's activity; statuses are literal text matching the indexes' `WHERE` word for word.
+"""What the operator reads of the runner (the tick history, a row per invocation kept 7 days
+and written with the running totals in one write), and the retention purge's steps. Every
+read goes through a partial index, so its cost follows live rows and the day's activity;
+statuses are literal text matching the indexes' `WHERE` word for word.
 """
 
 from __future__ import annotations
