@@ -10,7 +10,7 @@ works with forms and links alone.
 
 from __future__ import annotations
 
-from scheduling.http.html.templates import BASE, CARDS, ERROR, NEWS, PAGER, PIN_FIELDS
+from scheduling.http.html.templates import BASE, CARDS, ERROR, NEWS, PAGER
 from scheduling.pages.agents import AGENT_KEY, AGENTS
 from scheduling.pages.calendar import CALENDAR
 from scheduling.pages.cancel import CANCEL
@@ -24,7 +24,6 @@ from scheduling.pages.release import RELEASE, RELEASES
 SOURCES = {
     "base.html": BASE,
     "error.html": ERROR,
-    "pin_fields.html": PIN_FIELDS,
     "pager.html": PAGER,
     "cards.html": CARDS,
     "content.html": CONTENT,
