@@ -68,11 +68,7 @@ _CSS = STYLES.encode()
 
 
 async def stylesheet(request: Request, services: Services) -> Response:
-    return Response(
-        200,
-        _CSS,
-        [("content-type", "text/css; charset=utf-8")],
-    )
+    return Response(200, _CSS, [("content-type", "text/css; charset=utf-8")])
 
 
 # -- ways back -------------------------------------------------------------------------------------
