@@ -1,8 +1,6 @@
-"""The calendar (`GET …/calendar`, any launch of the installation): the installation's waiting
-changes across contents, a week at a time or as a list from today, by day in the zone the
-person chooses, collisions and changes made stale flagged, each linked to its card where the
-launch can show it; and the person's calendar feed, made, shown once and revoked here
-(`calendar_feed.py` answers it). Titles are read live within a budget.
+"""The calendar: the installation's waiting changes across contents, by day in the zone the
+person chooses, a week at a time or as a list; and the person's calendar feed, made, shown once
+and revoked here (`calendar_feed.py` answers it).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The content page (a content launch): the content as Dee Wan reports it now, the form that
-schedules a change of it, and its schedules, fifty to a page, the live ones first; its routes
-(show, create, Try again), its view model and its template.
-
-The form does the editor's time arithmetic without a script. When Dee Wan cannot be read the
-page still shows the schedules as stored, and says why.
+"""The content page of a content launch: the content as Dee Wan reports it now, the form that
+schedules a change of it (its time arithmetic done without a script), and its schedules. When
+Dee Wan cannot be read the page still shows the schedules as stored, and says why.
 """
 
 from __future__ import annotations

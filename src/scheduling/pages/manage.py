@@ -1,7 +1,5 @@
-"""The manage view (a manage launch): every schedule of the installation in agenda order, fifty
-to a page, titles read live within a budget; its routes (show, Dismiss, and the notification
-endpoints': add, rotate, delete, test, send again, replay, enable), its view model and its
-template.
+"""The manage view of a manage launch: every schedule of the installation in agenda order, titles
+read live within a budget; and the routes of the notification endpoints' forms.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""What happened since the last visit: the first page of a launch says what became of the
-schedules its person made since their previous launch (done, not done, made stale by another
-change), each with its way forward, once (`news.html`); the next page load shows nothing.
-
-Titles are the ones the person saw when they scheduled (kept sealed with each schedule)."""
+"""What happened since the last visit: the first page of a launch says, once, what became of the
+schedules its person made since their previous launch, each with its way forward. Titles are
+the ones the person saw when they scheduled (kept sealed with each schedule)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Every page template, by name: the layout and the shared cards (`http/html/templates.py`)
-and each page's own, in its module under `pages/`. Kept in Python so they ship inside the
-Worker bundle with the code.
-
-These are the sources: the pages render them compiled ahead of time
-(`http/html/compiled_templates.py`, written by `python -m scripts.compile_templates`), so
-nothing imports this module at run time. Autoescaping everything; no script anywhere: every page
-works with forms and links alone.
+"""Every page template's source, by name, for `python -m scripts.compile_templates`: the pages
+render them compiled (`http/html/compiled_templates.py`), so nothing imports this at run time.
+No script anywhere: every page works with forms and links alone.
 """
 
 from __future__ import annotations
