@@ -5,6 +5,7 @@ Dee Wan cannot be read the page still shows the schedules as stored, and says wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -105,6 +106,29 @@ class ContentView:
     now_ms: int
     unread: Refusal | None = None  # why the content could not be read
     releases: tuple[Release, ...] = ()  # the installation's waiting or held: to join, to name
+
+
+async def show_content(
+    services: Services, session: Session, query: Mapping[str, str]
+) -> ContentView:
+    """The page `query` asks for (its `page`, `created` and `cancelled`), with Dee Wan's read
+    of the content; without it when Dee Wan cannot be read (`unread_view`)."""
+    number, cancelled = page_number(query), query.get("cancelled")
+    access = await open_access(services, session)
+    try:
+        read = await read_launched_content(services, access)
+    except Refusal as refusal:
+        return await unread_view(services, access, refusal, page_number=number, cancelled=cancelled)
+    # The page's rights are what this read said, as the session now keeps them.
+    rights = access.session.having_read(read.content.primary_id, offered_by(read))
+    return await content_view(
+        services,
+        replace(access, session=rights),
+        read,
+        page_number=number,
+        created=query.get("created"),
+        cancelled=cancelled,
+    )
 
 
 async def unread_view(
@@ -787,25 +811,7 @@ def _pager(view: ContentView) -> Pager:
 async def show(request: Request, services: Services, session: Session) -> Response:
     """The content page for a session of a content launch."""
     query = request.query
-    number, cancelled = page_number(query), query.get("cancelled")
-    access = await open_access(services, session)
-    try:
-        read = await read_launched_content(services, access)
-    except Refusal as refusal:
-        shown = await unread_view(
-            services, access, refusal, page_number=number, cancelled=cancelled
-        )
-    else:
-        # The page's rights are what this read said, as the session now keeps them.
-        rights = access.session.having_read(read.content.primary_id, offered_by(read))
-        shown = await content_view(
-            services,
-            replace(access, session=rights),
-            read,
-            page_number=number,
-            created=query.get("created"),
-            cancelled=cancelled,
-        )
+    shown = await show_content(services, session, query)
     lateness = services.config.max_lateness_ms
     model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
     if model.notice is not None and query.get("sent_now") in ("clock", "tick"):
