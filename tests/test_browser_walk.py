@@ -18,30 +18,33 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Locator, Page, ViewportSize
+from playwright.sync_api import Browser, BrowserContext, Locator, Page
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
 from tests.support.browser import (
-    PERSON,
+    ADMIN,
+    DESKTOP,
+    PHONE,
     axe_violations,
     confirmed_id,
+    fake,
     installed_stack,
+    launch,
     minutes_ahead,
     missing_pieces,
+    open_home,
     run_tick,
     schedule_item,
+    seed,
     wall,
 )
 from tests.support.doc_pictures import picture
 from tests.support.time_format import raw_times
 
 VIEWER = "Grace Hopper (viewer)"  # the demo's person whose delegation offers no transitions
-ADMIN = "Margaret Hamilton (admin)"  # the demo's site admin: Dee Wan offers Manage to her alone
 BULK = 56  # contents with one schedule each, so the manage view has more than one page
-PHONE: ViewportSize = {"width": 390, "height": 844}
-DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
 
 pytestmark = [
@@ -140,40 +143,6 @@ def next_summer_morning() -> str:
 
 
 # -- walking: launch from Dee Wan, keyboard, audits -------------------------------
-
-
-def open_home(page: Page, stack: DevStack) -> None:
-    page.goto(f"{stack.core_origin}/")
-    assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
-
-
-def launch(
-    page: Page, stack: DevStack, content_id: str | None = None, person: str | None = None
-) -> PageResponse:
-    """Use Dee Wan's Schedule button on a content row (or, as a site admin, its Scheduling
-    button to manage)."""
-    open_home(page, stack)
-    ins = installation_id(stack)
-    if person is None:
-        person = PERSON if content_id is not None else ADMIN
-    if content_id is None:
-        label, where = f"Scheduling ({ins})", page.locator("form")
-    else:
-        row = page.locator("tr").filter(has=page.get_by_role("cell", name=content_id, exact=True))
-        label, where = f"Schedule ({ins})", row.locator("form")
-    form = where.filter(has=page.get_by_role("button", name=label))
-    form.get_by_role("combobox", name="as person").select_option(label=person)
-    button = form.get_by_role("button", name=label)
-    # The launch's page, addressed by its handle (issue 48: a launch per tab).
-    landing = re.compile(re.escape(f"{stack.plugin_origin}/installations/{ins}?tab=") + ".{12}$")
-    with page.expect_navigation(url=landing) as landed:
-        button.click()
-    response = landed.value
-    assert response is not None
-    assert response.status == 200
-    assert "dee_wan_launch" not in page.url
-    assert page.get_by_text(f"Opened from Dee Wan by {person}").is_visible()
-    return response
 
 
 def launch_url_of(response: PageResponse) -> str:
@@ -593,19 +562,9 @@ def test_a_due_schedule_runs_on_a_tick_and_shows_its_attempt(
     assert urlsplit(page.url).path == f"/installations/{installation_id(stack)}"
 
 
-def fake(stack: DevStack, control: str, **body: Any) -> None:
-    """One of the local Dee Wan's development controls (`/__fake/...`)."""
-    httpx.post(f"{stack.core_origin}/__fake/{control}", json=body, timeout=10).raise_for_status()
-
-
 def core_action(stack: DevStack, content_id: str, action: str) -> None:
     """A person acting in Dee Wan itself: a new version, a publish, and so on."""
     fake(stack, "content", content_id=content_id, action=action)
-
-
-def seed(stack: DevStack, *contents: tuple[str, str]) -> None:
-    """More content items (id, title) in the local Dee Wan."""
-    fake(stack, "seed", contents=[{"id": cid, "title": title} for cid, title in contents])
 
 
 def test_a_stale_pin_is_flagged_and_pinned_again_in_one_step(

@@ -17,14 +17,16 @@ from scheduling.repository import schedules
 from tests.support.app import FakeClock, no_network
 from tests.support.records import new_schedule
 from tests.support.runtimes import Runtime
-from tests.support.world import MINUTE, World, card, local, schedules_on, session_csrf, words
-
-
-async def rows(world: World) -> list[dict[str, object]]:
-    return (
-        await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()
-    ).results
-
+from tests.support.world import (
+    MINUTE,
+    World,
+    card,
+    local,
+    schedules_on,
+    session_csrf,
+    stored,
+    words,
+)
 
 # -- pin what you saw -------------------------------------------------------------------
 
@@ -56,7 +58,7 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     html = response.body.decode()
     assert 'data-error-code="content_changed"' in html
     assert f"you saw the current version {seen}, and the current version is {newer} now" in html
-    assert await rows(world) == []
+    assert await stored(world) == []
     # The page again, with the new version and the entered time kept.
     assert browser.shown()["version_id"] == newer
     assert f"Publish version {newer}" in html
@@ -64,7 +66,7 @@ async def test_a_version_saved_after_the_page_was_shown_is_409_and_nothing_is_st
     assert 'value="Europe/Paris"' in html
     again = await browser.create(installation.id)
     assert again.status == 303
-    assert [r["version_id"] for r in await rows(world)] == [newer]
+    assert [r["version_id"] for r in await stored(world)] == [newer]
 
 
 async def test_unpublish_checks_the_published_version_it_showed(world: World) -> None:
@@ -76,7 +78,7 @@ async def test_unpublish_checks_the_published_version_it_showed(world: World) ->
     response = await browser.create(installation.id, transition="unpublish:draft")
     assert response.status == 409
     assert 'data-error-code="content_changed"' in response.body.decode()
-    assert await rows(world) == []
+    assert await stored(world) == []
 
 
 async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> None:
@@ -84,7 +86,7 @@ async def test_a_change_that_keeps_the_pin_is_not_a_conflict(world: World) -> No
     browser = await world.open_page(installation)
     revision = world.core.state.bump_revision("cnt_en")
     assert (await browser.create(installation.id)).status == 303
-    assert (await rows(world))[0]["workflow_revision"] == revision  # pinned as read at submit
+    assert (await stored(world))[0]["workflow_revision"] == revision  # pinned as read at submit
 
 
 @pytest.mark.parametrize(
@@ -106,7 +108,7 @@ async def test_a_form_without_the_shown_version_is_400_invalid_request(
     response = await browser.post(f"/installations/{installation.id}/schedules", sent | versions)
     assert response.status == 400
     assert 'data-error-code="invalid_request"' in response.body.decode()
-    assert await rows(world) == []
+    assert await stored(world) == []
     assert len(world.core.calls.of("content")) == reads_before  # refused before asking Dee Wan
 
 
@@ -117,8 +119,8 @@ async def test_a_waiting_schedule_whose_pin_moved_is_flagged_with_a_sentence(wor
     installation = await world.install()
     browser = await world.open_page(installation)
     assert (await browser.create(installation.id)).status == 303
-    sid = str((await rows(world))[0]["id"])
-    pinned = str((await rows(world))[0]["version_id"])
+    sid = str((await stored(world))[0]["id"])
+    pinned = str((await stored(world))[0]["version_id"])
     fresh = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert "pin-stale" not in schedules_on(fresh)[0]
     assert "data-stale-count" not in fresh
@@ -138,7 +140,7 @@ async def test_stale_reasons_for_unpublish_and_for_a_new_workflow_revision(world
     assert (await pub.create(installation.id, transition="unpublish:draft")).status == 303
     en = await world.open_page(installation, "cnt_en")
     assert (await en.create(installation.id)).status == 303
-    by_content = {r["content_id"]: r for r in await rows(world)}
+    by_content = {r["content_id"]: r for r in await stored(world)}
     state = world.core.state
     state.unpublish_now("cnt_pub", world.clock.now_ms())
     html = (await pub.get(f"/installations/{installation.id}")).body.decode()
@@ -164,7 +166,7 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
         installation.id, local_time="2026-10-25T02:30", timezone="Europe/Berlin", fold="later"
     )
     assert made.status == 303
-    old = (await rows(world))[0]
+    old = (await stored(world))[0]
     newer = world.core.state.edit("cnt_en")
     html = (await browser.get(f"/installations/{installation.id}")).body.decode()
     assert f"Pin {newer} instead, same time" in card(html, str(old["id"]))
@@ -173,7 +175,7 @@ async def test_re_pin_replaces_it_at_the_same_local_time_zone_and_fold(world: Wo
         {"csrf_token": browser.csrf(), **browser.shown(), "repin_of": str(old["id"])},
     )
     assert response.status == 303
-    first, second = await rows(world)
+    first, second = await stored(world)
     assert (first["id"], first["status"]) == (old["id"], "superseded")
     assert (second["version_id"], second["status"], second["revision"]) == (newer, "pending", 2)
     kept = ("local_time", "timezone", "fold", "due_at", "kind", "to_state")
@@ -193,7 +195,7 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     installation = await world.install()
     browser = await world.open_page(installation)
     assert (await browser.create(installation.id)).status == 303
-    sid = str((await rows(world))[0]["id"])
+    sid = str((await stored(world))[0]["id"])
     world.core.state.edit("cnt_en")
     await browser.get(f"/installations/{installation.id}")
     shown = browser.shown()
@@ -211,7 +213,7 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     assert (await repin("sch_nope")).status == 404
     other = await world.open_page(installation, "cnt_page")
     assert (await other.create(installation.id)).status == 303
-    other_id = next(str(r["id"]) for r in await rows(world) if r["content_id"] == "cnt_page")
+    other_id = next(str(r["id"]) for r in await stored(world) if r["content_id"] == "cnt_page")
     await browser.get(f"/installations/{installation.id}")
     assert (await repin(other_id, browser.shown())).status == 403
     cancel = await browser.post(
@@ -221,7 +223,9 @@ async def test_re_pin_follows_the_rules_of_a_create(world: World) -> None:
     ended = await repin(sid, browser.shown())
     assert ended.status == 409
     assert 'data-error-code="not_repinnable"' in ended.body.decode()
-    assert [r["status"] for r in await rows(world) if r["content_id"] == "cnt_en"] == ["cancelled"]
+    assert [r["status"] for r in await stored(world) if r["content_id"] == "cnt_en"] == [
+        "cancelled"
+    ]
 
 
 # -- who may cancel -------------------------------------------------------------------------
@@ -233,7 +237,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     installation = await world.install()
     editor = await world.open_page(installation)
     assert (await editor.create(installation.id)).status == 303
-    sid = str((await rows(world))[0]["id"])
+    sid = str((await stored(world))[0]["id"])
     # A manage launch cancels any schedule. Dee Wan offers it to site admins, who need no
     # right to publish themselves.
     world.core.state.add_person("usr_admin", "Mary Admin", set(), role="admin")
@@ -241,7 +245,7 @@ async def test_cancel_records_who_and_when_and_the_card_says_so(
     clock.advance(5_000)
     response = await manager.cancel(installation.id, sid)
     assert response.status == 303
-    row = (await rows(world))[0]
+    row = (await stored(world))[0]
     assert (row["status"], row["cancelled_by"], row["cancelled_by_name"], row["cancelled_at"]) == (
         "cancelled",
         "usr_admin",
@@ -259,7 +263,7 @@ async def test_who_may_cancel_is_decided_without_calling_dee_wan_even_when_it_is
     installation = await world.install()
     editor = await world.open_page(installation)
     assert (await editor.create(installation.id)).status == 303
-    sid = str((await rows(world))[0]["id"])
+    sid = str((await stored(world))[0]["id"])
     html = (await editor.get(f"/installations/{installation.id}")).body.decode()
     assert f"/schedules/{sid}/cancel" in card(html, sid)
     viewer = await world.open_page(installation, person="usr_viewer")
@@ -275,13 +279,13 @@ async def test_who_may_cancel_is_decided_without_calling_dee_wan_even_when_it_is
     )
     assert refused.status == 403
     assert 'data-error-code="cancel_not_allowed"' in refused.body.decode()
-    assert (await rows(world))[0]["status"] == "pending"
+    assert (await stored(world))[0]["status"] == "pending"
     response = await editor.post(
         f"/installations/{installation.id}/schedules/{sid}/cancel", {"csrf_token": editor.csrf()}
     )
     assert response.status == 303
     assert down.sent == []
-    row = (await rows(world))[0]
+    row = (await stored(world))[0]
     assert (row["status"], row["cancelled_by"]) == ("cancelled", "usr_editor")
     # The page after it reads Dee Wan's content once (below: what it shows then).
     after = await editor.follow(response)

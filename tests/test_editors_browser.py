@@ -8,34 +8,33 @@ re-pinned and sent in order. Every new page and state: axe-core 0 violations at
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import icalendar
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize
+from playwright.sync_api import Browser, BrowserContext, Page
 from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
 from tests.support.browser import (
-    PERSON,
+    DESKTOP,
+    PHONE,
     axe_violations,
     confirmed_id,
     installed_stack,
+    launch,
     minutes_ahead,
     missing_pieces,
     run_tick,
     schedule_item,
+    seed,
 )
 from tests.support.doc_pictures import picture
 from tests.support.time_format import raw_times
 
-ADMIN = "Margaret Hamilton (admin)"
 RELEASED = ("Landing", "Article", "Menu")  # the release's contents, in the order added
-PHONE: ViewportSize = {"width": 390, "height": 844}
-DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 
 pytestmark = [
     pytest.mark.browser,
@@ -48,11 +47,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     with installed_stack(tmp_path_factory.mktemp("devstack")) as dev:
         contents = [("cnt_alpha", "Alpha news"), ("cnt_beta", "Beta page"), ("cnt_gamma", "Gamma")]
         contents += [(f"cnt_{name.lower()}", name) for name in RELEASED]
-        httpx.post(
-            f"{dev.core_origin}/__fake/seed",
-            json={"contents": [{"id": cid, "title": title} for cid, title in contents]},
-            timeout=10,
-        ).raise_for_status()
+        seed(dev, *contents)
         yield dev
 
 
@@ -61,25 +56,6 @@ def context(browser: Browser) -> Iterator[BrowserContext]:
     ctx = browser.new_context(locale="en-US", viewport=DESKTOP)
     yield ctx
     ctx.close()
-
-
-def launch(page: Page, stack: DevStack, content_id: str | None = None) -> PageResponse:
-    """Dee Wan's Schedule button on a content's row (or, as the site admin, Scheduling)."""
-    page.goto(f"{stack.core_origin}/")
-    ins = str(stack.installation["id"])
-    if content_id is None:
-        label, where, person = f"Scheduling ({ins})", page.locator("form"), ADMIN
-    else:
-        row = page.locator("tr").filter(has=page.get_by_role("cell", name=content_id, exact=True))
-        label, where, person = f"Schedule ({ins})", row.locator("form"), PERSON
-    form = where.filter(has=page.get_by_role("button", name=label))
-    form.get_by_role("combobox", name="as person").select_option(label=person)
-    landing = re.compile(re.escape(f"{stack.plugin_origin}/installations/{ins}?tab=") + ".{12}$")
-    with page.expect_navigation(url=landing) as landed:
-        form.get_by_role("button", name=label).click()
-    assert landed.value is not None
-    assert landed.value.status == 200
-    return landed.value
 
 
 def follow(page: Page, target: str) -> PageResponse:

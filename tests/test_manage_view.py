@@ -212,7 +212,7 @@ async def test_titles_are_read_live_with_the_manage_delegation_and_never_stored(
         world.core.state.delegations[c.header("Dee-Wan-Delegation") or ""].person_id for c in reads
     }
     assert people == {"usr_editor"}
-    # The title alone heads the card (was "of “Item 3” (cnt_m003)"); the id is data.
+    # The title alone heads the card; the id is data.
     assert re.search(
         rf'data-content-id="{content(3)}">\s*<div class="card-head">\s*<h3>'
         rf"Publish version <code>[^<]+</code> of “Item 3”</h3>",
@@ -313,7 +313,7 @@ async def test_a_page_past_the_end_shows_the_last_page_and_says_so(world: World)
     await seed(world, installation, count=3)
     browser = await manager(world, installation)
     html = (await browser.get(f"/installations/{installation.id}?page=9")).body.decode()
-    # Was an empty page linking back; now the last page, said, in the site's zone.
+    # The last page, said, in the site's zone.
     assert len(schedules_on(html)) == 3
     assert 'data-notice="page_corrected"' in html
     assert "There is no page 9: there is only one page." in html

@@ -17,7 +17,7 @@ from tests.support.app import START_MS, FakeClock
 from tests.support.records import new_schedule
 from tests.support.runtimes import Runtime
 from tests.support.time_format import raw_times
-from tests.support.world import World, row, schedules_on, tick_at, words
+from tests.support.world import World, row, schedules_on, stored, tick_at, words
 
 MINUTE = 60_000
 
@@ -42,10 +42,6 @@ def next_year(runtime: Runtime) -> int:
 def day(when: date) -> str:
     """A day as the pages write it: `Fri 2 Jul 2027`."""
     return f"{when:%a} {when.day} {when:%b} {when.year}"
-
-
-async def stored(world: World) -> list[dict[str, object]]:
-    return (await world.db.prepare("SELECT * FROM schedules ORDER BY created_at").all()).results
 
 
 # -- 1. replacing is said before and after -----------------------------------------------

@@ -163,7 +163,7 @@ async def test_title_with_markup_is_escaped(world: World) -> None:
 # -- creating: every row of the Time table through the form -----------------------
 
 
-# A created time is confirmed in the one way of writing an instant (was `2026-07-01 13:00 UTC`).
+# A created time is confirmed in the one way of writing an instant.
 TIME_CASES = [
     (
         {"local_time": "2026-07-01T09:00", "timezone": "America/New_York"},
@@ -423,7 +423,7 @@ async def test_list_items_carry_data_attributes_and_plain_language(world: World)
     item = schedules_on(html)[0]
     assert (item["status"], item["result-code"]) == ("refused", "token_unreadable")
     assert "rotate it in Dee Wan" in html
-    # The words first; the code only for support (was "<code>token_unreadable</code>: …").
+    # The words first; the code only for support.
     words = "The installation&#39;s token can no longer be read — rotate it in Dee Wan."
     assert f"<dd>{words}</dd>" in html
     assert "code token_unreadable.</p>" in html
@@ -435,8 +435,7 @@ async def test_list_items_carry_data_attributes_and_plain_language(world: World)
     [
         ("exchange", "bad_json", 401, "untrusted_response"),
         ("exchange", "mismatch", 401, "untrusted_response"),
-        # Dee Wan down or slow is temporary: 503 `dee_wan_unavailable` (was 502
-        # `dee_wan_unreachable`), and a 5xx is no longer `untrusted_response`.
+        # Dee Wan down or slow is temporary: 503 `dee_wan_unavailable`, never `untrusted_response`.
         ("exchange", "timeout", 503, "dee_wan_unavailable"),
         ("exchange", "server_error", 503, "dee_wan_unavailable"),
         ("content", "bad_json", 502, "untrusted_response"),

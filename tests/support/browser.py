@@ -6,6 +6,7 @@ tests/browser/node_modules: `bash tests/browser/setup.sh` installs both.
 
 from __future__ import annotations
 
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import httpx
-from playwright.sync_api import Locator, Page
+from playwright.sync_api import Locator, Page, ViewportSize
+from playwright.sync_api import Response as PageResponse
 
 from scripts.devstack import DevStack
 
@@ -30,6 +32,9 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 PERSON = "Ada Lovelace (editor)"  # first in the home page's person menus
+ADMIN = "Margaret Hamilton (admin)"  # the demo's site admin: Dee Wan offers Manage to her alone
+PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 
@@ -104,3 +109,47 @@ def axe_violations(page: Page) -> list[str]:
     )
     assert result["passes"] > 0, "axe ran no rules"
     return list(result["violations"])
+
+
+def fake(stack: DevStack, control: str, **body: Any) -> None:
+    """One of the local Dee Wan's development controls (`/__fake/...`)."""
+    httpx.post(f"{stack.core_origin}/__fake/{control}", json=body, timeout=10).raise_for_status()
+
+
+def seed(stack: DevStack, *contents: tuple[str, str]) -> None:
+    """More content items (id, title) in the local Dee Wan."""
+    fake(stack, "seed", contents=[{"id": cid, "title": title} for cid, title in contents])
+
+
+def open_home(page: Page, stack: DevStack) -> None:
+    page.goto(f"{stack.core_origin}/")
+    assert page.get_by_role("heading", name="Local Dee Wan").is_visible()
+
+
+def launch(
+    page: Page, stack: DevStack, content_id: str | None = None, person: str | None = None
+) -> PageResponse:
+    """Use Dee Wan's Schedule button on a content row (or, as a site admin, its Scheduling
+    button to manage)."""
+    open_home(page, stack)
+    ins = str(stack.installation["id"])
+    if person is None:
+        person = PERSON if content_id is not None else ADMIN
+    if content_id is None:
+        label, where = f"Scheduling ({ins})", page.locator("form")
+    else:
+        row = page.locator("tr").filter(has=page.get_by_role("cell", name=content_id, exact=True))
+        label, where = f"Schedule ({ins})", row.locator("form")
+    form = where.filter(has=page.get_by_role("button", name=label))
+    form.get_by_role("combobox", name="as person").select_option(label=person)
+    button = form.get_by_role("button", name=label)
+    # The launch's page, addressed by its handle: a launch per tab.
+    landing = re.compile(re.escape(f"{stack.plugin_origin}/installations/{ins}?tab=") + ".{12}$")
+    with page.expect_navigation(url=landing) as landed:
+        button.click()
+    response = landed.value
+    assert response is not None
+    assert response.status == 200
+    assert "dee_wan_launch" not in page.url
+    assert page.get_by_text(f"Opened from Dee Wan by {person}").is_visible()
+    return response

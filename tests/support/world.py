@@ -121,13 +121,11 @@ class Browser:
         found = re.search(rb'name="csrf_token" value="([^"]+)"', response.body)
         if found:
             self.csrf_token = found.group(1).decode()
-        pins: dict[str, str] = {}
+        pins: dict[str, str] = {}  # the create form's, before any re-pin form
         for name, value in re.findall(
             rb'name="((?:published_)?version_id)" value="([^"]*)"', response.body
         ):
-            pins.setdefault(
-                name.decode(), value.decode()
-            )  # the create form's, before any re-pin form
+            pins.setdefault(name.decode(), value.decode())
         if pins:
             self.pins = pins
         return response
@@ -255,19 +253,18 @@ async def schedule(
     browser = await world.browser_for(installation, content_id=content_id)
     await browser.get(f"/installations/{installation.id}")
     due = (world.clock.now_ms() // MINUTE + in_minutes) * MINUTE
-    response = await browser.post(
-        f"/installations/{installation.id}/schedules",
-        {
-            "csrf_token": browser.csrf(),
-            **browser.shown(),
-            "transition": transition,
-            "local_time": local(due),
-            "timezone": "UTC",
-        },
-    )
+    browser.shown()  # the page's form was seen
+    fields = {"transition": transition, "local_time": local(due), "timezone": "UTC"}
+    response = await browser.create(installation.id, **fields)
     assert response.status == 303, response.body[:400]
     sid = (response.header("location") or "").rsplit("=", 1)[1]
     return await row(world, sid)
+
+
+async def stored(world: World) -> list[dict[str, Any]]:
+    """Every schedule row, oldest first."""
+    found = await world.db.prepare("SELECT * FROM schedules ORDER BY created_at, revision").all()
+    return found.results
 
 
 async def row(world: World, sid: str) -> dict[str, Any]:

@@ -1,8 +1,6 @@
-"""The calendar (`GET …/calendar`, any launch of the installation): the installation's waiting
-changes across contents, a week at a time or as a list from today, by day in the zone the
-person chooses, collisions and changes made stale flagged, each linked to its card where the
-launch can show it; and the person's calendar feed, made, shown once and revoked here
-(`calendar_feed.py` answers it). Titles are read live within a budget.
+"""The calendar: the installation's waiting changes across contents, by day in the zone the
+person chooses, a week at a time or as a list; and the person's calendar feed, made, shown once
+and revoked here (`calendar_feed.py` answers it).
 """
 
 from __future__ import annotations
@@ -15,16 +13,17 @@ from typing import ClassVar
 from scheduling.actions.access import Access, open_access
 from scheduling.actions.listing import Titles, read_titles
 from scheduling.domain.schedules import conflicts
-from scheduling.domain.secrets import SHAPES, content_title, open_or_none
-from scheduling.domain.times import get_zone, instant_text, offered_zones, quoted, rfc3339
-from scheduling.domain.wording import KIND, content_text
+from scheduling.domain.secrets import SHAPES
+from scheduling.domain.times import get_zone, instant_text, offered_zones, rfc3339
+from scheduling.domain.wording import KIND, content_text, counted
 from scheduling.http.html.render import Room, day_key, day_label, page, rooms
+from scheduling.http.html.view_models import CardPage, card_page
 from scheduling.http.requests import Request, view_query
 from scheduling.http.responses import Response, redirect
 from scheduling.http.routing import require_form_post, require_session
 from scheduling.limits import MAX_STORED_INTEGER
-from scheduling.pages.manage import TITLES_BUDGET_S, site_zone
-from scheduling.pages.since_last_visit import card_href
+from scheduling.pages.manage import TITLES_BUDGET_S, site_zone, zone_problem
+from scheduling.pages.since_last_visit import card_href, title_of
 from scheduling.repository import people
 from scheduling.repository.installations import Session
 from scheduling.services import Services
@@ -32,13 +31,13 @@ from scheduling.services import Services
 # -- the template ----------------------------------------------------------------------------------
 
 CALENDAR = """{% extends "base.html" %}
-{% from "cards.html" import session_fields %}
+{% from "cards.html" import form_fields %}
 {% block main %}
 <h1>Calendar</h1>
 <p>What is waiting to be published or unpublished across this installation's contents, by day. {{ span }}, times in {{ zone }}.</p>
 {% if flash %}<div class="notice" role="status" data-done><p>{{ flash }}</p></div>{% endif %}
-<form method="get" action="/installations/{{ installation_id }}/calendar" class="zone-form">
-  {% if tab %}<input type="hidden" name="tab" value="{{ tab }}">{% endif %}
+<form method="get" action="/installations/{{ card_page.installation_id }}/calendar" class="zone-form">
+  {% if card_page.tab %}<input type="hidden" name="tab" value="{{ card_page.tab }}">{% endif %}
   {% if view == "list" %}<input type="hidden" name="view" value="list">{% endif %}
   <div class="field">
     <label for="calendar-zone">Days and times in</label>
@@ -88,13 +87,13 @@ CALENDAR = """{% extends "base.html" %}
   <p data-calendar-feed-made>You have a feed, made {{ feed_made }}. Lost its address? Make a new one: the old one stops.</p>
   {% endif %}
   <div class="inline">
-    <form method="post" action="/installations/{{ installation_id }}/calendar/feed">
-      {{ session_fields(csrf_token, opened_for, tab) }}
+    <form method="post" action="/installations/{{ card_page.installation_id }}/calendar/feed">
+      {{ form_fields(card_page) }}
       <button type="submit"{% if feed_made or feed_url %} class="secondary"{% endif %}>{% if feed_made or feed_url %}Make a new address{% else %}Make a feed address{% endif %}</button>
     </form>
     {% if feed_made or feed_url %}
-    <form method="post" action="/installations/{{ installation_id }}/calendar/feed/revoke">
-      {{ session_fields(csrf_token, opened_for, tab) }}
+    <form method="post" action="/installations/{{ card_page.installation_id }}/calendar/feed/revoke">
+      {{ form_fields(card_page) }}
       <button type="submit" class="danger">Revoke the feed</button>
     </form>
     {% endif %}
@@ -137,10 +136,7 @@ class CalendarPage:
 
     title: str
     person_name: str
-    installation_id: str
-    csrf_token: str
-    opened_for: str
-    tab: str | None
+    card_page: CardPage  # the session's form fields
     view: str  # week | list
     zone: str
     zone_problem: str | None
@@ -176,7 +172,7 @@ async def show(
     return page(
         replace(
             model,
-            zone_problem=None if chosen or not typed else _zone_problem(typed, span.zone),
+            zone_problem=None if chosen else zone_problem(typed, span.zone),
             flash=said if query.get("feed") == "revoked" else None,
             feed_url=feed_url,
         ),
@@ -203,10 +199,6 @@ async def _read(
     today = datetime.fromtimestamp(now / 1000, get_zone(zone)).date()
     span = _Span(zone, today if listing else _monday(start or today), None if listing else 7)
     return found, titles, span, today
-
-
-def _zone_problem(typed: str, zone: str) -> str:
-    return f"“{quoted(typed)}” is not a time zone name this plugin knows; showing {zone}."
 
 
 def _week_asked(text: str) -> date | None:
@@ -246,9 +238,10 @@ async def _model(
         due = listed.schedule.due_at
         key = day_key(due, span.zone)
         labels[key] = (day_label(due, span.zone), key == today.isoformat())
-        change = await _change(services, session, listed, titles, span.zone)
         flag = flags.get(listed.schedule.id)
-        by_day.setdefault(key, []).append(_flagged(change, listed, flag.text if flag else None))
+        said = _STALE if listed.schedule.needs_repin else flag.text if flag else None
+        change = await _change(services, session, listed, titles, span.zone, said)
+        by_day.setdefault(key, []).append(change)
     if span.days:  # every day of the week, empty ones too
         for n in range(span.days):
             day = span.start + timedelta(days=n)
@@ -259,10 +252,7 @@ async def _model(
     return CalendarPage(
         title="Calendar",
         person_name=session.person_name,
-        installation_id=session.installation_id,
-        csrf_token=session.csrf_token,
-        opened_for=session.opened_for,
-        tab=session.tab,
+        card_page=card_page(session),
         view="week" if span.days else "list",
         zone=span.zone,
         zone_problem=None,
@@ -283,13 +273,15 @@ async def _model(
 _STALE = "Needs a new pin: the other change of its content was done, so it would be refused."
 
 
-def _flagged(change: Change, listed: people.Listed, collision: str | None) -> Change:
-    return replace(change, flag=_STALE if listed.schedule.needs_repin else collision)
-
-
 async def _change(
-    services: Services, session: Session, listed: people.Listed, titles: Titles, zone: str
+    services: Services,
+    session: Session,
+    listed: people.Listed,
+    titles: Titles,
+    zone: str,
+    flag: str | None,
 ) -> Change:
+    """`flag`: a pin made stale, or a collision, in words."""
     schedule = listed.schedule
     title = await title_of(services, listed, titles, session.person_id, session.context_kind)
     local = datetime.fromtimestamp(schedule.due_at / 1000, get_zone(zone))
@@ -300,28 +292,8 @@ async def _change(
         time_label=f"{local:%H:%M} {local:%Z}",
         when_iso=rfc3339(schedule.due_at),
         href=card_href(session, schedule),
-        flag=None,
+        flag=flag,
     )
-
-
-async def title_of(
-    services: Services,
-    listed: people.Listed,
-    titles: Titles | None,
-    person_id: str,
-    context_kind: str,
-) -> str | None:
-    """The content's title as read now; else the one its schedule keeps, when the person saw
-    it (they made the schedule) or may see every content (a manage launch); else None."""
-    schedule = listed.schedule
-    read = titles.title(schedule.content_id) if titles is not None else None
-    if read is not None or listed.title_sealed is None:
-        return read
-    if context_kind != "manage" and schedule.requested_by != person_id:
-        return None
-    context = content_title(schedule.installation_id, schedule.id)
-    what = f"schedule {schedule.id}: title"
-    return await open_or_none(services.crypto, listed.title_sealed, context, what)
 
 
 def _links(session: Session, span: _Span, today: date) -> tuple[tuple[str, str, str], ...]:
@@ -345,7 +317,7 @@ def _titles_note(titles: Titles) -> str | None:
     if not missing:
         return None
     return (
-        f"Dee Wan did not give the title of {missing} content{'s' if missing > 1 else ''} in"
+        f"Dee Wan did not give the title of {counted(missing, 'content')} in"
         " time, or you may not see it: those are named by their id, or by the title you saw when"
         " you scheduled them. Reload the page to try again."
     )

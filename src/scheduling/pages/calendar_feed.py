@@ -22,7 +22,7 @@ from scheduling.domain.wording import KIND, STATUS, Refusal, content_text
 from scheduling.http.requests import Request
 from scheduling.http.responses import Response
 from scheduling.limits import MAX_STORED_INTEGER
-from scheduling.pages.calendar import title_of
+from scheduling.pages.since_last_visit import title_of
 from scheduling.repository import people
 from scheduling.services import Services
 

@@ -11,7 +11,13 @@ from typing import ClassVar
 from scheduling.actions.schedules import CancelPreview, preview_cancel
 from scheduling.actions.schedules import cancel_schedule as cancel
 from scheduling.http.html.render import Room, page, rooms
-from scheduling.http.html.view_models import Moment, ScheduleCard, schedule_card
+from scheduling.http.html.view_models import (
+    CardPage,
+    Moment,
+    ScheduleCard,
+    card_page,
+    schedule_card,
+)
 from scheduling.http.requests import Request, back_query, view_query
 from scheduling.http.responses import Response, redirect
 from scheduling.http.routing import require_form_post, require_session
@@ -21,7 +27,7 @@ from scheduling.services import Services
 # -- the template ----------------------------------------------------------------------------------
 
 CANCEL = """{% extends "base.html" %}
-{% from "cards.html" import session_fields %}
+{% from "cards.html" import form_fields %}
 {% block main %}
 <h1>Cancel this schedule?</h1>
 <div class="confirm" data-cancel-confirmation="{{ card.id }}">
@@ -33,8 +39,8 @@ CANCEL = """{% extends "base.html" %}
   <dt>Status</dt><dd>{{ card.status_label }}</dd>
 </dl>
 <p>Once cancelled, it will not be sent. Nothing is sent to Dee Wan now, and nothing already done in Dee Wan is undone.</p>
-<form method="post" action="/installations/{{ installation_id }}/schedules/{{ card.id }}/cancel" class="cancel-confirm">
-  {{ session_fields(csrf_token, opened_for, tab) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/schedules/{{ card.id }}/cancel" class="cancel-confirm">
+  {{ form_fields(card_page) }}
   {% for name, value in back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
   <div class="inline">
     <button type="submit" class="danger">Cancel the schedule</button>
@@ -58,10 +64,7 @@ class CancelPage:
 
     title: str
     person_name: str
-    installation_id: str
-    csrf_token: str
-    opened_for: str
-    tab: str | None
+    card_page: CardPage  # the session's form fields
     card: ScheduleCard
     content_title: str | None
     back: tuple[tuple[str, str], ...]  # the view's page, filter and zone, posted along
@@ -77,10 +80,7 @@ def confirmation(
     return CancelPage(
         title="Cancel this schedule?",
         person_name=session.person_name,
-        installation_id=session.installation_id,
-        csrf_token=session.csrf_token,
-        opened_for=session.opened_for,
-        tab=session.tab,
+        card_page=card_page(session),
         card=card,
         content_title=preview.title,
         back=fields,

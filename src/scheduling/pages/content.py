@@ -1,13 +1,11 @@
-"""The content page (a content launch): the content as Dee Wan reports it now, the form that
-schedules a change of it, and its schedules, fifty to a page, the live ones first; its routes
-(show, create, Try again), its view model and its template.
-
-The form does the editor's time arithmetic without a script. When Dee Wan cannot be read the
-page still shows the schedules as stored, and says why.
+"""The content page of a content launch: the content as Dee Wan reports it now, the form that
+schedules a change of it (its time arithmetic done without a script), and its schedules. When
+Dee Wan cannot be read the page still shows the schedules as stored, and says why.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -29,6 +27,7 @@ from scheduling.domain.schedules import (
     before_text,
     conflicts,
     offered_by,
+    pin_of,
     posted_versions,
 )
 from scheduling.domain.secrets import is_id
@@ -110,25 +109,25 @@ class ContentView:
 
 
 async def show_content(
-    services: Services,
-    session: Session,
-    *,
-    page_number: int = 1,
-    created: str | None = None,
-    cancelled: str | None = None,
+    services: Services, session: Session, query: Mapping[str, str]
 ) -> ContentView:
+    """The page `query` asks for (its `page`, `created` and `cancelled`), with Dee Wan's read
+    of the content; without it when Dee Wan cannot be read (`unread_view`)."""
+    number, cancelled = page_number(query), query.get("cancelled")
     access = await open_access(services, session)
     try:
         read = await read_launched_content(services, access)
     except Refusal as refusal:
-        return await unread_view(
-            services, access, refusal, page_number=page_number, cancelled=cancelled
-        )
+        return await unread_view(services, access, refusal, page_number=number, cancelled=cancelled)
     # The page's rights are what this read said, as the session now keeps them.
-    session = access.session.having_read(read.content.primary_id, offered_by(read))
-    access = replace(access, session=session)
+    rights = access.session.having_read(read.content.primary_id, offered_by(read))
     return await content_view(
-        services, access, read, page_number=page_number, created=created, cancelled=cancelled
+        services,
+        replace(access, session=rights),
+        read,
+        page_number=number,
+        created=query.get("created"),
+        cancelled=cancelled,
     )
 
 
@@ -146,16 +145,7 @@ async def unread_view(
     primary = access.session.content_primary_id
     if refusal.code not in UNREADABLE or primary is None:
         raise refusal
-    return await _view(
-        services,
-        access,
-        None,
-        primary,
-        refusal,
-        page_number=page_number,
-        created=None,
-        cancelled=cancelled,
-    )
+    return await _view(services, access, None, primary, refusal, page_number, None, cancelled)
 
 
 async def content_view(
@@ -168,16 +158,8 @@ async def content_view(
     cancelled: str | None = None,
 ) -> ContentView:
     """The page for what `read` says now (a create refused on its form shows the same read)."""
-    return await _view(
-        services,
-        access,
-        read,
-        read.content.primary_id,
-        None,
-        page_number=page_number,
-        created=created,
-        cancelled=cancelled,
-    )
+    primary = read.content.primary_id
+    return await _view(services, access, read, primary, None, page_number, created, cancelled)
 
 
 async def _view(
@@ -186,7 +168,6 @@ async def _view(
     read: ContentRead | None,
     primary: str,
     unread: Refusal | None,
-    *,
     page_number: int,
     created: str | None,
     cancelled: str | None,
@@ -315,29 +296,23 @@ def _posted_choice(transition: str, pins: ShownVersions | None) -> Choice | None
     version = pins.pin(kind)
     if version is None:
         return None
-    label = (
-        f"Publish version {version}"
-        if kind == "publish"
-        else f"Unpublish published version {version}"
+    return Choice(transition, _label(kind, version), False)
+
+
+def _label(kind: str, version: str | None) -> str:
+    """A change as the form offers it, by the version it pins (None: nothing to pin)."""
+    if kind == "publish":
+        return f"Publish version {version}"
+    return (
+        f"Unpublish published version {version}" if version else "Unpublish (nothing is published)"
     )
-    return Choice(transition, label, False)
 
 
 def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...]:
     by_kind = {s.kind: s for s in live}
     choices = []
     for t in read.workflow.transitions:
-        if t.kind == "publish":
-            label = f"Publish version {read.content.current_version_id}"
-            disabled = False
-        else:
-            published = read.content.published_version_id
-            label = (
-                f"Unpublish published version {published}"
-                if published
-                else "Unpublish (nothing is published)"
-            )
-            disabled = published is None
+        version = pin_of(t.kind, read.content)
         existing = by_kind.get(t.kind)
         other = next(
             (s for s in live if s.kind != t.kind and s.status in WAITING and not s.needs_repin),
@@ -346,8 +321,8 @@ def _choices(read: ContentRead, live: tuple[Schedule, ...]) -> tuple[Choice, ...
         choices.append(
             Choice(
                 f"{t.kind}:{t.to}",
-                label,
-                disabled,
+                _label(t.kind, version),
+                version is None,
                 replaces=replaces_text(existing) if existing else None,
                 replaces_id=existing.id if existing else None,
                 collides=before_text(other) if other else None,
@@ -443,13 +418,11 @@ def form_part(view: ContentView, refusal: FormRefusal | None, kept: KeptForm | N
 # -- the template ----------------------------------------------------------------------------------
 
 CONTENT = """{% extends "base.html" %}
-{% from "cards.html" import schedule_list, session_fields %}
-{% from "pin_fields.html" import pin_fields %}
+{% from "cards.html" import schedule_list, form_fields %}
 {% from "pager.html" import page_info, page_links %}
 {% macro retry_form(r) %}
-<form method="post" action="/installations/{{ installation_id }}/schedules" class="retry">
-  {{ session_fields(csrf_token, opened_for, tab) }}
-  {{ pin_fields(pins) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/schedules" class="retry">
+  {{ form_fields(card_page, pins) }}
   <input type="hidden" name="transition" value="{{ form.transition }}">
   <input type="hidden" name="local_time" value="{{ r.value if r.field == 'local_time' else form.local_time }}">
   <input type="hidden" name="timezone" value="{{ r.value if r.field == 'timezone' else form.timezone }}">
@@ -504,9 +477,8 @@ CONTENT = """{% extends "base.html" %}
   <p><strong>Not scheduled.</strong> {{ error.text }}</p>
   {% if error.retries %}<div class="retries">{% for r in error.retries %}{{ retry_form(r) }}{% endfor %}</div>{% endif %}
   {% if error.retry_of and error.code == "content_changed" %}<div class="retries">
-    <form method="post" action="/installations/{{ installation_id }}/schedules/{{ error.retry_of }}/retry" class="retry">
-      {{ session_fields(csrf_token, opened_for, tab) }}
-      {{ pin_fields(pins) }}
+    <form method="post" action="/installations/{{ card_page.installation_id }}/schedules/{{ error.retry_of }}/retry" class="retry">
+      {{ form_fields(card_page, pins) }}
       <button type="submit" data-retry-of="{{ error.retry_of }}">Try again with what Dee Wan reports now</button>
     </form>
   </div>{% endif %}
@@ -514,9 +486,8 @@ CONTENT = """{% extends "base.html" %}
 </div>
 {% endif %}
 {% if choices %}
-<form method="post" action="/installations/{{ installation_id }}/schedules" class="schedule-form" novalidate>
-  {{ session_fields(csrf_token, opened_for, tab) }}
-  {{ pin_fields(pins) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/schedules" class="schedule-form" novalidate>
+  {{ form_fields(card_page, pins) }}
   <fieldset{% if error and error.field == "transition" %} aria-describedby="form-error"{% endif %}>
     <legend>Change</legend>
     {% for c in choices %}
@@ -651,10 +622,6 @@ class ContentPage:
 
     title: str
     person_name: str
-    installation_id: str
-    csrf_token: str
-    opened_for: str
-    tab: str | None
     content: Content | None  # None: Dee Wan could not be read (`unread`)
     content_id: str
     pins: ShownVersions | None  # what the page shows, which its forms carry
@@ -709,10 +676,6 @@ def content_page(
     return ContentPage(
         title=f"Schedule {read.content.title}" if read else f"Schedules of content {content_id}",
         person_name=session.person_name,
-        installation_id=session.installation_id,
-        csrf_token=session.csrf_token,
-        opened_for=session.opened_for,
-        tab=session.tab,
         content=read.content if read is not None else None,
         content_id=content_id,
         pins=part.pins,
@@ -848,19 +811,13 @@ def _pager(view: ContentView) -> Pager:
 async def show(request: Request, services: Services, session: Session) -> Response:
     """The content page for a session of a content launch."""
     query = request.query
-    shown = await show_content(
-        services,
-        session,
-        page_number=page_number(query),
-        created=query.get("created"),
-        cancelled=query.get("cancelled"),
-    )
+    shown = await show_content(services, session, query)
     lateness = services.config.max_lateness_ms
     model = content_page(shown, lateness, fold_ignored=query.get("fold_ignored"))
     if model.notice is not None and query.get("sent_now") in ("clock", "tick"):
         model = replace(model, notice=replace(model.notice, sent_now=query.get("sent_now")))
-    read = shown.read
-    content = read.content.primary_id if read else session.content_primary_id or ""
+    primary = shown.read.content.primary_id if shown.read else session.content_primary_id
+    content = primary or ""
     now = services.clock.now_ms()
     waiting = await pending(services.db, session.installation_id, content, now)
     return page(

@@ -1,6 +1,5 @@
-"""The small doors: `GET /`, the stylesheet, a launch from Dee Wan (then the content page or
-the manage view), the addresses a person lands on by a GET although they take a POST, the
-manifest (protocol §2), and the operator's /admin/status, /healthz and /admin/metrics.
+"""The small doors: `GET /`, the stylesheet, a launch from Dee Wan, the addresses a person lands
+on by a GET although they take a POST, the manifest, and the operator's status and metrics.
 """
 
 from __future__ import annotations
@@ -68,11 +67,7 @@ _CSS = STYLES.encode()
 
 
 async def stylesheet(request: Request, services: Services) -> Response:
-    return Response(
-        200,
-        _CSS,
-        [("content-type", "text/css; charset=utf-8")],
-    )
+    return Response(200, _CSS, [("content-type", "text/css; charset=utf-8")])
 
 
 # -- ways back -------------------------------------------------------------------------------------

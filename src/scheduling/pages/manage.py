@@ -1,13 +1,12 @@
-"""The manage view (a manage launch): every schedule of the installation in agenda order, fifty
-to a page, titles read live within a budget; its routes (show, Dismiss, and the notification
-endpoints': add, rotate, delete, test, send again, replay, enable), its view model and its
-template.
+"""The manage view of a manage launch: every schedule of the installation in agenda order, titles
+read live within a budget; and the routes of the notification endpoints' forms.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar
 
 from scheduling.actions import notifications
@@ -19,7 +18,7 @@ from scheduling.domain.outcomes import Status
 from scheduling.domain.schedules import Schedule
 from scheduling.domain.secrets import is_id
 from scheduling.domain.times import instant_text, offered_zones, quoted, zone_suggestions
-from scheduling.domain.wording import Refusal, change_text, content_text
+from scheduling.domain.wording import Refusal, change_text, content_text, counted
 from scheduling.http.html.render import Room, day_key, day_label, page, rooms
 from scheduling.http.html.view_models import (
     CardPage,
@@ -73,29 +72,25 @@ class ManageView:
     zone_from: str = "site"
 
 
-async def show_manage(
-    services: Services,
-    session: Session,
-    *,
-    group: str | None,
-    page_number: int,
-    cancelled: str | None = None,
-    dismissed: str | None = None,
-    only: str | None = None,
-) -> ManageView:
-    """Page `page_number` of `group` (None: all), each card with its content's title."""
+async def show_manage(services: Services, session: Session, query: Mapping[str, str]) -> ManageView:
+    """The page of the installation's schedules `query` asks for (its `show`, `page` and
+    `schedule`), each card with its content's title."""
+    chosen = view_query(query).get("show", "all")
+    group = None if chosen == "all" else chosen
+    asked, only = page_number(query), query.get("schedule")
+    only = only if only is not None and is_id(only) else None
     access = await open_access(services, session)
     installation_id = access.installation.id
     db = services.db
-    page = await schedules.manage_page(db, installation_id, group, page_number, only=only)
-    shown = page_number
-    if not page.schedules and page_number > 1 and only is None:
+    page = await schedules.manage_page(db, installation_id, group, asked, only=only)
+    shown = asked
+    if not page.schedules and asked > 1 and only is None:
         # Past the end: show the last page there is (what the counts of the filter say).
         shown = last_page(schedules.group_count(page, group))
-        if shown != page_number:
+        if shown != asked:
             page = await schedules.manage_page(db, installation_id, group, shown)
-    ended = await _ended(services, installation_id, cancelled, Status.CANCELLED)
-    put_aside = await _ended(services, installation_id, dismissed, Status.REFUSED)
+    ended = await _ended(services, installation_id, query.get("cancelled"), Status.CANCELLED)
+    put_aside = await _ended(services, installation_id, query.get("dismissed"), Status.REFUSED)
     if put_aside is not None and put_aside.dismissed_at is None:
         put_aside = None
     content_ids = {s.content_id for s in (*page.schedules, ended, put_aside) if s is not None}
@@ -105,7 +100,7 @@ async def show_manage(
         access=access,
         page=page,
         page_number=shown,
-        asked_page=page_number,
+        asked_page=asked,
         schedules=listed(page.schedules, session.rights, titles.reads),
         titles=titles,
         site_zone=zone,
@@ -302,7 +297,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
     shown = cards(view.schedules, Moment(view.now_ms, max_lateness_ms), viewer_zone=zone)
     number = view.page_number
 
-    href = _Hrefs(session, show, number, zone)
+    href = _hrefs(session, show, number, zone)
     typed_zone = unused.get("zone", "")
     back = sorted(view_query({"show": show, "page": str(number), "zone": zone}).items())
     return ManagePage(
@@ -319,7 +314,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         page_number=number,
         zone=zone,
         zone_input=typed_zone.strip() or zone,
-        zone_problem=_zone_problem(typed_zone, zone),
+        zone_problem=zone_problem(typed_zone, zone),
         zone_suggestions=tuple(Suggestion(n, href(zone=n)) for n in zone_suggestions(typed_zone)),
         notes=_notes(view, unused),
         titles_note=_titles_note(view.titles),
@@ -327,7 +322,7 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
         zones=offered_zones(),
         now_label=instant_text(view.now_ms, zone),
         sections=_sections(shown, zone, view.page.counts.get(Status.SUPERSEDED, 0)),
-        card_page=card_page(session, viewer_zone=zone, back=back),
+        card_page=card_page(session, back=back),
         pager=_pager(view, show, shown, href),
         zone_note=_zone_note(view) if "zone" not in chosen else None,
         rooms=rooms(session, "schedules"),
@@ -335,45 +330,37 @@ def manage_page(view: ManageView, max_lateness_ms: int, query: Mapping[str, str]
     )
 
 
-@dataclass(frozen=True)
-class _Hrefs:
-    """The view's address with one of its choices changed (the rest as shown)."""
+def _hrefs(session: Session, show: str, page: int, zone: str) -> Callable[..., str]:
+    """The view's address with some of its choices changed (the rest as shown)."""
 
-    session: Session
-    show: str
-    page: int
-    zone: str
-
-    def __call__(
-        self, show: str | None = None, page: int | None = None, zone: str | None = None
-    ) -> str:
-        params = {
-            "show": self.show if show is None else show,
-            "page": str(self.page if page is None else page),
-            "zone": self.zone if zone is None else zone,
-        }
-        if params["show"] == "all":
+    def href(show: str = show, page: int = page, zone: str = zone) -> str:
+        params = {"show": show, "page": str(page), "zone": zone}
+        if show == "all":
             del params["show"]
-        if params["page"] == "1":
+        if page == 1:
             del params["page"]
-        return self.session.href(query=params.items())
+        return session.href(query=params.items())
+
+    return href
 
 
-def _filters(view: ManageView, show: str, href: _Hrefs) -> tuple[Filter, ...]:
+def _filters(view: ManageView, show: str, href: Callable[..., str]) -> tuple[Filter, ...]:
     return tuple(
         Filter(name, LABELS[name], _count(view, name), name == show, href(name, 1))
         for name in SHOWS
     )
 
 
-def _pager(view: ManageView, show: str, shown: tuple[ScheduleCard, ...], href: _Hrefs) -> Pager:
+def _pager(
+    view: ManageView, show: str, shown: tuple[ScheduleCard, ...], href: Callable[..., str]
+) -> Pager:
     total = len(shown) if view.only else _count(view, show)
     return pager(
         lambda page: href(page=page), view.page_number, total, len(shown), view.page.has_next
     )
 
 
-def _zone_problem(typed: str, zone: str) -> str | None:
+def zone_problem(typed: str, zone: str) -> str | None:
     """A zone typed that is none: said, with the zone shown instead."""
     if not typed:
         return None
@@ -383,16 +370,11 @@ def _zone_problem(typed: str, zone: str) -> str | None:
 def _notes(view: ManageView, unused: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     notes = []
     if "show" in unused:
-        notes.append(
-            (
-                "unknown_filter",
-                f"There is no filter “{quoted(unused['show'])}”: showing all schedules.",
-            )
-        )
+        said = f"There is no filter “{quoted(unused['show'])}”: showing all schedules."
+        notes.append(("unknown_filter", said))
     if "page" in unused:
-        notes.append(
-            ("unknown_page", f"There is no page “{quoted(unused['page'])}”: showing page 1.")
-        )
+        said = f"There is no page “{quoted(unused['page'])}”: showing page 1."
+        notes.append(("unknown_page", said))
     elif view.asked_page != view.page_number:
         there = (
             "there is only one page"
@@ -404,8 +386,8 @@ def _notes(view: ManageView, unused: Mapping[str, str]) -> tuple[tuple[str, str]
 
 
 def _zone_note(view: ManageView) -> str | None:
-    """Issue 38: the zone is never changed quietly. Said when Dee Wan did not report the
-    site's zone in time."""
+    """The zone is never changed quietly: said when Dee Wan did not report the site's zone in
+    time."""
     if view.zone_from == "latest":
         return (
             f"Times are in {view.site_zone}, the zone of the latest schedule listed: Dee Wan did"
@@ -425,18 +407,14 @@ def _titles_note(titles: Titles) -> str | None:
     parts = []
     if titles.late:
         parts.append(
-            f"Dee Wan did not answer in time for {_contents(titles.late)}"
+            f"Dee Wan did not answer in time for {counted(titles.late, 'content')}"
             " (it is slow or not answering right now)"
         )
     if titles.failed:
-        parts.append(f"Dee Wan did not give the title of {_contents(titles.failed)}")
+        parts.append(f"Dee Wan did not give the title of {counted(titles.failed, 'content')}")
     if not parts:
         return None
     return "; ".join(parts) + ", so their ids are shown instead. Reload the page to try again."
-
-
-def _contents(n: int) -> str:
-    return "1 content" if n == 1 else f"{n} contents"
 
 
 def _flash(view: ManageView, zone: str) -> str | None:
@@ -500,17 +478,7 @@ def _days(group: list[ScheduleCard], zone: str) -> tuple[Day, ...]:
 async def show(request: Request, services: Services, session: Session) -> Response:
     """The manage view for a session of a manage launch."""
     query = request.query
-    shown = view_query(query).get("show", "all")
-    only = query.get("schedule")
-    view = await show_manage(
-        services,
-        session,
-        group=None if shown == "all" else shown,
-        page_number=page_number(query),
-        cancelled=query.get("cancelled"),
-        dismissed=query.get("dismissed"),
-        only=only if only is not None and is_id(only) else None,
-    )
+    view = await show_manage(services, session, query)
     model = manage_page(view, services.config.max_lateness_ms, query)
     return page(replace(model, news=await take_news(services, view.access, request.method)))
 
@@ -553,7 +521,7 @@ async def _page(
         title="Notifications",
         person_name=session.person_name,
         installation_id=session.installation_id,
-        card_page=card_page(session, viewer_zone=zone),
+        card_page=card_page(session),
         zone=zone,
         notifications=notifications_section(view, lines),
         notice=await take_notice(services.db, session) if reveal else None,
@@ -579,16 +547,6 @@ async def add_again(request: Request, services: Services, refused: Refusal) -> R
     return await _page(services, refused.session, None, refused=refused)
 
 
-async def confirm_rotate(request: Request, services: Services) -> Response:
-    """`GET …/notifications/:id/rotate`: what a rotation changes, and the form that posts it."""
-    return await _confirm(request, services, "rotate")
-
-
-async def confirm_delete(request: Request, services: Services) -> Response:
-    """`GET …/notifications/:id/delete`: what a delete loses, and the form that posts it."""
-    return await _confirm(request, services, "delete")
-
-
 async def _confirm(request: Request, services: Services, action: str) -> Response:
     session = await require_session(request, services)
     preview = await notifications.preview_endpoint(
@@ -598,22 +556,28 @@ async def _confirm(request: Request, services: Services, action: str) -> Respons
     return page(endpoint_confirm_page(session, preview, action, zone))
 
 
-async def rotate_secret(request: Request, services: Services) -> Response:
-    session = await require_form_post(request, services)
-    await notifications.rotate_secret(services, session, request.path_params["endpoint_id"])
-    return _back(session, request)
+# `GET …/notifications/:id/rotate` and `…/delete`: what it changes, and the form that posts it.
+confirm_rotate = partial(_confirm, action="rotate")
+confirm_delete = partial(_confirm, action="delete")
 
 
-async def delete_endpoint(request: Request, services: Services) -> Response:
-    session = await require_form_post(request, services)
-    await notifications.delete_endpoint(services, session, request.path_params["endpoint_id"])
-    return _back(session, request)
+def _on_endpoint(
+    verb: Callable[[Services, Session, str], Awaitable[object]], keeps_zone: bool = True
+) -> Callable[[Request, Services], Awaitable[Response]]:
+    """A posted endpoint form: `verb` on the endpoint, then back to the notifications page."""
+
+    async def route(request: Request, services: Services) -> Response:
+        session = await require_form_post(request, services)
+        await verb(services, session, request.path_params["endpoint_id"])
+        return _back(session, request if keeps_zone else None)
+
+    return route
 
 
-async def send_test(request: Request, services: Services) -> Response:
-    session = await require_form_post(request, services)
-    await notifications.send_test(services, session, request.path_params["endpoint_id"])
-    return _back(session)
+rotate_secret = _on_endpoint(notifications.rotate_secret)
+delete_endpoint = _on_endpoint(notifications.delete_endpoint)
+send_test = _on_endpoint(notifications.send_test, keeps_zone=False)
+enable_endpoint = _on_endpoint(notifications.enable_endpoint)
 
 
 async def send_again(request: Request, services: Services) -> Response:
@@ -628,12 +592,6 @@ async def replay_failures(request: Request, services: Services) -> Response:
     since_hours = request.form_lists().get("since_hours", [""])[0]
     endpoint_id = request.path_params["endpoint_id"]
     await notifications.replay_failures(services, session, endpoint_id, since_hours)
-    return _back(session, request)
-
-
-async def enable_endpoint(request: Request, services: Services) -> Response:
-    session = await require_form_post(request, services)
-    await notifications.enable_endpoint(services, session, request.path_params["endpoint_id"])
     return _back(session, request)
 
 

@@ -57,7 +57,7 @@ from scheduling.services import Services
 # -- the template ----------------------------------------------------------------------------------
 
 RELEASE = """{% extends "base.html" %}
-{% from "cards.html" import schedule_card, session_fields %}
+{% from "cards.html" import schedule_card, form_fields %}
 {% from "pager.html" import page_info, page_links %}
 {% block main %}
 <section class="release" data-release-id="{{ release_id }}" data-release-status="{{ status }}">
@@ -73,8 +73,8 @@ RELEASE = """{% extends "base.html" %}
 <p class="hint">Its items are sent one at a time, in this order, at its time. Dee Wan applies each change on its own: when an item is not done, the items after it are held (never sent) until someone resumes or cancels them, and what was applied before it stays applied. Scheduling cannot undo a change Dee Wan applied.</p>
 {% if held %}<div class="warning" data-held-by="{{ held_by }}"><p><strong>Held.</strong> {{ held }}</p></div>{% endif %}
 {% if resume %}
-<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/resume" class="resume">
-  {{ session_fields(csrf_token, opened_for, tab) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/releases/{{ release_id }}/resume" class="resume">
+  {{ form_fields(card_page) }}
   <fieldset>
     <legend>Resume from <code>{{ held_by }}</code>, now</legend>
     <label><input type="radio" name="how" value="as_is" checked> Send it again as it is, pinned to <code>{{ resume.version }}</code></label>
@@ -99,22 +99,22 @@ RELEASE = """{% extends "base.html" %}
 <ol class="reorder">
 {% for item in reorder %}
   <li data-order-of="{{ item.id }}"><code>{{ item.id }}</code> ({{ item.change }})
-  {% for step, label in item.steps %}<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/{{ step }}" class="inline">{{ session_fields(csrf_token, opened_for, tab) }}<input type="hidden" name="schedule_id" value="{{ item.id }}"><button type="submit" class="secondary">{{ label }}<span class="visually-hidden"> {{ item.id }}</span></button></form>{% endfor %}
+  {% for step, label in item.steps %}<form method="post" action="/installations/{{ card_page.installation_id }}/releases/{{ release_id }}/{{ step }}" class="inline">{{ form_fields(card_page) }}<input type="hidden" name="schedule_id" value="{{ item.id }}"><button type="submit" class="secondary">{{ label }}<span class="visually-hidden"> {{ item.id }}</span></button></form>{% endfor %}
   </li>
 {% endfor %}
 </ol>
 {% endif %}
 {% if open %}
-<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/check" class="inline">{{ session_fields(csrf_token, opened_for, tab) }}<button type="submit" class="secondary">Check now</button></form>
-<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/rename">
-  {{ session_fields(csrf_token, opened_for, tab) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/releases/{{ release_id }}/check" class="inline">{{ form_fields(card_page) }}<button type="submit" class="secondary">Check now</button></form>
+<form method="post" action="/installations/{{ card_page.installation_id }}/releases/{{ release_id }}/rename">
+  {{ form_fields(card_page) }}
   <label for="release-name">Name</label>
   <input id="release-name" name="name" maxlength="100" value="{{ kept.name }}">
   <button type="submit" class="secondary">Rename</button>
 </form>
 {% if status != "held" %}
-<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/move">
-  {{ session_fields(csrf_token, opened_for, tab) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/releases/{{ release_id }}/move">
+  {{ form_fields(card_page) }}
   <label for="release-time">New time</label>
   <input id="release-time" type="datetime-local" name="local_time" value="{{ kept.local_time }}">
   <label for="release-zone">Time zone</label>
@@ -123,8 +123,8 @@ RELEASE = """{% extends "base.html" %}
   <button type="submit" class="secondary">Move the release</button>
 </form>
 {% endif %}
-<form method="post" action="/installations/{{ installation_id }}/releases/{{ release_id }}/cancel">
-  {{ session_fields(csrf_token, opened_for, tab) }}
+<form method="post" action="/installations/{{ card_page.installation_id }}/releases/{{ release_id }}/cancel">
+  {{ form_fields(card_page) }}
   <button type="submit" class="danger">{% if status == "held" %}Cancel the rest{% else %}Cancel the release{% endif %}</button>
   <span class="hint">Nothing is sent to Dee Wan; nothing already applied is undone.</span>
 </form>
@@ -200,10 +200,6 @@ class ReleasePage:
 
     title: str
     person_name: str
-    installation_id: str
-    csrf_token: str
-    opened_for: str
-    tab: str | None
     release_id: str
     release_name: str
     status: str
@@ -247,10 +243,6 @@ async def _model(
     return ReleasePage(
         title=f"Release {release.name}",
         person_name=session.person_name,
-        installation_id=release.installation_id,
-        csrf_token=session.csrf_token,
-        opened_for=session.opened_for,
-        tab=session.tab,
         release_id=release.id,
         release_name=release.name,
         status=status,

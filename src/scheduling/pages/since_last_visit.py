@@ -1,14 +1,13 @@
-"""What happened since the last visit: the first page of a launch says what became of the
-schedules its person made since their previous launch (done, not done, made stale by another
-change), each with its way forward, once (`news.html`); the next page load shows nothing.
-
-Titles are the ones the person saw when they scheduled (kept sealed with each schedule)."""
+"""What happened since the last visit: the first page of a launch says, once, what became of the
+schedules its person made since their previous launch, each with its way forward. Titles are
+the ones the person saw when they scheduled (kept sealed with each schedule)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from scheduling.actions.access import Access
+from scheduling.actions.listing import Titles
 from scheduling.domain.outcomes import Status
 from scheduling.domain.schedules import Schedule
 from scheduling.domain.secrets import content_title, open_or_none
@@ -74,11 +73,7 @@ async def _item(
     services: Services, access: Access, listed: people.Listed, primary: str | None
 ) -> NewsItem:
     schedule, session = listed.schedule, access.session
-    title = None
-    if listed.title_sealed is not None:
-        context = content_title(schedule.installation_id, schedule.id)
-        what = f"schedule {schedule.id}: title"
-        title = await open_or_none(services.crypto, listed.title_sealed, context, what)
+    title = await title_of(services, listed, None, session.person_id, session.context_kind)
     outcome, label, way = _OUTCOMES[schedule.status if not schedule.needs_repin else "stale"]
     return NewsItem(
         schedule_id=schedule.id,
@@ -100,3 +95,23 @@ def card_href(session: Session, schedule: Schedule, primary: str | None = None) 
     if schedule.content_id == (primary or session.content_primary_id):
         return session.href() + f"#schedule-{schedule.id}"
     return None
+
+
+async def title_of(
+    services: Services,
+    listed: people.Listed,
+    titles: Titles | None,
+    person_id: str,
+    context_kind: str,
+) -> str | None:
+    """The content's title as read now; else the one its schedule keeps, when the person saw
+    it (they made the schedule) or may see every content (a manage launch); else None."""
+    schedule = listed.schedule
+    read = titles.title(schedule.content_id) if titles is not None else None
+    if read is not None or listed.title_sealed is None:
+        return read
+    if context_kind != "manage" and schedule.requested_by != person_id:
+        return None
+    context = content_title(schedule.installation_id, schedule.id)
+    what = f"schedule {schedule.id}: title"
+    return await open_or_none(services.crypto, listed.title_sealed, context, what)

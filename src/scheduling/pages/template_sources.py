@@ -1,16 +1,11 @@
-"""Every page template, by name: the layout and the shared cards (`http/html/templates.py`)
-and each page's own, in its module under `pages/`. Kept in Python so they ship inside the
-Worker bundle with the code.
-
-These are the sources: the pages render them compiled ahead of time
-(`http/html/compiled_templates.py`, written by `python -m scripts.compile_templates`), so
-nothing imports this module at run time. Autoescaping everything; no script anywhere: every page
-works with forms and links alone.
+"""Every page template's source, by name, for `python -m scripts.compile_templates`: the pages
+render them compiled (`http/html/compiled_templates.py`), so nothing imports this at run time.
+No script anywhere: every page works with forms and links alone.
 """
 
 from __future__ import annotations
 
-from scheduling.http.html.templates import BASE, CARDS, ERROR, NEWS, PAGER, PIN_FIELDS
+from scheduling.http.html.templates import BASE, CARDS, ERROR, NEWS, PAGER
 from scheduling.pages.agents import AGENT_KEY, AGENTS
 from scheduling.pages.calendar import CALENDAR
 from scheduling.pages.cancel import CANCEL
@@ -24,7 +19,6 @@ from scheduling.pages.release import RELEASE, RELEASES
 SOURCES = {
     "base.html": BASE,
     "error.html": ERROR,
-    "pin_fields.html": PIN_FIELDS,
     "pager.html": PAGER,
     "cards.html": CARDS,
     "content.html": CONTENT,

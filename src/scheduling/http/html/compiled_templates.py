@@ -185,38 +185,6 @@ def _error_html(environment):
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'error.html'}
 
 
-def _pin_fields_html(environment):
-    name = 'pin_fields.html'
-
-    def root(context, missing=missing, environment=environment):
-        resolve = context.resolve_or_missing
-        undefined = environment.undefined
-        concat = environment.concat
-        cond_expr_undefined = Undefined
-        if 0: yield None
-        l_0_pin_fields = missing
-        pass
-        def macro(l_1_pins):
-            t_1 = []
-            if l_1_pins is missing:
-                l_1_pins = undefined("parameter 'pins' was not provided", name='pins')
-            pass
-            t_1.extend((
-                '  <input type="hidden" name="version_id" value="',
-                escape(environment.getattr(l_1_pins, 'current')),
-                '">\n  <input type="hidden" name="published_version_id" value="',
-                escape((environment.getattr(l_1_pins, 'published') or '')),
-                '">\n',
-            ))
-            return concat(t_1)
-        context.exported_vars.add('pin_fields')
-        context.vars['pin_fields'] = l_0_pin_fields = Macro(environment, macro, 'pin_fields', ('pins',), False, False, False, context.eval_ctx.autoescape)
-
-    blocks = {}
-    debug_info = '1=12&2=19&3=21'
-    return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'pin_fields.html'}
-
-
 def _pager_html(environment):
     name = 'pager.html'
 
@@ -313,7 +281,7 @@ def _cards_html(environment):
         concat = environment.concat
         cond_expr_undefined = Undefined
         if 0: yield None
-        l_0_pin_fields = l_0_session_fields = l_0_back_fields = l_0_schedule_card = l_0_schedule_list = missing
+        l_0_session_fields = l_0_form_fields = l_0_schedule_card = l_0_schedule_list = missing
         try:
             t_1 = environment.filters['length']
         except KeyError:
@@ -333,12 +301,6 @@ def _cards_html(environment):
             def t_3(*unused):
                 raise TemplateRuntimeError("No test named 'none' found.")
         pass
-        included_template = environment.get_template('pin_fields.html', 'cards.html')._get_default_module(context)
-        l_0_pin_fields = getattr(included_template, 'pin_fields', missing)
-        if l_0_pin_fields is missing:
-            l_0_pin_fields = undefined(f"the template {included_template.__name__!r} (imported on line 1 in 'cards.html') does not export the requested name 'pin_fields'", name='pin_fields')
-        context.vars['pin_fields'] = l_0_pin_fields
-        context.exported_vars.discard('pin_fields')
         def macro(l_1_csrf_token, l_1_opened_for, l_1_tab):
             t_4 = []
             if l_1_csrf_token is missing:
@@ -366,25 +328,30 @@ def _cards_html(environment):
         context.exported_vars.add('session_fields')
         context.vars['session_fields'] = l_0_session_fields = Macro(environment, macro, 'session_fields', ('csrf_token', 'opened_for', 'tab'), False, False, False, context.eval_ctx.autoescape)
         yield '\n'
-        def macro(l_1_page):
+        def macro(l_1_page, l_1_pins):
             t_5 = []
             if l_1_page is missing:
                 l_1_page = undefined("parameter 'page' was not provided", name='page')
+            if l_1_pins is missing:
+                l_1_pins = None
             pass
-            for (l_2_name, l_2_value) in environment.getattr(l_1_page, 'back'):
-                _loop_vars = {}
+            t_5.extend((
+                '  ',
+                escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
+                '\n',
+            ))
+            if l_1_pins:
                 pass
                 t_5.extend((
-                    '<input type="hidden" name="',
-                    escape(l_2_name),
-                    '" value="',
-                    escape(l_2_value),
-                    '">',
+                    '  <input type="hidden" name="version_id" value="',
+                    escape(environment.getattr(l_1_pins, 'current')),
+                    '">\n  <input type="hidden" name="published_version_id" value="',
+                    escape((environment.getattr(l_1_pins, 'published') or '')),
+                    '">\n',
                 ))
-            l_2_name = l_2_value = missing
             return concat(t_5)
-        context.exported_vars.add('back_fields')
-        context.vars['back_fields'] = l_0_back_fields = Macro(environment, macro, 'back_fields', ('page',), False, False, False, context.eval_ctx.autoescape)
+        context.exported_vars.add('form_fields')
+        context.vars['form_fields'] = l_0_form_fields = Macro(environment, macro, 'form_fields', ('page', 'pins'), False, False, False, context.eval_ctx.autoescape)
         yield '\n'
         def macro(l_1_s, l_1_page, l_1_level):
             t_6 = []
@@ -631,9 +598,7 @@ def _cards_html(environment):
                     '/schedules/',
                     escape(environment.getattr(l_1_s, 'id')),
                     '/move" class="move-form">\n        ',
-                    escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
-                    '\n        ',
-                    escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
+                    escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), l_1_page, environment.getattr(l_1_page, 'pins'))),
                     '\n        <label for="move-',
                     escape(environment.getattr(l_1_s, 'id')),
                     '-time">New date and time</label>\n        <input type="datetime-local" id="move-',
@@ -653,9 +618,7 @@ def _cards_html(environment):
                     '/schedules/',
                     escape(environment.getattr(l_1_s, 'id')),
                     '/send-now" class="send-now">\n        ',
-                    escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
-                    '\n        ',
-                    escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
+                    escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), l_1_page, environment.getattr(l_1_page, 'pins'))),
                     '\n        <button type="submit" class="secondary">Send it now</button>\n      </form>\n      <p class="hint">Either makes a new schedule of the same change, pinned to the version this page shows, and this one is not sent.</p>\n    </details>\n',
                 ))
             if environment.getattr(l_1_s, 'conflict'):
@@ -678,9 +641,7 @@ def _cards_html(environment):
                         '      <form method="post" action="/installations/',
                         escape(environment.getattr(l_1_page, 'installation_id')),
                         '/schedules" class="repin">\n        ',
-                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
-                        '\n        ',
-                        escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
+                        escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), l_1_page, environment.getattr(l_1_page, 'pins'))),
                         '\n        <input type="hidden" name="repin_of" value="',
                         escape(environment.getattr(l_1_s, 'id')),
                         '">\n        <button type="submit">Pin ',
@@ -726,9 +687,7 @@ def _cards_html(environment):
                         '/schedules/',
                         escape(environment.getattr(l_1_s, 'id')),
                         '/retry" class="try-again">\n        ',
-                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
-                        '\n        ',
-                        escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), environment.getattr(l_1_page, 'pins'))),
+                        escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), l_1_page, environment.getattr(l_1_page, 'pins'))),
                         '\n        <button type="submit" data-retry-of="',
                         escape(environment.getattr(l_1_s, 'id')),
                         '"',
@@ -803,10 +762,22 @@ def _cards_html(environment):
                         '/schedules/',
                         escape(environment.getattr(l_1_s, 'id')),
                         '/dismiss" class="dismiss">\n        ',
-                        escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), environment.getattr(l_1_page, 'csrf_token'), environment.getattr(l_1_page, 'opened_for'), environment.getattr(l_1_page, 'tab'))),
-                        '\n        ',
-                        escape(context.call((undefined(name='back_fields') if l_0_back_fields is missing else l_0_back_fields), l_1_page)),
-                        '\n        <button type="submit" class="secondary">Dismiss<span class="visually-hidden"> the schedule to ',
+                        escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), l_1_page)),
+                        '\n',
+                    ))
+                    for (l_2_name, l_2_value) in environment.getattr(l_1_page, 'back'):
+                        _loop_vars = {}
+                        pass
+                        t_6.extend((
+                            '<input type="hidden" name="',
+                            escape(l_2_name),
+                            '" value="',
+                            escape(l_2_value),
+                            '">',
+                        ))
+                    l_2_name = l_2_value = missing
+                    t_6.extend((
+                        '        <button type="submit" class="secondary">Dismiss<span class="visually-hidden"> the schedule to ',
                         escape(environment.getattr(l_1_s, 'change')),
                         ' at ',
                         escape(environment.getattr(l_1_s, 'when_short')),
@@ -905,7 +876,7 @@ def _cards_html(environment):
         context.vars['schedule_list'] = l_0_schedule_list = Macro(environment, macro, 'schedule_list', ('schedules', 'page', 'label', 'level', 'empty'), False, False, False, context.eval_ctx.autoescape)
 
     blocks = {}
-    debug_info = '1=30&2=36&3=47&4=49&5=52&8=63&9=68&12=83&13=95&15=165&16=196&17=200&22=210&24=236&25=281&27=285&30=290&32=293&33=316&35=320&36=324&37=328&38=330&39=332&40=334&41=338&42=340&43=344&46=346&47=350&48=352&54=355&55=359&57=362&59=366&60=369&61=373&62=375&63=377&64=379&65=381&67=388&69=393&74=401&76=406&77=408&78=419&79=423&80=425&81=427&83=451&84=462&86=467&88=472&89=477&91=492&92=496&93=500&94=502&95=504&101=512&103=516&105=519&106=524&107=527&113=553&117=560&118=573&119=577&120=580&122=590&123=594'
+    debug_info = '1=30&2=41&3=43&4=46&7=57&8=66&9=69&10=73&11=75&15=82&16=94&18=164&19=195&20=199&25=209&27=235&28=280&30=284&33=289&35=292&36=315&38=319&39=323&40=327&41=329&42=331&43=335&44=337&45=341&48=343&49=347&55=350&56=354&58=357&60=361&61=364&62=368&63=370&64=372&65=374&67=381&69=386&74=394&76=399&77=401&78=412&79=416&80=418&82=442&83=453&85=458&87=463&88=468&90=483&91=487&92=491&93=494&94=507&100=515&102=519&104=522&105=527&106=530&112=556&116=563&117=576&118=580&119=583&121=593&122=597'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'cards.html'}
 
 
@@ -919,7 +890,7 @@ def _content_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         parent_template = None
-        l_0_schedule_list = l_0_session_fields = l_0_pin_fields = l_0_page_info = l_0_page_links = l_0_retry_form = missing
+        l_0_schedule_list = l_0_form_fields = l_0_page_info = l_0_page_links = l_0_retry_form = missing
         try:
             t_1 = environment.filters['replace']
         except KeyError:
@@ -934,32 +905,23 @@ def _content_html(environment):
         l_0_schedule_list = getattr(included_template, 'schedule_list', missing)
         if l_0_schedule_list is missing:
             l_0_schedule_list = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'content.html') does not export the requested name 'schedule_list'", name='schedule_list')
-        l_0_session_fields = getattr(included_template, 'session_fields', missing)
-        if l_0_session_fields is missing:
-            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'content.html') does not export the requested name 'session_fields'", name='session_fields')
-        context.vars.update({'schedule_list': l_0_schedule_list, 'session_fields': l_0_session_fields})
-        context.exported_vars.difference_update(('schedule_list', 'session_fields'))
-        included_template = environment.get_template('pin_fields.html', 'content.html')._get_default_module(context)
-        l_0_pin_fields = getattr(included_template, 'pin_fields', missing)
-        if l_0_pin_fields is missing:
-            l_0_pin_fields = undefined(f"the template {included_template.__name__!r} (imported on line 3 in 'content.html') does not export the requested name 'pin_fields'", name='pin_fields')
-        context.vars['pin_fields'] = l_0_pin_fields
-        context.exported_vars.discard('pin_fields')
+        l_0_form_fields = getattr(included_template, 'form_fields', missing)
+        if l_0_form_fields is missing:
+            l_0_form_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'content.html') does not export the requested name 'form_fields'", name='form_fields')
+        context.vars.update({'schedule_list': l_0_schedule_list, 'form_fields': l_0_form_fields})
+        context.exported_vars.difference_update(('schedule_list', 'form_fields'))
         included_template = environment.get_template('pager.html', 'content.html')._get_default_module(context)
         l_0_page_info = getattr(included_template, 'page_info', missing)
         if l_0_page_info is missing:
-            l_0_page_info = undefined(f"the template {included_template.__name__!r} (imported on line 4 in 'content.html') does not export the requested name 'page_info'", name='page_info')
+            l_0_page_info = undefined(f"the template {included_template.__name__!r} (imported on line 3 in 'content.html') does not export the requested name 'page_info'", name='page_info')
         l_0_page_links = getattr(included_template, 'page_links', missing)
         if l_0_page_links is missing:
-            l_0_page_links = undefined(f"the template {included_template.__name__!r} (imported on line 4 in 'content.html') does not export the requested name 'page_links'", name='page_links')
+            l_0_page_links = undefined(f"the template {included_template.__name__!r} (imported on line 3 in 'content.html') does not export the requested name 'page_links'", name='page_links')
         context.vars.update({'page_info': l_0_page_info, 'page_links': l_0_page_links})
         context.exported_vars.difference_update(('page_info', 'page_links'))
         def macro(l_1_r):
             t_2 = []
-            l_1_installation_id = resolve('installation_id')
-            l_1_csrf_token = resolve('csrf_token')
-            l_1_opened_for = resolve('opened_for')
-            l_1_tab = resolve('tab')
+            l_1_card_page = resolve('card_page')
             l_1_pins = resolve('pins')
             l_1_form = resolve('form')
             if l_1_r is missing:
@@ -967,11 +929,9 @@ def _content_html(environment):
             pass
             t_2.extend((
                 '<form method="post" action="/installations/',
-                escape((undefined(name='installation_id') if l_1_installation_id is missing else l_1_installation_id)),
+                escape(environment.getattr((undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), 'installation_id')),
                 '/schedules" class="retry">\n  ',
-                escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_1_csrf_token is missing else l_1_csrf_token), (undefined(name='opened_for') if l_1_opened_for is missing else l_1_opened_for), (undefined(name='tab') if l_1_tab is missing else l_1_tab))),
-                '\n  ',
-                escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), (undefined(name='pins') if l_1_pins is missing else l_1_pins))),
+                escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), (undefined(name='pins') if l_1_pins is missing else l_1_pins))),
                 '\n  <input type="hidden" name="transition" value="',
                 escape(environment.getattr((undefined(name='form') if l_1_form is missing else l_1_form), 'transition')),
                 '">\n  <input type="hidden" name="local_time" value="',
@@ -1048,12 +1008,8 @@ def _content_html(environment):
         l_0_fold_ignored = resolve('fold_ignored')
         l_0_error = resolve('error')
         l_0_focus_fold = resolve('focus_fold')
-        l_0_installation_id = resolve('installation_id')
-        l_0_session_fields = resolve('session_fields')
-        l_0_csrf_token = resolve('csrf_token')
-        l_0_opened_for = resolve('opened_for')
-        l_0_tab = resolve('tab')
-        l_0_pin_fields = resolve('pin_fields')
+        l_0_card_page = resolve('card_page')
+        l_0_form_fields = resolve('form_fields')
         l_0_pins = resolve('pins')
         l_0_choices = resolve('choices')
         l_0_time_entered = resolve('time_entered')
@@ -1070,7 +1026,6 @@ def _content_html(environment):
         l_0_page_links = resolve('page_links')
         l_0_schedule_list = resolve('schedule_list')
         l_0_current = resolve('current')
-        l_0_card_page = resolve('card_page')
         l_0_history = resolve('history')
         try:
             t_3 = environment.filters['join']
@@ -1305,13 +1260,11 @@ def _content_html(environment):
             if (environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'retry_of') and (environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'code') == 'content_changed')):
                 pass
                 yield '<div class="retries">\n    <form method="post" action="/installations/'
-                yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+                yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
                 yield '/schedules/'
                 yield escape(environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'retry_of'))
                 yield '/retry" class="retry">\n      '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
-                yield '\n      '
-                yield escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), (undefined(name='pins') if l_0_pins is missing else l_0_pins), _block_vars=_block_vars))
+                yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), (undefined(name='pins') if l_0_pins is missing else l_0_pins), _block_vars=_block_vars))
                 yield '\n      <button type="submit" data-retry-of="'
                 yield escape(environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'retry_of'))
                 yield '">Try again with what Dee Wan reports now</button>\n    </form>\n  </div>'
@@ -1321,11 +1274,9 @@ def _content_html(environment):
         if (undefined(name='choices') if l_0_choices is missing else l_0_choices):
             pass
             yield '<form method="post" action="/installations/'
-            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
             yield '/schedules" class="schedule-form" novalidate>\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
-            yield '\n  '
-            yield escape(context.call((undefined(name='pin_fields') if l_0_pin_fields is missing else l_0_pin_fields), (undefined(name='pins') if l_0_pins is missing else l_0_pins), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), (undefined(name='pins') if l_0_pins is missing else l_0_pins), _block_vars=_block_vars))
             yield '\n  <fieldset'
             if ((undefined(name='error') if l_0_error is missing else l_0_error) and (environment.getattr((undefined(name='error') if l_0_error is missing else l_0_error), 'field') == 'transition')):
                 pass
@@ -1543,7 +1494,7 @@ def _content_html(environment):
         yield '\n</section>\n'
 
     blocks = {'title': block_title, 'main': block_main}
-    debug_info = '1=19&2=22&3=31&4=37&5=46&6=59&7=61&8=63&9=65&10=67&11=69&12=71&13=73&16=105&17=120&18=195&19=198&21=200&22=202&23=204&24=206&25=215&28=233&30=235&31=241&32=246&33=249&34=251&35=253&36=257&40=260&41=267&42=289&43=291&44=294&45=296&46=304&47=313&48=323&49=329&50=343&51=355&52=362&58=373&59=376&60=382&61=384&62=394&63=397&64=401&65=403&66=405&69=408&72=410&73=413&74=415&75=417&76=419&78=424&80=429&81=447&83=451&84=462&89=475&90=481&91=491&95=504&96=510&97=520&99=528&100=531&102=535&103=537&104=546&110=553&111=561&112=565&113=579&118=583&122=589&131=596&132=603&133=605&134=607&135=609&137=614&139=616&140=619&141=627&142=629&145=631'
+    debug_info = '1=19&2=22&3=31&4=40&5=50&6=52&7=54&8=56&9=58&10=60&11=62&14=94&15=109&16=179&17=182&19=184&20=186&21=188&22=190&23=199&26=217&28=219&29=225&30=230&31=233&32=235&33=237&34=241&38=244&39=251&40=273&41=275&42=278&43=280&44=288&45=297&46=307&47=313&48=327&49=339&50=346&56=357&57=360&58=366&59=368&60=378&61=381&62=385&63=387&66=390&69=392&70=395&71=397&72=399&74=404&76=409&77=427&79=431&80=442&85=455&86=461&87=471&91=484&92=490&93=500&95=508&96=511&98=515&99=517&100=526&106=533&107=541&108=545&109=559&114=563&118=569&127=576&128=583&129=585&130=587&131=589&133=594&135=596&136=599&137=607&138=609&141=611'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'content.html'}
 
 
@@ -2728,17 +2679,17 @@ def _cancel_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         parent_template = None
-        l_0_session_fields = missing
+        l_0_form_fields = missing
         pass
         parent_template = environment.get_template('base.html', 'cancel.html')
         for name, parent_block in parent_template.blocks.items():
             context.blocks.setdefault(name, []).append(parent_block)
         included_template = environment.get_template('cards.html', 'cancel.html')._get_default_module(context)
-        l_0_session_fields = getattr(included_template, 'session_fields', missing)
-        if l_0_session_fields is missing:
-            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'cancel.html') does not export the requested name 'session_fields'", name='session_fields')
-        context.vars['session_fields'] = l_0_session_fields
-        context.exported_vars.discard('session_fields')
+        l_0_form_fields = getattr(included_template, 'form_fields', missing)
+        if l_0_form_fields is missing:
+            l_0_form_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'cancel.html') does not export the requested name 'form_fields'", name='form_fields')
+        context.vars['form_fields'] = l_0_form_fields
+        context.exported_vars.discard('form_fields')
         yield from parent_template.root_render_func(context)
 
     def block_main(context, missing=missing, environment=environment):
@@ -2750,11 +2701,8 @@ def _cancel_html(environment):
         _block_vars = {}
         l_0_card = resolve('card')
         l_0_content_title = resolve('content_title')
-        l_0_installation_id = resolve('installation_id')
-        l_0_session_fields = resolve('session_fields')
-        l_0_csrf_token = resolve('csrf_token')
-        l_0_opened_for = resolve('opened_for')
-        l_0_tab = resolve('tab')
+        l_0_card_page = resolve('card_page')
+        l_0_form_fields = resolve('form_fields')
         l_0_back = resolve('back')
         l_0_back_href = resolve('back_href')
         try:
@@ -2790,11 +2738,11 @@ def _cancel_html(environment):
         yield '</dd>\n  <dt>Status</dt><dd>'
         yield escape(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'status_label'))
         yield '</dd>\n</dl>\n<p>Once cancelled, it will not be sent. Nothing is sent to Dee Wan now, and nothing already done in Dee Wan is undone.</p>\n<form method="post" action="/installations/'
-        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+        yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
         yield '/schedules/'
         yield escape(environment.getattr((undefined(name='card') if l_0_card is missing else l_0_card), 'id'))
         yield '/cancel" class="cancel-confirm">\n  '
-        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+        yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
         yield '\n'
         for (l_1_name, l_1_value) in (undefined(name='back') if l_0_back is missing else l_0_back):
             _loop_vars = {}
@@ -2812,7 +2760,7 @@ def _cancel_html(environment):
         yield '.</p>\n</div>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=24&5=48&7=50&8=61&9=65&10=69&11=71&14=73&15=77&16=79&19=89&22=91'
+    debug_info = '1=13&2=16&3=24&5=45&7=47&8=58&9=62&10=66&11=68&14=70&15=74&16=76&19=86&22=88'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'cancel.html'}
 
 
@@ -2826,17 +2774,17 @@ def _calendar_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         parent_template = None
-        l_0_session_fields = missing
+        l_0_form_fields = missing
         pass
         parent_template = environment.get_template('base.html', 'calendar.html')
         for name, parent_block in parent_template.blocks.items():
             context.blocks.setdefault(name, []).append(parent_block)
         included_template = environment.get_template('cards.html', 'calendar.html')._get_default_module(context)
-        l_0_session_fields = getattr(included_template, 'session_fields', missing)
-        if l_0_session_fields is missing:
-            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'calendar.html') does not export the requested name 'session_fields'", name='session_fields')
-        context.vars['session_fields'] = l_0_session_fields
-        context.exported_vars.discard('session_fields')
+        l_0_form_fields = getattr(included_template, 'form_fields', missing)
+        if l_0_form_fields is missing:
+            l_0_form_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'calendar.html') does not export the requested name 'form_fields'", name='form_fields')
+        context.vars['form_fields'] = l_0_form_fields
+        context.exported_vars.discard('form_fields')
         yield from parent_template.root_render_func(context)
 
     def block_main(context, missing=missing, environment=environment):
@@ -2849,8 +2797,7 @@ def _calendar_html(environment):
         l_0_span = resolve('span')
         l_0_zone = resolve('zone')
         l_0_flash = resolve('flash')
-        l_0_installation_id = resolve('installation_id')
-        l_0_tab = resolve('tab')
+        l_0_card_page = resolve('card_page')
         l_0_view = resolve('view')
         l_0_zone_problem = resolve('zone_problem')
         l_0_zones = resolve('zones')
@@ -2860,9 +2807,7 @@ def _calendar_html(environment):
         l_0_more = resolve('more')
         l_0_feed_url = resolve('feed_url')
         l_0_feed_made = resolve('feed_made')
-        l_0_session_fields = resolve('session_fields')
-        l_0_csrf_token = resolve('csrf_token')
-        l_0_opened_for = resolve('opened_for')
+        l_0_form_fields = resolve('form_fields')
         pass
         yield "<h1>Calendar</h1>\n<p>What is waiting to be published or unpublished across this installation's contents, by day. "
         yield escape((undefined(name='span') if l_0_span is missing else l_0_span))
@@ -2875,12 +2820,12 @@ def _calendar_html(environment):
             yield escape((undefined(name='flash') if l_0_flash is missing else l_0_flash))
             yield '</p></div>'
         yield '<form method="get" action="/installations/'
-        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+        yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
         yield '/calendar" class="zone-form">\n'
-        if (undefined(name='tab') if l_0_tab is missing else l_0_tab):
+        if environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'):
             pass
             yield '<input type="hidden" name="tab" value="'
-            yield escape((undefined(name='tab') if l_0_tab is missing else l_0_tab))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'tab'))
             yield '">'
         if ((undefined(name='view') if l_0_view is missing else l_0_view) == 'list'):
             pass
@@ -3025,9 +2970,9 @@ def _calendar_html(environment):
             yield escape((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made))
             yield '. Lost its address? Make a new one: the old one stops.</p>\n'
         yield '  <div class="inline">\n    <form method="post" action="/installations/'
-        yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+        yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
         yield '/calendar/feed">\n      '
-        yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+        yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
         yield '\n      <button type="submit"'
         if ((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made) or (undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url)):
             pass
@@ -3043,14 +2988,14 @@ def _calendar_html(environment):
         if ((undefined(name='feed_made') if l_0_feed_made is missing else l_0_feed_made) or (undefined(name='feed_url') if l_0_feed_url is missing else l_0_feed_url)):
             pass
             yield '    <form method="post" action="/installations/'
-            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
             yield '/calendar/feed/revoke">\n      '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
             yield '\n      <button type="submit" class="danger">Revoke the feed</button>\n    </form>\n'
         yield '  </div>\n</section>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=24&5=50&6=54&7=60&8=62&9=67&13=71&16=77&19=85&20=90&21=96&22=108&23=115&24=119&25=129&26=136&27=139&28=141&29=145&30=157&31=161&32=173&44=191&49=199&52=202&54=204&55=207&58=210&59=212&60=214&62=225&63=228&64=230'
+    debug_info = '1=13&2=16&3=24&5=47&6=51&7=57&8=59&9=64&13=68&16=74&19=82&20=87&21=93&22=105&23=112&24=116&25=126&26=133&27=136&28=138&29=142&30=154&31=158&32=170&44=188&49=196&52=199&54=201&55=204&58=207&59=209&60=211&62=222&63=225&64=227'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'calendar.html'}
 
 
@@ -3784,7 +3729,7 @@ def _release_html(environment):
         cond_expr_undefined = Undefined
         if 0: yield None
         parent_template = None
-        l_0_schedule_card = l_0_session_fields = l_0_page_info = l_0_page_links = missing
+        l_0_schedule_card = l_0_form_fields = l_0_page_info = l_0_page_links = missing
         pass
         parent_template = environment.get_template('base.html', 'release.html')
         for name, parent_block in parent_template.blocks.items():
@@ -3793,11 +3738,11 @@ def _release_html(environment):
         l_0_schedule_card = getattr(included_template, 'schedule_card', missing)
         if l_0_schedule_card is missing:
             l_0_schedule_card = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'release.html') does not export the requested name 'schedule_card'", name='schedule_card')
-        l_0_session_fields = getattr(included_template, 'session_fields', missing)
-        if l_0_session_fields is missing:
-            l_0_session_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'release.html') does not export the requested name 'session_fields'", name='session_fields')
-        context.vars.update({'schedule_card': l_0_schedule_card, 'session_fields': l_0_session_fields})
-        context.exported_vars.difference_update(('schedule_card', 'session_fields'))
+        l_0_form_fields = getattr(included_template, 'form_fields', missing)
+        if l_0_form_fields is missing:
+            l_0_form_fields = undefined(f"the template {included_template.__name__!r} (imported on line 2 in 'release.html') does not export the requested name 'form_fields'", name='form_fields')
+        context.vars.update({'schedule_card': l_0_schedule_card, 'form_fields': l_0_form_fields})
+        context.exported_vars.difference_update(('schedule_card', 'form_fields'))
         included_template = environment.get_template('pager.html', 'release.html')._get_default_module(context)
         l_0_page_info = getattr(included_template, 'page_info', missing)
         if l_0_page_info is missing:
@@ -3831,11 +3776,8 @@ def _release_html(environment):
         l_0_held = resolve('held')
         l_0_held_by = resolve('held_by')
         l_0_resume = resolve('resume')
-        l_0_installation_id = resolve('installation_id')
-        l_0_session_fields = resolve('session_fields')
-        l_0_csrf_token = resolve('csrf_token')
-        l_0_opened_for = resolve('opened_for')
-        l_0_tab = resolve('tab')
+        l_0_card_page = resolve('card_page')
+        l_0_form_fields = resolve('form_fields')
         l_0_items = resolve('items')
         l_0_page_info = resolve('page_info')
         l_0_pager = resolve('pager')
@@ -3905,11 +3847,11 @@ def _release_html(environment):
         if (undefined(name='resume') if l_0_resume is missing else l_0_resume):
             pass
             yield '<form method="post" action="/installations/'
-            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/resume" class="resume">\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
             yield '\n  <fieldset>\n    <legend>Resume from <code>'
             yield escape((undefined(name='held_by') if l_0_held_by is missing else l_0_held_by))
             yield '</code>, now</legend>\n    <label><input type="radio" name="how" value="as_is" checked> Send it again as it is, pinned to <code>'
@@ -3931,11 +3873,10 @@ def _release_html(environment):
             yield '\n<ol class="schedules release-items" aria-label="Items in send order">\n'
             for l_1_s in (undefined(name='items') if l_0_items is missing else l_0_items):
                 l_1_schedule_card = resolve('schedule_card')
-                l_1_card_page = resolve('card_page')
                 _loop_vars = {}
                 pass
-                yield escape(context.call((undefined(name='schedule_card') if l_1_schedule_card is missing else l_1_schedule_card), l_1_s, (undefined(name='card_page') if l_1_card_page is missing else l_1_card_page), _loop_vars=_loop_vars))
-            l_1_s = l_1_schedule_card = l_1_card_page = missing
+                yield escape(context.call((undefined(name='schedule_card') if l_1_schedule_card is missing else l_1_schedule_card), l_1_s, (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _loop_vars=_loop_vars))
+            l_1_s = l_1_schedule_card = missing
             yield '</ol>\n'
             yield escape(context.call((undefined(name='page_links') if l_0_page_links is missing else l_0_page_links), (undefined(name='pager') if l_0_pager is missing else l_0_pager), _block_vars=_block_vars))
             yield '\n'
@@ -3959,13 +3900,13 @@ def _release_html(environment):
                     _loop_vars = {}
                     pass
                     yield '<form method="post" action="/installations/'
-                    yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+                    yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
                     yield '/releases/'
                     yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
                     yield '/'
                     yield escape(l_2_step)
                     yield '" class="inline">'
-                    yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _loop_vars=_loop_vars))
+                    yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _loop_vars=_loop_vars))
                     yield '<input type="hidden" name="schedule_id" value="'
                     yield escape(environment.getattr(l_1_item, 'id'))
                     yield '"><button type="submit" class="secondary">'
@@ -3980,28 +3921,28 @@ def _release_html(environment):
         if (undefined(name='open') if l_0_open is missing else l_0_open):
             pass
             yield '<form method="post" action="/installations/'
-            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/check" class="inline">'
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
             yield '<button type="submit" class="secondary">Check now</button></form>\n<form method="post" action="/installations/'
-            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/rename">\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
             yield '\n  <label for="release-name">Name</label>\n  <input id="release-name" name="name" maxlength="100" value="'
             yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'name'))
             yield '">\n  <button type="submit" class="secondary">Rename</button>\n</form>\n'
             if ((undefined(name='status') if l_0_status is missing else l_0_status) != 'held'):
                 pass
                 yield '<form method="post" action="/installations/'
-                yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+                yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
                 yield '/releases/'
                 yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
                 yield '/move">\n  '
-                yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+                yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
                 yield '\n  <label for="release-time">New time</label>\n  <input id="release-time" type="datetime-local" name="local_time" value="'
                 yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'local_time'))
                 yield '">\n  <label for="release-zone">Time zone</label>\n  <input id="release-zone" name="timezone" value="'
@@ -4010,11 +3951,11 @@ def _release_html(environment):
                 yield escape(environment.getattr((undefined(name='kept') if l_0_kept is missing else l_0_kept), 'fold'))
                 yield '">\n  <button type="submit" class="secondary">Move the release</button>\n</form>\n'
             yield '<form method="post" action="/installations/'
-            yield escape((undefined(name='installation_id') if l_0_installation_id is missing else l_0_installation_id))
+            yield escape(environment.getattr((undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), 'installation_id'))
             yield '/releases/'
             yield escape((undefined(name='release_id') if l_0_release_id is missing else l_0_release_id))
             yield '/cancel">\n  '
-            yield escape(context.call((undefined(name='session_fields') if l_0_session_fields is missing else l_0_session_fields), (undefined(name='csrf_token') if l_0_csrf_token is missing else l_0_csrf_token), (undefined(name='opened_for') if l_0_opened_for is missing else l_0_opened_for), (undefined(name='tab') if l_0_tab is missing else l_0_tab), _block_vars=_block_vars))
+            yield escape(context.call((undefined(name='form_fields') if l_0_form_fields is missing else l_0_form_fields), (undefined(name='card_page') if l_0_card_page is missing else l_0_card_page), _block_vars=_block_vars))
             yield '\n  <button type="submit" class="danger">'
             if ((undefined(name='status') if l_0_status is missing else l_0_status) == 'held'):
                 pass
@@ -4028,14 +3969,13 @@ def _release_html(environment):
         yield '.</p>\n</section>\n'
 
     blocks = {'main': block_main}
-    debug_info = '1=13&2=16&3=25&4=36&5=72&6=76&7=78&8=85&10=110&11=114&12=118&13=120&16=122&17=129&18=132&19=136&21=138&22=140&23=142&24=147&30=152&31=154&33=156&35=164&39=169&42=172&43=176&44=182&49=204&50=207&51=213&52=217&54=219&57=221&58=224&59=228&61=230&63=232&64=234&68=237&69=241&70=243&74=251'
+    debug_info = '1=13&2=16&3=25&4=36&5=69&6=73&7=75&8=82&10=107&11=111&12=115&13=117&16=119&17=126&18=129&19=133&21=135&22=137&23=139&24=144&30=149&31=151&33=153&35=160&39=165&42=168&43=172&44=178&49=200&50=203&51=209&52=213&54=215&57=217&58=220&59=224&61=226&63=228&64=230&68=233&69=237&70=239&74=247'
     return {'name': name, 'blocks': blocks, 'root': root, 'debug_info': debug_info, '__file__': 'release.html'}
 
 
 TEMPLATES: dict[str, Callable[[Any], dict[str, Any]]] = {
     'base.html': _base_html,
     'error.html': _error_html,
-    'pin_fields.html': _pin_fields_html,
     'pager.html': _pager_html,
     'cards.html': _cards_html,
     'content.html': _content_html,

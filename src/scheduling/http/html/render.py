@@ -1,10 +1,6 @@
-"""Rendering whole pages: a frozen page model into its compiled template; and the time
-arithmetic the pages do for editors (the time now in a zone, until when the plugin keeps
-trying, how late a send was, which day an instant falls on in a zone).
-
-The templates come compiled (`compiled_templates.py`): one jinja2 Environment builds each
-Template from its compiled function when this module is imported, so that no request lexes or
-parses one.
+"""Rendering whole pages: a frozen page model into its template, compiled ahead of time
+(`compiled_templates.py`) so that no request lexes or parses one; and the time arithmetic the
+pages do for editors.
 """
 
 from __future__ import annotations

@@ -88,22 +88,20 @@ PAGER = """{% macro page_info(p) %}
 {% endmacro %}
 """
 
-# `pins`: the versions the page shows (`schedules.ShownVersions`), which a create form carries.
-PIN_FIELDS = """{% macro pin_fields(pins) %}
-  <input type="hidden" name="version_id" value="{{ pins.current }}">
-  <input type="hidden" name="published_version_id" value="{{ pins.published or '' }}">
-{% endmacro %}
-"""
-
-CARDS = """{% from "pin_fields.html" import pin_fields %}
-{% macro session_fields(csrf_token, opened_for, tab) %}
+# `form_fields(page, pins)`: the session's fields (`page`: a `CardPage`) and, on a content
+# page, the versions it shows (`schedules.ShownVersions`), which its forms carry.
+CARDS = """{% macro session_fields(csrf_token, opened_for, tab) %}
   <input type="hidden" name="csrf_token" value="{{ csrf_token }}">
   <input type="hidden" name="opened_for" value="{{ opened_for }}">
   {% if tab %}<input type="hidden" name="tab" value="{{ tab }}">{% endif %}
 {% endmacro %}
 
-{% macro back_fields(page) %}
-  {% for name, value in page.back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
+{% macro form_fields(page, pins=none) %}
+  {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
+  {% if pins %}
+  <input type="hidden" name="version_id" value="{{ pins.current }}">
+  <input type="hidden" name="published_version_id" value="{{ pins.published or '' }}">
+  {% endif %}
 {% endmacro %}
 
 {% macro schedule_card(s, page, level=3) %}
@@ -131,8 +129,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
     <details class="move">
       <summary>Change its time, or send it now<span class="visually-hidden"> ({{ s.change }} at {{ s.when_short }})</span></summary>
       <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/move" class="move-form">
-        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
-        {{ pin_fields(page.pins) }}
+        {{ form_fields(page, page.pins) }}
         <label for="move-{{ s.id }}-time">New date and time</label>
         <input type="datetime-local" id="move-{{ s.id }}-time" name="local_time" step="60" required value="{{ s.local_time }}">
         <label for="move-{{ s.id }}-zone">Time zone</label>
@@ -141,8 +138,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
         <button type="submit" class="secondary">Move it</button>
       </form>
       <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/send-now" class="send-now">
-        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
-        {{ pin_fields(page.pins) }}
+        {{ form_fields(page, page.pins) }}
         <button type="submit" class="secondary">Send it now</button>
       </form>
       <p class="hint">Either makes a new schedule of the same change, pinned to the version this page shows, and this one is not sent.</p>
@@ -156,8 +152,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       <p><strong>Out of date.</strong> {{ s.needs_repin or s.stale }}</p>
       {% if s.repin_version %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules" class="repin">
-        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
-        {{ pin_fields(page.pins) }}
+        {{ form_fields(page, page.pins) }}
         <input type="hidden" name="repin_of" value="{{ s.id }}">
         <button type="submit">Pin {{ s.repin_version }} instead, same time<span class="visually-hidden"> ({{ s.kind_label|lower }} at {{ s.when_short }})</span></button>
       </form>
@@ -173,8 +168,7 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       {% if s.retry %}
       {% if s.retry.replaces %}<p class="hint replaces" id="retry-{{ s.id }}-replaces">{{ s.retry.replaces }}</p>{% endif %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/retry" class="try-again">
-        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
-        {{ pin_fields(page.pins) }}
+        {{ form_fields(page, page.pins) }}
         <button type="submit" data-retry-of="{{ s.id }}"{% if s.retry.replaces %} aria-describedby="retry-{{ s.id }}-replaces"{% endif %}>Try again{% if s.retry.version %} with {{ s.retry.version }}{% endif %}<span class="visually-hidden"> ({{ s.change }}, which was not done)</span></button>
       </form>
       <p class="hint">A new schedule of the same change, sent at the next minute{% if s.retry.version %}, pinned to {{ s.retry.version }}: Dee Wan reports it now instead of {{ s.version_id }}{% endif %}.</p>
@@ -187,8 +181,8 @@ CARDS = """{% from "pin_fields.html" import pin_fields %}
       {% endif %}
       {% if s.dismissable %}
       <form method="post" action="/installations/{{ page.installation_id }}/schedules/{{ s.id }}/dismiss" class="dismiss">
-        {{ session_fields(page.csrf_token, page.opened_for, page.tab) }}
-        {{ back_fields(page) }}
+        {{ form_fields(page) }}
+        {% for name, value in page.back %}<input type="hidden" name="{{ name }}" value="{{ value }}">{% endfor %}
         <button type="submit" class="secondary">Dismiss<span class="visually-hidden"> the schedule to {{ s.change }} at {{ s.when_short }}</span></button>
       </form>
       <p class="hint">Dismiss takes it out of Needs attention, once someone has seen to it; it stays under Finished.</p>

@@ -43,11 +43,8 @@ class Moment:
 class AttemptLine:
     """One attempt of a schedule, as its card lists it."""
 
-    number: int
     started_label: str
     finished_at: int | None
-    code: str | None
-    http_status: int | None
     text: str
     support: str  # the status and code, for support
 
@@ -75,7 +72,6 @@ class ScheduleCard:
 
     id: str
     content_id: str
-    kind: str
     kind_label: str
     version_id: str
     due_at: int
@@ -94,7 +90,6 @@ class ScheduleCard:
     result_text: str
     support: str  # the schedule's id, its number, the code: for support only
     requested_by_name: str
-    revision: int
     cancelled_label: str | None
     attempts: tuple[AttemptLine, ...]
     next_label: str | None
@@ -132,7 +127,6 @@ class CardPage:
     opened_for: str
     context_kind: str
     pins: ShownVersions | None  # what a content page shows (its cards' forms carry it)
-    viewer_zone: str | None
     back: tuple[tuple[str, str], ...]  # the view a cancel or a dismiss comes back to
     unread: bool = False  # Dee Wan could not be read: what it allows now is not known
     tab: str | None = None  # the launch the page belongs to, which its forms and links carry
@@ -162,14 +156,12 @@ class Pager:
     prev_href: str | None
     next_href: str | None
     first_href: str
-    last_href: str
 
 
 def card_page(
     session: Session,
     *,
     pins: ShownVersions | None = None,
-    viewer_zone: str | None = None,
     back: Iterable[tuple[str, str]] = (),
     unread: bool = False,
 ) -> CardPage:
@@ -179,7 +171,6 @@ def card_page(
         opened_for=session.opened_for,
         context_kind=session.context_kind,
         pins=pins,
-        viewer_zone=viewer_zone,
         back=tuple(back),
         unread=unread,
         tab=session.tab,
@@ -200,7 +191,6 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
     return ScheduleCard(
         id=schedule.id,
         content_id=schedule.content_id,
-        kind=schedule.kind,
         kind_label=KIND.get(schedule.kind, schedule.kind),
         version_id=schedule.version_id,
         due_at=schedule.due_at,
@@ -225,7 +215,6 @@ def schedule_card(schedule: Schedule, moment: Moment, zone: str | None = None) -
         ),
         support=_support(schedule, answered_status(schedule.result_code, last)),
         requested_by_name=schedule.requested_by_name,
-        revision=schedule.revision,
         cancelled_label=_by_whom(schedule.cancelled_by_name, schedule.cancelled_at, zone),
         attempts=tuple(_attempt_line(a, zone) for a in schedule.attempts),
         next_label=next_label,
@@ -319,17 +308,13 @@ def pager(
         prev_href=href(page_number - 1) if 1 < page_number <= last else None,
         next_href=href(page_number + 1) if has_next else None,
         first_href=href(1),
-        last_href=href(last),
     )
 
 
 def _attempt_line(attempt: Attempt, zone: str) -> AttemptLine:
     return AttemptLine(
-        number=attempt.number,
         started_label=instant_text(attempt.started_at, zone, seconds=True),
         finished_at=attempt.finished_at,
-        code=attempt.code,
-        http_status=attempt.http_status,
         text=explain_answer(attempt.code, attempt.http_status),
         support=support_detail(attempt.code, attempt.http_status),
     )
