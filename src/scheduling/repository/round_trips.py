@@ -26,24 +26,19 @@ class RoundTrips:
     async def send(self, statements: Sequence[Statement]) -> list[Result]:
         """One D1 batch. A batch the platform refused (`LimitReached`) ran nothing and is not
         counted."""
-        self.statements += len(statements)
-        self.round_trips += 1
-        try:
-            return await self.db.batch(statements)
-        except LimitReached:
-            self.statements -= len(statements)
-            self.round_trips -= 1
-            raise
+        return await self.record(lambda: statements, len(statements))
 
-    async def record(self, build: Callable[[], Sequence[Statement]], statements: int) -> None:
-        """The invocation's record: one round trip carrying `statements` statements that
-        `build` makes once the trip is counted, so the record counts the trip that carries it."""
+    async def record(
+        self, build: Callable[[], Sequence[Statement]], statements: int
+    ) -> list[Result]:
+        """One round trip carrying `statements` statements that `build` makes once the trip is
+        counted: the invocation's record counts the trip that carries it."""
         self.statements += statements
         self.round_trips += 1
         made = build()
         assert len(made) == statements
         try:
-            await self.db.batch(made)
+            return await self.db.batch(made)
         except LimitReached:
             self.statements -= statements
             self.round_trips -= 1
