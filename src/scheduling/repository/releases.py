@@ -53,10 +53,9 @@ def release_of(row: Row) -> Release:
 
 def insert(db: Database, release: Release) -> Statement:
     """A new release, waiting: the first statement of the batch that writes its first item."""
-    names = [name for name in _STORED]
-    marks = ", ".join(f"?{n}" for n in range(1, len(names) + 1))
-    return db.prepare(f"INSERT INTO releases ({', '.join(names)}) VALUES ({marks})").bind(
-        *(getattr(release, name) for name in names)
+    marks = ", ".join("?" * len(_STORED))
+    return db.prepare(f"INSERT INTO releases ({', '.join(_STORED)}) VALUES ({marks})").bind(
+        *(getattr(release, name) for name in _STORED)
     )
 
 

@@ -65,26 +65,9 @@ class ReleaseClosed(Exception):
 # The rows a create writes (one, or a release's worth: moved, resumed), as one JSON array
 # (`?2`) of objects (`NewSchedule`'s fields), so a batch costs three statements whatever its
 # size, and `?1` the instant.
-_NEW = """new AS (
-    SELECT json_extract(value, '$.id') AS id,
-           json_extract(value, '$.installation_id') AS installation_id,
-           json_extract(value, '$.content_id') AS content_id,
-           json_extract(value, '$.kind') AS kind,
-           json_extract(value, '$.to_state') AS to_state,
-           json_extract(value, '$.version_id') AS version_id,
-           json_extract(value, '$.workflow_revision') AS workflow_revision,
-           json_extract(value, '$.due_at') AS due_at,
-           json_extract(value, '$.timezone') AS timezone,
-           json_extract(value, '$.local_time') AS local_time,
-           json_extract(value, '$.fold') AS fold,
-           json_extract(value, '$.requested_by') AS requested_by,
-           json_extract(value, '$.requested_by_name') AS requested_by_name,
-           json_extract(value, '$.title_sealed') AS title_sealed,
-           json_extract(value, '$.release_id') AS release_id,
-           json_extract(value, '$.release_position') AS release_position,
-           json_extract(value, '$.replaces') AS replaces,
-           json_extract(value, '$.replaced_as') AS replaced_as
-      FROM json_each(?2))"""
+_NEW = "new AS (SELECT {} FROM json_each(?2))".format(
+    ", ".join(f"json_extract(value, '$.{f.name}') AS {f.name}" for f in fields(NewSchedule))
+)
 # Each new row replaces the waiting one of its content and kind (a queued release item too).
 _SUPERSEDE = f"""WITH {_NEW}
 UPDATE schedules SET status = 'superseded', next_attempt_at = NULL, updated_at = ?1
