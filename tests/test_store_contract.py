@@ -943,14 +943,23 @@ async def test_an_endpoint_is_rotated_tested_and_deleted_with_its_deliveries_by_
 # -- sessions: opened, found while live, the installation gone, read once -------------------
 
 
-async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: Any) -> None:
-    await installations.create(
-        db, id_hash=id_hash, installation_id="ins_1", csrf_token=f"csrf-{id_hash}",
-        person_id="usr_1", person_name=ADA, context_kind=kind.get("context_kind", "content"),
-        content_id=kind.get("content_id", "cnt_en"), delegation_sealed="sealed",
-        delegation_expires_at=now + MINUTE, now=now, expires_at=now + 10 * MINUTE,
-        tab=f"tab_{id_hash}",
+MANAGE: dict[str, Any] = {"context_kind": "manage", "content_id": None}
+
+
+async def open_session(
+    db: Database, id_hash: str, *, now: int = NOW, forget_before: int = 0, **changes: Any
+) -> installations.Session:
+    """A launch's session of `usr_1` (of a content, unless `changes` say), as it reads back."""
+    made = installations.Session(
+        id_hash=id_hash, installation_id="ins_1", csrf_token=f"csrf-{id_hash}", person_id="usr_1",
+        person_name=ADA, context_kind="content", content_id="cnt_en", content_primary_id=None,
+        delegation_sealed="sealed", expires_at=now + 10 * MINUTE, offered=None, tab=f"t_{id_hash}",
     )  # fmt: skip
+    opened = replace(made, **changes)
+    await installations.create(
+        db, opened, delegation_expires_at=now + MINUTE, now=now, forget_before=forget_before
+    )
+    return await present(installations.find_live_session(db, id_hash, now))
 
 
 async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next(
@@ -982,7 +991,7 @@ NOTICE = "L'adresse a été supprimée ✓"
 
 async def test_a_secret_to_reveal_and_a_notice_are_taken_once(any_db: Database) -> None:
     await installation(any_db)
-    await open_session(any_db, "h1", context_kind="manage", content_id=None)
+    await open_session(any_db, "h1", **MANAGE)
     await installations.reveal_next(any_db, "h1", "whe_1")
     await installations.say_next(any_db, "h1", NOTICE)
     found = await present(installations.find_live_session(any_db, "h1", NOW))
@@ -1146,7 +1155,7 @@ async def test_an_agent_key_lasts_a_day_past_its_persons_rights_last_confirmed(
     later = NOW + day + MINUTE
     await open_session(any_db, "c1", now=later)  # a content launch: no key renewed yet
     assert await installations.find_live_key(any_db, "h2", later) is None
-    await open_session(any_db, "m1", now=later, context_kind="manage", content_id=None)
+    await open_session(any_db, "m1", now=later, **MANAGE)
     assert await present(installations.find_live_key(any_db, "h2", later))
     assert await installations.find_live_key(any_db, "h1", later) is None
     offered = {("unpublish", "draft")}
@@ -1772,27 +1781,16 @@ def kept_schedule(db: Database, sid: str, **columns: Any) -> Statement:
     return insert(db, "schedules", id=sid, **made)
 
 
-async def launch(
-    db: Database, id_hash: str, now: int, person: str = "usr_1"
-) -> installations.Session:
-    await installations.create(
-        db, id_hash=id_hash, installation_id="ins_1", csrf_token="csrf", person_id=person,
-        person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="sealed",
-        delegation_expires_at=now + DAY, now=now, expires_at=now + DAY, tab=f"t_{id_hash}",
-    )  # fmt: skip
-    return await present(installations.find_live_session(db, id_hash, now))
-
-
 async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_page_once(
     any_db: Database,
 ) -> None:
     await installation(any_db)
-    first = await launch(any_db, "h1", NOW)
+    first = await open_session(any_db, "h1", now=NOW, **MANAGE)
     assert (first.tab, first.news_since) == ("t_h1", None)  # never launched before
     assert first.href("/calendar", [("zone", "Europe/Paris")]) == (
         "/installations/ins_1/calendar?tab=t_h1&zone=Europe%2FParis"
     )
-    second = await launch(any_db, "h2", NOW + 5)
+    second = await open_session(any_db, "h2", now=NOW + 5, **MANAGE)
     assert second.news_since == NOW
     assert await column(any_db, "SELECT launched_at FROM people") == [NOW + 5]
     assert await installations.take_news_since(any_db, second) == NOW
@@ -1800,7 +1798,7 @@ async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_p
     assert (
         await present(installations.find_live_session(any_db, "h2", NOW + 5))
     ).news_since is None
-    other = await launch(any_db, "h3", NOW + 6, person="usr_2")
+    other = await open_session(any_db, "h3", now=NOW + 6, person_id="usr_2", **MANAGE)
     assert other.news_since is None  # each person their own
 
 
@@ -1855,7 +1853,7 @@ async def test_a_feed_is_found_by_its_hash_while_its_person_keeps_launching(
     any_db: Database,
 ) -> None:
     await installation(any_db, token_rotated_at=NOW - 5)
-    await launch(any_db, "h1", NOW)
+    await open_session(any_db, "h1", now=NOW, **MANAGE)
     assert await people.feed_made_at(any_db, "ins_1", "usr_1") is None
     await people.set_feed(any_db, "ins_1", "usr_1", "hash-1", NOW + 1, whole=True)
     assert await people.feed_made_at(any_db, "ins_1", "usr_1") == NOW + 1
@@ -1869,7 +1867,7 @@ async def test_a_feed_is_found_by_its_hash_while_its_person_keeps_launching(
     limit = NOW + people.FEED_DAYS * DAY
     assert (await present(people.find_feed(any_db, "hash-1", limit - 1))).live
     assert not (await present(people.find_feed(any_db, "hash-1", limit))).live  # 30 days on
-    await launch(any_db, "h2", NOW + DAY)  # a launch renews it
+    await open_session(any_db, "h2", now=NOW + DAY, **MANAGE)  # a launch renews it
     assert (await present(people.find_feed(any_db, "hash-1", limit))).live
     await people.set_feed(any_db, "ins_1", "usr_1", "hash-2", NOW + 3)  # a new address
     assert await people.find_feed(any_db, "hash-1", NOW + 4) is None
@@ -1893,18 +1891,13 @@ async def test_a_launch_forgets_people_past_the_window_and_delete_data_takes_the
         made = {"installation_id": "ins_2", "person_id": f"old{n}", "launched_at": n}
         await insert(any_db, "people", **made).run()
     await insert(any_db, "people", installation_id="ins_2", person_id="kept", launched_at=NOW).run()
-    await installations.create(
-        any_db, id_hash="h1", installation_id="ins_1", csrf_token="c", person_id="usr_1",
-        person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="s",
-        delegation_expires_at=NOW + DAY, now=NOW, expires_at=NOW + DAY, tab="t",
-        forget_before=NOW - DAY,
-    )  # fmt: skip
+    await open_session(any_db, "h1", forget_before=NOW - DAY, **MANAGE)
     left = ["kept", "old100", "usr_1"]  # a hundred forgotten at once
     assert sorted(await column(any_db, "SELECT person_id FROM people")) == left
     reads = table_reads(await plan(any_db, installations.FORGET_PEOPLE_SQL, (0,)))
     assert "SEARCH people USING COVERING INDEX people_by_launch (launched_at<?)" in reads
     assert all(" USING " in read for read in reads), reads
-    await launch(any_db, "h2", NOW)  # forget_before 0: nobody
+    await open_session(any_db, "h2", now=NOW, **MANAGE)  # forget_before 0: nobody
     assert await column(any_db, "SELECT count(*) FROM people") == [3]
     assert await installations.delete_all_data(any_db, "ins_1")
     assert await column(any_db, "SELECT installation_id FROM people") == ["ins_2", "ins_2"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from urllib.parse import urlencode
 
 from scheduling.domain.outcomes import Status
@@ -260,29 +260,15 @@ class AgentKey:
         return self.content_id is None or self.content_id == content_id
 
 
-_KEY_COLUMNS = (
-    "id, installation_id, name, person_id, person_name, content_id, offered_transitions,"
-    " created_at, expires_at, revoked_at, last_used_at, checked_at"
-)
+_KEY_FIELDS = tuple(f.name for f in fields(AgentKey) if f.name != "offered")
+_KEY_COLUMNS = ", ".join((*_KEY_FIELDS, "offered_transitions"))
 
 
 def _key(row: Row) -> AgentKey:
     offered = row["offered_transitions"]
     return AgentKey(
-        id=row["id"],
-        installation_id=row["installation_id"],
-        name=row["name"],
-        person_id=row["person_id"],
-        person_name=row["person_name"],
-        content_id=row["content_id"],
-        offered=None
-        if offered == EVERY_CHANGE
-        else frozenset((str(k), str(t)) for k, t in json.loads(offered)),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-        last_used_at=row["last_used_at"],
-        checked_at=row["checked_at"],
+        **{name: row[name] for name in _KEY_FIELDS},
+        offered=None if offered == EVERY_CHANGE else _changes(offered),
     )
 
 
@@ -300,24 +286,11 @@ def _offered_text(offered: frozenset[Change] | None) -> str:
 
 
 async def insert_key(db: Database, key: AgentKey, key_hash: str) -> None:
+    values = (*(getattr(key, name) for name in _KEY_FIELDS), _offered_text(key.offered))
+    marks = ", ".join("?" * (len(values) + 1))
     await (
-        db.prepare(
-            f"INSERT INTO agent_keys ({_KEY_COLUMNS}, key_hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)"
-        )
-        .bind(
-            key.id,
-            key.installation_id,
-            key.name,
-            key.person_id,
-            key.person_name,
-            key.content_id,
-            _offered_text(key.offered),
-            key.created_at,
-            key.expires_at,
-            key.checked_at,
-            key_hash,
-        )
+        db.prepare(f"INSERT INTO agent_keys ({_KEY_COLUMNS}, key_hash) VALUES ({marks})")
+        .bind(*values, key_hash)
         .run()
     )
 
@@ -488,22 +461,12 @@ def _text(offered: Iterable[Change]) -> str:
     return json.dumps(sorted(offered), separators=(",", ":"))
 
 
+# What a launch stores of its session, in the order `create` binds it.
+_OPENED = (*(name for name in _FIELDS if name != "content_primary_id"), "tab")
+
+
 async def create(
-    db: Database,
-    *,
-    id_hash: str,
-    installation_id: str,
-    csrf_token: str,
-    person_id: str,
-    person_name: str,
-    context_kind: str,
-    content_id: str | None,
-    delegation_sealed: str,
-    delegation_expires_at: int,
-    now: int,
-    expires_at: int,
-    tab: str,
-    forget_before: int = 0,
+    db: Database, session: Session, *, delegation_expires_at: int, now: int, forget_before: int = 0
 ) -> None:
     """Insert the session; expired sessions go in the same batch, so delegations do not linger.
     Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
@@ -512,7 +475,8 @@ async def create(
     their latest (a calendar feed of theirs lives on from it). People of any installation
     who last launched before `forget_before` (the retention window) are forgotten in the same
     batch, a bounded number at a time (`people_by_launch`), at no cost to the runner's ticks."""
-    manage = context_kind == "manage"
+    installation_id, person_id = session.installation_id, session.person_id
+    manage = session.context_kind == "manage"
     renewed = [renew(db, installation_id, person_id, now)] if manage else []
     await db.batch(
         [
@@ -523,25 +487,10 @@ async def create(
                 installation_id, now
             ),
             db.prepare(
-                "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
-                " context_kind, content_id, delegation_sealed, delegation_expires_at, created_at,"
-                " expires_at, tab, news_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-                " ?12, (SELECT launched_at FROM people WHERE installation_id = ?2"
-                " AND person_id = ?4))"
-            ).bind(
-                id_hash,
-                installation_id,
-                csrf_token,
-                person_id,
-                person_name,
-                context_kind,
-                content_id,
-                delegation_sealed,
-                delegation_expires_at,
-                now,
-                expires_at,
-                tab,
-            ),
+                f"INSERT INTO sessions ({', '.join(_OPENED)}, delegation_expires_at, created_at,"
+                " news_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+                " (SELECT launched_at FROM people WHERE installation_id = ?2 AND person_id = ?4))"
+            ).bind(*(getattr(session, name) for name in _OPENED), delegation_expires_at, now),
             db.prepare(
                 "INSERT INTO people (installation_id, person_id, launched_at) VALUES (?1, ?2, ?3)"
                 " ON CONFLICT (installation_id, person_id) DO UPDATE SET launched_at = ?3"
@@ -610,20 +559,23 @@ async def reveal_next(db: Database, id_hash: str, endpoint_id: str) -> None:
     )
 
 
-async def take_reveal(db: Database, session: Session) -> str | None:
-    """The endpoint whose secret to show now, taken so no later page shows it again (of two
-    pages loaded at once, one)."""
-    if session.reveal_endpoint_id is None:
-        return None
-    taken = (
-        await db.prepare(
-            "UPDATE sessions SET reveal_endpoint_id = NULL"
-            " WHERE id_hash = ? AND reveal_endpoint_id = ?"
-        )
-        .bind(session.id_hash, session.reveal_endpoint_id)
+async def _take(db: Database, id_hash: str, column: str, value: str | int | None) -> bool:
+    """Clear a once-shown `column` still holding `value`: True for the one page that took it
+    (of two pages loaded at once, one)."""
+    if value is None:
+        return False
+    taken = await (
+        db.prepare(f"UPDATE sessions SET {column} = NULL WHERE id_hash = ? AND {column} = ?")
+        .bind(id_hash, value)
         .run()
     )
-    return session.reveal_endpoint_id if taken.meta.changes == 1 else None
+    return taken.meta.changes == 1
+
+
+async def take_reveal(db: Database, session: Session) -> str | None:
+    """The endpoint whose secret to show now, taken so no later page shows it again."""
+    found = await _take(db, session.id_hash, "reveal_endpoint_id", session.reveal_endpoint_id)
+    return session.reveal_endpoint_id if found else None
 
 
 async def say_next(db: Database, id_hash: str, notice: str) -> None:
@@ -634,29 +586,14 @@ async def say_next(db: Database, id_hash: str, notice: str) -> None:
 
 async def take_notice(db: Database, session: Session) -> str | None:
     """The notice to show now, taken so no later page shows it again."""
-    if session.notice is None:
-        return None
-    taken = (
-        await db.prepare("UPDATE sessions SET notice = NULL WHERE id_hash = ? AND notice = ?")
-        .bind(session.id_hash, session.notice)
-        .run()
-    )
-    return session.notice if taken.meta.changes == 1 else None
+    return session.notice if await _take(db, session.id_hash, "notice", session.notice) else None
 
 
 async def take_news_since(db: Database, session: Session) -> int | None:
     """Since when its first page reports what happened (its person's previous launch), taken
     so no later page reports it again."""
-    if session.news_since is None:
-        return None
-    taken = (
-        await db.prepare(
-            "UPDATE sessions SET news_since = NULL WHERE id_hash = ? AND news_since = ?"
-        )
-        .bind(session.id_hash, session.news_since)
-        .run()
-    )
-    return session.news_since if taken.meta.changes == 1 else None
+    found = await _take(db, session.id_hash, "news_since", session.news_since)
+    return session.news_since if found else None
 
 
 # -- calls counted for their limits ----------------------------------------------------------------
