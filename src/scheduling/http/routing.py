@@ -40,13 +40,10 @@ class Route:
     again: Again | None = None
 
     def compile(self) -> re.Pattern[str]:
-        parts, pos = [], 0
-        for param in _PARAM.finditer(self.pattern):
-            parts.append(re.escape(self.pattern[pos : param.start()]))
-            parts.append(f"(?P<{param.group(1)}>[^/]+)")
-            pos = param.end()
-        parts.append(re.escape(self.pattern[pos:]))
-        return re.compile("^" + "".join(parts) + "$")
+        # `_PARAM.split` alternates the literal text and the parameters' names.
+        parts = _PARAM.split(self.pattern)
+        regex = "".join(f"(?P<{p}>[^/]+)" if n % 2 else re.escape(p) for n, p in enumerate(parts))
+        return re.compile(f"^{regex}$")
 
     def methods(self) -> tuple[str, ...]:
         """A GET route answers HEAD too, without a body."""

@@ -29,10 +29,6 @@ class Installation:
     base_url: str
     token_sealed: str
 
-    @classmethod
-    def from_row(cls, row: Row) -> Installation:
-        return cls(row["id"], row["site_id"], row["base_url"], row["token_sealed"])
-
 
 @dataclass(frozen=True)
 class ActivationCode:
@@ -57,7 +53,7 @@ async def get(db: Database, installation_id: str) -> Installation | None:
         .bind(installation_id)
         .first()
     )
-    return Installation.from_row(row) if row else None
+    return Installation(**row) if row else None
 
 
 # Whether Dee Wan said `plugin_unauthorized` for installation `i` since its token was last set
@@ -111,9 +107,7 @@ async def find_code(db: Database, code_hash: str) -> ActivationCode | None:
         .bind(code_hash)
         .first()
     )
-    if row is None:
-        return None
-    return ActivationCode(row["kind"], row["installation_id"], row["expires_at"], row["used_at"])
+    return ActivationCode(**row) if row else None
 
 
 def _consume(db: Database, code_hash: str, marker: str, now: int) -> Statement:
@@ -423,21 +417,9 @@ class Session:
         return Rights.of_content(self.content_primary_id, self.offered or ())
 
 
-_FIELDS = (
-    "id_hash",
-    "installation_id",
-    "csrf_token",
-    "person_id",
-    "person_name",
-    "context_kind",
-    "content_id",
-    "content_primary_id",
-    "delegation_sealed",
-    "expires_at",
-)
-_COLUMNS = ", ".join(
-    (*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice", "tab", "news_since")
-)
+# Stored as they are read; `offered` is stored as JSON, `installation_gone` is computed.
+_FIELDS = tuple(f.name for f in fields(Session) if f.name not in ("offered", "installation_gone"))
+_COLUMNS = ", ".join((*_FIELDS, "offered_transitions"))
 
 
 def _session(row: Row) -> Session:
@@ -445,11 +427,7 @@ def _session(row: Row) -> Session:
     return Session(
         **{name: row[name] for name in _FIELDS},
         offered=None if offered is None else _changes(offered),
-        reveal_endpoint_id=row["reveal_endpoint_id"],
         installation_gone=bool(row.get("installation_gone")),
-        notice=row["notice"],
-        tab=row["tab"],
-        news_since=row["news_since"],
     )
 
 
@@ -461,8 +439,9 @@ def _text(offered: Iterable[Change]) -> str:
     return json.dumps(sorted(offered), separators=(",", ":"))
 
 
-# What a launch stores of its session, in the order `create` binds it.
-_OPENED = (*(name for name in _FIELDS if name != "content_primary_id"), "tab")
+# What a launch stores of its session, in the order `create` binds it (the rest comes later).
+_LATER = ("content_primary_id", "reveal_endpoint_id", "notice", "news_since")
+_OPENED = tuple(name for name in _FIELDS if name not in _LATER)
 
 
 async def create(
