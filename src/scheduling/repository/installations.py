@@ -176,14 +176,9 @@ _NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 
 
 
 async def delete_all_data(db: Database, installation_id: str) -> bool:
-    """Remove the installation and everything of it (its schedules and releases, sessions, what
-    it keeps of its people, codes, agent keys and proposals, notification endpoints and their
-    deliveries), unless a schedule is running.
-
-    Each statement re-checks "none running", so a claim that lands between the
-    caller's check and this batch leaves everything in place. Returns whether
-    the installation was deleted.
-    """
+    """Remove the installation and everything of it, unless a schedule is running; returns
+    whether it was deleted. Each statement re-checks "none running", so a claim that lands
+    between the caller's check and this batch leaves everything in place."""
     endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?1)"
     statements = [
         "DELETE FROM webhook_deliveries WHERE installation_id = ?1",

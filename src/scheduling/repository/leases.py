@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import astuple, fields
 
 from scheduling.domain.outcomes import Status
 from scheduling.domain.records import Claim, DueRow, OutboxEvent, SettledClaim, Unsent, Waiting
@@ -195,8 +195,8 @@ REFUSE_UNSENT_SQL = (
 
 SETTLE_SQL = """UPDATE schedules
    SET status = done.column2, result_code = coalesce(done.column3, schedules.result_code),
-       ended_by = done.column6, next_attempt_at = done.column4,
-       attempt_count = attempt_count - done.column5,
+       next_attempt_at = done.column4, ended_by = done.column5,
+       attempt_count = attempt_count - done.column6,
        lease_token = NULL, lease_until = NULL, updated_at = ?2, settled_by = ?1
   FROM (VALUES {values}) AS done
  WHERE schedules.id = done.column1 AND schedules.status = ?3
@@ -402,17 +402,8 @@ class Leases:
         if not settled:
             return []
         values = self.trips.values
-        ends = [
-            (
-                s.claim.row.id,
-                s.settlement.status,
-                s.settlement.result_code,
-                s.settlement.next_attempt_at,
-                0 if s.attempt else 1,
-                s.settlement.ended_by,
-            )
-            for s in settled
-        ]
+        # An unsent claim gives its attempt back.
+        ends = [(s.claim.row.id, *astuple(s.settlement), 0 if s.attempt else 1) for s in settled]
         statements = values(SETTLE_SQL, SETTLE, (lease_token, now, Status.RUNNING), ends)
         settle_count = len(statements)
         events = [

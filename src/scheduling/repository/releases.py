@@ -278,13 +278,7 @@ class HeldRelease:
 
 
 def held_from(rows: Sequence[Row]) -> tuple[HeldRelease, ...]:
-    return tuple(
-        HeldRelease(
-            str(r["id"]), str(r["installation_id"]), str(r["name"]), str(r["held_by"]),
-            r["held_code"], int(r["held_at"]),
-        )
-        for r in rows
-    )  # fmt: skip
+    return tuple(HeldRelease(**row) for row in rows)
 
 
 def counts_from(rows: Sequence[Row]) -> dict[str, int]:

@@ -1,9 +1,6 @@
 """What the runner's stores send to D1, counted: each operation is one round trip (one D1
-batch), its multi-row statements chunked under D1's bound-parameter limit.
-
-The leases, the outbox and the invocation's record all go through one `RoundTrips` per
-invocation, so `statements` and `round_trips` are the invocation's own, for
-its report and its budget.
+batch), its multi-row statements chunked under D1's bound-parameter limit. One `RoundTrips`
+per invocation carries its leases, outbox and record: the counts are its report's and budget's.
 """
 
 from __future__ import annotations

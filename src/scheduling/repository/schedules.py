@@ -311,31 +311,22 @@ def _with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Sc
     ]
 
 
+async def _one(db: Database, where: str, *params: object) -> Schedule | None:
+    found = db.prepare(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE {where}")
+    row = await found.bind(*params).first()
+    return _schedule(row) if row else None
+
+
 async def replaced_by(db: Database, made: Schedule) -> Schedule | None:
     """The schedule `made` replaced when it was created (the previous revision of its
     content and kind, superseded), or None."""
-    row = (
-        await db.prepare(
-            f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE installation_id = ? AND content_id = ?"
-            " AND kind = ? AND revision = ? AND status = ?"
-        )
-        .bind(
-            made.installation_id, made.content_id, made.kind, made.revision - 1, Status.SUPERSEDED
-        )
-        .first()
-    )
-    return _schedule(row) if row else None
+    where = "installation_id = ? AND content_id = ? AND kind = ? AND revision = ? AND status = ?"
+    key = (made.installation_id, made.content_id, made.kind, made.revision - 1)
+    return await _one(db, where, *key, Status.SUPERSEDED)
 
 
 async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule | None:
-    row = (
-        await db.prepare(
-            f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = ? AND installation_id = ?"
-        )
-        .bind(schedule_id, installation_id)
-        .first()
-    )
-    return _schedule(row) if row else None
+    return await _one(db, "id = ? AND installation_id = ?", schedule_id, installation_id)
 
 
 async def dismiss(
