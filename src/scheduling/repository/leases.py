@@ -107,6 +107,8 @@ SELECT chosen.*, outbox.next_at AS outbox_next_at, (SELECT count(*) FROM ranked)
 """
 )
 
+_CHOSEN = _RANKED.format(shared="") + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+
 # The same, for one installation (?3): its clock's alarm claims only its own rows, read from
 # `schedules_waiting_by_installation` and `schedules_running_by_installation`.
 DUE_FOR_SQL = (
@@ -119,8 +121,7 @@ WITH due AS (
      WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
 ),
 """
-    + _RANKED.format(shared="")
-    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+    + _CHOSEN
 )
 
 # The releases' next items a settle made due (?3: a JSON array of release ids), read in the
@@ -133,8 +134,7 @@ WITH due AS (
        AND status = 'pending' AND next_attempt_at <= ?1
 ),
 """
-    + _RANKED.format(shared="")
-    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+    + _CHOSEN
 )
 
 # What the runner observed of a row, matched as a whole (a NULL lease token as '').
@@ -503,7 +503,7 @@ def next_due_from(rows: Sequence[Row]) -> int | None:
 
 async def next_due(db: Database, installation_id: str) -> int | None:
     """When the installation next has something due; None when nothing is live."""
-    return next_due_from([row] if (row := await read_next_due(db, installation_id).first()) else [])
+    return next_due_from((await read_next_due(db, installation_id).all()).results)
 
 
 def read_wake_ups(db: Database, until: int) -> Statement:

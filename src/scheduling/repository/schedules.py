@@ -196,7 +196,7 @@ SCHEDULE_COLUMNS = (
     f" CASE WHEN status IN {_NOT_DONE} THEN (SELECT later.id {_LATER_DONE}"
     " ORDER BY later.revision LIMIT 1) END AS resolved_by"
 )
-ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_status"
+ATTEMPT_COLUMNS = "schedule_id, attempt AS number, started_at, finished_at, code, http_status"
 
 
 _CONTENT_SCOPE = "installation_id = ?1 AND content_id = ?2"
@@ -297,15 +297,8 @@ def _with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Sc
     """Schedules in row order, each with its attempts (rows of `ATTEMPT_COLUMNS`)."""
     attempts: dict[str, list[Attempt]] = {str(row["id"]): [] for row in schedule_rows}
     for row in attempt_rows:
-        attempts[row["schedule_id"]].append(
-            Attempt(
-                row["attempt"],
-                row["started_at"],
-                row["finished_at"],
-                row["code"],
-                row["http_status"],
-            )
-        )
+        schedule_id = row.pop("schedule_id")
+        attempts[schedule_id].append(Attempt(**row))
     return [
         replace(_schedule(row), attempts=tuple(attempts[str(row["id"])])) for row in schedule_rows
     ]
