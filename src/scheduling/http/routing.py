@@ -96,11 +96,8 @@ def session_cookie(value: str, max_age_s: int, tab: str | None = None) -> str:
 
 
 async def require_operator(request: Request, services: Services) -> None:
-    """Returns when the request carries ADMIN_SECRET; refuses with 401 otherwise.
-
-    Reading the secret first means a missing or short ADMIN_SECRET answers
-    500 `misconfigured` instead of letting anyone in.
-    """
+    """Returns when the request carries ADMIN_SECRET as its bearer token; refuses with 401
+    otherwise (500 `misconfigured` when ADMIN_SECRET is missing or short, never let in)."""
     await _operator_secret(
         request,
         services,

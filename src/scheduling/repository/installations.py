@@ -110,14 +110,21 @@ async def find_code(db: Database, code_hash: str) -> ActivationCode | None:
     return ActivationCode(**row) if row else None
 
 
-def _consume(db: Database, code_hash: str, marker: str, now: int) -> Statement:
-    return db.prepare(
+# A change a code allows, made only where the code was consumed in the same batch.
+_CONSUMED_BY_ME = "EXISTS (SELECT 1 FROM activation_codes WHERE code_hash = ? AND used_by = ?)"
+
+
+async def _consuming(
+    db: Database, code_hash: str, marker: str, now: int, change: Statement
+) -> bool:
+    """Consume the code (`marker` says by whom) and make `change`; False when the code was
+    taken meanwhile."""
+    consume = db.prepare(
         "UPDATE activation_codes SET used_at = ?, used_by = ?"
         " WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?"
     ).bind(now, marker, code_hash, now)
-
-
-_CONSUMED_BY_ME = "EXISTS (SELECT 1 FROM activation_codes WHERE code_hash = ? AND used_by = ?)"
+    results = await db.batch([consume, change])
+    return results[1].meta.changes == 1
 
 
 class AlreadyExists(Exception):
@@ -136,40 +143,27 @@ async def activate(
     now: int,
 ) -> bool:
     """Consume the code and create the installation; False when the code was taken meanwhile."""
+    create = db.prepare(
+        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+        f" token_rotated_at) SELECT ?, ?, ?, ?, ?, ? WHERE {_CONSUMED_BY_ME}"
+    ).bind(installation_id, site_id, base_url, token_sealed, now, now, code_hash, marker)
     try:
-        results = await db.batch(
-            [
-                _consume(db, code_hash, marker, now),
-                db.prepare(
-                    "INSERT INTO installations"
-                    " (id, site_id, base_url, token_sealed, created_at, token_rotated_at)"
-                    f" SELECT ?, ?, ?, ?, ?, ? WHERE {_CONSUMED_BY_ME}"
-                ).bind(
-                    installation_id, site_id, base_url, token_sealed, now, now, code_hash, marker
-                ),
-            ]
-        )
+        return await _consuming(db, code_hash, marker, now, create)
     except DatabaseError as exc:
         if exc.constraint:
             raise AlreadyExists(installation_id) from None
         raise
-    return results[1].meta.changes == 1
 
 
 async def rotate(
     db: Database, *, code_hash: str, marker: str, installation_id: str, token_sealed: str, now: int
 ) -> bool:
     """Consume the code and replace the token; False when the code was taken meanwhile."""
-    results = await db.batch(
-        [
-            _consume(db, code_hash, marker, now),
-            db.prepare(
-                "UPDATE installations SET token_sealed = ?, token_rotated_at = ?"
-                f" WHERE id = ? AND {_CONSUMED_BY_ME}"
-            ).bind(token_sealed, now, installation_id, code_hash, marker),
-        ]
-    )
-    return results[1].meta.changes == 1
+    replace_token = db.prepare(
+        "UPDATE installations SET token_sealed = ?, token_rotated_at = ?"
+        f" WHERE id = ? AND {_CONSUMED_BY_ME}"
+    ).bind(token_sealed, now, installation_id, code_hash, marker)
+    return await _consuming(db, code_hash, marker, now, replace_token)
 
 
 _NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 AND status = ?2)"
@@ -596,17 +590,12 @@ class Taken:
 
 async def take(db: Database, key: str, limit: CallLimit, token: str, now: int) -> Taken | int:
     """A place for one call of `key` at `now`, or how many ms until there is one."""
+    at_once = limit.at_once if limit.at_once is not None else _UNLIMITED
+    place = (key, token, now, now + limit.hold_ms, limit.per_minute, at_once)
     _, taken, calls = await db.batch(
         [
             db.prepare(_PRUNE).bind(now - WINDOW_MS),
-            db.prepare(_TAKE).bind(
-                key,
-                token,
-                now,
-                now + limit.hold_ms,
-                limit.per_minute,
-                limit.at_once if limit.at_once is not None else _UNLIMITED,
-            ),
+            db.prepare(_TAKE).bind(*place),
             db.prepare(_CALLS).bind(key),
         ]
     )
