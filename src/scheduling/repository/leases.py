@@ -303,7 +303,7 @@ class Leases:
         pin known stale) ends it held, on the same compare-and-set, without a claim, and
         writes `events` for those it ended. Returns the claims won and the ids refused.
         """
-        won, refused, _ = await self._claim(
+        won, refused, _ = await self.claim_within(
             rows, refusals, lease_token, now, lease_ms, None, events
         )
         return won, refused
@@ -315,32 +315,18 @@ class Leases:
         lease_token: str,
         now: int,
         lease_ms: int,
-        cap: int,
+        cap: int | None,
         events: Sequence[OutboxEvent] = (),
         *,
         apart: bool = True,
     ) -> tuple[list[Claim], list[str], list[str]]:
-        """As `claim`, but no installation ends up with more than `cap` live claims (rows
-        running under a lease that has not expired), whoever holds them: a claim is an
-        installation's send slot, taken by compare-and-set, freed by the settle, and gone
-        with the lease. Returns the claims won, the ids refused, and the ids the cap held
-        back (still due, for a later claim). Without `apart`, every row not won counts as
-        held back (those another runner took too), and the claim costs a statement less."""
-        return await self._claim(rows, refusals, lease_token, now, lease_ms, cap, events, apart)
-
-    async def _claim(
-        self,
-        rows: Sequence[DueRow],
-        refusals: Sequence[Unsent],
-        lease_token: str,
-        now: int,
-        lease_ms: int,
-        cap: int | None,
-        events: Sequence[OutboxEvent],
-        apart: bool = True,
-    ) -> tuple[list[Claim], list[str], list[str]]:
-        """One round trip: the live claims counted (with a cap, held back told `apart`), the
-        refusals and their events, the claims, in that order."""
+        """As `claim`, but (unless `cap` is None) no installation ends up with more than `cap`
+        live claims (rows running under a lease that has not expired), whoever holds them: a
+        claim is an installation's send slot, taken by compare-and-set, freed by the settle,
+        and gone with the lease. Returns the claims won, the ids refused, and the ids the cap
+        held back (still due, for a later claim). Without `apart`, every row not won counts as
+        held back (those another runner took too), and the claim costs a statement less.
+        One round trip: the live claims counted, the refusals and their events, the claims."""
         values = self.trips.values
         busy: list[Statement] = []
         if rows and cap is not None and apart:

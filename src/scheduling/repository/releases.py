@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import astuple, dataclass, fields
 
 from scheduling.domain.outcomes import LIVE, WAITING, Status, sql_list
 from scheduling.domain.schedules import Release, ReleaseStatus
@@ -154,17 +154,9 @@ async def reorder(db: Database, release: Release, order: Sequence[str], now: int
 def moved(db: Database, release: Release, when: ResolvedTime, now: int) -> Statement:
     """The release's new time, first in the batch that makes its live items again there."""
     return db.prepare(
-        "UPDATE releases SET local_time = ?1, timezone = ?2, fold = ?3, due_at = ?4,"
+        "UPDATE releases SET due_at = ?1, local_time = ?2, timezone = ?3, fold = ?4,"
         " updated_at = ?5 WHERE id = ?6 AND installation_id = ?7 AND status = 'waiting'"
-    ).bind(
-        when.local_time,
-        when.timezone,
-        when.fold,
-        when.due_at_ms,
-        now,
-        release.id,
-        release.installation_id,
-    )
+    ).bind(*astuple(when), now, release.id, release.installation_id)
 
 
 def resumed(db: Database, release: Release, now: int) -> Statement:
