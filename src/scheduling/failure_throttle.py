@@ -108,10 +108,9 @@ class FailureThrottle:
         try:
             yield
         finally:
-            if self._in_flight[key] == 1:
+            self._in_flight[key] -= 1
+            if not self._in_flight[key]:
                 del self._in_flight[key]
-            else:
-                self._in_flight[key] -= 1
 
     def retry_after_s(self, key: str) -> int | None:
         """Seconds until this key may try again, or None when it may try now."""

@@ -24,6 +24,7 @@ from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.protocol import ContentRead, LaunchExchange, instant_ms
 from scheduling.domain.schedules import offered_by
 from scheduling.domain.secrets import TOKEN_UNREADABLE, has_shape, is_id
+from scheduling.domain.times import DAY_MS
 from scheduling.domain.wording import Refusal, explain
 from scheduling.failure_throttle import WINDOW_MS, Crowded, launch_key
 from scheduling.limits import VISITOR_CALLS_PER_INSTALLATION, CallLimit
@@ -156,13 +157,9 @@ async def read_launched_content(services: Services, access: Access) -> ContentRe
         read = await read_content_with(services, access, access.session.content_id)
     except CoreError as error:
         raise read_refusal(error) from None
-    await installations.remember_read(
-        services.db,
-        access.session,
-        read.content.primary_id,
-        offered_by(read),
-        services.clock.now_ms(),
-    )
+    offered, now = offered_by(read), services.clock.now_ms()
+    primary = read.content.primary_id
+    await installations.remember_read(services.db, access.session, primary, offered, now)
     return read
 
 
@@ -246,7 +243,6 @@ async def limited(
 # -- a launch --------------------------------------------------------------------------------------
 
 SESSION_TTL_MS = 30 * 60 * 1000
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)

@@ -382,11 +382,9 @@ class Session:
     def href(self, sub: str = "", query: Iterable[tuple[str, str]] = ()) -> str:
         """The address of one of its installation's pages (`sub`: `/calendar`…), within this
         launch: its handle first, then `query`."""
-        pairs = [("tab", self.tab)] if self.tab else []
-        pairs += list(query)
-        return f"/installations/{self.installation_id}{sub}" + (
-            f"?{urlencode(pairs)}" if pairs else ""
-        )
+        pairs = [*([("tab", self.tab)] if self.tab else []), *query]
+        path = f"/installations/{self.installation_id}{sub}"
+        return f"{path}?{urlencode(pairs)}" if pairs else path
 
     @property
     def opened_for(self) -> str:
