@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -30,6 +30,7 @@ from scheduling.ports import OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.activation import mint
 from tests.support.app import ADMIN_SECRET, ORIGIN, FakeClock, base_env
+from tests.support.fuzzing import FUZZ, weighted
 from tests.support.scripted_core import ScriptedCore, content_answer, exchange_answer
 from tests.support.world import Browser, World, schedule
 
@@ -37,12 +38,6 @@ from tests.support.world import Browser, World, schedule
 EXAMPLES = dict(requests=1600, form=800, exchange=800, content=800, operator=400, endpoint=400)
 # Statuses the plugin may answer when Dee Wan is unreachable or untrusted (documented).
 DEE_WAN_5XX = {502, 503, 504}
-FUZZ = settings(
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 SESSION_COOKIE = "__Host-scheduling_session"
 
 T = TypeVar("T")
@@ -154,12 +149,6 @@ def refusal_code(response: Response) -> str:
 
 
 # -- strategies ------------------------------------------------------------------------
-
-
-def weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
-    """One of the strategies, picked in proportion to its weight (the common case more often)."""
-    table = [strategy for weight, strategy in choices for _ in range(weight)]
-    return st.integers(0, len(table) - 1).flatmap(lambda index: table[index])
 
 
 latin1_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=40)

@@ -14,23 +14,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fake_core.transport import answered
 from scheduling.ports import OutboundRequest, OutboundResponse
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase, apply_migrations
 from tests.support.app import FakeClock
+from tests.support.fuzzing import FUZZ, weighted
 from tests.support.world import MINUTE, World, bulk_due, sends
 
 EXAMPLES = 400
-FUZZ = settings(
-    derandomize=True,
-    deadline=None,
-    database=None,
-    max_examples=EXAMPLES,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 HOSTILE = "hostile"
 
@@ -64,12 +58,6 @@ def stage() -> Iterator[Stage]:
     yield made
     made.loop.close()
     made.db.close()
-
-
-def weighted(*choices: tuple[int, st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
-    """One of the strategies, in proportion to its weight (hypothesis alone favours the first)."""
-    table = [strategy for weight, strategy in choices for _ in range(weight)]
-    return st.integers(0, len(table) - 1).flatmap(lambda index: table[index])
 
 
 codes = weighted(
@@ -142,7 +130,7 @@ def answers(draw: st.DrawFn) -> OutboundResponse:
 def test_arbitrary_transition_answers_never_fail_a_tick_or_touch_another_installation(
     stage: Stage,
 ) -> None:
-    @FUZZ
+    @settings(FUZZ, max_examples=EXAMPLES)
     @given(answers())
     def one(answer: OutboundResponse) -> None:
         stage.examples += 1

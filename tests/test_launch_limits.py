@@ -10,9 +10,11 @@ Through the public surface: `GET /installations/:id?dee_wan_launch=…` on the i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import secrets
+from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -219,33 +221,18 @@ async def test_an_ipv6_client_is_its_64_bit_prefix(world: World) -> None:
     assert (await other_prefix.get(real_link(world, installation))).status == 303
 
 
-async def test_the_local_runtime_counts_by_peer_address_never_by_a_header(world: World) -> None:
-    installation = await world.install()
-    asgi = AsgiApp(world.app)
-
-    def client_at(address: str) -> httpx.AsyncClient:
-        transport = httpx.ASGITransport(app=asgi, client=(address, 50_000))
-        return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788")
-
-    async with client_at(ALICE) as alice:
-        statuses = []
-        for index in range(30):
-            spoofed = {
-                "cf-connecting-ip": f"192.0.2.{index}",
-                "x-forwarded-for": f"192.0.2.{index}",
-                "x-real-ip": f"192.0.2.{index}",
-            }
-            statuses.append((await alice.get(guess(installation), headers=spoofed)).status_code)
-        assert statuses == [401] * MOST_CALLS + [429] * (30 - MOST_CALLS)
-        assert exchange_calls(world) == MOST_CALLS
-    async with client_at(BOB) as bob:
-        assert (await bob.get(real_link(world, installation))).status_code == 303
+@contextlib.asynccontextmanager
+async def through_asgi(world: World) -> AsyncIterator[httpx.AsyncClient]:
+    """Alice through the ASGI adapter: the peer address is hers."""
+    transport = httpx.ASGITransport(app=AsgiApp(world.app), client=(ALICE, 50_000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788") as http:
+        yield http
 
 
-async def test_the_local_server_trusts_no_forwarding_header(world: World) -> None:
-    """uvicorn would take X-Forwarded-For from a loopback peer (every peer of a server on
-    127.0.0.1) as the client; the local server must not, or each guess could be a new client."""
-    installation = await world.install()
+@contextlib.asynccontextmanager
+async def through_the_local_server(world: World) -> AsyncIterator[httpx.AsyncClient]:
+    """Through the local server on 127.0.0.1: uvicorn would take X-Forwarded-For from a loopback
+    peer (every peer of a server on 127.0.0.1) as the client; the local server must not."""
     server = uvicorn.Server(server_config(AsgiApp(world.app), 0))
     task = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 - uvicorn exposes no event for this
@@ -253,21 +240,31 @@ async def test_the_local_server_trusts_no_forwarding_header(world: World) -> Non
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            statuses = []
-            for index in range(20):
-                spoofed = {
-                    "x-forwarded-for": f"192.0.2.{index}",
-                    "x-forwarded-proto": "https",
-                    "forwarded": f"for=192.0.2.{index}",
-                    "x-real-ip": f"192.0.2.{index}",
-                }
-                answer = await http.get(guess(installation), headers=spoofed)
-                statuses.append(answer.status_code)
+            yield http
     finally:
         server.should_exit = True
         await task
+
+
+@pytest.mark.parametrize("through", [through_asgi, through_the_local_server])
+async def test_the_local_runtime_counts_by_peer_address_never_by_a_forwarding_header(
+    world: World, through: Callable[[World], Any]
+) -> None:
+    installation = await world.install()
+    async with through(world) as http:
+        statuses = []
+        for index in range(20):
+            spoofed = {
+                name: f"192.0.2.{index}"
+                for name in ("cf-connecting-ip", "x-forwarded-for", "x-real-ip")
+            }
+            spoofed |= {"x-forwarded-proto": "https", "forwarded": f"for=192.0.2.{index}"}
+            statuses.append((await http.get(guess(installation), headers=spoofed)).status_code)
     assert statuses == [401] * MOST_CALLS + [429] * (20 - MOST_CALLS)
     assert exchange_calls(world) == MOST_CALLS
+    transport = httpx.ASGITransport(app=AsgiApp(world.app), client=(BOB, 50_000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8788") as bob:
+        assert (await bob.get(real_link(world, installation))).status_code == 303
 
 
 # -- the Workers binding, as the adapter sees it --------------------------------------------

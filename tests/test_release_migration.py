@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduling.ports import Database, DatabaseError
+from scheduling.ports import Database, DatabaseError, Statement
 from scheduling.runtimes.cpython.sqlite_d1 import (
     MIGRATIONS_DIR,
     SqliteDatabase,
@@ -103,9 +103,9 @@ ROWS = [
 ]  # fmt: skip
 
 
-async def _insert(db: Database, row: dict[str, Any]) -> None:
+def _insert(db: Database, row: dict[str, Any]) -> Statement:
     names, marks = ", ".join(row), ", ".join("?" * len(row))
-    await db.prepare(f"INSERT INTO schedules ({names}) VALUES ({marks})").bind(*row.values()).run()
+    return db.prepare(f"INSERT INTO schedules ({names}) VALUES ({marks})").bind(*row.values())
 
 
 async def _write_rows(db: Database) -> None:
@@ -115,11 +115,7 @@ async def _write_rows(db: Database) -> None:
             " token_rotated_at) VALUES ('ins_1', 'site', 'https://cms.example', 'sealed', 0, 0)"
         )
     ]
-    for row in ROWS:
-        names = ", ".join(row)
-        marks = ", ".join("?" * len(row))
-        sql = f"INSERT INTO schedules ({names}) VALUES ({marks})"
-        statements.append(db.prepare(sql).bind(*row.values()))
+    statements += [_insert(db, row) for row in ROWS]
     statements += [
         db.prepare(
             "INSERT INTO schedule_attempts (schedule_id, attempt, started_at, finished_at, code,"
@@ -197,7 +193,7 @@ async def test_0021_keeps_every_row_column_index_and_trigger_and_adds_the_releas
         "s_clash", "pending", content_id="cnt_s_retrying", idempotency_key="k2", revision=2
     )
     with pytest.raises(DatabaseError):
-        await _insert(db, clash)
+        await _insert(db, clash).run()
     await db.prepare(
         "INSERT INTO notification_subscriptions VALUES ('whe_1', 'release.held')"
     ).run()
@@ -209,13 +205,7 @@ async def test_0021_keeps_every_row_column_index_and_trigger_and_adds_the_releas
                  idempotency_key="k3")  # fmt: skip
     other = _row("s_other", "pending", kind="unpublish", content_id="cnt_s_new", revision=1,
                  idempotency_key="k4")  # fmt: skip
-    for row in (fresh, other):
-        names, marks = ", ".join(row), ", ".join("?" * len(row))
-        await (
-            db.prepare(f"INSERT INTO schedules ({names}) VALUES ({marks})")
-            .bind(*row.values())
-            .run()
-        )
+    await db.batch([_insert(db, fresh), _insert(db, other)])
     await db.prepare(
         "UPDATE schedules SET status = 'completed', next_attempt_at = NULL, updated_at = 77"
         " WHERE id = 's_fresh'"

@@ -141,30 +141,27 @@ def schedule_row(
     sid: str,
     ins: str = "ins_1",
     *,
-    content: str | None = None,
-    kind: str = "publish",
     status: str = "pending",
     ready_at: int = NOW,
     lease_until: int | None = None,
     attempts: int = 0,
-    revision: int = 1,
     updated_at: int = 0,
-    result_code: str | None = None,
+    **columns: Any,
 ) -> Statement:
-    """A schedule written straight in: ready at `ready_at`, leased until `lease_until`."""
+    """A schedule of `usr_1` written straight in: ready at `ready_at`, leased until
+    `lease_until`, its other columns as given over these."""
     waiting, running = status in ("pending", "retrying"), status == "running"
-    return db.prepare(
-        "INSERT INTO schedules (id, installation_id, content_id, kind, to_state, version_id,"
-        " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
-        " result_code, attempt_count, next_attempt_at, lease_token, lease_until, requested_by,"
-        " requested_by_name, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, 'published', 'ver_1', 1, ?, ?, ?, 'UTC', '2026-06-01T09:00', ?,"
-        " ?, ?, ?, ?, ?, 'usr', 'Ada', ?, ?)"
-    ).bind(
-        sid, ins, content or f"cnt_{sid}", kind, revision, f"key:{sid}", ready_at, status,
-        result_code, attempts, ready_at if waiting else None, "old-lease" if running else None,
-        lease_until if running else None, updated_at, updated_at,
-    )  # fmt: skip
+    made: dict[str, Any] = {
+        "installation_id": ins, "content_id": f"cnt_{sid}", "kind": "publish",
+        "to_state": "published", "version_id": "ver_1", "workflow_revision": 1, "revision": 1,
+        "idempotency_key": f"key:{sid}", "due_at": ready_at, "timezone": "UTC",
+        "local_time": "2026-06-01T09:00", "status": status, "attempt_count": attempts,
+        "next_attempt_at": ready_at if waiting else None,
+        "lease_token": "old-lease" if running else None,
+        "lease_until": lease_until if running else None, "requested_by": "usr_1",
+        "requested_by_name": "Ada", "created_at": updated_at, "updated_at": updated_at,
+    }  # fmt: skip
+    return insert(db, "schedules", id=sid, **(made | columns))
 
 
 async def schedule(db: Database, sid: str, ins: str = "ins_1", **options: Any) -> str:
@@ -373,13 +370,13 @@ async def test_one_live_schedule_per_content_and_kind_and_only_a_cancelled_one_n
     any_db: Database,
 ) -> None:
     await installation(any_db)
-    await schedule(any_db, "s1", content="cnt_1")
+    await schedule(any_db, "s1", content_id="cnt_1")
     for n, status in enumerate(("pending", "retrying", "running")):
         with pytest.raises(DatabaseError) as raised:
-            await schedule(any_db, f"s-{status}", content="cnt_1", status=status, revision=2 + n)
+            await schedule(any_db, f"s-{status}", content_id="cnt_1", status=status, revision=2 + n)
         assert raised.value.constraint
-    await schedule(any_db, "s2", content="cnt_1", status="completed", revision=5)
-    await schedule(any_db, "s3", content="cnt_1", kind="unpublish")
+    await schedule(any_db, "s2", content_id="cnt_1", status="completed", revision=5)
+    await schedule(any_db, "s3", content_id="cnt_1", kind="unpublish")
     naming = "UPDATE schedules SET cancelled_by = 'usr_1', cancelled_by_name = 'Ada',"
     with pytest.raises(DatabaseError) as raised:
         await any_db.prepare(f"{naming} cancelled_at = 5 WHERE id = 's1'").run()
@@ -430,7 +427,7 @@ async def test_a_create_while_one_runs_is_a_running_conflict_and_changes_nothing
     any_db: Database,
 ) -> None:
     await installation(any_db)
-    await schedule(any_db, "sch_run", content="cnt_1", status="running", lease_until=NOW)
+    await schedule(any_db, "sch_run", content_id="cnt_1", status="running", lease_until=NOW)
     assert await schedules.running_exists(any_db, "ins_1", "cnt_1", "publish")
     assert not await schedules.running_exists(any_db, "ins_1", "cnt_1", "unpublish")
     with pytest.raises(schedules.RunningConflict):
@@ -463,9 +460,9 @@ async def test_a_contents_listing_leads_with_the_live_and_latest_ended_then_page
 ) -> None:
     await installation(any_db)
     await any_db.batch([
-        *(schedule_row(any_db, f"old_{n:02}", content="cnt_1", **DONE, updated_at=n, revision=n + 1)
-          for n in range(52)),
-        schedule_row(any_db, "live", content="cnt_1", revision=99, updated_at=100),
+        *(schedule_row(any_db, f"old_{n:02}", content_id="cnt_1", **DONE, updated_at=n,
+                       revision=n + 1) for n in range(52)),
+        schedule_row(any_db, "live", content_id="cnt_1", revision=99, updated_at=100),
     ])  # fmt: skip
     await attempt_row(any_db, "old_51", 1, 5, 6, "transition_applied", 200).run()
     first = await schedules.list_for(any_db, "ins_1", "cnt_1", 1)
@@ -514,7 +511,7 @@ async def test_due_is_waiting_whose_time_came_and_running_whose_lease_expired(
     ready = await leased(any_db, 0, 1)
     await leased(any_db, 0, 2, ready_at=LONG_AGO + 1)
     crashed = await leased(
-        any_db, 0, 3, status="running", lease_until=LONG_AGO - 1, attempts=1, content="c3"
+        any_db, 0, 3, status="running", lease_until=LONG_AGO - 1, attempts=1, content_id="c3"
     )
     await leased(any_db, 0, 4, status="running", lease_until=LONG_AGO + 1, attempts=1)
     assert set(ids(await leases.due(LONG_AGO, 20))) == {ready, crashed}
@@ -943,14 +940,23 @@ async def test_an_endpoint_is_rotated_tested_and_deleted_with_its_deliveries_by_
 # -- sessions: opened, found while live, the installation gone, read once -------------------
 
 
-async def open_session(db: Database, id_hash: str, *, now: int = NOW, **kind: Any) -> None:
-    await installations.create(
-        db, id_hash=id_hash, installation_id="ins_1", csrf_token=f"csrf-{id_hash}",
-        person_id="usr_1", person_name=ADA, context_kind=kind.get("context_kind", "content"),
-        content_id=kind.get("content_id", "cnt_en"), delegation_sealed="sealed",
-        delegation_expires_at=now + MINUTE, now=now, expires_at=now + 10 * MINUTE,
-        tab=f"tab_{id_hash}",
+MANAGE: dict[str, Any] = {"context_kind": "manage", "content_id": None}
+
+
+async def open_session(
+    db: Database, id_hash: str, *, now: int = NOW, forget_before: int = 0, **changes: Any
+) -> installations.Session:
+    """A launch's session of `usr_1` (of a content, unless `changes` say), as it reads back."""
+    made = installations.Session(
+        id_hash=id_hash, installation_id="ins_1", csrf_token=f"csrf-{id_hash}", person_id="usr_1",
+        person_name=ADA, context_kind="content", content_id="cnt_en", content_primary_id=None,
+        delegation_sealed="sealed", expires_at=now + 10 * MINUTE, offered=None, tab=f"t_{id_hash}",
     )  # fmt: skip
+    opened = replace(made, **changes)
+    await installations.create(
+        db, opened, delegation_expires_at=now + MINUTE, now=now, forget_before=forget_before
+    )
+    return await present(installations.find_live_session(db, id_hash, now))
 
 
 async def test_a_session_reads_back_while_live_and_expired_ones_go_with_the_next(
@@ -982,7 +988,7 @@ NOTICE = "L'adresse a été supprimée ✓"
 
 async def test_a_secret_to_reveal_and_a_notice_are_taken_once(any_db: Database) -> None:
     await installation(any_db)
-    await open_session(any_db, "h1", context_kind="manage", content_id=None)
+    await open_session(any_db, "h1", **MANAGE)
     await installations.reveal_next(any_db, "h1", "whe_1")
     await installations.say_next(any_db, "h1", NOTICE)
     found = await present(installations.find_live_session(any_db, "h1", NOW))
@@ -1113,10 +1119,8 @@ async def test_an_agent_key_is_found_while_live_its_use_noted_once_a_minute(
     assert (manage.offered, manage.reaches("cnt_any")) == (None, True)
     assert await installations.find_live_key(any_db, "hash_1", NOW + 10 * MINUTE) is None  # expired
     assert await installations.find_live_key(any_db, "nope", NOW) is None
-    assert [k.id for k in await installations.list_for(any_db, "ins_1", NOW)] == [
-        "key_1",
-        "key_all",
-    ]
+    listed = await installations.list_for(any_db, "ins_1", NOW)
+    assert [k.id for k in listed] == ["key_1", "key_all"]
     assert not await installations.revoke(any_db, "ins_other", "key_1", NOW)
     assert await installations.revoke(any_db, "ins_1", "key_1", NOW)
     assert not await installations.revoke(any_db, "ins_1", "key_1", NOW + 1)
@@ -1146,7 +1150,7 @@ async def test_an_agent_key_lasts_a_day_past_its_persons_rights_last_confirmed(
     later = NOW + day + MINUTE
     await open_session(any_db, "c1", now=later)  # a content launch: no key renewed yet
     assert await installations.find_live_key(any_db, "h2", later) is None
-    await open_session(any_db, "m1", now=later, context_kind="manage", content_id=None)
+    await open_session(any_db, "m1", now=later, **MANAGE)
     assert await present(installations.find_live_key(any_db, "h2", later))
     assert await installations.find_live_key(any_db, "h1", later) is None
     offered = {("unpublish", "draft")}
@@ -1405,8 +1409,8 @@ async def agenda(db: Database) -> dict[str, list[str]]:
             schedule_row(db, "retry", status="retrying", ready_at=NOW + 2, attempts=1),
             schedule_row(db, "refused", status="refused", updated_at=NOW),
             schedule_row(db, "dismissed", status="refused", updated_at=NOW + 1),
-            schedule_row(db, "redone_1", content="c_redo", status="refused", updated_at=5),
-            schedule_row(db, "redone_2", content="c_redo", **DONE, revision=2, updated_at=6),
+            schedule_row(db, "redone_1", content_id="c_redo", status="refused", updated_at=5),
+            schedule_row(db, "redone_2", content_id="c_redo", **DONE, revision=2, updated_at=6),
             schedule_row(db, "stale", ready_at=NOW + 1),
             schedule_row(db, "soon", ready_at=NOW),
             schedule_row(db, "running", status="running", ready_at=NOW + 3, lease_until=NOW),
@@ -1443,10 +1447,10 @@ async def test_an_agent_lists_what_its_key_reaches_filtered_and_reads_one(
 ) -> None:
     await installation(any_db)
     await any_db.batch([
-        *(schedule_row(any_db, f"s{n}", content="cnt_1", ready_at=NOW + n, **DONE, revision=n)
+        *(schedule_row(any_db, f"s{n}", content_id="cnt_1", ready_at=NOW + n, **DONE, revision=n)
           for n in range(1, 4)),
-        schedule_row(any_db, "other", content="cnt_2", ready_at=NOW - 1, status="retrying"),
-        schedule_row(any_db, "refused", content="cnt_3", status="refused", ready_at=NOW + 9),
+        schedule_row(any_db, "other", content_id="cnt_2", ready_at=NOW - 1, status="retrying"),
+        schedule_row(any_db, "refused", content_id="cnt_3", status="refused", ready_at=NOW + 9),
         attempt_row(any_db, "other", 1, 1, 2, "timeout", None),
     ])  # fmt: skip
     every, more = await agents_module.listing(any_db, "ins_1", agents_module.Filters())
@@ -1755,44 +1759,16 @@ async def test_the_operator_reads_and_the_tick_record_find_rows_by_index_never_b
 DAY = 86_400_000
 
 
-def kept_schedule(db: Database, sid: str, **columns: Any) -> Statement:
-    """A schedule of `usr_1` written straight in, its columns as given over these."""
-    made: dict[str, Any] = {
-        "installation_id": "ins_1", "content_id": f"cnt_{sid}", "kind": "publish",
-        "to_state": "published", "version_id": "ver_1", "workflow_revision": 1, "revision": 1,
-        "idempotency_key": f"key:{sid}", "due_at": NOW, "timezone": "UTC",
-        "local_time": "2026-06-01T09:00", "status": "pending", "requested_by": "usr_1",
-        "requested_by_name": "Ada", "created_at": 0, "updated_at": 0,
-    }  # fmt: skip
-    made |= columns
-    if made["status"] in ("pending", "retrying"):
-        made["next_attempt_at"] = made["due_at"]
-    if made["status"] == "running":
-        made |= {"lease_token": "lease", "lease_until": NOW}
-    return insert(db, "schedules", id=sid, **made)
-
-
-async def launch(
-    db: Database, id_hash: str, now: int, person: str = "usr_1"
-) -> installations.Session:
-    await installations.create(
-        db, id_hash=id_hash, installation_id="ins_1", csrf_token="csrf", person_id=person,
-        person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="sealed",
-        delegation_expires_at=now + DAY, now=now, expires_at=now + DAY, tab=f"t_{id_hash}",
-    )  # fmt: skip
-    return await present(installations.find_live_session(db, id_hash, now))
-
-
 async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_page_once(
     any_db: Database,
 ) -> None:
     await installation(any_db)
-    first = await launch(any_db, "h1", NOW)
+    first = await open_session(any_db, "h1", now=NOW, **MANAGE)
     assert (first.tab, first.news_since) == ("t_h1", None)  # never launched before
     assert first.href("/calendar", [("zone", "Europe/Paris")]) == (
         "/installations/ins_1/calendar?tab=t_h1&zone=Europe%2FParis"
     )
-    second = await launch(any_db, "h2", NOW + 5)
+    second = await open_session(any_db, "h2", now=NOW + 5, **MANAGE)
     assert second.news_since == NOW
     assert await column(any_db, "SELECT launched_at FROM people") == [NOW + 5]
     assert await installations.take_news_since(any_db, second) == NOW
@@ -1800,7 +1776,7 @@ async def test_a_launch_keeps_its_handle_and_the_previous_launch_for_its_first_p
     assert (
         await present(installations.find_live_session(any_db, "h2", NOW + 5))
     ).news_since is None
-    other = await launch(any_db, "h3", NOW + 6, person="usr_2")
+    other = await open_session(any_db, "h3", now=NOW + 6, person_id="usr_2", **MANAGE)
     assert other.news_since is None  # each person their own
 
 
@@ -1809,23 +1785,19 @@ async def test_the_news_is_the_persons_schedules_that_ended_or_went_stale_since(
 ) -> None:
     await installation(any_db)
     ended: dict[str, Any] = {"status": "completed", "updated_at": NOW + 1}
-    await kept_schedule(any_db, "s_done", **ended, title_sealed="sealed-title").run()
-    await kept_schedule(
-        any_db, "s_refused", status="refused", updated_at=NOW + 3, kind="unpublish"
-    ).run()
-    await kept_schedule(
-        any_db, "s_before", status="completed", updated_at=NOW - 1, content_id="c2"
-    ).run()
-    await kept_schedule(any_db, "s_other", **ended, content_id="c3", requested_by="usr_2").run()
+    await schedule_row(any_db, "s_done", **ended, title_sealed="sealed-title").run()
+    refused: dict[str, Any] = {"status": "refused", "kind": "unpublish"}
+    await schedule_row(any_db, "s_refused", **refused, updated_at=NOW + 3).run()
+    await schedule_row(any_db, "s_before", status="completed", updated_at=NOW - 1).run()
+    await schedule_row(any_db, "s_other", **ended, requested_by="usr_2").run()
     stale: dict[str, Any] = {"made_stale_by": "s_done", "made_stale_at": NOW + 2}
-    await kept_schedule(any_db, "s_stale", status="pending", content_id="c4", **stale).run()
-    await kept_schedule(any_db, "s_waiting", status="pending", content_id="c5").run()
+    await schedule_row(any_db, "s_stale", **stale).run()
+    await schedule_row(any_db, "s_waiting").run()
     found = await people.news(any_db, "ins_1", "usr_1", NOW, 10)
     assert [x.schedule.id for x in found] == ["s_refused", "s_stale", "s_done"]
     assert found[2].title_sealed == "sealed-title"
-    assert [x.schedule.id for x in await people.news(any_db, "ins_1", "usr_1", NOW, 1)] == [
-        "s_refused"
-    ]
+    latest = await people.news(any_db, "ins_1", "usr_1", NOW, 1)
+    assert [x.schedule.id for x in latest] == ["s_refused"]
 
 
 async def test_the_calendar_reads_live_changes_in_a_span_in_time_order_by_index(
@@ -1834,18 +1806,12 @@ async def test_the_calendar_reads_live_changes_in_a_span_in_time_order_by_index(
     await installation(any_db)
     for n, status in enumerate(("pending", "retrying", "running", "completed", "cancelled")):
         due = NOW + (5 - n) * DAY
-        await kept_schedule(any_db, f"s{n}", status=status, due_at=due, content_id=f"c{n}").run()
-    await kept_schedule(
-        any_db, "s_late", status="pending", due_at=NOW + 30 * DAY, content_id="c9"
-    ).run()
+        await schedule_row(any_db, f"s{n}", status=status, ready_at=due, lease_until=NOW).run()
+    await schedule_row(any_db, "s_late", ready_at=NOW + 30 * DAY).run()
     found = await people.waiting(any_db, "ins_1", NOW, NOW + 10 * DAY, 10)
     assert [x.schedule.id for x in found] == ["s2", "s1", "s0"]
-    assert [
-        x.schedule.id for x in await people.waiting(any_db, "ins_1", NOW, MAX_STORED_INTEGER, 2)
-    ] == [
-        "s2",
-        "s1",
-    ]
+    first_two = await people.waiting(any_db, "ins_1", NOW, MAX_STORED_INTEGER, 2)
+    assert [x.schedule.id for x in first_two] == ["s2", "s1"]
     reads = table_reads(await plan(any_db, people.WAITING_SQL, ("ins_1", 0, 1, 1)))
     assert reads[0] == "SEARCH schedules USING INDEX schedules_one_live (installation_id=?)"
     assert all("INDEX" in read for read in reads), reads
@@ -1855,21 +1821,16 @@ async def test_a_feed_is_found_by_its_hash_while_its_person_keeps_launching(
     any_db: Database,
 ) -> None:
     await installation(any_db, token_rotated_at=NOW - 5)
-    await launch(any_db, "h1", NOW)
+    await open_session(any_db, "h1", now=NOW, **MANAGE)
     assert await people.feed_made_at(any_db, "ins_1", "usr_1") is None
     await people.set_feed(any_db, "ins_1", "usr_1", "hash-1", NOW + 1, whole=True)
     assert await people.feed_made_at(any_db, "ins_1", "usr_1") == NOW + 1
     found = await present(people.find_feed(any_db, "hash-1", NOW + 2))
-    assert (found.installation_id, found.person_id, found.whole, found.live) == (
-        "ins_1",
-        "usr_1",
-        True,
-        True,
-    )
+    assert pick(found, "installation_id person_id whole live") == ("ins_1", "usr_1", True, True)
     limit = NOW + people.FEED_DAYS * DAY
     assert (await present(people.find_feed(any_db, "hash-1", limit - 1))).live
     assert not (await present(people.find_feed(any_db, "hash-1", limit))).live  # 30 days on
-    await launch(any_db, "h2", NOW + DAY)  # a launch renews it
+    await open_session(any_db, "h2", now=NOW + DAY, **MANAGE)  # a launch renews it
     assert (await present(people.find_feed(any_db, "hash-1", limit))).live
     await people.set_feed(any_db, "ins_1", "usr_1", "hash-2", NOW + 3)  # a new address
     assert await people.find_feed(any_db, "hash-1", NOW + 4) is None
@@ -1893,18 +1854,13 @@ async def test_a_launch_forgets_people_past_the_window_and_delete_data_takes_the
         made = {"installation_id": "ins_2", "person_id": f"old{n}", "launched_at": n}
         await insert(any_db, "people", **made).run()
     await insert(any_db, "people", installation_id="ins_2", person_id="kept", launched_at=NOW).run()
-    await installations.create(
-        any_db, id_hash="h1", installation_id="ins_1", csrf_token="c", person_id="usr_1",
-        person_name="Ada", context_kind="manage", content_id=None, delegation_sealed="s",
-        delegation_expires_at=NOW + DAY, now=NOW, expires_at=NOW + DAY, tab="t",
-        forget_before=NOW - DAY,
-    )  # fmt: skip
+    await open_session(any_db, "h1", forget_before=NOW - DAY, **MANAGE)
     left = ["kept", "old100", "usr_1"]  # a hundred forgotten at once
     assert sorted(await column(any_db, "SELECT person_id FROM people")) == left
     reads = table_reads(await plan(any_db, installations.FORGET_PEOPLE_SQL, (0,)))
     assert "SEARCH people USING COVERING INDEX people_by_launch (launched_at<?)" in reads
     assert all(" USING " in read for read in reads), reads
-    await launch(any_db, "h2", NOW)  # forget_before 0: nobody
+    await open_session(any_db, "h2", now=NOW, **MANAGE)  # forget_before 0: nobody
     assert await column(any_db, "SELECT count(*) FROM people") == [3]
     assert await installations.delete_all_data(any_db, "ins_1")
     assert await column(any_db, "SELECT installation_id FROM people") == ["ins_2", "ins_2"]

@@ -1,39 +1,16 @@
-"""How many failed attempts one client may make: launch exchanges and operator
-sign-ins.
+"""How many failed attempts one client may make: launch exchanges (each made-up launch code
+costs a call to Dee Wan with the installation's token) and operator sign-ins.
 
-Anyone can send `GET /installations/:id?dee_wan_launch=dwl_…` with a made-up
-code, and each such request makes the plugin call Dee Wan with the
-installation's token. So exchanges that start no session are counted per
-client and installation; a client past the limit is answered 429 without a
-call until its window has passed. Exchanges that succeed never count, and
-requests refused before any call (a malformed code, an unknown installation)
-do not either: a person retrying a real link gets in. Wrong operator secrets
-(`/admin` and the bearer routes) are counted per client the same way, so a
-guesser is held back after a few and the right secret is then not compared
-either until the window has passed.
+Only failures count (a success, or a refusal before any call, never does), per client and
+installation for a launch, per client for a sign-in; a client past the limit is answered 429
+without a call, or without its secret compared, until its window has passed. The client is
+what the runtime reports (an IPv6 address as its /64). The counting is the `RateLimiter` port
+(Workers' binding, else `MemoryRateLimiter`), which cannot be asked without counting, so the
+core remembers whom it held back.
 
-A launch's key is the installation with the client: Dee Wan sees the calls of
-one installation's token, so that is what a guesser must not flood, and a
-client held back on one site can still open another. The client is what the
-runtime's adapter reports (the peer address locally, `CF-Connecting-IP` on
-Workers); an IPv6 address counts as its /64, which one host usually has to
-itself.
-
-The counting is a port (`RateLimiter`): Workers' Rate Limiting binding
-where one is configured, else `MemoryRateLimiter` (per process, or per
-isolate). The port cannot be asked without counting, so the core remembers
-which clients it found over the limit, and holds them back for a window
-without asking again.
-
-A launch's failure is known only once Dee Wan has answered, so a client sending its
-guesses all at once would have them all in flight before the first is
-counted. So at most `MAX_IN_FLIGHT` exchanges of one client with one
-installation run at once (a person's second click still goes through); a
-further one is refused at once. A burst then reaches Dee Wan at most
-`LAUNCH_FAILURES_PER_MINUTE + MAX_IN_FLIGHT` times, however it is sent.
-Refusing rather than making it wait is deliberate: a request that waits for a turn
-would be woken by another request's work, and in workerd a request waiting on
-what another request started can be left hanging when that one ends.
+A failure is known only once Dee Wan answers, so at most `MAX_IN_FLIGHT` exchanges of one key
+run at once and a further one is refused at once (not queued: in workerd a request waiting on
+another request's work can be left hanging when that one ends).
 """
 
 from __future__ import annotations
@@ -87,13 +64,10 @@ class MemoryRateLimiter:
     like the binding's `limit()` (every call within the limit counts, the first past it
     answers False). Its counts live as long as the process, or the Worker's isolate."""
 
-    def __init__(
-        self, limit: int, period_ms: int, clock: Clock, *, max_keys: int = MAX_KEYS
-    ) -> None:
+    def __init__(self, limit: int, period_ms: int, clock: Clock) -> None:
         self._limit = limit
         self._period_ms = period_ms
         self._clock = clock
-        self._max_keys = max_keys
         self._events: OrderedDict[str, deque[int]] = OrderedDict()
 
     async def limit(self, key: str) -> bool:
@@ -102,7 +76,7 @@ class MemoryRateLimiter:
         while events and events[0] <= now - self._period_ms:
             events.popleft()
         self._events[key] = events  # the most recently used key is last
-        while len(self._events) > self._max_keys:
+        while len(self._events) > MAX_KEYS:
             self._events.popitem(last=False)
         if len(events) >= self._limit:
             return False
@@ -118,38 +92,25 @@ class FailureThrottle:
     """Decides whether a client may try (a launch, a sign-in), and counts the tries that
     failed; each is known by its key (`launch_key`, `sign_in_key`)."""
 
-    def __init__(
-        self,
-        limiter: RateLimiter,
-        clock: Clock,
-        *,
-        window_ms: int = WINDOW_MS,
-        max_keys: int = MAX_KEYS,
-        max_in_flight: int = MAX_IN_FLIGHT,
-    ) -> None:
+    def __init__(self, limiter: RateLimiter, clock: Clock) -> None:
         self._limiter = limiter
         self._clock = clock
-        self._window_ms = window_ms
-        self._max_keys = max_keys
-        self._max_in_flight = max_in_flight
         self._held_until: dict[str, int] = {}
         self._in_flight: dict[str, int] = {}  # a key is here only while it has one
 
     @contextmanager
     def exchanging(self, key: str) -> Iterator[None]:
-        """One attempt of this key under way; `Crowded` when `max_in_flight` of them already
-        are."""
+        """One attempt of this key under way; `Crowded` when `MAX_IN_FLIGHT` of them already are."""
         running = self._in_flight.get(key, 0)
-        if running >= self._max_in_flight:
+        if running >= MAX_IN_FLIGHT:
             raise Crowded
         self._in_flight[key] = running + 1
         try:
             yield
         finally:
-            if self._in_flight[key] == 1:
+            self._in_flight[key] -= 1
+            if not self._in_flight[key]:
                 del self._in_flight[key]
-            else:
-                self._in_flight[key] -= 1
 
     def retry_after_s(self, key: str) -> int | None:
         """Seconds until this key may try again, or None when it may try now."""
@@ -174,10 +135,10 @@ class FailureThrottle:
 
     def _hold(self, key: str) -> None:
         now = self._clock.now_ms()
-        if len(self._held_until) >= self._max_keys:
+        if len(self._held_until) >= MAX_KEYS:
             for stale in [k for k, until in self._held_until.items() if until <= now]:
                 del self._held_until[stale]
-            while len(self._held_until) >= self._max_keys:
+            while len(self._held_until) >= MAX_KEYS:
                 del self._held_until[next(iter(self._held_until))]
         self._held_until.pop(key, None)
-        self._held_until[key] = now + self._window_ms
+        self._held_until[key] = now + WINDOW_MS

@@ -24,8 +24,9 @@ from scheduling.domain.outcomes import UNTRUSTED
 from scheduling.domain.protocol import ContentRead, LaunchExchange, instant_ms
 from scheduling.domain.schedules import offered_by
 from scheduling.domain.secrets import TOKEN_UNREADABLE, has_shape, is_id
+from scheduling.domain.times import DAY_MS
 from scheduling.domain.wording import Refusal, explain
-from scheduling.failure_throttle import WINDOW_MS, Crowded, FailureThrottle, launch_key
+from scheduling.failure_throttle import WINDOW_MS, Crowded, launch_key
 from scheduling.limits import VISITOR_CALLS_PER_INSTALLATION, CallLimit
 from scheduling.ports import UnreadableSecret
 from scheduling.repository import installations
@@ -38,6 +39,10 @@ NOT_OPENED = "Could not open Scheduling"
 NOT_ANSWERING = "Dee Wan is not answering right now"
 # Dee Wan down or slow is temporary: 503 with a hint of when to try again.
 RETRY_AFTER_S = 60
+
+
+def _not_opened(code: str, message: str) -> Refusal:
+    return Refusal(401, code, message, title=NOT_OPENED, relaunch=True)
 
 
 def _unavailable(message: str, *, relaunch: bool) -> Refusal:
@@ -84,12 +89,8 @@ def launch_refusal(error: CoreError) -> Refusal:
             " schedules are still sent at their time. Try again in a minute.",
             relaunch=True,
         )
-    return Refusal(
-        401,
-        error.code,
-        LAUNCH_EXCHANGE.told.get(error.code, "Dee Wan did not confirm this launch."),
-        title=NOT_OPENED,
-        relaunch=True,
+    return _not_opened(
+        error.code, LAUNCH_EXCHANGE.told.get(error.code, "Dee Wan did not confirm this launch.")
     )
 
 
@@ -156,13 +157,9 @@ async def read_launched_content(services: Services, access: Access) -> ContentRe
         read = await read_content_with(services, access, access.session.content_id)
     except CoreError as error:
         raise read_refusal(error) from None
-    await installations.remember_read(
-        services.db,
-        access.session,
-        read.content.primary_id,
-        offered_by(read),
-        services.clock.now_ms(),
-    )
+    offered, now = offered_by(read), services.clock.now_ms()
+    primary = read.content.primary_id
+    await installations.remember_read(services.db, access.session, primary, offered, now)
     return read
 
 
@@ -246,7 +243,6 @@ async def limited(
 # -- a launch --------------------------------------------------------------------------------------
 
 SESSION_TTL_MS = 30 * 60 * 1000
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -275,17 +271,6 @@ async def launch(
     # Held back for failed exchanges: answered without a call to Dee Wan.
     throttle = services.failure_throttle
     key = launch_key(installation_id, client)
-    _refuse_if_held(throttle, key)
-    try:
-        with throttle.exchanging(key):
-            return await _launch(services, installation_id, code, key)
-    except Crowded:
-        raise _too_many_launches(
-            "Too many launches from your address at once.", "Wait a second", 1
-        ) from None
-
-
-def _refuse_if_held(throttle: FailureThrottle, key: str) -> None:
     wait_s = throttle.retry_after_s(key)
     if wait_s is not None:
         raise _too_many_launches(
@@ -294,6 +279,13 @@ def _refuse_if_held(throttle: FailureThrottle, key: str) -> None:
             f"Wait {wait_s} second{'s' if wait_s != 1 else ''}",
             wait_s,
         )
+    try:
+        with throttle.exchanging(key):
+            return await _launch(services, installation_id, code, key)
+    except Crowded:
+        raise _too_many_launches(
+            "Too many launches from your address at once.", "Wait a second", 1
+        ) from None
 
 
 def _too_many_launches(why: str, wait: str, wait_s: int) -> Refusal:
@@ -318,7 +310,14 @@ async def _launch(services: Services, installation_id: str, code: str, key: str)
         )
     token = await open_token(services, installation)
     try:
-        return await _exchange(services, installation, token, code)
+        grant = await _grant(services, installation, token, code)
+        now = services.clock.now_ms()
+        delegation_expires = instant_ms(grant.delegation.expires_at)
+        expires_at = min(now + SESSION_TTL_MS, delegation_expires)
+        if expires_at <= now:
+            raise _not_opened(
+                "delegation_expired", "Dee Wan's permission for this launch has already expired."
+            )
     except Refusal:
         # Dee Wan was called and no session started: one more failure for this client.
         if await services.failure_throttle.failed(key):
@@ -329,24 +328,6 @@ async def _launch(services: Services, installation_id: str, code: str, key: str)
                 WINDOW_MS // 1000,
             )
         raise
-
-
-async def _exchange(
-    services: Services, installation: Installation, token: str, code: str
-) -> Launched:
-    """Exchange the code and start the session; a Refusal when no session starts."""
-    grant = await _grant(services, installation, token, code)
-    now = services.clock.now_ms()
-    delegation_expires = instant_ms(grant.delegation.expires_at)
-    expires_at = min(now + SESSION_TTL_MS, delegation_expires)
-    if expires_at <= now:
-        raise Refusal(
-            401,
-            "delegation_expired",
-            "Dee Wan's permission for this launch has already expired.",
-            title=NOT_OPENED,
-            relaunch=True,
-        )
     session_id, tab = await _start_session(services, grant, delegation_expires, now, expires_at)
     log.info(
         "installation %s: %s session started for %s",
@@ -369,13 +350,7 @@ async def _grant(
         raise launch_refusal(error) from None
     if grant.installation_id != installation.id:
         log.warning("installation %s: launch answer named another installation", installation.id)
-        raise Refusal(
-            401,
-            "untrusted_response",
-            "Dee Wan's answer did not match this installation.",
-            title=NOT_OPENED,
-            relaunch=True,
-        )
+        raise _not_opened("untrusted_response", "Dee Wan's answer did not match this installation.")
     return grant
 
 
@@ -388,8 +363,7 @@ async def _start_session(
     session_id, tab = crypto.random_token(), crypto.random_token()[:12]
     id_hash = await crypto.sha256_hex(session_id)
     installation_id = grant.installation_id
-    await installations.create(
-        services.db,
+    session = Session(
         id_hash=id_hash,
         installation_id=installation_id,
         csrf_token=crypto.random_token(),
@@ -397,13 +371,19 @@ async def _start_session(
         person_name=grant.person.name,
         context_kind=grant.context.kind,
         content_id=grant.context.content_id if grant.context.kind == "content" else None,
+        content_primary_id=None,
         delegation_sealed=await crypto.seal(
             grant.delegation.token, secrets.delegation(installation_id, id_hash)
         ),
+        expires_at=expires_at,
+        offered=None,
+        tab=tab,
+    )
+    await installations.create(
+        services.db,
+        session,
         delegation_expires_at=delegation_expires,
         now=now,
-        expires_at=expires_at,
-        tab=tab,
         forget_before=now - services.config.retention_days * DAY_MS,
     )
     return session_id, tab

@@ -52,10 +52,7 @@ class Response:
         return len(self.body) if self.head_of_length is None else self.head_of_length
 
     def header(self, name: str) -> str | None:
-        for key, value in self.headers:
-            if key.lower() == name.lower():
-                return value
-        return None
+        return next((value for key, value in self.headers if key.lower() == name.lower()), None)
 
     def with_base_headers(self, *, https: bool = False) -> Response:
         """The headers every answer carries; with `https` (PUBLIC_ORIGIN is https),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from urllib.parse import urlencode
 
 from scheduling.domain.outcomes import Status
@@ -28,10 +28,6 @@ class Installation:
     site_id: str
     base_url: str
     token_sealed: str
-
-    @classmethod
-    def from_row(cls, row: Row) -> Installation:
-        return cls(row["id"], row["site_id"], row["base_url"], row["token_sealed"])
 
 
 @dataclass(frozen=True)
@@ -57,7 +53,7 @@ async def get(db: Database, installation_id: str) -> Installation | None:
         .bind(installation_id)
         .first()
     )
-    return Installation.from_row(row) if row else None
+    return Installation(**row) if row else None
 
 
 # Whether Dee Wan said `plugin_unauthorized` for installation `i` since its token was last set
@@ -111,19 +107,24 @@ async def find_code(db: Database, code_hash: str) -> ActivationCode | None:
         .bind(code_hash)
         .first()
     )
-    if row is None:
-        return None
-    return ActivationCode(row["kind"], row["installation_id"], row["expires_at"], row["used_at"])
+    return ActivationCode(**row) if row else None
 
 
-def _consume(db: Database, code_hash: str, marker: str, now: int) -> Statement:
-    return db.prepare(
+# A change a code allows, made only where the code was consumed in the same batch.
+_CONSUMED_BY_ME = "EXISTS (SELECT 1 FROM activation_codes WHERE code_hash = ? AND used_by = ?)"
+
+
+async def _consuming(
+    db: Database, code_hash: str, marker: str, now: int, change: Statement
+) -> bool:
+    """Consume the code (`marker` says by whom) and make `change`; False when the code was
+    taken meanwhile."""
+    consume = db.prepare(
         "UPDATE activation_codes SET used_at = ?, used_by = ?"
         " WHERE code_hash = ? AND used_at IS NULL AND expires_at > ?"
     ).bind(now, marker, code_hash, now)
-
-
-_CONSUMED_BY_ME = "EXISTS (SELECT 1 FROM activation_codes WHERE code_hash = ? AND used_by = ?)"
+    results = await db.batch([consume, change])
+    return results[1].meta.changes == 1
 
 
 class AlreadyExists(Exception):
@@ -142,54 +143,36 @@ async def activate(
     now: int,
 ) -> bool:
     """Consume the code and create the installation; False when the code was taken meanwhile."""
+    create = db.prepare(
+        "INSERT INTO installations (id, site_id, base_url, token_sealed, created_at,"
+        f" token_rotated_at) SELECT ?, ?, ?, ?, ?, ? WHERE {_CONSUMED_BY_ME}"
+    ).bind(installation_id, site_id, base_url, token_sealed, now, now, code_hash, marker)
     try:
-        results = await db.batch(
-            [
-                _consume(db, code_hash, marker, now),
-                db.prepare(
-                    "INSERT INTO installations"
-                    " (id, site_id, base_url, token_sealed, created_at, token_rotated_at)"
-                    f" SELECT ?, ?, ?, ?, ?, ? WHERE {_CONSUMED_BY_ME}"
-                ).bind(
-                    installation_id, site_id, base_url, token_sealed, now, now, code_hash, marker
-                ),
-            ]
-        )
+        return await _consuming(db, code_hash, marker, now, create)
     except DatabaseError as exc:
         if exc.constraint:
             raise AlreadyExists(installation_id) from None
         raise
-    return results[1].meta.changes == 1
 
 
 async def rotate(
     db: Database, *, code_hash: str, marker: str, installation_id: str, token_sealed: str, now: int
 ) -> bool:
     """Consume the code and replace the token; False when the code was taken meanwhile."""
-    results = await db.batch(
-        [
-            _consume(db, code_hash, marker, now),
-            db.prepare(
-                "UPDATE installations SET token_sealed = ?, token_rotated_at = ?"
-                f" WHERE id = ? AND {_CONSUMED_BY_ME}"
-            ).bind(token_sealed, now, installation_id, code_hash, marker),
-        ]
-    )
-    return results[1].meta.changes == 1
+    replace_token = db.prepare(
+        "UPDATE installations SET token_sealed = ?, token_rotated_at = ?"
+        f" WHERE id = ? AND {_CONSUMED_BY_ME}"
+    ).bind(token_sealed, now, installation_id, code_hash, marker)
+    return await _consuming(db, code_hash, marker, now, replace_token)
 
 
 _NONE_RUNNING = "NOT EXISTS (SELECT 1 FROM schedules WHERE installation_id = ?1 AND status = ?2)"
 
 
 async def delete_all_data(db: Database, installation_id: str) -> bool:
-    """Remove the installation and everything of it (its schedules and releases, sessions, what
-    it keeps of its people, codes, agent keys and proposals, notification endpoints and their
-    deliveries), unless a schedule is running.
-
-    Each statement re-checks "none running", so a claim that lands between the
-    caller's check and this batch leaves everything in place. Returns whether
-    the installation was deleted.
-    """
+    """Remove the installation and everything of it, unless a schedule is running; returns
+    whether it was deleted. Each statement re-checks "none running", so a claim that lands
+    between the caller's check and this batch leaves everything in place."""
     endpoints = "(SELECT id FROM notification_endpoints WHERE installation_id = ?1)"
     statements = [
         "DELETE FROM webhook_deliveries WHERE installation_id = ?1",
@@ -260,29 +243,15 @@ class AgentKey:
         return self.content_id is None or self.content_id == content_id
 
 
-_KEY_COLUMNS = (
-    "id, installation_id, name, person_id, person_name, content_id, offered_transitions,"
-    " created_at, expires_at, revoked_at, last_used_at, checked_at"
-)
+_KEY_FIELDS = tuple(f.name for f in fields(AgentKey) if f.name != "offered")
+_KEY_COLUMNS = ", ".join((*_KEY_FIELDS, "offered_transitions"))
 
 
 def _key(row: Row) -> AgentKey:
     offered = row["offered_transitions"]
     return AgentKey(
-        id=row["id"],
-        installation_id=row["installation_id"],
-        name=row["name"],
-        person_id=row["person_id"],
-        person_name=row["person_name"],
-        content_id=row["content_id"],
-        offered=None
-        if offered == EVERY_CHANGE
-        else frozenset((str(k), str(t)) for k, t in json.loads(offered)),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-        last_used_at=row["last_used_at"],
-        checked_at=row["checked_at"],
+        **{name: row[name] for name in _KEY_FIELDS},
+        offered=None if offered == EVERY_CHANGE else _changes(offered),
     )
 
 
@@ -300,24 +269,11 @@ def _offered_text(offered: frozenset[Change] | None) -> str:
 
 
 async def insert_key(db: Database, key: AgentKey, key_hash: str) -> None:
+    values = (*(getattr(key, name) for name in _KEY_FIELDS), _offered_text(key.offered))
+    marks = ", ".join("?" * (len(values) + 1))
     await (
-        db.prepare(
-            f"INSERT INTO agent_keys ({_KEY_COLUMNS}, key_hash)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?)"
-        )
-        .bind(
-            key.id,
-            key.installation_id,
-            key.name,
-            key.person_id,
-            key.person_name,
-            key.content_id,
-            _offered_text(key.offered),
-            key.created_at,
-            key.expires_at,
-            key.checked_at,
-            key_hash,
-        )
+        db.prepare(f"INSERT INTO agent_keys ({_KEY_COLUMNS}, key_hash) VALUES ({marks})")
+        .bind(*values, key_hash)
         .run()
     )
 
@@ -426,11 +382,9 @@ class Session:
     def href(self, sub: str = "", query: Iterable[tuple[str, str]] = ()) -> str:
         """The address of one of its installation's pages (`sub`: `/calendar`…), within this
         launch: its handle first, then `query`."""
-        pairs = [("tab", self.tab)] if self.tab else []
-        pairs += list(query)
-        return f"/installations/{self.installation_id}{sub}" + (
-            f"?{urlencode(pairs)}" if pairs else ""
-        )
+        pairs = [*([("tab", self.tab)] if self.tab else []), *query]
+        path = f"/installations/{self.installation_id}{sub}"
+        return f"{path}?{urlencode(pairs)}" if pairs else path
 
     @property
     def opened_for(self) -> str:
@@ -450,21 +404,9 @@ class Session:
         return Rights.of_content(self.content_primary_id, self.offered or ())
 
 
-_FIELDS = (
-    "id_hash",
-    "installation_id",
-    "csrf_token",
-    "person_id",
-    "person_name",
-    "context_kind",
-    "content_id",
-    "content_primary_id",
-    "delegation_sealed",
-    "expires_at",
-)
-_COLUMNS = ", ".join(
-    (*_FIELDS, "offered_transitions", "reveal_endpoint_id", "notice", "tab", "news_since")
-)
+# Stored as they are read; `offered` is stored as JSON, `installation_gone` is computed.
+_FIELDS = tuple(f.name for f in fields(Session) if f.name not in ("offered", "installation_gone"))
+_COLUMNS = ", ".join((*_FIELDS, "offered_transitions"))
 
 
 def _session(row: Row) -> Session:
@@ -472,11 +414,7 @@ def _session(row: Row) -> Session:
     return Session(
         **{name: row[name] for name in _FIELDS},
         offered=None if offered is None else _changes(offered),
-        reveal_endpoint_id=row["reveal_endpoint_id"],
         installation_gone=bool(row.get("installation_gone")),
-        notice=row["notice"],
-        tab=row["tab"],
-        news_since=row["news_since"],
     )
 
 
@@ -488,22 +426,13 @@ def _text(offered: Iterable[Change]) -> str:
     return json.dumps(sorted(offered), separators=(",", ":"))
 
 
+# What a launch stores of its session, in the order `create` binds it (the rest comes later).
+_LATER = ("content_primary_id", "reveal_endpoint_id", "notice", "news_since")
+_OPENED = tuple(name for name in _FIELDS if name not in _LATER)
+
+
 async def create(
-    db: Database,
-    *,
-    id_hash: str,
-    installation_id: str,
-    csrf_token: str,
-    person_id: str,
-    person_name: str,
-    context_kind: str,
-    content_id: str | None,
-    delegation_sealed: str,
-    delegation_expires_at: int,
-    now: int,
-    expires_at: int,
-    tab: str,
-    forget_before: int = 0,
+    db: Database, session: Session, *, delegation_expires_at: int, now: int, forget_before: int = 0
 ) -> None:
     """Insert the session; expired sessions go in the same batch, so delegations do not linger.
     Its launch exchange just succeeded with the installation's token: Dee Wan accepts it, and
@@ -512,7 +441,8 @@ async def create(
     their latest (a calendar feed of theirs lives on from it). People of any installation
     who last launched before `forget_before` (the retention window) are forgotten in the same
     batch, a bounded number at a time (`people_by_launch`), at no cost to the runner's ticks."""
-    manage = context_kind == "manage"
+    installation_id, person_id = session.installation_id, session.person_id
+    manage = session.context_kind == "manage"
     renewed = [renew(db, installation_id, person_id, now)] if manage else []
     await db.batch(
         [
@@ -523,25 +453,10 @@ async def create(
                 installation_id, now
             ),
             db.prepare(
-                "INSERT INTO sessions (id_hash, installation_id, csrf_token, person_id, person_name,"
-                " context_kind, content_id, delegation_sealed, delegation_expires_at, created_at,"
-                " expires_at, tab, news_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-                " ?12, (SELECT launched_at FROM people WHERE installation_id = ?2"
-                " AND person_id = ?4))"
-            ).bind(
-                id_hash,
-                installation_id,
-                csrf_token,
-                person_id,
-                person_name,
-                context_kind,
-                content_id,
-                delegation_sealed,
-                delegation_expires_at,
-                now,
-                expires_at,
-                tab,
-            ),
+                f"INSERT INTO sessions ({', '.join(_OPENED)}, delegation_expires_at, created_at,"
+                " news_since) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+                " (SELECT launched_at FROM people WHERE installation_id = ?2 AND person_id = ?4))"
+            ).bind(*(getattr(session, name) for name in _OPENED), delegation_expires_at, now),
             db.prepare(
                 "INSERT INTO people (installation_id, person_id, launched_at) VALUES (?1, ?2, ?3)"
                 " ON CONFLICT (installation_id, person_id) DO UPDATE SET launched_at = ?3"
@@ -610,20 +525,23 @@ async def reveal_next(db: Database, id_hash: str, endpoint_id: str) -> None:
     )
 
 
-async def take_reveal(db: Database, session: Session) -> str | None:
-    """The endpoint whose secret to show now, taken so no later page shows it again (of two
-    pages loaded at once, one)."""
-    if session.reveal_endpoint_id is None:
-        return None
-    taken = (
-        await db.prepare(
-            "UPDATE sessions SET reveal_endpoint_id = NULL"
-            " WHERE id_hash = ? AND reveal_endpoint_id = ?"
-        )
-        .bind(session.id_hash, session.reveal_endpoint_id)
+async def _take(db: Database, id_hash: str, column: str, value: str | int | None) -> bool:
+    """Clear a once-shown `column` still holding `value`: True for the one page that took it
+    (of two pages loaded at once, one)."""
+    if value is None:
+        return False
+    taken = await (
+        db.prepare(f"UPDATE sessions SET {column} = NULL WHERE id_hash = ? AND {column} = ?")
+        .bind(id_hash, value)
         .run()
     )
-    return session.reveal_endpoint_id if taken.meta.changes == 1 else None
+    return taken.meta.changes == 1
+
+
+async def take_reveal(db: Database, session: Session) -> str | None:
+    """The endpoint whose secret to show now, taken so no later page shows it again."""
+    found = await _take(db, session.id_hash, "reveal_endpoint_id", session.reveal_endpoint_id)
+    return session.reveal_endpoint_id if found else None
 
 
 async def say_next(db: Database, id_hash: str, notice: str) -> None:
@@ -634,29 +552,14 @@ async def say_next(db: Database, id_hash: str, notice: str) -> None:
 
 async def take_notice(db: Database, session: Session) -> str | None:
     """The notice to show now, taken so no later page shows it again."""
-    if session.notice is None:
-        return None
-    taken = (
-        await db.prepare("UPDATE sessions SET notice = NULL WHERE id_hash = ? AND notice = ?")
-        .bind(session.id_hash, session.notice)
-        .run()
-    )
-    return session.notice if taken.meta.changes == 1 else None
+    return session.notice if await _take(db, session.id_hash, "notice", session.notice) else None
 
 
 async def take_news_since(db: Database, session: Session) -> int | None:
     """Since when its first page reports what happened (its person's previous launch), taken
     so no later page reports it again."""
-    if session.news_since is None:
-        return None
-    taken = (
-        await db.prepare(
-            "UPDATE sessions SET news_since = NULL WHERE id_hash = ? AND news_since = ?"
-        )
-        .bind(session.id_hash, session.news_since)
-        .run()
-    )
-    return session.news_since if taken.meta.changes == 1 else None
+    found = await _take(db, session.id_hash, "news_since", session.news_since)
+    return session.news_since if found else None
 
 
 # -- calls counted for their limits ----------------------------------------------------------------
@@ -685,17 +588,12 @@ class Taken:
 
 async def take(db: Database, key: str, limit: CallLimit, token: str, now: int) -> Taken | int:
     """A place for one call of `key` at `now`, or how many ms until there is one."""
+    at_once = limit.at_once if limit.at_once is not None else _UNLIMITED
+    place = (key, token, now, now + limit.hold_ms, limit.per_minute, at_once)
     _, taken, calls = await db.batch(
         [
             db.prepare(_PRUNE).bind(now - WINDOW_MS),
-            db.prepare(_TAKE).bind(
-                key,
-                token,
-                now,
-                now + limit.hold_ms,
-                limit.per_minute,
-                limit.at_once if limit.at_once is not None else _UNLIMITED,
-            ),
+            db.prepare(_TAKE).bind(*place),
             db.prepare(_CALLS).bind(key),
         ]
     )

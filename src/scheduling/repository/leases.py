@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import astuple, fields
 
 from scheduling.domain.outcomes import Status
 from scheduling.domain.records import Claim, DueRow, OutboxEvent, SettledClaim, Unsent, Waiting
@@ -26,7 +26,7 @@ from scheduling.limits import (
     REFUSE_UNSENT,
     SETTLE,
 )
-from scheduling.ports import Database, Result, Row, Statement
+from scheduling.ports import Database, Row, Statement
 from scheduling.repository.outbox import OUTBOX_NEXT_SQL, Outbox
 from scheduling.repository.round_trips import RoundTrips
 
@@ -107,6 +107,8 @@ SELECT chosen.*, outbox.next_at AS outbox_next_at, (SELECT count(*) FROM ranked)
 """
 )
 
+_CHOSEN = _RANKED.format(shared="") + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+
 # The same, for one installation (?3): its clock's alarm claims only its own rows, read from
 # `schedules_waiting_by_installation` and `schedules_running_by_installation`.
 DUE_FOR_SQL = (
@@ -119,8 +121,7 @@ WITH due AS (
      WHERE installation_id = ?3 AND status = 'running' AND lease_until <= ?1
 ),
 """
-    + _RANKED.format(shared="")
-    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+    + _CHOSEN
 )
 
 # The releases' next items a settle made due (?3: a JSON array of release ids), read in the
@@ -133,8 +134,7 @@ WITH due AS (
        AND status = 'pending' AND next_attempt_at <= ?1
 ),
 """
-    + _RANKED.format(shared="")
-    + "\nSELECT * FROM chosen ORDER BY turn, ready_at, id\n"
+    + _CHOSEN
 )
 
 # What the runner observed of a row, matched as a whole (a NULL lease token as '').
@@ -195,8 +195,8 @@ REFUSE_UNSENT_SQL = (
 
 SETTLE_SQL = """UPDATE schedules
    SET status = done.column2, result_code = coalesce(done.column3, schedules.result_code),
-       ended_by = done.column6, next_attempt_at = done.column4,
-       attempt_count = attempt_count - done.column5,
+       next_attempt_at = done.column4, ended_by = done.column5,
+       attempt_count = attempt_count - done.column6,
        lease_token = NULL, lease_until = NULL, updated_at = ?2, settled_by = ?1
   FROM (VALUES {values}) AS done
  WHERE schedules.id = done.column1 AND schedules.status = ?3
@@ -228,25 +228,17 @@ LAST_SENT_SQL = """UPDATE installations SET last_sent_at = sent.column2
 # -- the lease contract ----------------------------------------------------------------------------
 
 _COMMAND_FIELDS = tuple(f.name for f in fields(Command))
+_PARSED = ("status", "command", "subscribed", "collides", "release")
+_AS_STORED = tuple(f.name for f in fields(DueRow) if f.name not in _PARSED)
 
 
 def due_row(row: Row) -> DueRow:
     return DueRow(
-        id=row["id"],
-        installation_id=row["installation_id"],
+        **{name: row[name] for name in _AS_STORED},
         status=Status(row["status"]),
-        attempt_count=row["attempt_count"],
-        lease_token=row["lease_token"],
-        base_url=row["base_url"],
-        token_sealed=row["token_sealed"],
         command=Command(**{name: row[name] for name in _COMMAND_FIELDS}),
-        result_code=row["result_code"],
-        timezone=row["timezone"],
-        local_time=row["local_time"],
         subscribed=frozenset((row["subscribed"] or "").split()),
         collides=Waiting(**json.loads(row["collides"])) if row["collides"] else None,
-        made_stale_by=row["made_stale_by"],
-        conflict=row["conflict"],
         release=_line(row["release"]),
     )
 
@@ -257,36 +249,6 @@ def _line(found: str | None) -> ReleaseLine | None:
     line = json.loads(found)
     applied, behind = tuple(line.pop("applied")), tuple(line.pop("behind"))
     return ReleaseLine(**line, applied=applied, behind=behind)
-
-
-@dataclass(frozen=True)
-class _ClaimAsk:
-    """One claim round trip as asked: rows to claim (within `cap` live claims per installation,
-    when given), and rows to refuse unsent with the events their refusals raise."""
-
-    rows: Sequence[DueRow]
-    refusals: Sequence[Unsent]
-    lease_token: str
-    now: int
-    lease_ms: int
-    cap: int | None
-    events: Sequence[OutboxEvent]
-    # Rows the cap held back told apart from those another runner took (one statement more).
-    apart: bool = True
-
-
-@dataclass
-class _ClaimTrip:
-    """One claim round trip's statements, and where each part's results start and end."""
-
-    statements: list[Statement] = field(default_factory=list)
-    marks: dict[str, int] = field(default_factory=dict)
-
-    def mark(self, name: str) -> None:
-        self.marks[name] = len(self.statements)
-
-    def part(self, results: Sequence[Result], start: str, end: str) -> Sequence[Result]:
-        return results[self.marks[start] : self.marks[end]]
 
 
 class Leases:
@@ -341,8 +303,9 @@ class Leases:
         pin known stale) ends it held, on the same compare-and-set, without a claim, and
         writes `events` for those it ended. Returns the claims won and the ids refused.
         """
-        ask = _ClaimAsk(rows, refusals, lease_token, now, lease_ms, None, events)
-        won, refused, _ = await self._claim(ask)
+        won, refused, _ = await self.claim_within(
+            rows, refusals, lease_token, now, lease_ms, None, events
+        )
         return won, refused
 
     async def claim_within(
@@ -352,76 +315,54 @@ class Leases:
         lease_token: str,
         now: int,
         lease_ms: int,
-        cap: int,
+        cap: int | None,
         events: Sequence[OutboxEvent] = (),
         *,
         apart: bool = True,
     ) -> tuple[list[Claim], list[str], list[str]]:
-        """As `claim`, but no installation ends up with more than `cap` live claims (rows
-        running under a lease that has not expired), whoever holds them: a claim is an
-        installation's send slot, taken by compare-and-set, freed by the settle, and gone
-        with the lease. Returns the claims won, the ids refused, and the ids the cap held
-        back (still due, for a later claim). Without `apart`, every row not won counts as
-        held back (those another runner took too), and the claim costs a statement less."""
-        ask = _ClaimAsk(rows, refusals, lease_token, now, lease_ms, cap, events, apart)
-        return await self._claim(ask)
-
-    async def _claim(self, ask: _ClaimAsk) -> tuple[list[Claim], list[str], list[str]]:
-        trip = self._claim_trip(ask)
-        if not trip.statements:
+        """As `claim`, but (unless `cap` is None) no installation ends up with more than `cap`
+        live claims (rows running under a lease that has not expired), whoever holds them: a
+        claim is an installation's send slot, taken by compare-and-set, freed by the settle,
+        and gone with the lease. Returns the claims won, the ids refused, and the ids the cap
+        held back (still due, for a later claim). Without `apart`, every row not won counts as
+        held back (those another runner took too), and the claim costs a statement less.
+        One round trip: the live claims counted, the refusals and their events, the claims."""
+        values = self.trips.values
+        busy: list[Statement] = []
+        if rows and cap is not None and apart:
+            installations = json.dumps(sorted({row.installation_id for row in rows}))
+            busy.append(self.db.prepare(BUSY_SQL).bind(now, installations))
+        seen = [(*row.observed(), code, by, unsent_status(code)) for row, code, by in refusals]
+        refusing = values(REFUSE_UNSENT_SQL, REFUSE_UNSENT, (now, lease_token), seen)
+        written = self.outbox.event_statements(lease_token, now, events) if refusing else []
+        # Each claim opens its attempt's row (migration 0021's trigger).
+        lease = (lease_token, now + lease_ms, now, Status.RUNNING)
+        observed = [row.observed() for row in rows]
+        if cap is None:
+            claims = values(CLAIM_SQL, CLAIM, lease, observed)
+        else:
+            claims = values(CLAIM_WITHIN_SQL, CLAIM_WITHIN, (*lease, cap), observed)
+        if not (refusing or claims):
             return [], [], []
-        results = await self.trips.send(trip.statements)
-        refused = [str(r["id"]) for x in trip.part(results, "busy", "refused") for r in x.results]
-        self.outbox.written(trip.part(results, "refused", "events"))
+        results = await self.trips.send([*busy, *refusing, *written, *claims])
+        refused_at, events_at = len(busy), len(busy) + len(refusing)
+        claims_at = events_at + len(written)
+        refused = [str(r["id"]) for x in results[refused_at:events_at] for r in x.results]
+        self.outbox.written(results[events_at:claims_at])
         # Won in the order asked (the due query's round-robin), never `RETURNING`'s.
         attempts = {
             str(r["id"]): int(r["attempt_count"])
-            for result in trip.part(results, "events", "claims")
+            for result in results[claims_at:]
             for r in result.results
         }
-        until = ask.now + ask.lease_ms
-        won = [Claim(row, attempts[row.id], until) for row in ask.rows if row.id in attempts]
-        held: list[str] = []
-        if ask.cap is not None and ask.rows and ask.apart:
-            busy = {str(r["installation_id"]): int(r["busy"]) for r in results[0].results}
-            held = _held_back(ask.rows, won, busy, ask.cap)
-        elif ask.cap is not None:
-            won_ids = {claim.row.id for claim in won}
-            held = [row.id for row in ask.rows if row.id not in won_ids]
-        return won, refused, held
-
-    def _claim_trip(self, ask: _ClaimAsk) -> _ClaimTrip:
-        """The busy count (with a cap), the refusals and their events, the claims, in that
-        order."""
-        rows, refusals, lease_token, now, cap = (
-            ask.rows,
-            ask.refusals,
-            ask.lease_token,
-            ask.now,
-            ask.cap,
-        )
-        trip, values = _ClaimTrip(), self.trips.values
-        if rows and cap is not None and ask.apart:
-            installations = sorted({row.installation_id for row in rows})
-            trip.statements.append(self.db.prepare(BUSY_SQL).bind(now, json.dumps(installations)))
-        trip.mark("busy")
-        if refusals:
-            seen = [(*row.observed(), code, by, unsent_status(code)) for row, code, by in refusals]
-            trip.statements += values(REFUSE_UNSENT_SQL, REFUSE_UNSENT, (now, lease_token), seen)
-        trip.mark("refused")
-        if refusals and ask.events:
-            trip.statements += self.outbox.event_statements(lease_token, now, ask.events)
-        trip.mark("events")
-        lease = (lease_token, now + ask.lease_ms, now)
-        if rows:
-            seen = [row.observed() for row in rows]
-            if cap is None:
-                trip.statements += values(CLAIM_SQL, CLAIM, (*lease, Status.RUNNING), seen)
-            else:
-                capped = (*lease, Status.RUNNING, cap)
-                trip.statements += values(CLAIM_WITHIN_SQL, CLAIM_WITHIN, capped, seen)
-        trip.mark("claims")  # each claim opens its attempt's row (migration 0021's trigger)
-        return trip
+        won = [Claim(row, attempts[row.id], now + lease_ms) for row in rows if row.id in attempts]
+        if cap is None:
+            return won, refused, []
+        if busy:
+            counted = {str(r["installation_id"]): int(r["busy"]) for r in results[0].results}
+            return won, refused, _held_back(rows, won, counted, cap)
+        won_ids = {claim.row.id for claim in won}
+        return won, refused, [row.id for row in rows if row.id not in won_ids]
 
     async def settle(
         self,
@@ -447,24 +388,14 @@ class Leases:
         if not settled:
             return []
         values = self.trips.values
-        ends = [
-            (
-                s.claim.row.id,
-                s.settlement.status,
-                s.settlement.result_code,
-                s.settlement.next_attempt_at,
-                0 if s.attempt else 1,
-                s.settlement.ended_by,
-            )
-            for s in settled
-        ]
+        # An unsent claim gives its attempt back.
+        ends = [(s.claim.row.id, *astuple(s.settlement), 0 if s.attempt else 1) for s in settled]
         statements = values(SETTLE_SQL, SETTLE, (lease_token, now, Status.RUNNING), ends)
         settle_count = len(statements)
         events = [
             e for s in settled for e in (s.event, s.stale_event, s.release_event) if e is not None
         ]
-        if events:
-            statements += self.outbox.event_statements(lease_token, now, events)
+        statements += self.outbox.event_statements(lease_token, now, events)
         event_end = len(statements)
         statements += self._attempt_statements(settled)
         if last_sent:
@@ -485,25 +416,19 @@ class Leases:
             await self.trips.send(self._last_sent_statements(latest))
 
     def _last_sent_statements(self, latest: Mapping[str, int]) -> list[Statement]:
-        if not latest:
-            return []
         return self.trips.values(LAST_SENT_SQL, LAST_SENT, (), sorted(latest.items()))
 
     def _attempt_statements(self, settled: Sequence[SettledClaim]) -> list[Statement]:
         """Sent claims finish their attempt row, unsent ones drop it."""
-        values = self.trips.values
-        statements: list[Statement] = []
         sent = [
             (s.claim.row.id, a.number, a.started_at, a.finished_at, a.code, a.http_status)
             for s in settled
             if (a := s.attempt)
         ]
         unsent = [(s.claim.row.id, s.claim.attempt) for s in settled if not s.attempt]
-        if sent:
-            statements += values(FINISH_ATTEMPTS_SQL, FINISH_ATTEMPTS, (), sent)
-        if unsent:
-            statements += values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
-        return statements
+        values = self.trips.values
+        finished = values(FINISH_ATTEMPTS_SQL, FINISH_ATTEMPTS, (), sent)
+        return finished + values(DROP_ATTEMPTS_SQL, DROP_ATTEMPTS, (), unsent)
 
 
 def latest_sends(settled: Sequence[SettledClaim]) -> dict[str, int]:
@@ -564,7 +489,7 @@ def next_due_from(rows: Sequence[Row]) -> int | None:
 
 async def next_due(db: Database, installation_id: str) -> int | None:
     """When the installation next has something due; None when nothing is live."""
-    return next_due_from([row] if (row := await read_next_due(db, installation_id).first()) else [])
+    return next_due_from((await read_next_due(db, installation_id).all()).results)
 
 
 def read_wake_ups(db: Database, until: int) -> Statement:

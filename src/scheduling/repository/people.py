@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from scheduling.domain.outcomes import LIVE, Status, sql_list
 from scheduling.domain.schedules import Schedule
+from scheduling.domain.times import DAY_MS
 from scheduling.ports import Database
 from scheduling.repository.installations import GONE_SQL
 from scheduling.repository.schedules import SCHEDULE_COLUMNS, _schedule
 
 FEED_DAYS = 30
-DAY_MS = 86_400_000
 # What the first page after a launch reports of a person's schedules: how they ended, and a
 # waiting one another's change made stale.
 NEWS_ENDINGS = (Status.COMPLETED, Status.REFUSED)

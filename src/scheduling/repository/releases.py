@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import astuple, dataclass, fields
 
 from scheduling.domain.outcomes import LIVE, WAITING, Status, sql_list
 from scheduling.domain.schedules import Release, ReleaseStatus
@@ -53,10 +53,9 @@ def release_of(row: Row) -> Release:
 
 def insert(db: Database, release: Release) -> Statement:
     """A new release, waiting: the first statement of the batch that writes its first item."""
-    names = [name for name in _STORED]
-    marks = ", ".join(f"?{n}" for n in range(1, len(names) + 1))
-    return db.prepare(f"INSERT INTO releases ({', '.join(names)}) VALUES ({marks})").bind(
-        *(getattr(release, name) for name in names)
+    marks = ", ".join("?" * len(_STORED))
+    return db.prepare(f"INSERT INTO releases ({', '.join(_STORED)}) VALUES ({marks})").bind(
+        *(getattr(release, name) for name in _STORED)
     )
 
 
@@ -155,17 +154,9 @@ async def reorder(db: Database, release: Release, order: Sequence[str], now: int
 def moved(db: Database, release: Release, when: ResolvedTime, now: int) -> Statement:
     """The release's new time, first in the batch that makes its live items again there."""
     return db.prepare(
-        "UPDATE releases SET local_time = ?1, timezone = ?2, fold = ?3, due_at = ?4,"
+        "UPDATE releases SET due_at = ?1, local_time = ?2, timezone = ?3, fold = ?4,"
         " updated_at = ?5 WHERE id = ?6 AND installation_id = ?7 AND status = 'waiting'"
-    ).bind(
-        when.local_time,
-        when.timezone,
-        when.fold,
-        when.due_at_ms,
-        now,
-        release.id,
-        release.installation_id,
-    )
+    ).bind(*astuple(when), now, release.id, release.installation_id)
 
 
 def resumed(db: Database, release: Release, now: int) -> Statement:
@@ -279,13 +270,7 @@ class HeldRelease:
 
 
 def held_from(rows: Sequence[Row]) -> tuple[HeldRelease, ...]:
-    return tuple(
-        HeldRelease(
-            str(r["id"]), str(r["installation_id"]), str(r["name"]), str(r["held_by"]),
-            r["held_code"], int(r["held_at"]),
-        )
-        for r in rows
-    )  # fmt: skip
+    return tuple(HeldRelease(**row) for row in rows)
 
 
 def counts_from(rows: Sequence[Row]) -> dict[str, int]:

@@ -1,9 +1,6 @@
 """What the runner's stores send to D1, counted: each operation is one round trip (one D1
-batch), its multi-row statements chunked under D1's bound-parameter limit.
-
-The leases, the outbox and the invocation's record all go through one `RoundTrips` per
-invocation, so `statements` and `round_trips` are the invocation's own, for
-its report and its budget.
+batch), its multi-row statements chunked under D1's bound-parameter limit. One `RoundTrips`
+per invocation carries its leases, outbox and record: the counts are its report's and budget's.
 """
 
 from __future__ import annotations
@@ -26,24 +23,19 @@ class RoundTrips:
     async def send(self, statements: Sequence[Statement]) -> list[Result]:
         """One D1 batch. A batch the platform refused (`LimitReached`) ran nothing and is not
         counted."""
-        self.statements += len(statements)
-        self.round_trips += 1
-        try:
-            return await self.db.batch(statements)
-        except LimitReached:
-            self.statements -= len(statements)
-            self.round_trips -= 1
-            raise
+        return await self.record(lambda: statements, len(statements))
 
-    async def record(self, build: Callable[[], Sequence[Statement]], statements: int) -> None:
-        """The invocation's record: one round trip carrying `statements` statements that
-        `build` makes once the trip is counted, so the record counts the trip that carries it."""
+    async def record(
+        self, build: Callable[[], Sequence[Statement]], statements: int
+    ) -> list[Result]:
+        """One round trip carrying `statements` statements that `build` makes once the trip is
+        counted: the invocation's record counts the trip that carries it."""
         self.statements += statements
         self.round_trips += 1
         made = build()
         assert len(made) == statements
         try:
-            await self.db.batch(made)
+            return await self.db.batch(made)
         except LimitReached:
             self.statements -= statements
             self.round_trips -= 1

@@ -65,26 +65,9 @@ class ReleaseClosed(Exception):
 # The rows a create writes (one, or a release's worth: moved, resumed), as one JSON array
 # (`?2`) of objects (`NewSchedule`'s fields), so a batch costs three statements whatever its
 # size, and `?1` the instant.
-_NEW = """new AS (
-    SELECT json_extract(value, '$.id') AS id,
-           json_extract(value, '$.installation_id') AS installation_id,
-           json_extract(value, '$.content_id') AS content_id,
-           json_extract(value, '$.kind') AS kind,
-           json_extract(value, '$.to_state') AS to_state,
-           json_extract(value, '$.version_id') AS version_id,
-           json_extract(value, '$.workflow_revision') AS workflow_revision,
-           json_extract(value, '$.due_at') AS due_at,
-           json_extract(value, '$.timezone') AS timezone,
-           json_extract(value, '$.local_time') AS local_time,
-           json_extract(value, '$.fold') AS fold,
-           json_extract(value, '$.requested_by') AS requested_by,
-           json_extract(value, '$.requested_by_name') AS requested_by_name,
-           json_extract(value, '$.title_sealed') AS title_sealed,
-           json_extract(value, '$.release_id') AS release_id,
-           json_extract(value, '$.release_position') AS release_position,
-           json_extract(value, '$.replaces') AS replaces,
-           json_extract(value, '$.replaced_as') AS replaced_as
-      FROM json_each(?2))"""
+_NEW = "new AS (SELECT {} FROM json_each(?2))".format(
+    ", ".join(f"json_extract(value, '$.{f.name}') AS {f.name}" for f in fields(NewSchedule))
+)
 # Each new row replaces the waiting one of its content and kind (a queued release item too).
 _SUPERSEDE = f"""WITH {_NEW}
 UPDATE schedules SET status = 'superseded', next_attempt_at = NULL, updated_at = ?1
@@ -213,7 +196,7 @@ SCHEDULE_COLUMNS = (
     f" CASE WHEN status IN {_NOT_DONE} THEN (SELECT later.id {_LATER_DONE}"
     " ORDER BY later.revision LIMIT 1) END AS resolved_by"
 )
-ATTEMPT_COLUMNS = "schedule_id, attempt, started_at, finished_at, code, http_status"
+ATTEMPT_COLUMNS = "schedule_id, attempt AS number, started_at, finished_at, code, http_status"
 
 
 _CONTENT_SCOPE = "installation_id = ?1 AND content_id = ?2"
@@ -314,45 +297,29 @@ def _with_attempts(schedule_rows: list[Row], attempt_rows: list[Row]) -> list[Sc
     """Schedules in row order, each with its attempts (rows of `ATTEMPT_COLUMNS`)."""
     attempts: dict[str, list[Attempt]] = {str(row["id"]): [] for row in schedule_rows}
     for row in attempt_rows:
-        attempts[row["schedule_id"]].append(
-            Attempt(
-                row["attempt"],
-                row["started_at"],
-                row["finished_at"],
-                row["code"],
-                row["http_status"],
-            )
-        )
+        schedule_id = row.pop("schedule_id")
+        attempts[schedule_id].append(Attempt(**row))
     return [
         replace(_schedule(row), attempts=tuple(attempts[str(row["id"])])) for row in schedule_rows
     ]
 
 
+async def _one(db: Database, where: str, *params: object) -> Schedule | None:
+    found = db.prepare(f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE {where}")
+    row = await found.bind(*params).first()
+    return _schedule(row) if row else None
+
+
 async def replaced_by(db: Database, made: Schedule) -> Schedule | None:
     """The schedule `made` replaced when it was created (the previous revision of its
     content and kind, superseded), or None."""
-    row = (
-        await db.prepare(
-            f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE installation_id = ? AND content_id = ?"
-            " AND kind = ? AND revision = ? AND status = ?"
-        )
-        .bind(
-            made.installation_id, made.content_id, made.kind, made.revision - 1, Status.SUPERSEDED
-        )
-        .first()
-    )
-    return _schedule(row) if row else None
+    where = "installation_id = ? AND content_id = ? AND kind = ? AND revision = ? AND status = ?"
+    key = (made.installation_id, made.content_id, made.kind, made.revision - 1)
+    return await _one(db, where, *key, Status.SUPERSEDED)
 
 
 async def get(db: Database, installation_id: str, schedule_id: str) -> Schedule | None:
-    row = (
-        await db.prepare(
-            f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = ? AND installation_id = ?"
-        )
-        .bind(schedule_id, installation_id)
-        .first()
-    )
-    return _schedule(row) if row else None
+    return await _one(db, "id = ? AND installation_id = ?", schedule_id, installation_id)
 
 
 async def dismiss(
