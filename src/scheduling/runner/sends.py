@@ -382,23 +382,10 @@ class SendWork(OnEngine):
             )
         )
         events = [event for event in made if event is not None]
-        lease_ms = self.caps.lease_ms
-        held: list[str] = []
-        if self.cap is None:
-            won, refused = await self.leases.claim(
-                wanted, refusals, lease_token, at, lease_ms, events
-            )
-        else:
-            won, refused, held = await self.leases.claim_within(
-                wanted,
-                refusals,
-                lease_token,
-                at,
-                lease_ms,
-                self.cap,
-                events,
-                apart=self.source.apart,
-            )
+        won, refused, held = await self.leases.claim_within(
+            wanted, refusals, lease_token, at, self.caps.lease_ms, self.cap, events,
+            apart=self.cap is None or self.source.apart,
+        )  # fmt: skip
         self.report.refused_unsent += len(refused)
         codes = {row.id: code for row, code, _ in refusals}
         for schedule_id in refused:
