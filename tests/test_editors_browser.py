@@ -101,6 +101,7 @@ def test_two_contents_in_two_tabs_of_one_browser_each_keep_their_own(
         assert schedule_item(page, mine).is_visible()
         assert schedule_item(page, other).count() == 0
     audit(first, "tab-content", shots)
+    picture(first, "tab-content", shots, width=1280)
     # The first tab acts on its own content: its Cancel… and the confirmation stay in its launch.
     follow(first, f'li.schedule[data-schedule-id="{alpha}"] a.cancel')
     follow(first, "button.danger")
@@ -129,6 +130,7 @@ def test_the_rooms_the_calendar_and_its_feed(
     assert "Publish “Gamma”" in change.inner_text()
     assert page.locator('li.calendar-day[aria-current="date"]').count() <= 1
     audit(page, "calendar-week", shots)
+    picture(page, "calendar-week", shots, width=1280)
     follow(page, '[data-calendar-link="list"]')
     assert page.locator(f'li.calendar-change[data-schedule-id="{due}"]').is_visible()
     audit(page, "calendar-list", shots)
