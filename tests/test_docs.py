@@ -24,7 +24,7 @@ from scheduling.domain.outcomes import (
     Status,
     after_attempt,
     backoff_ms,
-    may_send,
+    cap_reached,
 )
 from scheduling.domain.times import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
 from scheduling.domain.wording import CODES
@@ -244,11 +244,11 @@ def check_exhausted(left: str, right: str) -> None:
         after_attempt(retry, attempt=5, due_at=NOW, now=NOW, caps=LIMITS, rng=rng).result_code
         == "retry_exhausted"
     )
-    assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, caps=LIMITS)
-    assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, caps=LIMITS)
+    assert cap_reached(attempts_so_far=5, due_at=NOW, now=NOW, caps=LIMITS) is not None
+    assert cap_reached(attempts_so_far=4, due_at=NOW, now=NOW, caps=LIMITS) is None
     # past the lateness cap: no send, and no retry planned beyond it
-    assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, caps=LIMITS)
-    assert may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, caps=LIMITS)
+    assert cap_reached(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, caps=LIMITS) is not None
+    assert cap_reached(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, caps=LIMITS) is None
     late = after_attempt(retry, attempt=1, due_at=NOW, now=NOW + 899_000, caps=LIMITS, rng=rng)
     assert (late.status, late.result_code) == ("refused", "retry_exhausted")
     # Retry-After beyond MAX_RETRY_AFTER_MS

@@ -530,19 +530,8 @@ def years_text(years: int) -> str:
 # Upper bounds (ms) and the names their counts are stored under; the last bucket (+Inf) is
 # every send. From a quarter second to the default lateness cap (15 minutes).
 BOUNDS_MS: tuple[int, ...] = (
-    250,
-    500,
-    1_000,
-    2_500,
-    5_000,
-    10_000,
-    30_000,
-    60_000,
-    120_000,
-    300_000,
-    600_000,
-    900_000,
-)
+    250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000,
+)  # fmt: skip
 
 
 def bound_name(bound_ms: int) -> str:
