@@ -26,7 +26,7 @@ from scheduling.domain.outcomes import (
     backoff_ms,
     cap_reached,
 )
-from scheduling.domain.times import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
+from scheduling.domain.times import ResolvedTime, TimeRefusal, resolve_local_time
 from scheduling.domain.wording import CODES
 from scheduling.domain.wording import STATUS as STATUS_WORDS
 from scheduling.operator.status import status_json
@@ -120,7 +120,8 @@ def test_time_table_row(index: int) -> None:
         instant = CODE.findall(expected)
         assert instant, f"Time row {index + 1}: result needs a `YYYY-MM-DD HH:MM UTC`"
         assert isinstance(result, ResolvedTime), f"row {index + 1}: refused {result}"
-        assert format_utc(result.due_at_ms) == instant[0]
+        due = datetime.strptime(instant[0], "%Y-%m-%d %H:%M UTC").replace(tzinfo=UTC)
+        assert result.due_at_ms == due.timestamp() * 1000, f"row {index + 1}"
         stored = (
             CODE.findall(expected.split("stored as", 1)[1])[0] if "stored as" in expected else zone
         )

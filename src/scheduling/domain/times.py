@@ -318,7 +318,7 @@ def _skipped(local: str, zone: str, earlier: datetime, later: datetime) -> TimeR
     jumped = (later.utcoffset() or timedelta(0)) - (earlier.utcoffset() or timedelta(0))
     start = first.replace(tzinfo=None) - jumped
     jump = (
-        f"the clocks jump from {clock_text(start)} to {clock_text(first)}"
+        f"the clocks jump from {_clock(start, False)} to {_clock(first, False)}"
         if start.date() == first.date()
         else "the clocks skip over it"
     )
@@ -400,12 +400,6 @@ def _exists(aware: datetime) -> bool:
     return round_trip.replace(tzinfo=None) == aware.replace(tzinfo=None)
 
 
-def format_utc(ms: int) -> str:
-    """`2026-07-01 13:00 UTC`: the Time table's form, for machines and logs; pages use
-    `instant_text`."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def rfc3339(ms: int) -> str:
     return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -474,11 +468,6 @@ def wall_text(local: str) -> str:
     except (TypeError, ValueError):
         return local
     return f"{_date(moment)}, {_clock(moment, False)}"
-
-
-def clock_text(moment: datetime) -> str:
-    """The time of day alone, `02:00`, for sentences that already name the day."""
-    return _clock(moment, False)
 
 
 def zoned_clock_text(ms: int, zone: str) -> str:
