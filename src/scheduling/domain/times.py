@@ -138,10 +138,6 @@ def known_zone(name: str) -> bool:
     return True
 
 
-def tzdata_version() -> str:
-    return str(tzdata.IANA_VERSION)
-
-
 # Read once at import: the memory snapshot of a Worker holds the lists, so no invocation of an
 # isolate reads tzdata's listings again (the zone fields' list on its first page included).
 _by_lower_name()
