@@ -13,6 +13,8 @@ from scheduling.domain.times import (
     ResolvedTime,
     Retry,
     TimeRefusal,
+    duration_text,
+    duration_words,
     first_minute_after_gap,
     get_zone,
     next_minute_wall,
@@ -404,3 +406,14 @@ def test_a_past_time_offers_no_button_when_the_next_minute_happens_twice() -> No
     assert refused == TimeRefusal(
         "past_time", "Sat 24 Oct 2026, 10:00 CEST (Europe/Paris; 08:00 UTC) has already passed."
     )
+
+
+def test_a_duration_is_said_in_whole_minutes_rounded_down() -> None:
+    said = {
+        -1: ("0 min", "0 minutes"),
+        119_999: ("1 min", "1 minute"),
+        3_600_000: ("1 h", "1 hour"),
+        5_400_000: ("1 h 30 min", "1 h 30 min"),
+        7_259_999: ("2 h", "2 hours"),
+    }
+    assert {ms: (duration_text(ms), duration_words(ms)) for ms in said} == said

@@ -22,6 +22,7 @@ from scheduling.domain.outcomes import (
     backoff_ms,
     cap_reached,
     handed_back,
+    parse_retry_after,
     too_late,
 )
 
@@ -146,3 +147,9 @@ def test_the_cap_that_allows_no_more_sends_is_named() -> None:
     assert cap(5, NOW + 900_001) == EndedBy.ATTEMPTS  # the tries are said first
     assert cap(0, NOW + 900_001) == EndedBy.LATENESS
     assert REFUSED_LATE == BY_LATENESS
+
+
+def test_retry_after_is_delta_seconds_or_an_http_date() -> None:
+    at = "Wed, 01 Jul 2026 10:01:30"  # 90 s after NOW; without a zone, read as UTC
+    waits = {" 120 ": 120_000, f"{at} GMT": 90_000, at: 90_000, "soon": None, at + "x" * 40: None}
+    assert {value: parse_retry_after(value, now_ms=NOW) for value in waits} == waits
