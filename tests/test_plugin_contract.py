@@ -80,7 +80,6 @@ def examples(row: dict[str, Any]) -> list[OutboundResponse | TransportError]:
     return [answer(status, code) for status in row["status"] for code in codes]
 
 
-
 @pytest.mark.parametrize(
     "row", [r for r in plugin_contract()["runner"]["table"] if r["answer"] != "past_a_cap"], ids=str
 )
