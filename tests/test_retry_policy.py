@@ -10,6 +10,7 @@ import random
 import pytest
 
 from scheduling.domain.outcomes import (
+    DUE,
     REFUSED_LATE,
     RETRY_EXHAUSTED,
     Caps,
@@ -23,6 +24,7 @@ from scheduling.domain.outcomes import (
     cap_reached,
     handed_back,
     parse_retry_after,
+    sql_list,
     too_late,
 )
 
@@ -151,5 +153,18 @@ def test_the_cap_that_allows_no_more_sends_is_named() -> None:
 
 def test_retry_after_is_delta_seconds_or_an_http_date() -> None:
     at = "Wed, 01 Jul 2026 10:01:30"  # 90 s after NOW; without a zone, read as UTC
-    waits = {" 120 ": 120_000, f"{at} GMT": 90_000, at: 90_000, "soon": None, at + "x" * 40: None}
+    waits = {
+        " 120 ": 120_000,
+        f"{at} GMT": 90_000,
+        at: 90_000,
+        at.replace(" ", " " * 40, 1): 90_000,  # 64 characters: the longest read
+        at.replace(" ", " " * 41, 1): None,
+        at.replace(" ", "\u00a0"): None,  # not ASCII
+        "Wed, 01 Jul 2026 09:00:00 GMT": 0,  # already past
+        "soon": None,
+    }
     assert {value: parse_retry_after(value, now_ms=NOW) for value in waits} == waits
+
+
+def test_a_group_is_sql_text_of_its_stored_statuses() -> None:
+    assert sql_list(DUE) == "('pending', 'retrying')"
