@@ -45,15 +45,8 @@ def refusal(code: str, message: str, *retries: Retry) -> TimeRefusal:
 
 
 def test_a_time_resolves_to_its_instant_in_the_zone() -> None:
-    assert resolve("2026-07-01T13:00") == ResolvedTime(
-        1_782_903_600_000,
-        "2026-07-01T13:00",
-        "Europe/Berlin",
-        None,  # 11:00 UTC
-    )
-    assert resolve("2026-07-01T13:00", "europe/berlin") == ResolvedTime(
-        1_782_903_600_000, "2026-07-01T13:00", "Europe/Berlin", None
-    )
+    at_11_utc = ResolvedTime(1_782_903_600_000, "2026-07-01T13:00", "Europe/Berlin", None)
+    assert resolve("2026-07-01T13:00") == resolve("2026-07-01T13:00", "europe/berlin") == at_11_utc
 
 
 NOT_A_TIME = "Choose a date and a time: the day, then the hour and minute."
