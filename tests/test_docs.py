@@ -24,9 +24,9 @@ from scheduling.domain.outcomes import (
     Status,
     after_attempt,
     backoff_ms,
-    may_send,
+    cap_reached,
 )
-from scheduling.domain.times import ResolvedTime, TimeRefusal, format_utc, resolve_local_time
+from scheduling.domain.times import ResolvedTime, TimeRefusal, resolve_local_time
 from scheduling.domain.wording import CODES
 from scheduling.domain.wording import STATUS as STATUS_WORDS
 from scheduling.operator.status import status_json
@@ -120,7 +120,8 @@ def test_time_table_row(index: int) -> None:
         instant = CODE.findall(expected)
         assert instant, f"Time row {index + 1}: result needs a `YYYY-MM-DD HH:MM UTC`"
         assert isinstance(result, ResolvedTime), f"row {index + 1}: refused {result}"
-        assert format_utc(result.due_at_ms) == instant[0]
+        due = datetime.strptime(instant[0], "%Y-%m-%d %H:%M UTC").replace(tzinfo=UTC)
+        assert result.due_at_ms == due.timestamp() * 1000, f"row {index + 1}"
         stored = (
             CODE.findall(expected.split("stored as", 1)[1])[0] if "stored as" in expected else zone
         )
@@ -244,11 +245,11 @@ def check_exhausted(left: str, right: str) -> None:
         after_attempt(retry, attempt=5, due_at=NOW, now=NOW, caps=LIMITS, rng=rng).result_code
         == "retry_exhausted"
     )
-    assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, caps=LIMITS)
-    assert may_send(attempts_so_far=4, due_at=NOW, now=NOW, caps=LIMITS)
+    assert cap_reached(attempts_so_far=5, due_at=NOW, now=NOW, caps=LIMITS) is not None
+    assert cap_reached(attempts_so_far=4, due_at=NOW, now=NOW, caps=LIMITS) is None
     # past the lateness cap: no send, and no retry planned beyond it
-    assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, caps=LIMITS)
-    assert may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, caps=LIMITS)
+    assert cap_reached(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, caps=LIMITS) is not None
+    assert cap_reached(attempts_so_far=0, due_at=NOW, now=NOW + 900_000, caps=LIMITS) is None
     late = after_attempt(retry, attempt=1, due_at=NOW, now=NOW + 899_000, caps=LIMITS, rng=rng)
     assert (late.status, late.result_code) == ("refused", "retry_exhausted")
     # Retry-After beyond MAX_RETRY_AFTER_MS

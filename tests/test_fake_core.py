@@ -82,29 +82,24 @@ async def exchange(http: MockTransport, token: str | None, code: Any) -> Outboun
     return await send(http, "POST", "/launch/exchange", token=token, json_body={"code": code})
 
 
+@pytest.mark.parametrize(
+    "context", [{"kind": "content", "content_id": "cnt_fr"}, {"kind": "manage"}]
+)
 async def test_exchange_answers_person_context_and_a_30_minute_delegation(
-    core: FakeCore, ins: Installation, http: MockTransport
+    core: FakeCore, ins: Installation, http: MockTransport, context: dict[str, str]
 ) -> None:
-    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "content", "content_id": "cnt_fr"})
+    launch = core.issue_launch(ins.id, "usr_editor", context)
     data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
     delegation = data.pop("delegation")
     assert data == {
         "code": "launch_exchanged",
         "installation_id": ins.id,
         "person": {"id": "usr_editor", "name": "Ada Lovelace"},
-        "context": {"kind": "content", "content_id": "cnt_fr"},
+        "context": context,
     }
     assert delegation["token"].startswith("dwd_")
     assert len(delegation["token"]) == 47
     assert delegation["expires_at"] == "2026-07-01T09:30:00Z"
-
-
-async def test_manage_launch_context(
-    core: FakeCore, ins: Installation, http: MockTransport
-) -> None:
-    launch = core.issue_launch(ins.id, "usr_editor", {"kind": "manage"})
-    data = await expect(exchange(http, ins.token, launch.code), 200, "launch_exchanged")
-    assert data["context"] == {"kind": "manage"}
 
 
 async def test_launch_url_follows_the_manifest_template(core: FakeCore, ins: Installation) -> None:
@@ -459,17 +454,22 @@ async def test_idempotency_survives_rotation(core: FakeCore, ins: Installation) 
     assert await post(core, headers, body) == (200, "idempotent_replay")
 
 
-async def test_a_new_version_since_scheduling_is_stale(core: FakeCore, ins: Installation) -> None:
+@pytest.mark.parametrize(
+    ("change", "logged"),
+    [
+        (lambda state: state.edit("cnt_en"), []),  # a new version
+        (lambda state: state.bump_revision("cnt_en"), []),  # a new workflow revision
+        (lambda state: state.publish_now("cnt_en", T0), ["core"]),  # published by hand in core
+    ],
+    ids=["new-version", "new-revision", "manual-publish"],
+)
+async def test_a_change_in_core_since_scheduling_makes_it_stale(
+    core: FakeCore, ins: Installation, change: Any, logged: list[str]
+) -> None:
     headers, body = transition_command(core, ins)
-    core.state.edit("cnt_en")
+    change(core.state)
     assert await post(core, headers, body) == (409, "scheduled_target_stale")
-    assert core.state.log == []
-
-
-async def test_a_new_workflow_revision_is_stale(core: FakeCore, ins: Installation) -> None:
-    headers, body = transition_command(core, ins)
-    core.state.bump_revision("cnt_en")
-    assert await post(core, headers, body) == (409, "scheduled_target_stale")
+    assert [entry.source for entry in core.state.log] == logged
 
 
 async def test_unpublish_pin_is_the_published_version(core: FakeCore, ins: Installation) -> None:
@@ -480,15 +480,6 @@ async def test_unpublish_pin_is_the_published_version(core: FakeCore, ins: Insta
     wrong = {**body, "version_id": core.state.groups["cnt_pub"].current_version_id}
     assert await post(core, headers, wrong) == (409, "scheduled_target_stale")
     assert await post(core, headers, body) == (200, "transition_applied")
-
-
-async def test_manual_publish_in_core_makes_a_schedule_stale(
-    core: FakeCore, ins: Installation
-) -> None:
-    headers, body = transition_command(core, ins)
-    core.state.publish_now("cnt_en", T0)
-    assert await post(core, headers, body) == (409, "scheduled_target_stale")
-    assert [entry.source for entry in core.state.log] == ["core"]
 
 
 @pytest.mark.parametrize(
@@ -585,18 +576,14 @@ async def test_header_names_are_case_insensitive(core: FakeCore, ins: Installati
     [
         ({"content:read", "workflow:unpublish"}, "publish", "cnt_en"),
         ({"content:read", "workflow:publish"}, "unpublish", "cnt_pub"),
+        ({"content:read", "workflow:publish"}, "publish", "cnt_page"),  # a model not granted
     ],
 )
-async def test_kind_needs_its_capability(
+async def test_kind_and_model_need_their_grant(
     core: FakeCore, capabilities: set[str], kind: str, content_id: str
 ) -> None:
-    ins = core.register_installation(capabilities=capabilities)
+    ins = core.register_installation(capabilities=capabilities, models={"article"})
     headers, body = transition_command(core, ins, content_id, kind)
-    assert await post(core, headers, body) == (403, "capability_refused")
-
-
-async def test_model_must_be_granted(core: FakeCore, ins: Installation) -> None:
-    headers, body = transition_command(core, ins, "cnt_page")
     assert await post(core, headers, body) == (403, "capability_refused")
 
 
@@ -608,17 +595,12 @@ async def test_unknown_content_is_not_found(core: FakeCore, ins: Installation) -
     )
 
 
-@pytest.mark.parametrize("person", ["usr_viewer", "usr_nobody"])
-async def test_requester_must_be_allowed(core: FakeCore, ins: Installation, person: str) -> None:
-    headers, body = transition_command(core, ins, requested_by=person)
-    assert await post(core, headers, body) == (403, "requester_unauthorized")
-
-
-async def test_requester_losing_the_right_is_refused_at_execution(
-    core: FakeCore, ins: Installation
+@pytest.mark.parametrize("person", ["usr_viewer", "usr_nobody", "usr_editor"])
+async def test_requester_must_be_allowed_when_it_runs(
+    core: FakeCore, ins: Installation, person: str
 ) -> None:
-    headers, body = transition_command(core, ins)
-    core.state.persons["usr_editor"].transitions = frozenset({"unpublish"})
+    headers, body = transition_command(core, ins, requested_by=person)
+    core.state.persons["usr_editor"].transitions = frozenset({"unpublish"})  # lost since
     assert await post(core, headers, body) == (403, "requester_unauthorized")
 
 

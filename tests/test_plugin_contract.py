@@ -13,7 +13,7 @@ import pytest
 
 from scheduling.__main__ import main
 from scheduling.dee_wan import as_text, classify, plugin_contract
-from scheduling.domain.outcomes import RULES, Caps, OutcomeKind, after_attempt, outcome_of
+from scheduling.domain.outcomes import RULES, Caps, after_attempt, outcome_of
 from scheduling.domain.protocol import build_manifest
 from scheduling.domain.secrets import has_shape
 from scheduling.ports import OutboundResponse, TransportError, TransportTimeout
@@ -78,9 +78,6 @@ def examples(row: dict[str, Any]) -> list[OutboundResponse | TransportError]:
         return [answer(302, "transition_applied"), answer(409, "transition_applied")]
     codes = row["codes"] if row["codes"] is not None else ["some_code", None]
     return [answer(status, code) for status in row["status"] for code in codes]
-
-
-RESULTS = {"completed": OutcomeKind.COMPLETED, "refused": OutcomeKind.REFUSED}
 
 
 @pytest.mark.parametrize(

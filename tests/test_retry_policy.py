@@ -10,6 +10,7 @@ import random
 import pytest
 
 from scheduling.domain.outcomes import (
+    DUE,
     REFUSED_LATE,
     RETRY_EXHAUSTED,
     Caps,
@@ -22,7 +23,8 @@ from scheduling.domain.outcomes import (
     backoff_ms,
     cap_reached,
     handed_back,
-    may_send,
+    parse_retry_after,
+    sql_list,
     too_late,
 )
 
@@ -52,13 +54,6 @@ def test_too_late_is_strictly_past_the_lateness_cap() -> None:
     assert not too_late(due_at=NOW, now=NOW, caps=CAPS)
     assert not too_late(due_at=NOW, now=NOW + 900_000, caps=CAPS)
     assert too_late(due_at=NOW, now=NOW + 900_001, caps=CAPS)
-
-
-def test_one_more_send_while_under_both_caps() -> None:
-    assert may_send(attempts_so_far=0, due_at=NOW, now=NOW, caps=CAPS)
-    assert may_send(attempts_so_far=4, due_at=NOW, now=NOW + 900_000, caps=CAPS)
-    assert not may_send(attempts_so_far=5, due_at=NOW, now=NOW, caps=CAPS)
-    assert not may_send(attempts_so_far=0, due_at=NOW, now=NOW + 900_001, caps=CAPS)
 
 
 @pytest.mark.parametrize(
@@ -148,8 +143,28 @@ def test_the_cap_that_allows_no_more_sends_is_named() -> None:
     def cap(attempts: int, now: int) -> EndedBy | None:
         return cap_reached(attempts_so_far=attempts, due_at=NOW, now=now, caps=CAPS)
 
+    assert cap(0, NOW) is None
     assert cap(4, NOW + 900_000) is None
     assert cap(5, NOW) == EndedBy.ATTEMPTS
     assert cap(5, NOW + 900_001) == EndedBy.ATTEMPTS  # the tries are said first
     assert cap(0, NOW + 900_001) == EndedBy.LATENESS
     assert REFUSED_LATE == BY_LATENESS
+
+
+def test_retry_after_is_delta_seconds_or_an_http_date() -> None:
+    at = "Wed, 01 Jul 2026 10:01:30"  # 90 s after NOW; without a zone, read as UTC
+    waits = {
+        " 120 ": 120_000,
+        f"{at} GMT": 90_000,
+        at: 90_000,
+        at.replace(" ", " " * 40, 1): 90_000,  # 64 characters: the longest read
+        at.replace(" ", " " * 41, 1): None,
+        at.replace(" ", "\u00a0"): None,  # not ASCII
+        "Wed, 01 Jul 2026 09:00:00 GMT": 0,  # already past
+        "soon": None,
+    }
+    assert {value: parse_retry_after(value, now_ms=NOW) for value in waits} == waits
+
+
+def test_a_group_is_sql_text_of_its_stored_statuses() -> None:
+    assert sql_list(DUE) == "('pending', 'retrying')"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduling.domain.outcomes import FINISHED, GROUPS, LIVE, WAITING, Status
+from scheduling.domain.outcomes import FINISHED, GROUPS, LIVE, WAITING, Status, group_of
 from scheduling.domain.wording import STATUS
 from scheduling.runner.engine import TickReport
 
@@ -20,17 +20,8 @@ def test_every_status_has_its_words() -> None:
 
 
 def test_statuses_are_their_stored_text() -> None:
-    assert [str(status) for status in Status] == [
-        "pending",
-        "retrying",
-        "running",
-        "completed",
-        "refused",
-        "cancelled",
-        "superseded",
-        "queued",
-        "held",
-    ]
+    stored = "pending retrying running completed refused cancelled superseded queued held"
+    assert [str(status) for status in Status] == stored.split()
     assert Status("retrying") is Status.RETRYING
     assert f"{Status.REFUSED}" == "refused"
 
@@ -40,3 +31,10 @@ def test_a_tick_counts_each_settled_status_once() -> None:
     for status in (Status.COMPLETED, Status.RETRYING, Status.REFUSED, Status.REFUSED):
         report.ended(status)
     assert report.outcomes() == {"completed": 1, "refused": 2, "retrying": 1}
+
+
+def test_a_waiting_schedule_that_needs_a_new_pin_needs_attention() -> None:
+    assert [group_of(Status.PENDING), group_of(Status.REFUSED)] == ["upcoming", "attention"]
+    assert group_of(Status.PENDING, needs_repin=True) == "attention"
+    assert group_of(Status.QUEUED, needs_repin=True) == "attention"
+    assert group_of(Status.REFUSED, settled=True) == "finished"

@@ -4,6 +4,7 @@ route's `again`), and the runner's invocations (the cron's tick, a clock's alarm
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Coroutine
 from typing import Any
 
@@ -13,7 +14,7 @@ from scheduling.http.html.render import refusal_page
 from scheduling.http.next_steps import NextSteps, local_steps, next_steps
 from scheduling.http.requests import MAX_BODY_BYTES, Request
 from scheduling.http.responses import Response, error_response
-from scheduling.http.routing import Route, Router
+from scheduling.http.routing import Handler, Route, Router
 from scheduling.pages import agents, home, release
 from scheduling.pages.calendar import calendar, make_feed, revoke_feed
 from scheduling.pages.cancel import cancel_page, cancel_schedule
@@ -38,30 +39,18 @@ from scheduling.services import Services, log
 
 
 # Rare routes, whose modules (an activation's model, the operator page's charts and queries,
-# the deletion, the agents' MCP endpoint) are imported by their own first request: out of the
-# Worker's startup, and never an editor's page. Every other route's modules are imported here.
-async def _activate(request: Request, services: Services) -> Response:
-    from scheduling.pages.activation import activate
+# the deletion, a calendar client's feed, the agents' MCP endpoint) are imported by their own
+# first request: out of the Worker's startup, and never an editor's page. Every other route's
+# modules are imported here.
+def _later(module: str, name: str) -> Handler:
+    async def handler(request: Request, services: Services) -> Response:
+        found: Handler = getattr(importlib.import_module(module), name)
+        return await found(request, services)
 
-    return await activate(request, services)
-
-
-async def _mint(request: Request, services: Services) -> Response:
-    from scheduling.pages.activation import mint
-
-    return await mint(request, services)
+    return handler
 
 
-async def _delete_data(request: Request, services: Services) -> Response:
-    from scheduling.pages.operator import delete_data
-
-    return await delete_data(request, services)
-
-
-async def _operator_page(request: Request, services: Services) -> Response:
-    from scheduling.pages.operator import operator
-
-    return await operator(request, services)
+_activate = _later("scheduling.pages.activation", "activate")
 
 
 async def _metrics(request: Request, services: Services) -> Response:
@@ -72,148 +61,71 @@ async def _metrics(request: Request, services: Services) -> Response:
     return await home.metrics(request, services, more=agent_call_families)
 
 
-async def _calendar_feed(request: Request, services: Services) -> Response:
-    from scheduling.pages.calendar_feed import feed  # a calendar client's, now and then
-
-    return await feed(request, services)
-
-
-async def _mcp(request: Request, services: Services) -> Response:
-    from scheduling.mcp.endpoint import mcp  # an agent's calls: the MCP package and its tools
-
-    return await mcp(request, services)
-
+INSTALLATION = "/installations/{installation_id}"
+SCHEDULE = INSTALLATION + "/schedules/{schedule_id}"
+ENDPOINT = INSTALLATION + "/notifications/{endpoint_id}"
 
 ROUTES = [
     Route("GET", "/", home.home),
     Route("GET", "/dee-wan/manifest.json", home.manifest),
     Route("POST", "/dee-wan/activate", _activate),
-    Route("POST", "/admin/activation-codes", _mint),
-    Route("POST", "/admin/installations/{installation_id}/delete-data", _delete_data),
-    Route("GET", "/admin", _operator_page),
+    Route("POST", "/admin/activation-codes", _later("scheduling.pages.activation", "mint")),
+    Route(
+        "POST",
+        "/admin/installations/{installation_id}/delete-data",
+        _later("scheduling.pages.operator", "delete_data"),
+    ),
+    Route("GET", "/admin", _later("scheduling.pages.operator", "operator")),
     Route("GET", "/admin/status", home.runner_status),
     Route("GET", "/admin/metrics", _metrics),
     Route("GET", "/healthz", home.healthz),
-    Route("GET", "/installations/{installation_id}", home.installation_page),
-    Route(
-        "POST",
-        "/installations/{installation_id}/schedules",
-        create_schedule,
-        form_again,
-    ),
+    Route("GET", INSTALLATION, home.installation_page),
+    Route("POST", INSTALLATION + "/schedules", create_schedule, form_again),
     # A reloaded or restored refused form: back to the page, never a 405.
-    Route("GET", "/installations/{installation_id}/schedules", home.to_page),
-    Route("GET", "/installations/{installation_id}/schedules/{schedule_id}/retry", home.to_page),
-    Route("GET", "/installations/{installation_id}/schedules/{schedule_id}/dismiss", home.to_page),
-    Route("GET", "/installations/{installation_id}/notifications", page_of),
-    Route("GET", "/installations/{installation_id}/agents", agents.agents_room),
-    Route("GET", "/installations/{installation_id}/releases", release.releases_room),
-    Route("GET", "/installations/{installation_id}/calendar", calendar),
-    Route("POST", "/installations/{installation_id}/calendar/feed", make_feed),
-    Route("GET", "/installations/{installation_id}/calendar/feed", home.to_page),
-    Route("POST", "/installations/{installation_id}/calendar/feed/revoke", revoke_feed),
-    Route("GET", "/calendar-feeds/{token}.ics", _calendar_feed),
-    Route(
-        "GET",
-        "/installations/{installation_id}/schedules/{schedule_id}/cancel",
-        cancel_page,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/schedules/{schedule_id}/cancel",
-        cancel_schedule,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/schedules/{schedule_id}/retry",
-        retry_schedule,
-        form_again,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/schedules/{schedule_id}/dismiss",
-        dismiss_schedule,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications",
-        add_endpoint,
-        add_again,
-    ),
-    Route(
-        "GET",
-        "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
-        confirm_rotate,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications/{endpoint_id}/rotate",
-        rotate_secret,
-    ),
-    Route(
-        "GET",
-        "/installations/{installation_id}/notifications/{endpoint_id}/delete",
-        confirm_delete,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications/{endpoint_id}/delete",
-        delete_endpoint,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications/{endpoint_id}/test",
-        send_test,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications/{endpoint_id}/deliveries/{delivery_id}/send-again",
-        send_again,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications/{endpoint_id}/replay",
-        replay_failures,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/notifications/{endpoint_id}/enable",
-        enable_endpoint,
-    ),
+    Route("GET", INSTALLATION + "/schedules", home.to_page),
+    Route("GET", SCHEDULE + "/retry", home.to_page),
+    Route("GET", SCHEDULE + "/dismiss", home.to_page),
+    Route("GET", INSTALLATION + "/notifications", page_of),
+    Route("GET", INSTALLATION + "/agents", agents.agents_room),
+    Route("GET", INSTALLATION + "/releases", release.releases_room),
+    Route("GET", INSTALLATION + "/calendar", calendar),
+    Route("POST", INSTALLATION + "/calendar/feed", make_feed),
+    Route("GET", INSTALLATION + "/calendar/feed", home.to_page),
+    Route("POST", INSTALLATION + "/calendar/feed/revoke", revoke_feed),
+    Route("GET", "/calendar-feeds/{token}.ics", _later("scheduling.pages.calendar_feed", "feed")),
+    Route("GET", SCHEDULE + "/cancel", cancel_page),
+    Route("POST", SCHEDULE + "/cancel", cancel_schedule),
+    Route("POST", SCHEDULE + "/retry", retry_schedule, form_again),
+    Route("POST", SCHEDULE + "/dismiss", dismiss_schedule),
+    Route("POST", INSTALLATION + "/notifications", add_endpoint, add_again),
+    Route("GET", ENDPOINT + "/rotate", confirm_rotate),
+    Route("POST", ENDPOINT + "/rotate", rotate_secret),
+    Route("GET", ENDPOINT + "/delete", confirm_delete),
+    Route("POST", ENDPOINT + "/delete", delete_endpoint),
+    Route("POST", ENDPOINT + "/test", send_test),
+    Route("POST", ENDPOINT + "/deliveries/{delivery_id}/send-again", send_again),
+    Route("POST", ENDPOINT + "/replay", replay_failures),
+    Route("POST", ENDPOINT + "/enable", enable_endpoint),
     Route("GET", "/static/app.css", home.stylesheet),
-    Route("POST", "/installations/{installation_id}/agent-keys", agents.mint),
-    Route("POST", "/installations/{installation_id}/agent-keys/{key_id}/revoke", agents.revoke),
+    Route("POST", INSTALLATION + "/agent-keys", agents.mint),
+    Route("POST", INSTALLATION + "/agent-keys/{key_id}/revoke", agents.revoke),
     Route(
         "POST",
-        "/installations/{installation_id}/proposals/{proposal_id}/confirm",
+        INSTALLATION + "/proposals/{proposal_id}/confirm",
         agents.confirm_proposal,
         confirm_again,
     ),
+    Route("POST", INSTALLATION + "/proposals/{proposal_id}/decline", agents.decline_proposal),
+    Route("GET", INSTALLATION + "/releases/{release_id}", release.release_page),
     Route(
         "POST",
-        "/installations/{installation_id}/proposals/{proposal_id}/decline",
-        agents.decline_proposal,
-    ),
-    Route("GET", "/installations/{installation_id}/releases/{release_id}", release.release_page),
-    Route(
-        "POST",
-        "/installations/{installation_id}/releases/{release_id}/{action}",
+        INSTALLATION + "/releases/{release_id}/{action}",
         release.release_action,
         release.again,
     ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/schedules/{schedule_id}/move",
-        release.move_schedule,
-        form_again,
-    ),
-    Route(
-        "POST",
-        "/installations/{installation_id}/schedules/{schedule_id}/send-now",
-        release.send_now,
-        form_again,
-    ),
-    Route("POST", "/mcp", _mcp),
+    Route("POST", SCHEDULE + "/move", release.move_schedule, form_again),
+    Route("POST", SCHEDULE + "/send-now", release.send_now, form_again),
+    Route("POST", "/mcp", _later("scheduling.mcp.endpoint", "mcp")),
     Route("GET", "/favicon.ico", home.favicon),
 ]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model
@@ -28,6 +28,7 @@ from scheduling.limits import (
 )
 
 log = logging.getLogger("scheduling")
+T = TypeVar("T")
 
 VARIABLES = (
     "PUBLIC_ORIGIN",
@@ -202,10 +203,6 @@ _LIMIT_FIELDS: dict[str, Any] = {
 _SETTINGS = create_model("_SETTINGS", __base__=_Settings, **_LIMIT_FIELDS)
 
 
-def _setting(settings: _Settings, name: str) -> int:
-    return int(getattr(settings, name))
-
-
 def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[str, str]:
     """Settings that are each valid but break the lease contract together."""
     names = (
@@ -222,7 +219,7 @@ def _timing_problems(settings: _Settings, problems: Mapping[str, str]) -> dict[s
     short = lease_problem(settings.LEASE_MS, settings.MAX_ROWS_PER_BATCH, concurrency, share)
     found = {} if short is None else {"LEASE_MS": short}
     for limit in INVOCATION_LIMITS:
-        problem = limit.fits(lambda name: _setting(settings, name))
+        problem = limit.fits(lambda name: int(getattr(settings, name)))
         if problem is not None:
             found[limit.variable] = problem
     return found
@@ -250,6 +247,16 @@ def _warn_renamed(old: str, new: str, *, taken: bool) -> None:
         log.warning("%s is now called %s: its value is read as %s; rename it", old, new, new)
     else:
         log.warning("%s is now called %s: both are set, %s is read; remove %s", old, new, new, old)
+
+
+class _Setting(Generic[T]):
+    """A setting as `kind`: reading it raises `Misconfigured` while it is missing or invalid."""
+
+    def __init__(self, variable: str, kind: Callable[[Any], T]) -> None:
+        self.variable, self.kind = variable, kind
+
+    def __get__(self, config: Configuration, owner: type[Configuration]) -> T:
+        return self.kind(config._need(self.variable))
 
 
 class Configuration:
@@ -298,9 +305,29 @@ class Configuration:
             raise Misconfigured(name, self.problems[name])
         return getattr(self._settings, name)
 
-    @property
-    def public_origin(self) -> str:
-        return str(self._need("PUBLIC_ORIGIN"))
+    def allowance(self, limit: InvocationLimit) -> int:
+        """What the operator allows one invocation of `limit` (`limits.INVOCATION_LIMITS`)."""
+        return int(self._need(limit.variable))
+
+    public_origin = _Setting("PUBLIC_ORIGIN", str)
+    environment = _Setting("ENVIRONMENT", str)
+    dev_origins: _Setting[tuple[str, ...]] = _Setting("DEE_WAN_DEV_ORIGINS", tuple)
+    max_attempts = _Setting("MAX_ATTEMPTS", int)
+    max_lateness_ms = _Setting("MAX_LATENESS_MS", int)
+    lease_ms = _Setting("LEASE_MS", int)
+    max_retry_after_ms = _Setting("MAX_RETRY_AFTER_MS", int)
+    max_rows_per_batch = _Setting("MAX_ROWS_PER_BATCH", int)
+    send_concurrency = _Setting("SEND_CONCURRENCY", int)
+    tick_budget_ms = _Setting(TICK_TIME.variable, int)
+    max_d1_queries_per_tick = _Setting(D1_QUERIES.variable, int)
+    max_sends_per_tick = _Setting(SUBREQUESTS.variable, int)
+    max_in_flight_per_installation = _Setting("MAX_IN_FLIGHT_PER_INSTALLATION", int)
+    retention_days = _Setting("RETENTION_DAYS", int)
+    max_creates_per_minute = _Setting("MAX_CREATES_PER_MINUTE", int)
+    clock_lead_ms = _Setting("CLOCK_LEAD_MS", int)
+    schedule_clock = _Setting("SCHEDULE_CLOCK", bool)
+    admin_secret = _Setting("ADMIN_SECRET", str)
+    token_key = _Setting("TOKEN_KEY", bytes)
 
     @property
     def is_https(self) -> bool:
@@ -310,87 +337,11 @@ class Configuration:
         ).startswith("https://")
 
     @property
-    def environment(self) -> str:
-        return str(self._need("ENVIRONMENT"))
-
-    @property
     def is_development(self) -> bool:
         return "ENVIRONMENT" not in self.problems and self._settings.ENVIRONMENT == "development"
-
-    @property
-    def dev_origins(self) -> tuple[str, ...]:
-        return tuple(self._need("DEE_WAN_DEV_ORIGINS"))
-
-    @property
-    def max_attempts(self) -> int:
-        return int(self._need("MAX_ATTEMPTS"))
-
-    @property
-    def max_lateness_ms(self) -> int:
-        return int(self._need("MAX_LATENESS_MS"))
-
-    @property
-    def lease_ms(self) -> int:
-        return int(self._need("LEASE_MS"))
-
-    @property
-    def max_retry_after_ms(self) -> int:
-        return int(self._need("MAX_RETRY_AFTER_MS"))
-
-    @property
-    def max_rows_per_batch(self) -> int:
-        return int(self._need("MAX_ROWS_PER_BATCH"))
-
-    @property
-    def send_concurrency(self) -> int:
-        return int(self._need("SEND_CONCURRENCY"))
-
-    def allowance(self, limit: InvocationLimit) -> int:
-        """What the operator allows one invocation of `limit` (`limits.INVOCATION_LIMITS`)."""
-        return int(self._need(limit.variable))
-
-    @property
-    def tick_budget_ms(self) -> int:
-        return self.allowance(TICK_TIME)
-
-    @property
-    def max_d1_queries_per_tick(self) -> int:
-        return self.allowance(D1_QUERIES)
-
-    @property
-    def max_sends_per_tick(self) -> int:
-        return self.allowance(SUBREQUESTS)
-
-    @property
-    def max_in_flight_per_installation(self) -> int:
-        return int(self._need("MAX_IN_FLIGHT_PER_INSTALLATION"))
 
     @property
     def max_slots_per_installation(self) -> int:
         """MAX_SLOTS_PER_INSTALLATION, or half of SEND_CONCURRENCY (rounded up) when not set."""
         share = self._need("MAX_SLOTS_PER_INSTALLATION")
         return int(share) if share is not None else -(-self.send_concurrency // 2)
-
-    @property
-    def retention_days(self) -> int:
-        return int(self._need("RETENTION_DAYS"))
-
-    @property
-    def max_creates_per_minute(self) -> int:
-        return int(self._need("MAX_CREATES_PER_MINUTE"))
-
-    @property
-    def clock_lead_ms(self) -> int:
-        return int(self._need("CLOCK_LEAD_MS"))
-
-    @property
-    def schedule_clock(self) -> bool:
-        return bool(self._need("SCHEDULE_CLOCK"))
-
-    @property
-    def admin_secret(self) -> str:
-        return str(self._need("ADMIN_SECRET"))
-
-    @property
-    def token_key(self) -> bytes:
-        return bytes(self._need("TOKEN_KEY"))

@@ -4,8 +4,8 @@ half of the plugin contract.
 Each request is built here, with the one timeout, and its answer read within a size limit
 and checked: §4–§5 answers against the protocol's shapes (anything else is
 `CoreError("untrusted_response")`), a §6 answer classified by the Runner table. Nothing core
-answers makes these functions raise anything else. `contract()` builds, from the code's own
-tables, what `contract/plugin-contract.json` holds for core's plugin-contract test.
+answers makes these functions raise anything else. `plugin_contract()` builds, from the
+code's own tables, what `contract/plugin-contract.json` holds for core's contract test.
 """
 
 from __future__ import annotations

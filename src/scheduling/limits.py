@@ -1,13 +1,7 @@
-"""Limits that several layers must agree on, kept in one place.
-
-The Dee Wan client obeys the request timeout, the wire models the largest integer D1 can
-store, and the runner's stores D1's bound-parameter limit; `config` checks the settings
-against all three. `INVOCATION_LIMITS` holds what one runner invocation may spend, one entry
-each: `config` reads and checks its variable, `Budget` (`runner/engine.py`) holds an
-allowance for it, the engine checks each batch against every entry (`Engine.allows`, from
-`Engine.spent`) and the Workers runtime knows the platform's refusal by its text. A new limit
-is an entry here and a row in docs/reference/configuration.md
-(`tests/test_invocation_limits.py` checks each end to end).
+"""Limits that several layers must agree on, kept in one place: the request timeout, the largest
+integer D1 stores, D1's bound parameters, and what one runner invocation may spend
+(`INVOCATION_LIMITS`: a new limit is an entry here and a row in
+docs/reference/configuration.md, which `tests/test_invocation_limits.py` checks end to end).
 
 A `CallLimit` bounds a call that costs someone else (a test event, a delivery sent again, a
 create): so many a minute for one key, and so many at once, counted in D1 so that it holds
@@ -123,8 +117,7 @@ def lease_problem(lease_ms: int, rows: int, concurrency: int, share: int) -> str
     )
 
 
-# Reads another setting by its variable's name (validated, so an int).
-Setting = Callable[[str], int]
+Setting = Callable[[str], int]  # another setting's validated value, by its variable
 
 
 @dataclass(frozen=True)

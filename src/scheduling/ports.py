@@ -72,13 +72,9 @@ class Database(Protocol):
 
 
 class LimitReached(Exception):
-    """The invocation reached one of the platform's limits and the call was refused unmade.
-
-    `kind` is "d1" (D1 queries, and other calls to Cloudflare services) or
-    "subrequests" (outbound `fetch`). Nothing more of that kind can be done in this
-    invocation; the next invocation has its own allowance. It is not a failure of the
-    thing called: the runner stops claiming and leaves the rest for the next invocation.
-    """
+    """The invocation reached a platform limit of `kind` ("d1": D1 and other Cloudflare
+    services; "subrequests": outbound `fetch`) and the call was refused unmade. Not a failure
+    of the thing called: the runner leaves the rest for the next invocation's allowance."""
 
     def __init__(self, kind: str) -> None:
         super().__init__(f"the invocation's {kind} limit is reached")

@@ -1,24 +1,12 @@
 """JSON from strangers: bounded in size and nesting before the parser sees it.
 
-Python's parser recurses once per level, so deep nesting raises
-`RecursionError` (or worse, exhausts a small wasm stack). The nesting is
-measured first, the same way on every runtime, by one regex that reads the
-bytes once, left to right: a state machine written as a regex, with the depth
-as the level of nesting of the pattern itself (`max_depth` levels).
-
-- Between brackets it takes plain bytes and whole strings; a string is `"`,
-  runs of plain bytes and escapes, and its closing `"`, or the end of the
-  input for a string never closed.
-- Every quantifier is possessive (`*+`), so nothing is ever given back and
-  re-read, and no alternative is tried after a failure: the match stops at
-  the first bracket that opens deeper than `max_depth`, or that closes
-  nothing. (A backtracking pattern for strings would scan to the end from
-  every quote of a body of `"` and then `\\"` repeated: 18 s for 64 KB.)
-- `json.loads`, linear too, then reads only input whose nesting is within the
-  limit.
-
-`bench/parser_bench.py` prints the cost of the worst input found against a
-benign one of the same size.
+Python's parser recurses once per level, so deep nesting raises `RecursionError` (or exhausts
+a small wasm stack). The nesting is measured first, alike on every runtime, by one regex that
+reads the bytes once: a state machine whose depth is the nesting of the pattern itself. Every
+quantifier is possessive (`*+`), so nothing is given back and re-read: the match stops at the
+first bracket that opens deeper than `max_depth` or closes nothing. (A backtracking pattern
+for strings would scan to the end from every quote of `"` then `\\"` repeated: 18 s for
+64 KB; `bench/parser_bench.py` prints the worst input found against a benign one.)
 """
 
 from __future__ import annotations

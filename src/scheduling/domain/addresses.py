@@ -127,21 +127,9 @@ def origin_problem(scheme: str, authority: str, config: Environment) -> str | No
 # RFC 6761's `example` stays: its names are for documentation, applications are asked not to
 # treat them specially (§6.5), and no common local tooling answers for them.
 INTERNAL_SUFFIXES = (
-    "localhost",
-    "local",
-    "arpa",
-    "internal",
-    "intranet",
-    "lan",
-    "home",
-    "corp",
-    "private",
-    "localdomain",
-    "test",
-    "invalid",
-    "onion",
-    "alt",
-)
+    "localhost", "local", "arpa", "internal", "intranet", "lan", "home", "corp", "private",
+    "localdomain", "test", "invalid", "onion", "alt",
+)  # fmt: skip
 
 
 def host_problem(host: str) -> str | None:

@@ -330,11 +330,6 @@ def cap_reached(*, attempts_so_far: int, due_at: int, now: int, caps: Caps) -> E
     return None
 
 
-def may_send(*, attempts_so_far: int, due_at: int, now: int, caps: Caps) -> bool:
-    """Before a claim: is one more send allowed?"""
-    return cap_reached(attempts_so_far=attempts_so_far, due_at=due_at, now=now, caps=caps) is None
-
-
 def backoff_ms(attempt: int, rng: random.Random) -> int:
     """15 s·2^(attempt-1), capped at 5 min, then 50–100 % jitter."""
     base = min(BACKOFF_BASE_MS * 2 ** (max(attempt, 1) - 1), BACKOFF_CAP_MS)

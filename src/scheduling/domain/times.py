@@ -138,10 +138,6 @@ def known_zone(name: str) -> bool:
     return True
 
 
-def tzdata_version() -> str:
-    return str(tzdata.IANA_VERSION)
-
-
 # Read once at import: the memory snapshot of a Worker holds the lists, so no invocation of an
 # isolate reads tzdata's listings again (the zone fields' list on its first page included).
 _by_lower_name()
@@ -318,7 +314,7 @@ def _skipped(local: str, zone: str, earlier: datetime, later: datetime) -> TimeR
     jumped = (later.utcoffset() or timedelta(0)) - (earlier.utcoffset() or timedelta(0))
     start = first.replace(tzinfo=None) - jumped
     jump = (
-        f"the clocks jump from {clock_text(start)} to {clock_text(first)}"
+        f"the clocks jump from {_clock(start, False)} to {_clock(first, False)}"
         if start.date() == first.date()
         else "the clocks skip over it"
     )
@@ -400,12 +396,6 @@ def _exists(aware: datetime) -> bool:
     return round_trip.replace(tzinfo=None) == aware.replace(tzinfo=None)
 
 
-def format_utc(ms: int) -> str:
-    """`2026-07-01 13:00 UTC`: the Time table's form, for machines and logs; pages use
-    `instant_text`."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def rfc3339(ms: int) -> str:
     return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -476,11 +466,6 @@ def wall_text(local: str) -> str:
     return f"{_date(moment)}, {_clock(moment, False)}"
 
 
-def clock_text(moment: datetime) -> str:
-    """The time of day alone, `02:00`, for sentences that already name the day."""
-    return _clock(moment, False)
-
-
 def zoned_clock_text(ms: int, zone: str) -> str:
     """The time of day in `zone` with its abbreviation, `09:00 CET`, for a line that is read
     within hours of it (a chat message); an unknown zone is written in UTC."""
@@ -530,19 +515,8 @@ def years_text(years: int) -> str:
 # Upper bounds (ms) and the names their counts are stored under; the last bucket (+Inf) is
 # every send. From a quarter second to the default lateness cap (15 minutes).
 BOUNDS_MS: tuple[int, ...] = (
-    250,
-    500,
-    1_000,
-    2_500,
-    5_000,
-    10_000,
-    30_000,
-    60_000,
-    120_000,
-    300_000,
-    600_000,
-    900_000,
-)
+    250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000, 900_000,
+)  # fmt: skip
 
 
 def bound_name(bound_ms: int) -> str:
