@@ -63,7 +63,12 @@ MODULES: dict[str, Target] = {
         )
     ),
     "domain/outcomes.py": Target(
-        ("tests/test_retry_policy.py", "tests/test_docs.py", "tests/test_plugin_contract.py")
+        (
+            "tests/test_retry_policy.py",
+            "tests/test_statuses.py",
+            "tests/test_docs.py",
+            "tests/test_plugin_contract.py",
+        )
     ),
     "domain/addresses.py": Target(("tests/test_base_url.py", "tests/test_activation.py")),
     "domain/schedules.py": Target(
