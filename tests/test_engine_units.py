@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from scheduling.domain.notifications import DeliveryStatus
+from scheduling.domain.outcomes import Status
+from scheduling.domain.times import percentile
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner.engine import Batch, Budget, Engine, Slots, TickReport
@@ -701,3 +704,49 @@ async def test_a_cancelled_send_still_in_the_queue_lets_the_next_one_have_the_sl
     assert c.done()
     assert b.cancelled()
     assert (slots.free, dict(+slots.holding)) == (0, {"C": 1})
+
+
+def test_a_tick_report_counts_each_ending_and_its_sends_lateness() -> None:
+    report = TickReport()
+    for status in (Status.COMPLETED, Status.RETRYING, Status.RETRYING, Status.REFUSED):
+        report.ended(status)
+    assert report.outcomes() == {Status.COMPLETED: 1, Status.REFUSED: 1, Status.RETRYING: 2}
+    for lateness in (300, -5, 100, 200):  # early counts as on time
+        report.sent(lateness)
+    assert (report.sends, report.lateness_sum_ms()) == (4, 600)
+    assert (report.lateness_p50_ms, report.lateness_p99_ms, report.lateness_max_ms) == (
+        percentile([0, 100, 200, 300], 0.5), percentile([0, 100, 200, 300], 0.99), 300
+    )  # fmt: skip
+    for lateness in (300, 100, 200, -5):
+        report.withdrawn(lateness)
+    assert (report.sends, report.lateness_p50_ms, report.lateness_p99_ms) == (0, 0, 0)
+    assert report.lateness_max_ms == 0
+    for code in ("scheduled_target_stale", "timeout", "scheduled_target_stale"):
+        report.refused_with(code)
+    assert report.refusals() == {"scheduled_target_stale": 2, "timeout": 1}
+
+
+def test_a_tick_report_counts_deliveries_and_keeps_the_longest_delay() -> None:
+    report = TickReport()
+    report.delivery_ended(DeliveryStatus.DELIVERED, 40)
+    report.delivery_ended(DeliveryStatus.DELIVERED, 90)
+    report.delivery_ended(DeliveryStatus.DELIVERED, 10)
+    report.delivery_ended(DeliveryStatus.WAITING, 500)
+    report.delivery_ended(DeliveryStatus.FAILED, 700)
+    report.delivery_ended(DeliveryStatus.FAILED, 800)
+    counts = (report.deliveries_delivered, report.deliveries_retrying, report.deliveries_failed)
+    assert counts == (3, 1, 2)
+    assert report.delivery_delay_max_ms == 90  # only what was delivered
+
+
+def test_a_tick_report_is_stored_and_read_back_field_by_field() -> None:
+    report = TickReport(due=3, claimed=2, watchdog=1, waited_ms=7)
+    report.sent(50)
+    record = report.as_record()
+    assert not any(name.startswith("_") for name in record)
+    assert (record["sends"], record["lateness_max_ms"]) == (1, 50)
+    again = TickReport.from_record({**record, "written_by_a_newer_plugin": 4, "note": "x"})
+    assert again.as_record() == record
+    # An older plugin's record lacks fields: they count zero; a value not a number is left out.
+    older = TickReport.from_record({"due": 5, "claimed": "2"})
+    assert (older.due, older.claimed, older.completed) == (5, 0, 0)
