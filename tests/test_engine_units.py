@@ -708,9 +708,9 @@ async def test_a_cancelled_send_still_in_the_queue_lets_the_next_one_have_the_sl
 
 def test_a_tick_report_counts_each_ending_and_its_sends_lateness() -> None:
     report = TickReport()
-    for status in (Status.COMPLETED, Status.RETRYING, Status.RETRYING, Status.REFUSED):
+    for status in (Status.COMPLETED, Status.RETRYING, Status.RETRYING, Status.REFUSED) * 2:
         report.ended(status)
-    assert report.outcomes() == {Status.COMPLETED: 1, Status.REFUSED: 1, Status.RETRYING: 2}
+    assert report.outcomes() == {Status.COMPLETED: 2, Status.REFUSED: 2, Status.RETRYING: 4}
     for lateness in (300, -5, 100, 200):  # early counts as on time
         report.sent(lateness)
     assert (report.sends, report.lateness_sum_ms()) == (4, 600)
@@ -732,10 +732,11 @@ def test_a_tick_report_counts_deliveries_and_keeps_the_longest_delay() -> None:
     report.delivery_ended(DeliveryStatus.DELIVERED, 90)
     report.delivery_ended(DeliveryStatus.DELIVERED, 10)
     report.delivery_ended(DeliveryStatus.WAITING, 500)
+    report.delivery_ended(DeliveryStatus.WAITING, 500)
     report.delivery_ended(DeliveryStatus.FAILED, 700)
     report.delivery_ended(DeliveryStatus.FAILED, 800)
     counts = (report.deliveries_delivered, report.deliveries_retrying, report.deliveries_failed)
-    assert counts == (3, 1, 2)
+    assert counts == (3, 2, 2)
     assert report.delivery_delay_max_ms == 90  # only what was delivered
 
 
@@ -748,5 +749,5 @@ def test_a_tick_report_is_stored_and_read_back_field_by_field() -> None:
     again = TickReport.from_record({**record, "written_by_a_newer_plugin": 4, "note": "x"})
     assert again.as_record() == record
     # An older plugin's record lacks fields: they count zero; a value not a number is left out.
-    older = TickReport.from_record({"due": 5, "claimed": "2"})
+    older = TickReport.from_record({"due": 5, "claimed": "2", "_lateness": 9})
     assert (older.due, older.claimed, older.completed) == (5, 0, 0)
