@@ -77,6 +77,7 @@ MODULES: dict[str, Target] = {
             "tests/test_editor_page.py",
             "tests/test_rights.py",
             "tests/test_release_units.py",
+            "tests/test_collisions.py",
         )
     ),
     "runner/engine.py": Target(
@@ -97,7 +98,14 @@ MODULES: dict[str, Target] = {
     "runner/deliveries.py": Target(("tests/test_delivery_work_units.py",)),
     # An installation's alarm clock (issue 35): earlier never later, a failed alarm's retry.
     "runner/alarm.py": Target(("tests/test_alarm_units.py",)),
-    "runner/tick.py": Target(("tests/test_watchdog_units.py",)),
+    # The tick holds the watchdog, the cron's tick, the backstop and the purge since the merge.
+    "runner/tick.py": Target(
+        (
+            "tests/test_watchdog_units.py",
+            "tests/test_cron_backstop.py",
+            "tests/test_retention.py",
+        )
+    ),
 }
 
 # mutmut's statuses, as this table counts them.
