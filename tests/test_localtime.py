@@ -13,6 +13,7 @@ from scheduling.domain.times import (
     ResolvedTime,
     Retry,
     TimeRefusal,
+    canonical_zone,
     duration_text,
     duration_words,
     first_minute_after_gap,
@@ -20,8 +21,13 @@ from scheduling.domain.times import (
     next_minute_wall,
     occurrence_labels,
     occurrences,
+    parse_wall,
+    quoted,
     resolve_local_time,
     rfc3339,
+    years_text,
+    zone_suggestions,
+    zoned_clock_text,
 )
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # 1_767_225_600_000 ms
@@ -410,3 +416,70 @@ def test_a_duration_is_said_in_whole_minutes_rounded_down() -> None:
         7_259_999: ("2 h", "2 hours"),
     }
     assert {ms: (duration_text(ms), duration_words(ms)) for ms in said} == said
+
+
+@pytest.mark.parametrize(
+    ("zone", "hours", "moving", "keeping"),
+    [
+        ("EST", "UTC-05:00", "America/New_York", "America/Panama"),
+        ("mst", "UTC-07:00", "America/Denver", "America/Phoenix"),
+    ],
+)
+def test_a_fixed_offset_is_refused_offering_the_place_that_changes_and_the_one_that_keeps(
+    zone: str, hours: str, moving: str, keeping: str
+) -> None:
+    name = zone.upper()
+    refused = resolve("2026-07-01T13:00", zone)
+    assert refused == refusal(
+        "fixed_offset_zone",
+        f"{name} is a fixed offset, {hours} all year, with no daylight saving, so it is not the"
+        f" clock of a place that changes it in summer. Choose the place: {moving} (which"
+        f" changes it), or {keeping} (which keeps {name} all year).",
+        Retry("timezone", moving, moving),
+        Retry("timezone", keeping, keeping),
+    )
+    assert field_of(refused) == "timezone"
+
+
+def test_a_zone_name_up_to_64_characters_with_its_spaces_is_read() -> None:
+    padded = "Europe/Paris".center(64)
+    assert canonical_zone(padded) == "Europe/Paris"
+    assert canonical_zone(padded + " ") is None
+    assert canonical_zone(None) is None  # type: ignore[arg-type]
+
+
+def test_suggestions_at_the_edges() -> None:
+    assert zone_suggestions(None) == ()  # type: ignore[arg-type]
+    # Exactly as close as a suggestion may be (difflib's ratio 0.7): both offered.
+    assert zone_suggestions("asia/toqqq") == ("Asia/Tokyo", "Asia/Tomsk")
+    # By the last part alone, however deep the name.
+    assert zone_suggestions("Buenos_Aire")[0] == "America/Argentina/Buenos_Aires"
+    # `Etc/GMT+2` is two hours behind UTC: never offered, whichever sign was typed.
+    for typed in ("etc/gmt+22", "etc/gmt-22"):
+        offered = zone_suggestions(typed)
+        assert offered
+        assert not any(name.startswith(("Etc/GMT+", "Etc/GMT-")) for name in offered)
+
+
+def test_what_was_typed_is_said_back_up_to_64_characters() -> None:
+    assert quoted("  Mars/Base ") == "Mars/Base"
+    assert quoted("x" * 64) == "x" * 64
+    assert quoted("x" * 65) == "x" * 63 + "…"
+
+
+def test_a_wall_time_with_one_digit_is_read_as_strptime_reads_it() -> None:
+    assert parse_wall("2026-3-9T2:05") == datetime(2026, 3, 9, 2, 5)
+    with pytest.raises(ValueError, match="day is out of range"):
+        parse_wall("2026-02-30T10:00")
+
+
+def test_a_chat_line_gives_the_zones_clock_and_abbreviation() -> None:
+    ms = int(NOW.timestamp() * 1000)
+    assert zoned_clock_text(ms, "Europe/Paris") == "01:00 CET"
+    assert zoned_clock_text(ms + 61_000, "Asia/Kolkata") == "05:31 IST"
+    assert zoned_clock_text(ms, "Mars/Base") == "00:00 UTC"
+
+
+def test_years_are_counted_in_words() -> None:
+    assert years_text(1) == "1 year"
+    assert (years_text(2), years_text(0)) == ("2 years", "0 years")

@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduling.domain.times import duration_text, instant_text, wall_text, years_ahead
+from scheduling.domain.times import (
+    YEAR_MS,
+    duration_text,
+    instant_text,
+    wall_text,
+    years_ahead,
+    years_text,
+)
 from scheduling.http.html.render import (
     day_label,
     deadline_ms,
@@ -88,3 +95,5 @@ def test_years_ahead_are_whole_years() -> None:
     assert years_ahead(ms("2031-07-01T12:00:00") - now) == 5
     assert years_ahead(ms("2031-02-01T12:00:00") - now) == 5  # about 4.6 years
     assert years_ahead(ms("2030-12-01T12:00:00") - now) == 4
+    assert (years_ahead(YEAR_MS - 1), years_ahead(YEAR_MS)) == (0, 1)
+    assert years_text(years_ahead(5 * YEAR_MS)) == "5 years"  # a whole number, never 5.0

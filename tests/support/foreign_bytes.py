@@ -26,7 +26,7 @@ from scheduling.domain.addresses import base_url_problem
 from scheduling.domain.outcomes import parse_retry_after
 from scheduling.domain.protocol import ContentRead, LaunchExchange
 from scheduling.domain.secrets import basic_password, bearer_token, has_shape
-from scheduling.domain.times import known_zone, occurrences, resolve_local_time
+from scheduling.domain.times import canonical_zone, occurrences, resolve_local_time
 from scheduling.http.requests import MAX_BODY_BYTES, Headers, Request, view_query
 from scheduling.http.routing import SESSION_COOKIE, Router
 from scheduling.ports import OutboundResponse
@@ -209,7 +209,7 @@ def read_local_time(data: bytes) -> None:
     now = datetime.fromtimestamp(NOW_MS / 1000, UTC)
     resolve_local_time(text, text, text, now=now)
     occurrences(text, "Europe/Paris")
-    known_zone(text)
+    canonical_zone(text)
 
 
 def read_secret(data: bytes) -> None:

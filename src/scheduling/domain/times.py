@@ -130,14 +130,6 @@ def quoted(typed: str) -> str:
     return text if len(text) <= LONGEST_NAME else text[: LONGEST_NAME - 1] + "…"
 
 
-def known_zone(name: str) -> bool:
-    try:
-        get_zone(name)
-    except UnknownTimezone:
-        return False
-    return True
-
-
 # Read once at import: the memory snapshot of a Worker holds the lists, so no invocation of an
 # isolate reads tzdata's listings again (the zone fields' list on its first page included).
 _by_lower_name()
