@@ -1,7 +1,8 @@
-"""The base URL rule on known inputs, each refusal word for word, at the edges issue 32's
-mutation run found untried: ports 1 and 65535 (0 and 65536 refused), a host of exactly 253
-characters (254 refused), labels of 63 (64 refused), the printable range's ends (`!`, `~`)
-and the characters just outside it, and development origins matched exactly."""
+"""The base URL rule and an endpoint's URL rule on known inputs, each refusal word for word,
+at the edges mutation runs found untried: ports 1 and 65535 (0 and 65536 refused), a host of
+exactly 253 characters (254 refused), labels of 63 (64 refused), the printable range's ends
+(`!`, `~`) and the characters just outside it, development origins matched exactly, and where
+an endpoint's host ends."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduling.domain.addresses import base_url_problem, host_problem, origin_problem
+from scheduling.domain.addresses import (
+    base_url_problem,
+    endpoint_url_problem,
+    host_problem,
+    origin_problem,
+)
 
 
 @dataclass(frozen=True)
@@ -196,3 +202,50 @@ def test_the_origin_and_host_rules_alone() -> None:
     assert host_problem("CMS.Example") is None
     assert host_problem("") == "must have a host"
     assert host_problem("LOCALHOST") == "must not name localhost"
+
+
+HOOK = "https://hooks.example.com/"
+FRAGMENT = "must not contain a backslash or a fragment (#)"
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        (HOOK + "a" * (2048 - len(HOOK)), None),
+        (HOOK + "a" * (2049 - len(HOOK)), "must be at most 2048 bytes long"),
+        # 2,048 characters, 2,049 bytes: the limit is the bytes.
+        (HOOK + "a" * (2047 - len(HOOK)) + "é", "must be at most 2048 bytes long"),
+        ("", "must be given"),
+        (HOOK + "!~", None),
+        (HOOK + " x", CHARACTERS),
+        (HOOK + "\x7f", CHARACTERS),
+        (HOOK + "a\\b", FRAGMENT),
+        (HOOK + "#top", FRAGMENT),
+        ("hooks.example.com/x", SCHEME),
+        ("ftp://hooks.example.com/", SCHEME),
+        ("HTTPS://hooks.example.com/", None),
+        ("http://hooks.example.com/", HTTP),
+        ("https://u:p@hooks.example.com/", "must not contain credentials"),
+        (HOOK + "a@b", None),  # an @ after the host is the path's
+        (HOOK + "a/b?c=d?e", None),  # the host ends at the first / or ?
+        ("https://hooks.example.com?c=d?e/f", None),
+        (HOOK + "?next=https://elsewhere.example", None),  # the scheme is the first
+        ("https://hooks.example.com?to=a@b", None),  # or the query's
+        ("https:///x", "must have a host"),
+        ("https://?x", "must have a host"),
+        (HOOK + "%zz", PERCENT),
+        ("https://hooks.example.com?%4", PERCENT),
+        (HOOK + "%41", None),
+        ("https://hooks.example.com", None),
+        ("https://hooks.example.com:8443/x?y=1", None),
+        ("https://hooks.example.com:0/x", PORT),
+        ("https://10.0.0.1/x", IP),
+    ],
+)
+def test_an_endpoint_url_is_refused_with_why(url: str, problem: str | None) -> None:
+    assert endpoint_url_problem(url, PROD) == problem
+
+
+def test_an_endpoint_url_may_be_a_listed_origin_in_development() -> None:
+    assert endpoint_url_problem("http://localhost:8787/hook", DEV) is None
+    assert endpoint_url_problem("http://localhost:8787/hook", PROD) == HTTP

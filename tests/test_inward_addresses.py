@@ -65,6 +65,8 @@ INWARD_NAME = "hooks.example.com"  # public-looking; this machine's resolver say
         ("::93.184.215.14", False),
         ("fec0::1", False),  # site-local
         ("fec0::1%eth0", False),
+        ("2001:4860:4860::8888", True),  # a public IPv6 address carries no IPv4 one
+        ("2001:4860:4860::8888%eth0", True),  # a zone (resolvers give one) changes nothing
         ("not an address", False),
     ],
 )

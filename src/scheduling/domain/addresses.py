@@ -34,7 +34,7 @@ def is_public(address: str) -> bool:
     site-local, unique-local (fc00::/7), shared (100.64/10), reserved, documentation or
     multicast; an IPv6 address that carries an IPv4 one is judged by it."""
     try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
+        ip = ipaddress.ip_address(address)  # an IPv6 zone (`%eth0`) is read, and judged alike
     except ValueError:
         return False
     if isinstance(ip, ipaddress.IPv6Address):
