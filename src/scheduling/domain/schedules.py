@@ -306,10 +306,10 @@ def needs_repin_text(schedule: Schedule, zone: str | None = None) -> str:
 
 def needs_repin_said(kind: str, done_at: int | None, zone: str) -> str:
     """The card's sentence, and its stale notice's: `kind` is the one made stale."""
-    other = "unpublish" if kind == "publish" else "publish"
+    other = "an unpublish" if kind == "publish" else "a publish"
     done = f" at {instant_text(done_at, zone)}" if done_at is not None else ""
     return (
-        f"Needs a new pin: a {other} of this content was done{done}, so Dee Wan would refuse"
+        f"Needs a new pin: {other} of this content was done{done}, so Dee Wan would refuse"
         f" this {kind} at its time. Open the content from Dee Wan and pin it again in one"
         " step, at the same time; or cancel it."
     )
