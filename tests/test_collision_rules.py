@@ -51,24 +51,33 @@ def test_the_first_to_run_makes_the_other_stale() -> None:
     }
 
 
-@pytest.mark.parametrize(("later_ms", "same"), [(59_999, True), (60_000, False)])
-def test_within_the_same_minute_either_may_be_refused(later_ms: int, same: bool) -> None:
+@pytest.mark.parametrize(
+    ("first_ms", "later_ms", "same"),
+    [(0, 59_999, True), (10_000, 50_000, True), (0, 60_000, False)],
+)
+def test_within_the_same_minute_either_may_be_refused(
+    first_ms: int, later_ms: int, same: bool
+) -> None:
+    publish = stored_schedule(id="sch_p", due_at=T + first_ms, timezone=PARIS)
     unpublish = stored_schedule(
         id="sch_u", kind="unpublish", version_id="ver_9", due_at=T + later_ms, timezone=PARIS
     )
-    found = conflicts([PUBLISH, unpublish])
-    assert (found["sch_u"].role, found["sch_p"].role) == (STALE_AFTER, MAKES_STALE)
-    assert found["sch_u"].text.startswith(
-        f"Will likely be refused: {AT_10}. Both are due at the same minute, so whichever Dee"
-        " Wan applies first makes the other one refused. "
-        if same
-        else "Will be refused unless pinned again:"
-    )
-    assert found["sch_p"].text.startswith("Collides with" if same else "Runs first")
+    found = conflicts([publish, unpublish])
+    assert (found["sch_u"].role, found["sch_u"].other_id) == (STALE_AFTER, "sch_p")
+    assert (found["sch_p"].role, found["sch_p"].other_id) == (MAKES_STALE, "sch_u")
     if same:
+        assert found["sch_u"].text.startswith("Will likely be refused: " + AT_10[:56])
+        assert (
+            ". Both are due at the same minute, so whichever Dee Wan applies first makes the"
+            f" other one refused. {WAYS_OUT}"
+        ) in found["sch_u"].text
+        assert found["sch_p"].text.startswith("Collides with " + AT_10_05[:50])
         assert found["sch_p"].text.endswith(
             "Both are due at the same minute: that schedule's card says what to do."
         )
+    else:
+        assert found["sch_u"].text.startswith("Will be refused unless pinned again:")
+        assert found["sch_p"].text.startswith("Runs first")
 
 
 def test_a_retry_runs_at_its_next_try_and_a_tie_goes_to_the_smaller_id() -> None:
@@ -79,6 +88,26 @@ def test_a_retry_runs_at_its_next_try_and_a_tie_goes_to_the_smaller_id() -> None
     tie = stored_schedule(id="sch_a", kind="unpublish", version_id="ver_9", due_at=T)
     assert conflicts([PUBLISH, tie])["sch_a"].role == MAKES_STALE
     assert conflicts([tie, PUBLISH])["sch_p"].role == STALE_AFTER
+
+
+def test_each_contents_pair_is_judged() -> None:
+    other = {"content_id": "cnt_2", "timezone": PARIS}
+    found = conflicts(
+        [
+            stored_schedule(id="sch_o", content_id="cnt_0"),  # alone: no pair
+            PUBLISH,
+            UNPUBLISH,
+            stored_schedule(id="sch_q", due_at=T, **other),
+            stored_schedule(id="sch_v", kind="unpublish", due_at=T + 1_000, **other),
+            stored_schedule(id="sch_r", due_at=T + 900_000, content_id="cnt_3"),
+            stored_schedule(id="sch_w", kind="unpublish", due_at=T, content_id="cnt_3"),
+        ]
+    )
+    assert {key: c.role for key, c in found.items()} == {
+        "sch_p": MAKES_STALE, "sch_u": STALE_AFTER,
+        "sch_q": MAKES_STALE, "sch_v": STALE_AFTER,
+        "sch_w": MAKES_STALE, "sch_r": STALE_AFTER,
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -110,7 +139,11 @@ def test_the_forms_warning_and_the_needs_a_new_pin_sentence() -> None:
         " unpublish at its time."
     )
     stale = stored_schedule(made_stale_by="sch_u", made_stale_at=T, timezone=PARIS)
-    assert "was done at Thu 2 Jul 2026, 10:00 CEST" in needs_repin_text(stale)
+    assert needs_repin_text(stale) == (
+        "Needs a new pin: an unpublish of this content was done at Thu 2 Jul 2026, 10:00 CEST"
+        " (Europe/Paris; 08:00 UTC), so Dee Wan would refuse this publish at its time. Open the"
+        " content from Dee Wan and pin it again in one step, at the same time; or cancel it."
+    )
     assert "was done at Thu 2 Jul 2026, 17:00 JST" in needs_repin_text(stale, "Asia/Tokyo")
 
 
@@ -120,4 +153,6 @@ def test_a_form_says_which_versions_its_page_showed() -> None:
     with pytest.raises(Refusal) as refused:
         shown_versions("", "ver_9")
     assert (refused.value.status, refused.value.code) == (400, "invalid_request")
-    assert "does not say which version it showed" in refused.value.message
+    assert refused.value.message == (
+        "This form does not say which version it showed. Reload the page and try again."
+    )
