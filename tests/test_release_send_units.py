@@ -42,6 +42,19 @@ async def a_line(db: SqliteDatabase, *ids: str, release: str = "rel_1") -> None:
         )
 
 
+def line(**data: object) -> dict[str, object]:
+    """A notice's data for `a_line`'s release, with what ended it."""
+    return {
+        "installation_id": "ins_1",
+        "release_id": "rel_1",
+        "name": "Spring",
+        "due_at": rfc3339(DUE),
+        "timezone": "UTC",
+        **data,
+        "page_url": "https://scheduling.example/installations/ins_1",
+    }
+
+
 async def test_a_row_known_stale_is_held_at_claim_and_nothing_is_sent() -> None:
     s = await store()
     await s.rows("stale", "checked", "fine")
@@ -103,14 +116,18 @@ async def test_an_item_not_done_holds_the_rest_and_says_so_once() -> None:
     assert "c" not in s.dee.order
     assert [(await s.row(c))["status"] for c in "abc"] == ["completed", "refused", "held"]
     [held] = [e for e in await s.events() if e["type"] == "release.held"]
-    data = held["data"]
-    assert (data["release_id"], data["schedule_id"], data["result_code"]) == (
-        "rel_1",
-        "sch_b",
-        "workflow_conflict",
+    assert held["data"] == line(
+        status="held",
+        schedule_id="sch_b",
+        result_code="workflow_conflict",
+        applied=["sch_a"],
+        held=["sch_c"],
+        message="Held at Thu 28 May 2026, 20:26 UTC: item sch_b was not done (Dee Wan's workflow"
+        " does not allow this change from the content's current state (for example while it is"
+        " in review), so it was not applied. Check the content in Dee Wan, then try again). 1"
+        " item applied before it stays applied: Scheduling cannot undo them. 1 item after it"
+        " was not sent. Resume the rest, or cancel it, on the release's page.",
     )
-    assert (data["applied"], data["held"], data["status"]) == (["sch_a"], ["sch_c"], "held")
-    assert data["message"].startswith("Held at ")
 
 
 async def test_the_last_item_applied_completes_the_release_and_says_so() -> None:
@@ -122,8 +139,15 @@ async def test_the_last_item_applied_completes_the_release_and_says_so() -> None
     await s.run(engine)
     events = [e for e in await s.events() if e["type"].startswith("release.")]
     assert [e["type"] for e in events] == ["release.completed"]
-    assert events[0]["data"]["applied"] == ["sch_a", "sch_b"]
-    assert events[0]["data"]["schedule_id"] == "sch_b"
+    assert events[0]["data"] == line(
+        status="completed",
+        schedule_id="sch_b",
+        result_code=None,
+        applied=["sch_a", "sch_b"],
+        held=[],
+        message="Completed at Thu 28 May 2026, 20:26 UTC: every item of “Spring” was applied,"
+        " in order.",
+    )
 
 
 async def test_an_item_too_late_when_its_slot_came_holds_the_rest() -> None:

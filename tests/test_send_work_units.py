@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -459,6 +460,119 @@ def said(event: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def whole(schedule: str, **data: Any) -> dict[str, Any]:
+    """An event's data for a row `store.rows` wrote, with what its end changed."""
+    return {
+        "installation_id": "ins_1",
+        "schedule_id": schedule,
+        "content_id": schedule.removeprefix("sch_"),
+        "kind": "publish",
+        "to": "published",
+        "version_id": "ver_1",
+        "due_at": "2026-05-28T20:26:40Z",
+        "local_time": "2026-07-01T10:05",
+        "timezone": "UTC",
+        "ended_by": None,
+        "attempts": 1,
+        "outcome_unknown": False,
+        "next_attempt_at": None,
+        **data,
+        "page_url": "https://scheduling.example/installations/ins_1",
+    }
+
+
+async def test_each_answer_raises_its_whole_event() -> None:
+    s = await store()
+    await s.subscribe(*EVENTS)
+    await s.rows("ok", "no", "later")
+    s.dee.answers["no"] = refused()
+    s.dee.answers["later"] = unavailable()
+    s.dee.step = 1_000
+    await s.run(s.engine())
+    assert {e["data"]["schedule_id"]: e["data"] for e in await s.events()} == {
+        "sch_ok": whole(
+            "sch_ok",
+            status="completed",
+            result_code="transition_applied",
+            message="Dee Wan applied the change.",
+        ),
+        "sch_no": whole(
+            "sch_no",
+            status="refused",
+            result_code="workflow_conflict",
+            message="Dee Wan's workflow does not allow this change from the content's current"
+            " state (for example while it is in review), so it was not applied. Check the"
+            " content in Dee Wan, then try again.",
+        ),
+        "sch_later": whole(
+            "sch_later",
+            status="retrying",
+            result_code="server_error",
+            message="Dee Wan had a temporary problem; the plugin will try again.",
+            next_attempt_at="2026-05-28T20:26:50Z",
+        ),
+    }
+    outbox = await s.db.prepare("SELECT id FROM webhook_deliveries").all()
+    # One message id an event, and a delivery of it an endpoint.
+    assert all(re.fullmatch(r"msg_[\w-]{22}_end_ins_1", r["id"]) for r in outbox.results)
+
+
+async def test_each_cap_raises_its_whole_event_from_the_last_try() -> None:
+    s = await store(MAX_ATTEMPTS="3", MAX_RETRY_AFTER_MS="300000")
+    await s.subscribe(*EVENTS)
+    await s.rows("tired", "spent", "never")
+    await s.rows("lost", due_at=DUE - LATENESS - 1)
+    await s.db.prepare(
+        "UPDATE schedules SET attempt_count = 3, status = 'retrying', timezone = 'Europe/Paris',"
+        " result_code = CASE id WHEN 'sch_tired' THEN 'timeout' ELSE 'server_error' END"
+        " WHERE id IN ('sch_tired', 'sch_spent')"
+    ).run()
+    await s.db.prepare("UPDATE schedules SET attempt_count = 1 WHERE id = 'sch_lost'").run()
+    await theirs(s.db, "sch_lost", DUE - 1)  # its runner died mid-send
+    s.dee.answers["never"] = OutboundResponse(429, {"retry-after": "301"}, b"{}")
+    await s.run(s.engine())
+    unknown = (
+        " Its last try got no answer, so whether Dee Wan applied it is unknown: check the"
+        " content in Dee Wan."
+    )
+    refused_as = {"status": "refused", "result_code": "retry_exhausted"}
+    assert {e["data"]["schedule_id"]: e["data"] for e in await s.events()} == {
+        "sch_tired": whole(
+            "sch_tired",
+            **refused_as,
+            timezone="Europe/Paris",
+            ended_by="attempts",
+            attempts=3,
+            outcome_unknown=True,
+            message="Dee Wan did not accept it in 3 tries, so the plugin stopped trying." + unknown,
+        ),
+        "sch_spent": whole(
+            "sch_spent",
+            **refused_as,
+            timezone="Europe/Paris",
+            ended_by="attempts",
+            attempts=3,
+            message="Dee Wan did not accept it in 3 tries, so the plugin stopped trying.",
+        ),
+        "sch_lost": whole(
+            "sch_lost",
+            **refused_as,
+            due_at="2026-05-28T20:11:39Z",
+            ended_by="lateness",
+            outcome_unknown=True,
+            message="It was still not sent 15 minutes after its time had passed, so the"
+            " plugin stopped trying: nothing is sent later than that." + unknown,
+        ),
+        "sch_never": whole(
+            "sch_never",
+            **refused_as,
+            ended_by="retry_after",
+            message="Dee Wan asked to wait past the limit before the next try, so the plugin"
+            " stopped trying.",
+        ),
+    }
+
+
 async def test_a_refusal_before_the_claim_raises_its_event() -> None:
     s = await store()
     await s.subscribe(*EVENTS)
@@ -719,11 +833,12 @@ async def test_a_lease_that_ends_on_the_millisecond_is_claimed_again_under_a_new
     assert engine.report.claimed == 1
 
 
-async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale() -> None:
+@pytest.mark.parametrize("hears", ["schedule.refused", "schedule.completed"])
+async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale(hears: str) -> None:
     """Issue 38: a publish completed puts the waiting unpublish of its content out of date;
     the endpoints that hear of refusals hear of it in the same settle, stamped when it ended."""
     s = await store()
-    await s.subscribe("schedule.refused")
+    await s.subscribe(hears)
     await s.rows("c1")
     await (
         s.db.prepare(
@@ -731,7 +846,8 @@ async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale() -> N
             " workflow_revision, revision, idempotency_key, due_at, timezone, local_time, status,"
             " next_attempt_at, requested_by, requested_by_name, created_at, updated_at)"
             " VALUES ('sch_off', 'ins_1', 'c1', 'unpublish', 'draft', 'ver_1', 1, 1,"
-            " 'sched:ins_1:sch_off:r1', ?, 'UTC', '2026-07-01T10:15', 'pending', ?, 'usr_editor',"
+            " 'sched:ins_1:sch_off:r1', ?, 'Europe/Paris', '2026-07-01T10:15', 'pending', ?,"
+            " 'usr_editor',"
             " 'Ada', 0, 0)"
         )
         .bind(DUE + 600_000, DUE + 600_000)
@@ -740,6 +856,9 @@ async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale() -> N
     s.dee.step = 1_000
     await s.run(s.engine())
     assert (await s.row("off"))["made_stale_by"] == "sch_c1"
+    if hears != "schedule.refused":  # only the completion: the stale one is a refusal's notice
+        assert [e["data"]["schedule_id"] for e in await s.events()] == ["sch_c1"]
+        return
     [event] = await s.events()
     assert (event["type"], event["data"]["schedule_id"], event["data"]["status"]) == (
         "schedule.stale",
@@ -747,6 +866,22 @@ async def test_a_completion_tells_at_once_of_the_other_kind_it_made_stale() -> N
         "pending",
     )
     assert event["timestamp"] == "2026-05-28T20:26:41Z"  # the answer's instant, a second on
+    assert event["data"] == whole(
+        "sch_off",
+        content_id="c1",
+        kind="unpublish",
+        to="draft",
+        due_at="2026-05-28T20:36:40Z",
+        local_time="2026-07-01T10:15",
+        timezone="Europe/Paris",
+        status="pending",
+        result_code=None,
+        attempts=0,
+        message="Needs a new pin: a publish of this content was done at Thu 28 May 2026, 22:26"
+        " CEST (Europe/Paris; 20:26 UTC), so Dee Wan would refuse this unpublish at its time."
+        " Open the content from Dee Wan and pin it again in one step, at the same time; or"
+        " cancel it.",
+    )
 
 
 # -- a claim's lease, and each installation's share of the slots ----------------------------

@@ -65,7 +65,6 @@ class EventMaker:
         code: str,
         at: int,
         *,
-        attempts: int | None = None,
         ended_by: str | None = None,
     ) -> OutboxEvent | None:
         """A row refused without a send (caps, token unreadable, or too late for its slot):
@@ -83,16 +82,15 @@ class EventMaker:
             at,
             status=Status.REFUSED,
             result_code=code,
-            attempts=row.attempt_count if attempts is None else attempts,
+            attempts=row.attempt_count,
             last=last if row.attempt_count else None,
             ended_by=ended_by,
         )
 
     def late(self, claim: Claim, at: int) -> OutboxEvent | None:
-        """Claimed, but past the lateness cap when its slot came: the attempt is given back."""
-        return self.unsent(
-            claim.row, RETRY_EXHAUSTED, at, attempts=claim.attempt - 1, ended_by=EndedBy.LATENESS
-        )
+        """Claimed, but past the lateness cap when its slot came: the attempt is given back, so
+        the row's count before the claim stands."""
+        return self.unsent(claim.row, RETRY_EXHAUSTED, at, ended_by=EndedBy.LATENESS)
 
     def sent(self, claim: Claim, settlement: Settlement, attempt: Attempt) -> OutboxEvent | None:
         """A send answered: `attempt` is its try, finished."""
