@@ -41,9 +41,10 @@ from scheduling.domain.records import (
 from scheduling.limits import delivery_batch_cost
 from scheduling.ports import LimitReached
 from scheduling.repository.round_trips import RoundTrips
-from scheduling.runner.deliveries import DeliveryWork
+from scheduling.runner.deliveries import DeliveryWork, deliver_now
 from scheduling.runner.engine import Budget, Engine, TickReport
 from tests.support.app import FakeClock, base_env, make_app, memory_db
+from tests.support.unit_store import store
 
 NOW = 1_780_000_000_000
 
@@ -427,3 +428,29 @@ async def test_leases_lost_add_up_over_batches() -> None:
     s.outbox.lost = ["dX"]
     await s.run()
     assert s.engine.report.delivery_lost_lease == 2
+
+
+async def test_a_person_sends_named_deliveries_now_and_only_those() -> None:
+    """Send again's path: the outbox's own claim of the ids named, through an engine of its
+    own, on the store's D1; the webhook goes out at once and the report counts it."""
+    s = await store()
+    await s.subscribe("schedule.completed")
+    await s.rows("one", "two")
+    await s.run(s.engine())
+    ids = [r["id"] for r in (await s.db.prepare("SELECT id FROM webhook_deliveries").all()).results]
+    s.clock.now += 5_000
+    report = await deliver_now(s.services(), ids[:1])
+    assert len(s.dee.hooks) == 1
+    assert (report.deliveries_delivered, report.deliveries_retrying) == (1, 0)
+    assert report.delivery_delay_max_ms == 5_000  # from its event to its send
+    states = (
+        await s.db.prepare(
+            "SELECT id, status, attempt_count FROM webhook_deliveries ORDER BY id = ? DESC"
+        )
+        .bind(ids[0])
+        .all()
+    )
+    assert [(r["status"], r["attempt_count"]) for r in states.results] == [
+        ("delivered", 1),
+        ("waiting", 0),
+    ]
