@@ -109,6 +109,7 @@ MODULES: dict[str, Target] = {
     "runner/tick.py": Target(
         (
             "tests/test_watchdog_units.py",
+            "tests/test_tick_units.py",
             "tests/test_cron_backstop.py",
             "tests/test_retention.py",
         )
