@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from fake_core.transport import MockTransport
 from scheduling.channels import kinds
 from scheduling.channels.port import Event, OpenTarget
 from scheduling.domain.notifications import (
@@ -454,3 +455,22 @@ async def test_a_person_sends_named_deliveries_now_and_only_those() -> None:
         ("delivered", 1),
         ("waiting", 0),
     ]
+
+
+async def test_a_persons_send_refused_by_a_platform_limit_is_handed_back() -> None:
+    s = await store()
+    await s.subscribe("schedule.completed")
+    await s.rows("one")
+    await s.run(s.engine())
+    [delivery] = (await s.db.prepare("SELECT id FROM webhook_deliveries").all()).results
+
+    async def refused(request: object) -> object:
+        raise LimitReached("subrequests")
+
+    services = s.services()
+    services.http = MockTransport(refused)
+    report = await deliver_now(services, [delivery["id"]])
+    assert (report.platform_limit, report.deliveries_delivered) == (1, 0)
+    assert services.limits_met == {"subrequests": 0}  # nothing had left before it
+    row = await s.db.prepare("SELECT status, attempt_count FROM webhook_deliveries").first()
+    assert row == {"status": "waiting", "attempt_count": 0}
