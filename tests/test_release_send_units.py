@@ -124,8 +124,8 @@ async def test_an_item_not_done_holds_the_rest_and_says_so_once() -> None:
         held=["sch_c"],
         message="Held at Thu 28 May 2026, 20:26 UTC: item sch_b was not done (Dee Wan's workflow"
         " does not allow this change from the content's current state (for example while it is"
-        " in review), so it was not applied. Check the content in Dee Wan, then try again). 1"
-        " item applied before it stays applied: Scheduling cannot undo them. 1 item after it"
+        " in review), so it was not applied. Check the content in Dee Wan, then try again)."
+        " The item applied before it stays applied: Scheduling cannot undo it. 1 item after it"
         " was not sent. Resume the rest, or cancel it, on the release's page.",
     )
 

@@ -200,7 +200,7 @@ def test_a_held_release_says_what_was_applied_what_was_not_sent_and_why() -> Non
         "Held at Thu 2 Jul 2026, 10:13 CEST (Europe/Paris; 08:13 UTC): item sch_b was not"
         " done (The content changed after it was scheduled (a newer version or workflow"
         " change), so the pinned version was not used. Schedule it again to pin the current"
-        " version). 1 item applied before it stays applied: Scheduling cannot undo them. 1 item"
+        " version). The item applied before it stays applied: Scheduling cannot undo it. 1 item"
         " after it was not sent. Resume the rest, or cancel it, on the release's page."
     )
 
@@ -216,7 +216,7 @@ def test_a_held_release_counts_in_plurals_and_says_when_nothing_was_applied() ->
     assert held_text(last, "sch_c", "transition_refused", NOW) == (
         "Held at Thu 2 Jul 2026, 08:13 UTC: item sch_c was not done (Dee Wan's workflow rules"
         " did not allow this change when it was sent, so it was not applied. Check the content"
-        " in Dee Wan, then try again). 2 items applied before it stay applied: Scheduling"
+        " in Dee Wan, then try again). The 2 items applied before it stay applied: Scheduling"
         " cannot undo them. Resume the rest, or cancel it, on the release's page."
     )
 

@@ -579,10 +579,12 @@ def name_refusal(name: str) -> str | None:
 def held_text(line: ReleaseLine, item_id: str, code: str | None, at: int) -> str:
     """What a held release says, before and after, in the one time language."""
     applied = len(line.applied)
-    if applied:
-        stay = "stays" if applied == 1 else "stay"
-        kept = f" {counted(applied, 'item')} applied before it {stay} applied:"
-        kept += " Scheduling cannot undo them."
+    if applied == 1:
+        kept = " The item applied before it stays applied: Scheduling cannot undo it."
+    elif applied:
+        kept = (
+            f" The {applied:,} items applied before it stay applied: Scheduling cannot undo them."
+        )
     else:
         kept = " Nothing of it was applied."
     rest = len(line.behind)
