@@ -40,7 +40,7 @@ from scheduling.domain.records import (
     SettledMessage,
 )
 from scheduling.limits import delivery_batch_cost
-from scheduling.ports import LimitReached
+from scheduling.ports import LimitReached, OutboundRequest, OutboundResponse
 from scheduling.repository.round_trips import RoundTrips
 from scheduling.runner.deliveries import DeliveryWork, deliver_now
 from scheduling.runner.engine import Budget, Engine, TickReport
@@ -464,7 +464,7 @@ async def test_a_persons_send_refused_by_a_platform_limit_is_handed_back() -> No
     await s.run(s.engine())
     [delivery] = (await s.db.prepare("SELECT id FROM webhook_deliveries").all()).results
 
-    async def refused(request: object) -> object:
+    async def refused(request: OutboundRequest) -> OutboundResponse:
         raise LimitReached("subrequests")
 
     services = s.services()
