@@ -18,27 +18,15 @@ import pytest
 
 from fake_core.transport import answered
 from scheduling.ports import OutboundRequest, OutboundResponse
-from scheduling.repository.history import REPORT_COLUMNS
 from scheduling.runner.tick import BACKSTOP_TIME_MS
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.app import ADMIN_SECRET, START_MS, FakeClock, LoopClock, call
 from tests.support.runtimes import Runtime
-from tests.support.world import MINUTE, World, bulk_due, schedule, tick_at
+from tests.support.world import MINUTE, World, bulk_due, cron_tick_row, schedule, tick_at
 
 BASIC = {"authorization": "Basic " + base64.b64encode(f"op:{ADMIN_SECRET}".encode()).decode()}
 BEARER = {"authorization": f"Bearer {ADMIN_SECRET}"}
 HISTORY = "SELECT kind, error, completed FROM tick_history ORDER BY at"
-
-
-def cron_tick_row(at: int) -> tuple[str, int]:
-    """A good cron tick recorded at `at` (every count 0): the cron's last sign of life."""
-    columns = ", ".join(REPORT_COLUMNS)
-    values = ", ".join("0" for _ in REPORT_COLUMNS)
-    sql = (
-        f"INSERT INTO tick_history (at, kind, error, duration_ms, backlog, {columns})"
-        f" VALUES (?, 'tick', NULL, 0, 0, {values})"
-    )
-    return sql, at
 
 
 async def test_a_request_after_the_cron_stopped_runs_one_backstop_tick(runtime: Runtime) -> None:

@@ -28,7 +28,7 @@ from scheduling.runner.tick import (
     window_problem,
 )
 from tests.support.unit_store import DUE, store
-from tests.test_cron_backstop import cron_tick_row
+from tests.support.world import cron_tick_row
 
 WORDS = "time must be epoch milliseconds at most {} s after now and at most 24 h before it"
 

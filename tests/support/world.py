@@ -18,6 +18,7 @@ from fake_core.transport import MockTransport, core_handler
 from scheduling.app import App
 from scheduling.http.requests import Headers, Request
 from scheduling.http.responses import Response
+from scheduling.repository.history import REPORT_COLUMNS
 from scheduling.runtimes.cpython.sqlite_d1 import SqliteDatabase
 from tests.support.activation import mint
 from tests.support.app import ORIGIN, FakeClock, make_app
@@ -381,3 +382,14 @@ async def crash_during_send(world: World, at: int) -> None:
     tick.cancel()
     with pytest.raises(asyncio.CancelledError):
         await tick
+
+
+def cron_tick_row(at: int) -> tuple[str, int]:
+    """A good cron tick recorded at `at` (every count 0): the cron's last sign of life."""
+    columns = ", ".join(REPORT_COLUMNS)
+    values = ", ".join("0" for _ in REPORT_COLUMNS)
+    sql = (
+        f"INSERT INTO tick_history (at, kind, error, duration_ms, backlog, {columns})"
+        f" VALUES (?, 'tick', NULL, 0, 0, {values})"
+    )
+    return sql, at
