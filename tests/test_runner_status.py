@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from typing import Any
 
 import pytest
 
@@ -12,14 +10,10 @@ from fake_core import Fault
 from fake_core.transport import answered
 from scheduling.ports import DatabaseError, OutboundRequest, OutboundResponse
 from scheduling.runner.engine import TickReport
-from tests.support.app import ADMIN_SECRET, body, call, runner_status
+from tests.support.app import ADMIN_SECRET, body, call, event_lines, runner_status
 from tests.support.world import MINUTE, World, crash_during_send, schedule, tick_at
 
 STALL = 3 * MINUTE
-
-
-def tick_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [json.loads(r.getMessage()) for r in caplog.records if r.name == "scheduling.events"]
 
 
 async def test_status_is_for_the_operator_only(world: World) -> None:
@@ -183,7 +177,7 @@ async def test_each_tick_logs_one_json_line_without_secrets(
     s = await schedule(world, installation)
     await tick_at(world, s["due_at"] - MINUTE)
     await tick_at(world, s["due_at"])
-    empty, busy = tick_lines(caplog)
+    empty, busy = event_lines(caplog.records)
     assert empty == {
         "event": "runner_tick",
         "at": "2026-07-01T10:04:00Z",
@@ -212,7 +206,7 @@ async def test_a_failed_tick_logs_its_error_type_and_leaves_the_last_record(
     world.db.connection.execute("ALTER TABLE schedules RENAME TO schedules_gone")
     with pytest.raises(DatabaseError) as raised:
         await tick_at(world, s["due_at"])
-    assert tick_lines(caplog)[-1] == {
+    assert event_lines(caplog.records)[-1] == {
         "event": "runner_tick_failed",
         "at": "2026-07-01T10:05:00Z",
         "cron_delay_ms": 0,

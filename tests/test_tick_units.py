@@ -5,7 +5,6 @@ and runs the backstop, on an in-memory D1 with a clock the test moves."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -27,6 +26,7 @@ from scheduling.runner.tick import (
     tick,
     window_problem,
 )
+from tests.support.app import event_lines
 from tests.support.unit_store import DUE, store
 from tests.support.world import cron_tick_row
 
@@ -35,10 +35,6 @@ WORDS = "time must be epoch milliseconds at most {} s after now and at most 24 h
 
 def running(ticks: Ticks) -> bool:
     return ticks.running
-
-
-def logged(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [json.loads(r.getMessage()) for r in caplog.records if r.name == "scheduling.events"]
 
 
 def answers(changes: tuple[int, ...], steps: list[int] | None = None, limit_at: int = 0) -> Any:
@@ -78,7 +74,9 @@ async def test_a_tick_outside_the_window_runs_nothing_and_says_so(
     ahead = DUE + MAX_TICK_AHEAD_MS + 1
     with pytest.raises(TickTimeRefused, match=f"^{WORDS.format(900)}$"):
         await tick(s.services(), ahead)
-    assert logged(caplog) == [{"event": "runner_tick_refused", "scheduled_time": ahead, "now": DUE}]
+    assert event_lines(caplog.records) == [
+        {"event": "runner_tick_refused", "scheduled_time": ahead, "now": DUE}
+    ]
     history = await s.db.prepare("SELECT count(*) AS n FROM tick_history").first()
     assert history == {"n": 0}
 
@@ -91,7 +89,7 @@ async def test_a_failed_tick_logs_its_error_type_only_and_raises(
     caplog.set_level("INFO")
     with pytest.raises(DatabaseError):
         await tick(s.services(), DUE - 3_000)
-    [line] = [e for e in logged(caplog) if e["event"] == "runner_tick_failed"]
+    [line] = [e for e in event_lines(caplog.records) if e["event"] == "runner_tick_failed"]
     assert line == {
         "event": "runner_tick_failed",
         "at": "2026-05-28T20:26:40Z",  # delivered late, it ran at the wall clock
@@ -127,23 +125,23 @@ async def test_a_request_looks_for_a_stopped_cron_at_most_every_two_minutes(
     assert ticks.after_request() is None
     # A tick exactly two minutes old is a cron that still runs: quiet until it is older.
     s.clock.now += 1
-    await (
-        s.db.prepare(*cron_tick_row(s.clock.now - CRON_STOPPED_AFTER_MS)[:1])
-        .bind(s.clock.now - CRON_STOPPED_AFTER_MS)
-        .run()
-    )
+    sql, at = cron_tick_row(s.clock.now - CRON_STOPPED_AFTER_MS)
+    await s.db.prepare(sql).bind(at).run()
     look = ticks.after_request()
     assert look is not None
     await look
     assert ticks.quiet_until == s.clock.now
-    assert logged(caplog) == []
+    assert event_lines(caplog.records) == []
     # A millisecond on, it has stopped: the backstop runs and is recorded.
     s.clock.now += 1
     look = ticks.after_request()
     assert look is not None
     await look
-    assert [e["event"] for e in logged(caplog)] == ["runner_cron_stopped", "runner_backstop"]
-    assert logged(caplog)[0]["last_tick_at"] == "2026-05-28T20:26:40Z"
+    assert [e["event"] for e in event_lines(caplog.records)] == [
+        "runner_cron_stopped",
+        "runner_backstop",
+    ]
+    assert event_lines(caplog.records)[0]["last_tick_at"] == "2026-05-28T20:26:40Z"
     kinds = await s.db.prepare("SELECT kind FROM tick_history ORDER BY at").all()
     assert [r["kind"] for r in kinds.results] == ["tick", "backstop"]
     assert running(ticks) is False
@@ -159,7 +157,9 @@ async def test_a_backstop_that_fails_says_so_and_lets_the_next_request_try(
     look = ticks.after_request()
     assert look is not None
     await look
-    assert logged(caplog) == [{"event": "runner_backstop_failed", "error": "DatabaseError"}]
+    assert event_lines(caplog.records) == [
+        {"event": "runner_backstop_failed", "error": "DatabaseError"}
+    ]
     assert not ticks.running
 
 
@@ -198,7 +198,7 @@ async def test_keys_go_a_month_after_they_expire_and_the_purge_says_what_went(
     await purge(s.services(), engine.trips, engine.budget, now=DUE, elapsed_ms=lambda: 0)
     kept = await s.db.prepare("SELECT id FROM agent_keys ORDER BY id").all()
     assert [r["id"] for r in kept.results] == ["key_live", "key_recent"]
-    assert logged(caplog) == [
+    assert event_lines(caplog.records) == [
         {
             "event": "retention_purged",
             "retention_days": 400,
@@ -222,7 +222,9 @@ async def test_a_purge_stops_at_its_time_or_at_d1s_limit_and_says_what_went_befo
     caplog.set_level("INFO")
     await purge(s.services(), engine.trips, engine.budget, now=DUE, elapsed_ms=lambda: 0)
     assert steps == [6, 6]
-    assert logged(caplog)[0]["agent_keys"] == STEP_ROWS  # what went before the limit is said
+    assert (
+        event_lines(caplog.records)[0]["agent_keys"] == STEP_ROWS
+    )  # what went before the limit is said
     # Exactly MAX_PURGE_MS spent: no step starts.
     clock = iter([0, MAX_PURGE_MS, MAX_PURGE_MS])
     steps.clear()
@@ -241,4 +243,4 @@ async def test_a_step_that_deleted_only_attempts_is_not_said(
     engine.trips.send = answers((5, 0, 0, 0, 0, 0))  # type: ignore[method-assign]
     caplog.set_level("INFO")
     await purge(s.services(), engine.trips, engine.budget, now=DUE, elapsed_ms=lambda: 0)
-    assert logged(caplog) == []
+    assert event_lines(caplog.records) == []

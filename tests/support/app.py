@@ -6,6 +6,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import logging
 import random
 from typing import Any
 
@@ -125,3 +126,8 @@ async def runner_status(app: App, secret: str = ADMIN_SECRET) -> Any:
     )
     assert response.status == 200, response.body[:300]
     return body(response)
+
+
+def event_lines(records: list[logging.LogRecord]) -> list[dict[str, Any]]:
+    """The event lines (`ports.emit`) among captured log records, parsed, oldest first."""
+    return [json.loads(r.getMessage()) for r in records if r.name == "scheduling.events"]
